@@ -1,0 +1,65 @@
+// Command testbed starts the e2e test bed (MariaDB and a Kafka broker) for a
+// human to poke at, and stops it again:
+//
+//	go run ./e2e/cmd/testbed up   [-dir .testbed] [-broker kafka|kfake] [-nodes 1|3]
+//	go run ./e2e/cmd/testbed down [-dir .testbed]
+//
+// `up` leaves the servers running in the background and writes
+// <dir>/env with the E2E_* variables that point the e2e suite (or a shell)
+// at them. `make testbed-up` and `make testbed-down` wrap this.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/readside/readside/e2e/testbed"
+)
+
+func main() {
+	if len(os.Args) < 2 || (os.Args[1] != "up" && os.Args[1] != "down") {
+		fmt.Fprintln(os.Stderr, "usage: testbed up|down [-dir DIR] [-broker kafka|kfake] [-nodes N]")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	dir := fs.String("dir", ".testbed", "directory for the servers' data, logs and env file")
+	broker := fs.String("broker", "kafka", "kafka (Apache Kafka, KRaft) or kfake")
+	nodes := fs.Int("nodes", 1, "number of Kafka nodes (1 or 3)")
+	_ = fs.Parse(os.Args[2:])
+	abs, _ := filepath.Abs(*dir)
+
+	if os.Args[1] == "down" {
+		if err := testbed.Down(abs); err != nil {
+			fmt.Fprintln(os.Stderr, "testbed down:", err)
+			os.Exit(1)
+		}
+		fmt.Println("test bed stopped and", abs, "removed")
+		return
+	}
+	if _, err := os.Stat(filepath.Join(abs, "env")); err == nil {
+		fmt.Fprintf(os.Stderr, "testbed up: %s already holds a running test bed; run `make testbed-down` first\n", abs)
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	bed, err := testbed.Start(ctx, testbed.Options{Dir: abs, Broker: *broker, KafkaNodes: *nodes, Detached: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testbed up:", err)
+		_ = testbed.Down(abs)
+		os.Exit(1)
+	}
+	env := "export " + strings.Join(bed.Env(), "\nexport ") + "\n"
+	if err := os.WriteFile(filepath.Join(abs, "env"), []byte(env), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "testbed up:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("test bed running (%s, MariaDB at %s, Kafka at %s)\n", bed.Kafka.Version(), bed.MySQL.Addr(), strings.Join(bed.Kafka.Brokers(), ","))
+	fmt.Printf("  source %s/env to point `make e2e` at it; `make testbed-down` stops it\n", abs)
+	fmt.Print(env)
+}

@@ -1,0 +1,70 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+)
+
+// A fresh machine may lack the servers the test bed runs. When the test bed
+// runs as root it installs the Debian packages itself (that is what makes
+// `make test` work on a clean clone); otherwise it says which package to
+// install.
+
+var installMu sync.Mutex
+
+// ensureCommand returns the path of the first of names found on PATH or in
+// the sbin directories, installing debPackages with apt-get when none is
+// found and the process runs as root.
+func ensureCommand(ctx context.Context, debPackages []string, names ...string) (string, error) {
+	installMu.Lock()
+	defer installMu.Unlock()
+	if p := lookCommand(names...); p != "" {
+		return p, nil
+	}
+	if os.Geteuid() != 0 {
+		return "", fmt.Errorf("%s not found: install the Debian package(s) %s (apt-get install %s) or run the tests as root so the test bed installs them",
+			names[0], strings.Join(debPackages, ", "), strings.Join(debPackages, " "))
+	}
+	if err := aptInstall(ctx, debPackages...); err != nil {
+		return "", err
+	}
+	if p := lookCommand(names...); p != "" {
+		return p, nil
+	}
+	return "", fmt.Errorf("%s still not found after installing %s", names[0], strings.Join(debPackages, " "))
+}
+
+func lookCommand(names ...string) string {
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+		for _, dir := range []string{"/usr/sbin", "/sbin", "/usr/local/sbin"} {
+			p := dir + "/" + n
+			if st, err := os.Stat(p); err == nil && !st.IsDir() {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+func aptInstall(ctx context.Context, pkgs ...string) error {
+	update := exec.CommandContext(ctx, "apt-get", "update", "-qq")
+	if out, err := update.CombinedOutput(); err != nil {
+		return fmt.Errorf("apt-get update: %w\n%s", err, out)
+	}
+	args := append([]string{"install", "-y", "-qq", "--no-install-recommends"}, pkgs...)
+	install := exec.CommandContext(ctx, "apt-get", args...)
+	// policy-rc.d on minimal images stops the package from starting its own
+	// server; the test bed starts private instances instead.
+	install.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	if out, err := install.CombinedOutput(); err != nil {
+		return fmt.Errorf("apt-get install %s: %w\n%s", strings.Join(pkgs, " "), err, out)
+	}
+	return nil
+}

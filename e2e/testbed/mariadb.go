@@ -1,0 +1,376 @@
+package testbed
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	mysqldriver "github.com/go-sql-driver/mysql" // also registers the database/sql driver
+)
+
+// Credentials of the users the test bed creates on a private MariaDB. They are
+// test-only secrets on a loopback server that lives for one test run.
+const (
+	AdminUser     = "rsadmin"
+	AdminPassword = "rsadmin-test-pw"
+	ReplUser      = "rsrepl"
+	ReplPassword  = "rsrepl-test-pw"
+)
+
+// ErrNotControllable is returned by fault helpers (kill, restart, purge) on
+// servers the test bed did not start (E2E_BROKER=external).
+var ErrNotControllable = errors.New("server not started by the test bed: cannot kill or restart it")
+
+// MySQL is the source and sink database of the e2e tests: a private MariaDB
+// the test bed started, or an external server named by E2E_MYSQL_DSN.
+type MySQL struct {
+	// Host and Port of the server on loopback.
+	Host string
+	Port int
+
+	adminDSN     string
+	replDSN      string
+	replUser     string
+	replPassword string
+	db       *sql.DB
+
+	// Only set for a private server.
+	dir      string
+	mariadbd string
+	proc     *process
+	detached bool
+	seq      atomic.Int64
+}
+
+// ServerID is the server_id of the private MariaDB. Binlog clients must use
+// a different one.
+const ServerID = 1
+
+func startMariaDB(ctx context.Context, dir string, detached bool) (*MySQL, error) {
+	mariadbd, err := ensureCommand(ctx, []string{"mariadb-server", "mariadb-client"}, "mariadbd", "mysqld")
+	if err != nil {
+		return nil, err
+	}
+	installDB, err := ensureCommand(ctx, []string{"mariadb-server"}, "mariadb-install-db", "mysql_install_db")
+	if err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	m := &MySQL{Host: "127.0.0.1", Port: ports[0], dir: dir, mariadbd: mariadbd, detached: detached,
+		replUser: ReplUser, replPassword: ReplPassword}
+	m.adminDSN = fmt.Sprintf("%s:%s@tcp(%s:%d)/", AdminUser, AdminPassword, m.Host, m.Port)
+	m.replDSN = fmt.Sprintf("%s:%s@tcp(%s:%d)/", ReplUser, ReplPassword, m.Host, m.Port)
+
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	install := exec.CommandContext(ctx, installDB, "--no-defaults", "--datadir="+m.dataDir(), "--user="+currentUser(),
+		"--auth-root-authentication-method=normal", "--skip-test-db")
+	if out, err := install.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("mariadb-install-db in %s: %w\n%s", dir, err, out)
+	}
+	if err := m.launch(ctx); err != nil {
+		return nil, err
+	}
+	// First start: create the users over the root socket, then talk TCP.
+	rootDB, err := sql.Open("mysql", "root@unix("+m.socket()+")/")
+	if err != nil {
+		return nil, err
+	}
+	defer rootDB.Close()
+	for _, stmt := range []string{
+		fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'", AdminUser, AdminPassword),
+		fmt.Sprintf("GRANT ALL PRIVILEGES ON *.* TO '%s'@'%%' WITH GRANT OPTION", AdminUser),
+		// What readside's tailer needs and nothing more (docs/ARCHITECTURE.md, grants).
+		fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'", ReplUser, ReplPassword),
+		fmt.Sprintf("GRANT REPLICATION SLAVE, BINLOG MONITOR, SELECT ON *.* TO '%s'@'%%'", ReplUser),
+	} {
+		if _, err := rootDB.ExecContext(ctx, stmt); err != nil {
+			return nil, fmt.Errorf("setting up users on MariaDB: %s: %w", stmt, err)
+		}
+	}
+	if err := m.connect(ctx); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func currentUser() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	if os.Geteuid() == 0 {
+		return "root"
+	}
+	return strconv.Itoa(os.Geteuid())
+}
+
+func externalMySQL(ctx context.Context, dsn string) (*MySQL, error) {
+	cfg, err := mysqldriver.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("E2E_MYSQL_DSN: %w", err)
+	}
+	host, port, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("E2E_MYSQL_DSN address %q: %w", cfg.Addr, err)
+	}
+	m := &MySQL{Host: host, adminDSN: dsn, replDSN: dsn, replUser: cfg.User, replPassword: cfg.Passwd}
+	m.Port, _ = strconv.Atoi(port)
+	if err := m.connect(ctx); err != nil {
+		return nil, fmt.Errorf("connecting to E2E_MYSQL_DSN: %w", err)
+	}
+	return m, nil
+}
+
+func (m *MySQL) dataDir() string { return filepath.Join(m.dir, "data") }
+func (m *MySQL) socket() string  { return filepath.Join(m.dir, "mysqld.sock") }
+
+// launch starts mariadbd on the existing data dir and waits until it
+// answers. The settings are what readside requires of a source (ROW binlog,
+// full row image and metadata, GTID) plus durable commits so that kill -9
+// loses nothing that was acknowledged.
+func (m *MySQL) launch(ctx context.Context) error {
+	args := []string{
+		"--no-defaults",
+		"--user=" + currentUser(),
+		"--datadir=" + m.dataDir(),
+		"--socket=" + m.socket(),
+		"--port=" + strconv.Itoa(m.Port),
+		"--bind-address=127.0.0.1",
+		"--pid-file=" + filepath.Join(m.dir, "mysqld.pid"),
+		"--log-error=" + filepath.Join(m.dir, "error.log"),
+		"--server-id=" + strconv.Itoa(ServerID),
+		"--log-bin=" + filepath.Join(m.dataDir(), "binlog"),
+		"--binlog-format=ROW",
+		"--binlog-row-image=FULL",
+		"--binlog-row-metadata=FULL",
+		"--gtid-strict-mode=1",
+		"--log-slave-updates=1",
+		"--sync-binlog=1",
+		"--innodb-flush-log-at-trx-commit=1",
+		"--innodb-buffer-pool-size=256M",
+		"--innodb-log-file-size=128M",
+		"--max-connections=500",
+		"--max-allowed-packet=64M",
+		"--skip-name-resolve",
+		"--character-set-server=utf8mb4",
+		"--collation-server=utf8mb4_general_ci",
+	}
+	// The source runs in US/Samoa (UTC-11) so that time zone bugs show: the
+	// tests and readside run in another zone (Debezium's trick).
+	p, err := startProcess(processSpec{
+		name: "mariadb", path: m.mariadbd, args: args, env: []string{"TZ=US/Samoa"},
+		logPath: filepath.Join(m.dir, "stdout.log"), detached: m.detached,
+	})
+	if err != nil {
+		return err
+	}
+	m.proc = p
+	if err := waitTCP(p, m.Addr(), 60*time.Second); err != nil {
+		return fmt.Errorf("%w\nerror log:\n%s", err, fileTail(filepath.Join(m.dir, "error.log"), 20))
+	}
+	return nil
+}
+
+func (m *MySQL) connect(ctx context.Context) error {
+	db, err := sql.Open("mysql", m.adminDSN+"?parseTime=false&multiStatements=false")
+	if err != nil {
+		return err
+	}
+	db.SetMaxOpenConns(32)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err = db.PingContext(ctx)
+		if err == nil {
+			m.db = db
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			db.Close()
+			return fmt.Errorf("MariaDB at %s not answering: %w", m.Addr(), err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Addr is host:port.
+func (m *MySQL) Addr() string { return m.Host + ":" + strconv.Itoa(m.Port) }
+
+// Private reports whether the test bed started this server (so it can be
+// killed, restarted and its binlogs purged).
+func (m *MySQL) Private() bool { return m.proc != nil }
+
+// AdminDSN is a go-sql-driver DSN of a user with all privileges, with no
+// database selected (append a database name after the slash).
+func (m *MySQL) AdminDSN() string { return m.adminDSN }
+
+// ReplDSN is the DSN of the least-privileged replication user readside's
+// tailer runs as (REPLICATION SLAVE, BINLOG MONITOR, SELECT).
+func (m *MySQL) ReplDSN() string { return m.replDSN }
+
+// ReplCredentials are the user and password of ReplDSN, for binlog clients.
+func (m *MySQL) ReplCredentials() (user, password string) { return m.replUser, m.replPassword }
+
+// DB is a pool of admin connections.
+func (m *MySQL) DB() *sql.DB { return m.db }
+
+// Exec runs statements in order on the admin pool, stopping at the first error.
+func (m *MySQL) Exec(ctx context.Context, stmts ...string) error {
+	for _, s := range stmts {
+		if _, err := m.db.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// CreateDatabase creates a database with a unique name starting with prefix
+// and returns the name, so tests never share state.
+func (m *MySQL) CreateDatabase(ctx context.Context, prefix string) (string, error) {
+	name := fmt.Sprintf("%s_%d_%d", prefix, os.Getpid(), m.seq.Add(1))
+	return name, m.Exec(ctx, "CREATE DATABASE "+sqlQuote(name))
+}
+
+// BinlogPosition is the current binlog file, position and GTID position.
+type BinlogPosition struct {
+	File string
+	Pos  uint32
+	GTID string // @@gtid_binlog_pos on MariaDB, @@gtid_executed on MySQL
+}
+
+// CurrentPosition reads where the binlog ends now.
+func (m *MySQL) CurrentPosition(ctx context.Context) (BinlogPosition, error) {
+	var p BinlogPosition
+	rows, err := m.db.QueryContext(ctx, "SHOW MASTER STATUS")
+	if err != nil {
+		return p, err
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	if !rows.Next() {
+		return p, errors.New("SHOW MASTER STATUS returned nothing: is log_bin on?")
+	}
+	vals := make([]sql.RawBytes, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return p, err
+	}
+	p.File = string(vals[0])
+	pos, _ := strconv.ParseUint(string(vals[1]), 10, 32)
+	p.Pos = uint32(pos)
+	rows.Close()
+	if err := m.db.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&p.GTID); err != nil {
+		// MySQL has no gtid_binlog_pos.
+		if err2 := m.db.QueryRowContext(ctx, "SELECT @@gtid_executed").Scan(&p.GTID); err2 != nil {
+			return p, fmt.Errorf("reading GTID position: %w", errors.Join(err, err2))
+		}
+	}
+	return p, nil
+}
+
+// RotateBinlog closes the current binlog file and starts the next one.
+func (m *MySQL) RotateBinlog(ctx context.Context) error {
+	return m.Exec(ctx, "FLUSH BINARY LOGS")
+}
+
+// PurgeBinlogsTo deletes every binlog file before file.
+func (m *MySQL) PurgeBinlogsTo(ctx context.Context, file string) error {
+	if !m.Private() {
+		return ErrNotControllable
+	}
+	_, err := m.db.ExecContext(ctx, "PURGE BINARY LOGS TO ?", file)
+	return err
+}
+
+// Kill sends SIGKILL to mariadbd (a crash: InnoDB recovers on restart).
+func (m *MySQL) Kill() error {
+	if !m.Private() {
+		return ErrNotControllable
+	}
+	return m.proc.kill()
+}
+
+// Stop shuts mariadbd down cleanly.
+func (m *MySQL) Stop() error {
+	if !m.Private() {
+		return ErrNotControllable
+	}
+	return m.proc.stop(60 * time.Second)
+}
+
+// Restart starts a stopped or killed server again on the same port and data.
+func (m *MySQL) Restart(ctx context.Context) error {
+	if !m.Private() {
+		return ErrNotControllable
+	}
+	if !m.proc.exited() {
+		if err := m.Stop(); err != nil {
+			return err
+		}
+	}
+	if err := m.launch(ctx); err != nil {
+		return err
+	}
+	// The pool reconnects by itself; wait until it can.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := m.db.PingContext(ctx)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("MariaDB not answering after restart: %w", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Flavor is "mariadb" or "mysql" (go-mysql's flavor names), from VERSION().
+func (m *MySQL) Flavor(ctx context.Context) (string, error) {
+	v, err := m.Version(ctx)
+	if err != nil {
+		return "", err
+	}
+	if strings.Contains(strings.ToLower(v), "mariadb") {
+		return "mariadb", nil
+	}
+	return "mysql", nil
+}
+
+// Version returns SELECT VERSION().
+func (m *MySQL) Version(ctx context.Context) (string, error) {
+	var v string
+	err := m.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v)
+	return v, err
+}
+
+func (m *MySQL) close() error {
+	var errs []error
+	if m.db != nil {
+		errs = append(errs, m.db.Close())
+	}
+	if m.proc != nil {
+		errs = append(errs, m.proc.stop(30*time.Second))
+	}
+	return errors.Join(errs...)
+}
+
+// sqlQuote quotes an identifier for MySQL by doubling backticks.
+func sqlQuote(ident string) string {
+	return "`" + strings.ReplaceAll(ident, "`", "``") + "`"
+}
