@@ -41,7 +41,7 @@ type MySQL struct {
 	replDSN      string
 	replUser     string
 	replPassword string
-	db       *sql.DB
+	db           *sql.DB
 
 	// Only set for a private server.
 	dir      string
