@@ -23,6 +23,7 @@ func TestKafkaThreeNodes(t *testing.T) {
 		t.Skip("three-node mode needs the real broker (E2E_BROKER=kafka)")
 	}
 	ctx := t.Context()
+	began := time.Now()
 	bed, err := testbed.Start(ctx, testbed.Options{KafkaNodes: 3, NoMySQL: true})
 	t.Cleanup(func() {
 		if err := bed.Close(); err != nil {
@@ -32,6 +33,7 @@ func TestKafkaThreeNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%s after %s", "cluster up", time.Since(began).Round(time.Millisecond))
 	cl := newClient(t, bed, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000), kgo.ProduceRequestTimeout(10*time.Second))
 	topic := "cluster.smoke"
 	res, err := kadm.NewClient(cl).CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
@@ -42,6 +44,7 @@ func TestKafkaThreeNodes(t *testing.T) {
 	const n = 3000
 	for i := range n {
 		if i == n/2 {
+			t.Logf("%s after %s", "killing node 2", time.Since(began).Round(time.Millisecond))
 			if err := bed.Kafka.Kill(1); err != nil {
 				t.Fatal(err)
 			}
@@ -54,6 +57,7 @@ func TestKafkaThreeNodes(t *testing.T) {
 			}
 		})
 	}
+	t.Logf("produced %d records after %s", n, time.Since(began).Round(time.Millisecond))
 	if err := cl.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +66,7 @@ func TestKafkaThreeNodes(t *testing.T) {
 	if err := bed.Kafka.Restart(restartCtx, 1); err != nil {
 		t.Fatalf("restarting node after kill -9: %v", err)
 	}
+	t.Logf("%s after %s", "node restarted", time.Since(began).Round(time.Millisecond))
 	got := consumeAll(t, bed, topic, n)
 	last := map[string]int{}
 	for _, c := range got {
