@@ -1,0 +1,155 @@
+// Package config is readside's typed configuration: one struct with koanf
+// tags, defaults in one place, environment overrides, secrets from the
+// environment or files, and a pure Validate that reports every problem at
+// once, each naming the key and the fix. docs/config.md lists every key.
+package config
+
+import (
+	"time"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	// Source is the MySQL/MariaDB server whose binlog readside tails.
+	Source Source `koanf:"source"`
+	// Kafka is where change events go. No brokers means an embedded
+	// single-node broker under DataDir.
+	Kafka Kafka `koanf:"kafka"`
+	// DataDir holds local state: the embedded broker's data. Default ./data.
+	DataDir string `koanf:"data_dir"`
+	// Sinks are the MySQL servers (or shards) holding read tables, by name.
+	Sinks map[string]Sink `koanf:"sinks"`
+	// Projections are the declared read models, by name.
+	Projections map[string]Projection `koanf:"projections"`
+	// Verify schedules verification runs.
+	Verify Verify `koanf:"verify"`
+	// Log configures logging.
+	Log Log `koanf:"log"`
+}
+
+// Source is the binlog source.
+type Source struct {
+	// DSN of the replication user, go-sql-driver form
+	// ("user:pw@tcp(host:3306)/"). Needs REPLICATION SLAVE, REPLICATION
+	// CLIENT (BINLOG MONITOR on MariaDB) and SELECT.
+	DSN Secret `koanf:"dsn"`
+	// DSNFile reads DSN from a file (not world-readable) instead.
+	DSNFile string `koanf:"dsn_file"`
+	// ServerID is the replica server_id readside connects with; unique
+	// among the source's replicas and binlog clients.
+	ServerID uint32 `koanf:"server_id"`
+	// Tables are the captured tables, "db.table".
+	Tables []string `koanf:"tables"`
+	// ExcludeColumns are never published (PII), "db.table.column".
+	ExcludeColumns []string `koanf:"exclude_columns"`
+	// Flavor is "mariadb" or "mysql"; empty detects it from VERSION().
+	Flavor string `koanf:"flavor"`
+	// HeartbeatPeriod asks the source for a heartbeat when idle; a dead
+	// connection is detected after three missed ones. Default 2s.
+	HeartbeatPeriod time.Duration `koanf:"heartbeat_period"`
+	// TLS to the source.
+	TLS TLS `koanf:"tls"`
+}
+
+// TLS settings for a connection. Mode "verify_identity" is the default
+// whenever TLS is enabled; there is no silent fallback to plaintext.
+type TLS struct {
+	// Mode: "disabled" (default for loopback test setups), "verify_ca"
+	// or "verify_identity".
+	Mode string `koanf:"mode"`
+	// CAFile is the PEM bundle of trusted CAs; empty uses the system pool.
+	CAFile string `koanf:"ca_file"`
+	// CertFile and KeyFile are a client certificate, if the server wants one.
+	CertFile string `koanf:"cert_file"`
+	KeyFile  string `koanf:"key_file"`
+}
+
+// Kafka is the broker side.
+type Kafka struct {
+	// Brokers are seed addresses. Empty: embedded broker under data_dir.
+	Brokers []string `koanf:"brokers"`
+	// TopicPrefix: topics are <prefix>.<db>.<table>. Default "readside".
+	TopicPrefix string `koanf:"topic_prefix"`
+	// Partitions of each table topic when readside creates it. Default 6.
+	Partitions int32 `koanf:"partitions"`
+	// ReplicationFactor of created topics; -1 uses the broker default.
+	ReplicationFactor int16 `koanf:"replication_factor"`
+	// TransactionalID of the tailer's producer; default
+	// "readside-tailer-<server_id>". Two tailers with the same id fence
+	// each other: only the newest publishes.
+	TransactionalID string `koanf:"transactional_id"`
+	// CommitEvery bounds a Kafka transaction: it commits after this many
+	// events at the next source transaction boundary. Default 5000.
+	CommitEvery int `koanf:"commit_every"`
+	// CommitInterval commits at least this often while events flow.
+	// Default 200ms.
+	CommitInterval time.Duration `koanf:"commit_interval"`
+	// MaxMessageBytes is the largest event readside publishes; a larger row
+	// stops the tailer with an error naming it. Default 1 MiB.
+	MaxMessageBytes int `koanf:"max_message_bytes"`
+}
+
+// Sink is a MySQL server holding read tables, or a set of shards.
+type Sink struct {
+	DSN     Secret  `koanf:"dsn"`
+	DSNFile string  `koanf:"dsn_file"`
+	Shards  []Shard `koanf:"shards"`
+}
+
+// Shard is one key range of a sharded sink (Vitess-style hex ranges).
+type Shard struct {
+	KeyRange string `koanf:"keyrange"`
+	DSN      Secret `koanf:"dsn"`
+	DSNFile  string `koanf:"dsn_file"`
+}
+
+// Projection is a declared read model.
+type Projection struct {
+	From       string            `koanf:"from"`
+	Sink       string            `koanf:"sink"`
+	Table      string            `koanf:"table"`
+	Key        []string          `koanf:"key"`
+	ShardBy    string            `koanf:"shard_by"`
+	Columns    map[string]string `koanf:"columns"`
+	Where      string            `koanf:"where"`
+	Join       []Join            `koanf:"join"`
+	OnError    string            `koanf:"on_error"`
+	Replicated bool              `koanf:"replicated"`
+}
+
+// Join is a denormalized copy of a parent row's columns.
+type Join struct {
+	From    string            `koanf:"from"`
+	On      map[string]string `koanf:"on"`
+	Columns map[string]string `koanf:"columns"`
+}
+
+// Verify schedules verification.
+type Verify struct {
+	Every time.Duration `koanf:"every"`
+}
+
+// Log configures logging.
+type Log struct {
+	// Level: debug, info, warn, error. Default info.
+	Level string `koanf:"level"`
+	// Format: text or json. Default text.
+	Format string `koanf:"format"`
+}
+
+// Default is the default layer every loaded config starts from.
+func Default() Config {
+	return Config{
+		Source: Source{HeartbeatPeriod: 2 * time.Second, TLS: TLS{Mode: "disabled"}},
+		Kafka: Kafka{
+			TopicPrefix:       "readside",
+			Partitions:        6,
+			ReplicationFactor: -1,
+			CommitEvery:       5000,
+			CommitInterval:    200 * time.Millisecond,
+			MaxMessageBytes:   1 << 20,
+		},
+		DataDir: "./data",
+		Log:     Log{Level: "info", Format: "text"},
+	}
+}

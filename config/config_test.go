@@ -1,0 +1,101 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "readside.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const minimal = `
+source:
+  dsn: "repl:${PW}@tcp(127.0.0.1:3306)/"
+  server_id: 4242
+  tables: [shop.orders, shop.customers]
+kafka:
+  brokers: [127.0.0.1:9092]
+`
+
+func TestLoadMinimal(t *testing.T) {
+	cfg, err := Load(writeConfig(t, minimal), []string{"PW=s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Source.DSN.Reveal() != "repl:s3cret@tcp(127.0.0.1:3306)/" {
+		t.Errorf("dsn = %q", cfg.Source.DSN.Reveal())
+	}
+	if cfg.Kafka.TopicPrefix != "readside" || cfg.Kafka.CommitInterval != 200*time.Millisecond {
+		t.Errorf("defaults not applied: %+v", cfg.Kafka)
+	}
+	if s := cfg.Source.DSN.String(); strings.Contains(s, "s3cret") {
+		t.Errorf("Secret.String leaks the password: %s", s)
+	}
+}
+
+func TestEnvOverrides(t *testing.T) {
+	cfg, err := Load(writeConfig(t, minimal), []string{"PW=x", "READSIDE_SOURCE__SERVER_ID=7", "READSIDE_KAFKA__BROKERS=a:1,b:2", "READSIDE_KAFKA__COMMIT_INTERVAL=1s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Source.ServerID != 7 || len(cfg.Kafka.Brokers) != 2 || cfg.Kafka.CommitInterval != time.Second {
+		t.Errorf("overrides not applied: server_id=%d brokers=%v interval=%v", cfg.Source.ServerID, cfg.Kafka.Brokers, cfg.Kafka.CommitInterval)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	cases := []struct {
+		why  string
+		body string
+		env  []string
+		want []string // every fragment must appear in the error
+	}{
+		{"an unset ${VAR} is named", minimal, nil, []string{"unset environment variables PW"}},
+		{"unknown keys are errors", minimal + "kafak: {}\n", []string{"PW=x"}, []string{"kafak"}},
+		{"every problem is reported at once",
+			"source:\n  dsn: \"\"\n  server_id: 0\n  tables: [nodot]\nkafka:\n  partitions: 0\n", nil,
+			[]string{"source.dsn is empty", "source.server_id is 0", `"nodot": want db.table`, "kafka.partitions must be positive"}},
+		{"a bad duration names the key", minimal, []string{"PW=x", "READSIDE_SOURCE__HEARTBEAT_PERIOD=soon"}, []string{"heartbeat_period"}},
+		{"a duplicate table is named", "source:\n  dsn: \"u:p@tcp(h:1)/\"\n  server_id: 1\n  tables: [a.b, a.b]\n", nil, []string{`lists "a.b" twice`}},
+	}
+	for _, c := range cases {
+		_, err := Load(writeConfig(t, c.body), c.env)
+		if err == nil {
+			t.Errorf("%s: no error", c.why)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q lacks %q", c.why, err, w)
+			}
+		}
+	}
+}
+
+func TestSecretFile(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "dsn")
+	if err := os.WriteFile(secret, []byte("repl:pw@tcp(h:1)/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	body := "source:\n  dsn_file: " + secret + "\n  server_id: 1\n  tables: [a.b]\n"
+	if _, err := Load(writeConfig(t, body), nil); err == nil || !strings.Contains(err.Error(), "world-readable") {
+		t.Errorf("world-readable secret file accepted: %v", err)
+	}
+	if err := os.Chmod(secret, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(writeConfig(t, body), nil)
+	if err != nil || cfg.Source.DSN.Reveal() != "repl:pw@tcp(h:1)/" {
+		t.Errorf("dsn_file not read: %v %q", err, cfg.Source.DSN.Reveal())
+	}
+}

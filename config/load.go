@@ -1,0 +1,134 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/rawbytes"
+	"github.com/knadh/koanf/v2"
+)
+
+// EnvPrefix starts every environment override. Nesting uses a double
+// underscore: READSIDE_SOURCE__SERVER_ID=7 sets source.server_id.
+const EnvPrefix = "READSIDE_"
+
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// Load reads the YAML file at path (empty: no file), expands ${VAR}
+// references from environ, applies READSIDE_* overrides from environ on top
+// of Default(), reads *_file secrets, and validates. Unknown keys are
+// errors. Every problem found is returned, joined.
+func Load(path string, environ []string) (Config, error) {
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	k := koanf.New(".")
+	if path != "" {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("reading config: %w", err)
+		}
+		var missing []string
+		expanded := varRef.ReplaceAllStringFunc(string(raw), func(ref string) string {
+			name := varRef.FindStringSubmatch(ref)[1]
+			v, ok := env[name]
+			if !ok {
+				missing = append(missing, name)
+			}
+			return v
+		})
+		if len(missing) > 0 {
+			return Config{}, fmt.Errorf("config %s refers to unset environment variables %s: set them or remove the ${...} references", path, strings.Join(missing, ", "))
+		}
+		if err := k.Load(rawbytes.Provider([]byte(expanded)), yaml.Parser()); err != nil {
+			return Config{}, fmt.Errorf("parsing config %s: %w", path, err)
+		}
+	}
+	overrides := map[string]any{}
+	for name, v := range env {
+		if !strings.HasPrefix(name, EnvPrefix) {
+			continue
+		}
+		key := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, EnvPrefix), "__", "."))
+		if strings.Contains(v, ",") && listKeys[key] {
+			overrides[key] = strings.Split(v, ",")
+		} else {
+			overrides[key] = v
+		}
+	}
+	if err := k.Load(confmap.Provider(overrides, "."), nil); err != nil {
+		return Config{}, fmt.Errorf("applying %s* environment overrides: %w", EnvPrefix, err)
+	}
+
+	cfg := Default()
+	err := k.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{
+		Tag: "koanf",
+		DecoderConfig: &mapstructure.DecoderConfig{
+			Result:           &cfg,
+			TagName:          "koanf",
+			ErrorUnused:      true,
+			WeaklyTypedInput: true,
+			DecodeHook: mapstructure.ComposeDecodeHookFunc(
+				mapstructure.StringToTimeDurationHookFunc(),
+				mapstructure.StringToSliceHookFunc(","),
+			),
+		},
+	})
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w (see docs/config.md for every key)", err)
+	}
+	if err := cfg.readSecretFiles(); err != nil {
+		return Config{}, err
+	}
+	return cfg, cfg.Validate()
+}
+
+// listKeys are the keys an environment override may set to a
+// comma-separated list.
+var listKeys = map[string]bool{"source.tables": true, "kafka.brokers": true, "source.exclude_columns": true}
+
+func (c *Config) readSecretFiles() error {
+	var errs []error
+	read := func(key string, file string, into *Secret) {
+		if file == "" {
+			return
+		}
+		if *into != "" {
+			errs = append(errs, fmt.Errorf("%s and %s_file are both set: keep one", key, key))
+			return
+		}
+		st, err := os.Stat(file)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s_file: %w", key, err))
+			return
+		}
+		if st.Mode().Perm()&0o004 != 0 {
+			errs = append(errs, fmt.Errorf("%s_file %s is world-readable: chmod o-r %s", key, file, file))
+			return
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s_file: %w", key, err))
+			return
+		}
+		*into = Secret(strings.TrimSpace(string(b)))
+	}
+	read("source.dsn", c.Source.DSNFile, &c.Source.DSN)
+	for name, s := range c.Sinks {
+		read("sinks."+name+".dsn", s.DSNFile, &s.DSN)
+		for i := range s.Shards {
+			read(fmt.Sprintf("sinks.%s.shards[%d].dsn", name, i), s.Shards[i].DSNFile, &s.Shards[i].DSN)
+		}
+		c.Sinks[name] = s
+	}
+	return errors.Join(errs...)
+}

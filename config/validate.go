@@ -1,0 +1,95 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Validate checks the config without I/O and returns every problem, each
+// naming the key and the fix. Checks that need the live servers belong to
+// `readside check`.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	if c.Source.DSN == "" {
+		bad("source.dsn is empty: set it (or source.dsn_file) to the replication user's DSN, e.g. \"repl:${MYSQL_PASSWORD}@tcp(127.0.0.1:3306)/\"")
+	} else if _, err := mysql.ParseDSN(c.Source.DSN.Reveal()); err != nil {
+		bad("source.dsn %s is not a valid DSN: %v; use the form user:password@tcp(host:port)/", c.Source.DSN, err)
+	}
+	if c.Source.ServerID == 0 {
+		bad("source.server_id is 0 or missing: set a number unique among the source's replicas, e.g. 4242")
+	}
+	if len(c.Source.Tables) == 0 {
+		bad("source.tables is empty: list the tables to capture as db.table")
+	}
+	seen := map[string]bool{}
+	for _, t := range c.Source.Tables {
+		if _, _, ok := SplitTable(t); !ok {
+			bad("source.tables entry %q: want db.table", t)
+		}
+		if seen[t] {
+			bad("source.tables lists %q twice: remove one", t)
+		}
+		seen[t] = true
+	}
+	for _, col := range c.Source.ExcludeColumns {
+		if strings.Count(col, ".") != 2 {
+			bad("source.exclude_columns entry %q: want db.table.column", col)
+		}
+	}
+	if f := c.Source.Flavor; f != "" && f != "mysql" && f != "mariadb" {
+		bad("source.flavor %q: want mysql, mariadb or empty (detect)", f)
+	}
+	if c.Source.HeartbeatPeriod <= 0 {
+		bad("source.heartbeat_period must be positive, e.g. 2s")
+	}
+	switch c.Source.TLS.Mode {
+	case "disabled", "verify_ca", "verify_identity":
+	default:
+		bad("source.tls.mode %q: want disabled, verify_ca or verify_identity", c.Source.TLS.Mode)
+	}
+	if c.Kafka.TopicPrefix == "" || strings.ContainsAny(c.Kafka.TopicPrefix, " /\\") {
+		bad("kafka.topic_prefix %q: want a non-empty name of letters, digits, '.', '_' or '-'", c.Kafka.TopicPrefix)
+	}
+	if c.Kafka.Partitions <= 0 {
+		bad("kafka.partitions must be positive, e.g. 6")
+	}
+	if c.Kafka.CommitEvery <= 0 {
+		bad("kafka.commit_every must be positive, e.g. 5000")
+	}
+	if c.Kafka.CommitInterval <= 0 {
+		bad("kafka.commit_interval must be positive, e.g. 200ms")
+	}
+	if c.Kafka.MaxMessageBytes < 1024 {
+		bad("kafka.max_message_bytes must be at least 1024, e.g. 1048576")
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level %q: want debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		bad("log.format %q: want text or json", c.Log.Format)
+	}
+	return errors.Join(errs...)
+}
+
+// SplitTable splits "db.table" into its parts.
+func SplitTable(s string) (db, table string, ok bool) {
+	db, table, ok = strings.Cut(s, ".")
+	return db, table, ok && db != "" && table != "" && !strings.Contains(table, ".")
+}
+
+// TransactionalID is the tailer's Kafka transactional id.
+func (c Config) TransactionalID() string {
+	if c.Kafka.TransactionalID != "" {
+		return c.Kafka.TransactionalID
+	}
+	return fmt.Sprintf("readside-tailer-%d", c.Source.ServerID)
+}
