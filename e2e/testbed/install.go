@@ -54,11 +54,13 @@ func lookCommand(names ...string) string {
 }
 
 func aptInstall(ctx context.Context, pkgs ...string) error {
-	update := exec.CommandContext(ctx, "apt-get", "update", "-qq")
+	update := exec.CommandContext(ctx, "apt-get", "-o", "DPkg::Lock::Timeout=300", "update", "-qq")
 	if out, err := update.CombinedOutput(); err != nil {
 		return fmt.Errorf("apt-get update: %w\n%s", err, out)
 	}
-	args := append([]string{"install", "-y", "-qq", "--no-install-recommends"}, pkgs...)
+	// Wait for another apt/dpkg run (a parallel test binary, unattended
+	// upgrades) instead of failing on its lock.
+	args := append([]string{"-o", "DPkg::Lock::Timeout=300", "install", "-y", "-qq", "--no-install-recommends"}, pkgs...)
 	install := exec.CommandContext(ctx, "apt-get", args...)
 	// policy-rc.d on minimal images stops the package from starting its own
 	// server; the test bed starts private instances instead.
