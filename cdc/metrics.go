@@ -1,0 +1,54 @@
+package cdc
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// metrics of the tailer; each is listed in docs/metrics.md.
+type metrics struct {
+	events        *prometheus.CounterVec
+	transactions  prometheus.Counter
+	lag           prometheus.Gauge
+	commitLatency prometheus.Histogram
+	reconnects    prometheus.Counter
+	errors        prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "readside_source_events_total", Help: "Row change events published, by source table and op.",
+		}, []string{"table", "op"}),
+		transactions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "readside_source_transactions_total", Help: "Source transactions read from the binlog.",
+		}),
+		lag: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "readside_source_lag_seconds", Help: "Seconds between a transaction's commit on the source and the tailer reading it; 0 when a source heartbeat shows the tailer is caught up.",
+		}),
+		commitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "readside_produce_commit_seconds", Help: "Time to flush and commit one Kafka transaction of events plus checkpoint.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}),
+		reconnects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "readside_source_reconnects_total", Help: "Binlog stream restarts from the checkpoint after a transient error.",
+		}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "readside_tailer_errors_total", Help: "Errors that interrupted the tailer's stream.",
+		}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.events, m.transactions, m.lag, m.commitLatency, m.reconnects, m.errors} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+// newRecord builds a Kafka record; partition is used only for keyless
+// records (see pinnedPartitioner).
+func newRecord(topic string, key, value []byte, partition int32) *kgo.Record {
+	return &kgo.Record{Topic: topic, Key: key, Value: value, Partition: partition}
+}

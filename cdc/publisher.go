@@ -1,0 +1,271 @@
+package cdc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// publisher is the tailer's Kafka side: one transactional producer whose
+// transactions carry change events and, last, the checkpoint that covers
+// them. Produce is asynchronous; commit flushes, checks every record's
+// outcome, appends the checkpoint and commits the Kafka transaction. A
+// failed or ambiguous commit is never retried blindly: the tailer reloads
+// the checkpoint from Kafka and resumes from what is really there.
+type publisher struct {
+	cl              *kgo.Client
+	adm             *kadm.Client
+	brokers         []string
+	txnID           string
+	checkpointTopic string
+
+	mu       sync.Mutex
+	firstErr error // first failed produce in the open transaction
+
+	inTxn    bool
+	records  int
+	txnStart time.Time
+}
+
+// pinnedPartitioner hashes keyed records like Kafka's default partitioner
+// (murmur2, so any Kafka client agrees where a key lives) and sends keyless
+// records to the partition the tailer set, which is how a truncate event
+// reaches every partition.
+type pinnedPartitioner struct{ keyed kgo.Partitioner }
+
+func (p pinnedPartitioner) ForTopic(topic string) kgo.TopicPartitioner {
+	return pinnedTopicPartitioner{p.keyed.ForTopic(topic)}
+}
+
+type pinnedTopicPartitioner struct{ keyed kgo.TopicPartitioner }
+
+func (pinnedTopicPartitioner) RequiresConsistency(*kgo.Record) bool { return true }
+func (p pinnedTopicPartitioner) Partition(r *kgo.Record, n int) int {
+	if r.Key == nil {
+		return int(r.Partition) % n
+	}
+	return p.keyed.Partition(r, n)
+}
+
+func newPublisher(brokers []string, txnID, checkpointTopic string, maxMessageBytes int, logger kgo.Logger) (*publisher, error) {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers...),
+		kgo.TransactionalID(txnID),
+		kgo.TransactionTimeout(5*time.Minute),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(pinnedPartitioner{kgo.StickyKeyPartitioner(nil)}),
+		kgo.ProducerBatchMaxBytes(int32(max(maxMessageBytes+1024, 1<<20))),
+		kgo.MaxBufferedBytes(64<<20), // back-pressure on the binlog reader
+		kgo.MaxBufferedRecords(100_000),
+		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.RecordDeliveryTimeout(0), // never give up on a record: its outcome decides the commit
+		kgo.WithLogger(logger),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return &publisher{cl: cl, adm: kadm.NewClient(cl), brokers: brokers, txnID: txnID, checkpointTopic: checkpointTopic}, nil
+}
+
+func (p *publisher) Close() { p.cl.Close() }
+
+// ensureTopics creates the table topics and the checkpoint topic when they
+// do not exist and returns every topic's partition count. Topics are
+// created explicitly (never auto-created) so their settings are right.
+func (p *publisher) ensureTopics(ctx context.Context, topics []string, partitions int32, rf int16, maxMessageBytes int) (map[string]int, error) {
+	maxBytes := strconv.Itoa(maxMessageBytes + 1024)
+	tableCfg := map[string]*string{"max.message.bytes": &maxBytes}
+	compact := "compact"
+	segment := strconv.Itoa(int(time.Hour / time.Millisecond))
+	cpCfg := map[string]*string{"cleanup.policy": &compact, "segment.ms": &segment}
+	create := func(cfg map[string]*string, parts int32, names ...string) error {
+		resp, err := p.adm.CreateTopics(ctx, parts, rf, cfg, names...)
+		if err != nil {
+			return fmt.Errorf("creating topics %v: %w", names, err)
+		}
+		for _, r := range resp.Sorted() {
+			if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+				return fmt.Errorf("creating topic %s: %w", r.Topic, r.Err)
+			}
+		}
+		return nil
+	}
+	if err := create(tableCfg, partitions, topics...); err != nil {
+		return nil, err
+	}
+	if err := create(cpCfg, 1, p.checkpointTopic); err != nil {
+		return nil, err
+	}
+	// Topic creation is asynchronous on the broker; wait until every topic
+	// has leaders.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		md, err := p.adm.Metadata(ctx, append(topics, p.checkpointTopic)...)
+		if err == nil {
+			counts := map[string]int{}
+			ready := true
+			for _, td := range md.Topics {
+				if td.Err != nil || len(td.Partitions) == 0 {
+					ready = false
+					break
+				}
+				for _, pd := range td.Partitions {
+					if pd.Leader < 0 {
+						ready = false
+					}
+				}
+				counts[td.Topic] = len(td.Partitions)
+			}
+			if ready && len(counts) == len(topics)+1 {
+				return counts, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("topics not ready after 60s: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// loadCheckpoint fences any older producer with the same transactional id
+// (aborting its open transaction), then reads the last committed checkpoint
+// of this tailer from the checkpoint topic.
+func (p *publisher) loadCheckpoint(ctx context.Context) (Checkpoint, bool, error) {
+	if _, _, err := p.cl.ProducerID(ctx); err != nil {
+		return Checkpoint{}, false, fmt.Errorf("initializing transactional producer %s: %w", p.txnID, err)
+	}
+	ends, err := p.adm.ListEndOffsets(ctx, p.checkpointTopic)
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("listing end offsets of %s: %w", p.checkpointTopic, err)
+	}
+	end, ok := ends.Lookup(p.checkpointTopic, 0)
+	if !ok || end.Err != nil {
+		return Checkpoint{}, false, fmt.Errorf("end offset of %s: %v", p.checkpointTopic, end.Err)
+	}
+	if end.Offset == 0 {
+		return Checkpoint{}, false, nil
+	}
+	// Control records are kept so the read can tell it reached the end even
+	// when the last offsets are transaction markers.
+	rd, err := kgo.NewClient(
+		kgo.SeedBrokers(p.brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{p.checkpointTopic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+	)
+	if err != nil {
+		return Checkpoint{}, false, err
+	}
+	defer rd.Close()
+	var last []byte
+	for seen := int64(-1); seen < end.Offset-1; {
+		fetches := rd.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return Checkpoint{}, false, err
+		}
+		for _, fe := range fetches.Errors() {
+			return Checkpoint{}, false, fmt.Errorf("reading %s: %w", p.checkpointTopic, fe.Err)
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			seen = max(seen, r.Offset)
+			if r.Attrs.IsControl() || string(r.Key) != p.txnID {
+				return
+			}
+			last = r.Value
+		})
+	}
+	if last == nil {
+		return Checkpoint{}, false, nil
+	}
+	cp, err := decodeCheckpoint(last)
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("%w in topic %s for %s: refusing to guess a position; restore it or delete the record and re-snapshot", err, p.checkpointTopic, p.txnID)
+	}
+	return cp, true, nil
+}
+
+// produce sends r inside the open transaction, opening one if needed. It
+// blocks when the producer's buffer is full, which is the back-pressure
+// that keeps a huge source transaction from being held in memory.
+func (p *publisher) produce(ctx context.Context, r *kgo.Record) error {
+	if !p.inTxn {
+		if err := p.cl.BeginTransaction(); err != nil {
+			return fmt.Errorf("beginning Kafka transaction: %w", err)
+		}
+		p.inTxn, p.records, p.txnStart = true, 0, time.Now()
+	}
+	p.records++
+	p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+		if err != nil {
+			p.mu.Lock()
+			if p.firstErr == nil {
+				p.firstErr = fmt.Errorf("producing to %s: %w", r.Topic, err)
+			}
+			p.mu.Unlock()
+		}
+	})
+	return nil
+}
+
+// commit makes everything produced since the transaction began visible,
+// together with cp.
+func (p *publisher) commit(ctx context.Context, cp Checkpoint) error {
+	if !p.inTxn {
+		if err := p.cl.BeginTransaction(); err != nil {
+			return fmt.Errorf("beginning Kafka transaction: %w", err)
+		}
+		p.inTxn = true
+	}
+	value, err := encodeCheckpoint(cp)
+	if err != nil {
+		return err
+	}
+	p.produce(ctx, &kgo.Record{Topic: p.checkpointTopic, Key: []byte(p.txnID), Value: value})
+	if err := p.cl.Flush(ctx); err != nil {
+		return p.abort(ctx, fmt.Errorf("flushing: %w", err))
+	}
+	p.mu.Lock()
+	perr := p.firstErr
+	p.mu.Unlock()
+	if perr != nil {
+		return p.abort(ctx, perr)
+	}
+	p.inTxn = false
+	if err := p.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("committing Kafka transaction (outcome unknown; resuming from the stored checkpoint): %w", err)
+	}
+	return nil
+}
+
+// abort rolls back the open transaction and returns cause.
+func (p *publisher) abort(ctx context.Context, cause error) error {
+	p.inTxn = false
+	p.mu.Lock()
+	p.firstErr = nil
+	p.mu.Unlock()
+	errs := []error{cause}
+	if err := p.cl.AbortBufferedRecords(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("dropping buffered records: %w", err))
+	}
+	if err := p.cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		errs = append(errs, fmt.Errorf("aborting Kafka transaction: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// fenced reports whether err means another producer took over the
+// transactional id: a second tailer is running.
+func fenced(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
+}

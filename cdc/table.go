@@ -1,0 +1,176 @@
+package cdc
+
+import (
+	"bytes"
+	"fmt"
+	"hash/fnv"
+	"slices"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+)
+
+// table is a captured table as the binlog describes it at one position:
+// the column names, types and primary key come from the TABLE_MAP event's
+// full metadata, never from the current schema, so an ALTER TABLE cannot
+// misalign old rows with new columns.
+type table struct {
+	db, name string
+	topic    string
+	columns  []column
+	pk       []int // column indexes of the primary key
+
+	// What the cache compares to tell whether a new TABLE_MAP describes the
+	// same shape (MySQL reuses table ids and re-sends the map every
+	// transaction).
+	colTypes []byte
+	colMeta  []uint16
+	colNames []string
+
+	// schema is the pre-encoded `"schema":{...}` member of every envelope.
+	schema        []byte
+	schemaVersion string
+}
+
+// newTable builds the table from a TABLE_MAP event.
+func newTable(tm *replication.TableMapEvent, topic string, excluded map[string]bool, charsetOf func(uint64) string) (*table, error) {
+	t := &table{db: string(tm.Schema), name: string(tm.Table), topic: topic,
+		colTypes: bytes.Clone(tm.ColumnType), colMeta: slices.Clone(tm.ColumnMeta), colNames: tm.ColumnNameString()}
+	qualified := t.db + "." + t.name
+	if len(t.colNames) != int(tm.ColumnCount) {
+		return nil, fmt.Errorf("table %s: the binlog carries no column names: set binlog_row_metadata=FULL on the source (MySQL >= 8.0.1, MariaDB >= 10.5)", qualified)
+	}
+	if len(tm.PrimaryKey) == 0 {
+		return nil, fmt.Errorf("table %s has no primary key: readside keys every event by it; add a primary key or remove the table from source.tables", qualified)
+	}
+	for i, name := range t.colNames {
+		col, err := newColumn(tm, i, name, charsetOf)
+		if err != nil {
+			return nil, fmt.Errorf("table %s: %w", qualified, err)
+		}
+		col.excluded = excluded[name]
+		t.columns = append(t.columns, col)
+	}
+	for _, i := range tm.PrimaryKey {
+		if int(i) >= len(t.columns) {
+			return nil, fmt.Errorf("table %s: primary key column %d out of range", qualified, i)
+		}
+		if t.columns[i].excluded {
+			return nil, fmt.Errorf("table %s: column %s is excluded (source.exclude_columns) but part of the primary key; keep it", qualified, t.columns[i].name)
+		}
+		t.pk = append(t.pk, int(i))
+	}
+	t.encodeSchema()
+	return t, nil
+}
+
+// sameShape reports whether tm describes the table this was built from.
+func (t *table) sameShape(tm *replication.TableMapEvent) bool {
+	if !bytes.Equal(t.colTypes, tm.ColumnType) || !slices.Equal(t.colMeta, tm.ColumnMeta) || len(t.colNames) != len(tm.ColumnName) {
+		return false
+	}
+	for i, n := range tm.ColumnName {
+		if string(n) != t.colNames[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeSchema pre-encodes the envelope's schema member. Its version is a
+// hash of the published column names and types, so consumers can cache by
+// it and see at a glance that a DDL changed the shape.
+func (t *table) encodeSchema() {
+	h := fnv.New64a()
+	var cols []byte
+	cols = append(cols, '{')
+	first := true
+	for _, c := range t.columns {
+		if c.excluded {
+			continue
+		}
+		if !first {
+			cols = append(cols, ',')
+		}
+		first = false
+		cols = appendJSONString(cols, c.name)
+		cols = append(cols, ':')
+		cols = appendJSONString(cols, c.typeName)
+		h.Write([]byte(c.name))
+		h.Write([]byte{0})
+		h.Write([]byte(c.typeName))
+		h.Write([]byte{0})
+	}
+	cols = append(cols, '}')
+	t.schemaVersion = fmt.Sprintf("%016x", h.Sum64())
+	var b []byte
+	b = append(b, `"schema":{"version":`...)
+	b = appendJSONString(b, t.schemaVersion)
+	b = append(b, `,"columns":`...)
+	b = append(b, cols...)
+	b = append(b, '}')
+	t.schema = b
+}
+
+// appendRow appends row as a JSON object of the published columns.
+func (t *table) appendRow(buf []byte, row []any) ([]byte, error) {
+	buf = append(buf, '{')
+	first := true
+	var err error
+	for i := range t.columns {
+		c := &t.columns[i]
+		if c.excluded {
+			continue
+		}
+		if !first {
+			buf = append(buf, ',')
+		}
+		first = false
+		buf = appendJSONString(buf, c.name)
+		buf = append(buf, ':')
+		if buf, err = c.appendValue(buf, row[i]); err != nil {
+			return nil, err
+		}
+	}
+	return append(buf, '}'), nil
+}
+
+// appendKey appends the primary key of row as a JSON object in key column
+// order: the Kafka record key, identical for every change of the row.
+func (t *table) appendKey(buf []byte, row []any) ([]byte, error) {
+	buf = append(buf, '{')
+	var err error
+	for n, i := range t.pk {
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		c := &t.columns[i]
+		buf = appendJSONString(buf, c.name)
+		buf = append(buf, ':')
+		if buf, err = c.appendValue(buf, row[i]); err != nil {
+			return nil, err
+		}
+	}
+	return append(buf, '}'), nil
+}
+
+// keyChanged reports whether an update moved the row to another primary key.
+func (t *table) keyChanged(before, after []any) bool {
+	for _, i := range t.pk {
+		if !valuesEqual(before[i], after[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+func valuesEqual(a, b any) bool {
+	switch x := a.(type) {
+	case []byte:
+		y, ok := b.([]byte)
+		return ok && bytes.Equal(x, y)
+	case nil:
+		return b == nil
+	}
+	// Decimals and the scalar types compare by their printed form.
+	return fmt.Sprint(a) == fmt.Sprint(b)
+}

@@ -1,0 +1,567 @@
+// Package cdc is readside's source half: it reads the MySQL/MariaDB binlog
+// as a replica, turns every committed row change into a versioned change
+// event (docs/events.md) and publishes it to Kafka with a transactional
+// producer, committing its checkpoint in the same Kafka transaction.
+//
+// The shape of a run: Tailer.Run checks the source, creates topics, fences
+// older producers and loads the checkpoint, then streams. Any stream error
+// aborts the open Kafka transaction; transient ones (connection loss,
+// broker trouble) restart the stream from the checkpoint that is really in
+// Kafka, fatal ones (a row image readside cannot trust, a DDL it cannot
+// follow) stop the tailer with a message that says what to do.
+package cdc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/plugin/kslog"
+
+	"github.com/readside/readside/config"
+)
+
+// Tailer publishes the binlog of one source to Kafka.
+type Tailer struct {
+	cfg     config.Config
+	brokers []string
+	log     *slog.Logger
+	metrics *metrics
+	now     func() time.Time
+}
+
+// FatalError is a condition a restart cannot fix: the tailer stops and the
+// message says what the operator must do.
+type FatalError struct{ Err error }
+
+func (e *FatalError) Error() string { return e.Err.Error() }
+func (e *FatalError) Unwrap() error { return e.Err }
+
+func fatalf(format string, args ...any) error {
+	return &FatalError{fmt.Errorf(format, args...)}
+}
+
+// New validates what the tailer needs; it does no I/O.
+func New(cfg config.Config, brokers []string, log *slog.Logger, reg prometheus.Registerer) (*Tailer, error) {
+	if len(brokers) == 0 {
+		return nil, errors.New("tailer: no Kafka brokers")
+	}
+	if cfg.Source.TLS.Mode != "disabled" {
+		return nil, fmt.Errorf("source.tls.mode %s: TLS to the source is not implemented yet; use disabled on a trusted network", cfg.Source.TLS.Mode)
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Tailer{cfg: cfg, brokers: brokers, log: log.With("component", "tailer"), metrics: m, now: time.Now}, nil
+}
+
+// TopicFor is the topic of a source table.
+func TopicFor(prefix, db, table string) string { return prefix + "." + db + "." + table }
+
+// CheckpointTopic is where tailers keep their checkpoints.
+func CheckpointTopic(prefix string) string { return prefix + "._readside_checkpoints" }
+
+// Run tails until ctx is cancelled (returns nil after committing what was
+// complete) or a fatal error.
+func (t *Tailer) Run(ctx context.Context) error {
+	src, err := openSource(ctx, t.cfg.Source.DSN.Reveal(), t.cfg.Source.Flavor)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if err := errors.Join(src.checkSettings(ctx), src.checkTables(ctx, t.cfg.Source.Tables)); err != nil {
+		return &FatalError{err}
+	}
+	charsets, err := src.charsets(ctx)
+	if err != nil {
+		return err
+	}
+	pub, err := newPublisher(t.brokers, t.cfg.TransactionalID(), CheckpointTopic(t.cfg.Kafka.TopicPrefix), t.cfg.Kafka.MaxMessageBytes, kslog.New(t.log.With("component", "kafka")))
+	if err != nil {
+		return err
+	}
+	defer pub.Close()
+	captured := map[string]string{}
+	var topics []string
+	for _, name := range t.cfg.Source.Tables {
+		db, tbl, _ := config.SplitTable(name)
+		captured[name] = TopicFor(t.cfg.Kafka.TopicPrefix, db, tbl)
+		topics = append(topics, captured[name])
+	}
+	partitions, err := pub.ensureTopics(ctx, topics, t.cfg.Kafka.Partitions, t.cfg.Kafka.ReplicationFactor, t.cfg.Kafka.MaxMessageBytes)
+	if err != nil {
+		return err
+	}
+	excluded := map[string]map[string]bool{}
+	for _, c := range t.cfg.Source.ExcludeColumns {
+		i := strings.LastIndexByte(c, '.')
+		if excluded[c[:i]] == nil {
+			excluded[c[:i]] = map[string]bool{}
+		}
+		excluded[c[:i]][c[i+1:]] = true
+	}
+
+	backoff := 100 * time.Millisecond
+	for {
+		cp, found, err := pub.loadCheckpoint(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if !found {
+			pos, err := src.currentPosition(ctx)
+			if err != nil {
+				return err
+			}
+			cp = Checkpoint{Position: pos}
+			t.log.Info("no checkpoint: starting at the end of the binlog", "position", pos)
+		} else {
+			t.log.Info("resuming from checkpoint", "position", cp.Position, "last_version", cp.LastVersion)
+		}
+		if cp.Position.Flavor != src.flavor {
+			return fatalf("checkpoint was written for a %s source, but the source is %s: use a new kafka.transactional_id or topic_prefix", cp.Position.Flavor, src.flavor)
+		}
+		s := &stream{
+			t: t, pub: pub, src: src, cp: cp, clock: NewClock(cp.LastVersion),
+			captured: captured, partitions: partitions, excluded: excluded, charsets: charsets,
+			tables: map[uint64]*table{},
+		}
+		started := time.Now()
+		err = s.run(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var fatal *FatalError
+		switch {
+		case errors.As(err, &fatal):
+			t.metrics.errors.Inc()
+			return err
+		case fenced(err):
+			return fatalf("another tailer took over transactional id %s (two instances running?): %w", t.cfg.TransactionalID(), err)
+		}
+		t.metrics.errors.Inc()
+		t.metrics.reconnects.Inc()
+		if time.Since(started) > time.Minute {
+			backoff = 100 * time.Millisecond
+		}
+		t.log.Warn("stream interrupted; resuming from the last checkpoint", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff + rand.N(backoff/2)):
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+// stream is one connection's worth of tailing, from a checkpoint.
+type stream struct {
+	t          *Tailer
+	pub        *publisher
+	src        *sourceDB
+	cp         Checkpoint // the last checkpoint committed to Kafka
+	clock      *Clock
+	captured   map[string]string // db.table -> topic
+	partitions map[string]int
+	excluded   map[string]map[string]bool
+	charsets   map[uint64]string
+	tables     map[uint64]*table
+
+	gtids mysql.GTIDSet // executed set through the last complete transaction
+	file  string        // current binlog file
+
+	// The open source transaction.
+	txnGTID   string
+	txnBegun  bool // a BEGIN (or a non-standalone GTID) opened it: it ends at XID/COMMIT
+	txnEvents int
+
+	// Source transactions completed since the last Kafka commit.
+	pendingTxns  int
+	pendingPos   Position
+	pendingSince time.Time // when the first of them completed
+}
+
+func (s *stream) syncerConfig() replication.BinlogSyncerConfig {
+	t := s.t
+	return replication.BinlogSyncerConfig{
+		ServerID:                t.cfg.Source.ServerID,
+		Flavor:                  s.src.flavor,
+		Host:                    s.src.host,
+		Port:                    s.src.port,
+		User:                    s.src.user,
+		Password:                s.src.password,
+		UseDecimal:              true,
+		TimestampStringLocation: time.UTC,
+		HeartbeatPeriod:         t.cfg.Source.HeartbeatPeriod,
+		ReadTimeout:             3 * t.cfg.Source.HeartbeatPeriod,
+		// The tailer reconnects itself, from its checkpoint: go-mysql's own
+		// retry resumes from wherever it stopped, even mid-transaction.
+		DisableRetrySync: true,
+		Logger:           t.log.With("component", "binlog"),
+	}
+}
+
+func (s *stream) run(ctx context.Context) (err error) {
+	syncer := replication.NewBinlogSyncer(s.syncerConfig())
+	defer syncer.Close()
+	pos := s.cp.Position
+	var streamer *replication.BinlogStreamer
+	if pos.GTID != "" {
+		if s.gtids, err = pos.gtidSet(); err != nil {
+			return &FatalError{err}
+		}
+		streamer, err = syncer.StartSyncGTID(s.gtids.Clone())
+	} else {
+		streamer, err = syncer.StartSync(mysql.Position{Name: pos.File, Pos: pos.Pos})
+	}
+	if err != nil {
+		return fmt.Errorf("starting binlog stream at %s: %w", pos, err)
+	}
+	s.file = pos.File
+	s.pendingPos = pos
+	defer func() {
+		if err != nil && s.pub.inTxn {
+			err = s.pub.abort(context.WithoutCancel(ctx), err)
+		}
+	}()
+
+	interval := s.t.cfg.Kafka.CommitInterval
+	for {
+		// Wake up at the commit deadline so an idle source still commits
+		// what is complete.
+		waitCtx, cancel := ctx, context.CancelFunc(func() {})
+		if s.pendingTxns > 0 {
+			waitCtx, cancel = context.WithDeadline(ctx, s.batchStart().Add(interval))
+		}
+		ev, err := streamer.GetEvent(waitCtx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return s.drain(ctx)
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				if err := s.maybeCommit(ctx, true); err != nil {
+					return err
+				}
+				continue
+			}
+			return s.classifyStreamError(err)
+		}
+		if err := s.handle(ctx, ev); err != nil {
+			return err
+		}
+	}
+}
+
+// drain commits what is complete when the tailer is asked to stop.
+func (s *stream) drain(ctx context.Context) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+	defer cancel()
+	if s.pendingTxns > 0 && s.txnGTID == "" && !s.txnBegun {
+		return s.commit(dctx)
+	}
+	if s.pub.inTxn {
+		return s.pub.abort(dctx, nil)
+	}
+	return nil
+}
+
+// classifyStreamError turns binlog errors the operator must act on into
+// fatal errors with the fix.
+func (s *stream) classifyStreamError(err error) error {
+	var me *mysql.MyError
+	if errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
+		msg := strings.ToLower(me.Message)
+		switch {
+		case strings.Contains(msg, "purged") || strings.Contains(msg, "could not find") || strings.Contains(msg, "not find first log"):
+			return fatalf("the source no longer has the binlog at the checkpoint %s (%s): the changes in between are lost to the stream. Recovery: re-snapshot the captured tables (docs/operations.md, \"binlog purged\"); then restart", s.cp.Position, me.Message)
+		case strings.Contains(msg, "same server_uuid") || strings.Contains(msg, "same server_id") || strings.Contains(msg, "same server id"):
+			return fatalf("another replica is connected with source.server_id %d (%s): give this tailer a unique server_id", s.t.cfg.Source.ServerID, me.Message)
+		}
+		return fatalf("the source refused the binlog stream at %s: %s", s.cp.Position, me.Message)
+	}
+	return fmt.Errorf("reading binlog: %w", err)
+}
+
+func (s *stream) handle(ctx context.Context, ev *replication.BinlogEvent) error {
+	h := ev.Header
+	switch e := ev.Event.(type) {
+	case *replication.RotateEvent:
+		s.file = string(e.NextLogName)
+	case *replication.MariadbGTIDEvent:
+		s.beginTxn(e.GTID.String(), !e.IsStandalone())
+	case *replication.GTIDEvent:
+		next, err := e.GTIDNext()
+		if err != nil {
+			return fatalf("decoding GTID event at %s:%d: %w", s.file, h.LogPos, err)
+		}
+		s.beginTxn(next.String(), false)
+	case *replication.QueryEvent:
+		return s.query(ctx, h, e)
+	case *replication.RowsEvent:
+		return s.rows(ctx, h, e)
+	case *replication.XIDEvent:
+		return s.endTxn(ctx, h)
+	case *replication.GenericEvent:
+		if h.EventType == replication.HEARTBEAT_EVENT {
+			// The source has nothing newer: the tailer is caught up.
+			s.t.metrics.lag.Set(0)
+		}
+	}
+	return nil
+}
+
+func (s *stream) beginTxn(gtid string, begun bool) {
+	s.txnGTID, s.txnBegun, s.txnEvents = gtid, begun, 0
+}
+
+// endTxn records a complete source transaction and commits the Kafka
+// transaction when it is big or old enough.
+func (s *stream) endTxn(ctx context.Context, h *replication.EventHeader) error {
+	if s.txnGTID != "" && s.gtids != nil {
+		if err := s.gtids.Update(s.txnGTID); err != nil {
+			return fatalf("tracking GTID %s: %w", s.txnGTID, err)
+		}
+	}
+	if s.pendingTxns == 0 {
+		s.pendingSince = time.Now()
+	}
+	s.pendingTxns++
+	s.pendingPos.File, s.pendingPos.Pos = s.file, h.LogPos
+	s.txnGTID, s.txnBegun = "", false
+	s.t.metrics.transactions.Inc()
+	if h.Timestamp > 0 {
+		s.t.metrics.lag.Set(max(0, s.t.now().Sub(time.Unix(int64(h.Timestamp), 0)).Seconds()))
+	}
+	return s.maybeCommit(ctx, false)
+}
+
+func (s *stream) maybeCommit(ctx context.Context, deadline bool) error {
+	if s.pendingTxns == 0 || s.txnBegun || s.txnGTID != "" {
+		return nil
+	}
+	if deadline || s.pub.records >= s.t.cfg.Kafka.CommitEvery || time.Since(s.batchStart()) >= s.t.cfg.Kafka.CommitInterval {
+		return s.commit(ctx)
+	}
+	return nil
+}
+
+// batchStart is when the work of the next Kafka commit began: its first
+// produced record, or its first complete source transaction when nothing
+// was produced (transactions on tables readside does not capture still
+// move the checkpoint).
+func (s *stream) batchStart() time.Time {
+	if s.pub.inTxn && s.pub.txnStart.Before(s.pendingSince) {
+		return s.pub.txnStart
+	}
+	return s.pendingSince
+}
+
+func (s *stream) commit(ctx context.Context) error {
+	pos := s.pendingPos
+	pos.Flavor = s.src.flavor
+	if s.gtids != nil {
+		pos.GTID = s.gtids.String()
+	}
+	cp := Checkpoint{Position: pos, LastVersion: s.clock.Last(), WrittenAt: s.t.now().UTC()}
+	start := time.Now()
+	if err := s.pub.commit(ctx, cp); err != nil {
+		return err
+	}
+	s.t.metrics.commitLatency.Observe(time.Since(start).Seconds())
+	s.cp = cp
+	s.pendingTxns = 0
+	return nil
+}
+
+// query handles a QUERY event: transaction control, and DDL or statement
+// DML that touches a captured table.
+func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *replication.QueryEvent) error {
+	st := parseStatement(string(e.Schema), string(e.Query))
+	switch st.kind {
+	case "begin":
+		s.txnBegun = true
+		return nil
+	case "commit":
+		return s.endTxn(ctx, h)
+	case "xa":
+		return fatalf("XA transaction on the source at %s:%d (%s): readside does not follow XA yet; it would publish prepared rows that may roll back", s.file, h.LogPos, e.Query)
+	case "dml":
+		for _, t := range st.tables {
+			if _, ok := s.captured[t]; ok {
+				return fatalf("statement-format DML on captured table %s at %s:%d (a session set binlog_format=STATEMENT?): the binlog has no row images for it. Fix the writer and re-snapshot %s", t, s.file, h.LogPos, t)
+			}
+		}
+	case "truncate":
+		if topic, ok := s.captured[st.tables[0]]; ok {
+			if err := s.truncate(ctx, h, st.tables[0], topic); err != nil {
+				return err
+			}
+		}
+	case "rename":
+		for _, m := range st.moves {
+			_, fromCaptured := s.captured[m[0]]
+			_, toCaptured := s.captured[m[1]]
+			if fromCaptured && !toCaptured {
+				return fatalf("captured table %s was renamed to %s at %s:%d, which is not in source.tables: add %s to source.tables (and point projections at it), then restart", m[0], m[1], s.file, h.LogPos, m[1])
+			}
+		}
+	case "drop":
+		for _, t := range st.tables {
+			if _, ok := s.captured[t]; ok {
+				s.t.log.Warn("captured table dropped on the source; its read tables keep their rows", "table", t, "file", s.file, "pos", h.LogPos)
+			}
+		}
+	}
+	// DDL and other statements outside BEGIN...COMMIT are transactions of
+	// their own.
+	if !s.txnBegun {
+		return s.endTxn(ctx, h)
+	}
+	return nil
+}
+
+// truncate publishes a 't' event to every partition of the table's topic.
+func (s *stream) truncate(ctx context.Context, h *replication.EventHeader, name, topic string) error {
+	db, tbl, _ := config.SplitTable(name)
+	t := &table{db: db, name: tbl, topic: topic, schema: []byte(`"schema":null`)}
+	src := s.source(h)
+	version := s.clock.Next(h.Timestamp)
+	for p := range s.partitions[topic] {
+		value := appendEvent(nil, t, envelope{op: OpTruncate, version: version, src: src, txnSeq: s.txnEvents}, nil, nil, nil)
+		if err := s.pub.produce(ctx, newRecord(topic, nil, value, int32(p))); err != nil {
+			return err
+		}
+	}
+	s.txnEvents++
+	s.t.metrics.events.WithLabelValues(name, "t").Inc()
+	return nil
+}
+
+func (s *stream) source(h *replication.EventHeader) *source {
+	return &source{flavor: s.src.flavor, serverID: h.ServerID, file: s.file, pos: h.LogPos, gtid: s.txnGTID, ts: h.Timestamp}
+}
+
+// rows publishes the changes of one rows event of a captured table.
+func (s *stream) rows(ctx context.Context, h *replication.EventHeader, e *replication.RowsEvent) error {
+	name := string(e.Table.Schema) + "." + string(e.Table.Table)
+	topic, ok := s.captured[name]
+	if !ok {
+		return nil
+	}
+	switch h.EventType {
+	case replication.PARTIAL_UPDATE_ROWS_EVENT:
+		return fatalf("partial JSON update of %s at %s:%d (binlog_row_value_options=PARTIAL_JSON in some session): readside needs full row images; turn it off and re-snapshot %s", name, s.file, h.LogPos, name)
+	}
+	tbl := s.tables[e.TableID]
+	if tbl == nil || tbl.db+"."+tbl.name != name || !tbl.sameShape(e.Table) {
+		var err error
+		if tbl, err = newTable(e.Table, topic, s.excluded[name], s.charsetOf); err != nil {
+			return &FatalError{fmt.Errorf("at %s:%d: %w", s.file, h.LogPos, err)}
+		}
+		s.tables[e.TableID] = tbl
+	}
+	if !fullImage(e.ColumnBitmap1, int(e.ColumnCount)) || (e.ColumnBitmap2 != nil && !fullImage(e.ColumnBitmap2, int(e.ColumnCount))) {
+		return fatalf("row image of %s at %s:%d is not FULL (a session set binlog_row_image=MINIMAL or NOBLOB?): readside would publish incomplete rows. Set it back to FULL and re-snapshot %s", name, s.file, h.LogPos, name)
+	}
+	src := s.source(h)
+	var op Op
+	step := 1
+	switch h.EventType {
+	case replication.WRITE_ROWS_EVENTv0, replication.WRITE_ROWS_EVENTv1, replication.WRITE_ROWS_EVENTv2, replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1:
+		op = OpCreate
+	case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2, replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1:
+		op, step = OpUpdate, 2
+	case replication.DELETE_ROWS_EVENTv0, replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2, replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
+		op = OpDelete
+	default:
+		return fatalf("unknown rows event %s for %s at %s:%d", h.EventType, name, s.file, h.LogPos)
+	}
+	for i := 0; i+step <= len(e.Rows); i += step {
+		version := s.clock.Next(h.Timestamp)
+		var err error
+		switch {
+		case op == OpCreate:
+			err = s.emit(ctx, tbl, src, OpCreate, version, nil, e.Rows[i])
+		case op == OpDelete:
+			err = s.emit(ctx, tbl, src, OpDelete, version, e.Rows[i], nil)
+		case tbl.keyChanged(e.Rows[i], e.Rows[i+1]):
+			// A primary key change is a delete of the old key and a create
+			// of the new one, with one version: they may land in different
+			// partitions and the version guard makes their order irrelevant.
+			if err = s.emit(ctx, tbl, src, OpDelete, version, e.Rows[i], nil); err == nil {
+				err = s.emit(ctx, tbl, src, OpCreate, version, nil, e.Rows[i+1])
+			}
+		default:
+			err = s.emit(ctx, tbl, src, OpUpdate, version, e.Rows[i], e.Rows[i+1])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *stream) charsetOf(collation uint64) string { return s.charsets[collation] }
+
+// emit encodes and produces one change (and a tombstone after a delete).
+func (s *stream) emit(ctx context.Context, tbl *table, src *source, op Op, version uint64, before, after []any) error {
+	keyRow := after
+	if keyRow == nil {
+		keyRow = before
+	}
+	key, err := tbl.appendKey(nil, keyRow)
+	if err != nil {
+		return &FatalError{fmt.Errorf("encoding key of %s.%s at %s:%d: %w", tbl.db, tbl.name, src.file, src.pos, err)}
+	}
+	var b, a []byte
+	if before != nil {
+		if b, err = tbl.appendRow(nil, before); err != nil {
+			return &FatalError{fmt.Errorf("encoding %s.%s key %s at %s:%d: %w", tbl.db, tbl.name, key, src.file, src.pos, err)}
+		}
+	}
+	if after != nil {
+		if a, err = tbl.appendRow(nil, after); err != nil {
+			return &FatalError{fmt.Errorf("encoding %s.%s key %s at %s:%d: %w", tbl.db, tbl.name, key, src.file, src.pos, err)}
+		}
+	}
+	value := appendEvent(make([]byte, 0, len(key)+len(b)+len(a)+len(tbl.schema)+256), tbl, envelope{op: op, version: version, src: src, txnSeq: s.txnEvents}, key, b, a)
+	if len(value) > s.t.cfg.Kafka.MaxMessageBytes {
+		return fatalf("change of %s.%s key %s at %s:%d is %d bytes, over kafka.max_message_bytes %d: raise it (readside sets the topic's max.message.bytes to match; the brokers' message.max.bytes must allow it) or exclude the large columns (source.exclude_columns)",
+			tbl.db, tbl.name, key, src.file, src.pos, len(value), s.t.cfg.Kafka.MaxMessageBytes)
+	}
+	s.txnEvents++
+	if err := s.pub.produce(ctx, newRecord(tbl.topic, key, value, 0)); err != nil {
+		return err
+	}
+	if op == OpDelete {
+		// The tombstone lets compaction drop the key once consumers have
+		// seen the delete event.
+		if err := s.pub.produce(ctx, newRecord(tbl.topic, slices.Clone(key), nil, 0)); err != nil {
+			return err
+		}
+	}
+	s.t.metrics.events.WithLabelValues(tbl.db+"."+tbl.name, string(op)).Inc()
+	return nil
+}
+
+// fullImage reports whether a column bitmap has every column set.
+func fullImage(bitmap []byte, columns int) bool {
+	for i := range columns {
+		if i/8 >= len(bitmap) || bitmap[i/8]&(1<<(i%8)) == 0 {
+			return false
+		}
+	}
+	return true
+}

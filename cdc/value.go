@@ -1,0 +1,266 @@
+package cdc
+
+import (
+	"encoding/base64"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/shopspring/decimal"
+	"golang.org/x/text/encoding"
+)
+
+// valueKind says how a column's binlog value becomes JSON.
+type valueKind uint8
+
+const (
+	kindInt      valueKind = iota // JSON number
+	kindFloat32                   // JSON number, shortest float32 text
+	kindFloat64                   // JSON number, shortest float64 text
+	kindDecimal                   // JSON string, exact, with the column's scale
+	kindTemporal                  // JSON string, DATE/DATETIME/TIMESTAMP (UTC)/TIME
+	kindText                      // JSON string, decoded from the column charset
+	kindBinary                    // JSON string, base64 of the bytes
+	kindJSON                      // JSON string holding the JSON document's text
+	kindEnum                      // JSON string, the member name ("" for index 0)
+	kindSet                       // JSON string, member names joined by ','
+	kindBit                       // JSON number, unsigned
+)
+
+// column is how one source column is named, typed and encoded.
+type column struct {
+	name     string
+	typeName string // for the envelope's schema, e.g. "bigint unsigned"
+	kind     valueKind
+	fraction int               // decimal scale, or fractional second digits
+	padTo    int               // BINARY(n): restore the \0 padding the binlog drops
+	decoder  *encoding.Decoder // text in a charset other than UTF-8
+	members  []string          // ENUM and SET member names
+	excluded bool              // source.exclude_columns: never published
+}
+
+// appendValue appends v, a value go-mysql decoded for col, as JSON.
+func (col *column) appendValue(buf []byte, v any) ([]byte, error) {
+	if v == nil {
+		return append(buf, "null"...), nil
+	}
+	switch col.kind {
+	case kindInt, kindBit:
+		switch n := v.(type) {
+		case int8:
+			return strconv.AppendInt(buf, int64(n), 10), nil
+		case int16:
+			return strconv.AppendInt(buf, int64(n), 10), nil
+		case int32:
+			return strconv.AppendInt(buf, int64(n), 10), nil
+		case int64:
+			if col.kind == kindBit {
+				// go-mysql returns BIT(64) with the top bit set as negative.
+				return strconv.AppendUint(buf, uint64(n), 10), nil
+			}
+			return strconv.AppendInt(buf, n, 10), nil
+		case int:
+			return strconv.AppendInt(buf, int64(n), 10), nil
+		case uint8:
+			return strconv.AppendUint(buf, uint64(n), 10), nil
+		case uint16:
+			return strconv.AppendUint(buf, uint64(n), 10), nil
+		case uint32:
+			return strconv.AppendUint(buf, uint64(n), 10), nil
+		case uint64:
+			return strconv.AppendUint(buf, n, 10), nil
+		}
+	case kindFloat32:
+		if f, ok := v.(float32); ok && !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) {
+			return strconv.AppendFloat(buf, float64(f), 'g', -1, 32), nil
+		}
+	case kindFloat64:
+		if f, ok := v.(float64); ok && !math.IsNaN(f) && !math.IsInf(f, 0) {
+			return strconv.AppendFloat(buf, f, 'g', -1, 64), nil
+		}
+	case kindDecimal:
+		switch d := v.(type) {
+		case decimal.Decimal:
+			// decimal.Decimal drops trailing zeros; the scale restores them.
+			return appendJSONString(buf, d.StringFixed(int32(col.fraction))), nil
+		case string:
+			return appendJSONString(buf, d), nil
+		}
+	case kindTemporal:
+		if s, ok := v.(string); ok {
+			return appendJSONString(buf, fixFraction(s, col.fraction)), nil
+		}
+	case kindText, kindJSON:
+		var s string
+		switch t := v.(type) {
+		case string:
+			s = t
+		case []byte:
+			s = string(t)
+		default:
+			return nil, fmt.Errorf("column %s: unexpected %T for text", col.name, v)
+		}
+		if col.decoder != nil {
+			out, err := col.decoder.String(s)
+			if err != nil {
+				return nil, fmt.Errorf("column %s: decoding its charset: %w", col.name, err)
+			}
+			s = out
+		}
+		return appendJSONString(buf, s), nil
+	case kindBinary:
+		var b []byte
+		switch t := v.(type) {
+		case string:
+			b = []byte(t)
+		case []byte:
+			b = t
+		}
+		if len(b) < col.padTo {
+			b = append(b, make([]byte, col.padTo-len(b))...)
+		}
+		buf = append(buf, '"')
+		buf = base64.StdEncoding.AppendEncode(buf, b)
+		return append(buf, '"'), nil
+	case kindEnum:
+		if i, ok := v.(int64); ok {
+			if i == 0 { // MySQL's "invalid value" member
+				return append(buf, `""`...), nil
+			}
+			if int(i) <= len(col.members) {
+				return appendJSONString(buf, col.members[i-1]), nil
+			}
+			return nil, fmt.Errorf("column %s: ENUM index %d beyond its %d members", col.name, i, len(col.members))
+		}
+	case kindSet:
+		if bits, ok := v.(int64); ok {
+			var names []string
+			for i, m := range col.members {
+				if bits&(1<<i) != 0 {
+					names = append(names, m)
+				}
+			}
+			return appendJSONString(buf, strings.Join(names, ",")), nil
+		}
+	}
+	return nil, fmt.Errorf("column %s (%s): unexpected value %T from the binlog decoder", col.name, col.typeName, v)
+}
+
+// fixFraction makes a temporal string carry exactly digits fractional
+// digits: go-mysql prints TIME(n) and zero dates without them.
+func fixFraction(s string, digits int) string {
+	if digits == 0 {
+		return s
+	}
+	dot := strings.LastIndexByte(s, '.')
+	if dot < 0 || strings.IndexByte(s[dot:], ':') >= 0 {
+		return s + "." + strings.Repeat("0", digits)
+	}
+	if have := len(s) - dot - 1; have < digits {
+		return s + strings.Repeat("0", digits-have)
+	}
+	return s
+}
+
+// intTypeNames maps integer binlog types to SQL names.
+var intTypeNames = map[byte]string{
+	mysql.MYSQL_TYPE_TINY: "tinyint", mysql.MYSQL_TYPE_SHORT: "smallint", mysql.MYSQL_TYPE_INT24: "mediumint",
+	mysql.MYSQL_TYPE_LONG: "int", mysql.MYSQL_TYPE_LONGLONG: "bigint",
+}
+
+// newColumn builds column i of a table map. charsetOf maps a collation id to
+// its charset name (from the source's information_schema).
+func newColumn(tm *replication.TableMapEvent, i int, name string, charsetOf func(uint64) string) (column, error) {
+	col := column{name: name}
+	typ, meta := tm.ColumnType[i], tm.ColumnMeta[i]
+	length := 0
+	if typ == mysql.MYSQL_TYPE_STRING && meta >= 256 {
+		// CHAR/BINARY, ENUM and SET share this type; the real one is in meta.
+		b0, b1 := byte(meta>>8), byte(meta&0xff)
+		if b0&0x30 != 0x30 {
+			length = int(uint16(b1) | uint16((b0&0x30)^0x30)<<4)
+			typ = b0 | 0x30
+		} else {
+			length = int(b1)
+			typ = b0
+		}
+	}
+	unsigned := tm.UnsignedMap()[i]
+	switch typ {
+	case mysql.MYSQL_TYPE_TINY, mysql.MYSQL_TYPE_SHORT, mysql.MYSQL_TYPE_INT24, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONGLONG:
+		col.kind, col.typeName = kindInt, intTypeNames[typ]
+		if unsigned {
+			col.typeName += " unsigned"
+		}
+	case mysql.MYSQL_TYPE_YEAR:
+		col.kind, col.typeName = kindInt, "year"
+	case mysql.MYSQL_TYPE_FLOAT:
+		col.kind, col.typeName = kindFloat32, "float"
+	case mysql.MYSQL_TYPE_DOUBLE:
+		col.kind, col.typeName = kindFloat64, "double"
+	case mysql.MYSQL_TYPE_NEWDECIMAL:
+		prec, scale := int(meta>>8), int(meta&0xff)
+		col.kind, col.fraction = kindDecimal, scale
+		col.typeName = fmt.Sprintf("decimal(%d,%d)", prec, scale)
+	case mysql.MYSQL_TYPE_BIT:
+		col.kind, col.typeName = kindBit, fmt.Sprintf("bit(%d)", int(meta>>8)*8+int(meta&0xff))
+	case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_NEWDATE:
+		col.kind, col.typeName = kindTemporal, "date"
+	case mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_DATETIME2:
+		col.kind, col.typeName = kindTemporal, "datetime"
+	case mysql.MYSQL_TYPE_TIMESTAMP, mysql.MYSQL_TYPE_TIMESTAMP2:
+		col.kind, col.typeName = kindTemporal, "timestamp"
+	case mysql.MYSQL_TYPE_TIME, mysql.MYSQL_TYPE_TIME2:
+		col.kind, col.typeName = kindTemporal, "time"
+	case mysql.MYSQL_TYPE_ENUM:
+		col.kind, col.typeName, col.members = kindEnum, "enum", tm.EnumStrValueMap()[i]
+		if col.members == nil {
+			return col, fmt.Errorf("column %s: ENUM member names missing from the binlog: set binlog_row_metadata=FULL", name)
+		}
+	case mysql.MYSQL_TYPE_SET:
+		col.kind, col.typeName, col.members = kindSet, "set", tm.SetStrValueMap()[i]
+		if col.members == nil {
+			return col, fmt.Errorf("column %s: SET member names missing from the binlog: set binlog_row_metadata=FULL", name)
+		}
+	case mysql.MYSQL_TYPE_JSON:
+		col.kind, col.typeName = kindJSON, "json"
+	case mysql.MYSQL_TYPE_GEOMETRY:
+		col.kind, col.typeName = kindBinary, "geometry"
+	case mysql.MYSQL_TYPE_STRING, mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_BLOB:
+		coll, ok := tm.CollationMap()[i]
+		if !ok {
+			return col, fmt.Errorf("column %s: character set missing from the binlog: set binlog_row_metadata=FULL", name)
+		}
+		charset := charsetOf(coll)
+		base := map[byte][2]string{
+			mysql.MYSQL_TYPE_STRING: {"char", "binary"}, mysql.MYSQL_TYPE_VARCHAR: {"varchar", "varbinary"},
+			mysql.MYSQL_TYPE_VAR_STRING: {"varchar", "varbinary"}, mysql.MYSQL_TYPE_BLOB: {"text", "blob"},
+		}[typ]
+		if charset == "binary" {
+			col.kind, col.typeName = kindBinary, base[1]
+			if typ == mysql.MYSQL_TYPE_STRING {
+				col.padTo = length
+				col.typeName = fmt.Sprintf("binary(%d)", length)
+			}
+			break
+		}
+		dec, err := charsetDecoder(charset)
+		if err != nil {
+			return col, fmt.Errorf("column %s: %w", name, err)
+		}
+		col.kind, col.typeName, col.decoder = kindText, base[0], dec
+	default:
+		return col, fmt.Errorf("column %s: binlog type %d is not supported; exclude the column (source.exclude_columns) or change its type", name, typ)
+	}
+	switch typ {
+	case mysql.MYSQL_TYPE_DATETIME2, mysql.MYSQL_TYPE_TIMESTAMP2, mysql.MYSQL_TYPE_TIME2:
+		col.fraction = int(meta)
+		if meta > 0 {
+			col.typeName += fmt.Sprintf("(%d)", meta)
+		}
+	}
+	return col, nil
+}
