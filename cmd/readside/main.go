@@ -35,7 +35,7 @@ type verb struct {
 
 func verbs() []verb {
 	return []verb{
-		{"run", "the daemon: tail, publish and project", notYet("run")},
+		{"run", "the daemon: tail, publish and project", runDaemon},
 		{"check", "validate the config against the live source, broker and sinks", notYet("check")},
 		{"plan", "print (or --apply) the DDL of every read table", notYet("plan")},
 		{"snapshot", "online, lock-free snapshot of existing rows into the topics", notYet("snapshot")},
