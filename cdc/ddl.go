@@ -6,8 +6,8 @@ import (
 
 // statement is what the tailer needs to know about a QUERY event.
 type statement struct {
-	kind   string     // "begin", "commit", "xa", "dml", "truncate", "rename", "drop", "other"
-	tables []string   // db.table names the statement touches, as far as parsed
+	kind   string      // "begin", "commit", "xa", "dml", "truncate", "rename", "drop", "other"
+	tables []string    // db.table names the statement touches, as far as parsed
 	moves  [][2]string // RENAME pairs, from -> to
 }
 
