@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/readside/readside/e2e/testbed"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// readsideBinary builds cmd/readside once per test binary.
+func readsideBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		// Inside the test bed's directory: removed with it, and a readside
+		// left running would fail the test bed's cleanup check.
+		binPath = filepath.Join(testbed.Get(t).Dir(), "readside")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/readside/readside/cmd/readside").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("building readside: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// daemon is a readside process under test.
+type daemon struct {
+	t       *testing.T
+	args    []string
+	logPath string
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the process has exited
+}
+
+func startDaemon(t *testing.T, logPath string, args ...string) *daemon {
+	t.Helper()
+	d := &daemon{t: t, args: args, logPath: logPath}
+	d.start()
+	t.Cleanup(func() {
+		if d.running() {
+			d.kill9()
+		}
+	})
+	return d
+}
+
+func (d *daemon) start() {
+	d.t.Helper()
+	logFile, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	fmt.Fprintf(logFile, "=== start %s\n", time.Now().Format(time.RFC3339Nano))
+	d.cmd = exec.Command(readsideBinary(d.t), d.args...)
+	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := d.cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	d.done = make(chan struct{})
+	go func() { _ = d.cmd.Wait(); logFile.Close(); close(d.done) }()
+}
+
+func (d *daemon) running() bool {
+	select {
+	case <-d.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill9 kills the process with SIGKILL and waits for it.
+func (d *daemon) kill9() {
+	_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.done
+}
+
+// stop sends SIGTERM and returns the exit code, failing after timeout.
+func (d *daemon) stop(timeout time.Duration) int {
+	d.t.Helper()
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(timeout):
+		_ = d.cmd.Process.Kill()
+		<-d.done
+		d.t.Fatalf("readside did not exit within %s of SIGTERM; log:\n%s", timeout, tail(d.logPath))
+	}
+	return d.cmd.ProcessState.ExitCode()
+}
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+func waitFor(ctx context.Context, every time.Duration, cond func() bool) bool {
+	for {
+		if cond() {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(every):
+		}
+	}
+}
