@@ -158,7 +158,8 @@ func waitForCheckpoint(t *testing.T, bed *testbed.Bed, prefix string) {
 }
 
 // consumeEvents reads change events (not tombstones) read-committed until
-// want have arrived and no more come for a moment, so duplicates show.
+// want have arrived and no more come for a moment (so duplicates show), or
+// nothing new has come for 20 seconds (so losses show as a short count).
 func consumeEvents(t *testing.T, bed *testbed.Bed, want int, timeout time.Duration, topics ...string) []envelope {
 	t.Helper()
 	cl := newClient(t, bed, kgo.ConsumeTopics(topics...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -167,6 +168,7 @@ func consumeEvents(t *testing.T, bed *testbed.Bed, want int, timeout time.Durati
 	defer cancel()
 	var out []envelope
 	quietUntil := time.Time{}
+	lastNew := time.Now()
 	for {
 		pctx, pcancel := context.WithTimeout(ctx, time.Second)
 		fetches := cl.PollFetches(pctx)
@@ -185,7 +187,12 @@ func consumeEvents(t *testing.T, bed *testbed.Bed, want int, timeout time.Durati
 				t.Fatalf("bad envelope at %s/%d@%d: %v", r.Topic, r.Partition, r.Offset, err)
 			}
 			out = append(out, e)
+			lastNew = time.Now()
 		})
+		if time.Since(lastNew) > 20*time.Second {
+			t.Errorf("only %d of %d events arrived; nothing new for 20s", len(out), want)
+			return out
+		}
 		if len(out) >= want {
 			if quietUntil.IsZero() {
 				quietUntil = time.Now().Add(3 * time.Second)
