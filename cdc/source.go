@@ -158,27 +158,29 @@ func (s *sourceDB) currentPosition(ctx context.Context) (Position, error) {
 	return p, nil
 }
 
-// checkTables verifies every captured table exists and has a primary key.
-func (s *sourceDB) checkTables(ctx context.Context, tables []string) error {
+// checkTables verifies every captured table that exists has a primary key,
+// and returns the ones that do not exist (yet, or any more: after a RENAME
+// the old name stays captured so the events before it still count).
+func (s *sourceDB) checkTables(ctx context.Context, tables []string) (missing []string, err error) {
 	var errs []error
 	for _, t := range tables {
 		db, name, _ := strings.Cut(t, ".")
 		var n int
 		err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, db, name).Scan(&n)
 		if err != nil {
-			return fmt.Errorf("reading information_schema: %w", err)
+			return nil, fmt.Errorf("reading information_schema: %w", err)
 		}
 		if n == 0 {
-			errs = append(errs, fmt.Errorf("source.tables: %s does not exist on the source (or the user lacks SELECT on it)", t))
+			missing = append(missing, t)
 			continue
 		}
 		err = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY'`, db, name).Scan(&n)
 		if err != nil {
-			return fmt.Errorf("reading information_schema: %w", err)
+			return nil, fmt.Errorf("reading information_schema: %w", err)
 		}
 		if n == 0 {
 			errs = append(errs, fmt.Errorf("source.tables: %s has no primary key: add one, or remove the table", t))
 		}
 	}
-	return errors.Join(errs...)
+	return missing, errors.Join(errs...)
 }

@@ -78,8 +78,12 @@ func (t *Tailer) Run(ctx context.Context) error {
 		return err
 	}
 	defer src.Close()
-	if err := errors.Join(src.checkSettings(ctx), src.checkTables(ctx, t.cfg.Source.Tables)); err != nil {
+	missing, err := src.checkTables(ctx, t.cfg.Source.Tables)
+	if err := errors.Join(src.checkSettings(ctx), err); err != nil {
 		return &FatalError{err}
+	}
+	if len(missing) > 0 {
+		t.log.Warn("captured tables do not exist on the source now; their changes are published if they appear in the binlog", "tables", missing)
 	}
 	charsets, err := src.charsets(ctx)
 	if err != nil {
