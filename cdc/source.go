@@ -9,7 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-sql-driver/mysql"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	driver "github.com/go-sql-driver/mysql"
 )
 
 // sourceDB is the SQL side of the source: settings checks, collations,
@@ -24,7 +25,7 @@ type sourceDB struct {
 }
 
 func openSource(ctx context.Context, dsn, flavor string) (*sourceDB, error) {
-	cfg, err := mysql.ParseDSN(dsn)
+	cfg, err := driver.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("source.dsn: %w", err)
 	}
@@ -64,7 +65,7 @@ func (s *sourceDB) Close() error { return s.db.Close() }
 func (s *sourceDB) variable(ctx context.Context, name string) (string, error) {
 	var v sql.NullString
 	err := s.db.QueryRowContext(ctx, "SELECT @@GLOBAL."+name).Scan(&v)
-	var me *mysql.MySQLError
+	var me *driver.MySQLError
 	if errors.As(err, &me) && me.Number == 1193 { // unknown system variable
 		return "", nil
 	}
@@ -183,4 +184,98 @@ func (s *sourceDB) checkTables(ctx context.Context, tables []string) (missing []
 		}
 	}
 	return missing, errors.Join(errs...)
+}
+
+// ErrPurged means the source no longer has the binlog a position needs.
+var ErrPurged = errors.New("binlog purged")
+
+// checkNotPurged verifies the source still has every transaction after
+// pos, before connecting: the tailer then fails with its own clear error
+// and recovery instead of whatever the server says (ERROR 1236 in several
+// wordings), and never relies on a server refusing a too-old position.
+func (s *sourceDB) checkNotPurged(ctx context.Context, pos Position) error {
+	files, err := s.binlogFiles(ctx)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return errors.New("SHOW BINARY LOGS returned nothing: binary logging is off on the source")
+	}
+	if pos.GTID == "" {
+		for _, f := range files {
+			if f == pos.File {
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: file %s is gone (oldest is %s)", ErrPurged, pos.File, files[0])
+	}
+	have, err := pos.gtidSet()
+	if err != nil {
+		return err
+	}
+	var purged string
+	if s.flavor == "mysql" {
+		if purged, err = s.variable(ctx, "gtid_purged"); err != nil {
+			return err
+		}
+		purged = strings.ReplaceAll(purged, "\n", "")
+	} else {
+		// The oldest binlog opens with a Gtid_list event: the state before
+		// it, i.e. the last GTID per domain that is no longer available.
+		rows, err := s.db.QueryContext(ctx, "SHOW BINLOG EVENTS IN '"+strings.ReplaceAll(files[0], "'", "''")+"' LIMIT 4")
+		if err != nil {
+			return fmt.Errorf("reading the oldest binlog's GTID list: %w", err)
+		}
+		defer rows.Close()
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]sql.RawBytes, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				return err
+			}
+			if string(vals[2]) == "Gtid_list" {
+				purged = strings.Trim(string(vals[len(vals)-1]), "[]")
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	if purged == "" {
+		return nil
+	}
+	gone, err := mysql.ParseGTIDSet(s.flavor, purged)
+	if err != nil {
+		return fmt.Errorf("parsing the source's purged GTIDs %q: %w", purged, err)
+	}
+	if !have.Contain(gone) {
+		return fmt.Errorf("%w: the source's oldest binlog starts after %s, but the checkpoint is at %s", ErrPurged, purged, pos.GTID)
+	}
+	return nil
+}
+
+func (s *sourceDB) binlogFiles(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, "SHOW BINARY LOGS")
+	if err != nil {
+		return nil, fmt.Errorf("SHOW BINARY LOGS (needs REPLICATION CLIENT / BINLOG MONITOR): %w", err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var files []string
+	for rows.Next() {
+		vals := make([]sql.RawBytes, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		files = append(files, string(vals[0]))
+	}
+	return files, rows.Err()
 }

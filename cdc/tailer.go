@@ -133,6 +133,11 @@ func (t *Tailer) Run(ctx context.Context) error {
 		} else {
 			t.log.Info("resuming from checkpoint", "position", cp.Position, "last_version", cp.LastVersion)
 		}
+		if err := src.checkNotPurged(ctx, cp.Position); errors.Is(err, ErrPurged) {
+			return fatalf("the source no longer has the binlog after the checkpoint (%v): the changes in between are lost to the stream. Recovery: re-snapshot the captured tables (docs/operations.md, \"binlog purged\"); then restart", err)
+		} else if err != nil {
+			return err
+		}
 		if cp.Position.Flavor != src.flavor {
 			return fatalf("checkpoint was written for a %s source, but the source is %s: use a new kafka.transactional_id or topic_prefix", cp.Position.Flavor, src.flavor)
 		}

@@ -293,8 +293,47 @@ func (m *MySQL) PurgeBinlogsTo(ctx context.Context, file string) error {
 	if !m.Private() {
 		return ErrNotControllable
 	}
-	_, err := m.db.ExecContext(ctx, "PURGE BINARY LOGS TO ?", file)
+	// PURGE takes no placeholders; binlog names come from the server.
+	_, err := m.db.ExecContext(ctx, "PURGE BINARY LOGS TO '"+strings.ReplaceAll(file, "'", "''")+"'")
 	return err
+}
+
+// PurgeAllBinlogs rotates and deletes every binlog file but the new current
+// one. MariaDB keeps a file until its binlog checkpoint (crash recovery)
+// has moved past it, which happens asynchronously, so this retries until
+// only one file is left.
+func (m *MySQL) PurgeAllBinlogs(ctx context.Context) error {
+	if err := m.RotateBinlog(ctx); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		pos, err := m.CurrentPosition(ctx)
+		if err != nil {
+			return err
+		}
+		if err := m.PurgeBinlogsTo(ctx, pos.File); err != nil {
+			return err
+		}
+		var n int
+		rows, err := m.db.QueryContext(ctx, "SHOW BINARY LOGS")
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			n++
+		}
+		rows.Close()
+		if n == 1 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d binlog files still there 30s after PURGE BINARY LOGS TO %s", n, pos.File)
+		}
+		// A write moves the binlog checkpoint along.
+		_ = m.RotateBinlog(ctx)
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // Kill sends SIGKILL to mariadbd (a crash: InnoDB recovers on restart).

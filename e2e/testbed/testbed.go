@@ -195,8 +195,10 @@ func Down(dir string) error {
 	return errors.Join(errs...)
 }
 
-// processesUsing lists live processes whose command line mentions dir.
+// processesUsing lists live processes whose command line names a path
+// inside dir (not dir itself: `testbed down -dir D` must not kill itself).
 func processesUsing(dir string) []int {
+	inside := dir + "/"
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -209,7 +211,7 @@ func processesUsing(dir string) []int {
 			continue
 		}
 		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || !strings.Contains(string(cmdline), dir) {
+		if err != nil || !strings.Contains(string(cmdline), inside) {
 			continue
 		}
 		if pidAlive(pid) {

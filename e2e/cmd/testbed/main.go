@@ -54,7 +54,11 @@ func main() {
 		_ = testbed.Down(abs)
 		os.Exit(1)
 	}
-	env := "export " + strings.Join(bed.Env(), "\nexport ") + "\n"
+	var env string
+	for _, kv := range bed.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		env += "export " + k + "='" + strings.ReplaceAll(v, "'", `'\''`) + "'\n"
+	}
 	if err := os.WriteFile(filepath.Join(abs, "env"), []byte(env), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, "testbed up:", err)
 		os.Exit(1)
