@@ -62,8 +62,8 @@ func newPublisher(brokers []string, txnID, checkpointTopic string, maxMessageByt
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(pinnedPartitioner{kgo.StickyKeyPartitioner(nil)}),
 		kgo.ProducerBatchMaxBytes(int32(max(maxMessageBytes+1024, 1<<20))),
-		kgo.MaxBufferedBytes(64<<20), // back-pressure on the binlog reader
-		kgo.MaxBufferedRecords(100_000),
+		kgo.MaxBufferedBytes(32<<20), // back-pressure on the binlog reader
+		kgo.MaxBufferedRecords(50_000),
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.RecordDeliveryTimeout(0), // never give up on a record: its outcome decides the commit
 		kgo.WithLogger(logger),

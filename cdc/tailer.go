@@ -217,6 +217,11 @@ func (s *stream) syncerConfig() replication.BinlogSyncerConfig {
 		// The tailer reconnects itself, from its checkpoint: go-mysql's own
 		// retry resumes from wherever it stopped, even mid-transaction.
 		DisableRetrySync: true,
+		// go-mysql's default read-ahead of 10240 decoded events is up to
+		// ~10240 × 8 KiB rows events plus their decoded values: hundreds of
+		// MiB on wide rows. A short queue keeps memory bounded; the
+		// producer's buffer is the real read-ahead.
+		EventCacheCount: 256,
 		Logger:           t.log.With("component", "binlog"),
 	}
 }
