@@ -16,6 +16,8 @@ type Checkpoint struct {
 	Position    Position  `json:"position"`
 	LastVersion uint64    `json:"last_version"`
 	WrittenAt   time.Time `json:"written_at"`
+	// Snapshots still to do, the first in progress.
+	Snapshots []SnapshotTask `json:"snapshots,omitempty"`
 }
 
 // checkpointRecord is the stored form: the body plus a CRC32 of it, so a

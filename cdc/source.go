@@ -35,6 +35,11 @@ func openSource(ctx context.Context, dsn, flavor string) (*sourceDB, error) {
 	}
 	port, _ := strconv.Atoi(portStr)
 	cfg.MultiStatements = false
+	// Snapshot reads must render TIMESTAMP in UTC, like the binlog path.
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["time_zone"] = "'+00:00'"
 	db, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		return nil, err

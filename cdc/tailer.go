@@ -85,6 +85,12 @@ func (t *Tailer) Run(ctx context.Context) error {
 	if len(missing) > 0 {
 		t.log.Warn("captured tables do not exist on the source now; their changes are published if they appear in the binlog", "tables", missing)
 	}
+	if err := src.ensureSignalTables(ctx, t.cfg.Source.Snapshot.SignalDB); err != nil {
+		if t.cfg.Source.Snapshot.Mode == "initial" {
+			return &FatalError{err}
+		}
+		t.log.Warn("snapshots unavailable", "err", err)
+	}
 	charsets, err := src.charsets(ctx)
 	if err != nil {
 		return err
@@ -129,7 +135,14 @@ func (t *Tailer) Run(ctx context.Context) error {
 				return err
 			}
 			cp = Checkpoint{Position: pos}
-			t.log.Info("no checkpoint: starting at the end of the binlog", "position", pos)
+			if t.cfg.Source.Snapshot.Mode == "initial" {
+				for _, name := range t.cfg.Source.Tables {
+					if !slices.Contains(missing, name) {
+						cp.Snapshots = append(cp.Snapshots, SnapshotTask{Table: name})
+					}
+				}
+			}
+			t.log.Info("no checkpoint: starting at the end of the binlog", "position", pos, "initial_snapshots", len(cp.Snapshots))
 		} else {
 			t.log.Info("resuming from checkpoint", "position", cp.Position, "last_version", cp.LastVersion)
 		}
@@ -144,7 +157,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 		s := &stream{
 			t: t, pub: pub, src: src, cp: cp, clock: NewClock(cp.LastVersion),
 			captured: captured, partitions: partitions, excluded: excluded, charsets: charsets,
-			tables: map[uint64]*table{},
+			tables: map[uint64]*table{}, snapshots: slices.Clone(cp.Snapshots),
 		}
 		started := time.Now()
 		err = s.run(ctx)
@@ -195,6 +208,11 @@ type stream struct {
 	txnBegun  bool // a BEGIN (or a non-standalone GTID) opened it: it ends at XID/COMMIT
 	txnEvents int
 
+	// Snapshots: the queue (its head in progress) and the chunk between
+	// its watermarks.
+	snapshots []SnapshotTask
+	chunk     *chunk
+
 	// Source transactions completed since the last Kafka commit.
 	pendingTxns  int
 	pendingPos   Position
@@ -222,7 +240,7 @@ func (s *stream) syncerConfig() replication.BinlogSyncerConfig {
 		// MiB on wide rows. A short queue keeps memory bounded; the
 		// producer's buffer is the real read-ahead.
 		EventCacheCount: 256,
-		Logger:           t.log.With("component", "binlog"),
+		Logger:          t.log.With("component", "binlog"),
 	}
 }
 
@@ -254,6 +272,9 @@ func (s *stream) run(ctx context.Context) (err error) {
 	for {
 		// Wake up at the commit deadline so an idle source still commits
 		// what is complete.
+		if err := s.maybeStartChunk(ctx); err != nil {
+			return err
+		}
 		waitCtx, cancel := ctx, context.CancelFunc(func() {})
 		if s.pendingTxns > 0 {
 			waitCtx, cancel = context.WithDeadline(ctx, s.batchStart().Add(interval))
@@ -388,7 +409,7 @@ func (s *stream) commit(ctx context.Context) error {
 	if s.gtids != nil {
 		pos.GTID = s.gtids.String()
 	}
-	cp := Checkpoint{Position: pos, LastVersion: s.clock.Last(), WrittenAt: s.t.now().UTC()}
+	cp := Checkpoint{Position: pos, LastVersion: s.clock.Last(), WrittenAt: s.t.now().UTC(), Snapshots: slices.Clone(s.snapshots)}
 	start := time.Now()
 	if err := s.pub.commit(ctx, cp); err != nil {
 		return err
@@ -469,6 +490,11 @@ func (s *stream) source(h *replication.EventHeader) *source {
 
 // rows publishes the changes of one rows event of a captured table.
 func (s *stream) rows(ctx context.Context, h *replication.EventHeader, e *replication.RowsEvent) error {
+	if string(e.Table.Schema) == s.t.cfg.Source.Snapshot.SignalDB {
+		if tn := string(e.Table.Table); tn == watermarkTable || tn == requestTable {
+			return s.signal(ctx, h, e, tn)
+		}
+	}
 	name := string(e.Table.Schema) + "." + string(e.Table.Table)
 	topic, ok := s.captured[name]
 	if !ok {
@@ -488,6 +514,9 @@ func (s *stream) rows(ctx context.Context, h *replication.EventHeader, e *replic
 	}
 	if !fullImage(e.ColumnBitmap1, int(e.ColumnCount)) || (e.ColumnBitmap2 != nil && !fullImage(e.ColumnBitmap2, int(e.ColumnCount))) {
 		return fatalf("row image of %s at %s:%d is not FULL (a session set binlog_row_image=MINIMAL or NOBLOB?): readside would publish incomplete rows. Set it back to FULL and re-snapshot %s", name, s.file, h.LogPos, name)
+	}
+	if err := s.touched(tbl, e.Rows); err != nil {
+		return &FatalError{err}
 	}
 	src := s.source(h)
 	var op Op

@@ -49,6 +49,22 @@ type Source struct {
 	HeartbeatPeriod time.Duration `koanf:"heartbeat_period"`
 	// TLS to the source.
 	TLS TLS `koanf:"tls"`
+	// Snapshot configures lock-free snapshots of existing rows.
+	Snapshot Snapshot `koanf:"snapshot"`
+}
+
+// Snapshot configures the watermark-based snapshots (DBLog).
+type Snapshot struct {
+	// Mode: "initial" snapshots every captured table on the first start
+	// (no checkpoint yet); "never" starts at the end of the binlog only.
+	// Default initial.
+	Mode string `koanf:"mode"`
+	// ChunkRows is the number of rows read per chunk. Default 2000.
+	ChunkRows int `koanf:"chunk_rows"`
+	// SignalDB is the source database holding readside's watermark and
+	// snapshot-request tables; the tailer's user needs INSERT, UPDATE and
+	// CREATE on it. Default "readside".
+	SignalDB string `koanf:"signal_db"`
 }
 
 // TLS settings for a connection. Mode "verify_identity" is the default
@@ -140,7 +156,8 @@ type Log struct {
 // Default is the default layer every loaded config starts from.
 func Default() Config {
 	return Config{
-		Source: Source{HeartbeatPeriod: 2 * time.Second, TLS: TLS{Mode: "disabled"}},
+		Source: Source{HeartbeatPeriod: 2 * time.Second, TLS: TLS{Mode: "disabled"},
+			Snapshot: Snapshot{Mode: "initial", ChunkRows: 2000, SignalDB: "readside"}},
 		Kafka: Kafka{
 			TopicPrefix:       "readside",
 			Partitions:        6,

@@ -47,6 +47,15 @@ func (c Config) Validate() error {
 	if c.Source.HeartbeatPeriod <= 0 {
 		bad("source.heartbeat_period must be positive, e.g. 2s")
 	}
+	if m := c.Source.Snapshot.Mode; m != "initial" && m != "never" {
+		bad("source.snapshot.mode %q: want initial or never", m)
+	}
+	if c.Source.Snapshot.ChunkRows <= 0 {
+		bad("source.snapshot.chunk_rows must be positive, e.g. 2000")
+	}
+	if c.Source.Snapshot.SignalDB == "" {
+		bad("source.snapshot.signal_db is empty: name a database readside may write its watermark table to, e.g. readside")
+	}
 	switch c.Source.TLS.Mode {
 	case "disabled", "verify_ca", "verify_identity":
 	default:

@@ -56,6 +56,8 @@ func writeTailerConfig(t *testing.T, bed *testbed.Bed, dir, dbName, prefix strin
   dsn: "${SOURCE_DSN}"
   server_id: %d
   tables: [%s]
+  snapshot:
+    mode: never
 kafka:
   brokers: [%s]
   topic_prefix: %s

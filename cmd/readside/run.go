@@ -78,12 +78,7 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 	}
 	log.Info("starting", "role", *role, "source", cfg.Source.DSN, "brokers", cfg.Kafka.Brokers, "tables", cfg.Source.Tables)
 	if err := tailer.Run(ctx); err != nil {
-		var fatal *cdc.FatalError
-		if errors.As(err, &fatal) {
-			log.Error("tailer stopped", "err", err)
-			return exitProblem
-		}
-		log.Error("tailer failed", "err", err)
+		log.Error("tailer stopped", "err", err, "fatal", errors.As(err, new(*cdc.FatalError)))
 		return exitProblem
 	}
 	log.Info("stopped cleanly")

@@ -93,9 +93,11 @@ func startMariaDB(ctx context.Context, dir string, detached bool) (*MySQL, error
 	for _, stmt := range []string{
 		fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'", AdminUser, AdminPassword),
 		fmt.Sprintf("GRANT ALL PRIVILEGES ON *.* TO '%s'@'%%' WITH GRANT OPTION", AdminUser),
-		// What readside's tailer needs and nothing more (docs/ARCHITECTURE.md, grants).
+		// What readside's tailer needs and nothing more (docs/operations.md, grants).
 		fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'", ReplUser, ReplPassword),
 		fmt.Sprintf("GRANT REPLICATION SLAVE, BINLOG MONITOR, SELECT ON *.* TO '%s'@'%%'", ReplUser),
+		// The snapshot watermark and request tables (source.snapshot.signal_db).
+		fmt.Sprintf("GRANT CREATE, INSERT, UPDATE, DELETE ON readside.* TO '%s'@'%%'", ReplUser),
 	} {
 		if _, err := rootDB.ExecContext(ctx, stmt); err != nil {
 			return nil, fmt.Errorf("setting up users on MariaDB: %s: %w", stmt, err)

@@ -1,0 +1,308 @@
+package cdc
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+)
+
+// Snapshots follow Netflix's DBLog, interleaved with the live binlog and
+// taking no locks:
+//
+//  1. write a low watermark row (an UPDATE of readside's own table on the
+//     source), read one chunk of the table by primary key range with a
+//     plain SELECT, write a high watermark row;
+//  2. while streaming, drop from the chunk every key a live change touched
+//     between the two watermarks (the live event is newer);
+//  3. when the high watermark arrives in the binlog, publish what is left
+//     of the chunk as 'r' events with versions from the clock at that
+//     point, which are above every version published before it.
+//
+// Progress (the last key of the last published chunk) travels in the
+// checkpoint, committed with the chunk's events, so a crash redoes at most
+// one chunk and a restart resumes where it stopped.
+
+// SnapshotTask is one table's snapshot, queued in the checkpoint.
+type SnapshotTask struct {
+	Table string   `json:"table"`
+	Where string   `json:"where,omitempty"`
+	After [][]byte `json:"after,omitempty"` // primary key of the last row published
+	Rows  int64    `json:"rows"`
+}
+
+// The source tables readside writes (in source.snapshot.signal_db).
+const (
+	watermarkTable = "_readside_watermarks"
+	requestTable   = "_readside_snapshot_requests"
+)
+
+// ensureSignalTables creates readside's tables on the source.
+func (s *sourceDB) ensureSignalTables(ctx context.Context, db string) error {
+	for _, stmt := range []string{
+		"CREATE DATABASE IF NOT EXISTS " + quoteIdent(db),
+		"CREATE TABLE IF NOT EXISTS " + quoteIdent(db) + "." + watermarkTable +
+			" (server_id INT UNSIGNED PRIMARY KEY, chunk CHAR(32) NOT NULL, mark VARCHAR(8) NOT NULL, at TIMESTAMP(6) NOT NULL)",
+		"CREATE TABLE IF NOT EXISTS " + quoteIdent(db) + "." + requestTable +
+			" (id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, server_id INT UNSIGNED NOT NULL, table_name VARCHAR(200) NOT NULL," +
+			" where_clause TEXT, requested_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
+	} {
+		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("creating readside's snapshot tables on the source (%s): %w; grant the tailer's user CREATE, INSERT and UPDATE on %s.*, or set source.snapshot.mode: never", stmt, err, db)
+		}
+	}
+	return nil
+}
+
+// RequestSnapshot asks the running tailer with serverID to snapshot table
+// (db.table), optionally only rows matching where (SQL, trusted operator
+// input). The request is a row in the source's request table: the tailer
+// sees it in the binlog, in order with everything else.
+func RequestSnapshot(ctx context.Context, dsn, signalDB string, serverID uint32, table, where string) error {
+	src, err := openSource(ctx, dsn, "")
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if err := src.ensureSignalTables(ctx, signalDB); err != nil {
+		return err
+	}
+	_, err = src.db.ExecContext(ctx, "INSERT INTO "+quoteIdent(signalDB)+"."+requestTable+" (server_id, table_name, where_clause) VALUES (?, ?, ?)",
+		serverID, table, sql.NullString{String: where, Valid: where != ""})
+	return err
+}
+
+// chunk is a snapshot read between its watermarks.
+type chunk struct {
+	id       string
+	lowSeen  bool
+	table    *table
+	keys     []string         // encoded keys in primary key order
+	rows     [][]sql.RawBytes // the rows, same order
+	dropped  map[string]bool  // keys a live change touched between the watermarks
+	lastKey  [][]byte
+	complete bool // fewer rows than asked: the table is done after this chunk
+}
+
+// maybeStartChunk reads the next chunk of the first queued snapshot when
+// none is in flight and the stream is between transactions.
+func (s *stream) maybeStartChunk(ctx context.Context) error {
+	if s.chunk != nil || len(s.snapshots) == 0 || s.txnBegun || s.txnGTID != "" {
+		return nil
+	}
+	task := &s.snapshots[0]
+	db, name, _ := strings.Cut(task.Table, ".")
+	topic, ok := s.captured[task.Table]
+	if !ok {
+		s.t.log.Warn("snapshot request for a table that is not in source.tables; ignored", "table", task.Table)
+		s.snapshots = s.snapshots[1:]
+		return nil
+	}
+	tbl, err := s.src.schemaTable(ctx, db, name, topic, s.excluded[task.Table])
+	if err != nil {
+		return &FatalError{fmt.Errorf("snapshot of %s: %w", task.Table, err)}
+	}
+	var idb [16]byte
+	_, _ = rand.Read(idb[:])
+	c := &chunk{id: hex.EncodeToString(idb[:]), table: tbl, dropped: map[string]bool{}}
+
+	if err := s.writeWatermark(ctx, c.id, "low"); err != nil {
+		return err
+	}
+	query, args := chunkQuery(tbl, task, s.t.cfg.Source.Snapshot.ChunkRows)
+	rows, err := s.src.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("reading snapshot chunk of %s: %w", task.Table, err)
+	}
+	for rows.Next() {
+		vals := make([]sql.RawBytes, len(tbl.columns))
+		ptrs := make([]any, len(vals))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			rows.Close()
+			return err
+		}
+		// RawBytes are only valid until the next Scan: keep copies.
+		for i, v := range vals {
+			if v != nil {
+				vals[i] = append(sql.RawBytes{}, v...)
+			}
+		}
+		key, err := tbl.appendSQLKey(nil, vals)
+		if err != nil {
+			rows.Close()
+			return &FatalError{fmt.Errorf("snapshot of %s: %w", task.Table, err)}
+		}
+		c.keys = append(c.keys, string(key))
+		c.rows = append(c.rows, vals)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading snapshot chunk of %s: %w", task.Table, err)
+	}
+	c.complete = len(c.rows) < s.t.cfg.Source.Snapshot.ChunkRows
+	if n := len(c.rows); n > 0 {
+		for _, i := range tbl.pk {
+			c.lastKey = append(c.lastKey, []byte(c.rows[n-1][i]))
+		}
+	}
+	if err := s.writeWatermark(ctx, c.id, "high"); err != nil {
+		return err
+	}
+	s.chunk = c
+	return nil
+}
+
+// chunkQuery selects the rows after task.After in primary key order.
+func chunkQuery(tbl *table, task *SnapshotTask, limit int) (string, []any) {
+	var cols, pk []string
+	for _, c := range tbl.columns {
+		expr := quoteIdent(c.name)
+		if c.kind == kindFloat32 {
+			// FLOAT prints with 6 significant digits; as a DOUBLE it keeps
+			// every bit of the float32, like the binlog.
+			expr = "(" + expr + " + 0E0)"
+		}
+		cols = append(cols, expr)
+	}
+	for _, i := range tbl.pk {
+		pk = append(pk, quoteIdent(tbl.columns[i].name))
+	}
+	var where []string
+	var args []any
+	if len(task.After) == len(pk) {
+		// (a, b) > (x, y) spelled out so every server uses the index.
+		var ors []string
+		for i := range pk {
+			var ands []string
+			for j := range i {
+				ands = append(ands, pk[j]+" = ?")
+				args = append(args, task.After[j])
+			}
+			ands = append(ands, pk[i]+" > ?")
+			args = append(args, task.After[i])
+			ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+		}
+		where = append(where, "("+strings.Join(ors, " OR ")+")")
+	}
+	if task.Where != "" {
+		where = append(where, "("+task.Where+")")
+	}
+	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + quoteIdent(tbl.db) + "." + quoteIdent(tbl.name)
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY " + strings.Join(pk, ", ") + fmt.Sprintf(" LIMIT %d", limit)
+	return q, args
+}
+
+func (s *stream) writeWatermark(ctx context.Context, id, mark string) error {
+	_, err := s.src.db.ExecContext(ctx, "REPLACE INTO "+quoteIdent(s.t.cfg.Source.Snapshot.SignalDB)+"."+watermarkTable+
+		" (server_id, chunk, mark, at) VALUES (?, ?, ?, NOW(6))", s.t.cfg.Source.ServerID, id, mark)
+	if err != nil {
+		return fmt.Errorf("writing snapshot %s watermark: %w", mark, err)
+	}
+	return nil
+}
+
+// signal handles a rows event of readside's own source tables.
+func (s *stream) signal(ctx context.Context, h *replication.EventHeader, e *replication.RowsEvent, table string) error {
+	switch h.EventType {
+	case replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2:
+		return nil
+	}
+	step := 1
+	if h.EventType == replication.UPDATE_ROWS_EVENTv1 || h.EventType == replication.UPDATE_ROWS_EVENTv2 {
+		step = 2
+	}
+	for i := step - 1; i < len(e.Rows); i += step {
+		row := e.Rows[i]
+		if len(row) < 4 || fmt.Sprint(row[1]) != fmt.Sprint(s.t.cfg.Source.ServerID) && table == requestTable {
+			continue
+		}
+		switch table {
+		case watermarkTable:
+			if fmt.Sprint(row[0]) != fmt.Sprint(s.t.cfg.Source.ServerID) || s.chunk == nil || fmt.Sprint(row[1]) != s.chunk.id {
+				continue // another tailer's, or a chunk from before a restart
+			}
+			switch fmt.Sprint(row[2]) {
+			case "low":
+				s.chunk.lowSeen = true
+			case "high":
+				if err := s.publishChunk(ctx, h); err != nil {
+					return err
+				}
+			}
+		case requestTable:
+			task := SnapshotTask{Table: fmt.Sprint(row[2])}
+			if w, ok := row[3].(string); ok {
+				task.Where = w
+			} else if w, ok := row[3].([]byte); ok {
+				task.Where = string(w)
+			}
+			s.t.log.Info("snapshot requested", "table", task.Table, "where", task.Where)
+			s.snapshots = append(s.snapshots, task)
+		}
+	}
+	return nil
+}
+
+// touched drops the keys of a live change from the chunk in flight.
+func (s *stream) touched(tbl *table, rows [][]any) error {
+	c := s.chunk
+	if c == nil || !c.lowSeen || c.table.db != tbl.db || c.table.name != tbl.name {
+		return nil
+	}
+	for _, r := range rows {
+		key, err := tbl.appendKey(nil, r)
+		if err != nil {
+			return err
+		}
+		c.dropped[string(key)] = true
+	}
+	return nil
+}
+
+// publishChunk emits the chunk's surviving rows as 'r' events.
+func (s *stream) publishChunk(ctx context.Context, h *replication.EventHeader) error {
+	c := s.chunk
+	s.chunk = nil
+	task := &s.snapshots[0]
+	src := s.source(h)
+	emitted := 0
+	for i, row := range c.rows {
+		if c.dropped[c.keys[i]] {
+			continue
+		}
+		after, err := c.table.appendSQLRow(nil, row)
+		if err != nil {
+			return &FatalError{fmt.Errorf("snapshot of %s: %w", task.Table, err)}
+		}
+		key := []byte(c.keys[i])
+		value := appendEvent(make([]byte, 0, len(key)+len(after)+len(c.table.schema)+256), c.table,
+			envelope{op: OpRead, version: s.clock.Next(h.Timestamp), src: src, txnSeq: s.txnEvents}, key, nil, after)
+		s.txnEvents++
+		if err := s.pub.produce(ctx, newRecord(c.table.topic, key, value, 0)); err != nil {
+			return err
+		}
+		emitted++
+	}
+	s.t.metrics.events.WithLabelValues(task.Table, "r").Add(float64(emitted))
+	task.Rows += int64(emitted)
+	if c.lastKey != nil {
+		task.After = c.lastKey
+	}
+	if c.complete {
+		s.t.log.Info("snapshot done", "table", task.Table, "rows", task.Rows)
+		s.snapshots = s.snapshots[1:]
+	} else if task.Rows/int64(s.t.cfg.Source.Snapshot.ChunkRows)%50 == 0 {
+		s.t.log.Info("snapshot progress", "table", task.Table, "rows", task.Rows)
+	}
+	return nil
+}
