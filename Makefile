@@ -41,9 +41,10 @@ e2e-containers:
 	  $(GO) test -count=1 -p 1 -timeout $(E2E_TIMEOUT) $(E2E_PKGS); \
 	  rc=$$?; docker compose -f e2e/compose.yaml down -v; exit $$rc
 
-## bench: benchmarks against the machine's own limits (see issue: benchmarks)
+## bench: benchmarks against the machine's own limits (so far: tailer drain vs raw binlog parse)
 bench:
-	@echo "make bench: not yet — the benchmark suite lands with the benchmarks issue"
+	@mkdir -p bench/results
+	$(GO) run ./bench/tailerdrain -out bench/results/tailerdrain.json
 
 ## demo: the daemon on its embedded broker against a private MariaDB
 demo:
