@@ -181,44 +181,14 @@ func (col *column) appendSQLValue(buf []byte, v sql.RawBytes) ([]byte, error) {
 	return nil, fmt.Errorf("column %s: no text encoding for kind %d", col.name, col.kind)
 }
 
-// appendSQLRow and appendSQLKey mirror appendRow and appendKey.
+// appendSQLRow and appendSQLKey are appendRow and appendKey for rows read
+// with SQL.
 func (t *table) appendSQLRow(buf []byte, row []sql.RawBytes) ([]byte, error) {
-	buf = append(buf, '{')
-	first := true
-	var err error
-	for i := range t.columns {
-		c := &t.columns[i]
-		if c.excluded {
-			continue
-		}
-		if !first {
-			buf = append(buf, ',')
-		}
-		first = false
-		buf = appendJSONString(buf, c.name)
-		buf = append(buf, ':')
-		if buf, err = c.appendSQLValue(buf, row[i]); err != nil {
-			return nil, err
-		}
-	}
-	return append(buf, '}'), nil
+	return t.appendObject(buf, t.all(), func(buf []byte, c *column, i int) ([]byte, error) { return c.appendSQLValue(buf, row[i]) })
 }
 
 func (t *table) appendSQLKey(buf []byte, row []sql.RawBytes) ([]byte, error) {
-	buf = append(buf, '{')
-	var err error
-	for n, i := range t.pk {
-		if n > 0 {
-			buf = append(buf, ',')
-		}
-		c := &t.columns[i]
-		buf = appendJSONString(buf, c.name)
-		buf = append(buf, ':')
-		if buf, err = c.appendSQLValue(buf, row[i]); err != nil {
-			return nil, err
-		}
-	}
-	return append(buf, '}'), nil
+	return t.appendObject(buf, t.pk, func(buf []byte, c *column, i int) ([]byte, error) { return c.appendSQLValue(buf, row[i]) })
 }
 
 // quoteIdent quotes a MySQL identifier, doubling backticks.

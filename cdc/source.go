@@ -134,16 +134,11 @@ func (s *sourceDB) currentPosition(ctx context.Context) (Position, error) {
 		return p, fmt.Errorf("SHOW MASTER STATUS (needs REPLICATION CLIENT / BINLOG MONITOR): %w", err)
 	}
 	defer rows.Close()
-	cols, _ := rows.Columns()
 	if !rows.Next() {
 		return p, errors.New("SHOW MASTER STATUS returned nothing: binary logging is off on the source")
 	}
-	vals := make([]sql.RawBytes, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if err := rows.Scan(ptrs...); err != nil {
+	vals, err := scanRaw(rows)
+	if err != nil {
 		return p, err
 	}
 	p.File = string(vals[0])
@@ -232,14 +227,9 @@ func (s *sourceDB) checkNotPurged(ctx context.Context, pos Position) error {
 			return fmt.Errorf("reading the oldest binlog's GTID list: %w", err)
 		}
 		defer rows.Close()
-		cols, _ := rows.Columns()
 		for rows.Next() {
-			vals := make([]sql.RawBytes, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
+			vals, err := scanRaw(rows)
+			if err != nil {
 				return err
 			}
 			if string(vals[2]) == "Gtid_list" {
@@ -269,18 +259,28 @@ func (s *sourceDB) binlogFiles(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("SHOW BINARY LOGS (needs REPLICATION CLIENT / BINLOG MONITOR): %w", err)
 	}
 	defer rows.Close()
-	cols, _ := rows.Columns()
 	var files []string
 	for rows.Next() {
-		vals := make([]sql.RawBytes, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		vals, err := scanRaw(rows)
+		if err != nil {
 			return nil, err
 		}
 		files = append(files, string(vals[0]))
 	}
 	return files, rows.Err()
+}
+
+// scanRaw scans the current row of a result whose shape differs between
+// servers (SHOW statements) into raw columns, valid until the next Scan.
+func scanRaw(rows *sql.Rows) ([]sql.RawBytes, error) {
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	vals := make([]sql.RawBytes, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	return vals, rows.Scan(ptrs...)
 }

@@ -18,6 +18,7 @@ type table struct {
 	topic    string
 	columns  []column
 	pk       []int // column indexes of the primary key
+	allIdx   []int // 0..len(columns)-1, built once
 
 	// What the cache compares to tell whether a new TABLE_MAP describes the
 	// same shape (MySQL reuses table ids and re-sends the map every
@@ -111,12 +112,16 @@ func (t *table) encodeSchema() {
 	t.schema = b
 }
 
-// appendRow appends row as a JSON object of the published columns.
-func (t *table) appendRow(buf []byte, row []any) ([]byte, error) {
+// valueAppender appends column i's value of some row as JSON.
+type valueAppender func(buf []byte, c *column, i int) ([]byte, error)
+
+// appendObject appends a JSON object of the given columns (by index),
+// skipping excluded ones, with values from value.
+func (t *table) appendObject(buf []byte, indexes []int, value valueAppender) ([]byte, error) {
 	buf = append(buf, '{')
 	first := true
 	var err error
-	for i := range t.columns {
+	for _, i := range indexes {
 		c := &t.columns[i]
 		if c.excluded {
 			continue
@@ -127,30 +132,34 @@ func (t *table) appendRow(buf []byte, row []any) ([]byte, error) {
 		first = false
 		buf = appendJSONString(buf, c.name)
 		buf = append(buf, ':')
-		if buf, err = c.appendValue(buf, row[i]); err != nil {
+		if buf, err = value(buf, c, i); err != nil {
 			return nil, err
 		}
 	}
 	return append(buf, '}'), nil
 }
 
-// appendKey appends the primary key of row as a JSON object in key column
-// order: the Kafka record key, identical for every change of the row.
-func (t *table) appendKey(buf []byte, row []any) ([]byte, error) {
-	buf = append(buf, '{')
-	var err error
-	for n, i := range t.pk {
-		if n > 0 {
-			buf = append(buf, ',')
-		}
-		c := &t.columns[i]
-		buf = appendJSONString(buf, c.name)
-		buf = append(buf, ':')
-		if buf, err = c.appendValue(buf, row[i]); err != nil {
-			return nil, err
+// all lists every column index, for appendObject.
+func (t *table) all() []int {
+	if len(t.allIdx) != len(t.columns) {
+		t.allIdx = make([]int, len(t.columns))
+		for i := range t.allIdx {
+			t.allIdx[i] = i
 		}
 	}
-	return append(buf, '}'), nil
+	return t.allIdx
+}
+
+// appendRow appends a binlog row as a JSON object of the published columns.
+func (t *table) appendRow(buf []byte, row []any) ([]byte, error) {
+	return t.appendObject(buf, t.all(), func(buf []byte, c *column, i int) ([]byte, error) { return c.appendValue(buf, row[i]) })
+}
+
+// appendKey appends the primary key of a binlog row as a JSON object in key
+// column order: the Kafka record key, identical for every change of the
+// row (snapshot reads included, see appendSQLKey).
+func (t *table) appendKey(buf []byte, row []any) ([]byte, error) {
+	return t.appendObject(buf, t.pk, func(buf []byte, c *column, i int) ([]byte, error) { return c.appendValue(buf, row[i]) })
 }
 
 // keyChanged reports whether an update moved the row to another primary key.

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -132,7 +131,7 @@ func run(rows int, out string) error {
 	peak := make(chan int64, 1)
 	sctx, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
-	go func() { peak <- samplePeakRSS(sctx, tailer.Process.Pid) }()
+	go func() { peak <- testbed.SamplePeakRSS(sctx, tailer.Process.Pid) }()
 	endPos, err := cdc.ParsePosition("mariadb", end.GTID)
 	if err != nil {
 		return err
@@ -223,25 +222,6 @@ func rawParse(ctx context.Context, bed *testbed.Bed, start, end testbed.BinlogPo
 		}
 		if file == end.File && ev.Header.LogPos >= end.Pos {
 			return nil
-		}
-	}
-}
-
-func samplePeakRSS(ctx context.Context, pid int) int64 {
-	var peak int64
-	for {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-			for _, line := range strings.Split(string(b), "\n") {
-				if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-					kb, _ := strconv.ParseInt(f[1], 10, 64)
-					peak = max(peak, kb<<10)
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return peak
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -177,4 +178,26 @@ func waitTCP(p *process, addr string, timeout time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("%s not listening on %s after %s", p.name, addr, timeout)
+}
+
+// SamplePeakRSS polls a process's resident set size every 100ms until ctx
+// is done and returns the largest seen, in bytes. Tests and benchmarks use
+// it to show memory stays bounded.
+func SamplePeakRSS(ctx context.Context, pid int) int64 {
+	var peak int64
+	for {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status"); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+					kb, _ := strconv.ParseInt(f[1], 10, 64)
+					peak = max(peak, kb<<10)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return peak
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
