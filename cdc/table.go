@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // table is a captured table as the binlog describes it at one position:
@@ -26,6 +27,10 @@ type table struct {
 	colTypes []byte
 	colMeta  []uint16
 	colNames []string
+
+	// events counts published events by op, resolved once per table
+	// rather than per event (a label lookup hashes every time).
+	events map[Op]prometheus.Counter
 
 	// schema is the pre-encoded `"schema":{...}` member of every envelope.
 	schema        []byte
@@ -62,6 +67,19 @@ func newTable(tm *replication.TableMapEvent, topic string, excluded map[string]b
 	}
 	t.encodeSchema()
 	return t, nil
+}
+
+// counter is the events counter for op on this table.
+func (t *table) counter(vec *prometheus.CounterVec, op Op) prometheus.Counter {
+	c, ok := t.events[op]
+	if !ok {
+		if t.events == nil {
+			t.events = map[Op]prometheus.Counter{}
+		}
+		c = vec.WithLabelValues(t.db+"."+t.name, string(op))
+		t.events[op] = c
+	}
+	return c
 }
 
 // sameShape reports whether tm describes the table this was built from.

@@ -595,7 +595,7 @@ func (s *stream) emit(ctx context.Context, tbl *table, src *source, op Op, versi
 			return err
 		}
 	}
-	s.t.metrics.events.WithLabelValues(tbl.db+"."+tbl.name, string(op)).Inc()
+	tbl.counter(s.t.metrics.events, op).Inc()
 	return nil
 }
 

@@ -75,6 +75,7 @@ func Start(ctx context.Context, opts Options) (*Bed, error) {
 	}
 	dir := opts.Dir
 	if dir == "" {
+		sweepStale()
 		d, err := os.MkdirTemp("", "readside-testbed-")
 		if err != nil {
 			return nil, err
@@ -85,6 +86,9 @@ func Start(ctx context.Context, opts Options) (*Bed, error) {
 	}
 	dir, _ = filepath.Abs(dir)
 	b := &Bed{dir: dir}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return b, err
+	}
 
 	type result struct {
 		what string
@@ -193,6 +197,25 @@ func Down(dir string) error {
 		errs = append(errs, fmt.Errorf("test bed dir %s still exists", dir))
 	}
 	return errors.Join(errs...)
+}
+
+// ownerFile holds the pid of the process that started a test bed.
+const ownerFile = "owner.pid"
+
+// sweepStale removes test beds whose owner died without cleaning up (go
+// test's -timeout panics past TestMain; PDEATHSIG already killed their
+// servers, but the directories stay).
+func sweepStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "readside-testbed-*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue // starting right now, or not ours
+		}
+		if pid, err := strconv.Atoi(string(b)); err == nil && !pidAlive(pid) {
+			_ = Down(d)
+		}
+	}
 }
 
 // processesUsing lists live processes whose command line names a path
