@@ -212,7 +212,7 @@ func sweepStale() {
 		if err != nil {
 			continue // starting right now, or not ours
 		}
-		if pid, err := strconv.Atoi(string(b)); err == nil && !pidAlive(pid) {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && !pidAlive(pid) {
 			_ = Down(d)
 		}
 	}
