@@ -156,3 +156,7 @@ func decodeFetches(t *testing.T, fetches kgo.Fetches) []testEvent {
 	})
 	return out
 }
+
+func contextWithTimeout(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(t.Context(), d)
+}

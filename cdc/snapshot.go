@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/readside/readside/config"
 )
 
 // Snapshots follow Netflix's DBLog, interleaved with the live binlog and
@@ -62,8 +64,8 @@ func (s *sourceDB) ensureSignalTables(ctx context.Context, db string) error {
 // (db.table), optionally only rows matching where (SQL, trusted operator
 // input). The request is a row in the source's request table: the tailer
 // sees it in the binlog, in order with everything else.
-func RequestSnapshot(ctx context.Context, dsn, signalDB string, serverID uint32, table, where string) error {
-	src, err := openSource(ctx, dsn, "")
+func RequestSnapshot(ctx context.Context, dsn string, tlsCfg config.TLS, signalDB string, serverID uint32, table, where string) error {
+	src, err := openSource(ctx, dsn, "", tlsCfg)
 	if err != nil {
 		return err
 	}

@@ -170,7 +170,7 @@ func TestSnapshotOnRequest(t *testing.T) {
 	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "q"))
 	startTailer(t, cfg)
 	waitForTailer(t, bed, cfg)
-	if err := RequestSnapshot(ctx, cfg.Source.DSN.Reveal(), cfg.Source.Snapshot.SignalDB, cfg.Source.ServerID, db+".q", "a < 5"); err != nil {
+	if err := RequestSnapshot(ctx, cfg.Source.DSN.Reveal(), cfg.Source.TLS, cfg.Source.Snapshot.SignalDB, cfg.Source.ServerID, db+".q", "a < 5"); err != nil {
 		t.Fatal(err)
 	}
 	events := cons.next(500, time.Minute)

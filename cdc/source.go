@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -11,12 +12,15 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/readside/readside/config"
 )
 
 // sourceDB is the SQL side of the source: settings checks, collations,
 // the current position and table metadata.
 type sourceDB struct {
 	db       *sql.DB
+	tls      *tls.Config // nil: plaintext
 	flavor   string
 	host     string
 	port     uint16
@@ -24,7 +28,7 @@ type sourceDB struct {
 	password string
 }
 
-func openSource(ctx context.Context, dsn, flavor string) (*sourceDB, error) {
+func openSource(ctx context.Context, dsn, flavor string, tlsCfg config.TLS) (*sourceDB, error) {
 	cfg, err := driver.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("source.dsn: %w", err)
@@ -34,18 +38,31 @@ func openSource(ctx context.Context, dsn, flavor string) (*sourceDB, error) {
 		return nil, fmt.Errorf("source.dsn address %q: %w", cfg.Addr, err)
 	}
 	port, _ := strconv.Atoi(portStr)
+	tc, err := sourceTLS(tlsCfg, host)
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		cfg.TLS = tc
+		// Never send a password the server would reveal over plaintext.
+		cfg.AllowCleartextPasswords = false
+		cfg.AllowNativePasswords = true
+	}
 	cfg.MultiStatements = false
 	// Snapshot reads must render TIMESTAMP in UTC, like the binlog path.
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}
 	cfg.Params["time_zone"] = "'+00:00'"
-	db, err := sql.Open("mysql", cfg.FormatDSN())
+	// A connector, not a DSN string: FormatDSN cannot carry a *tls.Config,
+	// and TLS silently dropped is exactly the fallback readside refuses.
+	connector, err := driver.NewConnector(cfg)
 	if err != nil {
 		return nil, err
 	}
+	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(4)
-	s := &sourceDB{db: db, flavor: flavor, host: host, port: uint16(port), user: cfg.User, password: cfg.Passwd}
+	s := &sourceDB{db: db, tls: tc, flavor: flavor, host: host, port: uint16(port), user: cfg.User, password: cfg.Passwd}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("connecting to the source at %s: %w", cfg.Addr, err)

@@ -54,9 +54,6 @@ func New(cfg config.Config, brokers []string, log *slog.Logger, reg prometheus.R
 	if len(brokers) == 0 {
 		return nil, errors.New("tailer: no Kafka brokers")
 	}
-	if cfg.Source.TLS.Mode != "disabled" {
-		return nil, fmt.Errorf("source.tls.mode %s: TLS to the source is not implemented yet; use disabled on a trusted network", cfg.Source.TLS.Mode)
-	}
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, err
@@ -73,7 +70,7 @@ func CheckpointTopic(prefix string) string { return prefix + "._readside_checkpo
 // Run tails until ctx is cancelled (returns nil after committing what was
 // complete) or a fatal error.
 func (t *Tailer) Run(ctx context.Context) error {
-	src, err := openSource(ctx, t.cfg.Source.DSN.Reveal(), t.cfg.Source.Flavor)
+	src, err := openSource(ctx, t.cfg.Source.DSN.Reveal(), t.cfg.Source.Flavor, t.cfg.Source.TLS)
 	if err != nil {
 		return err
 	}
@@ -228,6 +225,7 @@ func (s *stream) syncerConfig() replication.BinlogSyncerConfig {
 		Port:                    s.src.port,
 		User:                    s.src.user,
 		Password:                s.src.password,
+		TLSConfig:               s.src.tls,
 		UseDecimal:              true,
 		TimestampStringLocation: time.UTC,
 		HeartbeatPeriod:         t.cfg.Source.HeartbeatPeriod,

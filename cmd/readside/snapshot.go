@@ -45,7 +45,7 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := cdc.RequestSnapshot(ctx, cfg.Source.DSN.Reveal(), cfg.Source.Snapshot.SignalDB, cfg.Source.ServerID, *table, *where); err != nil {
+	if err := cdc.RequestSnapshot(ctx, cfg.Source.DSN.Reveal(), cfg.Source.TLS, cfg.Source.Snapshot.SignalDB, cfg.Source.ServerID, *table, *where); err != nil {
 		fmt.Fprintf(stderr, "readside snapshot: %v\n", err)
 		return exitProblem
 	}

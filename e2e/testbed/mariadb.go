@@ -45,6 +45,7 @@ type MySQL struct {
 
 	// Only set for a private server.
 	dir      string
+	tls      *TLSFiles
 	mariadbd string
 	proc     *process
 	detached bool
@@ -55,7 +56,22 @@ type MySQL struct {
 // a different one.
 const ServerID = 1
 
-func startMariaDB(ctx context.Context, dir string, detached bool) (*MySQL, error) {
+// TLSFiles are the PEM files a private MariaDB serves TLS with.
+type TLSFiles struct{ CA, Cert, Key string }
+
+// StartMariaDB starts a private MariaDB of its own in dir (removed by
+// Close), serving TLS when tls is set: for tests that need a differently
+// configured source next to the shared one.
+func StartMariaDB(ctx context.Context, dir string, tls *TLSFiles) (*MySQL, error) {
+	return startMariaDB(ctx, dir, false, tls)
+}
+
+// Close stops a server started by StartMariaDB and removes its directory.
+func (m *MySQL) Close() error {
+	return errors.Join(m.close(), Down(m.dir))
+}
+
+func startMariaDB(ctx context.Context, dir string, detached bool, tls *TLSFiles) (*MySQL, error) {
 	mariadbd, err := ensureCommand(ctx, []string{"mariadb-server", "mariadb-client"}, "mariadbd", "mysqld")
 	if err != nil {
 		return nil, err
@@ -68,7 +84,7 @@ func startMariaDB(ctx context.Context, dir string, detached bool) (*MySQL, error
 	if err != nil {
 		return nil, err
 	}
-	m := &MySQL{Host: "127.0.0.1", Port: ports[0], dir: dir, mariadbd: mariadbd, detached: detached,
+	m := &MySQL{Host: "127.0.0.1", Port: ports[0], dir: dir, tls: tls, mariadbd: mariadbd, detached: detached,
 		replUser: ReplUser, replPassword: ReplPassword}
 	m.adminDSN = fmt.Sprintf("%s:%s@tcp(%s:%d)/", AdminUser, AdminPassword, m.Host, m.Port)
 	m.replDSN = fmt.Sprintf("%s:%s@tcp(%s:%d)/", ReplUser, ReplPassword, m.Host, m.Port)
@@ -169,6 +185,9 @@ func (m *MySQL) launch(ctx context.Context) error {
 		"--skip-name-resolve",
 		"--character-set-server=utf8mb4",
 		"--collation-server=utf8mb4_general_ci",
+	}
+	if m.tls != nil {
+		args = append(args, "--ssl-ca="+m.tls.CA, "--ssl-cert="+m.tls.Cert, "--ssl-key="+m.tls.Key)
 	}
 	// The source runs in US/Samoa (UTC-11) so that time zone bugs show: the
 	// tests and readside run in another zone (Debezium's trick).
