@@ -314,13 +314,19 @@ func (s *stream) drain(ctx context.Context) error {
 // fatal errors with the fix.
 func (s *stream) classifyStreamError(err error) error {
 	var me *mysql.MyError
+	if errors.As(err, &me) {
+		msg := strings.ToLower(me.Message)
+		// MariaDB: ER_SLAVE_SAME_ID (4052); MySQL: 1236 with the same words.
+		// Reconnecting would steal the id back and forth forever.
+		if strings.Contains(msg, "same server_uuid") || strings.Contains(msg, "same server_id") || strings.Contains(msg, "same server id") {
+			return fatalf("another binlog client uses source.server_id %d (%s): give each readside tailer (and every other replica) a unique server_id", s.t.cfg.Source.ServerID, me.Message)
+		}
+	}
 	if errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
 		msg := strings.ToLower(me.Message)
 		switch {
 		case strings.Contains(msg, "purged") || strings.Contains(msg, "could not find") || strings.Contains(msg, "not find first log"):
 			return fatalf("the source no longer has the binlog at the checkpoint %s (%s): the changes in between are lost to the stream. Recovery: re-snapshot the captured tables (docs/operations.md, \"binlog purged\"); then restart", s.cp.Position, me.Message)
-		case strings.Contains(msg, "same server_uuid") || strings.Contains(msg, "same server_id") || strings.Contains(msg, "same server id"):
-			return fatalf("another replica is connected with source.server_id %d (%s): give this tailer a unique server_id", s.t.cfg.Source.ServerID, me.Message)
 		}
 		return fatalf("the source refused the binlog stream at %s: %s", s.cp.Position, me.Message)
 	}
