@@ -13,9 +13,10 @@ type metrics struct {
 	commitLatency prometheus.Histogram
 	reconnects    prometheus.Counter
 	errors        prometheus.Counter
+	purge         prometheus.GaugeFunc
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, secondsToPurge func() float64) (*metrics, error) {
 	m := &metrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "readside_source_events_total", Help: "Row change events published, by source table and op.",
@@ -36,9 +37,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "readside_tailer_errors_total", Help: "Errors that interrupted the tailer's stream.",
 		}),
+		purge: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "readside_source_binlog_purge_seconds",
+			Help: "Lower bound on the seconds until the source may purge the binlog at the tailer's checkpoint (its binlog retention minus the age of the newest write known to be there); +Inf when the source never purges by age. Below zero the position may already be gone.",
+		}, secondsToPurge),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.events, m.transactions, m.lag, m.commitLatency, m.reconnects, m.errors} {
+		for _, c := range []prometheus.Collector{m.events, m.transactions, m.lag, m.commitLatency, m.reconnects, m.errors, m.purge} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

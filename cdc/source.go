@@ -301,3 +301,21 @@ func scanRaw(rows *sql.Rows) ([]sql.RawBytes, error) {
 	}
 	return vals, rows.Scan(ptrs...)
 }
+
+// retentionSeconds is how long the source keeps binlogs before purging
+// them by age; 0 means it does not.
+func (s *sourceDB) retentionSeconds(ctx context.Context) (int64, error) {
+	v, err := s.variable(ctx, "binlog_expire_logs_seconds")
+	if err != nil {
+		return 0, err
+	}
+	if n, _ := strconv.ParseInt(v, 10, 64); n > 0 {
+		return n, nil
+	}
+	days, err := s.variable(ctx, "expire_logs_days")
+	if err != nil {
+		return 0, err
+	}
+	d, _ := strconv.ParseFloat(days, 64)
+	return int64(d * 86400), nil
+}

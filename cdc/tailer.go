@@ -16,9 +16,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -36,6 +38,13 @@ type Tailer struct {
 	log     *slog.Logger
 	metrics *metrics
 	now     func() time.Time
+
+	// For readside_source_binlog_purge_seconds, read on scrape: how long
+	// the source keeps binlogs, and the newest moment the binlog at the
+	// checkpoint is known to have been written to (its last committed
+	// transaction, or a heartbeat while caught up).
+	retention atomic.Int64 // seconds; 0 = never purged automatically
+	needsFrom atomic.Int64 // Unix seconds
 }
 
 // FatalError is a condition a restart cannot fix: the tailer stops and the
@@ -54,11 +63,29 @@ func New(cfg config.Config, brokers []string, log *slog.Logger, reg prometheus.R
 	if len(brokers) == 0 {
 		return nil, errors.New("tailer: no Kafka brokers")
 	}
-	m, err := newMetrics(reg)
+	t := &Tailer{cfg: cfg, brokers: brokers, log: log.With("component", "tailer"), now: time.Now}
+	m, err := newMetrics(reg, t.secondsToPurge)
 	if err != nil {
 		return nil, err
 	}
-	return &Tailer{cfg: cfg, brokers: brokers, log: log.With("component", "tailer"), metrics: m, now: time.Now}, nil
+	t.metrics = m
+	return t, nil
+}
+
+// secondsToPurge is a lower bound on how long until the source may purge
+// the binlog the checkpoint points into: its retention minus the age of
+// the newest write known to be in that binlog. +Inf when the source never
+// purges by age.
+func (t *Tailer) secondsToPurge() float64 {
+	ret := t.retention.Load()
+	if ret <= 0 {
+		return math.Inf(1)
+	}
+	from := t.needsFrom.Load()
+	if from == 0 {
+		return float64(ret)
+	}
+	return float64(ret) - t.now().Sub(time.Unix(from, 0)).Seconds()
 }
 
 // TopicFor is the topic of a source table.
@@ -87,6 +114,11 @@ func (t *Tailer) Run(ctx context.Context) error {
 			return &FatalError{err}
 		}
 		t.log.Warn("snapshots unavailable", "err", err)
+	}
+	if ret, err := src.retentionSeconds(ctx); err == nil {
+		t.retention.Store(ret)
+	} else {
+		t.log.Warn("cannot read the source's binlog retention; readside_source_binlog_purge_seconds stays +Inf", "err", err)
 	}
 	charsets, err := src.charsets(ctx)
 	if err != nil {
@@ -214,6 +246,7 @@ type stream struct {
 	pendingTxns  int
 	pendingPos   Position
 	pendingSince time.Time // when the first of them completed
+	pendingTS    int64     // source commit time of the last of them
 }
 
 func (s *stream) syncerConfig() replication.BinlogSyncerConfig {
@@ -354,8 +387,13 @@ func (s *stream) handle(ctx context.Context, ev *replication.BinlogEvent) error 
 		return s.endTxn(ctx, h)
 	case *replication.GenericEvent:
 		if h.EventType == replication.HEARTBEAT_EVENT {
-			// The source has nothing newer: the tailer is caught up.
+			// The source has nothing newer: the tailer is caught up, and
+			// once its checkpoint is at the end, the binlog it needs is
+			// the one being written now.
 			s.t.metrics.lag.Set(0)
+			if s.pendingTxns == 0 && s.txnGTID == "" && !s.txnBegun {
+				s.t.needsFrom.Store(s.t.now().Unix())
+			}
 		}
 	}
 	return nil
@@ -378,6 +416,7 @@ func (s *stream) endTxn(ctx context.Context, h *replication.EventHeader) error {
 	}
 	s.pendingTxns++
 	s.pendingPos.File, s.pendingPos.Pos = s.file, h.LogPos
+	s.pendingTS = int64(h.Timestamp)
 	s.txnGTID, s.txnBegun = "", false
 	s.t.metrics.transactions.Inc()
 	if h.Timestamp > 0 {
@@ -421,6 +460,9 @@ func (s *stream) commit(ctx context.Context) error {
 	s.t.metrics.commitLatency.Observe(time.Since(start).Seconds())
 	s.cp = cp
 	s.pendingTxns = 0
+	if s.pendingTS > s.t.needsFrom.Load() {
+		s.t.needsFrom.Store(s.pendingTS)
+	}
 	return nil
 }
 
