@@ -92,8 +92,13 @@ func startMariaDB(ctx context.Context, dir string, detached bool, tls *TLSFiles)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	// A private tmpdir: servers sharing /tmp were seen failing each
+	// other's bootstrap ("Could not remove temporary table").
+	if err := os.MkdirAll(m.tmpDir(), 0o755); err != nil {
+		return nil, err
+	}
 	install := exec.CommandContext(ctx, installDB, "--no-defaults", "--datadir="+m.dataDir(), "--user="+currentUser(),
-		"--auth-root-authentication-method=normal", "--skip-test-db")
+		"--auth-root-authentication-method=normal", "--skip-test-db", "--tmpdir="+m.tmpDir())
 	if out, err := install.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("mariadb-install-db in %s: %w\n%s", dir, err, out)
 	}
@@ -154,6 +159,7 @@ func externalMySQL(ctx context.Context, dsn string) (*MySQL, error) {
 
 func (m *MySQL) dataDir() string { return filepath.Join(m.dir, "data") }
 func (m *MySQL) socket() string  { return filepath.Join(m.dir, "mysqld.sock") }
+func (m *MySQL) tmpDir() string  { return filepath.Join(m.dir, "tmp") }
 
 // launch starts mariadbd on the existing data dir and waits until it
 // answers. The settings are what readside requires of a source (ROW binlog,
@@ -165,6 +171,7 @@ func (m *MySQL) launch(ctx context.Context) error {
 		"--user=" + currentUser(),
 		"--datadir=" + m.dataDir(),
 		"--socket=" + m.socket(),
+		"--tmpdir=" + m.tmpDir(),
 		"--port=" + strconv.Itoa(m.Port),
 		"--bind-address=127.0.0.1",
 		"--pid-file=" + filepath.Join(m.dir, "mysqld.pid"),
