@@ -1,0 +1,346 @@
+package projections_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/cdc"
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
+)
+
+func logger() *slog.Logger {
+	if os.Getenv("E2E_VERBOSE") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// setup creates a source table chat.messages-like table, a sink database,
+// and a config with the messages_by_sender projection re-keyed by sender.
+func setup(t *testing.T, bed *testbed.Bed) (cfg config.Config, src, sinkDB string) {
+	t.Helper()
+	ctx := t.Context()
+	src, err := bed.MySQL.CreateDatabase(ctx, "chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinkDB, err = bed.MySQL.CreateDatabase(ctx, "reads")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, fmt.Sprintf(`CREATE TABLE `+"`%s`"+`.messages (
+		id INT PRIMARY KEY, sender_id INT NOT NULL, conversation_id INT, created_at DATETIME(6) NOT NULL,
+		body VARCHAR(200) CHARACTER SET utf8mb4, att VARBINARY(16), score DECIMAL(20,4))`, src)); err != nil {
+		t.Fatal(err)
+	}
+	cfg = config.Default()
+	cfg.Source.DSN = config.Secret(bed.MySQL.ReplDSN())
+	cfg.Source.ServerID = uint32(1000 + rand.IntN(1_000_000))
+	cfg.Source.Tables = []string{src + ".messages"}
+	cfg.Source.Snapshot.Mode = "never"
+	cfg.Kafka.Brokers = bed.Kafka.Brokers()
+	cfg.Kafka.TopicPrefix = "p" + strconv.Itoa(rand.IntN(1e9))
+	cfg.Kafka.Partitions = 4
+	cfg.Sinks = map[string]config.Sink{"reads": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB)}}
+	cfg.Projections = map[string]config.Projection{"messages_by_sender": {
+		From: src + ".messages", Sink: "reads", Key: []string{"sender_id", "created_at", "id"}, ShardBy: "sender_id",
+		Columns: map[string]string{"sender_id": "sender_id", "created_at": "created_at", "id": "id",
+			"conversation_id": "conversation_id", "body": "body", "att": "att", "score": "score"},
+	}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, src, sinkDB
+}
+
+// prepare compiles the projection and creates its read table.
+func prepare(t *testing.T, bed *testbed.Bed, cfg config.Config, sinkDB string) (*projections.Projection, *sinks.MySQL) {
+	t.Helper()
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[0]
+	cols, err := p.SourceColumns(t.Context(), bed.MySQL.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := sinks.Open(t.Context(), bed.MySQL.AdminDSN()+sinkDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sink.Close() })
+	if err := sink.Exec(t.Context(), sinks.DDL(p, cols)); err != nil {
+		t.Fatal(err)
+	}
+	return p, sink
+}
+
+// writeMessages runs a seeded workload: inserts, body edits, sender
+// changes (each a key move in the read table), deletes and re-inserts of
+// deleted ids.
+func writeMessages(t *testing.T, bed *testbed.Bed, src string, seed uint64, ops int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	live := map[int]bool{}
+	db := bed.MySQL.DB()
+	rows, err := db.QueryContext(t.Context(), "SELECT id FROM `"+src+"`.messages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		live[id] = true
+	}
+	rows.Close()
+	exec := func(q string, args ...any) {
+		if _, err := db.ExecContext(t.Context(), q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	table := "`" + src + "`.messages"
+	for i := range ops {
+		id := 1 + rng.IntN(400)
+		switch r := rng.IntN(100); {
+		case !live[id]:
+			exec("INSERT INTO "+table+" VALUES (?, ?, ?, ?, ?, ?, ?)", id, rng.IntN(20), rng.IntN(50),
+				fmt.Sprintf("2026-01-01 00:00:%02d.%06d", rng.IntN(60), rng.IntN(1e6)), fmt.Sprintf("msg %d ✓ '%d'", id, i),
+				[]byte{byte(i), 0, 0xff}, fmt.Sprintf("%d.%04d", rng.IntN(1e6), rng.IntN(1e4)))
+			live[id] = true
+		case r < 40:
+			exec("UPDATE "+table+" SET body = ?, score = score + 1 WHERE id = ?", fmt.Sprintf("edit %d", i), id)
+		case r < 70:
+			exec("UPDATE "+table+" SET sender_id = ? WHERE id = ?", rng.IntN(20), id) // key move
+		default:
+			exec("DELETE FROM "+table+" WHERE id = ?", id)
+			delete(live, id)
+		}
+	}
+}
+
+const readCols = "sender_id, created_at, id, conversation_id, body, HEX(att), score"
+
+// tableText renders a table's rows in key order, for comparison.
+func tableText(t *testing.T, bed *testbed.Bed, table string) string {
+	t.Helper()
+	rows, err := bed.MySQL.DB().QueryContext(t.Context(), "SELECT "+readCols+" FROM "+table+" ORDER BY sender_id, created_at, id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		vals := make([]any, 7)
+		ptrs := make([]any, 7)
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vals {
+			if bs, ok := v.([]byte); ok {
+				v = string(bs)
+			}
+			fmt.Fprintf(&b, "%v|", v)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// waitEqual waits until the read table equals the source expectation.
+func waitEqual(t *testing.T, bed *testbed.Bed, want, got string) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		w, g := tableText(t, bed, want), tableText(t, bed, got)
+		if w == g {
+			t.Logf("read table equals the source: %d rows", strings.Count(w, "\n"))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("read table %s differs from %s after 90s:\nsource:\n%.2000s\nread:\n%.2000s", got, want, w, g)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// TestMessagesBySender: tailer and projector run while a workload edits,
+// re-keys, deletes and re-inserts messages; the projector is stopped and
+// restarted midway. The read table ends equal to the SQL expectation.
+func TestMessagesBySender(t *testing.T) {
+	bed := testbed.Get(t)
+	cfg, src, sinkDB := setup(t, bed)
+	p, sink := prepare(t, bed, cfg, sinkDB)
+	ctx := t.Context()
+
+	tl, err := cdc.New(cfg, cfg.Kafka.Brokers, logger(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tctx, stopTailer := context.WithCancel(ctx)
+	tailerDone := make(chan error, 1)
+	go func() { tailerDone <- tl.Run(tctx) }()
+	defer func() {
+		stopTailer()
+		if err := <-tailerDone; err != nil {
+			t.Errorf("tailer: %v", err)
+		}
+	}()
+	waitTailer(t, bed, cfg)
+
+	runProjector := func() (stop func()) {
+		pr, err := projections.NewProjector(p, sink, cfg.Kafka.Brokers, logger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- pr.Run(pctx) }()
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("projector: %v", err)
+			}
+		}
+	}
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	stop := runProjector()
+	writeMessages(t, bed, src, seed, 1500)
+	stop() // a restart resumes from the offsets stored with the rows
+	writeMessages(t, bed, src, seed+1, 1500)
+	stop = runProjector()
+	defer stop()
+	waitEqual(t, bed, "`"+src+"`.messages", "`"+sinkDB+"`.messages_by_sender")
+}
+
+// TestOutOfOrderAndDuplicates: the same history applied in order, and
+// again shuffled across batches with a fifth of it duplicated, gives the
+// same table — the one the source implies. No row goes back in version.
+func TestOutOfOrderAndDuplicates(t *testing.T) {
+	bed := testbed.Get(t)
+	cfg, src, sinkDB := setup(t, bed)
+	p, sink := prepare(t, bed, cfg, sinkDB)
+	ctx := t.Context()
+	tl, err := cdc.New(cfg, cfg.Kafka.Brokers, logger(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tctx, stopTailer := context.WithCancel(ctx)
+	defer stopTailer()
+	go func() { _ = tl.Run(tctx) }()
+	waitTailer(t, bed, cfg)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	writeMessages(t, bed, src, seed, 2000)
+
+	// Read the whole history from the topic.
+	var count int
+	if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+src+"`.messages").Scan(&count); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ConsumeTopics(p.Topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var history []projections.Write
+	quiet := time.Now()
+	for time.Since(quiet) < 5*time.Second {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fetches := cl.PollFetches(pctx)
+		cancel()
+		fetches.EachRecord(func(r *kgo.Record) {
+			quiet = time.Now()
+			if r.Value == nil {
+				return
+			}
+			e, err := projections.DecodeEvent(r.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws, err := p.Writes(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			history = append(history, ws...)
+		})
+	}
+	t.Logf("history: %d writes", len(history))
+
+	rng := rand.New(rand.NewPCG(seed, 2))
+	shuffled := append([]projections.Write{}, history...)
+	for _, w := range history {
+		if rng.IntN(5) == 0 {
+			shuffled = append(shuffled, w)
+		}
+	}
+	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	for start := 0; start < len(shuffled); {
+		n := 1 + rng.IntN(200)
+		batch := coalesce(shuffled[start:min(start+n, len(shuffled))])
+		if err := sink.Apply(ctx, p, batch, nil); err != nil {
+			t.Fatal(err)
+		}
+		start += n
+	}
+	waitEqual(t, bed, "`"+src+"`.messages", "`"+sinkDB+"`.messages_by_sender")
+}
+
+// coalesce keeps the newest write per read key, as the projector does.
+func coalesce(ws []projections.Write) []projections.Write {
+	idx := map[string]int{}
+	var out []projections.Write
+	for _, w := range ws {
+		if i, ok := idx[w.Key]; ok {
+			if out[i].Version < w.Version {
+				out[i] = w
+			}
+			continue
+		}
+		idx[w.Key] = len(out)
+		out = append(out, w)
+	}
+	return out
+}
+
+// waitTailer waits for the tailer's first checkpoint.
+func waitTailer(t *testing.T, bed *testbed.Bed, cfg config.Config) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ConsumeTopics(cdc.CheckpointTopic(cfg.Kafka.TopicPrefix)),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		_ = bed.MySQL.Exec(t.Context(), "CREATE DATABASE IF NOT EXISTS rs_ping", "CREATE TABLE IF NOT EXISTS rs_ping.p (id INT PRIMARY KEY)", "REPLACE INTO rs_ping.p VALUES (1)")
+		pctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		n := cl.PollRecords(pctx, 1).NumRecords()
+		cancel()
+		if n > 0 {
+			return
+		}
+	}
+	t.Fatal("no tailer checkpoint within 60s")
+}
