@@ -75,4 +75,3 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (map[string]
 	}
 	return out, errors.Join(errs...)
 }
-
