@@ -37,7 +37,7 @@ func verbs() []verb {
 	return []verb{
 		{"run", "the daemon: tail, publish and project", runDaemon},
 		{"check", "validate the config against the live source, broker and sinks", notYet("check")},
-		{"plan", "print (or --apply) the DDL of every read table", notYet("plan")},
+		{"plan", "print (or --apply) the DDL of every read table", runPlan},
 		{"snapshot", "online, lock-free snapshot of existing rows into the topics", runSnapshot},
 		{"replay", "re-apply history to a projection, or --rebuild it", notYet("replay")},
 		{"verify", "compare a read table with what the source implies", notYet("verify")},

@@ -12,9 +12,12 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
 )
 
 // commonFlags are the flags every verb takes.
@@ -53,10 +56,7 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 	}
 	log := newLogger(cfg.Log, stderr)
 	switch *role {
-	case "all", "tailer":
-	case "projector":
-		fmt.Fprintln(stderr, "readside run --role projector: not implemented yet")
-		return exitNotReady
+	case "all", "tailer", "projector":
 	default:
 		fmt.Fprintf(stderr, "readside run: --role %q: want all, tailer or projector\n", *role)
 		return exitUsage
@@ -68,17 +68,51 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	reg := prometheus.NewRegistry()
-	tailer, err := cdc.New(cfg, cfg.Kafka.Brokers, log, reg)
-	if err != nil {
-		fmt.Fprintf(stderr, "readside run: %v\n", err)
-		return exitUsage
-	}
-	if *role == "all" {
-		log.Warn("projection workers are not implemented yet: running the tailer only")
-	}
+	g, gctx := errgroup.WithContext(ctx)
 	log.Info("starting", "role", *role, "source", cfg.Source.DSN, "brokers", cfg.Kafka.Brokers, "tables", cfg.Source.Tables)
-	if err := tailer.Run(ctx); err != nil {
-		log.Error("tailer stopped", "err", err, "fatal", errors.As(err, new(*cdc.FatalError)))
+	if *role != "projector" {
+		tailer, err := cdc.New(cfg, cfg.Kafka.Brokers, log, reg)
+		if err != nil {
+			fmt.Fprintf(stderr, "readside run: %v\n", err)
+			return exitUsage
+		}
+		g.Go(func() error { return tailer.Run(gctx) })
+	}
+	if *role != "tailer" {
+		planned, err := planProjections(ctx, cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "readside run:\n%v\n", err)
+			return exitUsage
+		}
+		opened := map[string]*sinks.MySQL{}
+		defer func() {
+			for _, s := range opened {
+				s.Close()
+			}
+		}()
+		for _, pp := range planned {
+			sink := opened[pp.p.Sink]
+			if sink == nil {
+				if sink, err = sinks.Open(ctx, cfg.Sinks[pp.p.Sink].DSN.Reveal()); err != nil {
+					fmt.Fprintf(stderr, "readside run: sink %s: %v\n", pp.p.Sink, err)
+					return exitProblem
+				}
+				opened[pp.p.Sink] = sink
+			}
+			if err := sink.Exec(ctx, pp.ddl); err != nil {
+				fmt.Fprintf(stderr, "readside run: creating the read table of %s: %v\n", pp.p.Name, err)
+				return exitProblem
+			}
+			pr, err := projections.NewProjector(pp.p, sink, cfg.Kafka.Brokers, log)
+			if err != nil {
+				fmt.Fprintf(stderr, "readside run: %v\n", err)
+				return exitUsage
+			}
+			g.Go(func() error { return pr.Run(gctx) })
+		}
+	}
+	if err := g.Wait(); err != nil {
+		log.Error("stopped", "err", err, "fatal", errors.As(err, new(*cdc.FatalError)))
 		return exitProblem
 	}
 	log.Info("stopped cleanly")
