@@ -100,6 +100,11 @@ type Kafka struct {
 	// CommitInterval commits at least this often while events flow.
 	// Default 200ms.
 	CommitInterval time.Duration `koanf:"commit_interval"`
+	// GroupInstanceID makes this process a static member of its
+	// projections' consumer groups, so a restarted process takes its
+	// partitions back at once instead of waiting for its old session to
+	// time out. Unique per process; default the host name.
+	GroupInstanceID string `koanf:"group_instance_id"`
 	// MaxMessageBytes is the largest event readside publishes; a larger row
 	// stops the tailer with an error naming it. Default 1 MiB.
 	MaxMessageBytes int `koanf:"max_message_bytes"`

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -45,6 +46,7 @@ type daemon struct {
 	logPath string
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when the process has exited
+	starts  int
 }
 
 func startDaemon(t *testing.T, logPath string, args ...string) *daemon {
@@ -66,6 +68,7 @@ func (d *daemon) start() {
 		d.t.Fatal(err)
 	}
 	fmt.Fprintf(logFile, "=== start %s\n", time.Now().Format(time.RFC3339Nano))
+	d.starts++
 	d.cmd = exec.Command(readsideBinary(d.t), d.args...)
 	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -91,9 +94,17 @@ func (d *daemon) kill9() {
 	<-d.done
 }
 
-// stop sends SIGTERM and returns the exit code, failing after timeout.
+// stop waits until the latest start has got going (its signal handlers
+// are in place once it logs "starting"), sends SIGTERM and returns the
+// exit code, failing after timeout.
 func (d *daemon) stop(timeout time.Duration) int {
 	d.t.Helper()
+	ctx, cancel := context.WithTimeout(d.t.Context(), 30*time.Second)
+	defer cancel()
+	waitFor(ctx, 50*time.Millisecond, func() bool {
+		b, _ := os.ReadFile(d.logPath)
+		return strings.Count(string(b), "msg=starting") >= d.starts
+	})
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.done:

@@ -24,18 +24,20 @@ type Sink interface {
 // through a consumer group; the offsets live in the sink, committed with
 // the rows, and are where consumption resumes on every assignment.
 type Projector struct {
-	p       *Projection
-	sink    Sink
-	brokers []string
-	log     *slog.Logger
+	p          *Projection
+	sink       Sink
+	brokers    []string
+	instanceID string
+	log        *slog.Logger
 }
 
-// NewProjector validates and does no I/O.
-func NewProjector(p *Projection, sink Sink, brokers []string, log *slog.Logger) (*Projector, error) {
+// NewProjector validates and does no I/O. instanceID, when set, makes the
+// worker a static group member (see config kafka.group_instance_id).
+func NewProjector(p *Projection, sink Sink, brokers []string, instanceID string, log *slog.Logger) (*Projector, error) {
 	if len(brokers) == 0 {
 		return nil, errors.New("projector: no Kafka brokers")
 	}
-	return &Projector{p: p, sink: sink, brokers: brokers, log: log.With("component", "projector", "projection", p.Name)}, nil
+	return &Projector{p: p, sink: sink, brokers: brokers, instanceID: instanceID, log: log.With("component", "projector", "projection", p.Name)}, nil
 }
 
 // Group is the consumer group of a projection's workers.
@@ -43,8 +45,11 @@ func Group(p *Projection) string { return "readside-projection-" + p.Name }
 
 // Run consumes until ctx is cancelled (nil) or a batch cannot be applied.
 func (pr *Projector) Run(ctx context.Context) error {
-	cl, err := kgo.NewClient(
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(pr.brokers...),
+		// A worker killed without leaving is noticed within this, not the
+		// default 45s: its partitions are not consumed until then.
+		kgo.SessionTimeout(10 * time.Second),
 		kgo.ConsumerGroup(Group(pr.p)),
 		kgo.ConsumeTopics(pr.p.Topic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -68,7 +73,11 @@ func (pr *Projector) Run(ctx context.Context) error {
 			return assigned, nil
 		}),
 		kgo.WithLogger(kslog.New(pr.log)),
-	)
+	}
+	if pr.instanceID != "" {
+		opts = append(opts, kgo.InstanceID(pr.instanceID+"-"+pr.p.Name))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}

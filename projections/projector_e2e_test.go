@@ -207,7 +207,7 @@ func TestMessagesBySender(t *testing.T) {
 	waitTailer(t, bed, cfg)
 
 	runProjector := func() (stop func()) {
-		pr, err := projections.NewProjector(p, sink, cfg.Kafka.Brokers, logger())
+		pr, err := projections.NewProjector(p, sink, cfg.Kafka.Brokers, "", logger())
 		if err != nil {
 			t.Fatal(err)
 		}

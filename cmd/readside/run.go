@@ -41,6 +41,9 @@ func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
 }
 
 func runDaemon(args []string, _, stderr io.Writer) int {
+	// Signals first: a SIGTERM during start-up must stop cleanly too.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var common commonFlags
@@ -65,8 +68,6 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "readside run: kafka.brokers is empty and the embedded broker is not implemented yet: set kafka.brokers")
 		return exitNotReady
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	reg := prometheus.NewRegistry()
 	g, gctx := errgroup.WithContext(ctx)
 	log.Info("starting", "role", *role, "source", cfg.Source.DSN, "brokers", cfg.Kafka.Brokers, "tables", cfg.Source.Tables)
@@ -103,7 +104,11 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "readside run: creating the read table of %s: %v\n", pp.p.Name, err)
 				return exitProblem
 			}
-			pr, err := projections.NewProjector(pp.p, sink, cfg.Kafka.Brokers, log)
+			instance := cfg.Kafka.GroupInstanceID
+			if instance == "" {
+				instance, _ = os.Hostname()
+			}
+			pr, err := projections.NewProjector(pp.p, sink, cfg.Kafka.Brokers, instance, log)
 			if err != nil {
 				fmt.Fprintf(stderr, "readside run: %v\n", err)
 				return exitUsage
