@@ -1,0 +1,113 @@
+package projections
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/readside/readside/config"
+)
+
+func baseConfig() config.Config {
+	cfg := config.Default()
+	cfg.Source.Tables = []string{"chat.messages"}
+	cfg.Sinks = map[string]config.Sink{"reads": {DSN: "u:p@tcp(h:1)/reads"}}
+	cfg.Projections = map[string]config.Projection{"messages_by_sender": {
+		From: "chat.messages", Sink: "reads", Key: []string{"created_at", "id", "sender_id"}, ShardBy: "sender_id",
+		Columns: map[string]string{"sender_id": "sender_id", "created_at": "created_at", "id": "id", "body": "body"},
+	}}
+	return cfg
+}
+
+func TestCompile(t *testing.T) {
+	ps, err := Compile(baseConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[0]
+	if got := strings.Join(p.Key, ","); got != "sender_id,created_at,id" {
+		t.Errorf("key %s: the shard key must lead the primary key", got)
+	}
+	if p.Table != "messages_by_sender" || p.Topic != "readside.chat.messages" {
+		t.Errorf("table %s topic %s", p.Table, p.Topic)
+	}
+	if err := p.CheckSourceKey([]string{"id"}); err != nil {
+		t.Errorf("read key includes the source key: %v", err)
+	}
+	if err := p.CheckSourceKey([]string{"id", "tenant"}); err == nil || !strings.Contains(err.Error(), "tenant") {
+		t.Errorf("a source key column missing from the read key must be named: %v", err)
+	}
+}
+
+// TestCompileErrors: each broken declaration names its key and the fix,
+// and all problems come at once.
+func TestCompileErrors(t *testing.T) {
+	cases := []struct {
+		why    string
+		mutate func(*config.Projection, *config.Config)
+		want   string
+	}{
+		{"from not captured", func(p *config.Projection, _ *config.Config) { p.From = "chat.other" }, "projections.messages_by_sender.from chat.other is not in source.tables"},
+		{"from malformed", func(p *config.Projection, _ *config.Config) { p.From = "messages" }, `projections.messages_by_sender.from "messages": want db.table`},
+		{"unknown sink", func(p *config.Projection, _ *config.Config) { p.Sink = "nope" }, `projections.messages_by_sender.sink "nope" is not a configured sink`},
+		{"empty key", func(p *config.Projection, _ *config.Config) { p.Key = nil; p.ShardBy = "" }, "projections.messages_by_sender.key is empty"},
+		{"key column not mapped", func(p *config.Projection, _ *config.Config) { p.Key = append(p.Key, "ghost") }, `key column "ghost" is not in projections.messages_by_sender.columns`},
+		{"shard_by outside the key", func(p *config.Projection, _ *config.Config) { p.ShardBy = "body" }, `shard_by "body" must be one of its key columns`},
+		{"empty columns", func(p *config.Projection, _ *config.Config) { p.Columns = nil }, "projections.messages_by_sender.columns is empty"},
+		{"bad on_error", func(p *config.Projection, _ *config.Config) { p.OnError = "ignore" }, `on_error "ignore": want dlq or stop`},
+		{"joins not built yet", func(p *config.Projection, _ *config.Config) { p.Join = []config.Join{{From: "chat.users"}} }, "joins are not implemented yet"},
+		{"where not built yet", func(p *config.Projection, _ *config.Config) { p.Where = "x > 1" }, "row filters are not implemented yet"},
+	}
+	for _, c := range cases {
+		cfg := baseConfig()
+		p := cfg.Projections["messages_by_sender"]
+		c.mutate(&p, &cfg)
+		cfg.Projections["messages_by_sender"] = p
+		_, err := Compile(cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want it to contain %q", c.why, err, c.want)
+		}
+	}
+	// Several problems are reported together.
+	cfg := baseConfig()
+	p := cfg.Projections["messages_by_sender"]
+	p.Sink, p.OnError = "nope", "ignore"
+	cfg.Projections["messages_by_sender"] = p
+	if _, err := Compile(cfg); err == nil || strings.Count(err.Error(), "\n") < 1 {
+		t.Errorf("want two problems at once, got %v", err)
+	}
+}
+
+// TestWritesKeyMove: an update that changes the read key is a delete of
+// the old read row and an upsert of the new one at the same version.
+func TestWritesKeyMove(t *testing.T) {
+	ps, err := Compile(baseConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[0]
+	e, err := DecodeEvent([]byte(`{"op":"u","version":42,
+		"before":{"id":1,"sender_id":7,"created_at":"2026-01-01 00:00:00.000000","body":"a"},
+		"after":{"id":1,"sender_id":8,"created_at":"2026-01-01 00:00:00.000000","body":"a"},
+		"schema":{"version":"x","columns":{"id":"int","sender_id":"int","created_at":"datetime(6)","body":"varchar"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := p.Writes(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ws) != 2 || ws[0].Kind != Delete || ws[1].Kind != Upsert || ws[0].Version != 42 || ws[1].Version != 42 || ws[0].Key == ws[1].Key {
+		t.Fatalf("key move gave %+v", ws)
+	}
+	// An in-place update is one upsert.
+	e.After["sender_id"] = e.Before["sender_id"]
+	if ws, _ := p.Writes(e); len(ws) != 1 || ws[0].Kind != Upsert {
+		t.Errorf("in-place update gave %+v", ws)
+	}
+	// Hostile input fails closed with a reason.
+	for _, bad := range []string{`{`, `{"op":"x","version":1}`, `{"op":"c"}`} {
+		if _, err := DecodeEvent([]byte(bad)); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
+	}
+}
