@@ -111,3 +111,18 @@ func TestWritesKeyMove(t *testing.T) {
 		}
 	}
 }
+
+func TestCoalesce(t *testing.T) {
+	ws := []Write{
+		{Kind: Upsert, Key: "a", Version: 3},
+		{Kind: Delete, Key: "a", Version: 5},
+		{Kind: Upsert, Key: "b", Version: 2},
+		{Kind: Truncate, Version: 4},
+		{Kind: Upsert, Key: "a", Version: 4}, // late: older than the delete
+		{Kind: Upsert, Key: "b", Version: 2}, // duplicate
+	}
+	got := Coalesce(ws)
+	if len(got) != 3 || got[0].Kind != Delete || got[0].Version != 5 || got[1].Key != "b" || got[2].Kind != Truncate {
+		t.Errorf("Coalesce = %+v", got)
+	}
+}

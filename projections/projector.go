@@ -111,7 +111,6 @@ func (pr *Projector) Run(ctx context.Context) error {
 // key, and applies them with the next offsets.
 func (pr *Projector) applyBatch(ctx context.Context, fetches kgo.Fetches) error {
 	offsets := map[int32]int64{}
-	newest := map[string]int{}
 	var writes []Write
 	var failed error
 	fetches.EachRecord(func(r *kgo.Record) {
@@ -120,29 +119,17 @@ func (pr *Projector) applyBatch(ctx context.Context, fetches kgo.Fetches) error 
 			return
 		}
 		e, err := DecodeEvent(r.Value)
+		var ws []Write
 		if err == nil {
-			var ws []Write
-			if ws, err = pr.p.Writes(e); err == nil {
-				for _, w := range ws {
-					if w.Kind == Truncate {
-						writes = append(writes, w)
-						continue
-					}
-					if i, ok := newest[w.Key]; ok {
-						if writes[i].Version < w.Version {
-							writes[i] = w
-						}
-						continue
-					}
-					newest[w.Key] = len(writes)
-					writes = append(writes, w)
-				}
-			}
+			ws, err = pr.p.Writes(e)
 		}
 		if err != nil {
 			failed = fmt.Errorf("projection %s: record %s/%d@%d: %w", pr.p.Name, r.Topic, r.Partition, r.Offset, err)
+			return
 		}
+		writes = append(writes, ws...)
 	})
+	writes = Coalesce(writes)
 	if failed != nil {
 		return failed // dead-lettering (on_error: dlq) is not built yet: stop, fail closed
 	}
@@ -155,4 +142,27 @@ func (pr *Projector) applyBatch(ctx context.Context, fetches kgo.Fetches) error 
 	}
 	pr.log.Debug("batch applied", "writes", len(writes), "took", time.Since(start))
 	return nil
+}
+
+// Coalesce keeps the newest write per read key (and every truncation): a
+// batch then touches each row once, and applying only the newest is what
+// the version guard would make of the whole sequence anyway.
+func Coalesce(ws []Write) []Write {
+	newest := map[string]int{}
+	out := ws[:0:0]
+	for _, w := range ws {
+		if w.Kind == Truncate {
+			out = append(out, w)
+			continue
+		}
+		if i, ok := newest[w.Key]; ok {
+			if out[i].Version < w.Version {
+				out[i] = w
+			}
+			continue
+		}
+		newest[w.Key] = len(out)
+		out = append(out, w)
+	}
+	return out
 }

@@ -297,30 +297,13 @@ func TestOutOfOrderAndDuplicates(t *testing.T) {
 	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	for start := 0; start < len(shuffled); {
 		n := 1 + rng.IntN(200)
-		batch := coalesce(shuffled[start:min(start+n, len(shuffled))])
+		batch := projections.Coalesce(shuffled[start:min(start+n, len(shuffled))])
 		if err := sink.Apply(ctx, p, batch, nil); err != nil {
 			t.Fatal(err)
 		}
 		start += n
 	}
 	waitEqual(t, bed, "`"+src+"`.messages", "`"+sinkDB+"`.messages_by_sender")
-}
-
-// coalesce keeps the newest write per read key, as the projector does.
-func coalesce(ws []projections.Write) []projections.Write {
-	idx := map[string]int{}
-	var out []projections.Write
-	for _, w := range ws {
-		if i, ok := idx[w.Key]; ok {
-			if out[i].Version < w.Version {
-				out[i] = w
-			}
-			continue
-		}
-		idx[w.Key] = len(out)
-		out = append(out, w)
-	}
-	return out
 }
 
 // waitTailer waits for the tailer's first checkpoint.
