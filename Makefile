@@ -41,10 +41,11 @@ e2e-containers:
 	  $(GO) test -count=1 -p 1 -timeout $(E2E_TIMEOUT) $(E2E_PKGS); \
 	  rc=$$?; docker compose -f e2e/compose.yaml down -v; exit $$rc
 
-## bench: benchmarks against the machine's own limits (so far: tailer drain vs raw binlog parse)
+## bench: benchmarks against the machine's own limits (tailer vs raw binlog parse, projector vs raw upsert)
 bench:
 	@mkdir -p bench/results
 	$(GO) run ./bench/tailerdrain -out bench/results/tailerdrain.json
+	$(GO) run ./bench/projectordrain -out bench/results/projectordrain.json
 
 ## demo: the daemon on its embedded broker against a private MariaDB
 demo:
