@@ -95,26 +95,8 @@ projections:
 		}
 		werr <- nil
 	}()
-	kills := 0
-	for done := false; !done; {
-		select {
-		case err := <-werr:
-			if err != nil {
-				t.Fatal(err)
-			}
-			done = true
-		case <-time.After(time.Duration(1000+rng.IntN(2000)) * time.Millisecond):
-			d.kill9()
-			kills++
-			d.start()
-		}
-	}
+	kills := d.killWhile(rand.New(rand.NewPCG(seed, 8)), werr, 5) // its own rng: the writer uses rng
 	stopWriter()
-	for ; kills < 5; kills++ {
-		time.Sleep(time.Duration(500+rng.IntN(1000)) * time.Millisecond)
-		d.kill9()
-		d.start()
-	}
 	t.Logf("%d writes, %d SIGKILLs of readside run", ops, kills)
 
 	q := func(table string) string {

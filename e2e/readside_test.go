@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,4 +136,30 @@ func waitFor(ctx context.Context, every time.Duration, cond func() bool) bool {
 		case <-time.After(every):
 		}
 	}
+}
+
+// killWhile SIGKILLs and restarts d at random 1–3 s intervals until work
+// returns, then until at least min kills happened; it returns the count.
+func (d *daemon) killWhile(rng *rand.Rand, work <-chan error, minKills int) int {
+	d.t.Helper()
+	kills := 0
+	for done := false; !done; {
+		select {
+		case err := <-work:
+			if err != nil {
+				d.t.Fatal(err)
+			}
+			done = true
+		case <-time.After(time.Duration(1000+rng.IntN(2000)) * time.Millisecond):
+			d.kill9()
+			kills++
+			d.start()
+		}
+	}
+	for ; kills < minKills; kills++ { // the work was faster than the schedule
+		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
+		d.kill9()
+		d.start()
+	}
+	return kills
 }

@@ -102,27 +102,7 @@ func TestTailerSurvivesKill9(t *testing.T) {
 	werr := make(chan error, 1)
 	go func() { werr <- w.run(wctx, changes) }()
 
-	kills := 0
-	rng := rand.New(rand.NewPCG(w.seed, 99))
-	for writing := true; writing; {
-		select {
-		case err := <-werr:
-			if err != nil {
-				t.Fatal(err)
-			}
-			writing = false
-		case <-time.After(time.Duration(1500+rng.IntN(3000)) * time.Millisecond):
-			d.kill9()
-			kills++
-			d.start()
-		}
-	}
-	for kills < 5 { // the workload was faster than the kill schedule
-		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
-		d.kill9()
-		kills++
-		d.start()
-	}
+	kills := d.killWhile(rand.New(rand.NewPCG(w.seed, 99)), werr, 5)
 	t.Logf("workload: %d committed row changes, %d SIGKILLs of the tailer", w.model.total(), kills)
 
 	events := consumeEvents(t, bed, w.model.total(), 4*time.Minute, prefix+"."+dbName+".accounts", prefix+"."+dbName+".pairs")

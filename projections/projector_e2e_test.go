@@ -190,21 +190,7 @@ func TestMessagesBySender(t *testing.T) {
 	cfg, src, sinkDB := setup(t, bed)
 	p, sink := prepare(t, bed, cfg, sinkDB)
 	ctx := t.Context()
-
-	tl, err := cdc.New(cfg, cfg.Kafka.Brokers, logger(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tctx, stopTailer := context.WithCancel(ctx)
-	tailerDone := make(chan error, 1)
-	go func() { tailerDone <- tl.Run(tctx) }()
-	defer func() {
-		stopTailer()
-		if err := <-tailerDone; err != nil {
-			t.Errorf("tailer: %v", err)
-		}
-	}()
-	waitTailer(t, bed, cfg)
+	runTailer(t, bed, cfg)
 
 	runProjector := func() (stop func()) {
 		pr, err := projections.NewProjector(p, sink, cfg.Kafka.Brokers, "", logger())
@@ -240,14 +226,7 @@ func TestOutOfOrderAndDuplicates(t *testing.T) {
 	cfg, src, sinkDB := setup(t, bed)
 	p, sink := prepare(t, bed, cfg, sinkDB)
 	ctx := t.Context()
-	tl, err := cdc.New(cfg, cfg.Kafka.Brokers, logger(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tctx, stopTailer := context.WithCancel(ctx)
-	defer stopTailer()
-	go func() { _ = tl.Run(tctx) }()
-	waitTailer(t, bed, cfg)
+	runTailer(t, bed, cfg)
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	writeMessages(t, bed, src, seed, 2000)
@@ -304,6 +283,25 @@ func TestOutOfOrderAndDuplicates(t *testing.T) {
 		start += n
 	}
 	waitEqual(t, bed, "`"+src+"`.messages", "`"+sinkDB+"`.messages_by_sender")
+}
+
+// runTailer runs a tailer until the test ends and waits until it streams.
+func runTailer(t *testing.T, bed *testbed.Bed, cfg config.Config) {
+	t.Helper()
+	tl, err := cdc.New(cfg, cfg.Kafka.Brokers, logger(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- tl.Run(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("tailer: %v", err)
+		}
+	})
+	waitTailer(t, bed, cfg)
 }
 
 // waitTailer waits for the tailer's first checkpoint.
