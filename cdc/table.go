@@ -100,26 +100,13 @@ func (t *table) sameShape(tm *replication.TableMapEvent) bool {
 // it and see at a glance that a DDL changed the shape.
 func (t *table) encodeSchema() {
 	h := fnv.New64a()
-	var cols []byte
-	cols = append(cols, '{')
-	first := true
-	for _, c := range t.columns {
-		if c.excluded {
-			continue
-		}
-		if !first {
-			cols = append(cols, ',')
-		}
-		first = false
-		cols = appendJSONString(cols, c.name)
-		cols = append(cols, ':')
-		cols = appendJSONString(cols, c.typeName)
+	cols, _ := t.appendObject(nil, t.all(), func(buf []byte, c *column, _ int) ([]byte, error) {
 		h.Write([]byte(c.name))
 		h.Write([]byte{0})
 		h.Write([]byte(c.typeName))
 		h.Write([]byte{0})
-	}
-	cols = append(cols, '}')
+		return appendJSONString(buf, c.typeName), nil
+	})
 	t.schemaVersion = fmt.Sprintf("%016x", h.Sum64())
 	var b []byte
 	b = append(b, `"schema":{"version":`...)

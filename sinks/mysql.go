@@ -282,11 +282,19 @@ func (s *MySQL) delete(ctx context.Context, tx *sql.Tx, p *projections.Projectio
 		where = append(where, q(k)+" = ?")
 	}
 	stmt := comment + "DELETE FROM " + q(p.Table) + " WHERE " + strings.Join(where, " AND ") + " AND `_rs_version` < ?"
-	for _, w := range dels {
-		if _, err := tx.ExecContext(ctx, comment+"INSERT INTO `_readside_tombstones` (projection, key_text, version) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))",
-			p.Name, []byte(w.Key), w.Version); err != nil {
-			return err
+	// Tombstones first, one multi-row statement per 500 deletes.
+	for start := 0; start < len(dels); start += 500 {
+		chunk := dels[start:min(start+500, len(dels))]
+		var args []any
+		for _, w := range chunk {
+			args = append(args, p.Name, []byte(w.Key), w.Version)
 		}
+		if _, err := tx.ExecContext(ctx, comment+"INSERT INTO `_readside_tombstones` (projection, key_text, version) VALUES (?, ?, ?)"+
+			strings.Repeat(", (?, ?, ?)", len(chunk)-1)+" ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))", args...); err != nil {
+			return fmt.Errorf("recording tombstones of %s: %w", p.Table, err)
+		}
+	}
+	for _, w := range dels {
 		if _, err := tx.ExecContext(ctx, stmt, append(append([]any{}, w.Values...), w.Version)...); err != nil {
 			return fmt.Errorf("deleting from %s: %w", p.Table, err)
 		}
