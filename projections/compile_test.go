@@ -54,8 +54,28 @@ func TestCompileErrors(t *testing.T) {
 		{"shard_by outside the key", func(p *config.Projection, _ *config.Config) { p.ShardBy = "body" }, `shard_by "body" must be one of its key columns`},
 		{"empty columns", func(p *config.Projection, _ *config.Config) { p.Columns = nil }, "projections.messages_by_sender.columns is empty"},
 		{"bad on_error", func(p *config.Projection, _ *config.Config) { p.OnError = "ignore" }, `on_error "ignore": want dlq or stop`},
-		{"joins not built yet", func(p *config.Projection, _ *config.Config) { p.Join = []config.Join{{From: "chat.users"}} }, "joins are not implemented yet"},
-		{"where not built yet", func(p *config.Projection, _ *config.Config) { p.Where = "x > 1" }, "row filters are not implemented yet"},
+		{"where does not parse", func(p *config.Projection, _ *config.Config) { p.Where = "body = 'x" }, `projections.messages_by_sender.where "body = 'x": unterminated string`},
+		{"join parent not captured", func(p *config.Projection, _ *config.Config) {
+			p.Join = []config.Join{{From: "chat.users", On: map[string]string{"id": "sender_id"}, Columns: map[string]string{"sender_name": "name"}}}
+		}, "projections.messages_by_sender.join[0].from chat.users is not in source.tables: add it there"},
+		{"join on unmapped column", func(p *config.Projection, c *config.Config) {
+			c.Source.Tables = append(c.Source.Tables, "chat.users")
+			p.Join = []config.Join{{From: "chat.users", On: map[string]string{"id": "author"}, Columns: map[string]string{"sender_name": "name"}}}
+		}, `projections.messages_by_sender.join[0].on.id: source column "author" is not mapped in projections.messages_by_sender.columns: add it`},
+		{"join column clashes", func(p *config.Projection, c *config.Config) {
+			c.Source.Tables = append(c.Source.Tables, "chat.users")
+			p.Join = []config.Join{{From: "chat.users", On: map[string]string{"id": "sender_id"}, Columns: map[string]string{"body": "name"}}}
+		}, "projections.messages_by_sender.join[0].columns.body: body is already a column of projections.messages_by_sender.columns: rename one of them"},
+		{"join without columns", func(p *config.Projection, c *config.Config) {
+			c.Source.Tables = append(c.Source.Tables, "chat.users")
+			p.Join = []config.Join{{From: "chat.users", On: map[string]string{"id": "sender_id"}}}
+		}, "projections.messages_by_sender.join[0].columns is empty"},
+		{"sharded sink without shard_by", func(p *config.Projection, c *config.Config) {
+			p.ShardBy = ""
+			c.Sinks["reads"] = config.Sink{Shards: []config.Shard{{KeyRange: "-80", DSN: "a"}, {KeyRange: "80-", DSN: "b"}}}
+		}, "projections.messages_by_sender: sink reads has 2 shards: set shard_by (one of the key columns) or replicated: true"},
+		{"replicated with shard_by", func(p *config.Projection, _ *config.Config) { p.Replicated = true }, "replicated projections are copied to every shard and take no shard_by"},
+		{"reserved column name", func(p *config.Projection, _ *config.Config) { p.Columns["_rs_version"] = "id" }, "projections.messages_by_sender.columns._rs_version: the _rs_ prefix is readside's own"},
 	}
 	for _, c := range cases {
 		cfg := baseConfig()
@@ -124,5 +144,108 @@ func TestCoalesce(t *testing.T) {
 	got := Coalesce(ws)
 	if len(got) != 3 || got[0].Kind != Delete || got[0].Version != 5 || got[1].Key != "b" || got[2].Kind != Truncate {
 		t.Errorf("Coalesce = %+v", got)
+	}
+}
+
+// TestWritesFilter: entering and leaving the where filter behaves like a
+// key move, and each event's effect depends on that event alone.
+func TestWritesFilter(t *testing.T) {
+	cfg := baseConfig()
+	p0 := cfg.Projections["messages_by_sender"]
+	p0.Where = "body <> 'draft'"
+	cfg.Projections["messages_by_sender"] = p0
+	ps, err := Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[0]
+	ev := func(op, before, after string) Event {
+		t.Helper()
+		img := func(body string) string {
+			if body == "" {
+				return "null"
+			}
+			return `{"id":1,"sender_id":7,"created_at":"2026-01-01 00:00:00.000000","body":"` + body + `"}`
+		}
+		e, err := DecodeEvent([]byte(`{"op":"` + op + `","version":9,"before":` + img(before) + `,"after":` + img(after) + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	kinds := func(ws []Write) string {
+		var s []string
+		for _, w := range ws {
+			s = append(s, map[WriteKind]string{Upsert: "upsert", Delete: "delete", Truncate: "truncate"}[w.Kind])
+		}
+		return strings.Join(s, ",")
+	}
+	cases := []struct {
+		e    Event
+		want string
+	}{
+		{ev("c", "", "hi"), "upsert"},
+		{ev("c", "", "draft"), ""},
+		{ev("r", "", "draft"), "delete"},
+		{ev("u", "draft", "hi"), "upsert"},
+		{ev("u", "hi", "draft"), "delete"},
+		{ev("u", "draft", "draft"), ""},
+		{ev("u", "hi", "ho"), "upsert"},
+		{ev("d", "hi", ""), "delete"},
+		{ev("d", "draft", ""), ""},
+	}
+	for _, c := range cases {
+		ws, err := p.Writes(c.e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := kinds(ws); got != c.want {
+			t.Errorf("%s %v -> %v: %s, want %s", c.e.Op, c.e.Before["body"], c.e.After["body"], got, c.want)
+		}
+	}
+}
+
+func TestKeyRanges(t *testing.T) {
+	parse := func(ss ...string) []KeyRange {
+		var out []KeyRange
+		for _, s := range ss {
+			r, err := ParseKeyRange(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	if err := CheckKeyRanges(parse("-80", "80-")); err != nil {
+		t.Error(err)
+	}
+	if err := CheckKeyRanges(parse("-")); err != nil {
+		t.Error(err)
+	}
+	if err := CheckKeyRanges(parse("-40", "40-80", "80-c0", "c0-")); err != nil {
+		t.Error(err)
+	}
+	if err := CheckKeyRanges(parse("-40", "80-")); err == nil || !strings.Contains(err.Error(), "no shard covers") {
+		t.Errorf("gap: %v", err)
+	}
+	if err := CheckKeyRanges(parse("-80", "40-")); err == nil || !strings.Contains(err.Error(), "overlap") {
+		t.Errorf("overlap: %v", err)
+	}
+	if err := CheckKeyRanges(parse("-80")); err == nil {
+		t.Error("uncovered upper half accepted")
+	}
+	for _, bad := range []string{"80", "zz-", "-00", "11111111111111111-"} {
+		if _, err := ParseKeyRange(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	r := parse("-80")[0]
+	if !r.Contains(0x7fffffffffffffff) || r.Contains(0x8000000000000000) {
+		t.Error("-80 must hold ids below 0x80… only")
+	}
+	// Strings hash their bytes, numbers their decimal text: "42" and 42 agree.
+	if KeyspaceID([]byte(`"42"`)) != KeyspaceID([]byte(`42`)) {
+		t.Error("the same value as string and number must land on one shard")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
@@ -26,6 +27,61 @@ type Projection struct {
 	Key       []string // read columns of the read table's primary key, shard_by first
 	ShardBy   string
 	Columns   []Column // read columns in table order: key first, then the rest by name
+	// Where filters source rows; nil passes every row.
+	Where *Filter
+	// Joins are the denormalized parent copies, in declaration order.
+	Joins []*Join
+	// Replicated projections are copied whole to every shard of the sink.
+	Replicated bool
+	// OnError is what a row the sink rejects does: "stop" or "dlq".
+	OnError string
+}
+
+// Join is one compiled `join:` entry: the parent table whose columns are
+// copied into every read row that references it.
+type Join struct {
+	N         int // 1-based position in the declaration
+	ParentDB  string
+	ParentTbl string
+	Topic     string
+	// On pairs each parent column with the read column holding the child's
+	// value for it (the child source column must be mapped in columns).
+	On []JoinOn
+	// Columns map read columns to parent columns.
+	Columns []Column
+}
+
+// JoinOn is one column pair of a join condition.
+type JoinOn struct {
+	Parent string // parent source column
+	Child  string // child source column
+	Read   string // read column that copies Child
+}
+
+// VersionColumn holds, per read row, the version of the parent row whose
+// columns it shows: fan-out only moves it forward.
+func (j *Join) VersionColumn() string { return fmt.Sprintf("_rs_v_join%d", j.N) }
+
+// StateTable is the sink table holding the latest parent rows (and the
+// versions of absent ones) for this join, on every shard.
+func (j *Join) StateTable(p *Projection) string {
+	name := fmt.Sprintf("_readside_join_%s_%d", p.Name, j.N)
+	if len(name) > 64 {
+		name = fmt.Sprintf("_readside_join_%x_%d", xxhashString(p.Name), j.N)
+	}
+	return name
+}
+
+// Topics are every topic the projection consumes: its source table's and
+// each parent's.
+func (p *Projection) Topics() []string {
+	out := []string{p.Topic}
+	for _, j := range p.Joins {
+		if !slices.Contains(out, j.Topic) {
+			out = append(out, j.Topic)
+		}
+	}
+	return out
 }
 
 // Column maps a read column to the source column it copies.
@@ -63,20 +119,32 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 		if _, ok := cfg.Sinks[d.Sink]; !ok {
 			bad("%s.sink %q is not a configured sink (sinks.<name>)", key, d.Sink)
 		}
-		if len(d.Join) > 0 {
-			bad("%s.join: joins are not implemented yet; remove the join or wait for it", key)
-		}
+		var where *Filter
 		if d.Where != "" {
-			bad("%s.where: row filters are not implemented yet; remove it", key)
+			var err error
+			if where, err = ParseFilter(d.Where); err != nil {
+				bad("%s.where %q: %v", key, d.Where, err)
+			}
 		}
-		if d.Replicated {
-			bad("%s.replicated: reference projections are not implemented yet", key)
+		if d.Replicated && d.ShardBy != "" {
+			bad("%s: replicated projections are copied to every shard and take no shard_by: remove one of them", key)
+		}
+		if d.Replicated && len(d.Join) > 0 {
+			bad("%s: a replicated (reference) projection cannot have joins: join the reference table from the projections that read it instead", key)
+		}
+		if sink, ok := cfg.Sinks[d.Sink]; ok && len(sink.Shards) > 1 && d.ShardBy == "" && !d.Replicated {
+			bad("%s: sink %s has %d shards: set shard_by (one of the key columns) or replicated: true", key, d.Sink, len(sink.Shards))
 		}
 		if len(d.Key) == 0 {
 			bad("%s.key is empty: list the read table's primary key columns", key)
 		}
 		if len(d.Columns) == 0 {
 			bad("%s.columns is empty: map read columns to source columns, e.g. {id: id}", key)
+		}
+		for c := range d.Columns {
+			if strings.HasPrefix(c, "_rs_") {
+				bad("%s.columns.%s: the _rs_ prefix is readside's own: rename the column", key, c)
+			}
 		}
 		for _, k := range d.Key {
 			if _, ok := d.Columns[k]; !ok {
@@ -92,9 +160,12 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 			bad("%s.on_error %q: want dlq or stop", key, d.OnError)
 		}
 		p := &Projection{Name: name, SourceDB: db, SourceTbl: tbl, Topic: cdc.TopicFor(cfg.Kafka.TopicPrefix, db, tbl),
-			Sink: d.Sink, Table: d.Table, ShardBy: d.ShardBy}
+			Sink: d.Sink, Table: d.Table, ShardBy: d.ShardBy, Where: where, Replicated: d.Replicated, OnError: d.OnError}
 		if p.Table == "" {
 			p.Table = name
+		}
+		if p.OnError == "" {
+			p.OnError = "stop"
 		}
 		// The shard key leads the primary key (co-locates what is read together).
 		if d.ShardBy != "" {
@@ -118,9 +189,85 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 		for _, c := range rest {
 			p.Columns = append(p.Columns, Column{Name: c, Source: d.Columns[c]})
 		}
+		for i, jd := range d.Join {
+			j, jerrs := compileJoin(cfg, p, d, i, jd, captured)
+			errs = append(errs, jerrs...)
+			if j != nil {
+				p.Joins = append(p.Joins, j)
+			}
+		}
 		out = append(out, p)
 	}
 	return out, errors.Join(errs...)
+}
+
+// compileJoin checks one join entry. Every problem names its key.
+func compileJoin(cfg config.Config, p *Projection, d config.Projection, i int, jd config.Join, captured map[string]bool) (*Join, []error) {
+	var errs []error
+	key := fmt.Sprintf("projections.%s.join[%d]", p.Name, i)
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	db, tbl, ok := config.SplitTable(jd.From)
+	if !ok {
+		bad("%s.from %q: want db.table", key, jd.From)
+		return nil, errs
+	}
+	if !captured[jd.From] {
+		bad("%s.from %s is not in source.tables: add it there so its changes reach the join", key, jd.From)
+	}
+	if jd.From == d.From {
+		bad("%s.from %s joins the projection's own table: self-joins are not supported", key, jd.From)
+	}
+	j := &Join{N: i + 1, ParentDB: db, ParentTbl: tbl, Topic: cdc.TopicFor(cfg.Kafka.TopicPrefix, db, tbl)}
+	if len(jd.On) == 0 {
+		bad("%s.on is empty: map each parent key column to this projection's source column, e.g. {id: customer_id}", key)
+	}
+	parents := make([]string, 0, len(jd.On))
+	for pc := range jd.On {
+		parents = append(parents, pc)
+	}
+	sort.Strings(parents)
+	for _, pc := range parents {
+		child := jd.On[pc]
+		read := ""
+		for _, c := range p.Columns {
+			if c.Source == child {
+				read = c.Name
+				break
+			}
+		}
+		if read == "" {
+			bad("%s.on.%s: source column %q is not mapped in projections.%s.columns: add it (fan-out finds the read rows by it)", key, pc, child, p.Name)
+			continue
+		}
+		j.On = append(j.On, JoinOn{Parent: pc, Child: child, Read: read})
+	}
+	if len(jd.Columns) == 0 {
+		bad("%s.columns is empty: map read columns to parent columns, e.g. {customer_name: name}", key)
+	}
+	names := make([]string, 0, len(jd.Columns))
+	for c := range jd.Columns {
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	for _, c := range names {
+		if _, clash := d.Columns[c]; clash {
+			bad("%s.columns.%s: %s is already a column of projections.%s.columns: rename one of them", key, c, c, p.Name)
+			continue
+		}
+		if strings.HasPrefix(c, "_rs_") {
+			bad("%s.columns.%s: the _rs_ prefix is readside's own: rename the column", key, c)
+			continue
+		}
+		for _, other := range p.Joins {
+			for _, oc := range other.Columns {
+				if oc.Name == c {
+					bad("%s.columns.%s: already filled by join[%d]: rename one of them", key, c, other.N-1)
+				}
+			}
+		}
+		j.Columns = append(j.Columns, Column{Name: c, Source: jd.Columns[c]})
+	}
+	return j, errs
 }
 
 // CheckSourceKey verifies, against the source table's primary key, that

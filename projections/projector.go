@@ -5,53 +5,80 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kslog"
 )
 
-// Sink applies batches to one projection's read table. Apply is
-// synchronous: when it returns nil, the writes and the offsets are
-// committed together; an error means neither is.
-type Sink interface {
-	Offsets(ctx context.Context, p *Projection) (map[int32]int64, error)
-	Apply(ctx context.Context, p *Projection, writes []Write, offsets map[int32]int64) error
-}
-
-// Projector keeps one projection's read table up to date from its topic.
-// Projectors of one projection in several processes share the partitions
-// through a consumer group; the offsets live in the sink, committed with
-// the rows, and are where consumption resumes on every assignment.
+// Projector keeps one projection's read table up to date from its topics
+// (its source table's and each joined parent's). Projectors of one
+// projection in several processes share the partitions through a consumer
+// group; the offsets live in the sink, committed with the rows, and are
+// where consumption resumes on every assignment.
 type Projector struct {
-	p          *Projection
-	sink       Sink
-	brokers    []string
-	instanceID string
-	log        *slog.Logger
+	p    *Projection
+	sink Sink
+	o    Options
+	log  *slog.Logger
+	dlq  *kgo.Client
 }
 
-// NewProjector validates and does no I/O. instanceID, when set, makes the
-// worker a static group member (see config kafka.group_instance_id).
-func NewProjector(p *Projection, sink Sink, brokers []string, instanceID string, log *slog.Logger) (*Projector, error) {
-	if len(brokers) == 0 {
+// Options configure a projector.
+type Options struct {
+	Brokers []string
+	// InstanceID, when set, makes the worker a static group member (see
+	// config kafka.group_instance_id).
+	InstanceID string
+	// TopicPrefix names the dead-letter topic (DLQTopic).
+	TopicPrefix string
+	Metrics     *Metrics // nil: not exported
+	// Rejected tells a sink's rejection of a row (bad data: too long, out
+	// of range, a constraint) from a failure to reach it; only rejected
+	// rows are dead-lettered. nil: nothing is (a failing batch stops).
+	Rejected func(error) bool
+	Log      *slog.Logger
+}
+
+// NewProjector validates and does no I/O.
+func NewProjector(p *Projection, sink Sink, o Options) (*Projector, error) {
+	if len(o.Brokers) == 0 {
 		return nil, errors.New("projector: no Kafka brokers")
 	}
-	return &Projector{p: p, sink: sink, brokers: brokers, instanceID: instanceID, log: log.With("component", "projector", "projection", p.Name)}, nil
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.TopicPrefix == "" {
+		o.TopicPrefix = "readside"
+	}
+	return &Projector{p: p, sink: sink, o: o, log: o.Log.With("component", "projector", "projection", p.Name)}, nil
 }
 
 // Group is the consumer group of a projection's workers.
 func Group(p *Projection) string { return "readside-projection-" + p.Name }
 
+// DLQTopic is where a projection's rejected rows go (on_error: dlq).
+func DLQTopic(prefix string, p *Projection) string { return prefix + "._readside_dlq." + p.Name }
+
 // Run consumes until ctx is cancelled (nil) or a batch cannot be applied.
 func (pr *Projector) Run(ctx context.Context) error {
+	if pr.p.OnError == "dlq" {
+		if err := pr.openDLQ(ctx); err != nil {
+			return err
+		}
+		defer pr.dlq.Close()
+	}
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(pr.brokers...),
+		kgo.SeedBrokers(pr.o.Brokers...),
 		// A worker killed without leaving is noticed within this, not the
 		// default 45s: its partitions are not consumed until then.
 		kgo.SessionTimeout(10 * time.Second),
 		kgo.ConsumerGroup(Group(pr.p)),
-		kgo.ConsumeTopics(pr.p.Topic),
+		kgo.ConsumeTopics(pr.p.Topics()...),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.DisableAutoCommit(), // offsets are committed in the sink, with the rows
 		kgo.BlockRebalanceOnPoll(),
@@ -62,20 +89,19 @@ func (pr *Projector) Run(ctx context.Context) error {
 			}
 			for topic, parts := range assigned {
 				for part := range parts {
-					if next, ok := stored[part]; ok {
+					if next, ok := stored[topic][part]; ok {
 						parts[part] = kgo.NewOffset().At(next)
 					} else {
 						parts[part] = kgo.NewOffset().AtStart()
 					}
 				}
-				assigned[topic] = parts
 			}
 			return assigned, nil
 		}),
 		kgo.WithLogger(kslog.New(pr.log)),
 	}
-	if pr.instanceID != "" {
-		opts = append(opts, kgo.InstanceID(pr.instanceID+"-"+pr.p.Name))
+	if pr.o.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(pr.o.InstanceID+"-"+pr.p.Name))
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -96,73 +122,262 @@ func (pr *Projector) Run(ctx context.Context) error {
 			}
 			pr.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
 		}
-		if err := pr.applyBatch(ctx, fetches); err != nil {
-			cl.AllowRebalance()
+		err := pr.applyBatch(ctx, fetches)
+		cl.AllowRebalance()
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
+			pr.o.Metrics.error(pr.p)
 			return err
 		}
-		cl.AllowRebalance()
 	}
 }
 
-// applyBatch maps the records to writes, keeps the newest write per read
-// key, and applies them with the next offsets.
-func (pr *Projector) applyBatch(ctx context.Context, fetches kgo.Fetches) error {
-	offsets := map[int32]int64{}
-	var writes []Write
-	var failed error
-	fetches.EachRecord(func(r *kgo.Record) {
-		offsets[r.Partition] = r.Offset + 1
-		if r.Value == nil || failed != nil { // tombstone: the delete event came before it
-			return
+// Build maps polled records to a batch: the newest write per read key and
+// per parent key, and the next offsets. A record that cannot be mapped is
+// returned in bad with the reason (the caller dead-letters it or stops).
+func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
+	b = &Batch{Offsets: Offsets{}}
+	for _, r := range records {
+		b.Offsets.Set(r.Topic, r.Partition, r.Offset+1)
+		if r.Value == nil { // tombstone: the delete event came before it
+			continue
 		}
 		e, err := DecodeEvent(r.Value)
-		var ws []Write
 		if err == nil {
-			ws, err = pr.p.Writes(e)
+			err = p.collect(b, r, e)
 		}
 		if err != nil {
-			failed = fmt.Errorf("projection %s: record %s/%d@%d: %w", pr.p.Name, r.Topic, r.Partition, r.Offset, err)
-			return
+			bad = append(bad, Rejected{Record: r, Reason: err})
 		}
-		writes = append(writes, ws...)
-	})
-	writes = Coalesce(writes)
-	if failed != nil {
-		return failed // dead-lettering (on_error: dlq) is not built yet: stop, fail closed
 	}
-	if len(offsets) == 0 {
-		return nil
+	b.Writes = Coalesce(b.Writes)
+	b.Parents = CoalesceParents(b.Parents)
+	return b, bad
+}
+
+func (p *Projection) collect(b *Batch, r *kgo.Record, e Event) error {
+	if r.Topic == p.Topic {
+		ws, err := p.Writes(e)
+		if err != nil {
+			return err
+		}
+		for i := range ws {
+			ws[i].From = r
+		}
+		b.Writes = append(b.Writes, ws...)
 	}
-	start := time.Now()
-	if err := pr.sink.Apply(ctx, pr.p, writes, offsets); err != nil {
-		return fmt.Errorf("projection %s: applying a batch of %d writes: %w", pr.p.Name, len(writes), err)
+	for i, j := range p.Joins {
+		if r.Topic != j.Topic {
+			continue
+		}
+		ws, err := p.ParentWrites(i, e)
+		if err != nil {
+			return err
+		}
+		for k := range ws {
+			ws[k].From = r
+		}
+		b.Parents = append(b.Parents, ws...)
 	}
-	pr.log.Debug("batch applied", "writes", len(writes), "took", time.Since(start))
+	if e.SourceTS > 0 && e.SourceTS > b.NewestTS {
+		b.NewestTS = e.SourceTS
+	}
 	return nil
 }
 
-// Coalesce keeps the newest write per read key (and every truncation): a
-// batch then touches each row once, and applying only the newest is what
-// the version guard would make of the whole sequence anyway.
-func Coalesce(ws []Write) []Write {
-	newest := map[string]int{}
-	out := ws[:0:0]
-	for _, w := range ws {
-		if w.Kind == Truncate {
-			out = append(out, w)
-			continue
-		}
-		if i, ok := newest[w.Key]; ok {
-			if out[i].Version < w.Version {
-				out[i] = w
-			}
-			continue
-		}
-		newest[w.Key] = len(out)
-		out = append(out, w)
+// Rejected is a record the projection refused, with why.
+type Rejected struct {
+	Record *kgo.Record
+	Reason error
+}
+
+// applyBatch builds a batch from the polled records and applies it with
+// its offsets. Under on_error: dlq, records that cannot be mapped and rows
+// the sink rejects go to the dead-letter topic (before the offsets that
+// pass them are committed, so nothing is lost); under stop, the projector
+// stops on them.
+func (pr *Projector) applyBatch(ctx context.Context, fetches kgo.Fetches) error {
+	records := fetches.Records()
+	if len(records) == 0 {
+		return nil
 	}
-	return out
+	start := time.Now()
+	b, bad := pr.p.Build(records)
+	if len(bad) > 0 {
+		if pr.dlq == nil {
+			r := bad[0]
+			return fmt.Errorf("projection %s: record %s/%d@%d: %w (set on_error: dlq to dead-letter such records and go on)", pr.p.Name, r.Record.Topic, r.Record.Partition, r.Record.Offset, r.Reason)
+		}
+		if err := pr.deadLetter(ctx, bad); err != nil {
+			return err
+		}
+	}
+	err := pr.sink.Apply(ctx, pr.p, b)
+	if err != nil && pr.dlq != nil && pr.o.Rejected != nil && pr.o.Rejected(err) && ctx.Err() == nil {
+		err = pr.isolate(ctx, b)
+	}
+	if err != nil {
+		return fmt.Errorf("projection %s: applying a batch of %d writes and %d parent changes: %w", pr.p.Name, len(b.Writes), len(b.Parents), err)
+	}
+	pr.o.Metrics.applied(pr.p, b, time.Since(start))
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if n := len(fp.Records); n > 0 {
+			pr.o.Metrics.consumerLag(pr.p, fp.Topic, fp.Partition, fp.HighWatermark-(fp.Records[n-1].Offset+1))
+		}
+	})
+	pr.log.Debug("batch applied", "writes", len(b.Writes), "parents", len(b.Parents), "took", time.Since(start))
+	return nil
+}
+
+// isolate finds the rows the sink rejects by applying the batch in halves
+// (without offsets: a half applied twice is harmless), dead-letters each
+// single rejected write, then commits the offsets alone.
+func (pr *Projector) isolate(ctx context.Context, b *Batch) error {
+	var bisect func(ws []Write, ps []ParentWrite) error
+	bisect = func(ws []Write, ps []ParentWrite) error {
+		err := pr.sink.Apply(ctx, pr.p, &Batch{Writes: ws, Parents: ps})
+		if err == nil || !pr.o.Rejected(err) || ctx.Err() != nil {
+			return err
+		}
+		switch {
+		case len(ws)+len(ps) == 1:
+			r := Rejected{Reason: err}
+			if len(ws) == 1 {
+				r.Record = ws[0].From
+			} else {
+				r.Record = ps[0].From
+			}
+			return pr.deadLetter(ctx, []Rejected{r})
+		case len(ps) > 0 && len(ws) > 0:
+			if err := bisect(nil, ps); err != nil {
+				return err
+			}
+			return bisect(ws, nil)
+		case len(ps) > 1:
+			if err := bisect(nil, ps[:len(ps)/2]); err != nil {
+				return err
+			}
+			return bisect(nil, ps[len(ps)/2:])
+		}
+		if err := bisect(ws[:len(ws)/2], nil); err != nil {
+			return err
+		}
+		return bisect(ws[len(ws)/2:], nil)
+	}
+	if err := bisect(b.Writes, b.Parents); err != nil {
+		return err
+	}
+	return pr.sink.Apply(ctx, pr.p, &Batch{Offsets: b.Offsets})
+}
+
+func (pr *Projector) openDLQ(ctx context.Context) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(pr.o.Brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.WithLogger(kslog.New(pr.log)))
+	if err != nil {
+		return err
+	}
+	// Created explicitly: brokers may not auto-create, and the embedded
+	// one keeps only explicitly created topics across a crash.
+	topic := DLQTopic(pr.o.TopicPrefix, pr.p)
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		cl.Close()
+		return fmt.Errorf("creating the dead-letter topic %s: %w", topic, err)
+	}
+	pr.dlq = cl
+	return nil
+}
+
+// deadLetter publishes rejected records to the dead-letter topic and waits
+// for the broker to acknowledge them. The record keeps its key and value;
+// headers say where it came from and why it was rejected.
+func (pr *Projector) deadLetter(ctx context.Context, rs []Rejected) error {
+	topic := DLQTopic(pr.o.TopicPrefix, pr.p)
+	var out []*kgo.Record
+	for _, r := range rs {
+		src := r.Record
+		pr.log.Warn("dead-lettering a record", "topic", src.Topic, "partition", src.Partition, "offset", src.Offset, "reason", r.Reason, "dlq", topic)
+		out = append(out, &kgo.Record{Topic: topic, Key: src.Key, Value: src.Value, Headers: []kgo.RecordHeader{
+			{Key: "readside.error", Value: []byte(r.Reason.Error())},
+			{Key: "readside.projection", Value: []byte(pr.p.Name)},
+			{Key: "readside.topic", Value: []byte(src.Topic)},
+			{Key: "readside.partition", Value: []byte(strconv.Itoa(int(src.Partition)))},
+			{Key: "readside.offset", Value: []byte(strconv.FormatInt(src.Offset, 10))},
+		}})
+	}
+	if err := pr.dlq.ProduceSync(ctx, out...).FirstErr(); err != nil {
+		return fmt.Errorf("publishing to the dead-letter topic %s: %w", topic, err)
+	}
+	pr.o.Metrics.deadLettered(pr.p, len(out))
+	return nil
+}
+
+// Metrics are the projector's Prometheus metrics (docs/metrics.md).
+type Metrics struct {
+	appliedRows  *prometheus.CounterVec
+	parentRows   *prometheus.CounterVec
+	lag          *prometheus.GaugeVec
+	batchSeconds *prometheus.HistogramVec
+	consumerLagG *prometheus.GaugeVec
+	deadLetters  *prometheus.CounterVec
+	errors       *prometheus.CounterVec
+}
+
+// NewMetrics registers the projector metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		appliedRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_applied_rows_total",
+			Help: "Read-table writes (upserts, deletes) committed to the sink, after coalescing per key."}, []string{"projection"}),
+		parentRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_parent_changes_total",
+			Help: "Parent-row changes applied to join state (each fans out to the parent's read rows)."}, []string{"projection"}),
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readside_projection_lag_seconds",
+			Help: "Seconds between the source commit of the newest applied event and its application."}, []string{"projection"}),
+		batchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "readside_projection_batch_seconds",
+			Help: "Time to map and apply one batch, commit included.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"projection"}),
+		consumerLagG: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readside_projection_consumer_lag",
+			Help: "Records in the partition after the last applied one."}, []string{"projection", "topic", "partition"}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_dead_letters_total",
+			Help: "Records sent to the dead-letter topic (on_error: dlq)."}, []string{"projection"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_errors_total",
+			Help: "Errors that stopped a projector."}, []string{"projection"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.appliedRows, m.parentRows, m.lag, m.batchSeconds, m.consumerLagG, m.deadLetters, m.errors)
+	}
+	return m
+}
+
+func (m *Metrics) applied(p *Projection, b *Batch, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.appliedRows.WithLabelValues(p.Name).Add(float64(len(b.Writes)))
+	m.parentRows.WithLabelValues(p.Name).Add(float64(len(b.Parents)))
+	m.batchSeconds.WithLabelValues(p.Name).Observe(took.Seconds())
+	if b.NewestTS > 0 {
+		m.lag.WithLabelValues(p.Name).Set(max(0, float64(time.Now().Unix()-b.NewestTS)))
+	}
+}
+
+func (m *Metrics) consumerLag(p *Projection, topic string, part int32, n int64) {
+	if m != nil {
+		m.consumerLagG.WithLabelValues(p.Name, topic, strconv.Itoa(int(part))).Set(float64(max(0, n)))
+	}
+}
+
+func (m *Metrics) deadLettered(p *Projection, n int) {
+	if m != nil {
+		m.deadLetters.WithLabelValues(p.Name).Add(float64(n))
+	}
+}
+
+func (m *Metrics) error(p *Projection) {
+	if m != nil {
+		m.errors.WithLabelValues(p.Name).Inc()
+	}
 }

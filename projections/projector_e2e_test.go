@@ -193,7 +193,7 @@ func TestMessagesBySender(t *testing.T) {
 	runTailer(t, bed, cfg)
 
 	runProjector := func() (stop func()) {
-		pr, err := projections.NewProjector(p, sink, cfg.Kafka.Brokers, "", logger())
+		pr, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers, Log: logger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,7 +277,7 @@ func TestOutOfOrderAndDuplicates(t *testing.T) {
 	for start := 0; start < len(shuffled); {
 		n := 1 + rng.IntN(200)
 		batch := projections.Coalesce(shuffled[start:min(start+n, len(shuffled))])
-		if err := sink.Apply(ctx, p, batch, nil); err != nil {
+		if err := sink.Apply(ctx, p, &projections.Batch{Writes: batch}); err != nil {
 			t.Fatal(err)
 		}
 		start += n

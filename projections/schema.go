@@ -7,19 +7,32 @@ import (
 	"fmt"
 )
 
-// SourceColumns reads the source table's column definitions (type,
-// charset, nullability) and primary key, so each read column gets exactly
-// its source column's type, and checks the declaration against them.
-// It returns each read column's definition for the read table's DDL.
-func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (map[string]string, error) {
+// Types are the column definitions a projection's sink tables need, taken
+// from the source columns they copy so every value fits exactly.
+type Types struct {
+	// Read maps every read column (own and joined) to its definition.
+	// Joined columns are always NULL-able: a child may have no parent.
+	Read map[string]string
+	// JoinKey maps, per join (Projection.Joins order), each parent key
+	// column to its definition, for the join's state table.
+	JoinKey []map[string]string
+}
+
+// sourceTable is one source table's columns as information_schema has them.
+type sourceTable struct {
+	types    map[string]string // column → type with charset, without nullability
+	nullable map[string]bool
+	pk       []string
+}
+
+func readSourceTable(ctx context.Context, db *sql.DB, schema, table string) (*sourceTable, error) {
 	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, ''), IS_NULLABLE
-		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, p.SourceDB, p.SourceTbl)
+		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, schema, table)
 	if err != nil {
-		return nil, fmt.Errorf("reading the columns of %s.%s: %w", p.SourceDB, p.SourceTbl, err)
+		return nil, fmt.Errorf("reading the columns of %s.%s: %w", schema, table, err)
 	}
 	defer rows.Close()
-	src := map[string]string{}
-	nullable := map[string]bool{}
+	t := &sourceTable{types: map[string]string{}, nullable: map[string]bool{}}
 	for rows.Next() {
 		var name, typ, cs, coll, null string
 		if err := rows.Scan(&name, &typ, &cs, &coll, &null); err != nil {
@@ -29,49 +42,115 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (map[string]
 		if cs != "" && cs != "binary" {
 			def += " CHARACTER SET " + cs + " COLLATE " + coll
 		}
-		if null == "YES" {
-			def += " NULL"
-			nullable[name] = true
-		} else {
-			def += " NOT NULL"
-		}
-		src[name] = def
+		t.types[name] = def
+		t.nullable[name] = null == "YES"
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if len(src) == 0 {
-		return nil, fmt.Errorf("projections.%s.from: %s.%s does not exist on the source", p.Name, p.SourceDB, p.SourceTbl)
+	if len(t.types) == 0 {
+		return nil, nil
 	}
 	pkRows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME FROM information_schema.STATISTICS
-		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`, p.SourceDB, p.SourceTbl)
+		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`, schema, table)
 	if err != nil {
 		return nil, err
 	}
 	defer pkRows.Close()
-	var pk []string
 	for pkRows.Next() {
 		var c string
 		if err := pkRows.Scan(&c); err != nil {
 			return nil, err
 		}
-		pk = append(pk, c)
+		t.pk = append(t.pk, c)
+	}
+	return t, pkRows.Err()
+}
+
+func (t *sourceTable) def(col string, forceNull bool) string {
+	if forceNull || t.nullable[col] {
+		return t.types[col] + " NULL"
+	}
+	return t.types[col] + " NOT NULL"
+}
+
+// SourceColumns reads the source tables' column definitions (type,
+// charset, nullability) and primary keys, checks the declaration against
+// them — every problem at once — and returns the sink column types.
+func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, error) {
+	out := Types{Read: map[string]string{}}
+	src, err := readSourceTable(ctx, db, p.SourceDB, p.SourceTbl)
+	if err != nil {
+		return out, err
+	}
+	if src == nil {
+		return out, fmt.Errorf("projections.%s.from: %s.%s does not exist on the source", p.Name, p.SourceDB, p.SourceTbl)
 	}
 	var errs []error
-	out := map[string]string{}
 	for i, c := range p.Columns {
-		def, ok := src[c.Source]
-		if !ok {
+		if _, ok := src.types[c.Source]; !ok {
 			errs = append(errs, fmt.Errorf("projections.%s.columns.%s: source column %q does not exist in %s.%s", p.Name, c.Name, c.Source, p.SourceDB, p.SourceTbl))
 			continue
 		}
-		if i < len(p.Key) && nullable[c.Source] {
+		if i < len(p.Key) && src.nullable[c.Source] {
 			errs = append(errs, fmt.Errorf("projections.%s.key column %s copies %s, which is nullable in the source: a read key cannot be NULL; key on NOT NULL columns", p.Name, c.Name, c.Source))
 		}
-		out[c.Name] = def
+		out.Read[c.Name] = src.def(c.Source, false)
 	}
-	if err := p.CheckSourceKey(pk); err != nil {
+	if len(src.pk) == 0 {
+		errs = append(errs, fmt.Errorf("projections.%s.from: %s.%s has no primary key: readside cannot tell its rows apart; add a primary key to the source table", p.Name, p.SourceDB, p.SourceTbl))
+	} else if err := p.CheckSourceKey(src.pk); err != nil {
 		errs = append(errs, err)
+	}
+	if p.Where != nil {
+		for _, c := range p.Where.Columns() {
+			if _, ok := src.types[c]; !ok {
+				errs = append(errs, fmt.Errorf("projections.%s.where: column %q does not exist in %s.%s", p.Name, c, p.SourceDB, p.SourceTbl))
+			}
+		}
+	}
+	for _, j := range p.Joins {
+		keyTypes := map[string]string{}
+		out.JoinKey = append(out.JoinKey, keyTypes)
+		key := fmt.Sprintf("projections.%s.join[%d]", p.Name, j.N-1)
+		parent, err := readSourceTable(ctx, db, j.ParentDB, j.ParentTbl)
+		if err != nil {
+			return out, err
+		}
+		if parent == nil {
+			errs = append(errs, fmt.Errorf("%s.from: %s.%s does not exist on the source", key, j.ParentDB, j.ParentTbl))
+			continue
+		}
+		var on []string
+		for _, o := range j.On {
+			on = append(on, o.Parent)
+			if _, ok := parent.types[o.Parent]; !ok {
+				errs = append(errs, fmt.Errorf("%s.on.%s: column %q does not exist in %s.%s", key, o.Parent, o.Parent, j.ParentDB, j.ParentTbl))
+				continue
+			}
+			keyTypes[o.Parent] = parent.def(o.Parent, false)
+		}
+		var missing []string
+		for _, pk := range parent.pk {
+			found := false
+			for _, o := range on {
+				found = found || o == pk
+			}
+			if !found {
+				missing = append(missing, pk)
+			}
+		}
+		if len(parent.pk) == 0 || len(missing) > 0 {
+			errs = append(errs, fmt.Errorf("%s.on names %v, but the parent %s.%s's primary key is %v: join on the parent's whole primary key, so each child has at most one parent row",
+				key, on, j.ParentDB, j.ParentTbl, parent.pk))
+		}
+		for _, c := range j.Columns {
+			if _, ok := parent.types[c.Source]; !ok {
+				errs = append(errs, fmt.Errorf("%s.columns.%s: parent column %q does not exist in %s.%s", key, c.Name, c.Source, j.ParentDB, j.ParentTbl))
+				continue
+			}
+			out.Read[c.Name] = parent.def(c.Source, true)
+		}
 	}
 	return out, errors.Join(errs...)
 }

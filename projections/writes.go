@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Event is the part of a change envelope (docs/events.md) the projector
@@ -19,6 +21,10 @@ type Event struct {
 	Schema  *struct {
 		Columns map[string]string `json:"columns"`
 	} `json:"schema"`
+	Source *struct {
+		TS int64 `json:"ts_sec"`
+	} `json:"source"`
+	SourceTS int64 `json:"-"` // Source.TS, 0 when absent
 }
 
 // DecodeEvent parses a record value.
@@ -37,6 +43,9 @@ func DecodeEvent(b []byte) (Event, error) {
 	if e.Version == 0 {
 		return e, fmt.Errorf("change event without a version")
 	}
+	if e.Source != nil {
+		e.SourceTS = e.Source.TS
+	}
 	return e, nil
 }
 
@@ -49,6 +58,33 @@ type Write struct {
 	Key     string // canonical text of the read key (tombstones, coalescing)
 	Values  []any  // every read column in Projection.Columns order (upserts), or the key columns (deletes)
 	Version uint64
+	// KeyspaceID routes the row to a shard: the xxhash of its shard_by
+	// value (0 when the projection has no shard_by).
+	KeyspaceID uint64
+	// Parents holds, for upserts, the child's reference to each join's
+	// parent, in Projection.Joins order.
+	Parents []ParentRef
+	// From is the record the write came from (for dead-lettering).
+	From *kgo.Record
+}
+
+// ParentRef is a child row's join key for one join.
+type ParentRef struct {
+	Key    string // canonical text; "" when a key column is NULL (no parent)
+	Values []any  // the key values, in Join.On order
+}
+
+// ParentWrite is one parent-row change for a join: the new state of the
+// parent row under its join key (Values nil when the row is absent —
+// deleted — as of Version), or a truncation of the parent table.
+type ParentWrite struct {
+	Join      int // index into Projection.Joins
+	Key       string
+	KeyValues []any // in Join.On order
+	Values    []any // in Join.Columns order; nil: no parent row
+	Version   uint64
+	Truncate  bool
+	From      *kgo.Record
 }
 
 // WriteKind says what a Write does.
@@ -60,34 +96,163 @@ const (
 	Truncate                  // remove every row older than Version
 )
 
-// Writes maps one event to its effects on p's read table. An update that
-// changes the read key (a key move) deletes the old read row and writes the
-// new one, both at the event's version.
+// Writes maps one event of the projection's own source table to its
+// effects on the read table. An update that changes the read key (a key
+// move) deletes the old read row and writes the new one, both at the
+// event's version; entering or leaving the where filter works the same.
+//
+// The result depends only on the event itself, never on what came before
+// it, so that the newest version of each row decides the read table no
+// matter in which order or how often events arrive:
+//   - c passing the filter upserts; failing it writes nothing (the row did
+//     not exist before a c, so the read key's previous event already
+//     removed it).
+//   - r passing upserts; failing deletes (a snapshot or repair may face a
+//     stale read row).
+//   - u upserts the after image if it passes, and deletes the before
+//     image's read key if that passed and the key moved or the after image
+//     fails.
+//   - d deletes the before image's read key if it passed.
 func (p *Projection) Writes(e Event) ([]Write, error) {
-	switch e.Op {
-	case "t":
+	if e.Op == "t" {
 		return []Write{{Kind: Truncate, Version: e.Version}}, nil
+	}
+	var afterIn, beforeIn bool
+	var err error
+	if e.Op != "d" {
+		if afterIn, err = p.passes(e.After, "after"); err != nil {
+			return nil, err
+		}
+	}
+	if e.Op == "u" || e.Op == "d" {
+		if beforeIn, err = p.passes(e.Before, "before"); err != nil {
+			return nil, err
+		}
+	}
+	switch e.Op {
 	case "c", "r":
-		w, err := p.upsert(e, e.After)
-		return []Write{w}, err
+		if afterIn {
+			w, err := p.upsert(e, e.After)
+			return []Write{w}, err
+		}
+		if e.Op == "r" {
+			w, err := p.delete(e, e.After)
+			return []Write{w}, err
+		}
+		return nil, nil
 	case "d":
+		if !beforeIn {
+			return nil, nil
+		}
 		w, err := p.delete(e, e.Before)
 		return []Write{w}, err
 	}
 	// "u"
-	oldKey, err := p.keyText(e.Before)
+	var out []Write
+	if afterIn {
+		up, err := p.upsert(e, e.After)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, up)
+	}
+	if beforeIn {
+		oldKey, err := p.keyText(e.Before)
+		if err != nil {
+			return nil, err
+		}
+		if !afterIn || oldKey != out[0].Key {
+			del, err := p.delete(e, e.Before)
+			if err != nil {
+				return nil, err
+			}
+			out = append([]Write{del}, out...)
+		}
+	}
+	return out, nil
+}
+
+func (p *Projection) passes(img map[string]json.RawMessage, which string) (bool, error) {
+	if p.Where == nil {
+		return true, nil
+	}
+	if img == nil {
+		return false, fmt.Errorf("event without a %s image", which)
+	}
+	ok, err := p.Where.Match(img)
+	if err != nil {
+		return false, fmt.Errorf("projections.%s.where on the %s image: %w", p.Name, which, err)
+	}
+	return ok, nil
+}
+
+// ParentWrites maps one event of join j's parent table to the parent
+// state changes it makes: the new parent row under its join key, the old
+// key left without a parent when the key itself changed (same version),
+// or a truncation.
+func (p *Projection) ParentWrites(j int, e Event) ([]ParentWrite, error) {
+	join := p.Joins[j]
+	switch e.Op {
+	case "t":
+		return []ParentWrite{{Join: j, Truncate: true, Version: e.Version}}, nil
+	case "c", "r":
+		w, err := join.state(j, e, e.After, true)
+		return []ParentWrite{w}, err
+	case "d":
+		w, err := join.state(j, e, e.Before, false)
+		return []ParentWrite{w}, err
+	}
+	up, err := join.state(j, e, e.After, true)
 	if err != nil {
 		return nil, err
 	}
-	up, err := p.upsert(e, e.After)
+	old, err := join.state(j, e, e.Before, false)
 	if err != nil {
 		return nil, err
 	}
-	if oldKey == up.Key {
-		return []Write{up}, nil
+	if old.Key == up.Key {
+		return []ParentWrite{up}, nil
 	}
-	del, err := p.delete(e, e.Before)
-	return []Write{del, up}, err
+	return []ParentWrite{old, up}, nil
+}
+
+func (join *Join) state(j int, e Event, img map[string]json.RawMessage, present bool) (ParentWrite, error) {
+	if img == nil {
+		return ParentWrite{}, fmt.Errorf("%s event of %s.%s without the image it needs", e.Op, join.ParentDB, join.ParentTbl)
+	}
+	w := ParentWrite{Join: j, Version: e.Version}
+	var b strings.Builder
+	for i, on := range join.On {
+		raw, ok := img[on.Parent]
+		if !ok {
+			return w, fmt.Errorf("join key column %q of %s.%s is missing from the event (excluded, or dropped by DDL?)", on.Parent, join.ParentDB, join.ParentTbl)
+		}
+		if string(raw) == "null" {
+			return w, fmt.Errorf("join key column %q of %s.%s is NULL: join on the parent's primary key", on.Parent, join.ParentDB, join.ParentTbl)
+		}
+		if i > 0 {
+			b.WriteByte(0)
+		}
+		b.Write(raw)
+		v, err := bindValue(img, on.Parent, e)
+		if err != nil {
+			return w, err
+		}
+		w.KeyValues = append(w.KeyValues, v)
+	}
+	w.Key = b.String()
+	if !present {
+		return w, nil
+	}
+	w.Values = make([]any, len(join.Columns))
+	for i, c := range join.Columns {
+		v, err := bindValue(img, c.Source, e)
+		if err != nil {
+			return w, err
+		}
+		w.Values[i] = v
+	}
+	return w, nil
 }
 
 func (p *Projection) upsert(e Event, img map[string]json.RawMessage) (Write, error) {
@@ -104,7 +269,37 @@ func (p *Projection) upsert(e Event, img map[string]json.RawMessage) (Write, err
 			return Write{}, err
 		}
 	}
-	return Write{Kind: Upsert, Key: key, Values: vals, Version: e.Version}, nil
+	w := Write{Kind: Upsert, Key: key, Values: vals, Version: e.Version, KeyspaceID: p.keyspaceID(img)}
+	for _, j := range p.Joins {
+		ref := ParentRef{}
+		var b strings.Builder
+		for i, on := range j.On {
+			raw := img[on.Child]
+			if raw == nil || string(raw) == "null" {
+				ref = ParentRef{} // a NULL reference has no parent, as in a LEFT JOIN
+				break
+			}
+			if i > 0 {
+				b.WriteByte(0)
+			}
+			b.Write(raw)
+			v, err := bindValue(img, on.Child, e)
+			if err != nil {
+				return Write{}, err
+			}
+			ref.Values = append(ref.Values, v)
+			ref.Key = b.String()
+		}
+		w.Parents = append(w.Parents, ref)
+	}
+	return w, nil
+}
+
+func (p *Projection) keyspaceID(img map[string]json.RawMessage) uint64 {
+	if p.ShardBy == "" {
+		return 0
+	}
+	return KeyspaceID(img[p.column(p.ShardBy).Source])
 }
 
 func (p *Projection) delete(e Event, img map[string]json.RawMessage) (Write, error) {
@@ -121,7 +316,7 @@ func (p *Projection) delete(e Event, img map[string]json.RawMessage) (Write, err
 			return Write{}, err
 		}
 	}
-	return Write{Kind: Delete, Key: key, Values: vals, Version: e.Version}, nil
+	return Write{Kind: Delete, Key: key, Values: vals, Version: e.Version, KeyspaceID: p.keyspaceID(img)}, nil
 }
 
 // keyText is the read key's values as the tailer encoded them, joined: the

@@ -173,14 +173,14 @@ func run(n int, out string) error {
 	const batch = 5000
 	b2Start := time.Now()
 	for lo := 0; lo < len(writes); lo += batch {
-		if err := sink.Apply(ctx, raw, writes[lo:min(lo+batch, len(writes))], nil); err != nil {
+		if err := sink.Apply(ctx, raw, &projections.Batch{Writes: writes[lo:min(lo+batch, len(writes))]}); err != nil {
 			return err
 		}
 	}
 	b2 := time.Since(b2Start)
 
 	// The projector drains the topic.
-	pr, err := projections.NewProjector(proj, sink, cfg.Kafka.Brokers, "", log)
+	pr, err := projections.NewProjector(proj, sink, projections.Options{Brokers: cfg.Kafka.Brokers, Log: log})
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,11 @@ type plannedProjection struct {
 // DDL from the live source schema. Every problem is reported at once.
 func planProjections(ctx context.Context, cfg config.Config) ([]plannedProjection, error) {
 	ps, err := projections.Compile(cfg)
+	for name, sink := range cfg.Sinks {
+		if _, rerr := sinks.ShardRanges(name, sink); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +88,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout)
 		if *apply {
-			sink, err := sinks.Open(ctx, cfg.Sinks[pp.p.Sink].DSN.Reveal())
+			sink, err := sinks.OpenSharded(ctx, pp.p.Sink, cfg.Sinks[pp.p.Sink])
 			if err != nil {
 				fmt.Fprintf(stderr, "readside plan: sink %s: %v\n", pp.p.Sink, err)
 				return exitProblem

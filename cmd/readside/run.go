@@ -85,7 +85,8 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "readside run:\n%v\n", err)
 			return exitUsage
 		}
-		opened := map[string]*sinks.MySQL{}
+		opened := map[string]*sinks.Sharded{}
+		metrics := projections.NewMetrics(reg)
 		defer func() {
 			for _, s := range opened {
 				s.Close()
@@ -94,7 +95,7 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 		for _, pp := range planned {
 			sink := opened[pp.p.Sink]
 			if sink == nil {
-				if sink, err = sinks.Open(ctx, cfg.Sinks[pp.p.Sink].DSN.Reveal()); err != nil {
+				if sink, err = sinks.OpenSharded(ctx, pp.p.Sink, cfg.Sinks[pp.p.Sink]); err != nil {
 					fmt.Fprintf(stderr, "readside run: sink %s: %v\n", pp.p.Sink, err)
 					return exitProblem
 				}
@@ -108,7 +109,8 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 			if instance == "" {
 				instance, _ = os.Hostname()
 			}
-			pr, err := projections.NewProjector(pp.p, sink, cfg.Kafka.Brokers, instance, log)
+			pr, err := projections.NewProjector(pp.p, sink, projections.Options{Brokers: cfg.Kafka.Brokers, InstanceID: instance,
+				TopicPrefix: cfg.Kafka.TopicPrefix, Metrics: metrics, Rejected: sinks.Rejected, Log: log})
 			if err != nil {
 				fmt.Fprintf(stderr, "readside run: %v\n", err)
 				return exitUsage

@@ -1,0 +1,89 @@
+package projections
+
+import "context"
+
+// Offsets are next offsets to consume, by topic and partition.
+type Offsets map[string]map[int32]int64
+
+// Set records next as topic/part's next offset.
+func (o Offsets) Set(topic string, part int32, next int64) {
+	if o[topic] == nil {
+		o[topic] = map[int32]int64{}
+	}
+	o[topic][part] = next
+}
+
+// Batch is what one poll of records does to a projection's sink: the
+// writes to its read table, the parent-state changes of its joins, and the
+// offsets consumed up to, all committed together.
+type Batch struct {
+	Writes  []Write
+	Parents []ParentWrite
+	Offsets Offsets
+	// NewestTS is the newest source commit time (Unix seconds) among the
+	// batch's events, for the lag metric.
+	NewestTS int64
+}
+
+// Empty reports whether the batch changes nothing (offsets aside).
+func (b *Batch) Empty() bool { return len(b.Writes) == 0 && len(b.Parents) == 0 }
+
+// Sink applies batches to one projection's read table. Apply is
+// synchronous: when it returns nil, the writes and the offsets are
+// committed together (per shard); an error means the batch must be
+// applied again, which the version guards make harmless.
+type Sink interface {
+	// Offsets are where consumption resumes: per topic and partition,
+	// the lowest next offset any shard has committed.
+	Offsets(ctx context.Context, p *Projection) (Offsets, error)
+	Apply(ctx context.Context, p *Projection, b *Batch) error
+}
+
+// Coalesce keeps the newest write per read key (and every truncation): a
+// batch then touches each row once, and applying only the newest is what
+// the version guard would make of the whole sequence anyway.
+func Coalesce(ws []Write) []Write {
+	newest := map[string]int{}
+	out := ws[:0:0]
+	for _, w := range ws {
+		if w.Kind == Truncate {
+			out = append(out, w)
+			continue
+		}
+		if i, ok := newest[w.Key]; ok {
+			if out[i].Version < w.Version {
+				out[i] = w
+			}
+			continue
+		}
+		newest[w.Key] = len(out)
+		out = append(out, w)
+	}
+	return out
+}
+
+// CoalesceParents keeps the newest state per join and parent key (and
+// every truncation).
+func CoalesceParents(ws []ParentWrite) []ParentWrite {
+	type k struct {
+		j   int
+		key string
+	}
+	newest := map[k]int{}
+	out := ws[:0:0]
+	for _, w := range ws {
+		if w.Truncate {
+			out = append(out, w)
+			continue
+		}
+		if i, ok := newest[k{w.Join, w.Key}]; ok {
+			if out[i].Version < w.Version {
+				out[i] = w
+			}
+			continue
+		}
+		newest[k{w.Join, w.Key}] = len(out)
+		out = append(out, w)
+	}
+	return out
+}

@@ -1,0 +1,438 @@
+package sinks
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/readside/readside/projections"
+)
+
+// chunk is the number of rows per multi-row statement.
+const chunk = 500
+
+// apply runs one batch in one transaction, in an order that makes joins
+// race-free (docs/ARCHITECTURE.md, "Joins"):
+//
+//  1. lock, per join and in sorted order, the state row of every parent
+//     key the batch touches — from parent changes and from the children it
+//     writes — creating version-0 placeholders for parents not seen yet;
+//  2. apply parent truncations and parent state changes (version-guarded);
+//  3. apply the read table's own truncation, upserts and deletes
+//     (version-guarded, tombstones);
+//  4. per join, copy the state into every read row of those parent keys
+//     whose join version is older (fan-out for parent changes, fill for
+//     new or moved children);
+//  5. record the offsets.
+//
+// A child write and a parent write of the same key in two concurrent
+// transactions meet at step 1's row lock, so whichever commits second
+// sees the other's rows: a child can never keep a stale parent copy.
+func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *projections.Batch) (err error) {
+	// READ COMMITTED: each statement reads the latest committed rows, which
+	// step 4 relies on after step 1's locks; no gap locks between batches.
+	// (Set per transaction: the variable's name differs between MySQL and
+	// MariaDB.)
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	a := applier{ctx: ctx, tx: tx, p: p, comment: "/* readside " + strings.ReplaceAll(p.Name, "*/", "") + " */ "}
+
+	keys := a.parentKeys(b)
+	for i, j := range p.Joins {
+		if err := a.lockParents(j, keys[i]); err != nil {
+			return err
+		}
+	}
+	for i, j := range p.Joins {
+		if err := a.parentState(i, j, b.Parents); err != nil {
+			return err
+		}
+	}
+	if err := a.readRows(b.Writes); err != nil {
+		return err
+	}
+	for i, j := range p.Joins {
+		if err := a.fanOut(j, keys[i]); err != nil {
+			return err
+		}
+	}
+	topics := make([]string, 0, len(b.Offsets))
+	for t := range b.Offsets {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	for _, topic := range topics {
+		for part, next := range b.Offsets[topic] {
+			if _, err := tx.ExecContext(ctx, a.comment+"INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = GREATEST(next_offset, VALUES(next_offset))",
+				p.Name, topic, part, next); err != nil {
+				return err
+			}
+		}
+	}
+	return tx.Commit()
+}
+
+type applier struct {
+	ctx     context.Context
+	tx      *sql.Tx
+	p       *projections.Projection
+	comment string
+}
+
+func (a *applier) exec(query string, args ...any) (sql.Result, error) {
+	return a.tx.ExecContext(a.ctx, a.comment+query, args...)
+}
+
+// parentKey is one parent key a batch touches, for one join.
+type parentKey struct {
+	text   string
+	values []any
+}
+
+// parentKeys collects, per join, the distinct parent keys of the batch's
+// parent changes and of the children it upserts, sorted so that every
+// transaction locks them in the same order.
+func (a *applier) parentKeys(b *projections.Batch) [][]parentKey {
+	out := make([][]parentKey, len(a.p.Joins))
+	seen := make([]map[string]bool, len(a.p.Joins))
+	add := func(j int, text string, values []any) {
+		if seen[j] == nil {
+			seen[j] = map[string]bool{}
+		}
+		if text == "" || seen[j][text] {
+			return
+		}
+		seen[j][text] = true
+		out[j] = append(out[j], parentKey{text, values})
+	}
+	for _, w := range b.Parents {
+		if !w.Truncate {
+			add(w.Join, w.Key, w.KeyValues)
+		}
+	}
+	for _, w := range b.Writes {
+		if w.Kind == projections.Upsert {
+			for j, ref := range w.Parents {
+				add(j, ref.Key, ref.Values)
+			}
+		}
+	}
+	for j := range out {
+		sort.Slice(out[j], func(x, y int) bool { return out[j][x].text < out[j][y].text })
+	}
+	return out
+}
+
+// lockParents takes an exclusive lock on each key's state row, inserting a
+// placeholder (version 0, no columns) where the parent was never seen.
+func (a *applier) lockParents(j *projections.Join, keys []parentKey) error {
+	var cols []string
+	for _, on := range j.On {
+		cols = append(cols, q(stateKey(on.Parent)))
+	}
+	row := "(" + strings.Repeat("?, ", len(cols)) + "0)"
+	first := q(stateKey(j.On[0].Parent))
+	for start := 0; start < len(keys); start += chunk {
+		part := keys[start:min(start+chunk, len(keys))]
+		var args []any
+		for _, k := range part {
+			args = append(args, k.values...)
+		}
+		if _, err := a.exec("INSERT INTO "+q(j.StateTable(a.p))+" ("+strings.Join(cols, ", ")+", `_rs_version`) VALUES "+
+			row+strings.Repeat(", "+row, len(part)-1)+" ON DUPLICATE KEY UPDATE "+first+" = "+first, args...); err != nil {
+			return fmt.Errorf("locking the join state of %s.%s: %w", j.ParentDB, j.ParentTbl, err)
+		}
+	}
+	return nil
+}
+
+// parentState applies join j's parent changes to its state table: each
+// key's columns move only to a newer version; an absent parent (deleted,
+// or moved to another key) is a state row with NULL columns and the
+// version that removed it, so an older change cannot bring it back.
+func (a *applier) parentState(ji int, j *projections.Join, all []projections.ParentWrite) error {
+	state := q(j.StateTable(a.p))
+	var ws []projections.ParentWrite
+	var truncateAt uint64
+	for _, w := range all {
+		if w.Join != ji {
+			continue
+		}
+		if w.Truncate {
+			truncateAt = max(truncateAt, w.Version)
+			continue
+		}
+		ws = append(ws, w)
+	}
+	name := truncationName(a.p, j)
+	if truncateAt > 0 {
+		if _, err := a.exec("INSERT INTO `_readside_truncations` (projection, version) VALUES (?, ?) ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))", name, truncateAt); err != nil {
+			return err
+		}
+		var sets []string
+		for _, c := range j.Columns {
+			sets = append(sets, q(stateCol(c.Name))+" = NULL")
+		}
+		if _, err := a.exec("UPDATE "+state+" SET "+strings.Join(sets, ", ")+", `_rs_version` = ? WHERE `_rs_version` < ?", truncateAt, truncateAt); err != nil {
+			return err
+		}
+		// Every read row showing an older parent now shows none.
+		sets = sets[:0]
+		for _, c := range j.Columns {
+			sets = append(sets, q(c.Name)+" = NULL")
+		}
+		if _, err := a.exec("UPDATE "+q(a.p.Table)+" SET "+strings.Join(sets, ", ")+", "+q(j.VersionColumn())+" = ? WHERE "+q(j.VersionColumn())+" < ?", truncateAt, truncateAt); err != nil {
+			return err
+		}
+	}
+	if len(ws) == 0 {
+		return nil
+	}
+	floor, err := a.truncatedAt(name)
+	if err != nil {
+		return err
+	}
+	var cols, sets []string
+	for _, on := range j.On {
+		cols = append(cols, q(stateKey(on.Parent)))
+	}
+	for _, c := range j.Columns {
+		cols = append(cols, q(stateCol(c.Name)))
+		sets = append(sets, fmt.Sprintf("%[1]s = IF(VALUES(`_rs_version`) > `_rs_version`, VALUES(%[1]s), %[1]s)", q(stateCol(c.Name))))
+	}
+	sets = append(sets, "`_rs_version` = GREATEST(`_rs_version`, VALUES(`_rs_version`))")
+	row := "(" + strings.Repeat("?, ", len(cols)) + "?)"
+	kept := ws[:0:0]
+	for _, w := range ws {
+		if w.Version > floor {
+			kept = append(kept, w)
+		}
+	}
+	for start := 0; start < len(kept); start += chunk {
+		part := kept[start:min(start+chunk, len(kept))]
+		var args []any
+		for _, w := range part {
+			args = append(args, w.KeyValues...)
+			if w.Values == nil {
+				for range j.Columns {
+					args = append(args, nil)
+				}
+			} else {
+				args = append(args, w.Values...)
+			}
+			args = append(args, w.Version)
+		}
+		if _, err := a.exec("INSERT INTO "+state+" ("+strings.Join(cols, ", ")+", `_rs_version`) VALUES "+row+strings.Repeat(", "+row, len(part)-1)+
+			" ON DUPLICATE KEY UPDATE "+strings.Join(sets, ", "), args...); err != nil {
+			return fmt.Errorf("updating the join state of %s.%s: %w", j.ParentDB, j.ParentTbl, err)
+		}
+	}
+	return nil
+}
+
+func (a *applier) truncatedAt(name string) (uint64, error) {
+	var floor uint64
+	err := a.tx.QueryRowContext(a.ctx, "SELECT version FROM `_readside_truncations` WHERE projection = ?", name).Scan(&floor)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return floor, err
+}
+
+// readRows applies the read table's own writes.
+func (a *applier) readRows(writes []projections.Write) error {
+	var truncateAt uint64
+	var upserts, deletes []projections.Write
+	for _, w := range writes {
+		switch w.Kind {
+		case projections.Truncate:
+			truncateAt = max(truncateAt, w.Version)
+		case projections.Upsert:
+			upserts = append(upserts, w)
+		case projections.Delete:
+			deletes = append(deletes, w)
+		}
+	}
+	if truncateAt > 0 {
+		if _, err := a.exec("INSERT INTO `_readside_truncations` (projection, version) VALUES (?, ?) ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))", a.p.Name, truncateAt); err != nil {
+			return err
+		}
+		if _, err := a.exec("DELETE FROM "+q(a.p.Table)+" WHERE _rs_version < ?", truncateAt); err != nil {
+			return err
+		}
+	}
+	if len(upserts) > 0 {
+		var err error
+		if upserts, err = a.dropShadowed(upserts); err != nil {
+			return err
+		}
+		if err := a.upsert(upserts); err != nil {
+			return err
+		}
+	}
+	return a.delete(deletes)
+}
+
+// dropShadowed removes upserts a newer (or equal) delete or truncate
+// already covers: a late or replayed upsert never resurrects a row.
+func (a *applier) dropShadowed(ups []projections.Write) ([]projections.Write, error) {
+	floor, err := a.truncatedAt(a.p.Name)
+	if err != nil {
+		return nil, err
+	}
+	tomb := map[string]uint64{}
+	for start := 0; start < len(ups); start += chunk {
+		part := ups[start:min(start+chunk, len(ups))]
+		args := []any{a.p.Name}
+		for _, w := range part {
+			args = append(args, []byte(w.Key))
+		}
+		rows, err := a.tx.QueryContext(a.ctx, "SELECT key_text, version FROM `_readside_tombstones` WHERE projection = ? AND key_text IN (?"+strings.Repeat(", ?", len(part)-1)+")", args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var k []byte
+			var v uint64
+			if err := rows.Scan(&k, &v); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			tomb[string(k)] = v
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	kept := ups[:0:0]
+	for _, w := range ups {
+		if w.Version <= floor || w.Version <= tomb[w.Key] {
+			continue
+		}
+		kept = append(kept, w)
+	}
+	return kept, nil
+}
+
+// upsert writes rows whose version is newer than what the table holds.
+// ON DUPLICATE KEY UPDATE assigns left to right and later assignments see
+// earlier ones, so the order is: each join's columns (which compare the
+// old join columns and version), then the row's own columns (which
+// compare the old _rs_version), then _rs_version last.
+//
+// Joined columns are not written here: a new row starts without a parent
+// (NULL, join version 0), and a newer change that moves the row to
+// another parent clears the old parent's copy; step 4 then fills both in
+// from the join state.
+func (a *applier) upsert(ups []projections.Write) error {
+	if len(ups) == 0 {
+		return nil
+	}
+	p := a.p
+	var cols, sets []string
+	newer := "VALUES(`_rs_version`) > `_rs_version`"
+	for _, j := range p.Joins {
+		var same []string
+		for _, on := range j.On {
+			same = append(same, fmt.Sprintf("VALUES(%[1]s) <=> %[1]s", q(on.Read)))
+		}
+		moved := newer + " AND NOT (" + strings.Join(same, " AND ") + ")"
+		for _, c := range j.Columns {
+			sets = append(sets, fmt.Sprintf("%[1]s = IF(%[2]s, NULL, %[1]s)", q(c.Name), moved))
+		}
+		sets = append(sets, fmt.Sprintf("%[1]s = IF(%[2]s, 0, %[1]s)", q(j.VersionColumn()), moved))
+	}
+	for i, c := range p.Columns {
+		cols = append(cols, q(c.Name))
+		if i >= len(p.Key) {
+			sets = append(sets, fmt.Sprintf("%[1]s = IF(%[2]s, VALUES(%[1]s), %[1]s)", q(c.Name), newer))
+		}
+	}
+	sets = append(sets, "`_rs_version` = GREATEST(`_rs_version`, VALUES(`_rs_version`))")
+	row := "(" + strings.Repeat("?, ", len(p.Columns)) + "?)"
+	for start := 0; start < len(ups); start += chunk {
+		part := ups[start:min(start+chunk, len(ups))]
+		var args []any
+		for _, w := range part {
+			args = append(args, w.Values...)
+			args = append(args, w.Version)
+		}
+		stmt := "INSERT INTO " + q(p.Table) + " (" + strings.Join(cols, ", ") + ", `_rs_version`) VALUES " +
+			row + strings.Repeat(", "+row, len(part)-1) + " ON DUPLICATE KEY UPDATE " + strings.Join(sets, ", ")
+		if _, err := a.exec(stmt, args...); err != nil {
+			return fmt.Errorf("upserting into %s: %w", p.Table, err)
+		}
+	}
+	return nil
+}
+
+// delete removes rows older than each delete and records its version.
+func (a *applier) delete(dels []projections.Write) error {
+	p := a.p
+	// Tombstones first, one multi-row statement per chunk.
+	for start := 0; start < len(dels); start += chunk {
+		part := dels[start:min(start+chunk, len(dels))]
+		var args []any
+		for _, w := range part {
+			args = append(args, p.Name, []byte(w.Key), w.Version)
+		}
+		if _, err := a.exec("INSERT INTO `_readside_tombstones` (projection, key_text, version) VALUES (?, ?, ?)"+
+			strings.Repeat(", (?, ?, ?)", len(part)-1)+" ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))", args...); err != nil {
+			return fmt.Errorf("recording tombstones of %s: %w", p.Table, err)
+		}
+	}
+	var where []string
+	for _, k := range p.Key {
+		where = append(where, q(k)+" = ?")
+	}
+	stmt := "DELETE FROM " + q(p.Table) + " WHERE " + strings.Join(where, " AND ") + " AND `_rs_version` < ?"
+	for _, w := range dels {
+		if _, err := a.exec(stmt, append(append([]any{}, w.Values...), w.Version)...); err != nil {
+			return fmt.Errorf("deleting from %s: %w", p.Table, err)
+		}
+	}
+	return nil
+}
+
+// fanOut copies join j's state into the read rows of the given parent
+// keys wherever the row shows an older parent version.
+func (a *applier) fanOut(j *projections.Join, keys []parentKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	var on, sets, match []string
+	for _, o := range j.On {
+		on = append(on, fmt.Sprintf("r.%s = s.%s", q(o.Read), q(stateKey(o.Parent))))
+		match = append(match, fmt.Sprintf("s.%s = ?", q(stateKey(o.Parent))))
+	}
+	for _, c := range j.Columns {
+		sets = append(sets, fmt.Sprintf("r.%s = s.%s", q(c.Name), q(stateCol(c.Name))))
+	}
+	v := q(j.VersionColumn())
+	sets = append(sets, "r."+v+" = s.`_rs_version`")
+	one := "(" + strings.Join(match, " AND ") + ")"
+	for start := 0; start < len(keys); start += chunk {
+		part := keys[start:min(start+chunk, len(keys))]
+		var args []any
+		for _, k := range part {
+			args = append(args, k.values...)
+		}
+		stmt := "UPDATE " + q(a.p.Table) + " AS r JOIN " + q(j.StateTable(a.p)) + " AS s ON " + strings.Join(on, " AND ") +
+			" SET " + strings.Join(sets, ", ") + " WHERE r." + v + " < s.`_rs_version` AND (" + one + strings.Repeat(" OR "+one, len(part)-1) + ")"
+		if _, err := a.exec(stmt, args...); err != nil {
+			return fmt.Errorf("copying %s.%s into %s: %w", j.ParentDB, j.ParentTbl, a.p.Table, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package sinks
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/readside/readside/projections"
+)
+
+// bookkeeping tables, one set per sink database (per shard).
+var bookkeeping = []string{
+	"CREATE TABLE IF NOT EXISTS `_readside_offsets` (projection VARCHAR(190) NOT NULL, topic VARCHAR(249) NOT NULL, part INT NOT NULL, next_offset BIGINT NOT NULL, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6), PRIMARY KEY (projection, topic, part))",
+	"CREATE TABLE IF NOT EXISTS `_readside_tombstones` (projection VARCHAR(190) NOT NULL, key_text VARBINARY(2048) NOT NULL, version BIGINT UNSIGNED NOT NULL, PRIMARY KEY (projection, key_text))",
+	"CREATE TABLE IF NOT EXISTS `_readside_truncations` (projection VARCHAR(190) NOT NULL PRIMARY KEY, version BIGINT UNSIGNED NOT NULL)",
+}
+
+// stateKey and stateCol name a join state table's columns: the parent's
+// key columns and the copied columns (by read column name), prefixed so
+// the two can never collide.
+func stateKey(parentCol string) string { return "k_" + parentCol }
+func stateCol(readCol string) string   { return "c_" + readCol }
+
+// truncationName is the `_readside_truncations` row of a join's parent.
+func truncationName(p *projections.Projection, j *projections.Join) string {
+	return fmt.Sprintf("%s#join%d", p.Name, j.N)
+}
+
+// DDL returns the statements that create p's read table, the state table
+// of each join, and readside's bookkeeping tables. types comes from
+// Projection.SourceColumns.
+func DDL(p *projections.Projection, types projections.Types) []string {
+	var defs []string
+	for _, c := range p.Columns {
+		// Key columns are NOT NULL already: SourceColumns refuses
+		// nullable ones.
+		defs = append(defs, q(c.Name)+" "+types.Read[c.Name])
+	}
+	for _, j := range p.Joins {
+		for _, c := range j.Columns {
+			defs = append(defs, fmt.Sprintf("%s %s COMMENT 'readside: %s.%s.%s via join %d'", q(c.Name), types.Read[c.Name], j.ParentDB, j.ParentTbl, c.Source, j.N))
+		}
+		defs = append(defs, fmt.Sprintf("%s BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'readside: version of the %s.%s row shown'", q(j.VersionColumn()), j.ParentDB, j.ParentTbl))
+	}
+	var key []string
+	for _, k := range p.Key {
+		key = append(key, q(k))
+	}
+	defs = append(defs, "`_rs_version` BIGINT UNSIGNED NOT NULL COMMENT 'readside: source version of this row'",
+		"PRIMARY KEY ("+strings.Join(key, ", ")+")")
+	for _, j := range p.Joins {
+		// Fan-out finds a parent's children by the join columns: index them
+		// unless they already lead the primary key.
+		var fk []string
+		for _, on := range j.On {
+			fk = append(fk, q(on.Read))
+		}
+		if !slices.Equal(fk, key[:min(len(fk), len(key))]) {
+			defs = append(defs, fmt.Sprintf("KEY `_rs_join%d` (%s)", j.N, strings.Join(fk, ", ")))
+		}
+	}
+	out := append([]string{}, bookkeeping...)
+	out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT='readside projection %s from %s.%s'",
+		q(p.Table), strings.Join(defs, ",\n  "), p.Name, p.SourceDB, p.SourceTbl))
+	for i, j := range p.Joins {
+		var sdefs, skey []string
+		for _, on := range j.On {
+			sdefs = append(sdefs, q(stateKey(on.Parent))+" "+types.JoinKey[i][on.Parent])
+			skey = append(skey, q(stateKey(on.Parent)))
+		}
+		for _, c := range j.Columns {
+			sdefs = append(sdefs, q(stateCol(c.Name))+" "+types.Read[c.Name])
+		}
+		sdefs = append(sdefs, "`_rs_version` BIGINT UNSIGNED NOT NULL COMMENT 'readside: version of the parent row (0: never seen); NULL columns: no such parent row'",
+			"PRIMARY KEY ("+strings.Join(skey, ", ")+")")
+		out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT='readside join state: latest %s.%s rows for projection %s'",
+			q(j.StateTable(p)), strings.Join(sdefs, ",\n  "), j.ParentDB, j.ParentTbl, p.Name))
+	}
+	return out
+}

@@ -1,0 +1,180 @@
+package sinks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/projections"
+)
+
+// Shard is one key range of a sink and its server.
+type Shard struct {
+	Range projections.KeyRange
+	*MySQL
+}
+
+// Sharded is a sink of one or more shards (a single-DSN sink is the one
+// shard "-"). Each shard commits its part of a batch, with the batch's
+// offsets, in its own transaction; shards are written concurrently.
+type Sharded struct {
+	Name   string
+	Shards []Shard
+}
+
+// ShardRanges parses and checks a sink's key ranges; errors name the key.
+func ShardRanges(name string, cfg config.Sink) ([]projections.KeyRange, error) {
+	if len(cfg.Shards) == 0 {
+		r, _ := projections.ParseKeyRange("-")
+		return []projections.KeyRange{r}, nil
+	}
+	var rs []projections.KeyRange
+	var errs []error
+	for i, sh := range cfg.Shards {
+		r, err := projections.ParseKeyRange(sh.KeyRange)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sinks.%s.shards[%d].keyrange: %v", name, i, err))
+			continue
+		}
+		rs = append(rs, r)
+	}
+	if len(errs) == 0 {
+		if err := projections.CheckKeyRanges(rs); err != nil {
+			errs = append(errs, fmt.Errorf("sinks.%s.shards: %v", name, err))
+		}
+	}
+	return rs, errors.Join(errs...)
+}
+
+// OpenSharded connects to every shard of a sink.
+func OpenSharded(ctx context.Context, name string, cfg config.Sink) (*Sharded, error) {
+	ranges, err := ShardRanges(name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sharded{Name: name}
+	dsns := []string{cfg.DSN.Reveal()}
+	if len(cfg.Shards) > 0 {
+		dsns = dsns[:0]
+		for _, sh := range cfg.Shards {
+			dsns = append(dsns, sh.DSN.Reveal())
+		}
+	}
+	for i, dsn := range dsns {
+		m, err := Open(ctx, dsn)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("sinks.%s shard %s: %w", name, ranges[i].Text, err)
+		}
+		s.Shards = append(s.Shards, Shard{Range: ranges[i], MySQL: m})
+	}
+	return s, nil
+}
+
+// Close closes every shard.
+func (s *Sharded) Close() error {
+	var errs []error
+	for _, sh := range s.Shards {
+		errs = append(errs, sh.MySQL.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Exec runs DDL on every shard.
+func (s *Sharded) Exec(ctx context.Context, stmts []string) error {
+	for _, sh := range s.Shards {
+		if err := sh.Exec(ctx, stmts); err != nil {
+			return fmt.Errorf("shard %s: %w", sh.Range.Text, err)
+		}
+	}
+	return nil
+}
+
+// Offsets are, per topic and partition, the lowest next offset over the
+// shards; a partition some shard has never committed starts from the
+// beginning. Records a shard already has are applied to it again, which
+// the version guards make harmless.
+func (s *Sharded) Offsets(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
+	var out projections.Offsets
+	for i, sh := range s.Shards {
+		o, err := sh.Offsets(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("shard %s: %w", sh.Range.Text, err)
+		}
+		if i == 0 {
+			out = o
+			continue
+		}
+		for topic, parts := range out {
+			for part, next := range parts {
+				theirs, ok := o[topic][part]
+				if !ok {
+					delete(parts, part)
+				} else if theirs < next {
+					parts[part] = theirs
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// Route returns the shards a write goes to: every shard for reference
+// (replicated) projections, else the one whose range holds the row's
+// keyspace id.
+func (s *Sharded) Route(p *projections.Projection, w projections.Write) []int {
+	if p.Replicated || len(s.Shards) == 1 {
+		if len(s.Shards) == 1 {
+			return []int{0}
+		}
+		all := make([]int, len(s.Shards))
+		for i := range all {
+			all[i] = i
+		}
+		return all
+	}
+	for i, sh := range s.Shards {
+		if sh.Range.Contains(w.KeyspaceID) {
+			return []int{i}
+		}
+	}
+	return nil // unreachable: CheckKeyRanges proved the ranges cover the space
+}
+
+// Apply splits a batch by shard and applies the parts concurrently. Parent
+// state goes to every shard (a parent's children may live on any of them);
+// every shard records the batch's offsets, even with no rows of its own,
+// so the minimum over shards moves on.
+func (s *Sharded) Apply(ctx context.Context, p *projections.Projection, b *projections.Batch) error {
+	parts := make([]*projections.Batch, len(s.Shards))
+	for i := range parts {
+		parts[i] = &projections.Batch{Parents: b.Parents, Offsets: b.Offsets}
+	}
+	for _, w := range b.Writes {
+		if w.Kind == projections.Truncate {
+			for _, part := range parts {
+				part.Writes = append(part.Writes, w)
+			}
+			continue
+		}
+		for _, i := range s.Route(p, w) {
+			parts[i].Writes = append(parts[i].Writes, w)
+		}
+	}
+	if len(parts) == 1 {
+		return s.Shards[0].Apply(ctx, p, parts[0])
+	}
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, part := range parts {
+		wg.Go(func() {
+			if err := s.Shards[i].Apply(ctx, p, part); err != nil {
+				errs[i] = fmt.Errorf("shard %s: %w", s.Shards[i].Range.Text, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
