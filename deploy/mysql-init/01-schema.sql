@@ -7,8 +7,9 @@
 CREATE DATABASE shop;
 CREATE DATABASE chat;
 -- Read tables live in their own database; readside creates them
--- (readside plan shows the DDL).
-CREATE DATABASE reads;
+-- (readside plan shows the DDL). Not "reads": READS is a reserved word in
+-- MySQL and MariaDB.
+CREATE DATABASE read_models;
 -- readside's snapshot watermark and request tables (source.snapshot.signal_db).
 CREATE DATABASE readside;
 
@@ -45,8 +46,8 @@ GRANT CREATE, INSERT, UPDATE, DELETE ON readside.* TO 'repl'@'%';
 -- The projectors write the read tables and their bookkeeping tables
 -- (_readside_offsets, ...) in the sink database, and create them on start.
 -- ALTER and DROP are for replay --rebuild (shadow table, RENAME TABLE, --drop-old).
-CREATE USER 'reads'@'%' IDENTIFIED BY 'reads-password';
-GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, DROP, INDEX ON reads.* TO 'reads'@'%';
+CREATE USER 'projector'@'%' IDENTIFIED BY 'projector-password';
+GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, DROP, INDEX ON read_models.* TO 'projector'@'%';
 
 -- A few rows so the read tables are not empty after the initial snapshot.
 INSERT INTO shop.customers (name, tier, email) VALUES
