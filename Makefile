@@ -10,13 +10,17 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 E2E_PKGS  ?= ./cdc/... ./projections/... ./e2e/...
 E2E_TIMEOUT ?= 40m
 
-.PHONY: all build test test-unit e2e e2e-kfake e2e-containers bench demo lint testbed-up testbed-down clean
+.PHONY: all build docker test test-unit e2e e2e-kfake e2e-containers bench demo lint testbed-up testbed-down clean
 
 all: build
 
 ## build: the static readside binary in bin/
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/readside
+
+## docker: the container image (deploy/Dockerfile; needs a Docker engine)
+docker:
+	docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t readside:$(VERSION) .
 
 ## test: unit tests with -race, then the e2e suite on real MariaDB and Apache Kafka
 test: test-unit e2e
