@@ -1,6 +1,9 @@
 package projections
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // Offsets are next offsets to consume, by topic and partition.
 type Offsets map[string]map[int32]int64
@@ -23,6 +26,12 @@ type Batch struct {
 	// NewestTS is the newest source commit time (Unix seconds) among the
 	// batch's events, for the lag metric.
 	NewestTS int64
+	// Stale, when set, counts writes the sink skipped because a newer
+	// version (a tombstone, a truncation) already covers them.
+	Stale *atomic.Int64
+	// Coalesced counts the writes Build dropped for a newer one of the
+	// same key in the batch.
+	Coalesced int64
 }
 
 // Empty reports whether the batch changes nothing (offsets aside).

@@ -26,7 +26,7 @@ type shop struct {
 	bed    *testbed.Bed
 	cfg    config.Config
 	src    string
-	shards []string // sink databases, one per shard
+	shards []string                // sink databases, one per shard
 	p      *projections.Projection // orders_by_customer
 	// byID is the orders keyed by id alone, with the same join: there an
 	// order moving to another customer changes the join column in place

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -152,8 +154,10 @@ func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 			bad = append(bad, Rejected{Record: r, Reason: err})
 		}
 	}
+	n := len(b.Writes) + len(b.Parents)
 	b.Writes = Coalesce(b.Writes)
 	b.Parents = CoalesceParents(b.Parents)
+	b.Coalesced = int64(n - len(b.Writes) - len(b.Parents))
 	return b, bad
 }
 
@@ -204,7 +208,14 @@ func (pr *Projector) applyBatch(ctx context.Context, fetches kgo.Fetches) error 
 		return nil
 	}
 	start := time.Now()
+	// Until this batch commits, its records are pending too.
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if len(fp.Records) > 0 {
+			pr.o.Metrics.consumerLag(pr.p, fp.Topic, fp.Partition, fp.HighWatermark-fp.Records[0].Offset)
+		}
+	})
 	b, bad := pr.p.Build(records)
+	b.Stale = new(atomic.Int64)
 	if len(bad) > 0 {
 		if pr.dlq == nil {
 			r := bad[0]
@@ -321,7 +332,8 @@ func (pr *Projector) deadLetter(ctx context.Context, rs []Rejected) error {
 type Metrics struct {
 	appliedRows  *prometheus.CounterVec
 	parentRows   *prometheus.CounterVec
-	lag          *prometheus.GaugeVec
+	stale        *prometheus.CounterVec
+	lag          *lagCollector
 	batchSeconds *prometheus.HistogramVec
 	consumerLagG *prometheus.GaugeVec
 	deadLetters  *prometheus.CounterVec
@@ -335,8 +347,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Read-table writes (upserts, deletes) committed to the sink, after coalescing per key."}, []string{"projection"}),
 		parentRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_parent_changes_total",
 			Help: "Parent-row changes applied to join state (each fans out to the parent's read rows)."}, []string{"projection"}),
-		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readside_projection_lag_seconds",
-			Help: "Seconds between the source commit of the newest applied event and its application."}, []string{"projection"}),
+		stale: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_stale_skipped_total",
+			Help: "Writes skipped because a newer version already covers them: older writes of the same key coalesced away in a batch, and writes under a newer tombstone or truncation."}, []string{"projection"}),
+		lag: &lagCollector{desc: prometheus.NewDesc("readside_projection_lag_seconds",
+			"How far the read table is behind the source: 0 when every polled record is applied, else now minus the source commit time of the newest applied event.",
+			[]string{"projection"}, nil), state: map[string]*lagState{}},
 		batchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "readside_projection_batch_seconds",
 			Help: "Time to map and apply one batch, commit included.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"projection"}),
 		consumerLagG: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readside_projection_consumer_lag",
@@ -347,7 +362,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Errors that stopped a projector."}, []string{"projection"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.appliedRows, m.parentRows, m.lag, m.batchSeconds, m.consumerLagG, m.deadLetters, m.errors)
+		reg.MustRegister(m.appliedRows, m.parentRows, m.stale, m.lag, m.batchSeconds, m.consumerLagG, m.deadLetters, m.errors)
 	}
 	return m
 }
@@ -358,15 +373,77 @@ func (m *Metrics) applied(p *Projection, b *Batch, took time.Duration) {
 	}
 	m.appliedRows.WithLabelValues(p.Name).Add(float64(len(b.Writes)))
 	m.parentRows.WithLabelValues(p.Name).Add(float64(len(b.Parents)))
+	m.stale.WithLabelValues(p.Name).Add(float64(b.Coalesced + b.Stale.Load()))
 	m.batchSeconds.WithLabelValues(p.Name).Observe(took.Seconds())
-	if b.NewestTS > 0 {
-		m.lag.WithLabelValues(p.Name).Set(max(0, float64(time.Now().Unix()-b.NewestTS)))
+	m.lag.applied(p.Name, b.NewestTS)
+}
+
+// lagCollector computes projection lag at scrape time, so it keeps growing
+// while a projector is stuck behind, and reads 0 while it is caught up
+// with an idle source (a gauge set per batch would freeze either way).
+type lagCollector struct {
+	desc  *prometheus.Desc
+	mu    sync.Mutex
+	state map[string]*lagState
+}
+
+type lagState struct {
+	newestTS int64                       // source commit time of the newest applied event
+	pending  map[string]map[int32]int64 // records polled or waiting, per partition
+}
+
+func (c *lagCollector) get(projection string) *lagState {
+	st := c.state[projection]
+	if st == nil {
+		st = &lagState{pending: map[string]map[int32]int64{}}
+		c.state[projection] = st
+	}
+	return st
+}
+
+func (c *lagCollector) applied(projection string, ts int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.get(projection); ts > st.newestTS {
+		st.newestTS = ts
+	}
+}
+
+func (c *lagCollector) setPending(projection, topic string, part int32, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.get(projection)
+	if st.pending[topic] == nil {
+		st.pending[topic] = map[int32]int64{}
+	}
+	st.pending[topic][part] = n
+}
+
+func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now().Unix()
+	for name, st := range c.state {
+		var pending int64
+		for _, parts := range st.pending {
+			for _, n := range parts {
+				pending += n
+			}
+		}
+		lag := 0.0
+		if pending > 0 && st.newestTS > 0 {
+			lag = float64(max(0, now-st.newestTS))
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, lag, name)
 	}
 }
 
 func (m *Metrics) consumerLag(p *Projection, topic string, part int32, n int64) {
 	if m != nil {
 		m.consumerLagG.WithLabelValues(p.Name, topic, strconv.Itoa(int(part))).Set(float64(max(0, n)))
+		m.lag.setPending(p.Name, topic, part, max(0, n))
 	}
 }
 

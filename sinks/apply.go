@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/readside/readside/projections"
 )
@@ -45,7 +46,7 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 			_ = tx.Rollback()
 		}
 	}()
-	a := applier{ctx: ctx, tx: tx, p: p, comment: "/* readside " + strings.ReplaceAll(p.Name, "*/", "") + " */ "}
+	a := applier{ctx: ctx, tx: tx, p: p, stale: b.Stale, comment: "/* readside " + strings.ReplaceAll(p.Name, "*/", "") + " */ "}
 
 	keys := a.parentKeys(b)
 	for i, j := range p.Joins {
@@ -79,7 +80,13 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 			}
 		}
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if a.stale != nil {
+		a.stale.Add(a.skipped)
+	}
+	return nil
 }
 
 type applier struct {
@@ -87,6 +94,8 @@ type applier struct {
 	tx      *sql.Tx
 	p       *projections.Projection
 	comment string
+	stale   *atomic.Int64
+	skipped int64 // counted into stale only when the transaction commits
 }
 
 func (a *applier) exec(query string, args ...any) (sql.Result, error) {
@@ -216,6 +225,8 @@ func (a *applier) parentState(ji int, j *projections.Join, all []projections.Par
 	for _, w := range ws {
 		if w.Version > floor {
 			kept = append(kept, w)
+		} else {
+			a.skipped++
 		}
 	}
 	for start := 0; start < len(kept); start += chunk {
@@ -318,6 +329,7 @@ func (a *applier) dropShadowed(ups []projections.Write) ([]projections.Write, er
 	kept := ups[:0:0]
 	for _, w := range ups {
 		if w.Version <= floor || w.Version <= tomb[w.Key] {
+			a.skipped++
 			continue
 		}
 		kept = append(kept, w)

@@ -157,8 +157,8 @@ func (s *MySQL) Apply(ctx context.Context, p *projections.Projection, b *project
 // halve splits a batch in two; the offsets go with the second half so they
 // are committed only after every row.
 func halve(b *projections.Batch) (*projections.Batch, *projections.Batch) {
-	first := &projections.Batch{}
-	second := &projections.Batch{Offsets: b.Offsets, NewestTS: b.NewestTS}
+	first := &projections.Batch{Stale: b.Stale}
+	second := &projections.Batch{Offsets: b.Offsets, NewestTS: b.NewestTS, Stale: b.Stale}
 	if len(b.Parents) > 1 || (len(b.Parents) == 1 && len(b.Writes) > 0) {
 		n := (len(b.Parents) + 1) / 2
 		if len(b.Writes) > 0 {

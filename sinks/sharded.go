@@ -150,7 +150,7 @@ func (s *Sharded) Route(p *projections.Projection, w projections.Write) []int {
 func (s *Sharded) Apply(ctx context.Context, p *projections.Projection, b *projections.Batch) error {
 	parts := make([]*projections.Batch, len(s.Shards))
 	for i := range parts {
-		parts[i] = &projections.Batch{Parents: b.Parents, Offsets: b.Offsets}
+		parts[i] = &projections.Batch{Parents: b.Parents, Offsets: b.Offsets, Stale: b.Stale}
 	}
 	for _, w := range b.Writes {
 		if w.Kind == projections.Truncate {
