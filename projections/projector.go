@@ -230,7 +230,11 @@ func (pr *Projector) applyBatch(ctx context.Context, fetches kgo.Fetches) error 
 		err = pr.isolate(ctx, b)
 	}
 	if err != nil {
-		return fmt.Errorf("projection %s: applying a batch of %d writes and %d parent changes: %w", pr.p.Name, len(b.Writes), len(b.Parents), err)
+		hint := ""
+		if pr.dlq == nil && pr.o.Rejected != nil && pr.o.Rejected(err) {
+			hint = " (the sink rejects a row: fix the read table or the data, or set on_error: dlq to dead-letter such rows and go on)"
+		}
+		return fmt.Errorf("projection %s: applying a batch of %d writes and %d parent changes: %w%s", pr.p.Name, len(b.Writes), len(b.Parents), err, hint)
 	}
 	pr.o.Metrics.applied(pr.p, b, time.Since(start))
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {

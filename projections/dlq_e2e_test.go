@@ -1,0 +1,133 @@
+package projections_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
+)
+
+// TestDeadLetters: a row the sink rejects (here a CHECK constraint the
+// operator put on the read table) goes to the dead-letter topic with the
+// reason under on_error: dlq, and every other row is applied; under
+// on_error: stop the projector stops and names the cause.
+func TestDeadLetters(t *testing.T) {
+	bed := testbed.Get(t)
+	cfg, src, sinkDB := setup(t, bed)
+	d := cfg.Projections["messages_by_sender"]
+	d.OnError = "dlq"
+	cfg.Projections["messages_by_sender"] = d
+	p, sink := prepare(t, bed, cfg, sinkDB)
+	ctx := t.Context()
+	if err := bed.MySQL.Exec(ctx, "ALTER TABLE `"+sinkDB+"`.messages_by_sender ADD CONSTRAINT no_poison CHECK (body NOT LIKE '%poison%')"); err != nil {
+		t.Fatal(err)
+	}
+	runTailer(t, bed, cfg)
+	table := "`" + src + "`.messages"
+	var stmts []string
+	for i := range 300 {
+		body := "fine"
+		if i%100 == 7 {
+			body = "poison"
+		}
+		stmts = append(stmts, "INSERT INTO "+table+" (id, sender_id, created_at, body) VALUES ("+itoa(i)+", "+itoa(i%9)+", '2026-01-01 00:00:00', '"+body+"')")
+	}
+	if err := bed.MySQL.Exec(ctx, stmts...); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers, TopicPrefix: cfg.Kafka.TopicPrefix,
+		Rejected: sinks.Rejected, Log: logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- pr.Run(pctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("projector: %v", err)
+		}
+	}()
+	// Every row but the poisoned ones arrives.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var n int
+		if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+sinkDB+"`.messages_by_sender").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 297 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("read table has %d rows, want 297", n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ConsumeTopics(projections.DLQTopic(cfg.Kafka.TopicPrefix, p)),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []*kgo.Record
+	deadline = time.Now().Add(30 * time.Second)
+	for len(got) < 3 && time.Now().Before(deadline) {
+		fctx, fcancel := context.WithTimeout(ctx, 2*time.Second)
+		got = append(got, cl.PollFetches(fctx).Records()...)
+		fcancel()
+	}
+	if len(got) != 3 {
+		t.Fatalf("dead-letter topic has %d records, want the 3 poisoned rows", len(got))
+	}
+	for _, r := range got {
+		h := map[string]string{}
+		for _, kv := range r.Headers {
+			h[kv.Key] = string(kv.Value)
+		}
+		if !strings.Contains(string(r.Value), `"poison"`) || !strings.Contains(h["readside.error"], "no_poison") || h["readside.topic"] != p.Topic {
+			t.Errorf("dead letter %s with headers %v: want the poisoned event, the constraint named and its origin", r.Value, h)
+		}
+	}
+	t.Logf("3 rejected rows dead-lettered with reason %q; 297 applied", firstHeader(got[0], "readside.error"))
+
+	// The same under on_error: stop: the projector stops and says why.
+	if err := bed.MySQL.Exec(ctx, "TRUNCATE `"+sinkDB+"`.messages_by_sender", "DELETE FROM `"+sinkDB+"`._readside_offsets"); err != nil {
+		t.Fatal(err)
+	}
+	p.OnError = "stop"
+	stopper, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers, TopicPrefix: cfg.Kafka.TopicPrefix,
+		Rejected: sinks.Rejected, Log: logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-done
+	done <- nil
+	sctx, scancel := context.WithTimeout(ctx, 60*time.Second)
+	defer scancel()
+	err = stopper.Run(sctx)
+	if err == nil || !strings.Contains(err.Error(), "no_poison") || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("on_error: stop gave %v, want a stop naming the constraint", err)
+	}
+	t.Logf("on_error: stop: %v", err)
+}
+
+func firstHeader(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
