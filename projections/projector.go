@@ -392,7 +392,7 @@ type lagCollector struct {
 }
 
 type lagState struct {
-	newestTS int64                       // source commit time of the newest applied event
+	newestTS int64                      // source commit time of the newest applied event
 	pending  map[string]map[int32]int64 // records polled or waiting, per partition
 }
 
