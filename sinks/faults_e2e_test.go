@@ -1,0 +1,84 @@
+package sinks_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
+)
+
+// TestApplyShrinksOversizedBatch: a batch whose statements exceed the
+// sink's max_allowed_packet is applied in halves instead of failing, and
+// the offsets are committed only with the last half.
+func TestApplyShrinksOversizedBatch(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, err := bed.MySQL.CreateDatabase(ctx, "fsrc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "fsink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, body VARCHAR(1000) NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	var old int
+	if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT @@GLOBAL.max_allowed_packet").Scan(&old); err != nil {
+		t.Fatal(err)
+	}
+	// 64 KiB: one 500-row statement of 600-byte rows (~300 KB) cannot pass.
+	if err := bed.MySQL.Exec(ctx, "SET GLOBAL max_allowed_packet = 65536"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bed.MySQL.Exec(t.Context(), fmt.Sprintf("SET GLOBAL max_allowed_packet = %d", old)) })
+
+	cfg := config.Default()
+	cfg.Source.Tables = []string{src + ".t"}
+	cfg.Sinks = map[string]config.Sink{"s": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB)}}
+	cfg.Projections = map[string]config.Projection{"t_copy": {From: src + ".t", Sink: "s", Key: []string{"id"},
+		Columns: map[string]string{"id": "id", "body": "body"}}}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[0]
+	types, err := p.SourceColumns(ctx, bed.MySQL.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := sinks.OpenSharded(ctx, "s", cfg.Sinks["s"]) // connects after the change: learns 64 KiB
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	if err := sink.Exec(ctx, sinks.DDL(p, types)); err != nil {
+		t.Fatal(err)
+	}
+	b := &projections.Batch{Offsets: projections.Offsets{}}
+	b.Offsets.Set(p.Topic, 0, 2001)
+	body := strings.Repeat("x", 600)
+	for i := range 2000 {
+		b.Writes = append(b.Writes, projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(i), Values: []any{i, body}, Version: uint64(1000 + i)})
+	}
+	if err := sink.Apply(ctx, p, b); err != nil {
+		t.Fatalf("a batch over max_allowed_packet must be applied in halves, got %v", err)
+	}
+	var n int
+	if err := sink.Shards[0].DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM t_copy").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	offs, err := sink.Offsets(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2000 || offs[p.Topic][0] != 2001 {
+		t.Fatalf("%d rows and offset %d after the shrunk batch, want 2000 and 2001", n, offs[p.Topic][0])
+	}
+	t.Logf("2000 rows of 600 B applied under max_allowed_packet=64KiB by halving; offsets committed")
+}
