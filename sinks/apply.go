@@ -12,8 +12,45 @@ import (
 	"github.com/readside/readside/projections"
 )
 
-// chunk is the number of rows per multi-row statement.
+// chunk is the most rows per multi-row statement.
 const chunk = 500
+
+// spans cuts n rows into statements of at most chunk rows and about
+// limit bytes of parameters, so no statement outgrows the server's
+// max_allowed_packet (the driver reports an oversized prepared statement
+// as a bad connection, which would be retried forever).
+func spans(n int, size func(i int) int, limit int) [][2]int {
+	var out [][2]int
+	start, bytes := 0, 0
+	for i := range n {
+		sz := size(i)
+		if i > start && (i-start >= chunk || bytes+sz > limit) {
+			out = append(out, [2]int{start, i})
+			start, bytes = i, 0
+		}
+		bytes += sz
+	}
+	if start < n {
+		out = append(out, [2]int{start, n})
+	}
+	return out
+}
+
+// argBytes estimates the bytes a row's parameters take on the wire.
+func argBytes(vals []any) int {
+	n := 16
+	for _, v := range vals {
+		switch x := v.(type) {
+		case string:
+			n += len(x) + 9
+		case []byte:
+			n += len(x) + 9
+		default:
+			n += 9
+		}
+	}
+	return n
+}
 
 // apply runs one batch in one transaction, in an order that makes joins
 // race-free (docs/ARCHITECTURE.md, "Joins"):
@@ -46,7 +83,7 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 			_ = tx.Rollback()
 		}
 	}()
-	a := applier{ctx: ctx, tx: tx, p: p, stale: b.Stale, comment: "/* readside " + strings.ReplaceAll(p.Name, "*/", "") + " */ "}
+	a := applier{ctx: ctx, tx: tx, p: p, stale: b.Stale, limit: s.stmtLimit(), comment: "/* readside " + strings.ReplaceAll(p.Name, "*/", "") + " */ "}
 
 	keys := a.parentKeys(b)
 	for i, j := range p.Joins {
@@ -95,6 +132,7 @@ type applier struct {
 	p       *projections.Projection
 	comment string
 	stale   *atomic.Int64
+	limit   int   // parameter bytes per statement
 	skipped int64 // counted into stale only when the transaction commits
 }
 
@@ -229,8 +267,8 @@ func (a *applier) parentState(ji int, j *projections.Join, all []projections.Par
 			a.skipped++
 		}
 	}
-	for start := 0; start < len(kept); start += chunk {
-		part := kept[start:min(start+chunk, len(kept))]
+	for _, sp := range spans(len(kept), func(i int) int { return argBytes(kept[i].KeyValues) + argBytes(kept[i].Values) }, a.limit) {
+		part := kept[sp[0]:sp[1]]
 		var args []any
 		for _, w := range part {
 			args = append(args, w.KeyValues...)
@@ -373,8 +411,8 @@ func (a *applier) upsert(ups []projections.Write) error {
 	}
 	sets = append(sets, "`_rs_version` = GREATEST(`_rs_version`, VALUES(`_rs_version`))")
 	row := "(" + strings.Repeat("?, ", len(p.Columns)) + "?)"
-	for start := 0; start < len(ups); start += chunk {
-		part := ups[start:min(start+chunk, len(ups))]
+	for _, sp := range spans(len(ups), func(i int) int { return argBytes(ups[i].Values) }, a.limit) {
+		part := ups[sp[0]:sp[1]]
 		var args []any
 		for _, w := range part {
 			args = append(args, w.Values...)
@@ -393,8 +431,8 @@ func (a *applier) upsert(ups []projections.Write) error {
 func (a *applier) delete(dels []projections.Write) error {
 	p := a.p
 	// Tombstones first, one multi-row statement per chunk.
-	for start := 0; start < len(dels); start += chunk {
-		part := dels[start:min(start+chunk, len(dels))]
+	for _, sp := range spans(len(dels), func(i int) int { return len(dels[i].Key) + len(p.Name) + 40 }, a.limit) {
+		part := dels[sp[0]:sp[1]]
 		var args []any
 		for _, w := range part {
 			args = append(args, p.Name, []byte(w.Key), w.Version)

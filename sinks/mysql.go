@@ -24,7 +24,8 @@ import (
 
 // MySQL is one sink server (one shard).
 type MySQL struct {
-	db *sql.DB
+	db        *sql.DB
+	maxPacket int // the server's max_allowed_packet
 	// Log, when set, reports retried batches.
 	Log *slog.Logger
 }
@@ -52,7 +53,12 @@ func Open(ctx context.Context, dsn string) (*MySQL, error) {
 		db.Close()
 		return nil, fmt.Errorf("connecting to the sink: %w", err)
 	}
-	return &MySQL{db: db}, nil
+	m := &MySQL{db: db}
+	if err := db.QueryRowContext(ctx, "SELECT @@max_allowed_packet").Scan(&m.maxPacket); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("reading the sink's max_allowed_packet: %w", err)
+	}
+	return m, nil
 }
 
 // Close releases the connections.
@@ -153,6 +159,10 @@ func (s *MySQL) Apply(ctx context.Context, p *projections.Projection, b *project
 		backoff = min(2*backoff, 5*time.Second)
 	}
 }
+
+// stmtLimit is the parameter bytes one statement may carry: half the
+// server's max_allowed_packet leaves room for the statement text.
+func (s *MySQL) stmtLimit() int { return max(s.maxPacket/2, 1024) }
 
 // halve splits a batch in two; the offsets go with the second half so they
 // are committed only after every row.
