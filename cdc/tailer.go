@@ -391,15 +391,16 @@ func (s *stream) handle(ctx context.Context, ev *replication.BinlogEvent) error 
 		return s.rows(ctx, h, e)
 	case *replication.XIDEvent:
 		return s.endTxn(ctx, h)
-	case *replication.GenericEvent:
-		if h.EventType == replication.HEARTBEAT_EVENT {
-			// The source has nothing newer: the tailer is caught up, and
-			// once its checkpoint is at the end, the binlog it needs is
-			// the one being written now.
-			s.t.setLag(0)
-			if s.pendingTxns == 0 && s.txnGTID == "" && !s.txnBegun {
-				s.t.needsFrom.Store(s.t.now().Unix())
-			}
+	case *replication.HeartbeatEvent:
+		// (go-mysql 1.16 decodes heartbeats to HeartbeatEvent; matching
+		// GenericEvent with HEARTBEAT_EVENT never fired, and the lag kept
+		// the last transaction's value while the source was idle.)
+		// The source has nothing newer: the tailer is caught up, and once
+		// its checkpoint is at the end, the binlog it needs is the one
+		// being written now.
+		s.t.setLag(0)
+		if s.pendingTxns == 0 && s.txnGTID == "" && !s.txnBegun {
+			s.t.needsFrom.Store(s.t.now().Unix())
 		}
 	}
 	return nil
