@@ -36,7 +36,7 @@ type verb struct {
 func verbs() []verb {
 	return []verb{
 		{"run", "the daemon: tail, publish and project", runDaemon},
-		{"check", "validate the config against the live source, broker and sinks", notYet("check")},
+		{"check", "validate the config against the live source, broker and sinks", runCheck},
 		{"plan", "print (or --apply) the DDL of every read table", runPlan},
 		{"snapshot", "online, lock-free snapshot of existing rows into the topics", runSnapshot},
 		{"replay", "re-apply history to a projection, or --rebuild it", notYet("replay")},
