@@ -5,6 +5,7 @@ package e2e
 // (/metrics parsed as Prometheus text, /status, /readyz).
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,7 +14,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -463,7 +466,37 @@ func TestMetricsAndIdleLag(t *testing.T) {
 			t.Errorf("%s: %d %s %v", path, code, body, err)
 		}
 	}
+
+	// readside status: from the daemon, as a table and as JSON.
+	out, code := p.status(t, "--http", p.httpAddr)
+	if code != 0 || !strings.Contains(out, "from the daemon at "+p.httpAddr) || !regexp.MustCompile(`messages_by_sender\s+consuming\s+1\s+0\s`).MatchString(out) || !strings.Contains(out, "tailer connected, lag 0.0s") {
+		t.Errorf("readside status (exit %d):\n%s", code, out)
+	}
+	out, _ = p.status(t, "--http", p.httpAddr, "--json")
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Projections[0].ConsumerLag != 0 {
+		t.Errorf("readside status --json: %v\n%s", err, out)
+	}
 	if code := d.stop(30 * time.Second); code != 0 {
 		t.Errorf("exit %d after SIGTERM", code)
 	}
+	// No daemon: the same numbers from the stores, and it says so. (The
+	// stopped projector was a static group member: the broker keeps it in
+	// the group until its session times out.)
+	out, code = p.status(t, "--http", freeAddr(t))
+	t.Logf("readside status with no daemon:\n%s", out)
+	if code != 0 || !strings.Contains(out, "read directly from the stores") || !regexp.MustCompile(`messages_by_sender\s+(no consumers\s+0|consuming\s+1)\s+0\s`).MatchString(out) || !strings.Contains(out, "checkpoint: gtid") {
+		t.Errorf("readside status without a daemon (exit %d):\n%s", code, out)
+	}
+}
+
+// status runs `readside status -c <config>` with args.
+func (p *opsPipeline) status(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), readsideBinary(t), append([]string{"status", "-c", p.cfgPath}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
+		t.Fatal(err)
+	}
+	return out.String(), cmd.ProcessState.ExitCode()
 }

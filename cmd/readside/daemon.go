@@ -198,7 +198,7 @@ func statusOptions(cfg config.Config, role string) (httpapi.Options, error) {
 		Brokers:         cfg.Kafka.Brokers,
 		CheckpointTopic: cdc.CheckpointTopic(cfg.Kafka.TopicPrefix),
 		TransactionalID: cfg.TransactionalID(),
-		TailerHere:      role != "projector",
+		TailerHere:      role == "all" || role == "tailer",
 		HeartbeatPeriod: cfg.Source.HeartbeatPeriod,
 		ReadyMaxLag:     cfg.HTTP.ReadyMaxLag,
 	}
@@ -207,7 +207,7 @@ func statusOptions(cfg config.Config, role string) (httpapi.Options, error) {
 		return opts, err
 	}
 	for _, p := range ps {
-		sp := httpapi.Projection{Name: p.Name, Topic: p.Topic, Group: projections.Group(p), Here: role != "tailer"}
+		sp := httpapi.Projection{Name: p.Name, Topic: p.Topic, Group: projections.Group(p), Here: role == "all" || role == "projector"}
 		s := cfg.Sinks[p.Sink]
 		if s.DSN != "" {
 			sp.Sinks = append(sp.Sinks, httpapi.SinkDSN{Name: p.Sink, DSN: s.DSN.Reveal()})

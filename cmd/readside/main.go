@@ -41,7 +41,7 @@ func verbs() []verb {
 		{"snapshot", "online, lock-free snapshot of existing rows into the topics", runSnapshot},
 		{"replay", "re-apply history to a projection, or --rebuild it", notYet("replay")},
 		{"verify", "compare a read table with what the source implies", notYet("verify")},
-		{"status", "positions, lag and health per projection", notYet("status")},
+		{"status", "positions, lag and health per projection", runStatus},
 		{"version", "print version, commit and Go version", runVersion},
 	}
 }
