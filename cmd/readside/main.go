@@ -13,7 +13,7 @@ import (
 	"runtime/debug"
 )
 
-// Exit codes, documented in docs/commands.md.
+// Exit codes, documented in docs/operations.md ("Exit codes").
 const (
 	exitOK       = 0
 	exitProblem  = 1 // the command ran and found a problem (drift, check failures)
