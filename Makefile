@@ -51,9 +51,10 @@ bench:
 	$(GO) run ./bench/tailerdrain -out bench/results/tailerdrain.json
 	$(GO) run ./bench/projectordrain -out bench/results/projectordrain.json
 
-## demo: the daemon on its embedded broker against a private MariaDB
-demo:
-	@echo "make demo: not yet — the demo lands with the daemon (readside run)"
+## demo: readside on its embedded broker against a private MariaDB, with live traffic (Ctrl-C stops all)
+demo: build
+	$(GO) build -o bin/readside-demo ./e2e/cmd/demo
+	bin/readside-demo -readside $(BIN) $(DEMO_FLAGS)
 
 ## lint: go vet, gofmt, and staticcheck when installed
 lint:

@@ -145,54 +145,7 @@ func (p *publisher) loadCheckpoint(ctx context.Context) (Checkpoint, bool, error
 	if _, _, err := p.cl.ProducerID(ctx); err != nil {
 		return Checkpoint{}, false, fmt.Errorf("initializing transactional producer %s: %w", p.txnID, err)
 	}
-	ends, err := p.adm.ListEndOffsets(ctx, p.checkpointTopic)
-	if err != nil {
-		return Checkpoint{}, false, fmt.Errorf("listing end offsets of %s: %w", p.checkpointTopic, err)
-	}
-	end, ok := ends.Lookup(p.checkpointTopic, 0)
-	if !ok || end.Err != nil {
-		return Checkpoint{}, false, fmt.Errorf("end offset of %s: %v", p.checkpointTopic, end.Err)
-	}
-	if end.Offset == 0 {
-		return Checkpoint{}, false, nil
-	}
-	// Control records are kept so the read can tell it reached the end even
-	// when the last offsets are transaction markers.
-	rd, err := kgo.NewClient(
-		kgo.SeedBrokers(p.brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{p.checkpointTopic: {0: kgo.NewOffset().AtStart()}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-	)
-	if err != nil {
-		return Checkpoint{}, false, err
-	}
-	defer rd.Close()
-	var last []byte
-	for seen := int64(-1); seen < end.Offset-1; {
-		fetches := rd.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return Checkpoint{}, false, err
-		}
-		for _, fe := range fetches.Errors() {
-			return Checkpoint{}, false, fmt.Errorf("reading %s: %w", p.checkpointTopic, fe.Err)
-		}
-		fetches.EachRecord(func(r *kgo.Record) {
-			seen = max(seen, r.Offset)
-			if r.Attrs.IsControl() || string(r.Key) != p.txnID {
-				return
-			}
-			last = r.Value
-		})
-	}
-	if last == nil {
-		return Checkpoint{}, false, nil
-	}
-	cp, err := decodeCheckpoint(last)
-	if err != nil {
-		return Checkpoint{}, false, fmt.Errorf("%w in topic %s for %s: refusing to guess a position; restore it or delete the record and re-snapshot", err, p.checkpointTopic, p.txnID)
-	}
-	return cp, true, nil
+	return readCheckpoint(ctx, p.adm, p.brokers, p.checkpointTopic, p.txnID)
 }
 
 // produce sends r inside the open transaction, opening one if needed. It

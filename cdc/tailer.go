@@ -45,6 +45,8 @@ type Tailer struct {
 	// transaction, or a heartbeat while caught up).
 	retention atomic.Int64 // seconds; 0 = never purged automatically
 	needsFrom atomic.Int64 // Unix seconds
+
+	state tailerState // for Status
 }
 
 // FatalError is a condition a restart cannot fix: the tailer stops and the
@@ -174,6 +176,7 @@ func (t *Tailer) Run(ctx context.Context) error {
 			t.log.Info("no checkpoint: starting at the end of the binlog", "position", pos, "initial_snapshots", len(cp.Snapshots))
 		} else {
 			t.log.Info("resuming from checkpoint", "position", cp.Position, "last_version", cp.LastVersion)
+			t.committed(cp)
 		}
 		if err := src.checkNotPurged(ctx, cp.Position); errors.Is(err, ErrPurged) {
 			return fatalf("the source no longer has the binlog after the checkpoint (%v): the changes in between are lost to the stream. Recovery: re-snapshot the captured tables (docs/operations.md, \"binlog purged\"); then restart", err)
@@ -293,6 +296,8 @@ func (s *stream) run(ctx context.Context) (err error) {
 	}
 	s.file = pos.File
 	s.pendingPos = pos
+	s.t.state.connected.Store(true)
+	defer s.t.state.connected.Store(false)
 	defer func() {
 		if err != nil && s.pub.inTxn {
 			err = s.pub.abort(context.WithoutCancel(ctx), err)
@@ -368,6 +373,7 @@ func (s *stream) classifyStreamError(err error) error {
 
 func (s *stream) handle(ctx context.Context, ev *replication.BinlogEvent) error {
 	h := ev.Header
+	s.t.heard()
 	switch e := ev.Event.(type) {
 	case *replication.RotateEvent:
 		s.file = string(e.NextLogName)
@@ -385,15 +391,16 @@ func (s *stream) handle(ctx context.Context, ev *replication.BinlogEvent) error 
 		return s.rows(ctx, h, e)
 	case *replication.XIDEvent:
 		return s.endTxn(ctx, h)
-	case *replication.GenericEvent:
-		if h.EventType == replication.HEARTBEAT_EVENT {
-			// The source has nothing newer: the tailer is caught up, and
-			// once its checkpoint is at the end, the binlog it needs is
-			// the one being written now.
-			s.t.metrics.lag.Set(0)
-			if s.pendingTxns == 0 && s.txnGTID == "" && !s.txnBegun {
-				s.t.needsFrom.Store(s.t.now().Unix())
-			}
+	case *replication.HeartbeatEvent:
+		// (go-mysql 1.16 decodes heartbeats to HeartbeatEvent; matching
+		// GenericEvent with HEARTBEAT_EVENT never fired, and the lag kept
+		// the last transaction's value while the source was idle.)
+		// The source has nothing newer: the tailer is caught up, and once
+		// its checkpoint is at the end, the binlog it needs is the one
+		// being written now.
+		s.t.setLag(0)
+		if s.pendingTxns == 0 && s.txnGTID == "" && !s.txnBegun {
+			s.t.needsFrom.Store(s.t.now().Unix())
 		}
 	}
 	return nil
@@ -420,7 +427,7 @@ func (s *stream) endTxn(ctx context.Context, h *replication.EventHeader) error {
 	s.txnGTID, s.txnBegun = "", false
 	s.t.metrics.transactions.Inc()
 	if h.Timestamp > 0 {
-		s.t.metrics.lag.Set(max(0, s.t.now().Sub(time.Unix(int64(h.Timestamp), 0)).Seconds()))
+		s.t.setLag(max(0, s.t.now().Sub(time.Unix(int64(h.Timestamp), 0)).Seconds()))
 	}
 	return s.maybeCommit(ctx, false)
 }
@@ -459,6 +466,7 @@ func (s *stream) commit(ctx context.Context) error {
 	}
 	s.t.metrics.commitLatency.Observe(time.Since(start).Seconds())
 	s.cp = cp
+	s.t.committed(cp)
 	s.pendingTxns = 0
 	if s.pendingTS > s.t.needsFrom.Load() {
 		s.t.needsFrom.Store(s.pendingTS)

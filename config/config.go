@@ -25,6 +25,30 @@ type Config struct {
 	Verify Verify `koanf:"verify"`
 	// Log configures logging.
 	Log Log `koanf:"log"`
+	// HTTP is the operations endpoint (/metrics, /healthz, /readyz, /status).
+	HTTP HTTP `koanf:"http"`
+	// ShutdownTimeout bounds the drain after SIGTERM/SIGINT: in-flight
+	// batches are committed within it, or the process exits 1. Default 30s.
+	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
+	// Check tunes `readside check`.
+	Check Check `koanf:"check"`
+}
+
+// HTTP is the operations endpoint of `readside run`.
+type HTTP struct {
+	// Listen is the address to serve on, e.g. ":9100"; empty serves
+	// nothing. The run flag --http overrides it.
+	Listen string `koanf:"listen"`
+	// ReadyMaxLag: /readyz answers 503 while the source lag is above it.
+	// Default 30s.
+	ReadyMaxLag time.Duration `koanf:"ready_max_lag"`
+}
+
+// Check tunes `readside check`.
+type Check struct {
+	// ExpectedDowntime is the longest readside outage to survive: check
+	// warns when the source keeps its binlogs for less. Default 24h.
+	ExpectedDowntime time.Duration `koanf:"expected_downtime"`
 }
 
 // Source is the binlog source.
@@ -105,6 +129,9 @@ type Kafka struct {
 	// partitions back at once instead of waiting for its old session to
 	// time out. Unique per process; default the host name.
 	GroupInstanceID string `koanf:"group_instance_id"`
+	// EmbeddedListen is the loopback address of the embedded broker that
+	// runs when Brokers is empty. Default 127.0.0.1:9092.
+	EmbeddedListen string `koanf:"embedded_listen"`
 	// MaxMessageBytes is the largest event readside publishes; a larger row
 	// stops the tailer with an error naming it. Default 1 MiB.
 	MaxMessageBytes int `koanf:"max_message_bytes"`
@@ -170,8 +197,12 @@ func Default() Config {
 			CommitEvery:       5000,
 			CommitInterval:    200 * time.Millisecond,
 			MaxMessageBytes:   1 << 20,
+			EmbeddedListen:    "127.0.0.1:9092",
 		},
-		DataDir: "./data",
-		Log:     Log{Level: "info", Format: "text"},
+		DataDir:         "./data",
+		Log:             Log{Level: "info", Format: "text"},
+		HTTP:            HTTP{ReadyMaxLag: 30 * time.Second},
+		ShutdownTimeout: 30 * time.Second,
+		Check:           Check{ExpectedDowntime: 24 * time.Hour},
 	}
 }

@@ -65,6 +65,8 @@ func TestLoadErrors(t *testing.T) {
 			"source:\n  dsn: \"\"\n  server_id: 0\n  tables: [nodot]\nkafka:\n  partitions: 0\n", nil,
 			[]string{"source.dsn is empty", "source.server_id is 0", `"nodot": want db.table`, "kafka.partitions must be positive"}},
 		{"a bad duration names the key", minimal, []string{"PW=x", "READSIDE_SOURCE__HEARTBEAT_PERIOD=soon"}, []string{"heartbeat_period"}},
+		{"the embedded broker listens on loopback only", "source:\n  dsn: \"u:p@tcp(h:1)/\"\n  server_id: 1\n  tables: [a.b]\nkafka:\n  embedded_listen: 0.0.0.0:9092\n", nil, []string{"kafka.embedded_listen", "not a loopback address"}},
+		{"operations durations must be positive", minimal, []string{"PW=x", "READSIDE_SHUTDOWN_TIMEOUT=0s", "READSIDE_HTTP__READY_MAX_LAG=-1s"}, []string{"shutdown_timeout must be positive", "http.ready_max_lag must be positive"}},
 		{"a duplicate table is named", "source:\n  dsn: \"u:p@tcp(h:1)/\"\n  server_id: 1\n  tables: [a.b, a.b]\n", nil, []string{`lists "a.b" twice`}},
 	}
 	for _, c := range cases {

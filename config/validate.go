@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
@@ -86,7 +88,44 @@ func (c Config) Validate() error {
 	default:
 		bad("log.format %q: want text or json", c.Log.Format)
 	}
+	if len(c.Kafka.Brokers) == 0 {
+		if err := CheckLoopback(c.Kafka.EmbeddedListen); err != nil {
+			bad("kafka.embedded_listen: %v", err)
+		}
+		if c.DataDir == "" {
+			bad("data_dir is empty: the embedded broker (no kafka.brokers) keeps its data there; set it, e.g. ./data")
+		}
+	}
+	if c.HTTP.ReadyMaxLag <= 0 {
+		bad("http.ready_max_lag must be positive, e.g. 30s")
+	}
+	if c.ShutdownTimeout <= 0 {
+		bad("shutdown_timeout must be positive, e.g. 30s")
+	}
+	if c.Check.ExpectedDowntime < 0 {
+		bad("check.expected_downtime must not be negative, e.g. 24h")
+	}
 	return errors.Join(errs...)
+}
+
+// CheckLoopback accepts host:port with a loopback IP or "localhost": the
+// embedded broker has no authentication, so it never listens beyond the
+// machine.
+func CheckLoopback(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (%v): use e.g. 127.0.0.1:9092", addr, err)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("%q: port %q is not a number: use e.g. 127.0.0.1:9092", addr, port)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%q is not a loopback address: the embedded broker has no authentication and listens on loopback only; use 127.0.0.1:PORT, or run a real broker and set kafka.brokers", addr)
+	}
+	return nil
 }
 
 // SplitTable splits "db.table" into its parts.

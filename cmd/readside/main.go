@@ -13,7 +13,7 @@ import (
 	"runtime/debug"
 )
 
-// Exit codes, documented in docs/commands.md.
+// Exit codes, documented in docs/operations.md ("Exit codes").
 const (
 	exitOK       = 0
 	exitProblem  = 1 // the command ran and found a problem (drift, check failures)
@@ -36,12 +36,12 @@ type verb struct {
 func verbs() []verb {
 	return []verb{
 		{"run", "the daemon: tail, publish and project", runDaemon},
-		{"check", "validate the config against the live source, broker and sinks", notYet("check")},
+		{"check", "validate the config against the live source, broker and sinks", runCheck},
 		{"plan", "print (or --apply) the DDL of every read table", runPlan},
 		{"snapshot", "online, lock-free snapshot of existing rows into the topics", runSnapshot},
 		{"replay", "re-apply history to a projection, or --rebuild it", notYet("replay")},
 		{"verify", "compare a read table with what the source implies", notYet("verify")},
-		{"status", "positions, lag and health per projection", notYet("status")},
+		{"status", "positions, lag and health per projection", runStatus},
 		{"version", "print version, commit and Go version", runVersion},
 	}
 }

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
@@ -42,13 +39,15 @@ func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
 
 func runDaemon(args []string, _, stderr io.Writer) int {
 	// Signals first: a SIGTERM during start-up must stop cleanly too.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	lc := newLifecycle(stderr)
+	defer lc.stop()
+	ctx := lc.ctx
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var common commonFlags
 	common.register(fs)
 	role := fs.String("role", "all", "all, tailer or projector")
+	httpAddr := fs.String("http", "", "serve /metrics, /healthz, /readyz, /status on this address, e.g. :9100 (default http.listen)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -58,16 +57,29 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 		return exitUsage
 	}
 	log := newLogger(cfg.Log, stderr)
+	lc.configure(cfg.ShutdownTimeout, log)
 	switch *role {
 	case "all", "tailer", "projector":
 	default:
 		fmt.Fprintf(stderr, "readside run: --role %q: want all, tailer or projector\n", *role)
 		return exitUsage
 	}
-	if len(cfg.Kafka.Brokers) == 0 {
-		fmt.Fprintln(stderr, "readside run: kafka.brokers is empty and the embedded broker is not implemented yet: set kafka.brokers")
-		return exitNotReady
+	ops := newOps(log)
+	if *httpAddr == "" {
+		*httpAddr = cfg.HTTP.Listen
 	}
+	if err := ops.listen(*httpAddr); err != nil {
+		fmt.Fprintf(stderr, "readside run: %v\n", err)
+		return exitUsage
+	}
+	defer ops.close()
+	brokers, closeBroker, err := startBroker(cfg, *role, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "readside run: %v\n", err)
+		return exitUsage
+	}
+	defer closeBroker()
+	cfg.Kafka.Brokers = brokers
 	reg := prometheus.NewRegistry()
 	g, gctx := errgroup.WithContext(ctx)
 	log.Info("starting", "role", *role, "source", cfg.Source.DSN, "brokers", cfg.Kafka.Brokers, "tables", cfg.Source.Tables)
@@ -77,7 +89,8 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "readside run: %v\n", err)
 			return exitUsage
 		}
-		g.Go(func() error { return tailer.Run(gctx) })
+		ops.tailer = tailer
+		g.Go(ops.track("tailer", func() error { return tailer.Run(gctx) }))
 	}
 	if *role != "tailer" {
 		planned, err := planProjections(ctx, cfg)
@@ -115,8 +128,11 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "readside run: %v\n", err)
 				return exitUsage
 			}
-			g.Go(func() error { return pr.Run(gctx) })
+			g.Go(ops.track("projector "+pp.p.Name, func() error { return pr.Run(gctx) }))
 		}
+	}
+	if err := ops.serve(cfg, *role, reg); err != nil {
+		log.Error("http endpoint", "err", err)
 	}
 	if err := g.Wait(); err != nil {
 		log.Error("stopped", "err", err, "fatal", errors.As(err, new(*cdc.FatalError)))

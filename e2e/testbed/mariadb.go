@@ -50,6 +50,8 @@ type MySQL struct {
 	proc     *process
 	detached bool
 	seq      atomic.Int64
+	// extraArgs are appended to the server's options (StartMariaDBArgs).
+	extraArgs []string
 }
 
 // ServerID is the server_id of the private MariaDB. Binlog clients must use
@@ -66,12 +68,19 @@ func StartMariaDB(ctx context.Context, dir string, tls *TLSFiles) (*MySQL, error
 	return startMariaDB(ctx, dir, false, tls)
 }
 
+// StartMariaDBArgs is StartMariaDB with extra server options appended
+// after the test bed's own, so they override them (the last one wins):
+// e.g. "--binlog-format=STATEMENT" for a misconfigured source.
+func StartMariaDBArgs(ctx context.Context, dir string, tls *TLSFiles, args ...string) (*MySQL, error) {
+	return startMariaDB(ctx, dir, false, tls, args...)
+}
+
 // Close stops a server started by StartMariaDB and removes its directory.
 func (m *MySQL) Close() error {
 	return errors.Join(m.close(), Down(m.dir))
 }
 
-func startMariaDB(ctx context.Context, dir string, detached bool, tls *TLSFiles) (*MySQL, error) {
+func startMariaDB(ctx context.Context, dir string, detached bool, tls *TLSFiles, extraArgs ...string) (*MySQL, error) {
 	mariadbd, err := ensureCommand(ctx, []string{"mariadb-server", "mariadb-client"}, "mariadbd", "mysqld")
 	if err != nil {
 		return nil, err
@@ -85,7 +94,7 @@ func startMariaDB(ctx context.Context, dir string, detached bool, tls *TLSFiles)
 		return nil, err
 	}
 	m := &MySQL{Host: "127.0.0.1", Port: ports[0], dir: dir, tls: tls, mariadbd: mariadbd, detached: detached,
-		replUser: ReplUser, replPassword: ReplPassword}
+		replUser: ReplUser, replPassword: ReplPassword, extraArgs: extraArgs}
 	m.adminDSN = fmt.Sprintf("%s:%s@tcp(%s:%d)/", AdminUser, AdminPassword, m.Host, m.Port)
 	m.replDSN = fmt.Sprintf("%s:%s@tcp(%s:%d)/", ReplUser, ReplPassword, m.Host, m.Port)
 
@@ -196,6 +205,7 @@ func (m *MySQL) launch(ctx context.Context) error {
 	if m.tls != nil {
 		args = append(args, "--ssl-ca="+m.tls.CA, "--ssl-cert="+m.tls.Cert, "--ssl-key="+m.tls.Key)
 	}
+	args = append(args, m.extraArgs...)
 	// The source runs in US/Samoa (UTC-11) so that time zone bugs show: the
 	// tests and readside run in another zone (Debezium's trick).
 	p, err := startProcess(processSpec{

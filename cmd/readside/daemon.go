@@ -1,0 +1,221 @@
+package main
+
+// The operations side of `readside run`: signals and the shutdown
+// deadline, the embedded broker, and the HTTP endpoint. run.go calls these
+// through a few hooks so the pipeline wiring there stays about the
+// pipeline.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/readside/readside/broker"
+	"github.com/readside/readside/cdc"
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/httpapi"
+	"github.com/readside/readside/projections"
+)
+
+// lifecycle turns signals into a cancelled context and enforces the
+// shutdown deadline: the first SIGTERM or SIGINT starts a drain of at most
+// shutdown_timeout; a second SIGINT, or the deadline passing, exits 1 at
+// once.
+type lifecycle struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	sigs   chan os.Signal
+	stderr io.Writer
+	exit   func(int)
+
+	mu      sync.Mutex
+	timeout time.Duration
+	log     *slog.Logger
+}
+
+func newLifecycle(stderr io.Writer) *lifecycle {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &lifecycle{ctx: ctx, cancel: cancel, sigs: make(chan os.Signal, 2), stderr: stderr, exit: os.Exit, timeout: 30 * time.Second}
+	signal.Notify(l.sigs, os.Interrupt, syscall.SIGTERM)
+	go l.watch()
+	return l
+}
+
+// configure sets the deadline and logger once the config is loaded.
+func (l *lifecycle) configure(timeout time.Duration, log *slog.Logger) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.timeout, l.log = timeout, log
+}
+
+func (l *lifecycle) logger() (*slog.Logger, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.log == nil {
+		return slog.New(slog.NewTextHandler(l.stderr, nil)), l.timeout
+	}
+	return l.log, l.timeout
+}
+
+func (l *lifecycle) watch() {
+	var sig os.Signal
+	select {
+	case sig = <-l.sigs:
+	case <-l.ctx.Done(): // stop() before any signal
+		return
+	}
+	log, timeout := l.logger()
+	log.Info("draining: committing in-flight work", "signal", sig.String(), "shutdown_timeout", timeout)
+	l.cancel()
+	deadline := time.NewTimer(timeout)
+	for {
+		select {
+		case sig := <-l.sigs:
+			if sig == os.Interrupt {
+				log.Error("second interrupt: exiting without finishing the drain (uncommitted work is redone on restart)")
+				l.exit(exitProblem)
+				return
+			}
+		case <-deadline.C:
+			log.Error("drain did not finish within shutdown_timeout: exiting (uncommitted work is redone on restart)", "shutdown_timeout", timeout)
+			l.exit(exitProblem)
+			return
+		}
+	}
+}
+
+// stop releases the signal handlers.
+func (l *lifecycle) stop() {
+	signal.Stop(l.sigs)
+	l.cancel()
+}
+
+// startBroker returns the brokers to use: kafka.brokers, or the address of
+// an embedded broker it starts (closed by the returned function, after
+// every client stopped).
+func startBroker(cfg config.Config, role string, log *slog.Logger) ([]string, func(), error) {
+	if len(cfg.Kafka.Brokers) > 0 {
+		return cfg.Kafka.Brokers, func() {}, nil
+	}
+	if role == "projector" {
+		return nil, nil, fmt.Errorf("kafka.brokers is empty: a --role projector process needs the broker of its tailer; set kafka.brokers (e.g. to the tailer's kafka.embedded_listen)")
+	}
+	dir := filepath.Join(cfg.DataDir, "kafka")
+	b, err := broker.StartEmbedded(dir, cfg.Kafka.EmbeddedListen, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	log.Info("kafka.brokers is empty: started the embedded single-node broker", "listen", b.Addr(), "data", b.Dir())
+	return []string{b.Addr()}, func() {
+		b.Close()
+		log.Info("embedded broker stopped", "data", b.Dir())
+	}, nil
+}
+
+// ops is the HTTP endpoint of one run, and the health of its components.
+type ops struct {
+	health *httpapi.Health
+	tailer *cdc.Tailer // set when this process runs one
+	srv    *httpapi.Server
+	col    *httpapi.Collector
+	log    *slog.Logger
+	done   chan error
+}
+
+func newOps(log *slog.Logger) *ops { return &ops{health: httpapi.NewHealth(), log: log} }
+
+// track wraps a component's run function for the errgroup.
+func (o *ops) track(name string, run func() error) func() error { return o.health.Track(name, run) }
+
+// listen binds the endpoint's address (none when empty) before anything
+// starts, so a taken port fails start-up at once.
+func (o *ops) listen(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	o.srv = httpapi.NewServer(o.log)
+	if err := o.srv.Listen(addr); err != nil {
+		return fmt.Errorf("--http / http.listen %s: %w", addr, err)
+	}
+	return nil
+}
+
+// serve starts answering once the components are wired.
+func (o *ops) serve(cfg config.Config, role string, reg *prometheus.Registry) error {
+	if o.srv == nil {
+		return nil
+	}
+	opts, err := statusOptions(cfg, role)
+	if err != nil {
+		return err
+	}
+	var src httpapi.TailerSource
+	if o.tailer != nil {
+		src = o.tailer
+	}
+	if o.col, err = httpapi.NewCollector(opts, src, o.health); err != nil {
+		return err
+	}
+	if err := o.col.RegisterMetrics(reg); err != nil {
+		return err
+	}
+	o.srv.Route(reg, o.col, o.health)
+	o.done = make(chan error, 1)
+	go func() { o.done <- o.srv.Serve() }()
+	o.log.Info("serving /metrics, /healthz, /readyz, /status", "http", o.srv.Addr())
+	return nil
+}
+
+// close stops the endpoint after the pipeline stopped.
+func (o *ops) close() {
+	if o.done == nil {
+		if o.srv != nil {
+			o.srv.Close()
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = o.srv.Shutdown(ctx)
+	if err := <-o.done; err != nil {
+		o.log.Warn("http endpoint", "err", err)
+	}
+	o.col.Close()
+}
+
+// statusOptions describes the pipeline of cfg for the status report.
+func statusOptions(cfg config.Config, role string) (httpapi.Options, error) {
+	opts := httpapi.Options{
+		Brokers:         cfg.Kafka.Brokers,
+		CheckpointTopic: cdc.CheckpointTopic(cfg.Kafka.TopicPrefix),
+		TransactionalID: cfg.TransactionalID(),
+		TailerHere:      role == "all" || role == "tailer",
+		HeartbeatPeriod: cfg.Source.HeartbeatPeriod,
+		ReadyMaxLag:     cfg.HTTP.ReadyMaxLag,
+	}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		return opts, err
+	}
+	for _, p := range ps {
+		sp := httpapi.Projection{Name: p.Name, Topic: p.Topic, Group: projections.Group(p), Here: role == "all" || role == "projector"}
+		s := cfg.Sinks[p.Sink]
+		if s.DSN != "" {
+			sp.Sinks = append(sp.Sinks, httpapi.SinkDSN{Name: p.Sink, DSN: s.DSN.Reveal()})
+		}
+		for _, sh := range s.Shards {
+			sp.Sinks = append(sp.Sinks, httpapi.SinkDSN{Name: p.Sink + "/" + sh.KeyRange, DSN: sh.DSN.Reveal()})
+		}
+		opts.Projections = append(opts.Projections, sp)
+	}
+	return opts, nil
+}

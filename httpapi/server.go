@@ -1,0 +1,94 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// reportMaxAge bounds how often probes and scrapes make the collector
+// query the broker and the sinks.
+const reportMaxAge = time.Second
+
+// Server serves the operations endpoint.
+type Server struct {
+	srv *http.Server
+	ln  net.Listener
+	log *slog.Logger
+}
+
+// NewServer returns a server that routes nothing until Route.
+func NewServer(log *slog.Logger) *Server {
+	return &Server{
+		srv: &http.Server{ReadHeaderTimeout: 5 * time.Second},
+		log: log.With("component", "http"),
+	}
+}
+
+// Route serves /metrics (gatherer), /healthz, /readyz and /status.
+func (s *Server) Route(gatherer prometheus.Gatherer, c *Collector, h *Health) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		ok, reasons := h.Healthy()
+		code := http.StatusOK
+		if !ok {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, map[string]any{"healthy": ok, "reasons": reasons, "components": h.Components()})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		rep := c.Cached(r.Context(), reportMaxAge)
+		code := http.StatusOK
+		if !rep.Ready {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, map[string]any{"ready": rep.Ready, "reasons": rep.NotReady})
+	})
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, c.Cached(r.Context(), reportMaxAge))
+	})
+	s.srv.Handler = mux
+}
+
+// Listen binds addr, so a taken port fails start-up rather than later.
+func (s *Server) Listen(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	s.ln = ln
+	return nil
+}
+
+// Addr is the bound address.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Serve serves until Shutdown.
+func (s *Server) Serve() error {
+	if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Close releases a listener that never served.
+func (s *Server) Close() error { return s.ln.Close() }
+
+// Shutdown stops serving, letting requests in flight finish.
+func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,387 @@
+package httpapi
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	driver "github.com/go-sql-driver/mysql"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/cdc"
+)
+
+// Options say what the report covers.
+type Options struct {
+	Brokers         []string
+	CheckpointTopic string
+	TransactionalID string // the tailer's, keying its checkpoint records
+	// TailerHere is true when this process runs the tailer (then its
+	// live state is reported, else the stored checkpoint).
+	TailerHere      bool
+	HeartbeatPeriod time.Duration
+	ReadyMaxLag     time.Duration
+	Projections     []Projection
+}
+
+// Projection is one declared projection as the report sees it.
+type Projection struct {
+	Name  string
+	Topic string
+	Group string // its consumer group
+	Sinks []SinkDSN
+	// Here is true when this process runs its projector.
+	Here bool
+}
+
+// SinkDSN is one sink server (a whole sink, or one shard) holding the
+// projection's _readside_offsets rows.
+type SinkDSN struct {
+	Name string // "reads", or "reads/<keyrange>" for a shard
+	DSN  string
+}
+
+// TailerSource is the live tailer (cdc.Tailer).
+type TailerSource interface{ Status() cdc.Status }
+
+// Report is the /status document; docs/operations.md describes each field.
+type Report struct {
+	Time        time.Time          `json:"time"`
+	From        string             `json:"from"` // "daemon" or "stores"
+	Healthy     bool               `json:"healthy"`
+	Ready       bool               `json:"ready"`
+	NotReady    []string           `json:"not_ready,omitempty"`
+	Components  map[string]string  `json:"components,omitempty"`
+	Source      SourceStatus       `json:"source"`
+	Projections []ProjectionStatus `json:"projections"`
+}
+
+// SourceStatus is the tailer's position and lag.
+type SourceStatus struct {
+	// Tailer: "connected", "disconnected", or "elsewhere" when this
+	// process runs no tailer (position from the checkpoint topic).
+	Tailer       string        `json:"tailer"`
+	Position     *cdc.Position `json:"position,omitempty"`
+	LastVersion  uint64        `json:"last_version,omitempty"`
+	CheckpointAt *time.Time    `json:"checkpoint_written_at,omitempty"`
+	// LagSeconds: seconds behind the source (0 when a heartbeat showed it
+	// caught up); only known where the tailer runs.
+	LagSeconds *float64 `json:"lag_seconds,omitempty"`
+	// LastHeardSeconds: seconds since the source last sent an event or
+	// heartbeat.
+	LastHeardSeconds *float64 `json:"last_heard_seconds,omitempty"`
+	Error            string   `json:"error,omitempty"`
+}
+
+// ProjectionStatus is one projection's applied position and lag.
+type ProjectionStatus struct {
+	Name  string `json:"name"`
+	Topic string `json:"topic"`
+	// State: "consuming" (its group holds the partitions), "rebalancing",
+	// "no consumers", "failed", "stopped".
+	State      string `json:"state"`
+	GroupState string `json:"group_state,omitempty"`
+	Members    int    `json:"members"`
+	// ConsumerLag is the sum over partitions of Lag.
+	ConsumerLag int64             `json:"consumer_lag"`
+	Partitions  []PartitionStatus `json:"partitions"`
+	Error       string            `json:"error,omitempty"`
+}
+
+// PartitionStatus compares a sink's applied offset with the topic's end.
+type PartitionStatus struct {
+	Sink      string `json:"sink"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Applied is the next offset the sink will apply (_readside_offsets);
+	// -1 when it has applied nothing of this partition.
+	Applied int64 `json:"applied"`
+	// End is the last stable offset (what read-committed consumers reach).
+	End int64 `json:"end"`
+	// Lag is End-Applied less the commit marker that ends every Kafka
+	// transaction: 0 when caught up; with several transactions pending it
+	// overcounts by one offset per further transaction.
+	Lag int64 `json:"lag"`
+}
+
+// Collector gathers Reports. NewCollector does no I/O.
+type Collector struct {
+	opts   Options
+	tailer TailerSource // nil when not in this process
+	health *Health      // nil when not a daemon
+	kcl    *kgo.Client
+	adm    *kadm.Client
+	dbs    map[string]*sql.DB
+
+	mu     sync.Mutex
+	last   Report
+	lastAt time.Time
+}
+
+// NewCollector prepares clients for the broker and the sinks.
+func NewCollector(opts Options, tailer TailerSource, health *Health) (*Collector, error) {
+	kcl, err := kgo.NewClient(kgo.SeedBrokers(opts.Brokers...))
+	if err != nil {
+		return nil, err
+	}
+	c := &Collector{opts: opts, tailer: tailer, health: health, kcl: kcl, adm: kadm.NewClient(kcl), dbs: map[string]*sql.DB{}}
+	for _, p := range opts.Projections {
+		for _, s := range p.Sinks {
+			if _, ok := c.dbs[s.DSN]; ok {
+				continue
+			}
+			cfg, err := driver.ParseDSN(s.DSN)
+			if err != nil {
+				c.Close()
+				return nil, fmt.Errorf("sink %s DSN: %w", s.Name, err)
+			}
+			conn, err := driver.NewConnector(cfg)
+			if err != nil {
+				c.Close()
+				return nil, err
+			}
+			db := sql.OpenDB(conn)
+			db.SetMaxOpenConns(2)
+			c.dbs[s.DSN] = db
+		}
+	}
+	return c, nil
+}
+
+// Close releases the clients.
+func (c *Collector) Close() {
+	c.kcl.Close()
+	for _, db := range c.dbs {
+		db.Close()
+	}
+}
+
+// Cached returns a report at most maxAge old, collecting a new one if
+// needed: probes and scrapes hit the stores at most once per maxAge.
+func (c *Collector) Cached(ctx context.Context, maxAge time.Duration) Report {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.lastAt.IsZero() && time.Since(c.lastAt) < maxAge {
+		return c.last
+	}
+	c.last, c.lastAt = c.Collect(ctx), time.Now()
+	return c.last
+}
+
+// Collect builds a report now.
+func (c *Collector) Collect(ctx context.Context) Report {
+	r := Report{Time: time.Now().UTC(), From: "stores", Healthy: true}
+	notReady := func(format string, args ...any) { r.NotReady = append(r.NotReady, fmt.Sprintf(format, args...)) }
+	if c.health != nil {
+		r.From = "daemon"
+		var reasons []string
+		r.Healthy, reasons = c.health.Healthy()
+		r.NotReady = append(r.NotReady, reasons...)
+		r.Components = c.health.Components()
+	}
+	r.Source = c.source(ctx, notReady)
+
+	topics := map[string]bool{}
+	for _, p := range c.opts.Projections {
+		topics[p.Topic] = true
+	}
+	var ends kadm.ListedOffsets
+	var endsErr error
+	if len(topics) > 0 {
+		names := make([]string, 0, len(topics))
+		for t := range topics {
+			names = append(names, t)
+		}
+		// The last stable offset: what a read-committed consumer can reach.
+		ends, endsErr = c.adm.ListCommittedOffsets(ctx, names...)
+		if endsErr == nil {
+			endsErr = ends.Error()
+		}
+		if endsErr != nil {
+			notReady("broker: listing end offsets: %v", endsErr)
+		}
+	}
+	var groups kadm.DescribedGroups
+	var groupsErr error
+	if len(c.opts.Projections) > 0 {
+		names := make([]string, 0, len(c.opts.Projections))
+		for _, p := range c.opts.Projections {
+			names = append(names, p.Group)
+		}
+		groups, groupsErr = c.adm.DescribeGroups(ctx, names...)
+	}
+	for _, p := range c.opts.Projections {
+		ps := c.projection(ctx, p, ends, endsErr, groups, groupsErr)
+		if p.Here && ps.State != "consuming" {
+			notReady("projection %s is %s", p.Name, ps.State)
+		}
+		r.Projections = append(r.Projections, ps)
+	}
+	r.Ready = len(r.NotReady) == 0 && r.Healthy
+	return r
+}
+
+func (c *Collector) source(ctx context.Context, notReady func(string, ...any)) SourceStatus {
+	var s SourceStatus
+	if !c.opts.TailerHere || c.tailer == nil {
+		s.Tailer = "elsewhere"
+		cp, found, err := cdc.ReadCheckpoint(ctx, c.opts.Brokers, c.opts.CheckpointTopic, c.opts.TransactionalID)
+		switch {
+		case err != nil:
+			s.Error = fmt.Sprintf("reading the checkpoint topic %s: %v", c.opts.CheckpointTopic, err)
+		case found:
+			setCheckpoint(&s, &cp)
+		}
+		return s
+	}
+	st := c.tailer.Status()
+	s.Tailer = "disconnected"
+	if st.Connected {
+		s.Tailer = "connected"
+	} else {
+		notReady("tailer is not connected to the source's binlog")
+	}
+	setCheckpoint(&s, st.Checkpoint)
+	lag := st.LagSeconds
+	s.LagSeconds = &lag
+	if lag > c.opts.ReadyMaxLag.Seconds() {
+		notReady("source lag %.1fs is above http.ready_max_lag %s", lag, c.opts.ReadyMaxLag)
+	}
+	if !st.LastHeard.IsZero() {
+		ago := time.Since(st.LastHeard).Seconds()
+		s.LastHeardSeconds = &ago
+		if silent := 3 * c.opts.HeartbeatPeriod; st.Connected && ago > silent.Seconds() {
+			notReady("nothing from the source for %.1fs (heartbeat every %s)", ago, c.opts.HeartbeatPeriod)
+		}
+	}
+	return s
+}
+
+func setCheckpoint(s *SourceStatus, cp *cdc.Checkpoint) {
+	if cp == nil {
+		return
+	}
+	pos := cp.Position
+	s.Position = &pos
+	s.LastVersion = cp.LastVersion
+	if !cp.WrittenAt.IsZero() {
+		at := cp.WrittenAt
+		s.CheckpointAt = &at
+	}
+}
+
+func (c *Collector) projection(ctx context.Context, p Projection, ends kadm.ListedOffsets, endsErr error, groups kadm.DescribedGroups, groupsErr error) ProjectionStatus {
+	ps := ProjectionStatus{Name: p.Name, Topic: p.Topic, Partitions: []PartitionStatus{}}
+	var errs []error
+	if groupsErr != nil {
+		errs = append(errs, fmt.Errorf("describing group %s: %w", p.Group, groupsErr))
+	} else if g, ok := groups[p.Group]; ok && g.Err == nil {
+		ps.GroupState, ps.Members = g.State, len(g.Members)
+	}
+	switch {
+	case ps.GroupState == "Stable" && ps.Members > 0:
+		ps.State = "consuming"
+	case ps.Members > 0:
+		ps.State = "rebalancing"
+	default:
+		ps.State = "no consumers"
+	}
+	if p.Here && c.health != nil {
+		// This process's own projector overrides what the group says.
+		switch st, err := c.health.State("projector " + p.Name); st {
+		case StateFailed:
+			ps.State = "failed"
+			errs = append(errs, err)
+		case StateStopped:
+			ps.State = "stopped"
+		}
+	}
+	// Applied offsets per sink (shard); a partition's applied position is
+	// the lowest over the shards.
+	applied := map[int32]int64{}
+	for _, s := range p.Sinks {
+		offs, err := readOffsets(ctx, c.dbs[s.DSN], p.Name, p.Topic)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sink %s: %w", s.Name, err))
+			continue
+		}
+		parts := map[int32]bool{}
+		for part, next := range offs {
+			parts[part] = true
+			if cur, ok := applied[part]; !ok || next < cur {
+				applied[part] = next
+			}
+		}
+		if endsErr == nil {
+			ends.Each(func(o kadm.ListedOffset) {
+				if o.Topic != p.Topic {
+					return
+				}
+				next, ok := offs[o.Partition]
+				if !ok {
+					next = -1
+				}
+				ps.Partitions = append(ps.Partitions, PartitionStatus{Sink: s.Name, Topic: o.Topic, Partition: o.Partition, Applied: next, End: o.Offset, Lag: lag(next, o.Offset)})
+			})
+		}
+	}
+	if endsErr == nil && len(p.Sinks) > 0 {
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Topic != p.Topic {
+				return
+			}
+			next, ok := applied[o.Partition]
+			if !ok {
+				next = -1
+			}
+			ps.ConsumerLag += lag(next, o.Offset)
+		})
+	}
+	sort.Slice(ps.Partitions, func(i, j int) bool {
+		a, b := ps.Partitions[i], ps.Partitions[j]
+		if a.Sink != b.Sink {
+			return a.Sink < b.Sink
+		}
+		return a.Partition < b.Partition
+	})
+	if err := errors.Join(errs...); err != nil {
+		ps.Error = err.Error()
+	}
+	return ps
+}
+
+// lag counts the offsets between the applied position and the end, less
+// the commit marker every transaction ends with (the projector stores the
+// offset after its last record, which is before that marker).
+func lag(applied, end int64) int64 {
+	return max(0, end-max(applied, 0)-1)
+}
+
+// readOffsets reads a projection's applied offsets from a sink. A sink
+// without the table has applied nothing yet.
+func readOffsets(ctx context.Context, db *sql.DB, projection, topic string) (map[int32]int64, error) {
+	rows, err := db.QueryContext(ctx, "SELECT part, next_offset FROM `_readside_offsets` WHERE projection = ? AND topic = ?", projection, topic)
+	if err != nil {
+		var me *driver.MySQLError
+		if errors.As(err, &me) && me.Number == 1146 { // ER_NO_SUCH_TABLE
+			return map[int32]int64{}, nil
+		}
+		return nil, fmt.Errorf("reading _readside_offsets: %w", err)
+	}
+	defer rows.Close()
+	out := map[int32]int64{}
+	for rows.Next() {
+		var part int32
+		var next int64
+		if err := rows.Scan(&part, &next); err != nil {
+			return nil, err
+		}
+		out[part] = next
+	}
+	return out, rows.Err()
+}

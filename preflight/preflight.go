@@ -1,0 +1,130 @@
+// Package preflight is `readside check`: it checks a config against the
+// live broker and sinks (the source checks live with the tailer, in
+// cdc.CheckSource) and reports every finding with its fix.
+package preflight
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	driver "github.com/go-sql-driver/mysql"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/cdc"
+	"github.com/readside/readside/config"
+)
+
+// Finding is one result, with the part of the pipeline it concerns.
+type Finding struct {
+	Area string // "source", "broker", "sink <name>", "projections"
+	cdc.Finding
+}
+
+// Broker checks that kafka.brokers answer, or, with the embedded broker,
+// that its data directory is writable.
+func Broker(ctx context.Context, cfg config.Config) []Finding {
+	f := func(sev, fix, format string, args ...any) []Finding {
+		return []Finding{{Area: "broker", Finding: cdc.Finding{Severity: sev, What: fmt.Sprintf(format, args...), Fix: fix}}}
+	}
+	if len(cfg.Kafka.Brokers) == 0 {
+		dir := filepath.Join(cfg.DataDir, "kafka")
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return f("error", "set data_dir to a directory readside may write", "embedded broker: cannot create its data directory %s: %v", dir, err)
+		}
+		probe, err := os.CreateTemp(dir, ".check-*")
+		if err != nil {
+			return f("error", "set data_dir to a directory readside may write", "embedded broker: cannot write to %s: %v", dir, err)
+		}
+		probe.Close()
+		os.Remove(probe.Name())
+		return f("ok", "", "no kafka.brokers: run starts the embedded broker on %s with its data in %s (writable)", cfg.Kafka.EmbeddedListen, dir)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...))
+	if err != nil {
+		return f("error", "fix kafka.brokers", "kafka.brokers: %v", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	md, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+	if err != nil {
+		return f("error", "check kafka.brokers (host:port of at least one broker) and that the brokers run and are reachable from here", "kafka.brokers %s do not answer: %v", strings.Join(cfg.Kafka.Brokers, ","), err)
+	}
+	return f("ok", "", "broker cluster %s answers: %d broker(s)", md.Cluster, len(md.Brokers))
+}
+
+// Sinks checks every sink (and shard) is reachable and writable.
+func Sinks(ctx context.Context, cfg config.Config) []Finding {
+	var out []Finding
+	for name, s := range cfg.Sinks {
+		if s.DSN != "" {
+			out = append(out, sink(ctx, name, s.DSN)...)
+		}
+		for _, sh := range s.Shards {
+			out = append(out, sink(ctx, name+"/"+sh.KeyRange, sh.DSN)...)
+		}
+	}
+	return out
+}
+
+func sink(ctx context.Context, name string, dsn config.Secret) []Finding {
+	area := "sink " + name
+	f := func(sev, fix, format string, args ...any) []Finding {
+		return []Finding{{Area: area, Finding: cdc.Finding{Severity: sev, What: fmt.Sprintf(format, args...), Fix: fix}}}
+	}
+	dcfg, err := driver.ParseDSN(dsn.Reveal())
+	if err != nil {
+		return f("error", "use the form user:password@tcp(host:3306)/database", "sinks.%s.dsn %s: %v", name, dsn, err)
+	}
+	if dcfg.DBName == "" {
+		return f("error", "end the DSN with /<database>", "sinks.%s.dsn %s names no database for the read tables", name, dsn)
+	}
+	conn, err := driver.NewConnector(dcfg)
+	if err != nil {
+		return f("error", "", "sinks.%s.dsn: %v", name, err)
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		return f("error", "check the host, port, user, password and database in the DSN", "cannot connect to sink %s (%s): %v", name, dsn, err)
+	}
+	account := fmt.Sprintf("'%s'@'<host>'", dcfg.User)
+	fix := fmt.Sprintf("GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, DROP ON `%s`.* TO %s; and make sure the server is not read_only", dcfg.DBName, account)
+	// Write where readside writes: its offsets table inside a transaction
+	// that rolls back, or, before the first run, a scratch table.
+	var n int
+	err = db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '_readside_offsets'").Scan(&n)
+	if err != nil {
+		return f("error", fix, "sink %s: reading information_schema: %v", name, err)
+	}
+	if n == 1 {
+		tx, err := db.BeginTx(ctx, nil)
+		if err == nil {
+			_, err = tx.ExecContext(ctx, "INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES ('_readside_check', '', -1, 0) ON DUPLICATE KEY UPDATE next_offset = next_offset")
+			err = errors.Join(err, tx.Rollback())
+		}
+		if err != nil {
+			return f("error", fix, "sink %s is not writable: %v", name, err)
+		}
+	} else {
+		_, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS `_readside_check` (id INT PRIMARY KEY)")
+		if err == nil {
+			_, err = db.ExecContext(ctx, "INSERT INTO `_readside_check` VALUES (1) ON DUPLICATE KEY UPDATE id = id")
+			_, derr := db.ExecContext(ctx, "DROP TABLE `_readside_check`")
+			err = errors.Join(err, derr)
+		}
+		if err != nil {
+			return f("error", fix, "sink %s is not writable (create, insert, drop of a scratch table): %v", name, err)
+		}
+	}
+	return f("ok", "", "sink %s (%s) is reachable and writable", name, dsn)
+}
