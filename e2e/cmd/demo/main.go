@@ -226,11 +226,10 @@ projections:
     key: [customer_id, id]
     shard_by: customer_id
     columns: {customer_id: customer_id, id: id, status: status, total_cents: total_cents, created_at: created_at}
-    # TODO(joins): denormalize the customer's name and tier once joins land:
-    # join:
-    #   - from: shop.customers
-    #     on: {id: customer_id}
-    #     columns: {customer_name: name, customer_tier: tier}
+    join:
+      - from: shop.customers
+        on: {id: customer_id}
+        columns: {customer_name: name, customer_tier: tier}
   messages_by_sender:
     from: chat.messages
     sink: reads
@@ -334,12 +333,13 @@ func show(ctx context.Context, db *sql.DB, httpAddr string) {
 	fmt.Printf("source lag %s (tailer %s), ready %v\n", srcLag, rep.Source.Tailer, rep.Ready)
 	fmt.Printf("orders_by_customer  %6s rows (shop.orders %s)   %s\n", count("SELECT COUNT(*) FROM demo_reads.orders_by_customer"), count("SELECT COUNT(*) FROM shop.orders"), lag("orders_by_customer"))
 	fmt.Printf("messages_by_sender  %6s rows (chat.messages %s)   %s\n", count("SELECT COUNT(*) FROM demo_reads.messages_by_sender"), count("SELECT COUNT(*) FROM chat.messages"), lag("messages_by_sender"))
-	rows, err := db.QueryContext(ctx, "SELECT customer_id, COUNT(*), SUM(total_cents) FROM demo_reads.orders_by_customer WHERE status <> 'cancelled' GROUP BY customer_id ORDER BY SUM(total_cents) DESC LIMIT 3")
+	rows, err := db.QueryContext(ctx, "SELECT customer_id, COALESCE(MAX(customer_name), '?'), COALESCE(MAX(customer_tier), '?'), COUNT(*), SUM(total_cents) FROM demo_reads.orders_by_customer WHERE status <> 'cancelled' GROUP BY customer_id ORDER BY SUM(total_cents) DESC LIMIT 3")
 	if err == nil {
 		for rows.Next() {
 			var c, n, cents int64
-			if rows.Scan(&c, &n, &cents) == nil {
-				fmt.Printf("  customer %-3d %3d orders  %8.2f\n", c, n, float64(cents)/100)
+			var name, tier string
+			if rows.Scan(&c, &name, &tier, &n, &cents) == nil {
+				fmt.Printf("  customer %-3d %-14s %-10s %3d orders  %8.2f\n", c, name, tier, n, float64(cents)/100)
 			}
 		}
 		rows.Close()
