@@ -18,6 +18,9 @@ type Checkpoint struct {
 	WrittenAt   time.Time `json:"written_at"`
 	// Snapshots still to do, the first in progress.
 	Snapshots []SnapshotTask `json:"snapshots,omitempty"`
+	// SchemaHistory: the schema history topic holds the schema as of
+	// Position (the tailer kept it up to here).
+	SchemaHistory bool `json:"schema_history,omitempty"`
 }
 
 // checkpointRecord is the stored form: the body plus a CRC32 of it, so a

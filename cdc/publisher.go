@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -25,6 +26,7 @@ type publisher struct {
 	brokers         []string
 	txnID           string
 	checkpointTopic string
+	historyTopic    string // set when the tailer keeps a schema history
 
 	mu       sync.Mutex
 	firstErr error // first failed produce in the open transaction
@@ -100,14 +102,18 @@ func (p *publisher) ensureTopics(ctx context.Context, topics []string, partition
 	if err := create(tableCfg, partitions, topics...); err != nil {
 		return nil, err
 	}
-	if err := create(cpCfg, 1, p.checkpointTopic); err != nil {
+	internal := []string{p.checkpointTopic}
+	if p.historyTopic != "" {
+		internal = append(internal, p.historyTopic)
+	}
+	if err := create(cpCfg, 1, internal...); err != nil {
 		return nil, err
 	}
 	// Topic creation is asynchronous on the broker; wait until every topic
 	// has leaders.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		md, err := p.adm.Metadata(ctx, append(topics, p.checkpointTopic)...)
+		md, err := p.adm.Metadata(ctx, append(slices.Clone(topics), internal...)...)
 		if err == nil {
 			counts := map[string]int{}
 			ready := true
@@ -123,7 +129,7 @@ func (p *publisher) ensureTopics(ctx context.Context, topics []string, partition
 				}
 				counts[td.Topic] = len(td.Partitions)
 			}
-			if ready && len(counts) == len(topics)+1 {
+			if ready && len(counts) == len(topics)+len(internal) {
 				return counts, nil
 			}
 		}
@@ -145,45 +151,14 @@ func (p *publisher) loadCheckpoint(ctx context.Context) (Checkpoint, bool, error
 	if _, _, err := p.cl.ProducerID(ctx); err != nil {
 		return Checkpoint{}, false, fmt.Errorf("initializing transactional producer %s: %w", p.txnID, err)
 	}
-	ends, err := p.adm.ListEndOffsets(ctx, p.checkpointTopic)
-	if err != nil {
-		return Checkpoint{}, false, fmt.Errorf("listing end offsets of %s: %w", p.checkpointTopic, err)
-	}
-	end, ok := ends.Lookup(p.checkpointTopic, 0)
-	if !ok || end.Err != nil {
-		return Checkpoint{}, false, fmt.Errorf("end offset of %s: %v", p.checkpointTopic, end.Err)
-	}
-	if end.Offset == 0 {
-		return Checkpoint{}, false, nil
-	}
-	// Control records are kept so the read can tell it reached the end even
-	// when the last offsets are transaction markers.
-	rd, err := kgo.NewClient(
-		kgo.SeedBrokers(p.brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{p.checkpointTopic: {0: kgo.NewOffset().AtStart()}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-	)
+	var last []byte
+	err := p.readCommitted(ctx, p.checkpointTopic, func(r *kgo.Record) {
+		if string(r.Key) == p.txnID {
+			last = r.Value
+		}
+	})
 	if err != nil {
 		return Checkpoint{}, false, err
-	}
-	defer rd.Close()
-	var last []byte
-	for seen := int64(-1); seen < end.Offset-1; {
-		fetches := rd.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return Checkpoint{}, false, err
-		}
-		for _, fe := range fetches.Errors() {
-			return Checkpoint{}, false, fmt.Errorf("reading %s: %w", p.checkpointTopic, fe.Err)
-		}
-		fetches.EachRecord(func(r *kgo.Record) {
-			seen = max(seen, r.Offset)
-			if r.Attrs.IsControl() || string(r.Key) != p.txnID {
-				return
-			}
-			last = r.Value
-		})
 	}
 	if last == nil {
 		return Checkpoint{}, false, nil

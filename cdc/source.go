@@ -101,7 +101,6 @@ func (s *sourceDB) checkSettings(ctx context.Context) error {
 		{"log_bin", "1", "start the server with --log-bin"},
 		{"binlog_format", "ROW", "SET GLOBAL binlog_format=ROW (and in the server's config)"},
 		{"binlog_row_image", "FULL", "SET GLOBAL binlog_row_image=FULL (and in the server's config)"},
-		{"binlog_row_metadata", "FULL", "SET GLOBAL binlog_row_metadata=FULL (MySQL >= 8.0.1, MariaDB >= 10.5; and in the server's config)"},
 	}
 	var errs []error
 	for _, w := range want {
@@ -122,6 +121,19 @@ func (s *sourceDB) checkSettings(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// rowMetadataFull reports whether the binlog names every column
+// (binlog_row_metadata=FULL); otherwise the tailer keeps a schema history.
+func (s *sourceDB) rowMetadataFull(ctx context.Context) (bool, string, error) {
+	v, err := s.variable(ctx, "binlog_row_metadata")
+	if err != nil {
+		return false, "", fmt.Errorf("reading @@binlog_row_metadata: %w", err)
+	}
+	if v == "" {
+		v = "unsupported by this server"
+	}
+	return strings.EqualFold(v, "FULL"), v, nil
 }
 
 // charsets maps collation ids to character set names.

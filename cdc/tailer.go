@@ -124,11 +124,29 @@ func (t *Tailer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	full, rowMetadata, err := src.rowMetadataFull(ctx)
+	if err != nil {
+		return err
+	}
+	var trackedDBs []string // databases whose schema readside tracks itself
+	if !full {
+		for _, name := range t.cfg.Source.Tables {
+			db, _, _ := config.SplitTable(name)
+			if !slices.Contains(trackedDBs, db) {
+				trackedDBs = append(trackedDBs, db)
+			}
+		}
+		t.log.Warn("the binlog does not name columns: readside tracks the schema itself (information_schema snapshot plus DDL from the binlog); "+
+			"binlog_row_metadata=FULL is more robust (docs/operations.md, \"schema history\")", "binlog_row_metadata", rowMetadata)
+	}
 	pub, err := newPublisher(t.brokers, t.cfg.TransactionalID(), CheckpointTopic(t.cfg.Kafka.TopicPrefix), t.cfg.Kafka.MaxMessageBytes, kslog.New(t.log.With("component", "kafka")))
 	if err != nil {
 		return err
 	}
 	defer pub.Close()
+	if !full {
+		pub.historyTopic = SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix)
+	}
 	captured := map[string]string{}
 	var topics []string
 	for _, name := range t.cfg.Source.Tables {
@@ -183,8 +201,22 @@ func (t *Tailer) Run(ctx context.Context) error {
 		if cp.Position.Flavor != src.flavor {
 			return fatalf("checkpoint was written for a %s source, but the source is %s: use a new kafka.transactional_id or topic_prefix", cp.Position.Flavor, src.flavor)
 		}
+		var tracker *schemaTracker
+		var historyKeys []string
+		if !full {
+			if tracker, historyKeys, cp, err = t.prepareSchema(ctx, src, pub, cp, found, trackedDBs); err != nil {
+				var fatal *FatalError
+				if ctx.Err() != nil {
+					return nil
+				}
+				if errors.As(err, &fatal) {
+					t.metrics.errors.Inc()
+				}
+				return err
+			}
+		}
 		s := &stream{
-			t: t, pub: pub, src: src, cp: cp, clock: NewClock(cp.LastVersion),
+			t: t, pub: pub, src: src, cp: cp, clock: NewClock(cp.LastVersion), schema: tracker, historyKeys: historyKeys,
 			captured: captured, partitions: partitions, excluded: excluded, charsets: charsets,
 			tables: map[uint64]*table{}, snapshots: slices.Clone(cp.Snapshots),
 		}
@@ -228,6 +260,12 @@ type stream struct {
 	excluded   map[string]map[string]bool
 	charsets   map[uint64]string
 	tables     map[uint64]*table
+
+	// schema is the tracked schema when the binlog does not name columns
+	// (nil with binlog_row_metadata=FULL); historyKeys are its entries to
+	// write before streaming (a fresh information_schema snapshot).
+	schema      *schemaTracker
+	historyKeys []string
 
 	gtids mysql.GTIDSet // executed set through the last complete transaction
 	file  string        // current binlog file
@@ -298,6 +336,16 @@ func (s *stream) run(ctx context.Context) (err error) {
 			err = s.pub.abort(context.WithoutCancel(ctx), err)
 		}
 	}()
+	if len(s.historyKeys) > 0 {
+		// The snapshot is the schema at the checkpoint: commit both
+		// before anything is built on them.
+		if err := s.produceHistory(ctx, s.historyKeys); err != nil {
+			return err
+		}
+		if err := s.commit(ctx); err != nil {
+			return err
+		}
+	}
 
 	interval := s.t.cfg.Kafka.CommitInterval
 	for {
@@ -452,7 +500,7 @@ func (s *stream) commit(ctx context.Context) error {
 	if s.gtids != nil {
 		pos.GTID = s.gtids.String()
 	}
-	cp := Checkpoint{Position: pos, LastVersion: s.clock.Last(), WrittenAt: s.t.now().UTC(), Snapshots: slices.Clone(s.snapshots)}
+	cp := Checkpoint{Position: pos, LastVersion: s.clock.Last(), WrittenAt: s.t.now().UTC(), Snapshots: slices.Clone(s.snapshots), SchemaHistory: s.schema != nil}
 	start := time.Now()
 	if err := s.pub.commit(ctx, cp); err != nil {
 		return err
@@ -470,6 +518,18 @@ func (s *stream) commit(ctx context.Context) error {
 // DML that touches a captured table.
 func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *replication.QueryEvent) error {
 	st := parseStatement(string(e.Schema), string(e.Query))
+	if s.schema != nil && st.kind != "begin" && st.kind != "commit" && st.kind != "dml" {
+		changed, err := s.schema.apply(string(e.Schema), string(e.Query))
+		if err != nil {
+			return fatalf("at %s:%d: %w", s.file, h.LogPos, err)
+		}
+		if len(changed) > 0 {
+			if err := s.produceHistory(ctx, changed); err != nil {
+				return err
+			}
+			clear(s.tables) // rebuild every table from the new schema
+		}
+	}
 	switch st.kind {
 	case "begin":
 		s.txnBegun = true
@@ -553,7 +613,12 @@ func (s *stream) rows(ctx context.Context, h *replication.EventHeader, e *replic
 	tbl := s.tables[e.TableID]
 	if tbl == nil || tbl.db+"."+tbl.name != name || !tbl.sameShape(e.Table) {
 		var err error
-		if tbl, err = newTable(e.Table, topic, s.excluded[name], s.charsetOf); err != nil {
+		if s.schema != nil && len(e.Table.ColumnName) == 0 {
+			tbl, err = trackedTable(e.Table, s.schema.def(string(e.Table.Schema), string(e.Table.Table)), topic, s.excluded[name], s.charsetOf)
+		} else {
+			tbl, err = newTable(e.Table, topic, s.excluded[name], s.charsetOf)
+		}
+		if err != nil {
 			return &FatalError{fmt.Errorf("at %s:%d: %w", s.file, h.LogPos, err)}
 		}
 		s.tables[e.TableID] = tbl
@@ -596,6 +661,21 @@ func (s *stream) rows(ctx context.Context, h *replication.EventHeader, e *replic
 			err = s.emit(ctx, tbl, src, OpUpdate, version, e.Rows[i], e.Rows[i+1])
 		}
 		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// produceHistory writes schema history records into the open Kafka
+// transaction: they commit with the checkpoint past the DDL they follow.
+func (s *stream) produceHistory(ctx context.Context, keys []string) error {
+	recs, err := s.schema.records(s.pub.historyTopic, s.pub.txnID, keys)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if err := s.pub.produce(ctx, r); err != nil {
 			return err
 		}
 	}
