@@ -165,7 +165,7 @@ func (p *publisher) loadCheckpoint(ctx context.Context) (Checkpoint, bool, error
 	}
 	cp, err := decodeCheckpoint(last)
 	if err != nil {
-		return Checkpoint{}, false, fmt.Errorf("%w in topic %s for %s: refusing to guess a position; restore it or delete the record and re-snapshot", err, p.checkpointTopic, p.txnID)
+		return Checkpoint{}, false, &FatalError{fmt.Errorf("%w in topic %s for %s: refusing to guess a position; restore it or delete the record and re-snapshot", err, p.checkpointTopic, p.txnID)}
 	}
 	return cp, true, nil
 }

@@ -26,6 +26,9 @@ type sourceDB struct {
 	port     uint16
 	user     string
 	password string
+
+	serverID   uint32 // @@server_id
+	serverUUID string // @@server_uuid (MySQL; "" on MariaDB)
 }
 
 func openSource(ctx context.Context, dsn, flavor string, tlsCfg config.TLS) (*sourceDB, error) {
@@ -66,6 +69,16 @@ func openSource(ctx context.Context, dsn, flavor string, tlsCfg config.TLS) (*so
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("connecting to the source at %s: %w", cfg.Addr, err)
+	}
+	var sid sql.NullInt64
+	if err := db.QueryRowContext(ctx, "SELECT @@server_id").Scan(&sid); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("reading the source's server_id: %w", err)
+	}
+	s.serverID = uint32(sid.Int64)
+	if s.serverUUID, err = s.variable(ctx, "server_uuid"); err != nil {
+		db.Close()
+		return nil, err
 	}
 	if s.flavor == "" {
 		var version string

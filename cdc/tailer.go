@@ -167,61 +167,18 @@ func (t *Tailer) Run(ctx context.Context) error {
 		excluded[c[:i]][c[i+1:]] = true
 	}
 
+	env := &runEnv{src: src, pub: pub, captured: captured, partitions: partitions, excluded: excluded, charsets: charsets,
+		missing: missing, full: full, trackedDBs: trackedDBs}
 	backoff := 100 * time.Millisecond
 	for {
-		cp, found, err := pub.loadCheckpoint(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		if !found {
-			pos, err := src.currentPosition(ctx)
-			if err != nil {
-				return err
-			}
-			cp = Checkpoint{Position: pos}
-			if t.cfg.Source.Snapshot.Mode == "initial" {
-				for _, name := range t.cfg.Source.Tables {
-					if !slices.Contains(missing, name) {
-						cp.Snapshots = append(cp.Snapshots, SnapshotTask{Table: name})
-					}
-				}
-			}
-			t.log.Info("no checkpoint: starting at the end of the binlog", "position", pos, "initial_snapshots", len(cp.Snapshots))
-		} else {
-			t.log.Info("resuming from checkpoint", "position", cp.Position, "last_version", cp.LastVersion)
-		}
-		if err := src.checkNotPurged(ctx, cp.Position); errors.Is(err, ErrPurged) {
-			return fatalf("the source no longer has the binlog after the checkpoint (%v): the changes in between are lost to the stream. Recovery: re-snapshot the captured tables (docs/operations.md, \"binlog purged\"); then restart", err)
-		} else if err != nil {
-			return err
-		}
-		if cp.Position.Flavor != src.flavor {
-			return fatalf("checkpoint was written for a %s source, but the source is %s: use a new kafka.transactional_id or topic_prefix", cp.Position.Flavor, src.flavor)
-		}
-		var tracker *schemaTracker
-		var historyKeys []string
-		if !full {
-			if tracker, historyKeys, cp, err = t.prepareSchema(ctx, src, pub, cp, found, trackedDBs); err != nil {
-				var fatal *FatalError
-				if ctx.Err() != nil {
-					return nil
-				}
-				if errors.As(err, &fatal) {
-					t.metrics.errors.Inc()
-				}
-				return err
-			}
-		}
-		s := &stream{
-			t: t, pub: pub, src: src, cp: cp, clock: NewClock(cp.LastVersion), schema: tracker, historyKeys: historyKeys,
-			captured: captured, partitions: partitions, excluded: excluded, charsets: charsets,
-			tables: map[uint64]*table{}, snapshots: slices.Clone(cp.Snapshots),
-		}
+		// Everything from here on is retried when transient: the source or
+		// the brokers being away for a while (a restart, a failover) is not
+		// a reason to exit.
+		s, err := t.prepareStream(ctx, env)
 		started := time.Now()
-		err = s.run(ctx)
+		if err == nil {
+			err = s.run(ctx)
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -246,6 +203,95 @@ func (t *Tailer) Run(ctx context.Context) error {
 		}
 		backoff = min(backoff*2, 10*time.Second)
 	}
+}
+
+// runEnv is what every stream of one Run shares.
+type runEnv struct {
+	src        *sourceDB
+	pub        *publisher
+	captured   map[string]string
+	partitions map[string]int
+	excluded   map[string]map[string]bool
+	charsets   map[uint64]string
+	missing    []string // captured tables absent at start
+	full       bool     // binlog_row_metadata=FULL
+	trackedDBs []string // databases whose schema readside tracks (not full)
+}
+
+// prepareStream loads the checkpoint (fencing older producers), checks it
+// against the source and builds the stream that resumes from it.
+func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error) {
+	src, pub := env.src, env.pub
+	cp, found, err := pub.loadCheckpoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		pos, err := src.currentPosition(ctx)
+		if err != nil {
+			return nil, err
+		}
+		cp = Checkpoint{Position: pos}
+		if t.cfg.Source.Snapshot.Mode == "initial" {
+			for _, name := range t.cfg.Source.Tables {
+				if !slices.Contains(env.missing, name) {
+					cp.Snapshots = append(cp.Snapshots, SnapshotTask{Table: name})
+				}
+			}
+		}
+		t.log.Info("no checkpoint: starting at the end of the binlog", "position", pos, "initial_snapshots", len(cp.Snapshots))
+	} else {
+		t.log.Info("resuming from checkpoint", "position", cp.Position, "last_version", cp.LastVersion)
+	}
+	if err := src.checkNotPurged(ctx, cp.Position); errors.Is(err, ErrPurged) {
+		return nil, fatalf("the source no longer has the binlog after the checkpoint (%v): the changes in between are lost to the stream. Recovery: re-snapshot the captured tables (docs/operations.md, \"binlog purged\"); then restart", err)
+	} else if err != nil {
+		return nil, err
+	}
+	if cp.Position.Flavor != src.flavor {
+		return nil, fatalf("checkpoint was written for a %s source, but the source is %s: use a new kafka.transactional_id or topic_prefix", cp.Position.Flavor, src.flavor)
+	}
+	if err := checkSameServer(cp, src); err != nil {
+		return nil, err
+	}
+	var tracker *schemaTracker
+	var historyKeys []string
+	if !env.full {
+		if tracker, historyKeys, cp, err = t.prepareSchema(ctx, src, pub, cp, found, env.trackedDBs); err != nil {
+			return nil, err
+		}
+	}
+	s := &stream{
+		t: t, pub: pub, src: src, cp: cp, clock: NewClock(cp.LastVersion), schema: tracker, historyKeys: historyKeys,
+		captured: env.captured, partitions: env.partitions, excluded: env.excluded, charsets: env.charsets,
+		tables: map[uint64]*table{}, snapshots: slices.Clone(cp.Snapshots),
+	}
+	return s, nil
+}
+
+// checkSameServer refuses to resume a file/offset-only checkpoint on
+// another server than the one it was read from: the same file name and
+// offset there are different transactions (or the middle of one), and
+// resuming would silently skip or repeat changes. A GTID checkpoint is
+// valid on any server of the topology (failover).
+func checkSameServer(cp Checkpoint, src *sourceDB) error {
+	if cp.Position.GTID != "" || cp.ServerID == 0 {
+		return nil
+	}
+	if cp.ServerID != src.serverID || cp.ServerUUID != src.serverUUID {
+		return fatalf("the checkpoint is a binlog file/offset (%s) on the server with server_id %d%s, but the source now is server_id %d%s: "+
+			"file offsets do not carry over to another server. Fix: point source.dsn back at that server; or, to fail over, enable GTIDs on the source (MySQL gtid_mode=ON; MariaDB always has them) so checkpoints carry a GTID set, "+
+			"and re-snapshot: start with a new kafka.transactional_id (or topic_prefix) and source.snapshot.mode=initial",
+			cp.Position, cp.ServerID, uuidNote(cp.ServerUUID), src.serverID, uuidNote(src.serverUUID))
+	}
+	return nil
+}
+
+func uuidNote(uuid string) string {
+	if uuid == "" {
+		return ""
+	}
+	return " (server_uuid " + uuid + ")"
 }
 
 // stream is one connection's worth of tailing, from a checkpoint.
@@ -500,7 +546,8 @@ func (s *stream) commit(ctx context.Context) error {
 	if s.gtids != nil {
 		pos.GTID = s.gtids.String()
 	}
-	cp := Checkpoint{Position: pos, LastVersion: s.clock.Last(), WrittenAt: s.t.now().UTC(), Snapshots: slices.Clone(s.snapshots), SchemaHistory: s.schema != nil}
+	cp := Checkpoint{Position: pos, LastVersion: s.clock.Last(), WrittenAt: s.t.now().UTC(), Snapshots: slices.Clone(s.snapshots), SchemaHistory: s.schema != nil,
+		ServerID: s.src.serverID, ServerUUID: s.src.serverUUID}
 	start := time.Now()
 	if err := s.pub.commit(ctx, cp); err != nil {
 		return err
