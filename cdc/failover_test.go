@@ -18,14 +18,14 @@ import (
 	"github.com/readside/readside/e2e/testbed"
 )
 
-// startPrivate starts a private MariaDB for one test.
-func startPrivate(t *testing.T, name string, opts testbed.MariaDBOptions) *testbed.MySQL {
+// startPrivate starts a private MariaDB for one test, in dir.
+func startPrivate(t *testing.T, name string, opts testbed.MariaDBOptions) (m *testbed.MySQL, dir string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "readside-"+name+"-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := testbed.StartMariaDBWith(t.Context(), dir, opts)
+	m, err = testbed.StartMariaDBWith(t.Context(), dir, opts)
 	t.Cleanup(func() {
 		if m == nil {
 			return
@@ -37,7 +37,7 @@ func startPrivate(t *testing.T, name string, opts testbed.MariaDBOptions) *testb
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m
+	return m, dir
 }
 
 // change is one committed row change as the writer saw it.
@@ -158,8 +158,8 @@ func TestGTIDFailover(t *testing.T) {
 		t.Skip("needs private MariaDB servers")
 	}
 	ctx := t.Context()
-	primary := startPrivate(t, "primary", testbed.MariaDBOptions{ServerID: 11})
-	replica := startPrivate(t, "replica", testbed.MariaDBOptions{ServerID: 12})
+	primary, _ := startPrivate(t, "primary", testbed.MariaDBOptions{ServerID: 11})
+	replica, _ := startPrivate(t, "replica", testbed.MariaDBOptions{ServerID: 12})
 	pos, err := primary.CurrentPosition(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -271,7 +271,7 @@ func TestFilePosCheckpointOtherServer(t *testing.T) {
 		t.Skip("needs private MariaDB servers")
 	}
 	ctx := t.Context()
-	a := startPrivate(t, "filepos", testbed.MariaDBOptions{ServerID: 21})
+	a, _ := startPrivate(t, "filepos", testbed.MariaDBOptions{ServerID: 21})
 	db, err := a.CreateDatabase(ctx, "fp")
 	if err != nil {
 		t.Fatal(err)

@@ -64,7 +64,11 @@ func newPublisher(brokers []string, txnID, checkpointTopic string, maxMessageByt
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(pinnedPartitioner{kgo.StickyKeyPartitioner(nil)}),
 		kgo.ProducerBatchMaxBytes(int32(max(maxMessageBytes+1024, 1<<20))),
-		kgo.MaxBufferedBytes(32<<20), // back-pressure on the binlog reader
+		// Back-pressure on the binlog reader. franz-go fails a record
+		// larger than the buffer outright (MESSAGE_TOO_LARGE, client
+		// side), so the buffer must hold at least one event of
+		// kafka.max_message_bytes, with room for the next.
+		kgo.MaxBufferedBytes(max(32<<20, 2*maxMessageBytes+1<<20)),
 		kgo.MaxBufferedRecords(50_000),
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.RecordDeliveryTimeout(0), // never give up on a record: its outcome decides the commit

@@ -26,6 +26,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/readside/readside/config"
@@ -189,6 +190,12 @@ func (t *Tailer) Run(ctx context.Context) error {
 			return err
 		case fenced(err):
 			return fatalf("another tailer took over transactional id %s (two instances running?): %w", t.cfg.TransactionalID(), err)
+		case errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge):
+			// Retrying cannot help: the same record comes again.
+			t.metrics.errors.Inc()
+			return fatalf("the brokers refused a change event as too large (%w). readside only publishes events within kafka.max_message_bytes (%d) and sets the topics' max.message.bytes to match, "+
+				"so a broker limit is lower: raise the brokers' message.max.bytes and socket.request.max.bytes (and replica.fetch.max.bytes on old Kafka) above it, or lower kafka.max_message_bytes "+
+				"(a larger row then stops the tailer naming its key; exclude its large columns with source.exclude_columns)", err, t.cfg.Kafka.MaxMessageBytes)
 		}
 		t.metrics.errors.Inc()
 		t.metrics.reconnects.Inc()
@@ -313,6 +320,8 @@ type stream struct {
 	schema      *schemaTracker
 	historyKeys []string
 
+	oversized atomic.Pointer[oversizedEvent] // set by the decoder (go-mysql's goroutine)
+
 	gtids mysql.GTIDSet // executed set through the last complete transaction
 	file  string        // current binlog file
 
@@ -356,7 +365,25 @@ func (s *stream) syncerConfig() replication.BinlogSyncerConfig {
 		// producer's buffer is the real read-ahead.
 		EventCacheCount: 256,
 		Logger:          t.log.With("component", "binlog"),
+		// Refuse an oversized rows event before decoding it into Go values
+		// (several times its size): memory stays bounded and the operator
+		// gets the event and the knob instead of an OOM kill.
+		RowsEventDecodeFunc: func(e *replication.RowsEvent, data []byte) error {
+			if limit := t.cfg.Source.MaxEventBytes; limit > 0 && len(data) > limit {
+				big := &oversizedEvent{size: len(data), limit: limit}
+				s.oversized.Store(big)
+				return big
+			}
+			return e.Decode(data)
+		},
 	}
+}
+
+// oversizedEvent is a rows event larger than source.max_event_bytes.
+type oversizedEvent struct{ size, limit int }
+
+func (e *oversizedEvent) Error() string {
+	return fmt.Sprintf("a binlog rows event of %d bytes is larger than source.max_event_bytes (%d)", e.size, e.limit)
 }
 
 func (s *stream) run(ctx context.Context) (err error) {
@@ -440,6 +467,13 @@ func (s *stream) drain(ctx context.Context) error {
 // classifyStreamError turns binlog errors the operator must act on into
 // fatal errors with the fix.
 func (s *stream) classifyStreamError(err error) error {
+	// go-mysql wraps the decoder's error with a dump of the whole event:
+	// the stream keeps its own record of why.
+	if big := s.oversized.Load(); big != nil {
+		return fatalf("after the checkpoint %s: %v. It holds one huge row (or update of one): raise source.max_event_bytes above it "+
+			"(readside's counterpart of a replica's max_allowed_packet; the tailer holds such an event in memory a few times over), and kafka.max_message_bytes to fit the row's event; "+
+			"or exclude the large columns (source.exclude_columns) and restart", s.cp.Position, big)
+	}
 	var me *mysql.MyError
 	if errors.As(err, &me) {
 		msg := strings.ToLower(me.Message)
@@ -452,6 +486,13 @@ func (s *stream) classifyStreamError(err error) error {
 	if errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
 		msg := strings.ToLower(me.Message)
 		switch {
+		case strings.Contains(msg, "max_allowed_packet"):
+			// The source's dump thread read an event longer than it may
+			// send (MySQL: the source's max_allowed_packet; MariaDB reads
+			// events up to 1 GiB whatever the setting).
+			return fatalf("the source cannot send a binlog event after the checkpoint %s: it is larger than the source's max_allowed_packet (server: %s). "+
+				"Fix: raise max_allowed_packet on the source (SET GLOBAL max_allowed_packet=1073741824 and in its config; 1 GiB is the largest), then restart readside; "+
+				"readside's own limit is source.max_event_bytes. An event over 1 GiB cannot be replicated at all: skip it by re-snapshotting the table (docs/operations.md, \"oversized rows\")", s.cp.Position, me.Message)
 		case strings.Contains(msg, "purged") || strings.Contains(msg, "could not find") || strings.Contains(msg, "not find first log"):
 			return fatalf("the source no longer has the binlog at the checkpoint %s (%s): the changes in between are lost to the stream. Recovery: re-snapshot the captured tables (docs/operations.md, \"binlog purged\"); then restart", s.cp.Position, me.Message)
 		}
