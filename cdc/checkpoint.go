@@ -18,6 +18,14 @@ type Checkpoint struct {
 	WrittenAt   time.Time `json:"written_at"`
 	// Snapshots still to do, the first in progress.
 	Snapshots []SnapshotTask `json:"snapshots,omitempty"`
+	// SchemaHistory: the schema history topic holds the schema as of
+	// Position (the tailer kept it up to here).
+	SchemaHistory bool `json:"schema_history,omitempty"`
+	// The server the position was read from. A file/offset is only
+	// meaningful there; a GTID set is valid on every server of the
+	// replication topology.
+	ServerID   uint32 `json:"server_id,omitempty"`
+	ServerUUID string `json:"server_uuid,omitempty"` // MySQL only
 }
 
 // checkpointRecord is the stored form: the body plus a CRC32 of it, so a

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 )
 
@@ -19,19 +20,26 @@ import (
 // columns, never the current schema.
 func TestDDLMidStream(t *testing.T) {
 	bed := testbed.Get(t)
+	testDDLMidStream(t, bed, bed.MySQL)
+}
+
+// testDDLMidStream runs the DDL sequence against src (the test bed's
+// source, or one configured differently).
+func testDDLMidStream(t *testing.T, bed *testbed.Bed, src *testbed.MySQL) {
 	ctx := t.Context()
-	db, err := bed.MySQL.CreateDatabase(ctx, "ddl")
+	db, err := src.CreateDatabase(ctx, "ddl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	q := func(format string, args ...any) string { return fmt.Sprintf(format, append([]any{db}, args...)...) }
-	if err := bed.MySQL.Exec(ctx, q("CREATE TABLE `%s`.d (id INT PRIMARY KEY, a VARCHAR(20), b INT)")); err != nil {
+	if err := src.Exec(ctx, q("CREATE TABLE `%s`.d (id INT PRIMARY KEY, a VARCHAR(20), b INT)")); err != nil {
 		t.Fatal(err)
 	}
 	cfg := tailerConfig(t, bed, db+".d")
+	cfg.Source.DSN = config.Secret(src.ReplDSN())
 	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "d"), TopicFor(cfg.Kafka.TopicPrefix, db, "d2"))
 	stop := startTailer(t, cfg)
-	waitForTailer(t, bed, cfg)
+	waitForTailerOn(t, bed, src, cfg)
 
 	type want struct {
 		table string
@@ -40,7 +48,7 @@ func TestDDLMidStream(t *testing.T) {
 	var wants []want
 	step := func(stmts []string, table string, after map[string]string) {
 		t.Helper()
-		if err := bed.MySQL.Exec(ctx, stmts...); err != nil {
+		if err := src.Exec(ctx, stmts...); err != nil {
 			t.Fatal(err)
 		}
 		if after != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -25,6 +26,7 @@ type publisher struct {
 	brokers         []string
 	txnID           string
 	checkpointTopic string
+	historyTopic    string // set when the tailer keeps a schema history
 
 	mu       sync.Mutex
 	firstErr error // first failed produce in the open transaction
@@ -62,7 +64,11 @@ func newPublisher(brokers []string, txnID, checkpointTopic string, maxMessageByt
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(pinnedPartitioner{kgo.StickyKeyPartitioner(nil)}),
 		kgo.ProducerBatchMaxBytes(int32(max(maxMessageBytes+1024, 1<<20))),
-		kgo.MaxBufferedBytes(32<<20), // back-pressure on the binlog reader
+		// Back-pressure on the binlog reader. franz-go fails a record
+		// larger than the buffer outright (MESSAGE_TOO_LARGE, client
+		// side), so the buffer must hold at least one event of
+		// kafka.max_message_bytes, with room for the next.
+		kgo.MaxBufferedBytes(max(32<<20, 2*maxMessageBytes+1<<20)),
 		kgo.MaxBufferedRecords(50_000),
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.RecordDeliveryTimeout(0), // never give up on a record: its outcome decides the commit
@@ -100,14 +106,18 @@ func (p *publisher) ensureTopics(ctx context.Context, topics []string, partition
 	if err := create(tableCfg, partitions, topics...); err != nil {
 		return nil, err
 	}
-	if err := create(cpCfg, 1, p.checkpointTopic); err != nil {
+	internal := []string{p.checkpointTopic}
+	if p.historyTopic != "" {
+		internal = append(internal, p.historyTopic)
+	}
+	if err := create(cpCfg, 1, internal...); err != nil {
 		return nil, err
 	}
 	// Topic creation is asynchronous on the broker; wait until every topic
 	// has leaders.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		md, err := p.adm.Metadata(ctx, append(topics, p.checkpointTopic)...)
+		md, err := p.adm.Metadata(ctx, append(slices.Clone(topics), internal...)...)
 		if err == nil {
 			counts := map[string]int{}
 			ready := true
@@ -123,7 +133,7 @@ func (p *publisher) ensureTopics(ctx context.Context, topics []string, partition
 				}
 				counts[td.Topic] = len(td.Partitions)
 			}
-			if ready && len(counts) == len(topics)+1 {
+			if ready && len(counts) == len(topics)+len(internal) {
 				return counts, nil
 			}
 		}

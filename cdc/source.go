@@ -26,6 +26,9 @@ type sourceDB struct {
 	port     uint16
 	user     string
 	password string
+
+	serverID   uint32 // @@server_id
+	serverUUID string // @@server_uuid (MySQL; "" on MariaDB)
 }
 
 func openSource(ctx context.Context, dsn, flavor string, tlsCfg config.TLS) (*sourceDB, error) {
@@ -67,6 +70,16 @@ func openSource(ctx context.Context, dsn, flavor string, tlsCfg config.TLS) (*so
 		db.Close()
 		return nil, fmt.Errorf("connecting to the source at %s: %w", cfg.Addr, err)
 	}
+	var sid sql.NullInt64
+	if err := db.QueryRowContext(ctx, "SELECT @@server_id").Scan(&sid); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("reading the source's server_id: %w", err)
+	}
+	s.serverID = uint32(sid.Int64)
+	if s.serverUUID, err = s.variable(ctx, "server_uuid"); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if s.flavor == "" {
 		var version string
 		if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
@@ -101,7 +114,6 @@ func (s *sourceDB) checkSettings(ctx context.Context) error {
 		{"log_bin", "1", "start the server with --log-bin"},
 		{"binlog_format", "ROW", "SET GLOBAL binlog_format=ROW (and in the server's config)"},
 		{"binlog_row_image", "FULL", "SET GLOBAL binlog_row_image=FULL (and in the server's config)"},
-		{"binlog_row_metadata", "FULL", "SET GLOBAL binlog_row_metadata=FULL (MySQL >= 8.0.1, MariaDB >= 10.5; and in the server's config)"},
 	}
 	var errs []error
 	for _, w := range want {
@@ -122,6 +134,19 @@ func (s *sourceDB) checkSettings(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// rowMetadataFull reports whether the binlog names every column
+// (binlog_row_metadata=FULL); otherwise the tailer keeps a schema history.
+func (s *sourceDB) rowMetadataFull(ctx context.Context) (bool, string, error) {
+	v, err := s.variable(ctx, "binlog_row_metadata")
+	if err != nil {
+		return false, "", fmt.Errorf("reading @@binlog_row_metadata: %w", err)
+	}
+	if v == "" {
+		v = "unsupported by this server"
+	}
+	return strings.EqualFold(v, "FULL"), v, nil
 }
 
 // charsets maps collation ids to character set names.

@@ -119,7 +119,8 @@ func readCheckpoint(ctx context.Context, adm *kadm.Client, brokers []string, top
 	}
 	cp, err := decodeCheckpoint(last)
 	if err != nil {
-		return Checkpoint{}, false, fmt.Errorf("%w in topic %s for %s: refusing to guess a position; restore it or delete the record and re-snapshot", err, topic, txnID)
+		// Fatal: retrying would read the same record again.
+		return Checkpoint{}, false, &FatalError{fmt.Errorf("%w in topic %s for %s: refusing to guess a position; restore it or delete the record and re-snapshot", err, topic, txnID)}
 	}
 	return cp, true, nil
 }

@@ -27,6 +27,10 @@ type table struct {
 	colTypes []byte
 	colMeta  []uint16
 	colNames []string
+	// tracked: built from the schema history, not from names in the map
+	// (which has none); the cache then compares types only, and a DDL
+	// clears it.
+	tracked bool
 
 	// events counts published events by op, resolved once per table
 	// rather than per event (a label lookup hashes every time).
@@ -84,7 +88,13 @@ func (t *table) counter(vec *prometheus.CounterVec, op Op) prometheus.Counter {
 
 // sameShape reports whether tm describes the table this was built from.
 func (t *table) sameShape(tm *replication.TableMapEvent) bool {
-	if !bytes.Equal(t.colTypes, tm.ColumnType) || !slices.Equal(t.colMeta, tm.ColumnMeta) || len(t.colNames) != len(tm.ColumnName) {
+	if !bytes.Equal(t.colTypes, tm.ColumnType) || !slices.Equal(t.colMeta, tm.ColumnMeta) {
+		return false
+	}
+	if t.tracked {
+		return len(tm.ColumnName) == 0
+	}
+	if len(t.colNames) != len(tm.ColumnName) {
 		return false
 	}
 	for i, n := range tm.ColumnName {

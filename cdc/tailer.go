@@ -26,6 +26,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/readside/readside/config"
@@ -126,11 +127,29 @@ func (t *Tailer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	full, rowMetadata, err := src.rowMetadataFull(ctx)
+	if err != nil {
+		return err
+	}
+	var trackedDBs []string // databases whose schema readside tracks itself
+	if !full {
+		for _, name := range t.cfg.Source.Tables {
+			db, _, _ := config.SplitTable(name)
+			if !slices.Contains(trackedDBs, db) {
+				trackedDBs = append(trackedDBs, db)
+			}
+		}
+		t.log.Warn("the binlog does not name columns: readside tracks the schema itself (information_schema snapshot plus DDL from the binlog); "+
+			"binlog_row_metadata=FULL is more robust (docs/operations.md, \"schema history\")", "binlog_row_metadata", rowMetadata)
+	}
 	pub, err := newPublisher(t.brokers, t.cfg.TransactionalID(), CheckpointTopic(t.cfg.Kafka.TopicPrefix), t.cfg.Kafka.MaxMessageBytes, kslog.New(t.log.With("component", "kafka")))
 	if err != nil {
 		return err
 	}
 	defer pub.Close()
+	if !full {
+		pub.historyTopic = SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix)
+	}
 	captured := map[string]string{}
 	var topics []string
 	for _, name := range t.cfg.Source.Tables {
@@ -151,48 +170,18 @@ func (t *Tailer) Run(ctx context.Context) error {
 		excluded[c[:i]][c[i+1:]] = true
 	}
 
+	env := &runEnv{src: src, pub: pub, captured: captured, partitions: partitions, excluded: excluded, charsets: charsets,
+		missing: missing, full: full, trackedDBs: trackedDBs}
 	backoff := 100 * time.Millisecond
 	for {
-		cp, found, err := pub.loadCheckpoint(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		if !found {
-			pos, err := src.currentPosition(ctx)
-			if err != nil {
-				return err
-			}
-			cp = Checkpoint{Position: pos}
-			if t.cfg.Source.Snapshot.Mode == "initial" {
-				for _, name := range t.cfg.Source.Tables {
-					if !slices.Contains(missing, name) {
-						cp.Snapshots = append(cp.Snapshots, SnapshotTask{Table: name})
-					}
-				}
-			}
-			t.log.Info("no checkpoint: starting at the end of the binlog", "position", pos, "initial_snapshots", len(cp.Snapshots))
-		} else {
-			t.log.Info("resuming from checkpoint", "position", cp.Position, "last_version", cp.LastVersion)
-			t.committed(cp)
-		}
-		if err := src.checkNotPurged(ctx, cp.Position); errors.Is(err, ErrPurged) {
-			return fatalf("the source no longer has the binlog after the checkpoint (%v): the changes in between are lost to the stream. Recovery: re-snapshot the captured tables (docs/operations.md, \"binlog purged\"); then restart", err)
-		} else if err != nil {
-			return err
-		}
-		if cp.Position.Flavor != src.flavor {
-			return fatalf("checkpoint was written for a %s source, but the source is %s: use a new kafka.transactional_id or topic_prefix", cp.Position.Flavor, src.flavor)
-		}
-		s := &stream{
-			t: t, pub: pub, src: src, cp: cp, clock: NewClock(cp.LastVersion),
-			captured: captured, partitions: partitions, excluded: excluded, charsets: charsets,
-			tables: map[uint64]*table{}, snapshots: slices.Clone(cp.Snapshots),
-		}
+		// Everything from here on is retried when transient: the source or
+		// the brokers being away for a while (a restart, a failover) is not
+		// a reason to exit.
+		s, err := t.prepareStream(ctx, env)
 		started := time.Now()
-		err = s.run(ctx)
+		if err == nil {
+			err = s.run(ctx)
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -203,6 +192,12 @@ func (t *Tailer) Run(ctx context.Context) error {
 			return err
 		case fenced(err):
 			return fatalf("another tailer took over transactional id %s (two instances running?): %w", t.cfg.TransactionalID(), err)
+		case errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge):
+			// Retrying cannot help: the same record comes again.
+			t.metrics.errors.Inc()
+			return fatalf("the brokers refused a change event as too large (%w). readside only publishes events within kafka.max_message_bytes (%d) and sets the topics' max.message.bytes to match, "+
+				"so a broker limit is lower: raise the brokers' message.max.bytes and socket.request.max.bytes (and replica.fetch.max.bytes on old Kafka) above it, or lower kafka.max_message_bytes "+
+				"(a larger row then stops the tailer naming its key; exclude its large columns with source.exclude_columns)", err, t.cfg.Kafka.MaxMessageBytes)
 		}
 		t.metrics.errors.Inc()
 		t.metrics.reconnects.Inc()
@@ -219,6 +214,96 @@ func (t *Tailer) Run(ctx context.Context) error {
 	}
 }
 
+// runEnv is what every stream of one Run shares.
+type runEnv struct {
+	src        *sourceDB
+	pub        *publisher
+	captured   map[string]string
+	partitions map[string]int
+	excluded   map[string]map[string]bool
+	charsets   map[uint64]string
+	missing    []string // captured tables absent at start
+	full       bool     // binlog_row_metadata=FULL
+	trackedDBs []string // databases whose schema readside tracks (not full)
+}
+
+// prepareStream loads the checkpoint (fencing older producers), checks it
+// against the source and builds the stream that resumes from it.
+func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error) {
+	src, pub := env.src, env.pub
+	cp, found, err := pub.loadCheckpoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		pos, err := src.currentPosition(ctx)
+		if err != nil {
+			return nil, err
+		}
+		cp = Checkpoint{Position: pos}
+		if t.cfg.Source.Snapshot.Mode == "initial" {
+			for _, name := range t.cfg.Source.Tables {
+				if !slices.Contains(env.missing, name) {
+					cp.Snapshots = append(cp.Snapshots, SnapshotTask{Table: name})
+				}
+			}
+		}
+		t.log.Info("no checkpoint: starting at the end of the binlog", "position", pos, "initial_snapshots", len(cp.Snapshots))
+	} else {
+		t.log.Info("resuming from checkpoint", "position", cp.Position, "last_version", cp.LastVersion)
+		t.committed(cp)
+	}
+	if err := src.checkNotPurged(ctx, cp.Position); errors.Is(err, ErrPurged) {
+		return nil, fatalf("the source no longer has the binlog after the checkpoint (%v): the changes in between are lost to the stream. Recovery: re-snapshot the captured tables (docs/operations.md, \"binlog purged\"); then restart", err)
+	} else if err != nil {
+		return nil, err
+	}
+	if cp.Position.Flavor != src.flavor {
+		return nil, fatalf("checkpoint was written for a %s source, but the source is %s: use a new kafka.transactional_id or topic_prefix", cp.Position.Flavor, src.flavor)
+	}
+	if err := checkSameServer(cp, src); err != nil {
+		return nil, err
+	}
+	var tracker *schemaTracker
+	var historyKeys []string
+	if !env.full {
+		if tracker, historyKeys, cp, err = t.prepareSchema(ctx, src, pub, cp, found, env.trackedDBs); err != nil {
+			return nil, err
+		}
+	}
+	s := &stream{
+		t: t, pub: pub, src: src, cp: cp, clock: NewClock(cp.LastVersion), schema: tracker, historyKeys: historyKeys,
+		captured: env.captured, partitions: env.partitions, excluded: env.excluded, charsets: env.charsets,
+		tables: map[uint64]*table{}, snapshots: slices.Clone(cp.Snapshots),
+	}
+	return s, nil
+}
+
+// checkSameServer refuses to resume a file/offset-only checkpoint on
+// another server than the one it was read from: the same file name and
+// offset there are different transactions (or the middle of one), and
+// resuming would silently skip or repeat changes. A GTID checkpoint is
+// valid on any server of the topology (failover).
+func checkSameServer(cp Checkpoint, src *sourceDB) error {
+	if cp.Position.GTID != "" || cp.ServerID == 0 {
+		return nil
+	}
+	if cp.ServerID != src.serverID || cp.ServerUUID != src.serverUUID {
+		return fatalf("the checkpoint is a binlog file/offset (%s) on the server with server_id %d%s, but the source now is server_id %d%s: "+
+			"file offsets do not carry over to another server. Fix: point source.dsn back at that server; or, to fail over, enable GTIDs on the source (MySQL gtid_mode=ON; MariaDB always has them) so checkpoints carry a GTID set, "+
+			"and re-snapshot: start with a new kafka.transactional_id (or topic_prefix) and source.snapshot.mode=initial",
+			cp.Position, cp.ServerID, uuidNote(cp.ServerUUID), src.serverID, uuidNote(src.serverUUID))
+	}
+	return nil
+}
+
+func uuidNote(uuid string) string {
+	if uuid == "" {
+		return ""
+	}
+	return " (server_uuid " + uuid + ")"
+}
+
 // stream is one connection's worth of tailing, from a checkpoint.
 type stream struct {
 	t          *Tailer
@@ -231,6 +316,14 @@ type stream struct {
 	excluded   map[string]map[string]bool
 	charsets   map[uint64]string
 	tables     map[uint64]*table
+
+	// schema is the tracked schema when the binlog does not name columns
+	// (nil with binlog_row_metadata=FULL); historyKeys are its entries to
+	// write before streaming (a fresh information_schema snapshot).
+	schema      *schemaTracker
+	historyKeys []string
+
+	oversized atomic.Pointer[oversizedEvent] // set by the decoder (go-mysql's goroutine)
 
 	gtids mysql.GTIDSet // executed set through the last complete transaction
 	file  string        // current binlog file
@@ -275,7 +368,25 @@ func (s *stream) syncerConfig() replication.BinlogSyncerConfig {
 		// producer's buffer is the real read-ahead.
 		EventCacheCount: 256,
 		Logger:          t.log.With("component", "binlog"),
+		// Refuse an oversized rows event before decoding it into Go values
+		// (several times its size): memory stays bounded and the operator
+		// gets the event and the knob instead of an OOM kill.
+		RowsEventDecodeFunc: func(e *replication.RowsEvent, data []byte) error {
+			if limit := t.cfg.Source.MaxEventBytes; limit > 0 && len(data) > limit {
+				big := &oversizedEvent{size: len(data), limit: limit}
+				s.oversized.Store(big)
+				return big
+			}
+			return e.Decode(data)
+		},
 	}
+}
+
+// oversizedEvent is a rows event larger than source.max_event_bytes.
+type oversizedEvent struct{ size, limit int }
+
+func (e *oversizedEvent) Error() string {
+	return fmt.Sprintf("a binlog rows event of %d bytes is larger than source.max_event_bytes (%d)", e.size, e.limit)
 }
 
 func (s *stream) run(ctx context.Context) (err error) {
@@ -303,6 +414,16 @@ func (s *stream) run(ctx context.Context) (err error) {
 			err = s.pub.abort(context.WithoutCancel(ctx), err)
 		}
 	}()
+	if len(s.historyKeys) > 0 {
+		// The snapshot is the schema at the checkpoint: commit both
+		// before anything is built on them.
+		if err := s.produceHistory(ctx, s.historyKeys); err != nil {
+			return err
+		}
+		if err := s.commit(ctx); err != nil {
+			return err
+		}
+	}
 
 	interval := s.t.cfg.Kafka.CommitInterval
 	for {
@@ -351,6 +472,13 @@ func (s *stream) drain(ctx context.Context) error {
 // classifyStreamError turns binlog errors the operator must act on into
 // fatal errors with the fix.
 func (s *stream) classifyStreamError(err error) error {
+	// go-mysql wraps the decoder's error with a dump of the whole event:
+	// the stream keeps its own record of why.
+	if big := s.oversized.Load(); big != nil {
+		return fatalf("after the checkpoint %s: %v. It holds one huge row (or update of one): raise source.max_event_bytes above it "+
+			"(readside's counterpart of a replica's max_allowed_packet; the tailer holds such an event in memory a few times over), and kafka.max_message_bytes to fit the row's event; "+
+			"or exclude the large columns (source.exclude_columns) and restart", s.cp.Position, big)
+	}
 	var me *mysql.MyError
 	if errors.As(err, &me) {
 		msg := strings.ToLower(me.Message)
@@ -363,6 +491,13 @@ func (s *stream) classifyStreamError(err error) error {
 	if errors.As(err, &me) && me.Code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
 		msg := strings.ToLower(me.Message)
 		switch {
+		case strings.Contains(msg, "max_allowed_packet"):
+			// The source's dump thread read an event longer than it may
+			// send (MySQL: the source's max_allowed_packet; MariaDB reads
+			// events up to 1 GiB whatever the setting).
+			return fatalf("the source cannot send a binlog event after the checkpoint %s: it is larger than the source's max_allowed_packet (server: %s). "+
+				"Fix: raise max_allowed_packet on the source (SET GLOBAL max_allowed_packet=1073741824 and in its config; 1 GiB is the largest), then restart readside; "+
+				"readside's own limit is source.max_event_bytes. An event over 1 GiB cannot be replicated at all: skip it by re-snapshotting the table (docs/operations.md, \"oversized rows\")", s.cp.Position, me.Message)
 		case strings.Contains(msg, "purged") || strings.Contains(msg, "could not find") || strings.Contains(msg, "not find first log"):
 			return fatalf("the source no longer has the binlog at the checkpoint %s (%s): the changes in between are lost to the stream. Recovery: re-snapshot the captured tables (docs/operations.md, \"binlog purged\"); then restart", s.cp.Position, me.Message)
 		}
@@ -459,7 +594,8 @@ func (s *stream) commit(ctx context.Context) error {
 	if s.gtids != nil {
 		pos.GTID = s.gtids.String()
 	}
-	cp := Checkpoint{Position: pos, LastVersion: s.clock.Last(), WrittenAt: s.t.now().UTC(), Snapshots: slices.Clone(s.snapshots)}
+	cp := Checkpoint{Position: pos, LastVersion: s.clock.Last(), WrittenAt: s.t.now().UTC(), Snapshots: slices.Clone(s.snapshots), SchemaHistory: s.schema != nil,
+		ServerID: s.src.serverID, ServerUUID: s.src.serverUUID}
 	start := time.Now()
 	if err := s.pub.commit(ctx, cp); err != nil {
 		return err
@@ -478,6 +614,18 @@ func (s *stream) commit(ctx context.Context) error {
 // DML that touches a captured table.
 func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *replication.QueryEvent) error {
 	st := parseStatement(string(e.Schema), string(e.Query))
+	if s.schema != nil && st.kind != "begin" && st.kind != "commit" && st.kind != "dml" {
+		changed, err := s.schema.apply(string(e.Schema), string(e.Query))
+		if err != nil {
+			return fatalf("at %s:%d: %w", s.file, h.LogPos, err)
+		}
+		if len(changed) > 0 {
+			if err := s.produceHistory(ctx, changed); err != nil {
+				return err
+			}
+			clear(s.tables) // rebuild every table from the new schema
+		}
+	}
 	switch st.kind {
 	case "begin":
 		s.txnBegun = true
@@ -561,7 +709,12 @@ func (s *stream) rows(ctx context.Context, h *replication.EventHeader, e *replic
 	tbl := s.tables[e.TableID]
 	if tbl == nil || tbl.db+"."+tbl.name != name || !tbl.sameShape(e.Table) {
 		var err error
-		if tbl, err = newTable(e.Table, topic, s.excluded[name], s.charsetOf); err != nil {
+		if s.schema != nil && len(e.Table.ColumnName) == 0 {
+			tbl, err = trackedTable(e.Table, s.schema.def(string(e.Table.Schema), string(e.Table.Table)), topic, s.excluded[name], s.charsetOf)
+		} else {
+			tbl, err = newTable(e.Table, topic, s.excluded[name], s.charsetOf)
+		}
+		if err != nil {
 			return &FatalError{fmt.Errorf("at %s:%d: %w", s.file, h.LogPos, err)}
 		}
 		s.tables[e.TableID] = tbl
@@ -604,6 +757,21 @@ func (s *stream) rows(ctx context.Context, h *replication.EventHeader, e *replic
 			err = s.emit(ctx, tbl, src, OpUpdate, version, e.Rows[i], e.Rows[i+1])
 		}
 		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// produceHistory writes schema history records into the open Kafka
+// transaction: they commit with the checkpoint past the DDL they follow.
+func (s *stream) produceHistory(ctx context.Context, keys []string) error {
+	recs, err := s.schema.records(s.pub.historyTopic, s.pub.txnID, keys)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if err := s.pub.produce(ctx, r); err != nil {
 			return err
 		}
 	}

@@ -76,8 +76,13 @@ var matrixRows = []string{
 // binary), for inserts, an update and a delete.
 func TestTypeMatrix(t *testing.T) {
 	bed := testbed.Get(t)
+	testTypeMatrix(t, bed, bed.MySQL)
+}
+
+// testTypeMatrix runs the type matrix against src.
+func testTypeMatrix(t *testing.T, bed *testbed.Bed, src *testbed.MySQL) {
 	ctx := t.Context()
-	db, err := bed.MySQL.CreateDatabase(ctx, "types")
+	db, err := src.CreateDatabase(ctx, "types")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,16 +90,17 @@ func TestTypeMatrix(t *testing.T) {
 	for _, c := range matrix {
 		defs = append(defs, c.name+" "+c.def)
 	}
-	if err := bed.MySQL.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.m (id INT UNSIGNED PRIMARY KEY, %s)", db, strings.Join(defs, ", "))); err != nil {
+	if err := src.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.m (id INT UNSIGNED PRIMARY KEY, %s)", db, strings.Join(defs, ", "))); err != nil {
 		t.Fatal(err)
 	}
 	cfg := tailerConfig(t, bed, db+".m")
+	cfg.Source.DSN = config.Secret(src.ReplDSN())
 	startTailer(t, cfg)
 	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "m"))
-	waitForTailer(t, bed, cfg)
+	waitForTailerOn(t, bed, src, cfg)
 
 	// One connection in UTC so TIMESTAMP text matches the events' UTC text.
-	conn, err := bed.MySQL.DB().Conn(ctx)
+	conn, err := src.DB().Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,12 +285,18 @@ func deref(s *string) any {
 // so writes made after it returns are captured.
 func waitForTailer(t *testing.T, bed *testbed.Bed, cfg config.Config) {
 	t.Helper()
+	waitForTailerOn(t, bed, bed.MySQL, cfg)
+}
+
+// waitForTailerOn is waitForTailer for a tailer on src.
+func waitForTailerOn(t *testing.T, bed *testbed.Bed, src *testbed.MySQL, cfg config.Config) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	// A write to a table nobody captures produces a checkpoint-only commit.
 	cons := newConsumer(t, bed, CheckpointTopic(cfg.Kafka.TopicPrefix))
 	for ctx.Err() == nil {
-		if err := bed.MySQL.Exec(ctx, "CREATE DATABASE IF NOT EXISTS rs_ping", "CREATE TABLE IF NOT EXISTS rs_ping.p (id INT PRIMARY KEY, n INT)", "REPLACE INTO rs_ping.p VALUES (1, 1)"); err != nil {
+		if err := src.Exec(ctx, "CREATE DATABASE IF NOT EXISTS rs_ping", "CREATE TABLE IF NOT EXISTS rs_ping.p (id INT PRIMARY KEY, n INT)", "REPLACE INTO rs_ping.p VALUES (1, 1)"); err != nil {
 			t.Fatal(err)
 		}
 		pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)

@@ -40,6 +40,10 @@ type column struct {
 	decoder  *encoding.Decoder // text in a charset other than UTF-8
 	members  []string          // ENUM and SET member names
 	excluded bool              // source.exclude_columns: never published
+	// unsignedBits is the width of an unsigned integer column that the
+	// binlog decoder read as signed (no signedness in the table map):
+	// negative values are reinterpreted at that width.
+	unsignedBits int
 }
 
 // appendValue appends v, a value go-mysql decoded for col, as JSON.
@@ -49,6 +53,11 @@ func (col *column) appendValue(buf []byte, v any) ([]byte, error) {
 	}
 	switch col.kind {
 	case kindInt, kindBit:
+		if col.unsignedBits > 0 {
+			if u, ok := asUnsigned(v, col.unsignedBits); ok {
+				return strconv.AppendUint(buf, u, 10), nil
+			}
+		}
 		switch n := v.(type) {
 		case int8:
 			return strconv.AppendInt(buf, int64(n), 10), nil
@@ -147,6 +156,27 @@ func (col *column) appendValue(buf []byte, v any) ([]byte, error) {
 		}
 	}
 	return nil, fmt.Errorf("column %s (%s): unexpected value %T from the binlog decoder", col.name, col.typeName, v)
+}
+
+// asUnsigned reinterprets a signed integer of the given width.
+func asUnsigned(v any, bits int) (uint64, bool) {
+	var n int64
+	switch x := v.(type) {
+	case int8:
+		n = int64(x)
+	case int16:
+		n = int64(x)
+	case int32:
+		n = int64(x)
+	case int64:
+		n = x
+	default:
+		return 0, false
+	}
+	if bits == 64 {
+		return uint64(n), true
+	}
+	return uint64(n) & (1<<bits - 1), true
 }
 
 // fixFraction makes a temporal string carry exactly digits fractional

@@ -73,6 +73,11 @@ type Source struct {
 	HeartbeatPeriod time.Duration `koanf:"heartbeat_period"`
 	// TLS to the source.
 	TLS TLS `koanf:"tls"`
+	// MaxEventBytes is the largest binlog rows event the tailer decodes:
+	// readside's counterpart of a replica's max_allowed_packet. A larger
+	// event stops the tailer before it is decoded (a memory bound), naming
+	// the event and this key. Default 64 MiB.
+	MaxEventBytes int `koanf:"max_event_bytes"`
 	// Snapshot configures lock-free snapshots of existing rows.
 	Snapshot Snapshot `koanf:"snapshot"`
 }
@@ -188,7 +193,7 @@ type Log struct {
 // Default is the default layer every loaded config starts from.
 func Default() Config {
 	return Config{
-		Source: Source{HeartbeatPeriod: 2 * time.Second, TLS: TLS{Mode: "disabled"},
+		Source: Source{HeartbeatPeriod: 2 * time.Second, TLS: TLS{Mode: "disabled"}, MaxEventBytes: 64 << 20,
 			Snapshot: Snapshot{Mode: "initial", ChunkRows: 2000, SignalDB: "readside"}},
 		Kafka: Kafka{
 			TopicPrefix:       "readside",

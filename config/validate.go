@@ -25,6 +25,9 @@ func (c Config) Validate() error {
 	if c.Source.ServerID == 0 {
 		bad("source.server_id is 0 or missing: set a number unique among the source's replicas, e.g. 4242")
 	}
+	if c.Source.MaxEventBytes < 1<<20 {
+		bad("source.max_event_bytes is %d: set at least 1048576 (1 MiB; default 64 MiB)", c.Source.MaxEventBytes)
+	}
 	if len(c.Source.Tables) == 0 {
 		bad("source.tables is empty: list the tables to capture as db.table")
 	}

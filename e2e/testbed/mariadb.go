@@ -46,12 +46,12 @@ type MySQL struct {
 	// Only set for a private server.
 	dir      string
 	tls      *TLSFiles
+	serverID int      // 0: ServerID
+	extra    []string // MariaDBOptions.Args
 	mariadbd string
 	proc     *process
 	detached bool
 	seq      atomic.Int64
-	// extraArgs are appended to the server's options (StartMariaDBArgs).
-	extraArgs []string
 }
 
 // ServerID is the server_id of the private MariaDB. Binlog clients must use
@@ -65,14 +65,38 @@ type TLSFiles struct{ CA, Cert, Key string }
 // Close), serving TLS when tls is set: for tests that need a differently
 // configured source next to the shared one.
 func StartMariaDB(ctx context.Context, dir string, tls *TLSFiles) (*MySQL, error) {
-	return startMariaDB(ctx, dir, false, tls)
+	return startMariaDB(ctx, dir, false, MariaDBOptions{TLS: tls})
+}
+
+// MariaDBOptions configure a private MariaDB beyond the test bed's
+// defaults.
+type MariaDBOptions struct {
+	TLS *TLSFiles
+	// ServerID replaces the default server_id 1 (a replica needs its own).
+	ServerID int
+	// Args are extra mariadbd options, after the defaults so they win
+	// (e.g. "--binlog-row-metadata=MINIMAL", "--log-bin-compress=ON").
+	Args []string
+}
+
+// StartMariaDBWith is StartMariaDB with options.
+func StartMariaDBWith(ctx context.Context, dir string, opts MariaDBOptions) (*MySQL, error) {
+	return startMariaDB(ctx, dir, false, opts)
+}
+
+// ServerID is the server's server_id.
+func (m *MySQL) ServerID() int {
+	if m.serverID != 0 {
+		return m.serverID
+	}
+	return ServerID
 }
 
 // StartMariaDBArgs is StartMariaDB with extra server options appended
 // after the test bed's own, so they override them (the last one wins):
 // e.g. "--binlog-format=STATEMENT" for a misconfigured source.
 func StartMariaDBArgs(ctx context.Context, dir string, tls *TLSFiles, args ...string) (*MySQL, error) {
-	return startMariaDB(ctx, dir, false, tls, args...)
+	return startMariaDB(ctx, dir, false, MariaDBOptions{TLS: tls, Args: args})
 }
 
 // Close stops a server started by StartMariaDB and removes its directory.
@@ -80,7 +104,8 @@ func (m *MySQL) Close() error {
 	return errors.Join(m.close(), Down(m.dir))
 }
 
-func startMariaDB(ctx context.Context, dir string, detached bool, tls *TLSFiles, extraArgs ...string) (*MySQL, error) {
+func startMariaDB(ctx context.Context, dir string, detached bool, opts MariaDBOptions) (*MySQL, error) {
+	tls := opts.TLS
 	mariadbd, err := ensureCommand(ctx, []string{"mariadb-server", "mariadb-client"}, "mariadbd", "mysqld")
 	if err != nil {
 		return nil, err
@@ -94,7 +119,7 @@ func startMariaDB(ctx context.Context, dir string, detached bool, tls *TLSFiles,
 		return nil, err
 	}
 	m := &MySQL{Host: "127.0.0.1", Port: ports[0], dir: dir, tls: tls, mariadbd: mariadbd, detached: detached,
-		replUser: ReplUser, replPassword: ReplPassword, extraArgs: extraArgs}
+		replUser: ReplUser, replPassword: ReplPassword, serverID: opts.ServerID, extra: opts.Args}
 	m.adminDSN = fmt.Sprintf("%s:%s@tcp(%s:%d)/", AdminUser, AdminPassword, m.Host, m.Port)
 	m.replDSN = fmt.Sprintf("%s:%s@tcp(%s:%d)/", ReplUser, ReplPassword, m.Host, m.Port)
 
@@ -185,7 +210,7 @@ func (m *MySQL) launch(ctx context.Context) error {
 		"--bind-address=127.0.0.1",
 		"--pid-file=" + filepath.Join(m.dir, "mysqld.pid"),
 		"--log-error=" + filepath.Join(m.dir, "error.log"),
-		"--server-id=" + strconv.Itoa(ServerID),
+		"--server-id=" + strconv.Itoa(m.ServerID()),
 		"--log-bin=" + filepath.Join(m.dataDir(), "binlog"),
 		"--binlog-format=ROW",
 		"--binlog-row-image=FULL",
@@ -202,10 +227,10 @@ func (m *MySQL) launch(ctx context.Context) error {
 		"--character-set-server=utf8mb4",
 		"--collation-server=utf8mb4_general_ci",
 	}
+	args = append(args, m.extra...)
 	if m.tls != nil {
 		args = append(args, "--ssl-ca="+m.tls.CA, "--ssl-cert="+m.tls.Cert, "--ssl-key="+m.tls.Key)
 	}
-	args = append(args, m.extraArgs...)
 	// The source runs in US/Samoa (UTC-11) so that time zone bugs show: the
 	// tests and readside run in another zone (Debezium's trick).
 	p, err := startProcess(processSpec{

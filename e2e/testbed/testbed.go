@@ -105,7 +105,7 @@ func Start(ctx context.Context, opts Options) (*Bed, error) {
 		if dsn := os.Getenv("E2E_MYSQL_DSN"); dsn != "" {
 			b.MySQL, err = externalMySQL(ctx, dsn)
 		} else {
-			b.MySQL, err = startMariaDB(ctx, filepath.Join(dir, "mariadb"), opts.Detached, nil)
+			b.MySQL, err = startMariaDB(ctx, filepath.Join(dir, "mariadb"), opts.Detached, MariaDBOptions{})
 		}
 		done <- result{"MariaDB", err}
 	}()
