@@ -113,10 +113,37 @@ func (pr *Projector) Run(ctx context.Context) error {
 	// Leaving the group on Close revokes partitions, which waits for
 	// AllowRebalance under BlockRebalanceOnPoll: release it first.
 	defer cl.AllowRebalance()
-	for {
-		fetches := cl.PollRecords(ctx, 5000)
+	// Pipelined: the next batch is polled and decoded while the previous
+	// one is applied, so the sink is kept busy. Batches still commit one
+	// after another, in poll order.
+	var pending chan error
+	wait := func() error {
+		if pending == nil {
+			return nil
+		}
+		err := <-pending
+		pending = nil
+		return err
+	}
+	defer func() { _ = wait() }()
+	fail := func(err error) error {
 		if ctx.Err() != nil {
 			return nil
+		}
+		pr.o.Metrics.error(pr.p)
+		return err
+	}
+	// A failed apply cancels the poll waiting for more records, so the
+	// projector stops at once rather than on the next record.
+	pollCtx, applyFailed := context.WithCancel(ctx)
+	defer applyFailed()
+	for {
+		fetches := cl.PollRecords(pollCtx, 5000)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if pollCtx.Err() != nil {
+			return fail(wait())
 		}
 		for _, fe := range fetches.Errors() {
 			if errors.Is(fe.Err, context.Canceled) {
@@ -124,15 +151,25 @@ func (pr *Projector) Run(ctx context.Context) error {
 			}
 			pr.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
 		}
-		err := pr.applyBatch(ctx, fetches)
-		cl.AllowRebalance()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			pr.o.Metrics.error(pr.p)
-			return err
+		job := pr.prepare(fetches)
+		if err := wait(); err != nil {
+			return fail(err)
 		}
+		// A rebalance may happen now, with job already polled: applying
+		// it anyway is harmless — its rows are version-guarded and its
+		// offsets only ever move forward, past rows it committed with them.
+		cl.AllowRebalance()
+		if job == nil {
+			continue
+		}
+		pending = make(chan error, 1)
+		go func() {
+			err := pr.commit(ctx, job)
+			if err != nil {
+				applyFailed()
+			}
+			pending <- err
+		}()
 	}
 }
 
@@ -197,31 +234,44 @@ type Rejected struct {
 	Reason error
 }
 
-// applyBatch builds a batch from the polled records and applies it with
-// its offsets. Under on_error: dlq, records that cannot be mapped and rows
-// the sink rejects go to the dead-letter topic (before the offsets that
-// pass them are committed, so nothing is lost); under stop, the projector
-// stops on them.
-func (pr *Projector) applyBatch(ctx context.Context, fetches kgo.Fetches) error {
+// job is a polled and mapped batch waiting to be applied.
+type job struct {
+	fetches kgo.Fetches
+	b       *Batch
+	bad     []Rejected
+	start   time.Time
+}
+
+// prepare maps polled records to a batch (nil when there are none).
+func (pr *Projector) prepare(fetches kgo.Fetches) *job {
 	records := fetches.Records()
 	if len(records) == 0 {
 		return nil
 	}
-	start := time.Now()
+	j := &job{fetches: fetches, start: time.Now()}
 	// Until this batch commits, its records are pending too.
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		if len(fp.Records) > 0 {
 			pr.o.Metrics.consumerLag(pr.p, fp.Topic, fp.Partition, fp.HighWatermark-fp.Records[0].Offset)
 		}
 	})
-	b, bad := pr.p.Build(records)
-	b.Stale = new(atomic.Int64)
-	if len(bad) > 0 {
+	j.b, j.bad = pr.p.Build(records)
+	j.b.Stale = new(atomic.Int64)
+	return j
+}
+
+// commit applies a prepared batch with its offsets. Under on_error: dlq,
+// records that cannot be mapped and rows the sink rejects go to the
+// dead-letter topic (before the offsets that pass them are committed, so
+// nothing is lost); under stop, the projector stops on them.
+func (pr *Projector) commit(ctx context.Context, j *job) error {
+	b := j.b
+	if len(j.bad) > 0 {
 		if pr.dlq == nil {
-			r := bad[0]
+			r := j.bad[0]
 			return fmt.Errorf("projection %s: record %s/%d@%d: %w (set on_error: dlq to dead-letter such records and go on)", pr.p.Name, r.Record.Topic, r.Record.Partition, r.Record.Offset, r.Reason)
 		}
-		if err := pr.deadLetter(ctx, bad); err != nil {
+		if err := pr.deadLetter(ctx, j.bad); err != nil {
 			return err
 		}
 	}
@@ -236,13 +286,13 @@ func (pr *Projector) applyBatch(ctx context.Context, fetches kgo.Fetches) error 
 		}
 		return fmt.Errorf("projection %s: applying a batch of %d writes and %d parent changes: %w%s", pr.p.Name, len(b.Writes), len(b.Parents), err, hint)
 	}
-	pr.o.Metrics.applied(pr.p, b, time.Since(start))
-	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+	pr.o.Metrics.applied(pr.p, b, time.Since(j.start))
+	j.fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		if n := len(fp.Records); n > 0 {
 			pr.o.Metrics.consumerLag(pr.p, fp.Topic, fp.Partition, fp.HighWatermark-(fp.Records[n-1].Offset+1))
 		}
 	})
-	pr.log.Debug("batch applied", "writes", len(b.Writes), "parents", len(b.Parents), "took", time.Since(start))
+	pr.log.Debug("batch applied", "writes", len(b.Writes), "parents", len(b.Parents), "took", time.Since(j.start))
 	return nil
 }
 

@@ -442,13 +442,21 @@ func (a *applier) delete(dels []projections.Write) error {
 			return fmt.Errorf("recording tombstones of %s: %w", p.Table, err)
 		}
 	}
+	// Then the rows, one statement per chunk: each delete removes its key
+	// only below its own version.
 	var where []string
 	for _, k := range p.Key {
 		where = append(where, q(k)+" = ?")
 	}
-	stmt := "DELETE FROM " + q(p.Table) + " WHERE " + strings.Join(where, " AND ") + " AND `_rs_version` < ?"
-	for _, w := range dels {
-		if _, err := a.exec(stmt, append(append([]any{}, w.Values...), w.Version)...); err != nil {
+	one := "(" + strings.Join(where, " AND ") + " AND `_rs_version` < ?)"
+	for _, sp := range spans(len(dels), func(i int) int { return argBytes(dels[i].Values) }, a.limit) {
+		part := dels[sp[0]:sp[1]]
+		var args []any
+		for _, w := range part {
+			args = append(args, w.Values...)
+			args = append(args, w.Version)
+		}
+		if _, err := a.exec("DELETE FROM "+q(p.Table)+" WHERE "+one+strings.Repeat(" OR "+one, len(part)-1), args...); err != nil {
 			return fmt.Errorf("deleting from %s: %w", p.Table, err)
 		}
 	}
