@@ -137,7 +137,12 @@ func (pr *Projector) Run(ctx context.Context) error {
 	// projector stops at once rather than on the next record.
 	pollCtx, applyFailed := context.WithCancel(ctx)
 	defer applyFailed()
+	lastGC := time.Now()
 	for {
+		if time.Since(lastGC) > GCInterval {
+			lastGC = time.Now()
+			pr.collectTombstones(ctx)
+		}
 		fetches := cl.PollRecords(pollCtx, 5000)
 		if ctx.Err() != nil {
 			return nil
@@ -232,6 +237,29 @@ func (p *Projection) collect(b *Batch, r *kgo.Record, e Event) error {
 type Rejected struct {
 	Record *kgo.Record
 	Reason error
+}
+
+// collectTombstones drops tombstones below the topics' horizon (see
+// Horizon). Failures are logged and retried next interval: tombstones
+// only cost space.
+func (pr *Projector) collectTombstones(ctx context.Context) {
+	tc, ok := pr.sink.(TombstoneCollector)
+	if !ok {
+		return
+	}
+	h, ok, err := Horizon(ctx, pr.o.Brokers, pr.p)
+	if err != nil || !ok {
+		if err != nil {
+			pr.log.Warn("tombstone collection: cannot read the horizon", "err", err)
+		}
+		return
+	}
+	n, err := tc.CollectTombstones(ctx, pr.p, h)
+	if err != nil {
+		pr.log.Warn("tombstone collection failed", "err", err)
+		return
+	}
+	pr.log.Info("tombstones collected", "deleted", n, "horizon_version", h)
 }
 
 // job is a polled and mapped batch waiting to be applied.

@@ -1,0 +1,118 @@
+package projections_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/projections"
+)
+
+// TestTombstoneCollection: after the topics' older half is deleted
+// (retention), tombstones below the horizon are collected, and then every
+// retained upsert applied again — late, shuffled, without the deletes
+// that followed it — still cannot bring a deleted row back. Collecting
+// above the horizon would let it (the test fails so).
+func TestTombstoneCollection(t *testing.T) {
+	bed := testbed.Get(t)
+	cfg, src, sinkDB := setup(t, bed)
+	p, sink := prepare(t, bed, cfg, sinkDB)
+	ctx := t.Context()
+	runTailer(t, bed, cfg)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	writeMessages(t, bed, src, seed, 3000)
+	pr, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers, Log: logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- pr.Run(pctx) }()
+	waitEqual(t, bed, "`"+src+"`.messages", "`"+sinkDB+"`.messages_by_sender")
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// Retention: delete the older half of every partition.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, p.Topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trim := kadm.Offsets{}
+	ends.Each(func(o kadm.ListedOffset) { trim.AddOffset(o.Topic, o.Partition, o.Offset/2, -1) })
+	if _, err := adm.DeleteRecords(ctx, trim); err != nil {
+		t.Fatal(err)
+	}
+	h, ok, err := projections.Horizon(ctx, cfg.Kafka.Brokers, p)
+	if err != nil || !ok {
+		t.Fatalf("horizon: %v %v", ok, err)
+	}
+	var before int
+	_ = sink.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM _readside_tombstones").Scan(&before)
+	n, err := sink.CollectTombstones(ctx, p, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var below int
+	_ = sink.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM _readside_tombstones WHERE version < ?", h).Scan(&below)
+	if n == 0 || below != 0 {
+		t.Fatalf("collected %d of %d tombstones, %d left below the horizon %d", n, before, below, h)
+	}
+	t.Logf("horizon %d (≈ %s): %d of %d tombstones collected", h, time.Unix(int64(h>>20), 0).UTC().Format(time.RFC3339), n, before)
+
+	// Every retained upsert again, late and shuffled, deletes left out.
+	rd, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ConsumeTopics(p.Topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var ups []projections.Write
+	quiet := time.Now()
+	for time.Since(quiet) < 3*time.Second {
+		fctx, cancel := context.WithTimeout(ctx, time.Second)
+		fetches := rd.PollFetches(fctx)
+		cancel()
+		fetches.EachRecord(func(r *kgo.Record) {
+			quiet = time.Now()
+			if r.Value == nil {
+				return
+			}
+			e, err := projections.DecodeEvent(r.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws, err := p.Writes(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range ws {
+				if w.Kind == projections.Upsert {
+					ups = append(ups, w)
+				}
+			}
+		})
+	}
+	rng := rand.New(rand.NewPCG(seed, 9))
+	rng.Shuffle(len(ups), func(i, j int) { ups[i], ups[j] = ups[j], ups[i] })
+	for start := 0; start < len(ups); start += 100 {
+		if err := sink.Apply(ctx, p, &projections.Batch{Writes: projections.Coalesce(ups[start:min(start+100, len(ups))])}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d retained upserts re-applied late", len(ups))
+	waitEqual(t, bed, "`"+src+"`.messages", "`"+sinkDB+"`.messages_by_sender")
+}
