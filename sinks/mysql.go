@@ -82,6 +82,24 @@ func (s *MySQL) Exec(ctx context.Context, stmts []string) error {
 // Offsets returns the next offset to consume per topic and partition of
 // p, as committed with the rows.
 func (s *MySQL) Offsets(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
+	// Retried like a batch: a sink that is briefly away must not fail a
+	// partition assignment.
+	backoff := 50 * time.Millisecond
+	for {
+		o, err := s.offsets(ctx, p)
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			return o, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (s *MySQL) offsets(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
 	rows, err := s.db.QueryContext(ctx, "SELECT topic, part, next_offset FROM `_readside_offsets` WHERE projection = ?", p.Name)
 	if err != nil {
 		return nil, fmt.Errorf("reading offsets of %s: %w", p.Name, err)
