@@ -341,8 +341,13 @@ func (r *rebuilder) fill(ctx context.Context, live, shadowTable, old string) err
 // projector's offsets at each check; caught up when two checks in a row
 // say so), then stops it after its last batch committed.
 func (r *rebuilder) consumeUntil(ctx context.Context, shadow *projections.Projection, target []projections.Offsets, what string) error {
+	// The Kafka client's group chatter would drown the progress lines.
+	quiet := r.cfg.Log
+	if quiet.Level != "debug" {
+		quiet.Level = "warn"
+	}
 	pr, err := projections.NewProjector(shadow, r.sink, projections.Options{Brokers: r.cfg.Kafka.Brokers,
-		TopicPrefix: r.cfg.Kafka.TopicPrefix, Rejected: sinks.Rejected, Log: r.log})
+		TopicPrefix: r.cfg.Kafka.TopicPrefix, Rejected: sinks.Rejected, Log: newLogger(quiet, r.out)})
 	if err != nil {
 		return err
 	}
