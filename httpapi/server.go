@@ -32,7 +32,7 @@ func NewServer(log *slog.Logger) *Server {
 	}
 }
 
-// Route serves /metrics (gatherer), /healthz, /readyz and /status.
+// Route serves /metrics (gatherer), /healthz, /readyz, /status and /wait.
 func (s *Server) Route(gatherer prometheus.Gatherer, c *Collector, h *Health) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}))
@@ -55,6 +55,7 @@ func (s *Server) Route(gatherer prometheus.Gatherer, c *Collector, h *Health) {
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, c.Cached(r.Context(), reportMaxAge))
 	})
+	mux.HandleFunc("GET /wait", c.serveWait)
 	s.srv.Handler = mux
 }
 

@@ -33,8 +33,11 @@ type Options struct {
 type Projection struct {
 	Name  string
 	Topic string
-	Group string // its consumer group
-	Sinks []SinkDSN
+	// Topics are every topic it consumes (its own, its joins' parents');
+	// /wait waits on all of them.
+	Topics []string
+	Group  string // its consumer group
+	Sinks  []SinkDSN
 	// Here is true when this process runs its projector.
 	Here bool
 }

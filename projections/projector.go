@@ -67,6 +67,9 @@ func Group(p *Projection) string { return "readside-projection-" + p.Name }
 func DLQTopic(prefix string, p *Projection) string { return prefix + "._readside_dlq." + p.Name }
 
 // Run consumes until ctx is cancelled (nil) or a batch cannot be applied.
+// A replay request for a partition it holds makes it leave the group and
+// join again, so the partitions are assigned afresh and resume at the
+// requested offsets (projections/replay.go).
 func (pr *Projector) Run(ctx context.Context) error {
 	if pr.p.OnError == "dlq" {
 		if err := pr.openDLQ(ctx); err != nil {
@@ -74,6 +77,18 @@ func (pr *Projector) Run(ctx context.Context) error {
 		}
 		defer pr.dlq.Close()
 	}
+	for {
+		rejoin, err := pr.consume(ctx)
+		if err != nil || !rejoin || ctx.Err() != nil {
+			return err
+		}
+		pr.log.Info("replay requested for a partition held here: rejoining the group to resume at the requested offsets")
+	}
+}
+
+// consume runs one group membership; rejoin reports a replay request.
+func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
+	owned := newOwned()
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(pr.o.Brokers...),
 		// A worker killed without leaving is noticed within this, not the
@@ -85,6 +100,9 @@ func (pr *Projector) Run(ctx context.Context) error {
 		kgo.DisableAutoCommit(), // offsets are committed in the sink, with the rows
 		kgo.BlockRebalanceOnPoll(),
 		kgo.AdjustFetchOffsetsFn(func(ctx context.Context, assigned map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+			if err := pr.takeReplays(ctx, assigned); err != nil {
+				return nil, err
+			}
 			stored, err := pr.sink.Offsets(ctx, pr.p)
 			if err != nil {
 				return nil, err
@@ -100,6 +118,9 @@ func (pr *Projector) Run(ctx context.Context) error {
 			}
 			return assigned, nil
 		}),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { owned.add(m) }),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { owned.remove(m) }),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { owned.remove(m) }),
 		kgo.WithLogger(kslog.New(pr.log)),
 	}
 	if pr.o.InstanceID != "" {
@@ -107,7 +128,7 @@ func (pr *Projector) Run(ctx context.Context) error {
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer cl.Close()
 	// Leaving the group on Close revokes partitions, which waits for
@@ -126,39 +147,57 @@ func (pr *Projector) Run(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = wait() }()
-	fail := func(err error) error {
+	fail := func(err error) (bool, error) {
 		if ctx.Err() != nil {
-			return nil
+			return false, nil
 		}
 		pr.o.Metrics.error(pr.p)
-		return err
+		return false, err
 	}
 	// A failed apply cancels the poll waiting for more records, so the
 	// projector stops at once rather than on the next record.
 	pollCtx, applyFailed := context.WithCancel(ctx)
 	defer applyFailed()
 	lastGC := time.Now()
+	var lastCheck time.Time
 	for {
 		if time.Since(lastGC) > GCInterval {
 			lastGC = time.Now()
 			pr.collectTombstones(ctx)
 		}
-		fetches := cl.PollRecords(pollCtx, 5000)
+		// Bounded polls: an idle projector still looks for replay
+		// requests between them.
+		pctx, cancel := context.WithTimeout(pollCtx, replayCheckEvery)
+		fetches := cl.PollRecords(pctx, 5000)
+		cancel()
 		if ctx.Err() != nil {
-			return nil
+			return false, nil
 		}
 		if pollCtx.Err() != nil {
 			return fail(wait())
 		}
 		for _, fe := range fetches.Errors() {
-			if errors.Is(fe.Err, context.Canceled) {
-				return nil
+			if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, context.DeadlineExceeded) {
+				continue
 			}
 			pr.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
 		}
 		job := pr.prepare(fetches)
 		if err := wait(); err != nil {
 			return fail(err)
+		}
+		// Replay requests are looked at with nothing in flight; a polled
+		// batch not yet applied is simply consumed again after the rejoin
+		// (its offsets were never committed).
+		if time.Since(lastCheck) >= replayCheckEvery {
+			lastCheck = time.Now()
+			rejoin, err := pr.replayPending(ctx, owned)
+			if err != nil {
+				return fail(err)
+			}
+			if rejoin {
+				return true, nil
+			}
 		}
 		// A rebalance may happen now, with job already polled: applying
 		// it anyway is harmless — its rows are version-guarded and its

@@ -13,7 +13,15 @@ var bookkeeping = []string{
 	"CREATE TABLE IF NOT EXISTS `_readside_offsets` (projection VARCHAR(190) NOT NULL, topic VARCHAR(249) NOT NULL, part INT NOT NULL, next_offset BIGINT NOT NULL, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6), PRIMARY KEY (projection, topic, part))",
 	"CREATE TABLE IF NOT EXISTS `_readside_tombstones` (projection VARCHAR(190) NOT NULL, key_text VARBINARY(2048) NOT NULL, version BIGINT UNSIGNED NOT NULL, PRIMARY KEY (projection, key_text))",
 	"CREATE TABLE IF NOT EXISTS `_readside_truncations` (projection VARCHAR(190) NOT NULL PRIMARY KEY, version BIGINT UNSIGNED NOT NULL)",
+	// Offset resets asked for by `readside replay`, consumed by the
+	// projector that is assigned the partition (sinks/replay.go).
+	"CREATE TABLE IF NOT EXISTS `_readside_replay_requests` (projection VARCHAR(190) NOT NULL, topic VARCHAR(249) NOT NULL, part INT NOT NULL, next_offset BIGINT NOT NULL, requested_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (projection, topic, part))",
+	// The state of `readside replay --rebuild`, so a crashed rebuild resumes.
+	"CREATE TABLE IF NOT EXISTS `_readside_rebuilds` (projection VARCHAR(190) NOT NULL PRIMARY KEY, phase VARCHAR(20) NOT NULL, started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))",
 }
+
+// Bookkeeping is the DDL of readside's own tables on a sink.
+func Bookkeeping() []string { return append([]string{}, bookkeeping...) }
 
 // stateKey and stateCol name a join state table's columns: the parent's
 // key columns and the copied columns (by read column name), prefixed so

@@ -171,7 +171,7 @@ func (o *ops) serve(cfg config.Config, role string, reg *prometheus.Registry) er
 	o.srv.Route(reg, o.col, o.health)
 	o.done = make(chan error, 1)
 	go func() { o.done <- o.srv.Serve() }()
-	o.log.Info("serving /metrics, /healthz, /readyz, /status", "http", o.srv.Addr())
+	o.log.Info("serving /metrics, /healthz, /readyz, /status, /wait", "http", o.srv.Addr())
 	return nil
 }
 
@@ -207,7 +207,7 @@ func statusOptions(cfg config.Config, role string) (httpapi.Options, error) {
 		return opts, err
 	}
 	for _, p := range ps {
-		sp := httpapi.Projection{Name: p.Name, Topic: p.Topic, Group: projections.Group(p), Here: role == "all" || role == "projector"}
+		sp := httpapi.Projection{Name: p.Name, Topic: p.Topic, Topics: p.Topics(), Group: projections.Group(p), Here: role == "all" || role == "projector"}
 		s := cfg.Sinks[p.Sink]
 		if s.DSN != "" {
 			sp.Sinks = append(sp.Sinks, httpapi.SinkDSN{Name: p.Sink, DSN: s.DSN.Reveal()})

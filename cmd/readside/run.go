@@ -13,8 +13,6 @@ import (
 
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
-	"github.com/readside/readside/projections"
-	"github.com/readside/readside/sinks"
 )
 
 // commonFlags are the flags every verb takes.
@@ -30,7 +28,8 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.Level))
-	opts := &slog.HandlerOptions{Level: level}
+	logLevel.Set(level) // SIGHUP changes it (reload.go)
+	opts := &slog.HandlerOptions{Level: logLevel}
 	if cfg.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
@@ -79,6 +78,7 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer closeBroker()
+	loaded := cfg
 	cfg.Kafka.Brokers = brokers
 	reg := prometheus.NewRegistry()
 	g, gctx := errgroup.WithContext(ctx)
@@ -98,38 +98,17 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "readside run:\n%v\n", err)
 			return exitUsage
 		}
-		opened := map[string]*sinks.Sharded{}
-		metrics := projections.NewMetrics(reg)
-		defer func() {
-			for _, s := range opened {
-				s.Close()
-			}
-		}()
+		starter := newProjectorStarter(cfg, g, gctx, ops, log, reg)
+		defer starter.close()
 		for _, pp := range planned {
-			sink := opened[pp.p.Sink]
-			if sink == nil {
-				if sink, err = sinks.OpenSharded(ctx, pp.p.Sink, cfg.Sinks[pp.p.Sink]); err != nil {
-					fmt.Fprintf(stderr, "readside run: sink %s: %v\n", pp.p.Sink, err)
-					return exitProblem
-				}
-				opened[pp.p.Sink] = sink
-			}
-			if err := sink.Exec(ctx, pp.ddl); err != nil {
-				fmt.Fprintf(stderr, "readside run: creating the read table of %s: %v\n", pp.p.Name, err)
-				return exitProblem
-			}
-			instance := cfg.Kafka.GroupInstanceID
-			if instance == "" {
-				instance, _ = os.Hostname()
-			}
-			pr, err := projections.NewProjector(pp.p, sink, projections.Options{Brokers: cfg.Kafka.Brokers, InstanceID: instance,
-				TopicPrefix: cfg.Kafka.TopicPrefix, Metrics: metrics, Rejected: sinks.Rejected, Log: log})
-			if err != nil {
+			if code, err := starter.start(ctx, pp); err != nil {
 				fmt.Fprintf(stderr, "readside run: %v\n", err)
-				return exitUsage
+				return code
 			}
-			g.Go(ops.track("projector "+pp.p.Name, func() error { return pr.Run(gctx) }))
 		}
+		watchReload(gctx, &reloader{path: common.configPath, role: *role, current: loaded, starter: starter, log: log})
+	} else {
+		watchReload(gctx, &reloader{path: common.configPath, role: *role, current: loaded, log: log})
 	}
 	if err := ops.serve(cfg, *role, reg); err != nil {
 		log.Error("http endpoint", "err", err)

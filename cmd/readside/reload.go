@@ -1,0 +1,230 @@
+package main
+
+// SIGHUP: `readside run` re-reads its config and applies what can change
+// without a restart — the log level, and new projections (their read
+// tables are created and their projectors started) — and logs every other
+// change as "restart to apply". docs/operations.md, "Reloading: SIGHUP".
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"reflect"
+	"sort"
+	"sync"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
+)
+
+// logLevel is the level of every logger newLogger makes: SIGHUP changes
+// it in place.
+var logLevel = new(slog.LevelVar)
+
+// projectorStarter opens sinks, creates read tables and starts projectors
+// in the daemon's errgroup; start-up and SIGHUP use it alike.
+type projectorStarter struct {
+	cfg     config.Config // with the brokers in use
+	g       *errgroup.Group
+	gctx    context.Context
+	ops     *ops
+	log     *slog.Logger
+	metrics *projections.Metrics
+
+	mu     sync.Mutex
+	opened map[string]*sinks.Sharded
+}
+
+func newProjectorStarter(cfg config.Config, g *errgroup.Group, gctx context.Context, o *ops, log *slog.Logger, reg prometheus.Registerer) *projectorStarter {
+	return &projectorStarter{cfg: cfg, g: g, gctx: gctx, ops: o, log: log, metrics: projections.NewMetrics(reg), opened: map[string]*sinks.Sharded{}}
+}
+
+// start creates pp's read table and starts its projector. The error says
+// which step failed; exitCode is what `run` exits with for it at start-up.
+func (s *projectorStarter) start(ctx context.Context, pp plannedProjection) (exitCode int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sink := s.opened[pp.p.Sink]
+	if sink == nil {
+		if sink, err = sinks.OpenSharded(ctx, pp.p.Sink, s.cfg.Sinks[pp.p.Sink]); err != nil {
+			return exitProblem, fmt.Errorf("sink %s: %w", pp.p.Sink, err)
+		}
+		s.opened[pp.p.Sink] = sink
+	}
+	if err := sink.Exec(ctx, pp.ddl); err != nil {
+		return exitProblem, fmt.Errorf("creating the read table of %s: %w", pp.p.Name, err)
+	}
+	instance := s.cfg.Kafka.GroupInstanceID
+	if instance == "" {
+		instance, _ = os.Hostname()
+	}
+	pr, err := projections.NewProjector(pp.p, sink, projections.Options{Brokers: s.cfg.Kafka.Brokers, InstanceID: instance,
+		TopicPrefix: s.cfg.Kafka.TopicPrefix, Metrics: s.metrics, Rejected: sinks.Rejected, Log: s.log})
+	if err != nil {
+		return exitUsage, err
+	}
+	s.g.Go(s.ops.track("projector "+pp.p.Name, func() error { return pr.Run(s.gctx) }))
+	return exitOK, nil
+}
+
+// close closes the sinks after every projector stopped.
+func (s *projectorStarter) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sink := range s.opened {
+		sink.Close()
+	}
+}
+
+// reloader answers SIGHUP.
+type reloader struct {
+	path    string
+	role    string
+	current config.Config // as loaded (before the embedded broker's address is filled in)
+	starter *projectorStarter
+	log     *slog.Logger
+	// reloaded is signalled after each reload (tests in this package).
+	reloaded chan struct{}
+}
+
+// watchReload handles SIGHUP until ctx ends.
+func watchReload(ctx context.Context, r *reloader) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				r.reload(ctx)
+				if r.reloaded != nil {
+					r.reloaded <- struct{}{}
+				}
+			}
+		}
+	}()
+}
+
+func (r *reloader) reload(ctx context.Context) {
+	r.log.Info("SIGHUP: reloading the config", "config", r.path)
+	next, err := config.Load(r.path, os.Environ())
+	if err != nil {
+		r.log.Error("SIGHUP: the config does not load; keeping the running one", "err", err)
+		return
+	}
+	cur := r.current
+	var restart []string
+	if next.Log.Level != cur.Log.Level {
+		var level slog.Level
+		if err := level.UnmarshalText([]byte(next.Log.Level)); err == nil {
+			logLevel.Set(level)
+			r.log.Info("SIGHUP: reloaded log.level", "from", cur.Log.Level, "to", next.Log.Level)
+		}
+	}
+	if next.Log.Format != cur.Log.Format {
+		restart = append(restart, "log.format")
+	}
+	for key, changed := range map[string]bool{
+		"source":           !reflect.DeepEqual(next.Source, cur.Source),
+		"kafka":            !reflect.DeepEqual(next.Kafka, cur.Kafka),
+		"sinks":            !reflect.DeepEqual(next.Sinks, cur.Sinks),
+		"data_dir":         next.DataDir != cur.DataDir,
+		"http":             !reflect.DeepEqual(next.HTTP, cur.HTTP),
+		"shutdown_timeout": next.ShutdownTimeout != cur.ShutdownTimeout,
+		"verify":           !reflect.DeepEqual(next.Verify, cur.Verify),
+	} {
+		if changed {
+			restart = append(restart, key)
+		}
+	}
+	var added []string
+	for name, d := range next.Projections {
+		old, ok := cur.Projections[name]
+		switch {
+		case !ok:
+			added = append(added, name)
+		case !reflect.DeepEqual(old, d):
+			restart = append(restart, "projections."+name)
+		}
+	}
+	for name := range cur.Projections {
+		if _, ok := next.Projections[name]; !ok {
+			restart = append(restart, "projections."+name+" (removed)")
+		}
+	}
+	sort.Strings(added)
+	sort.Strings(restart)
+	// What is applied becomes the running config; the rest stays as it was.
+	applied := cur
+	applied.Log.Level = next.Log.Level
+	if len(added) > 0 {
+		started, err := r.addProjections(ctx, next, added)
+		if err != nil {
+			r.log.Error("SIGHUP: new projections not started; fix and send SIGHUP again", "projections", added, "err", err)
+		}
+		applied.Projections = map[string]config.Projection{}
+		for name, d := range cur.Projections {
+			applied.Projections[name] = d
+		}
+		for _, name := range started {
+			applied.Projections[name] = next.Projections[name]
+		}
+	}
+	r.current = applied
+	if len(restart) > 0 {
+		r.log.Warn("SIGHUP: not reloaded, restart to apply", "changed", restart)
+	}
+	r.log.Info("SIGHUP: reload done")
+}
+
+// addProjections plans the new projections against next (their source,
+// sink and topics are those of the running pipeline) and starts them.
+func (r *reloader) addProjections(ctx context.Context, next config.Config, added []string) ([]string, error) {
+	if r.role == "tailer" {
+		return nil, errors.New("this process runs --role tailer: start the projections in the projector processes (SIGHUP them)")
+	}
+	// Only the new declarations are planned: the running ones keep theirs.
+	plan := r.current
+	plan.Projections = map[string]config.Projection{}
+	for _, name := range added {
+		plan.Projections[name] = next.Projections[name]
+	}
+	for _, name := range added {
+		d := next.Projections[name]
+		if !contains(r.current.Source.Tables, d.From) {
+			return nil, fmt.Errorf("projections.%s.from %s is not captured by the running tailer (source.tables): restart to apply", name, d.From)
+		}
+	}
+	planned, err := planProjections(ctx, plan)
+	if err != nil {
+		return nil, err
+	}
+	var started []string
+	for _, pp := range planned {
+		if _, err := r.starter.start(ctx, pp); err != nil {
+			return started, err
+		}
+		started = append(started, pp.p.Name)
+		r.log.Info("SIGHUP: started the projector of a new projection", "projection", pp.p.Name, "table", pp.p.Table)
+	}
+	return started, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,485 @@
+package main
+
+// readside replay: an offset reset for one projection (the daemon's
+// projectors pick it up between batches), and --rebuild: a shadow table
+// filled from the topics and swapped in with RENAME TABLE. The design and
+// the argument for the swap are in docs/ARCHITECTURE.md, "Replay and
+// rebuild"; the operator's view in docs/operations.md.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	driver "github.com/go-sql-driver/mysql"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
+)
+
+const (
+	rebuildSuffix = "__rebuild"
+	oldSuffix     = "__old"
+)
+
+func runReplay(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var common commonFlags
+	common.register(fs)
+	name := fs.String("projection", "", "the projection to replay (required)")
+	from := fs.String("from", "", "earliest, an RFC3339 time, or partition:offset,... (topic/partition:offset for a joined parent's topic)")
+	rebuild := fs.Bool("rebuild", false, "fill a shadow table from the topics and swap it in (RENAME TABLE) once caught up")
+	dropOld := fs.Bool("drop-old", false, "drop the <table>__old a rebuild kept (after --rebuild finishes, or alone)")
+	wait := fs.Duration("wait", 30*time.Second, "how long to wait for a running projector to take the reset")
+	progressEvery := fs.Duration("progress-every", 5*time.Second, "progress line period when stderr is not a terminal")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if *name == "" {
+		fmt.Fprintln(stderr, "readside replay: --projection is required (a name under projections: in the config)")
+		return exitUsage
+	}
+	if !*rebuild && !*dropOld && *from == "" {
+		fmt.Fprintln(stderr, "readside replay: give --from earliest|RFC3339|partition:offset,..., or --rebuild, or --drop-old")
+		return exitUsage
+	}
+	if *rebuild && *from != "" {
+		fmt.Fprintln(stderr, "readside replay: --rebuild always reads the topics from the earliest offset: drop --from")
+		return exitUsage
+	}
+	cfg, err := config.Load(common.configPath, os.Environ())
+	if err != nil {
+		fmt.Fprintf(stderr, "readside replay: %v\n", err)
+		return exitUsage
+	}
+	if len(cfg.Kafka.Brokers) == 0 {
+		// The daemon's embedded broker: replay is a client of it.
+		cfg.Kafka.Brokers = []string{cfg.Kafka.EmbeddedListen}
+	}
+	log := newLogger(cfg.Log, stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "readside replay:\n%v\n", err)
+		return exitUsage
+	}
+	var p *projections.Projection
+	var names []string
+	for _, c := range ps {
+		names = append(names, c.Name)
+		if c.Name == *name {
+			p = c
+		}
+	}
+	if p == nil {
+		fmt.Fprintf(stderr, "readside replay: --projection %q is not declared; declared: %s\n", *name, strings.Join(names, ", "))
+		return exitUsage
+	}
+	sink, err := sinks.OpenSharded(ctx, p.Sink, cfg.Sinks[p.Sink])
+	if err != nil {
+		fmt.Fprintf(stderr, "readside replay: sink %s: %v\n", p.Sink, err)
+		return exitProblem
+	}
+	defer sink.Close()
+	if err := sink.Exec(ctx, sinks.Bookkeeping()); err != nil {
+		fmt.Fprintf(stderr, "readside replay: %v\n", err)
+		return exitProblem
+	}
+	switch {
+	case *from != "":
+		err = resetOffsets(ctx, cfg, p, sink, *from, *wait, stdout)
+	case *rebuild:
+		r := &rebuilder{cfg: cfg, p: p, sink: sink, log: log, out: stderr, every: *progressEvery, tty: isTerminal(stderr)}
+		err = r.run(ctx)
+		if err == nil {
+			fmt.Fprintf(stdout, "rebuilt %s: %s now holds the rebuilt rows; the previous table is %s (drop it with --drop-old)\n", p.Name, p.Table, p.Table+oldSuffix)
+		}
+	}
+	if err == nil && *dropOld {
+		if err = sink.DropTable(ctx, p.Table+oldSuffix); err == nil {
+			fmt.Fprintf(stdout, "dropped %s on every shard of sink %s\n", p.Table+oldSuffix, p.Sink)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "readside replay: %v\n", err)
+		return exitProblem
+	}
+	return exitOK
+}
+
+// resetOffsets records a replay request for p's partitions and waits for
+// a running projector to take it.
+func resetOffsets(ctx context.Context, cfg config.Config, p *projections.Projection, sink *sinks.Sharded, from string, wait time.Duration, stdout io.Writer) error {
+	offs, err := replayOffsets(ctx, cfg.Kafka.Brokers, p, from)
+	if err != nil {
+		return err
+	}
+	if err := sink.RequestReplay(ctx, p, offs); err != nil {
+		return err
+	}
+	var parts []string
+	for topic, ps := range offs {
+		for part, next := range ps {
+			parts = append(parts, fmt.Sprintf("%s/%d:%d", topic, part, next))
+		}
+	}
+	sort.Strings(parts)
+	fmt.Fprintf(stdout, "replay of %s requested from %s\n", p.Name, strings.Join(parts, ", "))
+	deadline := time.Now().Add(wait)
+	for {
+		pending, err := sink.PendingReplays(ctx, p)
+		if err != nil {
+			return err
+		}
+		if len(pending) == 0 {
+			fmt.Fprintf(stdout, "taken by the projector of %s: it is re-applying from there\n", p.Name)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(stdout, "no running projector of %s took the reset within %s: the next one to start (readside run) will\n", p.Name, wait)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// replayOffsets turns --from into next offsets for p's partitions.
+func replayOffsets(ctx context.Context, brokers []string, p *projections.Projection, from string) (projections.Offsets, error) {
+	out := projections.Offsets{}
+	if strings.Contains(from, ":") && !strings.Contains(from, "T") {
+		for _, item := range strings.Split(from, ",") {
+			item = strings.TrimSpace(item)
+			topic := p.Topic
+			if i := strings.LastIndex(item, "/"); i >= 0 {
+				topic, item = item[:i], item[i+1:]
+			}
+			ps, os, ok := strings.Cut(item, ":")
+			part, err1 := strconv.ParseInt(ps, 10, 32)
+			off, err2 := strconv.ParseInt(os, 10, 64)
+			if !ok || err1 != nil || err2 != nil || part < 0 || off < 0 {
+				return nil, fmt.Errorf("--from %q: want partition:offset items, e.g. 0:120,3:0 (topic/partition:offset for a joined parent's topic)", from)
+			}
+			found := false
+			for _, t := range p.Topics() {
+				found = found || t == topic
+			}
+			if !found {
+				return nil, fmt.Errorf("--from %q: topic %s is not consumed by projection %s (its topics: %s)", from, topic, p.Name, strings.Join(p.Topics(), ", "))
+			}
+			out.Set(topic, int32(part), off)
+		}
+		return out, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	var listed kadm.ListedOffsets
+	if from == "earliest" {
+		listed, err = adm.ListStartOffsets(ctx, p.Topics()...)
+	} else {
+		t, perr := time.Parse(time.RFC3339, from)
+		if perr != nil {
+			return nil, fmt.Errorf("--from %q: want earliest, an RFC3339 time (e.g. 2026-01-02T15:04:05Z) or partition:offset,...", from)
+		}
+		// The first record published at or after t (the broker's record
+		// timestamps: when the tailer published, shortly after the commit).
+		listed, err = adm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), p.Topics()...)
+	}
+	if err == nil {
+		err = listed.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing offsets of %s: %w", strings.Join(p.Topics(), ", "), err)
+	}
+	listed.Each(func(o kadm.ListedOffset) { out.Set(o.Topic, o.Partition, o.Offset) })
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the broker lists no partitions for %s: has the tailer created the topics?", strings.Join(p.Topics(), ", "))
+	}
+	return out, nil
+}
+
+// rebuilder runs one `replay --rebuild`.
+type rebuilder struct {
+	cfg   config.Config
+	p     *projections.Projection
+	sink  *sinks.Sharded
+	log   *slog.Logger
+	out   io.Writer
+	every time.Duration
+	tty   bool
+}
+
+// shadow is the rebuild's own projection: same declaration, its own
+// identity (offsets, tombstones, truncations, join state) and table.
+func (r *rebuilder) shadow(table string) *projections.Projection {
+	s := *r.p
+	s.Name = r.p.Name + rebuildSuffix
+	s.Table = table
+	return &s
+}
+
+func (r *rebuilder) run(ctx context.Context) error {
+	live, shadowTable, old := r.p.Table, r.p.Table+rebuildSuffix, r.p.Table+oldSuffix
+	if len(old) > 64 || len(shadowTable) > 64 || len(r.p.Name+rebuildSuffix) > 190 {
+		return fmt.Errorf("table %s is too long for the %s / %s names a rebuild needs (64 characters): shorten projections.%s.table", live, shadowTable, old, r.p.Name)
+	}
+	phase, err := r.sink.RebuildPhase(ctx, r.p.Name)
+	if err != nil {
+		return err
+	}
+	if phase == "" {
+		for i := range r.sink.Shards {
+			if ok, err := r.sink.TableExists(ctx, i, old); err != nil {
+				return err
+			} else if ok {
+				return fmt.Errorf("%s exists from an earlier rebuild: drop it first (readside replay --projection %s --drop-old)", old, r.p.Name)
+			}
+		}
+		if err := r.sink.SetRebuildPhase(ctx, r.p.Name, "filling"); err != nil {
+			return err
+		}
+		phase = "filling"
+	} else {
+		r.log.Info("resuming a rebuild", "projection", r.p.Name, "phase", phase)
+	}
+	if phase == "filling" {
+		if err := r.fill(ctx, live, shadowTable, old); err != nil {
+			return err
+		}
+		if err := r.sink.SetRebuildPhase(ctx, r.p.Name, "catching-up"); err != nil {
+			return err
+		}
+	}
+	// After the swap: the live projector's offsets now, read after every
+	// RENAME, bound what it may have applied to the old table and not to
+	// this one. The shadow consumer goes on against the live name until
+	// it has applied past them (re-applying what the live projector also
+	// applied is harmless: version guards).
+	target, err := r.sink.ShardOffsets(ctx, r.p)
+	if err != nil {
+		return err
+	}
+	if err := r.consumeUntil(ctx, r.shadow(live), target, "catching up after the swap"); err != nil {
+		return err
+	}
+	if err := r.sink.Forget(ctx, r.shadow(shadowTable)); err != nil {
+		return err
+	}
+	return r.sink.SetRebuildPhase(ctx, r.p.Name, "")
+}
+
+// fill creates the shadow table, fills it until it has caught up with the
+// live projector, and swaps it in on every shard.
+func (r *rebuilder) fill(ctx context.Context, live, shadowTable, old string) error {
+	// On every shard where the swap already happened (a crash after it),
+	// the shadow is gone and live is the rebuilt table.
+	var pending []int
+	for i := range r.sink.Shards {
+		ok, err := r.sink.TableExists(ctx, i, shadowTable)
+		if err != nil {
+			return err
+		}
+		swapped, err := r.sink.TableExists(ctx, i, old)
+		if err != nil {
+			return err
+		}
+		if ok || !swapped {
+			pending = append(pending, i)
+		}
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	shadow := r.shadow(shadowTable)
+	if len(pending) == len(r.sink.Shards) {
+		types, err := sourceTypes(ctx, r.cfg, r.p)
+		if err != nil {
+			return err
+		}
+		if err := r.sink.Exec(ctx, sinks.DDL(shadow, types)); err != nil {
+			return fmt.Errorf("creating the shadow table %s: %w", shadowTable, err)
+		}
+		r.log.Info("rebuild: filling the shadow table from the earliest offsets", "projection", r.p.Name, "shadow", shadowTable)
+		if err := r.consumeUntil(ctx, shadow, nil, "filling "+shadowTable); err != nil {
+			return err
+		}
+	}
+	for _, i := range pending {
+		if err := r.sink.Swap(ctx, i, live, shadowTable, old); err != nil {
+			return fmt.Errorf("shard %s: RENAME TABLE %s TO %s, %s TO %s: %w", r.sink.Shards[i].Range.Text, live, old, shadowTable, live, err)
+		}
+	}
+	r.log.Info("rebuild: swapped the shadow in", "projection", r.p.Name, "live", live, "old", old)
+	return nil
+}
+
+// consumeUntil runs a projector for shadow until its offsets, on every
+// shard, reach target on every partition (target nil: the live
+// projector's offsets at each check; caught up when two checks in a row
+// say so), then stops it after its last batch committed.
+func (r *rebuilder) consumeUntil(ctx context.Context, shadow *projections.Projection, target []projections.Offsets, what string) error {
+	// The Kafka client's group chatter would drown the progress lines.
+	quiet := r.cfg.Log
+	if quiet.Level != "debug" {
+		quiet.Level = "warn"
+	}
+	pr, err := projections.NewProjector(shadow, r.sink, projections.Options{Brokers: r.cfg.Kafka.Brokers,
+		TopicPrefix: r.cfg.Kafka.TopicPrefix, Rejected: sinks.Rejected, Log: newLogger(quiet, r.out)})
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- pr.Run(pctx) }()
+	stop := func() error { cancel(); return <-done }
+	var lastLine time.Time
+	streak := 0
+	for {
+		select {
+		case err := <-done:
+			cancel()
+			if err == nil {
+				err = ctx.Err()
+			}
+			return fmt.Errorf("%s: %w", what, err)
+		case <-time.After(250 * time.Millisecond):
+		}
+		goal := target
+		if goal == nil {
+			if goal, err = r.sink.ShardOffsets(ctx, r.p); err != nil {
+				_ = stop()
+				return err
+			}
+		}
+		have, err := r.sink.ShardOffsets(ctx, shadow)
+		if err != nil {
+			_ = stop()
+			return err
+		}
+		done, total, ok := progress(have, goal)
+		r.report(what, done, total, &lastLine)
+		if ok {
+			streak++
+		} else {
+			streak = 0
+		}
+		if streak >= 2 || (target != nil && ok) {
+			if err := stop(); err != nil {
+				return err
+			}
+			r.report(what, total, total, nil)
+			return nil
+		}
+	}
+}
+
+// progress compares the shadow's offsets with goal: per partition, the
+// lowest shadow offset over the shards against the highest goal offset.
+func progress(have, goal []projections.Offsets) (done, total int64, caughtUp bool) {
+	caughtUp = true
+	want := projections.Offsets{}
+	for _, g := range goal {
+		for topic, parts := range g {
+			for part, next := range parts {
+				if cur, ok := want[topic][part]; !ok || next > cur {
+					want.Set(topic, part, next)
+				}
+			}
+		}
+	}
+	for topic, parts := range want {
+		for part, next := range parts {
+			low, seen := int64(0), false
+			for _, h := range have {
+				v, ok := h[topic][part]
+				if !ok {
+					v = 0
+				}
+				if !seen || v < low {
+					low, seen = v, true
+				}
+			}
+			total += next
+			done += min(low, next)
+			if low < next {
+				caughtUp = false
+			}
+		}
+	}
+	return done, total, caughtUp
+}
+
+// report draws a progress bar on a terminal, else a line every r.every
+// (last nil: the final report).
+func (r *rebuilder) report(what string, done, total int64, last *time.Time) {
+	pct := 100.0
+	if total > 0 {
+		pct = 100 * float64(done) / float64(total)
+	}
+	if r.tty {
+		const width = 30
+		n := int(pct / 100 * width)
+		fmt.Fprintf(r.out, "\r%s [%s%s] %5.1f%% %d/%d offsets", what, strings.Repeat("#", n), strings.Repeat("-", width-n), pct, done, total)
+		if last == nil {
+			fmt.Fprintln(r.out)
+		}
+		return
+	}
+	if last == nil || time.Since(*last) >= r.every {
+		fmt.Fprintf(r.out, "%s %s: %.1f%% (%d of %d offsets)\n", time.Now().Format(time.RFC3339), what, pct, done, total)
+		if last != nil {
+			*last = time.Now()
+		}
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// sourceTypes reads the live source schema p's read table is typed from.
+func sourceTypes(ctx context.Context, cfg config.Config, p *projections.Projection) (projections.Types, error) {
+	dcfg, err := driver.ParseDSN(cfg.Source.DSN.Reveal())
+	if err != nil {
+		return projections.Types{}, fmt.Errorf("source.dsn: %w", err)
+	}
+	connector, err := driver.NewConnector(dcfg)
+	if err != nil {
+		return projections.Types{}, err
+	}
+	src := sql.OpenDB(connector)
+	defer src.Close()
+	types, err := p.SourceColumns(ctx, src)
+	if err != nil {
+		return projections.Types{}, errors.Join(errors.New("reading the source schema for the shadow table"), err)
+	}
+	return types, nil
+}

@@ -1,0 +1,190 @@
+package httpapi
+
+// /wait?projection=P&gtid=G&timeout=5s: read-your-writes. It answers 200
+// once projection P has applied every event of every source transaction
+// up to GTID G, 504 when that does not happen within the timeout.
+//
+// The argument (docs/ARCHITECTURE.md, "Read your writes"):
+//  1. The tailer commits its checkpoint in the same Kafka transaction as
+//     the events it covers. Once a committed checkpoint's GTID set
+//     contains G, every event of G and of every transaction before it is
+//     committed in P's topics — whether or not G touched P's table at all.
+//  2. The end offsets listed after that (the last stable offset, what a
+//     read-committed consumer reaches) are past all those events on every
+//     partition of P's topics (its own and its joins' parents').
+//  3. The projector stores the next offset in the sink transaction that
+//     writes the rows. When on every partition the stored offset (lowest
+//     over the sink's shards) reaches end-1 (the last entry before the end
+//     is the commit marker of the tailer's transaction), every event of G
+//     is applied and committed in the read table: a read after the 200
+//     sees it.
+// A GTID that touched none of P's rows waits only for P to reach the end
+// offsets of step 2, never for an event that will not come.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/readside/readside/cdc"
+)
+
+// maxWait bounds the timeout a caller may ask for.
+const maxWait = 5 * time.Minute
+
+func (c *Collector) serveWait(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	name, gtid := q.Get("projection"), strings.TrimSpace(q.Get("gtid"))
+	timeout := 5 * time.Second
+	if s := q.Get("timeout"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 || d > maxWait {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": fmt.Sprintf("timeout %q: want a Go duration up to %s, e.g. 5s", s, maxWait)})
+			return
+		}
+		timeout = d
+	}
+	var p *Projection
+	var names []string
+	for i := range c.opts.Projections {
+		names = append(names, c.opts.Projections[i].Name)
+		if c.opts.Projections[i].Name == name {
+			p = &c.opts.Projections[i]
+		}
+	}
+	if p == nil {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": fmt.Sprintf("projection %q is not declared; declared: %s", name, strings.Join(names, ", "))})
+		return
+	}
+	if gtid == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "gtid is required: the GTID of your write (MariaDB: SELECT @@last_gtid; MySQL: the session's gtid_executed after the commit)"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	start := time.Now()
+	res, err := c.Wait(ctx, *p, gtid)
+	body := map[string]any{"projection": p.Name, "gtid": gtid, "waited_ms": time.Since(start).Milliseconds()}
+	switch {
+	case err == nil:
+		body["applied"] = true
+		writeJSON(w, http.StatusOK, body)
+	case ctx.Err() != nil && r.Context().Err() == nil:
+		body["applied"], body["error"] = false, fmt.Sprintf("not applied within %s: %s", timeout, res)
+		writeJSON(w, http.StatusGatewayTimeout, body)
+	default:
+		body["applied"], body["error"] = false, err.Error()
+		writeJSON(w, http.StatusBadRequest, body)
+	}
+}
+
+// Wait returns nil once p has applied every event up to gtid; on a
+// timeout (ctx) it returns ctx's error and says what it was waiting for.
+// Any other error is the caller's (an unparsable GTID).
+func (c *Collector) Wait(ctx context.Context, p Projection, gtid string) (waitingFor string, err error) {
+	topics := p.Topics
+	if len(topics) == 0 {
+		topics = []string{p.Topic}
+	}
+	// 1: the tailer has committed past gtid.
+	waitingFor = "the tailer to commit a checkpoint past " + gtid
+	for {
+		cp, err := c.checkpoint(ctx)
+		if err == nil && cp != nil {
+			ok, cerr := cp.Position.Contains(cdc.Position{Flavor: cp.Position.Flavor, GTID: gtid})
+			if cerr != nil {
+				return waitingFor, fmt.Errorf("gtid %q: %v", gtid, cerr)
+			}
+			if ok {
+				break
+			}
+			waitingFor = fmt.Sprintf("the tailer to commit a checkpoint past %s (at %s)", gtid, cp.Position.GTID)
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return waitingFor, err
+		}
+	}
+	// 2: the end offsets now.
+	var ends kadm.ListedOffsets
+	for {
+		ends, err = c.adm.ListCommittedOffsets(ctx, topics...)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil {
+			break
+		}
+		waitingFor = fmt.Sprintf("the broker to list end offsets: %v", err)
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return waitingFor, err
+		}
+	}
+	// 3: the applied offsets reach them on every partition and shard.
+	for {
+		behind, err := c.behind(ctx, p, topics, ends)
+		if err == nil && len(behind) == 0 {
+			return "", nil
+		}
+		if ctx.Err() != nil {
+			return waitingFor, ctx.Err()
+		}
+		if err != nil {
+			waitingFor = fmt.Sprintf("the sink's applied offsets: %v", err)
+		} else {
+			waitingFor = "projection " + p.Name + " to apply up to " + strings.Join(behind, ", ")
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return waitingFor, err
+		}
+	}
+}
+
+// behind lists the partitions (and shards) whose applied offset is short
+// of the end offset less the commit marker.
+func (c *Collector) behind(ctx context.Context, p Projection, topics []string, ends kadm.ListedOffsets) ([]string, error) {
+	var out []string
+	for _, s := range p.Sinks {
+		for _, topic := range topics {
+			offs, err := readOffsets(ctx, c.dbs[s.DSN], p.Name, topic)
+			if err != nil {
+				return nil, fmt.Errorf("sink %s: %w", s.Name, err)
+			}
+			for part, o := range ends[topic] {
+				next, ok := offs[part]
+				if !ok {
+					next = 0
+				}
+				if next < o.Offset-1 {
+					out = append(out, fmt.Sprintf("%s/%d offset %d (sink %s at %d)", topic, part, o.Offset-1, s.Name, next))
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// checkpoint is the tailer's last committed checkpoint: live when it runs
+// here, else from the checkpoint topic.
+func (c *Collector) checkpoint(ctx context.Context) (*cdc.Checkpoint, error) {
+	if c.opts.TailerHere && c.tailer != nil {
+		return c.tailer.Status().Checkpoint, nil
+	}
+	cp, found, err := cdc.ReadCheckpoint(ctx, c.opts.Brokers, c.opts.CheckpointTopic, c.opts.TransactionalID)
+	if err != nil || !found {
+		return nil, err
+	}
+	return &cp, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
