@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/readside/readside/cdc"
@@ -499,4 +500,59 @@ func TestVerifyLiveLoad(t *testing.T) {
 		t.Log("note: no chunk differed during the load (the projection kept up between checksums)")
 	}
 	s.waitConverged(t, 2*time.Minute)
+}
+
+// TestVerifySchedule: the daemon's scheduled mode (verify.every) exports
+// the drift and the last run time per projection; a row added by hand on
+// the sink shows as one drifting row.
+func TestVerifySchedule(t *testing.T) {
+	bed := testbed.Get(t)
+	s := newShop(t, bed)
+	s.run(t)
+	s.load(t, 50, 2000)
+	s.waitConverged(t, 2*time.Minute)
+	cfg := s.cfg
+	cfg.Verify.Every = 300 * time.Millisecond
+	cfg.DataDir = t.TempDir()
+	reg := prometheus.NewRegistry()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- verify.Schedule(ctx, cfg, []*projections.Projection{s.p}, reg, logger()) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("schedule: %v", err)
+		}
+	}()
+	gauge := func(name string) (float64, bool) {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				for _, m := range mf.GetMetric() {
+					if m.GetLabel()[0].GetValue() == "orders_by_customer" {
+						return m.GetGauge().GetValue(), true
+					}
+				}
+			}
+		}
+		return 0, false
+	}
+	waitFor := func(what string, ok func() bool) {
+		deadline := time.Now().Add(90 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s within 90s", what)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitFor("first scheduled run", func() bool { v, ok := gauge("readside_verify_last_run_timestamp_seconds"); return ok && v > 0 })
+	if v, _ := gauge("readside_verify_drift_rows"); v != 0 {
+		t.Fatalf("readside_verify_drift_rows = %v on a converged projection", v)
+	}
+	s.shardExec(t, s.home(7), "INSERT INTO orders_by_customer (customer_id, id, status, total_cents, created_at, _rs_version) VALUES (7, 888888, 'new', 1, '2026-01-01 00:00:00', 1)")
+	waitFor("drift of one row", func() bool { v, _ := gauge("readside_verify_drift_rows"); return v == 1 })
 }

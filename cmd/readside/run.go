@@ -15,6 +15,7 @@ import (
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
+	"github.com/readside/readside/verify"
 )
 
 // commonFlags are the flags every verb takes.
@@ -130,6 +131,11 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 			}
 			g.Go(ops.track("projector "+pp.p.Name, func() error { return pr.Run(gctx) }))
 		}
+	}
+	if cfg.Verify.Every > 0 && *role != "tailer" {
+		// Scheduled verification (verify.every): read-only, logs and metrics.
+		ps, _ := projections.Compile(cfg)
+		g.Go(ops.track("verify", func() error { return verify.Schedule(gctx, cfg, ps, reg, log) }))
 	}
 	if err := ops.serve(cfg, *role, reg); err != nil {
 		log.Error("http endpoint", "err", err)
