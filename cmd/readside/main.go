@@ -40,7 +40,7 @@ func verbs() []verb {
 		{"plan", "print (or --apply) the DDL of every read table", runPlan},
 		{"snapshot", "online, lock-free snapshot of existing rows into the topics", runSnapshot},
 		{"replay", "re-apply history to a projection, or --rebuild it", runReplay},
-		{"verify", "compare a read table with what the source implies", notYet("verify")},
+		{"verify", "compare a read table with what the source implies (--repair fixes it)", runVerify},
 		{"status", "positions, lag and health per projection", runStatus},
 		{"version", "print version, commit and Go version", runVersion},
 	}

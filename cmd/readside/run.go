@@ -13,6 +13,8 @@ import (
 
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/verify"
 )
 
 // commonFlags are the flags every verb takes.
@@ -109,6 +111,11 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 		watchReload(gctx, &reloader{path: common.configPath, role: *role, current: loaded, starter: starter, log: log})
 	} else {
 		watchReload(gctx, &reloader{path: common.configPath, role: *role, current: loaded, log: log})
+	}
+	if cfg.Verify.Every > 0 && *role != "tailer" {
+		// Scheduled verification (verify.every): read-only, logs and metrics.
+		ps, _ := projections.Compile(cfg)
+		g.Go(ops.track("verify", func() error { return verify.Schedule(gctx, cfg, ps, reg, log) }))
 	}
 	if err := ops.serve(cfg, *role, reg); err != nil {
 		log.Error("http endpoint", "err", err)

@@ -1,0 +1,275 @@
+package verify
+
+import (
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/readside/readside/projections"
+)
+
+// kind is how a column's value is bound, compared and routed; learned from
+// the driver's column types.
+type kind uint8
+
+const (
+	kText kind = iota
+	kInt
+	kNumber  // float, double: numeric text
+	kDecimal // numeric text; a string in events
+	kBinary
+	kTemporal
+	kBit
+)
+
+func kindOf(ct *sql.ColumnType) kind {
+	t := strings.ToUpper(ct.DatabaseTypeName())
+	switch {
+	case t == "BIT":
+		return kBit
+	case strings.Contains(t, "INT") || t == "YEAR":
+		return kInt
+	case t == "DECIMAL":
+		return kDecimal
+	case t == "FLOAT" || t == "DOUBLE":
+		return kNumber
+	case strings.Contains(t, "BINARY") || strings.Contains(t, "BLOB") || t == "GEOMETRY":
+		return kBinary
+	case t == "DATE" || t == "DATETIME" || t == "TIMESTAMP" || t == "TIME":
+		return kTemporal
+	}
+	return kText
+}
+
+func q(ident string) string { return "`" + strings.ReplaceAll(ident, "`", "``") + "`" }
+
+// column is one compared read column and the source expression that
+// computes it.
+type column struct {
+	Read string // read column
+	Src  string // SQL over s (the source row) and jN (join N's parent)
+}
+
+// plan holds the SQL both sides run for one projection.
+type plan struct {
+	p    *projections.Projection
+	cols []column // key first (p.Key order), then the rest, then joined columns
+	// srcKey are the source columns of the read key, s-qualified.
+	srcKey []string
+	// readKey are the read key columns, quoted.
+	readKey []string
+	// whereCols are the source columns the filter reads (fetched for
+	// Go-side evaluation when rows are compared).
+	whereCols []string
+}
+
+func newPlan(p *projections.Projection) *plan {
+	pl := &plan{p: p}
+	for _, c := range p.Columns {
+		pl.cols = append(pl.cols, column{Read: c.Name, Src: "s." + q(c.Source)})
+	}
+	for _, j := range p.Joins {
+		for _, c := range j.Columns {
+			pl.cols = append(pl.cols, column{Read: c.Name, Src: fmt.Sprintf("j%d.%s", j.N, q(c.Source))})
+		}
+	}
+	for i, k := range p.Key {
+		pl.srcKey = append(pl.srcKey, "s."+q(p.Columns[i].Source))
+		pl.readKey = append(pl.readKey, q(k))
+	}
+	if p.Where != nil {
+		pl.whereCols = p.Where.Columns()
+	}
+	return pl
+}
+
+// sourceFrom is the FROM clause computing the read rows from the source:
+// the source table (optionally pre-filtered by the where expression in
+// SQL) LEFT JOINed with every parent.
+func (pl *plan) sourceFrom(filtered, joins bool) string {
+	p := pl.p
+	from := q(p.SourceDB) + "." + q(p.SourceTbl) + " s"
+	if filtered && p.Where != nil {
+		// A derived table keeps the filter's bare column names on the
+		// source table (a parent may have columns of the same name);
+		// MariaDB and MySQL merge it into the outer query.
+		from = "(SELECT * FROM " + q(p.SourceDB) + "." + q(p.SourceTbl) + " WHERE (" + p.Where.String() + ")) s"
+	}
+	if !joins {
+		return from
+	}
+	for _, j := range p.Joins {
+		var on []string
+		for _, o := range j.On {
+			on = append(on, fmt.Sprintf("j%d.%s = s.%s", j.N, q(o.Parent), q(o.Child)))
+		}
+		from += fmt.Sprintf(" LEFT JOIN %s.%s j%d ON %s", q(j.ParentDB), q(j.ParentTbl), j.N, strings.Join(on, " AND "))
+	}
+	return from
+}
+
+// rowHash is a 64-bit hash of one row's cells: each cell length-prefixed
+// (NULL is 'N'), so no two different rows share a text. CAST AS BINARY
+// gives a type's canonical text; read columns have the source's exact
+// types, so equal values hash equally on both sides.
+func rowHash(exprs []string) string {
+	cells := make([]string, len(exprs))
+	for i, e := range exprs {
+		cells[i] = fmt.Sprintf("IFNULL(CONCAT(LENGTH(CAST(%[1]s AS BINARY)), ':', CAST(%[1]s AS BINARY)), 'N')", e)
+	}
+	return "CAST(CONV(LEFT(MD5(CONCAT(" + strings.Join(cells, ", ") + ")), 16), 16, 10) AS UNSIGNED)"
+}
+
+// checksumSelect aggregates a chunk: row count and the XOR of row hashes
+// (order-free, so shards combine by XOR too).
+func checksumSelect(exprs []string) string {
+	return "SELECT COUNT(*), COALESCE(BIT_XOR(" + rowHash(exprs) + "), 0)"
+}
+
+func (pl *plan) srcExprs() []string {
+	out := make([]string, len(pl.cols))
+	for i, c := range pl.cols {
+		out[i] = c.Src
+	}
+	return out
+}
+
+func (pl *plan) readExprs() []string {
+	out := make([]string, len(pl.cols))
+	for i, c := range pl.cols {
+		out[i] = q(c.Read)
+	}
+	return out
+}
+
+// Key is a read key: its cells as text, as both sides print them.
+type Key []string
+
+func (k Key) text() string { return strings.Join(k, "\x00") }
+
+// keyBinder turns key cells back into SQL parameters of the right type.
+type keyBinder []kind
+
+func (b keyBinder) bind(k Key) []any {
+	out := make([]any, len(k))
+	for i, c := range k {
+		switch b[i] {
+		case kInt:
+			if n, err := strconv.ParseInt(c, 10, 64); err == nil {
+				out[i] = n
+			} else if u, err := strconv.ParseUint(c, 10, 64); err == nil {
+				out[i] = u
+			} else {
+				out[i] = c
+			}
+		case kBit:
+			out[i], _ = strconv.ParseUint(c, 10, 64)
+		case kBinary:
+			out[i] = []byte(c)
+		default:
+			out[i] = c
+		}
+	}
+	return out
+}
+
+// after is "key > k" over cols, spelled out as ORs so every server uses
+// the index; atMost is "key <= k".
+func after(cols []string, args []any) (string, []any) {
+	return tupleCmp(cols, args, ">", ">")
+}
+
+func atMost(cols []string, args []any) (string, []any) {
+	return tupleCmp(cols, args, "<", "<=")
+}
+
+func tupleCmp(cols []string, vals []any, strict, last string) (string, []any) {
+	var ors []string
+	var args []any
+	for i := range cols {
+		var ands []string
+		for j := range i {
+			ands = append(ands, cols[j]+" = ?")
+			args = append(args, vals[j])
+		}
+		op := strict
+		if i == len(cols)-1 {
+			op = last
+		}
+		ands = append(ands, cols[i]+" "+op+" ?")
+		args = append(args, vals[i])
+		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+	}
+	return "(" + strings.Join(ors, " OR ") + ")", args
+}
+
+// keyIn is "key IN (keys)" as ORs of equalities.
+func keyIn(cols []string, keys []Key, b keyBinder) (string, []any) {
+	var ors []string
+	var args []any
+	for _, k := range keys {
+		var ands []string
+		for _, c := range cols {
+			ands = append(ands, c+" = ?")
+		}
+		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+		args = append(args, b.bind(k)...)
+	}
+	return "(" + strings.Join(ors, " OR ") + ")", args
+}
+
+// rangeWhere is the chunk (lo, hi]: lo nil is the start, hi nil the end.
+func rangeWhere(cols []string, b keyBinder, lo, hi Key) (string, []any) {
+	var conds []string
+	var args []any
+	if lo != nil {
+		c, a := after(cols, b.bind(lo))
+		conds, args = append(conds, c), append(args, a...)
+	}
+	if hi != nil {
+		c, a := atMost(cols, b.bind(hi))
+		conds, args = append(conds, c), append(args, a...)
+	}
+	if len(conds) == 0 {
+		return "TRUE", nil
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// literal renders a value for the WHERE of a snapshot request (plain SQL
+// text the tailer runs): numbers as written, text as a hex literal
+// converted to utf8mb4 (the column's collation wins, so its index is
+// used), bytes as a hex literal.
+func literal(k kind, v string) string {
+	switch k {
+	case kInt, kNumber, kDecimal, kBit:
+		if _, err := strconv.ParseFloat(v, 64); err == nil {
+			return v
+		}
+	case kBinary:
+		return "X'" + hex.EncodeToString([]byte(v)) + "'"
+	}
+	if v == "" {
+		return "''"
+	}
+	return "CONVERT(X'" + hex.EncodeToString([]byte(v)) + "' USING utf8mb4)"
+}
+
+// keyspaceID routes a shard_by value the way the projector does
+// (projections.KeyspaceID on the event encoding): numbers by their text,
+// strings (and DECIMAL, a string in events) by their bytes, binary values
+// by their base64 text.
+func keyspaceID(k kind, v string) uint64 {
+	switch k {
+	case kInt, kBit, kNumber:
+		return xxhash.Sum64String(v)
+	case kBinary:
+		return xxhash.Sum64String(base64.StdEncoding.EncodeToString([]byte(v)))
+	}
+	return xxhash.Sum64String(v)
+}

@@ -1,0 +1,179 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// RepairResult says what --repair did.
+type RepairResult struct {
+	// SnapshotRequests were sent to the tailer (source rows re-published
+	// as r events, at most 200 keys each).
+	SnapshotRequests int `json:"snapshot_requests"`
+	// Published are read keys whose source rows were re-published.
+	Published int `json:"published"`
+	// ParentKeys are parent rows re-published because copied columns
+	// differed.
+	ParentKeys int `json:"parent_keys"`
+	// Deleted are sink rows removed directly: extra rows whose source row
+	// does not exist, and copies on the wrong shard.
+	Deleted int `json:"deleted"`
+	// Remaining are keys still differing when the repair stopped waiting.
+	Remaining int     `json:"remaining"`
+	Seconds   float64 `json:"seconds"`
+}
+
+// Requester asks the tailer to snapshot the rows of table (db.table)
+// matching where (cdc.RequestSnapshot).
+type Requester func(ctx context.Context, table, where string) error
+
+const keysPerRequest = 200
+
+var integer = regexp.MustCompile(`^-?[0-9]+$`)
+
+// Repair fixes the differences of rep, then re-verifies those keys until
+// they are equal or wait runs out. Rows are never written on the sink
+// directly: the source rows are re-published as r events (new versions,
+// through the tailer's snapshot path) and the projector applies them
+// under its usual rules. Only what an r event cannot express is deleted
+// here, version-guarded: a row whose source row does not exist, and a
+// copy on a shard outside its key range.
+func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, wait time.Duration) (*RepairResult, error) {
+	res := &RepairResult{}
+	start := time.Now()
+	var publish []Key
+	parents := make([]map[string]bool, len(v.p.Joins))
+	for i := range parents {
+		parents[i] = map[string]bool{}
+	}
+	seen := map[string]bool{}
+	var keys []Key
+	for _, d := range rep.diffs {
+		if !seen[d.key.text()] {
+			seen[d.key.text()] = true
+			keys = append(keys, d.key)
+			if d.publish {
+				publish = append(publish, d.key)
+			}
+		}
+		for _, j := range d.parentDiff {
+			if w := v.parentWhere(j, d.srcRow); w != "" {
+				parents[j][w] = true
+			}
+		}
+	}
+	// Deletes first: a misplaced copy goes before its row is re-published.
+	for _, d := range rep.diffs {
+		if d.Kind == "misplaced" || (d.Kind == "extra" && !d.srcExists) {
+			n, err := v.deleteCopy(ctx, d)
+			if err != nil {
+				return nil, err
+			}
+			res.Deleted += n
+		}
+	}
+	srcCols := make([]string, len(v.p.Key))
+	for i := range v.p.Key {
+		srcCols[i] = q(v.p.Columns[i].Source)
+	}
+	table := v.p.SourceDB + "." + v.p.SourceTbl
+	for start := 0; start < len(publish); start += keysPerRequest {
+		part := publish[start:min(start+keysPerRequest, len(publish))]
+		var ors []string
+		for _, k := range part {
+			var ands []string
+			for i, c := range srcCols {
+				ands = append(ands, c+" = "+literal(v.keyKinds[i], k[i]))
+			}
+			ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+		}
+		if err := request(ctx, table, strings.Join(ors, " OR ")); err != nil {
+			return nil, fmt.Errorf("requesting a snapshot of %d keys of %s: %w", len(part), table, err)
+		}
+		res.SnapshotRequests++
+		res.Published += len(part)
+	}
+	for j, set := range parents {
+		var conds []string
+		for w := range set {
+			conds = append(conds, w)
+		}
+		join := v.p.Joins[j]
+		for start := 0; start < len(conds); start += keysPerRequest {
+			part := conds[start:min(start+keysPerRequest, len(conds))]
+			if err := request(ctx, join.ParentDB+"."+join.ParentTbl, strings.Join(part, " OR ")); err != nil {
+				return nil, fmt.Errorf("requesting a snapshot of %d rows of %s.%s: %w", len(part), join.ParentDB, join.ParentTbl, err)
+			}
+			res.SnapshotRequests++
+			res.ParentKeys += len(part)
+		}
+	}
+	// Re-verify the repaired keys.
+	deadline := time.Now().Add(wait)
+	for {
+		diffs, err := v.compareKeys(ctx, keys)
+		if err != nil {
+			return nil, err
+		}
+		left := map[string]bool{}
+		for _, d := range diffs {
+			left[d.key.text()] = true
+		}
+		res.Remaining = len(left)
+		if res.Remaining == 0 || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// parentWhere selects the parent row of join j that a source row refers
+// to ("" when the reference is NULL: no parent to re-publish).
+func (v *Verifier) parentWhere(j int, row []*string) string {
+	join := v.p.Joins[j]
+	var ands []string
+	for _, on := range join.On {
+		idx := -1
+		for i, c := range v.pl.cols {
+			if c.Read == on.Read {
+				idx = i
+			}
+		}
+		if idx < 0 || idx >= len(row) || row[idx] == nil {
+			return ""
+		}
+		val := *row[idx]
+		lit := literal(kText, val)
+		if integer.MatchString(val) {
+			lit = val
+		}
+		ands = append(ands, q(on.Parent)+" = "+lit)
+	}
+	return "(" + strings.Join(ands, " AND ") + ")"
+}
+
+// deleteCopy removes one sink row, only if it still has the version the
+// comparison saw: a newer write by the projector wins.
+func (v *Verifier) deleteCopy(ctx context.Context, d Diff) (int, error) {
+	sh := v.sink.Shards[d.shardIdx]
+	var conds []string
+	for _, k := range v.pl.readKey {
+		conds = append(conds, k+" = ?")
+	}
+	args := append(v.keyKinds.bind(d.key), d.sinkVer)
+	r, err := sh.DB().ExecContext(ctx, "DELETE FROM "+q(v.p.Table)+" WHERE "+strings.Join(conds, " AND ")+" AND `_rs_version` = ?", args...)
+	if err != nil {
+		return 0, fmt.Errorf("deleting a %s row of %s on shard %s: %w", d.Kind, v.p.Table, sh.Range.Text, err)
+	}
+	n, _ := r.RowsAffected()
+	return int(n), nil
+}

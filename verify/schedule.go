@@ -1,0 +1,75 @@
+package verify
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
+)
+
+// Schedule verifies every projection each cfg.Verify.Every (never
+// repairing) until ctx ends, exporting readside_verify_drift_rows and
+// readside_verify_last_run_timestamp_seconds per projection. A failed run
+// is logged and retried at the next tick: verification must never stop
+// the daemon.
+func Schedule(ctx context.Context, cfg config.Config, ps []*projections.Projection, reg prometheus.Registerer, log *slog.Logger) error {
+	drift := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readside_verify_drift_rows",
+		Help: "Rows that differed (missing + extra + different + misplaced) in the projection's last verification run."}, []string{"projection"})
+	last := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readside_verify_last_run_timestamp_seconds",
+		Help: "Unix time the projection's last verification run finished."}, []string{"projection"})
+	if reg != nil {
+		reg.MustRegister(drift, last)
+	}
+	brokers := cfg.Kafka.Brokers
+	if len(brokers) == 0 {
+		brokers = []string{cfg.Kafka.EmbeddedListen}
+	}
+	src, err := OpenSource(cfg.Source.DSN.Reveal())
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	tick := time.NewTicker(cfg.Verify.Every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		for _, p := range ps {
+			rep, err := runOnce(ctx, cfg, p, src, brokers, log)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				log.Error("scheduled verification failed; retried at the next run", "projection", p.Name, "err", err)
+				continue
+			}
+			drift.WithLabelValues(p.Name).Set(float64(rep.Drift()))
+			last.WithLabelValues(p.Name).Set(float64(time.Now().Unix()))
+			lvl := slog.LevelInfo
+			if rep.Drift() > 0 {
+				lvl = slog.LevelWarn
+			}
+			log.Log(ctx, lvl, "verified", "projection", p.Name, "rows", rep.SourceRows, "missing", rep.Missing, "extra", rep.Extra,
+				"different", rep.Different, "misplaced", rep.Misplaced, "unsettled", rep.Unsettled, "seconds", rep.Seconds)
+		}
+	}
+}
+
+func runOnce(ctx context.Context, cfg config.Config, p *projections.Projection, src *sql.DB, brokers []string, log *slog.Logger) (*Report, error) {
+	sink, err := sinks.OpenSharded(ctx, p.Sink, cfg.Sinks[p.Sink])
+	if err != nil {
+		return nil, err
+	}
+	defer sink.Close()
+	v := New(p, src, sink, Options{StateFile: StateFile(cfg.DataDir, p.Name), Brokers: brokers, Log: log})
+	return v.Run(ctx)
+}

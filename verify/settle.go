@@ -1,0 +1,179 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// suspect is a key that differed when its chunk was compared. Both sides
+// take writes while verify runs, so a difference is only drift once it
+// survives re-checks made after the projection caught up with what was
+// published (docs/ARCHITECTURE.md, "Verification").
+type suspect struct {
+	key      Key
+	sig      string    // what differed, last time
+	stable   int       // consecutive re-checks that saw sig
+	since    time.Time // first re-check that saw sig
+	caughtUp bool      // a re-check that saw sig followed a caught-up wait
+	diffs    []Diff
+}
+
+// signature identifies a difference: the same source row against the same
+// sink row at the same version.
+func signature(ds []Diff) string {
+	var b strings.Builder
+	for _, d := range ds {
+		fmt.Fprintf(&b, "%s|%d|%d|", d.Kind, d.shardIdx, d.sinkVer)
+		for _, c := range d.srcRow {
+			if c == nil {
+				b.WriteString("\x01N")
+			} else {
+				b.WriteString("\x01" + *c)
+			}
+		}
+		for _, c := range d.Columns {
+			if c.Sink == nil {
+				b.WriteString("\x02N")
+			} else {
+				b.WriteString("\x02" + *c.Sink)
+			}
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func suspectKeys(m map[string]*suspect) []Key {
+	out := make([]Key, 0, len(m))
+	for _, s := range m {
+		out = append(out, s.key)
+	}
+	return out
+}
+
+// settle re-checks suspects until each is equal (dropped), confirmed (the
+// same difference seen on three re-checks spanning at least the quiet
+// time, one of them after the projection caught up), or Settle runs out
+// (then it is unsettled: the row is being written right now, and the
+// projector will rewrite it anyway).
+func (v *Verifier) settle(ctx context.Context, suspects map[string]*suspect) ([]Diff, int, error) {
+	if len(suspects) == 0 {
+		return nil, 0, nil
+	}
+	var cl *kgo.Client
+	if len(v.opts.Brokers) > 0 {
+		var err error
+		if cl, err = kgo.NewClient(kgo.SeedBrokers(v.opts.Brokers...)); err != nil {
+			return nil, 0, err
+		}
+		defer cl.Close()
+	}
+	deadline := time.Now().Add(v.opts.Settle)
+	quiet := min(v.opts.Settle/3, 3*time.Second)
+	backoff := 200 * time.Millisecond
+	var confirmed []Diff
+	unsettled := 0
+	for round := 1; ; round++ {
+		caught := v.waitCaughtUp(ctx, cl, deadline)
+		if ctx.Err() != nil {
+			return nil, 0, ctx.Err()
+		}
+		diffs, err := v.compareKeys(ctx, suspectKeys(suspects))
+		if err != nil {
+			return nil, 0, err
+		}
+		byKey := map[string][]Diff{}
+		for _, d := range diffs {
+			byKey[d.key.text()] = append(byKey[d.key.text()], d)
+		}
+		now := time.Now()
+		for k, s := range suspects {
+			ds := byKey[k]
+			if len(ds) == 0 {
+				delete(suspects, k)
+				continue
+			}
+			if sig := signature(ds); sig != s.sig {
+				s.sig, s.stable, s.since, s.caughtUp = sig, 1, now, caught
+			} else {
+				s.stable++
+				s.caughtUp = s.caughtUp || caught
+			}
+			s.diffs = ds
+			if s.stable >= 3 && s.caughtUp && now.Sub(s.since) >= quiet {
+				confirmed = append(confirmed, ds...)
+				delete(suspects, k)
+			}
+		}
+		v.opts.Log.Debug("verify: re-check", "projection", v.p.Name, "round", round, "pending", len(suspects), "confirmed", len(confirmed), "caught_up", caught)
+		if len(suspects) == 0 {
+			break
+		}
+		if now.After(deadline) {
+			for _, s := range suspects {
+				if s.stable >= 2 && s.caughtUp && now.Sub(s.since) >= quiet {
+					confirmed = append(confirmed, s.diffs...)
+				} else {
+					unsettled++
+				}
+			}
+			if unsettled > 0 {
+				v.opts.Log.Warn("verify: rows still changing when the settle time ran out; not counted as drift", "projection", v.p.Name, "rows", unsettled, "settle", v.opts.Settle)
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+	return confirmed, unsettled, nil
+}
+
+// waitCaughtUp waits until every shard has applied everything published
+// to the projection's topics when it was called (the last stable offset,
+// less the commit marker that ends a Kafka transaction), or until the
+// deadline. Without brokers it reports true: re-checks then rely on time.
+func (v *Verifier) waitCaughtUp(ctx context.Context, cl *kgo.Client, deadline time.Time) bool {
+	if cl == nil {
+		return true
+	}
+	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, v.p.Topics()...)
+	if err != nil {
+		v.opts.Log.Warn("verify: reading the topics' end offsets; re-checking by time only", "err", err)
+		return false
+	}
+	for {
+		applied, err := v.sink.Offsets(ctx, v.p)
+		if err == nil {
+			behind := false
+			ends.Each(func(o kadm.ListedOffset) {
+				if o.Err != nil || o.Offset <= 0 {
+					return
+				}
+				next, ok := applied[o.Topic][o.Partition]
+				if !ok || next < o.Offset-1 {
+					behind = true
+				}
+			})
+			if !behind {
+				return true
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

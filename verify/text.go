@@ -1,0 +1,53 @@
+package verify
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// WriteText prints a report for people.
+func (r *Report) WriteText(w io.Writer) {
+	verdict := "EQUAL"
+	if r.Drift() > 0 {
+		verdict = "DRIFT"
+	}
+	fmt.Fprintf(w, "%s: %s (read table %s on sink %s, %d shard(s))\n", r.Projection, verdict, r.Table, r.Sink, r.Shards)
+	fmt.Fprintf(w, "  compared %d source rows with %d sink rows in %d chunks (%d differed) in %.1fs\n",
+		r.SourceRows, r.SinkRows, r.Chunks, r.ChunksDiffering, r.Seconds)
+	if r.Resumed {
+		fmt.Fprintln(w, "  resumed from an interrupted run")
+	}
+	fmt.Fprintf(w, "  missing %d, extra %d, different %d, misplaced %d\n", r.Missing, r.Extra, r.Different, r.Misplaced)
+	if r.Unsettled > 0 {
+		fmt.Fprintf(w, "  %d row(s) kept changing during the re-checks (being written now): not counted as drift\n", r.Unsettled)
+	}
+	for _, d := range r.Samples {
+		fmt.Fprintf(w, "  %-9s %s on shard %s", d.Kind, keyString(d.Key), d.Shard)
+		for _, c := range d.Columns {
+			fmt.Fprintf(w, "  %s: source %s, sink %s", c.Name, cell(c.Source), cell(c.Sink))
+		}
+		fmt.Fprintln(w)
+	}
+	if rp := r.Repair; rp != nil {
+		fmt.Fprintf(w, "  repair: %d key(s) re-published and %d parent row(s) in %d snapshot request(s), %d sink row(s) deleted; %d key(s) still differ after %.1fs\n",
+			rp.Published, rp.ParentKeys, rp.SnapshotRequests, rp.Deleted, rp.Remaining, rp.Seconds)
+	}
+}
+
+func keyString(k map[string]string) string {
+	var parts []string
+	for n, v := range k {
+		parts = append(parts, n+"="+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func cell(s *string) string {
+	if s == nil {
+		return "NULL"
+	}
+	return fmt.Sprintf("%q", *s)
+}

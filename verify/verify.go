@@ -1,0 +1,784 @@
+// Package verify compares a projection's read table, over every shard of
+// its sink, with what the projection's declaration computes from the
+// source (columns, where filter, joins, shard placement), and repairs the
+// differences through the normal projection path. docs/operations.md
+// ("Verifying a read table") is the user's guide, docs/ARCHITECTURE.md the
+// argument.
+package verify
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
+)
+
+// Options tune a run.
+type Options struct {
+	// ChunkRows is the source rows per chunk (default 1000).
+	ChunkRows int
+	// MaxRowsPerSecond throttles the scan (0: as fast as the servers go).
+	MaxRowsPerSecond int
+	// MaxSourceLag pauses the scan while the source (a replica) is
+	// further behind its primary than this (0: no ceiling).
+	MaxSourceLag time.Duration
+	// Settle is how long rows that differ are re-checked before they count
+	// as drift (default 30s): live lag resolves within it.
+	Settle time.Duration
+	// Samples is how many keys of each kind the report lists (default 10).
+	Samples int
+	// StateFile, when set, records progress after every chunk so a run
+	// that crashed resumes where it stopped.
+	StateFile string
+	// Progress receives a one-line progress display (nil: none).
+	Progress io.Writer
+	// Brokers, when set, let re-checks wait until the projection has
+	// applied everything published so far (else they wait by time only).
+	Brokers []string
+	Log     *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.ChunkRows <= 0 {
+		o.ChunkRows = 1000
+	}
+	if o.Settle <= 0 {
+		o.Settle = 30 * time.Second
+	}
+	if o.Samples <= 0 {
+		o.Samples = 10
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Verifier checks one projection.
+type Verifier struct {
+	p    *projections.Projection
+	pl   *plan
+	src  *sql.DB
+	sink *sinks.Sharded
+	opts Options
+
+	keyKinds keyBinder // learned from the first source rows
+	shardIdx int       // index of the shard_by column in the key; -1: none
+}
+
+// OpenSource connects to the source for verification: text literals and
+// double quotes as MySQL's defaults read them (the where filter is sent as
+// written), TIMESTAMPs in UTC as the tailer publishes them.
+func OpenSource(dsn string) (*sql.DB, error) {
+	cfg, err := driver.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("source DSN: %w", err)
+	}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["time_zone"] = "'+00:00'"
+	cfg.Params["sql_mode"] = "'NO_ENGINE_SUBSTITUTION'"
+	cfg.DBName = ""
+	conn, err := driver.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(4)
+	return db, nil
+}
+
+// New prepares a verifier; it does no I/O.
+func New(p *projections.Projection, src *sql.DB, sink *sinks.Sharded, opts Options) *Verifier {
+	opts.defaults()
+	v := &Verifier{p: p, pl: newPlan(p), src: src, sink: sink, opts: opts, shardIdx: -1}
+	if p.ShardBy != "" && !p.Replicated && len(sink.Shards) > 1 {
+		v.shardIdx = slices.Index(p.Key, p.ShardBy)
+	}
+	return v
+}
+
+// Diff is one read key that differs.
+type Diff struct {
+	Kind string            `json:"kind"` // missing, extra, different, misplaced
+	Key  map[string]string `json:"key"`
+	// Shard is the sink shard holding the row (extra, different,
+	// misplaced) or that should (missing).
+	Shard string `json:"shard"`
+	// Columns are the differing columns (different).
+	Columns []ColumnDiff `json:"columns,omitempty"`
+
+	key        Key
+	shardIdx   int
+	srcExists  bool // the source row exists (it may fail the filter)
+	sinkVer    uint64
+	parentDiff []int // joins (index) whose copied columns differ
+	srcRow     []*string
+	// publish: the source row must flow through the projector again (an
+	// r event fixes a missing, different, or filtered-out row).
+	publish bool
+}
+
+// ColumnDiff is one column's value on each side (nil: NULL).
+type ColumnDiff struct {
+	Name   string  `json:"name"`
+	Source *string `json:"source"`
+	Sink   *string `json:"sink"`
+}
+
+// Report is a run's result.
+type Report struct {
+	Projection string    `json:"projection"`
+	Table      string    `json:"table"`
+	Sink       string    `json:"sink"`
+	Shards     int       `json:"shards"`
+	Started    time.Time `json:"started"`
+	Seconds    float64   `json:"seconds"`
+	SourceRows int64     `json:"source_rows"`
+	SinkRows   int64     `json:"sink_rows"`
+	Chunks     int64     `json:"chunks"`
+	// ChunksDiffering had checksums that differed; their rows were compared.
+	ChunksDiffering int64 `json:"chunks_differing"`
+	Missing         int64 `json:"missing"`
+	Extra           int64 `json:"extra"`
+	Different       int64 `json:"different"`
+	Misplaced       int64 `json:"misplaced"`
+	// Unsettled keys changed on every re-check until Settle ran out: they
+	// are being written right now, so their difference is not drift.
+	Unsettled int64  `json:"unsettled"`
+	Samples   []Diff `json:"samples"`
+	Resumed   bool   `json:"resumed,omitempty"`
+	// Repair, when --repair ran.
+	Repair *RepairResult `json:"repair,omitempty"`
+
+	diffs []Diff // every confirmed difference (repair works from these)
+}
+
+// Drift is the number of differing rows.
+func (r *Report) Drift() int64 { return r.Missing + r.Extra + r.Different + r.Misplaced }
+
+// srcRow and sinkRow are fetched rows: cells in plan.cols order (nil:
+// NULL).
+type srcRow struct {
+	cells  []*string
+	passes bool
+}
+
+type sinkCopy struct {
+	cells   []*string
+	version uint64
+	shard   int
+}
+
+// Run verifies the whole read table.
+func (v *Verifier) Run(ctx context.Context) (*Report, error) {
+	rep := &Report{Projection: v.p.Name, Table: v.p.Table, Sink: v.sink.Name, Shards: len(v.sink.Shards), Started: time.Now().UTC()}
+	if v.p.Replicated && len(v.sink.Shards) > 1 {
+		// Every shard holds a whole copy: verify each on its own.
+		for i := range v.sink.Shards {
+			one := *v
+			one.sink = &sinks.Sharded{Name: v.sink.Name, Shards: v.sink.Shards[i : i+1]}
+			if one.opts.StateFile != "" {
+				one.opts.StateFile += "." + strconv.Itoa(i)
+			}
+			r, err := one.run(ctx)
+			if err != nil {
+				return nil, err
+			}
+			rep.merge(r, v.opts.Samples)
+		}
+		rep.Seconds = time.Since(rep.Started).Seconds()
+		return rep, nil
+	}
+	r, err := v.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.Started = rep.Started
+	r.Seconds = time.Since(rep.Started).Seconds()
+	return r, nil
+}
+
+func (r *Report) merge(o *Report, samples int) {
+	r.SourceRows += o.SourceRows
+	r.SinkRows += o.SinkRows
+	r.Chunks += o.Chunks
+	r.ChunksDiffering += o.ChunksDiffering
+	r.Missing += o.Missing
+	r.Extra += o.Extra
+	r.Different += o.Different
+	r.Misplaced += o.Misplaced
+	r.Unsettled += o.Unsettled
+	r.Resumed = r.Resumed || o.Resumed
+	r.diffs = append(r.diffs, o.diffs...)
+	r.Samples = sampleDiffs(r.diffs, samples)
+}
+
+func (v *Verifier) run(ctx context.Context) (*Report, error) {
+	rep := &Report{Projection: v.p.Name, Table: v.p.Table, Sink: v.sink.Name, Shards: len(v.sink.Shards)}
+	st, err := loadState(v.opts.StateFile, v.p)
+	if err != nil {
+		return nil, err
+	}
+	if st.Resumed {
+		rep.Resumed = true
+		v.opts.Log.Info("verify: resuming", "projection", v.p.Name, "after", st.After, "rows", st.SourceRows)
+	}
+	suspects := map[string]*suspect{}
+	for _, d := range st.Suspects {
+		suspects[Key(d).text()] = &suspect{key: Key(d)}
+	}
+	if st.Kinds != nil {
+		v.keyKinds = st.Kinds
+	} else if err := v.learnKinds(ctx); err != nil {
+		return nil, err
+	}
+	estimate := v.estimateRows(ctx)
+	prog := newProgress(v.opts.Progress, v.p.Name, estimate)
+	lo := st.After
+	started := time.Now()
+	scanned := st.SourceRows
+	rep.SourceRows, rep.SinkRows, rep.Chunks, rep.ChunksDiffering = st.SourceRows, st.SinkRows, st.Chunks, st.ChunksDiffering
+	for {
+		if err := v.waitSourceLag(ctx); err != nil {
+			return nil, err
+		}
+		hi, err := v.boundary(ctx, lo)
+		if err != nil {
+			return nil, err
+		}
+		sc, sx, err := v.sourceChecksum(ctx, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		kc, kx, misplaced, err := v.sinkChecksum(ctx, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		rep.Chunks++
+		rep.SourceRows += sc
+		rep.SinkRows += kc
+		if sc != kc || sx != kx || misplaced {
+			rep.ChunksDiffering++
+			diffs, err := v.compareRange(ctx, lo, hi)
+			if err != nil {
+				return nil, err
+			}
+			for _, d := range diffs {
+				suspects[d.key.text()] = &suspect{key: d.key}
+			}
+		}
+		scanned += max(sc, kc)
+		prog.update(scanned, rep.ChunksDiffering, len(suspects))
+		if hi == nil {
+			break
+		}
+		lo = hi
+		if err := saveState(v.opts.StateFile, v.p, &state{After: lo, Kinds: v.keyKinds, SourceRows: rep.SourceRows, SinkRows: rep.SinkRows,
+			Chunks: rep.Chunks, ChunksDiffering: rep.ChunksDiffering, Suspects: suspectKeys(suspects)}); err != nil {
+			return nil, err
+		}
+		if err := v.throttle(ctx, started, scanned-st.SourceRows); err != nil {
+			return nil, err
+		}
+	}
+	prog.done()
+	diffs, unsettled, err := v.settle(ctx, suspects)
+	if err != nil {
+		return nil, err
+	}
+	rep.Unsettled = int64(unsettled)
+	rep.diffs = diffs
+	for _, d := range diffs {
+		switch d.Kind {
+		case "missing":
+			rep.Missing++
+		case "extra":
+			rep.Extra++
+		case "different":
+			rep.Different++
+		case "misplaced":
+			rep.Misplaced++
+		}
+	}
+	rep.Samples = sampleDiffs(diffs, v.opts.Samples)
+	if err := removeState(v.opts.StateFile); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// sampleDiffs keeps the first n keys of each kind, in key order.
+func sampleDiffs(diffs []Diff, n int) []Diff {
+	sort.SliceStable(diffs, func(i, j int) bool {
+		if diffs[i].Kind != diffs[j].Kind {
+			return diffs[i].Kind < diffs[j].Kind
+		}
+		return diffs[i].key.text() < diffs[j].key.text()
+	})
+	var out []Diff
+	count := map[string]int{}
+	for _, d := range diffs {
+		if count[d.Kind] < n {
+			count[d.Kind]++
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// learnKinds reads the key columns' types from the source.
+func (v *Verifier) learnKinds(ctx context.Context) error {
+	rows, err := v.src.QueryContext(ctx, "SELECT "+strings.Join(v.pl.srcKey, ", ")+" FROM "+v.pl.sourceFrom(false, false)+" LIMIT 0")
+	if err != nil {
+		return fmt.Errorf("reading the key types of %s.%s: %w", v.p.SourceDB, v.p.SourceTbl, err)
+	}
+	defer rows.Close()
+	cts, err := rows.ColumnTypes()
+	if err != nil {
+		return err
+	}
+	v.keyKinds = make(keyBinder, len(cts))
+	for i, ct := range cts {
+		v.keyKinds[i] = kindOf(ct)
+	}
+	return nil
+}
+
+func (v *Verifier) estimateRows(ctx context.Context) int64 {
+	var n sql.NullInt64
+	_ = v.src.QueryRowContext(ctx, "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", v.p.SourceDB, v.p.SourceTbl).Scan(&n)
+	return n.Int64
+}
+
+// boundary is the last key of the chunk after lo (nil: the chunk runs to
+// the end of the table).
+func (v *Verifier) boundary(ctx context.Context, lo Key) (Key, error) {
+	where, args := rangeWhere(v.pl.srcKey, v.keyKinds, lo, nil)
+	query := "SELECT " + strings.Join(v.pl.srcKey, ", ") + " FROM " + v.pl.sourceFrom(true, false) + " WHERE " + where +
+		" ORDER BY " + strings.Join(v.pl.srcKey, ", ") + fmt.Sprintf(" LIMIT 1 OFFSET %d", v.opts.ChunkRows-1)
+	rows, err := v.src.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("finding the next chunk of %s.%s: %w", v.p.SourceDB, v.p.SourceTbl, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return nil, rows.Err()
+	}
+	cells, err := scanCells(rows, v.keyKinds)
+	if err != nil {
+		return nil, err
+	}
+	k := make(Key, len(cells))
+	for i, c := range cells {
+		k[i] = *c
+	}
+	return k, rows.Err()
+}
+
+func (v *Verifier) sourceChecksum(ctx context.Context, lo, hi Key) (int64, uint64, error) {
+	where, args := rangeWhere(v.pl.srcKey, v.keyKinds, lo, hi)
+	var n int64
+	var x uint64
+	err := v.src.QueryRowContext(ctx, checksumSelect(v.pl.srcExprs())+" FROM "+v.pl.sourceFrom(true, true)+" WHERE "+where, args...).Scan(&n, &x)
+	if err != nil {
+		return 0, 0, fmt.Errorf("checksum of %s.%s: %w", v.p.SourceDB, v.p.SourceTbl, err)
+	}
+	return n, x, nil
+}
+
+// sinkChecksum combines every shard's checksum of the chunk, and reports
+// whether a shard holds a row outside its key range (a checksum cannot
+// see that: the same row on another shard hashes the same).
+func (v *Verifier) sinkChecksum(ctx context.Context, lo, hi Key) (int64, uint64, bool, error) {
+	where, args := rangeWhere(v.pl.readKey, v.keyKinds, lo, hi)
+	var total int64
+	var xor uint64
+	misplaced := false
+	for i, sh := range v.sink.Shards {
+		var n int64
+		var x uint64
+		if err := sh.DB().QueryRowContext(ctx, checksumSelect(v.pl.readExprs())+" FROM "+q(v.p.Table)+" WHERE "+where, args...).Scan(&n, &x); err != nil {
+			return 0, 0, false, fmt.Errorf("checksum of %s on shard %s: %w", v.p.Table, sh.Range.Text, err)
+		}
+		total += n
+		xor ^= x
+		if v.shardIdx < 0 || n == 0 {
+			continue
+		}
+		// shard_by leads the primary key: DISTINCT reads the index only.
+		rows, err := sh.DB().QueryContext(ctx, "SELECT DISTINCT "+v.pl.readKey[v.shardIdx]+" FROM "+q(v.p.Table)+" WHERE "+where, args...)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("shard keys of %s on shard %s: %w", v.p.Table, sh.Range.Text, err)
+		}
+		for rows.Next() {
+			var b []byte
+			if err := rows.Scan(&b); err != nil {
+				rows.Close()
+				return 0, 0, false, err
+			}
+			if v.home(cellText(b, v.keyKinds[v.shardIdx])) != i {
+				misplaced = true
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return 0, 0, false, err
+		}
+	}
+	return total, xor, misplaced, nil
+}
+
+// home is the shard a shard_by value belongs on (0 without sharding).
+func (v *Verifier) home(shardBy string) int {
+	if v.shardIdx < 0 {
+		return 0
+	}
+	id := keyspaceID(v.keyKinds[v.shardIdx], shardBy)
+	for i, sh := range v.sink.Shards {
+		if sh.Range.Contains(id) {
+			return i
+		}
+	}
+	return 0
+}
+
+// cellText is a scanned value as the report and comparisons use it. BIT
+// values arrive as bytes; they are numbers in events and here.
+func cellText(b []byte, k kind) string {
+	if k == kBit {
+		var n big.Int
+		return n.SetBytes(b).String()
+	}
+	return string(b)
+}
+
+func scanCells(rows *sql.Rows, kinds []kind) ([]*string, error) {
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	raw := make([]sql.RawBytes, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range raw {
+		ptrs[i] = &raw[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return nil, err
+	}
+	out := make([]*string, len(cols))
+	for i, r := range raw {
+		if r == nil {
+			continue
+		}
+		k := kText
+		if i < len(kinds) {
+			k = kinds[i]
+		}
+		s := cellText(r, k)
+		out[i] = &s
+	}
+	return out, nil
+}
+
+// compareRange fetches and compares the rows of a chunk.
+func (v *Verifier) compareRange(ctx context.Context, lo, hi Key) ([]Diff, error) {
+	srcWhere, srcArgs := rangeWhere(v.pl.srcKey, v.keyKinds, lo, hi)
+	sinkWhere, sinkArgs := rangeWhere(v.pl.readKey, v.keyKinds, lo, hi)
+	return v.compare(ctx, srcWhere, srcArgs, sinkWhere, sinkArgs, nil)
+}
+
+// compareKeys fetches and compares the given keys.
+func (v *Verifier) compareKeys(ctx context.Context, keys []Key) ([]Diff, error) {
+	var out []Diff
+	const per = 200
+	for start := 0; start < len(keys); start += per {
+		part := keys[start:min(start+per, len(keys))]
+		srcWhere, srcArgs := keyIn(v.pl.srcKey, part, v.keyKinds)
+		sinkWhere, sinkArgs := keyIn(v.pl.readKey, part, v.keyKinds)
+		d, err := v.compare(ctx, srcWhere, srcArgs, sinkWhere, sinkArgs, part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d...)
+	}
+	return out, nil
+}
+
+// compare reads both sides under the given conditions and classifies each
+// key. The source rows are read without the SQL filter and the filter is
+// applied here, with readside's own semantics (projections.Filter), so a
+// row the projector's filter and MySQL's would judge differently is
+// judged as the projector does.
+func (v *Verifier) compare(ctx context.Context, srcWhere string, srcArgs []any, sinkWhere string, sinkArgs []any, only []Key) ([]Diff, error) {
+	src := map[string]*srcRow{}
+	var order []string
+	exprs := v.pl.srcExprs()
+	for _, c := range v.pl.whereCols {
+		exprs = append(exprs, "s."+q(c))
+	}
+	rows, err := v.src.QueryContext(ctx, "SELECT "+strings.Join(exprs, ", ")+" FROM "+v.pl.sourceFrom(false, true)+" WHERE "+srcWhere, srcArgs...)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s.%s rows: %w", v.p.SourceDB, v.p.SourceTbl, err)
+	}
+	cts, err := rows.ColumnTypes()
+	if err != nil {
+		rows.Close()
+		return nil, err
+	}
+	kinds := make([]kind, len(cts))
+	for i, ct := range cts {
+		kinds[i] = kindOf(ct)
+	}
+	for rows.Next() {
+		cells, err := scanCells(rows, kinds)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		r := &srcRow{cells: cells[:len(v.pl.cols)], passes: true}
+		if v.p.Where != nil {
+			img := map[string]json.RawMessage{}
+			for i, c := range v.pl.whereCols {
+				img[c] = jsonValue(cells[len(v.pl.cols)+i], kinds[len(v.pl.cols)+i])
+			}
+			if r.passes, err = v.p.Where.Match(img); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("projections.%s.where: %w", v.p.Name, err)
+			}
+		}
+		k := v.keyOf(r.cells)
+		src[k.text()] = r
+		order = append(order, k.text())
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	sink := map[string][]sinkCopy{}
+	readExprs := append(v.pl.readExprs(), "`_rs_version`")
+	sinkKinds := append(append([]kind{}, kinds[:len(v.pl.cols)]...), kInt)
+	for i, sh := range v.sink.Shards {
+		rows, err := sh.DB().QueryContext(ctx, "SELECT "+strings.Join(readExprs, ", ")+" FROM "+q(v.p.Table)+" WHERE "+sinkWhere, sinkArgs...)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s on shard %s: %w", v.p.Table, sh.Range.Text, err)
+		}
+		for rows.Next() {
+			cells, err := scanCells(rows, sinkKinds)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			ver, _ := strconv.ParseUint(*cells[len(cells)-1], 10, 64)
+			c := sinkCopy{cells: cells[:len(cells)-1], version: ver, shard: i}
+			k := v.keyOf(c.cells).text()
+			if _, ok := sink[k]; !ok && src[k] == nil {
+				order = append(order, k)
+			}
+			sink[k] = append(sink[k], c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	var out []Diff
+	for _, k := range order {
+		out = append(out, v.classify(src[k], sink[k])...)
+	}
+	return out, nil
+}
+
+func (v *Verifier) keyOf(cells []*string) Key {
+	k := make(Key, len(v.p.Key))
+	for i := range k {
+		if cells[i] != nil {
+			k[i] = *cells[i]
+		}
+	}
+	return k
+}
+
+// classify compares one key's source row (nil: none) with its sink
+// copies. A copy outside its shard's key range is misplaced whatever its
+// content; the copy on the right shard is compared with the source.
+func (v *Verifier) classify(s *srcRow, copies []sinkCopy) []Diff {
+	var out []Diff
+	var cells []*string
+	if s != nil {
+		cells = s.cells
+	} else {
+		cells = copies[0].cells
+	}
+	key := v.keyOf(cells)
+	home := 0
+	if v.shardIdx >= 0 {
+		home = v.home(key[v.shardIdx])
+	}
+	mk := func(kind string, shard int) Diff {
+		d := Diff{Kind: kind, key: key, shardIdx: shard, Shard: v.sink.Shards[shard].Range.Text, Key: map[string]string{}, srcExists: s != nil}
+		for i, n := range v.p.Key {
+			d.Key[n] = key[i]
+		}
+		if s != nil {
+			d.srcRow = s.cells
+		}
+		return d
+	}
+	var right *sinkCopy
+	for i := range copies {
+		if copies[i].shard == home {
+			right = &copies[i]
+			continue
+		}
+		d := mk("misplaced", copies[i].shard)
+		d.sinkVer = copies[i].version
+		out = append(out, d)
+	}
+	want := s != nil && s.passes
+	switch {
+	case want && right == nil:
+		if len(out) == 0 {
+			d := mk("missing", home)
+			d.publish = true
+			out = append(out, d)
+		} else {
+			// Only a copy on the wrong shard: counted as misplaced, and the
+			// repair publishes the row to its home shard too.
+			out[0].publish = true
+		}
+	case !want && right != nil:
+		d := mk("extra", home)
+		d.sinkVer = right.version
+		d.publish = s != nil // an r event failing the filter deletes it
+		out = append(out, d)
+	case want && right != nil:
+		d := mk("different", home)
+		d.sinkVer = right.version
+		for i, c := range v.pl.cols {
+			if !sameCell(s.cells[i], right.cells[i]) {
+				d.Columns = append(d.Columns, ColumnDiff{Name: c.Read, Source: s.cells[i], Sink: right.cells[i]})
+				if i >= len(v.p.Columns) {
+					d.parentDiff = append(d.parentDiff, v.joinOf(i))
+				}
+			}
+		}
+		if len(d.Columns) > 0 {
+			d.publish = true
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// joinOf is the join (index) filling compared column i.
+func (v *Verifier) joinOf(i int) int {
+	i -= len(v.p.Columns)
+	for ji, j := range v.p.Joins {
+		if i < len(j.Columns) {
+			return ji
+		}
+		i -= len(j.Columns)
+	}
+	return -1
+}
+
+func sameCell(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+// jsonValue is a cell in the event encoding, for the where filter.
+func jsonValue(c *string, k kind) json.RawMessage {
+	if c == nil {
+		return json.RawMessage("null")
+	}
+	switch k {
+	case kInt, kNumber, kBit:
+		return json.RawMessage(*c)
+	}
+	b, _ := json.Marshal(*c)
+	return b
+}
+
+// waitSourceLag pauses while the source replica is further behind than
+// the ceiling. A source that is not a replica has no lag.
+func (v *Verifier) waitSourceLag(ctx context.Context) error {
+	if v.opts.MaxSourceLag <= 0 {
+		return nil
+	}
+	for {
+		lag, ok, err := replicaLag(ctx, v.src)
+		if err != nil || !ok || lag <= v.opts.MaxSourceLag {
+			return err
+		}
+		v.opts.Log.Info("verify: source replica lag above the ceiling; pausing", "lag", lag, "max", v.opts.MaxSourceLag)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func replicaLag(ctx context.Context, db *sql.DB) (time.Duration, bool, error) {
+	rows, err := db.QueryContext(ctx, "SHOW SLAVE STATUS")
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the source's replica lag (SHOW SLAVE STATUS; grant REPLICATION CLIENT or drop --max-source-lag): %w", err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	if !rows.Next() {
+		return 0, false, rows.Err()
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return 0, false, err
+	}
+	for i, c := range cols {
+		if c == "Seconds_Behind_Master" {
+			if !vals[i].Valid {
+				return 0, false, errors.New("the source is a replica whose replication is stopped (Seconds_Behind_Master is NULL): start it, or drop --max-source-lag")
+			}
+			s, _ := strconv.Atoi(vals[i].String)
+			return time.Duration(s) * time.Second, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// throttle sleeps so the scan stays under MaxRowsPerSecond.
+func (v *Verifier) throttle(ctx context.Context, started time.Time, rows int64) error {
+	if v.opts.MaxRowsPerSecond <= 0 {
+		return nil
+	}
+	due := started.Add(time.Duration(float64(rows) / float64(v.opts.MaxRowsPerSecond) * float64(time.Second)))
+	if wait := time.Until(due); wait > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	return nil
+}
