@@ -10,7 +10,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 E2E_PKGS  ?= ./cdc/... ./projections/... ./sinks/... ./verify/... ./e2e/...
 E2E_TIMEOUT ?= 40m
 
-.PHONY: all build docker test test-unit e2e e2e-kfake e2e-containers bench demo lint testbed-up testbed-down clean
+.PHONY: all build docker test test-unit e2e e2e-kfake e2e-containers bench bench-quick demo lint testbed-up testbed-down clean
 
 all: build
 
@@ -45,11 +45,13 @@ e2e-containers:
 	  $(GO) test -count=1 -p 1 -timeout $(E2E_TIMEOUT) $(E2E_PKGS); \
 	  rc=$$?; docker compose -f e2e/compose.yaml down -v; exit $$rc
 
-## bench: benchmarks against the machine's own limits (tailer vs raw binlog parse, projector vs raw upsert)
+## bench: every stage next to the machine's own limits in one run (docs/benchmarks.md); writes bench/results/latest.{json,md} (≤ 15 min)
 bench:
-	@mkdir -p bench/results
-	$(GO) run ./bench/tailerdrain -out bench/results/tailerdrain.json
-	$(GO) run ./bench/projectordrain -out bench/results/projectordrain.json
+	$(GO) run ./bench/cmd/benchall -out bench/results $(BENCH_FLAGS)
+
+## bench-quick: the same with smaller sizes and shorter latency steps (≤ 3 min)
+bench-quick:
+	$(GO) run ./bench/cmd/benchall -quick -out bench/results $(BENCH_FLAGS)
 
 ## demo: readside on its embedded broker against a private MariaDB, with live traffic (Ctrl-C stops all)
 demo: build

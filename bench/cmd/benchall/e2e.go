@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/readside/readside/cdc"
+)
+
+type latencyStep struct {
+	Fraction     float64 `json:"fraction_of_capacity"`
+	OfferedPerS  float64 `json:"offered_per_s"`
+	AchievedPerS float64 `json:"achieved_per_s"`
+	Rows         int     `json:"rows"`
+	P50ms        float64 `json:"p50_ms"`
+	P95ms        float64 `json:"p95_ms"`
+	P99ms        float64 `json:"p99_ms"`
+	Maxms        float64 `json:"max_ms"`
+	CPUPer1000   float64 `json:"cpu_s_per_1000"`
+	RSSMiB       float64 `json:"rss_mib_at_end"`
+	Load1        float64 `json:"load1"`
+}
+
+type e2eResult struct {
+	Workload   workload      `json:"workload"`
+	Rate       rate          `json:"rate"` // backlog drained through tailer and projector in one process
+	VsSlower   float64       `json:"vs_slower_stage,omitempty"`
+	SlowerName string        `json:"slower_stage,omitempty"`
+	Latency    []latencyStep `json:"latency"`
+	PeakRSSMiB float64       `json:"peak_rss_mib"`
+}
+
+// runEndToEnd drains a backlog through one `readside run` (tailer and
+// projector in one process), then offers live inserts open-loop at fixed
+// fractions of the rate it reached and measures commit → visible.
+func (e *env) runEndToEnd(ctx context.Context, w workload, fractions []float64, stepDur time.Duration) (*e2eResult, error) {
+	res := &e2eResult{Workload: w}
+	tbl := tableName(w)
+	if err := e.bed.MySQL.Exec(ctx, w.tableDDL(e.srcDB, tbl)); err != nil {
+		return nil, err
+	}
+	prefix := prefixFor(tbl)
+	cfgPath, err := e.config("p_"+tbl, tbl, prefix, true)
+	if err != nil {
+		return nil, err
+	}
+	_, ps, err := compile(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	proj := ps[0]
+	if err := e.createReadTable(ctx, proj); err != nil {
+		return nil, err
+	}
+	if err := e.primeTailer(ctx, cfgPath, prefix); err != nil {
+		return nil, err
+	}
+	gen := newGenerator(w, e.bed.MySQL.DB(), e.srcDB, tbl)
+	if err := gen.backlog(ctx); err != nil {
+		return nil, err
+	}
+	end, err := e.bed.MySQL.CurrentPosition(ctx)
+	if err != nil {
+		return nil, err
+	}
+	endPos, err := cdc.ParsePosition("mariadb", end.GTID)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := checkpointClient(e.bed, prefix)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+
+	res.Rate.Load1 = loadavg()
+	p, err := startReadside(e.bin, cfgPath, "all", cfgPath+".all.log", freeAddr())
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if p != nil {
+			p.end()
+		}
+	}()
+	var t0 time.Time
+	var h0 int64
+	var cpu0 float64
+	var ends map[int32]int64
+	var total int64
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("readside did not drain %d events end to end in 10 minutes (see %s.all.log)", w.Events, cfgPath)
+		}
+		if t0.IsZero() {
+			if _, sum := e.endOffsets(ctx, proj.Topic); sum > 0 {
+				t0, h0, cpu0 = time.Now(), sum, p.cpuSeconds()
+			}
+		}
+		if ends == nil {
+			if found := pollCheckpoint(ctx, cl, 50*time.Millisecond); found != nil && !t0.IsZero() {
+				if ok, err := found.Contains(endPos); err == nil && ok {
+					ends, total = e.endOffsets(ctx, proj.Topic)
+				}
+			}
+			continue
+		}
+		applied, _, err := e.appliedOffsets(ctx, proj)
+		if err != nil {
+			return nil, err
+		}
+		if caughtUp(applied, ends) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	events := float64(w.Events) * (1 - float64(h0)/float64(max(total, 1)))
+	res.Rate.Seconds = time.Since(t0).Seconds()
+	res.Rate.PerS = events / res.Rate.Seconds
+	res.Rate.CPUPer1000 = (p.cpuSeconds() - cpu0) / events * 1000
+	logf("end to end: %.0f events/s", res.Rate.PerS)
+
+	// Latency: open-loop inserts at fixed fractions of that rate.
+	for _, f := range fractions {
+		time.Sleep(2 * time.Second)
+		step, err := e.latencyStep(ctx, gen, p, proj.Table, f, res.Rate.PerS*f, stepDur)
+		if err != nil {
+			return nil, err
+		}
+		logf("latency at %.0f%%: %+v", f*100, step)
+		res.Latency = append(res.Latency, step)
+	}
+	res.Rate.PeakRSSMiB = p.end()
+	res.PeakRSSMiB = res.Rate.PeakRSSMiB
+	p = nil
+	return res, nil
+}
+
+// latencyStep inserts rows at offered rows/s for dur on a 5 ms schedule
+// that does not wait for readside (a late tick sends what is due, so the
+// offered rate holds), each row carrying the microsecond time just before
+// its autocommit INSERT; then reads visible − commit from the read table.
+func (e *env) latencyStep(ctx context.Context, gen *generator, p *proc, readTable string, fraction, offered float64, dur time.Duration) (latencyStep, error) {
+	st := latencyStep{Fraction: fraction, OfferedPerS: offered, Load1: loadavg()}
+	lo := gen.maxID + 1
+	cpu0 := p.cpuSeconds()
+	start := time.Now()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	sent := 0
+	for now := range tick.C {
+		el := now.Sub(start)
+		if el >= dur {
+			break
+		}
+		due := int(offered*el.Seconds()) - sent
+		if due <= 0 {
+			continue
+		}
+		stmt, _ := gen.statement(min(due, 2000), time.Now().UnixMicro())
+		if _, err := gen.db.ExecContext(ctx, stmt); err != nil {
+			return st, err
+		}
+		sent += min(due, 2000)
+	}
+	st.AchievedPerS = float64(sent) / time.Since(start).Seconds()
+	hi := gen.maxID
+	st.Rows = sent
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var n int
+		if err := e.sink.DB().QueryRowContext(ctx, fmt.Sprintf("SELECT COUNT(*) FROM `%s` WHERE id BETWEEN ? AND ?", readTable), lo, hi).Scan(&n); err != nil {
+			return st, err
+		}
+		if n >= sent {
+			break
+		}
+		if time.Now().After(deadline) {
+			return st, fmt.Errorf("only %d of %d rows visible 2 minutes after the step", n, sent)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	st.CPUPer1000 = (p.cpuSeconds() - cpu0) / float64(sent) * 1000
+	st.RSSMiB = currentRSS(p.cmd.Process.Pid)
+	rows, err := e.sink.DB().QueryContext(ctx, fmt.Sprintf("SELECT CAST(UNIX_TIMESTAMP(_bench_visible_at)*1000000 AS SIGNED) - commit_us FROM `%s` WHERE id BETWEEN ? AND ?", readTable), lo, hi)
+	if err != nil {
+		return st, err
+	}
+	defer rows.Close()
+	var lat []int64
+	for rows.Next() {
+		var us int64
+		if err := rows.Scan(&us); err != nil {
+			return st, err
+		}
+		lat = append(lat, us)
+	}
+	if err := rows.Err(); err != nil {
+		return st, err
+	}
+	slices.Sort(lat)
+	pct := func(q float64) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))]) / 1000
+	}
+	st.P50ms, st.P95ms, st.P99ms, st.Maxms = pct(0.50), pct(0.95), pct(0.99), pct(1)
+	return st, nil
+}
+
+func currentRSS(pid int) float64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// selfCPU is this process's user+system CPU seconds (B1 and B2 run here).
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}

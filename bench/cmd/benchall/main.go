@@ -1,0 +1,243 @@
+// Command benchall is `make bench`: in one run on one machine it measures
+// the physical limits (B0 raw binlog parse, B1 raw produce, B2 raw upsert)
+// and readside's stages (tailer drain, projector drain, end to end, commit
+// → visible latency at fixed offered rates) on seeded workloads, with the
+// CPU cost and peak RSS of the readside processes, and writes
+// bench/results/latest.json and latest.md. It measures; it asserts nothing.
+// docs/benchmarks.md explains every number.
+//
+//	go run ./bench/cmd/benchall [-quick] [-out bench/results]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
+)
+
+func main() {
+	quick := flag.Bool("quick", false, "smaller sizes and shorter latency steps (make bench-quick, ≤ 3 minutes)")
+	out := flag.String("out", "bench/results", "directory for latest.json and latest.md")
+	only := flag.String("workloads", "", "comma-separated workload names to run (default: all of the size)")
+	profile := flag.String("cpuprofile", "", "run the tailer drains in-process and write a CPU profile of them here (pprof)")
+	skipLatency := flag.Bool("skip-e2e", false, "skip the end-to-end and latency steps")
+	flag.DurationVar(&quietWait, "quiet-wait", 90*time.Second, "wait up to this long for a 1-minute load below 1.5 before starting")
+	flag.Parse()
+	if err := run(*quick, *out, *only, *profile, *skipLatency); err != nil {
+		fmt.Fprintln(os.Stderr, "benchall:", err)
+		os.Exit(1)
+	}
+}
+
+var quietWait time.Duration
+
+func workloads(quick bool) []workload {
+	n, wide := 300_000, 100_000
+	if quick {
+		n, wide = 60_000, 20_000
+	}
+	return []workload{
+		{Name: "narrow_insert", Events: n, TxnRows: 200, RowBytes: 150},
+		{Name: "narrow_update_zipf", Updates: 0.8, Zipf: true, Events: n, Preload: 50_000, TxnRows: 200, RowBytes: 150},
+		{Name: "narrow_update_uniform", Updates: 0.8, Events: n, Preload: 50_000, TxnRows: 200, RowBytes: 150},
+		{Name: "wide_insert", Wide: true, Events: wide, TxnRows: 100, RowBytes: 1200},
+		{Name: "wide_update_zipf", Wide: true, Updates: 0.8, Zipf: true, Events: wide, Preload: 20_000, TxnRows: 100, RowBytes: 1200},
+	}
+}
+
+type results struct {
+	StartedAt  time.Time        `json:"started_at"`
+	Quick      bool             `json:"quick"`
+	Host       hostInfo         `json:"host"`
+	Broker     string           `json:"broker"`
+	MariaDB    string           `json:"mariadb"`
+	Workloads  []workloadResult `json:"workloads"`
+	EndToEnd   *e2eResult       `json:"end_to_end,omitempty"`
+	DurationS  float64          `json:"duration_s"`
+	LoadBefore float64          `json:"load1_before"`
+	LoadAfter  float64          `json:"load1_after"`
+}
+
+type hostInfo struct {
+	CPUs   int    `json:"cpus"`
+	GoVer  string `json:"go"`
+	Commit string `json:"commit"`
+}
+
+// env is what every step shares: one test bed, one readside binary.
+type env struct {
+	bed      *testbed.Bed
+	bin      string
+	dir      string
+	srcDB    string
+	sinkDB   string
+	sink     *sinks.MySQL
+	adm      *kadm.Client
+	kcl      *kgo.Client
+	serverID uint32
+	log      *slog.Logger
+	profile  string
+}
+
+func run(quick bool, outDir, only, profile string, skipE2E bool) error {
+	ctx := context.Background()
+	res := results{StartedAt: time.Now().UTC(), Quick: quick, Host: hostInfo{CPUs: runtime.NumCPU(), GoVer: runtime.Version()}}
+	if b, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		res.Host.Commit = strings.TrimSpace(string(b))
+	}
+	res.LoadBefore = waitQuiet(1.5, quietWait)
+	logf("load before: %.2f", res.LoadBefore)
+	bed, err := testbed.Start(ctx, testbed.Options{})
+	defer func() {
+		if err := bed.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "cleanup:", err)
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	e := &env{bed: bed, dir: bed.Dir(), serverID: 700, log: slog.New(slog.NewTextHandler(io.Discard, nil)), profile: profile}
+	e.bin = filepath.Join(bed.Dir(), "readside")
+	if b, err := exec.Command("go", "build", "-o", e.bin, "./cmd/readside").CombinedOutput(); err != nil {
+		return fmt.Errorf("build: %v\n%s", err, b)
+	}
+	res.Broker = bed.Kafka.Version()
+	res.MariaDB, _ = bed.MySQL.Version(ctx)
+	if e.srcDB, err = bed.MySQL.CreateDatabase(ctx, "src"); err != nil {
+		return err
+	}
+	if e.sinkDB, err = bed.MySQL.CreateDatabase(ctx, "reads"); err != nil {
+		return err
+	}
+	if e.sink, err = sinks.Open(ctx, bed.MySQL.AdminDSN()+e.sinkDB); err != nil {
+		return err
+	}
+	defer e.sink.Close()
+	if e.kcl, err = kgo.NewClient(kgo.SeedBrokers(bed.Kafka.Brokers()...)); err != nil {
+		return err
+	}
+	defer e.kcl.Close()
+	e.adm = kadm.NewClient(e.kcl)
+
+	start := time.Now()
+	for _, w := range workloads(quick) {
+		if only != "" && !strings.Contains(","+only+",", ","+w.Name+",") {
+			continue
+		}
+		logf("workload %s: %d events", w.Name, w.Events)
+		r, err := e.runWorkload(ctx, w)
+		if err != nil {
+			return fmt.Errorf("workload %s: %w", w.Name, err)
+		}
+		res.Workloads = append(res.Workloads, r)
+		b, _ := json.Marshal(r)
+		logf("%s", b)
+	}
+	if !skipE2E {
+		ew := workload{Name: "e2e_narrow_insert", Events: 200_000, TxnRows: 200, RowBytes: 150}
+		steps, stepDur := []float64{0.25, 0.5, 0.75}, 20*time.Second
+		if quick {
+			ew.Events, stepDur = 50_000, 6*time.Second
+		}
+		r, err := e.runEndToEnd(ctx, ew, steps, stepDur)
+		if err != nil {
+			return fmt.Errorf("end to end: %w", err)
+		}
+		res.EndToEnd = r
+		b, _ := json.Marshal(r)
+		logf("%s", b)
+	}
+	res.DurationS = time.Since(start).Seconds()
+	res.LoadAfter = loadavg()
+	return writeResults(outDir, &res)
+}
+
+// config writes a readside config for one workload: its own topic prefix,
+// server id and read table, so steps never see each other's data.
+func (e *env) config(name, table, prefix string, withProjection bool) (string, error) {
+	e.serverID++
+	var b strings.Builder
+	fmt.Fprintf(&b, "source:\n  dsn: %q\n  server_id: %d\n  tables: [%s.%s]\n  snapshot:\n    mode: never\n", e.bed.MySQL.ReplDSN(), e.serverID, e.srcDB, table)
+	fmt.Fprintf(&b, "kafka:\n  brokers: [%s]\n  topic_prefix: %s\n  partitions: 6\n", strings.Join(e.bed.Kafka.Brokers(), ", "), prefix)
+	if withProjection {
+		fmt.Fprintf(&b, "sinks:\n  reads:\n    dsn: %q\n", e.bed.MySQL.AdminDSN()+e.sinkDB)
+		fmt.Fprintf(&b, "projections:\n  %s:\n    from: %s.%s\n    sink: reads\n    table: r_%s\n    key: [k, id]\n    shard_by: k\n    columns: {", name, e.srcDB, table, table)
+		cols := []string{"id", "k", "a", "b", "c", "d", "commit_us"}
+		if strings.HasPrefix(table, "wide") {
+			cols = append(cols, "p")
+		}
+		for i, c := range cols {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s: %s", c, c)
+		}
+		b.WriteString("}\n")
+	}
+	b.WriteString("log:\n  level: warn\n")
+	path := filepath.Join(e.dir, prefix+".yaml")
+	return path, os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
+// compile loads a config file and compiles its projections.
+func compile(path string) (config.Config, []*projections.Projection, error) {
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		return cfg, nil, err
+	}
+	ps, err := projections.Compile(cfg)
+	return cfg, ps, err
+}
+
+// createReadTable creates a projection's read table ahead of the projector,
+// with one column readside does not write: _bench_visible_at, set by
+// MariaDB to the time of the upsert that made the row's current version
+// (the statement time inside the sink transaction that commits it).
+func (e *env) createReadTable(ctx context.Context, p *projections.Projection) error {
+	types, err := p.SourceColumns(ctx, e.bed.MySQL.DB())
+	if err != nil {
+		return err
+	}
+	if err := e.sink.Exec(ctx, sinks.DDL(p, types)); err != nil {
+		return err
+	}
+	return e.sink.Exec(ctx, []string{fmt.Sprintf("ALTER TABLE `%s` ADD COLUMN _bench_visible_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6)", p.Table)})
+}
+
+func prefixFor(name string) string { return fmt.Sprintf("b%d_%s", rand.IntN(1e6), name) }
+
+func startCPUProfile(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		logf("cpuprofile: %v", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		logf("cpuprofile: %v", err)
+		f.Close()
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}

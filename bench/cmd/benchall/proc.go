@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/readside/readside/e2e/testbed"
+)
+
+// proc is a readside process under test: its CPU time is read from
+// /proc/<pid>/stat and its peak RSS sampled while it runs.
+type proc struct {
+	cmd      *exec.Cmd
+	httpAddr string
+	peak     chan int64
+	stop     context.CancelFunc
+}
+
+func startReadside(bin, cfgPath, role, logPath, httpAddr string) (*proc, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, "run", "--role", role, "-c", cfgPath, "--http", httpAddr)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &proc{cmd: cmd, httpAddr: httpAddr, peak: make(chan int64, 1), stop: cancel}
+	go func() { p.peak <- testbed.SamplePeakRSS(ctx, cmd.Process.Pid) }()
+	return p, nil
+}
+
+// cpuSeconds is the process's user+system CPU time so far.
+func (p *proc) cpuSeconds() float64 {
+	return procCPU(p.cmd.Process.Pid)
+}
+
+func procCPU(pid int) float64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces) start at ')'.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ is 100 on Linux
+}
+
+// metric reads one un-labelled-sum value from the process's /metrics.
+func (p *proc) metric(name string) float64 {
+	resp, err := http.Get("http://" + p.httpAddr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			sum += v
+		}
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return sum
+}
+
+// end stops the process (SIGTERM, then SIGKILL after 20 s) and returns its
+// peak RSS in MiB.
+func (p *proc) end() float64 {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+	p.stop()
+	return float64(<-p.peak) / (1 << 20)
+}
+
+func freeAddr() string {
+	l, err := (&net0{}).listen()
+	if err != nil {
+		return "127.0.0.1:0"
+	}
+	return l
+}
+
+// loadavg is the 1-minute load average, recorded with each measurement.
+func loadavg() float64 {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
+
+// waitQuiet waits up to max for the 1-minute load to fall below limit and
+// returns the load it settled on.
+func waitQuiet(limit float64, maxWait time.Duration) float64 {
+	deadline := time.Now().Add(maxWait)
+	for loadavg() >= limit && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Second)
+	}
+	return loadavg()
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+type net0 struct{}
+
+func (net0) listen() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
