@@ -40,6 +40,7 @@ func main() {
 	only := flag.String("workloads", "", "comma-separated workload names to run (default: all of the size)")
 	profile := flag.String("cpuprofile", "", "run the tailer drains in-process and write a CPU profile of them here (pprof)")
 	skipLatency := flag.Bool("skip-e2e", false, "skip the end-to-end and latency steps")
+	flag.StringVar(&prebuilt, "readside", "", "use this readside binary instead of building ./cmd/readside (before/after comparisons)")
 	flag.DurationVar(&quietWait, "quiet-wait", 90*time.Second, "wait up to this long for a 1-minute load below 1.5 before starting")
 	flag.Parse()
 	if err := run(*quick, *out, *only, *profile, *skipLatency); err != nil {
@@ -48,7 +49,10 @@ func main() {
 	}
 }
 
-var quietWait time.Duration
+var (
+	quietWait time.Duration
+	prebuilt  string
+)
 
 func workloads(quick bool) []workload {
 	n, wide := 300_000, 100_000
@@ -117,7 +121,9 @@ func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 	}
 	e := &env{bed: bed, dir: bed.Dir(), serverID: 700, log: slog.New(slog.NewTextHandler(io.Discard, nil)), profile: profile}
 	e.bin = filepath.Join(bed.Dir(), "readside")
-	if b, err := exec.Command("go", "build", "-o", e.bin, "./cmd/readside").CombinedOutput(); err != nil {
+	if prebuilt != "" {
+		e.bin = prebuilt
+	} else if b, err := exec.Command("go", "build", "-o", e.bin, "./cmd/readside").CombinedOutput(); err != nil {
 		return fmt.Errorf("build: %v\n%s", err, b)
 	}
 	res.Broker = bed.Kafka.Version()

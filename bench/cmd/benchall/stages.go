@@ -27,6 +27,9 @@ type rate struct {
 	PeakRSSMiB  float64 `json:"peak_rss_mib,omitempty"`
 	Load1       float64 `json:"load1"`
 	Description string  `json:"description,omitempty"`
+	// CommitShare is the share of the drain the tailer spent flushing and
+	// committing Kafka transactions (readside_produce_commit_seconds).
+	CommitShare float64 `json:"commit_share,omitempty"`
 }
 
 type b2Point struct {
@@ -208,6 +211,7 @@ func (e *env) tailerDrain(ctx context.Context, cfgPath, prefix, topic string, en
 	defer cl.Close()
 	var cpu func() float64
 	var stop func() float64
+	commitSecs := func() float64 { return 0 }
 	if e.profile != "" {
 		// In-process, so runtime/pprof sees the tailer's hot path.
 		cfg, _, err := compile(cfgPath)
@@ -225,9 +229,11 @@ func (e *env) tailerDrain(ctx context.Context, cfgPath, prefix, topic string, en
 		cpu = func() float64 { return selfCPU() }
 		var once sync.Once
 		stop = func() float64 {
-			once.Do(stopProfile)
-			cancel()
-			<-done
+			once.Do(func() {
+				stopProfile()
+				cancel()
+				<-done
+			})
 			return 0
 		}
 		defer stop()
@@ -246,6 +252,7 @@ func (e *env) tailerDrain(ctx context.Context, cfgPath, prefix, topic string, en
 		}
 		cpu = p.cpuSeconds
 		stop = p.end
+		commitSecs = func() float64 { return p.metric("readside_produce_commit_seconds_sum") }
 		defer func() {
 			if stop != nil {
 				stop()
@@ -254,7 +261,7 @@ func (e *env) tailerDrain(ctx context.Context, cfgPath, prefix, topic string, en
 	}
 	var t0 time.Time
 	var h0 int64
-	var cpu0 float64
+	var cpu0, commit0 float64
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
 		if time.Now().After(deadline) {
@@ -262,7 +269,7 @@ func (e *env) tailerDrain(ctx context.Context, cfgPath, prefix, topic string, en
 		}
 		if t0.IsZero() {
 			if _, sum := e.endOffsets(ctx, topic); sum > 0 {
-				t0, h0, cpu0 = time.Now(), sum, cpu()
+				t0, h0, cpu0, commit0 = time.Now(), sum, cpu(), commitSecs()
 			}
 		}
 		if found := pollCheckpoint(ctx, cl, 50*time.Millisecond); found != nil && !t0.IsZero() {
@@ -271,7 +278,7 @@ func (e *env) tailerDrain(ctx context.Context, cfgPath, prefix, topic string, en
 			}
 		}
 	}
-	t1, cpu1 := time.Now(), cpu()
+	t1, cpu1, commit1 := time.Now(), cpu(), commitSecs()
 	_, hEnd := e.endOffsets(ctx, topic)
 	r.PeakRSSMiB = stop()
 	stop = nil
@@ -280,6 +287,7 @@ func (e *env) tailerDrain(ctx context.Context, cfgPath, prefix, topic string, en
 	r.Seconds = t1.Sub(t0).Seconds()
 	r.PerS = events / r.Seconds
 	r.CPUPer1000 = (cpu1 - cpu0) / events * 1000
+	r.CommitShare = (commit1 - commit0) / r.Seconds
 	return r, nil
 }
 
