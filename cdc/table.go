@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/shopspring/decimal"
 )
 
 // table is a captured table as the binlog describes it at one position:
@@ -35,6 +36,10 @@ type table struct {
 	// events counts published events by op, resolved once per table
 	// rather than per event (a label lookup hashes every time).
 	events map[Op]prometheus.Counter
+
+	// sizeHint is the size of the last event encoded per op slot
+	// (opSlot), the next one's buffer capacity.
+	sizeHint [3]int
 
 	// schema is the pre-encoded `"schema":{...}` member of every envelope.
 	schema        []byte
@@ -187,14 +192,49 @@ func (t *table) keyChanged(before, after []any) bool {
 	return false
 }
 
+// opSlot indexes table.sizeHint: creates, updates (two images), deletes.
+func opSlot(op Op) int {
+	switch op {
+	case OpUpdate:
+		return 1
+	case OpDelete:
+		return 2
+	}
+	return 0
+}
+
 func valuesEqual(a, b any) bool {
+	// Every update compares its key columns: the common key types compare
+	// directly (for two values of one integer type or two strings, == is
+	// exactly "same printed form"); fmt.Sprint allocates per call.
 	switch x := a.(type) {
 	case []byte:
 		y, ok := b.([]byte)
 		return ok && bytes.Equal(x, y)
 	case nil:
 		return b == nil
+	case int64:
+		if y, ok := b.(int64); ok {
+			return x == y
+		}
+	case int32:
+		if y, ok := b.(int32); ok {
+			return x == y
+		}
+	case uint64:
+		if y, ok := b.(uint64); ok {
+			return x == y
+		}
+	case string:
+		if y, ok := b.(string); ok {
+			return x == y
+		}
+	case decimal.Decimal:
+		if y, ok := b.(decimal.Decimal); ok {
+			return x.String() == y.String()
+		}
 	}
-	// Decimals and the scalar types compare by their printed form.
+	// The other scalar types (and mixed types) compare by their printed
+	// form.
 	return fmt.Sprint(a) == fmt.Sprint(b)
 }

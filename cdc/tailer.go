@@ -790,18 +790,14 @@ func (s *stream) emit(ctx context.Context, tbl *table, src *source, op Op, versi
 	if err != nil {
 		return &FatalError{fmt.Errorf("encoding key of %s.%s at %s:%d: %w", tbl.db, tbl.name, src.file, src.pos, err)}
 	}
-	var b, a []byte
-	if before != nil {
-		if b, err = tbl.appendRow(nil, before); err != nil {
-			return &FatalError{fmt.Errorf("encoding %s.%s key %s at %s:%d: %w", tbl.db, tbl.name, key, src.file, src.pos, err)}
-		}
+	// One buffer per event, sized from the table's last event of this op so
+	// it rarely grows (each value is handed to Kafka, so none is reused).
+	hint := &tbl.sizeHint[opSlot(op)]
+	value, err := appendChange(make([]byte, 0, *hint+64), tbl, envelope{op: op, version: version, src: src, txnSeq: s.txnEvents}, key, before, after)
+	if err != nil {
+		return &FatalError{fmt.Errorf("encoding %s.%s key %s at %s:%d: %w", tbl.db, tbl.name, key, src.file, src.pos, err)}
 	}
-	if after != nil {
-		if a, err = tbl.appendRow(nil, after); err != nil {
-			return &FatalError{fmt.Errorf("encoding %s.%s key %s at %s:%d: %w", tbl.db, tbl.name, key, src.file, src.pos, err)}
-		}
-	}
-	value := appendEvent(make([]byte, 0, len(key)+len(b)+len(a)+len(tbl.schema)+256), tbl, envelope{op: op, version: version, src: src, txnSeq: s.txnEvents}, key, b, a)
+	*hint = len(value)
 	if len(value) > s.t.cfg.Kafka.MaxMessageBytes {
 		return fatalf("change of %s.%s key %s at %s:%d is %d bytes, over kafka.max_message_bytes %d: raise it (readside sets the topic's max.message.bytes to match; the brokers' message.max.bytes must allow it) or exclude the large columns (source.exclude_columns)",
 			tbl.db, tbl.name, key, src.file, src.pos, len(value), s.t.cfg.Kafka.MaxMessageBytes)
