@@ -389,6 +389,10 @@ func (e *oversizedEvent) Error() string {
 	return fmt.Sprintf("a binlog rows event of %d bytes is larger than source.max_event_bytes (%d)", e.size, e.limit)
 }
 
+// idleCommitAfter is how long the stream may have no event ready, between
+// source transactions, before the tailer commits what is complete.
+const idleCommitAfter = 2 * time.Millisecond
+
 func (s *stream) run(ctx context.Context) (err error) {
 	syncer := replication.NewBinlogSyncer(s.syncerConfig())
 	defer syncer.Close()
@@ -434,7 +438,17 @@ func (s *stream) run(ctx context.Context) (err error) {
 		}
 		waitCtx, cancel := ctx, context.CancelFunc(func() {})
 		if s.pendingTxns > 0 {
-			waitCtx, cancel = context.WithDeadline(ctx, s.batchStart().Add(interval))
+			deadline := s.batchStart().Add(interval)
+			if !s.txnBegun && s.txnGTID == "" {
+				// Between source transactions, a stream with nothing
+				// more to read commits at once: latency is the commit's,
+				// not commit_interval's, while a backlog (events always
+				// ready) still batches up to commit_every.
+				if idle := time.Now().Add(idleCommitAfter); idle.Before(deadline) {
+					deadline = idle
+				}
+			}
+			waitCtx, cancel = context.WithDeadline(ctx, deadline)
 		}
 		ev, err := streamer.GetEvent(waitCtx)
 		cancel()

@@ -73,7 +73,7 @@ func (c Config) Validate() error {
 		bad("kafka.partitions must be positive, e.g. 6")
 	}
 	if c.Kafka.CommitEvery <= 0 {
-		bad("kafka.commit_every must be positive, e.g. 5000")
+		bad("kafka.commit_every must be positive, e.g. 20000")
 	}
 	if c.Kafka.CommitInterval <= 0 {
 		bad("kafka.commit_interval must be positive, e.g. 200ms")
