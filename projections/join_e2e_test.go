@@ -309,6 +309,22 @@ func TestOrdersByCustomerJoin(t *testing.T) {
 	defer b()
 	s.waitConverged(t)
 	watch()
+	// Watermarks: every shard knows the applied source position of each
+	// partition of both topics, at or past the newest row it holds.
+	for _, db := range s.shards {
+		var parts, topics int
+		var mark, newest uint64
+		var gtid string
+		if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT COUNT(*), COUNT(DISTINCT topic), MAX(version), MAX(gtid) FROM `"+db+"`._readside_watermarks WHERE projection = 'orders_by_customer'").Scan(&parts, &topics, &mark, &gtid); err != nil {
+			t.Fatal(err)
+		}
+		if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT COALESCE(MAX(_rs_version), 0) FROM `"+db+"`.orders_by_customer").Scan(&newest); err != nil {
+			t.Fatal(err)
+		}
+		if topics != 2 || parts < 2 || mark < newest || gtid == "" {
+			t.Errorf("shard %s watermarks: %d partitions over %d topics, newest version %d (rows up to %d), gtid %q", db, parts, topics, mark, newest, gtid)
+		}
+	}
 }
 
 // TestJoinShuffledHistory: the whole history of both topics, applied to a

@@ -117,6 +117,9 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 			}
 		}
 	}
+	if err := a.watermarks(b.Marks); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return err
 	}
@@ -138,6 +141,32 @@ type applier struct {
 
 func (a *applier) exec(query string, args ...any) (sql.Result, error) {
 	return a.tx.ExecContext(a.ctx, a.comment+query, args...)
+}
+
+// watermarks moves each partition's applied source position forward (the
+// GTID and commit time go with the highest version).
+func (a *applier) watermarks(marks map[string]map[int32]projections.Mark) error {
+	var args []any
+	rows := 0
+	topics := make([]string, 0, len(marks))
+	for t := range marks {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	for _, topic := range topics {
+		for part, m := range marks[topic] {
+			args = append(args, a.p.Name, topic, part, m.GTID, m.Version, m.TS)
+			rows++
+		}
+	}
+	if rows == 0 {
+		return nil
+	}
+	row := "(?, ?, ?, ?, ?, ?)"
+	newer := "VALUES(version) > version"
+	_, err := a.exec("INSERT INTO `_readside_watermarks` (projection, topic, part, gtid, version, source_ts) VALUES "+row+strings.Repeat(", "+row, rows-1)+
+		" ON DUPLICATE KEY UPDATE gtid = IF("+newer+", VALUES(gtid), gtid), source_ts = IF("+newer+", VALUES(source_ts), source_ts), version = GREATEST(version, VALUES(version))", args...)
+	return err
 }
 
 // parentKey is one parent key a batch touches, for one join.

@@ -100,3 +100,54 @@ func TestApplyShrinksOversizedBatch(t *testing.T) {
 	}
 	t.Logf("2000 rows of 41 numbers applied under max_allowed_packet=64KiB; offsets committed")
 }
+
+// TestReadTableWithSecondUniqueKeyRefused: ON DUPLICATE KEY UPDATE matches
+// any unique key, so a read table with one besides the primary key is
+// refused with the fix.
+func TestReadTableWithSecondUniqueKeyRefused(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, err := bed.MySQL.CreateDatabase(ctx, "usrc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "usink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, email VARCHAR(100) NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Source.Tables = []string{src + ".t"}
+	cfg.Sinks = map[string]config.Sink{"s": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB)}}
+	cfg.Projections = map[string]config.Projection{"t_copy": {From: src + ".t", Sink: "s", Key: []string{"id"},
+		Columns: map[string]string{"id": "id", "email": "email"}}}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := ps[0].SourceColumns(ctx, bed.MySQL.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := sinks.OpenSharded(ctx, "s", cfg.Sinks["s"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	if err := sink.Exec(ctx, sinks.DDL(ps[0], types)); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.CheckReadTable(ctx, ps[0]); err != nil {
+		t.Fatalf("readside's own DDL refused: %v", err)
+	}
+	if err := bed.MySQL.Exec(ctx, "ALTER TABLE `"+sinkDB+"`.t_copy ADD UNIQUE KEY by_email (email)"); err != nil {
+		t.Fatal(err)
+	}
+	err = sink.CheckReadTable(ctx, ps[0])
+	if err == nil || !strings.Contains(err.Error(), "by_email") || !strings.Contains(err.Error(), "non-unique") {
+		t.Fatalf("a second unique key gave %v, want a refusal naming it and the fix", err)
+	}
+	t.Logf("refused: %v", err)
+}

@@ -186,7 +186,7 @@ func (s *MySQL) stmtLimit() int { return max(s.maxPacket/2, 1024) }
 // are committed only after every row.
 func halve(b *projections.Batch) (*projections.Batch, *projections.Batch) {
 	first := &projections.Batch{Stale: b.Stale}
-	second := &projections.Batch{Offsets: b.Offsets, NewestTS: b.NewestTS, Stale: b.Stale}
+	second := &projections.Batch{Offsets: b.Offsets, NewestTS: b.NewestTS, Stale: b.Stale, Marks: b.Marks}
 	if len(b.Parents) > 1 || (len(b.Parents) == 1 && len(b.Writes) > 0) {
 		n := (len(b.Parents) + 1) / 2
 		if len(b.Writes) > 0 {
@@ -226,4 +226,32 @@ func Rejected(err error) bool {
 		return true
 	}
 	return false
+}
+
+// CheckReadTable refuses a read table with a unique key besides its
+// primary key: ON DUPLICATE KEY UPDATE matches any unique key, so a row
+// could overwrite another row that merely shares that key's value.
+func (s *MySQL) CheckReadTable(ctx context.Context, p *projections.Projection) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT INDEX_NAME FROM information_schema.STATISTICS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY'`, p.Table)
+	if err != nil {
+		return fmt.Errorf("reading the indexes of %s: %w", p.Table, err)
+	}
+	defer rows.Close()
+	var extra []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return err
+		}
+		extra = append(extra, name)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(extra) > 0 {
+		return fmt.Errorf("read table %s of projection %s has unique key(s) %v besides its primary key: readside's upserts (ON DUPLICATE KEY UPDATE) would match them and overwrite the wrong row; make them non-unique (ALTER TABLE %s DROP INDEX …, ADD INDEX …)",
+			p.Table, p.Name, extra, p.Table)
+	}
+	return nil
 }
