@@ -18,7 +18,7 @@ const (
 	exitOK       = 0
 	exitProblem  = 1 // the command ran and found a problem (drift, check failures)
 	exitUsage    = 2 // bad invocation or an error before the work could start
-	exitNotReady = 3 // the verb exists in the contract but is not built yet
+	exitNotReady = 3 // the command cannot run in this configuration yet (e.g. a role without the broker it needs)
 )
 
 // version and commit are set by the Makefile with -ldflags -X.
@@ -71,13 +71,6 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	for _, v := range verbs() {
 		fmt.Fprintf(w, "  %-9s %s\n", v.name, v.summary)
-	}
-}
-
-func notYet(name string) func([]string, io.Writer, io.Writer) int {
-	return func(_ []string, _, stderr io.Writer) int {
-		fmt.Fprintf(stderr, "readside %s: not implemented yet\n", name)
-		return exitNotReady
 	}
 }
 
