@@ -15,10 +15,9 @@ import (
 
 // Exit codes, documented in docs/operations.md ("Exit codes").
 const (
-	exitOK       = 0
-	exitProblem  = 1 // the command ran and found a problem (drift, check failures)
-	exitUsage    = 2 // bad invocation or an error before the work could start
-	exitNotReady = 3 // the command cannot run in this configuration yet (e.g. a role without the broker it needs)
+	exitOK      = 0
+	exitProblem = 1 // the command ran and found a problem (drift, check failures)
+	exitUsage   = 2 // bad invocation or an error before the work could start
 )
 
 // version and commit are set by the Makefile with -ldflags -X.
