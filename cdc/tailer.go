@@ -116,6 +116,9 @@ func (t *Tailer) Run(ctx context.Context) error {
 		}
 		t.log.Warn("snapshots unavailable", "err", err)
 	}
+	if err := t.preflightServerID(ctx, src); err != nil {
+		return err
+	}
 	if ret, err := src.retentionSeconds(ctx); err == nil {
 		t.retention.Store(ret)
 	} else {
@@ -365,6 +368,10 @@ func (s *stream) syncerConfig() replication.BinlogSyncerConfig {
 		// producer's buffer is the real read-ahead.
 		EventCacheCount: 256,
 		Logger:          t.log.With("component", "binlog"),
+		// Registered as the replica's host (SHOW SLAVE HOSTS): lets the
+		// server_id preflight tell this tailer's own stale session from
+		// another replica.
+		Localhost: replicaHost(t.cfg.TransactionalID()),
 		// Refuse an oversized rows event before decoding it into Go values
 		// (several times its size): memory stays bounded and the operator
 		// gets the event and the knob instead of an OOM kill.
