@@ -525,6 +525,20 @@ func (s *stream) handle(ctx context.Context, ev *replication.BinlogEvent) error 
 		return s.query(ctx, h, e)
 	case *replication.RowsEvent:
 		return s.rows(ctx, h, e)
+	case *replication.TransactionPayloadEvent:
+		// MySQL 8 binlog_transaction_compression: the whole transaction
+		// (BEGIN, table maps, rows, XID) is inside, its events written
+		// with LogPos 0. go-mysql stamps them with the payload's start
+		// and, on the last (the XID), its end; an unstamped one gets the
+		// end so a checkpoint never lands at offset 0.
+		for _, inner := range e.Events {
+			if inner.Header.LogPos == 0 {
+				inner.Header.LogPos = h.LogPos
+			}
+			if err := s.handle(ctx, inner); err != nil {
+				return err
+			}
+		}
 	case *replication.XIDEvent:
 		return s.endTxn(ctx, h)
 	case *replication.GenericEvent:
@@ -557,7 +571,12 @@ func (s *stream) endTxn(ctx context.Context, h *replication.EventHeader) error {
 		s.pendingSince = time.Now()
 	}
 	s.pendingTxns++
-	s.pendingPos.File, s.pendingPos.Pos = s.file, h.LogPos
+	if h.LogPos != 0 {
+		s.pendingPos.File, s.pendingPos.Pos = s.file, h.LogPos
+	} else if s.gtids == nil {
+		// Offset 0 is the start of the file: resuming there would replay it.
+		return fatalf("transaction end at %s with no binlog offset (LogPos 0) on a source without GTIDs: readside cannot checkpoint after it. Enable GTIDs on the source (gtid_mode=ON)", s.file)
+	} // with GTIDs the GTID set is the position; the file/offset stays at the last known one
 	s.pendingTS = int64(h.Timestamp)
 	s.txnGTID, s.txnBegun = "", false
 	s.t.metrics.transactions.Inc()
