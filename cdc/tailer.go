@@ -98,6 +98,14 @@ func CheckpointTopic(prefix string) string { return prefix + "._readside_checkpo
 // Run tails until ctx is cancelled (returns nil after committing what was
 // complete) or a fatal error.
 func (t *Tailer) Run(ctx context.Context) error {
+	err := t.run(ctx)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil // stopped while starting up
+	}
+	return err
+}
+
+func (t *Tailer) run(ctx context.Context) error {
 	src, err := openSource(ctx, t.cfg.Source.DSN.Reveal(), t.cfg.Source.Flavor, t.cfg.Source.TLS)
 	if err != nil {
 		return err
