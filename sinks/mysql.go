@@ -25,7 +25,8 @@ import (
 // MySQL is one sink server (one shard).
 type MySQL struct {
 	db        *sql.DB
-	maxPacket int // the server's max_allowed_packet
+	maxPacket int  // the server's max_allowed_packet
+	rowAlias  bool // MySQL 8.0.19+: upserts use a row alias instead of VALUES()
 	// Log, when set, reports retried batches.
 	Log *slog.Logger
 }
@@ -54,10 +55,12 @@ func Open(ctx context.Context, dsn string) (*MySQL, error) {
 		return nil, fmt.Errorf("connecting to the sink: %w", err)
 	}
 	m := &MySQL{db: db}
-	if err := db.QueryRowContext(ctx, "SELECT @@max_allowed_packet").Scan(&m.maxPacket); err != nil {
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT @@max_allowed_packet, VERSION()").Scan(&m.maxPacket, &version); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("reading the sink's max_allowed_packet: %w", err)
 	}
+	m.rowAlias = usesRowAlias(version)
 	return m, nil
 }
 
