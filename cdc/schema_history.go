@@ -3,6 +3,7 @@ package cdc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -445,6 +446,12 @@ func (t *Tailer) prepareSchema(ctx context.Context, src *sourceDB, pub *publishe
 			from = before
 		}
 		ddl, err := src.ddlBetween(ctx, from, after, snap)
+		if errors.Is(err, ErrPurged) {
+			// E.g. a checkpoint from another server (failover) or purged
+			// binlogs: the DDL between cannot be ruled out.
+			return nil, nil, cp, fatalf("readside has no schema history for database(s) %s at its checkpoint %s and cannot scan this source's binlog from there (%v) to rule out DDL since. "+
+				"Fix: set binlog_row_metadata=FULL on the source and restart, or re-snapshot (docs/operations.md, \"schema history\")", strings.Join(missing, ", "), cp.Position, err)
+		}
 		if err != nil {
 			return nil, nil, cp, err
 		}

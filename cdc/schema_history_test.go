@@ -1,11 +1,15 @@
 package cdc
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 )
 
@@ -63,4 +67,78 @@ func expectHistory(t *testing.T, bed *testbed.Bed) {
 			t.Errorf("no records in %s: the tailer did not track the schema", topic)
 		}
 	}
+}
+
+// TestSchemaHistoryFromFullCheckpoint: a checkpoint written while the
+// source had FULL metadata has no schema history. Switched to MINIMAL, the
+// tailer takes the schema now and resumes when no DDL ran since the
+// checkpoint, and stops with the fix when one did (the schema at the
+// checkpoint is then unknown).
+func TestSchemaHistoryFromFullCheckpoint(t *testing.T) {
+	bed := testbed.Get(t)
+	if !bed.MySQL.Private() {
+		t.Skip("needs a private MariaDB")
+	}
+	ctx := t.Context()
+	src, _ := startPrivate(t, "full2minimal", testbed.MariaDBOptions{})
+	db, err := src.CreateDatabase(ctx, "f2m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.t (id INT PRIMARY KEY, a INT)", db)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := tailerConfig(t, bed, db+".t")
+	cfg.Source.DSN = config.Secret(src.ReplDSN())
+	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "t"))
+	run := func() (stop func() error) {
+		stop = startTailer(t, cfg)
+		waitForTailerOn(t, bed, src, cfg)
+		return stop
+	}
+	if err := run()(); err != nil {
+		t.Fatal(err)
+	}
+	// No DDL since the checkpoint: resumes, the row decodes by name.
+	if err := src.Exec(ctx, "SET GLOBAL binlog_row_metadata = MINIMAL", fmt.Sprintf("INSERT INTO `%s`.t VALUES (1, 10)", db)); err != nil {
+		t.Fatal(err)
+	}
+	stop := run()
+	if e := cons.next(1, 60*time.Second)[0]; fmt.Sprint(e.After) != "map[a:10 id:1]" {
+		t.Errorf("after switching to MINIMAL: %v", e.After)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A new checkpoint written with FULL metadata, then a DDL, then MINIMAL.
+	cfg.Kafka.TopicPrefix += "-2"
+	if err := src.Exec(ctx, "SET GLOBAL binlog_row_metadata = FULL"); err != nil {
+		t.Fatal(err)
+	}
+	if err := run()(); err != nil {
+		t.Fatal(err)
+	}
+	// A row under the old name, then the rename: decoded with today's
+	// schema the row would carry the new name.
+	cons2 := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "t"))
+	if err := src.Exec(ctx, fmt.Sprintf("INSERT INTO `%s`.t VALUES (2, 20)", db), fmt.Sprintf("ALTER TABLE `%s`.t RENAME COLUMN a TO c", db),
+		"SET GLOBAL binlog_row_metadata = MINIMAL"); err != nil {
+		t.Fatal(err)
+	}
+	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	err = tl.Run(runCtx)
+	var fatal *FatalError
+	if !errors.As(err, &fatal) || !strings.Contains(err.Error(), "no schema history") || !strings.Contains(err.Error(), "RENAME COLUMN a TO c") || !strings.Contains(err.Error(), "binlog_row_metadata=FULL") {
+		t.Fatalf("DDL between a FULL-metadata checkpoint and now: %v; want a fatal error naming the DDL and the fix", err)
+	}
+	if evs := pollOnce(cons2, 3*time.Second); len(evs) > 0 {
+		t.Errorf("published %v before refusing", evs[0].After)
+	}
+	t.Logf("refused: %v", err)
 }

@@ -100,6 +100,14 @@ func CheckpointTopic(prefix string) string { return prefix + "._readside_checkpo
 // Run tails until ctx is cancelled (returns nil after committing what was
 // complete) or a fatal error.
 func (t *Tailer) Run(ctx context.Context) error {
+	err := t.run(ctx)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil // stopped while starting up
+	}
+	return err
+}
+
+func (t *Tailer) run(ctx context.Context) error {
 	src, err := openSource(ctx, t.cfg.Source.DSN.Reveal(), t.cfg.Source.Flavor, t.cfg.Source.TLS)
 	if err != nil {
 		return err
@@ -117,6 +125,9 @@ func (t *Tailer) Run(ctx context.Context) error {
 			return &FatalError{err}
 		}
 		t.log.Warn("snapshots unavailable", "err", err)
+	}
+	if err := t.preflightServerID(ctx, src); err != nil {
+		return err
 	}
 	if ret, err := src.retentionSeconds(ctx); err == nil {
 		t.retention.Store(ret)
@@ -368,6 +379,10 @@ func (s *stream) syncerConfig() replication.BinlogSyncerConfig {
 		// producer's buffer is the real read-ahead.
 		EventCacheCount: 256,
 		Logger:          t.log.With("component", "binlog"),
+		// Registered as the replica's host (SHOW SLAVE HOSTS): lets the
+		// server_id preflight tell this tailer's own stale session from
+		// another replica.
+		Localhost: replicaHost(t.cfg.TransactionalID()),
 		// Refuse an oversized rows event before decoding it into Go values
 		// (several times its size): memory stays bounded and the operator
 		// gets the event and the knob instead of an OOM kill.
@@ -538,6 +553,20 @@ func (s *stream) handle(ctx context.Context, ev *replication.BinlogEvent) error 
 		return s.query(ctx, h, e)
 	case *replication.RowsEvent:
 		return s.rows(ctx, h, e)
+	case *replication.TransactionPayloadEvent:
+		// MySQL 8 binlog_transaction_compression: the whole transaction
+		// (BEGIN, table maps, rows, XID) is inside, its events written
+		// with LogPos 0. go-mysql stamps them with the payload's start
+		// and, on the last (the XID), its end; an unstamped one gets the
+		// end so a checkpoint never lands at offset 0.
+		for _, inner := range e.Events {
+			if inner.Header.LogPos == 0 {
+				inner.Header.LogPos = h.LogPos
+			}
+			if err := s.handle(ctx, inner); err != nil {
+				return err
+			}
+		}
 	case *replication.XIDEvent:
 		return s.endTxn(ctx, h)
 	case *replication.HeartbeatEvent:
@@ -571,7 +600,12 @@ func (s *stream) endTxn(ctx context.Context, h *replication.EventHeader) error {
 		s.pendingSince = time.Now()
 	}
 	s.pendingTxns++
-	s.pendingPos.File, s.pendingPos.Pos = s.file, h.LogPos
+	if h.LogPos != 0 {
+		s.pendingPos.File, s.pendingPos.Pos = s.file, h.LogPos
+	} else if s.gtids == nil {
+		// Offset 0 is the start of the file: resuming there would replay it.
+		return fatalf("transaction end at %s with no binlog offset (LogPos 0) on a source without GTIDs: readside cannot checkpoint after it. Enable GTIDs on the source (gtid_mode=ON)", s.file)
+	} // with GTIDs the GTID set is the position; the file/offset stays at the last known one
 	s.pendingTS = int64(h.Timestamp)
 	s.txnGTID, s.txnBegun = "", false
 	s.t.metrics.transactions.Inc()

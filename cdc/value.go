@@ -139,7 +139,7 @@ func (col *column) appendValue(buf []byte, v any) ([]byte, error) {
 			if i == 0 { // MySQL's "invalid value" member
 				return append(buf, `""`...), nil
 			}
-			if int(i) <= len(col.members) {
+			if i > 0 && i <= int64(len(col.members)) {
 				return appendJSONString(buf, col.members[i-1]), nil
 			}
 			return nil, fmt.Errorf("column %s: ENUM index %d beyond its %d members", col.name, i, len(col.members))

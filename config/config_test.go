@@ -101,3 +101,13 @@ func TestSecretFile(t *testing.T) {
 		t.Errorf("dsn_file not read: %v %q", err, cfg.Source.DSN.Reveal())
 	}
 }
+
+func TestTopicPrefixMustBeAKafkaName(t *testing.T) {
+	for _, bad := range []string{"", "a=b", "a b", "ä", "x/y"} {
+		c := Default()
+		c.Kafka.TopicPrefix = bad
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "kafka.topic_prefix") {
+			t.Errorf("topic_prefix %q: %v", bad, err)
+		}
+	}
+}

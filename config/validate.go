@@ -66,7 +66,7 @@ func (c Config) Validate() error {
 	default:
 		bad("source.tls.mode %q: want disabled, verify_ca or verify_identity", c.Source.TLS.Mode)
 	}
-	if c.Kafka.TopicPrefix == "" || strings.ContainsAny(c.Kafka.TopicPrefix, " /\\") {
+	if !validTopicPart(c.Kafka.TopicPrefix) {
 		bad("kafka.topic_prefix %q: want a non-empty name of letters, digits, '.', '_' or '-'", c.Kafka.TopicPrefix)
 	}
 	if c.Kafka.Partitions <= 0 {
@@ -143,4 +143,19 @@ func (c Config) TransactionalID() string {
 		return c.Kafka.TransactionalID
 	}
 	return fmt.Sprintf("readside-tailer-%d", c.Source.ServerID)
+}
+
+// validTopicPart reports whether s can start a Kafka topic name: Kafka
+// allows only ASCII letters, digits, '.', '_' and '-' (and 249 characters
+// in all, which leaves the table part room).
+func validTopicPart(s string) bool {
+	if s == "" || len(s) > 100 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -156,7 +156,7 @@ projections:
 	deadline := time.Now().Add(3 * time.Minute)
 	for _, c := range checks {
 		for {
-			want, got := dump(t, bed.MySQL.DB(), c.want), dump(t, bed.MySQL.DB(), c.got)
+			want, got := testbed.RowsText(t, bed.MySQL.DB(), c.want), testbed.RowsText(t, bed.MySQL.DB(), c.got)
 			if want == got {
 				t.Logf("%s equals the SQL expectation over two shards: %d rows", c.name, strings.Count(want, "\n"))
 				break
@@ -267,35 +267,4 @@ func shopWorkload(ctx context.Context, db *sql.DB, src string, rng *rand.Rand, t
 		done += n
 	}
 	return done, nil
-}
-
-func dump(t *testing.T, db *sql.DB, query string) string {
-	t.Helper()
-	rows, err := db.QueryContext(t.Context(), query)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var b strings.Builder
-	for rows.Next() {
-		vals := make([]sql.RawBytes, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range vals {
-			if v == nil {
-				b.WriteString("<null>|")
-			} else {
-				b.Write(v)
-				b.WriteByte('|')
-			}
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
 }

@@ -84,7 +84,7 @@ func TestSighupReload(t *testing.T) {
 	}) {
 		t.Fatalf("the new projection's table did not fill; log:\n%s", tail(p.logPath))
 	}
-	if want, got := dump(t, bed.MySQL.DB(), src), dump(t, bed.MySQL.DB(), read); want != got {
+	if want, got := testbed.RowsText(t, bed.MySQL.DB(), src), testbed.RowsText(t, bed.MySQL.DB(), read); want != got {
 		t.Errorf("messages_by_id differs from the source:\n%s\nwant:\n%s", got, want)
 	}
 	if !strings.Contains(p.log(), `level=DEBUG msg="batch applied"`) {

@@ -177,18 +177,18 @@ func TestReplayRebuildWhileWriting(t *testing.T) {
 	got := p.converge(time.Minute)
 	t.Logf("after the swap the read table equals the source: %d rows", got)
 	db := bed.MySQL.DB()
-	tables := dump(t, db, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = '"+p.sink+"' AND TABLE_NAME LIKE 'messages_by_sender%' ORDER BY 1")
+	tables := testbed.RowsText(t, db, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = '"+p.sink+"' AND TABLE_NAME LIKE 'messages_by_sender%' ORDER BY 1")
 	if tables != "messages_by_sender|\nmessages_by_sender__old|\n" {
 		t.Errorf("tables after the rebuild:\n%s", tables)
 	}
-	if left := dump(t, db, "SELECT CONCAT(projection, ' ', phase) FROM `"+p.sink+"`._readside_rebuilds UNION ALL SELECT DISTINCT projection FROM `"+p.sink+"`._readside_offsets WHERE projection LIKE '%__rebuild'"); left != "" {
+	if left := testbed.RowsText(t, db, "SELECT CONCAT(projection, ' ', phase) FROM `"+p.sink+"`._readside_rebuilds UNION ALL SELECT DISTINCT projection FROM `"+p.sink+"`._readside_offsets WHERE projection LIKE '%__rebuild'"); left != "" {
 		t.Errorf("rebuild bookkeeping left behind:\n%s", left)
 	}
 	out, code = p.replayCmd(ctx, "--projection", "messages_by_sender", "--drop-old")
 	if code != 0 || !strings.Contains(out, "dropped messages_by_sender__old") {
 		t.Errorf("--drop-old (exit %d):\n%s", code, out)
 	}
-	if tables := dump(t, db, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = '"+p.sink+"' AND TABLE_NAME LIKE 'messages_by_sender%'"); tables != "messages_by_sender|\n" {
+	if tables := testbed.RowsText(t, db, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = '"+p.sink+"' AND TABLE_NAME LIKE 'messages_by_sender%'"); tables != "messages_by_sender|\n" {
 		t.Errorf("tables after --drop-old:\n%s", tables)
 	}
 	if code := d.stop(30 * time.Second); code != 0 {

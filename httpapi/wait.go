@@ -108,18 +108,40 @@ func (c *Collector) Wait(ctx context.Context, p Projection, gtid string) (waitin
 			return waitingFor, err
 		}
 	}
-	// 2: the end offsets now.
+	// 2: the end offsets now: the high watermark holds gtid's records (they
+	// were produced before the transaction committed), but the commit
+	// markers are written after EndTxn returns, so the last stable offset
+	// may still stop short of them. Wait until it has passed the high
+	// watermark seen first; then every record before it is decided.
 	var ends kadm.ListedOffsets
+	var hwm kadm.ListedOffsets
 	for {
-		ends, err = c.adm.ListCommittedOffsets(ctx, topics...)
+		hwm, err = c.adm.ListEndOffsets(ctx, topics...)
 		if err == nil {
-			err = ends.Error()
+			err = hwm.Error()
 		}
 		if err == nil {
 			break
 		}
 		waitingFor = fmt.Sprintf("the broker to list end offsets: %v", err)
 		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return waitingFor, err
+		}
+	}
+	for {
+		ends, err = c.adm.ListCommittedOffsets(ctx, topics...)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil && stableBeyond(ends, hwm) {
+			break
+		}
+		if err != nil {
+			waitingFor = fmt.Sprintf("the broker to list stable offsets: %v", err)
+		} else {
+			waitingFor = "the broker to write the commit markers of " + gtid
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
 			return waitingFor, err
 		}
 	}
@@ -141,6 +163,18 @@ func (c *Collector) Wait(ctx context.Context, p Projection, gtid string) (waitin
 			return waitingFor, err
 		}
 	}
+}
+
+// stableBeyond reports whether every partition's last stable offset has
+// reached the high watermark listed before.
+func stableBeyond(stable, hwm kadm.ListedOffsets) bool {
+	ok := true
+	hwm.Each(func(h kadm.ListedOffset) {
+		if s, found := stable.Lookup(h.Topic, h.Partition); !found || s.Offset < h.Offset {
+			ok = false
+		}
+	})
+	return ok
 }
 
 // behind lists the partitions (and shards) whose applied offset is short

@@ -32,6 +32,16 @@ type Batch struct {
 	// Coalesced counts the writes Build dropped for a newer one of the
 	// same key in the batch.
 	Coalesced int64
+	// Marks are, per topic and partition, the source position of the
+	// newest event the batch applies (the watermark it moves to).
+	Marks map[string]map[int32]Mark
+}
+
+// Mark is the source position of an applied event.
+type Mark struct {
+	GTID    string
+	Version uint64
+	TS      int64 // source commit time, Unix seconds
 }
 
 // Empty reports whether the batch changes nothing (offsets aside).

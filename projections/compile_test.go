@@ -1,6 +1,9 @@
 package projections
 
 import (
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -247,5 +250,56 @@ func TestKeyRanges(t *testing.T) {
 	// Strings hash their bytes, numbers their decimal text: "42" and 42 agree.
 	if KeyspaceID([]byte(`"42"`)) != KeyspaceID([]byte(`42`)) {
 		t.Error("the same value as string and number must land on one shard")
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// TestCompileErrorsGolden: one config with ten broken declarations gives
+// every message at once, each naming the key and the fix; the whole text
+// is pinned in testdata/compile_errors.golden (go test -update rewrites it).
+func TestCompileErrorsGolden(t *testing.T) {
+	cfg := config.Default()
+	cfg.Source.Tables = []string{"shop.orders", "shop.customers"}
+	cfg.Sinks = map[string]config.Sink{
+		"reads": {DSN: "u:p@tcp(h:1)/reads"},
+		"two":   {Shards: []config.Shard{{KeyRange: "-80", DSN: "a"}, {KeyRange: "80-", DSN: "b"}}},
+	}
+	cols := map[string]string{"id": "id", "customer_id": "customer_id", "status": "status"}
+	cfg.Projections = map[string]config.Projection{
+		"a_from":     {From: "orders", Sink: "reads", Key: []string{"id"}, Columns: cols},
+		"b_capture":  {From: "shop.items", Sink: "reads", Key: []string{"id"}, Columns: cols},
+		"c_sink":     {From: "shop.orders", Sink: "nope", Key: []string{"id"}, Columns: cols},
+		"d_key":      {From: "shop.orders", Sink: "reads", Key: []string{"id", "ghost"}, Columns: cols},
+		"e_shard":    {From: "shop.orders", Sink: "reads", Key: []string{"id"}, ShardBy: "status", Columns: cols},
+		"f_where":    {From: "shop.orders", Sink: "reads", Key: []string{"id"}, Columns: cols, Where: "status = 'x"},
+		"g_onerror":  {From: "shop.orders", Sink: "reads", Key: []string{"id"}, Columns: cols, OnError: "skip"},
+		"h_joinon":   {From: "shop.orders", Sink: "reads", Key: []string{"id"}, Columns: cols, Join: []config.Join{{From: "shop.customers", On: map[string]string{"id": "buyer"}, Columns: map[string]string{"name": "name"}}}},
+		"i_sharded":  {From: "shop.orders", Sink: "two", Key: []string{"id"}, Columns: cols},
+		"j_reserved": {From: "shop.orders", Sink: "reads", Key: []string{"id"}, Columns: map[string]string{"id": "id", "_rs_version": "status"}},
+	}
+	_, err := Compile(cfg)
+	if err == nil {
+		t.Fatal("ten broken declarations compiled")
+	}
+	got := err.Error() + "\n"
+	path := filepath.Join("testdata", "compile_errors.golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -run TestCompileErrorsGolden -update ./projections/ to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("compile errors changed:\n--- got\n%s--- want\n%s", got, want)
+	}
+	if n := strings.Count(got, "\n"); n < 10 {
+		t.Errorf("%d messages, want at least ten", n)
 	}
 }

@@ -2,7 +2,6 @@ package projections_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -152,8 +151,8 @@ const orderCols = "customer_id, id, status, total_cents, created_at, customer_na
 func (s *shop) expected(t *testing.T) string {
 	join := "SELECT o.customer_id, o.id, o.status, o.total_cents, o.created_at, c.name, c.tier FROM `" +
 		s.src + "`.orders o LEFT JOIN `" + s.src + "`.customers c ON c.id = o.customer_id"
-	return rowsText(t, s.bed.MySQL.DB(), join+" WHERE o.status <> 'draft' ORDER BY 1, 2") + "--\n" +
-		rowsText(t, s.bed.MySQL.DB(), join+" ORDER BY 2")
+	return testbed.RowsText(t, s.bed.MySQL.DB(), join+" WHERE o.status <> 'draft' ORDER BY 1, 2") + "--\n" +
+		testbed.RowsText(t, s.bed.MySQL.DB(), join+" ORDER BY 2")
 }
 
 // actual is the read tables over every shard; it also checks each row sits
@@ -181,36 +180,7 @@ func (s *shop) table(t *testing.T, table, shardBy, order string) string {
 		}
 	}
 	rows.Close()
-	return rowsText(t, s.bed.MySQL.DB(), "SELECT "+orderCols+" FROM ("+strings.Join(parts, " UNION ALL ")+") u ORDER BY "+order)
-}
-
-func rowsText(t *testing.T, db *sql.DB, query string) string {
-	t.Helper()
-	rows, err := db.QueryContext(t.Context(), query)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var b strings.Builder
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range vals {
-			if bs, ok := v.([]byte); ok {
-				v = string(bs)
-			}
-			fmt.Fprintf(&b, "%v|", v)
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
+	return testbed.RowsText(t, s.bed.MySQL.DB(), "SELECT "+orderCols+" FROM ("+strings.Join(parts, " UNION ALL ")+") u ORDER BY "+order)
 }
 
 func (s *shop) waitConverged(t *testing.T) {
@@ -309,6 +279,22 @@ func TestOrdersByCustomerJoin(t *testing.T) {
 	defer b()
 	s.waitConverged(t)
 	watch()
+	// Watermarks: every shard knows the applied source position of each
+	// partition of both topics, at or past the newest row it holds.
+	for _, db := range s.shards {
+		var parts, topics int
+		var mark, newest uint64
+		var gtid string
+		if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT COUNT(*), COUNT(DISTINCT topic), MAX(version), MAX(gtid) FROM `"+db+"`._readside_watermarks WHERE projection = 'orders_by_customer'").Scan(&parts, &topics, &mark, &gtid); err != nil {
+			t.Fatal(err)
+		}
+		if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT COALESCE(MAX(_rs_version), 0) FROM `"+db+"`.orders_by_customer").Scan(&newest); err != nil {
+			t.Fatal(err)
+		}
+		if topics != 2 || parts < 2 || mark < newest || gtid == "" {
+			t.Errorf("shard %s watermarks: %d partitions over %d topics, newest version %d (rows up to %d), gtid %q", db, parts, topics, mark, newest, gtid)
+		}
+	}
 }
 
 // TestJoinShuffledHistory: the whole history of both topics, applied to a
@@ -324,23 +310,7 @@ func TestJoinShuffledHistory(t *testing.T) {
 	s.write(t, seed, 3000)
 	waitTailer(t, bed, s.cfg) // the workload's last transaction is published
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Kafka.Brokers...), kgo.ConsumeTopics(s.p.Topics()...),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	var records []*kgo.Record
-	quiet := time.Now()
-	for time.Since(quiet) < 5*time.Second {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		fetches := cl.PollFetches(pctx)
-		cancel()
-		fetches.EachRecord(func(r *kgo.Record) {
-			quiet = time.Now()
-			records = append(records, r)
-		})
-	}
+	records := topicRecords(t, s.cfg.Kafka.Brokers, s.p.Topics()...)
 	rng := rand.New(rand.NewPCG(seed, 3))
 	shuffled := append([]*kgo.Record{}, records...)
 	for _, r := range records {

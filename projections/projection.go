@@ -110,20 +110,20 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 		key := "projections." + name
 		db, tbl, ok := config.SplitTable(d.From)
 		if !ok {
-			bad("%s.from %q: want db.table", key, d.From)
+			bad("%s.from %q: want db.table, e.g. shop.orders", key, d.From)
 			continue
 		}
 		if !captured[d.From] {
 			bad("%s.from %s is not in source.tables: add it there", key, d.From)
 		}
 		if _, ok := cfg.Sinks[d.Sink]; !ok {
-			bad("%s.sink %q is not a configured sink (sinks.<name>)", key, d.Sink)
+			bad("%s.sink %q is not a configured sink: declare it under sinks.%s or use one of the configured sinks", key, d.Sink, d.Sink)
 		}
 		var where *Filter
 		if d.Where != "" {
 			var err error
 			if where, err = ParseFilter(d.Where); err != nil {
-				bad("%s.where %q: %v", key, d.Where, err)
+				bad("%s.where %q: %v (a SQL condition on the source row, e.g. status <> 'draft')", key, d.Where, err)
 			}
 		}
 		if d.Replicated && d.ShardBy != "" {
@@ -152,7 +152,7 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 			}
 		}
 		if d.ShardBy != "" && !slices.Contains(d.Key, d.ShardBy) {
-			bad("%s.shard_by %q must be one of its key columns %v", key, d.ShardBy, d.Key)
+			bad("%s.shard_by %q must be one of its key columns %v: add it to key or shard by a key column", key, d.ShardBy, d.Key)
 		}
 		switch d.OnError {
 		case "", "stop", "dlq":

@@ -269,6 +269,19 @@ func (p *Projection) collect(b *Batch, r *kgo.Record, e Event) error {
 	if e.SourceTS > 0 && e.SourceTS > b.NewestTS {
 		b.NewestTS = e.SourceTS
 	}
+	if b.Marks == nil {
+		b.Marks = map[string]map[int32]Mark{}
+	}
+	if b.Marks[r.Topic] == nil {
+		b.Marks[r.Topic] = map[int32]Mark{}
+	}
+	m := Mark{Version: e.Version, TS: e.SourceTS}
+	if e.Source != nil {
+		m.GTID = e.Source.GTID
+	}
+	if m.Version > b.Marks[r.Topic][r.Partition].Version {
+		b.Marks[r.Topic][r.Partition] = m
+	}
 	return nil
 }
 
@@ -401,7 +414,7 @@ func (pr *Projector) isolate(ctx context.Context, b *Batch) error {
 	if err := bisect(b.Writes, b.Parents); err != nil {
 		return err
 	}
-	return pr.sink.Apply(ctx, pr.p, &Batch{Offsets: b.Offsets})
+	return pr.sink.Apply(ctx, pr.p, &Batch{Offsets: b.Offsets, Marks: b.Marks})
 }
 
 func (pr *Projector) openDLQ(ctx context.Context) error {

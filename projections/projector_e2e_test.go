@@ -139,30 +139,7 @@ const readCols = "sender_id, created_at, id, conversation_id, body, HEX(att), sc
 // tableText renders a table's rows in key order, for comparison.
 func tableText(t *testing.T, bed *testbed.Bed, table string) string {
 	t.Helper()
-	rows, err := bed.MySQL.DB().QueryContext(t.Context(), "SELECT "+readCols+" FROM "+table+" ORDER BY sender_id, created_at, id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var b strings.Builder
-	for rows.Next() {
-		vals := make([]any, 7)
-		ptrs := make([]any, 7)
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range vals {
-			if bs, ok := v.([]byte); ok {
-				v = string(bs)
-			}
-			fmt.Fprintf(&b, "%v|", v)
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
+	return testbed.RowsText(t, bed.MySQL.DB(), "SELECT "+readCols+" FROM "+table+" ORDER BY sender_id, created_at, id")
 }
 
 // waitEqual waits until the read table equals the source expectation.
@@ -236,33 +213,20 @@ func TestOutOfOrderAndDuplicates(t *testing.T) {
 	if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+src+"`.messages").Scan(&count); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ConsumeTopics(p.Topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	var history []projections.Write
-	quiet := time.Now()
-	for time.Since(quiet) < 5*time.Second {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		fetches := cl.PollFetches(pctx)
-		cancel()
-		fetches.EachRecord(func(r *kgo.Record) {
-			quiet = time.Now()
-			if r.Value == nil {
-				return
-			}
-			e, err := projections.DecodeEvent(r.Value)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ws, err := p.Writes(e)
-			if err != nil {
-				t.Fatal(err)
-			}
-			history = append(history, ws...)
-		})
+	for _, r := range topicRecords(t, cfg.Kafka.Brokers, p.Topic) {
+		if r.Value == nil {
+			continue
+		}
+		e, err := projections.DecodeEvent(r.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, err := p.Writes(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		history = append(history, ws...)
 	}
 	t.Logf("history: %d writes", len(history))
 
@@ -324,4 +288,28 @@ func waitTailer(t *testing.T, bed *testbed.Bed, cfg config.Config) {
 		}
 	}
 	t.Fatal("no tailer checkpoint within 60s")
+}
+
+// topicRecords reads every committed record of the topics from the start,
+// until they stay quiet for 3 seconds.
+func topicRecords(t *testing.T, brokers []string, topics ...string) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topics...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []*kgo.Record
+	quiet := time.Now()
+	for time.Since(quiet) < 3*time.Second {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		fetches := cl.PollFetches(ctx)
+		cancel()
+		fetches.EachRecord(func(r *kgo.Record) {
+			quiet = time.Now()
+			out = append(out, r)
+		})
+	}
+	return out
 }

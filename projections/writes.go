@@ -22,7 +22,8 @@ type Event struct {
 		Columns map[string]string `json:"columns"`
 	} `json:"schema"`
 	Source *struct {
-		TS int64 `json:"ts_sec"`
+		TS   int64  `json:"ts_sec"`
+		GTID string `json:"gtid"`
 	} `json:"source"`
 	SourceTS int64 `json:"-"` // Source.TS, 0 when absent
 }

@@ -83,7 +83,7 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 			_ = tx.Rollback()
 		}
 	}()
-	a := applier{ctx: ctx, tx: tx, p: p, stale: b.Stale, limit: s.stmtLimit(), comment: "/* readside " + strings.ReplaceAll(p.Name, "*/", "") + " */ "}
+	a := applier{ctx: ctx, tx: tx, p: p, stale: b.Stale, limit: s.stmtLimit(), rowAlias: s.rowAlias, comment: "/* readside " + strings.ReplaceAll(p.Name, "*/", "") + " */ "}
 
 	keys := a.parentKeys(b)
 	for i, j := range p.Joins {
@@ -111,11 +111,14 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 	sort.Strings(topics)
 	for _, topic := range topics {
 		for part, next := range b.Offsets[topic] {
-			if _, err := tx.ExecContext(ctx, a.comment+"INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = GREATEST(next_offset, VALUES(next_offset))",
+			if _, err := a.exec("INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = GREATEST(next_offset, VALUES(next_offset))",
 				p.Name, topic, part, next); err != nil {
 				return err
 			}
 		}
+	}
+	if err := a.watermarks(b.Marks); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return err
@@ -127,17 +130,47 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 }
 
 type applier struct {
-	ctx     context.Context
-	tx      *sql.Tx
-	p       *projections.Projection
-	comment string
-	stale   *atomic.Int64
-	limit   int   // parameter bytes per statement
-	skipped int64 // counted into stale only when the transaction commits
+	ctx      context.Context
+	tx       *sql.Tx
+	p        *projections.Projection
+	comment  string
+	stale    *atomic.Int64
+	limit    int   // parameter bytes per statement
+	rowAlias bool  // MySQL 8 upsert syntax
+	skipped  int64 // counted into stale only when the transaction commits
 }
 
 func (a *applier) exec(query string, args ...any) (sql.Result, error) {
+	if a.rowAlias {
+		query = mysql8Upsert(query)
+	}
 	return a.tx.ExecContext(a.ctx, a.comment+query, args...)
+}
+
+// watermarks moves each partition's applied source position forward (the
+// GTID and commit time go with the highest version).
+func (a *applier) watermarks(marks map[string]map[int32]projections.Mark) error {
+	var args []any
+	rows := 0
+	topics := make([]string, 0, len(marks))
+	for t := range marks {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	for _, topic := range topics {
+		for part, m := range marks[topic] {
+			args = append(args, a.p.Name, topic, part, m.GTID, m.Version, m.TS)
+			rows++
+		}
+	}
+	if rows == 0 {
+		return nil
+	}
+	row := "(?, ?, ?, ?, ?, ?)"
+	newer := "VALUES(version) > version"
+	_, err := a.exec("INSERT INTO `_readside_watermarks` (projection, topic, part, gtid, version, source_ts) VALUES "+row+strings.Repeat(", "+row, rows-1)+
+		" ON DUPLICATE KEY UPDATE gtid = IF("+newer+", VALUES(gtid), gtid), source_ts = IF("+newer+", VALUES(source_ts), source_ts), version = GREATEST(version, VALUES(version))", args...)
+	return err
 }
 
 // parentKey is one parent key a batch touches, for one join.

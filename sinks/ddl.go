@@ -16,6 +16,10 @@ var bookkeeping = []string{
 	// Offset resets asked for by `readside replay`, consumed by the
 	// projector that is assigned the partition (sinks/replay.go).
 	"CREATE TABLE IF NOT EXISTS `_readside_replay_requests` (projection VARCHAR(190) NOT NULL, topic VARCHAR(249) NOT NULL, part INT NOT NULL, next_offset BIGINT NOT NULL, requested_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (projection, topic, part))",
+	// The applied source position per projection, topic and partition,
+	// committed with the rows: an application reads its own writes by
+	// comparing a GTID or version it wrote with these (see also /wait).
+	"CREATE TABLE IF NOT EXISTS `_readside_watermarks` (projection VARCHAR(190) NOT NULL, topic VARCHAR(249) NOT NULL, part INT NOT NULL, gtid VARCHAR(255) NOT NULL DEFAULT '', version BIGINT UNSIGNED NOT NULL, source_ts BIGINT NOT NULL, applied_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6), PRIMARY KEY (projection, topic, part))",
 	// The state of `readside replay --rebuild`, so a crashed rebuild resumes.
 	"CREATE TABLE IF NOT EXISTS `_readside_rebuilds` (projection VARCHAR(190) NOT NULL PRIMARY KEY, phase VARCHAR(20) NOT NULL, started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))",
 }

@@ -100,3 +100,139 @@ func TestApplyShrinksOversizedBatch(t *testing.T) {
 	}
 	t.Logf("2000 rows of 41 numbers applied under max_allowed_packet=64KiB; offsets committed")
 }
+
+// TestReadTableWithSecondUniqueKeyRefused: ON DUPLICATE KEY UPDATE matches
+// any unique key, so a read table with one besides the primary key is
+// refused with the fix.
+func TestReadTableWithSecondUniqueKeyRefused(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, err := bed.MySQL.CreateDatabase(ctx, "usrc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "usink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, email VARCHAR(100) NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Source.Tables = []string{src + ".t"}
+	cfg.Sinks = map[string]config.Sink{"s": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB)}}
+	cfg.Projections = map[string]config.Projection{"t_copy": {From: src + ".t", Sink: "s", Key: []string{"id"},
+		Columns: map[string]string{"id": "id", "email": "email"}}}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := ps[0].SourceColumns(ctx, bed.MySQL.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := sinks.OpenSharded(ctx, "s", cfg.Sinks["s"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	if err := sink.Exec(ctx, sinks.DDL(ps[0], types)); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.CheckReadTable(ctx, ps[0]); err != nil {
+		t.Fatalf("readside's own DDL refused: %v", err)
+	}
+	if err := bed.MySQL.Exec(ctx, "ALTER TABLE `"+sinkDB+"`.t_copy ADD UNIQUE KEY by_email (email)"); err != nil {
+		t.Fatal(err)
+	}
+	err = sink.CheckReadTable(ctx, ps[0])
+	if err == nil || !strings.Contains(err.Error(), "by_email") || !strings.Contains(err.Error(), "non-unique") {
+		t.Fatalf("a second unique key gave %v, want a refusal naming it and the fix", err)
+	}
+	t.Logf("refused: %v", err)
+}
+
+// TestApplyRetriesLockWaitTimeout: a batch that hits a lock-wait timeout
+// (another session holds the row) is retried until the lock is released,
+// then applied with its offsets.
+func TestApplyRetriesLockWaitTimeout(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, err := bed.MySQL.CreateDatabase(ctx, "lsrc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "lsink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, v INT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	var old int
+	if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT @@GLOBAL.innodb_lock_wait_timeout").Scan(&old); err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, "SET GLOBAL innodb_lock_wait_timeout = 1"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bed.MySQL.Exec(t.Context(), fmt.Sprintf("SET GLOBAL innodb_lock_wait_timeout = %d", old)) })
+	cfg := config.Default()
+	cfg.Source.Tables = []string{src + ".t"}
+	cfg.Sinks = map[string]config.Sink{"s": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB)}}
+	cfg.Projections = map[string]config.Projection{"t_copy": {From: src + ".t", Sink: "s", Key: []string{"id"},
+		Columns: map[string]string{"id": "id", "v": "v"}}}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[0]
+	types, err := p.SourceColumns(ctx, bed.MySQL.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := sinks.OpenSharded(ctx, "s", cfg.Sinks["s"]) // sessions get the 1 s timeout
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	if err := sink.Exec(ctx, sinks.DDL(p, types)); err != nil {
+		t.Fatal(err)
+	}
+	up := func(v, version int) *projections.Batch {
+		b := &projections.Batch{Offsets: projections.Offsets{}, Writes: []projections.Write{{Kind: projections.Upsert, Key: "1", Values: []any{1, v}, Version: uint64(version)}}}
+		b.Offsets.Set(p.Topic, 0, int64(version))
+		return b
+	}
+	if err := sink.Apply(ctx, p, up(1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	// Another session holds the row for 4 s.
+	holder, err := bed.MySQL.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v int
+	if err := holder.QueryRowContext(ctx, "SELECT v FROM `"+sinkDB+"`.t_copy WHERE id = 1 FOR UPDATE").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(4 * time.Second); _ = holder.Commit() }()
+	start := time.Now()
+	actx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := sink.Apply(actx, p, up(2, 11)); err != nil {
+		t.Fatalf("a batch behind a lock-wait timeout must be retried, got %v", err)
+	}
+	took := time.Since(start)
+	if err := sink.Shards[0].DB().QueryRowContext(ctx, "SELECT v FROM t_copy WHERE id = 1").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	offs, err := sink.Offsets(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v != 2 || offs[p.Topic][0] != 11 || took < 3*time.Second {
+		t.Fatalf("after %s: v=%d offset %d, want v=2 and offset 11 once the lock was released (after ~4 s)", took, v, offs[p.Topic][0])
+	}
+	t.Logf("applied after %s of lock-wait timeouts and retries", took.Round(100*time.Millisecond))
+}

@@ -25,7 +25,8 @@ import (
 // MySQL is one sink server (one shard).
 type MySQL struct {
 	db        *sql.DB
-	maxPacket int // the server's max_allowed_packet
+	maxPacket int  // the server's max_allowed_packet
+	rowAlias  bool // MySQL 8.0.19+: upserts use a row alias instead of VALUES()
 	// Log, when set, reports retried batches.
 	Log *slog.Logger
 }
@@ -54,10 +55,12 @@ func Open(ctx context.Context, dsn string) (*MySQL, error) {
 		return nil, fmt.Errorf("connecting to the sink: %w", err)
 	}
 	m := &MySQL{db: db}
-	if err := db.QueryRowContext(ctx, "SELECT @@max_allowed_packet").Scan(&m.maxPacket); err != nil {
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT @@max_allowed_packet, VERSION()").Scan(&m.maxPacket, &version); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("reading the sink's max_allowed_packet: %w", err)
 	}
+	m.rowAlias = usesRowAlias(version)
 	return m, nil
 }
 
@@ -186,7 +189,7 @@ func (s *MySQL) stmtLimit() int { return max(s.maxPacket/2, 1024) }
 // are committed only after every row.
 func halve(b *projections.Batch) (*projections.Batch, *projections.Batch) {
 	first := &projections.Batch{Stale: b.Stale}
-	second := &projections.Batch{Offsets: b.Offsets, NewestTS: b.NewestTS, Stale: b.Stale}
+	second := &projections.Batch{Offsets: b.Offsets, NewestTS: b.NewestTS, Stale: b.Stale, Marks: b.Marks}
 	if len(b.Parents) > 1 || (len(b.Parents) == 1 && len(b.Writes) > 0) {
 		n := (len(b.Parents) + 1) / 2
 		if len(b.Writes) > 0 {
@@ -226,4 +229,32 @@ func Rejected(err error) bool {
 		return true
 	}
 	return false
+}
+
+// CheckReadTable refuses a read table with a unique key besides its
+// primary key: ON DUPLICATE KEY UPDATE matches any unique key, so a row
+// could overwrite another row that merely shares that key's value.
+func (s *MySQL) CheckReadTable(ctx context.Context, p *projections.Projection) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT INDEX_NAME FROM information_schema.STATISTICS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND NON_UNIQUE = 0 AND INDEX_NAME <> 'PRIMARY'`, p.Table)
+	if err != nil {
+		return fmt.Errorf("reading the indexes of %s: %w", p.Table, err)
+	}
+	defer rows.Close()
+	var extra []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return err
+		}
+		extra = append(extra, name)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(extra) > 0 {
+		return fmt.Errorf("read table %s of projection %s has unique key(s) %v besides its primary key: readside's upserts (ON DUPLICATE KEY UPDATE) would match them and overwrite the wrong row; make them non-unique (ALTER TABLE %s DROP INDEX …, ADD INDEX …)",
+			p.Table, p.Name, extra, p.Table)
+	}
+	return nil
 }

@@ -92,6 +92,16 @@ func (s *Sharded) Exec(ctx context.Context, stmts []string) error {
 	return nil
 }
 
+// CheckReadTable checks p's read table on every shard (MySQL.CheckReadTable).
+func (s *Sharded) CheckReadTable(ctx context.Context, p *projections.Projection) error {
+	for _, sh := range s.Shards {
+		if err := sh.CheckReadTable(ctx, p); err != nil {
+			return fmt.Errorf("shard %s: %w", sh.Range.Text, err)
+		}
+	}
+	return nil
+}
+
 // Offsets are, per topic and partition, the lowest next offset over the
 // shards; a partition some shard has never committed starts from the
 // beginning. Records a shard already has are applied to it again, which
@@ -150,7 +160,7 @@ func (s *Sharded) Route(p *projections.Projection, w projections.Write) []int {
 func (s *Sharded) Apply(ctx context.Context, p *projections.Projection, b *projections.Batch) error {
 	parts := make([]*projections.Batch, len(s.Shards))
 	for i := range parts {
-		parts[i] = &projections.Batch{Parents: b.Parents, Offsets: b.Offsets, Stale: b.Stale}
+		parts[i] = &projections.Batch{Parents: b.Parents, Offsets: b.Offsets, Stale: b.Stale, Marks: b.Marks}
 	}
 	for _, w := range b.Writes {
 		if w.Kind == projections.Truncate {

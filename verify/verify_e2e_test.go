@@ -194,31 +194,7 @@ func (s *shop) actual(t *testing.T) string {
 
 func rowsText(t *testing.T, query string) string {
 	t.Helper()
-	rows, err := testbed.Get(t).MySQL.DB().QueryContext(t.Context(), query)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var b strings.Builder
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range vals {
-			if bs, ok := v.([]byte); ok {
-				v = string(bs)
-			}
-			fmt.Fprintf(&b, "%v|", v)
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
+	return testbed.RowsText(t, testbed.Get(t).MySQL.DB(), query)
 }
 
 func (s *shop) waitConverged(t *testing.T, within time.Duration) {

@@ -15,10 +15,9 @@ import (
 
 // Exit codes, documented in docs/operations.md ("Exit codes").
 const (
-	exitOK       = 0
-	exitProblem  = 1 // the command ran and found a problem (drift, check failures)
-	exitUsage    = 2 // bad invocation or an error before the work could start
-	exitNotReady = 3 // the verb exists in the contract but is not built yet
+	exitOK      = 0
+	exitProblem = 1 // the command ran and found a problem (drift, check failures)
+	exitUsage   = 2 // bad invocation or an error before the work could start
 )
 
 // version and commit are set by the Makefile with -ldflags -X.
@@ -71,13 +70,6 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	for _, v := range verbs() {
 		fmt.Fprintf(w, "  %-9s %s\n", v.name, v.summary)
-	}
-}
-
-func notYet(name string) func([]string, io.Writer, io.Writer) int {
-	return func(_ []string, _, stderr io.Writer) int {
-		fmt.Fprintf(stderr, "readside %s: not implemented yet\n", name)
-		return exitNotReady
 	}
 }
 

@@ -17,7 +17,7 @@ func TestDispatch(t *testing.T) {
 		{"version prints the Go version", []string{"version"}, exitOK, "readside dev", ""},
 		{"no verb is a usage error", nil, exitUsage, "", "usage: readside"},
 		{"unknown verb names itself", []string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
-		{"unbuilt verbs say so and fail", []string{"replay"}, exitNotReady, "", "not implemented yet"},
+		{"replay without a projection names the flag", []string{"replay"}, exitUsage, "", "--projection is required"},
 		{"verify without a config is an error (exit 2)", []string{"verify", "-c", "/nonexistent/readside.yaml"}, exitUsage, "", "readside verify:"},
 	}
 	for _, c := range cases {

@@ -62,6 +62,9 @@ func (s *projectorStarter) start(ctx context.Context, pp plannedProjection) (exi
 	if err := sink.Exec(ctx, pp.ddl); err != nil {
 		return exitProblem, fmt.Errorf("creating the read table of %s: %w", pp.p.Name, err)
 	}
+	if err := sink.CheckReadTable(ctx, pp.p); err != nil {
+		return exitProblem, err
+	}
 	instance := s.cfg.Kafka.GroupInstanceID
 	if instance == "" {
 		instance, _ = os.Hostname()

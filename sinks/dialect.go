@@ -1,0 +1,42 @@
+package sinks
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// rowAlias is the alias of the new row in MySQL 8 upserts.
+const rowAlias = "_rs_new"
+
+var valuesRef = regexp.MustCompile("VALUES\\((`[^`]+`|[A-Za-z0-9_]+)\\)")
+
+// mysql8Upsert rewrites an upsert written with VALUES(col) in its ON
+// DUPLICATE KEY UPDATE clause — the form MariaDB and MySQL 5.7 know —
+// into MySQL 8.0.19+'s row-alias form (`… VALUES (…) AS _rs_new ON
+// DUPLICATE KEY UPDATE c = _rs_new.c`), where VALUES() is deprecated.
+func mysql8Upsert(stmt string) string {
+	const odku = " ON DUPLICATE KEY UPDATE "
+	i := strings.Index(stmt, odku)
+	if i < 0 {
+		return stmt
+	}
+	set := valuesRef.ReplaceAllString(stmt[i+len(odku):], rowAlias+".$1")
+	return stmt[:i] + " AS " + rowAlias + odku + set
+}
+
+// usesRowAlias reports whether a server (its VERSION()) wants the row
+// alias: MySQL 8.0.19 and later, not MariaDB.
+func usesRowAlias(version string) bool {
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		return false
+	}
+	parts := strings.SplitN(strings.SplitN(version, "-", 2)[0], ".", 3)
+	if len(parts) < 3 {
+		return false
+	}
+	major, _ := strconv.Atoi(parts[0])
+	minor, _ := strconv.Atoi(parts[1])
+	patch, _ := strconv.Atoi(parts[2])
+	return major > 8 || major == 8 && (minor > 0 || patch >= 19)
+}

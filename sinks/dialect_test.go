@@ -1,0 +1,23 @@
+package sinks
+
+import "testing"
+
+func TestMySQL8Upsert(t *testing.T) {
+	in := "INSERT INTO `t` (`id`, `name`, `_rs_version`) VALUES (?, ?, ?), (?, ?, ?) ON DUPLICATE KEY UPDATE `name` = IF(VALUES(`_rs_version`) > `_rs_version`, VALUES(`name`), `name`), `_rs_version` = GREATEST(`_rs_version`, VALUES(`_rs_version`))"
+	want := "INSERT INTO `t` (`id`, `name`, `_rs_version`) VALUES (?, ?, ?), (?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE `name` = IF(_rs_new.`_rs_version` > `_rs_version`, _rs_new.`name`, `name`), `_rs_version` = GREATEST(`_rs_version`, _rs_new.`_rs_version`)"
+	if got := mysql8Upsert(in); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	plain := "INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = GREATEST(next_offset, VALUES(next_offset))"
+	if got := mysql8Upsert(plain); got != "INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE next_offset = GREATEST(next_offset, _rs_new.next_offset)" {
+		t.Errorf("got %s", got)
+	}
+	if s := "DELETE FROM t WHERE a = ?"; mysql8Upsert(s) != s {
+		t.Error("statements without ODKU must pass unchanged")
+	}
+	for v, want := range map[string]bool{"10.11.19-MariaDB-0+deb12u1": false, "8.0.18": false, "8.0.19": true, "8.4.3": true, "9.1.0": true, "5.7.44-log": false, "8.0.36-28": true} {
+		if usesRowAlias(v) != want {
+			t.Errorf("usesRowAlias(%q) = %v", v, !want)
+		}
+	}
+}
