@@ -129,9 +129,24 @@ func (e *env) runEndToEnd(ctx context.Context, w workload, fractions []float64, 
 	logf("end to end: %.0f events/s", res.Rate.PerS)
 
 	// Latency: open-loop inserts at fixed fractions of that rate.
-	for _, f := range fractions {
+	offered := make([]float64, len(fractions))
+	for i, f := range fractions {
+		offered[i] = res.Rate.PerS * f
+	}
+	if fixedRates != "" {
+		offered = nil
+		for _, r := range strings.Split(fixedRates, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(r), 64)
+			if err != nil {
+				return nil, fmt.Errorf("-latency-rates: %w", err)
+			}
+			offered = append(offered, v)
+		}
+	}
+	for _, rate := range offered {
+		f := rate / res.Rate.PerS
 		time.Sleep(2 * time.Second)
-		step, err := e.latencyStep(ctx, gen, p, proj.Table, f, res.Rate.PerS*f, stepDur)
+		step, err := e.latencyStep(ctx, gen, p, proj.Table, f, rate, stepDur)
 		if err != nil {
 			return nil, err
 		}

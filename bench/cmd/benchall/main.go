@@ -40,6 +40,7 @@ func main() {
 	only := flag.String("workloads", "", "comma-separated workload names to run (default: all of the size)")
 	profile := flag.String("cpuprofile", "", "run the tailer drains in-process and write a CPU profile of them here (pprof)")
 	skipLatency := flag.Bool("skip-e2e", false, "skip the end-to-end and latency steps")
+	flag.StringVar(&fixedRates, "latency-rates", "", "comma-separated offered rows/s for the latency steps instead of 25/50/75% of the measured end-to-end rate (same-conditions A/B runs)")
 	flag.StringVar(&prebuilt, "readside", "", "use this readside binary instead of building ./cmd/readside (before/after comparisons)")
 	flag.DurationVar(&quietWait, "quiet-wait", 90*time.Second, "wait up to this long for a 1-minute load below 1.5 before starting")
 	flag.Parse()
@@ -50,8 +51,9 @@ func main() {
 }
 
 var (
-	quietWait time.Duration
-	prebuilt  string
+	quietWait  time.Duration
+	prebuilt   string
+	fixedRates string
 )
 
 func workloads(quick bool) []workload {
