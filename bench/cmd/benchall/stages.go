@@ -96,14 +96,18 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 	}
 
 	// B0: go-mysql's raw parse of the same binlog range, rows decoded and
-	// discarded.
-	r.B0.Load1 = loadavg()
-	t = time.Now()
-	if err := rawParse(ctx, e.bed, start, end); err != nil {
-		return r, err
+	// discarded. A limit is what the machine can do: best of three (one
+	// run lasts about a second, so one neighbour's burst skews it).
+	for range 3 {
+		load := loadavg()
+		t = time.Now()
+		if err := rawParse(ctx, e.bed, start, end); err != nil {
+			return r, err
+		}
+		if secs := time.Since(t).Seconds(); r.B0.Seconds == 0 || secs < r.B0.Seconds {
+			r.B0 = rate{Seconds: secs, PerS: float64(w.Events) / secs, Load1: load, Description: "best of 3"}
+		}
 	}
-	r.B0.Seconds = time.Since(t).Seconds()
-	r.B0.PerS = float64(w.Events) / r.B0.Seconds
 
 	// The tailer drains the backlog into Kafka.
 	if r.Tailer, err = e.tailerDrain(ctx, cfgPath, cfg.Kafka.TopicPrefix, proj.Topic, end, w); err != nil {
@@ -122,8 +126,15 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 		bytes += len(rec.Key) + len(rec.Value)
 	}
 	r.AvgRecordBytes = float64(bytes) / float64(len(recs))
-	if r.B1, err = e.rawProduce(ctx, prefix, recs); err != nil {
-		return r, err
+	for i := range 3 { // best of three, like B0
+		b1, err := e.rawProduce(ctx, fmt.Sprintf("%s.%d", prefix, i), recs)
+		if err != nil {
+			return r, err
+		}
+		if b1.PerS > r.B1.PerS {
+			r.B1 = b1
+			r.B1.Description = "best of 3"
+		}
 	}
 	var writes []projections.Write
 	for _, rec := range recs {
