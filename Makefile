@@ -51,7 +51,7 @@ bench:
 
 ## bench-quick: the same with smaller sizes and shorter latency steps (≤ 3 min)
 bench-quick:
-	$(GO) run ./bench/cmd/benchall -quick -out bench/results $(BENCH_FLAGS)
+	$(GO) run ./bench/cmd/benchall -quick -quiet-wait 20s -out bench/results $(BENCH_FLAGS)
 
 ## demo: readside on its embedded broker against a private MariaDB, with live traffic (Ctrl-C stops all)
 demo: build
