@@ -51,28 +51,7 @@ func TestApplyShrinksOversizedBatch(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = bed.MySQL.Exec(t.Context(), fmt.Sprintf("SET GLOBAL max_allowed_packet = %d", old)) })
 
-	cfg := config.Default()
-	cfg.Source.Tables = []string{src + ".t"}
-	cfg.Sinks = map[string]config.Sink{"s": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB)}}
-	cfg.Projections = map[string]config.Projection{"t_copy": {From: src + ".t", Sink: "s", Key: []string{"id"},
-		Columns: cols}}
-	ps, err := projections.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := ps[0]
-	types, err := p.SourceColumns(ctx, bed.MySQL.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink, err := sinks.OpenSharded(ctx, "s", cfg.Sinks["s"]) // connects after the change: learns 64 KiB
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Close()
-	if err := sink.Exec(ctx, sinks.DDL(p, types)); err != nil {
-		t.Fatal(err)
-	}
+	p, sink := copyTable(t, bed, src, sinkDB, cols) // connects after the change: learns 64 KiB
 	b := &projections.Batch{Offsets: projections.Offsets{}}
 	b.Offsets.Set(p.Topic, 0, 2001)
 	for i := range 2000 {
@@ -118,34 +97,14 @@ func TestReadTableWithSecondUniqueKeyRefused(t *testing.T) {
 	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, email VARCHAR(100) NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
-	cfg.Source.Tables = []string{src + ".t"}
-	cfg.Sinks = map[string]config.Sink{"s": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB)}}
-	cfg.Projections = map[string]config.Projection{"t_copy": {From: src + ".t", Sink: "s", Key: []string{"id"},
-		Columns: map[string]string{"id": "id", "email": "email"}}}
-	ps, err := projections.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	types, err := ps[0].SourceColumns(ctx, bed.MySQL.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink, err := sinks.OpenSharded(ctx, "s", cfg.Sinks["s"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Close()
-	if err := sink.Exec(ctx, sinks.DDL(ps[0], types)); err != nil {
-		t.Fatal(err)
-	}
-	if err := sink.CheckReadTable(ctx, ps[0]); err != nil {
+	p, sink := copyTable(t, bed, src, sinkDB, map[string]string{"id": "id", "email": "email"})
+	if err := sink.CheckReadTable(ctx, p); err != nil {
 		t.Fatalf("readside's own DDL refused: %v", err)
 	}
 	if err := bed.MySQL.Exec(ctx, "ALTER TABLE `"+sinkDB+"`.t_copy ADD UNIQUE KEY by_email (email)"); err != nil {
 		t.Fatal(err)
 	}
-	err = sink.CheckReadTable(ctx, ps[0])
+	err = sink.CheckReadTable(ctx, p)
 	if err == nil || !strings.Contains(err.Error(), "by_email") || !strings.Contains(err.Error(), "non-unique") {
 		t.Fatalf("a second unique key gave %v, want a refusal naming it and the fix", err)
 	}
@@ -177,28 +136,7 @@ func TestApplyRetriesLockWaitTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = bed.MySQL.Exec(t.Context(), fmt.Sprintf("SET GLOBAL innodb_lock_wait_timeout = %d", old)) })
-	cfg := config.Default()
-	cfg.Source.Tables = []string{src + ".t"}
-	cfg.Sinks = map[string]config.Sink{"s": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB)}}
-	cfg.Projections = map[string]config.Projection{"t_copy": {From: src + ".t", Sink: "s", Key: []string{"id"},
-		Columns: map[string]string{"id": "id", "v": "v"}}}
-	ps, err := projections.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := ps[0]
-	types, err := p.SourceColumns(ctx, bed.MySQL.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink, err := sinks.OpenSharded(ctx, "s", cfg.Sinks["s"]) // sessions get the 1 s timeout
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Close()
-	if err := sink.Exec(ctx, sinks.DDL(p, types)); err != nil {
-		t.Fatal(err)
-	}
+	p, sink := copyTable(t, bed, src, sinkDB, map[string]string{"id": "id", "v": "v"}) // sessions get the 1 s timeout
 	up := func(v, version int) *projections.Batch {
 		b := &projections.Batch{Offsets: projections.Offsets{}, Writes: []projections.Write{{Kind: projections.Upsert, Key: "1", Values: []any{1, v}, Version: uint64(version)}}}
 		b.Offsets.Set(p.Topic, 0, int64(version))
@@ -235,4 +173,32 @@ func TestApplyRetriesLockWaitTimeout(t *testing.T) {
 		t.Fatalf("after %s: v=%d offset %d, want v=2 and offset 11 once the lock was released (after ~4 s)", took, v, offs[p.Topic][0])
 	}
 	t.Logf("applied after %s of lock-wait timeouts and retries", took.Round(100*time.Millisecond))
+}
+
+// copyTable declares t_copy, a copy of src.t keyed by id with cols, opens
+// its sink (a new connection: it sees global settings changed before)
+// and creates the read table.
+func copyTable(t *testing.T, bed *testbed.Bed, src, sinkDB string, cols map[string]string) (*projections.Projection, *sinks.Sharded) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Source.Tables = []string{src + ".t"}
+	cfg.Sinks = map[string]config.Sink{"s": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB)}}
+	cfg.Projections = map[string]config.Projection{"t_copy": {From: src + ".t", Sink: "s", Key: []string{"id"}, Columns: cols}}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := ps[0].SourceColumns(t.Context(), bed.MySQL.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := sinks.OpenSharded(t.Context(), "s", cfg.Sinks["s"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sink.Close() })
+	if err := sink.Exec(t.Context(), sinks.DDL(ps[0], types)); err != nil {
+		t.Fatal(err)
+	}
+	return ps[0], sink
 }
