@@ -75,22 +75,9 @@ func TestTombstoneCollection(t *testing.T) {
 
 	// Every retained upsert again, late and shuffled, deletes left out.
 	var ups []projections.Write
-	for _, r := range topicRecords(t, cfg.Kafka.Brokers, p.Topic) {
-		if r.Value == nil {
-			continue
-		}
-		e, err := projections.DecodeEvent(r.Value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws, err := p.Writes(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range ws {
-			if w.Kind == projections.Upsert {
-				ups = append(ups, w)
-			}
+	for _, w := range writesOf(t, p, topicRecords(t, cfg.Kafka.Brokers, p.Topic)) {
+		if w.Kind == projections.Upsert {
+			ups = append(ups, w)
 		}
 	}
 	rng := rand.New(rand.NewPCG(seed, 9))

@@ -213,21 +213,7 @@ func TestOutOfOrderAndDuplicates(t *testing.T) {
 	if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+src+"`.messages").Scan(&count); err != nil {
 		t.Fatal(err)
 	}
-	var history []projections.Write
-	for _, r := range topicRecords(t, cfg.Kafka.Brokers, p.Topic) {
-		if r.Value == nil {
-			continue
-		}
-		e, err := projections.DecodeEvent(r.Value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws, err := p.Writes(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		history = append(history, ws...)
-	}
+	history := writesOf(t, p, topicRecords(t, cfg.Kafka.Brokers, p.Topic))
 	t.Logf("history: %d writes", len(history))
 
 	rng := rand.New(rand.NewPCG(seed, 2))
@@ -310,6 +296,27 @@ func topicRecords(t *testing.T, brokers []string, topics ...string) []*kgo.Recor
 			quiet = time.Now()
 			out = append(out, r)
 		})
+	}
+	return out
+}
+
+// writesOf maps records of p's own topic to p's writes, in record order.
+func writesOf(t *testing.T, p *projections.Projection, records []*kgo.Record) []projections.Write {
+	t.Helper()
+	var out []projections.Write
+	for _, r := range records {
+		if r.Value == nil {
+			continue
+		}
+		e, err := projections.DecodeEvent(r.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, err := p.Writes(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ws...)
 	}
 	return out
 }
