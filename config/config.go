@@ -42,6 +42,9 @@ type HTTP struct {
 	// ReadyMaxLag: /readyz answers 503 while the source lag is above it.
 	// Default 30s.
 	ReadyMaxLag time.Duration `koanf:"ready_max_lag"`
+	// Pprof serves Go's profiler under /debug/pprof/ (off by default: it
+	// exposes internals and can cost CPU while a profile runs).
+	Pprof bool `koanf:"pprof"`
 }
 
 // Check tunes `readside check`.
@@ -170,6 +173,9 @@ type Projection struct {
 	Join       []Join            `koanf:"join"`
 	OnError    string            `koanf:"on_error"`
 	Replicated bool              `koanf:"replicated"`
+	// ApplyConcurrency is how many sink transactions apply one polled
+	// batch at once, each over its own partitions. 0: the default (2).
+	ApplyConcurrency int `koanf:"apply_concurrency"`
 }
 
 // Join is a denormalized copy of a parent row's columns.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,8 @@ type Server struct {
 	srv *http.Server
 	ln  net.Listener
 	log *slog.Logger
+	// Pprof adds Go's profiler under /debug/pprof/ (http.pprof).
+	Pprof bool
 }
 
 // NewServer returns a server that routes nothing until Route.
@@ -56,6 +59,12 @@ func (s *Server) Route(gatherer prometheus.Gatherer, c *Collector, h *Health) {
 		writeJSON(w, http.StatusOK, c.Cached(r.Context(), reportMaxAge))
 	})
 	mux.HandleFunc("GET /wait", c.serveWait)
+	if s.Pprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	}
 	s.srv.Handler = mux
 }
 

@@ -1,6 +1,10 @@
 package projections
 
-import "testing"
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
 
 // A narrow update as the tailer publishes it (bench workload
 // narrow_update_zipf).
@@ -35,4 +39,73 @@ func TestDecodeEventSchema(t *testing.T) {
 	if _, err := DecodeEvent([]byte(`{"op":"c","version":5,"schema":{"columns":7}}`)); err == nil {
 		t.Error("a malformed schema member was accepted")
 	}
+}
+
+// decodeEventReference is the envelope decoded by encoding/json alone:
+// what DecodeEvent must agree with.
+func decodeEventReference(b []byte) (Event, error) {
+	var w struct {
+		Op      string                     `json:"op"`
+		Version uint64                     `json:"version"`
+		Before  map[string]json.RawMessage `json:"before"`
+		After   map[string]json.RawMessage `json:"after"`
+		Source  *EventSource               `json:"source"`
+		Schema  json.RawMessage            `json:"schema"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return Event{}, err
+	}
+	e := Event{Op: w.Op, Version: w.Version, Before: w.Before, After: w.After, Source: w.Source}
+	return e.finish(w.Schema)
+}
+
+func BenchmarkDecodeEventReference(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeEventReference(benchEvent); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// FuzzDecodeEvent: the hand-written scanner accepts exactly what
+// encoding/json accepts and decodes it to the same event.
+func FuzzDecodeEvent(f *testing.F) {
+	f.Add(benchEvent)
+	for _, s := range []string{
+		`{"op":"t","version":5,"schema":null}`,
+		`{"op":"c","version":5,"after":{"id":1,"s":"a\"b\\u00e9\n","n":null,"x":[1,{"y":true}],"f":-1.5e+3},"source":{"ts_sec":7,"gtid":"0-1-2","file":"b"}}`,
+		`{"op":"d","version":5,"before":{"id":1},"after":null,"OP":"u"}`,
+		`{"op":"c","version":5,"after":{"a":1},"after":{"b":2}}`,
+		`{"op":"c","version":"5"}`, `{"op":"c","version":-1}`, `{"op":"c","version":1e3}`,
+		`{"op":"c","version":5,"after":{"s":"\xff\xfe"}}`, `{"op":"c","version":5} x`, `[1]`, `{"op":"c","version":5,}`, `{"op":"c","version":05}`,
+		`{"op":"u","version":5,"source":{"TS_SEC":9}}`, `{"op":"u","version":5,"source":null,"before":5}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := DecodeEvent(b)
+		want, refErr := decodeEventReference(b)
+		if (err == nil) != (refErr == nil) {
+			t.Fatalf("%q: DecodeEvent error %v, encoding/json error %v", b, err, refErr)
+		}
+		if err != nil {
+			return
+		}
+		norm := func(m map[string]json.RawMessage) map[string]string {
+			if m == nil {
+				return nil
+			}
+			out := map[string]string{}
+			for k, v := range m {
+				out[k] = string(v)
+			}
+			return out
+		}
+		if got.Op != want.Op || got.Version != want.Version || got.SourceTS != want.SourceTS || got.Schema != want.Schema ||
+			!reflect.DeepEqual(norm(got.Before), norm(want.Before)) || !reflect.DeepEqual(norm(got.After), norm(want.After)) ||
+			!reflect.DeepEqual(got.Source, want.Source) {
+			t.Fatalf("%q:\n got %+v\nwant %+v", b, got, want)
+		}
+	})
 }

@@ -35,7 +35,19 @@ type Projection struct {
 	Replicated bool
 	// OnError is what a row the sink rejects does: "stop" or "dlq".
 	OnError string
+	// ApplyConcurrency is how many sink transactions apply one polled
+	// batch at once, each over a disjoint set of partitions.
+	ApplyConcurrency int
 }
+
+// DefaultApplyConcurrency: two transactions keep a sink busy while the
+// other one commits (on the benchmark box, 1 → 2 connections is the
+// largest step of the raw upsert sweep; docs/benchmarks.md).
+const DefaultApplyConcurrency = 2
+
+// maxApplyConcurrency bounds apply_concurrency below the sink's
+// connection pool (sinks.Open), which several projections share.
+const maxApplyConcurrency = 8
 
 // Join is one compiled `join:` entry: the parent table whose columns are
 // copied into every read row that references it.
@@ -159,6 +171,9 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 		default:
 			bad("%s.on_error %q: want dlq or stop", key, d.OnError)
 		}
+		if d.ApplyConcurrency < 0 || d.ApplyConcurrency > maxApplyConcurrency {
+			bad("%s.apply_concurrency %d: want 1 to %d (0 or unset: %d)", key, d.ApplyConcurrency, maxApplyConcurrency, DefaultApplyConcurrency)
+		}
 		p := &Projection{Name: name, SourceDB: db, SourceTbl: tbl, Topic: cdc.TopicFor(cfg.Kafka.TopicPrefix, db, tbl),
 			Sink: d.Sink, Table: d.Table, ShardBy: d.ShardBy, Where: where, Replicated: d.Replicated, OnError: d.OnError}
 		if p.Table == "" {
@@ -166,6 +181,10 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 		}
 		if p.OnError == "" {
 			p.OnError = "stop"
+		}
+		p.ApplyConcurrency = d.ApplyConcurrency
+		if p.ApplyConcurrency == 0 {
+			p.ApplyConcurrency = DefaultApplyConcurrency
 		}
 		// The shard key leads the primary key (co-locates what is read together).
 		if d.ShardBy != "" {

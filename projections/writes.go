@@ -6,94 +6,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// Event is the part of a change envelope (docs/events.md) the projector
-// reads.
-type Event struct {
-	Op      string                     `json:"op"`
-	Version uint64                     `json:"version"`
-	Before  map[string]json.RawMessage `json:"before"`
-	After   map[string]json.RawMessage `json:"after"`
-	// Schema is shared by the events of one table shape: read-only.
-	Schema *eventSchema `json:"-"`
-	Source *struct {
-		TS   int64  `json:"ts_sec"`
-		GTID string `json:"gtid"`
-	} `json:"source"`
-	SourceTS int64 `json:"-"` // Source.TS, 0 when absent
-}
-
-// DecodeEvent parses a record value.
-func DecodeEvent(b []byte) (Event, error) {
-	var w struct {
-		Event
-		Schema json.RawMessage `json:"schema"`
-	}
-	// json.Unmarshal, not a Decoder: a Decoder copies the value into its
-	// own buffer first. (UseNumber is moot: Event has no interface values.)
-	if err := json.Unmarshal(b, &w); err != nil {
-		return Event{}, fmt.Errorf("decoding change event: %w", err)
-	}
-	e := w.Event
-	if len(w.Schema) > 0 && string(w.Schema) != "null" {
-		schema, err := schemas.get(w.Schema)
-		if err != nil {
-			return e, fmt.Errorf("decoding change event: %w", err)
-		}
-		e.Schema = schema
-	}
-	switch e.Op {
-	case "c", "u", "d", "r", "t":
-	default:
-		return e, fmt.Errorf("change event with unknown op %q", e.Op)
-	}
-	if e.Version == 0 {
-		return e, fmt.Errorf("change event without a version")
-	}
-	if e.Source != nil {
-		e.SourceTS = e.Source.TS
-	}
-	return e, nil
-}
-
-// eventSchema is the schema member of an event.
-type eventSchema = struct {
-	Columns map[string]string `json:"columns"`
-}
-
-// schemaCache shares the decoded schema member between events: every
-// event of a table carries the same one, and decoding its column map was a
-// third of an event's decoding. Read-only once cached.
-type schemaCache struct {
-	mu sync.Mutex
-	m  map[string]*eventSchema
-}
-
-var schemas = &schemaCache{m: map[string]*eventSchema{}}
-
-func (c *schemaCache) get(raw []byte) (*eventSchema, error) {
-	c.mu.Lock()
-	s, ok := c.m[string(raw)]
-	c.mu.Unlock()
-	if ok {
-		return s, nil
-	}
-	s = new(eventSchema)
-	if err := json.Unmarshal(raw, s); err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if len(c.m) >= 1024 { // many tables or schema changes: start over
-		clear(c.m)
-	}
-	c.m[string(raw)] = s
-	c.mu.Unlock()
-	return s, nil
-}
 
 // MaxKeyBytes bounds a read key's encoded text (the tombstone table's key).
 const MaxKeyBytes = 2048
@@ -405,8 +320,8 @@ func bindValue(img map[string]json.RawMessage, col string, e Event) (any, error)
 		}
 		return string(raw), nil // a JSON number, bound as its exact text
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	s, err := unquote(raw)
+	if err != nil {
 		return nil, fmt.Errorf("column %q: %w", col, err)
 	}
 	if e.Schema != nil && isBinaryType(e.Schema.Columns[col]) {

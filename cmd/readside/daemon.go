@@ -168,6 +168,7 @@ func (o *ops) serve(cfg config.Config, role string, reg *prometheus.Registry) er
 	if err := o.col.RegisterMetrics(reg); err != nil {
 		return err
 	}
+	o.srv.Pprof = cfg.HTTP.Pprof
 	o.srv.Route(reg, o.col, o.health)
 	o.done = make(chan error, 1)
 	go func() { o.done <- o.srv.Serve() }()
