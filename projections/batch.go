@@ -68,8 +68,8 @@ type TombstoneCollector interface {
 // batch then touches each row once, and applying only the newest is what
 // the version guard would make of the whole sequence anyway.
 func Coalesce(ws []Write) []Write {
-	newest := map[string]int{}
-	out := ws[:0:0]
+	newest := make(map[string]int, len(ws))
+	out := make([]Write, 0, len(ws))
 	for _, w := range ws {
 		if w.Kind == Truncate {
 			out = append(out, w)

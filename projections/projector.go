@@ -228,7 +228,7 @@ func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 // per parent key, and the next offsets. A record that cannot be mapped is
 // returned in bad with the reason (the caller dead-letters it or stops).
 func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
-	b = &Batch{Offsets: Offsets{}}
+	b = &Batch{Offsets: Offsets{}, Writes: make([]Write, 0, len(records))}
 	for _, r := range records {
 		b.Offsets.Set(r.Topic, r.Partition, r.Offset+1)
 		if r.Value == nil { // tombstone: the delete event came before it

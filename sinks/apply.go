@@ -334,7 +334,8 @@ func (a *applier) truncatedAt(name string) (uint64, error) {
 // readRows applies the read table's own writes.
 func (a *applier) readRows(writes []projections.Write) error {
 	var truncateAt uint64
-	var upserts, deletes []projections.Write
+	upserts := make([]projections.Write, 0, len(writes))
+	var deletes []projections.Write
 	for _, w := range writes {
 		switch w.Kind {
 		case projections.Truncate:

@@ -158,9 +158,13 @@ func (s *Sharded) Route(p *projections.Projection, w projections.Write) []int {
 // every shard records the batch's offsets, even with no rows of its own,
 // so the minimum over shards moves on.
 func (s *Sharded) Apply(ctx context.Context, p *projections.Projection, b *projections.Batch) error {
+	if len(s.Shards) == 1 { // nothing to split (Route would send every row there)
+		return s.Shards[0].Apply(ctx, p, b)
+	}
 	parts := make([]*projections.Batch, len(s.Shards))
 	for i := range parts {
-		parts[i] = &projections.Batch{Parents: b.Parents, Offsets: b.Offsets, Stale: b.Stale, Marks: b.Marks}
+		parts[i] = &projections.Batch{Parents: b.Parents, Offsets: b.Offsets, Stale: b.Stale, Marks: b.Marks,
+			Writes: make([]projections.Write, 0, len(b.Writes)/len(s.Shards)+16)}
 	}
 	for _, w := range b.Writes {
 		if w.Kind == projections.Truncate {
@@ -172,9 +176,6 @@ func (s *Sharded) Apply(ctx context.Context, p *projections.Projection, b *proje
 		for _, i := range s.Route(p, w) {
 			parts[i].Writes = append(parts[i].Writes, w)
 		}
-	}
-	if len(parts) == 1 {
-		return s.Shards[0].Apply(ctx, p, parts[0])
 	}
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
