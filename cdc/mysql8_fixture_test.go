@@ -208,7 +208,8 @@ func fixtureStream(t *testing.T, bed *testbed.Bed) (*stream, *consumer) {
 func parseFixture(t *testing.T, events ...[]byte) []*replication.BinlogEvent {
 	t.Helper()
 	p := replication.NewBinlogParser()
-	p.SetUseDecimal(true)
+	p.SetUseDecimal(false)
+	p.SetParseTime(true)
 	p.SetTimestampStringLocation(time.UTC)
 	var out []*replication.BinlogEvent
 	for _, data := range events {

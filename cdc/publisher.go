@@ -20,6 +20,11 @@ import (
 // outcome, appends the checkpoint and commits the Kafka transaction. A
 // failed or ambiguous commit is never retried blindly: the tailer reloads
 // the checkpoint from Kafka and resumes from what is really there.
+//
+// A commit runs in the background (commitAsync) so the binlog keeps being
+// read and encoded meanwhile: the records produced during it are held
+// (bounded) and open the next transaction once it is done. A backlog drain
+// spent a third of its time stalled in commits before this.
 type publisher struct {
 	cl              *kgo.Client
 	adm             *kadm.Client
@@ -32,9 +37,35 @@ type publisher struct {
 	firstErr error // first failed produce in the open transaction
 
 	inTxn    bool
-	records  int
-	txnStart time.Time
+	records  int       // records of the next commit: sent in the open transaction, or held
+	txnStart time.Time // when the first of them was produced
+
+	inflight  *pendingCommit // the commit running in the background, if any
+	held      []*kgo.Record  // produced while it runs, in order
+	heldBytes int
 }
+
+// pendingCommit is a commit running in the background.
+type pendingCommit struct {
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+func (c *pendingCommit) finished() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Records held while a commit runs are bounded like the producer's own
+// buffer; past this, producing waits for the commit.
+const (
+	maxHeldRecords = 50_000
+	maxHeldBytes   = 32 << 20
+)
 
 // pinnedPartitioner hashes keyed records like Kafka's default partitioner
 // (murmur2, so any Kafka client agrees where a key lives) and sends keyless
@@ -158,17 +189,36 @@ func (p *publisher) loadCheckpoint(ctx context.Context) (Checkpoint, bool, error
 	return readCheckpoint(ctx, p.adm, p.brokers, p.checkpointTopic, p.txnID)
 }
 
-// produce sends r inside the open transaction, opening one if needed. It
-// blocks when the producer's buffer is full, which is the back-pressure
-// that keeps a huge source transaction from being held in memory.
+// produce sends r inside the open transaction, opening one if needed, or
+// holds it for the next one while a commit runs. It blocks when the
+// producer's buffer (or the held records) are full, which is the
+// back-pressure that keeps a huge source transaction from being held in
+// memory.
 func (p *publisher) produce(ctx context.Context, r *kgo.Record) error {
+	if p.records == 0 {
+		p.txnStart = time.Now()
+	}
+	p.records++
+	if p.inflight != nil {
+		if !p.inflight.finished() && len(p.held) < maxHeldRecords && p.heldBytes < maxHeldBytes {
+			p.held = append(p.held, r)
+			p.heldBytes += len(r.Key) + len(r.Value)
+			return nil
+		}
+		p.held = append(p.held, r)
+		return p.settle(ctx)
+	}
+	return p.send(ctx, r)
+}
+
+// send produces r in the open transaction, opening one if needed.
+func (p *publisher) send(ctx context.Context, r *kgo.Record) error {
 	if !p.inTxn {
 		if err := p.cl.BeginTransaction(); err != nil {
 			return fmt.Errorf("beginning Kafka transaction: %w", err)
 		}
-		p.inTxn, p.records, p.txnStart = true, 0, time.Now()
+		p.inTxn = true
 	}
-	p.records++
 	p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
 		if err != nil {
 			p.mu.Lock()
@@ -181,43 +231,133 @@ func (p *publisher) produce(ctx context.Context, r *kgo.Record) error {
 	return nil
 }
 
-// commit makes everything produced since the transaction began visible,
-// together with cp.
-func (p *publisher) commit(ctx context.Context, cp Checkpoint) error {
-	if !p.inTxn {
-		if err := p.cl.BeginTransaction(); err != nil {
-			return fmt.Errorf("beginning Kafka transaction: %w", err)
+// settle waits for the commit running in the background, then sends the
+// records held meanwhile in a new transaction. After a failed commit they
+// are dropped: the tailer resumes from the checkpoint in Kafka.
+func (p *publisher) settle(ctx context.Context) error {
+	c := p.inflight
+	if c == nil {
+		return nil
+	}
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	p.inflight = nil
+	held := p.held
+	p.held, p.heldBytes = nil, 0
+	if c.err != nil {
+		return c.err
+	}
+	for _, r := range held {
+		if err := p.send(ctx, r); err != nil {
+			return err
 		}
-		p.inTxn = true
+	}
+	return nil
+}
+
+// commit makes everything produced since the transaction began visible,
+// together with cp, and returns when it is committed.
+func (p *publisher) commit(ctx context.Context, cp Checkpoint) error {
+	if err := p.commitAsync(ctx, cp, nil); err != nil {
+		return err
+	}
+	return p.settle(ctx)
+}
+
+// commitAsync ends the open transaction with cp and commits it in the
+// background; after runs there once it is committed. A commit still
+// running from before is waited for first: at most one runs at a time.
+// Its outcome reaches the caller through the next produce, commit or
+// settle.
+func (p *publisher) commitAsync(ctx context.Context, cp Checkpoint, after func()) error {
+	if err := p.settle(ctx); err != nil {
+		return err
 	}
 	value, err := encodeCheckpoint(cp)
 	if err != nil {
 		return err
 	}
-	p.produce(ctx, &kgo.Record{Topic: p.checkpointTopic, Key: []byte(p.txnID), Value: value})
+	if err := p.send(ctx, &kgo.Record{Topic: p.checkpointTopic, Key: []byte(p.txnID), Value: value}); err != nil {
+		return err
+	}
+	p.inTxn, p.records = false, 0
+	c := &pendingCommit{done: make(chan struct{})}
+	p.inflight = c
+	// A commit of complete source transactions is let finish when the
+	// tailer is asked to stop, within a grace period.
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(20*time.Second, cancel) })
+	go func() {
+		defer close(c.done)
+		defer cancel()
+		defer stop()
+		c.err = p.finish(cctx)
+		if c.err == nil && after != nil {
+			after()
+		}
+	}()
+	return nil
+}
+
+// finish flushes the ended transaction, checks every record's outcome and
+// commits it (or aborts it when a record failed).
+func (p *publisher) finish(ctx context.Context) error {
 	if err := p.cl.Flush(ctx); err != nil {
-		return p.abort(ctx, fmt.Errorf("flushing: %w", err))
+		return p.endAbort(ctx, fmt.Errorf("flushing: %w", err))
 	}
 	p.mu.Lock()
 	perr := p.firstErr
 	p.mu.Unlock()
 	if perr != nil {
-		return p.abort(ctx, perr)
+		return p.endAbort(ctx, perr)
 	}
-	p.inTxn = false
 	if err := p.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		return fmt.Errorf("committing Kafka transaction (outcome unknown; resuming from the stored checkpoint): %w", err)
 	}
 	return nil
 }
 
-// abort rolls back the open transaction and returns cause.
+// abort waits for a commit running in the background, drops held records,
+// rolls back the open transaction and returns cause (joined with the
+// background commit's error, if it failed).
 func (p *publisher) abort(ctx context.Context, cause error) error {
-	p.inTxn = false
+	var errs []error
+	if cause != nil {
+		errs = append(errs, cause)
+	}
+	if c := p.inflight; c != nil {
+		select {
+		case <-c.done:
+			if c.err != nil {
+				errs = append(errs, c.err)
+			}
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("waiting for a Kafka commit: %w", ctx.Err()))
+		}
+		p.inflight = nil
+	}
+	p.held, p.heldBytes, p.records = nil, 0, 0
+	if p.inTxn {
+		p.inTxn = false
+		if err := p.endAbort(ctx, nil); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// endAbort drops the buffered records and aborts the Kafka transaction.
+func (p *publisher) endAbort(ctx context.Context, cause error) error {
 	p.mu.Lock()
 	p.firstErr = nil
 	p.mu.Unlock()
-	errs := []error{cause}
+	var errs []error
+	if cause != nil {
+		errs = append(errs, cause)
+	}
 	if err := p.cl.AbortBufferedRecords(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("dropping buffered records: %w", err))
 	}

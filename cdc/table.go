@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/prometheus/client_golang/prometheus"
@@ -232,6 +233,10 @@ func valuesEqual(a, b any) bool {
 	case decimal.Decimal:
 		if y, ok := b.(decimal.Decimal); ok {
 			return x.String() == y.String()
+		}
+	case time.Time:
+		if y, ok := b.(time.Time); ok {
+			return x.Equal(y)
 		}
 	}
 	// The other scalar types (and mixed types) compare by their printed

@@ -5,9 +5,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"math"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -186,4 +189,32 @@ func FuzzAppendValue(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAppendDatetime: the hand formatting of DATETIME/TIMESTAMP values
+// equals time.Format's layout for every fractional width.
+func TestAppendDatetime(t *testing.T) {
+	layouts := []string{"2006-01-02 15:04:05", "2006-01-02 15:04:05.0", "2006-01-02 15:04:05.00", "2006-01-02 15:04:05.000",
+		"2006-01-02 15:04:05.0000", "2006-01-02 15:04:05.00000", "2006-01-02 15:04:05.000000"}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	times := []time.Time{time.Date(1970, 1, 1, 0, 0, 1, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC),
+		time.Date(2038, 1, 19, 3, 14, 7, 120000000, time.UTC), time.Date(1000, 1, 1, 0, 0, 0, 1000, time.UTC)}
+	for range 2000 {
+		times = append(times, time.Unix(rnd.Int64N(253402300799), rnd.Int64N(1e6)*1000).UTC())
+	}
+	for _, tm := range times {
+		for digits, layout := range layouts {
+			// A column of n digits holds only n digits: cut the rest first.
+			cut := tm.Truncate(time.Duration(math.Pow10(6-digits)) * time.Microsecond)
+			got := string(appendDatetime(nil, cut, digits))
+			if want := cut.Format(layout); got != want {
+				t.Fatalf("%v with %d digits: %q, want %q", cut, digits, got, want)
+			}
+		}
+	}
+	col := column{name: "ts", kind: kindTemporal, fraction: 3}
+	local := time.Date(2026, 3, 4, 5, 6, 7, 891000000, time.FixedZone("Samoa", -11*3600))
+	if out, err := col.appendValue(nil, local); err != nil || string(out) != `"2026-03-04 16:06:07.891"` {
+		t.Fatalf("a TIMESTAMP in another zone gave %s, %v; want it in UTC", out, err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -99,8 +100,15 @@ func (col *column) appendValue(buf []byte, v any) ([]byte, error) {
 			return appendJSONString(buf, d), nil
 		}
 	case kindTemporal:
-		if s, ok := v.(string); ok {
-			return appendJSONString(buf, fixFraction(s, col.fraction)), nil
+		switch t := v.(type) {
+		case string:
+			return appendJSONString(buf, fixFraction(t, col.fraction)), nil
+		case time.Time:
+			// DATETIME is decoded in UTC already; TIMESTAMP is an instant,
+			// published in UTC.
+			buf = append(buf, '"')
+			buf = appendDatetime(buf, t.UTC(), col.fraction)
+			return append(buf, '"'), nil
 		}
 	case kindText, kindJSON:
 		var s string
@@ -156,6 +164,47 @@ func (col *column) appendValue(buf []byte, v any) ([]byte, error) {
 		}
 	}
 	return nil, fmt.Errorf("column %s (%s): unexpected value %T from the binlog decoder", col.name, col.typeName, v)
+}
+
+// appendDatetime appends t as YYYY-MM-DD hh:mm:ss with digits fractional
+// digits, the text MySQL gives such a column.
+func appendDatetime(buf []byte, t time.Time, digits int) []byte {
+	year, month, day := t.Date()
+	hour, minute, sec := t.Clock()
+	buf = appendPadded(buf, year, 4)
+	buf = append(buf, '-')
+	buf = appendPadded(buf, int(month), 2)
+	buf = append(buf, '-')
+	buf = appendPadded(buf, day, 2)
+	buf = append(buf, ' ')
+	buf = appendPadded(buf, hour, 2)
+	buf = append(buf, ':')
+	buf = appendPadded(buf, minute, 2)
+	buf = append(buf, ':')
+	buf = appendPadded(buf, sec, 2)
+	if digits > 0 {
+		var frac [6]byte
+		us := t.Nanosecond() / 1000
+		for i := 5; i >= 0; i-- {
+			frac[i] = byte('0' + us%10)
+			us /= 10
+		}
+		buf = append(buf, '.')
+		buf = append(buf, frac[:min(digits, 6)]...)
+	}
+	return buf
+}
+
+// appendPadded appends a non-negative n with leading zeros to width.
+func appendPadded(buf []byte, n, width int) []byte {
+	var d [20]byte
+	i := len(d)
+	for n > 0 || len(d)-i < width {
+		i--
+		d[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return append(buf, d[i:]...)
 }
 
 // asUnsigned reinterprets a signed integer of the given width.

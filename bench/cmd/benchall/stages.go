@@ -554,8 +554,11 @@ func caughtUp(applied, ends map[int32]int64) bool {
 
 func rawParse(ctx context.Context, bed *testbed.Bed, start, end testbed.BinlogPosition) error {
 	user, pw := bed.MySQL.ReplCredentials()
-	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{ServerID: 699, Flavor: "mariadb", Host: bed.MySQL.Host,
-		Port: uint16(bed.MySQL.Port), User: user, Password: pw, UseDecimal: true})
+	// Decoded exactly as the tailer decodes (cdc.DecodingOptions).
+	cfg := replication.BinlogSyncerConfig{ServerID: 699, Flavor: "mariadb", Host: bed.MySQL.Host,
+		Port: uint16(bed.MySQL.Port), User: user, Password: pw}
+	cdc.DecodingOptions(&cfg)
+	syncer := replication.NewBinlogSyncer(cfg)
 	defer syncer.Close()
 	st, err := syncer.StartSync(mysql.Position{Name: start.File, Pos: start.Pos})
 	if err != nil {
