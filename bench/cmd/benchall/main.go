@@ -44,7 +44,15 @@ func main() {
 	flag.StringVar(&prebuilt, "readside", "", "use this readside binary instead of building ./cmd/readside (before/after comparisons)")
 	flag.StringVar(&outageFlag, "outage", "", "length of the sink outage in the end-to-end step (default 2m, 15s with -quick; 0 skips it)")
 	flag.DurationVar(&quietWait, "quiet-wait", 90*time.Second, "wait up to this long for a 1-minute load below 1.5 before starting")
+	chartFrom := flag.String("chart-from", "", "only redraw the PNG chart from this latest.json (into -out)")
 	flag.Parse()
+	if *chartFrom != "" {
+		if err := redrawChart(*chartFrom, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "benchall:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*quick, *out, *only, *profile, *skipLatency); err != nil {
 		fmt.Fprintln(os.Stderr, "benchall:", err)
 		os.Exit(1)

@@ -31,6 +31,11 @@ func writeResults(dir string, res *results) error {
 	if err := os.WriteFile(filepath.Join(dir, "latest.json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
+	if res.EndToEnd != nil {
+		if err := writeChart(filepath.Join(dir, "latest.png"), res.EndToEnd); err != nil {
+			return err
+		}
+	}
 	md := markdown(res)
 	fmt.Print(md)
 	return os.WriteFile(filepath.Join(dir, "latest.md"), []byte(md), 0o644)
