@@ -76,14 +76,9 @@ func (a *ackProbe) run(ctx context.Context) {
 			}
 			// Byte scans rather than decoding the envelope: this runs on the
 			// same two cores as readside at tens of thousands of records/s.
-			// The key is {"id":N}; commit_us is read from the after image
-			// (the schema member names it too, as a type).
+			// The key is {"id":N}.
 			id, ok1 := jsonInt(r.Key, idKey)
-			var cus int64
-			ok2 := false
-			if i := bytes.Index(r.Value, afterKey); i >= 0 {
-				cus, ok2 = jsonInt(r.Value[i:], commitKey)
-			}
+			cus, ok2 := commitUS(r.Value)
 			if ok1 && ok2 {
 				batch = append(batch, ackSample{id: id, ackUS: now - cus, produceUS: r.Timestamp.UnixMicro() - cus})
 			}
@@ -101,6 +96,16 @@ func (a *ackProbe) run(ctx context.Context) {
 		})
 		a.mu.Unlock()
 	}
+}
+
+// commitUS is the after image's commit_us (the schema member names the
+// column too, as a type).
+func commitUS(value []byte) (int64, bool) {
+	i := bytes.Index(value, afterKey)
+	if i < 0 {
+		return 0, false
+	}
+	return jsonInt(value[i:], commitKey)
 }
 
 // jsonInt reads the integer after key's first occurrence.

@@ -174,11 +174,11 @@ func (c canvas) legend(x, y int, items []legendItem) {
 
 // writeChart draws latest.png from the end-to-end step's results.
 func writeChart(path string, e *e2eResult) error {
-	const W, H = 1400, 1060
+	const W, H = 1400, 1100
 	c := canvas{image.NewRGBA(image.Rect(0, 0, W, H))}
 	c.fill(c.Bounds(), white)
 	c.latencyPanel(image.Rect(110, 70, W-60, 430), e)
-	c.throughputPanel(image.Rect(110, 560, W-110, H-90), e)
+	c.throughputPanel(image.Rect(110, 600, W-110, H-90), e)
 	f, err := os.Create(path)
 	if err != nil {
 		return err

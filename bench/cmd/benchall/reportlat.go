@@ -14,6 +14,7 @@ func latencyMarkdown(b *strings.Builder, e *e2eResult) {
 		fmt.Fprintf(b, "| %.0f%% | %.0f | %.0f | %d | %.1f | %.1f | %.1f | %.1f | **%.1f** | %.1f | **%.1f** | %.1f | %.3f | %.0f | %.2f |\n", s.Fraction*100, s.OfferedPerS, s.AchievedPerS, s.Rows,
 			s.Ack.P50ms, s.Ack.P95ms, s.Ack.P99ms, s.Ack.Maxms, s.P50ms, s.P95ms, s.P99ms, s.Maxms, s.CPUPer1000, s.RSSMiB, s.Load1)
 	}
+	b.WriteString("\nChart: `latest.png` (latency per offered rate; throughput and RSS over the whole step).\n")
 	o := e.Outage
 	if o == nil {
 		return
