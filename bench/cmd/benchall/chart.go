@@ -160,13 +160,17 @@ func (c canvas) frame(r image.Rectangle, x, y axis, title, xlabel, ylabel string
 type legendItem struct {
 	label string
 	col   color.Color
-	dash  int
+	dash  int // 0 solid, > 0 dashed, < 0 a shaded box
 }
 
 // legend draws entries in a row from (x, y).
 func (c canvas) legend(x, y int, items []legendItem) {
 	for _, it := range items {
-		c.line(float64(x), float64(y+6), float64(x+26), float64(y+6), 3, it.dash, it.col)
+		if it.dash < 0 { // a shaded area
+			c.fill(image.Rect(x, y, x+26, y+13), it.col)
+		} else {
+			c.line(float64(x), float64(y+6), float64(x+26), float64(y+6), 3, it.dash, it.col)
+		}
 		c.text(x+32, y, it.label, black, 1)
 		x += 32 + textWidth(it.label, 1) + 22
 	}
@@ -312,12 +316,12 @@ func (c canvas) throughputPanel(r image.Rectangle, e *e2eResult) {
 		} else if i%2 == 1 {
 			col = white
 		}
-		x0, x1 := int(x.px(ph.T0)), int(x.px(ph.T1))
-		c.fill(image.Rect(x0, r.Min.Y, x1, r.Max.Y), col)
-		row := i % 2
-		if w := textWidth(ph.Name, 1); w <= x1-x0+40 {
-			c.text((x0+x1)/2-w/2, r.Min.Y+4+row*15, ph.Name, grey, 1)
-		}
+		c.fill(image.Rect(int(x.px(ph.T0)), r.Min.Y, int(x.px(ph.T1)), r.Max.Y), col)
+	}
+	// Labels after every band, on alternating rows so neighbours do not collide.
+	for i, ph := range e.Phases {
+		w := textWidth(ph.Name, 1)
+		c.text(int(x.px((ph.T0+ph.T1)/2))-w/2, r.Min.Y+4+(i%2)*15, ph.Name, grey, 1)
 	}
 	c.frame(r, x, y, "Throughput over time: backlog drain, latency steps, sink outage, catch-up", "seconds since readside started", "rows/s")
 	for _, v := range rt {
@@ -343,7 +347,7 @@ func (c canvas) throughputPanel(r image.Rectangle, e *e2eResult) {
 		{"published: events/s (tailer)", blue, 0},
 		{"applied: rows/s (projector)", green, 4},
 		{"readside RSS (right axis)", purple, 0},
-		{"sink down", down, 0},
+		{"sink down", down, -1},
 	})
 }
 
