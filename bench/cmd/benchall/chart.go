@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"golang.org/x/image/font"
@@ -293,11 +294,21 @@ func (c canvas) throughputPanel(r image.Rectangle, e *e2eResult) {
 	offered := rate(len(S), func(i int) float64 { return S[i].T }, func(i int) float64 { return float64(S[i].Source) })
 	published := rate(len(M), func(i int) float64 { return M[i].T }, func(i int) float64 { return M[i].Published })
 	applied := rate(len(M), func(i int) float64 { return M[i].T }, func(i int) float64 { return M[i].Applied })
-	maxV, maxRSS := 1.0, 1.0
+	// The y axis covers the 98th percentile of the rates with room to
+	// spare: the backlog drain runs several times faster than the live
+	// load and would squash everything else; higher points are clipped.
+	var all []float64
+	peak := 0.0
 	for _, s := range [][]pt{offered, published, applied} {
 		for _, p := range s {
-			maxV = math.Max(maxV, p.v)
+			all = append(all, p.v)
+			peak = math.Max(peak, p.v)
 		}
+	}
+	slices.Sort(all)
+	maxV, maxRSS := 1.0, 1.0
+	if len(all) > 0 {
+		maxV = math.Max(1, math.Min(peak, 1.3*all[len(all)*98/100]))
 	}
 	for _, s := range S {
 		maxRSS = math.Max(maxRSS, s.RSSMiB)
@@ -324,14 +335,18 @@ func (c canvas) throughputPanel(r image.Rectangle, e *e2eResult) {
 		c.text(int(x.px((ph.T0+ph.T1)/2))-w/2, r.Min.Y+4+(i%2)*15, ph.Name, grey, 1)
 	}
 	c.frame(r, x, y, "Throughput over time: backlog drain, latency steps, sink outage, catch-up", "seconds since readside started", "rows/s")
+	if peak > yTop {
+		c.text(r.Min.X+8, r.Min.Y+36, fmt.Sprintf("clipped at the top; peak %s/s", human(math.Round(peak/100)*100)), grey, 1)
+	}
 	for _, v := range rt {
 		l := human(v)
 		c.text(r.Max.X+8, int(ry.px(v))-7, l, purple, 1)
 	}
 	c.text(r.Max.X+8, r.Min.Y-17, "RSS MiB", purple, 1)
 	plot := func(s []pt, yy axis, col color.Color, w, dash int) {
+		clip := func(v float64) float64 { return yy.px(math.Min(v, yy.hi)) }
 		for i := 1; i < len(s); i++ {
-			c.line(x.px(s[i-1].t), yy.px(s[i-1].v), x.px(s[i].t), yy.px(s[i].v), w, dash, col)
+			c.line(x.px(s[i-1].t), clip(s[i-1].v), x.px(s[i].t), clip(s[i].v), w, dash, col)
 		}
 	}
 	var rss []pt

@@ -36,10 +36,14 @@ type outageResult struct {
 	// BacklogAppliedS: restore → the last backlog row visible (from
 	// _bench_visible_at, exact).
 	BacklogAppliedS float64 `json:"backlog_applied_s"`
+	// LagAtEndOffsets: the lag when catch-up ended (≤ the baseline when
+	// caught up; what was left when the limit ran out otherwise).
+	LagAtEndOffsets int64 `json:"lag_at_end_offsets"`
 	// CatchUpRowsPerS: read-table rows applied per second between restore
-	// and catch-up (backlog and new rows); NetPerS: backlog / CatchUpS.
+	// and the end of catch-up (backlog and new rows); NetPerS: how fast
+	// the lag shrank, (backlog − lag at end) / CatchUpS, in offsets/s.
 	CatchUpRowsPerS float64 `json:"catch_up_applied_rows_per_s"`
-	NetPerS         float64 `json:"catch_up_net_events_per_s"`
+	NetPerS         float64 `json:"catch_up_net_offsets_per_s"`
 	LagBaseline     int64   `json:"pre_outage_max_lag_offsets"`
 	RSSBeforeMiB    float64 `json:"rss_mib_before_outage"`
 	PeakRSSMiB      float64 `json:"peak_rss_mib_outage_and_catch_up"`
@@ -219,6 +223,7 @@ func (e *env) runOutage(ctx context.Context, gen *generator, p *proc, px *sinkPr
 		if err != nil {
 			return nil, err
 		}
+		res.LagAtEndOffsets = l
 		if l <= res.LagBaseline {
 			res.CaughtUp = true
 			break
@@ -282,9 +287,7 @@ func (e *env) runOutage(ctx context.Context, gen *generator, p *proc, px *sinkPr
 	if last.Valid {
 		res.BacklogAppliedS = float64(last.Int64-us(tRestore)) / 1e6
 	}
-	if res.CaughtUp && res.CatchUpS > 0 {
-		res.NetPerS = float64(res.BacklogEvents) / res.CatchUpS
-	}
+	res.NetPerS = float64(res.BacklogOffsets-res.LagAtEndOffsets) / res.CatchUpS
 	return res, nil
 }
 

@@ -23,9 +23,9 @@ func latencyMarkdown(b *strings.Builder, e *e2eResult) {
 	fmt.Fprintf(b, "Rows offered open-loop at %.0f rows/s (achieved %.0f) throughout; the sink (behind a TCP proxy in benchall) cut for **%.0f s** — connections closed, new ones refused — while the tailer kept publishing. Load %.2f.\n\n", o.OfferedPerS, o.AchievedPerS, o.OutageS, o.Load1)
 	caught := fmt.Sprintf("**%.1f s**", o.CatchUpS)
 	if !o.CaughtUp {
-		caught = fmt.Sprintf("**not caught up after %.0f s**", o.CatchUpS)
+		caught = fmt.Sprintf("**not caught up after %.0f s** (lag %d offsets left)", o.CatchUpS, o.LagAtEndOffsets)
 	}
-	b.WriteString("| backlog at restore (events) | backlog (offsets) | catch-up s (lag back to pre-outage max) | backlog applied s | catch-up applied rows/s | net events/s | CPU s/1k rows | RSS before MiB | **peak RSS outage + catch-up MiB** |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| backlog at restore (events) | backlog (offsets) | catch-up s (lag back to pre-outage max) | backlog applied s | catch-up applied rows/s | lag shrank offsets/s | CPU s/1k rows | RSS before MiB | **peak RSS outage + catch-up MiB** |\n|---|---|---|---|---|---|---|---|---|\n")
 	fmt.Fprintf(b, "| %d | %d | %s | %.1f | %.0f | %.0f | %.3f | %.0f | **%.0f** |\n\n", o.BacklogEvents, o.BacklogOffsets, caught, o.BacklogAppliedS, o.CatchUpRowsPerS, o.NetPerS, o.CPUPer1000, o.RSSBeforeMiB, o.PeakRSSMiB)
 	fmt.Fprintf(b, "Commit → visible before the outage: p50 %.1f, p99 %.1f, max %.1f ms (%d rows); after catch-up: p50 %.1f, p99 %.1f, max %.1f ms (%d rows).\n",
 		o.Pre.P50ms, o.Pre.P99ms, o.Pre.Maxms, o.Pre.N, o.Post.P50ms, o.Post.P99ms, o.Post.Maxms, o.Post.N)
