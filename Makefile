@@ -45,7 +45,7 @@ e2e-containers:
 	  $(GO) test -count=1 -p 1 -timeout $(E2E_TIMEOUT) $(E2E_PKGS); \
 	  rc=$$?; docker compose -f e2e/compose.yaml down -v; exit $$rc
 
-## bench: every stage next to the machine's own limits in one run (docs/benchmarks.md); writes bench/results/latest.{json,md} (≤ 15 min)
+## bench: every stage next to the machine's own limits in one run (docs/benchmarks.md); writes bench/results/latest.{json,md,png} (≤ 15 min)
 bench:
 	$(GO) run ./bench/cmd/benchall -out bench/results $(BENCH_FLAGS)
 

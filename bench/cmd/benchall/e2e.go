@@ -23,9 +23,14 @@ type latencyStep struct {
 	P95ms        float64 `json:"p95_ms"`
 	P99ms        float64 `json:"p99_ms"`
 	Maxms        float64 `json:"max_ms"`
-	CPUPer1000   float64 `json:"cpu_s_per_1000"`
-	RSSMiB       float64 `json:"rss_mib_at_end"`
-	Load1        float64 `json:"load1"`
+	// Ack is commit → broker ack (a read_committed consumer's receive
+	// time); Produce is commit → the tailer's produce call (the record's
+	// CreateTime). See ackprobe.go.
+	Ack        percentiles `json:"commit_to_ack"`
+	Produce    percentiles `json:"commit_to_produce"`
+	CPUPer1000 float64     `json:"cpu_s_per_1000"`
+	RSSMiB     float64     `json:"rss_mib_at_end"`
+	Load1      float64     `json:"load1"`
 }
 
 type e2eResult struct {
@@ -35,12 +40,19 @@ type e2eResult struct {
 	SlowerName string        `json:"slower_stage,omitempty"`
 	Latency    []latencyStep `json:"latency"`
 	PeakRSSMiB float64       `json:"peak_rss_mib"`
+	// Outage is the catch-up after a sink outage at 50% load (outage.go).
+	Outage *outageResult `json:"sink_outage,omitempty"`
+	// Samples is the throughput time series of the whole step (every
+	// 500 ms from readside's start), Phases its named intervals.
+	Samples []sample       `json:"samples"`
+	Metrics []metricSample `json:"metric_samples"`
+	Phases  []phase        `json:"phases"`
 }
 
 // runEndToEnd drains a backlog through one `readside run` (tailer and
 // projector in one process), then offers live inserts open-loop at fixed
 // fractions of the rate it reached and measures commit → visible.
-func (e *env) runEndToEnd(ctx context.Context, w workload, fractions []float64, stepDur time.Duration) (*e2eResult, error) {
+func (e *env) runEndToEnd(ctx context.Context, w workload, fractions []float64, stepDur time.Duration, od outageDurations) (*e2eResult, error) {
 	res := &e2eResult{Workload: w}
 	tbl := tableName(w)
 	if err := e.bed.MySQL.Exec(ctx, w.tableDDL(e.srcDB, tbl)); err != nil {
@@ -49,6 +61,15 @@ func (e *env) runEndToEnd(ctx context.Context, w workload, fractions []float64, 
 	prefix := prefixFor(tbl)
 	cfgPath, err := e.config("p_"+tbl, tbl, prefix, true)
 	if err != nil {
+		return nil, err
+	}
+	// The sink is reached through a proxy the outage step can cut.
+	px, err := startProxy(e.bed.MySQL.Addr())
+	if err != nil {
+		return nil, err
+	}
+	defer px.close()
+	if err := e.proxySink(cfgPath, px.addr); err != nil {
 		return nil, err
 	}
 	_, ps, err := compile(cfgPath)
@@ -90,6 +111,12 @@ func (e *env) runEndToEnd(ctx context.Context, w workload, fractions []float64, 
 			p.end()
 		}
 	}()
+	smp := e.startSampler(p, proj, tbl)
+	defer func() {
+		if smp != nil {
+			smp.stop()
+		}
+	}()
 	var t0 time.Time
 	var h0 int64
 	var cpu0 float64
@@ -127,6 +154,7 @@ func (e *env) runEndToEnd(ctx context.Context, w workload, fractions []float64, 
 	res.Rate.PerS = events / res.Rate.Seconds
 	res.Rate.CPUPer1000 = (p.cpuSeconds() - cpu0) / events * 1000
 	logf("end to end: %.0f events/s", res.Rate.PerS)
+	smp.mark("backlog drain", 0)
 
 	// Latency: open-loop inserts at fixed fractions of that rate.
 	offered := make([]float64, len(fractions))
@@ -143,16 +171,33 @@ func (e *env) runEndToEnd(ctx context.Context, w workload, fractions []float64, 
 			offered = append(offered, v)
 		}
 	}
+	probe, err := e.startAckProbe(proj.Topic)
+	if err != nil {
+		return nil, err
+	}
+	defer probe.close()
 	for _, rate := range offered {
 		f := rate / res.Rate.PerS
 		time.Sleep(2 * time.Second)
-		step, err := e.latencyStep(ctx, gen, p, proj.Table, f, rate, stepDur)
+		s0 := smp.now()
+		step, err := e.latencyStep(ctx, gen, p, probe, proj.Table, f, rate, stepDur)
 		if err != nil {
 			return nil, err
 		}
+		smp.mark(fmt.Sprintf("%.0f%%", f*100), s0)
 		logf("latency at %.0f%%: %+v", f*100, step)
 		res.Latency = append(res.Latency, step)
 	}
+	probe.close()
+	if od.outage > 0 {
+		time.Sleep(2 * time.Second)
+		if res.Outage, err = e.runOutage(ctx, gen, p, px, smp, proj, 0.5, 0.5*res.Rate.PerS, od); err != nil {
+			return nil, fmt.Errorf("sink outage: %w", err)
+		}
+		logf("sink outage: %+v", *res.Outage)
+	}
+	res.Samples, res.Metrics, res.Phases = smp.stop()
+	smp = nil
 	res.Rate.PeakRSSMiB = p.end()
 	res.PeakRSSMiB = res.Rate.PeakRSSMiB
 	p = nil
@@ -163,28 +208,14 @@ func (e *env) runEndToEnd(ctx context.Context, w workload, fractions []float64, 
 // that does not wait for readside (a late tick sends what is due, so the
 // offered rate holds), each row carrying the microsecond time just before
 // its autocommit INSERT; then reads visible − commit from the read table.
-func (e *env) latencyStep(ctx context.Context, gen *generator, p *proc, readTable string, fraction, offered float64, dur time.Duration) (latencyStep, error) {
+func (e *env) latencyStep(ctx context.Context, gen *generator, p *proc, probe *ackProbe, readTable string, fraction, offered float64, dur time.Duration) (latencyStep, error) {
 	st := latencyStep{Fraction: fraction, OfferedPerS: offered, Load1: loadavg()}
 	lo := gen.maxID + 1
 	cpu0 := p.cpuSeconds()
 	start := time.Now()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	sent := 0
-	for now := range tick.C {
-		el := now.Sub(start)
-		if el >= dur {
-			break
-		}
-		due := int(offered*el.Seconds()) - sent
-		if due <= 0 {
-			continue
-		}
-		stmt, _ := gen.statement(min(due, 2000), time.Now().UnixMicro())
-		if _, err := gen.db.ExecContext(ctx, stmt); err != nil {
-			return st, err
-		}
-		sent += min(due, 2000)
+	sent, err := offerOpenLoop(ctx, gen, offered, dur, nil)
+	if err != nil {
+		return st, err
 	}
 	st.AchievedPerS = float64(sent) / time.Since(start).Seconds()
 	hi := gen.maxID
@@ -205,6 +236,11 @@ func (e *env) latencyStep(ctx context.Context, gen *generator, p *proc, readTabl
 	}
 	st.CPUPer1000 = (p.cpuSeconds() - cpu0) / float64(sent) * 1000
 	st.RSSMiB = currentRSS(p.cmd.Process.Pid)
+	ack, produce, err := probe.take(lo, hi, sent, 30*time.Second)
+	if err != nil {
+		return st, err
+	}
+	st.Ack, st.Produce = percentilesOf(ack), percentilesOf(produce)
 	rows, err := e.sink.DB().QueryContext(ctx, fmt.Sprintf("SELECT CAST(UNIX_TIMESTAMP(_bench_visible_at)*1000000 AS SIGNED) - commit_us FROM `%s` WHERE id BETWEEN ? AND ?", readTable), lo, hi)
 	if err != nil {
 		return st, err

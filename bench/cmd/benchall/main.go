@@ -42,8 +42,17 @@ func main() {
 	skipLatency := flag.Bool("skip-e2e", false, "skip the end-to-end and latency steps")
 	flag.StringVar(&fixedRates, "latency-rates", "", "comma-separated offered rows/s for the latency steps instead of 25/50/75% of the measured end-to-end rate (same-conditions A/B runs)")
 	flag.StringVar(&prebuilt, "readside", "", "use this readside binary instead of building ./cmd/readside (before/after comparisons)")
+	flag.StringVar(&outageFlag, "outage", "", "length of the sink outage in the end-to-end step (default 2m, 15s with -quick; 0 skips it)")
 	flag.DurationVar(&quietWait, "quiet-wait", 90*time.Second, "wait up to this long for a 1-minute load below 1.5 before starting")
+	chartFrom := flag.String("chart-from", "", "only redraw the PNG chart from this latest.json (into -out)")
 	flag.Parse()
+	if *chartFrom != "" {
+		if err := redrawChart(*chartFrom, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "benchall:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*quick, *out, *only, *profile, *skipLatency); err != nil {
 		fmt.Fprintln(os.Stderr, "benchall:", err)
 		os.Exit(1)
@@ -166,7 +175,11 @@ func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 		if quick {
 			ew.Events, stepDur = 50_000, 6*time.Second
 		}
-		r, err := e.runEndToEnd(ctx, ew, steps, stepDur)
+		od, err := outageFor(quick)
+		if err != nil {
+			return err
+		}
+		r, err := e.runEndToEnd(ctx, ew, steps, stepDur, od)
 		if err != nil {
 			return fmt.Errorf("end to end: %w", err)
 		}

@@ -31,6 +31,11 @@ func writeResults(dir string, res *results) error {
 	if err := os.WriteFile(filepath.Join(dir, "latest.json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
+	if res.EndToEnd != nil {
+		if err := writeChart(filepath.Join(dir, "latest.png"), res.EndToEnd); err != nil {
+			return err
+		}
+	}
 	md := markdown(res)
 	fmt.Print(md)
 	return os.WriteFile(filepath.Join(dir, "latest.md"), []byte(md), 0o644)
@@ -63,10 +68,7 @@ func markdown(res *results) string {
 			fmt.Fprintf(&b, " = **%.2f × the slower stage** (%s, narrow_insert)", e.VsSlower, e.SlowerName)
 		}
 		fmt.Fprintf(&b, "; %.3f CPU s per 1,000 events; peak RSS %.0f MiB over the whole step (catch-up and latency). Load %.2f.\n\n", e.Rate.CPUPer1000, e.PeakRSSMiB, e.Rate.Load1)
-		b.WriteString("Commit → visible in the read table, open-loop inserts at fixed offered rates:\n\n| offered | rows/s offered | achieved | rows | p50 ms | p95 ms | p99 ms | max ms | CPU s/1k | RSS MiB | load |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
-		for _, s := range e.Latency {
-			fmt.Fprintf(&b, "| %.0f%% | %.0f | %.0f | %d | %.1f | %.1f | %.1f | %.1f | %.3f | %.0f | %.2f |\n", s.Fraction*100, s.OfferedPerS, s.AchievedPerS, s.Rows, s.P50ms, s.P95ms, s.P99ms, s.Maxms, s.CPUPer1000, s.RSSMiB, s.Load1)
-		}
+		latencyMarkdown(&b, e)
 	}
 	return b.String()
 }

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// latencyMarkdown writes the latency steps (commit → broker ack and commit
+// → visible) and the sink outage of the end-to-end step.
+func latencyMarkdown(b *strings.Builder, e *e2eResult) {
+	b.WriteString("Latency at fixed offered rates, open-loop inserts, in ms. **ack**: commit → the record received by a read_committed consumer of the topic (the tailer's Kafka transaction acknowledged and stable; ≤ 10 ms fetch wait). **visible**: commit → the projector's upsert of the row in the read table (`_bench_visible_at`). Commit is the generator's microsecond clock before the source INSERT.\n\n")
+	b.WriteString("| offered | rows/s offered | achieved | rows | ack p50 | ack p95 | ack p99 | ack max | **visible p50** | visible p95 | **visible p99** | visible max | CPU s/1k | RSS MiB | load |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, s := range e.Latency {
+		fmt.Fprintf(b, "| %.0f%% | %.0f | %.0f | %d | %.1f | %.1f | %.1f | %.1f | **%.1f** | %.1f | **%.1f** | %.1f | %.3f | %.0f | %.2f |\n", s.Fraction*100, s.OfferedPerS, s.AchievedPerS, s.Rows,
+			s.Ack.P50ms, s.Ack.P95ms, s.Ack.P99ms, s.Ack.Maxms, s.P50ms, s.P95ms, s.P99ms, s.Maxms, s.CPUPer1000, s.RSSMiB, s.Load1)
+	}
+	b.WriteString("\nChart: `latest.png` (latency per offered rate; throughput and RSS over the whole step).\n")
+	o := e.Outage
+	if o == nil {
+		return
+	}
+	fmt.Fprintf(b, "\n### Sink outage at %.0f%% load\n\n", o.Fraction*100)
+	fmt.Fprintf(b, "Rows offered open-loop at %.0f rows/s (achieved %.0f) throughout; the sink (behind a TCP proxy in benchall) cut for **%.0f s** — connections closed, new ones refused — while the tailer kept publishing. Load %.2f.\n\n", o.OfferedPerS, o.AchievedPerS, o.OutageS, o.Load1)
+	caught := fmt.Sprintf("**%.1f s**", o.CatchUpS)
+	if !o.CaughtUp {
+		caught = fmt.Sprintf("**not caught up after %.0f s** (lag %d offsets left)", o.CatchUpS, o.LagAtEndOffsets)
+	}
+	b.WriteString("| backlog at restore (events) | backlog (offsets) | catch-up s (lag back to pre-outage max) | backlog applied s | catch-up applied rows/s | lag shrank offsets/s | CPU s/1k rows | RSS before MiB | **peak RSS outage + catch-up MiB** |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "| %d | %d | %s | %.1f | %.0f | %.0f | %.3f | %.0f | **%.0f** |\n\n", o.BacklogEvents, o.BacklogOffsets, caught, o.BacklogAppliedS, o.CatchUpRowsPerS, o.NetPerS, o.CPUPer1000, o.RSSBeforeMiB, o.PeakRSSMiB)
+	fmt.Fprintf(b, "Commit → visible before the outage: p50 %.1f, p99 %.1f, max %.1f ms (%d rows); after catch-up: p50 %.1f, p99 %.1f, max %.1f ms (%d rows).\n",
+		o.Pre.P50ms, o.Pre.P99ms, o.Pre.Maxms, o.Pre.N, o.Post.P50ms, o.Post.P99ms, o.Post.Maxms, o.Post.N)
+}
