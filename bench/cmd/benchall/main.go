@@ -43,8 +43,13 @@ func main() {
 	flag.StringVar(&fixedRates, "latency-rates", "", "comma-separated offered rows/s for the latency steps instead of 25/50/75% of the measured end-to-end rate (same-conditions A/B runs)")
 	flag.StringVar(&prebuilt, "readside", "", "use this readside binary instead of building ./cmd/readside (before/after comparisons)")
 	flag.DurationVar(&quietWait, "quiet-wait", 90*time.Second, "wait up to this long for a 1-minute load below 1.5 before starting")
+	peersRun := flag.Bool("peers", false, "make bench-peers: Debezium (Kafka Connect standalone) next to readside on the narrow workloads; writes peers.json and peers.md")
 	flag.Parse()
-	if err := run(*quick, *out, *only, *profile, *skipLatency); err != nil {
+	runner := func() error { return run(*quick, *out, *only, *profile, *skipLatency) }
+	if *peersRun {
+		runner = func() error { return runPeers(*quick, *out, *only) }
+	}
+	if err := runner(); err != nil {
 		fmt.Fprintln(os.Stderr, "benchall:", err)
 		os.Exit(1)
 	}
