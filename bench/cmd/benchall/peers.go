@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -221,6 +222,13 @@ type connectInstall struct {
 	pluginPath string
 }
 
+// pluginExcludes are the groups a plug-in directory leaves to the worker's
+// class loader, as a Kafka distribution's libs/ provides them: Kafka's own
+// APIs, slf4j, and Jackson (the same 2.19.0 on both sides; a plug-in-local
+// jackson-databind fails on the worker's Jackson module service entries,
+// "JakartaXmlBindAnnotationModule not a subtype").
+const pluginExcludes = "org.apache.kafka,org.slf4j,com.fasterxml.jackson.core"
+
 // installConnect resolves the worker's classpath and copies each Debezium
 // plug-in with its dependencies into its own plugin.path directory, cached
 // under ~/.cache/readside-bench-peers keyed by the poms (Maven offline
@@ -235,6 +243,7 @@ func installConnect(ctx context.Context, workDir string) (*connectInstall, error
 		return nil, errors.New("mvn not found: install Maven (apt-get install maven); it resolves Kafka Connect and Debezium from Maven Central")
 	}
 	h := sha256.New()
+	h.Write([]byte(pluginExcludes))
 	for _, b := range [][]byte{peers.ConnectPom, peers.SourcePom, peers.SinkPom} {
 		h.Write(b)
 	}
@@ -279,9 +288,8 @@ func installConnect(ctx context.Context, workDir string) (*connectInstall, error
 	if err := mvnRun(peers.ConnectPom, "connect", "dependency:build-classpath", "-Dmdep.outputFile="+cpFile); err != nil {
 		return nil, err
 	}
-	// Kafka's own APIs and slf4j come from the worker's class loader.
 	for name, pom := range map[string][]byte{"debezium-mariadb": peers.SourcePom, "debezium-jdbc": peers.SinkPom} {
-		if err := mvnRun(pom, name, "dependency:copy-dependencies", "-DincludeScope=runtime", "-DexcludeGroupIds=org.apache.kafka,org.slf4j",
+		if err := mvnRun(pom, name, "dependency:copy-dependencies", "-DincludeScope=runtime", "-DexcludeGroupIds="+pluginExcludes,
 			"-DoutputDirectory="+filepath.Join(cn.pluginPath, name)); err != nil {
 			return nil, err
 		}
@@ -320,6 +328,15 @@ type connectProc struct {
 	rest    string
 	logPath string
 	names   []string
+	once    sync.Once
+	rss     float64
+}
+
+// end is proc.end, once: the deferred stop after an explicit one must not
+// wait for a second peak RSS reading.
+func (c *connectProc) end() float64 {
+	c.once.Do(func() { c.rss = c.proc.end() })
+	return c.rss
 }
 
 // start runs a standalone worker with the given connector configs, with
