@@ -115,11 +115,11 @@ func runPeers(quick bool, outDir, only string) error {
 	}
 	res.Broker = bed.Kafka.Version()
 	res.MariaDB, _ = bed.MySQL.Version(ctx)
-	for _, db := range []*string{&e.srcDB, &e.sinkDB} {
-		name := map[*string]string{&e.srcDB: "src", &e.sinkDB: "reads"}[db]
-		if *db, err = bed.MySQL.CreateDatabase(ctx, name); err != nil {
-			return err
-		}
+	if e.srcDB, err = bed.MySQL.CreateDatabase(ctx, "src"); err != nil {
+		return err
+	}
+	if e.sinkDB, err = bed.MySQL.CreateDatabase(ctx, "reads"); err != nil {
+		return err
 	}
 	if e.sink, err = sinks.Open(ctx, bed.MySQL.AdminDSN()+e.sinkDB); err != nil {
 		return err
