@@ -10,7 +10,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 E2E_PKGS  ?= ./cdc/... ./projections/... ./sinks/... ./verify/... ./e2e/...
 E2E_TIMEOUT ?= 40m
 
-.PHONY: all build docker test test-unit e2e e2e-kfake e2e-containers bench bench-quick demo lint testbed-up testbed-down clean
+.PHONY: all build docker test test-unit e2e e2e-kfake e2e-containers bench bench-quick bench-peers demo lint testbed-up testbed-down clean
 
 all: build
 
@@ -52,6 +52,10 @@ bench:
 ## bench-quick: the same with smaller sizes and shorter latency steps (≤ 3 min)
 bench-quick:
 	$(GO) run ./bench/cmd/benchall -quick -quiet-wait 20s -out bench/results $(BENCH_FLAGS)
+
+## bench-peers: Debezium (MariaDB source + JDBC sink, Kafka Connect standalone) next to readside on the same workloads; writes bench/results/peers.{json,md} (~10 min)
+bench-peers:
+	$(GO) run ./bench/cmd/benchall -peers -out bench/results $(BENCH_FLAGS)
 
 ## demo: readside on its embedded broker against a private MariaDB, with live traffic (Ctrl-C stops all)
 demo: build

@@ -236,11 +236,13 @@ func (e *env) latencyStep(ctx context.Context, gen *generator, p *proc, probe *a
 	}
 	st.CPUPer1000 = (p.cpuSeconds() - cpu0) / float64(sent) * 1000
 	st.RSSMiB = currentRSS(p.cmd.Process.Pid)
-	ack, produce, err := probe.take(lo, hi, sent, 30*time.Second)
-	if err != nil {
-		return st, err
+	if probe != nil { // nil: no ack probe (make bench-peers)
+		ack, produce, err := probe.take(lo, hi, sent, 30*time.Second)
+		if err != nil {
+			return st, err
+		}
+		st.Ack, st.Produce = percentilesOf(ack), percentilesOf(produce)
 	}
-	st.Ack, st.Produce = percentilesOf(ack), percentilesOf(produce)
 	rows, err := e.sink.DB().QueryContext(ctx, fmt.Sprintf("SELECT CAST(UNIX_TIMESTAMP(_bench_visible_at)*1000000 AS SIGNED) - commit_us FROM `%s` WHERE id BETWEEN ? AND ?", readTable), lo, hi)
 	if err != nil {
 		return st, err

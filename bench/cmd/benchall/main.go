@@ -45,6 +45,7 @@ func main() {
 	flag.StringVar(&outageFlag, "outage", "", "length of the sink outage in the end-to-end step (default 2m, 15s with -quick; 0 skips it)")
 	flag.DurationVar(&quietWait, "quiet-wait", 90*time.Second, "wait up to this long for a 1-minute load below 1.5 before starting")
 	chartFrom := flag.String("chart-from", "", "only redraw the PNG chart from this latest.json (into -out)")
+	peersRun := flag.Bool("peers", false, "make bench-peers: Debezium (Kafka Connect standalone) next to readside on the narrow workloads; writes peers.json and peers.md")
 	flag.Parse()
 	if *chartFrom != "" {
 		if err := redrawChart(*chartFrom, *out); err != nil {
@@ -53,7 +54,11 @@ func main() {
 		}
 		return
 	}
-	if err := run(*quick, *out, *only, *profile, *skipLatency); err != nil {
+	runner := func() error { return run(*quick, *out, *only, *profile, *skipLatency) }
+	if *peersRun {
+		runner = func() error { return runPeers(*quick, *out, *only) }
+	}
+	if err := runner(); err != nil {
 		fmt.Fprintln(os.Stderr, "benchall:", err)
 		os.Exit(1)
 	}
