@@ -158,6 +158,7 @@ func (t *Tailer) run(ctx context.Context) error {
 		return err
 	}
 	defer pub.Close()
+	pub.separateCheckpoint = t.cfg.Kafka.Embedded
 	if !full {
 		pub.historyTopic = SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix)
 	}

@@ -81,6 +81,7 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 	}
 	defer closeBroker()
 	loaded := cfg
+	cfg.Kafka.Embedded = len(loaded.Kafka.Brokers) == 0 && *role != "projector"
 	cfg.Kafka.Brokers = brokers
 	reg := prometheus.NewRegistry()
 	g, gctx := errgroup.WithContext(ctx)
