@@ -102,6 +102,9 @@ func run(cfgPath, name, recPath, sweepText string) error {
 
 	raw := *p
 	raw.Joins = nil
+	for i := range writes {
+		writes[i].Parents = nil // the parent references go with the joins
+	}
 	raw.Table += "_b2"
 	dcfg, err := driver.ParseDSN(cfg.Source.DSN.Reveal())
 	if err != nil {
