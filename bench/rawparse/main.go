@@ -119,18 +119,20 @@ func parse(ctx context.Context, sc replication.BinlogSyncerConfig, start, end my
 		if err != nil {
 			return rows, err
 		}
-		switch e := ev.Event.(type) {
-		case *replication.RotateEvent:
-			file = string(e.NextLogName)
-		case *replication.RowsEvent:
+		if e, ok := ev.Event.(*replication.RowsEvent); ok {
 			if e.Type() == replication.EnumRowsEventTypeUpdate {
 				rows += len(e.Rows) / 2
 			} else {
 				rows += len(e.Rows)
 			}
 		}
+		// A rotate event's position is in the file it ends: compare it
+		// with that file before following it to the next.
 		if file == end.Name && ev.Header.LogPos >= end.Pos {
 			return rows, nil
+		}
+		if e, ok := ev.Event.(*replication.RotateEvent); ok {
+			file = string(e.NextLogName)
 		}
 	}
 }

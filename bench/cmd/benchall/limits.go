@@ -16,6 +16,12 @@ import (
 // their CPU time and memory are their own, like readside's; each prints
 // one JSON line (bench/internal/benchio.Result).
 
+// limitSweep is B2's batch rows x connections sweep; make bench-quick
+// keeps to the first three points to stay within its 3 minutes.
+var limitSweep = "1000x1,5000x1,2000x2,5000x2,5000x4"
+
+const quickSweep = "1000x1,5000x1,5000x2"
+
 // buildLimits builds the three limit programs into the bench directory.
 func (e *env) buildLimits() error {
 	cmd := exec.Command("go", "build", "-o", e.dir+"/", "./bench/rawparse", "./bench/rawproduce", "./bench/rawupsert")

@@ -60,7 +60,7 @@ var (
 func workloads(quick bool) []workload {
 	n, wide, mix := 300_000, 100_000, 100_000
 	if quick {
-		n, wide, mix = 60_000, 20_000, 20_000
+		n, wide, mix = 60_000, 20_000, 10_000
 	}
 	return []workload{
 		{Name: "narrow_insert", Events: n, TxnRows: 200, RowBytes: 150},
@@ -135,6 +135,9 @@ func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 		e.bin = prebuilt
 	} else if b, err := exec.Command("go", "build", "-o", e.bin, "./cmd/readside").CombinedOutput(); err != nil {
 		return fmt.Errorf("build: %v\n%s", err, b)
+	}
+	if quick {
+		limitSweep = quickSweep
 	}
 	if err := e.buildLimits(); err != nil {
 		return err

@@ -136,7 +136,7 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 	}
 	r.B1 = b1.rate
 	// B2 (bench/rawupsert): the projection's writes, not coalesced, swept.
-	b2, err := e.runLimit(ctx, "rawupsert", "-config", cfgPath, "-projection", proj.Name, "-records", recFile)
+	b2, err := e.runLimit(ctx, "rawupsert", "-config", cfgPath, "-projection", proj.Name, "-records", recFile, "-sweep", limitSweep)
 	if err != nil {
 		return r, err
 	}
