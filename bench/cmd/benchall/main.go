@@ -58,9 +58,9 @@ var (
 )
 
 func workloads(quick bool) []workload {
-	n, wide, mix := 300_000, 100_000, 100_000
+	n, wide, mix, sb := 300_000, 100_000, 60_000, 40_000
 	if quick {
-		n, wide, mix = 60_000, 20_000, 10_000
+		n, wide, mix, sb = 60_000, 20_000, 10_000, 8_000
 	}
 	return []workload{
 		{Name: "narrow_insert", Events: n, TxnRows: 200, RowBytes: 150},
@@ -73,7 +73,7 @@ func workloads(quick bool) []workload {
 		{Name: "txn_mix", Kind: "txn_mix", Events: mix, Preload: 50_000, RowBytes: 150},
 		{Name: "orders_by_customer", Kind: "orders_by_customer", Updates: 0.35, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120},
 		{Name: "messages_by_sender", Kind: "messages_by_sender", Updates: 0.1, Events: mix, Preload: 20_000, TxnRows: 200, RowBytes: 300},
-		{Name: "sysbench_write_only", Kind: "sysbench", Events: mix, Preload: 10_000, RowBytes: 250},
+		{Name: "sysbench_write_only", Kind: "sysbench", Events: sb, Preload: 10_000, RowBytes: 250},
 	}
 }
 
