@@ -38,6 +38,14 @@ func ensureCommand(ctx context.Context, debPackages []string, names ...string) (
 	return "", fmt.Errorf("%s still not found after installing %s", names[0], strings.Join(debPackages, " "))
 }
 
+// EnsureCommand is ensureCommand for tools the test bed itself does not
+// run (the bench's sysbench): the path of the first of names, installing
+// debPackages when missing and running as root, else an error naming the
+// package to install.
+func EnsureCommand(ctx context.Context, debPackages []string, names ...string) (string, error) {
+	return ensureCommand(ctx, debPackages, names...)
+}
+
 func lookCommand(names ...string) string {
 	for _, n := range names {
 		if p, err := exec.LookPath(n); err == nil {

@@ -56,6 +56,9 @@ func markdown(res *results) string {
 		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.0f | %.0f | **%.2f** | %.0f | %.0f | %.0f | **%.2f** |\n", w.Workload.Name, w.Workload.Events, w.AvgRecordBytes,
 			w.B0.PerS, w.B1.PerS, w.Tailer.PerS, w.TailerVsLimit, w.B2.PerS, w.Projector.PerS, w.ProjectorRows, w.ProjectorVsB2)
 	}
+	for _, sk := range res.Skipped {
+		fmt.Fprintf(&b, "\nSkipped: %s\n", sk)
+	}
 	b.WriteString("\nCost of the readside processes (CPU seconds per 1,000 events during the drain, from /proc/<pid>/stat; peak RSS over the process's life):\n\n")
 	b.WriteString("| workload | tailer CPU s/1k | tailer peak RSS MiB | projector CPU s/1k | projector peak RSS MiB | B2 best point |\n|---|---|---|---|---|---|\n")
 	for _, w := range res.Workloads {

@@ -4,19 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
+	"path/filepath"
 	"sync"
 	"time"
 
-	"github.com/go-mysql-org/go-mysql/mysql"
-	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/readside/readside/bench/internal/benchio"
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/projections"
-	"github.com/readside/readside/sinks"
 )
 
 // rate is a throughput with its cost.
@@ -58,24 +56,12 @@ func tableName(w workload) string { return w.Name }
 
 func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, error) {
 	r := workloadResult{Workload: w}
-	tbl := tableName(w)
-	if err := e.bed.MySQL.Exec(ctx, w.tableDDL(e.srcDB, tbl)); err != nil {
-		return r, err
-	}
-	prefix := prefixFor(tbl)
-	cfgPath, err := e.config("p_"+tbl, tbl, prefix, true)
+	prefix := prefixFor(tableName(w))
+	src, err := e.newSource(ctx, w, prefix)
 	if err != nil {
 		return r, err
 	}
-	cfg, ps, err := compile(cfgPath)
-	if err != nil {
-		return r, err
-	}
-	proj := ps[0]
-	gen := newGenerator(w, e.bed.MySQL.DB(), e.srcDB, tbl)
-	if err := gen.preload(ctx); err != nil {
-		return r, err
-	}
+	cfgPath, cfg, proj := src.cfgPath, src.cfg, src.proj
 	// The tailer's first start checkpoints at the end of the binlog, so the
 	// preload is not part of the backlog.
 	if err := e.primeTailer(ctx, cfgPath, prefix); err != nil {
@@ -86,7 +72,8 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 		return r, err
 	}
 	t := time.Now()
-	if err := gen.backlog(ctx); err != nil {
+	counts, err := src.write(ctx)
+	if err != nil {
 		return r, err
 	}
 	r.BacklogWriteS = time.Since(t).Seconds()
@@ -95,19 +82,26 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 		return r, err
 	}
 
-	// B0: go-mysql's raw parse of the same binlog range, rows decoded and
-	// discarded. A limit is what the machine can do: best of three (one
-	// run lasts about a second, so one neighbour's burst skews it).
-	for range 3 {
-		load := loadavg()
-		t = time.Now()
-		if err := rawParse(ctx, e.bed, start, end); err != nil {
-			return r, err
-		}
-		if secs := time.Since(t).Seconds(); r.B0.Seconds == 0 || secs < r.B0.Seconds {
-			r.B0 = rate{Seconds: secs, PerS: float64(w.Events) / secs, Load1: load, Description: "best of 3"}
-		}
+	// B0 (bench/rawparse): go-mysql's raw parse of the same binlog range,
+	// rows decoded and discarded, best of three (one run lasts about a
+	// second, so one neighbour's burst skews it). It counts the range's
+	// row events, which sizes a backlog written by an external tool.
+	b0, err := e.runLimit(ctx, "rawparse", "-config", cfgPath, "-from", fmt.Sprintf("%s:%d", start.File, start.Pos), "-to", fmt.Sprintf("%s:%d", end.File, end.Pos))
+	if err != nil {
+		return r, err
 	}
+	r.B0 = b0.rate
+	events := 0
+	for _, n := range counts {
+		events += n
+	}
+	if counts == nil {
+		events, counts = b0.Events, map[string]int{proj.Topic: b0.Events}
+	} else if b0.Events != events {
+		logf("warning: %s wrote %d row events, the binlog range holds %d", w.Name, events, b0.Events)
+	}
+	w.Events, r.Workload = events, w
+	r.B0.PerS = float64(events) / r.B0.Seconds
 
 	// The tailer drains the backlog into Kafka.
 	if r.Tailer, err = e.tailerDrain(ctx, cfgPath, cfg.Kafka.TopicPrefix, proj.Topic, end, w); err != nil {
@@ -115,43 +109,38 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 	}
 	r.TailerProfiled = e.profile != ""
 
-	// The records the tailer published: B1 produces the same ones again, B2
-	// applies their writes.
-	recs, err := e.readTopic(ctx, proj.Topic, w.Events)
-	if err != nil {
-		return r, err
+	// The records the tailer published, in a file: B1 produces the same
+	// ones again, B2 applies their writes.
+	var recs []*kgo.Record
+	for topic, n := range counts {
+		rs, err := e.readTopic(ctx, topic, n)
+		if err != nil {
+			return r, err
+		}
+		recs = append(recs, rs...)
 	}
 	var bytes int
 	for _, rec := range recs {
 		bytes += len(rec.Key) + len(rec.Value)
 	}
 	r.AvgRecordBytes = float64(bytes) / float64(len(recs))
-	for i := range 3 { // best of three, like B0
-		b1, err := e.rawProduce(ctx, fmt.Sprintf("%s.%d", prefix, i), recs)
-		if err != nil {
-			return r, err
-		}
-		if b1.PerS > r.B1.PerS {
-			r.B1 = b1
-			r.B1.Description = "best of 3"
-		}
-	}
-	var writes []projections.Write
-	for _, rec := range recs {
-		ev, err := projections.DecodeEvent(rec.Value)
-		if err != nil {
-			return r, err
-		}
-		ws, err := proj.Writes(ev)
-		if err != nil {
-			return r, err
-		}
-		writes = append(writes, ws...)
-	}
-	recs = nil
-	if r.B2, r.B2Sweep, err = e.rawUpsert(ctx, cfgPath, writes); err != nil {
+	recFile := filepath.Join(e.dir, prefix+".records")
+	if err := benchio.WriteRecords(recFile, recs); err != nil {
 		return r, err
 	}
+	recs = nil
+	// B1 (bench/rawproduce): best of three, each to its own topic.
+	b1, err := e.runLimit(ctx, "rawproduce", "-config", cfgPath, "-records", recFile, "-topic", prefix)
+	if err != nil {
+		return r, err
+	}
+	r.B1 = b1.rate
+	// B2 (bench/rawupsert): the projection's writes, not coalesced, swept.
+	b2, err := e.runLimit(ctx, "rawupsert", "-config", cfgPath, "-projection", proj.Name, "-records", recFile, "-sweep", limitSweep)
+	if err != nil {
+		return r, err
+	}
+	r.B2, r.B2Sweep = b2.rate, b2.Sweep
 
 	// The projector drains the topic (the tailer is stopped).
 	if err := e.createReadTable(ctx, proj); err != nil {
@@ -367,111 +356,6 @@ func (e *env) readTopic(ctx context.Context, topic string, n int) ([]*kgo.Record
 	return recs, nil
 }
 
-// rawProduce is B1: the same records (keys and values) produced again to
-// a fresh topic of the same partition count on the same broker, acks=all,
-// idempotent (franz-go's default), no transaction, the tailer's linger.
-func (e *env) rawProduce(ctx context.Context, prefix string, recs []*kgo.Record) (rate, error) {
-	var r rate
-	topic := prefix + ".b1"
-	if _, err := e.adm.CreateTopic(ctx, 6, -1, nil, topic); err != nil {
-		return r, err
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(e.bed.Kafka.Brokers()...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(50_000), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		return r, err
-	}
-	defer cl.Close()
-	// Warm the connection and metadata outside the timing.
-	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("warm")}).FirstErr(); err != nil {
-		return r, err
-	}
-	r.Load1 = loadavg()
-	cpu0 := selfCPU()
-	var firstErr error
-	var mu sync.Mutex
-	t := time.Now()
-	for _, rec := range recs {
-		cl.Produce(ctx, &kgo.Record{Key: rec.Key, Value: rec.Value}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				firstErr = err
-				mu.Unlock()
-			}
-		})
-	}
-	if err := cl.Flush(ctx); err != nil {
-		return r, err
-	}
-	r.Seconds = time.Since(t).Seconds()
-	r.PerS = float64(len(recs)) / r.Seconds
-	r.CPUPer1000 = (selfCPU() - cpu0) / float64(len(recs)) * 1000
-	return r, firstErr
-}
-
-// rawUpsert is B2: the projection's own writes (decoded from the same
-// records, not coalesced) through the sink's Apply — the exact
-// version-guarded multi-row statements — into a fresh copy of the read
-// table, swept over batch sizes and connections; the best point is B2.
-func (e *env) rawUpsert(ctx context.Context, cfgPath string, writes []projections.Write) (rate, []b2Point, error) {
-	var best rate
-	_, ps, err := compile(cfgPath)
-	if err != nil {
-		return best, nil, err
-	}
-	raw := ps[0]
-	raw.Table += "_b2"
-	types, err := raw.SourceColumns(ctx, e.bed.MySQL.DB())
-	if err != nil {
-		return best, nil, err
-	}
-	if err := e.sink.Exec(ctx, sinks.DDL(raw, types)); err != nil {
-		return best, nil, err
-	}
-	var sweep []b2Point
-	for _, pt := range []b2Point{{BatchRows: 1000, Connections: 1}, {BatchRows: 5000, Connections: 1}, {BatchRows: 5000, Connections: 2}} {
-		if err := e.sink.Exec(ctx, []string{fmt.Sprintf("TRUNCATE TABLE `%s`", raw.Table)}); err != nil {
-			return best, nil, err
-		}
-		// Each connection owns a key range, as the projector's partitions do.
-		parts := make([][]projections.Write, pt.Connections)
-		for _, w := range writes {
-			h := fnv.New32a()
-			h.Write([]byte(w.Key))
-			i := int(h.Sum32() % uint32(pt.Connections))
-			parts[i] = append(parts[i], w)
-		}
-		load := loadavg()
-		cpu0 := selfCPU()
-		t := time.Now()
-		errs := make(chan error, pt.Connections)
-		for _, part := range parts {
-			go func() {
-				for lo := 0; lo < len(part); lo += pt.BatchRows {
-					if err := e.sink.Apply(ctx, raw, &projections.Batch{Writes: part[lo:min(lo+pt.BatchRows, len(part))]}); err != nil {
-						errs <- err
-						return
-					}
-				}
-				errs <- nil
-			}()
-		}
-		for range parts {
-			if err := <-errs; err != nil {
-				return best, nil, err
-			}
-		}
-		secs := time.Since(t).Seconds()
-		pt.PerS = float64(len(writes)) / secs
-		sweep = append(sweep, pt)
-		if pt.PerS > best.PerS {
-			best = rate{PerS: pt.PerS, Seconds: secs, Load1: load, CPUPer1000: (selfCPU() - cpu0) / float64(len(writes)) * 1000,
-				Description: fmt.Sprintf("%d-row batches, %d connection(s)", pt.BatchRows, pt.Connections)}
-		}
-	}
-	return best, sweep, nil
-}
-
 // projectorDrain starts a projector on the filled topic and times it from
 // its first committed batch to the last record applied. The rate counts
 // source events; appliedRows is read-table writes per second after
@@ -479,7 +363,7 @@ func (e *env) rawUpsert(ctx context.Context, cfgPath string, writes []projection
 func (e *env) projectorDrain(ctx context.Context, cfgPath string, proj *projections.Projection, events int) (rate, float64, error) {
 	var r rate
 	r.Load1 = loadavg()
-	ends, total := e.endOffsets(ctx, proj.Topic)
+	ends, total := e.topicEnds(ctx, proj)
 	p, err := startReadside(e.bin, cfgPath, "projector", cfgPath+".proj.log", freeAddr())
 	if err != nil {
 		return r, 0, err
@@ -497,14 +381,14 @@ func (e *env) projectorDrain(ctx context.Context, cfgPath string, proj *projecti
 		if time.Now().After(deadline) {
 			return r, 0, fmt.Errorf("the projector did not drain %s in 10 minutes (see %s.proj.log)", proj.Topic, cfgPath)
 		}
-		applied, sum, err := e.appliedOffsets(ctx, proj)
+		applied, sum, err := e.appliedAll(ctx, proj)
 		if err != nil {
 			return r, 0, err
 		}
 		if t0.IsZero() && sum > 0 {
 			t0, s0, cpu0, rows0 = time.Now(), sum, p.cpuSeconds(), p.metric("readside_projection_applied_rows_total")
 		}
-		if caughtUp(applied, ends) {
+		if caughtUpAll(applied, ends) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -522,7 +406,13 @@ func (e *env) projectorDrain(ctx context.Context, cfgPath string, proj *projecti
 
 // appliedOffsets reads the projection's committed next offsets from the sink.
 func (e *env) appliedOffsets(ctx context.Context, p *projections.Projection) (map[int32]int64, int64, error) {
-	rows, err := e.sink.DB().QueryContext(ctx, "SELECT part, next_offset FROM _readside_offsets WHERE projection = ? AND topic = ?", p.Name, p.Topic)
+	return e.appliedOffsetsOf(ctx, p, p.Topic)
+}
+
+// appliedOffsetsOf reads the projection's committed next offsets of one of
+// its topics (a join consumes its parents' topics too).
+func (e *env) appliedOffsetsOf(ctx context.Context, p *projections.Projection, topic string) (map[int32]int64, int64, error) {
+	rows, err := e.sink.DB().QueryContext(ctx, "SELECT part, next_offset FROM _readside_offsets WHERE projection = ? AND topic = ?", p.Name, topic)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -550,31 +440,4 @@ func caughtUp(applied, ends map[int32]int64) bool {
 		}
 	}
 	return true
-}
-
-func rawParse(ctx context.Context, bed *testbed.Bed, start, end testbed.BinlogPosition) error {
-	user, pw := bed.MySQL.ReplCredentials()
-	// Decoded exactly as the tailer decodes (cdc.DecodingOptions).
-	cfg := replication.BinlogSyncerConfig{ServerID: 699, Flavor: "mariadb", Host: bed.MySQL.Host,
-		Port: uint16(bed.MySQL.Port), User: user, Password: pw}
-	cdc.DecodingOptions(&cfg)
-	syncer := replication.NewBinlogSyncer(cfg)
-	defer syncer.Close()
-	st, err := syncer.StartSync(mysql.Position{Name: start.File, Pos: start.Pos})
-	if err != nil {
-		return err
-	}
-	file := start.File
-	for {
-		ev, err := st.GetEvent(ctx)
-		if err != nil {
-			return err
-		}
-		if r, ok := ev.Event.(*replication.RotateEvent); ok {
-			file = string(r.NextLogName)
-		}
-		if file == end.File && ev.Header.LogPos >= end.Pos {
-			return nil
-		}
-	}
 }

@@ -13,13 +13,14 @@ import (
 // workload is one seeded, reproducible change stream against one table.
 type workload struct {
 	Name     string  `json:"name"`
-	Wide     bool    `json:"wide"`      // ~1.2 KB rows instead of ~150 B
-	Updates  float64 `json:"updates"`   // share of row changes that update an existing key
-	Zipf     bool    `json:"zipf"`      // update keys Zipfian (s=1.1) instead of uniform
-	Events   int     `json:"events"`    // row changes in the measured backlog
-	Preload  int     `json:"preload"`   // rows written before the backlog (the keys updates pick from)
-	TxnRows  int     `json:"txn_rows"`  // rows per source transaction (one multi-row statement)
-	RowBytes int     `json:"row_bytes"` // approximate JSON row image size
+	Kind     string  `json:"kind,omitempty"` // "" (the row workloads), txn_mix, orders_by_customer, messages_by_sender, sysbench (sources.go)
+	Wide     bool    `json:"wide"`           // ~1.2 KB rows instead of ~150 B
+	Updates  float64 `json:"updates"`        // share of row changes that update an existing key
+	Zipf     bool    `json:"zipf"`           // update keys Zipfian (s=1.1) instead of uniform
+	Events   int     `json:"events"`         // row changes in the measured backlog
+	Preload  int     `json:"preload"`        // rows written before the backlog (the keys updates pick from)
+	TxnRows  int     `json:"txn_rows"`       // rows per source transaction (one multi-row statement)
+	RowBytes int     `json:"row_bytes"`      // approximate JSON row image size
 }
 
 const seed = 20260601

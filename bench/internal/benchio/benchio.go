@@ -1,0 +1,158 @@
+// Package benchio is what the limit programs (bench/rawparse,
+// bench/rawproduce, bench/rawupsert) share with the bench driver
+// (bench/cmd/benchall): the record file the driver hands them, their
+// one-line JSON result, and the process's own CPU time and peak RSS.
+package benchio
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Result is one limit measurement, printed as one JSON line on stdout. The
+// field names are those of benchall's rates (docs/benchmarks.md).
+type Result struct {
+	PerS        float64 `json:"per_s"`
+	Seconds     float64 `json:"seconds"`
+	Events      int     `json:"events"` // what the rate counts (row events, records, writes)
+	CPUPer1000  float64 `json:"cpu_s_per_1000"`
+	PeakRSSMiB  float64 `json:"peak_rss_mib"`
+	Load1       float64 `json:"load1"`
+	Description string  `json:"description,omitempty"`
+	Sweep       []Point `json:"sweep,omitempty"` // rawupsert: every batch/connection point
+}
+
+// Point is one batch size × connections point of the B2 sweep.
+type Point struct {
+	BatchRows   int     `json:"batch_rows"`
+	Connections int     `json:"connections"`
+	PerS        float64 `json:"per_s"`
+}
+
+// Emit prints r as one JSON line on stdout (the driver reads the last line).
+func Emit(r Result) {
+	r.PeakRSSMiB = PeakRSSMiB()
+	b, _ := json.Marshal(r)
+	fmt.Println(string(b))
+}
+
+// Fail prints the error and exits 1.
+func Fail(prog string, err error) {
+	fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
+	os.Exit(1)
+}
+
+// SelfCPU is this process's user+system CPU seconds so far.
+func SelfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// PeakRSSMiB is this process's peak resident set so far (getrusage maxrss).
+func PeakRSSMiB() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Maxrss) / 1024 // KiB on Linux
+}
+
+// Load1 is the 1-minute load average, recorded with each measurement.
+func Load1() float64 {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
+
+// The record file is the records a tailer published, in topic order per
+// partition as read back: per record the topic, key and value, each a
+// uvarint length and its bytes (a nil key or value has length 0), after a
+// magic line.
+const magic = "readside-bench-records v1\n"
+
+// WriteRecords writes recs to path.
+func WriteRecords(path string, recs []*kgo.Record) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.WriteString(magic)
+	var n [binary.MaxVarintLen64]byte
+	put := func(b []byte) {
+		w.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))])
+		w.Write(b)
+	}
+	for _, r := range recs {
+		put([]byte(r.Topic))
+		put(r.Key)
+		put(r.Value)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// ReadRecords reads a file written by WriteRecords.
+func ReadRecords(path string) ([]*kgo.Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	head := make([]byte, len(magic))
+	if _, err := io.ReadFull(r, head); err != nil || string(head) != magic {
+		return nil, fmt.Errorf("%s is not a record file written by benchall (bench/internal/benchio)", path)
+	}
+	get := func() ([]byte, error) {
+		n, err := binary.ReadUvarint(r)
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, nil
+		}
+		b := make([]byte, n)
+		_, err = io.ReadFull(r, b)
+		return b, err
+	}
+	var recs []*kgo.Record
+	for {
+		topic, err := get()
+		if errors.Is(err, io.EOF) {
+			return recs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		key, err := get()
+		if err != nil {
+			return nil, fmt.Errorf("%s: truncated record: %w", path, err)
+		}
+		val, err := get()
+		if err != nil {
+			return nil, fmt.Errorf("%s: truncated record: %w", path, err)
+		}
+		recs = append(recs, &kgo.Record{Topic: string(topic), Key: key, Value: val})
+	}
+}

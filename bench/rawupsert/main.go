@@ -1,0 +1,193 @@
+// Command rawupsert is limit B2 of `make bench`: a projection's own writes,
+// decoded from the records a tailer published (a record file benchall
+// writes) and *not* coalesced, applied with the sink's Apply — the exact
+// version-guarded multi-row upsert (and delete) statements and
+// transaction the projector uses — into a fresh copy of the read table
+// (<table>_b2), swept over batch sizes × connections; each connection
+// owns a key range, as the projector's partitions do. It prints one JSON
+// line: the best point's writes per second, its CPU per 1,000 writes,
+// peak RSS, and the whole sweep.
+//
+//	go run ./bench/rawupsert -config readside.yaml -projection p_narrow_insert -records /tmp/bench/narrow_insert.records
+//
+// The source (for column types) and the sink come from the readside
+// config. A projection with joins is measured on its child rows alone:
+// the records of its own source topic, upserted without the parent
+// copies (no parent locks, state or fan-out), so B2 is the plain upsert
+// of the child's own columns.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+
+	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/readside/readside/bench/internal/benchio"
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
+)
+
+// DefaultSweep is benchall's sweep: batch rows x connections.
+const DefaultSweep = "1000x1,5000x1,2000x2,5000x2,5000x4"
+
+func main() {
+	cfgPath := flag.String("config", "", "readside config (source.dsn for column types, the projection, its sink)")
+	name := flag.String("projection", "", "projection to measure (default: the config's only projection)")
+	recPath := flag.String("records", "", "record file (benchall writes <bench dir>/<workload>.records)")
+	sweep := flag.String("sweep", DefaultSweep, "comma-separated batch-rows x connections points")
+	flag.Parse()
+	if err := run(*cfgPath, *name, *recPath, *sweep); err != nil {
+		benchio.Fail("rawupsert", err)
+	}
+}
+
+func run(cfgPath, name, recPath, sweepText string) error {
+	if cfgPath == "" || recPath == "" {
+		return errors.New("-config and -records are required (see go doc ./bench/rawupsert)")
+	}
+	points, err := parseSweep(sweepText)
+	if err != nil {
+		return fmt.Errorf("-sweep: %w", err)
+	}
+	ctx := context.Background()
+	cfg, err := config.Load(cfgPath, nil)
+	if err != nil {
+		return err
+	}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		return err
+	}
+	var p *projections.Projection
+	for _, c := range ps {
+		if c.Name == name || (name == "" && len(ps) == 1) {
+			p = c
+		}
+	}
+	if p == nil {
+		return fmt.Errorf("no projection %q in %s (name one with -projection)", name, cfgPath)
+	}
+	recs, err := benchio.ReadRecords(recPath)
+	if err != nil {
+		return err
+	}
+	var writes []projections.Write
+	for _, rec := range recs {
+		if rec.Topic != "" && rec.Topic != p.Topic {
+			continue // a join's parent records
+		}
+		ev, err := projections.DecodeEvent(rec.Value)
+		if err != nil {
+			return err
+		}
+		ws, err := p.Writes(ev)
+		if err != nil {
+			return err
+		}
+		writes = append(writes, ws...)
+	}
+	if len(writes) == 0 {
+		return fmt.Errorf("%s holds no records of %s", recPath, p.Topic)
+	}
+	recs = nil
+
+	raw := *p
+	raw.Joins = nil
+	for i := range writes {
+		writes[i].Parents = nil // the parent references go with the joins
+	}
+	raw.Table += "_b2"
+	dcfg, err := driver.ParseDSN(cfg.Source.DSN.Reveal())
+	if err != nil {
+		return fmt.Errorf("source.dsn: %w", err)
+	}
+	connector, err := driver.NewConnector(dcfg)
+	if err != nil {
+		return err
+	}
+	src := sql.OpenDB(connector)
+	defer src.Close()
+	types, err := raw.SourceColumns(ctx, src)
+	if err != nil {
+		return err
+	}
+	sc := cfg.Sinks[p.Sink]
+	if len(sc.Shards) > 0 {
+		return fmt.Errorf("sinks.%s is sharded: rawupsert measures one sink server; give it a config with sinks.%s.dsn", p.Sink, p.Sink)
+	}
+	sink, err := sinks.Open(ctx, sc.DSN.Reveal())
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+	if err := sink.Exec(ctx, append([]string{fmt.Sprintf("DROP TABLE IF EXISTS `%s`", raw.Table)}, sinks.DDL(&raw, types)...)); err != nil {
+		return err
+	}
+	defer sink.Exec(ctx, []string{fmt.Sprintf("DROP TABLE IF EXISTS `%s`", raw.Table)})
+
+	var best benchio.Result
+	for _, pt := range points {
+		if err := sink.Exec(ctx, []string{fmt.Sprintf("TRUNCATE TABLE `%s`", raw.Table)}); err != nil {
+			return err
+		}
+		parts := make([][]projections.Write, pt.Connections)
+		for _, w := range writes {
+			h := fnv.New32a()
+			h.Write([]byte(w.Key))
+			i := int(h.Sum32() % uint32(pt.Connections))
+			parts[i] = append(parts[i], w)
+		}
+		load, cpu0 := benchio.Load1(), benchio.SelfCPU()
+		t := time.Now()
+		errs := make(chan error, pt.Connections)
+		for _, part := range parts {
+			go func() {
+				for lo := 0; lo < len(part); lo += pt.BatchRows {
+					if err := sink.Apply(ctx, &raw, &projections.Batch{Writes: part[lo:min(lo+pt.BatchRows, len(part))]}); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range parts {
+			if err := <-errs; err != nil {
+				return err
+			}
+		}
+		secs := time.Since(t).Seconds()
+		pt.PerS = float64(len(writes)) / secs
+		best.Sweep = append(best.Sweep, pt)
+		if pt.PerS > best.PerS {
+			best.PerS, best.Seconds, best.Load1, best.Events = pt.PerS, secs, load, len(writes)
+			best.CPUPer1000 = (benchio.SelfCPU() - cpu0) / float64(len(writes)) * 1000
+			best.Description = fmt.Sprintf("%d-row batches, %d connection(s)", pt.BatchRows, pt.Connections)
+		}
+	}
+	benchio.Emit(best)
+	return nil
+}
+
+func parseSweep(s string) ([]benchio.Point, error) {
+	var out []benchio.Point
+	for _, f := range strings.Split(s, ",") {
+		rows, conns, ok := strings.Cut(strings.TrimSpace(f), "x")
+		r, err1 := strconv.Atoi(rows)
+		c, err2 := strconv.Atoi(conns)
+		if !ok || err1 != nil || err2 != nil || r < 1 || c < 1 {
+			return nil, fmt.Errorf("%q is not <batch rows>x<connections>, e.g. 5000x2", f)
+		}
+		out = append(out, benchio.Point{BatchRows: r, Connections: c})
+	}
+	return out, nil
+}
