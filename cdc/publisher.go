@@ -272,11 +272,12 @@ func (p *publisher) commit(ctx context.Context, cp Checkpoint) error {
 }
 
 // commitAsync ends the open transaction with cp and commits it in the
-// background; after runs there once it is committed. A commit still
+// background; after runs there once it is committed, with how long the
+// commit took (the wait for a previous one excluded). A commit still
 // running from before is waited for first: at most one runs at a time.
 // Its outcome reaches the caller through the next produce, commit or
 // settle.
-func (p *publisher) commitAsync(ctx context.Context, cp Checkpoint, after func()) error {
+func (p *publisher) commitAsync(ctx context.Context, cp Checkpoint, after func(took time.Duration)) error {
 	if err := p.settle(ctx); err != nil {
 		return err
 	}
@@ -303,6 +304,7 @@ func (p *publisher) commitAsync(ctx context.Context, cp Checkpoint, after func()
 		checkpoint = nil
 	}
 	p.inTxn, p.records = false, 0
+	begun := time.Now()
 	c := &pendingCommit{done: make(chan struct{})}
 	p.inflight = c
 	// A commit of complete source transactions is let finish when the
@@ -318,7 +320,7 @@ func (p *publisher) commitAsync(ctx context.Context, cp Checkpoint, after func()
 			c.err = p.commitAlone(cctx, checkpoint)
 		}
 		if c.err == nil && after != nil {
-			after()
+			after(time.Since(begun))
 		}
 	}()
 	return nil

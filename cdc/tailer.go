@@ -677,10 +677,9 @@ func (s *stream) batchStart() time.Time {
 // meanwhile; publisher.commitAsync).
 func (s *stream) commit(ctx context.Context) error {
 	cp := s.checkpoint()
-	start := time.Now()
 	needsFrom := s.pendingTS
-	err := s.pub.commitAsync(ctx, cp, func() {
-		s.t.metrics.commitLatency.Observe(time.Since(start).Seconds())
+	err := s.pub.commitAsync(ctx, cp, func(took time.Duration) {
+		s.t.metrics.commitLatency.Observe(took.Seconds())
 		s.t.committed(cp)
 		if needsFrom > s.t.needsFrom.Load() {
 			s.t.needsFrom.Store(needsFrom)
