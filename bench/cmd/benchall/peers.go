@@ -113,6 +113,10 @@ func runPeers(quick bool, outDir, only string) error {
 	} else if b, err := exec.Command("go", "build", "-o", e.bin, "./cmd/readside").CombinedOutput(); err != nil {
 		return fmt.Errorf("build: %v\n%s", err, b)
 	}
+	// readside's side runs runWorkload, which runs the limit programs.
+	if err := e.buildLimits(); err != nil {
+		return err
+	}
 	res.Broker = bed.Kafka.Version()
 	res.MariaDB, _ = bed.MySQL.Version(ctx)
 	if e.srcDB, err = bed.MySQL.CreateDatabase(ctx, "src"); err != nil {
