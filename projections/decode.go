@@ -393,15 +393,24 @@ func (s *scanner) uintInto(dst *uint64) error {
 	return nil
 }
 
+// null consumes a null where an object or null is wanted; false leaves
+// the object to the caller.
+func (s *scanner) null() (bool, error) {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != 'n' {
+		return false, nil
+	}
+	raw, err := s.value()
+	if err == nil && string(raw) != "null" {
+		err = s.errorf("want an object or null")
+	}
+	return true, err
+}
+
 // image decodes a row image: column → raw value. null clears it; a
 // repeated member adds to the same map (as encoding/json does).
 func (s *scanner) image(dst *map[string]json.RawMessage) error {
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == 'n' {
-		raw, err := s.value()
-		if err == nil && string(raw) != "null" {
-			err = s.errorf("want an object or null")
-		}
+	if null, err := s.null(); null || err != nil {
 		*dst = nil
 		return err
 	}
@@ -422,12 +431,7 @@ func (s *scanner) image(dst *map[string]json.RawMessage) error {
 
 // source decodes the source member's ts_sec and gtid.
 func (s *scanner) source(dst **EventSource) error {
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == 'n' {
-		raw, err := s.value()
-		if err == nil && string(raw) != "null" {
-			err = s.errorf("want an object or null")
-		}
+	if null, err := s.null(); null || err != nil {
 		*dst = nil
 		return err
 	}
