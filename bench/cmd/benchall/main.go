@@ -143,36 +143,17 @@ func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 	if err != nil {
 		return err
 	}
-	e := &env{bed: bed, dir: bed.Dir(), serverID: 700, log: slog.New(slog.NewTextHandler(io.Discard, nil)), profile: profile}
-	e.bin = filepath.Join(bed.Dir(), "readside")
-	if prebuilt != "" {
-		e.bin = prebuilt
-	} else if b, err := exec.Command("go", "build", "-o", e.bin, "./cmd/readside").CombinedOutput(); err != nil {
-		return fmt.Errorf("build: %v\n%s", err, b)
-	}
 	if quick {
 		limitSweep = quickSweep
 	}
-	if err := e.buildLimits(); err != nil {
+	e, err := newEnv(ctx, bed)
+	if err != nil {
 		return err
 	}
+	defer e.close()
+	e.profile = profile
 	res.Broker = bed.Kafka.Version()
 	res.MariaDB, _ = bed.MySQL.Version(ctx)
-	if e.srcDB, err = bed.MySQL.CreateDatabase(ctx, "src"); err != nil {
-		return err
-	}
-	if e.sinkDB, err = bed.MySQL.CreateDatabase(ctx, "reads"); err != nil {
-		return err
-	}
-	if e.sink, err = sinks.Open(ctx, bed.MySQL.AdminDSN()+e.sinkDB); err != nil {
-		return err
-	}
-	defer e.sink.Close()
-	if e.kcl, err = kgo.NewClient(kgo.SeedBrokers(bed.Kafka.Brokers()...)); err != nil {
-		return err
-	}
-	defer e.kcl.Close()
-	e.adm = kadm.NewClient(e.kcl)
 
 	start := time.Now()
 	for _, w := range workloads(quick) {
@@ -214,6 +195,43 @@ func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 	res.DurationS = time.Since(start).Seconds()
 	res.LoadAfter = loadavg()
 	return writeResults(outDir, &res)
+}
+
+// newEnv builds readside and the limit programs into the bed's directory
+// (or takes -readside), creates the source and sink databases and opens
+// the clients every step shares.
+func newEnv(ctx context.Context, bed *testbed.Bed) (*env, error) {
+	e := &env{bed: bed, dir: bed.Dir(), serverID: 700, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	e.bin = filepath.Join(bed.Dir(), "readside")
+	if prebuilt != "" {
+		e.bin = prebuilt
+	} else if b, err := exec.Command("go", "build", "-o", e.bin, "./cmd/readside").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build: %v\n%s", err, b)
+	}
+	if err := e.buildLimits(); err != nil {
+		return nil, err
+	}
+	var err error
+	if e.srcDB, err = bed.MySQL.CreateDatabase(ctx, "src"); err != nil {
+		return nil, err
+	}
+	if e.sinkDB, err = bed.MySQL.CreateDatabase(ctx, "reads"); err != nil {
+		return nil, err
+	}
+	if e.sink, err = sinks.Open(ctx, bed.MySQL.AdminDSN()+e.sinkDB); err != nil {
+		return nil, err
+	}
+	if e.kcl, err = kgo.NewClient(kgo.SeedBrokers(bed.Kafka.Brokers()...)); err != nil {
+		e.sink.Close()
+		return nil, err
+	}
+	e.adm = kadm.NewClient(e.kcl)
+	return e, nil
+}
+
+func (e *env) close() {
+	e.kcl.Close()
+	e.sink.Close()
 }
 
 // config writes a readside config for one workload: its own topic prefix,

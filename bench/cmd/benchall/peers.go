@@ -14,8 +14,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,7 +26,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/readside/readside/bench/peers"
 	"github.com/readside/readside/e2e/testbed"
@@ -106,34 +103,13 @@ func runPeers(quick bool, outDir, only string) error {
 	if bed.Kafka.Kind != "kafka" {
 		return fmt.Errorf("make bench-peers needs the real Apache Kafka broker (Kafka Connect runs against it); unset E2E_BROKER (it is %q)", bed.Kafka.Kind)
 	}
-	e := &env{bed: bed, dir: bed.Dir(), serverID: 700, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	e.bin = filepath.Join(bed.Dir(), "readside")
-	if prebuilt != "" {
-		e.bin = prebuilt
-	} else if b, err := exec.Command("go", "build", "-o", e.bin, "./cmd/readside").CombinedOutput(); err != nil {
-		return fmt.Errorf("build: %v\n%s", err, b)
-	}
-	// readside's side runs runWorkload, which runs the limit programs.
-	if err := e.buildLimits(); err != nil {
+	e, err := newEnv(ctx, bed)
+	if err != nil {
 		return err
 	}
+	defer e.close()
 	res.Broker = bed.Kafka.Version()
 	res.MariaDB, _ = bed.MySQL.Version(ctx)
-	if e.srcDB, err = bed.MySQL.CreateDatabase(ctx, "src"); err != nil {
-		return err
-	}
-	if e.sinkDB, err = bed.MySQL.CreateDatabase(ctx, "reads"); err != nil {
-		return err
-	}
-	if e.sink, err = sinks.Open(ctx, bed.MySQL.AdminDSN()+e.sinkDB); err != nil {
-		return err
-	}
-	defer e.sink.Close()
-	if e.kcl, err = kgo.NewClient(kgo.SeedBrokers(bed.Kafka.Brokers()...)); err != nil {
-		return err
-	}
-	defer e.kcl.Close()
-	e.adm = kadm.NewClient(e.kcl)
 
 	logf("resolving Kafka Connect and Debezium %s with Maven", debeziumVersion)
 	cn, err := installConnect(ctx, bed.Dir())
