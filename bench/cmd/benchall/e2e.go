@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/readside/readside/cdc"
@@ -282,13 +281,4 @@ func currentRSS(pid int) float64 {
 		}
 	}
 	return 0
-}
-
-// selfCPU is this process's user+system CPU seconds (B1 and B2 run here).
-func selfCPU() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }

@@ -128,21 +128,13 @@ type env struct {
 
 func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 	ctx := context.Background()
-	res := results{StartedAt: time.Now().UTC(), Quick: quick, Host: hostInfo{CPUs: runtime.NumCPU(), GoVer: runtime.Version()}}
-	if b, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
-		res.Host.Commit = strings.TrimSpace(string(b))
-	}
-	res.LoadBefore = waitQuiet(1.5, quietWait)
-	logf("load before: %.2f", res.LoadBefore)
-	bed, err := testbed.Start(ctx, testbed.Options{})
-	defer func() {
-		if err := bed.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, "cleanup:", err)
-		}
-	}()
+	res := results{StartedAt: time.Now().UTC(), Quick: quick, Host: thisHost()}
+	bed, load, closeBed, err := startBed(ctx)
+	defer closeBed()
 	if err != nil {
 		return err
 	}
+	res.LoadBefore = load
 	if quick {
 		limitSweep = quickSweep
 	}
@@ -195,6 +187,28 @@ func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 	res.DurationS = time.Since(start).Seconds()
 	res.LoadAfter = loadavg()
 	return writeResults(outDir, &res)
+}
+
+// thisHost describes the machine and the commit measured.
+func thisHost() hostInfo {
+	h := hostInfo{CPUs: runtime.NumCPU(), GoVer: runtime.Version()}
+	if b, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		h.Commit = strings.TrimSpace(string(b))
+	}
+	return h
+}
+
+// startBed waits for a quiet machine (returning the load it settled on),
+// then starts the test bed; closeBed is to be deferred even on error.
+func startBed(ctx context.Context) (bed *testbed.Bed, load float64, closeBed func(), err error) {
+	load = waitQuiet(1.5, quietWait)
+	logf("load before: %.2f", load)
+	bed, err = testbed.Start(ctx, testbed.Options{})
+	return bed, load, func() {
+		if err := bed.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "cleanup:", err)
+		}
+	}, err
 }
 
 // newEnv builds readside and the limit programs into the bed's directory

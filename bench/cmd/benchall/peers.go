@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,25 +80,16 @@ type peerLatency struct {
 
 func runPeers(quick bool, outDir, only string) error {
 	ctx := context.Background()
-	res := peersResults{StartedAt: time.Now().UTC(), Quick: quick, Debezium: debeziumVersion, Config: map[string]string{},
-		Host: hostInfo{CPUs: runtime.NumCPU(), GoVer: runtime.Version()}}
-	if b, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
-		res.Host.Commit = strings.TrimSpace(string(b))
-	}
+	res := peersResults{StartedAt: time.Now().UTC(), Quick: quick, Debezium: debeziumVersion, Config: map[string]string{}, Host: thisHost()}
 	if b, err := exec.Command("java", "-version").CombinedOutput(); err == nil {
 		res.JVM = strings.SplitN(strings.TrimSpace(string(b)), "\n", 2)[0]
 	}
-	res.LoadBefore = waitQuiet(1.5, quietWait)
-	logf("load before: %.2f", res.LoadBefore)
-	bed, err := testbed.Start(ctx, testbed.Options{})
-	defer func() {
-		if err := bed.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, "cleanup:", err)
-		}
-	}()
+	bed, load, closeBed, err := startBed(ctx)
+	defer closeBed()
 	if err != nil {
 		return err
 	}
+	res.LoadBefore = load
 	if bed.Kafka.Kind != "kafka" {
 		return fmt.Errorf("make bench-peers needs the real Apache Kafka broker (Kafka Connect runs against it); unset E2E_BROKER (it is %q)", bed.Kafka.Kind)
 	}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/readside/readside/bench/internal/benchio"
 	"github.com/readside/readside/e2e/testbed"
 )
 
@@ -113,15 +114,7 @@ func freeAddr() string {
 }
 
 // loadavg is the 1-minute load average, recorded with each measurement.
-func loadavg() float64 {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
-}
+func loadavg() float64 { return benchio.Load1() }
 
 // waitQuiet waits up to max for the 1-minute load to fall below limit and
 // returns the load it settled on.

@@ -226,7 +226,7 @@ func (e *env) tailerDrain(ctx context.Context, cfgPath, prefix, topic string, en
 		done := make(chan error, 1)
 		stopProfile := func() {}
 		go func() { done <- tl.Run(tctx) }()
-		cpu = func() float64 { return selfCPU() }
+		cpu = benchio.SelfCPU
 		var once sync.Once
 		stop = func() float64 {
 			once.Do(func() {
