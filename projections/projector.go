@@ -344,7 +344,11 @@ func (pr *Projector) prepare(fetches kgo.Fetches) *job {
 		}
 	})
 	stale := new(atomic.Int64)
-	for _, recs := range splitByPartition(records, pr.p.ApplyConcurrency) {
+	groups := pr.p.ApplyConcurrency
+	if len(records) < splitFrom {
+		groups = 1
+	}
+	for _, recs := range splitByPartition(records, groups) {
 		b, bad := pr.p.Build(recs)
 		b.Stale = stale
 		j.parts = append(j.parts, b)
@@ -352,6 +356,13 @@ func (pr *Projector) prepare(fetches kgo.Fetches) *job {
 	}
 	return j
 }
+
+// splitFrom is the smallest poll dealt into concurrent transactions. A
+// caught-up projector polls a few hundred records at a time: one
+// transaction applies them with half the statements and commits of two,
+// which on a busy sink server is what its latency is made of, while a
+// backlog's polls of thousands still use every connection.
+const splitFrom = 1000
 
 // splitByPartition deals records into at most n groups of whole partitions,
 // balanced by record count, each partition's records in their order.

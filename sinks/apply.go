@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -70,11 +71,10 @@ func argBytes(vals []any) int {
 // transactions meet at step 1's row lock, so whichever commits second
 // sees the other's rows: a child can never keep a stale parent copy.
 func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *projections.Batch) (err error) {
-	// READ COMMITTED: each statement reads the latest committed rows, which
-	// step 4 relies on after step 1's locks; no gap locks between batches.
-	// (Set per transaction: the variable's name differs between MySQL and
-	// MariaDB.)
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	// READ COMMITTED (every sink connection's level, readCommitted): each
+	// statement reads the latest committed rows, which step 4 relies on
+	// after step 1's locks; no gap locks between batches.
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -104,18 +104,8 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 			return err
 		}
 	}
-	topics := make([]string, 0, len(b.Offsets))
-	for t := range b.Offsets {
-		topics = append(topics, t)
-	}
-	sort.Strings(topics)
-	for _, topic := range topics {
-		for part, next := range b.Offsets[topic] {
-			if _, err := a.exec("INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = GREATEST(next_offset, VALUES(next_offset))",
-				p.Name, topic, part, next); err != nil {
-				return err
-			}
-		}
+	if err := a.offsets(b.Offsets); err != nil {
+		return err
 	}
 	if err := a.watermarks(b.Marks); err != nil {
 		return err
@@ -145,6 +135,36 @@ func (a *applier) exec(query string, args ...any) (sql.Result, error) {
 		query = mysql8Upsert(query)
 	}
 	return a.tx.ExecContext(a.ctx, a.comment+query, args...)
+}
+
+// offsets records the next offset to consume of each partition, in one
+// statement; they only ever move forward.
+func (a *applier) offsets(offs projections.Offsets) error {
+	var args []any
+	rows := 0
+	topics := make([]string, 0, len(offs))
+	for t := range offs {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	for _, topic := range topics {
+		parts := make([]int32, 0, len(offs[topic]))
+		for part := range offs[topic] {
+			parts = append(parts, part)
+		}
+		slices.Sort(parts)
+		for _, part := range parts {
+			args = append(args, a.p.Name, topic, part, offs[topic][part])
+			rows++
+		}
+	}
+	if rows == 0 {
+		return nil
+	}
+	row := "(?, ?, ?, ?)"
+	_, err := a.exec("INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES "+row+strings.Repeat(", "+row, rows-1)+
+		" ON DUPLICATE KEY UPDATE next_offset = GREATEST(next_offset, VALUES(next_offset))", args...)
+	return err
 }
 
 // watermarks moves each partition's applied source position forward (the
@@ -367,12 +387,11 @@ func (a *applier) readRows(writes []projections.Write) error {
 }
 
 // dropShadowed removes upserts a newer (or equal) delete or truncate
-// already covers: a late or replayed upsert never resurrects a row.
+// already covers: a late or replayed upsert never resurrects a row. The
+// truncation floor comes with the first tombstone lookup (one round trip
+// less per batch).
 func (a *applier) dropShadowed(ups []projections.Write) ([]projections.Write, error) {
-	floor, err := a.truncatedAt(a.p.Name)
-	if err != nil {
-		return nil, err
-	}
+	var floor uint64
 	tomb := map[string]uint64{}
 	for start := 0; start < len(ups); start += chunk {
 		part := ups[start:min(start+chunk, len(ups))]
@@ -380,7 +399,12 @@ func (a *applier) dropShadowed(ups []projections.Write) ([]projections.Write, er
 		for _, w := range part {
 			args = append(args, []byte(w.Key))
 		}
-		rows, err := a.tx.QueryContext(a.ctx, "SELECT key_text, version FROM `_readside_tombstones` WHERE projection = ? AND key_text IN (?"+strings.Repeat(", ?", len(part)-1)+")", args...)
+		query := "SELECT key_text, version FROM `_readside_tombstones` WHERE projection = ? AND key_text IN (?" + strings.Repeat(", ?", len(part)-1) + ")"
+		if start == 0 {
+			query += " UNION ALL SELECT NULL, version FROM `_readside_truncations` WHERE projection = ?"
+			args = append(args, a.p.Name)
+		}
+		rows, err := a.tx.QueryContext(a.ctx, query, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -391,7 +415,11 @@ func (a *applier) dropShadowed(ups []projections.Write) ([]projections.Write, er
 				rows.Close()
 				return nil, err
 			}
-			tomb[string(k)] = v
+			if k == nil { // the truncation row
+				floor = v
+			} else {
+				tomb[string(k)] = v
+			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {

@@ -1,6 +1,10 @@
 package sinks
 
-import "testing"
+import (
+	"testing"
+
+	driver "github.com/go-sql-driver/mysql"
+)
 
 func TestMySQL8Upsert(t *testing.T) {
 	in := "INSERT INTO `t` (`id`, `name`, `_rs_version`) VALUES (?, ?, ?), (?, ?, ?) ON DUPLICATE KEY UPDATE `name` = IF(VALUES(`_rs_version`) > `_rs_version`, VALUES(`name`), `name`), `_rs_version` = GREATEST(`_rs_version`, VALUES(`_rs_version`))"
@@ -18,6 +22,29 @@ func TestMySQL8Upsert(t *testing.T) {
 	for v, want := range map[string]bool{"10.11.19-MariaDB-0+deb12u1": false, "8.0.18": false, "8.0.19": true, "8.4.3": true, "9.1.0": true, "5.7.44-log": false, "8.0.36-28": true} {
 		if usesRowAlias(v) != want {
 			t.Errorf("usesRowAlias(%q) = %v", v, !want)
+		}
+	}
+}
+
+func TestInterpolationSafe(t *testing.T) {
+	for dsn, want := range map[string]bool{
+		"u:p@tcp(h:3306)/db":                                 true,
+		"u:p@tcp(h:3306)/db?charset=utf8mb4":                 true,
+		"u:p@tcp(h:3306)/db?charset=utf8mb4,utf8":            true,
+		"u:p@tcp(h:3306)/db?charset=latin1":                  true,
+		"u:p@tcp(h:3306)/db?collation=utf8mb4_unicode_ci":    true,
+		"u:p@tcp(h:3306)/db?charset=gbk":                     false,
+		"u:p@tcp(h:3306)/db?charset=utf8mb4,sjis":            false,
+		"u:p@tcp(h:3306)/db?collation=big5_chinese_ci":       false,
+		"u:p@tcp(h:3306)/db?collation=cp932_japanese_ci&x=1": false,
+		"u:p@tcp(h:3306)/db?charset=gb18030&parseTime=true":  false,
+	} {
+		cfg, err := driver.ParseDSN(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := interpolationSafe(cfg); got != want {
+			t.Errorf("interpolationSafe(%s) = %v, want %v", dsn, got, want)
 		}
 	}
 }
