@@ -324,10 +324,18 @@ func (pr *Projector) collectTombstones(ctx context.Context) {
 // job is a polled and mapped batch waiting to be applied: one Batch per
 // set of partitions, applied concurrently (apply_concurrency).
 type job struct {
-	fetches kgo.Fetches
-	parts   []*Batch
-	bad     []Rejected
-	start   time.Time
+	parts []*Batch
+	bad   []Rejected
+	start time.Time
+	// lagAfter is each polled partition's consumer lag once the job
+	// commits. The job keeps no polled record: see prepare.
+	lagAfter []partitionLag
+}
+
+type partitionLag struct {
+	topic string
+	part  int32
+	lag   int64
 }
 
 // prepare maps polled records to batches (nil when there are none).
@@ -336,11 +344,12 @@ func (pr *Projector) prepare(fetches kgo.Fetches) *job {
 	if len(records) == 0 {
 		return nil
 	}
-	j := &job{fetches: fetches, start: time.Now()}
+	j := &job{start: time.Now()}
 	// Until this batch commits, its records are pending too.
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-		if len(fp.Records) > 0 {
+		if n := len(fp.Records); n > 0 {
 			pr.o.Metrics.consumerLag(pr.p, fp.Topic, fp.Partition, fp.HighWatermark-fp.Records[0].Offset)
+			j.lagAfter = append(j.lagAfter, partitionLag{fp.Topic, fp.Partition, fp.HighWatermark - (fp.Records[n-1].Offset + 1)})
 		}
 	})
 	stale := new(atomic.Int64)
@@ -351,6 +360,19 @@ func (pr *Projector) prepare(fetches kgo.Fetches) *job {
 	for _, recs := range splitByPartition(records, groups) {
 		b, bad := pr.p.Build(recs)
 		b.Stale = stale
+		if pr.dlq == nil {
+			// Only dead-lettering needs a write's record. Dropped, the
+			// polled records (and the decompressed fetch buffers they
+			// point into) are garbage once the batch is built, not held
+			// while it is applied and the next poll is built (drain peak
+			// RSS 236 → 203 MiB on wide rows).
+			for i := range b.Writes {
+				b.Writes[i].From = nil
+			}
+			for i := range b.Parents {
+				b.Parents[i].From = nil
+			}
+		}
 		j.parts = append(j.parts, b)
 		j.bad = append(j.bad, bad...)
 	}
@@ -444,11 +466,9 @@ func (pr *Projector) commit(ctx context.Context, j *job) error {
 		pr.o.Metrics.applied(pr.p, b, time.Since(j.start))
 		writes, parents = writes+len(b.Writes), parents+len(b.Parents)
 	}
-	j.fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-		if n := len(fp.Records); n > 0 {
-			pr.o.Metrics.consumerLag(pr.p, fp.Topic, fp.Partition, fp.HighWatermark-(fp.Records[n-1].Offset+1))
-		}
-	})
+	for _, l := range j.lagAfter {
+		pr.o.Metrics.consumerLag(pr.p, l.topic, l.part, l.lag)
+	}
 	pr.log.Debug("batch applied", "writes", writes, "parents", parents, "transactions", len(j.parts), "took", time.Since(j.start))
 	return nil
 }

@@ -42,6 +42,7 @@ func main() {
 	profile := flag.String("cpuprofile", "", "run the tailer drains in-process and write a CPU profile of them here (pprof)")
 	skipLatency := flag.Bool("skip-e2e", false, "skip the end-to-end and latency steps")
 	flag.StringVar(&fixedRates, "latency-rates", "", "comma-separated offered rows/s for the latency steps instead of 25/50/75% of the measured end-to-end rate (same-conditions A/B runs)")
+	flag.StringVar(&readsideEnv, "readside-env", "", "space-separated VAR=value for the readside processes only, e.g. GOMEMLIMIT=64MiB (A/B of runtime settings; the limit programs keep the default)")
 	flag.StringVar(&prebuilt, "readside", "", "use this readside binary instead of building ./cmd/readside (before/after comparisons)")
 	flag.StringVar(&outageFlag, "outage", "", "length of the sink outage in the end-to-end step (default 2m, 15s with -quick; 0 skips it)")
 	flag.DurationVar(&quietWait, "quiet-wait", 90*time.Second, "wait up to this long for a 1-minute load below 1.5 before starting")
@@ -66,9 +67,10 @@ func main() {
 }
 
 var (
-	quietWait  time.Duration
-	prebuilt   string
-	fixedRates string
+	quietWait   time.Duration
+	prebuilt    string
+	readsideEnv string
+	fixedRates  string
 )
 
 func workloads(quick bool) []workload {
@@ -109,6 +111,9 @@ type hostInfo struct {
 	CPUs   int    `json:"cpus"`
 	GoVer  string `json:"go"`
 	Commit string `json:"commit"`
+	// ReadsideEnv is -readside-env: runtime settings of the readside
+	// processes in this run (empty: the defaults).
+	ReadsideEnv string `json:"readside_env,omitempty"`
 }
 
 // env is what every step shares: one test bed, one readside binary.
@@ -191,7 +196,7 @@ func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 
 // thisHost describes the machine and the commit measured.
 func thisHost() hostInfo {
-	h := hostInfo{CPUs: runtime.NumCPU(), GoVer: runtime.Version()}
+	h := hostInfo{CPUs: runtime.NumCPU(), GoVer: runtime.Version(), ReadsideEnv: readsideEnv}
 	if b, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		h.Commit = strings.TrimSpace(string(b))
 	}

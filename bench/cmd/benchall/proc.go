@@ -36,6 +36,9 @@ func startReadside(bin, cfgPath, role, logPath, httpAddr string) (*proc, error) 
 	defer logf.Close()
 	cmd := exec.Command(bin, "run", "--role", role, "-c", cfgPath, "--http", httpAddr)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if readsideEnv != "" {
+		cmd.Env = append(os.Environ(), strings.Fields(readsideEnv)...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, err

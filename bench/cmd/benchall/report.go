@@ -50,6 +50,9 @@ func markdown(res *results) string {
 	fmt.Fprintf(&b, "# readside benchmark (%s)\n\n", kind)
 	fmt.Fprintf(&b, "%s, commit %s, %d CPUs, %s; broker %s; MariaDB %s. 1-minute load average %.2f before the run, %.2f after; each rate's own load is in latest.json. Took %.0f s.\n\n",
 		res.StartedAt.Format("2006-01-02 15:04 MST"), res.Host.Commit, res.Host.CPUs, res.Host.GoVer, res.Broker, res.MariaDB, res.LoadBefore, res.LoadAfter, res.DurationS)
+	if res.Host.ReadsideEnv != "" {
+		fmt.Fprintf(&b, "The readside processes ran with `%s`.\n\n", res.Host.ReadsideEnv)
+	}
 	b.WriteString("Rates are row events per second. B0: go-mysql parses the same binlog range, rows discarded (best of 3). B1: the tailer's records produced again to the same broker (franz-go, acks=all, idempotent; best of 3). B2: the projection's own writes through the sink's multi-row version-guarded upsert, best of a batch/connection sweep, not coalesced. Projector rates count source events consumed; `rows/s` is read-table writes after coalescing per key.\n\n")
 	b.WriteString("| workload | events | record B | B0 parse | B1 produce | tailer | **tailer / min(B0,B1)** | B2 upsert | projector (events/s) | projector rows/s | **projector / B2** |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, w := range res.Workloads {
