@@ -83,9 +83,11 @@ func Load1() float64 {
 
 // The record file is the records a tailer published, in topic order per
 // partition as read back: per record the topic, key and value, each a
-// uvarint length and its bytes (a nil key or value has length 0), after a
-// magic line.
-const magic = "readside-bench-records v1\n"
+// uvarint length and its bytes (a nil key or value has length 0), then
+// the partition and the offset, each a uvarint, after a magic line. The
+// partition and offset let rawupsert -joins build batches as the
+// projector does (offsets, watermarks, partitions dealt to connections).
+const magic = "readside-bench-records v2\n"
 
 // WriteRecords writes recs to path.
 func WriteRecords(path string, recs []*kgo.Record) error {
@@ -104,6 +106,8 @@ func WriteRecords(path string, recs []*kgo.Record) error {
 		put([]byte(r.Topic))
 		put(r.Key)
 		put(r.Value)
+		w.Write(n[:binary.PutUvarint(n[:], uint64(r.Partition))])
+		w.Write(n[:binary.PutUvarint(n[:], uint64(r.Offset))])
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()
@@ -122,7 +126,7 @@ func ReadRecords(path string) ([]*kgo.Record, error) {
 	r := bufio.NewReaderSize(f, 1<<20)
 	head := make([]byte, len(magic))
 	if _, err := io.ReadFull(r, head); err != nil || string(head) != magic {
-		return nil, fmt.Errorf("%s is not a record file written by benchall (bench/internal/benchio)", path)
+		return nil, fmt.Errorf("%s is not a record file written by this benchall (bench/internal/benchio, %q): run benchall again to write it", path, strings.TrimSpace(magic))
 	}
 	get := func() ([]byte, error) {
 		n, err := binary.ReadUvarint(r)
@@ -153,6 +157,14 @@ func ReadRecords(path string) ([]*kgo.Record, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: truncated record: %w", path, err)
 		}
-		recs = append(recs, &kgo.Record{Topic: string(topic), Key: key, Value: val})
+		part, err := binary.ReadUvarint(r)
+		if err != nil {
+			return nil, fmt.Errorf("%s: truncated record: %w", path, err)
+		}
+		off, err := binary.ReadUvarint(r)
+		if err != nil {
+			return nil, fmt.Errorf("%s: truncated record: %w", path, err)
+		}
+		recs = append(recs, &kgo.Record{Topic: string(topic), Key: key, Value: val, Partition: int32(part), Offset: int64(off)})
 	}
 }
