@@ -116,13 +116,14 @@ func runJoins(ctx context.Context, cfg config.Config, p *projections.Projection,
 		cpu := benchio.SelfCPU() - cpu0
 		// Every point applies the same records, so it must leave the same
 		// rows: a difference means a point did less (or other) work.
-		out, err := readOutcome(ctx, sink, &jp)
-		if err != nil {
+		var out outcome
+		if out.rows, out.joined, err = benchio.JoinedRows(ctx, sink.DB(), &jp); err != nil {
 			return err
 		}
 		if first == nil {
 			first = &out
-		} else if out != *first {
+			best.ReadRows, best.JoinedRows = out.rows, out.joined
+		} else if !out.equal(*first) {
 			return fmt.Errorf("the %dx%d point left %s, the first point %s: the points did not do the same work", pt.BatchRows, pt.Connections, out, *first)
 		}
 		pt.PerS = float64(len(mine)) / secs
@@ -201,34 +202,14 @@ func dealByPartition(records []*kgo.Record, n int) [][]*kgo.Record {
 }
 
 // outcome is what a point left in the read table: its rows, and per join
-// the rows showing a parent (join version above 0).
+// the rows showing a parent (benchio.JoinedRows).
 type outcome struct {
 	rows   int64
-	joined string
+	joined []int64
 }
+
+func (o outcome) equal(x outcome) bool { return o.rows == x.rows && slices.Equal(o.joined, x.joined) }
 
 func (o outcome) String() string {
-	return fmt.Sprintf("%d read rows, %s showing a parent", o.rows, o.joined)
-}
-
-func readOutcome(ctx context.Context, sink *sinks.MySQL, p *projections.Projection) (outcome, error) {
-	var o outcome
-	sel := "SELECT COUNT(*)"
-	for _, j := range p.Joins {
-		sel += fmt.Sprintf(", COALESCE(SUM(`%s` > 0), 0)", j.VersionColumn())
-	}
-	dest := []any{&o.rows}
-	joined := make([]int64, len(p.Joins))
-	for i := range joined {
-		dest = append(dest, &joined[i])
-	}
-	if err := sink.DB().QueryRowContext(ctx, sel+" FROM `"+p.Table+"`").Scan(dest...); err != nil {
-		return o, fmt.Errorf("counting the rows of %s: %w", p.Table, err)
-	}
-	var parts []string
-	for i, n := range joined {
-		parts = append(parts, fmt.Sprintf("%d (join %d)", n, p.Joins[i].N))
-	}
-	o.joined = strings.Join(parts, ", ")
-	return o, nil
+	return fmt.Sprintf("%d read rows, %v showing a parent (per join)", o.rows, o.joined)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,8 +56,10 @@ type workloadResult struct {
 	B2Join            *rate     `json:"b2_join_statements,omitempty"`
 	B2JoinSweep       []b2Point `json:"b2_join_sweep,omitempty"`
 	ProjectorVsB2Join float64   `json:"projector_vs_b2_join,omitempty"`
-	BacklogWriteS     float64   `json:"backlog_write_s"`
-	TailerProfiled    bool      `json:"tailer_in_process_profiled,omitempty"`
+	// B2JoinCheck compares the rows B2-join left with the projector's.
+	B2JoinCheck    string  `json:"b2_join_check,omitempty"`
+	BacklogWriteS  float64 `json:"backlog_write_s"`
+	TailerProfiled bool    `json:"tailer_in_process_profiled,omitempty"`
 }
 
 func tableName(w workload) string { return w.Name }
@@ -151,12 +154,14 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 	// B2 with join statements: the same sink work as the projector's
 	// (parent locks, parent state, fan-out), for the projector/B2 ratio
 	// of a join to compare like with like.
+	var b2j limitResult
 	if len(proj.Joins) > 0 {
 		bj, err := e.runLimit(ctx, "rawupsert", "-joins", "-config", cfgPath, "-projection", proj.Name, "-records", recFile, "-sweep", limitSweep)
 		if err != nil {
 			return r, err
 		}
 		r.B2Join, r.B2JoinSweep = &bj.rate, bj.Sweep
+		b2j = bj
 	}
 
 	// The projector drains the topic (the tailer is stopped).
@@ -165,6 +170,20 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 	}
 	if r.Projector, r.ProjectorRows, err = e.projectorDrain(ctx, cfgPath, proj, w.Events); err != nil {
 		return r, err
+	}
+	// The same records must leave the same rows: B2-join did the
+	// projector's work, not less.
+	if r.B2Join != nil {
+		rows, joined, err := benchio.JoinedRows(ctx, e.sink.DB(), proj)
+		if err != nil {
+			return r, err
+		}
+		if rows == b2j.ReadRows && slices.Equal(joined, b2j.JoinedRows) {
+			r.B2JoinCheck = fmt.Sprintf("same rows as the projector: %d read rows, %v showing a parent (per join)", rows, joined)
+		} else {
+			r.B2JoinCheck = fmt.Sprintf("DIFFERENT rows: the projector left %d read rows, %v showing a parent (per join); B2 with join statements %d, %v", rows, joined, b2j.ReadRows, b2j.JoinedRows)
+			logf("warning: %s: %s", w.Name, r.B2JoinCheck)
+		}
 	}
 	r.TailerVsLimit = r.Tailer.PerS / min(r.B0.PerS, r.B1.PerS)
 	r.ProjectorVsB2 = r.Projector.PerS / r.B2.PerS

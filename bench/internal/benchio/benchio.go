@@ -6,6 +6,8 @@ package benchio
 
 import (
 	"bufio"
+	"context"
+	"database/sql"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -17,6 +19,8 @@ import (
 	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/projections"
 )
 
 // Result is one limit measurement, printed as one JSON line on stdout. The
@@ -30,6 +34,29 @@ type Result struct {
 	Load1       float64 `json:"load1"`
 	Description string  `json:"description,omitempty"`
 	Sweep       []Point `json:"sweep,omitempty"` // rawupsert: every batch/connection point
+	// rawupsert -joins: what every point left in the read table (see
+	// JoinedRows), for benchall to compare with the projector's.
+	ReadRows   int64   `json:"read_rows,omitempty"`
+	JoinedRows []int64 `json:"joined_rows,omitempty"`
+}
+
+// JoinedRows counts a read table's rows and, per join, the rows showing a
+// parent (join version above 0): the same records must leave the same
+// counts whoever applies them (rawupsert -joins, the projector).
+func JoinedRows(ctx context.Context, db *sql.DB, p *projections.Projection) (rows int64, joined []int64, err error) {
+	sel := "SELECT COUNT(*)"
+	for _, j := range p.Joins {
+		sel += fmt.Sprintf(", COALESCE(SUM(`%s` > 0), 0)", j.VersionColumn())
+	}
+	joined = make([]int64, len(p.Joins))
+	dest := []any{&rows}
+	for i := range joined {
+		dest = append(dest, &joined[i])
+	}
+	if err := db.QueryRowContext(ctx, sel+" FROM `"+p.Table+"`").Scan(dest...); err != nil {
+		return 0, nil, fmt.Errorf("counting the rows of %s: %w", p.Table, err)
+	}
+	return rows, joined, nil
 }
 
 // Point is one batch size × connections point of the B2 sweep.
