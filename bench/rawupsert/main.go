@@ -15,6 +15,12 @@
 // the records of its own source topic, upserted without the parent
 // copies (no parent locks, state or fan-out), so B2 is the plain upsert
 // of the child's own columns.
+//
+// With -joins (projections with joins only), it measures instead the
+// join's whole statement set, "B2 with join statements" (joins.go): every
+// record, parents included, built into batches by the projector's own
+// Build and applied with Apply into fresh copies of the read table and
+// the join state tables.
 package main
 
 import (
@@ -44,13 +50,14 @@ func main() {
 	name := flag.String("projection", "", "projection to measure (default: the config's only projection)")
 	recPath := flag.String("records", "", "record file (benchall writes <bench dir>/<workload>.records)")
 	sweep := flag.String("sweep", DefaultSweep, "comma-separated batch-rows x connections points")
+	joins := flag.Bool("joins", false, "measure the join's statements too: every record, parents included, batched by the projector's Build (batch rows = records), partitions dealt to connections (see joins.go)")
 	flag.Parse()
-	if err := run(*cfgPath, *name, *recPath, *sweep); err != nil {
+	if err := run(*cfgPath, *name, *recPath, *sweep, *joins); err != nil {
 		benchio.Fail("rawupsert", err)
 	}
 }
 
-func run(cfgPath, name, recPath, sweepText string) error {
+func run(cfgPath, name, recPath, sweepText string, joins bool) error {
 	if cfgPath == "" || recPath == "" {
 		return errors.New("-config and -records are required (see go doc ./bench/rawupsert)")
 	}
@@ -80,6 +87,9 @@ func run(cfgPath, name, recPath, sweepText string) error {
 	if err != nil {
 		return err
 	}
+	if joins {
+		return runJoins(ctx, cfg, p, recs, recPath, points)
+	}
 	var writes []projections.Write
 	for _, rec := range recs {
 		if rec.Topic != "" && rec.Topic != p.Topic {
@@ -106,25 +116,7 @@ func run(cfgPath, name, recPath, sweepText string) error {
 		writes[i].Parents = nil // the parent references go with the joins
 	}
 	raw.Table += "_b2"
-	dcfg, err := driver.ParseDSN(cfg.Source.DSN.Reveal())
-	if err != nil {
-		return fmt.Errorf("source.dsn: %w", err)
-	}
-	connector, err := driver.NewConnector(dcfg)
-	if err != nil {
-		return err
-	}
-	src := sql.OpenDB(connector)
-	defer src.Close()
-	types, err := raw.SourceColumns(ctx, src)
-	if err != nil {
-		return err
-	}
-	sc := cfg.Sinks[p.Sink]
-	if len(sc.Shards) > 0 {
-		return fmt.Errorf("sinks.%s is sharded: rawupsert measures one sink server; give it a config with sinks.%s.dsn", p.Sink, p.Sink)
-	}
-	sink, err := sinks.Open(ctx, sc.DSN.Reveal())
+	types, sink, err := open(ctx, cfg, &raw)
 	if err != nil {
 		return err
 	}
@@ -176,6 +168,31 @@ func run(cfgPath, name, recPath, sweepText string) error {
 	}
 	benchio.Emit(best)
 	return nil
+}
+
+// open reads p's column types from the source and opens p's sink (one
+// server: a sharded sink is refused).
+func open(ctx context.Context, cfg config.Config, p *projections.Projection) (projections.Types, *sinks.MySQL, error) {
+	dcfg, err := driver.ParseDSN(cfg.Source.DSN.Reveal())
+	if err != nil {
+		return projections.Types{}, nil, fmt.Errorf("source.dsn: %w", err)
+	}
+	connector, err := driver.NewConnector(dcfg)
+	if err != nil {
+		return projections.Types{}, nil, err
+	}
+	src := sql.OpenDB(connector)
+	defer src.Close()
+	types, err := p.SourceColumns(ctx, src)
+	if err != nil {
+		return types, nil, err
+	}
+	sc := cfg.Sinks[p.Sink]
+	if len(sc.Shards) > 0 {
+		return types, nil, fmt.Errorf("sinks.%s is sharded: rawupsert measures one sink server; give it a config with sinks.%s.dsn", p.Sink, p.Sink)
+	}
+	sink, err := sinks.Open(ctx, sc.DSN.Reveal())
+	return types, sink, err
 }
 
 func parseSweep(s string) ([]benchio.Point, error) {

@@ -34,8 +34,10 @@ func (e *env) buildLimits() error {
 // limitResult is a limit program's JSON line.
 type limitResult struct {
 	rate
-	Events int       `json:"events"`
-	Sweep  []b2Point `json:"sweep"`
+	Events     int       `json:"events"`
+	Sweep      []b2Point `json:"sweep"`
+	ReadRows   int64     `json:"read_rows"`   // rawupsert -joins
+	JoinedRows []int64   `json:"joined_rows"` // rawupsert -joins
 }
 
 // runLimit runs one limit program and decodes its result.

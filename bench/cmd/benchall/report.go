@@ -53,19 +53,32 @@ func markdown(res *results) string {
 	if res.Host.ReadsideEnv != "" {
 		fmt.Fprintf(&b, "The readside processes ran with `%s`.\n\n", res.Host.ReadsideEnv)
 	}
-	b.WriteString("Rates are row events per second. B0: go-mysql parses the same binlog range, rows discarded (best of 3). B1: the tailer's records produced again to the same broker (franz-go, acks=all, idempotent; best of 3). B2: the projection's own writes through the sink's multi-row version-guarded upsert, best of a batch/connection sweep, not coalesced. Projector rates count source events consumed; `rows/s` is read-table writes after coalescing per key.\n\n")
-	b.WriteString("| workload | events | record B | B0 parse | B1 produce | tailer | **tailer / min(B0,B1)** | B2 upsert | projector (events/s) | projector rows/s | **projector / B2** |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("Rates are row events per second. B0: go-mysql parses the same binlog range, rows discarded (best of 3). B1: the tailer's records produced again to the same broker (franz-go, acks=all, idempotent; best of 3). B2: the projection's own writes through the sink's multi-row version-guarded upsert, best of a batch/connection sweep, not coalesced, in writes/s; for a projection with joins, the child table's writes alone, without the join (no parent locks, parent state or fan-out). B2 with join statements (projections with joins only): every record of the projection's topics, parents included, built into batches by the projector's own Build (coalesced per key; batch rows = records) and applied with the sink's Apply — parent locks, parent state, child upserts, fan-out, offsets and watermarks, the projector's statements — partitions dealt to connections as the projector does, best of the same sweep, in records (source events)/s. Projector rates count source events consumed; `rows/s` is read-table writes after coalescing per key.\n\n")
+	b.WriteString("| workload | events | record B | B0 parse | B1 produce | tailer | **tailer / min(B0,B1)** | B2 upsert | projector (events/s) | projector rows/s | **projector / B2** | B2 with join statements | **projector / B2-join** |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, w := range res.Workloads {
-		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.0f | %.0f | **%.2f** | %.0f | %.0f | %.0f | **%.2f** |\n", w.Workload.Name, w.Workload.Events, w.AvgRecordBytes,
-			w.B0.PerS, w.B1.PerS, w.Tailer.PerS, w.TailerVsLimit, w.B2.PerS, w.Projector.PerS, w.ProjectorRows, w.ProjectorVsB2)
+		join, vsJoin := "–", "–"
+		if w.B2Join != nil {
+			join, vsJoin = fmt.Sprintf("%.0f", w.B2Join.PerS), fmt.Sprintf("**%.2f**", w.ProjectorVsB2Join)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.0f | %.0f | **%.2f** | %.0f | %.0f | %.0f | **%.2f** | %s | %s |\n", w.Workload.Name, w.Workload.Events, w.AvgRecordBytes,
+			w.B0.PerS, w.B1.PerS, w.Tailer.PerS, w.TailerVsLimit, w.B2.PerS, w.Projector.PerS, w.ProjectorRows, w.ProjectorVsB2, join, vsJoin)
+	}
+	for _, w := range res.Workloads {
+		if w.B2JoinCheck != "" {
+			fmt.Fprintf(&b, "\nB2 with join statements, %s: %s.\n", w.Workload.Name, w.B2JoinCheck)
+		}
 	}
 	for _, sk := range res.Skipped {
 		fmt.Fprintf(&b, "\nSkipped: %s\n", sk)
 	}
 	b.WriteString("\nCost of the readside processes (CPU seconds per 1,000 events during the drain, from /proc/<pid>/stat; peak RSS over the process's life):\n\n")
-	b.WriteString("| workload | tailer CPU s/1k | tailer peak RSS MiB | projector CPU s/1k | projector peak RSS MiB | B2 best point |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| workload | tailer CPU s/1k | tailer peak RSS MiB | projector CPU s/1k | projector peak RSS MiB | B2 best point | B2 with join statements: best point |\n|---|---|---|---|---|---|---|\n")
 	for _, w := range res.Workloads {
-		fmt.Fprintf(&b, "| %s | %.3f | %.0f | %.3f | %.0f | %s |\n", w.Workload.Name, w.Tailer.CPUPer1000, w.Tailer.PeakRSSMiB, w.Projector.CPUPer1000, w.Projector.PeakRSSMiB, w.B2.Description)
+		join := "–"
+		if w.B2Join != nil {
+			join = w.B2Join.Description
+		}
+		fmt.Fprintf(&b, "| %s | %.3f | %.0f | %.3f | %.0f | %s | %s |\n", w.Workload.Name, w.Tailer.CPUPer1000, w.Tailer.PeakRSSMiB, w.Projector.CPUPer1000, w.Projector.PeakRSSMiB, w.B2.Description, join)
 	}
 	if e := res.EndToEnd; e != nil {
 		fmt.Fprintf(&b, "\n## End to end (`readside run`, tailer and projector in one process), %s\n\n", e.Workload.Name)

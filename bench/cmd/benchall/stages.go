@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,8 +49,17 @@ type workloadResult struct {
 	ProjectorRows  float64   `json:"projector_applied_rows_per_s"`
 	TailerVsLimit  float64   `json:"tailer_vs_min_b0_b1"`
 	ProjectorVsB2  float64   `json:"projector_vs_b2"`
-	BacklogWriteS  float64   `json:"backlog_write_s"`
-	TailerProfiled bool      `json:"tailer_in_process_profiled,omitempty"`
+	// B2Join is "B2 with join statements" (bench/rawupsert -joins), only
+	// for a projection with joins: every record, parents included, built
+	// by the projector's Build and applied with the join's parent locks,
+	// parent state and fan-out. Counted in records (source events).
+	B2Join            *rate     `json:"b2_join_statements,omitempty"`
+	B2JoinSweep       []b2Point `json:"b2_join_sweep,omitempty"`
+	ProjectorVsB2Join float64   `json:"projector_vs_b2_join,omitempty"`
+	// B2JoinCheck compares the rows B2-join left with the projector's.
+	B2JoinCheck    string  `json:"b2_join_check,omitempty"`
+	BacklogWriteS  float64 `json:"backlog_write_s"`
+	TailerProfiled bool    `json:"tailer_in_process_profiled,omitempty"`
 }
 
 func tableName(w workload) string { return w.Name }
@@ -141,6 +151,18 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 		return r, err
 	}
 	r.B2, r.B2Sweep = b2.rate, b2.Sweep
+	// B2 with join statements: the same sink work as the projector's
+	// (parent locks, parent state, fan-out), for the projector/B2 ratio
+	// of a join to compare like with like.
+	var b2j limitResult
+	if len(proj.Joins) > 0 {
+		bj, err := e.runLimit(ctx, "rawupsert", "-joins", "-config", cfgPath, "-projection", proj.Name, "-records", recFile, "-sweep", limitSweep)
+		if err != nil {
+			return r, err
+		}
+		r.B2Join, r.B2JoinSweep = &bj.rate, bj.Sweep
+		b2j = bj
+	}
 
 	// The projector drains the topic (the tailer is stopped).
 	if err := e.createReadTable(ctx, proj); err != nil {
@@ -149,8 +171,25 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 	if r.Projector, r.ProjectorRows, err = e.projectorDrain(ctx, cfgPath, proj, w.Events); err != nil {
 		return r, err
 	}
+	// The same records must leave the same rows: B2-join did the
+	// projector's work, not less.
+	if r.B2Join != nil {
+		rows, joined, err := benchio.JoinedRows(ctx, e.sink.DB(), proj)
+		if err != nil {
+			return r, err
+		}
+		if rows == b2j.ReadRows && slices.Equal(joined, b2j.JoinedRows) {
+			r.B2JoinCheck = fmt.Sprintf("same rows as the projector: %d read rows, %v showing a parent (per join)", rows, joined)
+		} else {
+			r.B2JoinCheck = fmt.Sprintf("DIFFERENT rows: the projector left %d read rows, %v showing a parent (per join); B2 with join statements %d, %v", rows, joined, b2j.ReadRows, b2j.JoinedRows)
+			logf("warning: %s: %s", w.Name, r.B2JoinCheck)
+		}
+	}
 	r.TailerVsLimit = r.Tailer.PerS / min(r.B0.PerS, r.B1.PerS)
 	r.ProjectorVsB2 = r.Projector.PerS / r.B2.PerS
+	if r.B2Join != nil {
+		r.ProjectorVsB2Join = r.Projector.PerS / r.B2Join.PerS
+	}
 	return r, nil
 }
 

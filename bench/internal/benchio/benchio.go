@@ -6,6 +6,8 @@ package benchio
 
 import (
 	"bufio"
+	"context"
+	"database/sql"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -17,6 +19,8 @@ import (
 	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/projections"
 )
 
 // Result is one limit measurement, printed as one JSON line on stdout. The
@@ -30,6 +34,29 @@ type Result struct {
 	Load1       float64 `json:"load1"`
 	Description string  `json:"description,omitempty"`
 	Sweep       []Point `json:"sweep,omitempty"` // rawupsert: every batch/connection point
+	// rawupsert -joins: what every point left in the read table (see
+	// JoinedRows), for benchall to compare with the projector's.
+	ReadRows   int64   `json:"read_rows,omitempty"`
+	JoinedRows []int64 `json:"joined_rows,omitempty"`
+}
+
+// JoinedRows counts a read table's rows and, per join, the rows showing a
+// parent (join version above 0): the same records must leave the same
+// counts whoever applies them (rawupsert -joins, the projector).
+func JoinedRows(ctx context.Context, db *sql.DB, p *projections.Projection) (rows int64, joined []int64, err error) {
+	sel := "SELECT COUNT(*)"
+	for _, j := range p.Joins {
+		sel += fmt.Sprintf(", COALESCE(SUM(`%s` > 0), 0)", j.VersionColumn())
+	}
+	joined = make([]int64, len(p.Joins))
+	dest := []any{&rows}
+	for i := range joined {
+		dest = append(dest, &joined[i])
+	}
+	if err := db.QueryRowContext(ctx, sel+" FROM `"+p.Table+"`").Scan(dest...); err != nil {
+		return 0, nil, fmt.Errorf("counting the rows of %s: %w", p.Table, err)
+	}
+	return rows, joined, nil
 }
 
 // Point is one batch size × connections point of the B2 sweep.
@@ -83,9 +110,11 @@ func Load1() float64 {
 
 // The record file is the records a tailer published, in topic order per
 // partition as read back: per record the topic, key and value, each a
-// uvarint length and its bytes (a nil key or value has length 0), after a
-// magic line.
-const magic = "readside-bench-records v1\n"
+// uvarint length and its bytes (a nil key or value has length 0), then
+// the partition and the offset, each a uvarint, after a magic line. The
+// partition and offset let rawupsert -joins build batches as the
+// projector does (offsets, watermarks, partitions dealt to connections).
+const magic = "readside-bench-records v2\n"
 
 // WriteRecords writes recs to path.
 func WriteRecords(path string, recs []*kgo.Record) error {
@@ -104,6 +133,8 @@ func WriteRecords(path string, recs []*kgo.Record) error {
 		put([]byte(r.Topic))
 		put(r.Key)
 		put(r.Value)
+		w.Write(n[:binary.PutUvarint(n[:], uint64(r.Partition))])
+		w.Write(n[:binary.PutUvarint(n[:], uint64(r.Offset))])
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()
@@ -122,7 +153,7 @@ func ReadRecords(path string) ([]*kgo.Record, error) {
 	r := bufio.NewReaderSize(f, 1<<20)
 	head := make([]byte, len(magic))
 	if _, err := io.ReadFull(r, head); err != nil || string(head) != magic {
-		return nil, fmt.Errorf("%s is not a record file written by benchall (bench/internal/benchio)", path)
+		return nil, fmt.Errorf("%s is not a record file written by this benchall (bench/internal/benchio, %q): run benchall again to write it", path, strings.TrimSpace(magic))
 	}
 	get := func() ([]byte, error) {
 		n, err := binary.ReadUvarint(r)
@@ -153,6 +184,14 @@ func ReadRecords(path string) ([]*kgo.Record, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: truncated record: %w", path, err)
 		}
-		recs = append(recs, &kgo.Record{Topic: string(topic), Key: key, Value: val})
+		part, err := binary.ReadUvarint(r)
+		if err != nil {
+			return nil, fmt.Errorf("%s: truncated record: %w", path, err)
+		}
+		off, err := binary.ReadUvarint(r)
+		if err != nil {
+			return nil, fmt.Errorf("%s: truncated record: %w", path, err)
+		}
+		recs = append(recs, &kgo.Record{Topic: string(topic), Key: key, Value: val, Partition: int32(part), Offset: int64(off)})
 	}
 }

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/bench/internal/benchio"
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
+)
+
+// runJoins is "B2 with join statements" (-joins): the limit of a
+// projection with joins doing all of its sink work, which the plain B2
+// leaves out (the parent locks, the parent state and the fan-out to the
+// children, sinks/apply.go). Every record of the projection's topics,
+// parents included, is built into batches by the projector's own
+// Projection.Build (coalescing per read key and per parent key, offsets
+// and watermarks filled in) and applied with the sink's Apply — the
+// exact statements and transaction the projector runs — into fresh
+// copies of the read table and the join state tables, under a copy of
+// the projection named <name>_b2j (so its tables, offsets, watermarks,
+// tombstones and truncations are its own). A point's batch rows are
+// records per Build, as a projector poll is; its connections each get
+// whole partitions (dealByPartition, the projector's split), applying
+// their batches one after the other. Building happens before the clock
+// starts, as B2's decoding does; the rate counts records (source events,
+// parents included), like the projector's.
+func runJoins(ctx context.Context, cfg config.Config, p *projections.Projection, recs []*kgo.Record, recPath string, points []benchio.Point) error {
+	if len(p.Joins) == 0 {
+		return fmt.Errorf("projection %s has no joins: -joins measures a join's statements; run without -joins for B2", p.Name)
+	}
+	topics := p.Topics()
+	var mine []*kgo.Record
+	for _, r := range recs {
+		if slices.Contains(topics, r.Topic) && r.Value != nil {
+			mine = append(mine, r)
+		}
+	}
+	if len(mine) == 0 {
+		return fmt.Errorf("%s holds no records of %s", recPath, strings.Join(topics, ", "))
+	}
+
+	jp := *p
+	jp.Name += "_b2j"
+	jp.Table += "_b2j"
+	types, sink, err := open(ctx, cfg, &jp)
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+	tables := []string{jp.Table}
+	for _, j := range jp.Joins {
+		tables = append(tables, j.StateTable(&jp))
+	}
+	var drop []string
+	for _, t := range tables {
+		drop = append(drop, fmt.Sprintf("DROP TABLE IF EXISTS `%s`", t))
+	}
+	// reset leaves no trace of a previous point: the tables are created
+	// again (sinks.DDL: the read table with its fan-out index, the state
+	// tables, the bookkeeping tables) and the copy's bookkeeping rows go.
+	reset := func(ctx context.Context, create bool) error {
+		stmts := drop
+		if create {
+			stmts = append(append([]string{}, drop...), sinks.DDL(&jp, types)...)
+		}
+		if err := sink.Exec(ctx, stmts); err != nil {
+			return err
+		}
+		for _, t := range []string{"_readside_offsets", "_readside_watermarks", "_readside_tombstones", "_readside_truncations"} {
+			// A join's truncation row is named <projection>#join<n>.
+			if _, err := sink.DB().ExecContext(ctx, "DELETE FROM `"+t+"` WHERE projection = ? OR LEFT(projection, ?) = ?", jp.Name, len(jp.Name)+5, jp.Name+"#join"); err != nil {
+				return fmt.Errorf("clearing %s of %s: %w", t, jp.Name, err)
+			}
+		}
+		return nil
+	}
+	defer reset(context.Background(), false)
+
+	var best benchio.Result
+	var first *outcome
+	for _, pt := range points {
+		conns, writes, parents, err := buildBatches(&jp, mine, pt)
+		if err != nil {
+			return err
+		}
+		if err := reset(ctx, true); err != nil {
+			return err
+		}
+		load, cpu0 := benchio.Load1(), benchio.SelfCPU()
+		t := time.Now()
+		errs := make(chan error, len(conns))
+		for _, batches := range conns {
+			go func() {
+				for _, b := range batches {
+					if err := sink.Apply(ctx, &jp, b); err != nil {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range conns {
+			if err := <-errs; err != nil {
+				return err
+			}
+		}
+		secs := time.Since(t).Seconds()
+		cpu := benchio.SelfCPU() - cpu0
+		// Every point applies the same records, so it must leave the same
+		// rows: a difference means a point did less (or other) work.
+		var out outcome
+		if out.rows, out.joined, err = benchio.JoinedRows(ctx, sink.DB(), &jp); err != nil {
+			return err
+		}
+		if first == nil {
+			first = &out
+			best.ReadRows, best.JoinedRows = out.rows, out.joined
+		} else if !out.equal(*first) {
+			return fmt.Errorf("the %dx%d point left %s, the first point %s: the points did not do the same work", pt.BatchRows, pt.Connections, out, *first)
+		}
+		pt.PerS = float64(len(mine)) / secs
+		best.Sweep = append(best.Sweep, pt)
+		if pt.PerS > best.PerS {
+			best.PerS, best.Seconds, best.Load1, best.Events = pt.PerS, secs, load, len(mine)
+			best.CPUPer1000 = cpu / float64(len(mine)) * 1000
+			best.Description = fmt.Sprintf("%d-record batches, %d connection(s); %d read-row and %d parent-state writes after coalescing; left %s",
+				pt.BatchRows, len(conns), writes, parents, out)
+		}
+	}
+	benchio.Emit(best)
+	return nil
+}
+
+// buildBatches deals the records to the point's connections by whole
+// partitions and builds each connection's batches of BatchRows records
+// with the projector's Build. It also returns the writes and parent
+// writes the batches hold.
+func buildBatches(p *projections.Projection, recs []*kgo.Record, pt benchio.Point) (conns [][]*projections.Batch, writes, parents int, err error) {
+	for _, group := range dealByPartition(recs, pt.Connections) {
+		var batches []*projections.Batch
+		for lo := 0; lo < len(group); lo += pt.BatchRows {
+			b, bad := p.Build(group[lo:min(lo+pt.BatchRows, len(group))])
+			if len(bad) > 0 {
+				r := bad[0].Record
+				return nil, 0, 0, fmt.Errorf("%d records the projection refuses, the first %s/%d@%d: %w", len(bad), r.Topic, r.Partition, r.Offset, bad[0].Reason)
+			}
+			writes += len(b.Writes)
+			parents += len(b.Parents)
+			batches = append(batches, b)
+		}
+		conns = append(conns, batches)
+	}
+	return conns, writes, parents, nil
+}
+
+// dealByPartition deals records into at most n groups of whole
+// partitions (topic and partition), balanced by record count, largest
+// partitions first, each partition's records in their order: the
+// projector's split of a poll (splitByPartition in
+// projections/projector.go, unexported), so that no two connections
+// write the same read row or parent state row from their own records.
+func dealByPartition(records []*kgo.Record, n int) [][]*kgo.Record {
+	type tp struct {
+		topic string
+		part  int32
+	}
+	counts := map[tp]int{}
+	var order []tp
+	for _, r := range records {
+		k := tp{r.Topic, r.Partition}
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k]++
+	}
+	n = min(n, len(order))
+	if n <= 1 {
+		return [][]*kgo.Record{records}
+	}
+	slices.SortStableFunc(order, func(a, b tp) int { return counts[b] - counts[a] })
+	group := make(map[tp]int, len(order))
+	load := make([]int, n)
+	for _, k := range order {
+		g := slices.Index(load, slices.Min(load))
+		group[k] = g
+		load[g] += counts[k]
+	}
+	out := make([][]*kgo.Record, n)
+	for _, r := range records {
+		g := group[tp{r.Topic, r.Partition}]
+		out[g] = append(out[g], r)
+	}
+	return out
+}
+
+// outcome is what a point left in the read table: its rows, and per join
+// the rows showing a parent (benchio.JoinedRows).
+type outcome struct {
+	rows   int64
+	joined []int64
+}
+
+func (o outcome) equal(x outcome) bool { return o.rows == x.rows && slices.Equal(o.joined, x.joined) }
+
+func (o outcome) String() string {
+	return fmt.Sprintf("%d read rows, %v showing a parent (per join)", o.rows, o.joined)
+}
