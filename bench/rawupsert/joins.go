@@ -27,7 +27,7 @@ import (
 // the projection named <name>_b2j (so its tables, offsets, watermarks,
 // tombstones and truncations are its own). A point's batch rows are
 // records per Build, as a projector poll is; its connections each get
-// whole partitions (dealByPartition, the projector's split), applying
+// whole partitions (projections.SplitByPartition, the projector's own split), applying
 // their batches one after the other. Building happens before the clock
 // starts, as B2's decoding does; the rate counts records (source events,
 // parents included), like the projector's.
@@ -144,7 +144,7 @@ func runJoins(ctx context.Context, cfg config.Config, p *projections.Projection,
 // with the projector's Build. It also returns the writes and parent
 // writes the batches hold.
 func buildBatches(p *projections.Projection, recs []*kgo.Record, pt benchio.Point) (conns [][]*projections.Batch, writes, parents int, err error) {
-	for _, group := range dealByPartition(recs, pt.Connections) {
+	for _, group := range projections.SplitByPartition(recs, pt.Connections) {
 		var batches []*projections.Batch
 		for lo := 0; lo < len(group); lo += pt.BatchRows {
 			b, bad := p.Build(group[lo:min(lo+pt.BatchRows, len(group))])
@@ -159,46 +159,6 @@ func buildBatches(p *projections.Projection, recs []*kgo.Record, pt benchio.Poin
 		conns = append(conns, batches)
 	}
 	return conns, writes, parents, nil
-}
-
-// dealByPartition deals records into at most n groups of whole
-// partitions (topic and partition), balanced by record count, largest
-// partitions first, each partition's records in their order: the
-// projector's split of a poll (splitByPartition in
-// projections/projector.go, unexported), so that no two connections
-// write the same read row or parent state row from their own records.
-func dealByPartition(records []*kgo.Record, n int) [][]*kgo.Record {
-	type tp struct {
-		topic string
-		part  int32
-	}
-	counts := map[tp]int{}
-	var order []tp
-	for _, r := range records {
-		k := tp{r.Topic, r.Partition}
-		if counts[k] == 0 {
-			order = append(order, k)
-		}
-		counts[k]++
-	}
-	n = min(n, len(order))
-	if n <= 1 {
-		return [][]*kgo.Record{records}
-	}
-	slices.SortStableFunc(order, func(a, b tp) int { return counts[b] - counts[a] })
-	group := make(map[tp]int, len(order))
-	load := make([]int, n)
-	for _, k := range order {
-		g := slices.Index(load, slices.Min(load))
-		group[k] = g
-		load[g] += counts[k]
-	}
-	out := make([][]*kgo.Record, n)
-	for _, r := range records {
-		g := group[tp{r.Topic, r.Partition}]
-		out[g] = append(out[g], r)
-	}
-	return out
 }
 
 // outcome is what a point left in the read table: its rows, and per join
