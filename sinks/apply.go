@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -142,18 +143,8 @@ func (a *applier) exec(query string, args ...any) (sql.Result, error) {
 func (a *applier) offsets(offs projections.Offsets) error {
 	var args []any
 	rows := 0
-	topics := make([]string, 0, len(offs))
-	for t := range offs {
-		topics = append(topics, t)
-	}
-	sort.Strings(topics)
-	for _, topic := range topics {
-		parts := make([]int32, 0, len(offs[topic]))
-		for part := range offs[topic] {
-			parts = append(parts, part)
-		}
-		slices.Sort(parts)
-		for _, part := range parts {
+	for _, topic := range slices.Sorted(maps.Keys(offs)) {
+		for _, part := range slices.Sorted(maps.Keys(offs[topic])) {
 			args = append(args, a.p.Name, topic, part, offs[topic][part])
 			rows++
 		}
@@ -172,12 +163,7 @@ func (a *applier) offsets(offs projections.Offsets) error {
 func (a *applier) watermarks(marks map[string]map[int32]projections.Mark) error {
 	var args []any
 	rows := 0
-	topics := make([]string, 0, len(marks))
-	for t := range marks {
-		topics = append(topics, t)
-	}
-	sort.Strings(topics)
-	for _, topic := range topics {
+	for _, topic := range slices.Sorted(maps.Keys(marks)) {
 		for part, m := range marks[topic] {
 			args = append(args, a.p.Name, topic, part, m.GTID, m.Version, m.TS)
 			rows++
