@@ -1,6 +1,7 @@
 package sinks_test
 
 import (
+	"database/sql"
 	"fmt"
 	"net/url"
 	"strings"
@@ -178,5 +179,45 @@ func TestApplyLateUpsertsUnderTruncateAndTombstones(t *testing.T) {
 	got := testbed.RowsText(t, bed.MySQL.DB(), "SELECT id, v FROM `"+sinkDB+"`.t_copy ORDER BY id")
 	if want := "1201|26|\n"; got != want {
 		t.Fatalf("read table after truncation, late upserts and a delete:\n%swant:\n%s", got, want)
+	}
+}
+
+// TestSinkConnectionsReadCommitted: apply's join argument (a parent change
+// and a child write meet at the state-row lock, and the second one's
+// fan-out reads the first one's committed rows) needs READ COMMITTED,
+// which every sink connection gets when it opens — checked on several
+// connections of the pool, not only the first.
+func TestSinkConnectionsReadCommitted(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "rcsink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := sinks.Open(ctx, bed.MySQL.AdminDSN()+sinkDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	var conns []*sql.Conn
+	for range 3 {
+		c, err := sink.DB().Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for i, c := range conns {
+		var level string
+		// MariaDB before 11.1 names the variable tx_isolation; MySQL 8 only transaction_isolation.
+		if err := c.QueryRowContext(ctx, "SELECT @@SESSION.tx_isolation").Scan(&level); err != nil {
+			if err := c.QueryRowContext(ctx, "SELECT @@SESSION.transaction_isolation").Scan(&level); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if level != "READ-COMMITTED" {
+			t.Errorf("sink connection %d runs at %s, want READ-COMMITTED", i, level)
+		}
+		c.Close()
 	}
 }
