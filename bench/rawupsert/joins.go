@@ -95,22 +95,8 @@ func runJoins(ctx context.Context, cfg config.Config, p *projections.Projection,
 		}
 		load, cpu0 := benchio.Load1(), benchio.SelfCPU()
 		t := time.Now()
-		errs := make(chan error, len(conns))
-		for _, batches := range conns {
-			go func() {
-				for _, b := range batches {
-					if err := sink.Apply(ctx, &jp, b); err != nil {
-						errs <- err
-						return
-					}
-				}
-				errs <- nil
-			}()
-		}
-		for range conns {
-			if err := <-errs; err != nil {
-				return err
-			}
+		if err := applyAll(ctx, sink, &jp, conns); err != nil {
+			return err
 		}
 		secs := time.Since(t).Seconds()
 		cpu := benchio.SelfCPU() - cpu0

@@ -131,6 +131,7 @@ func run(cfgPath, name, recPath, sweepText string, joins bool) error {
 		if err := sink.Exec(ctx, []string{fmt.Sprintf("TRUNCATE TABLE `%s`", raw.Table)}); err != nil {
 			return err
 		}
+		conns := make([][]*projections.Batch, pt.Connections)
 		parts := make([][]projections.Write, pt.Connections)
 		for _, w := range writes {
 			h := fnv.New32a()
@@ -138,24 +139,15 @@ func run(cfgPath, name, recPath, sweepText string, joins bool) error {
 			i := int(h.Sum32() % uint32(pt.Connections))
 			parts[i] = append(parts[i], w)
 		}
+		for i, part := range parts {
+			for lo := 0; lo < len(part); lo += pt.BatchRows {
+				conns[i] = append(conns[i], &projections.Batch{Writes: part[lo:min(lo+pt.BatchRows, len(part))]})
+			}
+		}
 		load, cpu0 := benchio.Load1(), benchio.SelfCPU()
 		t := time.Now()
-		errs := make(chan error, pt.Connections)
-		for _, part := range parts {
-			go func() {
-				for lo := 0; lo < len(part); lo += pt.BatchRows {
-					if err := sink.Apply(ctx, &raw, &projections.Batch{Writes: part[lo:min(lo+pt.BatchRows, len(part))]}); err != nil {
-						errs <- err
-						return
-					}
-				}
-				errs <- nil
-			}()
-		}
-		for range parts {
-			if err := <-errs; err != nil {
-				return err
-			}
+		if err := applyAll(ctx, sink, &raw, conns); err != nil {
+			return err
 		}
 		secs := time.Since(t).Seconds()
 		pt.PerS = float64(len(writes)) / secs
@@ -168,6 +160,30 @@ func run(cfgPath, name, recPath, sweepText string, joins bool) error {
 	}
 	benchio.Emit(best)
 	return nil
+}
+
+// applyAll applies each connection's batches in order, the connections
+// concurrently, and returns the first error.
+func applyAll(ctx context.Context, sink *sinks.MySQL, p *projections.Projection, conns [][]*projections.Batch) error {
+	errs := make(chan error, len(conns))
+	for _, batches := range conns {
+		go func() {
+			for _, b := range batches {
+				if err := sink.Apply(ctx, p, b); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	var first error
+	for range conns {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // open reads p's column types from the source and opens p's sink (one
