@@ -67,6 +67,12 @@ func NewProjector(p *Projection, sink Sink, o Options) (*Projector, error) {
 // enough that a batch's memory stays a few MiB on wide rows.
 const pollRecords = 5000
 
+// queuedJobs is how many jobs' worth of records one poll may take: enough
+// of a fetch to give every job an even share of every partition
+// (pollQueue), bounded so a fetch of many partitions is not all decoded
+// into memory at once.
+const queuedJobs = 2
+
 // Group is the consumer group of a projection's workers.
 func Group(p *Projection) string { return "readside-projection-" + p.Name }
 
@@ -167,29 +173,37 @@ func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 	defer applyFailed()
 	lastGC := time.Now()
 	var lastCheck time.Time
+	var queue pollQueue
 	for {
 		if time.Since(lastGC) > GCInterval {
 			lastGC = time.Now()
 			pr.collectTombstones(ctx)
 		}
-		// Bounded polls: an idle projector still looks for replay
-		// requests between them.
-		pctx, cancel := context.WithTimeout(pollCtx, replayCheckEvery)
-		fetches := cl.PollRecords(pctx, pollRecords*max(1, pr.p.ApplyConcurrency))
-		cancel()
-		if ctx.Err() != nil {
-			return false, nil
-		}
-		if pollCtx.Err() != nil {
-			return fail(wait())
-		}
-		for _, fe := range fetches.Errors() {
-			if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, context.DeadlineExceeded) {
-				continue
+		perJob := pollRecords * max(1, pr.p.ApplyConcurrency)
+		// Partitions given up in a rebalance are not applied from the
+		// queue any further (harmless if they were: see below).
+		queue.keep(owned.has)
+		if queue.len() == 0 {
+			// Bounded polls: an idle projector still looks for replay
+			// requests between them.
+			pctx, cancel := context.WithTimeout(pollCtx, replayCheckEvery)
+			fetches := cl.PollRecords(pctx, perJob*queuedJobs)
+			cancel()
+			if ctx.Err() != nil {
+				return false, nil
 			}
-			pr.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
+			if pollCtx.Err() != nil {
+				return fail(wait())
+			}
+			for _, fe := range fetches.Errors() {
+				if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, context.DeadlineExceeded) {
+					continue
+				}
+				pr.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
+			}
+			queue.add(fetches)
 		}
-		job := pr.prepare(fetches)
+		job := pr.prepare(queue.take(perJob))
 		if err := wait(); err != nil {
 			return fail(err)
 		}
@@ -338,20 +352,18 @@ type partitionLag struct {
 	lag   int64
 }
 
-// prepare maps polled records to batches (nil when there are none).
-func (pr *Projector) prepare(fetches kgo.Fetches) *job {
-	records := fetches.Records()
+// prepare maps a job's records to batches (nil when there are none).
+// before and after are the lag of each of its partitions at its first
+// record and once it is applied.
+func (pr *Projector) prepare(records []*kgo.Record, before, after []partitionLag) *job {
 	if len(records) == 0 {
 		return nil
 	}
-	j := &job{start: time.Now()}
+	j := &job{start: time.Now(), lagAfter: after}
 	// Until this batch commits, its records are pending too.
-	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-		if n := len(fp.Records); n > 0 {
-			pr.o.Metrics.consumerLag(pr.p, fp.Topic, fp.Partition, fp.HighWatermark-fp.Records[0].Offset)
-			j.lagAfter = append(j.lagAfter, partitionLag{fp.Topic, fp.Partition, fp.HighWatermark - (fp.Records[n-1].Offset + 1)})
-		}
-	})
+	for _, l := range before {
+		pr.o.Metrics.consumerLag(pr.p, l.topic, l.part, l.lag)
+	}
 	stale := new(atomic.Int64)
 	groups := pr.p.ApplyConcurrency
 	if len(records) < splitFrom {
