@@ -179,7 +179,7 @@ func fixtureStream(t *testing.T, bed *testbed.Bed) (*stream, *consumer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := newPublisher(cfg.Kafka.Brokers, cfg.TransactionalID(), CheckpointTopic(cfg.Kafka.TopicPrefix), cfg.Kafka.MaxMessageBytes, nil)
+	pub, err := newPublisher(cfg.Kafka.Brokers, cfg.TransactionalID(), CheckpointTopic(cfg.Kafka.TopicPrefix), cfg.Kafka.MaxMessageBytes, Compression(cfg.Kafka.Compression), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,24 @@ func (p pinnedTopicPartitioner) Partition(r *kgo.Record, n int) int {
 	return p.keyed.Partition(r, n)
 }
 
-func newPublisher(brokers []string, txnID, checkpointTopic string, maxMessageBytes int, logger kgo.Logger) (*publisher, error) {
+// Compression is the producer option for kafka.compression (validated by
+// config): the tailer's and the raw-produce limit's, so B1 compresses
+// like the tailer.
+func Compression(name string) kgo.Opt {
+	codec := map[string]kgo.CompressionCodec{
+		"lz4":    kgo.Lz4Compression(),
+		"snappy": kgo.SnappyCompression(),
+		"zstd":   kgo.ZstdCompression(),
+		"gzip":   kgo.GzipCompression(),
+	}
+	c, ok := codec[name]
+	if !ok {
+		c = kgo.NoCompression()
+	}
+	return kgo.ProducerBatchCompression(c)
+}
+
+func newPublisher(brokers []string, txnID, checkpointTopic string, maxMessageBytes int, compression kgo.Opt, logger kgo.Logger) (*publisher, error) {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(brokers...),
 		kgo.TransactionalID(txnID),
@@ -107,6 +124,7 @@ func newPublisher(brokers []string, txnID, checkpointTopic string, maxMessageByt
 		kgo.MaxBufferedRecords(50_000),
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.RecordDeliveryTimeout(0), // never give up on a record: its outcome decides the commit
+		compression,
 		kgo.WithLogger(logger),
 	)
 	if err != nil {

@@ -153,7 +153,7 @@ func (t *Tailer) run(ctx context.Context) error {
 		t.log.Warn("the binlog does not name columns: readside tracks the schema itself (information_schema snapshot plus DDL from the binlog); "+
 			"binlog_row_metadata=FULL is more robust (docs/operations.md, \"schema history\")", "binlog_row_metadata", rowMetadata)
 	}
-	pub, err := newPublisher(t.brokers, t.cfg.TransactionalID(), CheckpointTopic(t.cfg.Kafka.TopicPrefix), t.cfg.Kafka.MaxMessageBytes, kslog.New(t.log.With("component", "kafka")))
+	pub, err := newPublisher(t.brokers, t.cfg.TransactionalID(), CheckpointTopic(t.cfg.Kafka.TopicPrefix), t.cfg.Kafka.MaxMessageBytes, Compression(t.cfg.Kafka.Compression), kslog.New(t.log.With("component", "kafka")))
 	if err != nil {
 		return err
 	}

@@ -81,6 +81,11 @@ func (c Config) Validate() error {
 	if c.Kafka.MaxMessageBytes < 1024 {
 		bad("kafka.max_message_bytes must be at least 1024, e.g. 1048576")
 	}
+	switch c.Kafka.Compression {
+	case "lz4", "snappy", "zstd", "gzip", "none":
+	default:
+		bad("kafka.compression %q: want lz4, snappy, zstd, gzip or none", c.Kafka.Compression)
+	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:

@@ -2,9 +2,10 @@
 // published (keys and values, read from a record file benchall writes)
 // produced again to a fresh topic with the config's partition count on the
 // same broker — franz-go, acks=all, idempotent (its default), the
-// tailer's 5 ms linger, no transaction. Best of -runs, each run to its own
-// topic. It prints one JSON line: records per second, CPU per 1,000
-// records, peak RSS (which includes the records held in memory).
+// tailer's 5 ms linger and codec (kafka.compression), no transaction. Best
+// of -runs, each run to its own topic. It prints one JSON line: records per
+// second, CPU per 1,000 records, peak RSS (which includes the records held
+// in memory).
 //
 //	go run ./bench/rawproduce -config readside.yaml -records /tmp/bench/narrow_insert.records
 //
@@ -26,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/readside/readside/bench/internal/benchio"
+	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 )
 
@@ -85,7 +87,8 @@ func run(cfgPath, recPath, topic string, runs int, linger time.Duration) error {
 func produce(ctx context.Context, cfg config.Config, topic string, recs []*kgo.Record, linger time.Duration) (benchio.Result, error) {
 	var r benchio.Result
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(linger), kgo.MaxBufferedRecords(50_000), kgo.DefaultProduceTopic(topic))
+		kgo.ProducerLinger(linger), kgo.MaxBufferedRecords(50_000), kgo.DefaultProduceTopic(topic),
+		cdc.Compression(cfg.Kafka.Compression)) // the tailer's codec
 	if err != nil {
 		return r, err
 	}
