@@ -86,8 +86,10 @@ func TestOversizedEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := src.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.b (id INT PRIMARY KEY, b LONGBLOB)", db)); err != nil {
-		t.Fatal(err)
+	for _, tbl := range []string{"b", "uncaptured"} {
+		if err := src.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.%s (id INT PRIMARY KEY, b LONGBLOB)", db, tbl)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	run := func(cfg config.Config) error {
 		t.Helper()
@@ -107,8 +109,20 @@ func TestOversizedEvent(t *testing.T) {
 	cfg.Kafka.MaxMessageBytes = 16 << 20
 	stop := startTailer(t, cfg)
 	waitForTailerOn(t, bed, src, cfg)
-	if err := stop(); err != nil {
+	// A table the tailer does not capture is not decoded at all, so its
+	// events are not held to the limit: a bigger one passes by.
+	if err := src.Exec(ctx, fmt.Sprintf("INSERT INTO `%s`.uncaptured VALUES (1, REPEAT('x', 3 << 20))", db)); err != nil {
 		t.Fatal(err)
+	}
+	if err := src.Exec(ctx, fmt.Sprintf("INSERT INTO `%s`.b VALUES (0, 'small')", db)); err != nil {
+		t.Fatal(err)
+	}
+	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "b"))
+	if e := cons.next(1, 60*time.Second)[0]; fmt.Sprint(e.After["id"]) != "0" {
+		t.Fatalf("first event %s, want row 0, written after the uncaptured table's", e.raw)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("an event of an uncaptured table over source.max_event_bytes stopped the tailer: %v", err)
 	}
 	if err := src.Exec(ctx, fmt.Sprintf("INSERT INTO `%s`.b VALUES (1, REPEAT('x', 3 << 20))", db)); err != nil {
 		t.Fatal(err)
@@ -121,7 +135,6 @@ func TestOversizedEvent(t *testing.T) {
 	t.Logf("tailer limit: %v", err)
 	// Raising the limit as the error says lets it through.
 	cfg.Source.MaxEventBytes = 8 << 20
-	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "b"))
 	stop = startTailer(t, cfg)
 	if e := cons.next(1, 60*time.Second)[0]; len(e.raw) < 3<<20 {
 		t.Errorf("event of %d bytes after raising the limit", len(e.raw))
