@@ -110,6 +110,12 @@ func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 		kgo.ConsumerGroup(Group(pr.p)),
 		kgo.ConsumeTopics(pr.p.Topics()...),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// 256 KiB of each partition per fetch (Kafka's default is 1 MiB):
+		// a narrow-row fetch of 6 partitions is then ~12,000 records
+		// instead of ~50,000, all of which were decompressed and held at
+		// once. Drain peak RSS 173–186 → 104–113 MiB on narrow inserts,
+		// rate within the noise (docs/benchmarks.md, tuning log 17).
+		kgo.FetchMaxPartitionBytes(256 << 10),
 		kgo.DisableAutoCommit(), // offsets are committed in the sink, with the rows
 		kgo.BlockRebalanceOnPoll(),
 		kgo.AdjustFetchOffsetsFn(func(ctx context.Context, assigned map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
