@@ -91,23 +91,6 @@ func (p pinnedTopicPartitioner) Partition(r *kgo.Record, n int) int {
 	return p.keyed.Partition(r, n)
 }
 
-// Compression is the producer option for kafka.compression (validated by
-// config): the tailer's and the raw-produce limit's, so B1 compresses
-// like the tailer.
-func Compression(name string) kgo.Opt {
-	codec := map[string]kgo.CompressionCodec{
-		"lz4":    kgo.Lz4Compression(),
-		"snappy": kgo.SnappyCompression(),
-		"zstd":   kgo.ZstdCompression(),
-		"gzip":   kgo.GzipCompression(),
-	}
-	c, ok := codec[name]
-	if !ok {
-		c = kgo.NoCompression()
-	}
-	return kgo.ProducerBatchCompression(c)
-}
-
 func newPublisher(brokers []string, txnID, checkpointTopic string, maxMessageBytes int, compression kgo.Opt, logger kgo.Logger) (*publisher, error) {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(brokers...),

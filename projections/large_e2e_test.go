@@ -1,7 +1,6 @@
 package projections_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
-	"github.com/readside/readside/projections"
 )
 
 // TestRecordsLargerThanTheFetchLimit: the projector fetches 256 KiB of a
@@ -46,19 +44,7 @@ func TestRecordsLargerThanTheFetchLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pr, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers, Log: logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- pr.Run(pctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("projector: %v", err)
-		}
-	}()
+	defer startProjector(t, p, sink, cfg.Kafka.Brokers)()
 	q := "SELECT id, LENGTH(body), LEFT(body, 1) FROM `%s`.%s ORDER BY id"
 	want := testbed.RowsText(t, bed.MySQL.DB(), fmt.Sprintf(q, src, "docs"))
 	deadline := time.Now().Add(60 * time.Second)

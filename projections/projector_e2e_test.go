@@ -166,24 +166,9 @@ func TestMessagesBySender(t *testing.T) {
 	bed := testbed.Get(t)
 	cfg, src, sinkDB := setup(t, bed)
 	p, sink := prepare(t, bed, cfg, sinkDB)
-	ctx := t.Context()
 	runTailer(t, bed, cfg)
 
-	runProjector := func() (stop func()) {
-		pr, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers, Log: logger()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- pr.Run(pctx) }()
-		return func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("projector: %v", err)
-			}
-		}
-	}
+	runProjector := func() (stop func()) { return startProjector(t, p, sink, cfg.Kafka.Brokers) }
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	stop := runProjector()
@@ -193,6 +178,24 @@ func TestMessagesBySender(t *testing.T) {
 	stop = runProjector()
 	defer stop()
 	waitEqual(t, bed, "`"+src+"`.messages", "`"+sinkDB+"`.messages_by_sender")
+}
+
+// startProjector runs a projector until stop, which reports its error.
+func startProjector(t *testing.T, p *projections.Projection, sink projections.Sink, brokers []string) (stop func()) {
+	t.Helper()
+	pr, err := projections.NewProjector(p, sink, projections.Options{Brokers: brokers, Log: logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- pr.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("projector: %v", err)
+		}
+	}
 }
 
 // TestOutOfOrderAndDuplicates: the same history applied in order, and

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/readside/readside/e2e/testbed"
-	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
 
@@ -102,19 +101,7 @@ func TestSinkFaults(t *testing.T) {
 	}
 	defer sink.Close()
 	runTailer(t, bed, cfg)
-	pr, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers, Log: logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- pr.Run(pctx) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("projector: %v", err)
-		}
-	}()
+	defer startProjector(t, p, sink, cfg.Kafka.Brokers)()
 
 	cctx, stopChaos := context.WithCancel(ctx)
 	var chaos sync.WaitGroup

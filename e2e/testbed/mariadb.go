@@ -247,7 +247,17 @@ func (m *MySQL) launch(ctx context.Context) error {
 	if err := waitTCP(p, m.Addr(), 60*time.Second); err != nil {
 		return fmt.Errorf("%w\nerror log:\n%s", err, fileTail(filepath.Join(m.dir, "error.log"), 20))
 	}
-	return nil
+	// The server opens its unix socket just after the TCP port, and the
+	// first start creates the users over it: a CI run once dialled the
+	// socket before it existed ("connect: no such file or directory").
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(m.socket()); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("MariaDB listens on %s but its socket %s did not appear in 10s\nerror log:\n%s", m.Addr(), m.socket(), fileTail(filepath.Join(m.dir, "error.log"), 20))
+		}
+	}
 }
 
 func (m *MySQL) connect(ctx context.Context) error {

@@ -1,0 +1,54 @@
+package cdc
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/pierrec/lz4/v4"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Compression is the producer option for kafka.compression (validated by
+// config): the tailer's and the raw-produce limit's, so B1 compresses
+// like the tailer.
+func Compression(name string) kgo.Opt {
+	switch name {
+	case "lz4":
+		return kgo.WithCompressor(newLz4Compressor())
+	case "snappy":
+		return kgo.ProducerBatchCompression(kgo.SnappyCompression())
+	case "zstd":
+		return kgo.ProducerBatchCompression(kgo.ZstdCompression())
+	case "gzip":
+		return kgo.ProducerBatchCompression(kgo.GzipCompression())
+	}
+	return kgo.ProducerBatchCompression(kgo.NoCompression())
+}
+
+// lz4Compressor is franz-go's lz4 with 64 KiB frame blocks. franz-go's own
+// pools writers with lz4's default 4 MiB blocks, each holding its block
+// buffers: with a batch per partition compressed at once that took the
+// tailer of a 500,000-row transaction from 132 MiB (snappy) to 142–165
+// MiB peak. Every Kafka client reads any LZ4 frame block size.
+type lz4Compressor struct{ pool sync.Pool }
+
+func newLz4Compressor() *lz4Compressor {
+	return &lz4Compressor{pool: sync.Pool{New: func() any {
+		w := lz4.NewWriter(nil)
+		_ = w.Apply(lz4.BlockSizeOption(lz4.Block64Kb), lz4.CompressionLevelOption(lz4.Fast))
+		return w
+	}}}
+}
+
+func (c *lz4Compressor) Compress(dst *bytes.Buffer, src []byte, _ ...kgo.CompressFlag) ([]byte, kgo.CompressionCodecType) {
+	w := c.pool.Get().(*lz4.Writer)
+	defer c.pool.Put(w)
+	w.Reset(dst)
+	if _, err := w.Write(src); err != nil {
+		return nil, kgo.CodecError
+	}
+	if err := w.Close(); err != nil {
+		return nil, kgo.CodecError
+	}
+	return dst.Bytes(), kgo.CodecLz4
+}
