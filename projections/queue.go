@@ -103,9 +103,6 @@ func (q *pollQueue) take(n int) (recs []*kgo.Record, before, after []partitionLa
 	return recs, before, after
 }
 
-// reset drops everything queued.
-func (q *pollQueue) reset() { *q = pollQueue{} }
-
 // keep drops the queued records of every partition owns reports false.
 func (q *pollQueue) keep(owns func(topic string, part int32) bool) {
 	q.parts = slices.DeleteFunc(q.parts, func(p *queuedPartition) bool {
