@@ -507,3 +507,39 @@ func (p *opsPipeline) status(t *testing.T, args ...string) (string, int) {
 	}
 	return out.String(), cmd.ProcessState.ExitCode()
 }
+
+// TestSigtermDuringStartup: a SIGTERM that arrives while `readside run` is
+// still starting (reading the source's columns, opening the sink, creating
+// read tables) is a requested stop like any other: exit 0, not a start-up
+// error. Each start is signalled a little later than the one before, so
+// the signal lands in the different start-up steps.
+func TestSigtermDuringStartup(t *testing.T) {
+	bed := testbed.Get(t)
+	p := newOpsPipeline(t, "startsig", bed.Kafka.Brokers(), "")
+	var d *daemon
+	for _, delay := range []time.Duration{0, 0, 1, 2, 4, 8, 16, 32, 64, 128} {
+		if d == nil {
+			d = p.start()
+		} else {
+			d.start()
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		waitFor(ctx, time.Millisecond, func() bool {
+			b, _ := os.ReadFile(p.logPath)
+			return strings.Count(string(b), "msg=starting") >= d.starts
+		})
+		cancel()
+		time.Sleep(delay * time.Millisecond)
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-d.done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no exit within 30 s of a SIGTERM %d ms after start-up began; log:\n%s", delay, tail(p.logPath))
+		}
+		if code := d.cmd.ProcessState.ExitCode(); code != 0 {
+			t.Fatalf("exit %d after a SIGTERM %d ms after start-up began, want 0; log:\n%s", code, delay, tail(p.logPath))
+		}
+	}
+	interrupted := strings.Count(p.log(), "stopped during start-up")
+	t.Logf("10 SIGTERMs during start-up: all exit 0, %d of them cut a start-up step short", interrupted)
+}

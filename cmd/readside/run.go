@@ -98,6 +98,9 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 	if *role != "tailer" {
 		planned, err := planProjections(ctx, cfg)
 		if err != nil {
+			if ctx.Err() != nil {
+				return stoppedDuringStartup(g, log, err)
+			}
 			fmt.Fprintf(stderr, "readside run:\n%v\n", err)
 			return exitUsage
 		}
@@ -105,6 +108,9 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 		defer starter.close()
 		for _, pp := range planned {
 			if code, err := starter.start(ctx, pp); err != nil {
+				if ctx.Err() != nil {
+					return stoppedDuringStartup(g, log, err)
+				}
 				fmt.Fprintf(stderr, "readside run: %v\n", err)
 				return code
 			}
@@ -121,6 +127,20 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 	if err := ops.serve(cfg, *role, reg); err != nil {
 		log.Error("http endpoint", "err", err)
 	}
+	if err := g.Wait(); err != nil {
+		log.Error("stopped", "err", err, "fatal", errors.As(err, new(*cdc.FatalError)))
+		return exitProblem
+	}
+	log.Info("stopped cleanly")
+	return exitOK
+}
+
+// stoppedDuringStartup ends a run whose start-up step failed because a
+// SIGTERM or SIGINT cancelled it: that is a requested stop, not a broken
+// config, so it waits for what already started (the tailer commits its
+// in-flight work) and exits 0 like any clean drain.
+func stoppedDuringStartup(g *errgroup.Group, log *slog.Logger, cause error) int {
+	log.Info("stopped during start-up", "interrupted", cause)
 	if err := g.Wait(); err != nil {
 		log.Error("stopped", "err", err, "fatal", errors.As(err, new(*cdc.FatalError)))
 		return exitProblem
