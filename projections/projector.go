@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
@@ -117,6 +118,7 @@ func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 		// rate within the noise (docs/benchmarks.md, tuning log 17).
 		kgo.FetchMaxPartitionBytes(256 << 10),
 		kgo.DisableAutoCommit(), // offsets are committed in the sink, with the rows
+		kgo.RetryBackoffFn(retryBackoff),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.AdjustFetchOffsetsFn(func(ctx context.Context, assigned map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 			if err := pr.takeReplays(ctx, assigned); err != nil {
@@ -722,4 +724,16 @@ func (m *Metrics) error(p *Projection) {
 	if m != nil {
 		m.errors.WithLabelValues(p.Name).Inc()
 	}
+}
+
+// retryBackoff waits 20 ms before the first retry of a failed request and
+// doubles up to 1 s. franz-go's default starts at ~250 ms, and a Kafka
+// broker answers the first JoinGroup of a new group with
+// COORDINATOR_NOT_AVAILABLE: every first start of a projection spent
+// ~300 ms there before reading a record (docs/benchmarks.md, tuning log).
+// The jitter keeps many workers from retrying in step.
+func retryBackoff(tries int) time.Duration {
+	d := 20 * time.Millisecond << min(max(tries-1, 0), 6)
+	d = min(d, time.Second)
+	return d - time.Duration(rand.Int64N(int64(d)/5+1))
 }
