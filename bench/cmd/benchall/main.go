@@ -43,6 +43,9 @@ func main() {
 	skipLatency := flag.Bool("skip-e2e", false, "skip the end-to-end and latency steps")
 	flag.StringVar(&fixedRates, "latency-rates", "", "comma-separated offered rows/s for the latency steps instead of 25/50/75% of the measured end-to-end rate (same-conditions A/B runs)")
 	flag.StringVar(&readsideEnv, "readside-env", "", "space-separated VAR=value for the readside processes only, e.g. GOMEMLIMIT=64MiB (A/B of runtime settings; the limit programs keep the default)")
+	flag.DurationVar(&profileAfter, "profile-after", 300*time.Millisecond, "with -heapprofile: start the 3 s CPU profile this long after each readside process starts (the default catches a drain; ~25s catches the first latency step)")
+	flag.StringVar(&logDir, "logdir", "", "write the readside processes' logs here instead of the test bed's directory, which is removed at the end")
+	flag.StringVar(&heapDir, "heapprofile", "", "serve pprof in the readside processes and keep each one's heap profile at its largest heap in use (<role>-<pid>.heap) and a CPU profile of 3 s (<role>-<pid>.cpu; see -profile-after) here")
 	flag.StringVar(&prebuilt, "readside", "", "use this readside binary instead of building ./cmd/readside (before/after comparisons)")
 	flag.StringVar(&outageFlag, "outage", "", "length of the sink outage in the end-to-end step (default 2m, 15s with -quick; 0 skips it)")
 	flag.DurationVar(&quietWait, "quiet-wait", 90*time.Second, "wait up to this long for a 1-minute load below 1.5 before starting")
@@ -67,10 +70,13 @@ func main() {
 }
 
 var (
-	quietWait   time.Duration
-	prebuilt    string
-	readsideEnv string
-	fixedRates  string
+	quietWait    time.Duration
+	prebuilt     string
+	readsideEnv  string
+	heapDir      string
+	logDir       string
+	profileAfter time.Duration
+	fixedRates   string
 )
 
 func workloads(quick bool) []workload {

@@ -29,6 +29,9 @@ type proc struct {
 }
 
 func startReadside(bin, cfgPath, role, logPath, httpAddr string) (*proc, error) {
+	if logDir != "" {
+		logPath = filepath.Join(logDir, filepath.Base(logPath))
+	}
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
@@ -36,8 +39,11 @@ func startReadside(bin, cfgPath, role, logPath, httpAddr string) (*proc, error) 
 	defer logf.Close()
 	cmd := exec.Command(bin, "run", "--role", role, "-c", cfgPath, "--http", httpAddr)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if readsideEnv != "" {
+	if readsideEnv != "" || heapDir != "" {
 		cmd.Env = append(os.Environ(), strings.Fields(readsideEnv)...)
+	}
+	if heapDir != "" {
+		cmd.Env = append(cmd.Env, "READSIDE_HTTP__PPROF=true")
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -46,7 +52,56 @@ func startReadside(bin, cfgPath, role, logPath, httpAddr string) (*proc, error) 
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &proc{cmd: cmd, httpAddr: httpAddr, peak: make(chan int64, 1), stop: cancel}
 	go func() { p.peak <- testbed.SamplePeakRSS(ctx, cmd.Process.Pid) }()
+	if heapDir != "" {
+		go keepLargestHeap(ctx, httpAddr, filepath.Join(heapDir, fmt.Sprintf("%s-%d.heap", role, cmd.Process.Pid)))
+		go func() { // and a CPU profile of 3 s from -profile-after on
+			time.Sleep(profileAfter)
+			if prof, err := httpGet(ctx, "http://"+httpAddr+"/debug/pprof/profile?seconds=3"); err == nil {
+				_ = os.WriteFile(filepath.Join(heapDir, fmt.Sprintf("%s-%d.cpu", role, cmd.Process.Pid)), prof, 0o644)
+			}
+		}()
+	}
 	return p, nil
+}
+
+// keepLargestHeap samples the process's heap in use every 200 ms and
+// writes its heap profile to path whenever that is a new largest, so the
+// profile shows what held memory at the peak rather than at the end.
+func keepLargestHeap(ctx context.Context, addr, path string) {
+	var largest int64
+	for ctx.Err() == nil {
+		time.Sleep(200 * time.Millisecond)
+		text, err := httpGet(ctx, "http://"+addr+"/debug/pprof/heap?debug=1")
+		if err != nil {
+			continue
+		}
+		i := strings.Index(string(text), "# HeapInuse = ")
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(text[i+len("# HeapInuse = "):]))
+		inuse, _ := strconv.ParseInt(f[0], 10, 64)
+		if inuse <= largest {
+			continue
+		}
+		if prof, err := httpGet(ctx, "http://"+addr+"/debug/pprof/heap"); err == nil {
+			largest = inuse
+			_ = os.WriteFile(path, prof, 0o644)
+		}
+	}
+}
+
+func httpGet(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
 }
 
 // cpuSeconds is the process's user+system CPU time so far.
