@@ -127,6 +127,12 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 	if err := ops.serve(cfg, *role, reg); err != nil {
 		log.Error("http endpoint", "err", err)
 	}
+	return waitStopped(g, log)
+}
+
+// waitStopped waits for the pipeline's goroutines and maps their outcome
+// to the exit code.
+func waitStopped(g *errgroup.Group, log *slog.Logger) int {
 	if err := g.Wait(); err != nil {
 		log.Error("stopped", "err", err, "fatal", errors.As(err, new(*cdc.FatalError)))
 		return exitProblem
@@ -141,10 +147,5 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 // in-flight work) and exits 0 like any clean drain.
 func stoppedDuringStartup(g *errgroup.Group, log *slog.Logger, cause error) int {
 	log.Info("stopped during start-up", "interrupted", cause)
-	if err := g.Wait(); err != nil {
-		log.Error("stopped", "err", err, "fatal", errors.As(err, new(*cdc.FatalError)))
-		return exitProblem
-	}
-	log.Info("stopped cleanly")
-	return exitOK
+	return waitStopped(g, log)
 }
