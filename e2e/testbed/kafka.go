@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -241,7 +242,7 @@ func userCacheDir() string {
 
 // startKafka formats storage for nodes combined broker+controller nodes and
 // starts them.
-func startKafka(ctx context.Context, dir string, nodes int, detached bool) (*Kafka, error) {
+func startKafka(ctx context.Context, dir string, nodes int, detached, productionJVM bool) (*Kafka, error) {
 	cp, err := kafkaClasspath(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -269,6 +270,15 @@ func startKafka(ctx context.Context, dir string, nodes int, detached bool) (*Kaf
 	minISR := 1
 	if nodes >= 3 {
 		minISR = 2
+	}
+	// Tests start and stop brokers often: a small heap, serial GC and
+	// the quick C1 compiler start fastest.
+	jvm := []string{"-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}
+	if productionJVM {
+		// kafka-server-start.sh's KAFKA_HEAP_OPTS and
+		// kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS.
+		jvm = []string{"-Xms1g", "-Xmx1g", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+			"-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15"}
 	}
 	for _, n := range k.nodes {
 		if err := os.MkdirAll(filepath.Join(n.dir, "data"), 0o755); err != nil {
@@ -316,11 +326,10 @@ func startKafka(ctx context.Context, dir string, nodes int, detached bool) (*Kaf
 		n.start = func() (*process, error) {
 			return startProcess(processSpec{
 				name: fmt.Sprintf("kafka-%d", n.id), path: java,
-				args: []string{
-					"-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+				args: append(slices.Clone(jvm),
 					"-Djava.awt.headless=true", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
 					"-cp", cp, "kafka.Kafka", propsPath,
-				},
+				),
 				logPath: filepath.Join(n.dir, "broker.log"), detached: n.detached,
 			})
 		}

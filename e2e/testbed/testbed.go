@@ -42,6 +42,11 @@ type Options struct {
 	// NoMySQL starts only the broker (for broker-only tests such as the
 	// three-node cluster).
 	NoMySQL bool
+	// ProductionJVM runs the Kafka broker with the JVM settings of Kafka's
+	// own start scripts (G1 with 20 ms pause goal, 1 GiB heap, the full
+	// JIT) instead of the fast-starting ones the tests use (serial GC,
+	// C1 only). For benchmarks: no broker in production runs the latter.
+	ProductionJVM bool
 }
 
 // Bed is a running test bed.
@@ -126,7 +131,7 @@ func Start(ctx context.Context, opts Options) (*Bed, error) {
 func startBroker(ctx context.Context, dir string, opts Options) (*Kafka, error) {
 	switch opts.Broker {
 	case "kafka":
-		return startKafka(ctx, dir, opts.KafkaNodes, opts.Detached)
+		return startKafka(ctx, dir, opts.KafkaNodes, opts.Detached, opts.ProductionJVM)
 	case "kfake":
 		return startKfake(ctx, filepath.Join(dir, "kfake"), opts.Detached)
 	case "external":

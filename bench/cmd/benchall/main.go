@@ -48,6 +48,7 @@ func main() {
 	flag.StringVar(&heapDir, "heapprofile", "", "serve pprof in the readside processes and keep each one's heap profile at its largest heap in use (<role>-<pid>.heap) and a CPU profile of 3 s (<role>-<pid>.cpu; see -profile-after) here")
 	flag.StringVar(&prebuilt, "readside", "", "use this readside binary instead of building ./cmd/readside (before/after comparisons)")
 	flag.StringVar(&outageFlag, "outage", "", "length of the sink outage in the end-to-end step (default 2m, 15s with -quick; 0 skips it)")
+	flag.StringVar(&brokerJVM, "broker-jvm", "production", "JVM settings of the Kafka broker: production (Kafka's start scripts: G1, 1 GiB heap, full JIT) or test (the e2e tests' fast-starting serial GC and C1 only)")
 	flag.DurationVar(&quietWait, "quiet-wait", 90*time.Second, "wait up to this long for a 1-minute load below 1.5 before starting")
 	chartFrom := flag.String("chart-from", "", "only redraw the PNG chart from this latest.json (into -out)")
 	peersRun := flag.Bool("peers", false, "make bench-peers: Debezium (Kafka Connect standalone) next to readside on the narrow workloads; writes peers.json and peers.md")
@@ -77,6 +78,7 @@ var (
 	logDir       string
 	profileAfter time.Duration
 	fixedRates   string
+	brokerJVM    string
 )
 
 func workloads(quick bool) []workload {
@@ -120,6 +122,8 @@ type hostInfo struct {
 	// ReadsideEnv is -readside-env: runtime settings of the readside
 	// processes in this run (empty: the defaults).
 	ReadsideEnv string `json:"readside_env,omitempty"`
+	// BrokerJVM is -broker-jvm: the Kafka broker's JVM settings.
+	BrokerJVM string `json:"broker_jvm"`
 }
 
 // env is what every step shares: one test bed, one readside binary.
@@ -202,7 +206,7 @@ func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 
 // thisHost describes the machine and the commit measured.
 func thisHost() hostInfo {
-	h := hostInfo{CPUs: runtime.NumCPU(), GoVer: runtime.Version(), ReadsideEnv: readsideEnv}
+	h := hostInfo{CPUs: runtime.NumCPU(), GoVer: runtime.Version(), ReadsideEnv: readsideEnv, BrokerJVM: brokerJVM}
 	if b, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		h.Commit = strings.TrimSpace(string(b))
 	}
@@ -212,9 +216,12 @@ func thisHost() hostInfo {
 // startBed waits for a quiet machine (returning the load it settled on),
 // then starts the test bed; closeBed is to be deferred even on error.
 func startBed(ctx context.Context) (bed *testbed.Bed, load float64, closeBed func(), err error) {
+	if brokerJVM != "production" && brokerJVM != "test" {
+		return nil, 0, func() {}, fmt.Errorf("-broker-jvm %q: use production or test", brokerJVM)
+	}
 	load = waitQuiet(1.5, quietWait)
 	logf("load before: %.2f", load)
-	bed, err = testbed.Start(ctx, testbed.Options{})
+	bed, err = testbed.Start(ctx, testbed.Options{ProductionJVM: brokerJVM == "production"})
 	return bed, load, func() {
 		if err := bed.Close(); err != nil {
 			fmt.Fprintln(os.Stderr, "cleanup:", err)

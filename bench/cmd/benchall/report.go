@@ -50,6 +50,9 @@ func markdown(res *results) string {
 	fmt.Fprintf(&b, "# readside benchmark (%s)\n\n", kind)
 	fmt.Fprintf(&b, "%s, commit %s, %d CPUs, %s; broker %s; MariaDB %s. 1-minute load average %.2f before the run, %.2f after; each rate's own load is in latest.json. Took %.0f s.\n\n",
 		res.StartedAt.Format("2006-01-02 15:04 MST"), res.Host.Commit, res.Host.CPUs, res.Host.GoVer, res.Broker, res.MariaDB, res.LoadBefore, res.LoadAfter, res.DurationS)
+	if res.Host.BrokerJVM == "test" {
+		fmt.Fprintf(&b, "The Kafka broker ran with the tests' JVM settings (serial GC, C1 only), not Kafka's production ones.\n\n")
+	}
 	if res.Host.ReadsideEnv != "" {
 		fmt.Fprintf(&b, "The readside processes ran with `%s`.\n\n", res.Host.ReadsideEnv)
 	}
@@ -95,7 +98,9 @@ func markdown(res *results) string {
 		if e.SlowerName != "" {
 			fmt.Fprintf(&b, " = **%.2f × the slower stage** (%s, narrow_insert)", e.VsSlower, e.SlowerName)
 		}
-		fmt.Fprintf(&b, "; %.3f CPU s per 1,000 events; peak RSS %.0f MiB over the whole step (catch-up and latency). Load %.2f.\n\n", e.Rate.CPUPer1000, e.PeakRSSMiB, e.Rate.Load1)
+		fmt.Fprintf(&b, ", timed like the projector stage from the first applied batch; %.0f events/s from the tailer's first record in the topic, which also holds the projector's start "+
+			"(%.1f s against %.1f s). %.3f CPU s per 1,000 events; peak RSS %.0f MiB over the whole step (catch-up and latency). Load %.2f.\n\n",
+			e.FromFirstRecord.PerS, e.FromFirstRecord.Seconds, e.Rate.Seconds, e.Rate.CPUPer1000, e.PeakRSSMiB, e.Rate.Load1)
 		latencyMarkdown(&b, e)
 	}
 	return b.String()

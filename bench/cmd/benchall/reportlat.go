@@ -14,6 +14,11 @@ func latencyMarkdown(b *strings.Builder, e *e2eResult) {
 		fmt.Fprintf(b, "| %.0f%% | %.0f | %.0f | %d | %.1f | %.1f | %.1f | %.1f | **%.1f** | %.1f | **%.1f** | %.1f | %.3f | %.0f | %.2f |\n", s.Fraction*100, s.OfferedPerS, s.AchievedPerS, s.Rows,
 			s.Ack.P50ms, s.Ack.P95ms, s.Ack.P99ms, s.Ack.Maxms, s.P50ms, s.P95ms, s.P99ms, s.Maxms, s.CPUPer1000, s.RSSMiB, s.Load1)
 	}
+	b.WriteString("\nWhere the time went, from readside's histograms over each step (means): the tailer's Kafka commits (flush and EndTxn, while the next records are held) and the projector's batches (poll to sink commit, the wait for the previous batch included).\n\n")
+	b.WriteString("| offered | Kafka commits | mean commit ms | projector batches | mean batch ms | mean rows per batch |\n|---|---|---|---|---|---|\n")
+	for _, s := range e.Latency {
+		fmt.Fprintf(b, "| %.0f%% | %d | %.1f | %d | %.1f | %.0f |\n", s.Fraction*100, s.KafkaCommits, s.KafkaCommitMs, s.Batches, s.BatchMs, s.BatchRows)
+	}
 	b.WriteString("\nChart: `latest.png` (latency per offered rate; throughput and RSS over the whole step).\n")
 	o := e.Outage
 	if o == nil {
