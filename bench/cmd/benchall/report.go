@@ -50,8 +50,8 @@ func markdown(res *results) string {
 	fmt.Fprintf(&b, "# readside benchmark (%s)\n\n", kind)
 	fmt.Fprintf(&b, "%s, commit %s, %d CPUs, %s; broker %s; MariaDB %s. 1-minute load average %.2f before the run, %.2f after; each rate's own load is in latest.json. Took %.0f s.\n\n",
 		res.StartedAt.Format("2006-01-02 15:04 MST"), res.Host.Commit, res.Host.CPUs, res.Host.GoVer, res.Broker, res.MariaDB, res.LoadBefore, res.LoadAfter, res.DurationS)
-	if res.Host.BrokerJVM == "test" {
-		fmt.Fprintf(&b, "The Kafka broker ran with the tests' JVM settings (serial GC, C1 only), not Kafka's production ones.\n\n")
+	if res.Host.BrokerJVM == "production" {
+		fmt.Fprintf(&b, "The Kafka broker ran with Kafka's production JVM settings (G1, 1 GiB heap, full JIT), not the test bed's (serial GC, C1 only).\n\n")
 	}
 	if res.Host.ReadsideEnv != "" {
 		fmt.Fprintf(&b, "The readside processes ran with `%s`.\n\n", res.Host.ReadsideEnv)
