@@ -25,11 +25,14 @@ type latencyStep struct {
 	// Ack is commit → broker ack (a read_committed consumer's receive
 	// time); Produce is commit → the tailer's produce call (the record's
 	// CreateTime). See ackprobe.go.
-	Ack        percentiles `json:"commit_to_ack"`
-	Produce    percentiles `json:"commit_to_produce"`
-	CPUPer1000 float64     `json:"cpu_s_per_1000"`
-	RSSMiB     float64     `json:"rss_mib_at_end"`
-	Load1      float64     `json:"load1"`
+	Ack     percentiles `json:"commit_to_ack"`
+	Produce percentiles `json:"commit_to_produce"`
+	// SourceInsert is the generator's INSERT round trip (commit included)
+	// of each row: the share of the latency before the binlog has it.
+	SourceInsert percentiles `json:"source_insert"`
+	CPUPer1000   float64     `json:"cpu_s_per_1000"`
+	RSSMiB       float64     `json:"rss_mib_at_end"`
+	Load1        float64     `json:"load1"`
 	// Where the time went, from readside's own histograms over the step:
 	// the tailer's Kafka commits (flush and EndTxn) and the projector's
 	// batches (poll to sink commit, the wait for the previous one
@@ -49,7 +52,7 @@ var stepHistograms = []string{
 }
 
 type e2eResult struct {
-	Workload   workload      `json:"workload"`
+	Workload workload `json:"workload"`
 	// Rate is the backlog drained through tailer and projector in one
 	// process, timed like the projector stage: from the first applied
 	// batch (the events before it are not counted) to the last.
@@ -58,11 +61,11 @@ type e2eResult struct {
 	// in the topic, so it also holds the projector's start (group join,
 	// first fetch, first batch): about 0.8 s, a third of a 200,000-event
 	// drain.
-	FromFirstRecord rate `json:"rate_from_first_record"`
-	VsSlower   float64       `json:"vs_slower_stage,omitempty"`
-	SlowerName string        `json:"slower_stage,omitempty"`
-	Latency    []latencyStep `json:"latency"`
-	PeakRSSMiB float64       `json:"peak_rss_mib"`
+	FromFirstRecord rate          `json:"rate_from_first_record"`
+	VsSlower        float64       `json:"vs_slower_stage,omitempty"`
+	SlowerName      string        `json:"slower_stage,omitempty"`
+	Latency         []latencyStep `json:"latency"`
+	PeakRSSMiB      float64       `json:"peak_rss_mib"`
 	// Outage is the catch-up after a sink outage at 50% load (outage.go).
 	Outage *outageResult `json:"sink_outage,omitempty"`
 	// Samples is the throughput time series of the whole step (every
@@ -254,11 +257,13 @@ func (e *env) latencyStep(ctx context.Context, gen *generator, p *proc, probe *a
 		return st, err
 	}
 	start := time.Now()
-	sent, err := offerOpenLoop(ctx, gen, offered, dur, nil)
+	var execUs []int64
+	sent, err := offerOpenLoop(ctx, gen, offered, dur, nil, &execUs)
 	if err != nil {
 		return st, err
 	}
 	st.AchievedPerS = float64(sent) / time.Since(start).Seconds()
+	st.SourceInsert = percentilesOf(execUs)
 	hi := gen.maxID
 	st.Rows = sent
 	deadline := time.Now().Add(2 * time.Minute)

@@ -93,7 +93,7 @@ func startLoader(ctx context.Context, gen *generator, rate float64) *loader {
 	go func() {
 		defer close(l.done)
 		t := time.Now()
-		l.sent, l.err = offerOpenLoop(ctx, gen, rate, 0, l.stopc)
+		l.sent, l.err = offerOpenLoop(ctx, gen, rate, 0, l.stopc, nil)
 		l.secs = time.Since(t).Seconds()
 	}()
 	return l
@@ -109,7 +109,11 @@ func (l *loader) stop() (int, float64, error) {
 // waits for readside (a late tick sends everything due, so the offered
 // rate holds), for dur or until stop is closed. Each statement's rows
 // carry the microsecond time just before its autocommit INSERT.
-func offerOpenLoop(ctx context.Context, gen *generator, rate float64, dur time.Duration, stop <-chan struct{}) (int, error) {
+//
+// With execUs, each row's INSERT round trip (its statement's Exec, commit
+// included) is appended there in µs: the part of commit → visible spent
+// before the binlog has the row.
+func offerOpenLoop(ctx context.Context, gen *generator, rate float64, dur time.Duration, stop <-chan struct{}, execUs *[]int64) (int, error) {
 	start := time.Now()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -129,11 +133,19 @@ func offerOpenLoop(ctx context.Context, gen *generator, rate float64, dur time.D
 		if due <= 0 {
 			continue
 		}
-		stmt, _ := gen.statement(min(due, 2000), time.Now().UnixMicro())
+		n := min(due, 2000)
+		at := time.Now()
+		stmt, _ := gen.statement(n, at.UnixMicro())
 		if _, err := gen.db.ExecContext(ctx, stmt); err != nil {
 			return sent, err
 		}
-		sent += min(due, 2000)
+		if execUs != nil {
+			took := time.Since(at).Microseconds()
+			for range n {
+				*execUs = append(*execUs, took)
+			}
+		}
+		sent += n
 	}
 }
 
