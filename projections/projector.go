@@ -203,13 +203,32 @@ func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 			if pollCtx.Err() != nil {
 				return fail(wait())
 			}
-			for _, fe := range fetches.Errors() {
-				if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, context.DeadlineExceeded) {
-					continue
-				}
-				pr.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
+			pr.queueFetches(&queue, fetches)
+		}
+		if pending != nil && queue.len() < caughtUpBelow {
+			// Caught up: a few records are queued while the previous job
+			// is still applied. Cut now, this job would hold only what
+			// the last fetch had, and the records arriving during the
+			// apply would wait in franz-go's buffer and at the broker for
+			// the job after it: about three applies from arrival to
+			// commit instead of one and a half. So wait for the apply,
+			// then take what came meanwhile: the fetch franz-go holds
+			// (made early in the apply) and, when that had records, the
+			// next one, which asks for everything since. A backlog keeps
+			// decoding the next job while the previous one is applied.
+			if err := wait(); err != nil {
+				return fail(err)
 			}
-			queue.add(fetches)
+			before := queue.len()
+			pr.queueFetches(&queue, cl.PollRecords(nil, perJob*queuedJobs-queue.len()))
+			if want := perJob*queuedJobs - queue.len(); queue.len() > before && want > 0 {
+				fctx, cancel := context.WithTimeout(pollCtx, catchUpFetchWait)
+				pr.queueFetches(&queue, cl.PollRecords(fctx, want))
+				cancel()
+			}
+			if ctx.Err() != nil {
+				return false, nil
+			}
 		}
 		job := pr.prepare(queue.take(perJob))
 		if err := wait(); err != nil {
@@ -244,6 +263,28 @@ func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 			pending <- err
 		}()
 	}
+}
+
+// caughtUpBelow is the queue length under which the projector counts as
+// caught up (see consume): a backlog's polls queue thousands of records.
+const caughtUpBelow = pollRecords / 2
+
+// catchUpFetchWait bounds the wait for the fetch that asks for the records
+// which arrived during a caught-up projector's last apply: about a round
+// trip to the broker when there are some, the whole wait when there are
+// none (then the next poll waits for them anyway).
+const catchUpFetchWait = 5 * time.Millisecond
+
+// queueFetches queues a poll's records; fetch errors other than the poll's
+// own deadline are logged (franz-go retries them).
+func (pr *Projector) queueFetches(q *pollQueue, fetches kgo.Fetches) {
+	for _, fe := range fetches.Errors() {
+		if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, context.DeadlineExceeded) {
+			continue
+		}
+		pr.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
+	}
+	q.add(fetches)
 }
 
 // Build maps polled records to a batch: the newest write per read key and
