@@ -59,8 +59,8 @@ type e2eResult struct {
 	Rate rate `json:"rate"`
 	// FromFirstRecord times the same drain from the tailer's first record
 	// in the topic, so it also holds the projector's start (group join,
-	// first fetch, first batch): about 0.8 s, a third of a 200,000-event
-	// drain.
+	// first fetch, first batch): 0.8–1 s, a sixth to a third of a
+	// 200,000-event drain on the benchmark box.
 	FromFirstRecord rate          `json:"rate_from_first_record"`
 	VsSlower        float64       `json:"vs_slower_stage,omitempty"`
 	SlowerName      string        `json:"slower_stage,omitempty"`
