@@ -3,7 +3,6 @@ package sinks
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -22,11 +21,16 @@ const chunk = 500
 // max_allowed_packet (the driver reports an oversized prepared statement
 // as a bad connection, which would be retried forever).
 func spans(n int, size func(i int) int, limit int) [][2]int {
+	return cut(n, chunk, size, limit)
+}
+
+// cut cuts n items into runs of at most most items and about limit bytes.
+func cut(n, most int, size func(i int) int, limit int) [][2]int {
 	var out [][2]int
 	start, bytes := 0, 0
 	for i := range n {
 		sz := size(i)
-		if i > start && (i-start >= chunk || bytes+sz > limit) {
+		if i > start && (i-start >= most || bytes+sz > limit) {
 			out = append(out, [2]int{start, i})
 			start, bytes = i, 0
 		}
@@ -37,6 +41,11 @@ func spans(n int, size func(i int) int, limit int) [][2]int {
 	}
 	return out
 }
+
+// lookupChunk is the most keys per tombstone lookup: the server sorts an
+// IN list of constants once and searches it, so a whole batch's keys fit
+// in one round trip.
+const lookupChunk = 5000
 
 // argBytes estimates the bytes a row's parameters take on the wire.
 func argBytes(vals []any) int {
@@ -75,16 +84,16 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 	// READ COMMITTED (every sink connection's level, readCommitted): each
 	// statement reads the latest committed rows, which step 4 relies on
 	// after step 1's locks; no gap locks between batches.
-	tx, err := s.db.BeginTx(ctx, nil)
+	run, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			_ = tx.Rollback()
+			run.rollback()
 		}
 	}()
-	a := applier{ctx: ctx, tx: tx, p: p, stale: b.Stale, limit: s.stmtLimit(), rowAlias: s.rowAlias, comment: "/* readside " + strings.ReplaceAll(p.Name, "*/", "") + " */ "}
+	a := applier{ctx: ctx, run: run, p: p, stale: b.Stale, limit: s.stmtLimit(), rowAlias: s.rowAlias, comment: "/* readside " + strings.ReplaceAll(p.Name, "*/", "") + " */ "}
 
 	keys := a.parentKeys(b)
 	for i, j := range p.Joins {
@@ -111,8 +120,8 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 	if err := a.watermarks(b.Marks); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return err
+	if err := run.commit(ctx); err != nil {
+		return fmt.Errorf("writing a batch to %s: %w", p.Table, err)
 	}
 	if a.stale != nil {
 		a.stale.Add(a.skipped)
@@ -122,7 +131,7 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 
 type applier struct {
 	ctx      context.Context
-	tx       *sql.Tx
+	run      stmts
 	p        *projections.Projection
 	comment  string
 	stale    *atomic.Int64
@@ -131,11 +140,17 @@ type applier struct {
 	skipped  int64 // counted into stale only when the transaction commits
 }
 
-func (a *applier) exec(query string, args ...any) (sql.Result, error) {
+// exec runs a statement whose result is not read. Its error may come
+// later, from the next query or the commit (pipeline).
+func (a *applier) exec(query string, args ...any) error {
 	if a.rowAlias {
 		query = mysql8Upsert(query)
 	}
-	return a.tx.ExecContext(a.ctx, a.comment+query, args...)
+	return a.run.exec(a.ctx, a.comment+query, args)
+}
+
+func (a *applier) query(query string, args ...any) (*sql.Rows, error) {
+	return a.run.query(a.ctx, a.comment+query, args)
 }
 
 // offsets records the next offset to consume of each partition, in one
@@ -153,7 +168,7 @@ func (a *applier) offsets(offs projections.Offsets) error {
 		return nil
 	}
 	row := "(?, ?, ?, ?)"
-	_, err := a.exec("INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES "+row+strings.Repeat(", "+row, rows-1)+
+	err := a.exec("INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES "+row+strings.Repeat(", "+row, rows-1)+
 		" ON DUPLICATE KEY UPDATE next_offset = GREATEST(next_offset, VALUES(next_offset))", args...)
 	return err
 }
@@ -174,7 +189,7 @@ func (a *applier) watermarks(marks map[string]map[int32]projections.Mark) error 
 	}
 	row := "(?, ?, ?, ?, ?, ?)"
 	newer := "VALUES(version) > version"
-	_, err := a.exec("INSERT INTO `_readside_watermarks` (projection, topic, part, gtid, version, source_ts) VALUES "+row+strings.Repeat(", "+row, rows-1)+
+	err := a.exec("INSERT INTO `_readside_watermarks` (projection, topic, part, gtid, version, source_ts) VALUES "+row+strings.Repeat(", "+row, rows-1)+
 		" ON DUPLICATE KEY UPDATE gtid = IF("+newer+", VALUES(gtid), gtid), source_ts = IF("+newer+", VALUES(source_ts), source_ts), version = GREATEST(version, VALUES(version))", args...)
 	return err
 }
@@ -234,7 +249,7 @@ func (a *applier) lockParents(j *projections.Join, keys []parentKey) error {
 		for _, k := range part {
 			args = append(args, k.values...)
 		}
-		if _, err := a.exec("INSERT INTO "+q(j.StateTable(a.p))+" ("+strings.Join(cols, ", ")+", `_rs_version`) VALUES "+
+		if err := a.exec("INSERT INTO "+q(j.StateTable(a.p))+" ("+strings.Join(cols, ", ")+", `_rs_version`) VALUES "+
 			row+strings.Repeat(", "+row, len(part)-1)+" ON DUPLICATE KEY UPDATE "+first+" = "+first, args...); err != nil {
 			return fmt.Errorf("locking the join state of %s.%s: %w", j.ParentDB, j.ParentTbl, err)
 		}
@@ -262,14 +277,14 @@ func (a *applier) parentState(ji int, j *projections.Join, all []projections.Par
 	}
 	name := truncationName(a.p, j)
 	if truncateAt > 0 {
-		if _, err := a.exec("INSERT INTO `_readside_truncations` (projection, version) VALUES (?, ?) ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))", name, truncateAt); err != nil {
+		if err := a.exec("INSERT INTO `_readside_truncations` (projection, version) VALUES (?, ?) ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))", name, truncateAt); err != nil {
 			return err
 		}
 		var sets []string
 		for _, c := range j.Columns {
 			sets = append(sets, q(stateCol(c.Name))+" = NULL")
 		}
-		if _, err := a.exec("UPDATE "+state+" SET "+strings.Join(sets, ", ")+", `_rs_version` = ? WHERE `_rs_version` < ?", truncateAt, truncateAt); err != nil {
+		if err := a.exec("UPDATE "+state+" SET "+strings.Join(sets, ", ")+", `_rs_version` = ? WHERE `_rs_version` < ?", truncateAt, truncateAt); err != nil {
 			return err
 		}
 		// Every read row showing an older parent now shows none.
@@ -277,7 +292,7 @@ func (a *applier) parentState(ji int, j *projections.Join, all []projections.Par
 		for _, c := range j.Columns {
 			sets = append(sets, q(c.Name)+" = NULL")
 		}
-		if _, err := a.exec("UPDATE "+q(a.p.Table)+" SET "+strings.Join(sets, ", ")+", "+q(j.VersionColumn())+" = ? WHERE "+q(j.VersionColumn())+" < ?", truncateAt, truncateAt); err != nil {
+		if err := a.exec("UPDATE "+q(a.p.Table)+" SET "+strings.Join(sets, ", ")+", "+q(j.VersionColumn())+" = ? WHERE "+q(j.VersionColumn())+" < ?", truncateAt, truncateAt); err != nil {
 			return err
 		}
 	}
@@ -320,7 +335,7 @@ func (a *applier) parentState(ji int, j *projections.Join, all []projections.Par
 			}
 			args = append(args, w.Version)
 		}
-		if _, err := a.exec("INSERT INTO "+state+" ("+strings.Join(cols, ", ")+", `_rs_version`) VALUES "+row+strings.Repeat(", "+row, len(part)-1)+
+		if err := a.exec("INSERT INTO "+state+" ("+strings.Join(cols, ", ")+", `_rs_version`) VALUES "+row+strings.Repeat(", "+row, len(part)-1)+
 			" ON DUPLICATE KEY UPDATE "+strings.Join(sets, ", "), args...); err != nil {
 			return fmt.Errorf("updating the join state of %s.%s: %w", j.ParentDB, j.ParentTbl, err)
 		}
@@ -330,9 +345,16 @@ func (a *applier) parentState(ji int, j *projections.Join, all []projections.Par
 
 func (a *applier) truncatedAt(name string) (uint64, error) {
 	var floor uint64
-	err := a.tx.QueryRowContext(a.ctx, "SELECT version FROM `_readside_truncations` WHERE projection = ?", name).Scan(&floor)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
+	rows, err := a.query("SELECT version FROM `_readside_truncations` WHERE projection = ?", name)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	if rows.Next() {
+		err = rows.Scan(&floor)
+	}
+	if err == nil {
+		err = rows.Err()
 	}
 	return floor, err
 }
@@ -353,10 +375,10 @@ func (a *applier) readRows(writes []projections.Write) error {
 		}
 	}
 	if truncateAt > 0 {
-		if _, err := a.exec("INSERT INTO `_readside_truncations` (projection, version) VALUES (?, ?) ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))", a.p.Name, truncateAt); err != nil {
+		if err := a.exec("INSERT INTO `_readside_truncations` (projection, version) VALUES (?, ?) ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))", a.p.Name, truncateAt); err != nil {
 			return err
 		}
-		if _, err := a.exec("DELETE FROM "+q(a.p.Table)+" WHERE _rs_version < ?", truncateAt); err != nil {
+		if err := a.exec("DELETE FROM "+q(a.p.Table)+" WHERE _rs_version < ?", truncateAt); err != nil {
 			return err
 		}
 	}
@@ -379,8 +401,8 @@ func (a *applier) readRows(writes []projections.Write) error {
 func (a *applier) dropShadowed(ups []projections.Write) ([]projections.Write, error) {
 	var floor uint64
 	tomb := map[string]uint64{}
-	for start := 0; start < len(ups); start += chunk {
-		part := ups[start:min(start+chunk, len(ups))]
+	for _, sp := range cut(len(ups), lookupChunk, func(i int) int { return len(ups[i].Key) + 9 }, a.limit) {
+		start, part := sp[0], ups[sp[0]:sp[1]]
 		args := []any{a.p.Name}
 		for _, w := range part {
 			args = append(args, []byte(w.Key))
@@ -390,7 +412,7 @@ func (a *applier) dropShadowed(ups []projections.Write) ([]projections.Write, er
 			query += " UNION ALL SELECT NULL, version FROM `_readside_truncations` WHERE projection = ?"
 			args = append(args, a.p.Name)
 		}
-		rows, err := a.tx.QueryContext(a.ctx, query, args...)
+		rows, err := a.query(query, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -468,7 +490,7 @@ func (a *applier) upsert(ups []projections.Write) error {
 		}
 		stmt := "INSERT INTO " + q(p.Table) + " (" + strings.Join(cols, ", ") + ", `_rs_version`) VALUES " +
 			row + strings.Repeat(", "+row, len(part)-1) + " ON DUPLICATE KEY UPDATE " + strings.Join(sets, ", ")
-		if _, err := a.exec(stmt, args...); err != nil {
+		if err := a.exec(stmt, args...); err != nil {
 			return fmt.Errorf("upserting into %s: %w", p.Table, err)
 		}
 	}
@@ -485,7 +507,7 @@ func (a *applier) delete(dels []projections.Write) error {
 		for _, w := range part {
 			args = append(args, p.Name, []byte(w.Key), w.Version)
 		}
-		if _, err := a.exec("INSERT INTO `_readside_tombstones` (projection, key_text, version) VALUES (?, ?, ?)"+
+		if err := a.exec("INSERT INTO `_readside_tombstones` (projection, key_text, version) VALUES (?, ?, ?)"+
 			strings.Repeat(", (?, ?, ?)", len(part)-1)+" ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))", args...); err != nil {
 			return fmt.Errorf("recording tombstones of %s: %w", p.Table, err)
 		}
@@ -504,7 +526,7 @@ func (a *applier) delete(dels []projections.Write) error {
 			args = append(args, w.Values...)
 			args = append(args, w.Version)
 		}
-		if _, err := a.exec("DELETE FROM "+q(p.Table)+" WHERE "+one+strings.Repeat(" OR "+one, len(part)-1), args...); err != nil {
+		if err := a.exec("DELETE FROM "+q(p.Table)+" WHERE "+one+strings.Repeat(" OR "+one, len(part)-1), args...); err != nil {
 			return fmt.Errorf("deleting from %s: %w", p.Table, err)
 		}
 	}
@@ -536,7 +558,7 @@ func (a *applier) fanOut(j *projections.Join, keys []parentKey) error {
 		}
 		stmt := "UPDATE " + q(a.p.Table) + " AS r JOIN " + q(j.StateTable(a.p)) + " AS s ON " + strings.Join(on, " AND ") +
 			" SET " + strings.Join(sets, ", ") + " WHERE r." + v + " < s.`_rs_version` AND (" + one + strings.Repeat(" OR "+one, len(part)-1) + ")"
-		if _, err := a.exec(stmt, args...); err != nil {
+		if err := a.exec(stmt, args...); err != nil {
 			return fmt.Errorf("copying %s.%s into %s: %w", j.ParentDB, j.ParentTbl, a.p.Table, err)
 		}
 	}

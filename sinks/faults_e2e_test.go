@@ -175,6 +175,62 @@ func TestApplyRetriesLockWaitTimeout(t *testing.T) {
 	t.Logf("applied after %s of lock-wait timeouts and retries", took.Round(100*time.Millisecond))
 }
 
+// TestFailedBatchLeavesNothing: a batch whose second statement fails
+// (a value too long, after a first statement of 500 good rows) changes
+// nothing and moves no offset, and the connection it ran on goes back to
+// the pool outside any transaction: the batches' statements are sent
+// together (pipeline), so the COMMIT after the failing statement never
+// runs, and a connection left inside the transaction would commit its
+// first 500 rows with the next batch's START TRANSACTION.
+func TestFailedBatchLeavesNothing(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, err := bed.MySQL.CreateDatabase(ctx, "xsrc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "xsink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, s VARCHAR(10) NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	p, sink := copyTable(t, bed, src, sinkDB, map[string]string{"id": "id", "s": "s"})
+	bad := &projections.Batch{Offsets: projections.Offsets{}}
+	bad.Offsets.Set(p.Topic, 0, 600)
+	for i := range 501 {
+		v := "ok"
+		if i == 500 {
+			v = strings.Repeat("too long ", 5)
+		}
+		bad.Writes = append(bad.Writes, projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(i), Values: []any{i, v}, Version: uint64(1000 + i)})
+	}
+	failed := sink.Apply(ctx, p, bad)
+	if failed == nil || !sinks.Rejected(failed) {
+		t.Fatalf("a value too long for its column gave %v, want the sink's refusal", failed)
+	}
+	for i := range 4 { // the pool hands out its idle connections again
+		good := &projections.Batch{Offsets: projections.Offsets{}, Writes: []projections.Write{{Kind: projections.Upsert, Key: fmt.Sprint(1000 + i), Values: []any{1000 + i, "good"}, Version: 5000}}}
+		good.Offsets.Set(p.Topic, 0, int64(10+i))
+		if err := sink.Apply(ctx, p, good); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int
+	if err := sink.Shards[0].DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM t_copy").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	offs, err := sink.Offsets(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 || offs[p.Topic][0] != 13 {
+		t.Fatalf("%d rows and offset %d after a failed batch and four good ones, want 4 and 13 (none of the failed batch's rows)", n, offs[p.Topic][0])
+	}
+	t.Logf("failed batch: %v; nothing of it committed", failed)
+}
+
 // copyTable declares t_copy, a copy of src.t keyed by id with cols, opens
 // its sink (a new connection: it sees global settings changed before)
 // and creates the read table.

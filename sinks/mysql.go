@@ -25,7 +25,11 @@ import (
 
 // MySQL is one sink server (one shard).
 type MySQL struct {
-	db        *sql.DB
+	db *sql.DB
+	// pipe, when set, is the pool batches are applied through: the same
+	// connections with multi-statement packets allowed (pipeline). Every
+	// other statement (DDL, offsets on assignment, checks) goes through db.
+	pipe      *sql.DB
 	maxPacket int  // the server's max_allowed_packet
 	rowAlias  bool // MySQL 8.0.19+: upserts use a row alias instead of VALUES()
 	// Log, when set, reports retried batches.
@@ -69,7 +73,41 @@ func Open(ctx context.Context, dsn string) (*MySQL, error) {
 		return nil, fmt.Errorf("reading the sink's max_allowed_packet: %w", err)
 	}
 	m.rowAlias = usesRowAlias(version)
+	if cfg.InterpolateParams {
+		// Statements go out together only as text: prepared statements
+		// hold one statement each.
+		pcfg := cfg.Clone()
+		pcfg.MultiStatements = true
+		pconn, err := driver.NewConnector(pcfg)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		m.pipe = sql.OpenDB(readCommitted{pconn})
+		m.pipe.SetMaxOpenConns(8)
+	}
 	return m, nil
+}
+
+// begin starts a batch's transaction: pipelined when the sink allows it.
+func (s *MySQL) begin(ctx context.Context) (stmts, error) {
+	if s.pipe == nil {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		return txStmts{tx}, nil
+	}
+	conn, err := s.pipe.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Statements sent together stay under half a statement's limit, so a
+	// packet's escaped text stays within max_allowed_packet and the driver
+	// never falls back to a prepared statement, which cannot hold several.
+	p := &pipeline{conn: conn, limit: s.stmtLimit() / 2}
+	p.add("START TRANSACTION", nil)
+	return p, nil
 }
 
 // interpolationSafe reports whether the connection charset lets the driver
@@ -117,7 +155,12 @@ func (c readCommitted) Connect(ctx context.Context) (sqldriver.Conn, error) {
 }
 
 // Close releases the connections.
-func (s *MySQL) Close() error { return s.db.Close() }
+func (s *MySQL) Close() error {
+	if s.pipe != nil {
+		s.pipe.Close()
+	}
+	return s.db.Close()
+}
 
 // DB is the connection pool (tests and verification read through it).
 func (s *MySQL) DB() *sql.DB { return s.db }

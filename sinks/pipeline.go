@@ -1,0 +1,145 @@
+package sinks
+
+import (
+	"context"
+	"database/sql"
+	sqldriver "database/sql/driver"
+	"strings"
+	"time"
+)
+
+// stmts runs the statements of one batch's transaction.
+type stmts interface {
+	// exec runs a statement whose result the batch does not read; it may
+	// be sent later, with the next query or the commit, so its error may
+	// come from either of those.
+	exec(ctx context.Context, query string, args []any) error
+	// query runs a statement whose rows the batch reads, after every
+	// statement exec'd before it.
+	query(ctx context.Context, query string, args []any) (*sql.Rows, error)
+	commit(ctx context.Context) error
+	// rollback ends a transaction that failed; the connection goes back
+	// to the pool only when it is known to be outside a transaction.
+	rollback()
+}
+
+// txStmts is one statement per round trip in a database/sql transaction:
+// the fallback for a sink whose connection charset rules out the
+// driver writing the parameters into the statement text (interpolationSafe),
+// without which statements cannot be sent together.
+type txStmts struct{ tx *sql.Tx }
+
+func (t txStmts) exec(ctx context.Context, query string, args []any) error {
+	_, err := t.tx.ExecContext(ctx, query, args...)
+	return err
+}
+
+func (t txStmts) query(ctx context.Context, query string, args []any) (*sql.Rows, error) {
+	return t.tx.QueryContext(ctx, query, args...)
+}
+
+func (t txStmts) commit(context.Context) error { return t.tx.Commit() }
+func (t txStmts) rollback()                    { _ = t.tx.Rollback() }
+
+// pipeline sends a transaction in as few round trips as its reads allow.
+// Statements whose results the batch does not read wait and go out in one
+// multi-statement packet with the next query, or with the COMMIT: a caught-up
+// batch of a projection without joins is two round trips (START TRANSACTION
+// and the tombstone lookup; the upserts, deletes, offsets, watermarks and
+// COMMIT) instead of six. On a busy sink each round trip costs a few
+// milliseconds, which is most of a small batch's commit → visible time
+// (docs/benchmarks.md, tuning log 24).
+//
+// It stays one transaction with the same statements in the same order: the
+// server runs a packet's statements in order and stops at the first that
+// fails, so nothing after a failed statement runs, the COMMIT included,
+// and the batch is rolled back and retried as before.
+type pipeline struct {
+	conn  *sql.Conn
+	limit int // parameter and text bytes sent together (see begin)
+	text  strings.Builder
+	args  []any
+	bytes int
+}
+
+func (p *pipeline) add(query string, args []any) {
+	if p.text.Len() > 0 {
+		p.text.WriteString("; ")
+	}
+	p.text.WriteString(query)
+	p.args = append(p.args, args...)
+	p.bytes += len(query) + argBytes(args)
+}
+
+// take returns the waiting statements as one text, and empties the queue.
+func (p *pipeline) take() (string, []any) {
+	text, args := p.text.String(), p.args
+	p.text.Reset()
+	p.args, p.bytes = nil, 0
+	return text, args
+}
+
+// room sends the waiting statements first when adding one of n bytes would
+// pass the limit.
+func (p *pipeline) room(ctx context.Context, n int) error {
+	if p.text.Len() > 0 && p.bytes+n > p.limit {
+		return p.flush(ctx)
+	}
+	return nil
+}
+
+func (p *pipeline) flush(ctx context.Context) error {
+	if p.text.Len() == 0 {
+		return nil
+	}
+	text, args := p.take()
+	_, err := p.conn.ExecContext(ctx, text, args...)
+	return err
+}
+
+func (p *pipeline) exec(ctx context.Context, query string, args []any) error {
+	if err := p.room(ctx, len(query)+argBytes(args)); err != nil {
+		return err
+	}
+	p.add(query, args)
+	return nil
+}
+
+// query sends the waiting statements and the query in one packet; the
+// driver skips their (empty) results to the query's rows, and returns the
+// error of any of them instead.
+func (p *pipeline) query(ctx context.Context, query string, args []any) (*sql.Rows, error) {
+	if err := p.room(ctx, len(query)+argBytes(args)); err != nil {
+		return nil, err
+	}
+	p.add(query, args)
+	text, all := p.take()
+	return p.conn.QueryContext(ctx, text, all...)
+}
+
+func (p *pipeline) commit(ctx context.Context) error {
+	p.add("COMMIT", nil)
+	if err := p.flush(ctx); err != nil {
+		return err
+	}
+	err := p.conn.Close()
+	p.conn = nil
+	return err
+}
+
+func (p *pipeline) rollback() {
+	if p.conn == nil {
+		return
+	}
+	p.take()
+	// Bounded and detached from the batch's context, which may be what
+	// failed: a connection left inside a transaction must not go back to
+	// the pool, so one whose ROLLBACK fails is discarded.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := p.conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		_ = p.conn.Raw(func(any) error { return sqldriver.ErrBadConn })
+	}
+	_ = p.conn.Close()
+	p.conn = nil
+}
