@@ -48,3 +48,20 @@ func TestInterpolationSafe(t *testing.T) {
 		}
 	}
 }
+
+func TestSaysNoMultiStatements(t *testing.T) {
+	for dsn, want := range map[string]bool{
+		"u:p@tcp(h:3306)/db":                                          false,
+		"u:p@tcp(h:3306)/db?multiStatements=true":                     false,
+		"u:p@tcp(h:3306)/db?multiStatements=false":                    true,
+		"u:p@tcp(h:3306)/db?parseTime=true&multiStatements=0":         true,
+		"u:p@tcp(h:3306)/db?multiStatements=maybe":                    false,
+		"u:p?/x@tcp(h:3306)/db":                                       false, // '?' and '/' in the password
+		"u:p?multiStatements=false@tcp(h:3306)/db":                    false,
+		"u:p?/x@tcp(h:3306)/db?charset=utf8mb4&multiStatements=false": true,
+	} {
+		if got := saysNoMultiStatements(dsn); got != want {
+			t.Errorf("saysNoMultiStatements(%s) = %v, want %v", dsn, got, want)
+		}
+	}
+}

@@ -182,7 +182,17 @@ func TestApplyRetriesLockWaitTimeout(t *testing.T) {
 // together (pipeline), so the COMMIT after the failing statement never
 // runs, and a connection left inside the transaction would commit its
 // first 500 rows with the next batch's START TRANSACTION.
+//
+// With multiStatements=false in the DSN (the operator's opt-out, for a
+// proxy that refuses such packets) the same holds, a statement per round
+// trip.
 func TestFailedBatchLeavesNothing(t *testing.T) {
+	for name, params := range map[string]string{"pipelined": "", "multiStatements=false": "?multiStatements=false"} {
+		t.Run(name, func(t *testing.T) { failedBatchLeavesNothing(t, params) })
+	}
+}
+
+func failedBatchLeavesNothing(t *testing.T, params string) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
 	src, err := bed.MySQL.CreateDatabase(ctx, "xsrc")
@@ -196,7 +206,7 @@ func TestFailedBatchLeavesNothing(t *testing.T) {
 	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, s VARCHAR(10) NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
-	p, sink := copyTable(t, bed, src, sinkDB, map[string]string{"id": "id", "s": "s"})
+	p, sink := copyTableDSN(t, bed, src, sinkDB, map[string]string{"id": "id", "s": "s"}, params)
 	bad := &projections.Batch{Offsets: projections.Offsets{}}
 	bad.Offsets.Set(p.Topic, 0, 600)
 	for i := range 501 {
@@ -236,9 +246,15 @@ func TestFailedBatchLeavesNothing(t *testing.T) {
 // and creates the read table.
 func copyTable(t *testing.T, bed *testbed.Bed, src, sinkDB string, cols map[string]string) (*projections.Projection, *sinks.Sharded) {
 	t.Helper()
+	return copyTableDSN(t, bed, src, sinkDB, cols, "")
+}
+
+// copyTableDSN is copyTable with DSN parameters for the sink ("?a=b").
+func copyTableDSN(t *testing.T, bed *testbed.Bed, src, sinkDB string, cols map[string]string, params string) (*projections.Projection, *sinks.Sharded) {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Source.Tables = []string{src + ".t"}
-	cfg.Sinks = map[string]config.Sink{"s": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB)}}
+	cfg.Sinks = map[string]config.Sink{"s": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB + params)}}
 	cfg.Projections = map[string]config.Projection{"t_copy": {From: src + ".t", Sink: "s", Key: []string{"id"}, Columns: cols}}
 	ps, err := projections.Compile(cfg)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,7 +74,7 @@ func Open(ctx context.Context, dsn string) (*MySQL, error) {
 		return nil, fmt.Errorf("reading the sink's max_allowed_packet: %w", err)
 	}
 	m.rowAlias = usesRowAlias(version)
-	if cfg.InterpolateParams {
+	if cfg.InterpolateParams && !saysNoMultiStatements(dsn) {
 		// Statements go out together only as text: prepared statements
 		// hold one statement each.
 		pcfg := cfg.Clone()
@@ -134,6 +135,28 @@ func interpolationSafe(cfg *driver.Config) bool {
 		}
 	}
 	return true
+}
+
+// saysNoMultiStatements reports a DSN with multiStatements=false: the
+// operator's way to keep one statement per packet (a proxy in front of the
+// sink that refuses multi-statement packets); batches then take a round
+// trip per statement (docs/config.md).
+func saysNoMultiStatements(dsn string) bool {
+	slash := strings.LastIndex(dsn, "/")
+	_, query, found := strings.Cut(dsn[slash+1:], "?")
+	if !found {
+		return false
+	}
+	params, err := url.ParseQuery(query)
+	if err != nil {
+		return false
+	}
+	v, set := params["multiStatements"]
+	if !set {
+		return false
+	}
+	on, err := strconv.ParseBool(v[len(v)-1])
+	return err == nil && !on
 }
 
 // readCommitted opens sink connections in READ COMMITTED: every batch
