@@ -252,9 +252,15 @@ func (e *env) latencyStep(ctx context.Context, gen *generator, p *proc, probe *a
 	st := latencyStep{Fraction: fraction, OfferedPerS: offered, Load1: loadavg()}
 	lo := gen.maxID + 1
 	cpu0 := p.cpuSeconds()
-	h0, err := scrape(ctx, p.httpAddr, stepHistograms...)
-	if err != nil {
-		return st, err
+	// Readside's own histograms; a peer's process (make bench-peers) has
+	// no readside /metrics, and its step reports without them.
+	readside := p.httpAddr != ""
+	var h0 []float64
+	if readside {
+		var err error
+		if h0, err = scrape(ctx, p.httpAddr, stepHistograms...); err != nil {
+			return st, err
+		}
 	}
 	start := time.Now()
 	var execUs []int64
@@ -282,15 +288,17 @@ func (e *env) latencyStep(ctx context.Context, gen *generator, p *proc, probe *a
 	}
 	st.CPUPer1000 = (p.cpuSeconds() - cpu0) / float64(sent) * 1000
 	st.RSSMiB = currentRSS(p.cmd.Process.Pid)
-	if h1, err := scrape(ctx, p.httpAddr, stepHistograms...); err == nil {
-		d := make([]float64, len(h1))
-		for i := range h1 {
-			d[i] = h1[i] - h0[i]
+	if readside {
+		if h1, err := scrape(ctx, p.httpAddr, stepHistograms...); err == nil {
+			d := make([]float64, len(h1))
+			for i := range h1 {
+				d[i] = h1[i] - h0[i]
+			}
+			st.KafkaCommits, st.Batches = int(d[1]), int(d[3])
+			st.KafkaCommitMs = d[0] / max(d[1], 1) * 1000
+			st.BatchMs = d[2] / max(d[3], 1) * 1000
+			st.BatchRows = d[4] / max(d[3], 1)
 		}
-		st.KafkaCommits, st.Batches = int(d[1]), int(d[3])
-		st.KafkaCommitMs = d[0] / max(d[1], 1) * 1000
-		st.BatchMs = d[2] / max(d[3], 1) * 1000
-		st.BatchRows = d[4] / max(d[3], 1)
 	}
 	if probe != nil { // nil: no ack probe (make bench-peers)
 		ack, produce, err := probe.take(lo, hi, sent, 30*time.Second)
