@@ -257,8 +257,15 @@ func (e *env) latencyStep(ctx context.Context, gen *generator, p *proc, probe *a
 	readside := p.httpAddr != ""
 	var h0 []float64
 	if readside {
+		// A process started just before the step (make bench-peers)
+		// may not listen yet.
 		var err error
-		if h0, err = scrape(ctx, p.httpAddr, stepHistograms...); err != nil {
+		for wait := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			if h0, err = scrape(ctx, p.httpAddr, stepHistograms...); err == nil || time.Now().After(wait) {
+				break
+			}
+		}
+		if err != nil {
 			return st, err
 		}
 	}
