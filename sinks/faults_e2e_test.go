@@ -206,7 +206,7 @@ func failedBatchLeavesNothing(t *testing.T, params string) {
 	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, s VARCHAR(10) NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
-	p, sink := copyTableDSN(t, bed, src, sinkDB, map[string]string{"id": "id", "s": "s"}, params)
+	p, sink := copyTableAs(t, bed, src, sinkDB, "t_copy", map[string]string{"id": "id", "s": "s"}, params)
 	bad := &projections.Batch{Offsets: projections.Offsets{}}
 	bad.Offsets.Set(p.Topic, 0, 600)
 	for i := range 501 {
@@ -260,27 +260,7 @@ func TestApplyQuestionMarkInNames(t *testing.T) {
 	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, v INT NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
-	cfg.Source.Tables = []string{src + ".t"}
-	cfg.Sinks = map[string]config.Sink{"s": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB)}}
-	cfg.Projections = map[string]config.Projection{"why?": {From: src + ".t", Sink: "s", Key: []string{"id"}, Columns: map[string]string{"id": "id", "v?": "v"}}}
-	ps, err := projections.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := ps[0]
-	types, err := p.SourceColumns(ctx, bed.MySQL.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink, err := sinks.OpenSharded(ctx, "s", cfg.Sinks["s"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Close()
-	if err := sink.Exec(ctx, sinks.DDL(p, types)); err != nil {
-		t.Fatal(err)
-	}
+	p, sink := copyTableAs(t, bed, src, sinkDB, "why?", map[string]string{"id": "id", "v?": "v"}, "")
 	b := &projections.Batch{Offsets: projections.Offsets{}}
 	b.Offsets.Set(p.Topic, 0, 7)
 	for i := range 3 {
@@ -310,16 +290,17 @@ func TestApplyQuestionMarkInNames(t *testing.T) {
 // and creates the read table.
 func copyTable(t *testing.T, bed *testbed.Bed, src, sinkDB string, cols map[string]string) (*projections.Projection, *sinks.Sharded) {
 	t.Helper()
-	return copyTableDSN(t, bed, src, sinkDB, cols, "")
+	return copyTableAs(t, bed, src, sinkDB, "t_copy", cols, "")
 }
 
-// copyTableDSN is copyTable with DSN parameters for the sink ("?a=b").
-func copyTableDSN(t *testing.T, bed *testbed.Bed, src, sinkDB string, cols map[string]string, params string) (*projections.Projection, *sinks.Sharded) {
+// copyTableAs is copyTable with the projection's name (its read table's
+// too) and DSN parameters for the sink ("?a=b").
+func copyTableAs(t *testing.T, bed *testbed.Bed, src, sinkDB, name string, cols map[string]string, params string) (*projections.Projection, *sinks.Sharded) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Source.Tables = []string{src + ".t"}
 	cfg.Sinks = map[string]config.Sink{"s": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB + params)}}
-	cfg.Projections = map[string]config.Projection{"t_copy": {From: src + ".t", Sink: "s", Key: []string{"id"}, Columns: cols}}
+	cfg.Projections = map[string]config.Projection{name: {From: src + ".t", Sink: "s", Key: []string{"id"}, Columns: cols}}
 	ps, err := projections.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)

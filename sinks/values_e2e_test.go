@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
@@ -68,32 +67,11 @@ func TestApplyWritesValuesExactly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dsn := bed.MySQL.AdminDSN() + sinkDB
+			var params string
 			if mode != "" {
-				dsn += "?sql_mode=" + url.QueryEscape("'"+mode+"'")
+				params = "?sql_mode=" + url.QueryEscape("'"+mode+"'")
 			}
-			cfg := config.Default()
-			cfg.Source.Tables = []string{src + ".t"}
-			cfg.Sinks = map[string]config.Sink{"s": {DSN: config.Secret(dsn)}}
-			cfg.Projections = map[string]config.Projection{"t_copy": {From: src + ".t", Sink: "s", Key: []string{"id"},
-				Columns: map[string]string{"id": "id", "s": "s", "b": "b", "bl": "bl", "d": "d", "bt": "bt", "u": "u", "g": "g"}}}
-			ps, err := projections.Compile(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := ps[0]
-			types, err := p.SourceColumns(ctx, bed.MySQL.DB())
-			if err != nil {
-				t.Fatal(err)
-			}
-			sink, err := sinks.OpenSharded(ctx, "s", cfg.Sinks["s"])
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer sink.Close()
-			if err := sink.Exec(ctx, sinks.DDL(p, types)); err != nil {
-				t.Fatal(err)
-			}
+			p, sink := copyTableAs(t, bed, src, sinkDB, "t_copy", map[string]string{"id": "id", "s": "s", "b": "b", "bl": "bl", "d": "d", "bt": "bt", "u": "u", "g": "g"}, params)
 			if mode != "" {
 				var got string
 				if err := sink.Shards[0].DB().QueryRowContext(ctx, "SELECT @@SESSION.sql_mode").Scan(&got); err != nil || !strings.Contains(got, mode) {
@@ -199,13 +177,19 @@ func TestSinkConnectionsReadCommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sink.Close()
+	// Both pools: the batches' (multi-statement packets) and the rest.
+	if sink.BatchDB() == nil {
+		t.Fatal("no batch pool on a utf8mb4 sink: batches would not be pipelined")
+	}
 	var conns []*sql.Conn
-	for range 3 {
-		c, err := sink.DB().Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
+	for _, db := range []*sql.DB{sink.DB(), sink.BatchDB()} {
+		for range 3 {
+			c, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
 		}
-		conns = append(conns, c)
 	}
 	for i, c := range conns {
 		var level string
