@@ -21,14 +21,6 @@ import (
 func TestApplyShrinksOversizedBatch(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	src, err := bed.MySQL.CreateDatabase(ctx, "fsrc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "fsink")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Wide rows of numbers: the driver sends strings of a prepared
 	// statement as long data, in chunks, but numbers travel inside the
 	// execute packet, which max_allowed_packet bounds.
@@ -38,9 +30,7 @@ func TestApplyShrinksOversizedBatch(t *testing.T) {
 		defs = append(defs, fmt.Sprintf("c%d BIGINT NOT NULL", i))
 		cols[fmt.Sprintf("c%d", i)] = fmt.Sprintf("c%d", i)
 	}
-	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, "+strings.Join(defs, ", ")+")"); err != nil {
-		t.Fatal(err)
-	}
+	src, sinkDB := sourceAndSink(t, bed, "f", "id INT PRIMARY KEY, "+strings.Join(defs, ", "))
 	var old int
 	if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT @@GLOBAL.max_allowed_packet").Scan(&old); err != nil {
 		t.Fatal(err)
@@ -86,17 +76,7 @@ func TestApplyShrinksOversizedBatch(t *testing.T) {
 func TestReadTableWithSecondUniqueKeyRefused(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	src, err := bed.MySQL.CreateDatabase(ctx, "usrc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "usink")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, email VARCHAR(100) NOT NULL)"); err != nil {
-		t.Fatal(err)
-	}
+	src, sinkDB := sourceAndSink(t, bed, "u", "id INT PRIMARY KEY, email VARCHAR(100) NOT NULL")
 	p, sink := copyTable(t, bed, src, sinkDB, map[string]string{"id": "id", "email": "email"})
 	if err := sink.CheckReadTable(ctx, p); err != nil {
 		t.Fatalf("readside's own DDL refused: %v", err)
@@ -104,7 +84,7 @@ func TestReadTableWithSecondUniqueKeyRefused(t *testing.T) {
 	if err := bed.MySQL.Exec(ctx, "ALTER TABLE `"+sinkDB+"`.t_copy ADD UNIQUE KEY by_email (email)"); err != nil {
 		t.Fatal(err)
 	}
-	err = sink.CheckReadTable(ctx, p)
+	err := sink.CheckReadTable(ctx, p)
 	if err == nil || !strings.Contains(err.Error(), "by_email") || !strings.Contains(err.Error(), "non-unique") {
 		t.Fatalf("a second unique key gave %v, want a refusal naming it and the fix", err)
 	}
@@ -117,17 +97,7 @@ func TestReadTableWithSecondUniqueKeyRefused(t *testing.T) {
 func TestApplyRetriesLockWaitTimeout(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	src, err := bed.MySQL.CreateDatabase(ctx, "lsrc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "lsink")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, v INT NOT NULL)"); err != nil {
-		t.Fatal(err)
-	}
+	src, sinkDB := sourceAndSink(t, bed, "l", "id INT PRIMARY KEY, v INT NOT NULL")
 	var old int
 	if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT @@GLOBAL.innodb_lock_wait_timeout").Scan(&old); err != nil {
 		t.Fatal(err)
@@ -195,17 +165,7 @@ func TestFailedBatchLeavesNothing(t *testing.T) {
 func failedBatchLeavesNothing(t *testing.T, params string) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	src, err := bed.MySQL.CreateDatabase(ctx, "xsrc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "xsink")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, s VARCHAR(10) NOT NULL)"); err != nil {
-		t.Fatal(err)
-	}
+	src, sinkDB := sourceAndSink(t, bed, "x", "id INT PRIMARY KEY, s VARCHAR(10) NOT NULL")
 	p, sink := copyTableAs(t, bed, src, sinkDB, "t_copy", map[string]string{"id": "id", "s": "s"}, params)
 	bad := &projections.Batch{Offsets: projections.Offsets{}}
 	bad.Offsets.Set(p.Topic, 0, 600)
@@ -249,17 +209,7 @@ func failedBatchLeavesNothing(t *testing.T, params string) {
 func TestApplyQuestionMarkInNames(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	src, err := bed.MySQL.CreateDatabase(ctx, "qsrc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "qsink")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, v INT NOT NULL)"); err != nil {
-		t.Fatal(err)
-	}
+	src, sinkDB := sourceAndSink(t, bed, "q", "id INT PRIMARY KEY, v INT NOT NULL")
 	p, sink := copyTableAs(t, bed, src, sinkDB, "why?", map[string]string{"id": "id", "v?": "v"}, "")
 	b := &projections.Batch{Offsets: projections.Offsets{}}
 	b.Offsets.Set(p.Topic, 0, 7)
@@ -283,6 +233,24 @@ func TestApplyQuestionMarkInNames(t *testing.T) {
 	if n != 3 || sum != 30 || offs[p.Topic][0] != 7 {
 		t.Fatalf("%d rows summing to %d, offset %d; want 3, 30 and 7", n, sum, offs[p.Topic][0])
 	}
+}
+
+// sourceAndSink creates the databases <prefix>src, with a table t of the
+// given column definitions, and <prefix>sink.
+func sourceAndSink(t *testing.T, bed *testbed.Bed, prefix, columns string) (src, sinkDB string) {
+	t.Helper()
+	ctx := t.Context()
+	src, err := bed.MySQL.CreateDatabase(ctx, prefix+"src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sinkDB, err = bed.MySQL.CreateDatabase(ctx, prefix+"sink"); err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t ("+columns+")"); err != nil {
+		t.Fatal(err)
+	}
+	return src, sinkDB
 }
 
 // copyTable declares t_copy, a copy of src.t keyed by id with cols, opens

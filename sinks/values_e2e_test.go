@@ -119,17 +119,7 @@ func TestApplyWritesValuesExactly(t *testing.T) {
 func TestApplyLateUpsertsUnderTruncateAndTombstones(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	src, err := bed.MySQL.CreateDatabase(ctx, "tsrc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "tsink")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, v INT)"); err != nil {
-		t.Fatal(err)
-	}
+	src, sinkDB := sourceAndSink(t, bed, "t", "id INT PRIMARY KEY, v INT")
 	p, sink := copyTable(t, bed, src, sinkDB, map[string]string{"id": "id", "v": "v"})
 	up := func(id int, version uint64) projections.Write {
 		vals := make([]any, len(p.Columns))
