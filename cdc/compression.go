@@ -30,12 +30,17 @@ func Compression(name string) kgo.Opt {
 // buffers: with a batch per partition compressed at once that took the
 // tailer of a 500,000-row transaction from 132 MiB (snappy) to 142–165
 // MiB peak. Every Kafka client reads any LZ4 frame block size.
+//
+// Frames carry no content checksum, like Kafka's own Java producer
+// writes them: the record batch's CRC-32C already covers the compressed
+// bytes, and the xxHash of every batch was 3% of the tailer's CPU on a
+// backlog drain (docs/benchmarks.md, tuning log 26).
 type lz4Compressor struct{ pool sync.Pool }
 
 func newLz4Compressor() *lz4Compressor {
 	return &lz4Compressor{pool: sync.Pool{New: func() any {
 		w := lz4.NewWriter(nil)
-		_ = w.Apply(lz4.BlockSizeOption(lz4.Block64Kb), lz4.CompressionLevelOption(lz4.Fast))
+		_ = w.Apply(lz4.BlockSizeOption(lz4.Block64Kb), lz4.CompressionLevelOption(lz4.Fast), lz4.ChecksumOption(false))
 		return w
 	}}}
 }

@@ -207,10 +207,13 @@ func fixtureStream(t *testing.T, bed *testbed.Bed) (*stream, *consumer) {
 // tailer's syncer configures it.
 func parseFixture(t *testing.T, events ...[]byte) []*replication.BinlogEvent {
 	t.Helper()
+	var sc replication.BinlogSyncerConfig
+	DecodingOptions(&sc)
 	p := replication.NewBinlogParser()
-	p.SetUseDecimal(false)
-	p.SetParseTime(true)
-	p.SetTimestampStringLocation(time.UTC)
+	p.SetUseDecimal(sc.UseDecimal)
+	p.SetParseTime(sc.ParseTime)
+	p.SetTimestampStringLocation(sc.TimestampStringLocation)
+	p.SetRowsEventDecodeFunc(sc.RowsEventDecodeFunc)
 	var out []*replication.BinlogEvent
 	for _, data := range events {
 		ev, err := p.Parse(data)

@@ -667,10 +667,14 @@ func trackedTable(tm *replication.TableMapEvent, def *tableDef, topic string, ex
 		case kindEnum, kindSet:
 			col.members = cd.Members
 		case kindInt:
-			if cd.Unsigned && len(signedness) == 0 {
-				// Without signedness in the binlog go-mysql decodes every
-				// integer as signed; the value is reinterpreted.
-				col.unsignedBits = map[byte]int{mysql.MYSQL_TYPE_TINY: 8, mysql.MYSQL_TYPE_SHORT: 16, mysql.MYSQL_TYPE_INT24: 24, mysql.MYSQL_TYPE_LONG: 32, mysql.MYSQL_TYPE_LONGLONG: 64}[typ]
+			// Rows are decoded as signed (signlessTable); the binlog's own
+			// signedness wins when it carries one.
+			unsigned := cd.Unsigned
+			if len(signedness) > 0 {
+				unsigned = signedness[i]
+			}
+			if unsigned {
+				col.unsignedBits = intWidth(typ)
 			}
 		}
 		col.excluded = excluded[cd.Name]

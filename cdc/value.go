@@ -41,9 +41,9 @@ type column struct {
 	decoder  *encoding.Decoder // text in a charset other than UTF-8
 	members  []string          // ENUM and SET member names
 	excluded bool              // source.exclude_columns: never published
-	// unsignedBits is the width of an unsigned integer column that the
-	// binlog decoder read as signed (no signedness in the table map):
-	// negative values are reinterpreted at that width.
+	// unsignedBits is the width of an unsigned integer column. The binlog
+	// decoder reads every integer as signed (signlessTable); negative
+	// values are reinterpreted at that width.
 	unsignedBits int
 }
 
@@ -250,6 +250,36 @@ var intTypeNames = map[byte]string{
 	mysql.MYSQL_TYPE_LONG: "int", mysql.MYSQL_TYPE_LONGLONG: "bigint",
 }
 
+// intWidth is the width in bits of an integer binlog type.
+func intWidth(typ byte) int {
+	switch typ {
+	case mysql.MYSQL_TYPE_TINY:
+		return 8
+	case mysql.MYSQL_TYPE_SHORT:
+		return 16
+	case mysql.MYSQL_TYPE_INT24:
+		return 24
+	case mysql.MYSQL_TYPE_LONG:
+		return 32
+	}
+	return 64
+}
+
+// signlessTable is tm without its signedness, for decoding rows: go-mysql
+// builds a map of the signedness for every row it decodes (5% of the
+// tailer's CPU on a backlog drain, docs/benchmarks.md tuning log 26), and
+// without it reads every integer as signed, which the columns reinterpret
+// (column.unsignedBits). A shallow copy per rows event: the table map
+// itself is shared and keeps its signedness for building the columns.
+func signlessTable(tm *replication.TableMapEvent) *replication.TableMapEvent {
+	if len(tm.SignednessBitmap) == 0 {
+		return tm
+	}
+	c := *tm
+	c.SignednessBitmap = nil
+	return &c
+}
+
 // newColumn builds column i of a table map. charsetOf maps a collation id to
 // its charset name (from the source's information_schema).
 func newColumn(tm *replication.TableMapEvent, i int, name string, charsetOf func(uint64) string) (column, error) {
@@ -273,6 +303,7 @@ func newColumn(tm *replication.TableMapEvent, i int, name string, charsetOf func
 		col.kind, col.typeName = kindInt, intTypeNames[typ]
 		if unsigned {
 			col.typeName += " unsigned"
+			col.unsignedBits = intWidth(typ)
 		}
 	case mysql.MYSQL_TYPE_YEAR:
 		col.kind, col.typeName = kindInt, "year"
