@@ -434,7 +434,7 @@ func (a *applier) dropShadowed(ups []projections.Write) ([]projections.Write, er
 			return nil, err
 		}
 	}
-	kept := ups[:0:0]
+	kept := make([]projections.Write, 0, len(ups))
 	for _, w := range ups {
 		if w.Version <= floor || w.Version <= tomb[w.Key] {
 			a.skipped++
@@ -481,16 +481,28 @@ func (a *applier) upsert(ups []projections.Write) error {
 	}
 	sets = append(sets, "`_rs_version` = GREATEST(`_rs_version`, VALUES(`_rs_version`))")
 	row := "(" + strings.Repeat("?, ", len(p.Columns)) + "?)"
+	head := "INSERT INTO " + q(p.Table) + " (" + strings.Join(cols, ", ") + ", `_rs_version`) VALUES "
+	tail := " ON DUPLICATE KEY UPDATE " + strings.Join(sets, ", ")
 	for _, sp := range spans(len(ups), func(i int) int { return argBytes(ups[i].Values) }, a.limit) {
 		part := ups[sp[0]:sp[1]]
-		var args []any
+		// Sized up front: a backlog's statements are thousands of rows,
+		// and growing them was a tenth of the projector's CPU.
+		args := make([]any, 0, len(part)*(len(p.Columns)+1))
 		for _, w := range part {
 			args = append(args, w.Values...)
 			args = append(args, w.Version)
 		}
-		stmt := "INSERT INTO " + q(p.Table) + " (" + strings.Join(cols, ", ") + ", `_rs_version`) VALUES " +
-			row + strings.Repeat(", "+row, len(part)-1) + " ON DUPLICATE KEY UPDATE " + strings.Join(sets, ", ")
-		if err := a.exec(stmt, args...); err != nil {
+		var stmt strings.Builder
+		stmt.Grow(len(head) + len(part)*(len(row)+2) + len(tail))
+		stmt.WriteString(head)
+		for i := range part {
+			if i > 0 {
+				stmt.WriteString(", ")
+			}
+			stmt.WriteString(row)
+		}
+		stmt.WriteString(tail)
+		if err := a.exec(stmt.String(), args...); err != nil {
 			return fmt.Errorf("upserting into %s: %w", p.Table, err)
 		}
 	}

@@ -56,40 +56,53 @@ func (t txStmts) rollback()                    { _ = t.tx.Rollback() }
 // and the batch is rolled back and retried as before.
 type pipeline struct {
 	conn  *sql.Conn
-	limit int // parameter and text bytes sent together (see begin)
-	text  strings.Builder
-	args  []any
+	limit int      // parameter and text bytes sent together (see begin)
+	texts []string // statements waiting, in order
+	args  [][]any  // their parameters
 	bytes int
 }
 
 func (p *pipeline) add(query string, args []any) {
-	if p.text.Len() > 0 {
-		p.text.WriteString("; ")
-	}
-	p.text.WriteString(query)
-	p.args = append(p.args, args...)
+	p.texts = append(p.texts, query)
+	p.args = append(p.args, args)
 	p.bytes += len(query) + argBytes(args)
 }
 
 // take returns the waiting statements as one text, and empties the queue.
+// The statements and their parameters are copied once, here: a backlog's
+// upserts are hundreds of KiB each.
 func (p *pipeline) take() (string, []any) {
-	text, args := p.text.String(), p.args
-	p.text.Reset()
-	p.args, p.bytes = nil, 0
+	text := strings.Join(p.texts, "; ")
+	var args []any
+	if len(p.args) == 1 {
+		args = p.args[0]
+	} else {
+		n := 0
+		for _, a := range p.args {
+			n += len(a)
+		}
+		args = make([]any, 0, n)
+		for _, a := range p.args {
+			args = append(args, a...)
+		}
+	}
+	clear(p.texts)
+	clear(p.args)
+	p.texts, p.args, p.bytes = p.texts[:0], p.args[:0], 0
 	return text, args
 }
 
 // room sends the waiting statements first when adding one of n bytes would
 // pass the limit.
 func (p *pipeline) room(ctx context.Context, n int) error {
-	if p.text.Len() > 0 && p.bytes+n > p.limit {
+	if len(p.texts) > 0 && p.bytes+n > p.limit {
 		return p.flush(ctx)
 	}
 	return nil
 }
 
 func (p *pipeline) flush(ctx context.Context) error {
-	if p.text.Len() == 0 {
+	if len(p.texts) == 0 {
 		return nil
 	}
 	text, args := p.take()
