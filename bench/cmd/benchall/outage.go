@@ -62,12 +62,12 @@ var outageFlag string
 
 // outageFor is the outage step's timing: 2 minutes down (the issue's
 // figure) with 20 s windows either side and up to 4 minutes to catch up,
-// or 15 s down, 5 s and 4 s windows and 30 s for bench-quick; -outage
+// or 10 s down, 5 s and 4 s windows and 30 s for bench-quick; -outage
 // overrides the length of the outage (0 skips the step).
 func outageFor(quick bool) (outageDurations, error) {
 	d := outageDurations{pre: 20 * time.Second, guard: 5 * time.Second, outage: 2 * time.Minute, post: 20 * time.Second, limit: 4 * time.Minute}
 	if quick {
-		d = outageDurations{pre: 5 * time.Second, guard: 2 * time.Second, outage: 15 * time.Second, post: 4 * time.Second, limit: 30 * time.Second}
+		d = outageDurations{pre: 5 * time.Second, guard: 2 * time.Second, outage: 10 * time.Second, post: 4 * time.Second, limit: 30 * time.Second}
 	}
 	if outageFlag != "" {
 		v, err := time.ParseDuration(outageFlag)
