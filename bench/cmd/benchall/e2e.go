@@ -419,21 +419,22 @@ func (e *env) liveCapacity(ctx context.Context, gen *generator, proj *projection
 	// committed offsets (a Kafka commit marker takes an offset too: a few
 	// dozen per second, noise against tens of thousands of rows).
 	var applied atomic.Int64
+	var pollErr atomic.Pointer[error]
 	pctx, cancel := context.WithCancel(ctx)
-	polled := make(chan error, 1)
+	polled := make(chan struct{})
 	go func() {
+		defer close(polled)
 		for pctx.Err() == nil {
 			_, sum, err := e.appliedOffsets(pctx, proj)
 			if err != nil {
 				if pctx.Err() == nil {
-					polled <- err
+					pollErr.Store(&err)
 				}
 				return
 			}
 			applied.Store(sum - applied0)
 			time.Sleep(20 * time.Millisecond)
 		}
-		polled <- nil
 	}()
 	defer func() { cancel(); <-polled }()
 	const rows = 500
@@ -442,6 +443,9 @@ func (e *env) liveCapacity(ctx context.Context, gen *generator, proj *projection
 	var midApplied int64 = -1
 	sent := 0
 	for time.Since(start) < dur {
+		if err := pollErr.Load(); err != nil {
+			return c, fmt.Errorf("reading the applied offsets: %w", *err)
+		}
 		if midApplied < 0 && time.Now().After(mid) {
 			midApplied = applied.Load()
 		}
@@ -459,6 +463,9 @@ func (e *env) liveCapacity(ctx context.Context, gen *generator, proj *projection
 	c.Seconds = end.Sub(start).Seconds()
 	c.SourcePerS = float64(sent) / c.Seconds
 	c.PerS = float64(applied.Load()-midApplied) / end.Sub(mid).Seconds()
+	if midApplied < 0 || c.PerS <= 0 {
+		return c, fmt.Errorf("no rows applied in the last two thirds of %v (source %.0f rows/s): readside stalled?", dur, c.SourcePerS)
+	}
 	// What readside is behind drains before the latency steps.
 	return c, e.waitVisible(ctx, proj.Table, lo, gen.maxID, sent, 5*time.Minute)
 }
