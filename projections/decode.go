@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -41,9 +40,34 @@ type EventSource struct {
 // checks it against encoding/json), but leaves column values as slices of
 // the record instead of copies.
 func DecodeEvent(b []byte) (Event, error) {
+	var d Decoder
+	return d.Decode(b)
+}
+
+// Decoder decodes a run of events, such as one poll's, and keeps what
+// consecutive events share — the schema member, the source position's
+// transaction, the column names — so each is decoded once rather than
+// per event. Events are mostly one table's and come a source transaction
+// at a time. A Decoder is not safe for concurrent use; its zero value is
+// ready.
+type Decoder struct {
+	schemaRaw []byte // the last schema member decoded (a validated JSON object)
+	schema    *eventSchema
+	gtidRaw   []byte // the last source.gtid member, raw, and its value
+	gtid      string
+	source    *EventSource      // the last source decoded: read-only, shared by events equal to it
+	names     map[string]string // raw (quoted) column name → name
+}
+
+// maxNames bounds a Decoder's column names (many tables, or schema changes).
+const maxNames = 4096
+
+// Decode parses a record value (see DecodeEvent).
+func (d *Decoder) Decode(b []byte) (Event, error) {
 	var e Event
-	s := scanner{b: b}
+	s := scanner{b: b, d: d}
 	var schema []byte
+	var known *eventSchema
 	err := s.object(func(key []byte) error {
 		switch string(key) {
 		case `"op"`:
@@ -57,8 +81,8 @@ func DecodeEvent(b []byte) (Event, error) {
 		case `"source"`:
 			return s.source(&e.Source)
 		case `"schema"`:
-			raw, err := s.schemaValue()
-			schema = raw
+			raw, sc, err := s.schemaValue()
+			schema, known = raw, sc
 			return err
 		}
 		if keyFolds(key) {
@@ -81,7 +105,15 @@ func DecodeEvent(b []byte) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("decoding change event: %w", err)
 	}
-	return e.finish(schema)
+	if known != nil {
+		e.Schema = known
+		schema = nil
+	}
+	e, err = e.finish(schema)
+	if err == nil && known == nil && e.Schema != nil {
+		d.schemaRaw, d.schema = bytes.Clone(schema), e.Schema
+	}
+	return e, err
 }
 
 // decodeEventStd decodes with encoding/json: envelopes not written by the
@@ -153,28 +185,20 @@ type schemaCache struct {
 
 var schemas = &schemaCache{m: map[string]*eventSchema{}}
 
-// last is the schema member most recently decoded: the events of a poll
-// are mostly one table's, so the next one usually carries the very same
-// bytes.
-var lastSchema atomic.Pointer[[]byte]
-
 // schemaValue scans the schema member. When its bytes are those of the
-// last schema decoded — a complete JSON value already validated, and a
-// JSON object ends where its bytes end — they are taken without a second
-// scan: the schema is a third of a narrow event's bytes.
-func (s *scanner) schemaValue() ([]byte, error) {
+// schema the decoder last decoded — a complete JSON object already
+// validated, and a JSON object ends where its bytes end — they are taken
+// without a second scan, with that schema (sc): the schema is a third of
+// a narrow event's bytes.
+func (s *scanner) schemaValue() (raw []byte, sc *eventSchema, err error) {
 	s.ws()
-	if last := lastSchema.Load(); last != nil && bytes.HasPrefix(s.b[s.i:], *last) {
-		raw := s.b[s.i : s.i+len(*last)]
+	if d := s.d; d.schema != nil && bytes.HasPrefix(s.b[s.i:], d.schemaRaw) {
+		raw = s.b[s.i : s.i+len(d.schemaRaw)]
 		s.i += len(raw)
-		return raw, nil
+		return raw, d.schema, nil
 	}
-	raw, err := s.value()
-	if err == nil && len(raw) > 0 && raw[0] == '{' {
-		keep := bytes.Clone(raw)
-		lastSchema.Store(&keep)
-	}
-	return raw, err
+	raw, err = s.value()
+	return raw, nil, err
 }
 
 func (c *schemaCache) get(raw []byte) (*eventSchema, error) {
@@ -201,6 +225,7 @@ func (c *schemaCache) get(raw []byte) (*eventSchema, error) {
 type scanner struct {
 	b []byte
 	i int
+	d *Decoder
 }
 
 func (s *scanner) errorf(format string, args ...any) error {
@@ -474,7 +499,7 @@ func (s *scanner) image(dst *map[string]json.RawMessage) error {
 	}
 	m := *dst
 	return s.object(func(key []byte) error {
-		name, err := unquote(key)
+		name, err := s.d.name(key)
 		if err != nil {
 			return err
 		}
@@ -484,17 +509,19 @@ func (s *scanner) image(dst *map[string]json.RawMessage) error {
 	})
 }
 
-// source decodes the source member's ts_sec and gtid.
+// source decodes the source member's ts_sec and gtid. An event whose
+// source equals the previous one's (the events of a source transaction)
+// shares its EventSource.
 func (s *scanner) source(dst **EventSource) error {
 	if null, err := s.null(); null || err != nil {
 		*dst = nil
 		return err
 	}
-	if *dst == nil {
-		*dst = new(EventSource)
+	var src EventSource
+	if *dst != nil { // a repeated member adds to the first, as in encoding/json
+		src = **dst
 	}
-	src := *dst
-	return s.object(func(key []byte) error {
+	err := s.object(func(key []byte) error {
 		switch string(key) {
 		case `"ts_sec"`:
 			raw, err := s.value()
@@ -508,7 +535,7 @@ func (s *scanner) source(dst **EventSource) error {
 			src.TS = v
 			return nil
 		case `"gtid"`:
-			return s.stringInto(&src.GTID)
+			return s.gtidInto(&src.GTID)
 		}
 		if keyFolds(key) {
 			return errFoldedKey
@@ -516,6 +543,59 @@ func (s *scanner) source(dst **EventSource) error {
 		_, err := s.value()
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	if d := s.d; d.source != nil && *d.source == src {
+		*dst = d.source
+		return nil
+	}
+	p := &src
+	s.d.source, *dst = p, p
+	return nil
+}
+
+// gtidInto decodes source.gtid (or null, which leaves dst alone), reusing
+// the previous event's string when the raw bytes are the same.
+func (s *scanner) gtidInto(dst *string) error {
+	s.ws()
+	if d := s.d; d.gtidRaw != nil && bytes.HasPrefix(s.b[s.i:], d.gtidRaw) {
+		// A JSON string ends at its closing quote: the same bytes are the
+		// same complete value.
+		s.i += len(d.gtidRaw)
+		*dst = d.gtid
+		return nil
+	}
+	raw, err := s.value()
+	if err != nil || string(raw) == "null" {
+		return err
+	}
+	if raw[0] != '"' {
+		return s.errorf("want a string")
+	}
+	v, err := unquote(raw)
+	if err != nil {
+		return err
+	}
+	*dst = v
+	s.d.gtidRaw, s.d.gtid = bytes.Clone(raw), v
+	return nil
+}
+
+// name decodes a raw (quoted) column name, each distinct one once.
+func (d *Decoder) name(raw []byte) (string, error) {
+	if n, ok := d.names[string(raw)]; ok {
+		return n, nil
+	}
+	n, err := unquote(raw)
+	if err != nil {
+		return "", err
+	}
+	if d.names == nil || len(d.names) >= maxNames {
+		d.names = make(map[string]string, 16)
+	}
+	d.names[string(raw)] = n
+	return n, nil
 }
 
 // unquote decodes a raw JSON string. Valid UTF-8 without escapes (every

@@ -292,12 +292,13 @@ func (pr *Projector) queueFetches(q *pollQueue, fetches kgo.Fetches) {
 // returned in bad with the reason (the caller dead-letters it or stops).
 func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 	b = &Batch{Offsets: Offsets{}, Writes: make([]Write, 0, len(records))}
+	var d Decoder
 	for _, r := range records {
 		b.Offsets.Set(r.Topic, r.Partition, r.Offset+1)
 		if r.Value == nil { // tombstone: the delete event came before it
 			continue
 		}
-		e, err := DecodeEvent(r.Value)
+		e, err := d.Decode(r.Value)
 		if err == nil {
 			err = p.collect(b, r, e)
 		}
