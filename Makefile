@@ -10,7 +10,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 E2E_PKGS  ?= ./cdc/... ./projections/... ./sinks/... ./verify/... ./e2e/...
 E2E_TIMEOUT ?= 40m
 
-.PHONY: all build docker test test-unit e2e e2e-kfake e2e-containers bench bench-quick bench-peers demo lint testbed-up testbed-down clean
+.PHONY: all build docker test test-unit e2e e2e-kfake e2e-containers bench bench-quick bench-peers bench-instructions demo lint testbed-up testbed-down clean
 
 all: build
 
@@ -56,6 +56,10 @@ bench-quick:
 ## bench-peers: Debezium (MariaDB source + JDBC sink, Kafka Connect standalone) next to readside on the same workloads; writes bench/results/peers.{json,md} (~10 min)
 bench-peers:
 	$(GO) run ./bench/cmd/benchall -peers -out bench/results $(BENCH_FLAGS)
+
+## bench-instructions: instructions per event of the projector's hot paths under callgrind, repeatable on a noisy box (REF=<commit> adds another commit's counts)
+bench-instructions:
+	REF=$(REF) bash bench/instructions/run.sh
 
 ## demo: readside on its embedded broker against a private MariaDB, with live traffic (Ctrl-C stops all)
 demo: build

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -15,10 +16,30 @@ import (
 // narrow_update_zipf).
 var benchEvent = []byte(`{"op":"u","version":1869683302580224001,"db":"src_1_1","table":"narrow_update_zipf","key":{"id":17},"before":{"id":17,"k":17,"a":482211,"b":"name-17-2kq9x8v1r0s3","c":"81234.55","d":"2026-01-09 11:52:16.123456","commit_us":1780000000123456},"after":{"id":17,"k":17,"a":90311,"b":"name-17-1zz0k3m7a9q2","c":"4411.20","d":"2026-01-02 03:04:05.654321","commit_us":1780000001234567},"source":{"flavor":"mariadb","server_id":1,"file":"binlog.000001","pos":123456,"gtid":"0-1-4242","ts_sec":1780000001},"txn":{"id":"0-1-4242","seq":12},"schema":{"version":"9f0c1d2e3a4b5c6d","columns":{"id":"bigint","k":"int","a":"int","b":"varchar(60)","c":"decimal(12,2)","d":"datetime(6)","commit_us":"bigint"}}}`)
 
+// A wide insert (bench workload wide_insert: ~1.2 KB of row, most of it
+// in long text values).
+var benchWideEvent = []byte(`{"op":"c","version":1869683302580224001,"db":"src_1_1","table":"wide_insert","key":{"id":17},"before":null,"after":{"id":17,"k":17,"a":482211,` +
+	`"t1":"` + strings.Repeat("lorem ipsum dolor sit amet ", 10) + `","t2":"` + strings.Repeat("consectetur adipiscing elit ", 10) + `",` +
+	`"t3":"` + strings.Repeat("sed do eiusmod tempor incid ", 10) + `","t4":"` + strings.Repeat("ut labore et dolore magna al ", 10) + `",` +
+	`"c":"81234.55","d":"2026-01-09 11:52:16.123456","commit_us":1780000000123456},"source":{"flavor":"mariadb","server_id":1,"file":"binlog.000001","pos":123456,"gtid":"0-1-4242","ts_sec":1780000001},"txn":{"id":"0-1-4242","seq":12},` +
+	`"schema":{"version":"0a0c1d2e3a4b5c6d","columns":{"id":"bigint","k":"int","a":"int","t1":"text","t2":"text","t3":"text","t4":"text","c":"decimal(12,2)","d":"datetime(6)","commit_us":"bigint"}}}`)
+
+// The benchmarks decode as Build does: one Decoder for a run of events.
+func BenchmarkDecodeEventWide(b *testing.B) {
+	b.ReportAllocs()
+	var d Decoder
+	for b.Loop() {
+		if _, err := d.Decode(benchWideEvent); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkDecodeEvent(b *testing.B) {
 	b.ReportAllocs()
+	var d Decoder
 	for b.Loop() {
-		if _, err := DecodeEvent(benchEvent); err != nil {
+		if _, err := d.Decode(benchEvent); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -157,4 +178,22 @@ func BenchmarkBuild(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+}
+
+// TestDecodeLongStrings: strings of every length up to a few words, with
+// an escape, a control character, non-ASCII or the closing quote at every
+// offset, decode as encoding/json decodes them, or fail where it fails
+// (for a string scan that would step over several bytes at a time).
+func TestDecodeLongStrings(t *testing.T) {
+	for n := range 48 {
+		for at := range n + 1 {
+			for _, special := range []string{`\"`, `\\`, `\u00e9`, "\x01", `"`, "é"} {
+				body := strings.Repeat("x", at) + special + strings.Repeat("y", n-at)
+				b := []byte(`{"op":"c","version":5,"after":{"s":"` + body + `","t":1}}`)
+				want, refErr := decodeEventReference(b)
+				got, err := DecodeEvent(b)
+				check(t, b, got, err, want, refErr, false)
+			}
+		}
+	}
 }
