@@ -60,6 +60,29 @@ type Decoder struct {
 	// single: this Decoder decodes one event (DecodeEvent), so keeping
 	// anything for the next would only cost copies and a map.
 	single bool
+	spare  []map[string]json.RawMessage // images given back (recycle), empty, for the next events
+}
+
+// imageMap is an empty map for a row image.
+func (d *Decoder) imageMap() map[string]json.RawMessage {
+	if n := len(d.spare); n > 0 {
+		m := d.spare[n-1]
+		d.spare = d.spare[:n-1]
+		return m
+	}
+	return make(map[string]json.RawMessage, 8)
+}
+
+// recycle takes e's row images back for the events decoded after it. Its
+// caller is done with e and with anything that could hold its images:
+// what Projection.Writes and ParentWrites keep of an image is copied.
+func (d *Decoder) recycle(e Event) {
+	for _, m := range [2]map[string]json.RawMessage{e.Before, e.After} {
+		if m != nil && len(d.spare) < 2 {
+			clear(m)
+			d.spare = append(d.spare, m)
+		}
+	}
 }
 
 // maxNames bounds a Decoder's column names (many tables, or schema changes).
@@ -501,7 +524,7 @@ func (s *scanner) image(dst *map[string]json.RawMessage) error {
 		return err
 	}
 	if *dst == nil {
-		*dst = make(map[string]json.RawMessage, 8)
+		*dst = s.d.imageMap()
 	}
 	m := *dst
 	return s.object(func(key []byte) error {
@@ -556,7 +579,8 @@ func (s *scanner) source(dst **EventSource) error {
 		*dst = d.source
 		return nil
 	}
-	p := &src
+	p := new(EventSource) // allocated here, not as src: most events share the last one
+	*p = src
 	s.d.source, *dst = p, p
 	return nil
 }

@@ -301,6 +301,7 @@ func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 		e, err := d.Decode(r.Value)
 		if err == nil {
 			err = p.collect(b, r, e)
+			d.recycle(e) // collect keeps copies of what it needs
 		}
 		if err != nil {
 			bad = append(bad, Rejected{Record: r, Reason: err})
@@ -315,14 +316,14 @@ func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 
 func (p *Projection) collect(b *Batch, r *kgo.Record, e Event) error {
 	if r.Topic == p.Topic {
-		ws, err := p.Writes(e)
-		if err != nil {
+		n := len(b.Writes)
+		var err error
+		if b.Writes, err = p.appendWrites(b.Writes, e); err != nil {
 			return err
 		}
-		for i := range ws {
-			ws[i].From = r
+		for i := n; i < len(b.Writes); i++ {
+			b.Writes[i].From = r
 		}
-		b.Writes = append(b.Writes, ws...)
 	}
 	for i, j := range p.Joins {
 		if r.Topic != j.Topic {

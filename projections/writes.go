@@ -74,63 +74,74 @@ const (
 //     image's read key if that passed and the key moved or the after image
 //     fails.
 //   - d deletes the before image's read key if it passed.
-func (p *Projection) Writes(e Event) ([]Write, error) {
+func (p *Projection) Writes(e Event) ([]Write, error) { return p.appendWrites(nil, e) }
+
+// appendWrites appends Writes(e) to dst (a batch's writes: no slice per
+// event); after an error dst comes back as it was.
+func (p *Projection) appendWrites(dst []Write, e Event) ([]Write, error) {
 	if e.Op == "t" {
-		return []Write{{Kind: Truncate, Version: e.Version}}, nil
+		return append(dst, Write{Kind: Truncate, Version: e.Version}), nil
 	}
 	var afterIn, beforeIn bool
 	var err error
 	if e.Op != "d" {
 		if afterIn, err = p.passes(e.After, "after"); err != nil {
-			return nil, err
+			return dst, err
 		}
 	}
 	if e.Op == "u" || e.Op == "d" {
 		if beforeIn, err = p.passes(e.Before, "before"); err != nil {
-			return nil, err
+			return dst, err
 		}
 	}
+	var w Write
 	switch e.Op {
 	case "c", "r":
-		if afterIn {
-			w, err := p.upsert(e, e.After)
-			return []Write{w}, err
+		switch {
+		case afterIn:
+			w, err = p.upsert(e, e.After)
+		case e.Op == "r":
+			w, err = p.delete(e, e.After)
+		default:
+			return dst, nil
 		}
-		if e.Op == "r" {
-			w, err := p.delete(e, e.After)
-			return []Write{w}, err
-		}
-		return nil, nil
 	case "d":
 		if !beforeIn {
-			return nil, nil
+			return dst, nil
 		}
-		w, err := p.delete(e, e.Before)
-		return []Write{w}, err
+		w, err = p.delete(e, e.Before)
 	}
-	// "u"
-	var out []Write
-	if afterIn {
-		up, err := p.upsert(e, e.After)
+	if e.Op != "u" {
 		if err != nil {
-			return nil, err
+			return dst, err
 		}
-		out = append(out, up)
+		return append(dst, w), nil
+	}
+	// "u": the old read key's delete, when the key moved or the row left
+	// the filter, goes before the upsert.
+	var up Write
+	if afterIn {
+		if up, err = p.upsert(e, e.After); err != nil {
+			return dst, err
+		}
 	}
 	if beforeIn {
 		oldKey, err := p.keyText(e.Before)
 		if err != nil {
-			return nil, err
+			return dst, err
 		}
-		if !afterIn || oldKey != out[0].Key {
+		if !afterIn || oldKey != up.Key {
 			del, err := p.delete(e, e.Before)
 			if err != nil {
-				return nil, err
+				return dst, err
 			}
-			out = append([]Write{del}, out...)
+			dst = append(dst, del)
 		}
 	}
-	return out, nil
+	if afterIn {
+		dst = append(dst, up)
+	}
+	return dst, nil
 }
 
 func (p *Projection) passes(img map[string]json.RawMessage, which string) (bool, error) {
