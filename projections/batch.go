@@ -67,9 +67,12 @@ type TombstoneCollector interface {
 // Coalesce keeps the newest write per read key (and every truncation): a
 // batch then touches each row once, and applying only the newest is what
 // the version guard would make of the whole sequence anyway.
-func Coalesce(ws []Write) []Write {
+func Coalesce(ws []Write) []Write { return coalesce(ws, make([]Write, 0, len(ws))) }
+
+// coalesce is Coalesce into out, which may be ws[:0]: a write only ever
+// moves to a lower index, after the loop has read it.
+func coalesce(ws, out []Write) []Write {
 	newest := make(map[string]int, len(ws))
-	out := make([]Write, 0, len(ws))
 	for _, w := range ws {
 		if w.Kind == Truncate {
 			out = append(out, w)

@@ -293,6 +293,7 @@ func (pr *Projector) queueFetches(q *pollQueue, fetches kgo.Fetches) {
 func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 	b = &Batch{Offsets: Offsets{}, Writes: make([]Write, 0, len(records))}
 	var d Decoder
+	var kinds columnKinds
 	for _, r := range records {
 		b.Offsets.Set(r.Topic, r.Partition, r.Offset+1)
 		if r.Value == nil { // tombstone: the delete event came before it
@@ -300,7 +301,7 @@ func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 		}
 		e, err := d.Decode(r.Value)
 		if err == nil {
-			err = p.collect(b, r, e)
+			err = p.collect(b, r, e, &kinds)
 			d.recycle(e) // collect keeps copies of what it needs
 		}
 		if err != nil {
@@ -308,17 +309,17 @@ func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 		}
 	}
 	n := len(b.Writes) + len(b.Parents)
-	b.Writes = Coalesce(b.Writes)
+	b.Writes = coalesce(b.Writes, b.Writes[:0]) // in place: the batch's own slice
 	b.Parents = CoalesceParents(b.Parents)
 	b.Coalesced = int64(n - len(b.Writes) - len(b.Parents))
 	return b, bad
 }
 
-func (p *Projection) collect(b *Batch, r *kgo.Record, e Event) error {
+func (p *Projection) collect(b *Batch, r *kgo.Record, e Event, kinds *columnKinds) error {
 	if r.Topic == p.Topic {
 		n := len(b.Writes)
 		var err error
-		if b.Writes, err = p.appendWrites(b.Writes, e); err != nil {
+		if b.Writes, err = p.appendWrites(b.Writes, e, kinds); err != nil {
 			return err
 		}
 		for i := n; i < len(b.Writes); i++ {

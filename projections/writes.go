@@ -74,11 +74,12 @@ const (
 //     image's read key if that passed and the key moved or the after image
 //     fails.
 //   - d deletes the before image's read key if it passed.
-func (p *Projection) Writes(e Event) ([]Write, error) { return p.appendWrites(nil, e) }
+func (p *Projection) Writes(e Event) ([]Write, error) { return p.appendWrites(nil, e, nil) }
 
 // appendWrites appends Writes(e) to dst (a batch's writes: no slice per
-// event); after an error dst comes back as it was.
-func (p *Projection) appendWrites(dst []Write, e Event) ([]Write, error) {
+// event); after an error dst comes back as it was. ck, when not nil,
+// carries the columns' kinds from event to event.
+func (p *Projection) appendWrites(dst []Write, e Event, ck *columnKinds) ([]Write, error) {
 	if e.Op == "t" {
 		return append(dst, Write{Kind: Truncate, Version: e.Version}), nil
 	}
@@ -99,7 +100,7 @@ func (p *Projection) appendWrites(dst []Write, e Event) ([]Write, error) {
 	case "c", "r":
 		switch {
 		case afterIn:
-			w, err = p.upsert(e, e.After)
+			w, err = p.upsert(e, e.After, ck)
 		case e.Op == "r":
 			w, err = p.delete(e, e.After)
 		default:
@@ -121,7 +122,7 @@ func (p *Projection) appendWrites(dst []Write, e Event) ([]Write, error) {
 	// the filter, goes before the upsert.
 	var up Write
 	if afterIn {
-		if up, err = p.upsert(e, e.After); err != nil {
+		if up, err = p.upsert(e, e.After, ck); err != nil {
 			return dst, err
 		}
 	}
@@ -227,7 +228,7 @@ func (join *Join) state(j int, e Event, img map[string]json.RawMessage, present 
 	return w, nil
 }
 
-func (p *Projection) upsert(e Event, img map[string]json.RawMessage) (Write, error) {
+func (p *Projection) upsert(e Event, img map[string]json.RawMessage, ck *columnKinds) (Write, error) {
 	if img == nil {
 		return Write{}, fmt.Errorf("%s event without an after image", e.Op)
 	}
@@ -235,9 +236,13 @@ func (p *Projection) upsert(e Event, img map[string]json.RawMessage) (Write, err
 	if err != nil {
 		return Write{}, err
 	}
+	if ck == nil {
+		ck = new(columnKinds)
+	}
+	kinds := ck.of(p, e.Schema)
 	vals := make([]any, len(p.Columns))
 	for i, c := range p.Columns {
-		if vals[i], err = bindValue(img, c.Source, e); err != nil {
+		if vals[i], err = bindAs(img, c.Source, kinds[i]); err != nil {
 			return Write{}, err
 		}
 	}
@@ -317,6 +322,52 @@ func (p *Projection) keyText(img map[string]json.RawMessage) (string, error) {
 // bindValue turns an event value into a SQL parameter: numbers keep their
 // exact text, binary columns (base64 in events) become bytes.
 func bindValue(img map[string]json.RawMessage, col string, e Event) (any, error) {
+	return bindAs(img, col, kindOf(e.Schema, col))
+}
+
+// valueKind is how a column's event value becomes a SQL parameter, by the
+// column's type in the event's schema.
+type valueKind uint8
+
+const (
+	textValue   valueKind = iota // numbers as their exact text, strings as strings
+	bitValue                     // a number: the bit pattern, as an unsigned integer
+	binaryValue                  // a base64 string: its bytes
+)
+
+func kindOf(sc *eventSchema, col string) valueKind {
+	if sc == nil {
+		return textValue
+	}
+	switch t := sc.Columns[col]; {
+	case strings.HasPrefix(t, "bit"):
+		return bitValue
+	case isBinaryType(t):
+		return binaryValue
+	}
+	return textValue
+}
+
+// columnKinds caches the kinds of a projection's columns under the last
+// schema seen (events share their table's schema: see Decoder), so a row
+// is bound without a schema lookup per column. The zero value is ready;
+// not safe for concurrent use.
+type columnKinds struct {
+	schema *eventSchema
+	kinds  []valueKind
+}
+
+func (k *columnKinds) of(p *Projection, sc *eventSchema) []valueKind {
+	if k.kinds == nil || k.schema != sc {
+		k.schema, k.kinds = sc, make([]valueKind, len(p.Columns))
+		for i, c := range p.Columns {
+			k.kinds[i] = kindOf(sc, c.Source)
+		}
+	}
+	return k.kinds
+}
+
+func bindAs(img map[string]json.RawMessage, col string, kind valueKind) (any, error) {
 	raw, ok := img[col]
 	if !ok {
 		return nil, fmt.Errorf("source column %q is missing from the event (excluded, or dropped by DDL?)", col)
@@ -325,7 +376,7 @@ func bindValue(img map[string]json.RawMessage, col string, e Event) (any, error)
 		return nil, nil
 	}
 	if len(raw) > 0 && raw[0] != '"' {
-		if e.Schema != nil && strings.HasPrefix(e.Schema.Columns[col], "bit") {
+		if kind == bitValue {
 			// A string would be read as the bit pattern of its characters.
 			return strconv.ParseUint(string(raw), 10, 64)
 		}
@@ -335,7 +386,7 @@ func bindValue(img map[string]json.RawMessage, col string, e Event) (any, error)
 	if err != nil {
 		return nil, fmt.Errorf("column %q: %w", col, err)
 	}
-	if e.Schema != nil && isBinaryType(e.Schema.Columns[col]) {
+	if kind == binaryValue {
 		b, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
 			return nil, fmt.Errorf("column %q: binary value is not base64: %w", col, err)
