@@ -114,6 +114,13 @@ func TestBuildMatchesEventByEvent(t *testing.T) {
 	if !reflect.DeepEqual(got.Parents, want.Parents) {
 		t.Errorf("parent writes:\n got %+v\nwant %+v", got.Parents, want.Parents)
 	}
+	// What coalescing dropped must not keep its record (and the fetch
+	// buffer under it) alive while the batch is applied.
+	for i, w := range got.Writes[len(got.Writes):cap(got.Writes)] {
+		if w.From != nil || w.Values != nil {
+			t.Errorf("write %d past the batch's end still holds %+v", len(got.Writes)+i, w)
+		}
+	}
 	if !reflect.DeepEqual(got.Offsets, want.Offsets) {
 		t.Errorf("offsets: got %v, want %v", got.Offsets, want.Offsets)
 	}

@@ -309,7 +309,12 @@ func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 		}
 	}
 	n := len(b.Writes) + len(b.Parents)
-	b.Writes = coalesce(b.Writes, b.Writes[:0]) // in place: the batch's own slice
+	// In place (the batch's own slice), with what was coalesced away
+	// cleared: it would hold its records, and their fetch buffers, while
+	// the batch is applied (see prepare).
+	kept := coalesce(b.Writes, b.Writes[:0])
+	clear(b.Writes[len(kept):])
+	b.Writes = kept
 	b.Parents = CoalesceParents(b.Parents)
 	b.Coalesced = int64(n - len(b.Writes) - len(b.Parents))
 	return b, bad
