@@ -1,7 +1,10 @@
 package cdc
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -66,6 +69,65 @@ func TestValuesEqual(t *testing.T) {
 	for _, c := range cases {
 		if got := valuesEqual(c.a, c.b); got != c.want {
 			t.Errorf("valuesEqual(%#v, %#v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// BenchmarkAppendChange is the tailer's encoding of one narrow insert (the
+// bench workload narrow_insert's row: ~150 bytes, as go-mysql decodes it
+// with DecodingOptions) into its key and envelope: the part of the
+// tailer's CPU per event that is readside's own, beside go-mysql's
+// decoding and franz-go's producing (make bench-instructions).
+func BenchmarkAppendChange(b *testing.B) {
+	def := &tableDef{Columns: []colDef{
+		{Name: "id", Type: "bigint"}, {Name: "k", Type: "int"}, {Name: "a", Type: "int"},
+		{Name: "b", Type: "varchar", Charset: "utf8mb4"}, {Name: "c", Type: "decimal", Prec: 12, Scale: 2},
+		{Name: "d", Type: "datetime", FSP: 6}, {Name: "commit_us", Type: "bigint"},
+	}, PK: []string{"id"}}
+	tm := &replication.TableMapEvent{Schema: []byte("src"), Table: []byte("narrow_insert"), ColumnCount: 7,
+		ColumnType: []byte{mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_VARCHAR,
+			mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_DATETIME2, mysql.MYSQL_TYPE_LONGLONG},
+		ColumnMeta: []uint16{0, 0, 0, 240, 12<<8 | 2, 6, 0}}
+	tbl, err := trackedTable(tm, def, "topic", nil, func(uint64) string { return "utf8mb4" })
+	if err != nil {
+		b.Fatal(err)
+	}
+	src := &source{flavor: "mariadb", serverID: 1, file: "binlog.000001", pos: 123456, gtid: "0-1-4242", ts: 1780000001}
+	after := []any{int64(17), int32(17), int32(482211), "name-17-2kq9x8v1r0s3", "81234.55",
+		time.Date(2026, 1, 9, 11, 52, 16, 123456000, time.UTC), int64(1780000000123456)}
+	key, _ := tbl.appendKey(nil, after)
+	v, err := appendChange(nil, tbl, envelope{op: OpCreate, version: 1869683302580224001, src: src, txnSeq: 12}, key, nil, after)
+	if want := `"after":{"id":17,"k":17,"a":482211,"b":"name-17-2kq9x8v1r0s3","c":"81234.55","d":"2026-01-09 11:52:16.123456","commit_us":1780000000123456}`; err != nil || !strings.Contains(string(v), want) {
+		b.Fatalf("encoded %s (%v), want it to hold %s", v, err, want)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		key, err := tbl.appendKey(nil, after)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := appendChange(make([]byte, 0, 640), tbl, envelope{op: OpCreate, version: 1869683302580224001, src: src, txnSeq: 12}, key, nil, after); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestEnvelopeTxnID: txn.id repeats source.gtid's encoded bytes (encoded
+// once per event); both decode to the GTID, whatever its characters.
+func TestEnvelopeTxnID(t *testing.T) {
+	tbl := &table{db: "shop", name: "orders", schema: []byte(`"schema":null`)}
+	for _, gtid := range []string{"", "0-1-977", "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-23", `odd "gtid" \ é`} {
+		src := &source{flavor: "mysql", serverID: 1, file: "binlog.000001", pos: 4, gtid: gtid, ts: 1}
+		v := appendEvent([]byte("prefix"), tbl, envelope{op: OpCreate, version: 5, src: src}, []byte(`{"id":1}`), nil, []byte(`{"id":1}`))
+		var e struct {
+			Source struct{ GTID string } `json:"source"`
+			Txn    struct{ ID string }   `json:"txn"`
+		}
+		if err := json.Unmarshal(v[len("prefix"):], &e); err != nil {
+			t.Fatalf("%q: %v in %s", gtid, err, v)
+		}
+		if e.Source.GTID != gtid || e.Txn.ID != gtid {
+			t.Errorf("gtid %q: source.gtid %q, txn.id %q", gtid, e.Source.GTID, e.Txn.ID)
 		}
 	}
 }

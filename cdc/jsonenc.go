@@ -11,12 +11,29 @@ import (
 
 const hexDigits = "0123456789abcdef"
 
+// jsonSafe marks the bytes a JSON string holds as they are: printable
+// ASCII but the quote and the backslash.
+var jsonSafe = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendJSONString appends s as a JSON string. Invalid UTF-8 is replaced
 // with U+FFFD; callers that must keep arbitrary bytes base64 them first.
 func appendJSONString(buf []byte, s string) []byte {
 	buf = append(buf, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Most text is printable ASCII, written as it is: step over it
+		// with one table lookup per byte.
+		for i < len(s) && jsonSafe[s[i]] {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {

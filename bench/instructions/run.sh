@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions per operation of readside's CPU hot paths, counted by
+# Instructions per event of readside's CPU hot paths, counted by
 # valgrind's callgrind: the same count for the same binary and input
 # whatever else the machine is doing, so a change to a hot path can be
 # compared before/after on a noisy shared box, where drain rates swing by
@@ -31,6 +31,7 @@ BENCHES=(
 	"./projections:DecodeEvent\$:20000:1:a narrow update event decoded (DecodeEvent)"
 	"./projections:DecodeEventWide\$:20000:1:a wide insert event (~1.2 KB of row) decoded (DecodeEvent)"
 	"./projections:Build\$:10:5000:a narrow insert record of a 5,000-record poll built into its batch (decode, writes, coalescing)"
+	"./cdc:AppendChange\$:20000:1:a narrow insert's key and envelope encoded by the tailer (from go-mysql's decoded row)"
 )
 
 work=$(mktemp -d)
