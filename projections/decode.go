@@ -97,7 +97,8 @@ func (d *Decoder) Decode(b []byte) (Event, error) {
 	err := s.object(func(key []byte) error {
 		switch string(key) {
 		case `"op"`:
-			return s.stringInto(&e.Op)
+			_, err := s.stringInto(&e.Op)
+			return err
 		case `"version"`:
 			return s.uintInto(&e.Version)
 		case `"before"`:
@@ -474,18 +475,19 @@ func (s *scanner) number() ([]byte, error) {
 	return b[start:i], nil
 }
 
-// stringInto decodes a string (or null, which leaves dst alone).
-func (s *scanner) stringInto(dst *string) error {
-	raw, err := s.value()
+// stringInto decodes a string (or null, which leaves dst alone and
+// returns no raw bytes), returning it raw too.
+func (s *scanner) stringInto(dst *string) (raw []byte, err error) {
+	raw, err = s.value()
 	if err != nil || string(raw) == "null" {
-		return err
+		return nil, err
 	}
 	if raw[0] != '"' {
-		return s.errorf("want a string")
+		return nil, s.errorf("want a string")
 	}
 	v, err := unquote(raw)
 	*dst = v
-	return err
+	return raw, err
 }
 
 // uintInto decodes an unsigned integer (or null, which leaves dst alone).
@@ -596,22 +598,11 @@ func (s *scanner) gtidInto(dst *string) error {
 		*dst = d.gtid
 		return nil
 	}
-	raw, err := s.value()
-	if err != nil || string(raw) == "null" {
-		return err
+	raw, err := s.stringInto(dst)
+	if err == nil && raw != nil && !s.d.single {
+		s.d.gtidRaw, s.d.gtid = bytes.Clone(raw), *dst
 	}
-	if raw[0] != '"' {
-		return s.errorf("want a string")
-	}
-	v, err := unquote(raw)
-	if err != nil {
-		return err
-	}
-	*dst = v
-	if !s.d.single {
-		s.d.gtidRaw, s.d.gtid = bytes.Clone(raw), v
-	}
-	return nil
+	return err
 }
 
 // name decodes a raw (quoted) column name, each distinct one once.

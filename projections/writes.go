@@ -95,28 +95,26 @@ func (p *Projection) appendWrites(dst []Write, e Event, ck *columnKinds) ([]Writ
 			return dst, err
 		}
 	}
-	var w Write
-	switch e.Op {
-	case "c", "r":
-		switch {
-		case afterIn:
-			w, err = p.upsert(e, e.After, ck)
-		case e.Op == "r":
-			w, err = p.delete(e, e.After)
-		default:
-			return dst, nil
-		}
-	case "d":
-		if !beforeIn {
-			return dst, nil
-		}
-		w, err = p.delete(e, e.Before)
-	}
-	if e.Op != "u" {
+	one := func(w Write, err error) ([]Write, error) {
 		if err != nil {
 			return dst, err
 		}
 		return append(dst, w), nil
+	}
+	switch e.Op {
+	case "c", "r":
+		switch {
+		case afterIn:
+			return one(p.upsert(e, e.After, ck))
+		case e.Op == "r":
+			return one(p.delete(e, e.After))
+		}
+		return dst, nil
+	case "d":
+		if !beforeIn {
+			return dst, nil
+		}
+		return one(p.delete(e, e.Before))
 	}
 	// "u": the old read key's delete, when the key moved or the row left
 	// the filter, goes before the upsert.

@@ -57,7 +57,7 @@ measure() { # tree label
 		one=$(count "$bin" "Benchmark$re" 1)
 		many=$(count "$bin" "Benchmark$re" "$n")
 		if [ -z "$one" ] || [ -z "$many" ]; then
-			echo "$label: $re: callgrind gave no count (does the benchmark exist there?)" >&2
+			echo "$label: $re: callgrind gave no count" >&2
 			continue
 		fi
 		printf '%-10s %-16s %8d instructions per event: %s\n' "$label" "${re%\$}" $(((many - one) / (n - 1) / per)) "$what"
