@@ -56,7 +56,13 @@ type Decoder struct {
 	gtidRaw   []byte // the last source.gtid member, raw, and its value
 	gtid      string
 	source    *EventSource      // the last source decoded: read-only, shared by events equal to it
+	sourceRaw []byte            // source's member, raw (a validated JSON object), when decoded alone
 	names     map[string]string // raw (quoted) column name → name
+	// cols is the column names of the last images decoded, by position:
+	// a table's images name their columns in the same order, so a name
+	// is one comparison with the one at its position instead of a map
+	// lookup.
+	cols []colName
 	// single: this Decoder decodes one event (DecodeEvent), so keeping
 	// anything for the next would only cost copies and a map.
 	single bool
@@ -88,6 +94,13 @@ func (d *Decoder) recycle(e Event) {
 // maxNames bounds a Decoder's column names (many tables, or schema changes).
 const maxNames = 4096
 
+// colName is a column name raw (quoted, as in the record) and decoded.
+type colName struct{ raw, name string }
+
+// maxCols bounds the positions a Decoder remembers names for (MySQL
+// allows 4,096 columns; past this, names come from the map).
+const maxCols = 1024
+
 // Decode parses a record value (see DecodeEvent).
 func (d *Decoder) Decode(b []byte) (Event, error) {
 	var e Event
@@ -110,6 +123,11 @@ func (d *Decoder) Decode(b []byte) (Event, error) {
 		case `"schema"`:
 			raw, sc, err := s.schemaValue()
 			schema, known = raw, sc
+			return err
+		case `"db"`, `"table"`, `"key"`, `"txn"`:
+			// Members the projector does not read, named as the tailer
+			// writes them: skipped without the case-folding check below.
+			_, err := s.value()
 			return err
 		}
 		if keyFolds(key) {
@@ -496,12 +514,32 @@ func (s *scanner) uintInto(dst *uint64) error {
 	if err != nil || string(raw) == "null" {
 		return err
 	}
+	if v, ok := smallUint(raw); ok {
+		*dst = v
+		return nil
+	}
 	v, err := strconv.ParseUint(string(raw), 10, 64)
 	if err != nil {
 		return s.errorf("want an unsigned integer, got %s", raw)
 	}
 	*dst = v
 	return nil
+}
+
+// smallUint parses up to 19 decimal digits, which cannot overflow a
+// uint64 (every version the tailer writes): faster than strconv, which
+// the rest goes through.
+func smallUint(raw []byte) (v uint64, ok bool) {
+	if len(raw) == 0 || len(raw) > 19 {
+		return 0, false
+	}
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v, true
 }
 
 // null consumes a null where an object or null is wanted; false leaves
@@ -528,12 +566,25 @@ func (s *scanner) image(dst *map[string]json.RawMessage) error {
 	if *dst == nil {
 		*dst = s.d.imageMap()
 	}
-	m := *dst
+	m, d, k := *dst, s.d, 0
 	return s.object(func(key []byte) error {
-		name, err := s.d.name(key)
-		if err != nil {
-			return err
+		var name string
+		if k < len(d.cols) && d.cols[k].raw == string(key) {
+			name = d.cols[k].name
+		} else {
+			var err error
+			if name, err = d.name(key); err != nil {
+				return err
+			}
+			switch {
+			case d.single || k > len(d.cols) || k >= maxCols:
+			case k == len(d.cols):
+				d.cols = append(d.cols, colName{string(key), name})
+			default:
+				d.cols[k] = colName{string(key), name}
+			}
 		}
+		k++
 		raw, err := s.value()
 		m[name] = raw
 		return err
@@ -544,12 +595,22 @@ func (s *scanner) image(dst *map[string]json.RawMessage) error {
 // source equals the previous one's (the events of a source transaction)
 // shares its EventSource.
 func (s *scanner) source(dst **EventSource) error {
+	s.ws()
+	d, start, first := s.d, s.i, *dst == nil
+	if first && len(d.sourceRaw) > 0 && bytes.HasPrefix(s.b[s.i:], d.sourceRaw) {
+		// The bytes of the last source member decoded, a complete JSON
+		// object: the same value (see schemaValue). Consecutive events
+		// of a rows event have the same source.
+		s.i += len(d.sourceRaw)
+		*dst = d.source
+		return nil
+	}
 	if null, err := s.null(); null || err != nil {
 		*dst = nil
 		return err
 	}
 	var src EventSource
-	if *dst != nil { // a repeated member adds to the first, as in encoding/json
+	if !first { // a repeated member adds to the first, as in encoding/json
 		src = **dst
 	}
 	err := s.object(func(key []byte) error {
@@ -577,13 +638,17 @@ func (s *scanner) source(dst **EventSource) error {
 	if err != nil {
 		return err
 	}
-	if d := s.d; d.source != nil && *d.source == src {
+	if d.source != nil && *d.source == src {
 		*dst = d.source
-		return nil
+	} else {
+		p := new(EventSource) // allocated here, not as src: most events share the last one
+		*p = src
+		d.source, *dst = p, p
 	}
-	p := new(EventSource) // allocated here, not as src: most events share the last one
-	*p = src
-	s.d.source, *dst = p, p
+	d.sourceRaw = d.sourceRaw[:0] // a repeated member's source is not its raw bytes
+	if first && !d.single {
+		d.sourceRaw = append(d.sourceRaw, s.b[start:s.i]...)
+	}
 	return nil
 }
 

@@ -191,3 +191,43 @@ func TestDecodeLongStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestDecoderSequence: a Decoder reuses what consecutive events share —
+// the source member's bytes, the column names by position — and each
+// event still decodes as it does alone, whatever came before it: sources
+// repeated, changed, null and given twice; images whose columns change
+// order, number and spelling; versions at and past 19 digits.
+func TestDecoderSequence(t *testing.T) {
+	src := func(pos int) string {
+		return `"source":{"flavor":"mariadb","server_id":1,"file":"binlog.000001","pos":` + strconv.Itoa(pos) + `,"gtid":"0-1-7","ts_sec":1780000001}`
+	}
+	events := []string{
+		`{"op":"c","version":11,"after":{"id":1,"a":"x","b":2},` + src(100) + `}`,
+		`{"op":"c","version":12,"after":{"id":2,"a":"y","b":3},` + src(100) + `}`,
+		`{"op":"c","version":13,"after":{"id":3,"a":"z","b":4},` + src(200) + `}`,
+		`{"op":"c","version":14,"after":{"id":4,"a":"z","b":4},"source":{"ts_sec":5},"source":{"gtid":"0-1-8"}}`,
+		`{"op":"c","version":15,"after":{"id":5,"a":"z","b":4},"source":{"ts_sec":5}}`,
+		`{"op":"c","version":16,"after":{"id":6},"source":null}`,
+		`{"op":"c","version":17,"after":{"id":7,"a":"z","b":4},` + src(200) + `}`,
+		`{"op":"c","version":18,"after":{"b":1,"id":8,"a":"q"},` + src(200) + `}`,
+		`{"op":"c","version":19,"after":{"b":1,"id":9,"a":"q","extra":true},` + src(200) + `}`,
+		`{"op":"c","version":20,"after":{"b":1,"i\u0064":10,"a":"q"},` + src(200) + `}`,
+		`{"op":"u","version":21,"before":{"id":11,"a":"q","b":5},"after":{"id":11,"a":"r","b":5},` + src(300) + `}`,
+		`{"op":"c","version":9999999999999999999,"after":{"id":12}}`,
+		`{"op":"c","version":18446744073709551615,"after":{"id":13}}`,
+		`{"op":"c","version":18446744073709551616,"after":{"id":14}}`,
+		`{"op":"c","version":00000000000000000001,"after":{"id":15}}`,
+		`{"op":"c","version":1.5,"after":{"id":16}}`,
+		`{"op":"c","version":-1,"after":{"id":17}}`,
+		`{"op":"c","version":22,"after":{"id":18,"a":"z","b":4},` + src(200) + `}`,
+	}
+	var d Decoder
+	for _, pass := range []string{"in order", "again"} {
+		for _, s := range events {
+			b := []byte(s)
+			want, refErr := decodeEventReference(b)
+			got, err := d.Decode(b)
+			t.Run(pass, func(t *testing.T) { check(t, b, got, err, want, refErr, true) })
+		}
+	}
+}
