@@ -15,7 +15,7 @@ import (
 // reuses row images; its batch must be exactly what each record decoded
 // on its own gives — inserts, updates in place, key moves, rows entering
 // and leaving the filter, deletes and their tombstones, parents, across
-// two tables and two schema versions.
+// two tables, two schema versions and two column orders.
 func TestBuildMatchesEventByEvent(t *testing.T) {
 	cfg := baseConfig()
 	cfg.Source.Tables = []string{"chat.messages", "chat.users"}
@@ -61,6 +61,10 @@ func TestBuildMatchesEventByEvent(t *testing.T) {
 	records = append(records, &kgo.Record{Topic: msgs, Partition: 1, Offset: int64(len(records))}) // the tombstone after a delete
 	add(msgs, "c", `{"id":4}`, "null", msg(4, 13, "w6kgw7w=", true), schemaV2, "0-1-8")
 	add(msgs, "u", `{"id":2}`, msg(2, 11, "w6kgw7w=", true), msg(2, 11, "AP8gYmluYXJ5", true), schemaV2, "0-1-9")
+	// The same schema with the columns in another order, then back: the
+	// positions Build keeps per column list must follow.
+	add(msgs, "c", `{"id":5}`, "null", `{"extra":7,"body":"AAEC","created_at":"2026-01-02 03:04:05","sender_id":14,"id":5}`, schemaV2, "0-1-10")
+	add(msgs, "c", `{"id":6}`, "null", msg(6, 15, "AQI=", true), schemaV2, "0-1-10")
 
 	got, bad := p.Build(records)
 	if len(bad) > 0 {

@@ -123,7 +123,9 @@ func TestWritesKeyMove(t *testing.T) {
 		t.Fatalf("key move gave %+v", ws)
 	}
 	// An in-place update is one upsert.
-	e.After["sender_id"] = e.Before["sender_id"]
+	after := e.After.Map()
+	after["sender_id"], _ = e.Before.Get("sender_id")
+	e.After = ImageOf(after)
 	if ws, _ := p.Writes(e); len(ws) != 1 || ws[0].Kind != Upsert {
 		t.Errorf("in-place update gave %+v", ws)
 	}
@@ -203,7 +205,7 @@ func TestWritesFilter(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := kinds(ws); got != c.want {
-			t.Errorf("%s %v -> %v: %s, want %s", c.e.Op, c.e.Before["body"], c.e.After["body"], got, c.want)
+			t.Errorf("%s %v -> %v: %s, want %s", c.e.Op, c.e.Before.Map()["body"], c.e.After.Map()["body"], got, c.want)
 		}
 	}
 }

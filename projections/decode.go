@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -15,10 +16,11 @@ import (
 type Event struct {
 	Op      string
 	Version uint64
-	// Before and After map column names to their JSON values as the
-	// tailer wrote them (slices of the record value: read-only).
-	Before map[string]json.RawMessage
-	After  map[string]json.RawMessage
+	// Before and After are the row images, nil when absent or null:
+	// the columns' JSON values as the tailer wrote them (slices of the
+	// record value: read-only).
+	Before *Image
+	After  *Image
 	// Schema is shared by the events of one table shape: read-only.
 	Schema   *eventSchema
 	Source   *EventSource
@@ -58,35 +60,37 @@ type Decoder struct {
 	source    *EventSource      // the last source decoded: read-only, shared by events equal to it
 	sourceRaw []byte            // source's member, raw (a validated JSON object), when decoded alone
 	names     map[string]string // raw (quoted) column name → name
-	// cols is the column names of the last images decoded, by position:
-	// a table's images name their columns in the same order, so a name
-	// is one comparison with the one at its position instead of a map
-	// lookup.
-	cols []colName
+	// layouts are the column lists of the last images decoded, the most
+	// recent first: a table's images name their columns in the same
+	// order, so an image's names are one comparison each with the
+	// layout's, and its images share it.
+	layouts []*layout
+	built   []colName // an image's names while they differ from layouts[0]
 	// single: this Decoder decodes one event (DecodeEvent), so keeping
 	// anything for the next would only cost copies and a map.
 	single bool
-	spare  []map[string]json.RawMessage // images given back (recycle), empty, for the next events
+	spare  []*Image // images given back (recycle), for the next events
 }
 
-// imageMap is an empty map for a row image.
-func (d *Decoder) imageMap() map[string]json.RawMessage {
+// newImage is an empty row image.
+func (d *Decoder) newImage() *Image {
 	if n := len(d.spare); n > 0 {
-		m := d.spare[n-1]
+		im := d.spare[n-1]
 		d.spare = d.spare[:n-1]
-		return m
+		return im
 	}
-	return make(map[string]json.RawMessage, 8)
+	return &Image{vals: make([]json.RawMessage, 0, 8)}
 }
 
 // recycle takes e's row images back for the events decoded after it. Its
 // caller is done with e and with anything that could hold its images:
 // what Projection.Writes and ParentWrites keep of an image is copied.
 func (d *Decoder) recycle(e Event) {
-	for _, m := range [2]map[string]json.RawMessage{e.Before, e.After} {
-		if m != nil && len(d.spare) < 2 {
-			clear(m)
-			d.spare = append(d.spare, m)
+	for _, im := range [2]*Image{e.Before, e.After} {
+		if im != nil && len(d.spare) < 2 {
+			clear(im.vals)
+			im.cols, im.vals = nil, im.vals[:0]
+			d.spare = append(d.spare, im)
 		}
 	}
 }
@@ -94,12 +98,9 @@ func (d *Decoder) recycle(e Event) {
 // maxNames bounds a Decoder's column names (many tables, or schema changes).
 const maxNames = 4096
 
-// colName is a column name raw (quoted, as in the record) and decoded.
-type colName struct{ raw, name string }
-
-// maxCols bounds the positions a Decoder remembers names for (MySQL
-// allows 4,096 columns; past this, names come from the map).
-const maxCols = 1024
+// maxLayouts bounds the column lists a Decoder keeps (a poll is mostly
+// one table's, or a join's few).
+const maxLayouts = 8
 
 // Decode parses a record value (see DecodeEvent).
 func (d *Decoder) Decode(b []byte) (Event, error) {
@@ -175,7 +176,7 @@ func decodeEventStd(b []byte) (Event, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Event{}, fmt.Errorf("decoding change event: %w", err)
 	}
-	e := Event{Op: w.Op, Version: w.Version, Before: w.Before, After: w.After, Source: w.Source}
+	e := Event{Op: w.Op, Version: w.Version, Before: ImageOf(w.Before), After: ImageOf(w.After), Source: w.Source}
 	return e.finish(w.Schema)
 }
 
@@ -556,39 +557,88 @@ func (s *scanner) null() (bool, error) {
 	return true, err
 }
 
-// image decodes a row image: column → raw value. null clears it; a
-// repeated member adds to the same map (as encoding/json does).
-func (s *scanner) image(dst *map[string]json.RawMessage) error {
+// image decodes a row image: the columns' raw values, in order. null
+// clears it; a repeated member adds to the same image (as encoding/json
+// adds to the same map).
+func (s *scanner) image(dst **Image) error {
 	if null, err := s.null(); null || err != nil {
 		*dst = nil
 		return err
 	}
-	if *dst == nil {
-		*dst = s.d.imageMap()
+	d, im := s.d, *dst
+	if im == nil {
+		im = d.newImage()
+		*dst = im
 	}
-	m, d, k := *dst, s.d, 0
-	return s.object(func(key []byte) error {
-		var name string
-		if k < len(d.cols) && d.cols[k].raw == string(key) {
-			name = d.cols[k].name
+	// The names are compared with the last layout's while they match;
+	// from the first that differs they are collected in d.built.
+	var last *layout
+	if len(d.layouts) > 0 {
+		last = d.layouts[0]
+	}
+	k, matching := len(im.vals), true
+	d.built = d.built[:0]
+	if k > 0 && im.cols != last { // a repeated member after another layout's
+		d.built = append(d.built, im.cols.cols...)
+		matching = false
+	}
+	err := s.object(func(key []byte) error {
+		if matching && last != nil && k < len(last.cols) && last.cols[k].raw == string(key) {
+			k++
 		} else {
-			var err error
-			if name, err = d.name(key); err != nil {
+			if matching {
+				if last != nil {
+					d.built = append(d.built, last.cols[:k]...)
+				}
+				matching = false
+			}
+			name, err := d.name(key)
+			if err != nil {
 				return err
 			}
-			switch {
-			case d.single || k > len(d.cols) || k >= maxCols:
-			case k == len(d.cols):
-				d.cols = append(d.cols, colName{string(key), name})
-			default:
-				d.cols[k] = colName{string(key), name}
-			}
+			d.built = append(d.built, colName{string(key), name})
+			k++
 		}
-		k++
 		raw, err := s.value()
-		m[name] = raw
+		im.vals = append(im.vals, raw)
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	switch {
+	case matching && last != nil && k == len(last.cols):
+		im.cols = last
+	case matching && k == 0:
+		im.cols = emptyLayout
+	default:
+		if matching { // a prefix of the last layout
+			d.built = append(d.built, last.cols[:k]...)
+		}
+		im.cols = d.layout(d.built)
+	}
+	return nil
+}
+
+// layout returns the kept layout with cols' names, moved to the front, or
+// a new one (kept when the Decoder keeps anything).
+func (d *Decoder) layout(cols []colName) *layout {
+	for i, l := range d.layouts {
+		if l.sameRaw(cols) {
+			copy(d.layouts[1:i+1], d.layouts[:i])
+			d.layouts[0] = l
+			return l
+		}
+	}
+	l := newLayout(slices.Clone(cols))
+	if !d.single {
+		if len(d.layouts) < maxLayouts {
+			d.layouts = append(d.layouts, nil)
+		}
+		copy(d.layouts[1:], d.layouts)
+		d.layouts[0] = l
+	}
+	return l
 }
 
 // source decodes the source member's ts_sec and gtid. An event whose

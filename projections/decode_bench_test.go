@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"encoding/json"
 	"reflect"
 	"strconv"
 	"strings"
@@ -46,7 +45,7 @@ func TestDecodeEventSchema(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Schema == nil || e.Schema.Columns["c"] != "decimal(12,2)" || len(e.Schema.Columns) != 7 || e.Version != 1869683302580224001 || string(e.After["a"]) != "90311" {
+		if e.Schema == nil || e.Schema.Columns["c"] != "decimal(12,2)" || len(e.Schema.Columns) != 7 || e.Version != 1869683302580224001 || string(e.After.Map()["a"]) != "90311" {
 			t.Fatalf("decoded %+v (schema %+v)", e, e.Schema)
 		}
 	}
@@ -118,7 +117,8 @@ func check(t *testing.T, b []byte, got Event, err error, want Event, refErr erro
 		return
 	}
 	sameSchema := got.Schema == want.Schema || anySchema && reflect.DeepEqual(got.Schema, want.Schema)
-	norm := func(m map[string]json.RawMessage) map[string]string {
+	norm := func(im *Image) map[string]string {
+		m := im.Map()
 		if m == nil {
 			return nil
 		}

@@ -293,7 +293,7 @@ func (pr *Projector) queueFetches(q *pollQueue, fetches kgo.Fetches) {
 func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 	b = &Batch{Offsets: Offsets{}, Writes: make([]Write, 0, len(records))}
 	var d Decoder
-	var kinds columnKinds
+	var plans plans
 	for _, r := range records {
 		b.Offsets.Set(r.Topic, r.Partition, r.Offset+1)
 		if r.Value == nil { // tombstone: the delete event came before it
@@ -301,7 +301,7 @@ func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 		}
 		e, err := d.Decode(r.Value)
 		if err == nil {
-			err = p.collect(b, r, e, &kinds)
+			err = p.collect(b, r, e, &plans)
 			d.recycle(e) // collect keeps copies of what it needs
 		}
 		if err != nil {
@@ -320,11 +320,11 @@ func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 	return b, bad
 }
 
-func (p *Projection) collect(b *Batch, r *kgo.Record, e Event, kinds *columnKinds) error {
+func (p *Projection) collect(b *Batch, r *kgo.Record, e Event, ps *plans) error {
 	if r.Topic == p.Topic {
 		n := len(b.Writes)
 		var err error
-		if b.Writes, err = p.appendWrites(b.Writes, e, kinds); err != nil {
+		if b.Writes, err = p.appendWrites(b.Writes, e, ps); err != nil {
 			return err
 		}
 		for i := n; i < len(b.Writes); i++ {

@@ -32,7 +32,7 @@ func (f *Filter) Columns() []string { return f.columns }
 func (f *Filter) String() string { return f.text }
 
 // Match evaluates the filter on a row image.
-func (f *Filter) Match(img map[string]json.RawMessage) (bool, error) {
+func (f *Filter) Match(img *Image) (bool, error) {
 	v, err := f.root.eval(img)
 	if err != nil {
 		return false, err
@@ -152,7 +152,7 @@ func compare(a, b value) (int, bool) {
 // ---- AST ----
 
 type node interface {
-	eval(img map[string]json.RawMessage) (value, error)
+	eval(img *Image) (value, error)
 }
 
 type colRef string
@@ -212,17 +212,17 @@ func walk(n node, fn func(node)) {
 	}
 }
 
-func (c colRef) eval(img map[string]json.RawMessage) (value, error) {
-	raw, ok := img[string(c)]
+func (c colRef) eval(img *Image) (value, error) {
+	raw, ok := img.Get(string(c))
 	if !ok {
 		return null, fmt.Errorf("where: column %q is not in the event (excluded by source.exclude_columns, or dropped by DDL?)", string(c))
 	}
 	return fromJSON(raw)
 }
 
-func (l literal) eval(map[string]json.RawMessage) (value, error) { return value(l), nil }
+func (l literal) eval(*Image) (value, error) { return value(l), nil }
 
-func (c cmpNode) eval(img map[string]json.RawMessage) (value, error) {
+func (c cmpNode) eval(img *Image) (value, error) {
 	a, err := c.l.eval(img)
 	if err != nil {
 		return null, err
@@ -272,7 +272,7 @@ func truth(v value) (t, known bool) {
 	return n.Sign() != 0, true
 }
 
-func (l logicNode) eval(img map[string]json.RawMessage) (value, error) {
+func (l logicNode) eval(img *Image) (value, error) {
 	a, err := l.l.eval(img)
 	if err != nil {
 		return null, err
@@ -301,7 +301,7 @@ func (l logicNode) eval(img map[string]json.RawMessage) (value, error) {
 	return null, nil
 }
 
-func (n notNode) eval(img map[string]json.RawMessage) (value, error) {
+func (n notNode) eval(img *Image) (value, error) {
 	v, err := n.x.eval(img)
 	if err != nil {
 		return null, err
@@ -313,7 +313,7 @@ func (n notNode) eval(img map[string]json.RawMessage) (value, error) {
 	return boolean(!t), nil
 }
 
-func (n isNullNode) eval(img map[string]json.RawMessage) (value, error) {
+func (n isNullNode) eval(img *Image) (value, error) {
 	v, err := n.x.eval(img)
 	if err != nil {
 		return null, err
@@ -321,7 +321,7 @@ func (n isNullNode) eval(img map[string]json.RawMessage) (value, error) {
 	return boolean((v.kind == vNull) != n.not), nil
 }
 
-func (n inNode) eval(img map[string]json.RawMessage) (value, error) {
+func (n inNode) eval(img *Image) (value, error) {
 	x, err := n.x.eval(img)
 	if err != nil {
 		return null, err
@@ -347,7 +347,7 @@ func (n inNode) eval(img map[string]json.RawMessage) (value, error) {
 	return boolean(n.not), nil
 }
 
-func (n betweenNode) eval(img map[string]json.RawMessage) (value, error) {
+func (n betweenNode) eval(img *Image) (value, error) {
 	ge, err := cmpNode{op: ">=", l: n.x, r: n.lo}.eval(img)
 	if err != nil {
 		return null, err
@@ -363,7 +363,7 @@ func (n betweenNode) eval(img map[string]json.RawMessage) (value, error) {
 	return v, nil
 }
 
-func (n likeNode) eval(img map[string]json.RawMessage) (value, error) {
+func (n likeNode) eval(img *Image) (value, error) {
 	x, err := n.x.eval(img)
 	if err != nil {
 		return null, err

@@ -60,7 +60,7 @@ func TestFilterMatchesLikeSQLWhere(t *testing.T) {
 			t.Errorf("%s: %v", c.where, err)
 			continue
 		}
-		got, err := f.Match(row)
+		got, err := f.Match(ImageOf(row))
 		if err != nil {
 			t.Errorf("%s: %v", c.where, err)
 			continue
@@ -81,7 +81,7 @@ func TestFilterErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Match(map[string]json.RawMessage{}); err == nil {
+	if _, err := f.Match(ImageOf(map[string]json.RawMessage{})); err == nil {
 		t.Error("a column missing from the event must be an error, not a silent false")
 	}
 	f, _ = ParseFilter("a = 1 AND (b IS NULL OR a IN (c, 2))")

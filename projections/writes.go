@@ -2,7 +2,6 @@ package projections
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -77,9 +76,9 @@ const (
 func (p *Projection) Writes(e Event) ([]Write, error) { return p.appendWrites(nil, e, nil) }
 
 // appendWrites appends Writes(e) to dst (a batch's writes: no slice per
-// event); after an error dst comes back as it was. ck, when not nil,
-// carries the columns' kinds from event to event.
-func (p *Projection) appendWrites(dst []Write, e Event, ck *columnKinds) ([]Write, error) {
+// event); after an error dst comes back as it was. ps, when not nil,
+// carries the image plan from event to event.
+func (p *Projection) appendWrites(dst []Write, e Event, ps *plans) ([]Write, error) {
 	if e.Op == "t" {
 		return append(dst, Write{Kind: Truncate, Version: e.Version}), nil
 	}
@@ -105,32 +104,32 @@ func (p *Projection) appendWrites(dst []Write, e Event, ck *columnKinds) ([]Writ
 	case "c", "r":
 		switch {
 		case afterIn:
-			return one(p.upsert(e, e.After, ck))
+			return one(p.upsert(e, e.After, ps))
 		case e.Op == "r":
-			return one(p.delete(e, e.After))
+			return one(p.delete(e, e.After, ps))
 		}
 		return dst, nil
 	case "d":
 		if !beforeIn {
 			return dst, nil
 		}
-		return one(p.delete(e, e.Before))
+		return one(p.delete(e, e.Before, ps))
 	}
 	// "u": the old read key's delete, when the key moved or the row left
 	// the filter, goes before the upsert.
 	var up Write
 	if afterIn {
-		if up, err = p.upsert(e, e.After, ck); err != nil {
+		if up, err = p.upsert(e, e.After, ps); err != nil {
 			return dst, err
 		}
 	}
 	if beforeIn {
-		oldKey, err := p.keyText(e.Before)
+		oldKey, err := p.keyText(e.Before, p.plan(ps, e.Before, e.Schema))
 		if err != nil {
 			return dst, err
 		}
 		if !afterIn || oldKey != up.Key {
-			del, err := p.delete(e, e.Before)
+			del, err := p.delete(e, e.Before, ps)
 			if err != nil {
 				return dst, err
 			}
@@ -143,7 +142,7 @@ func (p *Projection) appendWrites(dst []Write, e Event, ck *columnKinds) ([]Writ
 	return dst, nil
 }
 
-func (p *Projection) passes(img map[string]json.RawMessage, which string) (bool, error) {
+func (p *Projection) passes(img *Image, which string) (bool, error) {
 	if p.Where == nil {
 		return true, nil
 	}
@@ -187,14 +186,14 @@ func (p *Projection) ParentWrites(j int, e Event) ([]ParentWrite, error) {
 	return []ParentWrite{old, up}, nil
 }
 
-func (join *Join) state(j int, e Event, img map[string]json.RawMessage, present bool) (ParentWrite, error) {
+func (join *Join) state(j int, e Event, img *Image, present bool) (ParentWrite, error) {
 	if img == nil {
 		return ParentWrite{}, fmt.Errorf("%s event of %s.%s without the image it needs", e.Op, join.ParentDB, join.ParentTbl)
 	}
 	w := ParentWrite{Join: j, Version: e.Version}
 	var b strings.Builder
 	for i, on := range join.On {
-		raw, ok := img[on.Parent]
+		raw, ok := img.Get(on.Parent)
 		if !ok {
 			return w, fmt.Errorf("join key column %q of %s.%s is missing from the event (excluded, or dropped by DDL?)", on.Parent, join.ParentDB, join.ParentTbl)
 		}
@@ -226,30 +225,27 @@ func (join *Join) state(j int, e Event, img map[string]json.RawMessage, present 
 	return w, nil
 }
 
-func (p *Projection) upsert(e Event, img map[string]json.RawMessage, ck *columnKinds) (Write, error) {
+func (p *Projection) upsert(e Event, img *Image, ps *plans) (Write, error) {
 	if img == nil {
 		return Write{}, fmt.Errorf("%s event without an after image", e.Op)
 	}
-	key, err := p.keyText(img)
+	pl := p.plan(ps, img, e.Schema)
+	key, err := p.keyText(img, pl)
 	if err != nil {
 		return Write{}, err
 	}
-	if ck == nil {
-		ck = new(columnKinds)
-	}
-	kinds := ck.of(p, e.Schema)
 	vals := make([]any, len(p.Columns))
 	for i, c := range p.Columns {
-		if vals[i], err = bindAs(img, c.Source, kinds[i]); err != nil {
+		if vals[i], err = bindRaw(img, pl.pos[i], c.Source, pl.kinds[i]); err != nil {
 			return Write{}, err
 		}
 	}
-	w := Write{Kind: Upsert, Key: key, Values: vals, Version: e.Version, KeyspaceID: p.keyspaceID(img)}
-	for _, j := range p.Joins {
+	w := Write{Kind: Upsert, Key: key, Values: vals, Version: e.Version, KeyspaceID: p.keyspaceID(img, pl)}
+	for ji, j := range p.Joins {
 		ref := ParentRef{}
 		var b strings.Builder
 		for i, on := range j.On {
-			raw := img[on.Child]
+			raw, _ := img.at(pl.joins[ji][i])
 			if raw == nil || string(raw) == "null" {
 				ref = ParentRef{} // a NULL reference has no parent, as in a LEFT JOIN
 				break
@@ -270,36 +266,46 @@ func (p *Projection) upsert(e Event, img map[string]json.RawMessage, ck *columnK
 	return w, nil
 }
 
-func (p *Projection) keyspaceID(img map[string]json.RawMessage) uint64 {
+// plan is the image plan of img under schema sc, kept in ps when not nil.
+func (p *Projection) plan(ps *plans, img *Image, sc *eventSchema) *imagePlan {
+	if ps == nil {
+		ps = new(plans)
+	}
+	return ps.of(p, img, sc)
+}
+
+func (p *Projection) keyspaceID(img *Image, pl *imagePlan) uint64 {
 	if p.ShardBy == "" {
 		return 0
 	}
-	return KeyspaceID(img[p.column(p.ShardBy).Source])
+	raw, _ := img.at(pl.shard)
+	return KeyspaceID(raw)
 }
 
-func (p *Projection) delete(e Event, img map[string]json.RawMessage) (Write, error) {
+func (p *Projection) delete(e Event, img *Image, ps *plans) (Write, error) {
 	if img == nil {
 		return Write{}, fmt.Errorf("%s event without a before image", e.Op)
 	}
-	key, err := p.keyText(img)
+	pl := p.plan(ps, img, e.Schema)
+	key, err := p.keyText(img, pl)
 	if err != nil {
 		return Write{}, err
 	}
 	vals := make([]any, len(p.Key))
 	for i := range p.Key {
-		if vals[i], err = bindValue(img, p.Columns[i].Source, e); err != nil {
+		if vals[i], err = bindRaw(img, pl.pos[i], p.Columns[i].Source, pl.kinds[i]); err != nil {
 			return Write{}, err
 		}
 	}
-	return Write{Kind: Delete, Key: key, Values: vals, Version: e.Version, KeyspaceID: p.keyspaceID(img)}, nil
+	return Write{Kind: Delete, Key: key, Values: vals, Version: e.Version, KeyspaceID: p.keyspaceID(img, pl)}, nil
 }
 
 // keyText is the read key's values as the tailer encoded them, joined: the
 // tailer's encoding is canonical, so equal keys have equal text.
-func (p *Projection) keyText(img map[string]json.RawMessage) (string, error) {
+func (p *Projection) keyText(img *Image, pl *imagePlan) (string, error) {
 	var b strings.Builder
 	for i := range p.Key {
-		raw, ok := img[p.Columns[i].Source]
+		raw, ok := img.at(pl.pos[i])
 		if !ok {
 			return "", fmt.Errorf("source column %q of key column %q is missing from the event (excluded, or dropped by DDL?)", p.Columns[i].Source, p.Key[i])
 		}
@@ -319,8 +325,8 @@ func (p *Projection) keyText(img map[string]json.RawMessage) (string, error) {
 
 // bindValue turns an event value into a SQL parameter: numbers keep their
 // exact text, binary columns (base64 in events) become bytes.
-func bindValue(img map[string]json.RawMessage, col string, e Event) (any, error) {
-	return bindAs(img, col, kindOf(e.Schema, col))
+func bindValue(img *Image, col string, e Event) (any, error) {
+	return bindRaw(img, img.cols.pos(col), col, kindOf(e.Schema, col))
 }
 
 // valueKind is how a column's event value becomes a SQL parameter, by the
@@ -346,27 +352,9 @@ func kindOf(sc *eventSchema, col string) valueKind {
 	return textValue
 }
 
-// columnKinds caches the kinds of a projection's columns under the last
-// schema seen (events share their table's schema: see Decoder), so a row
-// is bound without a schema lookup per column. The zero value is ready;
-// not safe for concurrent use.
-type columnKinds struct {
-	schema *eventSchema
-	kinds  []valueKind
-}
-
-func (k *columnKinds) of(p *Projection, sc *eventSchema) []valueKind {
-	if k.kinds == nil || k.schema != sc {
-		k.schema, k.kinds = sc, make([]valueKind, len(p.Columns))
-		for i, c := range p.Columns {
-			k.kinds[i] = kindOf(sc, c.Source)
-		}
-	}
-	return k.kinds
-}
-
-func bindAs(img map[string]json.RawMessage, col string, kind valueKind) (any, error) {
-	raw, ok := img[col]
+// bindRaw binds column col, at position i of img (-1: absent), as kind.
+func bindRaw(img *Image, i int, col string, kind valueKind) (any, error) {
+	raw, ok := img.at(i)
 	if !ok {
 		return nil, fmt.Errorf("source column %q is missing from the event (excluded, or dropped by DDL?)", col)
 	}

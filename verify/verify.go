@@ -556,7 +556,7 @@ func (v *Verifier) compare(ctx context.Context, srcWhere string, srcArgs []any, 
 			for i, c := range v.pl.whereCols {
 				img[c] = jsonValue(cells[len(v.pl.cols)+i], kinds[len(v.pl.cols)+i])
 			}
-			if r.passes, err = v.p.Where.Match(img); err != nil {
+			if r.passes, err = v.p.Where.Match(projections.ImageOf(img)); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("projections.%s.where: %w", v.p.Name, err)
 			}
