@@ -104,7 +104,7 @@ func TestBuildMatchesEventByEvent(t *testing.T) {
 	binary := 0
 	for _, w := range want.Writes {
 		if len(w.Values) > 3 {
-			if _, ok := w.Values[3].([]byte); ok {
+			if w.Values[3].Kind() == BytesValue {
 				binary++
 			}
 		}

@@ -736,6 +736,19 @@ func (d *Decoder) name(raw []byte) (string, error) {
 	return n, nil
 }
 
+// plainString reports whether a JSON string's contents (between the
+// quotes) are its text as they stand: no escapes, valid UTF-8.
+func plainString(inner []byte) bool {
+	ascii := true
+	for _, c := range inner {
+		if c == '\\' {
+			return false
+		}
+		ascii = ascii && c < 0x80
+	}
+	return ascii || utf8.Valid(inner)
+}
+
 // unquote decodes a raw JSON string. Valid UTF-8 without escapes (every
 // column name and almost every value) is a plain conversion; anything
 // else goes through encoding/json, for its exact semantics (escapes,

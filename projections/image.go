@@ -120,10 +120,10 @@ func ImageOf(m map[string]json.RawMessage) *Image {
 type imagePlan struct {
 	layout *layout
 	schema *eventSchema
-	pos    []int       // per Projection.Columns: position in the image, -1 if absent
-	kinds  []valueKind // per Projection.Columns
-	shard  int         // position of shard_by's source column (-1: absent or no shard_by)
-	joins  [][]int     // per join, per On: position of the child's column
+	pos    []int      // per Projection.Columns: position in the image, -1 if absent
+	kinds  []bindKind // per Projection.Columns
+	shard  int        // position of shard_by's source column (-1: absent or no shard_by)
+	joins  [][]int    // per join, per On: position of the child's column
 }
 
 // plans caches a projection's last image plan; the zero value is ready.
@@ -134,7 +134,7 @@ func (ps *plans) of(p *Projection, im *Image, sc *eventSchema) *imagePlan {
 	if pl := ps.last; pl != nil && pl.layout == im.cols && pl.schema == sc {
 		return pl
 	}
-	pl := &imagePlan{layout: im.cols, schema: sc, pos: make([]int, len(p.Columns)), kinds: make([]valueKind, len(p.Columns)), shard: -1}
+	pl := &imagePlan{layout: im.cols, schema: sc, pos: make([]int, len(p.Columns)), kinds: make([]bindKind, len(p.Columns)), shard: -1}
 	for i, c := range p.Columns {
 		pl.pos[i] = im.cols.pos(c.Source)
 		pl.kinds[i] = kindOf(sc, c.Source)

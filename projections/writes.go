@@ -15,8 +15,8 @@ const MaxKeyBytes = 2048
 // Write is one effect on a read table.
 type Write struct {
 	Kind    WriteKind
-	Key     string // canonical text of the read key (tombstones, coalescing)
-	Values  []any  // every read column in Projection.Columns order (upserts), or the key columns (deletes)
+	Key     string  // canonical text of the read key (tombstones, coalescing)
+	Values  []Value // every read column in Projection.Columns order (upserts), or the key columns (deletes)
 	Version uint64
 	// KeyspaceID routes the row to a shard: the xxhash of its shard_by
 	// value (0 when the projection has no shard_by).
@@ -30,8 +30,8 @@ type Write struct {
 
 // ParentRef is a child row's join key for one join.
 type ParentRef struct {
-	Key    string // canonical text; "" when a key column is NULL (no parent)
-	Values []any  // the key values, in Join.On order
+	Key    string  // canonical text; "" when a key column is NULL (no parent)
+	Values []Value // the key values, in Join.On order
 }
 
 // ParentWrite is one parent-row change for a join: the new state of the
@@ -40,8 +40,8 @@ type ParentRef struct {
 type ParentWrite struct {
 	Join      int // index into Projection.Joins
 	Key       string
-	KeyValues []any // in Join.On order
-	Values    []any // in Join.Columns order; nil: no parent row
+	KeyValues []Value // in Join.On order
+	Values    []Value // in Join.Columns order; nil: no parent row
 	Version   uint64
 	Truncate  bool
 	From      *kgo.Record
@@ -214,7 +214,7 @@ func (join *Join) state(j int, e Event, img *Image, present bool) (ParentWrite, 
 	if !present {
 		return w, nil
 	}
-	w.Values = make([]any, len(join.Columns))
+	w.Values = make([]Value, len(join.Columns))
 	for i, c := range join.Columns {
 		v, err := bindValue(img, c.Source, e)
 		if err != nil {
@@ -234,7 +234,7 @@ func (p *Projection) upsert(e Event, img *Image, ps *plans) (Write, error) {
 	if err != nil {
 		return Write{}, err
 	}
-	vals := make([]any, len(p.Columns))
+	vals := make([]Value, len(p.Columns))
 	for i, c := range p.Columns {
 		if vals[i], err = bindRaw(img, pl.pos[i], c.Source, pl.kinds[i]); err != nil {
 			return Write{}, err
@@ -291,7 +291,7 @@ func (p *Projection) delete(e Event, img *Image, ps *plans) (Write, error) {
 	if err != nil {
 		return Write{}, err
 	}
-	vals := make([]any, len(p.Key))
+	vals := make([]Value, len(p.Key))
 	for i := range p.Key {
 		if vals[i], err = bindRaw(img, pl.pos[i], p.Columns[i].Source, pl.kinds[i]); err != nil {
 			return Write{}, err
@@ -325,61 +325,71 @@ func (p *Projection) keyText(img *Image, pl *imagePlan) (string, error) {
 
 // bindValue turns an event value into a SQL parameter: numbers keep their
 // exact text, binary columns (base64 in events) become bytes.
-func bindValue(img *Image, col string, e Event) (any, error) {
+func bindValue(img *Image, col string, e Event) (Value, error) {
 	return bindRaw(img, img.cols.pos(col), col, kindOf(e.Schema, col))
 }
 
-// valueKind is how a column's event value becomes a SQL parameter, by the
+// bindKind is how a column's event value becomes a SQL parameter, by the
 // column's type in the event's schema.
-type valueKind uint8
+type bindKind uint8
 
 const (
-	textValue   valueKind = iota // numbers as their exact text, strings as strings
-	bitValue                     // a number: the bit pattern, as an unsigned integer
-	binaryValue                  // a base64 string: its bytes
+	bindText   bindKind = iota // numbers as their exact text, strings as strings
+	bindBits                   // a number: the bit pattern, as an unsigned integer
+	bindBinary                 // a base64 string: its bytes
 )
 
-func kindOf(sc *eventSchema, col string) valueKind {
+func kindOf(sc *eventSchema, col string) bindKind {
 	if sc == nil {
-		return textValue
+		return bindText
 	}
 	switch t := sc.Columns[col]; {
 	case strings.HasPrefix(t, "bit"):
-		return bitValue
+		return bindBits
 	case isBinaryType(t):
-		return binaryValue
+		return bindBinary
 	}
-	return textValue
+	return bindText
 }
 
 // bindRaw binds column col, at position i of img (-1: absent), as kind.
-func bindRaw(img *Image, i int, col string, kind valueKind) (any, error) {
+// Text that needs no decoding is a slice of the record (see Value).
+func bindRaw(img *Image, i int, col string, kind bindKind) (Value, error) {
 	raw, ok := img.at(i)
 	if !ok {
-		return nil, fmt.Errorf("source column %q is missing from the event (excluded, or dropped by DDL?)", col)
+		return Value{}, fmt.Errorf("source column %q is missing from the event (excluded, or dropped by DDL?)", col)
 	}
 	if string(raw) == "null" {
-		return nil, nil
+		return Value{}, nil
 	}
 	if len(raw) > 0 && raw[0] != '"' {
-		if kind == bitValue {
+		if kind == bindBits {
 			// A string would be read as the bit pattern of its characters.
-			return strconv.ParseUint(string(raw), 10, 64)
+			u, err := strconv.ParseUint(string(raw), 10, 64)
+			if err != nil {
+				return Value{}, fmt.Errorf("column %q: %w", col, err)
+			}
+			return Value{kind: UintValue, u: u}, nil
 		}
-		return string(raw), nil // a JSON number, bound as its exact text
+		return Value{kind: TextValue, b: raw}, nil // a JSON number, bound as its exact text
 	}
-	s, err := unquote(raw)
-	if err != nil {
-		return nil, fmt.Errorf("column %q: %w", col, err)
-	}
-	if kind == binaryValue {
-		b, err := base64.StdEncoding.DecodeString(s)
+	text := raw[1 : len(raw)-1]
+	if !plainString(text) {
+		s, err := unquote(raw)
 		if err != nil {
-			return nil, fmt.Errorf("column %q: binary value is not base64: %w", col, err)
+			return Value{}, fmt.Errorf("column %q: %w", col, err)
 		}
-		return b, nil
+		text = []byte(s)
 	}
-	return s, nil
+	if kind == bindBinary {
+		b := make([]byte, base64.StdEncoding.DecodedLen(len(text)))
+		n, err := base64.StdEncoding.Decode(b, text)
+		if err != nil {
+			return Value{}, fmt.Errorf("column %q: binary value is not base64: %w", col, err)
+		}
+		return Value{kind: BytesValue, b: b[:n]}, nil
+	}
+	return Value{kind: TextValue, b: text}, nil
 }
 
 func isBinaryType(t string) bool {

@@ -56,11 +56,32 @@ func argBytes(vals []any) int {
 			n += len(x) + 9
 		case []byte:
 			n += len(x) + 9
+		case *projections.Value:
+			n += len(x.Bytes()) + 9
 		default:
 			n += 9
 		}
 	}
 	return n
+}
+
+// valueBytes is argBytes of values.
+func valueBytes(vals []projections.Value) int {
+	n := 16
+	for i := range vals {
+		n += len(vals[i].Bytes()) + 9
+	}
+	return n
+}
+
+// appendValues appends a parameter for each of vals: a pointer into vals
+// (no copy, no allocation per value), which the pipeline writes as a
+// literal and database/sql reads through its driver.Valuer.
+func appendValues(args []any, vals []projections.Value) []any {
+	for i := range vals {
+		args = append(args, &vals[i])
+	}
+	return args
 }
 
 // apply runs one batch in one transaction, in an order that makes joins
@@ -197,7 +218,7 @@ func (a *applier) watermarks(marks map[string]map[int32]projections.Mark) error 
 // parentKey is one parent key a batch touches, for one join.
 type parentKey struct {
 	text   string
-	values []any
+	values []projections.Value
 }
 
 // parentKeys collects, per join, the distinct parent keys of the batch's
@@ -206,7 +227,7 @@ type parentKey struct {
 func (a *applier) parentKeys(b *projections.Batch) [][]parentKey {
 	out := make([][]parentKey, len(a.p.Joins))
 	seen := make([]map[string]bool, len(a.p.Joins))
-	add := func(j int, text string, values []any) {
+	add := func(j int, text string, values []projections.Value) {
 		if seen[j] == nil {
 			seen[j] = map[string]bool{}
 		}
@@ -247,7 +268,7 @@ func (a *applier) lockParents(j *projections.Join, keys []parentKey) error {
 		part := keys[start:min(start+chunk, len(keys))]
 		var args []any
 		for _, k := range part {
-			args = append(args, k.values...)
+			args = appendValues(args, k.values)
 		}
 		if err := a.exec("INSERT INTO "+q(j.StateTable(a.p))+" ("+strings.Join(cols, ", ")+", `_rs_version`) VALUES "+
 			row+strings.Repeat(", "+row, len(part)-1)+" ON DUPLICATE KEY UPDATE "+first+" = "+first, args...); err != nil {
@@ -321,17 +342,17 @@ func (a *applier) parentState(ji int, j *projections.Join, all []projections.Par
 			a.skipped++
 		}
 	}
-	for _, sp := range spans(len(kept), func(i int) int { return argBytes(kept[i].KeyValues) + argBytes(kept[i].Values) }, a.limit) {
+	for _, sp := range spans(len(kept), func(i int) int { return valueBytes(kept[i].KeyValues) + valueBytes(kept[i].Values) }, a.limit) {
 		part := kept[sp[0]:sp[1]]
 		var args []any
 		for _, w := range part {
-			args = append(args, w.KeyValues...)
+			args = appendValues(args, w.KeyValues)
 			if w.Values == nil {
 				for range j.Columns {
 					args = append(args, nil)
 				}
 			} else {
-				args = append(args, w.Values...)
+				args = appendValues(args, w.Values)
 			}
 			args = append(args, w.Version)
 		}
@@ -483,15 +504,15 @@ func (a *applier) upsert(ups []projections.Write) error {
 	row := "(" + strings.Repeat("?, ", len(p.Columns)) + "?)"
 	head := "INSERT INTO " + q(p.Table) + " (" + strings.Join(cols, ", ") + ", `_rs_version`) VALUES "
 	tail := " ON DUPLICATE KEY UPDATE " + strings.Join(sets, ", ")
-	for _, sp := range spans(len(ups), func(i int) int { return argBytes(ups[i].Values) }, a.limit) {
+	for _, sp := range spans(len(ups), func(i int) int { return valueBytes(ups[i].Values) }, a.limit) {
 		part := ups[sp[0]:sp[1]]
 		// Sized up front: a backlog's statements are thousands of rows,
 		// and growing this slice row by row was 5% of the projector's CPU
 		// in a drain (docs/benchmarks.md, tuning log 27).
 		args := make([]any, 0, len(part)*(len(p.Columns)+1))
-		for _, w := range part {
-			args = append(args, w.Values...)
-			args = append(args, w.Version)
+		for i := range part {
+			args = appendValues(args, part[i].Values)
+			args = append(args, &part[i].Version) // a pointer: no allocation per row
 		}
 		var stmt strings.Builder
 		stmt.Grow(len(head) + len(part)*(len(row)+2) + len(tail))
@@ -532,11 +553,11 @@ func (a *applier) delete(dels []projections.Write) error {
 		where = append(where, q(k)+" = ?")
 	}
 	one := "(" + strings.Join(where, " AND ") + " AND `_rs_version` < ?)"
-	for _, sp := range spans(len(dels), func(i int) int { return argBytes(dels[i].Values) }, a.limit) {
+	for _, sp := range spans(len(dels), func(i int) int { return valueBytes(dels[i].Values) }, a.limit) {
 		part := dels[sp[0]:sp[1]]
 		var args []any
 		for _, w := range part {
-			args = append(args, w.Values...)
+			args = appendValues(args, w.Values)
 			args = append(args, w.Version)
 		}
 		if err := a.exec("DELETE FROM "+q(p.Table)+" WHERE "+one+strings.Repeat(" OR "+one, len(part)-1), args...); err != nil {
@@ -567,7 +588,7 @@ func (a *applier) fanOut(j *projections.Join, keys []parentKey) error {
 		part := keys[start:min(start+chunk, len(keys))]
 		var args []any
 		for _, k := range part {
-			args = append(args, k.values...)
+			args = appendValues(args, k.values)
 		}
 		stmt := "UPDATE " + q(a.p.Table) + " AS r JOIN " + q(j.StateTable(a.p)) + " AS s ON " + strings.Join(on, " AND ") +
 			" SET " + strings.Join(sets, ", ") + " WHERE r." + v + " < s.`_rs_version` AND (" + one + strings.Repeat(" OR "+one, len(part)-1) + ")"

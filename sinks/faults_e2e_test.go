@@ -49,7 +49,7 @@ func TestApplyShrinksOversizedBatch(t *testing.T) {
 		for c := range 40 {
 			vals = append(vals, int64(i)*1_000_000_007+int64(c))
 		}
-		b.Writes = append(b.Writes, projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(i), Values: vals, Version: uint64(1000 + i)})
+		b.Writes = append(b.Writes, projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(i), Values: projections.ValuesOf(vals...), Version: uint64(1000 + i)})
 	}
 	actx, cancel := context.WithTimeout(ctx, 60*time.Second) // a retry loop must fail the test, not hang it
 	defer cancel()
@@ -108,7 +108,7 @@ func TestApplyRetriesLockWaitTimeout(t *testing.T) {
 	t.Cleanup(func() { _ = bed.MySQL.Exec(t.Context(), fmt.Sprintf("SET GLOBAL innodb_lock_wait_timeout = %d", old)) })
 	p, sink := copyTable(t, bed, src, sinkDB, map[string]string{"id": "id", "v": "v"}) // sessions get the 1 s timeout
 	up := func(v, version int) *projections.Batch {
-		b := &projections.Batch{Offsets: projections.Offsets{}, Writes: []projections.Write{{Kind: projections.Upsert, Key: "1", Values: []any{1, v}, Version: uint64(version)}}}
+		b := &projections.Batch{Offsets: projections.Offsets{}, Writes: []projections.Write{{Kind: projections.Upsert, Key: "1", Values: projections.ValuesOf(1, v), Version: uint64(version)}}}
 		b.Offsets.Set(p.Topic, 0, int64(version))
 		return b
 	}
@@ -174,14 +174,14 @@ func failedBatchLeavesNothing(t *testing.T, params string) {
 		if i == 500 {
 			v = strings.Repeat("too long ", 5)
 		}
-		bad.Writes = append(bad.Writes, projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(i), Values: []any{i, v}, Version: uint64(1000 + i)})
+		bad.Writes = append(bad.Writes, projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(i), Values: projections.ValuesOf(i, v), Version: uint64(1000 + i)})
 	}
 	failed := sink.Apply(ctx, p, bad)
 	if failed == nil || !sinks.Rejected(failed) {
 		t.Fatalf("a value too long for its column gave %v, want the sink's refusal", failed)
 	}
 	for i := range 4 { // the pool hands out its idle connections again
-		good := &projections.Batch{Offsets: projections.Offsets{}, Writes: []projections.Write{{Kind: projections.Upsert, Key: fmt.Sprint(1000 + i), Values: []any{1000 + i, "good"}, Version: 5000}}}
+		good := &projections.Batch{Offsets: projections.Offsets{}, Writes: []projections.Write{{Kind: projections.Upsert, Key: fmt.Sprint(1000 + i), Values: projections.ValuesOf(1000+i, "good"), Version: 5000}}}
 		good.Offsets.Set(p.Topic, 0, int64(10+i))
 		if err := sink.Apply(ctx, p, good); err != nil {
 			t.Fatal(err)
@@ -214,9 +214,9 @@ func TestApplyQuestionMarkInNames(t *testing.T) {
 	b := &projections.Batch{Offsets: projections.Offsets{}}
 	b.Offsets.Set(p.Topic, 0, 7)
 	for i := range 3 {
-		b.Writes = append(b.Writes, projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(i), Values: []any{i, 10 * i}, Version: uint64(100 + i)})
+		b.Writes = append(b.Writes, projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(i), Values: projections.ValuesOf(i, 10*i), Version: uint64(100 + i)})
 	}
-	b.Writes = append(b.Writes, projections.Write{Kind: projections.Delete, Key: "9", Values: []any{9}, Version: 200})
+	b.Writes = append(b.Writes, projections.Write{Kind: projections.Delete, Key: "9", Values: projections.ValuesOf(9), Version: 200})
 	actx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	if err := sink.Apply(actx, p, b); err != nil {

@@ -61,7 +61,7 @@ func Open(ctx context.Context, dsn string) (*MySQL, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := sql.OpenDB(readCommitted{connector})
+	db := sql.OpenDB(readCommitted{Connector: connector})
 	db.SetMaxOpenConns(8)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
@@ -84,7 +84,7 @@ func Open(ctx context.Context, dsn string) (*MySQL, error) {
 			db.Close()
 			return nil, err
 		}
-		m.pipe = sql.OpenDB(readCommitted{pconn})
+		m.pipe = sql.OpenDB(readCommitted{Connector: pconn, literals: true})
 		m.pipe.SetMaxOpenConns(8)
 	}
 	return m, nil
@@ -106,9 +106,7 @@ func (s *MySQL) begin(ctx context.Context) (stmts, error) {
 	// Statements sent together stay under half a statement's limit, so a
 	// packet's escaped text stays within max_allowed_packet and the driver
 	// never falls back to a prepared statement, which cannot hold several.
-	p := &pipeline{conn: conn, limit: s.stmtLimit() / 2}
-	p.add("START TRANSACTION", nil)
-	return p, nil
+	return &pipeline{conn: conn, limit: s.stmtLimit() / 2, text: []byte("START TRANSACTION"), n: 1}, nil
 }
 
 // interpolationSafe reports whether the connection charset lets the driver
@@ -163,16 +161,32 @@ func saysNoMultiStatements(dsn string) bool {
 // needs it (apply), and setting it once per connection saves a round trip
 // per transaction. The statement is the same on MySQL and MariaDB, unlike
 // the variable behind it.
-type readCommitted struct{ sqldriver.Connector }
+//
+// With literals (the pipeline's connections, whose statements carry
+// their values as backslash-escaped literals: appendStatement), it also
+// clears NO_BACKSLASH_ESCAPES from the session's sql_mode, under which a
+// backslash would be an ordinary character. Nothing else in the mode
+// changes, and the mode only says how the session's own statements are
+// read.
+type readCommitted struct {
+	sqldriver.Connector
+	literals bool
+}
 
 func (c readCommitted) Connect(ctx context.Context) (sqldriver.Conn, error) {
 	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.(sqldriver.ExecerContext).ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", nil); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("setting READ COMMITTED on a sink connection: %w", err)
+	setup := []string{"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"}
+	if c.literals {
+		setup = append(setup, "SET SESSION sql_mode = TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), ',NO_BACKSLASH_ESCAPES,', ','))")
+	}
+	for _, st := range setup {
+		if _, err := conn.(sqldriver.ExecerContext).ExecContext(ctx, st, nil); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("setting up a sink connection (%s): %w", st, err)
+		}
 	}
 	return conn, nil
 }

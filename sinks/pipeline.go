@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	sqldriver "database/sql/driver"
-	"strings"
 	"time"
 )
 
@@ -54,59 +53,47 @@ func (t txStmts) rollback()                    { _ = t.tx.Rollback() }
 // server runs a packet's statements in order and stops at the first that
 // fails, so nothing after a failed statement runs, the COMMIT included,
 // and the batch is rolled back and retried as before.
+//
+// The statements go out as text with their values written in
+// (appendStatement), not as parameters for the driver to interpolate.
 type pipeline struct {
 	conn  *sql.Conn
-	limit int      // parameter and text bytes sent together (see begin)
-	texts []string // statements waiting, in order
-	args  [][]any  // their parameters
-	bytes int
+	limit int    // bytes sent together (see begin)
+	text  []byte // statements waiting, in order, "; "-joined, values written in
+	n     int    // how many
 }
 
-func (p *pipeline) add(query string, args []any) {
-	p.texts = append(p.texts, query)
-	p.args = append(p.args, args)
-	p.bytes += len(query) + argBytes(args)
+func (p *pipeline) add(query string, args []any) error {
+	if p.n > 0 {
+		p.text = append(p.text, "; "...)
+	}
+	var err error
+	p.text, err = appendStatement(p.text, query, args)
+	p.n++
+	return err
 }
 
 // take returns the waiting statements as one text, and empties the queue.
-// The statements and their parameters are copied once, here: a backlog's
-// upserts are hundreds of KiB each.
-func (p *pipeline) take() (string, []any) {
-	text := strings.Join(p.texts, "; ")
-	var args []any
-	if len(p.args) == 1 {
-		args = p.args[0]
-	} else {
-		n := 0
-		for _, a := range p.args {
-			n += len(a)
-		}
-		args = make([]any, 0, n)
-		for _, a := range p.args {
-			args = append(args, a...)
-		}
-	}
-	clear(p.texts)
-	clear(p.args)
-	p.texts, p.args, p.bytes = p.texts[:0], p.args[:0], 0
-	return text, args
+func (p *pipeline) take() string {
+	text := string(p.text)
+	p.text, p.n = p.text[:0], 0
+	return text
 }
 
-// room sends the waiting statements first when adding one of n bytes would
-// pass the limit.
+// room sends the waiting statements first when adding one of about n
+// bytes would pass the limit.
 func (p *pipeline) room(ctx context.Context, n int) error {
-	if len(p.texts) > 0 && p.bytes+n > p.limit {
+	if p.n > 0 && len(p.text)+n > p.limit {
 		return p.flush(ctx)
 	}
 	return nil
 }
 
 func (p *pipeline) flush(ctx context.Context) error {
-	if len(p.texts) == 0 {
+	if p.n == 0 {
 		return nil
 	}
-	text, args := p.take()
-	_, err := p.conn.ExecContext(ctx, text, args...)
+	_, err := p.conn.ExecContext(ctx, p.take())
 	return err
 }
 
@@ -114,8 +101,7 @@ func (p *pipeline) exec(ctx context.Context, query string, args []any) error {
 	if err := p.room(ctx, len(query)+argBytes(args)); err != nil {
 		return err
 	}
-	p.add(query, args)
-	return nil
+	return p.add(query, args)
 }
 
 // query sends the waiting statements and the query in one packet; the
@@ -125,13 +111,16 @@ func (p *pipeline) query(ctx context.Context, query string, args []any) (*sql.Ro
 	if err := p.room(ctx, len(query)+argBytes(args)); err != nil {
 		return nil, err
 	}
-	p.add(query, args)
-	text, all := p.take()
-	return p.conn.QueryContext(ctx, text, all...)
+	if err := p.add(query, args); err != nil {
+		return nil, err
+	}
+	return p.conn.QueryContext(ctx, p.take())
 }
 
 func (p *pipeline) commit(ctx context.Context) error {
-	p.add("COMMIT", nil)
+	if err := p.add("COMMIT", nil); err != nil {
+		return err
+	}
 	if err := p.flush(ctx); err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ func TestApplyWritesValuesExactly(t *testing.T) {
 				for _, c := range p.Columns {
 					vals = append(vals, byName[c.Name])
 				}
-				b.Writes = append(b.Writes, projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(r.id), Values: vals, Version: uint64(100 + r.id)})
+				b.Writes = append(b.Writes, projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(r.id), Values: projections.ValuesOf(vals...), Version: uint64(100 + r.id)})
 			}
 			prepared := func() (n int64) {
 				var name string
@@ -126,7 +126,7 @@ func TestApplyLateUpsertsUnderTruncateAndTombstones(t *testing.T) {
 		for i, c := range p.Columns {
 			vals[i] = map[string]any{"id": id, "v": int(version)}[c.Name]
 		}
-		return projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(id), Values: vals, Version: version}
+		return projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(id), Values: projections.ValuesOf(vals...), Version: version}
 	}
 	apply := func(ws ...projections.Write) {
 		t.Helper()
@@ -141,7 +141,7 @@ func TestApplyLateUpsertsUnderTruncateAndTombstones(t *testing.T) {
 		late = append(late, up(id, 15))
 	}
 	apply(append(late, up(1201, 25), up(1202, 25))...)
-	del := projections.Write{Kind: projections.Delete, Key: "1202", Values: []any{1202}, Version: 30} // Values: the key columns
+	del := projections.Write{Kind: projections.Delete, Key: "1202", Values: projections.ValuesOf(1202), Version: 30} // Values: the key columns
 	apply(del)
 	apply(up(1202, 28), up(1201, 26))
 	got := testbed.RowsText(t, bed.MySQL.DB(), "SELECT id, v FROM `"+sinkDB+"`.t_copy ORDER BY id")

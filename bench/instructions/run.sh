@@ -32,6 +32,7 @@ BENCHES=(
 	"./projections:DecodeEventWide\$:20000:1:a wide insert event (~1.2 KB of row) decoded (DecodeEvent)"
 	"./projections:Build\$:10:5000:a narrow insert record of a 5,000-record poll built into its batch (decode, writes, coalescing)"
 	"./cdc:AppendChange\$:20000:1:a narrow insert's key and envelope encoded by the tailer (from go-mysql's decoded row)"
+	"./sinks:AppendUpsert\$:10:5000:a narrow insert's row written into the sink's 5,000-row upsert statement (values as Build makes them)"
 )
 
 work=$(mktemp -d)
