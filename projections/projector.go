@@ -294,8 +294,14 @@ func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 	b = &Batch{Offsets: Offsets{}, Writes: make([]Write, 0, len(records))}
 	var d Decoder
 	var plans plans
+	// Records come a partition at a time: its next offset is recorded
+	// when the run ends, not looked up in the map for every record.
+	var run *kgo.Record
 	for _, r := range records {
-		b.Offsets.Set(r.Topic, r.Partition, r.Offset+1)
+		if run != nil && (r.Partition != run.Partition || r.Topic != run.Topic) {
+			b.Offsets.Set(run.Topic, run.Partition, run.Offset+1)
+		}
+		run = r
 		if r.Value == nil { // tombstone: the delete event came before it
 			continue
 		}
@@ -307,6 +313,9 @@ func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 		if err != nil {
 			bad = append(bad, Rejected{Record: r, Reason: err})
 		}
+	}
+	if run != nil {
+		b.Offsets.Set(run.Topic, run.Partition, run.Offset+1)
 	}
 	n := len(b.Writes) + len(b.Parents)
 	// In place (the batch's own slice), with what was coalesced away
