@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -504,8 +505,38 @@ func (a *applier) upsert(ups []projections.Write) error {
 	row := "(" + strings.Repeat("?, ", len(p.Columns)) + "?)"
 	head := "INSERT INTO " + q(p.Table) + " (" + strings.Join(cols, ", ") + ", `_rs_version`) VALUES "
 	tail := " ON DUPLICATE KEY UPDATE " + strings.Join(sets, ", ")
+	tt, direct := a.run.(textStmts)
+	if direct && a.rowAlias {
+		tail = mysql8Upsert(tail)
+	}
 	for _, sp := range spans(len(ups), func(i int) int { return valueBytes(ups[i].Values) }, a.limit) {
 		part := ups[sp[0]:sp[1]]
+		if direct {
+			// The rows' values written straight into the text: no
+			// placeholders to write and then find again.
+			n := len(a.comment) + len(head) + len(tail)
+			for i := range part {
+				n += valueBytes(part[i].Values) + 24
+			}
+			err := tt.execText(a.ctx, n, func(buf []byte) []byte {
+				buf = append(append(buf, a.comment...), head...)
+				for i := range part {
+					if i > 0 {
+						buf = append(buf, ", "...)
+					}
+					buf = append(buf, '(')
+					for j := range part[i].Values {
+						buf = append(appendValue(buf, &part[i].Values[j]), ", "...)
+					}
+					buf = append(strconv.AppendUint(buf, part[i].Version, 10), ')')
+				}
+				return append(buf, tail...)
+			})
+			if err != nil {
+				return fmt.Errorf("upserting into %s: %w", p.Table, err)
+			}
+			continue
+		}
 		// Sized up front: a backlog's statements are thousands of rows,
 		// and growing this slice row by row was 5% of the projector's CPU
 		// in a drain (docs/benchmarks.md, tuning log 27).

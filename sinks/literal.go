@@ -118,15 +118,7 @@ func appendLiteral(buf []byte, v any) ([]byte, error) {
 	case nil:
 		return append(buf, "NULL"...), nil
 	case *projections.Value:
-		switch v.Kind() {
-		case projections.TextValue:
-			return appendQuoted(append(buf, '\''), v.Bytes()), nil
-		case projections.BytesValue:
-			return appendQuoted(append(buf, "_binary'"...), v.Bytes()), nil
-		case projections.UintValue:
-			return strconv.AppendUint(buf, v.Uint(), 10), nil
-		}
-		return append(buf, "NULL"...), nil
+		return appendValue(buf, v), nil
 	case string:
 		return appendQuoted(append(buf, '\''), v), nil
 	case []byte:
@@ -155,6 +147,19 @@ func appendLiteral(buf []byte, v any) ([]byte, error) {
 		return append(buf, '0'), nil
 	}
 	return buf, fmt.Errorf("no SQL literal for a %T", v)
+}
+
+// appendValue appends a read column's value as a literal.
+func appendValue(buf []byte, v *projections.Value) []byte {
+	switch v.Kind() {
+	case projections.TextValue:
+		return appendQuoted(append(buf, '\''), v.Bytes())
+	case projections.BytesValue:
+		return appendQuoted(append(buf, "_binary'"...), v.Bytes())
+	case projections.UintValue:
+		return strconv.AppendUint(buf, v.Uint(), 10)
+	}
+	return append(buf, "NULL"...)
 }
 
 // appendQuoted appends s with backslash escapes and the closing quote.

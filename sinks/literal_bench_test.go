@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/readside/readside/config"
@@ -11,23 +12,36 @@ import (
 )
 
 // textOnly is a batch's statement runner that only writes the statements'
-// text, as the pipeline does before sending it.
+// text, "; "-joined, as the pipeline does before sending it, from
+// statements with placeholders and their parameters.
 type textOnly struct{ buf []byte }
 
 func (t *textOnly) exec(_ context.Context, query string, args []any) error {
+	if len(t.buf) > 0 {
+		t.buf = append(t.buf, "; "...)
+	}
 	var err error
-	t.buf, err = appendStatement(t.buf[:0], query, args)
+	t.buf, err = appendStatement(t.buf, query, args)
 	return err
 }
 func (t *textOnly) query(context.Context, string, []any) (*sql.Rows, error) { return nil, nil }
 func (t *textOnly) commit(context.Context) error                            { return nil }
 func (t *textOnly) rollback()                                               {}
 
-// BenchmarkAppendUpsert is the sink's CPU per row outside the network and
-// the server: a 5,000-row upsert of narrow rows (the bench workload
-// narrow_insert's columns, values as Build makes them) written out as the
-// statement text the pipeline sends. Reported per row.
-func BenchmarkAppendUpsert(b *testing.B) {
+// textDirect also takes statements written whole (textStmts), as the
+// pipeline does.
+type textDirect struct{ textOnly }
+
+func (t *textDirect) execText(_ context.Context, _ int, write func([]byte) []byte) error {
+	if len(t.buf) > 0 {
+		t.buf = append(t.buf, "; "...)
+	}
+	t.buf = write(t.buf)
+	return nil
+}
+
+// narrowProjection is the bench workload narrow_insert's projection.
+func narrowProjection(tb testing.TB) *projections.Projection {
 	cfg := config.Default()
 	cfg.Source.Tables = []string{"src.narrow_insert"}
 	cfg.Sinks = map[string]config.Sink{"reads": {DSN: "u:p@tcp(h:1)/reads"}}
@@ -37,9 +51,47 @@ func BenchmarkAppendUpsert(b *testing.B) {
 	}}
 	ps, err := projections.Compile(cfg)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	p := ps[0]
+	return ps[0]
+}
+
+// TestUpsertTextDirect: an upsert written straight into the text (the
+// pipeline's way) is byte for byte the statement with placeholders with
+// its values written in, with and without MySQL 8's row alias, across
+// statements split by the size limit, for every kind of value.
+func TestUpsertTextDirect(t *testing.T) {
+	p := narrowProjection(t)
+	var ups []projections.Write
+	for i := range 50 {
+		vals := projections.ValuesOf(i, nil, uint64(1)<<63|uint64(i), "it's \\ \x00 ?", []byte{0, '\'', byte(i)}, "", "9.5")
+		ups = append(ups, projections.Write{Kind: projections.Upsert, Key: strconv.Itoa(i), Values: vals, Version: uint64(1e18) + uint64(i)})
+	}
+	for _, rowAlias := range []bool{false, true} {
+		var viaParams textOnly
+		direct := &textDirect{}
+		for _, run := range []stmts{&viaParams, direct} {
+			a := applier{ctx: context.Background(), run: run, p: p, limit: 2000, rowAlias: rowAlias, comment: "/* readside p?q */ "}
+			if err := a.upsert(ups); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := strings.Count(string(viaParams.buf), "INSERT INTO"); n < 3 {
+			t.Fatalf("%d statements: the limit should have split the batch", n)
+		}
+		if string(direct.buf) != string(viaParams.buf) {
+			t.Errorf("row alias %v: written directly\n%s\nwith parameters\n%s", rowAlias, direct.buf, viaParams.buf)
+		}
+	}
+}
+
+// BenchmarkAppendUpsert is the sink's CPU per row outside the network and
+// the server: a 5,000-row upsert of narrow rows (the bench workload
+// narrow_insert's columns, values as Build makes them) written out as the
+// statement text the pipeline sends (straight into the text, textStmts).
+// Reported per row.
+func BenchmarkAppendUpsert(b *testing.B) {
+	p := narrowProjection(b)
 	const n = 5000
 	ups := make([]projections.Write, n)
 	for i := range ups {
@@ -51,10 +103,11 @@ func BenchmarkAppendUpsert(b *testing.B) {
 		}
 		ups[i] = projections.Write{Kind: projections.Upsert, Key: id, Values: projections.ValuesOf(vals...), Version: uint64(1869683302580224001 + i)}
 	}
-	run := &textOnly{}
+	run := &textDirect{}
 	a := applier{ctx: context.Background(), run: run, p: p, limit: 32 << 20, comment: "/* readside p_narrow_insert */ "}
 	b.ReportAllocs()
 	for b.Loop() {
+		run.buf = run.buf[:0]
 		if err := a.upsert(ups); err != nil {
 			b.Fatal(err)
 		}

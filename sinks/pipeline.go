@@ -104,6 +104,26 @@ func (p *pipeline) exec(ctx context.Context, query string, args []any) error {
 	return p.add(query, args)
 }
 
+// textStmts is a statement runner that takes statements written whole,
+// values included (the pipeline).
+type textStmts interface {
+	// execText runs, like exec, the statement write appends to the
+	// text; n is about its length.
+	execText(ctx context.Context, n int, write func(text []byte) []byte) error
+}
+
+func (p *pipeline) execText(ctx context.Context, n int, write func([]byte) []byte) error {
+	if err := p.room(ctx, n); err != nil {
+		return err
+	}
+	if p.n > 0 {
+		p.text = append(p.text, "; "...)
+	}
+	p.text = write(p.text)
+	p.n++
+	return nil
+}
+
 // query sends the waiting statements and the query in one packet; the
 // driver skips their (empty) results to the query's rows, and returns the
 // error of any of them instead.
