@@ -57,7 +57,7 @@ bench-quick:
 bench-peers:
 	$(GO) run ./bench/cmd/benchall -peers -out bench/results $(BENCH_FLAGS)
 
-## bench-instructions: instructions per event of the projector's hot paths under callgrind, repeatable on a noisy box (REF=<commit> adds another commit's counts)
+## bench-instructions: instructions per event of the hot paths (decoding, Build, encoding, statement text) under callgrind, repeatable on a noisy box (REF=<commit> adds another commit's counts)
 bench-instructions:
 	REF=$(REF) bash bench/instructions/run.sh
 
