@@ -135,6 +135,24 @@ func TestWritesKeyMove(t *testing.T) {
 			t.Errorf("accepted %s", bad)
 		}
 	}
+	// Events missing the image they need are refused, not a crash: this
+	// projection has no filter to refuse them first.
+	row := `{"id":1,"sender_id":7,"created_at":"2026-01-02 03:04:05","body":"x"}`
+	for _, bad := range []string{
+		`{"op":"u","version":5,"before":null,"after":` + row + `}`,
+		`{"op":"u","version":5,"after":` + row + `}`,
+		`{"op":"u","version":5,"before":` + row + `}`,
+		`{"op":"d","version":5}`,
+		`{"op":"c","version":5,"after":null}`,
+	} {
+		e, err := DecodeEvent([]byte(bad))
+		if err != nil {
+			t.Fatalf("%s: %v", bad, err)
+		}
+		if ws, err := p.Writes(e); err == nil || !strings.Contains(err.Error(), "image") {
+			t.Errorf("%s: writes %+v, error %v; want an error naming the missing image", bad, ws, err)
+		}
+	}
 }
 
 func TestCoalesce(t *testing.T) {

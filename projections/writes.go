@@ -124,6 +124,9 @@ func (p *Projection) appendWrites(dst []Write, e Event, ps *plans) ([]Write, err
 		}
 	}
 	if beforeIn {
+		if e.Before == nil { // no filter to say so: passes takes a missing image
+			return dst, fmt.Errorf("%s event without a before image", e.Op)
+		}
 		oldKey, err := p.keyText(e.Before, p.plan(ps, e.Before, e.Schema))
 		if err != nil {
 			return dst, err
