@@ -11,10 +11,14 @@ import (
 // column's) or an unsigned integer (a bit column's pattern).
 //
 // Text is usually a slice of the polled record's value rather than a
-// copy: a write holds its record (Write.From) until its batch is
-// applied, and a decoded value was one allocation and one interface
-// conversion per column, the projector's largest share of garbage
-// (docs/benchmarks.md, tuning log 32). Read-only.
+// copy: a decoded value was one allocation and one interface conversion
+// per column, the projector's largest share of garbage (docs/
+// benchmarks.md, tuning log 32). So a batch's values keep the polled
+// records' bytes (the decompressed fetch buffers) alive until the batch
+// is applied, even where the writes drop their records (Write.From, see
+// prepare): ~20 MiB more at the projector's narrow-insert drain peak.
+// That relies on those bytes never being reused: readside gives franz-go
+// no decompression or record pools and never recycles records. Read-only.
 type Value struct {
 	b    []byte
 	u    uint64

@@ -3,6 +3,7 @@ package sinks
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -532,10 +533,13 @@ func (a *applier) upsert(ups []projections.Write) error {
 				}
 				return append(buf, tail...)
 			})
-			if err != nil {
+			if err == nil {
+				continue
+			}
+			if !errors.Is(err, errTextTooLarge) {
 				return fmt.Errorf("upserting into %s: %w", p.Table, err)
 			}
-			continue
+			// Too long as text once escaped: with parameters below.
 		}
 		// Sized up front: a backlog's statements are thousands of rows,
 		// and growing this slice row by row was 5% of the projector's CPU

@@ -70,6 +70,49 @@ func TestApplyShrinksOversizedBatch(t *testing.T) {
 	t.Logf("2000 rows of 41 numbers applied under max_allowed_packet=64KiB; offsets committed")
 }
 
+// TestApplyRowLongerOnceEscaped: a row that fits max_allowed_packet as
+// it is but not once its quotes are escaped (each doubles) still lands,
+// byte for byte: the pipeline sends that statement alone, with
+// parameters, which the driver prepares — the values then travel outside
+// the statement's packet.
+func TestApplyRowLongerOnceEscaped(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, sinkDB := sourceAndSink(t, bed, "e", "id INT PRIMARY KEY, v MEDIUMTEXT")
+	var old int
+	if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT @@GLOBAL.max_allowed_packet").Scan(&old); err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, "SET GLOBAL max_allowed_packet = 65536"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bed.MySQL.Exec(t.Context(), fmt.Sprintf("SET GLOBAL max_allowed_packet = %d", old)) })
+	p, sink := copyTable(t, bed, src, sinkDB, map[string]string{"id": "id", "v": "v"}) // learns 64 KiB
+	quotes := strings.Repeat(`'\`, 13000) // 26,000 bytes; 52,000 escaped: over 64 KiB with the second row
+	b := &projections.Batch{Offsets: projections.Offsets{}}
+	b.Offsets.Set(p.Topic, 0, 3)
+	for i, v := range []string{quotes, quotes + quotes[:10000], "short"} {
+		vals := map[string]any{"id": i + 1, "v": v}
+		var row []any
+		for _, c := range p.Columns {
+			row = append(row, vals[c.Name])
+		}
+		b.Writes = append(b.Writes, projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(i + 1), Values: projections.ValuesOf(row...), Version: uint64(10 + i)})
+	}
+	if err := sink.Apply(ctx, p, b); err != nil {
+		t.Fatalf("rows that fit max_allowed_packet unescaped must land, got %v", err)
+	}
+	for i, want := range []string{quotes, quotes + quotes[:10000], "short"} {
+		var got string
+		if err := sink.Shards[0].DB().QueryRowContext(ctx, "SELECT v FROM t_copy WHERE id = ?", i+1).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("row %d: %d bytes stored, want %d", i+1, len(got), len(want))
+		}
+	}
+}
+
 // TestReadTableWithSecondUniqueKeyRefused: ON DUPLICATE KEY UPDATE matches
 // any unique key, so a read table with one besides the primary key is
 // refused with the fix.

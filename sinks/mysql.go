@@ -106,7 +106,7 @@ func (s *MySQL) begin(ctx context.Context) (stmts, error) {
 	// Statements sent together stay under half a statement's limit, so a
 	// packet's escaped text stays within max_allowed_packet and the driver
 	// never falls back to a prepared statement, which cannot hold several.
-	return &pipeline{conn: conn, limit: s.stmtLimit() / 2, text: []byte("START TRANSACTION"), n: 1}, nil
+	return &pipeline{conn: conn, limit: s.stmtLimit() / 2, maxText: s.maxPacket - 1024, text: []byte("START TRANSACTION"), n: 1}, nil
 }
 
 // interpolationSafe reports whether the connection charset lets the driver

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	sqldriver "database/sql/driver"
+	"errors"
 	"time"
 )
 
@@ -61,7 +62,17 @@ type pipeline struct {
 	limit int    // bytes sent together (see begin)
 	text  []byte // statements waiting, in order, "; "-joined, values written in
 	n     int    // how many
+	// maxText is the longest statement the packet limit lets go out as
+	// text (max_allowed_packet, less room for the COMMIT after it). A
+	// longer one — a row of quotes or backslashes doubles when escaped —
+	// goes alone with parameters, which the driver prepares: values then
+	// travel outside the statement's packet, as they did before the
+	// pipeline wrote its own literals.
+	maxText int
 }
+
+// errTextTooLarge: a statement too long to send as text (see maxText).
+var errTextTooLarge = errors.New("statement too long to send as text")
 
 func (p *pipeline) add(query string, args []any) error {
 	if p.n > 0 {
@@ -101,14 +112,27 @@ func (p *pipeline) exec(ctx context.Context, query string, args []any) error {
 	if err := p.room(ctx, len(query)+argBytes(args)); err != nil {
 		return err
 	}
-	return p.add(query, args)
+	mark, n := len(p.text), p.n
+	if err := p.add(query, args); err != nil {
+		return err
+	}
+	if len(p.text)-mark <= p.maxText {
+		return nil
+	}
+	p.text, p.n = p.text[:mark], n
+	if err := p.flush(ctx); err != nil {
+		return err
+	}
+	_, err := p.conn.ExecContext(ctx, query, args...)
+	return err
 }
 
 // textStmts is a statement runner that takes statements written whole,
 // values included (the pipeline).
 type textStmts interface {
 	// execText runs, like exec, the statement write appends to the
-	// text; n is about its length.
+	// text; n is about its length. errTextTooLarge: the statement is
+	// too long to go as text, and must go through exec instead.
 	execText(ctx context.Context, n int, write func(text []byte) []byte) error
 }
 
@@ -116,10 +140,15 @@ func (p *pipeline) execText(ctx context.Context, n int, write func([]byte) []byt
 	if err := p.room(ctx, n); err != nil {
 		return err
 	}
+	mark := len(p.text)
 	if p.n > 0 {
 		p.text = append(p.text, "; "...)
 	}
 	p.text = write(p.text)
+	if len(p.text)-mark > p.maxText {
+		p.text = p.text[:mark]
+		return errTextTooLarge
+	}
 	p.n++
 	return nil
 }
