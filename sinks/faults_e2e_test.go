@@ -88,7 +88,7 @@ func TestApplyRowLongerOnceEscaped(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = bed.MySQL.Exec(t.Context(), fmt.Sprintf("SET GLOBAL max_allowed_packet = %d", old)) })
 	p, sink := copyTable(t, bed, src, sinkDB, map[string]string{"id": "id", "v": "v"}) // learns 64 KiB
-	quotes := strings.Repeat(`'\`, 13000) // 26,000 bytes; 52,000 escaped: over 64 KiB with the second row
+	quotes := strings.Repeat(`'\`, 13000)                                              // 26,000 bytes; 52,000 escaped: over 64 KiB with the second row
 	b := &projections.Batch{Offsets: projections.Offsets{}}
 	b.Offsets.Set(p.Topic, 0, 3)
 	for i, v := range []string{quotes, quotes + quotes[:10000], "short"} {
