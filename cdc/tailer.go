@@ -13,6 +13,7 @@ package cdc
 
 import (
 	"context"
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -101,10 +102,19 @@ func CheckpointTopic(prefix string) string { return prefix + "._readside_checkpo
 // complete) or a fatal error.
 func (t *Tailer) Run(ctx context.Context) error {
 	err := t.run(ctx)
-	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		return nil // stopped while starting up
+	if stoppedWhileStarting(ctx, err) {
+		return nil
 	}
 	return err
+}
+
+// stoppedWhileStarting reports an error that the cancellation of ctx
+// caused while the tailer was starting up: the cancellation itself, or a
+// source connection it cut, which database/sql reports as a bad
+// connection rather than as cancelled (a SIGTERM during start-up is a
+// requested stop: exit 0, e2e TestSigtermDuringStartup).
+func stoppedWhileStarting(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() != nil && (errors.Is(err, ctx.Err()) || errors.Is(err, sqldriver.ErrBadConn))
 }
 
 func (t *Tailer) run(ctx context.Context) error {

@@ -2,9 +2,12 @@ package cdc
 
 import (
 	"bytes"
+	"context"
+	sqldriver "database/sql/driver"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -216,5 +219,30 @@ func TestAppendDatetime(t *testing.T) {
 	local := time.Date(2026, 3, 4, 5, 6, 7, 891000000, time.FixedZone("Samoa", -11*3600))
 	if out, err := col.appendValue(nil, local); err != nil || string(out) != `"2026-03-04 16:06:07.891"` {
 		t.Fatalf("a TIMESTAMP in another zone gave %s, %v; want it in UTC", out, err)
+	}
+}
+
+// TestStoppedWhileStarting: a start-up step cut short by the stop — the
+// cancellation itself, or the source connection it broke, which
+// database/sql reports as bad — is a stop, not a failure; the same errors
+// without a stop, or other errors during one, are failures.
+func TestStoppedWhileStarting(t *testing.T) {
+	live := context.Background()
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	bad := fmt.Errorf("connecting to the source at 127.0.0.1:3306: %w", sqldriver.ErrBadConn)
+	cut := fmt.Errorf("reading the columns of db.t: %w", context.Canceled)
+	other := errors.New("producing to readside.db.t: NOT_ENOUGH_REPLICAS")
+	for _, c := range []struct {
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{stopped, bad, true}, {stopped, cut, true}, {stopped, other, false}, {stopped, nil, false},
+		{live, bad, false}, {live, cut, false}, {live, other, false},
+	} {
+		if got := stoppedWhileStarting(c.ctx, c.err); got != c.want {
+			t.Errorf("stopped %v, %v: %v, want %v", c.ctx.Err() != nil, c.err, got, c.want)
+		}
 	}
 }
