@@ -94,7 +94,7 @@ func (im *Image) Map() map[string]json.RawMessage {
 }
 
 // ImageOf makes an image of m (columns in name order): events not decoded
-// from a record, such as verify's source rows and tests.
+// by a Decoder (encoding/json's slow path, tests).
 func ImageOf(m map[string]json.RawMessage) *Image {
 	if m == nil {
 		return nil
@@ -104,12 +104,21 @@ func ImageOf(m map[string]json.RawMessage) *Image {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	cols := make([]colName, len(names))
 	vals := make([]json.RawMessage, len(names))
 	for i, n := range names {
-		raw, _ := json.Marshal(n)
-		cols[i] = colName{string(raw), n}
 		vals[i] = m[n]
+	}
+	return ImageFrom(names, vals)
+}
+
+// ImageFrom makes an image of the columns names with the values vals, in
+// the same order: rows read from elsewhere than a record, such as
+// verify's source rows. The raw names are left out: only a Decoder
+// compares them, with the layouts it made itself.
+func ImageFrom(names []string, vals []json.RawMessage) *Image {
+	cols := make([]colName, len(names))
+	for i, n := range names {
+		cols[i].name = n
 	}
 	return &Image{cols: newLayout(cols), vals: vals}
 }

@@ -31,15 +31,8 @@ func TestApplyShrinksOversizedBatch(t *testing.T) {
 		cols[fmt.Sprintf("c%d", i)] = fmt.Sprintf("c%d", i)
 	}
 	src, sinkDB := sourceAndSink(t, bed, "f", "id INT PRIMARY KEY, "+strings.Join(defs, ", "))
-	var old int
-	if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT @@GLOBAL.max_allowed_packet").Scan(&old); err != nil {
-		t.Fatal(err)
-	}
 	// 64 KiB: one 500-row statement of 41 numbers a row (~180 KB) cannot pass.
-	if err := bed.MySQL.Exec(ctx, "SET GLOBAL max_allowed_packet = 65536"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = bed.MySQL.Exec(t.Context(), fmt.Sprintf("SET GLOBAL max_allowed_packet = %d", old)) })
+	setGlobal(t, bed, "max_allowed_packet", 65536)
 
 	p, sink := copyTable(t, bed, src, sinkDB, cols) // connects after the change: learns 64 KiB
 	b := &projections.Batch{Offsets: projections.Offsets{}}
@@ -79,16 +72,10 @@ func TestApplyRowLongerOnceEscaped(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
 	src, sinkDB := sourceAndSink(t, bed, "e", "id INT PRIMARY KEY, v MEDIUMTEXT")
-	var old int
-	if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT @@GLOBAL.max_allowed_packet").Scan(&old); err != nil {
-		t.Fatal(err)
-	}
-	if err := bed.MySQL.Exec(ctx, "SET GLOBAL max_allowed_packet = 65536"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = bed.MySQL.Exec(t.Context(), fmt.Sprintf("SET GLOBAL max_allowed_packet = %d", old)) })
+	setGlobal(t, bed, "max_allowed_packet", 65536)
 	p, sink := copyTable(t, bed, src, sinkDB, map[string]string{"id": "id", "v": "v"}) // learns 64 KiB
-	quotes := strings.Repeat(`'\`, 13000)                                              // 26,000 bytes; 52,000 escaped: over 64 KiB with the second row
+	// 26,000 bytes, 52,000 escaped; the second row's is over 64 KiB escaped.
+	quotes := strings.Repeat(`'\`, 13000)
 	b := &projections.Batch{Offsets: projections.Offsets{}}
 	b.Offsets.Set(p.Topic, 0, 3)
 	for i, v := range []string{quotes, quotes + quotes[:10000], "short"} {
@@ -141,14 +128,7 @@ func TestApplyRetriesLockWaitTimeout(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
 	src, sinkDB := sourceAndSink(t, bed, "l", "id INT PRIMARY KEY, v INT NOT NULL")
-	var old int
-	if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT @@GLOBAL.innodb_lock_wait_timeout").Scan(&old); err != nil {
-		t.Fatal(err)
-	}
-	if err := bed.MySQL.Exec(ctx, "SET GLOBAL innodb_lock_wait_timeout = 1"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = bed.MySQL.Exec(t.Context(), fmt.Sprintf("SET GLOBAL innodb_lock_wait_timeout = %d", old)) })
+	setGlobal(t, bed, "innodb_lock_wait_timeout", 1)
 	p, sink := copyTable(t, bed, src, sinkDB, map[string]string{"id": "id", "v": "v"}) // sessions get the 1 s timeout
 	up := func(v, version int) *projections.Batch {
 		b := &projections.Batch{Offsets: projections.Offsets{}, Writes: []projections.Write{{Kind: projections.Upsert, Key: "1", Values: projections.ValuesOf(1, v), Version: uint64(version)}}}
@@ -306,6 +286,20 @@ func copyTable(t *testing.T, bed *testbed.Bed, src, sinkDB string, cols map[stri
 
 // copyTableAs is copyTable with the projection's name (its read table's
 // too) and DSN parameters for the sink ("?a=b").
+// setGlobal sets a server variable for the test and puts its value back
+// after it.
+func setGlobal(t *testing.T, bed *testbed.Bed, name string, value int) {
+	t.Helper()
+	var old int
+	if err := bed.MySQL.DB().QueryRowContext(t.Context(), "SELECT @@GLOBAL."+name).Scan(&old); err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(t.Context(), fmt.Sprintf("SET GLOBAL %s = %d", name, value)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bed.MySQL.Exec(context.Background(), fmt.Sprintf("SET GLOBAL %s = %d", name, old)) })
+}
+
 func copyTableAs(t *testing.T, bed *testbed.Bed, src, sinkDB, name string, cols map[string]string, params string) (*projections.Projection, *sinks.Sharded) {
 	t.Helper()
 	cfg := config.Default()

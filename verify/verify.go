@@ -552,11 +552,11 @@ func (v *Verifier) compare(ctx context.Context, srcWhere string, srcArgs []any, 
 		}
 		r := &srcRow{cells: cells[:len(v.pl.cols)], passes: true}
 		if v.p.Where != nil {
-			img := map[string]json.RawMessage{}
-			for i, c := range v.pl.whereCols {
-				img[c] = jsonValue(cells[len(v.pl.cols)+i], kinds[len(v.pl.cols)+i])
+			vals := make([]json.RawMessage, len(v.pl.whereCols))
+			for i := range vals {
+				vals[i] = jsonValue(cells[len(v.pl.cols)+i], kinds[len(v.pl.cols)+i])
 			}
-			if r.passes, err = v.p.Where.Match(projections.ImageOf(img)); err != nil {
+			if r.passes, err = v.p.Where.Match(projections.ImageFrom(v.pl.whereCols, vals)); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("projections.%s.where: %w", v.p.Name, err)
 			}
