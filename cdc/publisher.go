@@ -52,7 +52,8 @@ type publisher struct {
 // pendingCommit is a commit running in the background.
 type pendingCommit struct {
 	done chan struct{}
-	err  error // set before done is closed
+	ctx  context.Context // cancelled right after done is closed, to wake a waiting stream
+	err  error           // set before done is closed
 }
 
 func (c *pendingCommit) finished() bool {
@@ -306,13 +307,15 @@ func (p *publisher) commitAsync(ctx context.Context, cp Checkpoint, after func(t
 	}
 	p.inTxn, p.records = false, 0
 	begun := time.Now()
-	c := &pendingCommit{done: make(chan struct{})}
+	wctx, wake := context.WithCancel(context.Background())
+	c := &pendingCommit{done: make(chan struct{}), ctx: wctx}
 	p.inflight = c
 	// A commit of complete source transactions is let finish when the
 	// tailer is asked to stop, within a grace period.
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(20*time.Second, cancel) })
 	go func() {
+		defer wake() // after done is closed (defers run last-in, first-out)
 		defer close(c.done)
 		defer cancel()
 		defer stop()

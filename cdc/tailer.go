@@ -365,6 +365,13 @@ type stream struct {
 	pendingPos   Position
 	pendingSince time.Time // when the first of them completed
 	pendingTS    int64     // source commit time of the last of them
+
+	// commitWanted: a commit fell due by time (commit_interval, or an idle
+	// source) while the previous one still ran in the background. The
+	// stream reads on, holding records, and commits the moment that one
+	// is done instead of waiting for it: a transaction read meanwhile
+	// then rides in the very next commit rather than the one after.
+	commitWanted bool
 }
 
 // DecodingOptions sets how go-mysql decodes row values for the tailer
@@ -513,8 +520,25 @@ func (s *stream) run(ctx context.Context) (err error) {
 		if err := s.maybeStartChunk(ctx); err != nil {
 			return err
 		}
+		if c := s.pub.inflight; c != nil && c.finished() {
+			// A background commit's outcome is taken up even when the
+			// source is idle: a failed one restarts the stream from the
+			// checkpoint in Kafka at once, not at the next source write.
+			if err := s.pub.settle(ctx); err != nil {
+				return err
+			}
+		}
+		if s.commitWanted && s.pub.inflight == nil {
+			if err := s.maybeCommit(ctx, true); err != nil {
+				return err
+			}
+		}
 		var commitAt, deadline time.Time
-		if s.pendingTxns > 0 {
+		var wake context.Context // done when the background commit is
+		if c := s.pub.inflight; c != nil && s.commitWanted {
+			// The next commit waits only for this one to finish.
+			wake = c.ctx
+		} else if s.pendingTxns > 0 {
 			commitAt = s.batchStart().Add(interval)
 			if !s.txnBegun && s.txnGTID == "" {
 				// Between source transactions, a stream with nothing
@@ -527,20 +551,19 @@ func (s *stream) run(ctx context.Context) (err error) {
 			}
 			deadline = commitAt
 		}
-		if c := s.pub.inflight; c != nil {
-			// A background commit's outcome is taken up even when the
-			// source is idle: a failed one restarts the stream from the
-			// checkpoint in Kafka at once, not at the next source write.
-			if c.finished() {
-				if err := s.pub.settle(ctx); err != nil {
-					return err
-				}
-			} else if poll := time.Now().Add(commitPollEvery); deadline.IsZero() || poll.Before(deadline) {
+		if c := s.pub.inflight; c != nil && wake == nil {
+			if poll := time.Now().Add(commitPollEvery); deadline.IsZero() || poll.Before(deadline) {
 				deadline = poll
 			}
 		}
 		waitCtx, cancel := ctx, context.CancelFunc(func() {})
-		if !deadline.IsZero() {
+		switch {
+		case wake != nil:
+			var cancelWait context.CancelFunc
+			waitCtx, cancelWait = context.WithCancel(ctx)
+			stopWake := context.AfterFunc(wake, cancelWait)
+			cancel = func() { stopWake(); cancelWait() }
+		case !deadline.IsZero():
 			waitCtx, cancel = context.WithDeadline(ctx, deadline)
 		}
 		ev, err := streamer.GetEvent(waitCtx)
@@ -548,6 +571,9 @@ func (s *stream) run(ctx context.Context) (err error) {
 		if err != nil {
 			if ctx.Err() != nil {
 				return s.drain(ctx)
+			}
+			if wake != nil && errors.Is(err, context.Canceled) {
+				continue // the background commit is done: commit next
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				if !commitAt.IsZero() && !time.Now().Before(commitAt) {
@@ -698,10 +724,18 @@ func (s *stream) maybeCommit(ctx context.Context, deadline bool) error {
 	if s.pendingTxns == 0 || s.txnBegun || s.txnGTID != "" {
 		return nil
 	}
-	if deadline || s.pub.records >= s.t.cfg.Kafka.CommitEvery || time.Since(s.batchStart()) >= s.t.cfg.Kafka.CommitInterval {
-		return s.commit(ctx)
+	full := s.pub.records >= s.t.cfg.Kafka.CommitEvery
+	if !full && !deadline && !s.commitWanted && time.Since(s.batchStart()) < s.t.cfg.Kafka.CommitInterval {
+		return nil
 	}
-	return nil
+	if c := s.pub.inflight; c != nil && !full && !c.finished() {
+		// Due by time, not by size: read on and commit when the running
+		// commit is done (run wakes on it). A full commit still waits for
+		// it here, which bounds what a backlog holds.
+		s.commitWanted = true
+		return nil
+	}
+	return s.commit(ctx)
 }
 
 // batchStart is when the work of the next Kafka commit began: its first
@@ -732,6 +766,7 @@ func (s *stream) commit(ctx context.Context) error {
 	}
 	s.cp = cp
 	s.pendingTxns = 0
+	s.commitWanted = false
 	return nil
 }
 

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/readside/readside/config"
 )
 
 func TestClock(t *testing.T) {
@@ -244,5 +246,46 @@ func TestStoppedWhileStarting(t *testing.T) {
 		if got := stoppedWhileStarting(c.ctx, c.err); got != c.want {
 			t.Errorf("stopped %v, %v: %v, want %v", c.ctx.Err() != nil, c.err, got, c.want)
 		}
+	}
+}
+
+// TestCommitDueWhileOneRuns: a commit due by time (idle source,
+// commit_interval) while the previous one still runs in the background is
+// deferred — the stream reads on and commits when that one is done — so a
+// source transaction read meanwhile goes out in the next commit, not the
+// one after it. A commit due by size (commit_every) still waits for the
+// running one, which bounds the records a backlog holds.
+func TestCommitDueWhileOneRuns(t *testing.T) {
+	newStream := func(records int) *stream {
+		var cfg config.Config
+		cfg.Kafka.CommitEvery, cfg.Kafka.CommitInterval = 100, time.Hour
+		running := &pendingCommit{done: make(chan struct{}), ctx: context.Background()}
+		return &stream{t: &Tailer{cfg: cfg, now: time.Now}, pub: &publisher{inflight: running, records: records},
+			src: &sourceDB{}, clock: NewClock(0), pendingTxns: 1, pendingSince: time.Now()}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+
+	s := newStream(10)
+	if err := s.maybeCommit(ctx, true); err != nil {
+		t.Fatalf("an idle-source commit while one runs: %v, want it deferred", err)
+	}
+	if !s.commitWanted || s.pendingTxns != 1 || s.pub.records != 10 {
+		t.Fatalf("deferred commit: wanted %v, pending %d, records %d; want true, 1, 10", s.commitWanted, s.pendingTxns, s.pub.records)
+	}
+	// Deferred, it is due at the next transaction end whatever the time.
+	s.commitWanted = true
+	s.txnBegun = true
+	if err := s.maybeCommit(ctx, false); err != nil || s.pendingTxns != 1 {
+		t.Fatalf("inside a source transaction: %v, pending %d; want nothing done", err, s.pendingTxns)
+	}
+
+	full := newStream(100)
+	err := full.maybeCommit(ctx, false)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a full commit while one runs: %v, want it to wait for the running one (here until the deadline)", err)
+	}
+	if full.commitWanted {
+		t.Fatal("a full commit was deferred")
 	}
 }
