@@ -155,6 +155,16 @@ func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 	// Leaving the group on Close revokes partitions, which waits for
 	// AllowRebalance under BlockRebalanceOnPoll: release it first.
 	defer cl.AllowRebalance()
+	// A stop lets the batch in flight finish (within stopGrace; the wait
+	// deferred below runs before these) instead of cutting it off: a
+	// cut-off batch's statements are already at the server, which may
+	// still commit them after the client gave up, so whoever acts on "the
+	// projector has stopped" (a rebuild forgetting its shadow's offsets, a
+	// restart) would otherwise race that commit.
+	applyCtx, cutApply := context.WithCancel(context.WithoutCancel(ctx))
+	defer cutApply()
+	unwatch := context.AfterFunc(ctx, func() { time.AfterFunc(stopGrace, cutApply) })
+	defer unwatch()
 	// Pipelined: the next batch is polled and decoded while the previous
 	// one is applied, so the sink is kept busy. Batches still commit one
 	// after another, in poll order.
@@ -256,7 +266,7 @@ func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 		}
 		pending = make(chan error, 1)
 		go func() {
-			err := pr.commit(ctx, job)
+			err := pr.commit(applyCtx, job)
 			if err != nil {
 				applyFailed()
 			}
@@ -264,6 +274,10 @@ func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 		}()
 	}
 }
+
+// stopGrace bounds how long a stopped projector waits for the batch in
+// flight to commit (see consume); a healthy sink takes well under a second.
+const stopGrace = 10 * time.Second
 
 // caughtUpBelow is the queue length under which the projector counts as
 // caught up (see consume): a backlog's polls queue thousands of records.

@@ -323,3 +323,82 @@ func writesOf(t *testing.T, p *projections.Projection, records []*kgo.Record) []
 	}
 	return out
 }
+
+// heldSink holds its first Apply until released, to stop a projector with
+// a batch in flight.
+type heldSink struct {
+	projections.Sink
+	entered, release chan struct{}
+	held             bool
+	ctxErr           error // the held Apply's context, once released
+}
+
+func (s *heldSink) Apply(ctx context.Context, p *projections.Projection, b *projections.Batch) error {
+	if !s.held {
+		s.held = true
+		close(s.entered)
+		<-s.release
+		s.ctxErr = ctx.Err()
+	}
+	return s.Sink.Apply(ctx, p, b)
+}
+
+// TestStopLetsTheBatchInFlightCommit: a projector stopped while a batch is
+// being applied lets that batch commit before Run returns, rather than
+// cutting it off with its statements possibly still committing at the
+// server (a rebuild forgets its shadow's offsets right after the stop; a
+// late commit left them behind). Run must not return before the batch is
+// done, the batch must not see the stop, and its offsets must be stored.
+func TestStopLetsTheBatchInFlightCommit(t *testing.T) {
+	bed := testbed.Get(t)
+	cfg, src, sinkDB := setup(t, bed)
+	p, sink := prepare(t, bed, cfg, sinkDB)
+	p.ApplyConcurrency = 1 // one Apply per batch: the first is the held one
+	runTailer(t, bed, cfg)
+	writeMessages(t, bed, src, rand.Uint64(), 300)
+
+	held := &heldSink{Sink: sink, entered: make(chan struct{}), release: make(chan struct{})}
+	pr, err := projections.NewProjector(p, held, projections.Options{Brokers: cfg.Kafka.Brokers, Log: logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- pr.Run(ctx) }()
+	select {
+	case <-held.entered:
+	case <-time.After(60 * time.Second):
+		t.Fatal("no batch reached the sink in 60 s")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned (%v) while its batch was still being applied", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	close(held.release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return 30 s after its batch was released")
+	}
+	if held.ctxErr != nil {
+		t.Errorf("the batch in flight saw the stop: %v", held.ctxErr)
+	}
+	offs, err := sink.Offsets(t.Context(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored int64
+	for _, parts := range offs {
+		for _, next := range parts {
+			stored += next
+		}
+	}
+	if stored == 0 {
+		t.Error("the batch in flight at the stop committed no offsets")
+	}
+}
