@@ -366,6 +366,8 @@ type stream struct {
 	pendingSince time.Time // when the first of them completed
 	pendingTS    int64     // source commit time of the last of them
 
+	slab slab // the records' keys and values
+
 	// commitWanted: a commit fell due by time (commit_interval, or an idle
 	// source) while the previous one still ran in the background. The
 	// stream reads on, holding records, and commits the moment that one
@@ -982,14 +984,17 @@ func (s *stream) emit(ctx context.Context, tbl *table, src *source, op Op, versi
 	if keyRow == nil {
 		keyRow = before
 	}
-	key, err := tbl.appendKey(nil, keyRow)
+	key, err := tbl.appendKey(s.slab.room(64), keyRow)
+	key = s.slab.keep(key)
 	if err != nil {
 		return &FatalError{fmt.Errorf("encoding key of %s.%s at %s:%d: %w", tbl.db, tbl.name, src.file, src.pos, err)}
 	}
-	// One buffer per event, sized from the table's last event of this op so
-	// it rarely grows (each value is handed to Kafka, so none is reused).
+	// The value is encoded into room sized from the table's last event of
+	// this op, so it rarely grows (each value is handed to Kafka, so none
+	// is reused; see slab).
 	hint := &tbl.sizeHint[opSlot(op)]
-	value, err := appendChange(make([]byte, 0, *hint+64), tbl, envelope{op: op, version: version, src: src, txnSeq: s.txnEvents}, key, before, after)
+	value, err := appendChange(s.slab.room(*hint+64), tbl, envelope{op: op, version: version, src: src, txnSeq: s.txnEvents}, key, before, after)
+	value = s.slab.keep(value)
 	if err != nil {
 		return &FatalError{fmt.Errorf("encoding %s.%s key %s at %s:%d: %w", tbl.db, tbl.name, key, src.file, src.pos, err)}
 	}

@@ -1,0 +1,46 @@
+package cdc
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+)
+
+// TestSlab: slices kept from a slab keep their bytes whatever is appended
+// after them, including slices that outgrow the chunk's free tail, and
+// large slices never take a chunk.
+func TestSlab(t *testing.T) {
+	var s slab
+	type kept struct{ got, want []byte }
+	var all []kept
+	for i := range 5000 {
+		// Sizes from a byte to past the chunk's free tail and past slabLargest.
+		n := 1 + (i*7919)%(slabLargest+2000)
+		hint := n / 2 // a hint too small makes append outgrow the room now and then
+		want := bytes.Repeat([]byte{byte(i)}, n)
+		b := s.keep(append(s.room(hint), want...))
+		if len(b) != n {
+			t.Fatalf("slice %d: len %d, want %d", i, len(b), n)
+		}
+		all = append(all, kept{b, want})
+	}
+	for i, k := range all {
+		if !bytes.Equal(k.got, k.want) {
+			t.Fatalf("slice %d (%d bytes) was overwritten", i, len(k.want))
+		}
+	}
+	// A kept slice in the chunk is capped: appending to it cannot reach
+	// the next one.
+	a := s.keep(append(s.room(8), "abc"...))
+	b := s.keep(append(s.room(8), "def"...))
+	if cap(a) != len(a) {
+		t.Fatalf("kept slice has cap %d > len %d", cap(a), len(a))
+	}
+	_ = append(a, 'X')
+	if string(b) != "def" {
+		t.Fatalf("appending to a kept slice reached the next: %q", b)
+	}
+	if big := s.room(slabLargest + 1); fmt.Sprintf("%p", big[:1]) == fmt.Sprintf("%p", s.chunk[len(s.chunk):cap(s.chunk)][:1]) {
+		t.Fatal("a slice over slabLargest took the chunk")
+	}
+}
