@@ -47,6 +47,9 @@ type Options struct {
 	// JIT) instead of the fast-starting ones the tests use (serial GC,
 	// C1 only). For benchmarks: no broker in production runs the latter.
 	ProductionJVM bool
+	// MariaDBArgs are extra mariadbd options after the test bed's own, so
+	// they win (benchmarks: e.g. a larger buffer pool).
+	MariaDBArgs []string
 }
 
 // Bed is a running test bed.
@@ -110,7 +113,7 @@ func Start(ctx context.Context, opts Options) (*Bed, error) {
 		if dsn := os.Getenv("E2E_MYSQL_DSN"); dsn != "" {
 			b.MySQL, err = externalMySQL(ctx, dsn)
 		} else {
-			b.MySQL, err = startMariaDB(ctx, filepath.Join(dir, "mariadb"), opts.Detached, MariaDBOptions{})
+			b.MySQL, err = startMariaDB(ctx, filepath.Join(dir, "mariadb"), opts.Detached, MariaDBOptions{Args: opts.MariaDBArgs})
 		}
 		done <- result{"MariaDB", err}
 	}()

@@ -46,6 +46,10 @@ type latencyStep struct {
 	KafkaCommitMs float64 `json:"kafka_commit_mean_ms"`
 	Batches       int     `json:"projector_batches"`
 	BatchMs       float64 `json:"projector_batch_mean_ms"`
+	// PoolReadsPerRow is MariaDB's Innodb_buffer_pool_reads over the step
+	// (pages read from disk because the buffer pool lacked them) per row
+	// offered: the source's and the sink's tables share the server.
+	PoolReadsPerRow float64 `json:"buffer_pool_reads_per_row"`
 	BatchRows     float64 `json:"projector_batch_mean_rows"`
 }
 
@@ -290,6 +294,10 @@ func (e *env) latencyStep(ctx context.Context, gen *generator, p *proc, probe *a
 			return st, err
 		}
 	}
+	reads0, err := e.poolReads(ctx)
+	if err != nil {
+		return st, err
+	}
 	start := time.Now()
 	var execUs []int64
 	sent, err := offerOpenLoop(ctx, gen, offered, dur, nil, &execUs)
@@ -315,6 +323,9 @@ func (e *env) latencyStep(ctx context.Context, gen *generator, p *proc, probe *a
 		time.Sleep(100 * time.Millisecond)
 	}
 	st.CPUPer1000 = (p.cpuSeconds() - cpu0) / float64(sent) * 1000
+	if reads1, err := e.poolReads(ctx); err == nil && sent > 0 {
+		st.PoolReadsPerRow = float64(reads1-reads0) / float64(sent)
+	}
 	st.RSSMiB = currentRSS(p.cmd.Process.Pid)
 	if readside {
 		if h1, err := scrape(ctx, p.httpAddr, stepHistograms...); err == nil {
@@ -468,4 +479,13 @@ func (e *env) liveCapacity(ctx context.Context, gen *generator, proj *projection
 	}
 	// What readside is behind drains before the latency steps.
 	return c, e.waitVisible(ctx, proj.Table, lo, gen.maxID, sent, 5*time.Minute)
+}
+
+// poolReads is MariaDB's Innodb_buffer_pool_reads: pages InnoDB had to
+// read from disk.
+func (e *env) poolReads(ctx context.Context) (int64, error) {
+	var name string
+	var n int64
+	err := e.sink.DB().QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_reads'").Scan(&name, &n)
+	return n, err
 }

@@ -49,6 +49,12 @@ func main() {
 	flag.StringVar(&prebuilt, "readside", "", "use this readside binary instead of building ./cmd/readside (before/after comparisons)")
 	flag.StringVar(&outageFlag, "outage", "", "length of the sink outage in the end-to-end step (default 2m, 10s with -quick; 0 skips it)")
 	flag.StringVar(&brokerJVM, "broker-jvm", "test", "JVM settings of the Kafka broker: test (the e2e tests' serial GC and C1 JIT only; the default: on 2 cores it leaves the most CPU to the rest, docs/benchmarks.md tuning log 21) or production (Kafka's start scripts: G1, 1 GiB heap, full JIT)")
+	// The test bed's 256 MiB buffer pool is sized for the tests; a bench
+	// writes millions of rows (the end-to-end step's read table alone
+	// grows past 3M, keyed at random), and with it every upsert past the
+	// pool's reach read its page from disk: commit → visible then measured
+	// the test bed's page misses (docs/benchmarks.md, tuning log 33).
+	flag.StringVar(&mariadbArgs, "mariadb-args", "--innodb-buffer-pool-size=2G", "space-separated extra mariadbd options for the test bed's server, after its own (named in the report; \"\" for the test bed's server as is)")
 	flag.DurationVar(&quietWait, "quiet-wait", 90*time.Second, "wait up to this long for a 1-minute load below 1.5 before starting")
 	chartFrom := flag.String("chart-from", "", "only redraw the PNG chart from this latest.json (into -out)")
 	peersRun := flag.Bool("peers", false, "make bench-peers: Debezium (Kafka Connect standalone) next to readside on the narrow workloads; writes peers.json and peers.md")
@@ -79,6 +85,7 @@ var (
 	profileAfter time.Duration
 	fixedRates   string
 	brokerJVM    string
+	mariadbArgs  string
 )
 
 func workloads(quick bool) []workload {
@@ -124,6 +131,8 @@ type hostInfo struct {
 	ReadsideEnv string `json:"readside_env,omitempty"`
 	// BrokerJVM is -broker-jvm: the Kafka broker's JVM settings.
 	BrokerJVM string `json:"broker_jvm"`
+	// MariaDBArgs is -mariadb-args (empty: the test bed's server as is).
+	MariaDBArgs string `json:"mariadb_args,omitempty"`
 }
 
 // env is what every step shares: one test bed, one readside binary.
@@ -206,7 +215,7 @@ func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 
 // thisHost describes the machine and the commit measured.
 func thisHost() hostInfo {
-	h := hostInfo{CPUs: runtime.NumCPU(), GoVer: runtime.Version(), ReadsideEnv: readsideEnv, BrokerJVM: brokerJVM}
+	h := hostInfo{CPUs: runtime.NumCPU(), GoVer: runtime.Version(), ReadsideEnv: readsideEnv, BrokerJVM: brokerJVM, MariaDBArgs: mariadbArgs}
 	if b, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		h.Commit = strings.TrimSpace(string(b))
 	}
@@ -221,7 +230,7 @@ func startBed(ctx context.Context) (bed *testbed.Bed, load float64, closeBed fun
 	}
 	load = waitQuiet(1.5, quietWait)
 	logf("load before: %.2f", load)
-	bed, err = testbed.Start(ctx, testbed.Options{ProductionJVM: brokerJVM == "production"})
+	bed, err = testbed.Start(ctx, testbed.Options{ProductionJVM: brokerJVM == "production", MariaDBArgs: strings.Fields(mariadbArgs)})
 	return bed, load, func() {
 		if err := bed.Close(); err != nil {
 			fmt.Fprintln(os.Stderr, "cleanup:", err)

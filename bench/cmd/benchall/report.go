@@ -53,6 +53,9 @@ func markdown(res *results) string {
 	if res.Host.BrokerJVM == "production" {
 		fmt.Fprintf(&b, "The Kafka broker ran with Kafka's production JVM settings (G1, 1 GiB heap, full JIT), not the test bed's (serial GC, C1 only).\n\n")
 	}
+	if res.Host.MariaDBArgs != "" {
+		fmt.Fprintf(&b, "MariaDB ran with `%s` after the test bed's own options.\n\n", res.Host.MariaDBArgs)
+	}
 	if res.Host.ReadsideEnv != "" {
 		fmt.Fprintf(&b, "The readside processes ran with `%s`.\n\n", res.Host.ReadsideEnv)
 	}

@@ -21,10 +21,10 @@ func latencyMarkdown(b *strings.Builder, e *e2eResult) {
 	}
 	b.WriteString("\nWhere the time went, from readside's histograms over each step (means): the tailer's Kafka commits (flush and EndTxn, while the next records are held) and the projector's batches (poll to sink commit, the wait for the previous batch included).\n\n")
 	b.WriteString("The first columns are per row, in ms: the source INSERT's round trip (commit included: time before the binlog has the row) and commit → the tailer's produce call (the record's CreateTime; held records are produced when the commit before them is done).\n\n")
-	b.WriteString("| offered | source INSERT p50 / p99 | commit → produce p50 / p99 | Kafka commits | mean commit ms | projector batches | mean batch ms | mean rows per batch |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| offered | source INSERT p50 / p99 | commit → produce p50 / p99 | Kafka commits | mean commit ms | projector batches | mean batch ms | mean rows per batch | buffer pool reads per row |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range e.Latency {
-		fmt.Fprintf(b, "| %s | %.1f / %.1f | %.1f / %.1f | %d | %.1f | %d | %.1f | %.0f |\n", s.label(), s.SourceInsert.P50ms, s.SourceInsert.P99ms, s.Produce.P50ms, s.Produce.P99ms,
-			s.KafkaCommits, s.KafkaCommitMs, s.Batches, s.BatchMs, s.BatchRows)
+		fmt.Fprintf(b, "| %s | %.1f / %.1f | %.1f / %.1f | %d | %.1f | %d | %.1f | %.0f | %.2f |\n", s.label(), s.SourceInsert.P50ms, s.SourceInsert.P99ms, s.Produce.P50ms, s.Produce.P99ms,
+			s.KafkaCommits, s.KafkaCommitMs, s.Batches, s.BatchMs, s.BatchRows, s.PoolReadsPerRow)
 	}
 	b.WriteString("\nChart: `latest.png` (latency per offered rate; throughput and RSS over the whole step).\n")
 	o := e.Outage
