@@ -46,11 +46,11 @@ type latencyStep struct {
 	KafkaCommitMs float64 `json:"kafka_commit_mean_ms"`
 	Batches       int     `json:"projector_batches"`
 	BatchMs       float64 `json:"projector_batch_mean_ms"`
+	BatchRows     float64 `json:"projector_batch_mean_rows"`
 	// PoolReadsPerRow is MariaDB's Innodb_buffer_pool_reads over the step
 	// (pages read from disk because the buffer pool lacked them) per row
 	// offered: the source's and the sink's tables share the server.
 	PoolReadsPerRow float64 `json:"buffer_pool_reads_per_row"`
-	BatchRows     float64 `json:"projector_batch_mean_rows"`
 }
 
 // stepHistograms are the metric sums and counts latencyStep differences.
