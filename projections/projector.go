@@ -222,20 +222,18 @@ func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 			// apply would wait in franz-go's buffer and at the broker for
 			// the job after it: about three applies from arrival to
 			// commit instead of one and a half. So wait for the apply,
-			// then take what came meanwhile: the fetch franz-go holds
-			// (made early in the apply) and, when that had records, the
-			// next one, which asks for everything since. A backlog keeps
-			// decoding the next job while the previous one is applied.
+			// then take what came meanwhile: the fetches franz-go holds.
+			// It does not wait for one more fetch (this waited up to 5 ms
+			// for the next one when the held fetch had records, until
+			// session 12): at 38,500 rows/s that wait made the batches
+			// fewer but longer, and commit → visible p50 85–123 ms
+			// against 60–64 without it (docs/benchmarks.md, tuning log
+			// 33). A backlog keeps decoding the next job while the
+			// previous one is applied.
 			if err := wait(); err != nil {
 				return fail(err)
 			}
-			before := queue.len()
 			pr.queueFetches(&queue, cl.PollRecords(nil, perJob*queuedJobs-queue.len()))
-			if want := perJob*queuedJobs - queue.len(); queue.len() > before && want > 0 {
-				fctx, cancel := context.WithTimeout(pollCtx, catchUpFetchWait)
-				pr.queueFetches(&queue, cl.PollRecords(fctx, want))
-				cancel()
-			}
 			if ctx.Err() != nil {
 				return false, nil
 			}
@@ -282,12 +280,6 @@ const stopGrace = 10 * time.Second
 // caughtUpBelow is the queue length under which the projector counts as
 // caught up (see consume): a backlog's polls queue thousands of records.
 const caughtUpBelow = pollRecords / 2
-
-// catchUpFetchWait bounds the wait for the fetch that asks for the records
-// which arrived during a caught-up projector's last apply: about a round
-// trip to the broker when there are some, the whole wait when there are
-// none (then the next poll waits for them anyway).
-const catchUpFetchWait = 5 * time.Millisecond
 
 // queueFetches queues a poll's records; fetch errors other than the poll's
 // own deadline are logged (franz-go retries them).
