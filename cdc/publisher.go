@@ -51,19 +51,14 @@ type publisher struct {
 
 // pendingCommit is a commit running in the background.
 type pendingCommit struct {
-	done chan struct{}
-	ctx  context.Context // cancelled right after done is closed, to wake a waiting stream
-	err  error           // set before done is closed
+	// done is cancelled when the commit is over, err set before: a
+	// context rather than a channel so a waiting stream can wake on it
+	// (stream.run).
+	done context.Context
+	err  error
 }
 
-func (c *pendingCommit) finished() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
+func (c *pendingCommit) finished() bool { return c.done.Err() != nil }
 
 // Records held while a commit runs are bounded like the producer's own
 // buffer; past this, producing waits for the commit.
@@ -246,7 +241,7 @@ func (p *publisher) settle(ctx context.Context) error {
 		return nil
 	}
 	select {
-	case <-c.done:
+	case <-c.done.Done():
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -307,16 +302,15 @@ func (p *publisher) commitAsync(ctx context.Context, cp Checkpoint, after func(t
 	}
 	p.inTxn, p.records = false, 0
 	begun := time.Now()
-	wctx, wake := context.WithCancel(context.Background())
-	c := &pendingCommit{done: make(chan struct{}), ctx: wctx}
+	done, over := context.WithCancel(context.Background())
+	c := &pendingCommit{done: done}
 	p.inflight = c
 	// A commit of complete source transactions is let finish when the
 	// tailer is asked to stop, within a grace period.
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(20*time.Second, cancel) })
 	go func() {
-		defer wake() // after done is closed (defers run last-in, first-out)
-		defer close(c.done)
+		defer over() // last: err is set (defers run last-in, first-out)
 		defer cancel()
 		defer stop()
 		c.err = p.finish(cctx)
@@ -376,7 +370,7 @@ func (p *publisher) abort(ctx context.Context, cause error) error {
 	}
 	if c := p.inflight; c != nil {
 		select {
-		case <-c.done:
+		case <-c.done.Done():
 			if c.err != nil {
 				errs = append(errs, c.err)
 			}

@@ -539,7 +539,7 @@ func (s *stream) run(ctx context.Context) (err error) {
 		var wake context.Context // done when the background commit is
 		if c := s.pub.inflight; c != nil && s.commitWanted {
 			// The next commit waits only for this one to finish.
-			wake = c.ctx
+			wake = c.done
 		} else if s.pendingTxns > 0 {
 			commitAt = s.batchStart().Add(interval)
 			if !s.txnBegun && s.txnGTID == "" {

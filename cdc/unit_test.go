@@ -259,7 +259,7 @@ func TestCommitDueWhileOneRuns(t *testing.T) {
 	newStream := func(records int) *stream {
 		var cfg config.Config
 		cfg.Kafka.CommitEvery, cfg.Kafka.CommitInterval = 100, time.Hour
-		running := &pendingCommit{done: make(chan struct{}), ctx: context.Background()}
+		running := &pendingCommit{done: context.Background()} // never over
 		return &stream{t: &Tailer{cfg: cfg, now: time.Now}, pub: &publisher{inflight: running, records: records},
 			src: &sourceDB{}, clock: NewClock(0), pendingTxns: 1, pendingSince: time.Now()}
 	}
@@ -274,7 +274,6 @@ func TestCommitDueWhileOneRuns(t *testing.T) {
 		t.Fatalf("deferred commit: wanted %v, pending %d, records %d; want true, 1, 10", s.commitWanted, s.pendingTxns, s.pub.records)
 	}
 	// Deferred, it is due at the next transaction end whatever the time.
-	s.commitWanted = true
 	s.txnBegun = true
 	if err := s.maybeCommit(ctx, false); err != nil || s.pendingTxns != 1 {
 		t.Fatalf("inside a source transaction: %v, pending %d; want nothing done", err, s.pendingTxns)

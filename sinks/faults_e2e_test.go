@@ -284,8 +284,6 @@ func copyTable(t *testing.T, bed *testbed.Bed, src, sinkDB string, cols map[stri
 	return copyTableAs(t, bed, src, sinkDB, "t_copy", cols, "")
 }
 
-// copyTableAs is copyTable with the projection's name (its read table's
-// too) and DSN parameters for the sink ("?a=b").
 // setGlobal sets a server variable for the test and puts its value back
 // after it.
 func setGlobal(t *testing.T, bed *testbed.Bed, name string, value int) {
@@ -300,6 +298,8 @@ func setGlobal(t *testing.T, bed *testbed.Bed, name string, value int) {
 	t.Cleanup(func() { _ = bed.MySQL.Exec(context.Background(), fmt.Sprintf("SET GLOBAL %s = %d", name, old)) })
 }
 
+// copyTableAs is copyTable with the projection's name (its read table's
+// too) and DSN parameters for the sink ("?a=b").
 func copyTableAs(t *testing.T, bed *testbed.Bed, src, sinkDB, name string, cols map[string]string, params string) (*projections.Projection, *sinks.Sharded) {
 	t.Helper()
 	cfg := config.Default()
