@@ -9,7 +9,6 @@ import (
 	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/readside/readside/cdc"
@@ -85,9 +84,6 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 	cfg.Kafka.Embedded = len(loaded.Kafka.Brokers) == 0 && *role != "projector"
 	cfg.Kafka.Brokers = brokers
 	reg := prometheus.NewRegistry()
-	// The runtime's and the process's own metrics (go_*, process_*: heap
-	// in use, GC, resident memory, CPU), as any Go service exports them.
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	g, gctx := errgroup.WithContext(ctx)
 	log.Info("starting", "role", *role, "source", cfg.Source.DSN, "brokers", cfg.Kafka.Brokers, "tables", cfg.Source.Tables)
 	if *role != "projector" {

@@ -45,7 +45,7 @@ func main() {
 	flag.StringVar(&readsideEnv, "readside-env", "", "space-separated VAR=value for the readside processes only, e.g. GOMEMLIMIT=64MiB (A/B of runtime settings; the limit programs keep the default)")
 	flag.DurationVar(&profileAfter, "profile-after", 300*time.Millisecond, "with -heapprofile: start the 3 s CPU profile this long after each readside process starts (the default catches a drain; ~25s catches the first latency step)")
 	flag.StringVar(&logDir, "logdir", "", "write the readside processes' logs here instead of the test bed's directory, which is removed at the end")
-	flag.StringVar(&heapDir, "heapprofile", "", "serve pprof in the readside processes and keep each one's heap profile at its largest heap in use (<role>-<pid>.heap) and a CPU profile of 3 s (<role>-<pid>.cpu; see -profile-after) here")
+	flag.StringVar(&heapDir, "heapprofile", "", "serve pprof in the readside processes and keep each one's heap profile at its largest RSS (<role>-<pid>.heap) and a CPU profile of 3 s (<role>-<pid>.cpu; see -profile-after) here")
 	flag.StringVar(&prebuilt, "readside", "", "use this readside binary instead of building ./cmd/readside (before/after comparisons)")
 	flag.StringVar(&outageFlag, "outage", "", "length of the sink outage in the end-to-end step (default 2m, 10s with -quick; 0 skips it)")
 	flag.StringVar(&brokerJVM, "broker-jvm", "test", "JVM settings of the Kafka broker: test (the e2e tests' serial GC and C1 JIT only; the default: on 2 cores it leaves the most CPU to the rest, docs/benchmarks.md tuning log 21) or production (Kafka's start scripts: G1, 1 GiB heap, full JIT)")

@@ -107,14 +107,3 @@ func TestSinkProxyCutAndRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-func TestGaugeValue(t *testing.T) {
-	text := "# HELP go_memstats_heap_inuse_bytes_total x\ngo_memstats_heap_inuse_bytes_total 7\n" +
-		"# TYPE go_memstats_heap_inuse_bytes gauge\ngo_memstats_heap_inuse_bytes 4.194304e+07\nprocess_resident_memory_bytes 1\n"
-	if v, ok := gaugeValue(text, "go_memstats_heap_inuse_bytes"); !ok || v != 41943040 {
-		t.Errorf("go_memstats_heap_inuse_bytes = %d, %v; want 41943040, true (not the _total sample before it)", v, ok)
-	}
-	if _, ok := gaugeValue(text, "go_goroutines"); ok {
-		t.Error("a metric that is not there was found")
-	}
-}

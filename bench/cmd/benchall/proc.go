@@ -53,7 +53,7 @@ func startReadside(bin, cfgPath, role, logPath, httpAddr string) (*proc, error) 
 	p := &proc{cmd: cmd, httpAddr: httpAddr, peak: make(chan int64, 1), stop: cancel}
 	go func() { p.peak <- testbed.SamplePeakRSS(ctx, cmd.Process.Pid) }()
 	if heapDir != "" {
-		go keepLargestHeap(ctx, httpAddr, filepath.Join(heapDir, fmt.Sprintf("%s-%d.heap", role, cmd.Process.Pid)))
+		go keepLargestHeap(ctx, cmd.Process.Pid, httpAddr, filepath.Join(heapDir, fmt.Sprintf("%s-%d.heap", role, cmd.Process.Pid)))
 		go func() { // and a CPU profile of 3 s from -profile-after on
 			time.Sleep(profileAfter)
 			if prof, err := httpGet(ctx, "http://"+httpAddr+"/debug/pprof/profile?seconds=3"); err == nil {
@@ -64,43 +64,26 @@ func startReadside(bin, cfgPath, role, logPath, httpAddr string) (*proc, error) 
 	return p, nil
 }
 
-// keepLargestHeap samples the process's heap in use every 200 ms (the
-// go_memstats_heap_inuse_bytes gauge of its /metrics, cheap to read) and
-// writes its heap profile to path whenever that is a new largest, so the
-// profile shows what held memory at the peak rather than at the end.
-// Until session 13 it read the text heap profile (?debug=1) every time:
-// formatting every sampled stack cost the process under test ~20% of its
-// CPU in a latency step's profile.
-func keepLargestHeap(ctx context.Context, addr, path string) {
-	var largest int64
+// keepLargestHeap samples the process's resident memory every 200 ms
+// (/proc, which costs the process nothing) and writes its heap profile to
+// path whenever that is a new largest, so the profile shows what held
+// memory at the peak RSS the bench reports rather than at the end. Until
+// session 13 it read the text heap profile (?debug=1) every time for its
+// HeapInuse line: formatting every sampled stack took ~20% of the
+// process's CPU in a latency step's profile.
+func keepLargestHeap(ctx context.Context, pid int, addr, path string) {
+	var largest float64
 	for ctx.Err() == nil {
 		time.Sleep(200 * time.Millisecond)
-		text, err := httpGet(ctx, "http://"+addr+"/metrics")
-		if err != nil {
-			continue
-		}
-		inuse, ok := gaugeValue(string(text), "go_memstats_heap_inuse_bytes")
-		if !ok || inuse <= largest {
+		rss := currentRSS(pid)
+		if rss <= largest {
 			continue
 		}
 		if prof, err := httpGet(ctx, "http://"+addr+"/debug/pprof/heap"); err == nil {
-			largest = inuse
+			largest = rss
 			_ = os.WriteFile(path, prof, 0o644)
 		}
 	}
-}
-
-// gaugeValue finds an unlabelled sample in Prometheus text exposition.
-func gaugeValue(text, name string) (int64, bool) {
-	for line := range strings.Lines(text) {
-		rest, ok := strings.CutPrefix(line, name+" ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-		return int64(v), err == nil
-	}
-	return 0, false
 }
 
 func httpGet(ctx context.Context, url string) ([]byte, error) {
