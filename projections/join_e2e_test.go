@@ -304,11 +304,11 @@ func TestJoinShuffledHistory(t *testing.T) {
 	bed := testbed.Get(t)
 	s := newShop(t, bed, "-")
 	ctx := t.Context()
-	runTailer(t, bed, s.cfg)
+	tl := runTailer(t, bed, s.cfg)
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	s.write(t, seed, 3000)
-	waitTailer(t, bed, s.cfg) // the workload's last transaction is published
+	waitPublished(t, bed, tl) // the workload's last transaction is published
 
 	records := topicRecords(t, s.cfg.Kafka.Brokers, s.p.Topics()...)
 	rng := rand.New(rand.NewPCG(seed, 3))

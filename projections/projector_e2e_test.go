@@ -206,10 +206,11 @@ func TestOutOfOrderAndDuplicates(t *testing.T) {
 	cfg, src, sinkDB := setup(t, bed)
 	p, sink := prepare(t, bed, cfg, sinkDB)
 	ctx := t.Context()
-	runTailer(t, bed, cfg)
+	tl := runTailer(t, bed, cfg)
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	writeMessages(t, bed, src, seed, 2000)
+	waitPublished(t, bed, tl)
 
 	// Read the whole history from the topic.
 	var count int
@@ -239,7 +240,7 @@ func TestOutOfOrderAndDuplicates(t *testing.T) {
 }
 
 // runTailer runs a tailer until the test ends and waits until it streams.
-func runTailer(t *testing.T, bed *testbed.Bed, cfg config.Config) {
+func runTailer(t *testing.T, bed *testbed.Bed, cfg config.Config) *cdc.Tailer {
 	t.Helper()
 	tl, err := cdc.New(cfg, cfg.Kafka.Brokers, logger(), nil)
 	if err != nil {
@@ -255,6 +256,31 @@ func runTailer(t *testing.T, bed *testbed.Bed, cfg config.Config) {
 		}
 	})
 	waitTailer(t, bed, cfg)
+	return tl
+}
+
+// waitPublished waits until tl has committed to Kafka everything the
+// source's binlog holds now, so a read of the topics sees every write
+// made before the call (a topic that is quiet for a while may only have
+// a slow tailer behind it).
+func waitPublished(t *testing.T, bed *testbed.Bed, tl *cdc.Tailer) {
+	t.Helper()
+	end, err := bed.MySQL.CurrentPosition(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at cdc.Position
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if cp := tl.Status().Checkpoint; cp != nil {
+			at = cp.Position
+			if at.File > end.File || at.File == end.File && at.Pos >= end.Pos {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the tailer's checkpoint is at %s:%d after 60s; the source's binlog ends at %s:%d", at.File, at.Pos, end.File, end.Pos)
 }
 
 // waitTailer waits for the tailer's first checkpoint.
@@ -280,7 +306,8 @@ func waitTailer(t *testing.T, bed *testbed.Bed, cfg config.Config) {
 }
 
 // topicRecords reads every committed record of the topics from the start,
-// until they stay quiet for 3 seconds.
+// until they stay quiet for 3 seconds (after waitPublished, to be sure
+// the tailer is not merely slow).
 func topicRecords(t *testing.T, brokers []string, topics ...string) []*kgo.Record {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topics...),

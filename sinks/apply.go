@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	driver "github.com/go-sql-driver/mysql"
+
 	"github.com/readside/readside/projections"
 )
 
@@ -103,7 +105,17 @@ func appendValues(args []any, vals []projections.Value) []any {
 // A child write and a parent write of the same key in two concurrent
 // transactions meet at step 1's row lock, so whichever commits second
 // sees the other's rows: a child can never keep a stale parent copy.
-func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *projections.Batch) (err error) {
+func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *projections.Batch) error {
+	err := s.applyOnce(ctx, p, b, false)
+	if guardFired(err) {
+		// An upsert may lie under a tombstone or truncation: the batch
+		// again, filtered by the lookup (rare outside replays).
+		err = s.applyOnce(ctx, p, b, true)
+	}
+	return err
+}
+
+func (s *MySQL) applyOnce(ctx context.Context, p *projections.Projection, b *projections.Batch, lookup bool) (err error) {
 	// READ COMMITTED (every sink connection's level, readCommitted): each
 	// statement reads the latest committed rows, which step 4 relies on
 	// after step 1's locks; no gap locks between batches.
@@ -117,6 +129,10 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 		}
 	}()
 	a := applier{ctx: ctx, run: run, p: p, stale: b.Stale, limit: s.stmtLimit(), rowAlias: s.rowAlias, comment: "/* readside " + strings.ReplaceAll(p.Name, "*/", "") + " */ "}
+	// Pipelined statements guard instead of looking up (shadowGuard): one
+	// round trip less per batch. One at a time looks up either way.
+	_, pipelined := run.(*pipeline)
+	a.lookup = lookup || !pipelined
 
 	keys := a.parentKeys(b)
 	for i, j := range p.Joins {
@@ -161,6 +177,7 @@ type applier struct {
 	limit    int   // parameter bytes per statement
 	rowAlias bool  // MySQL 8 upsert syntax
 	skipped  int64 // counted into stale only when the transaction commits
+	lookup   bool  // read the tombstones before the upserts (dropShadowed), not shadowGuard
 }
 
 // exec runs a statement whose result is not read. Its error may come
@@ -407,7 +424,12 @@ func (a *applier) readRows(writes []projections.Write) error {
 	}
 	if len(upserts) > 0 {
 		var err error
-		if upserts, err = a.dropShadowed(upserts); err != nil {
+		if !a.lookup {
+			err = a.shadowGuard(upserts)
+		} else {
+			upserts, err = a.dropShadowed(upserts)
+		}
+		if err != nil {
 			return err
 		}
 		if err := a.upsert(upserts); err != nil {
@@ -415,6 +437,51 @@ func (a *applier) readRows(writes []projections.Write) error {
 		}
 	}
 	return a.delete(deletes)
+}
+
+// shadowGuard is dropShadowed without its round trip: a statement sent
+// with the upserts that fails — and with it the rest of the packet, the
+// COMMIT included — when a tombstone of one of the batch's keys, or the
+// projection's truncation, is at least as new as the batch's oldest
+// upsert. Otherwise no upsert can be shadowed (dropShadowed would keep
+// them all), so the batch goes through with nothing skipped, and it only
+// costs the server the lookup it did before. Live, tombstones are older
+// than the writes that follow them, so the guard fires in replays and
+// after out-of-order delivery, where apply runs the batch again with the
+// lookup.
+//
+// A statement cannot fail on a condition in plain SQL on both MySQL and
+// MariaDB (SIGNAL needs a stored program), so the guard asks for a scalar
+// subquery that has two rows exactly when the condition holds: error 1242
+// (ER_SUBQUERY_NO_1_ROW), which nothing else in a batch can raise. It is a
+// SET, not a DO: MariaDB's DO turns the error into a warning.
+func (a *applier) shadowGuard(ups []projections.Write) error {
+	oldest := ups[0].Version
+	for _, w := range ups[1:] {
+		oldest = min(oldest, w.Version)
+	}
+	for _, sp := range cut(len(ups), lookupChunk, func(i int) int { return len(ups[i].Key) + 9 }, a.limit) {
+		part := ups[sp[0]:sp[1]]
+		args := []any{a.p.Name}
+		for _, w := range part {
+			args = append(args, []byte(w.Key))
+		}
+		args = append(args, oldest, a.p.Name, oldest)
+		err := a.exec("SET @readside_shadowed = (SELECT 1 FROM (SELECT 1 AS two UNION ALL SELECT 2) AS rows2 WHERE"+
+			" EXISTS (SELECT 1 FROM `_readside_tombstones` WHERE projection = ? AND key_text IN (?"+strings.Repeat(", ?", len(part)-1)+") AND version >= ?)"+
+			" OR EXISTS (SELECT 1 FROM `_readside_truncations` WHERE projection = ? AND version >= ?))", args...)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// guardFired reports whether err is shadowGuard's, wherever in the
+// packet it surfaced (the next query, exec or the commit).
+func guardFired(err error) bool {
+	var me *driver.MySQLError
+	return errors.As(err, &me) && me.Number == 1242
 }
 
 // dropShadowed removes upserts a newer (or equal) delete or truncate

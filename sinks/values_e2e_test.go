@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/readside/readside/e2e/testbed"
@@ -128,25 +129,40 @@ func TestApplyLateUpsertsUnderTruncateAndTombstones(t *testing.T) {
 		}
 		return projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(id), Values: projections.ValuesOf(vals...), Version: version}
 	}
-	apply := func(ws ...projections.Write) {
+	// apply applies ws as one batch and checks how many of them the sink
+	// skipped as shadowed (the stale-skipped metric counts these).
+	apply := func(skipped int64, ws ...projections.Write) {
 		t.Helper()
-		if err := sink.Apply(ctx, p, &projections.Batch{Writes: ws}); err != nil {
+		var stale atomic.Int64
+		if err := sink.Apply(ctx, p, &projections.Batch{Writes: ws, Stale: &stale}); err != nil {
 			t.Fatal(err)
 		}
+		if got := stale.Load(); got != skipped {
+			t.Fatalf("the sink skipped %d upserts of the batch as shadowed, want %d", got, skipped)
+		}
 	}
-	apply(up(1, 10), up(2, 10))
-	apply(projections.Write{Kind: projections.Truncate, Version: 20})
+	apply(0, up(1, 10), up(2, 10))
+	apply(0, projections.Write{Kind: projections.Truncate, Version: 20})
 	var late []projections.Write
 	for id := 1; id <= 1200; id++ { // three chunks, all older than the truncation
 		late = append(late, up(id, 15))
 	}
-	apply(append(late, up(1201, 25), up(1202, 25))...)
+	apply(1200, append(late, up(1201, 25), up(1202, 25))...)
 	del := projections.Write{Kind: projections.Delete, Key: "1202", Values: projections.ValuesOf(1202), Version: 30} // Values: the key columns
-	apply(del)
-	apply(up(1202, 28), up(1201, 26))
+	apply(0, del)
+	apply(1, up(1202, 28), up(1201, 26))
 	got := testbed.RowsText(t, bed.MySQL.DB(), "SELECT id, v FROM `"+sinkDB+"`.t_copy ORDER BY id")
 	if want := "1201|26|\n"; got != want {
 		t.Fatalf("read table after truncation, late upserts and a delete:\n%swant:\n%s", got, want)
+	}
+	// Newer than the tombstone and the truncation: back, nothing skipped.
+	apply(0, up(1202, 31), up(1203, 32))
+	// A batch whose oldest upsert is shadowed and whose others are not, in
+	// one chunk: only that one is skipped.
+	apply(1, up(1202, 30), up(1204, 33))
+	got = testbed.RowsText(t, bed.MySQL.DB(), "SELECT id, v FROM `"+sinkDB+"`.t_copy ORDER BY id")
+	if want := "1201|26|\n1202|31|\n1203|32|\n1204|33|\n"; got != want {
+		t.Fatalf("read table after upserts newer than the tombstone:\n%swant:\n%s", got, want)
 	}
 }
 
