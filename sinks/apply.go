@@ -11,9 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
-
-	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/readside/readside/projections"
 )
@@ -106,27 +103,7 @@ func appendValues(args []any, vals []projections.Value) []any {
 // A child write and a parent write of the same key in two concurrent
 // transactions meet at step 1's row lock, so whichever commits second
 // sees the other's rows: a child can never keep a stale parent copy.
-func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *projections.Batch) error {
-	// After the guard fired, the projection's batches look up first for
-	// a while: a replay meets its tombstones batch after batch, and a
-	// batch the guard stops is written twice.
-	until, _ := s.lookupUntil.Load(p.Name)
-	lookup := until != nil && time.Now().Before(until.(time.Time))
-	err := s.applyOnce(ctx, p, b, lookup)
-	if !lookup && guardFired(err) {
-		// An upsert lies under a tombstone or truncation: the batch
-		// again, filtered by the lookup.
-		s.lookupUntil.Store(p.Name, time.Now().Add(lookupAfterShadow))
-		err = s.applyOnce(ctx, p, b, true)
-	}
-	return err
-}
-
-// lookupAfterShadow is how long a projection's batches look up their
-// tombstones first after one of its batches met one (see apply).
-const lookupAfterShadow = 30 * time.Second
-
-func (s *MySQL) applyOnce(ctx context.Context, p *projections.Projection, b *projections.Batch, lookup bool) (err error) {
+func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *projections.Batch) (err error) {
 	// READ COMMITTED (every sink connection's level, readCommitted): each
 	// statement reads the latest committed rows, which step 4 relies on
 	// after step 1's locks; no gap locks between batches.
@@ -140,10 +117,6 @@ func (s *MySQL) applyOnce(ctx context.Context, p *projections.Projection, b *pro
 		}
 	}()
 	a := applier{ctx: ctx, run: run, p: p, stale: b.Stale, limit: s.stmtLimit(), rowAlias: s.rowAlias, comment: "/* readside " + strings.ReplaceAll(p.Name, "*/", "") + " */ "}
-	// Pipelined statements guard instead of looking up (shadowGuard): one
-	// round trip less per batch. One at a time looks up either way.
-	_, pipelined := run.(*pipeline)
-	a.lookup = lookup || !pipelined
 
 	keys := a.parentKeys(b)
 	for i, j := range p.Joins {
@@ -188,7 +161,6 @@ type applier struct {
 	limit    int   // parameter bytes per statement
 	rowAlias bool  // MySQL 8 upsert syntax
 	skipped  int64 // counted into stale only when the transaction commits
-	lookup   bool  // read the tombstones before the upserts (dropShadowed), not shadowGuard
 }
 
 // exec runs a statement whose result is not read. Its error may come
@@ -435,12 +407,7 @@ func (a *applier) readRows(writes []projections.Write) error {
 	}
 	if len(upserts) > 0 {
 		var err error
-		if !a.lookup {
-			err = a.shadowGuard(upserts)
-		} else {
-			upserts, err = a.dropShadowed(upserts)
-		}
-		if err != nil {
+		if upserts, err = a.dropShadowed(upserts); err != nil {
 			return err
 		}
 		if err := a.upsert(upserts); err != nil {
@@ -448,68 +415,6 @@ func (a *applier) readRows(writes []projections.Write) error {
 		}
 	}
 	return a.delete(deletes)
-}
-
-// shadowGuard is dropShadowed without its round trip: a statement sent
-// with the upserts that fails — and with it the rest of the packet, the
-// COMMIT included — when a tombstone of one of the batch's keys is at
-// least as new as that key's upsert, or the projection's truncation at
-// least as new as the batch's oldest upsert: exactly when dropShadowed
-// would drop one. Otherwise the batch goes through with nothing skipped,
-// and the check costs the server what the lookup did (the same index
-// probes; the per-key versions are a CASE over the few tombstones the IN
-// list finds). Live, tombstones are older than the writes that follow
-// them, so the guard fires in replays and after out-of-order delivery,
-// where apply runs the batch again with the lookup.
-//
-// A statement cannot fail on a condition in plain SQL on both MySQL and
-// MariaDB (SIGNAL needs a stored program), so the guard asks for a scalar
-// subquery that has two rows exactly when the condition holds: error 1242
-// (ER_SUBQUERY_NO_1_ROW), which nothing else in a batch can raise. It is a
-// SET, not a DO: MariaDB's DO turns the error into a warning.
-func (a *applier) shadowGuard(ups []projections.Write) error {
-	// A batch has one write per key; the oldest version per key all the
-	// same, so the check stays exact if it ever had more.
-	first := make(map[string]int, len(ups))
-	keys := make([]projections.Write, 0, len(ups))
-	oldest := ups[0].Version
-	for _, w := range ups {
-		oldest = min(oldest, w.Version)
-		if i, ok := first[w.Key]; ok {
-			keys[i].Version = min(keys[i].Version, w.Version)
-			continue
-		}
-		first[w.Key] = len(keys)
-		keys = append(keys, projections.Write{Key: w.Key, Version: w.Version})
-	}
-	for _, sp := range cut(len(keys), lookupChunk, func(i int) int { return 2*len(keys[i].Key) + 40 }, a.limit) {
-		part := keys[sp[0]:sp[1]]
-		args := make([]any, 0, 3*len(part)+5)
-		args = append(args, a.p.Name)
-		for _, w := range part {
-			args = append(args, []byte(w.Key))
-		}
-		args = append(args, oldest)
-		for _, w := range part {
-			args = append(args, []byte(w.Key), w.Version)
-		}
-		args = append(args, a.p.Name, oldest)
-		err := a.exec("SET @readside_shadowed = (SELECT 1 FROM (SELECT 1 AS two UNION ALL SELECT 2) AS rows2 WHERE"+
-			" EXISTS (SELECT 1 FROM `_readside_tombstones` WHERE projection = ? AND key_text IN (?"+strings.Repeat(", ?", len(part)-1)+")"+
-			" AND version >= ? AND version >= CASE key_text"+strings.Repeat(" WHEN ? THEN ?", len(part))+" END)"+
-			" OR EXISTS (SELECT 1 FROM `_readside_truncations` WHERE projection = ? AND version >= ?))", args...)
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// guardFired reports whether err is shadowGuard's, wherever in the
-// packet it surfaced (the next query, exec or the commit).
-func guardFired(err error) bool {
-	var me *driver.MySQLError
-	return errors.As(err, &me) && me.Number == 1242
 }
 
 // dropShadowed removes upserts a newer (or equal) delete or truncate

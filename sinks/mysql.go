@@ -17,7 +17,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
@@ -28,9 +27,6 @@ import (
 // MySQL is one sink server (one shard).
 type MySQL struct {
 	db *sql.DB
-	// lookupUntil maps a projection's name to when its batches go back
-	// from the tombstone lookup to the guard (apply).
-	lookupUntil sync.Map
 	// pipe, when set, is the pool batches are applied through: the same
 	// connections with multi-statement packets allowed (pipeline). Every
 	// other statement (DDL, offsets on assignment, checks) goes through db.

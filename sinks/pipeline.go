@@ -44,11 +44,11 @@ func (t txStmts) rollback()                    { _ = t.tx.Rollback() }
 // pipeline sends a transaction in as few round trips as its reads allow.
 // Statements whose results the batch does not read wait and go out in one
 // multi-statement packet with the next query, or with the COMMIT: a caught-up
-// batch of a projection without joins is one round trip (START TRANSACTION,
-// the tombstone guard, the upserts, deletes, offsets, watermarks and
+// batch of a projection without joins is two round trips (START TRANSACTION
+// and the tombstone lookup; the upserts, deletes, offsets, watermarks and
 // COMMIT) instead of six. On a busy sink each round trip costs a few
 // milliseconds, which is most of a small batch's commit → visible time
-// (docs/benchmarks.md, tuning logs 24 and 35).
+// (docs/benchmarks.md, tuning log 24).
 //
 // It stays one transaction with the same statements in the same order: the
 // server runs a packet's statements in order and stops at the first that

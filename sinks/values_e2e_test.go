@@ -186,39 +186,6 @@ func TestApplyLateUpsertsUnderTruncateAndTombstones(t *testing.T) {
 	}
 }
 
-// TestShadowGuardPerKey: the statement that replaces the tombstone lookup
-// (shadowGuard) stops a batch only when one of its upserts is really
-// shadowed: a tombstone newer than the batch's oldest upsert but older than
-// its own key's upsert lets the batch through in one go (no ROLLBACK on the
-// server), and a shadowed upsert rolls the batch back, which then skips
-// just that upsert.
-func TestShadowGuardPerKey(t *testing.T) {
-	v := newVersioned(t, "g")
-	rollbacks := func() int {
-		t.Helper()
-		var name string
-		var n int
-		if err := testbed.Get(t).MySQL.DB().QueryRowContext(t.Context(), "SHOW GLOBAL STATUS LIKE 'Com_rollback'").Scan(&name, &n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	v.apply(0, v.up(1, 10), v.up(2, 10))
-	v.apply(0, v.del(1, 30))
-	before := rollbacks()
-	v.apply(0, v.up(2, 11), v.up(1, 31))
-	if n := rollbacks() - before; n != 0 {
-		t.Fatalf("%d batches rolled back: the guard stopped a batch none of whose upserts a tombstone shadows", n)
-	}
-	v.apply(1, v.up(1, 29), v.up(3, 40))
-	if n := rollbacks() - before; n != 1 {
-		t.Fatalf("%d batches rolled back, want 1: the guard let a shadowed upsert through", n)
-	}
-	if got, want := v.rows(), "1|31|\n2|11|\n3|40|\n"; got != want {
-		t.Fatalf("read table:\n%swant:\n%s", got, want)
-	}
-}
-
 // TestSinkConnectionsReadCommitted: apply's join argument (a parent change
 // and a child write meet at the state-row lock, and the second one's
 // fan-out reads the first one's committed rows) needs READ COMMITTED,
