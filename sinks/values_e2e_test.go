@@ -113,75 +113,55 @@ func TestApplyWritesValuesExactly(t *testing.T) {
 	}
 }
 
-// versioned is a copy of a table (id INT PRIMARY KEY, v INT) to which a
-// test applies writes whose v is their version.
-type versioned struct {
-	t    *testing.T
-	p    *projections.Projection
-	sink *sinks.Sharded
-	db   string
-}
-
-func newVersioned(t *testing.T, prefix string) *versioned {
-	bed := testbed.Get(t)
-	src, sinkDB := sourceAndSink(t, bed, prefix, "id INT PRIMARY KEY, v INT")
-	p, sink := copyTable(t, bed, src, sinkDB, map[string]string{"id": "id", "v": "v"})
-	return &versioned{t: t, p: p, sink: sink, db: sinkDB}
-}
-
-func (v *versioned) up(id int, version uint64) projections.Write {
-	vals := make([]any, len(v.p.Columns))
-	for i, c := range v.p.Columns {
-		vals[i] = map[string]any{"id": id, "v": int(version)}[c.Name]
-	}
-	return projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(id), Values: projections.ValuesOf(vals...), Version: version}
-}
-
-func (v *versioned) del(id int, version uint64) projections.Write {
-	return projections.Write{Kind: projections.Delete, Key: fmt.Sprint(id), Values: projections.ValuesOf(id), Version: version} // Values: the key columns
-}
-
-// apply applies ws as one batch and checks how many of them the sink
-// skipped as shadowed (the stale-skipped metric counts these).
-func (v *versioned) apply(skipped int64, ws ...projections.Write) {
-	v.t.Helper()
-	var stale atomic.Int64
-	if err := v.sink.Apply(v.t.Context(), v.p, &projections.Batch{Writes: ws, Stale: &stale}); err != nil {
-		v.t.Fatal(err)
-	}
-	if got := stale.Load(); got != skipped {
-		v.t.Fatalf("the sink skipped %d upserts of the batch as shadowed, want %d", got, skipped)
-	}
-}
-
-func (v *versioned) rows() string {
-	return testbed.RowsText(v.t, testbed.Get(v.t).MySQL.DB(), "SELECT id, v FROM `"+v.db+"`.t_copy ORDER BY id")
-}
-
 // TestApplyLateUpsertsUnderTruncateAndTombstones: after a truncation at
 // version 20, upserts older than it are skipped in every 500-row chunk of a
 // batch (the floor is read with the first chunk's tombstones), newer ones
-// land, and a delete's tombstone keeps an older upsert of its key out.
+// land, and a delete's tombstone keeps an older upsert of its key out. Each
+// batch's count of skipped upserts (the stale-skipped metric) is checked.
 func TestApplyLateUpsertsUnderTruncateAndTombstones(t *testing.T) {
-	v := newVersioned(t, "t")
-	v.apply(0, v.up(1, 10), v.up(2, 10))
-	v.apply(0, projections.Write{Kind: projections.Truncate, Version: 20})
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, sinkDB := sourceAndSink(t, bed, "t", "id INT PRIMARY KEY, v INT")
+	p, sink := copyTable(t, bed, src, sinkDB, map[string]string{"id": "id", "v": "v"})
+	up := func(id int, version uint64) projections.Write {
+		vals := make([]any, len(p.Columns))
+		for i, c := range p.Columns {
+			vals[i] = map[string]any{"id": id, "v": int(version)}[c.Name]
+		}
+		return projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(id), Values: projections.ValuesOf(vals...), Version: version}
+	}
+	apply := func(skipped int64, ws ...projections.Write) {
+		t.Helper()
+		var stale atomic.Int64
+		if err := sink.Apply(ctx, p, &projections.Batch{Writes: ws, Stale: &stale}); err != nil {
+			t.Fatal(err)
+		}
+		if got := stale.Load(); got != skipped {
+			t.Fatalf("the sink skipped %d upserts of the batch as shadowed, want %d", got, skipped)
+		}
+	}
+	rows := func() string {
+		return testbed.RowsText(t, bed.MySQL.DB(), "SELECT id, v FROM `"+sinkDB+"`.t_copy ORDER BY id")
+	}
+	apply(0, up(1, 10), up(2, 10))
+	apply(0, projections.Write{Kind: projections.Truncate, Version: 20})
 	var late []projections.Write
 	for id := 1; id <= 1200; id++ { // three chunks, all older than the truncation
-		late = append(late, v.up(id, 15))
+		late = append(late, up(id, 15))
 	}
-	v.apply(1200, append(late, v.up(1201, 25), v.up(1202, 25))...)
-	v.apply(0, v.del(1202, 30))
-	v.apply(1, v.up(1202, 28), v.up(1201, 26))
-	if got, want := v.rows(), "1201|26|\n"; got != want {
+	apply(1200, append(late, up(1201, 25), up(1202, 25))...)
+	del := projections.Write{Kind: projections.Delete, Key: "1202", Values: projections.ValuesOf(1202), Version: 30} // Values: the key columns
+	apply(0, del)
+	apply(1, up(1202, 28), up(1201, 26))
+	if got, want := rows(), "1201|26|\n"; got != want {
 		t.Fatalf("read table after truncation, late upserts and a delete:\n%swant:\n%s", got, want)
 	}
 	// Newer than the tombstone and the truncation: back, nothing skipped.
-	v.apply(0, v.up(1202, 31), v.up(1203, 32))
+	apply(0, up(1202, 31), up(1203, 32))
 	// A batch whose oldest upsert is shadowed and whose other is not: only
 	// that one is skipped.
-	v.apply(1, v.up(1202, 30), v.up(1204, 33))
-	if got, want := v.rows(), "1201|26|\n1202|31|\n1203|32|\n1204|33|\n"; got != want {
+	apply(1, up(1202, 30), up(1204, 33))
+	if got, want := rows(), "1201|26|\n1202|31|\n1203|32|\n1204|33|\n"; got != want {
 		t.Fatalf("read table after upserts newer than the tombstone:\n%swant:\n%s", got, want)
 	}
 }
