@@ -7,7 +7,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # Packages whose tests need the test bed (MariaDB + Kafka).
-E2E_PKGS  ?= ./cdc/... ./projections/... ./sinks/... ./verify/... ./e2e/...
+E2E_PKGS  ?= ./cdc/... ./projections/... ./sinks/... ./verify/... ./e2e/... ./bench/internal/...
 E2E_TIMEOUT ?= 40m
 
 .PHONY: all build docker test test-unit e2e e2e-kfake e2e-containers bench bench-quick bench-peers bench-instructions demo lint testbed-up testbed-down clean

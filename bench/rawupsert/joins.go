@@ -93,6 +93,7 @@ func runJoins(ctx context.Context, cfg config.Config, p *projections.Projection,
 		if err := reset(ctx, true); err != nil {
 			return err
 		}
+		settlePoint(ctx, sink, &best, pt)
 		load, cpu0 := benchio.Load1(), benchio.SelfCPU()
 		t := time.Now()
 		if err := applyAll(ctx, sink, &jp, conns); err != nil {

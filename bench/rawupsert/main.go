@@ -30,6 +30,7 @@ import (
 	"flag"
 	"fmt"
 	"hash/fnv"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -51,6 +52,7 @@ func main() {
 	recPath := flag.String("records", "", "record file (benchall writes <bench dir>/<workload>.records)")
 	sweep := flag.String("sweep", DefaultSweep, "comma-separated batch-rows x connections points")
 	joins := flag.Bool("joins", false, "measure the join's statements too: every record, parents included, batched by the projector's Build (batch rows = records), partitions dealt to connections (see joins.go)")
+	flag.DurationVar(&settleLimit, "settle", 0, "before each point, wait up to this long for MariaDB to flush its dirty pages and purge its undo history (benchall passes its -settle; 0: do not wait)")
 	flag.Parse()
 	if err := run(*cfgPath, *name, *recPath, *sweep, *joins); err != nil {
 		benchio.Fail("rawupsert", err)
@@ -144,6 +146,7 @@ func run(cfgPath, name, recPath, sweepText string, joins bool) error {
 				conns[i] = append(conns[i], &projections.Batch{Writes: part[lo:min(lo+pt.BatchRows, len(part))]})
 			}
 		}
+		settlePoint(ctx, sink, &best, pt)
 		load, cpu0 := benchio.Load1(), benchio.SelfCPU()
 		t := time.Now()
 		if err := applyAll(ctx, sink, &raw, conns); err != nil {
@@ -160,6 +163,24 @@ func run(cfgPath, name, recPath, sweepText string, joins bool) error {
 	}
 	benchio.Emit(best)
 	return nil
+}
+
+// settleLimit is -settle.
+var settleLimit time.Duration
+
+// settlePoint lets MariaDB flush and purge what the point before wrote
+// (benchio.SettleInnoDB), so that every point starts alike and the sweep's
+// later points do not pay for the earlier ones. A failure is reported on
+// stderr and the point runs unsettled.
+func settlePoint(ctx context.Context, sink *sinks.MySQL, best *benchio.Result, pt benchio.Point) {
+	if settleLimit <= 0 {
+		return
+	}
+	s, err := benchio.SettleInnoDB(ctx, sink.DB(), fmt.Sprintf("B2 %dx%d", pt.BatchRows, pt.Connections), settleLimit)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rawupsert: warning:", err)
+	}
+	best.Settles = append(best.Settles, s)
 }
 
 // applyAll applies each connection's batches in order, the connections

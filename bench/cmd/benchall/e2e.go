@@ -140,6 +140,7 @@ func (e *env) runEndToEnd(ctx context.Context, w workload, fractions []float64, 
 	}
 	defer cl.Close()
 
+	e.settle(ctx, w.Name+": the end-to-end drain")
 	res.Rate.Load1 = loadavg()
 	p, err := startReadside(e.bin, cfgPath, "all", cfgPath+".all.log", freeAddr())
 	if err != nil {
@@ -213,6 +214,7 @@ func (e *env) runEndToEnd(ctx context.Context, w workload, fractions []float64, 
 	// and one more at half the drain rate (what the fractions were taken
 	// of until session 9), so runs stay comparable.
 	time.Sleep(2 * time.Second)
+	e.settle(ctx, w.Name+": live capacity")
 	live, err := e.liveCapacity(ctx, gen, proj, liveDur(stepDur))
 	if err != nil {
 		return nil, fmt.Errorf("live capacity: %w", err)
@@ -243,6 +245,7 @@ func (e *env) runEndToEnd(ctx context.Context, w workload, fractions []float64, 
 	for i, rate := range offered {
 		f := rate / capacity
 		time.Sleep(2 * time.Second)
+		e.settle(ctx, fmt.Sprintf("%s: latency at %.0f rows/s", w.Name, rate))
 		s0 := smp.now()
 		step, err := e.latencyStep(ctx, gen, p, probe, proj.Table, f, rate, stepDur)
 		if err != nil {
@@ -256,6 +259,7 @@ func (e *env) runEndToEnd(ctx context.Context, w workload, fractions []float64, 
 	probe.close()
 	if od.outage > 0 {
 		time.Sleep(2 * time.Second)
+		e.settle(ctx, w.Name+": sink outage")
 		if res.Outage, err = e.runOutage(ctx, gen, p, px, smp, proj, 0.5, 0.5*capacity, od); err != nil {
 			return nil, fmt.Errorf("sink outage: %w", err)
 		}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/readside/readside/bench/internal/benchio"
 )
 
 // The limits B0, B1 and B2 are their own programs (bench/rawparse,
@@ -38,6 +40,8 @@ type limitResult struct {
 	Sweep      []b2Point `json:"sweep"`
 	ReadRows   int64     `json:"read_rows"`   // rawupsert -joins
 	JoinedRows []int64   `json:"joined_rows"` // rawupsert -joins
+	// Settles: rawupsert's waits for MariaDB before each point (-settle).
+	Settles []benchio.Settle `json:"settles"`
 }
 
 // runLimit runs one limit program and decodes its result.
@@ -55,5 +59,6 @@ func (e *env) runLimit(ctx context.Context, prog string, args ...string) (limitR
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
 		return res, fmt.Errorf("%s printed %q: %w", prog, stdout.String(), err)
 	}
+	e.settles = append(e.settles, res.Settles...)
 	return res, nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/readside/readside/bench/internal/benchio"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/projections"
@@ -56,6 +57,7 @@ func main() {
 	// the test bed's page misses (docs/benchmarks.md, tuning log 33).
 	flag.StringVar(&mariadbArgs, "mariadb-args", "--innodb-buffer-pool-size=2G", "space-separated extra mariadbd options for the test bed's server, after its own (named in the report; \"\" for the test bed's server as is)")
 	flag.DurationVar(&quietWait, "quiet-wait", 90*time.Second, "wait up to this long for a 1-minute load below 1.5 before starting")
+	flag.DurationVar(&settleLimit, "settle", time.Minute, "before each stage, wait up to this long for MariaDB to flush its dirty pages and purge its undo history, so a stage does not pay for the writes of the one before (20s at most with -quick; 0: do not wait, as before session 15)")
 	chartFrom := flag.String("chart-from", "", "only redraw the PNG chart from this latest.json (into -out)")
 	peersRun := flag.Bool("peers", false, "make bench-peers: Debezium (Kafka Connect standalone) next to readside on the narrow workloads; writes peers.json and peers.md")
 	flag.Parse()
@@ -86,6 +88,7 @@ var (
 	fixedRates   string
 	brokerJVM    string
 	mariadbArgs  string
+	settleLimit  time.Duration
 )
 
 func workloads(quick bool) []workload {
@@ -120,6 +123,10 @@ type results struct {
 	DurationS  float64          `json:"duration_s"`
 	LoadBefore float64          `json:"load1_before"`
 	LoadAfter  float64          `json:"load1_after"`
+	// SettleLimitS is -settle; Settles are the waits for MariaDB to flush
+	// and purge before each stage.
+	SettleLimitS float64          `json:"settle_limit_s"`
+	Settles      []benchio.Settle `json:"settles,omitempty"`
 }
 
 type hostInfo struct {
@@ -148,6 +155,9 @@ type env struct {
 	serverID uint32
 	log      *slog.Logger
 	profile  string
+	// settles is every wait for MariaDB to settle before a stage, the limit
+	// programs' included (benchio.SettleInnoDB).
+	settles []benchio.Settle
 }
 
 func run(quick bool, outDir, only, profile string, skipE2E bool) error {
@@ -161,7 +171,9 @@ func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 	res.LoadBefore = load
 	if quick {
 		limitSweep = quickSweep
+		settleLimit = min(settleLimit, 20*time.Second)
 	}
+	res.SettleLimitS = settleLimit.Seconds()
 	e, err := newEnv(ctx, bed)
 	if err != nil {
 		return err
@@ -210,6 +222,7 @@ func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 	}
 	res.DurationS = time.Since(start).Seconds()
 	res.LoadAfter = loadavg()
+	res.Settles = e.settles
 	return writeResults(outDir, &res)
 }
 
@@ -268,6 +281,24 @@ func newEnv(ctx context.Context, bed *testbed.Bed) (*env, error) {
 	}
 	e.adm = kadm.NewClient(e.kcl)
 	return e, nil
+}
+
+// settle waits, up to -settle, for MariaDB to write its dirty pages and
+// purge its undo history before stage (benchio.SettleInnoDB). A server
+// that will not settle is reported, not fatal: the stage then measures
+// what it always did.
+func (e *env) settle(ctx context.Context, stage string) {
+	if settleLimit <= 0 {
+		return
+	}
+	s, err := benchio.SettleInnoDB(ctx, e.bed.MySQL.DB(), stage, settleLimit)
+	if err != nil {
+		logf("warning: %v", err)
+	}
+	if !s.Settled {
+		logf("warning: MariaDB did not settle before %s within %s (dirty pages %d, undo history %d at the start)", stage, settleLimit, s.DirtyPages, s.HistoryLength)
+	}
+	e.settles = append(e.settles, s)
 }
 
 func (e *env) close() {

@@ -91,6 +91,9 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 	if err != nil {
 		return r, err
 	}
+	// B0 and the tailer read the binlog the backlog just wrote; its pages
+	// are flushed first so neither competes with InnoDB's page cleaner.
+	e.settle(ctx, w.Name+": B0 and the tailer drain")
 
 	// B0 (bench/rawparse): go-mysql's raw parse of the same binlog range,
 	// rows decoded and discarded, best of three (one run lasts about a
@@ -146,7 +149,7 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 	}
 	r.B1 = b1.rate
 	// B2 (bench/rawupsert): the projection's writes, not coalesced, swept.
-	b2, err := e.runLimit(ctx, "rawupsert", "-config", cfgPath, "-projection", proj.Name, "-records", recFile, "-sweep", limitSweep)
+	b2, err := e.runLimit(ctx, "rawupsert", "-config", cfgPath, "-projection", proj.Name, "-records", recFile, "-sweep", limitSweep, "-settle", settleLimit.String())
 	if err != nil {
 		return r, err
 	}
@@ -156,7 +159,7 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 	// of a join to compare like with like.
 	var b2j limitResult
 	if len(proj.Joins) > 0 {
-		bj, err := e.runLimit(ctx, "rawupsert", "-joins", "-config", cfgPath, "-projection", proj.Name, "-records", recFile, "-sweep", limitSweep)
+		bj, err := e.runLimit(ctx, "rawupsert", "-joins", "-config", cfgPath, "-projection", proj.Name, "-records", recFile, "-sweep", limitSweep, "-settle", settleLimit.String())
 		if err != nil {
 			return r, err
 		}
@@ -168,6 +171,7 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 	if err := e.createReadTable(ctx, proj); err != nil {
 		return r, err
 	}
+	e.settle(ctx, w.Name+": the projector drain")
 	if r.Projector, r.ProjectorRows, err = e.projectorDrain(ctx, cfgPath, proj, w.Events); err != nil {
 		return r, err
 	}

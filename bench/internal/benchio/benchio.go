@@ -38,6 +38,8 @@ type Result struct {
 	// JoinedRows), for benchall to compare with the projector's.
 	ReadRows   int64   `json:"read_rows,omitempty"`
 	JoinedRows []int64 `json:"joined_rows,omitempty"`
+	// rawupsert -settle: the waits for MariaDB before each point.
+	Settles []Settle `json:"settles,omitempty"`
 }
 
 // JoinedRows counts a read table's rows and, per join, the rows showing a
