@@ -294,8 +294,7 @@ func (e *env) settle(ctx context.Context, stage string) {
 	s, err := benchio.SettleInnoDB(ctx, e.bed.MySQL.DB(), stage, settleLimit)
 	if err != nil {
 		logf("warning: %v", err)
-	}
-	if !s.Settled {
+	} else if !s.Settled {
 		logf("warning: MariaDB did not settle before %s within %s (dirty pages %d, undo history %d at the start)", stage, settleLimit, s.DirtyPages, s.HistoryLength)
 	}
 	e.settles = append(e.settles, s)

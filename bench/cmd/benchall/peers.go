@@ -26,6 +26,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/readside/readside/bench/internal/benchio"
 	"github.com/readside/readside/bench/peers"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/sinks"
@@ -49,6 +50,10 @@ type peersResults struct {
 	DurationS  float64           `json:"duration_s"`
 	LoadBefore float64           `json:"load1_before"`
 	LoadAfter  float64           `json:"load1_after"`
+	// Settles: the waits for MariaDB to flush and purge before each stage,
+	// Debezium's as readside's, so both start alike (-settle).
+	SettleLimitS float64          `json:"settle_limit_s"`
+	Settles      []benchio.Settle `json:"settles,omitempty"`
 }
 
 type peerWorkload struct {
@@ -90,6 +95,10 @@ func runPeers(quick bool, outDir, only string) error {
 		return err
 	}
 	res.LoadBefore = load
+	if quick {
+		settleLimit = min(settleLimit, 20*time.Second)
+	}
+	res.SettleLimitS = settleLimit.Seconds()
 	if bed.Kafka.Kind != "kafka" {
 		return fmt.Errorf("make bench-peers needs the real Apache Kafka broker (Kafka Connect runs against it); unset E2E_BROKER (it is %q)", bed.Kafka.Kind)
 	}
@@ -161,6 +170,7 @@ func runPeers(quick bool, outDir, only string) error {
 	}
 	res.DurationS = time.Since(start).Seconds()
 	res.LoadAfter = loadavg()
+	res.Settles = e.settles
 	return writePeers(outDir, &res)
 }
 
@@ -544,6 +554,7 @@ func (d *dbz) runWorkload(ctx context.Context, w workload, pw *peerWorkload) err
 	if err := gen.backlog(ctx); err != nil {
 		return err
 	}
+	d.e.settle(ctx, w.Name+": Debezium's source drain")
 	var err error
 	if pw.Source, err = d.sourceDrain(ctx, v, offsets, w); err != nil {
 		return fmt.Errorf("source drain: %w", err)
@@ -562,6 +573,7 @@ func (d *dbz) runWorkload(ctx context.Context, w workload, pw *peerWorkload) err
 	}
 	// The server's INSERT statement count around the sink drain (nothing
 	// else writes meanwhile) shows how well the sink batches.
+	d.e.settle(ctx, w.Name+": Debezium's sink drain")
 	ins0 := d.comInsert(ctx)
 	if pw.Sink, err = d.sinkDrain(ctx, v, w); err != nil {
 		return fmt.Errorf("sink drain: %w", err)
@@ -747,6 +759,7 @@ func (d *dbz) runLatency(ctx context.Context, rates []float64, stepDur time.Dura
 	gen := newGenerator(w, d.e.bed.MySQL.DB(), d.srcDB, "latency")
 	var dbzSteps []latencyStep
 	for i, rt := range append([]float64{rates[0]}, rates...) {
+		d.e.settle(ctx, fmt.Sprintf("Debezium: latency at %.0f rows/s", rt))
 		st, err := dbzEnv.latencyStep(ctx, gen, c.proc, nil, v["SINK_TABLE"], 0, rt, stepDur)
 		if err == nil {
 			err = c.healthy()
@@ -789,6 +802,7 @@ func (d *dbz) runLatency(ctx context.Context, rates []float64, stepDur time.Dura
 	defer p.end()
 	rgen := newGenerator(w, d.e.bed.MySQL.DB(), d.e.srcDB, "latency")
 	for i, rt := range append([]float64{rates[0]}, rates...) {
+		d.e.settle(ctx, fmt.Sprintf("readside: latency at %.0f rows/s", rt))
 		st, err := d.e.latencyStep(ctx, rgen, p, nil, ps[0].Table, 0, rt, stepDur)
 		if err != nil {
 			return fmt.Errorf("readside at %.0f rows/s: %w", rt, err)
@@ -825,6 +839,7 @@ func peersMarkdown(res *peersResults) string {
 	fmt.Fprintf(&b, "%s, commit %s, %d CPUs, %s; broker %s; MariaDB %s; Debezium %s (MariaDB source, JDBC sink) in Kafka Connect %s standalone on %s, -Xms1g -Xmx1g. 1-minute load average %.2f before the run, %.2f after. Took %.0f s.\n\n",
 		res.StartedAt.Format("2006-01-02 15:04 MST"), res.Host.Commit, res.Host.CPUs, res.Host.GoVer, res.Broker, res.MariaDB, res.Debezium,
 		testbed.KafkaVersion, res.JVM, res.LoadBefore, res.LoadAfter, res.DurationS)
+	b.WriteString(settleSummary(res.SettleLimitS, res.Settles))
 	b.WriteString("Rates are source row events per second, both measured in this run on the same seeded stream. Source: binlog backlog → Kafka (readside's tailer; Debezium's MariaDB connector). Sink: the filled topic → the read table (readside's projector; Debezium's JDBC sink, upsert). RSS is the peak over the process's life; CPU is user+system seconds per 1,000 events during the drain. Ratios are readside / Debezium.\n\n")
 	b.WriteString("| workload | events | readside source | Debezium source | **source ratio** | readside sink | Debezium sink | **sink ratio** | readside peak RSS MiB (tailer / projector) | Debezium peak RSS MiB (source / sink) | **memory ratio** |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, w := range res.Workloads {

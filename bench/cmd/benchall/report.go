@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/readside/readside/bench/internal/benchio"
 )
 
 // writeResults writes latest.json and latest.md, with the ratios that are
@@ -59,7 +61,7 @@ func markdown(res *results) string {
 	if res.Host.ReadsideEnv != "" {
 		fmt.Fprintf(&b, "The readside processes ran with `%s`.\n\n", res.Host.ReadsideEnv)
 	}
-	b.WriteString(settleSummary(res))
+	b.WriteString(settleSummary(res.SettleLimitS, res.Settles))
 	b.WriteString("Rates are row events per second. B0: go-mysql parses the same binlog range, rows discarded (best of 3). B1: the tailer's records produced again to the same broker (franz-go, acks=all, idempotent; best of 3). B2: the projection's own writes through the sink's multi-row version-guarded upsert, best of a batch/connection sweep, not coalesced, in writes/s; for a projection with joins, the child table's writes alone, without the join (no parent locks, parent state or fan-out). B2 with join statements (projections with joins only): every record of the projection's topics, parents included, built into batches by the projector's own Build (coalesced per key; batch rows = records) and applied with the sink's Apply — parent locks, parent state, child upserts, fan-out, offsets and watermarks, the projector's statements — partitions dealt to connections as the projector does, best of the same sweep, in records (source events)/s. Projector rates count source events consumed; `rows/s` is read-table writes after coalescing per key.\n\n")
 	b.WriteString("| workload | events | record B | B0 parse | B1 produce | tailer | **tailer / min(B0,B1)** | B2 upsert | projector (events/s) | projector rows/s | **projector / B2** | B2 with join statements | **projector / B2-join** |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, w := range res.Workloads {
@@ -112,14 +114,14 @@ func markdown(res *results) string {
 
 // settleSummary says how long the run waited for MariaDB to flush and
 // purge before its stages (-settle), and which stages started unsettled.
-func settleSummary(res *results) string {
-	if res.SettleLimitS <= 0 {
+func settleSummary(limitS float64, settles []benchio.Settle) string {
+	if limitS <= 0 {
 		return "The stages did not wait for MariaDB to settle (`-settle 0`): each one started with whatever the one before left InnoDB to flush and purge.\n\n"
 	}
 	var total, longest float64
 	var longestStage string
 	var unsettled []string
-	for _, s := range res.Settles {
+	for _, s := range settles {
 		total += s.Seconds
 		if s.Seconds > longest {
 			longest, longestStage = s.Seconds, s.Stage
@@ -128,7 +130,7 @@ func settleSummary(res *results) string {
 			unsettled = append(unsettled, s.Stage)
 		}
 	}
-	out := fmt.Sprintf("Before each stage (and each B2 point) the run waited, up to %.0f s, for MariaDB to write its dirty pages and purge its undo history: %d waits, %.1f s in all, the longest %.1f s (%s).", res.SettleLimitS, len(res.Settles), total, longest, longestStage)
+	out := fmt.Sprintf("Before each stage (and each B2 point) the run waited, up to %.0f s, for MariaDB to write its dirty pages and purge its undo history: %d waits, %.1f s in all, the longest %.1f s (%s).", limitS, len(settles), total, longest, longestStage)
 	if len(unsettled) > 0 {
 		out += fmt.Sprintf(" Not settled within the limit: %s.", strings.Join(unsettled, "; "))
 	}
