@@ -194,10 +194,31 @@ func (p *opsPipeline) converge(timeout time.Duration) int {
 			return strings.Count(want, "\n")
 		}
 		if time.Now().After(deadline) {
-			p.t.Fatalf("read table differs from the source after %s (%d vs %d rows); log tail:\n%s", timeout, strings.Count(got, "\n"), strings.Count(want, "\n"), tail(p.logPath))
+			p.t.Fatalf("read table differs from the source after %s (%d vs %d rows)\n%s\nlog tail:\n%s", timeout, strings.Count(got, "\n"), strings.Count(want, "\n"), rowDiff(got, want, 10), tail(p.logPath))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// rowDiff lists up to n rows (sender|created_at|id|body) the read table
+// has and the source does not, and n the other way: rows left behind by a
+// lost delete or key move look different from rows never written.
+func rowDiff(got, want string, n int) string {
+	only := func(a, b string) []string {
+		in := map[string]bool{}
+		for _, l := range strings.Split(b, "\n") {
+			in[l] = true
+		}
+		var out []string
+		for _, l := range strings.Split(a, "\n") {
+			if l != "" && !in[l] {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	extra, missing := only(got, want), only(want, got)
+	return fmt.Sprintf("in the read table only (%d): %v\nin the source only (%d): %v", len(extra), extra[:min(n, len(extra))], len(missing), missing[:min(n, len(missing))])
 }
 
 func (p *opsPipeline) log() string {
