@@ -143,31 +143,39 @@ func apply(state map[string]testEvent, e testEvent) {
 func diffState(state map[string]testEvent, want map[string]string) int {
 	diff := 0
 	for id, n := range want {
-		e, ok := state[`{"id":`+id+`}`]
-		if !ok || e.Op == "d" || fmt.Sprint(e.After["n"]) != n {
+		if keyDiff(state, id, n) != "" {
 			diff++
 		}
 	}
 	return diff + max(0, len(state)-len(want))
 }
 
-// diffSample names up to n keys whose state differs from want, with both
-// sides' values, so a failure says whether the topic is behind the source
-// (a change lost) or ahead of it (a write the source read missed).
+// keyDiff says how the topic's state of id differs from the source's n,
+// or "" when it does not; with both sides' values, so a failure says
+// whether the topic is behind the source (a change lost) or ahead of it
+// (a write the source read missed).
+func keyDiff(state map[string]testEvent, id, n string) string {
+	e, ok := state[`{"id":`+id+`}`]
+	switch {
+	case !ok:
+		return fmt.Sprintf("id %s: missing from the topic, source n=%s", id, n)
+	case e.Op == "d":
+		return fmt.Sprintf("id %s: deleted in the topic (version %v), source n=%s", id, e.Version, n)
+	case fmt.Sprint(e.After["n"]) != n:
+		return fmt.Sprintf("id %s: topic n=%v (op %s, version %v), source n=%s", id, e.After["n"], e.Op, e.Version, n)
+	}
+	return ""
+}
+
+// diffSample names up to n keys whose state differs from want (keyDiff).
 func diffSample(state map[string]testEvent, want map[string]string, n int) string {
 	var out []string
 	for id, v := range want {
 		if len(out) == n {
 			break
 		}
-		e, ok := state[`{"id":`+id+`}`]
-		switch {
-		case !ok:
-			out = append(out, fmt.Sprintf("id %s: missing from the topic, source n=%s", id, v))
-		case e.Op == "d":
-			out = append(out, fmt.Sprintf("id %s: deleted in the topic (version %v), source n=%s", id, e.Version, v))
-		case fmt.Sprint(e.After["n"]) != v:
-			out = append(out, fmt.Sprintf("id %s: topic n=%v (op %s, version %v), source n=%s", id, e.After["n"], e.Op, e.Version, v))
+		if d := keyDiff(state, id, v); d != "" {
+			out = append(out, d)
 		}
 	}
 	return strings.Join(out, "; ")

@@ -68,6 +68,9 @@ func main() {
 		}
 		return
 	}
+	if *quick {
+		settleLimit = min(settleLimit, 20*time.Second) // make bench-quick and bench-peers -quick
+	}
 	runner := func() error { return run(*quick, *out, *only, *profile, *skipLatency) }
 	if *peersRun {
 		runner = func() error { return runPeers(*quick, *out, *only) }
@@ -171,7 +174,6 @@ func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 	res.LoadBefore = load
 	if quick {
 		limitSweep = quickSweep
-		settleLimit = min(settleLimit, 20*time.Second)
 	}
 	res.SettleLimitS = settleLimit.Seconds()
 	e, err := newEnv(ctx, bed)

@@ -95,9 +95,6 @@ func runPeers(quick bool, outDir, only string) error {
 		return err
 	}
 	res.LoadBefore = load
-	if quick {
-		settleLimit = min(settleLimit, 20*time.Second)
-	}
 	res.SettleLimitS = settleLimit.Seconds()
 	if bed.Kafka.Kind != "kafka" {
 		return fmt.Errorf("make bench-peers needs the real Apache Kafka broker (Kafka Connect runs against it); unset E2E_BROKER (it is %q)", bed.Kafka.Kind)
