@@ -35,9 +35,7 @@ func CheckSource(ctx context.Context, cfg config.Config) []Finding {
 		return out
 	}
 	defer src.Close()
-	var version string
-	_ = src.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version)
-	add("ok", "", "connected to the source at %s:%d (%s, flavor %s)", src.host, src.port, version, src.flavor)
+	add("ok", "", "connected to the source at %s:%d (%s, %s, flavor %s)", src.host, src.port, src.dialect.Server, src.dialect.Server.Version, src.flavor)
 
 	mycnf := "and set it under [mysqld] in the server's my.cnf so a restart keeps it; sessions opened before SET GLOBAL keep the old value until they reconnect"
 	settings := []struct{ name, want, fix string }{
@@ -63,13 +61,13 @@ func CheckSource(ctx context.Context, cfg config.Config) []Finding {
 		if v, err := src.variable(ctx, "binlog_row_value_options"); err == nil && strings.Contains(strings.ToUpper(v), "PARTIAL_JSON") {
 			add("error", "SET GLOBAL binlog_row_value_options=''; "+mycnf, "source binlog_row_value_options is PARTIAL_JSON: readside needs full JSON images")
 		}
-		if v, _ := src.variable(ctx, "gtid_mode"); !strings.EqualFold(v, "ON") {
+		if v, _ := src.variable(ctx, src.dialect.GTIDMode); !strings.EqualFold(v, "ON") {
 			add("warning", "enable GTIDs (gtid_mode=ON and enforce_gtid_consistency=ON, in steps: see the MySQL manual, \"Enabling GTID Transactions Online\")", "source gtid_mode is %s: positions are file:offset and do not survive a failover to another server", v)
 		} else {
 			add("ok", "", "gtid_mode is ON")
 		}
 	} else {
-		if v, _ := src.variable(ctx, "gtid_strict_mode"); v != "1" && !strings.EqualFold(v, "ON") {
+		if v, _ := src.variable(ctx, src.dialect.GTIDMode); v != "1" && !strings.EqualFold(v, "ON") {
 			add("warning", "SET GLOBAL gtid_strict_mode=ON; "+mycnf, "source gtid_strict_mode is off: an out-of-order GTID (e.g. after a botched failover) could make a resume position ambiguous")
 		} else {
 			add("ok", "", "gtid_strict_mode is ON")
@@ -278,12 +276,9 @@ func (s *sourceDB) checkGrants(ctx context.Context, cfg config.Config) []Finding
 	if !gs.has("*", "*", "REPLICATION SLAVE", "REPLICATION REPLICA") {
 		missing(fmt.Sprintf("GRANT REPLICATION SLAVE ON *.* TO %s;", account), "the source user %s lacks REPLICATION SLAVE: it cannot read the binlog", account)
 	}
-	if !gs.has("*", "*", "REPLICATION CLIENT", "BINLOG MONITOR") {
-		fix := fmt.Sprintf("GRANT REPLICATION CLIENT ON *.* TO %s;", account)
-		if s.flavor == "mariadb" {
-			fix = fmt.Sprintf("GRANT BINLOG MONITOR ON *.* TO %s;", account)
-		}
-		missing(fix, "the source user %s lacks %s: it cannot read binlog positions (SHOW MASTER STATUS, SHOW BINARY LOGS)", account, map[bool]string{true: "BINLOG MONITOR", false: "REPLICATION CLIENT"}[s.flavor == "mariadb"])
+	if d := s.dialect; !gs.has("*", "*", "REPLICATION CLIENT", "BINLOG MONITOR") {
+		missing(fmt.Sprintf("GRANT %s ON *.* TO %s;", d.BinlogMonitorPrivilege, account),
+			"the source user %s lacks %s: it cannot read binlog positions (%s, %s)", account, d.BinlogMonitorPrivilege, d.BinlogStatus, d.BinaryLogs)
 	}
 	for _, t := range cfg.Source.Tables {
 		db, tbl, _ := config.SplitTable(t)

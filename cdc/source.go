@@ -14,6 +14,7 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/internal/sqlflavor"
 )
 
 // sourceDB is the SQL side of the source: settings checks, collations,
@@ -29,6 +30,8 @@ type sourceDB struct {
 
 	serverID   uint32 // @@server_id
 	serverUUID string // @@server_uuid (MySQL; "" on MariaDB)
+	// dialect names every version-dependent statement and variable.
+	dialect sqlflavor.Dialect
 }
 
 func openSource(ctx context.Context, dsn, flavor string, tlsCfg config.TLS) (*sourceDB, error) {
@@ -65,31 +68,41 @@ func openSource(ctx context.Context, dsn, flavor string, tlsCfg config.TLS) (*so
 	}
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(4)
-	s := &sourceDB{db: db, tls: tc, flavor: flavor, host: host, port: uint16(port), user: cfg.User, password: cfg.Passwd}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("connecting to the source at %s: %w", cfg.Addr, err)
 	}
-	var sid sql.NullInt64
-	if err := db.QueryRowContext(ctx, "SELECT @@server_id").Scan(&sid); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("reading the source's server_id: %w", err)
-	}
-	s.serverID = uint32(sid.Int64)
-	if s.serverUUID, err = s.variable(ctx, "server_uuid"); err != nil {
+	s, err := newSourceDB(ctx, db, flavor)
+	if err != nil {
 		db.Close()
 		return nil, err
 	}
+	s.tls, s.host, s.port, s.user, s.password = tc, host, uint16(port), cfg.User, cfg.Passwd
+	return s, nil
+}
+
+// newSourceDB reads what the tailer needs to know of a connected source
+// once: its server_id, server_uuid, flavor and version, and so its
+// dialect. flavor "" takes the server's own; source.flavor overrides it
+// for go-mysql, never the statements, which follow the server.
+func newSourceDB(ctx context.Context, db *sql.DB, flavor string) (*sourceDB, error) {
+	s := &sourceDB{db: db, flavor: flavor}
+	var sid sql.NullInt64
+	if err := db.QueryRowContext(ctx, "SELECT @@server_id").Scan(&sid); err != nil {
+		return nil, fmt.Errorf("reading the source's server_id: %w", err)
+	}
+	s.serverID = uint32(sid.Int64)
+	var err error
+	if s.serverUUID, err = s.variable(ctx, "server_uuid"); err != nil {
+		return nil, err
+	}
+	server, err := sqlflavor.Detect(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	s.dialect = sqlflavor.For(server)
 	if s.flavor == "" {
-		var version string
-		if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
-			db.Close()
-			return nil, err
-		}
-		s.flavor = "mysql"
-		if strings.Contains(strings.ToLower(version), "mariadb") {
-			s.flavor = "mariadb"
-		}
+		s.flavor = server.Flavor
 	}
 	return s, nil
 }
@@ -105,6 +118,22 @@ func (s *sourceDB) variable(ctx context.Context, name string) (string, error) {
 		return "", nil
 	}
 	return v.String, err
+}
+
+// variableAny reads a variable renamed between releases under each of
+// names in turn (the new name first) and returns the first the server
+// has; "" when it has none.
+func (s *sourceDB) variableAny(ctx context.Context, names []string) (value, name string, err error) {
+	for _, n := range names {
+		var v sql.NullString
+		err := s.db.QueryRowContext(ctx, "SELECT @@GLOBAL."+n).Scan(&v)
+		var me *driver.MySQLError
+		if errors.As(err, &me) && me.Number == 1193 {
+			continue
+		}
+		return v.String, n, err
+	}
+	return "", "", nil
 }
 
 // checkSettings returns every binlog setting that stops readside from
@@ -171,29 +200,17 @@ func (s *sourceDB) charsets(ctx context.Context) (map[uint64]string, error) {
 // currentPosition is where the binlog ends now.
 func (s *sourceDB) currentPosition(ctx context.Context) (Position, error) {
 	p := Position{Flavor: s.flavor}
-	rows, err := s.db.QueryContext(ctx, "SHOW MASTER STATUS")
+	d := s.dialect
+	res, err := sqlflavor.Query(ctx, s.db, d.BinlogStatus)
 	if err != nil {
-		return p, fmt.Errorf("SHOW MASTER STATUS (needs REPLICATION CLIENT / BINLOG MONITOR): %w", err)
+		return p, fmt.Errorf("%s (needs %s): %w", d.BinlogStatus, d.BinlogMonitorPrivilege, err)
 	}
-	defer rows.Close()
-	if !rows.Next() {
-		return p, errors.New("SHOW MASTER STATUS returned nothing: binary logging is off on the source")
-	}
-	vals, err := scanRaw(rows)
+	st, err := sqlflavor.ParseBinlogStatus(res)
 	if err != nil {
-		return p, err
+		return p, fmt.Errorf("%s: %w", d.BinlogStatus, err)
 	}
-	p.File = string(vals[0])
-	pos, _ := strconv.ParseUint(string(vals[1]), 10, 32)
-	p.Pos = uint32(pos)
-	rows.Close()
-	name := "gtid_executed"
-	if s.flavor == "mariadb" {
-		// Not gtid_current_pos: after a replica without log_slave_updates is
-		// promoted, only gtid_binlog_pos matches its binlog (PeerDB#4523).
-		name = "gtid_binlog_pos"
-	}
-	gtid, err := s.variable(ctx, name)
+	p.File, p.Pos = st.File, st.Pos
+	gtid, err := s.variable(ctx, d.GTIDExecuted)
 	if err != nil {
 		return p, err
 	}
@@ -241,7 +258,7 @@ func (s *sourceDB) checkNotPurged(ctx context.Context, pos Position) error {
 		return err
 	}
 	if len(files) == 0 {
-		return errors.New("SHOW BINARY LOGS returned nothing: binary logging is off on the source")
+		return fmt.Errorf("%s returned nothing: binary logging is off on the source", s.dialect.BinaryLogs)
 	}
 	if pos.GTID == "" {
 		for _, f := range files {
@@ -256,8 +273,8 @@ func (s *sourceDB) checkNotPurged(ctx context.Context, pos Position) error {
 		return err
 	}
 	var purged string
-	if s.flavor == "mysql" {
-		if purged, err = s.variable(ctx, "gtid_purged"); err != nil {
+	if s.dialect.GTIDPurged != "" {
+		if purged, err = s.variable(ctx, s.dialect.GTIDPurged); err != nil {
 			return err
 		}
 		purged = strings.ReplaceAll(purged, "\n", "")
@@ -296,20 +313,12 @@ func (s *sourceDB) checkNotPurged(ctx context.Context, pos Position) error {
 }
 
 func (s *sourceDB) binlogFiles(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, "SHOW BINARY LOGS")
+	d := s.dialect
+	res, err := sqlflavor.Query(ctx, s.db, d.BinaryLogs)
 	if err != nil {
-		return nil, fmt.Errorf("SHOW BINARY LOGS (needs REPLICATION CLIENT / BINLOG MONITOR): %w", err)
+		return nil, fmt.Errorf("%s (needs %s): %w", d.BinaryLogs, d.BinlogMonitorPrivilege, err)
 	}
-	defer rows.Close()
-	var files []string
-	for rows.Next() {
-		vals, err := scanRaw(rows)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, string(vals[0]))
-	}
-	return files, rows.Err()
+	return sqlflavor.ParseBinaryLogs(res)
 }
 
 // scanRaw scans the current row of a result whose shape differs between
@@ -330,17 +339,21 @@ func scanRaw(rows *sql.Rows) ([]sql.RawBytes, error) {
 // retentionSeconds is how long the source keeps binlogs before purging
 // them by age; 0 means it does not.
 func (s *sourceDB) retentionSeconds(ctx context.Context) (int64, error) {
-	v, err := s.variable(ctx, "binlog_expire_logs_seconds")
-	if err != nil {
-		return 0, err
+	for _, name := range s.dialect.BinlogRetention {
+		v, err := s.variable(ctx, name)
+		if err != nil {
+			return 0, err
+		}
+		if name == "expire_logs_days" {
+			d, _ := strconv.ParseFloat(v, 64)
+			if d > 0 {
+				return int64(d * 86400), nil
+			}
+			continue
+		}
+		if n, _ := strconv.ParseInt(v, 10, 64); n > 0 {
+			return n, nil
+		}
 	}
-	if n, _ := strconv.ParseInt(v, 10, 64); n > 0 {
-		return n, nil
-	}
-	days, err := s.variable(ctx, "expire_logs_days")
-	if err != nil {
-		return 0, err
-	}
-	d, _ := strconv.ParseFloat(days, 64)
-	return int64(d * 86400), nil
+	return 0, nil
 }

@@ -23,6 +23,7 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
+	"github.com/readside/readside/internal/sqlflavor"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
@@ -737,34 +738,23 @@ func (v *Verifier) waitSourceLag(ctx context.Context) error {
 	}
 }
 
+// replicaLag reads the source's own replica lag with the statement its
+// release has (SHOW SLAVE STATUS is gone from MySQL 8.4).
 func replicaLag(ctx context.Context, db *sql.DB) (time.Duration, bool, error) {
-	rows, err := db.QueryContext(ctx, "SHOW SLAVE STATUS")
+	server, err := sqlflavor.Detect(ctx, db)
 	if err != nil {
-		return 0, false, fmt.Errorf("reading the source's replica lag (SHOW SLAVE STATUS; grant REPLICATION CLIENT or drop --max-source-lag): %w", err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	if !rows.Next() {
-		return 0, false, rows.Err()
-	}
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if err := rows.Scan(ptrs...); err != nil {
 		return 0, false, err
 	}
-	for i, c := range cols {
-		if c == "Seconds_Behind_Master" {
-			if !vals[i].Valid {
-				return 0, false, errors.New("the source is a replica whose replication is stopped (Seconds_Behind_Master is NULL): start it, or drop --max-source-lag")
-			}
-			s, _ := strconv.Atoi(vals[i].String)
-			return time.Duration(s) * time.Second, true, nil
-		}
+	d := sqlflavor.For(server)
+	res, err := sqlflavor.Query(ctx, db, d.ReplicaStatus)
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the source's replica lag (%s; grant %s or drop --max-source-lag): %w", d.ReplicaStatus, d.ReplicaStatusPrivilege, err)
 	}
-	return 0, false, nil
+	lag, ok, err := sqlflavor.ParseReplicaLag(res)
+	if errors.Is(err, sqlflavor.ErrReplicationStopped) {
+		return 0, false, fmt.Errorf("%w (%s is NULL): start it, or drop --max-source-lag", err, d.SecondsBehind)
+	}
+	return lag, ok, err
 }
 
 // throttle sleeps so the scan stays under MaxRowsPerSecond.

@@ -1,0 +1,114 @@
+package cdc
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/readside/readside/internal/sqlflavor"
+	"github.com/readside/readside/internal/sqlflavor/recorded"
+)
+
+// TestRecordedServers runs the tailer's own source code (newSourceDB,
+// currentPosition, binlogFiles, replicaHosts, checkNotPurged,
+// retentionSeconds, checkSettings) against the recorded answers of each
+// supported release: positions, binlogs and replicas parse right, and no
+// statement the release removed is ever sent (on MySQL 8.4 and 9 a
+// removed statement answers ER_PARSE_ERROR forever).
+func TestRecordedServers(t *testing.T) {
+	servers, err := recorded.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(servers) < 6 {
+		t.Fatalf("%d recordings, want MySQL 5.7, 8.0.21, 8.0, 8.4, 9 and MariaDB 10.11", len(servers))
+	}
+	for _, rs := range servers {
+		t.Run(rs.Name, func(t *testing.T) {
+			ctx := t.Context()
+			db, log := recorded.Open(rs)
+			defer db.Close()
+			src, err := newSourceDB(ctx, db, "")
+			if err != nil {
+				t.Fatalf("newSourceDB: %v", err)
+			}
+			if src.flavor != rs.Expect.Flavor {
+				t.Errorf("flavor %q, want %q", src.flavor, rs.Expect.Flavor)
+			}
+			pos, err := src.currentPosition(ctx)
+			if err != nil {
+				t.Fatalf("currentPosition: %v", err)
+			}
+			if pos.File != rs.Expect.File || pos.Pos != rs.Expect.Pos || pos.GTID != rs.Expect.GTID {
+				t.Errorf("position %s:%d gtid %q, want %s:%d gtid %q", pos.File, pos.Pos, pos.GTID, rs.Expect.File, rs.Expect.Pos, rs.Expect.GTID)
+			}
+			files, err := src.binlogFiles(ctx)
+			if err != nil {
+				t.Fatalf("binlogFiles: %v", err)
+			}
+			if !slices.Equal(files, rs.Expect.Binlogs) {
+				t.Errorf("binlogs %v, want %v", files, rs.Expect.Binlogs)
+			}
+			hosts, err := src.replicaHosts(ctx)
+			if err != nil {
+				t.Fatalf("replicaHosts: %v", err)
+			}
+			var got []recorded.Replica
+			for _, h := range hosts {
+				got = append(got, recorded.Replica{ServerID: h.ServerID, Host: h.Host, Port: h.Port})
+			}
+			if !slices.Equal(got, rs.Expect.Replicas) {
+				t.Errorf("replicas %+v, want %+v", got, rs.Expect.Replicas)
+			}
+			// The checkpoint at the current position is not purged.
+			if err := src.checkNotPurged(ctx, pos); err != nil {
+				t.Errorf("checkNotPurged(%s): %v", pos, err)
+			}
+			if _, err := src.retentionSeconds(ctx); err != nil {
+				t.Errorf("retentionSeconds: %v", err)
+			}
+			if err := src.checkSettings(ctx); err != nil {
+				t.Errorf("checkSettings: %v", err)
+			}
+			v, name, err := src.variableAny(ctx, src.dialect.LogReplicaUpdates)
+			if err != nil || v == "" {
+				t.Errorf("log_replica_updates under %v: %q (%s) %v, want a value under one of the names", src.dialect.LogReplicaUpdates, v, name, err)
+			}
+
+			sent := log.Statements()
+			for _, stmt := range sent {
+				if slices.Contains(rs.Removed, stmt) {
+					t.Errorf("sent %q, which %s removed (it answers ER_PARSE_ERROR)", stmt, rs.Version)
+				}
+			}
+			for _, stmt := range src.dialect.Statements() {
+				if a, ok := rs.Answers[stmt]; !ok || a.Error != nil {
+					t.Errorf("dialect statement %q has no recorded answer on %s (or an error): the table names a statement the release lacks", stmt, rs.Version)
+				}
+			}
+			if !slices.ContainsFunc(sent, func(s string) bool { return strings.HasPrefix(s, "SHOW") }) {
+				t.Error("no SHOW statement was sent: the test no longer reaches the server")
+			}
+		})
+	}
+}
+
+// TestRecordedServersRefuseRemoved is the premise of the test above: a
+// recording answers its removed statements with the server's parse error,
+// so a tailer that sent one would fail, as it would on the real server.
+func TestRecordedServersRefuseRemoved(t *testing.T) {
+	for _, name := range []string{"mysql-8.4", "mysql-9"} {
+		rs, err := recorded.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, _ := recorded.Open(rs)
+		for _, stmt := range []string{"SHOW MASTER STATUS", "SHOW SLAVE HOSTS", "SHOW SLAVE STATUS"} {
+			_, err := sqlflavor.Query(t.Context(), db, stmt)
+			if err == nil || !strings.Contains(err.Error(), "1064") {
+				t.Errorf("%s: %s answered %v, want ER_PARSE_ERROR 1064", name, stmt, err)
+			}
+		}
+		db.Close()
+	}
+}
