@@ -109,11 +109,11 @@ func TestServerIDPreflight(t *testing.T) {
 				}
 			}
 		}()
-		// Registered once SHOW SLAVE HOSTS lists it.
+		// Registered once the source's replica list shows it.
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			var n int
-			rows, err := src.DB().QueryContext(ctx, "SHOW SLAVE HOSTS")
+			rows, err := src.DB().QueryContext(ctx, src.Dialect().ReplicaHosts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,7 +125,7 @@ func TestServerIDPreflight(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatal("the replica never showed in SHOW SLAVE HOSTS")
+				t.Fatal("the replica never showed in " + src.Dialect().ReplicaHosts)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}

@@ -28,7 +28,7 @@ func TestSnapshotUnderLiveWrites(t *testing.T) {
 	}
 	if err := bed.MySQL.Exec(ctx,
 		fmt.Sprintf("CREATE TABLE `%s`.s (id INT PRIMARY KEY, n INT NOT NULL, f FLOAT, ts TIMESTAMP(6) NULL, pad VARCHAR(100))", db),
-		fmt.Sprintf("INSERT INTO `%[1]s`.s SELECT seq, 0, seq / 7, FROM_UNIXTIME(1700000000 + seq), REPEAT('p', 80) FROM `%[1]s`.seq_1_to_%[2]d", db, rows),
+		fmt.Sprintf("INSERT INTO `%s`.s SELECT seq, 0, seq / 7, FROM_UNIXTIME(1700000000 + seq), REPEAT('p', 80) FROM %s", db, testbed.Seq(rows)),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestSnapshotOnRequest(t *testing.T) {
 	}
 	if err := bed.MySQL.Exec(ctx,
 		fmt.Sprintf("CREATE TABLE `%s`.q (a INT NOT NULL, b VARBINARY(8) NOT NULL, v DECIMAL(10,3), PRIMARY KEY (a, b))", db),
-		fmt.Sprintf("INSERT INTO `%[1]s`.q SELECT seq %% 10, UNHEX(HEX(seq)), seq / 1000 FROM `%[1]s`.seq_1_to_1000", db),
+		fmt.Sprintf("INSERT INTO `%s`.q SELECT seq %% 10, UNHEX(HEX(seq)), seq / 1000 FROM %s", db, testbed.Seq(1000)),
 	); err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func TestCheckGrants(t *testing.T) {
 	if err := bed.MySQL.Exec(ctx,
 		"CREATE TABLE `"+db+"`.items (id INT PRIMARY KEY, name VARCHAR(20))",
 		"CREATE USER '"+user+"'@'%' IDENTIFIED BY 'pw'",
-		"GRANT BINLOG MONITOR, SELECT ON *.* TO '"+user+"'@'%'",
+		"GRANT "+bed.MySQL.Dialect().BinlogMonitorPrivilege+", SELECT ON *.* TO '"+user+"'@'%'",
 		"GRANT CREATE, INSERT, UPDATE, DELETE ON readside.* TO '"+user+"'@'%'",
 	); err != nil {
 		t.Fatal(err)

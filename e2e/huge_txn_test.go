@@ -42,7 +42,7 @@ func TestHugeTransaction(t *testing.T) {
 
 	start := time.Now()
 	if err := bed.MySQL.Exec(ctx,
-		fmt.Sprintf("INSERT INTO `%s`.big SELECT seq, 0, REPEAT('x', 150) FROM `%[1]s`.seq_1_to_%[2]d", dbName, rows),
+		fmt.Sprintf("INSERT INTO `%s`.big SELECT seq, 0, REPEAT('x', 150) FROM %s", dbName, testbed.Seq(rows)),
 		fmt.Sprintf("UPDATE `%s`.big SET x = x + 1", dbName)); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -16,11 +15,11 @@ import (
 )
 
 // writeGTID runs one statement on its own connection and returns the
-// GTID MariaDB gave its transaction.
-func writeGTID(t *testing.T, db *sql.DB, stmt string, args ...any) string {
+// GTID (MariaDB) or GTID set (MySQL) covering its transaction.
+func writeGTID(t *testing.T, m *testbed.MySQL, stmt string, args ...any) string {
 	t.Helper()
 	ctx := t.Context()
-	conn, err := db.Conn(ctx)
+	conn, err := m.DB().Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,9 +27,9 @@ func writeGTID(t *testing.T, db *sql.DB, stmt string, args ...any) string {
 	if _, err := conn.ExecContext(ctx, stmt, args...); err != nil {
 		t.Fatal(err)
 	}
-	var gtid string
-	if err := conn.QueryRowContext(ctx, "SELECT @@last_gtid").Scan(&gtid); err != nil || gtid == "" {
-		t.Fatalf("@@last_gtid: %q %v", gtid, err)
+	gtid, err := m.LastGTID(ctx, conn)
+	if err != nil || gtid == "" {
+		t.Fatalf("the write's GTID: %q %v", gtid, err)
 	}
 	return gtid
 }
@@ -81,7 +80,7 @@ func TestWaitReadYourWrites(t *testing.T) {
 		case 0:
 			stmt, args = "DELETE FROM "+table+" WHERE id = ?", []any{i - 2}
 		}
-		gtid := writeGTID(t, db, stmt, args...)
+		gtid := writeGTID(t, bed.MySQL, stmt, args...)
 		start := time.Now()
 		code, body := p.wait(ctx, p.httpAddr, "messages_by_sender", gtid, "10s")
 		slowest = max(slowest, time.Since(start))
@@ -107,7 +106,7 @@ func TestWaitReadYourWrites(t *testing.T) {
 	}
 	t.Logf("30 writes: each visible in the read table when /wait returned 200; slowest /wait %s", slowest)
 
-	gtid := writeGTID(t, db, "INSERT INTO `"+p.src+"`.other VALUES (1)")
+	gtid := writeGTID(t, bed.MySQL, "INSERT INTO `"+p.src+"`.other VALUES (1)")
 	if code, body := p.wait(ctx, p.httpAddr, "messages_by_sender", gtid, "10s"); code != http.StatusOK {
 		t.Errorf("/wait for a GTID that touched no captured table: %d %v", code, body)
 	}
@@ -149,7 +148,7 @@ func TestWaitTimesOutWithoutProjector(t *testing.T) {
 	}) {
 		t.Fatalf("tailer not connected; log:\n%s", tail(p.logPath))
 	}
-	gtid := writeGTID(t, bed.MySQL.DB(), "INSERT INTO `"+p.src+"`.messages VALUES (1, 1, '2026-01-01 00:00:00', 'x')")
+	gtid := writeGTID(t, bed.MySQL, "INSERT INTO `"+p.src+"`.messages VALUES (1, 1, '2026-01-01 00:00:00', 'x')")
 	start := time.Now()
 	code, body := p.wait(ctx, p.httpAddr, "messages_by_sender", gtid, "2s")
 	took := time.Since(start)

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	mysqldriver "github.com/go-sql-driver/mysql" // also registers the database/sql driver
+
+	"github.com/readside/readside/internal/sqlflavor"
 )
 
 // Credentials of the users the test bed creates on a private MariaDB. They are
@@ -52,6 +54,8 @@ type MySQL struct {
 	proc     *process
 	detached bool
 	seq      atomic.Int64
+	// dialect is read from the server on connect.
+	dialect sqlflavor.Dialect
 }
 
 // ServerID is the server_id of the private MariaDB. Binlog clients must use
@@ -145,12 +149,16 @@ func startMariaDB(ctx context.Context, dir string, detached bool, opts MariaDBOp
 		return nil, err
 	}
 	defer rootDB.Close()
+	server, err := sqlflavor.Detect(ctx, rootDB)
+	if err != nil {
+		return nil, err
+	}
 	for _, stmt := range []string{
 		fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'", AdminUser, AdminPassword),
 		fmt.Sprintf("GRANT ALL PRIVILEGES ON *.* TO '%s'@'%%' WITH GRANT OPTION", AdminUser),
 		// What readside's tailer needs and nothing more (docs/operations.md, grants).
 		fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'", ReplUser, ReplPassword),
-		fmt.Sprintf("GRANT REPLICATION SLAVE, BINLOG MONITOR, SELECT ON *.* TO '%s'@'%%'", ReplUser),
+		fmt.Sprintf("GRANT REPLICATION SLAVE, %s, SELECT ON *.* TO '%s'@'%%'", sqlflavor.For(server).BinlogMonitorPrivilege, ReplUser),
 		// The snapshot watermark and request tables (source.snapshot.signal_db).
 		fmt.Sprintf("GRANT CREATE, INSERT, UPDATE, DELETE ON readside.* TO '%s'@'%%'", ReplUser),
 	} {
@@ -270,7 +278,12 @@ func (m *MySQL) connect(ctx context.Context) error {
 	for {
 		err = db.PingContext(ctx)
 		if err == nil {
-			m.db = db
+			server, err := sqlflavor.Detect(ctx, db)
+			if err != nil {
+				db.Close()
+				return err
+			}
+			m.db, m.dialect = db, sqlflavor.For(server)
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -326,36 +339,23 @@ type BinlogPosition struct {
 	GTID string // @@gtid_binlog_pos on MariaDB, @@gtid_executed on MySQL
 }
 
-// CurrentPosition reads where the binlog ends now.
+// CurrentPosition reads where the binlog ends now, with the statement
+// and GTID variable of the server's release.
 func (m *MySQL) CurrentPosition(ctx context.Context) (BinlogPosition, error) {
 	var p BinlogPosition
-	rows, err := m.db.QueryContext(ctx, "SHOW MASTER STATUS")
+	res, err := sqlflavor.Query(ctx, m.db, m.dialect.BinlogStatus)
 	if err != nil {
-		return p, err
+		return p, fmt.Errorf("%s: %w", m.dialect.BinlogStatus, err)
 	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	if !rows.Next() {
-		return p, errors.New("SHOW MASTER STATUS returned nothing: is log_bin on?")
+	st, err := sqlflavor.ParseBinlogStatus(res)
+	if err != nil {
+		return p, fmt.Errorf("%s: %w (is log_bin on?)", m.dialect.BinlogStatus, err)
 	}
-	vals := make([]sql.RawBytes, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
+	p.File, p.Pos = st.File, st.Pos
+	if err := m.db.QueryRowContext(ctx, "SELECT @@GLOBAL."+m.dialect.GTIDExecuted).Scan(&p.GTID); err != nil {
+		return p, fmt.Errorf("reading @@%s: %w", m.dialect.GTIDExecuted, err)
 	}
-	if err := rows.Scan(ptrs...); err != nil {
-		return p, err
-	}
-	p.File = string(vals[0])
-	pos, _ := strconv.ParseUint(string(vals[1]), 10, 32)
-	p.Pos = uint32(pos)
-	rows.Close()
-	if err := m.db.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&p.GTID); err != nil {
-		// MySQL has no gtid_binlog_pos.
-		if err2 := m.db.QueryRowContext(ctx, "SELECT @@gtid_executed").Scan(&p.GTID); err2 != nil {
-			return p, fmt.Errorf("reading GTID position: %w", errors.Join(err, err2))
-		}
-	}
+	p.GTID = strings.ReplaceAll(p.GTID, "\n", "")
 	return p, nil
 }
 
@@ -391,15 +391,11 @@ func (m *MySQL) PurgeAllBinlogs(ctx context.Context) error {
 		if err := m.PurgeBinlogsTo(ctx, pos.File); err != nil {
 			return err
 		}
-		var n int
-		rows, err := m.db.QueryContext(ctx, "SHOW BINARY LOGS")
+		res, err := sqlflavor.Query(ctx, m.db, m.dialect.BinaryLogs)
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			n++
-		}
-		rows.Close()
+		n := len(res.Rows)
 		if n == 1 {
 			return nil
 		}
@@ -455,16 +451,11 @@ func (m *MySQL) Restart(ctx context.Context) error {
 	}
 }
 
-// Flavor is "mariadb" or "mysql" (go-mysql's flavor names), from VERSION().
+// Flavor is "mariadb" or "mysql" (go-mysql's flavor names), from VERSION()
+// and @@version_comment.
 func (m *MySQL) Flavor(ctx context.Context) (string, error) {
-	v, err := m.Version(ctx)
-	if err != nil {
-		return "", err
-	}
-	if strings.Contains(strings.ToLower(v), "mariadb") {
-		return "mariadb", nil
-	}
-	return "mysql", nil
+	server, err := sqlflavor.Detect(ctx, m.db)
+	return server.Flavor, err
 }
 
 // Version returns SELECT VERSION().

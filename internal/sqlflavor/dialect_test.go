@@ -82,7 +82,7 @@ func TestDialect(t *testing.T) {
 		{"MySQL 8.4 LTS removed SHOW MASTER STATUS, SHOW SLAVE HOSTS/STATUS", "8.4.3", mysql82},
 		{"MySQL 9.x like 8.4", "9.1.0", mysql82},
 		{"MariaDB 10.4: before the 10.5 renames", "10.4.34-MariaDB", mariaOld},
-		{"MariaDB 10.5.2 added SHOW BINLOG STATUS and BINLOG MONITOR", "10.5.2-MariaDB", func() want { w := maria1055; return w }()},
+		{"MariaDB 10.5.2 added SHOW BINLOG STATUS and BINLOG MONITOR", "10.5.2-MariaDB", maria1055},
 		{"MariaDB 10.5.9 added REPLICA MONITOR for SHOW REPLICA STATUS", "10.5.9-MariaDB", maria10},
 		{"MariaDB 10.11, the test bed's server", "10.11.14-MariaDB-0+deb12u2", maria10},
 		{"MariaDB 11.x like 10.11", "11.4.5-MariaDB", maria10},

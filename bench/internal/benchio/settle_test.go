@@ -37,7 +37,7 @@ func TestSettleInnoDBFlushesAndRestores(t *testing.T) {
 	// at the default 200 pages/s would take a minute to write.
 	if err := bed.MySQL.Exec(ctx,
 		"CREATE TABLE `"+dbName+"`.t (id BIGINT PRIMARY KEY, b VARCHAR(200))",
-		"INSERT INTO `"+dbName+"`.t SELECT seq, REPEAT('x', 150) FROM `"+dbName+"`.seq_1_to_200000",
+		"INSERT INTO `"+dbName+"`.t SELECT seq, REPEAT('x', 150) FROM "+testbed.Seq(200000),
 	); err != nil {
 		t.Fatal(err)
 	}

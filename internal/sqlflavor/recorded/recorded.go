@@ -144,7 +144,7 @@ type connector struct {
 }
 
 func (c connector) Connect(context.Context) (driver.Conn, error) { return conn(c), nil }
-func (c connector) Driver() driver.Driver                          { return nil }
+func (c connector) Driver() driver.Driver                        { return nil }
 
 type conn connector
 
@@ -186,8 +186,10 @@ func (c conn) Ping(context.Context) error { return nil }
 func (c conn) Prepare(query string) (driver.Stmt, error) {
 	return nil, fmt.Errorf("recorded %s: prepared statements are not recorded (%q)", c.s.Name, query)
 }
-func (c conn) Close() error              { return nil }
-func (c conn) Begin() (driver.Tx, error) { return nil, fmt.Errorf("recorded %s: no transactions", c.s.Name) }
+func (c conn) Close() error { return nil }
+func (c conn) Begin() (driver.Tx, error) {
+	return nil, fmt.Errorf("recorded %s: no transactions", c.s.Name)
+}
 
 type rows struct {
 	a Answer
