@@ -77,7 +77,7 @@ func TestServerIDPreflight(t *testing.T) {
 	}
 	ctx := t.Context()
 	src, _ := startPrivate(t, "serverid", testbed.MariaDBOptions{})
-	if err := src.Exec(ctx, "GRANT REPLICATION MASTER ADMIN ON *.* TO '"+testbed.ReplUser+"'@'%'"); err != nil {
+	if err := src.Exec(ctx, "GRANT "+src.Dialect().ReplicaHostsPrivilege+" ON *.* TO '"+testbed.ReplUser+"'@'%'"); err != nil {
 		t.Fatal(err)
 	}
 	db, err := src.CreateDatabase(ctx, "sidp")
