@@ -112,3 +112,47 @@ func TestRecordedServersRefuseRemoved(t *testing.T) {
 		db.Close()
 	}
 }
+
+// TestRecordedReplicaUpdates: `check` on a source that is a replica reads
+// log_replica_updates under the name its release has and says it is an
+// error when it is off (the replicated changes never reach its binlog).
+func TestRecordedReplicaUpdates(t *testing.T) {
+	for _, c := range []struct {
+		why, server, set, want string
+	}{
+		{"MySQL 8.4 replica with the new name ON", "mysql-8.4", "", "ok"},
+		{"MySQL 8.4 replica with it OFF", "mysql-8.4", "0", "error"},
+		{"MySQL 8.0.21 has only log_slave_updates: read under the old name", "mysql-8.0.21", "0", "error"},
+		{"MariaDB 10.11 primary (no replica status row): nothing to say", "mariadb-10.11", "0", ""},
+	} {
+		rs, err := recorded.Load(c.server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.set != "" {
+			for _, n := range []string{"log_replica_updates", "log_slave_updates"} {
+				if _, ok := rs.Variables[n]; ok {
+					v := c.set
+					rs.Variables[n] = &v
+				}
+			}
+		}
+		db, _ := recorded.Open(rs)
+		src, err := newSourceDB(t.Context(), db, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := src.checkReplicaUpdates(t.Context())
+		db.Close()
+		sev := ""
+		if len(got) > 0 {
+			sev = got[0].Severity
+		}
+		if sev != c.want {
+			t.Errorf("%s: findings %+v, want severity %q", c.why, got, c.want)
+		}
+		if c.want == "error" && !strings.Contains(got[0].Fix, src.dialect.LogReplicaUpdates[0]) {
+			t.Errorf("%s: fix %q does not name %s", c.why, got[0].Fix, src.dialect.LogReplicaUpdates[0])
+		}
+	}
+}

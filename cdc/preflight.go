@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/internal/sqlflavor"
 )
 
 // Finding is one result of CheckSource.
@@ -73,6 +74,7 @@ func CheckSource(ctx context.Context, cfg config.Config) []Finding {
 			add("ok", "", "gtid_strict_mode is ON")
 		}
 	}
+	out = append(out, src.checkReplicaUpdates(ctx)...)
 	if ret, err := src.retentionSeconds(ctx); err != nil {
 		add("warning", "", "reading the binlog retention: %v", err)
 	} else if want := cfg.Check.ExpectedDowntime; ret > 0 && time.Duration(ret)*time.Second < want {
@@ -306,4 +308,27 @@ func (s *sourceDB) checkGrants(ctx context.Context, cfg config.Config) []Finding
 		out = append(out, Finding{Severity: "ok", What: fmt.Sprintf("the source user %s has the grants readside needs", account)})
 	}
 	return out
+}
+
+// checkReplicaUpdates: a source that is itself a replica writes what it
+// applies from its primary to its own binlog only with
+// log_replica_updates (log_slave_updates before MySQL 8.0.26); without
+// it readside never sees those changes. Not knowing whether the source
+// is a replica (the user may not read its replica status) is no finding.
+func (s *sourceDB) checkReplicaUpdates(ctx context.Context) []Finding {
+	d := s.dialect
+	res, err := sqlflavor.Query(ctx, s.db, d.ReplicaStatus)
+	if err != nil || len(res.Rows) == 0 {
+		return nil
+	}
+	v, name, err := s.variableAny(ctx, d.LogReplicaUpdates)
+	switch {
+	case err != nil:
+		return []Finding{{Severity: "warning", What: fmt.Sprintf("the source is a replica; reading @@%s: %v", d.LogReplicaUpdates[0], err)}}
+	case v == "1" || strings.EqualFold(v, "ON"):
+		return []Finding{{Severity: "ok", What: fmt.Sprintf("the source is a replica and writes what it replicates to its binlog (%s is ON)", name)}}
+	default:
+		return []Finding{{Severity: "error", Fix: fmt.Sprintf("set %s=ON under [mysqld] in the replica's my.cnf and restart it (it is not dynamic)", d.LogReplicaUpdates[0]),
+			What: fmt.Sprintf("the source is a replica with %s=%s: changes it replicates from its primary never reach its binlog, so readside never sees them", name, v)}}
+	}
 }
