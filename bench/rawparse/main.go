@@ -8,7 +8,8 @@
 //
 // The source connection (the replication user) comes from the readside
 // config's source.dsn; -from and -to are binlog file:offset positions
-// (SHOW MASTER STATUS before and after writing the backlog).
+// (the binlog position before and after writing the backlog: SHOW BINARY LOG
+// STATUS on MySQL >= 8.2, SHOW BINLOG STATUS on MariaDB >= 10.5.2).
 package main
 
 import (
