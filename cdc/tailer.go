@@ -431,7 +431,7 @@ func (s *stream) syncerConfig() replication.BinlogSyncerConfig {
 		// producer's buffer is the real read-ahead.
 		EventCacheCount: 256,
 		Logger:          t.log.With("component", "binlog"),
-		// Registered as the replica's host (SHOW SLAVE HOSTS): lets the
+		// Registered as the replica's host (the source's replica list): lets the
 		// server_id preflight tell this tailer's own stale session from
 		// another replica.
 		Localhost: replicaHost(t.cfg.TransactionalID()),
