@@ -45,12 +45,6 @@ func TestParse(t *testing.T) {
 // TestDialect is the statement table per release: what readside sends to
 // each, and the privilege it names when one is missing.
 func TestDialect(t *testing.T) {
-	type want struct {
-		binlogStatus, replicaHosts, replicaStatus, secondsBehind string
-		gtidExecuted, gtidPurged, gtidMode                       string
-		logReplicaUpdates                                        []string
-		binlogMonitor, replicaHostsPriv, replicaStatusPriv       string
-	}
 	mysqlOld := want{"SHOW MASTER STATUS", "SHOW SLAVE HOSTS", "SHOW SLAVE STATUS", "Seconds_Behind_Master",
 		"gtid_executed", "gtid_purged", "gtid_mode", []string{"log_slave_updates"}, "REPLICATION CLIENT", "REPLICATION SLAVE", "REPLICATION CLIENT"}
 	mysql8022 := mysqlOld
@@ -107,11 +101,14 @@ func TestDialect(t *testing.T) {
 	}
 }
 
-func fields(w struct {
+// want is a Dialect's fields in the order TestDialect prints them.
+type want struct {
 	binlogStatus, replicaHosts, replicaStatus, secondsBehind string
 	gtidExecuted, gtidPurged, gtidMode                       string
 	logReplicaUpdates                                        []string
 	binlogMonitor, replicaHostsPriv, replicaStatusPriv       string
-}) []string {
+}
+
+func fields(w want) []string {
 	return []string{w.binlogStatus, w.replicaHosts, w.replicaStatus, w.secondsBehind, w.gtidExecuted, w.gtidPurged, w.gtidMode, w.binlogMonitor, w.replicaHostsPriv, w.replicaStatusPriv}
 }
