@@ -23,8 +23,8 @@ type commonFlags struct {
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.configPath, "c", "readside.yaml", "config file")
-	fs.StringVar(&c.configPath, "config", "readside.yaml", "config file")
+	fs.StringVar(&c.configPath, "c", "readside.yaml", "read the config from `FILE`")
+	fs.StringVar(&c.configPath, "config", "readside.yaml", "read the config from `FILE`")
 }
 
 func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
@@ -38,19 +38,18 @@ func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-func runDaemon(args []string, _, stderr io.Writer) int {
+func runDaemon(args []string, stdout, stderr io.Writer) int {
 	// Signals first: a SIGTERM during start-up must stop cleanly too.
 	lc := newLifecycle(stderr)
 	defer lc.stop()
 	ctx := lc.ctx
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("run")
 	var common commonFlags
 	common.register(fs)
-	role := fs.String("role", "all", "all, tailer or projector")
-	httpAddr := fs.String("http", "", "serve /metrics, /healthz, /readyz, /status on this address, e.g. :9100 (default http.listen)")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	role := fs.String("role", "all", "run as `ROLE`: all (the tailer and the projectors), tailer or projector")
+	httpAddr := fs.String("http", "", "serve /metrics, /healthz, /readyz and /status on `ADDR`, e.g. :9100 (default: http.listen in the config)")
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
 	}
 	cfg, err := config.Load(common.configPath, os.Environ())
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -23,14 +22,13 @@ import (
 // answers, the same report read from the stores (sink offsets, broker end
 // offsets, the checkpoint topic).
 func runStatus(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("status")
 	var common commonFlags
 	common.register(fs)
-	addr := fs.String("http", "", "the daemon's --http address (default http.listen, else 127.0.0.1:9100)")
+	addr := fs.String("http", "", "ask the daemon at `ADDR` (default: http.listen in the config, else 127.0.0.1:9100)")
 	asJSON := fs.Bool("json", false, "print the JSON report")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
