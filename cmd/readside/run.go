@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sort"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
@@ -84,7 +86,15 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	cfg.Kafka.Brokers = brokers
 	reg := prometheus.NewRegistry()
 	g, gctx := errgroup.WithContext(ctx)
-	log.Info("starting", "role", *role, "source", cfg.Source.DSN, "brokers", cfg.Kafka.Brokers, "tables", cfg.Source.Tables)
+	var declared []string
+	if *role != "tailer" {
+		for name := range cfg.Projections {
+			declared = append(declared, name)
+		}
+		sort.Strings(declared)
+	}
+	log.Info("starting", "role", *role, "source", cfg.Source.DSN, "brokers", cfg.Kafka.Brokers, "tables", cfg.Source.Tables, "projections", declared)
+	progress := &progressLog{reg: reg, every: cfg.Log.ProgressEvery, log: log, poll: time.Second}
 	if *role != "projector" {
 		tailer, err := cdc.New(cfg, cfg.Kafka.Brokers, log, reg)
 		if err != nil {
@@ -92,6 +102,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		ops.tailer = tailer
+		progress.tailer = tailer
 		g.Go(ops.track("tailer", func() error { return tailer.Run(gctx) }))
 	}
 	if *role != "tailer" {
@@ -103,6 +114,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "readside run:\n%v\n", err)
 			return exitUsage
 		}
+		progress.projections = sortedNames(planned)
 		starter := newProjectorStarter(cfg, g, gctx, ops, log, reg)
 		defer starter.close()
 		for _, pp := range planned {
@@ -126,6 +138,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	if err := ops.serve(cfg, *role, reg); err != nil {
 		log.Error("http endpoint", "err", err)
 	}
+	g.Go(func() error { return progress.run(gctx) })
 	return waitStopped(g, log)
 }
 
