@@ -129,8 +129,8 @@ func readShard(ctx context.Context, db *sql.DB, name string, p *projections.Proj
 	}
 	var version sql.NullInt64
 	var sourceTS sql.NullInt64
-	var appliedAt sql.NullTime
-	err = db.QueryRowContext(ctx, "SELECT MAX(version), MAX(source_ts), MAX(applied_at) FROM `_readside_watermarks` WHERE projection = ?", p.Name).Scan(&version, &sourceTS, &appliedAt)
+	var appliedAt sql.NullFloat64
+	err = db.QueryRowContext(ctx, "SELECT MAX(version), MAX(source_ts), UNIX_TIMESTAMP(MAX(applied_at)) FROM `_readside_watermarks` WHERE projection = ?", p.Name).Scan(&version, &sourceTS, &appliedAt)
 	switch {
 	case err != nil && !noTable(err):
 		errs = append(errs, fmt.Sprintf("reading _readside_watermarks: %v", err))
@@ -141,7 +141,7 @@ func readShard(ctx context.Context, db *sql.DB, name string, p *projections.Proj
 			s.SourceTime = &t
 		}
 		if appliedAt.Valid {
-			t := appliedAt.Time.UTC()
+			t := time.Unix(int64(appliedAt.Float64), 0).UTC()
 			s.AppliedAt = &t
 		}
 	}
