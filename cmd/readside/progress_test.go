@@ -35,7 +35,12 @@ func TestCommittedLine(t *testing.T) {
 	}{
 		{"nothing happened: no line", func() {}, ""},
 		{"source and one projection moved: both reported, the idle projection not",
-			func() { txns.Add(3); events.WithLabelValues("d.t", "c").Add(4); events.WithLabelValues("d.t", "u").Add(1); applied.WithLabelValues("a").Add(5) },
+			func() {
+				txns.Add(3)
+				events.WithLabelValues("d.t", "c").Add(4)
+				events.WithLabelValues("d.t", "u").Add(1)
+				applied.WithLabelValues("a").Add(5)
+			},
 			"[since 1m0s source_transactions 3 events 5 a=[rows=5 lag_seconds=0]]"},
 		{"only a projection moved (a replay): the projection alone",
 			func() { applied.WithLabelValues("b").Add(7) },
