@@ -171,11 +171,11 @@ func fetchStatus(ctx context.Context, addr string) (httpapi.Report, error) {
 
 func printStatus(w io.Writer, r httpapi.Report, note string) {
 	yes := map[bool]string{true: "yes", false: "NO"}
-	fmt.Fprintf(w, "readside status at %s, %s\n", r.Time.Format(time.RFC3339), note)
+	fmt.Fprintln(w, wrap(fmt.Sprintf("readside status at %s, %s", r.Time.Format(time.RFC3339), note), helpWidth, "\n"))
 	if r.From == "daemon" {
 		fmt.Fprintf(w, "healthy: %s   ready: %s\n", yes[r.Healthy], yes[r.Ready])
 		for _, why := range r.NotReady {
-			fmt.Fprintf(w, "  not ready: %s\n", why)
+			fmt.Fprintln(w, "  "+wrap("not ready: "+why, helpWidth-2, "\n    "))
 		}
 	}
 	s := r.Source
@@ -197,7 +197,7 @@ func printStatus(w io.Writer, r httpapi.Report, note string) {
 		fmt.Fprintln(w, "  checkpoint: none yet")
 	}
 	if s.Error != "" {
-		fmt.Fprintf(w, "  error: %s\n", s.Error)
+		fmt.Fprintln(w, "  "+wrap("error: "+s.Error, helpWidth-2, "\n    "))
 	}
 	if len(r.Projections) == 0 {
 		return
