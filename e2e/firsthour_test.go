@@ -39,6 +39,9 @@ func TestInfoLogIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := p.converge(2 * time.Minute)
+	wctx, wcancel := context.WithTimeout(t.Context(), time.Minute)
+	defer wcancel()
+	waitFor(wctx, 200*time.Millisecond, func() bool { return strings.Count(p.log(), "msg=\"caught up: ") >= 2 })
 	if code := d.stop(30 * time.Second); code != 0 {
 		t.Fatalf("exit %d after SIGTERM; log:\n%s", code, tail(p.logPath))
 	}

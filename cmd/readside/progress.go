@@ -21,9 +21,10 @@ import (
 )
 
 // catchUpLag is the lag under which the tailer or a projection counts as
-// caught up: the source commit time has a 1 s resolution, and a live
-// pipeline is a few hundred milliseconds behind.
-const catchUpLag = 2 * time.Second
+// caught up: a live pipeline is a few hundred milliseconds behind, but the
+// source commit time has a 1 s resolution and a loaded box adds seconds
+// to a batch, and the line must not wait for an idle moment.
+const catchUpLag = 5 * time.Second
 
 // progressLog writes the caught-up and committed lines of a run.
 type progressLog struct {
