@@ -50,10 +50,10 @@ func CheckSource(ctx context.Context, cfg config.Config) []Finding {
 		switch {
 		case err != nil:
 			add("error", "", "reading @@%s: %v", s.name, err)
-		case v == "" && s.name == "binlog_row_metadata":
-			add("error", "upgrade the source to MariaDB >= 10.5 or MySQL >= 8.0.1", "source has no binlog_row_metadata setting: readside takes column names and types from FULL row metadata")
 		case strings.EqualFold(v, s.want) || (s.name == "log_bin" && v == "1"):
 			add("ok", "", "%s is %s", s.name, s.want)
+		case s.name == "binlog_row_metadata":
+			rateRowMetadata(add, v, s.fix)
 		default:
 			add("error", s.fix, "source %s is %s, readside needs %s", s.name, v, s.want)
 		}
@@ -101,6 +101,21 @@ func CheckSource(ctx context.Context, cfg config.Config) []Finding {
 		add("ok", "", "all %d captured tables exist and have a primary key", len(cfg.Source.Tables))
 	}
 	return out
+}
+
+// rateRowMetadata rates a binlog_row_metadata other than FULL (v is ""
+// on servers without the setting). The tailer runs without FULL: it keeps
+// a schema history and maps columns by position from it
+// (schema_history.go), so this is a warning with its cost, not an error.
+func rateRowMetadata(add func(sev, fix, format string, args ...any), v, fix string) {
+	const cost = "the binlog does not name the columns, so readside keeps a schema history (topic <prefix>._readside_schema_history) and maps columns by position from it; " +
+		"DDL its parser cannot follow stops the tailer, naming the fix (docs/operations.md, \"Schema history\"). FULL is recommended"
+	if v == "" {
+		add("warning", "upgrade the source to MariaDB >= 10.5 or MySQL >= 8.0.1 to get binlog_row_metadata=FULL",
+			"source has no binlog_row_metadata setting (MySQL 5.7, MariaDB < 10.5): %s", cost)
+		return
+	}
+	add("warning", fix, "source binlog_row_metadata is %s, not FULL: %s", v, cost)
 }
 
 // grant is one parsed line of SHOW GRANTS: privileges on an object.

@@ -203,6 +203,10 @@ type Log struct {
 	Level string `koanf:"level"`
 	// Format: text or json. Default text.
 	Format string `koanf:"format"`
+	// ProgressEvery is how often `readside run` logs a summary of what it
+	// committed since the previous one (nothing when nothing was); 0 turns
+	// the summary off. Default 1m.
+	ProgressEvery time.Duration `koanf:"progress_every"`
 }
 
 // Default is the default layer every loaded config starts from.
@@ -221,7 +225,7 @@ func Default() Config {
 			EmbeddedListen:    "127.0.0.1:9092",
 		},
 		DataDir:         "./data",
-		Log:             Log{Level: "info", Format: "text"},
+		Log:             Log{Level: "info", Format: "text", ProgressEvery: time.Minute},
 		HTTP:            HTTP{ReadyMaxLag: 30 * time.Second},
 		ShutdownTimeout: 30 * time.Second,
 		Check:           Check{ExpectedDowntime: 24 * time.Hour},

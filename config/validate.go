@@ -96,6 +96,9 @@ func (c Config) Validate() error {
 	default:
 		bad("log.format %q: want text or json", c.Log.Format)
 	}
+	if c.Log.ProgressEvery < 0 {
+		bad("log.progress_every %s is negative: want a duration like 1m, or 0 for no progress summary", c.Log.ProgressEvery)
+	}
 	if len(c.Kafka.Brokers) == 0 {
 		if err := CheckLoopback(c.Kafka.EmbeddedListen); err != nil {
 			bad("kafka.embedded_listen: %v", err)

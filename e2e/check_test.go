@@ -41,11 +41,14 @@ func checkConfig(dsn, table string, brokers []string, sinkDSN string) string {
 }
 
 // TestCheckStatementFormat: a source running binlog_format=STATEMENT makes
-// check exit 1 naming the setting and both halves of the fix.
+// check exit 1 naming the setting and both halves of the fix. The same
+// source runs binlog_row_metadata=NO_LOG (MariaDB's default), which readside
+// runs with (it keeps a schema history): a warning naming that cost, not a
+// problem, so once the format is fixed check exits 0.
 func TestCheckStatementFormat(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	src, err := testbed.StartMariaDBArgs(ctx, filepath.Join(bed.Dir(), "stmt-source"), nil, "--binlog-format=STATEMENT")
+	src, err := testbed.StartMariaDBArgs(ctx, filepath.Join(bed.Dir(), "stmt-source"), nil, "--binlog-format=STATEMENT", "--binlog-row-metadata=NO_LOG")
 	t.Cleanup(func() {
 		if src != nil {
 			if err := src.Close(); err != nil {
@@ -59,14 +62,30 @@ func TestCheckStatementFormat(t *testing.T) {
 	if err := src.Exec(ctx, "CREATE DATABASE shop", "CREATE TABLE shop.items (id INT PRIMARY KEY, name VARCHAR(20))"); err != nil {
 		t.Fatal(err)
 	}
-	code, out := runCheck(t, checkConfig(src.ReplDSN(), "shop.items", bed.Kafka.Brokers(), ""))
+	cfg := checkConfig(src.ReplDSN(), "shop.items", bed.Kafka.Brokers(), "")
+	code, out := runCheck(t, cfg)
 	t.Logf("readside check:\n%s", out)
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
-	for _, want := range []string{"binlog_format is STATEMENT, readside needs ROW", "fix: SET GLOBAL binlog_format=ROW", "my.cnf", "1 problem(s)"} {
+	noLog := []string{"WARNING source       source binlog_row_metadata is NO_LOG, not FULL", "keeps a schema history", "maps columns by position", "FULL is recommended", "fix: SET GLOBAL binlog_row_metadata=FULL"}
+	for _, want := range append([]string{"binlog_format is STATEMENT, readside needs ROW", "fix: SET GLOBAL binlog_format=ROW", "my.cnf", "1 problem(s)"}, noLog...) {
 		if !strings.Contains(out, want) {
 			t.Errorf("check output lacks %q", want)
+		}
+	}
+
+	if err := src.Exec(ctx, "SET GLOBAL binlog_format=ROW"); err != nil {
+		t.Fatal(err)
+	}
+	code, out = runCheck(t, cfg)
+	t.Logf("readside check, ROW and NO_LOG:\n%s", out)
+	if code != 0 {
+		t.Errorf("binlog_row_metadata=NO_LOG alone: exit %d, want 0 (a warning)", code)
+	}
+	for _, want := range append([]string{"binlog_format is ROW", "0 problem(s)"}, noLog...) {
+		if !strings.Contains(out, want) {
+			t.Errorf("check output with ROW and NO_LOG lacks %q", want)
 		}
 	}
 }

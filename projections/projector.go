@@ -16,7 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/plugin/kslog"
+
+	"github.com/readside/readside/internal/kafkalog"
 )
 
 // Projector keeps one projection's read table up to date from its topics
@@ -142,7 +143,7 @@ func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { owned.add(m) }),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { owned.remove(m) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { owned.remove(m) }),
-		kgo.WithLogger(kslog.New(pr.log)),
+		kgo.WithLogger(kafkalog.New(pr.log)),
 	}
 	if pr.o.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(pr.o.InstanceID+"-"+pr.p.Name))
@@ -617,7 +618,7 @@ func (pr *Projector) isolate(ctx context.Context, b *Batch) error {
 
 func (pr *Projector) openDLQ(ctx context.Context) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(pr.o.Brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.WithLogger(kslog.New(pr.log)))
+		kgo.WithLogger(kafkalog.New(pr.log)))
 	if err != nil {
 		return err
 	}

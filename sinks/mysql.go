@@ -204,6 +204,10 @@ func (s *MySQL) DB() *sql.DB { return s.db }
 
 func q(ident string) string { return "`" + strings.ReplaceAll(ident, "`", "``") + "`" }
 
+// QuoteIdent quotes a table or column name for the sink (for commands
+// that query read tables, like `readside status`).
+func QuoteIdent(ident string) string { return q(ident) }
+
 // Exec runs DDL statements.
 func (s *MySQL) Exec(ctx context.Context, stmts []string) error {
 	for _, st := range stmts {

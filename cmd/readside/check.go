@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,13 +18,12 @@ import (
 // sinks, prints every finding (problems with their fix) and exits 1 when
 // any is an error.
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("check")
 	var common commonFlags
 	common.register(fs)
 	quiet := fs.Bool("q", false, "print only problems and warnings")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
 	}
 	cfg, err := config.Load(common.configPath, os.Environ())
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 )
 
 // Exit codes, documented in docs/operations.md ("Exit codes").
@@ -27,32 +28,58 @@ var (
 )
 
 type verb struct {
-	name    string
-	summary string
-	run     func(args []string, stdout, stderr io.Writer) int
+	name     string
+	summary  string   // one line: what the command does
+	synopsis string   // the arguments after the verb in the usage line
+	examples []string // command lines shown under "example:"
+	run      func(args []string, stdout, stderr io.Writer) int
 }
 
 func verbs() []verb {
 	return []verb{
-		{"run", "the daemon: tail, publish and project", runDaemon},
-		{"check", "validate the config against the live source, broker and sinks", runCheck},
-		{"plan", "print (or --apply) the DDL of every read table", runPlan},
-		{"snapshot", "online, lock-free snapshot of existing rows into the topics", runSnapshot},
-		{"replay", "re-apply history to a projection, or --rebuild it", runReplay},
-		{"verify", "compare a read table with what the source implies (--repair fixes it)", runVerify},
-		{"status", "positions, lag and health per projection", runStatus},
-		{"version", "print version, commit and Go version", runVersion},
+		{"run", "the daemon: tail the binlog into Kafka and keep the read tables up to date",
+			"[-c FILE] [--role all|tailer|projector] [--http ADDR]",
+			[]string{"readside run -c readside.yaml --http :9100"}, runDaemon},
+		{"check", "validate the config against the live source, broker and sinks; list every problem",
+			"[-c FILE] [-q]",
+			[]string{"readside check -c readside.yaml"}, runCheck},
+		{"plan", "print (or --apply) the DDL of every read table and readside's own tables",
+			"[-c FILE] [--apply]",
+			[]string{"readside plan -c readside.yaml > plan.sql", "readside plan -c readside.yaml --apply"}, runPlan},
+		{"snapshot", "online, lock-free snapshot of a table's existing rows into the topics",
+			"[-c FILE] --table DB.TABLE [--where SQL]",
+			[]string{"readside snapshot -c readside.yaml --table shop.orders --where \"created_at > '2026-01-01'\""}, runSnapshot},
+		{"replay", "re-apply history to a projection from a position, or --rebuild its read table",
+			"[-c FILE] --projection NAME (--from POSITION | --rebuild | --drop-old)",
+			[]string{"readside replay -c readside.yaml --projection orders_by_customer --from 2026-11-24T09:00:00Z"}, runReplay},
+		{"verify", "compare read tables with what the source implies (--repair fixes drift)",
+			"[-c FILE] [--projection NAME] [--repair]",
+			[]string{"readside verify -c readside.yaml --projection orders_by_customer --repair"}, runVerify},
+		{"status", "positions, lag and health per projection, from the daemon or else from the stores",
+			"[-c FILE] [--http ADDR] [--json]",
+			[]string{"readside status -c readside.yaml"}, runStatus},
+		{"version", "print the version, commit and Go version",
+			"",
+			[]string{"readside version"}, runVersion},
 	}
 }
 
 func main() { os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func dispatch(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stderr)
-		if len(args) == 0 {
-			return exitUsage
+	if len(args) == 0 {
+		writeUsage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		writeUsage(stdout)
+		return exitOK
+	case "help":
+		if len(args) > 1 {
+			return dispatch([]string{args[1], "--help"}, stdout, stderr)
 		}
+		writeUsage(stdout)
 		return exitOK
 	}
 	for _, v := range verbs() {
@@ -60,20 +87,19 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 			return v.run(args[1:], stdout, stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "readside: unknown command %q\n\n", args[0])
-	usage(stderr)
+	if strings.HasPrefix(args[0], "-") {
+		fmt.Fprintf(stderr, "readside: %s before a command: flags follow the command, e.g. readside run -c readside.yaml\n\n", args[0])
+	} else {
+		fmt.Fprintf(stderr, "readside: unknown command %q\n\n", args[0])
+	}
+	writeUsage(stderr)
 	return exitUsage
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: readside <command> [-c config.yaml] [flags]")
-	fmt.Fprintln(w)
-	for _, v := range verbs() {
-		fmt.Fprintf(w, "  %-9s %s\n", v.name, v.summary)
+func runVersion(args []string, stdout, stderr io.Writer) int {
+	if code, done := parseFlags(newFlagSet("version"), args, stdout, stderr); done {
+		return code
 	}
-}
-
-func runVersion(_ []string, stdout, _ io.Writer) int {
 	c := commit
 	if c == "" {
 		if info, ok := debug.ReadBuildInfo(); ok {

@@ -10,7 +10,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -37,8 +36,7 @@ const (
 )
 
 func runReplay(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("replay")
 	var common commonFlags
 	common.register(fs)
 	name := fs.String("projection", "", "the projection to replay (required)")
@@ -47,8 +45,8 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	dropOld := fs.Bool("drop-old", false, "drop the <table>__old a rebuild kept (after --rebuild finishes, or alone)")
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for a running projector to take the reset")
 	progressEvery := fs.Duration("progress-every", 5*time.Second, "progress line period when stderr is not a terminal")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
 	}
 	if *name == "" {
 		fmt.Fprintln(stderr, "readside replay: --projection is required (a name under projections: in the config)")

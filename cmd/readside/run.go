@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sort"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
@@ -23,8 +25,8 @@ type commonFlags struct {
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.configPath, "c", "readside.yaml", "config file")
-	fs.StringVar(&c.configPath, "config", "readside.yaml", "config file")
+	fs.StringVar(&c.configPath, "c", "readside.yaml", "read the config from `FILE`")
+	fs.StringVar(&c.configPath, "config", "readside.yaml", "read the config from `FILE`")
 }
 
 func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
@@ -38,19 +40,18 @@ func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-func runDaemon(args []string, _, stderr io.Writer) int {
+func runDaemon(args []string, stdout, stderr io.Writer) int {
 	// Signals first: a SIGTERM during start-up must stop cleanly too.
 	lc := newLifecycle(stderr)
 	defer lc.stop()
 	ctx := lc.ctx
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("run")
 	var common commonFlags
 	common.register(fs)
-	role := fs.String("role", "all", "all, tailer or projector")
-	httpAddr := fs.String("http", "", "serve /metrics, /healthz, /readyz, /status on this address, e.g. :9100 (default http.listen)")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	role := fs.String("role", "all", "run as `ROLE`: all (the tailer and the projectors), tailer or projector")
+	httpAddr := fs.String("http", "", "serve /metrics, /healthz, /readyz and /status on `ADDR`, e.g. :9100 (default: http.listen in the config)")
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
 	}
 	cfg, err := config.Load(common.configPath, os.Environ())
 	if err != nil {
@@ -85,7 +86,15 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 	cfg.Kafka.Brokers = brokers
 	reg := prometheus.NewRegistry()
 	g, gctx := errgroup.WithContext(ctx)
-	log.Info("starting", "role", *role, "source", cfg.Source.DSN, "brokers", cfg.Kafka.Brokers, "tables", cfg.Source.Tables)
+	var declared []string
+	if *role != "tailer" {
+		for name := range cfg.Projections {
+			declared = append(declared, name)
+		}
+		sort.Strings(declared)
+	}
+	log.Info("starting", "role", *role, "source", cfg.Source.DSN, "brokers", cfg.Kafka.Brokers, "tables", cfg.Source.Tables, "projections", declared)
+	progress := &progressLog{reg: reg, every: cfg.Log.ProgressEvery, log: log, poll: time.Second}
 	if *role != "projector" {
 		tailer, err := cdc.New(cfg, cfg.Kafka.Brokers, log, reg)
 		if err != nil {
@@ -93,6 +102,7 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 			return exitUsage
 		}
 		ops.tailer = tailer
+		progress.tailer = tailer
 		g.Go(ops.track("tailer", func() error { return tailer.Run(gctx) }))
 	}
 	if *role != "tailer" {
@@ -104,6 +114,7 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "readside run:\n%v\n", err)
 			return exitUsage
 		}
+		progress.projections = sortedNames(planned)
 		starter := newProjectorStarter(cfg, g, gctx, ops, log, reg)
 		defer starter.close()
 		for _, pp := range planned {
@@ -127,6 +138,7 @@ func runDaemon(args []string, _, stderr io.Writer) int {
 	if err := ops.serve(cfg, *role, reg); err != nil {
 		log.Error("http endpoint", "err", err)
 	}
+	g.Go(func() error { return progress.run(gctx) })
 	return waitStopped(g, log)
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,14 +16,13 @@ import (
 // server_id) to snapshot a table. The request travels through the source's
 // binlog, so it is ordered with every change and survives restarts.
 func runSnapshot(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("snapshot")
 	var common commonFlags
 	common.register(fs)
 	table := fs.String("table", "", "table to snapshot, db.table (must be in source.tables)")
 	where := fs.String("where", "", "only rows matching this SQL condition")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
 	}
 	cfg, err := config.Load(common.configPath, os.Environ())
 	if err != nil {

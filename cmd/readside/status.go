@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -15,22 +14,26 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/httpapi"
 )
 
-// runStatus prints the /status of a running daemon, or, when none
-// answers, the same report read from the stores (sink offsets, broker end
-// offsets, the checkpoint topic).
+// runStatus prints the /status of a running daemon; when none answers,
+// the same report read from the stores (sink offsets, broker end offsets,
+// the checkpoint topic); and when the broker does not answer either (the
+// embedded broker runs inside the daemon), what the sinks store, saying
+// once what it cannot show.
 func runStatus(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("status")
 	var common commonFlags
 	common.register(fs)
-	addr := fs.String("http", "", "the daemon's --http address (default http.listen, else 127.0.0.1:9100)")
+	addr := fs.String("http", "", "ask the daemon at `ADDR` (default: http.listen in the config, else 127.0.0.1:9100)")
 	asJSON := fs.Bool("json", false, "print the JSON report")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -44,12 +47,41 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	rep, daemonErr := fetchStatus(ctx, *addr)
 	note := "from the daemon at " + *addr
 	if daemonErr != nil {
+		noDaemon := fmt.Sprintf("no daemon at http://%s (%s)", *addr, briefly(daemonErr))
 		if cfgErr != nil {
-			fmt.Fprintf(stderr, "readside status: no daemon answered at %s (%v), and the config needed to read the stores directly does not load: %v\n", *addr, daemonErr, cfgErr)
+			fmt.Fprintf(stderr, "readside status: %s, and the config needed to read the stores directly does not load: %v\n", noDaemon, cfgErr)
 			return exitUsage
 		}
-		if len(cfg.Kafka.Brokers) == 0 {
+		embedded := len(cfg.Kafka.Brokers) == 0
+		if embedded {
 			cfg.Kafka.Brokers = []string{cfg.Kafka.EmbeddedListen}
+		}
+		if err := brokerAnswers(ctx, cfg.Kafka.Brokers); err != nil {
+			what := fmt.Sprintf("no broker at %s (%s)", strings.Join(cfg.Kafka.Brokers, ", "), briefly(err))
+			if embedded {
+				what = fmt.Sprintf("no broker at %s (the embedded broker runs inside readside run)", cfg.Kafka.EmbeddedListen)
+			}
+			stored, err := readStored(ctx, cfg, noDaemon+" and "+what+": health, lag, consumer groups and the tailer's checkpoint need them; showing what the sinks store")
+			if err != nil {
+				fmt.Fprintf(stderr, "readside status: %v\n", err)
+				return exitUsage
+			}
+			code := exitOK
+			for _, p := range stored.Projections {
+				for _, s := range p.Sinks {
+					if s.Error != "" && s.Rows < 0 {
+						code = exitProblem // the sink itself could not be read
+					}
+				}
+			}
+			if *asJSON {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				_ = enc.Encode(stored)
+			} else {
+				printStored(stdout, stored)
+			}
+			return code
 		}
 		opts, err := statusOptions(cfg, "none")
 		if err != nil {
@@ -65,7 +97,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
 		rep = col.Collect(cctx)
-		note = fmt.Sprintf("read directly from the stores: no daemon answered at %s (%v)", *addr, daemonErr)
+		note = noDaemon + ": health and lag need a running daemon; positions read directly from the stores (sinks and broker)"
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -83,6 +115,30 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitOK
+}
+
+// briefly is the last part of a connection error ("connection refused"),
+// which is the part a human acts on.
+func briefly(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		return msg[i+2:]
+	}
+	return msg
+}
+
+// brokerAnswers reports whether any of brokers answers a metadata request
+// within a few seconds.
+func brokerAnswers(ctx context.Context, brokers []string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RetryTimeout(3*time.Second))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err = kadm.NewClient(cl).BrokerMetadata(ctx)
+	return err
 }
 
 // dialable turns a listen address (":9100") into one to connect to.
@@ -115,11 +171,11 @@ func fetchStatus(ctx context.Context, addr string) (httpapi.Report, error) {
 
 func printStatus(w io.Writer, r httpapi.Report, note string) {
 	yes := map[bool]string{true: "yes", false: "NO"}
-	fmt.Fprintf(w, "readside status at %s, %s\n", r.Time.Format(time.RFC3339), note)
+	fmt.Fprintln(w, wrap(fmt.Sprintf("readside status at %s, %s", r.Time.Format(time.RFC3339), note), helpWidth, "\n"))
 	if r.From == "daemon" {
 		fmt.Fprintf(w, "healthy: %s   ready: %s\n", yes[r.Healthy], yes[r.Ready])
 		for _, why := range r.NotReady {
-			fmt.Fprintf(w, "  not ready: %s\n", why)
+			fmt.Fprintln(w, "  "+wrap("not ready: "+why, helpWidth-2, "\n    "))
 		}
 	}
 	s := r.Source
@@ -141,22 +197,29 @@ func printStatus(w io.Writer, r httpapi.Report, note string) {
 		fmt.Fprintln(w, "  checkpoint: none yet")
 	}
 	if s.Error != "" {
-		fmt.Fprintf(w, "  error: %s\n", s.Error)
+		fmt.Fprintln(w, "  "+wrap("error: "+s.Error, helpWidth-2, "\n    "))
 	}
 	if len(r.Projections) == 0 {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROJECTION\tSTATE\tMEMBERS\tLAG\tPARTITIONS (sink partition: applied/end)")
+	fmt.Fprintln(tw, "PROJECTION\tSTATE\tMEMBERS\tLAG")
 	for _, p := range r.Projections {
-		parts := make([]string, 0, len(p.Partitions))
-		for _, pt := range p.Partitions {
-			parts = append(parts, fmt.Sprintf("%s %d: %d/%d", pt.Sink, pt.Partition, max(pt.Applied, 0), pt.End))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", p.Name, p.State, p.Members, p.ConsumerLag, strings.Join(parts, ", "))
-		if p.Error != "" {
-			fmt.Fprintf(tw, "\terror: %s\t\t\t\n", p.Error)
-		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", p.Name, p.State, p.Members, p.ConsumerLag)
 	}
 	tw.Flush()
+	// Partitions and errors under the table, wrapped: one line per
+	// partition in the table made it hundreds of columns wide.
+	for _, p := range r.Projections {
+		if len(p.Partitions) > 0 {
+			parts := make([]string, 0, len(p.Partitions))
+			for _, pt := range p.Partitions {
+				parts = append(parts, fmt.Sprintf("%s/%d %d/%d", pt.Sink, pt.Partition, max(pt.Applied, 0), pt.End))
+			}
+			fmt.Fprintln(w, wrap(p.Name+" applied/end: "+strings.Join(parts, "  "), helpWidth, "\n    "))
+		}
+		if p.Error != "" {
+			fmt.Fprintln(w, wrap(p.Name+" error: "+p.Error, helpWidth, "\n    "))
+		}
+	}
 }

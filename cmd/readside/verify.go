@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,11 +21,10 @@ import (
 // --repair fixes them). Exit 0: equal; 1: drift (after a repair: drift
 // left); 2: error.
 func runVerify(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("verify")
 	var common commonFlags
 	common.register(fs)
-	name := fs.String("projection", "", "projection to verify (default: every projection)")
+	name := fs.String("projection", "", "`NAME` of the projection to verify (default: every projection)")
 	repair := fs.Bool("repair", false, "re-publish the differing source rows through the tailer, delete rows the source does not have, then verify those keys again")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	chunk := fs.Int("chunk-rows", 1000, "source rows per checksummed chunk")
@@ -36,8 +34,8 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	samples := fs.Int("samples", 10, "keys listed per kind of difference")
 	repairWait := fs.Duration("repair-wait", 2*time.Minute, "how long --repair waits for the re-published rows to arrive")
 	fresh := fs.Bool("restart", false, "ignore the progress of an interrupted run and start from the beginning")
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
 	}
 	cfg, err := config.Load(common.configPath, os.Environ())
 	if err != nil {

@@ -1,0 +1,179 @@
+package main
+
+// readside's own INFO story of a run, between "starting" and "stopped":
+// "caught up" once the tailer reads the source's present and once each
+// projection's read table is within catchUpLag of the source, then every
+// log.progress_every a "committed" line with what was committed since the
+// previous one. The numbers are read from the run's metrics registry, so
+// the log and /metrics never disagree, and nothing is logged per
+// transaction.
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/readside/readside/cdc"
+)
+
+// catchUpLag is the lag under which the tailer or a projection counts as
+// caught up: a live pipeline is a few hundred milliseconds behind, but the
+// source commit time has a 1 s resolution and a loaded box adds seconds
+// to a batch, and the line must not wait for an idle moment.
+const catchUpLag = 5 * time.Second
+
+// progressLog writes the caught-up and committed lines of a run.
+type progressLog struct {
+	reg         prometheus.Gatherer
+	tailer      *cdc.Tailer // nil in a --role projector process
+	projections []string    // the projections this process runs
+	every       time.Duration
+	log         *slog.Logger
+	poll        time.Duration // how often catching up is checked
+}
+
+// progressTotals are the counters a committed line reports, summed.
+type progressTotals struct {
+	transactions, events float64
+	applied              map[string]float64 // per projection
+}
+
+func (p *progressLog) run(ctx context.Context) error {
+	tailerUp := p.tailer == nil
+	projUp := map[string]bool{}
+	prev := p.totals(nil)
+	last := time.Now()
+	tick := time.NewTicker(p.poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		caughtUp := tailerUp && len(projUp) == len(p.projections)
+		due := p.every > 0 && time.Since(last) >= p.every
+		if caughtUp && !due {
+			continue
+		}
+		families, err := p.reg.Gather()
+		if err != nil {
+			p.log.Debug("progress: reading the metrics", "err", err)
+		}
+		if !tailerUp {
+			if s := p.tailer.Status(); s.Connected && !s.LastHeard.IsZero() && s.LagSeconds < catchUpLag.Seconds() {
+				tailerUp = true
+				attrs := []any{"component", "tailer", "lag_seconds", s.LagSeconds}
+				if s.Checkpoint != nil {
+					attrs = append(attrs, "position", s.Checkpoint.Position)
+				}
+				p.log.Info("caught up: reading the source's binlog as it is written", attrs...)
+			}
+		}
+		lags := perProjection(families, "readside_projection_lag_seconds")
+		for _, name := range p.projections {
+			if lag, ok := lags[name]; ok && !projUp[name] && lag < catchUpLag.Seconds() {
+				projUp[name] = true
+				p.log.Info("caught up: the read table is current with the topics", "projection", name, "lag_seconds", lag)
+			}
+		}
+		if !due {
+			continue
+		}
+		now := p.totals(families)
+		if line := p.committed(prev, now, families, time.Since(last)); line != nil {
+			p.log.Info("committed", line...)
+		}
+		prev, last = now, time.Now()
+	}
+}
+
+// committed returns the attributes of a committed line, or nil when
+// nothing was committed since prev.
+func (p *progressLog) committed(prev, now progressTotals, families []*dto.MetricFamily, since time.Duration) []any {
+	var attrs []any
+	if p.tailer != nil {
+		if d := now.transactions - prev.transactions; d > 0 {
+			attrs = append(attrs, "source_transactions", int64(d), "events", int64(now.events-prev.events))
+			if v, ok := single(families, "readside_source_lag_seconds"); ok {
+				attrs = append(attrs, "source_lag_seconds", v)
+			}
+		}
+	}
+	lags := perProjection(families, "readside_projection_lag_seconds")
+	for _, name := range p.projections {
+		if d := now.applied[name] - prev.applied[name]; d > 0 {
+			attrs = append(attrs, slog.Group(name, "rows", int64(d), "lag_seconds", lags[name]))
+		}
+	}
+	if len(attrs) == 0 {
+		return nil
+	}
+	return append([]any{"since", since.Round(time.Second)}, attrs...)
+}
+
+func (p *progressLog) totals(families []*dto.MetricFamily) progressTotals {
+	t := progressTotals{applied: perProjection(families, "readside_projection_applied_rows_total")}
+	t.transactions, _ = single(families, "readside_source_transactions_total")
+	for _, f := range families {
+		if f.GetName() == "readside_source_events_total" {
+			for _, m := range f.GetMetric() {
+				t.events += value(m)
+			}
+		}
+	}
+	return t
+}
+
+// perProjection returns a metric's value per projection label, summed
+// over its other labels.
+func perProjection(families []*dto.MetricFamily, name string) map[string]float64 {
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "projection" {
+					out[l.GetValue()] += value(m)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// single returns the value of a metric without labels.
+func single(families []*dto.MetricFamily, name string) (float64, bool) {
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return value(f.GetMetric()[0]), true
+		}
+	}
+	return 0, false
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.GetCounter() != nil:
+		return m.GetCounter().GetValue()
+	case m.GetGauge() != nil:
+		return m.GetGauge().GetValue()
+	}
+	return 0
+}
+
+// sortedNames returns the projection names of planned, sorted.
+func sortedNames(planned []plannedProjection) []string {
+	names := make([]string, 0, len(planned))
+	for _, pp := range planned {
+		names = append(names, pp.p.Name)
+	}
+	sort.Strings(names)
+	return names
+}

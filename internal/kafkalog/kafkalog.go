@@ -1,0 +1,47 @@
+// Package kafkalog is the logger readside hands to its Kafka clients
+// (franz-go, through kslog).
+//
+// franz-go logs at INFO what a Kafka client developer wants to see: every
+// transaction begun, flushed and ended, every group join and heartbeat
+// loop. A tailer commits a Kafka transaction per few source transactions,
+// so at INFO the client wrote ~4 lines per commit (the demo's log reached
+// ~10,000 lines in 35 s). Its INFO lines are therefore logged at DEBUG;
+// its warnings and errors keep their level, and readside logs its own
+// progress at INFO (cmd/readside, progress.go).
+package kafkalog
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kslog"
+)
+
+// New returns the kgo.Logger for a client logging through log.
+func New(log *slog.Logger) kgo.Logger {
+	return kslog.New(slog.New(demoteInfo{log.Handler()}))
+}
+
+// demoteInfo is a slog.Handler that writes INFO records at DEBUG.
+type demoteInfo struct{ h slog.Handler }
+
+func demote(l slog.Level) slog.Level {
+	if l == slog.LevelInfo {
+		return slog.LevelDebug
+	}
+	return l
+}
+
+func (d demoteInfo) Enabled(ctx context.Context, l slog.Level) bool {
+	return d.h.Enabled(ctx, demote(l))
+}
+
+func (d demoteInfo) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = demote(r.Level)
+	return d.h.Handle(ctx, r)
+}
+
+func (d demoteInfo) WithAttrs(as []slog.Attr) slog.Handler { return demoteInfo{d.h.WithAttrs(as)} }
+
+func (d demoteInfo) WithGroup(name string) slog.Handler { return demoteInfo{d.h.WithGroup(name)} }
