@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -321,5 +322,112 @@ func TestCompileErrorsGolden(t *testing.T) {
 	}
 	if n := strings.Count(got, "\n"); n < 10 {
 		t.Errorf("%d messages, want at least ten", n)
+	}
+}
+
+// TestNullableKeys: a key column copying a nullable source column is
+// accepted only when the filter keeps NULL out, and the refusal names the
+// filter as the fix and the source change as the alternative.
+func TestNullableKeys(t *testing.T) {
+	cases := []struct {
+		why      string
+		where    string
+		nullable []string
+		want     []string // substrings of the one error; nil: accepted
+	}{
+		{"NOT NULL source columns need no filter", "", nil, nil},
+		{"a nullable shard key without a filter is refused", "", []string{"sender_id"},
+			[]string{"projections.messages_by_sender.key column sender_id (shard_by) copies chat.messages.sender_id, which is nullable", `add where: "sender_id IS NOT NULL"`, "or make sender_id NOT NULL in the source"}},
+		{"IS NOT NULL alone accepts it", "sender_id IS NOT NULL", []string{"sender_id"}, nil},
+		{"ANDed with more at the top level", "body <> 'draft' AND sender_id IS NOT NULL", []string{"sender_id"}, nil},
+		{"a comparison with a literal implies NOT NULL", "sender_id > 0", []string{"sender_id"}, nil},
+		{"an IN list implies NOT NULL", "sender_id IN (1, 2)", []string{"sender_id"}, nil},
+		{"a filter on another column does not help; the fix extends it", "body <> 'draft'", []string{"sender_id"},
+			[]string{"key column sender_id (shard_by)", `extend where to "(body <> 'draft') AND sender_id IS NOT NULL"`}},
+		{"an OR with a branch that passes NULL does not help", "sender_id IS NOT NULL OR body = 'x'", []string{"sender_id"},
+			[]string{"key column sender_id (shard_by)"}},
+		{"a non-shard key column is named as a key column", "", []string{"created_at"},
+			[]string{"projections.messages_by_sender.key column created_at copies chat.messages.created_at", `add where: "created_at IS NOT NULL"`}},
+		{"a nullable non-key column needs nothing", "", []string{"body"}, nil},
+	}
+	for _, c := range cases {
+		cfg := baseConfig()
+		d := cfg.Projections["messages_by_sender"]
+		d.Where = c.where
+		cfg.Projections["messages_by_sender"] = d
+		ps, err := Compile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := ps[0].NullableKeys(func(col string) bool { return slices.Contains(c.nullable, col) })
+		if c.want == nil {
+			if len(errs) > 0 {
+				t.Errorf("%s: refused: %v", c.why, errs)
+			}
+			continue
+		}
+		if len(errs) != 1 {
+			t.Errorf("%s: %d errors %v, want one", c.why, len(errs), errs)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errs[0].Error(), w) {
+				t.Errorf("%s: %q lacks %q", c.why, errs[0], w)
+			}
+		}
+	}
+}
+
+// TestWritesNullableKey: with a nullable key column kept out by the
+// filter, NULL rows never reach the read table, a row whose key becomes
+// NULL leaves it, and no event fails on the NULL key.
+func TestWritesNullableKey(t *testing.T) {
+	cfg := baseConfig()
+	d := cfg.Projections["messages_by_sender"]
+	d.Where = "sender_id IS NOT NULL"
+	cfg.Projections["messages_by_sender"] = d
+	ps, err := Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[0]
+	img := func(sender string) string {
+		if sender == "" {
+			return "null"
+		}
+		return `{"id":1,"sender_id":` + sender + `,"created_at":"2026-01-01 00:00:00.000000","body":"b"}`
+	}
+	cases := []struct {
+		op, before, after string
+		want              string
+		why               string
+	}{
+		{"c", "", "null", "", "a NULL row never reaches the read table"},
+		{"c", "", "5", "upsert", "a non-NULL row does"},
+		{"r", "", "null", "", "a snapshot row with NULL: no read row can have that key, nothing to delete"},
+		{"r", "", "5", "upsert", "a snapshot row without NULL"},
+		{"u", "5", "null", "delete", "into NULL: the row leaves the filter"},
+		{"u", "null", "5", "upsert", "out of NULL: the row enters it"},
+		{"u", "null", "null", "", "NULL to NULL: nothing"},
+		{"d", "null", "", "", "deleting a NULL row: it was never there"},
+		{"d", "5", "", "delete", "deleting a non-NULL row"},
+	}
+	for _, c := range cases {
+		e, err := DecodeEvent([]byte(`{"op":"` + c.op + `","version":9,"before":` + img(c.before) + `,"after":` + img(c.after) + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, err := p.Writes(e)
+		if err != nil {
+			t.Errorf("%s %s->%s: %v (%s)", c.op, c.before, c.after, err, c.why)
+			continue
+		}
+		var got []string
+		for _, w := range ws {
+			got = append(got, map[WriteKind]string{Upsert: "upsert", Delete: "delete"}[w.Kind])
+		}
+		if strings.Join(got, ",") != c.want {
+			t.Errorf("%s %s->%s: %v, want %q (%s)", c.op, c.before, c.after, got, c.want, c.why)
+		}
 	}
 }

@@ -92,11 +92,15 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 			errs = append(errs, fmt.Errorf("projections.%s.columns.%s: source column %q does not exist in %s.%s", p.Name, c.Name, c.Source, p.SourceDB, p.SourceTbl))
 			continue
 		}
-		if i < len(p.Key) && src.nullable[c.Source] {
-			errs = append(errs, fmt.Errorf("projections.%s.key column %s copies %s, which is nullable in the source: a read key cannot be NULL; key on NOT NULL columns", p.Name, c.Name, c.Source))
+		if i < len(p.Key) {
+			// A read key is never NULL: the source column is NOT NULL, or
+			// the filter keeps rows with NULL there out (NullableKeys).
+			out.Read[c.Name] = src.types[c.Source] + " NOT NULL"
+			continue
 		}
 		out.Read[c.Name] = src.def(c.Source, false)
 	}
+	errs = append(errs, p.NullableKeys(func(col string) bool { return src.nullable[col] })...)
 	if len(src.pk) == 0 {
 		errs = append(errs, fmt.Errorf("projections.%s.from: %s.%s has no primary key: readside cannot tell its rows apart; add a primary key to the source table", p.Name, p.SourceDB, p.SourceTbl))
 	} else if err := p.CheckSourceKey(src.pk); err != nil {
@@ -153,4 +157,30 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// NullableKeys checks that no read key column can be NULL: each key column
+// copies a source column that is NOT NULL (nullable reports which are not),
+// or the where filter never passes a row with NULL in it
+// (Filter.ExcludesNull). Each problem names the filter as the fix and the
+// source change as the alternative.
+func (p *Projection) NullableKeys(nullable func(sourceCol string) bool) []error {
+	var errs []error
+	for _, k := range p.Key {
+		c := p.column(k)
+		if !nullable(c.Source) || p.Where.ExcludesNull(c.Source) {
+			continue
+		}
+		what := "key column " + k
+		if k == p.ShardBy {
+			what += " (shard_by)"
+		}
+		fix := fmt.Sprintf("add where: %q", c.Source+" IS NOT NULL")
+		if p.Where != nil {
+			fix = fmt.Sprintf("extend where to %q", "("+p.Where.String()+") AND "+c.Source+" IS NOT NULL")
+		}
+		errs = append(errs, fmt.Errorf("projections.%s.%s copies %s.%s.%s, which is nullable, and where does not exclude NULL for it: a read key cannot be NULL; %s (rows with %s NULL are then left out of the read table), or make %s NOT NULL in the source",
+			p.Name, what, p.SourceDB, p.SourceTbl, c.Source, fix, c.Source, c.Source))
+	}
+	return errs
 }

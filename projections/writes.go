@@ -105,6 +105,10 @@ func (p *Projection) appendWrites(dst []Write, e Event, ps *plans) ([]Write, err
 		switch {
 		case afterIn:
 			return one(p.upsert(e, e.After, ps))
+		case e.Op == "r" && p.nullKey(e.After, e.Schema, ps):
+			// Kept out by the filter (NullableKeys): no read row can have
+			// a NULL key, so there is nothing to delete.
+			return dst, nil
 		case e.Op == "r":
 			return one(p.delete(e, e.After, ps))
 		}
@@ -301,6 +305,20 @@ func (p *Projection) delete(e Event, img *Image, ps *plans) (Write, error) {
 		}
 	}
 	return Write{Kind: Delete, Key: key, Values: vals, Version: e.Version, KeyspaceID: p.keyspaceID(img, pl)}, nil
+}
+
+// nullKey reports whether one of img's read key values is NULL.
+func (p *Projection) nullKey(img *Image, sc *eventSchema, ps *plans) bool {
+	if img == nil {
+		return false
+	}
+	pl := p.plan(ps, img, sc)
+	for i := range p.Key {
+		if raw, ok := img.at(pl.pos[i]); ok && string(raw) == "null" {
+			return true
+		}
+	}
+	return false
 }
 
 // keyText is the read key's values as the tailer encoded them, joined: the
