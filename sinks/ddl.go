@@ -44,8 +44,8 @@ func truncationName(p *projections.Projection, j *projections.Join) string {
 func DDL(p *projections.Projection, types projections.Types) []string {
 	var defs []string
 	for _, c := range p.Columns {
-		// Key columns are NOT NULL already: SourceColumns refuses
-		// nullable ones.
+		// Key columns are NOT NULL already: SourceColumns declares them
+		// so (the where filter keeps NULL out of nullable ones).
 		defs = append(defs, q(c.Name)+" "+types.Read[c.Name])
 	}
 	for _, j := range p.Joins {
