@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Types are the column definitions a projection's sink tables need, taken
@@ -23,11 +24,12 @@ type sourceTable struct {
 	types    map[string]string // column → type with charset, without nullability
 	nullable map[string]bool
 	pk       []string
+	columns  []string // in table order, for messages
 }
 
 func readSourceTable(ctx context.Context, db *sql.DB, schema, table string) (*sourceTable, error) {
 	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, ''), IS_NULLABLE
-		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, schema, table)
+		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, schema, table)
 	if err != nil {
 		return nil, fmt.Errorf("reading the columns of %s.%s: %w", schema, table, err)
 	}
@@ -43,6 +45,7 @@ func readSourceTable(ctx context.Context, db *sql.DB, schema, table string) (*so
 			def += " CHARACTER SET " + cs + " COLLATE " + coll
 		}
 		t.types[name] = def
+		t.columns = append(t.columns, name)
 		t.nullable[name] = null == "YES"
 	}
 	if err := rows.Err(); err != nil {
@@ -67,6 +70,15 @@ func readSourceTable(ctx context.Context, db *sql.DB, schema, table string) (*so
 	return t, pkRows.Err()
 }
 
+// has reports whether col exists; when not, it is "; its columns are …"
+// for the message naming the fix.
+func (t *sourceTable) has(col string) (bool, string) {
+	if _, ok := t.types[col]; ok {
+		return true, ""
+	}
+	return false, " (its columns: " + strings.Join(t.columns, ", ") + ")"
+}
+
 func (t *sourceTable) def(col string, forceNull bool) string {
 	if forceNull || t.nullable[col] {
 		return t.types[col] + " NULL"
@@ -84,12 +96,12 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 		return out, err
 	}
 	if src == nil {
-		return out, fmt.Errorf("projections.%s.from: %s.%s does not exist on the source", p.Name, p.SourceDB, p.SourceTbl)
+		return out, fmt.Errorf("projections.%s.from: %s.%s does not exist on the source: correct from, create the table, or grant the source user SELECT on it", p.Name, p.SourceDB, p.SourceTbl)
 	}
 	var errs []error
 	for i, c := range p.Columns {
-		if _, ok := src.types[c.Source]; !ok {
-			errs = append(errs, fmt.Errorf("projections.%s.columns.%s: source column %q does not exist in %s.%s", p.Name, c.Name, c.Source, p.SourceDB, p.SourceTbl))
+		if ok, cols := src.has(c.Source); !ok {
+			errs = append(errs, fmt.Errorf("projections.%s.columns.%s: source column %q does not exist in %s.%s%s: map %s to one of them", p.Name, c.Name, c.Source, p.SourceDB, p.SourceTbl, cols, c.Name))
 			continue
 		}
 		if i < len(p.Key) {
@@ -108,8 +120,8 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 	}
 	if p.Where != nil {
 		for _, c := range p.Where.Columns() {
-			if _, ok := src.types[c]; !ok {
-				errs = append(errs, fmt.Errorf("projections.%s.where: column %q does not exist in %s.%s", p.Name, c, p.SourceDB, p.SourceTbl))
+			if ok, cols := src.has(c); !ok {
+				errs = append(errs, fmt.Errorf("projections.%s.where: column %q does not exist in %s.%s%s: the filter reads source columns; use one of them", p.Name, c, p.SourceDB, p.SourceTbl, cols))
 			}
 		}
 	}
@@ -122,14 +134,14 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 			return out, err
 		}
 		if parent == nil {
-			errs = append(errs, fmt.Errorf("%s.from: %s.%s does not exist on the source", key, j.ParentDB, j.ParentTbl))
+			errs = append(errs, fmt.Errorf("%s.from: %s.%s does not exist on the source: correct from, create the table, or grant the source user SELECT on it", key, j.ParentDB, j.ParentTbl))
 			continue
 		}
 		var on []string
 		for _, o := range j.On {
 			on = append(on, o.Parent)
-			if _, ok := parent.types[o.Parent]; !ok {
-				errs = append(errs, fmt.Errorf("%s.on.%s: column %q does not exist in %s.%s", key, o.Parent, o.Parent, j.ParentDB, j.ParentTbl))
+			if ok, cols := parent.has(o.Parent); !ok {
+				errs = append(errs, fmt.Errorf("%s.on.%s: column %q does not exist in %s.%s%s: join on the parent's primary key %v", key, o.Parent, o.Parent, j.ParentDB, j.ParentTbl, cols, parent.pk))
 				continue
 			}
 			keyTypes[o.Parent] = parent.def(o.Parent, false)
@@ -149,8 +161,8 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 				key, on, j.ParentDB, j.ParentTbl, parent.pk))
 		}
 		for _, c := range j.Columns {
-			if _, ok := parent.types[c.Source]; !ok {
-				errs = append(errs, fmt.Errorf("%s.columns.%s: parent column %q does not exist in %s.%s", key, c.Name, c.Source, j.ParentDB, j.ParentTbl))
+			if ok, cols := parent.has(c.Source); !ok {
+				errs = append(errs, fmt.Errorf("%s.columns.%s: parent column %q does not exist in %s.%s%s: map %s to one of them", key, c.Name, c.Source, j.ParentDB, j.ParentTbl, cols, c.Name))
 				continue
 			}
 			out.Read[c.Name] = parent.def(c.Source, true)
