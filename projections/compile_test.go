@@ -430,4 +430,17 @@ func TestWritesNullableKey(t *testing.T) {
 			t.Errorf("%s %s->%s: %v, want %q (%s)", c.op, c.before, c.after, got, c.want, c.why)
 		}
 	}
+	// Without the filter (a column made nullable by DDL after the check),
+	// a NULL key fails the event with the fix.
+	plain, err := Compile(baseConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := DecodeEvent([]byte(`{"op":"c","version":9,"after":` + img("null") + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain[0].Writes(e); err == nil || !strings.Contains(err.Error(), `add where: "sender_id IS NOT NULL" to projections.messages_by_sender`) {
+		t.Errorf("a NULL key without a filter: %v; want an error naming the filter as the fix", err)
+	}
 }

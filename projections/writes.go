@@ -331,7 +331,9 @@ func (p *Projection) keyText(img *Image, pl *imagePlan) (string, error) {
 			return "", fmt.Errorf("source column %q of key column %q is missing from the event (excluded, or dropped by DDL?)", p.Columns[i].Source, p.Key[i])
 		}
 		if string(raw) == "null" {
-			return "", fmt.Errorf("key column %q is NULL in the source row", p.Key[i])
+			// Only after DDL made the column nullable: SourceColumns refuses
+			// a nullable key column the filter does not keep NULL out of.
+			return "", fmt.Errorf("key column %q is NULL in the source row: add where: \"%s IS NOT NULL\" to projections.%s (or make %s NOT NULL in the source again) and restart", p.Key[i], p.Columns[i].Source, p.Name, p.Columns[i].Source)
 		}
 		if i > 0 {
 			b.WriteByte(0)
