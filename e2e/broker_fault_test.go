@@ -193,6 +193,17 @@ func TestDaemonThroughBrokerRestart(t *testing.T) {
 		t.Skip("an external broker cannot be stopped by the test")
 	}
 	ctx := t.Context()
+	down := false
+	t.Cleanup(func() {
+		// The broker is the package's: leave it running for the next test.
+		if down {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			if err := bed.Kafka.Restart(ctx, 0); err != nil {
+				t.Errorf("starting the broker again after a failure: %v", err)
+			}
+		}
+	})
 	p := startBrokerFaultPipeline(t, bed)
 	p.startLoad()
 	p.writeFor(5*time.Second, "before the broker stopped")
@@ -205,6 +216,7 @@ func TestDaemonThroughBrokerRestart(t *testing.T) {
 		{"killed (SIGKILL)", bed.Kafka.Kill, 10 * time.Second},
 	} {
 		began := time.Now()
+		down = true
 		if err := fault.do(0); err != nil {
 			t.Fatal(err)
 		}
@@ -217,6 +229,7 @@ func TestDaemonThroughBrokerRestart(t *testing.T) {
 		if err != nil {
 			t.Fatalf("starting the broker again: %v", err)
 		}
+		down = false
 		t.Logf("broker up again in %s, %d committed changes", time.Since(began).Round(time.Millisecond), p.w.model.total())
 		p.writeFor(5*time.Second, "after the broker "+fault.name+" came back")
 	}
