@@ -380,11 +380,16 @@ func (p *publisher) abort(ctx context.Context, cause error) error {
 		p.inflight = nil
 	}
 	p.held, p.heldBytes, p.records = nil, 0, 0
-	if p.inTxn {
-		p.inTxn = false
-		if err := p.endAbort(ctx, nil); err != nil {
-			errs = append(errs, err)
-		}
+	// Ended even when no transaction of ours is open: after a commit that
+	// failed or whose outcome is unknown (the broker went away during
+	// EndTxn), franz-go keeps the transaction open until it is ended with
+	// an abort, which also fences whatever the broker may still hold open
+	// (an epoch bump). Until then every BeginTransaction fails, and the
+	// tailer would retry for ever without publishing again. Aborting when
+	// the client is in no transaction does nothing.
+	p.inTxn = false
+	if err := p.endAbort(ctx, nil); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

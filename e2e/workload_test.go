@@ -9,7 +9,9 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // change is one row change the writer made, as the tailer must report it:
@@ -56,6 +58,13 @@ type workload struct {
 	seed    uint64
 	writers int
 	model   *model
+	// stop ends the writers between transactions: cancelling ctx instead
+	// may cut a COMMIT the server still applies, which the model would
+	// then lack.
+	stop atomic.Bool
+	// pause is a writer's sleep before each transaction (a steady rate
+	// rather than as fast as the box allows).
+	pause time.Duration
 }
 
 const accountKeys = 4000
@@ -124,8 +133,11 @@ func (w *workload) writer(ctx context.Context, idx, limit int) error {
 		return 0, false
 	}
 	for w.model.total() < limit {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || w.stop.Load() {
 			return nil
+		}
+		if w.pause > 0 {
+			time.Sleep(w.pause)
 		}
 		tx, err := w.db.BeginTx(ctx, nil)
 		if err != nil {
