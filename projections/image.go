@@ -131,7 +131,6 @@ type imagePlan struct {
 	schema *eventSchema
 	pos    []int      // per Projection.Columns: position in the image, -1 if absent
 	kinds  []bindKind // per Projection.Columns
-	shard  int        // position of shard_by's source column (-1: absent or no shard_by)
 	joins  [][]int    // per join, per On: position of the child's column
 }
 
@@ -143,13 +142,10 @@ func (ps *plans) of(p *Projection, im *Image, sc *eventSchema) *imagePlan {
 	if pl := ps.last; pl != nil && pl.layout == im.cols && pl.schema == sc {
 		return pl
 	}
-	pl := &imagePlan{layout: im.cols, schema: sc, pos: make([]int, len(p.Columns)), kinds: make([]bindKind, len(p.Columns)), shard: -1}
+	pl := &imagePlan{layout: im.cols, schema: sc, pos: make([]int, len(p.Columns)), kinds: make([]bindKind, len(p.Columns))}
 	for i, c := range p.Columns {
 		pl.pos[i] = im.cols.pos(c.Source)
 		pl.kinds[i] = kindOf(sc, c.Source)
-	}
-	if p.ShardBy != "" {
-		pl.shard = im.cols.pos(p.column(p.ShardBy).Source)
 	}
 	for _, j := range p.Joins {
 		pos := make([]int, len(j.On))

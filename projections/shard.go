@@ -1,19 +1,23 @@
 package projections
 
 import (
+	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
 )
 
-// KeyRange is a Vitess-style shard range over the 64-bit keyspace id:
-// "-80" is [0x00…, 0x80…), "80-" is [0x80…, end], "-" is everything.
-// End is exclusive; Open means the range runs to the end of the space.
+// KeyRange is a Vitess shard range over keyspace ids (KeyspaceID): "-80"
+// is [0x00…, 0x80…), "80-" is [0x80…, end], "-" is everything. End is
+// exclusive; Open means the range runs to the end of the space. Bounds
+// and ids are the big-endian numbers of their 8 bytes, so Contains
+// compares bytes lexicographically, as Vitess's key.KeyRangeContains does.
 type KeyRange struct {
 	Text  string
 	Start uint64
@@ -93,17 +97,46 @@ func CheckKeyRanges(rs []KeyRange) error {
 	return nil
 }
 
-// KeyspaceID is the 64-bit xxhash of a shard_by value: the string's bytes
-// for string values, the decimal text for numbers (the event encoding
-// without JSON quotes), so the same value always maps to the same shard.
-func KeyspaceID(raw json.RawMessage) uint64 {
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return xxhash.Sum64String(s)
-		}
+// KeyspaceID is the keyspace id Vitess's xxhash vindex gives a value
+// (vindexes/xxhash.go, vXXHash): the 8 bytes of xxhash64(value),
+// little-endian. It is returned as the big-endian number of those 8 bytes,
+// so comparing ids as numbers compares the bytes as Vitess compares them
+// with a shard's key range, and %016x prints them as Vitess does. value is
+// what VTGate hashes for the column: ShardValue. Every component that
+// routes a row (projector, verify) goes through here.
+func KeyspaceID(value []byte) uint64 {
+	return bits.ReverseBytes64(xxhash.Sum64(value))
+}
+
+// ShardValue is the bytes Vitess hashes for a value of a shard_by column:
+// MySQL's text for the column's type, as a client reads it and as VTGate
+// receives it when a client writes that canonical text. Integers, DECIMAL
+// (with its scale), date-time types and strings (UTF-8: VTGate talks
+// utf8mb4) are their text, binary types their bytes, BIT(n) its pattern in
+// ceil(n/8) big-endian bytes (bitWidth is n; ignored for other values).
+// NULL hashes no bytes, as sqltypes.NULL does in Vitess (the same id as
+// ”); read keys are never NULL, so it reaches no sink.
+func ShardValue(v Value, bitWidth int) []byte {
+	switch v.kind {
+	case TextValue, BytesValue:
+		return v.b
+	case UintValue:
+		n := max((bitWidth+7)/8, 1)
+		var b [8]byte
+		binary.BigEndian.PutUint64(b[:], v.u)
+		return b[8-min(n, 8):]
 	}
-	return xxhash.Sum64(raw)
+	return nil
+}
+
+// bitWidth is n of an event schema type "bit(n)" (0 for any other type).
+func bitWidth(typ string) int {
+	inner, ok := strings.CutPrefix(typ, "bit(")
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSuffix(inner, ")"))
+	return n
 }
 
 func xxhashString(s string) uint64 { return xxhash.Sum64String(s) }

@@ -18,8 +18,8 @@ type Write struct {
 	Key     string  // canonical text of the read key (tombstones, coalescing)
 	Values  []Value // every read column in Projection.Columns order (upserts), or the key columns (deletes)
 	Version uint64
-	// KeyspaceID routes the row to a shard: the xxhash of its shard_by
-	// value (0 when the projection has no shard_by).
+	// KeyspaceID routes the row to a shard: Vitess's keyspace id of its
+	// shard_by value (KeyspaceID; 0 when the projection has no shard_by).
 	KeyspaceID uint64
 	// Parents holds, for upserts, the child's reference to each join's
 	// parent, in Projection.Joins order.
@@ -247,7 +247,7 @@ func (p *Projection) upsert(e Event, img *Image, ps *plans) (Write, error) {
 			return Write{}, err
 		}
 	}
-	w := Write{Kind: Upsert, Key: key, Values: vals, Version: e.Version, KeyspaceID: p.keyspaceID(img, pl)}
+	w := Write{Kind: Upsert, Key: key, Values: vals, Version: e.Version, KeyspaceID: p.keyspaceID(vals, e.Schema)}
 	for ji, j := range p.Joins {
 		ref := ParentRef{}
 		var b strings.Builder
@@ -281,12 +281,17 @@ func (p *Projection) plan(ps *plans, img *Image, sc *eventSchema) *imagePlan {
 	return ps.of(p, img, sc)
 }
 
-func (p *Projection) keyspaceID(img *Image, pl *imagePlan) uint64 {
+// keyspaceID routes a row by its shard_by value, vals[0] (shard_by leads
+// the key, so it is the first column of upserts and deletes alike).
+func (p *Projection) keyspaceID(vals []Value, sc *eventSchema) uint64 {
 	if p.ShardBy == "" {
 		return 0
 	}
-	raw, _ := img.at(pl.shard)
-	return KeyspaceID(raw)
+	width := 0
+	if sc != nil && vals[0].kind == UintValue {
+		width = bitWidth(sc.Columns[p.Columns[0].Source])
+	}
+	return KeyspaceID(ShardValue(vals[0], width))
 }
 
 func (p *Projection) delete(e Event, img *Image, ps *plans) (Write, error) {
@@ -304,7 +309,7 @@ func (p *Projection) delete(e Event, img *Image, ps *plans) (Write, error) {
 			return Write{}, err
 		}
 	}
-	return Write{Kind: Delete, Key: key, Values: vals, Version: e.Version, KeyspaceID: p.keyspaceID(img, pl)}, nil
+	return Write{Kind: Delete, Key: key, Values: vals, Version: e.Version, KeyspaceID: p.keyspaceID(vals, e.Schema)}, nil
 }
 
 // nullKey reports whether one of img's read key values is NULL.

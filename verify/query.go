@@ -2,13 +2,10 @@ package verify
 
 import (
 	"database/sql"
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/cespare/xxhash/v2"
 
 	"github.com/readside/readside/projections"
 )
@@ -260,16 +257,13 @@ func literal(k kind, v string) string {
 	return "CONVERT(X'" + hex.EncodeToString([]byte(v)) + "' USING utf8mb4)"
 }
 
-// keyspaceID routes a shard_by value the way the projector does
-// (projections.KeyspaceID on the event encoding): numbers by their text,
-// strings (and DECIMAL, a string in events) by their bytes, binary values
-// by their base64 text.
-func keyspaceID(k kind, v string) uint64 {
-	switch k {
-	case kInt, kBit, kNumber:
-		return xxhash.Sum64String(v)
-	case kBinary:
-		return xxhash.Sum64String(base64.StdEncoding.EncodeToString([]byte(v)))
+// shardValue is the bytes a shard_by cell is routed by
+// (projections.ShardValue): the cell's text or bytes as scanned, but a BIT
+// cell, a number here, as its pattern in bitWidth's bytes.
+func shardValue(k kind, v string, bitWidth int) []byte {
+	if k == kBit {
+		u, _ := strconv.ParseUint(v, 10, 64)
+		return projections.ShardValue(projections.ValueOf(u), bitWidth)
 	}
-	return xxhash.Sum64String(v)
+	return []byte(v)
 }

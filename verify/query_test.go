@@ -1,10 +1,10 @@
 package verify
 
 import (
-	"encoding/json"
 	"reflect"
 	"testing"
 
+	"github.com/readside/readside/config"
 	"github.com/readside/readside/projections"
 )
 
@@ -42,23 +42,46 @@ func TestBindAndLiteral(t *testing.T) {
 	}
 }
 
-// The routing of scanned values must match the projector's routing of
-// event values, or every row would look misplaced.
-func TestKeyspaceIDMatchesProjector(t *testing.T) {
+// TestShardValueMatchesProjector: verify routes the shard_by cell it
+// scans from a server exactly as the projector routes the same value
+// from an event (Projection.Writes), or every row would look misplaced.
+// That the projector agrees with Vitess is e2e/vitessdiff's proof.
+func TestShardValueMatchesProjector(t *testing.T) {
 	for _, c := range []struct {
-		k    kind
-		text string
-		ev   any
+		why   string
+		k     kind
+		cell  string // as scanned (cellText)
+		typ   string // the event schema's type
+		event string // the event's JSON value
+		bits  int
 	}{
-		{kInt, "12345", json.Number("12345")}, {kText, "ünïcode", "ünïcode"}, {kDecimal, "1.50", "1.50"},
+		{"integers are their decimal text on both sides", kInt, "12345", "int", `12345`, 0},
+		{"negative integers keep their sign", kInt, "-9223372036854775808", "bigint", `-9223372036854775808`, 0},
+		{"unsigned beyond int64", kInt, "18446744073709551615", "bigint unsigned", `18446744073709551615`, 0},
+		{"DECIMAL is text with its scale; a string in events", kDecimal, "-0.50", "decimal(5,2)", `"-0.50"`, 0},
+		{"strings are UTF-8 bytes; events escape them", kText, "ünï\\\"code😀", "varchar", `"ünï\\\"code\ud83d\ude00"`, 0},
+		{"binary values are bytes; base64 in events", kBinary, "\x00\x01\xff\x00", "binary(4)", `"AAH/AA=="`, 0},
+		{"date-times are MySQL's text with their fraction", kTemporal, "2020-01-02 03:04:05.012300", "datetime(6)", `"2020-01-02 03:04:05.012300"`, 0},
+		{"BIT is a number here and in events, its bytes to Vitess", kBit, "5", "bit(12)", `5`, 12},
 	} {
-		raw, _ := json.Marshal(c.ev)
-		if got, want := keyspaceID(c.k, c.text), projections.KeyspaceID(raw); got != want {
-			t.Errorf("%q: %x, projector %x", c.text, got, want)
+		cfg := config.Default()
+		cfg.Source.Tables = []string{"shop.t"}
+		cfg.Sinks = map[string]config.Sink{"reads": {Shards: []config.Shard{{KeyRange: "-80", DSN: "a"}, {KeyRange: "80-", DSN: "b"}}}}
+		cfg.Projections = map[string]config.Projection{"t": {From: "shop.t", Sink: "reads", Key: []string{"k"}, ShardBy: "k", Columns: map[string]string{"k": "k"}}}
+		ps, err := projections.Compile(cfg)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	raw, _ := json.Marshal([]byte("\x01\x02"))
-	if got, want := keyspaceID(kBinary, "\x01\x02"), projections.KeyspaceID(raw); got != want {
-		t.Errorf("binary: %x, projector %x", got, want)
+		e, err := projections.DecodeEvent([]byte(`{"op":"c","version":1,"after":{"k":` + c.event + `},"schema":{"version":"x","columns":{"k":"` + c.typ + `"}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, err := ps[0].Writes(e)
+		if err != nil || len(ws) != 1 {
+			t.Fatalf("%s: writes %+v, %v", c.why, ws, err)
+		}
+		if got := projections.KeyspaceID(shardValue(c.k, c.cell, c.bits)); got != ws[0].KeyspaceID {
+			t.Errorf("%s: verify routes %q to %016x, the projector %s to %016x", c.why, c.cell, got, c.event, ws[0].KeyspaceID)
+		}
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"math/big"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -76,8 +75,9 @@ type Verifier struct {
 	sink *sinks.Sharded
 	opts Options
 
-	keyKinds keyBinder // learned from the first source rows
-	shardIdx int       // index of the shard_by column in the key; -1: none
+	keyKinds  keyBinder // learned from the first source rows
+	shardIdx  int       // index of the shard_by column in the key; -1: none
+	shardBits int       // the width of a BIT shard_by column
 }
 
 // OpenSource connects to the source for verification: text literals and
@@ -158,6 +158,8 @@ type Report struct {
 	Extra           int64 `json:"extra"`
 	Different       int64 `json:"different"`
 	Misplaced       int64 `json:"misplaced"`
+	// MisplacedByShard counts misplaced rows by the shard holding them.
+	MisplacedByShard map[string]int64 `json:"misplaced_by_shard,omitempty"`
 	// Unsettled keys changed on every re-check until Settle ran out: they
 	// are being written right now, so their difference is not drift.
 	Unsettled int64  `json:"unsettled"`
@@ -223,6 +225,12 @@ func (r *Report) merge(o *Report, samples int) {
 	r.Extra += o.Extra
 	r.Different += o.Different
 	r.Misplaced += o.Misplaced
+	for sh, n := range o.MisplacedByShard {
+		if r.MisplacedByShard == nil {
+			r.MisplacedByShard = map[string]int64{}
+		}
+		r.MisplacedByShard[sh] += n
+	}
 	r.Unsettled += o.Unsettled
 	r.Resumed = r.Resumed || o.Resumed
 	r.diffs = append(r.diffs, o.diffs...)
@@ -246,6 +254,9 @@ func (v *Verifier) run(ctx context.Context) (*Report, error) {
 	if st.Kinds != nil {
 		v.keyKinds = st.Kinds
 	} else if err := v.learnKinds(ctx); err != nil {
+		return nil, err
+	}
+	if err := v.learnShardBits(ctx); err != nil {
 		return nil, err
 	}
 	estimate := v.estimateRows(ctx)
@@ -316,30 +327,12 @@ func (v *Verifier) run(ctx context.Context) (*Report, error) {
 			rep.Misplaced++
 		}
 	}
+	rep.MisplacedByShard = countMisplaced(diffs)
 	rep.Samples = sampleDiffs(diffs, v.opts.Samples)
 	if err := removeState(v.opts.StateFile); err != nil {
 		return nil, err
 	}
 	return rep, nil
-}
-
-// sampleDiffs keeps the first n keys of each kind, in key order.
-func sampleDiffs(diffs []Diff, n int) []Diff {
-	sort.SliceStable(diffs, func(i, j int) bool {
-		if diffs[i].Kind != diffs[j].Kind {
-			return diffs[i].Kind < diffs[j].Kind
-		}
-		return diffs[i].key.text() < diffs[j].key.text()
-	})
-	var out []Diff
-	count := map[string]int{}
-	for _, d := range diffs {
-		if count[d.Kind] < n {
-			count[d.Kind]++
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 // learnKinds reads the key columns' types from the source.
@@ -442,20 +435,6 @@ func (v *Verifier) sinkChecksum(ctx context.Context, lo, hi Key) (int64, uint64,
 		}
 	}
 	return total, xor, misplaced, nil
-}
-
-// home is the shard a shard_by value belongs on (0 without sharding).
-func (v *Verifier) home(shardBy string) int {
-	if v.shardIdx < 0 {
-		return 0
-	}
-	id := keyspaceID(v.keyKinds[v.shardIdx], shardBy)
-	for i, sh := range v.sink.Shards {
-		if sh.Range.Contains(id) {
-			return i
-		}
-	}
-	return 0
 }
 
 // cellText is a scanned value as the report and comparisons use it. BIT
