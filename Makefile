@@ -10,7 +10,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 E2E_PKGS  ?= ./cdc/... ./projections/... ./sinks/... ./verify/... ./e2e/... ./bench/internal/...
 E2E_TIMEOUT ?= 40m
 
-.PHONY: all build docker test test-unit e2e e2e-kfake e2e-containers bench bench-quick bench-peers bench-instructions demo lint testbed-up testbed-down clean
+.PHONY: all build docker test test-unit test-vitess e2e e2e-kfake e2e-containers bench bench-quick bench-peers bench-instructions demo lint testbed-up testbed-down clean
 
 all: build
 
@@ -22,12 +22,16 @@ build:
 docker:
 	docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t readside:$(VERSION) .
 
-## test: unit tests with -race, then the e2e suite on real MariaDB and Apache Kafka
-test: test-unit e2e
+## test: unit tests with -race, the Vitess routing check, then the e2e suite on real MariaDB and Apache Kafka
+test: test-unit test-vitess e2e
 
 ## test-unit: tests that need no services (e2e tests skip themselves)
 test-unit:
 	env -u E2E -u E2E_BROKER $(GO) test -race -count=1 ./...
+
+## test-vitess: readside's shard routing against Vitess's own xxhash vindex (a module of its own: e2e/vitessdiff)
+test-vitess:
+	cd e2e/vitessdiff && env -u E2E -u E2E_BROKER $(GO) test -count=1 ./...
 
 ## e2e: the end-to-end suite; starts MariaDB and Kafka (E2E_BROKER=kafka|kfake|external)
 e2e:
