@@ -86,3 +86,22 @@ func sampleDiffs(diffs []Diff, n int) []Diff {
 	}
 	return out
 }
+
+// deleteMoved deletes the misplaced copies of diffs whose key needs no
+// copy there any more: its home shard holds the row, or no shard should
+// (a misplaced copy that is still its key's only wanted copy has publish
+// set, and stays). It returns the rows deleted.
+func (v *Verifier) deleteMoved(ctx context.Context, diffs []Diff) (int, error) {
+	total := 0
+	for _, d := range diffs {
+		if d.Kind != "misplaced" || d.publish {
+			continue
+		}
+		n, err := v.deleteCopy(ctx, d)
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
+}

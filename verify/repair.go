@@ -19,7 +19,8 @@ type RepairResult struct {
 	// differed.
 	ParentKeys int `json:"parent_keys"`
 	// Deleted are sink rows removed directly: extra rows whose source row
-	// does not exist, and copies on the wrong shard.
+	// does not exist, and copies on the wrong shard (once the row is on its
+	// home shard, or when no shard should hold it).
 	Deleted int `json:"deleted"`
 	// Remaining are keys still differing when the repair stopped waiting.
 	Remaining int     `json:"remaining"`
@@ -40,7 +41,8 @@ var integer = regexp.MustCompile(`^-?[0-9]+$`)
 // through the tailer's snapshot path) and the projector applies them
 // under its usual rules. Only what an r event cannot express is deleted
 // here, version-guarded: a row whose source row does not exist, and a
-// copy on a shard outside its key range.
+// copy on a shard outside its key range — the latter only after the row
+// is on its home shard (a move: re-publish, then delete).
 func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, wait time.Duration) (*RepairResult, error) {
 	res := &RepairResult{}
 	start := time.Now()
@@ -65,9 +67,14 @@ func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, w
 			}
 		}
 	}
-	// Deletes first: a misplaced copy goes before its row is re-published.
+	// Deleted at once: rows whose source row does not exist, and misplaced
+	// copies whose key has its copy on its home shard already, or is not
+	// wanted at all. A misplaced copy that is its key's only copy is moved:
+	// the row is re-published (its home shard gets it at a new version)
+	// and the copy deleted only once the home shard holds the row, so a
+	// crash at any point leaves the row on at least one shard.
 	for _, d := range rep.diffs {
-		if d.Kind == "misplaced" || (d.Kind == "extra" && !d.srcExists) {
+		if (d.Kind == "misplaced" && !d.publish) || (d.Kind == "extra" && !d.srcExists) {
 			n, err := v.deleteCopy(ctx, d)
 			if err != nil {
 				return nil, err
@@ -111,12 +118,21 @@ func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, w
 			res.ParentKeys += len(part)
 		}
 	}
-	// Re-verify the repaired keys.
+	// Re-verify the repaired keys, finishing the moves of misplaced rows
+	// whose home shard now holds them.
 	deadline := time.Now().Add(wait)
 	for {
 		diffs, err := v.compareKeys(ctx, keys)
 		if err != nil {
 			return nil, err
+		}
+		moved, err := v.deleteMoved(ctx, diffs)
+		if err != nil {
+			return nil, err
+		}
+		res.Deleted += moved
+		if moved > 0 {
+			continue // re-check at once what the deletes left
 		}
 		left := map[string]bool{}
 		for _, d := range diffs {

@@ -3,6 +3,8 @@ package verify
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -20,6 +22,13 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintln(w, "  resumed from an interrupted run")
 	}
 	fmt.Fprintf(w, "  missing %d, extra %d, different %d, misplaced %d\n", r.Missing, r.Extra, r.Different, r.Misplaced)
+	if len(r.MisplacedByShard) > 0 {
+		var parts []string
+		for _, sh := range slices.Sorted(maps.Keys(r.MisplacedByShard)) {
+			parts = append(parts, fmt.Sprintf("%d on shard %s", r.MisplacedByShard[sh], sh))
+		}
+		fmt.Fprintf(w, "  misplaced (on a shard whose key range does not hold their keyspace id): %s; `readside verify --repair` moves them\n", strings.Join(parts, ", "))
+	}
 	if r.Unsettled > 0 {
 		fmt.Fprintf(w, "  %d row(s) kept changing during the re-checks (being written now): not counted as drift\n", r.Unsettled)
 	}
