@@ -1,0 +1,236 @@
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/readside/readside/projections"
+)
+
+// Row comparison: a chunk or a key list read from both sides and each key
+// classified as missing, extra, different or misplaced.
+
+// compareRange fetches and compares the rows of a chunk.
+func (v *Verifier) compareRange(ctx context.Context, lo, hi Key) ([]Diff, error) {
+	srcWhere, srcArgs := rangeWhere(v.pl.srcKey, v.keyKinds, lo, hi)
+	sinkWhere, sinkArgs := rangeWhere(v.pl.readKey, v.keyKinds, lo, hi)
+	return v.compare(ctx, srcWhere, srcArgs, sinkWhere, sinkArgs, nil)
+}
+
+// compareKeys fetches and compares the given keys.
+func (v *Verifier) compareKeys(ctx context.Context, keys []Key) ([]Diff, error) {
+	var out []Diff
+	const per = 200
+	for start := 0; start < len(keys); start += per {
+		part := keys[start:min(start+per, len(keys))]
+		srcWhere, srcArgs := keyIn(v.pl.srcKey, part, v.keyKinds)
+		sinkWhere, sinkArgs := keyIn(v.pl.readKey, part, v.keyKinds)
+		d, err := v.compare(ctx, srcWhere, srcArgs, sinkWhere, sinkArgs, part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d...)
+	}
+	return out, nil
+}
+
+// compare reads both sides under the given conditions and classifies each
+// key. The source rows are read without the SQL filter and the filter is
+// applied here, with readside's own semantics (projections.Filter), so a
+// row the projector's filter and MySQL's would judge differently is
+// judged as the projector does.
+func (v *Verifier) compare(ctx context.Context, srcWhere string, srcArgs []any, sinkWhere string, sinkArgs []any, only []Key) ([]Diff, error) {
+	src := map[string]*srcRow{}
+	var order []string
+	exprs := v.pl.srcExprs()
+	for _, c := range v.pl.whereCols {
+		exprs = append(exprs, "s."+q(c))
+	}
+	rows, err := v.src.QueryContext(ctx, "SELECT "+strings.Join(exprs, ", ")+" FROM "+v.pl.sourceFrom(false, true)+" WHERE "+srcWhere, srcArgs...)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s.%s rows: %w", v.p.SourceDB, v.p.SourceTbl, err)
+	}
+	cts, err := rows.ColumnTypes()
+	if err != nil {
+		rows.Close()
+		return nil, err
+	}
+	kinds := make([]kind, len(cts))
+	for i, ct := range cts {
+		kinds[i] = kindOf(ct)
+	}
+	for rows.Next() {
+		cells, err := scanCells(rows, kinds)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		r := &srcRow{cells: cells[:len(v.pl.cols)], passes: true}
+		if v.p.Where != nil {
+			vals := make([]json.RawMessage, len(v.pl.whereCols))
+			for i := range vals {
+				vals[i] = jsonValue(cells[len(v.pl.cols)+i], kinds[len(v.pl.cols)+i])
+			}
+			if r.passes, err = v.p.Where.Match(projections.ImageFrom(v.pl.whereCols, vals)); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("projections.%s.where: %w", v.p.Name, err)
+			}
+		}
+		k := v.keyOf(r.cells)
+		src[k.text()] = r
+		order = append(order, k.text())
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	sink := map[string][]sinkCopy{}
+	readExprs := append(v.pl.readExprs(), "`_rs_version`")
+	sinkKinds := append(append([]kind{}, kinds[:len(v.pl.cols)]...), kInt)
+	for i, sh := range v.sink.Shards {
+		rows, err := sh.DB().QueryContext(ctx, "SELECT "+strings.Join(readExprs, ", ")+" FROM "+q(v.p.Table)+" WHERE "+sinkWhere, sinkArgs...)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s on shard %s: %w", v.p.Table, sh.Range.Text, err)
+		}
+		for rows.Next() {
+			cells, err := scanCells(rows, sinkKinds)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			ver, _ := strconv.ParseUint(*cells[len(cells)-1], 10, 64)
+			c := sinkCopy{cells: cells[:len(cells)-1], version: ver, shard: i}
+			k := v.keyOf(c.cells).text()
+			if _, ok := sink[k]; !ok && src[k] == nil {
+				order = append(order, k)
+			}
+			sink[k] = append(sink[k], c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	var out []Diff
+	for _, k := range order {
+		out = append(out, v.classify(src[k], sink[k])...)
+	}
+	return out, nil
+}
+
+func (v *Verifier) keyOf(cells []*string) Key {
+	k := make(Key, len(v.p.Key))
+	for i := range k {
+		if cells[i] != nil {
+			k[i] = *cells[i]
+		}
+	}
+	return k
+}
+
+// classify compares one key's source row (nil: none) with its sink
+// copies. A copy outside its shard's key range is misplaced whatever its
+// content; the copy on the right shard is compared with the source.
+func (v *Verifier) classify(s *srcRow, copies []sinkCopy) []Diff {
+	var out []Diff
+	var cells []*string
+	if s != nil {
+		cells = s.cells
+	} else {
+		cells = copies[0].cells
+	}
+	key := v.keyOf(cells)
+	home := 0
+	if v.shardIdx >= 0 {
+		home = v.home(key[v.shardIdx])
+	}
+	mk := func(kind string, shard int) Diff {
+		d := Diff{Kind: kind, key: key, shardIdx: shard, Shard: v.sink.Shards[shard].Range.Text, Key: map[string]string{}, srcExists: s != nil}
+		for i, n := range v.p.Key {
+			d.Key[n] = key[i]
+		}
+		if s != nil {
+			d.srcRow = s.cells
+		}
+		return d
+	}
+	var right *sinkCopy
+	for i := range copies {
+		if copies[i].shard == home {
+			right = &copies[i]
+			continue
+		}
+		d := mk("misplaced", copies[i].shard)
+		d.sinkVer = copies[i].version
+		out = append(out, d)
+	}
+	want := s != nil && s.passes
+	switch {
+	case want && right == nil:
+		if len(out) == 0 {
+			d := mk("missing", home)
+			d.publish = true
+			out = append(out, d)
+		} else {
+			// Only a copy on the wrong shard: counted as misplaced, and the
+			// repair publishes the row to its home shard too.
+			out[0].publish = true
+		}
+	case !want && right != nil:
+		d := mk("extra", home)
+		d.sinkVer = right.version
+		d.publish = s != nil // an r event failing the filter deletes it
+		out = append(out, d)
+	case want && right != nil:
+		d := mk("different", home)
+		d.sinkVer = right.version
+		for i, c := range v.pl.cols {
+			if !sameCell(s.cells[i], right.cells[i]) {
+				d.Columns = append(d.Columns, ColumnDiff{Name: c.Read, Source: s.cells[i], Sink: right.cells[i]})
+				if i >= len(v.p.Columns) {
+					d.parentDiff = append(d.parentDiff, v.joinOf(i))
+				}
+			}
+		}
+		if len(d.Columns) > 0 {
+			d.publish = true
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// joinOf is the join (index) filling compared column i.
+func (v *Verifier) joinOf(i int) int {
+	i -= len(v.p.Columns)
+	for ji, j := range v.p.Joins {
+		if i < len(j.Columns) {
+			return ji
+		}
+		i -= len(j.Columns)
+	}
+	return -1
+}
+
+func sameCell(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+// jsonValue is a cell in the event encoding, for the where filter.
+func jsonValue(c *string, k kind) json.RawMessage {
+	if c == nil {
+		return json.RawMessage("null")
+	}
+	switch k {
+	case kInt, kNumber, kBit:
+		return json.RawMessage(*c)
+	}
+	b, _ := json.Marshal(*c)
+	return b
+}
