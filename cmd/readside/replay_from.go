@@ -84,7 +84,7 @@ func checkOffsets(want projections.Offsets, have logRanges) error {
 			case !ok:
 				problems = append(problems, fmt.Errorf("partition %d of %s does not exist: %s has partitions %s", part, topic, topic, partitionList(have[topic])))
 			case off > r.end:
-				problems = append(problems, fmt.Errorf("offset %d of %s/%d is past the end of the partition: its offsets run from %d to %d (%d replays nothing)", off, topic, part, r.start, r.end, r.end))
+				problems = append(problems, fmt.Errorf("offset %d of %s/%d is past the end of the partition: its offsets run from %d to %d (from %d, the end, nothing is replayed)", off, topic, part, r.start, r.end, r.end))
 			case off < r.start:
 				problems = append(problems, fmt.Errorf("offset %d of %s/%d is below the partition's log start (retention removed what was before): its offsets run from %d to %d; replay from %d or use --from earliest", off, topic, part, r.start, r.end, r.start))
 			}

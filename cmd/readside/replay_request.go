@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/readside/readside/config"
@@ -97,16 +99,33 @@ func groupState(ctx context.Context, brokers []string, p *projections.Projection
 		return fmt.Sprintf("consumer group %s: %v", group, err)
 	}
 	defer cl.Close()
+	adm := kadm.NewClient(cl)
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	described, err := kadm.NewClient(cl).DescribeGroups(dctx, group)
-	if err == nil {
-		err = described.Error()
+	var described kadm.DescribedGroups
+	for {
+		described, err = adm.DescribeGroups(dctx, group)
+		if err == nil {
+			err = described.Error()
+		}
+		// A fresh broker has no group coordinator until its offsets
+		// topic exists: a retriable answer is asked again for a while.
+		if err == nil || !kerr.IsRetriable(err) || dctx.Err() != nil {
+			break
+		}
+		select {
+		case <-dctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	if err != nil {
+	n := 0
+	switch {
+	case errors.Is(err, kerr.GroupIDNotFound): // never joined, or expired: no members
+	case err != nil:
 		return fmt.Sprintf("consumer group %s could not be described: %v", group, err)
+	default:
+		n = len(described[group].Members)
 	}
-	n := len(described[group].Members)
 	if n == 0 {
 		return fmt.Sprintf("no projector of %s is running now: its consumer group %s has no members", p.Name, group)
 	}
