@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -118,18 +119,31 @@ func groupState(ctx context.Context, brokers []string, p *projections.Projection
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	n := 0
+	// The group is named by the projection alone, so a projection of
+	// the same name in another deployment on the same brokers shares it:
+	// only members subscribed to p's topic are p's projectors here.
+	mine, others := 0, 0
 	switch {
 	case errors.Is(err, kerr.GroupIDNotFound): // never joined, or expired: no members
 	case err != nil:
 		return fmt.Sprintf("consumer group %s could not be described: %v", group, err)
 	default:
-		n = len(described[group].Members)
+		for _, m := range described[group].Members {
+			if c, ok := m.Join.AsConsumer(); ok && slices.Contains(c.Topics, p.Topic) {
+				mine++
+			} else {
+				others++
+			}
+		}
 	}
-	if n == 0 {
-		return fmt.Sprintf("no projector of %s is running now: its consumer group %s has no members", p.Name, group)
+	var also string
+	if others > 0 {
+		also = fmt.Sprintf("; %d other member(s) of the group consume other topics (a projection of the same name in another deployment on these brokers)", others)
 	}
-	return fmt.Sprintf("consumer group %s has %d member(s)", group, n)
+	if mine == 0 {
+		return fmt.Sprintf("no projector of %s is running now: its consumer group %s has no member consuming %s%s", p.Name, group, p.Topic, also)
+	}
+	return fmt.Sprintf("%d projector(s) of %s consuming %s in consumer group %s%s", mine, p.Name, p.Topic, group, also)
 }
 
 // offsetList renders offsets as sorted topic/partition:offset items.
