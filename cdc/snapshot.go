@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/replication"
+	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/readside/readside/config"
 )
@@ -70,12 +72,39 @@ func RequestSnapshot(ctx context.Context, dsn string, tlsCfg config.TLS, signalD
 		return err
 	}
 	defer src.Close()
+	if err := src.checkSnapshotRequest(ctx, table, where); err != nil {
+		return err
+	}
 	if err := src.ensureSignalTables(ctx, signalDB); err != nil {
 		return err
 	}
 	_, err = src.db.ExecContext(ctx, "INSERT INTO "+quoteIdent(signalDB)+"."+requestTable+" (server_id, table_name, where_clause) VALUES (?, ?, ?)",
 		serverID, table, sql.NullString{String: where, Valid: where != ""})
 	return err
+}
+
+// checkSnapshotRequest runs the shape of the snapshot's chunk query once,
+// reading no rows, so that a table the source does not have or a where it
+// does not accept is refused before the request is written: the tailer
+// would otherwise meet it only when it reads the request from the binlog.
+func (s *sourceDB) checkSnapshotRequest(ctx context.Context, table, where string) error {
+	db, name, _ := strings.Cut(table, ".")
+	q := "SELECT 1 FROM " + quoteIdent(db) + "." + quoteIdent(name)
+	if where != "" {
+		q += " WHERE (" + where + ")"
+	}
+	rows, err := s.db.QueryContext(ctx, q+" LIMIT 0")
+	if err == nil {
+		return rows.Close()
+	}
+	var me *driver.MySQLError
+	switch {
+	case errors.As(err, &me) && me.Number == 1146: // ER_NO_SUCH_TABLE
+		return fmt.Errorf("table %s does not exist on the source (%w): name an existing table in --table db.table", table, err)
+	case where != "":
+		return fmt.Errorf("--where %q is not a condition the source accepts on %s (%w): fix the SQL; it is used as written in SELECT ... FROM %s WHERE (<where>); nothing was requested", where, table, err, table)
+	}
+	return fmt.Errorf("reading %s on the source: %w", table, err)
 }
 
 // chunk is a snapshot read between its watermarks.

@@ -17,14 +17,20 @@ import (
 // given offsets. The request is a row per partition on every shard; the
 // projector assigned a partition consumes it (TakeReplays) when it is
 // assigned the partition, and leaves and rejoins its group when it sees a
-// request for a partition it holds. A request replaces an older one for
-// the same partition.
-func (s *Sharded) RequestReplay(ctx context.Context, p *projections.Projection, offs projections.Offsets) error {
+// request for a partition it holds. A request replaces the whole pending
+// request of p (partitions it does not name included: a leftover from an
+// older request would otherwise reset them later, unasked); replaced is
+// what was pending before, on any shard.
+func (s *Sharded) RequestReplay(ctx context.Context, p *projections.Projection, offs projections.Offsets) (replaced projections.Offsets, err error) {
+	replaced = projections.Offsets{}
 	for _, sh := range s.Shards {
 		err := inTx(ctx, sh.db, func(tx *sql.Tx) error {
+			if err := removeReplays(ctx, tx, p, replaced); err != nil {
+				return err
+			}
 			for topic, parts := range offs {
 				for part, next := range parts {
-					if _, err := tx.ExecContext(ctx, "REPLACE INTO `_readside_replay_requests` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?)", p.Name, topic, part, next); err != nil {
+					if _, err := tx.ExecContext(ctx, "INSERT INTO `_readside_replay_requests` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?)", p.Name, topic, part, next); err != nil {
 						return err
 					}
 				}
@@ -32,10 +38,47 @@ func (s *Sharded) RequestReplay(ctx context.Context, p *projections.Projection, 
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("shard %s: recording the replay request: %w", sh.Range.Text, err)
+			return nil, fmt.Errorf("shard %s: recording the replay request: %w", sh.Range.Text, err)
 		}
 	}
-	return nil
+	return replaced, nil
+}
+
+// CancelReplays removes p's pending replay requests on every shard and
+// returns what was pending. A projector that took a partition's request
+// already has reset that partition; cancelling does not undo it.
+func (s *Sharded) CancelReplays(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
+	removed := projections.Offsets{}
+	for _, sh := range s.Shards {
+		if err := inTx(ctx, sh.db, func(tx *sql.Tx) error { return removeReplays(ctx, tx, p, removed) }); err != nil {
+			return nil, fmt.Errorf("shard %s: cancelling replay requests: %w", sh.Range.Text, err)
+		}
+	}
+	return removed, nil
+}
+
+// removeReplays deletes p's requests in tx, adding them to removed.
+func removeReplays(ctx context.Context, tx *sql.Tx, p *projections.Projection, removed projections.Offsets) error {
+	rows, err := tx.QueryContext(ctx, "SELECT topic, part, next_offset FROM `_readside_replay_requests` WHERE projection = ? FOR UPDATE", p.Name)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var topic string
+		var part int32
+		var next int64
+		if err := rows.Scan(&topic, &part, &next); err != nil {
+			rows.Close()
+			return err
+		}
+		removed.Set(topic, part, next)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, "DELETE FROM `_readside_replay_requests` WHERE projection = ?", p.Name)
+	return err
 }
 
 // PendingReplays are the partitions of p with a replay request not yet

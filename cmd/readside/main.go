@@ -50,7 +50,7 @@ func verbs() []verb {
 			"[-c FILE] --table DB.TABLE [--where SQL]",
 			[]string{"readside snapshot -c readside.yaml --table shop.orders --where \"created_at > '2026-01-01'\""}, runSnapshot},
 		{"replay", "re-apply history to a projection from a position, or --rebuild its read table",
-			"[-c FILE] --projection NAME (--from POSITION | --rebuild | --drop-old)",
+			"[-c FILE] --projection P (--from POS|--rebuild|--drop-old|--pending|--cancel)",
 			[]string{"readside replay -c readside.yaml --projection orders_by_customer --from 2026-11-24T09:00:00Z"}, runReplay},
 		{"verify", "compare read tables with what the source implies (--repair fixes drift)",
 			"[-c FILE] [--projection NAME] [--repair]",

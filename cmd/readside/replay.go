@@ -15,15 +15,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/projections"
@@ -43,7 +39,9 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	from := fs.String("from", "", "earliest, an RFC3339 time, or partition:offset,... (topic/partition:offset for a joined parent's topic)")
 	rebuild := fs.Bool("rebuild", false, "fill a shadow table from the topics and swap it in (RENAME TABLE) once caught up")
 	dropOld := fs.Bool("drop-old", false, "drop the <table>__old a rebuild kept (after --rebuild finishes, or alone)")
-	wait := fs.Duration("wait", 30*time.Second, "how long to wait for a running projector to take the reset")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for a running projector to take the reset; exit 1 if none does")
+	cancel := fs.Bool("cancel", false, "remove the projection's pending replay requests (those no projector has taken yet)")
+	pending := fs.Bool("pending", false, "list the projection's pending replay requests")
 	progressEvery := fs.Duration("progress-every", 5*time.Second, "progress line period when stderr is not a terminal")
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
 		return code
@@ -52,8 +50,12 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "readside replay: --projection is required (a name under projections: in the config)")
 		return exitUsage
 	}
-	if !*rebuild && !*dropOld && *from == "" {
-		fmt.Fprintln(stderr, "readside replay: give --from earliest|RFC3339|partition:offset,..., or --rebuild, or --drop-old")
+	if !*rebuild && !*dropOld && !*cancel && !*pending && *from == "" {
+		fmt.Fprintln(stderr, "readside replay: give --from earliest|RFC3339|partition:offset,..., or --rebuild, --drop-old, --pending or --cancel")
+		return exitUsage
+	}
+	if (*cancel || *pending) && (*from != "" || *rebuild || *dropOld) {
+		fmt.Fprintln(stderr, "readside replay: --cancel and --pending act on the pending requests only: give them without --from, --rebuild or --drop-old")
 		return exitUsage
 	}
 	if *rebuild && *from != "" {
@@ -100,8 +102,12 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		return exitProblem
 	}
 	switch {
+	case *cancel:
+		err = cancelReplays(ctx, p, sink, stdout)
+	case *pending:
+		err = listPending(ctx, p, sink, stdout)
 	case *from != "":
-		err = resetOffsets(ctx, cfg, p, sink, *from, *wait, stdout)
+		err = resetOffsets(ctx, cfg, p, sink, *from, *timeout, stdout)
 	case *rebuild:
 		r := &rebuilder{cfg: cfg, p: p, sink: sink, log: log, out: stderr, every: *progressEvery, tty: isTerminal(stderr)}
 		err = r.run(ctx)
@@ -119,104 +125,6 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		return exitProblem
 	}
 	return exitOK
-}
-
-// resetOffsets records a replay request for p's partitions and waits for
-// a running projector to take it.
-func resetOffsets(ctx context.Context, cfg config.Config, p *projections.Projection, sink *sinks.Sharded, from string, wait time.Duration, stdout io.Writer) error {
-	offs, err := replayOffsets(ctx, cfg.Kafka.Brokers, p, from)
-	if err != nil {
-		return err
-	}
-	if err := sink.RequestReplay(ctx, p, offs); err != nil {
-		return err
-	}
-	var parts []string
-	for topic, ps := range offs {
-		for part, next := range ps {
-			parts = append(parts, fmt.Sprintf("%s/%d:%d", topic, part, next))
-		}
-	}
-	sort.Strings(parts)
-	fmt.Fprintf(stdout, "replay of %s requested from %s\n", p.Name, strings.Join(parts, ", "))
-	deadline := time.Now().Add(wait)
-	for {
-		pending, err := sink.PendingReplays(ctx, p)
-		if err != nil {
-			return err
-		}
-		if len(pending) == 0 {
-			fmt.Fprintf(stdout, "taken by the projector of %s: it is re-applying from there\n", p.Name)
-			return nil
-		}
-		if time.Now().After(deadline) {
-			fmt.Fprintf(stdout, "no running projector of %s took the reset within %s: the next one to start (readside run) will\n", p.Name, wait)
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// replayOffsets turns --from into next offsets for p's partitions.
-func replayOffsets(ctx context.Context, brokers []string, p *projections.Projection, from string) (projections.Offsets, error) {
-	out := projections.Offsets{}
-	if strings.Contains(from, ":") && !strings.Contains(from, "T") {
-		for _, item := range strings.Split(from, ",") {
-			item = strings.TrimSpace(item)
-			topic := p.Topic
-			if i := strings.LastIndex(item, "/"); i >= 0 {
-				topic, item = item[:i], item[i+1:]
-			}
-			ps, os, ok := strings.Cut(item, ":")
-			part, err1 := strconv.ParseInt(ps, 10, 32)
-			off, err2 := strconv.ParseInt(os, 10, 64)
-			if !ok || err1 != nil || err2 != nil || part < 0 || off < 0 {
-				return nil, fmt.Errorf("--from %q: want partition:offset items, e.g. 0:120,3:0 (topic/partition:offset for a joined parent's topic)", from)
-			}
-			found := false
-			for _, t := range p.Topics() {
-				found = found || t == topic
-			}
-			if !found {
-				return nil, fmt.Errorf("--from %q: topic %s is not consumed by projection %s (its topics: %s)", from, topic, p.Name, strings.Join(p.Topics(), ", "))
-			}
-			out.Set(topic, int32(part), off)
-		}
-		return out, nil
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	var listed kadm.ListedOffsets
-	if from == "earliest" {
-		listed, err = adm.ListStartOffsets(ctx, p.Topics()...)
-	} else {
-		t, perr := time.Parse(time.RFC3339, from)
-		if perr != nil {
-			return nil, fmt.Errorf("--from %q: want earliest, an RFC3339 time (e.g. 2026-01-02T15:04:05Z) or partition:offset,...", from)
-		}
-		// The first record published at or after t (the broker's record
-		// timestamps: when the tailer published, shortly after the commit).
-		listed, err = adm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), p.Topics()...)
-	}
-	if err == nil {
-		err = listed.Error()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("listing offsets of %s: %w", strings.Join(p.Topics(), ", "), err)
-	}
-	listed.Each(func(o kadm.ListedOffset) { out.Set(o.Topic, o.Partition, o.Offset) })
-	if len(out) == 0 {
-		return nil, fmt.Errorf("the broker lists no partitions for %s: has the tailer created the topics?", strings.Join(p.Topics(), ", "))
-	}
-	return out, nil
 }
 
 // rebuilder runs one `replay --rebuild`.
