@@ -18,25 +18,25 @@ import (
 //   - a committed Kafka transaction: every source transaction up to the
 //     last one in it (its commit time) is published.
 //
-// Within lagWindow heartbeat periods of the last proof by heartbeat the
-// lag reads 0 (what the heartbeats can resolve); after that, or while
-// busy, it is now minus the newest proof.
+// Within lagWindow of the last proof by heartbeat the lag reads 0 (what
+// the heartbeats can resolve); after that, or while busy, it is now minus
+// the newest proof.
 type lagClock struct {
 	caughtUp  atomic.Int64 // Unix ns: last heartbeat heard with nothing unpublished
 	published atomic.Int64 // Unix s: source commit time of the newest published transaction
 	started   atomic.Int64 // Unix ns: the tailer's start, the lag's origin before any proof
 }
 
-// lagWindow is how many heartbeat periods after a heartbeat the tailer
-// still counts as caught up: one period is the source's own cadence, the
-// second absorbs a late heartbeat on a loaded host.
-const lagWindow = 2
+// lagWindow is how long after a heartbeat the tailer still counts as
+// caught up: one period is the source's own cadence, the second period
+// and a second more absorb a late heartbeat on a loaded host.
+func lagWindow(heartbeat time.Duration) time.Duration { return 2*heartbeat + time.Second }
 
 // sourceLag is the lag at now, in seconds, from the last heartbeat proof
 // (zero time: none), the commit time of the newest published transaction
 // (zero time: none) and the tailer's start.
 func sourceLag(now, caughtUp, published, started time.Time, heartbeat time.Duration) float64 {
-	if !caughtUp.IsZero() && now.Sub(caughtUp) <= lagWindow*heartbeat {
+	if !caughtUp.IsZero() && now.Sub(caughtUp) <= lagWindow(heartbeat) {
 		return 0
 	}
 	fresh := caughtUp

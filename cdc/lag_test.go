@@ -15,7 +15,7 @@ func TestSourceLag(t *testing.T) {
 		want                        float64
 	}{
 		{"idle: a heartbeat one period ago proves the tailer caught up", t0.Add(2 * time.Second), t0, none, t0.Add(-time.Hour), 0},
-		{"a heartbeat late by less than a period still counts", t0.Add(4 * time.Second), t0, none, t0.Add(-time.Hour), 0},
+		{"a heartbeat late by a period and a second still counts", t0.Add(5 * time.Second), t0, none, t0.Add(-time.Hour), 0},
 		{"no heartbeat for longer than the window: the lag runs from the last one", t0.Add(20 * time.Second), t0, none, t0.Add(-time.Hour), 20},
 		{"busy (no heartbeats): the newest published commit time counts", t0.Add(30 * time.Second), t0, t0.Add(29 * time.Second), t0.Add(-time.Hour), 1},
 		{"stuck publishing: the lag grows from the newest published commit", t0.Add(90 * time.Second), t0, t0.Add(30 * time.Second), t0.Add(-time.Hour), 60},

@@ -25,7 +25,7 @@ func newMetrics(reg prometheus.Registerer, secondsToPurge, lagSeconds func() flo
 			Name: "readside_source_transactions_total", Help: "Source transactions read from the binlog.",
 		}),
 		lag: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "readside_source_lag_seconds", Help: "How old the newest source change not yet published to Kafka may be, computed at scrape time: now minus the newest proof of freshness (a source heartbeat heard with everything published, or the commit time of the newest published transaction); 0 within two heartbeat periods of such a heartbeat.",
+			Name: "readside_source_lag_seconds", Help: "How old the newest source change not yet published to Kafka may be, computed at scrape time: now minus the newest proof of freshness (a source heartbeat heard with everything published, or the commit time of the newest published transaction); 0 within two heartbeat periods and a second of such a heartbeat.",
 		}, lagSeconds),
 		commitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "readside_produce_commit_seconds", Help: "Time to flush and commit one Kafka transaction of events plus checkpoint.",
