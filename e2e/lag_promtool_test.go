@@ -198,5 +198,9 @@ func (r *lagRig) promtool(t *testing.T) {
 	out, err := exec.CommandContext(t.Context(), promtool, "test", "rules", path).CombinedOutput()
 	if err != nil {
 		t.Errorf("promtool test rules on the scrapes: %v\n%s\n--- %s:\n%s", err, out, path, b.String())
+		return
+	}
+	for _, c := range cases {
+		t.Logf("alert rules pass on %s", c.comment)
 	}
 }
