@@ -10,7 +10,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 E2E_PKGS  ?= ./cdc/... ./projections/... ./sinks/... ./verify/... ./e2e/... ./bench/internal/...
 E2E_TIMEOUT ?= 40m
 
-.PHONY: all build docker test test-unit test-vitess e2e e2e-kfake e2e-containers bench bench-quick bench-peers bench-instructions demo lint testbed-up testbed-down clean
+.PHONY: all build docker test testbed-install test-unit test-vitess e2e e2e-kfake e2e-containers bench bench-quick bench-peers bench-instructions demo lint testbed-up testbed-down clean
 
 all: build
 
@@ -23,7 +23,11 @@ docker:
 	docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t readside:$(VERSION) .
 
 ## test: unit tests with -race, the Vitess routing check, then the e2e suite on real MariaDB and Apache Kafka
-test: test-unit test-vitess e2e
+test: testbed-install test-unit test-vitess e2e
+
+## testbed-install: the tools tests run beside the servers (promtool, Debian package prometheus), installed when root
+testbed-install:
+	$(GO) run ./e2e/cmd/testbed install
 
 ## test-unit: tests that need no services (e2e tests skip themselves)
 test-unit:

@@ -9,14 +9,14 @@ import (
 type metrics struct {
 	events        *prometheus.CounterVec
 	transactions  prometheus.Counter
-	lag           prometheus.Gauge
+	lag           prometheus.GaugeFunc
 	commitLatency prometheus.Histogram
 	reconnects    prometheus.Counter
 	errors        prometheus.Counter
 	purge         prometheus.GaugeFunc
 }
 
-func newMetrics(reg prometheus.Registerer, secondsToPurge func() float64) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, secondsToPurge, lagSeconds func() float64) (*metrics, error) {
 	m := &metrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "readside_source_events_total", Help: "Row change events published, by source table and op.",
@@ -24,9 +24,9 @@ func newMetrics(reg prometheus.Registerer, secondsToPurge func() float64) (*metr
 		transactions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "readside_source_transactions_total", Help: "Source transactions read from the binlog.",
 		}),
-		lag: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "readside_source_lag_seconds", Help: "Seconds between a transaction's commit on the source and the tailer reading it; 0 when a source heartbeat shows the tailer is caught up.",
-		}),
+		lag: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "readside_source_lag_seconds", Help: "How old the newest source change not yet published to Kafka may be, computed at scrape time: now minus the newest proof of freshness (a source heartbeat heard with everything published, or the commit time of the newest published transaction); 0 within two heartbeat periods and a second of such a heartbeat.",
+		}, lagSeconds),
 		commitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "readside_produce_commit_seconds", Help: "Time to flush and commit one Kafka transaction of events plus checkpoint.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),

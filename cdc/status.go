@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync/atomic"
 	"time"
 
@@ -22,8 +21,7 @@ type Status struct {
 	// Checkpoint is the last one committed to (or loaded from) Kafka; nil
 	// before the first.
 	Checkpoint *Checkpoint
-	// LagSeconds is readside_source_lag_seconds: 0 once a heartbeat showed
-	// the tailer caught up.
+	// LagSeconds is readside_source_lag_seconds now (cdc/lag.go).
 	LagSeconds float64
 	// LastHeard is when the source last sent anything (an event or a
 	// heartbeat); a live stream hears something every heartbeat period.
@@ -34,8 +32,7 @@ type Status struct {
 type tailerState struct {
 	connected  atomic.Bool
 	checkpoint atomic.Pointer[Checkpoint]
-	lag        atomic.Uint64 // math.Float64bits
-	lastHeard  atomic.Int64  // Unix nanoseconds
+	lastHeard  atomic.Int64 // Unix nanoseconds
 }
 
 // Status reports the tailer's state; safe to call from any goroutine.
@@ -43,18 +40,12 @@ func (t *Tailer) Status() Status {
 	s := Status{
 		Connected:  t.state.connected.Load(),
 		Checkpoint: t.state.checkpoint.Load(),
-		LagSeconds: math.Float64frombits(t.state.lag.Load()),
+		LagSeconds: t.LagSeconds(),
 	}
 	if n := t.state.lastHeard.Load(); n != 0 {
 		s.LastHeard = time.Unix(0, n)
 	}
 	return s
-}
-
-// setLag sets the lag gauge and the value Status reports.
-func (t *Tailer) setLag(seconds float64) {
-	t.metrics.lag.Set(seconds)
-	t.state.lag.Store(math.Float64bits(seconds))
 }
 
 func (t *Tailer) heard() { t.state.lastHeard.Store(t.now().UnixNano()) }

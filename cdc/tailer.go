@@ -49,6 +49,7 @@ type Tailer struct {
 	needsFrom atomic.Int64 // Unix seconds
 
 	state tailerState // for Status
+	lag   lagClock    // for readside_source_lag_seconds
 }
 
 // FatalError is a condition a restart cannot fix: the tailer stops and the
@@ -68,7 +69,7 @@ func New(cfg config.Config, brokers []string, log *slog.Logger, reg prometheus.R
 		return nil, errors.New("tailer: no Kafka brokers")
 	}
 	t := &Tailer{cfg: cfg, brokers: brokers, log: log.With("component", "tailer"), now: time.Now}
-	m, err := newMetrics(reg, t.secondsToPurge)
+	m, err := newMetrics(reg, t.secondsToPurge, t.LagSeconds)
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +102,7 @@ func CheckpointTopic(prefix string) string { return prefix + "._readside_checkpo
 // Run tails until ctx is cancelled (returns nil after committing what was
 // complete) or a fatal error.
 func (t *Tailer) Run(ctx context.Context) error {
+	t.lag.started.CompareAndSwap(0, t.now().UnixNano())
 	err := t.run(ctx)
 	if stoppedWhileStarting(ctx, err) {
 		return nil
@@ -677,15 +679,15 @@ func (s *stream) handle(ctx context.Context, ev *replication.BinlogEvent) error 
 	case *replication.XIDEvent:
 		return s.endTxn(ctx, h)
 	case *replication.HeartbeatEvent:
-		// (go-mysql 1.16 decodes heartbeats to HeartbeatEvent; matching
-		// GenericEvent with HEARTBEAT_EVENT never fired, and the lag kept
-		// the last transaction's value while the source was idle.)
-		// The source has nothing newer: the tailer is caught up, and once
-		// its checkpoint is at the end, the binlog it needs is the one
-		// being written now.
-		s.t.setLag(0)
+		// (go-mysql 1.16 decodes heartbeats to HeartbeatEvent, not
+		// GenericEvent.) The source has nothing newer: once everything
+		// read is committed to Kafka the tailer is caught up, and the
+		// binlog it needs is the one being written now.
 		if s.pendingTxns == 0 && s.txnGTID == "" && !s.txnBegun {
 			s.t.needsFrom.Store(s.t.now().Unix())
+			if s.pub.inflight == nil {
+				s.t.markCaughtUp()
+			}
 		}
 	}
 	return nil
@@ -716,9 +718,6 @@ func (s *stream) endTxn(ctx context.Context, h *replication.EventHeader) error {
 	s.pendingTS = int64(h.Timestamp)
 	s.txnGTID, s.txnBegun = "", false
 	s.t.metrics.transactions.Inc()
-	if h.Timestamp > 0 {
-		s.t.setLag(max(0, s.t.now().Sub(time.Unix(int64(h.Timestamp), 0)).Seconds()))
-	}
 	return s.maybeCommit(ctx, false)
 }
 
@@ -759,6 +758,7 @@ func (s *stream) commit(ctx context.Context) error {
 	err := s.pub.commitAsync(ctx, cp, func(took time.Duration) {
 		s.t.metrics.commitLatency.Observe(took.Seconds())
 		s.t.committed(cp)
+		s.t.markPublished(needsFrom)
 		if needsFrom > s.t.needsFrom.Load() {
 			s.t.needsFrom.Store(needsFrom)
 		}

@@ -25,8 +25,13 @@ type Options struct {
 	// live state is reported, else the stored checkpoint).
 	TailerHere      bool
 	HeartbeatPeriod time.Duration
-	ReadyMaxLag     time.Duration
-	Projections     []Projection
+	// ReadyMaxLag: /readyz answers 503 while the source lag or the lag of
+	// a projection this process runs is above it.
+	ReadyMaxLag time.Duration
+	// ProjectionLag is readside_projection_lag_seconds of a projection
+	// this process runs (false: not known here); nil when none runs here.
+	ProjectionLag func(projection string) (float64, bool)
+	Projections   []Projection
 }
 
 // Projection is one declared projection as the report sees it.
@@ -91,9 +96,12 @@ type ProjectionStatus struct {
 	GroupState string `json:"group_state,omitempty"`
 	Members    int    `json:"members"`
 	// ConsumerLag is the sum over partitions of Lag.
-	ConsumerLag int64             `json:"consumer_lag"`
-	Partitions  []PartitionStatus `json:"partitions"`
-	Error       string            `json:"error,omitempty"`
+	ConsumerLag int64 `json:"consumer_lag"`
+	// LagSeconds is readside_projection_lag_seconds; only known where
+	// the projector runs.
+	LagSeconds *float64          `json:"lag_seconds,omitempty"`
+	Partitions []PartitionStatus `json:"partitions"`
+	Error      string            `json:"error,omitempty"`
 }
 
 // PartitionStatus compares a sink's applied offset with the topic's end.
@@ -222,6 +230,14 @@ func (c *Collector) Collect(ctx context.Context) Report {
 		ps := c.projection(ctx, p, ends, endsErr, groups, groupsErr)
 		if p.Here && ps.State != "consuming" {
 			notReady("projection %s is %s", p.Name, ps.State)
+		}
+		if p.Here && c.opts.ProjectionLag != nil {
+			if lag, ok := c.opts.ProjectionLag(p.Name); ok {
+				ps.LagSeconds = &lag
+				if lag > c.opts.ReadyMaxLag.Seconds() {
+					notReady("projection %s lag %.1fs is above http.ready_max_lag %s", p.Name, lag, c.opts.ReadyMaxLag)
+				}
+			}
 		}
 		r.Projections = append(r.Projections, ps)
 	}

@@ -24,8 +24,11 @@ type Batch struct {
 	Parents []ParentWrite
 	Offsets Offsets
 	// NewestTS is the newest source commit time (Unix seconds) among the
-	// batch's events, for the lag metric.
+	// batch's events.
 	NewestTS int64
+	// OldestTS is the oldest (0: none known), for the projection lag while
+	// the batch waits to be applied.
+	OldestTS int64
 	// Stale, when set, counts writes the sink skipped because a newer
 	// version (a tombstone, a truncation) already covers them.
 	Stale *atomic.Int64

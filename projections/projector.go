@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -103,6 +102,7 @@ func (pr *Projector) Run(ctx context.Context) error {
 
 // consume runs one group membership; rejoin reports a replay request.
 func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
+	pr.o.Metrics.started(pr.p)
 	owned := newOwned()
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(pr.o.Brokers...),
@@ -112,6 +112,9 @@ func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 		kgo.ConsumerGroup(Group(pr.p)),
 		kgo.ConsumeTopics(pr.p.Topics()...),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Commit markers come with the records so the consumer lag can
+		// count them as read (pollQueue.through); pollQueue drops them.
+		kgo.KeepControlRecords(),
 		// 256 KiB of each partition per fetch (Kafka's default is 1 MiB):
 		// a narrow-row fetch of 6 partitions is then ~12,000 records
 		// instead of ~50,000, all of which were decompressed and held at
@@ -363,6 +366,7 @@ func (p *Projection) collect(b *Batch, r *kgo.Record, e Event, ps *plans) error 
 	if e.SourceTS > 0 && e.SourceTS > b.NewestTS {
 		b.NewestTS = e.SourceTS
 	}
+	b.OldestTS = oldestTS(b.OldestTS, e.SourceTS)
 	if b.Marks == nil {
 		b.Marks = map[string]map[int32]Mark{}
 	}
@@ -417,6 +421,8 @@ type job struct {
 	// lagAfter is each polled partition's consumer lag once the job
 	// commits. The job keeps no polled record: see prepare.
 	lagAfter []partitionLag
+	// waiting: the job is counted in the projection lag until it commits.
+	waiting bool
 }
 
 type partitionLag struct {
@@ -430,7 +436,12 @@ type partitionLag struct {
 // record and once it is applied.
 func (pr *Projector) prepare(records []*kgo.Record, before, after []partitionLag) *job {
 	if len(records) == 0 {
-		return nil
+		if len(after) == 0 {
+			return nil
+		}
+		// Only commit markers were read: nothing to apply, but the lag
+		// they leave is reported in turn.
+		return &job{start: time.Now(), lagAfter: after}
 	}
 	j := &job{start: time.Now(), lagAfter: after}
 	// Until this batch commits, its records are pending too.
@@ -438,6 +449,7 @@ func (pr *Projector) prepare(records []*kgo.Record, before, after []partitionLag
 		pr.o.Metrics.consumerLag(pr.p, l.topic, l.part, l.lag)
 	}
 	stale := new(atomic.Int64)
+	var oldest int64
 	groups := pr.p.ApplyConcurrency
 	if len(records) < splitFrom {
 		groups = 1
@@ -461,7 +473,9 @@ func (pr *Projector) prepare(records []*kgo.Record, before, after []partitionLag
 		}
 		j.parts = append(j.parts, b)
 		j.bad = append(j.bad, bad...)
+		oldest = oldestTS(oldest, b.OldestTS)
 	}
+	j.waiting = pr.o.Metrics.waiting(pr.p, oldest, j.start)
 	return j
 }
 
@@ -554,6 +568,12 @@ func (pr *Projector) commit(ctx context.Context, j *job) error {
 	}
 	for _, l := range j.lagAfter {
 		pr.o.Metrics.consumerLag(pr.p, l.topic, l.part, l.lag)
+	}
+	if j.waiting {
+		pr.o.Metrics.done(pr.p)
+	}
+	if len(j.parts) == 0 {
+		return nil
 	}
 	pr.log.Debug("batch applied", "writes", writes, "parents", parents, "transactions", len(j.parts), "took", time.Since(j.start))
 	return nil
@@ -659,137 +679,6 @@ func (pr *Projector) deadLetter(ctx context.Context, rs []Rejected) error {
 	}
 	pr.o.Metrics.deadLettered(pr.p, len(out))
 	return nil
-}
-
-// Metrics are the projector's Prometheus metrics (docs/metrics.md).
-type Metrics struct {
-	appliedRows  *prometheus.CounterVec
-	parentRows   *prometheus.CounterVec
-	stale        *prometheus.CounterVec
-	lag          *lagCollector
-	batchSeconds *prometheus.HistogramVec
-	consumerLagG *prometheus.GaugeVec
-	deadLetters  *prometheus.CounterVec
-	errors       *prometheus.CounterVec
-}
-
-// NewMetrics registers the projector metrics on reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
-		appliedRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_applied_rows_total",
-			Help: "Read-table writes (upserts, deletes) committed to the sink, after coalescing per key."}, []string{"projection"}),
-		parentRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_parent_changes_total",
-			Help: "Parent-row changes applied to join state (each fans out to the parent's read rows)."}, []string{"projection"}),
-		stale: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_stale_skipped_total",
-			Help: "Writes skipped because a newer version already covers them: older writes of the same key coalesced away in a batch, and writes under a newer tombstone or truncation."}, []string{"projection"}),
-		lag: &lagCollector{desc: prometheus.NewDesc("readside_projection_lag_seconds",
-			"How far the read table is behind the source: 0 when every polled record is applied, else now minus the source commit time of the newest applied event.",
-			[]string{"projection"}, nil), state: map[string]*lagState{}},
-		batchSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "readside_projection_batch_seconds",
-			Help: "Time to map and apply one batch, commit included.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"projection"}),
-		consumerLagG: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readside_projection_consumer_lag",
-			Help: "Records in the partition after the last applied one."}, []string{"projection", "topic", "partition"}),
-		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_dead_letters_total",
-			Help: "Records sent to the dead-letter topic (on_error: dlq)."}, []string{"projection"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_errors_total",
-			Help: "Errors that stopped a projector."}, []string{"projection"}),
-	}
-	if reg != nil {
-		reg.MustRegister(m.appliedRows, m.parentRows, m.stale, m.lag, m.batchSeconds, m.consumerLagG, m.deadLetters, m.errors)
-	}
-	return m
-}
-
-func (m *Metrics) applied(p *Projection, b *Batch, took time.Duration) {
-	if m == nil {
-		return
-	}
-	m.appliedRows.WithLabelValues(p.Name).Add(float64(len(b.Writes)))
-	m.parentRows.WithLabelValues(p.Name).Add(float64(len(b.Parents)))
-	m.stale.WithLabelValues(p.Name).Add(float64(b.Coalesced + b.Stale.Load()))
-	m.batchSeconds.WithLabelValues(p.Name).Observe(took.Seconds())
-	m.lag.applied(p.Name, b.NewestTS)
-}
-
-// lagCollector computes projection lag at scrape time, so it keeps growing
-// while a projector is stuck behind, and reads 0 while it is caught up
-// with an idle source (a gauge set per batch would freeze either way).
-type lagCollector struct {
-	desc  *prometheus.Desc
-	mu    sync.Mutex
-	state map[string]*lagState
-}
-
-type lagState struct {
-	newestTS int64                      // source commit time of the newest applied event
-	pending  map[string]map[int32]int64 // records polled or waiting, per partition
-}
-
-func (c *lagCollector) get(projection string) *lagState {
-	st := c.state[projection]
-	if st == nil {
-		st = &lagState{pending: map[string]map[int32]int64{}}
-		c.state[projection] = st
-	}
-	return st
-}
-
-func (c *lagCollector) applied(projection string, ts int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st := c.get(projection); ts > st.newestTS {
-		st.newestTS = ts
-	}
-}
-
-func (c *lagCollector) setPending(projection, topic string, part int32, n int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st := c.get(projection)
-	if st.pending[topic] == nil {
-		st.pending[topic] = map[int32]int64{}
-	}
-	st.pending[topic][part] = n
-}
-
-func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := time.Now().Unix()
-	for name, st := range c.state {
-		var pending int64
-		for _, parts := range st.pending {
-			for _, n := range parts {
-				pending += n
-			}
-		}
-		lag := 0.0
-		if pending > 0 && st.newestTS > 0 {
-			lag = float64(max(0, now-st.newestTS))
-		}
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, lag, name)
-	}
-}
-
-func (m *Metrics) consumerLag(p *Projection, topic string, part int32, n int64) {
-	if m != nil {
-		m.consumerLagG.WithLabelValues(p.Name, topic, strconv.Itoa(int(part))).Set(float64(max(0, n)))
-		m.lag.setPending(p.Name, topic, part, max(0, n))
-	}
-}
-
-func (m *Metrics) deadLettered(p *Projection, n int) {
-	if m != nil {
-		m.deadLetters.WithLabelValues(p.Name).Add(float64(n))
-	}
-}
-
-func (m *Metrics) error(p *Projection) {
-	if m != nil {
-		m.errors.WithLabelValues(p.Name).Inc()
-	}
 }
 
 // retryBackoff waits 20 ms before the first retry of a failed request and

@@ -31,6 +31,15 @@ type queuedPartition struct {
 	// hw is the partition's high watermark at the fetch its last record
 	// came from: how far behind the projection is once they are applied.
 	hw int64
+	// through is the offset after the last record fetched, control
+	// records included: a Kafka transaction ends with a commit marker
+	// (the high watermark is one past it), which the consumer reads but
+	// the projection has nothing to apply of. Caught up means through
+	// reached hw, not the last data record.
+	through int64
+	// report: a fetch of control records only moved through; the lag it
+	// shows is reported with the next job even with no record to apply.
+	report bool
 }
 
 func (q *pollQueue) len() int { return q.n }
@@ -47,9 +56,16 @@ func (q *pollQueue) add(fetches kgo.Fetches) {
 			i = len(q.parts) - 1
 		}
 		p := q.parts[i]
-		p.recs = append(p.recs, fp.Records...)
+		n := len(p.recs)
+		for _, r := range fp.Records {
+			if !r.Attrs.IsControl() { // the consumer keeps them (see through)
+				p.recs = append(p.recs, r)
+			}
+		}
 		p.hw = fp.HighWatermark
-		q.n += len(fp.Records)
+		p.through = fp.Records[len(fp.Records)-1].Offset + 1
+		p.report = true
+		q.n += len(p.recs) - n
 	})
 }
 
@@ -60,11 +76,15 @@ func (q *pollQueue) add(fetches kgo.Fetches) {
 // others). Records come out partition by partition, each in order; before
 // is each taken partition's lag at its first record (behind by these too),
 // after its lag once they are applied.
+//
+// A partition whose fetches held only control records gives no record but
+// its after, so the lag it shows (usually 0: the commit marker was all
+// that was left) is reported in order with the jobs before it.
 func (q *pollQueue) take(n int) (recs []*kgo.Record, before, after []partitionLag) {
-	if q.n == 0 {
+	if len(q.parts) == 0 {
 		return nil, nil, nil
 	}
-	jobs := (q.n + n - 1) / n
+	jobs := max(1, (q.n+n-1)/n)
 	want := (q.n + jobs - 1) / jobs
 	// Water-filling: smallest partitions first, each takes min(what it
 	// has, an even share of what is still wanted).
@@ -85,14 +105,21 @@ func (q *pollQueue) take(n int) (recs []*kgo.Record, before, after []partitionLa
 		if k > 0 {
 			taken := p.recs[:k]
 			recs = append(recs, taken...)
-			last := taken[k-1].Offset
+			next := taken[k-1].Offset + 1
+			if k == len(p.recs) {
+				next = max(next, p.through)
+			}
 			before = append(before, partitionLag{p.topic, p.part, p.hw - taken[0].Offset})
-			after = append(after, partitionLag{p.topic, p.part, p.hw - (last + 1)})
+			after = append(after, partitionLag{p.topic, p.part, p.hw - next})
 			// Drop the references as they go so applied records (and
 			// their fetch buffers) can be collected.
 			clear(p.recs[:k])
 			p.recs = p.recs[k:]
 			q.n -= k
+			p.report = false
+		} else if len(p.recs) == 0 && p.report {
+			after = append(after, partitionLag{p.topic, p.part, p.hw - p.through})
+			p.report = false
 		}
 		if len(p.recs) > 0 {
 			kept = append(kept, p)

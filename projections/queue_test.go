@@ -101,3 +101,49 @@ func TestPollQueueSmallAndKeep(t *testing.T) {
 		t.Fatalf("empty queue gave %d records", len(recs))
 	}
 }
+
+// TestPollQueueCommitMarkers: a Kafka transaction ends with a commit
+// marker the high watermark is one past, so a partition read through its
+// marker is caught up (lag 0), whether the marker came with the records
+// or alone in a later fetch; the markers are never handed out as records.
+func TestPollQueueCommitMarkers(t *testing.T) {
+	marker := func(o int64) *kgo.Record {
+		return &kgo.Record{Topic: "t", Partition: 0, Offset: o, Attrs: kgo.NewRecordAttrs(kgo.RecordAttrsOpts{Transactional: true, Control: true})}
+	}
+	data := func(o int64) *kgo.Record { return &kgo.Record{Topic: "t", Partition: 0, Offset: o} }
+	fetch := func(hw int64, recs ...*kgo.Record) kgo.Fetches {
+		return kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: "t", Partitions: []kgo.FetchPartition{{Partition: 0, HighWatermark: hw, Records: recs}}}}}}
+	}
+	cases := []struct {
+		why     string
+		fetches []kgo.Fetches
+		records int
+		after   int64
+	}{
+		{"records and their marker in one fetch: caught up", []kgo.Fetches{fetch(4, data(0), data(1), data(2), marker(3))}, 3, 0},
+		{"the marker alone in the next fetch: caught up", []kgo.Fetches{fetch(3, data(0), data(1)), fetch(3, marker(2))}, 2, 0},
+		{"a marker alone with nothing queued still reports caught up", []kgo.Fetches{fetch(8, marker(7))}, 0, 0},
+		{"a transaction still being read: what follows is lag", []kgo.Fetches{fetch(10, data(0), data(1), marker(2), data(3))}, 3, 6},
+	}
+	for _, c := range cases {
+		var q pollQueue
+		for _, f := range c.fetches {
+			q.add(f)
+		}
+		recs, _, after := q.take(10_000)
+		if len(recs) != c.records {
+			t.Errorf("%s: took %d records, want %d", c.why, len(recs), c.records)
+		}
+		for _, r := range recs {
+			if r.Attrs.IsControl() {
+				t.Errorf("%s: a control record was handed out (offset %d)", c.why, r.Offset)
+			}
+		}
+		if len(after) != 1 || after[0].lag != c.after {
+			t.Errorf("%s: lag after = %+v, want one partition at %d", c.why, after, c.after)
+		}
+		if recs, _, after := q.take(10_000); len(recs) != 0 || len(after) != 0 {
+			t.Errorf("%s: a second take gave %d records and %d lags, want nothing", c.why, len(recs), len(after))
+		}
+	}
+}

@@ -125,10 +125,13 @@ func startBroker(cfg config.Config, role string, log *slog.Logger) ([]string, fu
 type ops struct {
 	health *httpapi.Health
 	tailer *cdc.Tailer // set when this process runs one
-	srv    *httpapi.Server
-	col    *httpapi.Collector
-	log    *slog.Logger
-	done   chan error
+	// projMetrics: the projectors' metrics, when this process runs them
+	// (their lag counts for /readyz).
+	projMetrics *projections.Metrics
+	srv         *httpapi.Server
+	col         *httpapi.Collector
+	log         *slog.Logger
+	done        chan error
 }
 
 func newOps(log *slog.Logger) *ops { return &ops{health: httpapi.NewHealth(), log: log} }
@@ -161,6 +164,9 @@ func (o *ops) serve(cfg config.Config, role string, reg *prometheus.Registry) er
 	var src httpapi.TailerSource
 	if o.tailer != nil {
 		src = o.tailer
+	}
+	if o.projMetrics != nil {
+		opts.ProjectionLag = o.projMetrics.LagSeconds
 	}
 	if o.col, err = httpapi.NewCollector(opts, src, o.health); err != nil {
 		return err

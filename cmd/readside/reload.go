@@ -44,7 +44,13 @@ type projectorStarter struct {
 }
 
 func newProjectorStarter(cfg config.Config, g *errgroup.Group, gctx context.Context, o *ops, log *slog.Logger, reg prometheus.Registerer) *projectorStarter {
-	return &projectorStarter{cfg: cfg, g: g, gctx: gctx, ops: o, log: log, metrics: projections.NewMetrics(reg), opened: map[string]*sinks.Sharded{}}
+	m := projections.NewMetrics(reg)
+	if o.tailer != nil {
+		// A projection is as far behind as what has not reached its topics.
+		m.SetUpstreamLag(o.tailer.LagSeconds)
+	}
+	o.projMetrics = m
+	return &projectorStarter{cfg: cfg, g: g, gctx: gctx, ops: o, log: log, metrics: m, opened: map[string]*sinks.Sharded{}}
 }
 
 // start creates pp's read table and starts its projector. The error says

@@ -78,3 +78,10 @@ func aptInstall(ctx context.Context, pkgs ...string) error {
 	}
 	return nil
 }
+
+// Promtool returns the path of Prometheus's promtool, installing Debian's
+// prometheus package when it is missing and the process runs as root: the
+// alert rules are unit-tested with it (deploy/, e2e TestLagBothWays).
+func Promtool(ctx context.Context) (string, error) {
+	return ensureCommand(ctx, []string{"prometheus"}, "promtool")
+}

@@ -3,10 +3,15 @@
 //
 //	go run ./e2e/cmd/testbed up   [-dir .testbed] [-broker kafka|kfake] [-nodes 1|3]
 //	go run ./e2e/cmd/testbed down [-dir .testbed]
+//	go run ./e2e/cmd/testbed install
 //
 // `up` leaves the servers running in the background and writes
 // <dir>/env with the E2E_* variables that point the e2e suite (or a shell)
 // at them. `make testbed-up` and `make testbed-down` wrap this.
+//
+// `install` installs the tools tests run beside the servers (promtool,
+// from Debian's prometheus package) when missing and running as root;
+// `make test` runs it before the unit tests, which need promtool first.
 package main
 
 import (
@@ -23,9 +28,13 @@ import (
 )
 
 func main() {
-	if len(os.Args) < 2 || (os.Args[1] != "up" && os.Args[1] != "down") {
-		fmt.Fprintln(os.Stderr, "usage: testbed up|down [-dir DIR] [-broker kafka|kfake] [-nodes N]")
+	if len(os.Args) < 2 || (os.Args[1] != "up" && os.Args[1] != "down" && os.Args[1] != "install") {
+		fmt.Fprintln(os.Stderr, "usage: testbed up|down|install [-dir DIR] [-broker kafka|kfake] [-nodes N]")
 		os.Exit(2)
+	}
+	if os.Args[1] == "install" {
+		install()
+		return
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	dir := fs.String("dir", ".testbed", "directory for the servers' data, logs and env file")
@@ -66,4 +75,21 @@ func main() {
 	fmt.Printf("test bed running (%s, MariaDB at %s, Kafka at %s)\n", bed.Kafka.Version(), bed.MySQL.Addr(), strings.Join(bed.Kafka.Brokers(), ","))
 	fmt.Printf("  source %s/env to point `make e2e` at it; `make testbed-down` stops it\n", abs)
 	fmt.Print(env)
+}
+
+// install makes promtool available. Not being root is no failure: the tests
+// that need promtool say so and skip; a failed apt-get as root is.
+func install() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	p, err := testbed.Promtool(ctx)
+	switch {
+	case err == nil:
+		fmt.Println("promtool:", p)
+	case os.Geteuid() != 0:
+		fmt.Fprintln(os.Stderr, "testbed install (skipped, not root):", err)
+	default:
+		fmt.Fprintln(os.Stderr, "testbed install:", err)
+		os.Exit(1)
+	}
 }
