@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/readside/readside/projections"
 )
@@ -59,26 +60,44 @@ func (s *Sharded) CancelReplays(ctx context.Context, p *projections.Projection) 
 
 // removeReplays deletes p's requests in tx, adding them to removed.
 func removeReplays(ctx context.Context, tx *sql.Tx, p *projections.Projection, removed projections.Offsets) error {
-	rows, err := tx.QueryContext(ctx, "SELECT topic, part, next_offset FROM `_readside_replay_requests` WHERE projection = ? FOR UPDATE", p.Name)
+	pending, err := readReplays(ctx, tx, p, "FOR UPDATE")
 	if err != nil {
 		return err
 	}
+	for topic, parts := range pending {
+		for part, next := range parts {
+			removed.Set(topic, part, next)
+		}
+	}
+	_, err = tx.ExecContext(ctx, "DELETE FROM `_readside_replay_requests` WHERE projection = ?", p.Name)
+	return err
+}
+
+// replayQuerier is what readReplays reads through: a shard's pool, or a
+// transaction when the rows must stay locked until it ends.
+type replayQuerier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// readReplays reads p's pending replay requests; lock is "" or a locking
+// clause ("FOR UPDATE") for a read inside a transaction.
+func readReplays(ctx context.Context, q replayQuerier, p *projections.Projection, lock string) (projections.Offsets, error) {
+	rows, err := q.QueryContext(ctx, "SELECT topic, part, next_offset FROM `_readside_replay_requests` WHERE projection = ? "+lock, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := projections.Offsets{}
 	for rows.Next() {
 		var topic string
 		var part int32
 		var next int64
 		if err := rows.Scan(&topic, &part, &next); err != nil {
-			rows.Close()
-			return err
+			return nil, err
 		}
-		removed.Set(topic, part, next)
+		out.Set(topic, part, next)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	_, err = tx.ExecContext(ctx, "DELETE FROM `_readside_replay_requests` WHERE projection = ?", p.Name)
-	return err
+	return out, rows.Err()
 }
 
 // PendingReplays are the partitions of p with a replay request not yet
@@ -86,23 +105,14 @@ func removeReplays(ctx context.Context, tx *sql.Tx, p *projections.Projection, r
 func (s *Sharded) PendingReplays(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
 	out := projections.Offsets{}
 	for _, sh := range s.Shards {
-		rows, err := sh.db.QueryContext(ctx, "SELECT topic, part, next_offset FROM `_readside_replay_requests` WHERE projection = ?", p.Name)
+		pending, err := readReplays(ctx, sh.db, p, "")
 		if err != nil {
 			return nil, fmt.Errorf("shard %s: reading replay requests: %w", sh.Range.Text, err)
 		}
-		for rows.Next() {
-			var topic string
-			var part int32
-			var next int64
-			if err := rows.Scan(&topic, &part, &next); err != nil {
-				rows.Close()
-				return nil, err
+		for topic, parts := range pending {
+			for part, next := range parts {
+				out.Set(topic, part, next)
 			}
-			out.Set(topic, part, next)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
 		}
 	}
 	return out, nil
@@ -120,28 +130,17 @@ func (s *Sharded) TakeReplays(ctx context.Context, p *projections.Projection, as
 	taken := projections.Offsets{}
 	for _, sh := range s.Shards {
 		err := inTx(ctx, sh.db, func(tx *sql.Tx) error {
-			rows, err := tx.QueryContext(ctx, "SELECT topic, part, next_offset FROM `_readside_replay_requests` WHERE projection = ? FOR UPDATE", p.Name)
+			pending, err := readReplays(ctx, tx, p, "FOR UPDATE")
 			if err != nil {
 				return err
 			}
 			mine := projections.Offsets{}
-			for rows.Next() {
-				var topic string
-				var part int32
-				var next int64
-				if err := rows.Scan(&topic, &part, &next); err != nil {
-					rows.Close()
-					return err
-				}
-				for _, a := range assigned[topic] {
-					if a == part {
+			for topic, parts := range pending {
+				for part, next := range parts {
+					if slices.Contains(assigned[topic], part) {
 						mine.Set(topic, part, next)
 					}
 				}
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
 			}
 			for topic, parts := range mine {
 				for part, next := range parts {
