@@ -149,6 +149,17 @@ func startMariaDB(ctx context.Context, dir string, detached bool, opts MariaDBOp
 		return nil, err
 	}
 	defer rootDB.Close()
+	// The socket file exists a moment before the server accepts on it: a
+	// loaded CI box once had "connect: connection refused" there.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		err := rootDB.PingContext(ctx)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("MariaDB's socket %s did not accept connections in 30s: %w\nerror log:\n%s", m.socket(), err, fileTail(filepath.Join(m.dir, "error.log"), 20))
+		}
+	}
 	server, err := sqlflavor.Detect(ctx, rootDB)
 	if err != nil {
 		return nil, err
