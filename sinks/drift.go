@@ -1,0 +1,323 @@
+package sinks
+
+// Drift: an existing read table compared with what `readside plan` would
+// create for it. The source's schema moves on (a widened column, a new
+// ENUM member) and so does the declaration (a column removed from or
+// added to `columns`), while CREATE TABLE IF NOT EXISTS leaves an existing
+// table alone; rows then fail in the sink long after the change. Each
+// difference is a Drift naming the column, both definitions and the ALTER
+// that closes it. Only changes that keep every stored value are Safe
+// (`plan --apply` runs them); the others name a rebuild, which creates the
+// table afresh from the topics.
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/readside/readside/projections"
+)
+
+// Column is one read-table column's definition, as planned or as the
+// sink's information_schema has it.
+type Column struct {
+	Name      string
+	Type      string // COLUMN_TYPE as the server writes it: varchar(16), bigint(20) unsigned
+	Charset   string // "" when the column has none or the plan pins none
+	Collation string
+	Nullable  bool
+	// Default is the column's DEFAULT clause value ("" and HasDefault
+	// false: none).
+	Default    string
+	HasDefault bool
+	Key        bool   // part of the primary key
+	Comment    string // planned only: restated by MODIFY, which would drop it
+}
+
+// Drift is one difference between a planned and an existing read column.
+type Drift struct {
+	Shard    int // index in Sharded.Shards
+	Column   string
+	Planned  string // definition the plan wants, "" when the column is no longer planned
+	Existing string // definition on the sink, "" when the column is missing
+	// Alter closes the difference. For an unsafe one it is what a user
+	// could run knowing values may be lost; the fix is a rebuild.
+	Alter string
+	// Safe: Alter keeps every stored value, so `plan --apply` runs it.
+	Safe bool
+	// Harmless: rows still apply (an unplanned column that is nullable
+	// or has a default); reported as a warning, never applied.
+	Harmless bool
+	Why      string // what the difference is, in words
+}
+
+// PlannedColumns are the columns DDL(p, types) gives p's read table.
+func PlannedColumns(p *projections.Projection, types projections.Types) []Column {
+	var out []Column
+	for _, c := range p.Columns {
+		col := parseDef(c.Name, types.Read[c.Name])
+		col.Key = slices.Contains(p.Key, c.Name)
+		out = append(out, col)
+	}
+	for _, j := range p.Joins {
+		for _, c := range j.Columns {
+			col := parseDef(c.Name, types.Read[c.Name])
+			col.Comment = fmt.Sprintf("readside: %s.%s.%s via join %d", j.ParentDB, j.ParentTbl, c.Source, j.N)
+			out = append(out, col)
+		}
+		out = append(out, Column{Name: j.VersionColumn(), Type: "bigint unsigned", Default: "0", HasDefault: true,
+			Comment: fmt.Sprintf("readside: version of the %s.%s row shown", j.ParentDB, j.ParentTbl)})
+	}
+	return append(out, Column{Name: "_rs_version", Type: "bigint unsigned", Comment: "readside: source version of this row"})
+}
+
+// parseDef splits a projections.Types definition ("varchar(16)
+// CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL").
+func parseDef(name, def string) Column {
+	c := Column{Name: name}
+	switch {
+	case strings.HasSuffix(def, " NOT NULL"):
+		def = strings.TrimSuffix(def, " NOT NULL")
+	case strings.HasSuffix(def, " NULL"):
+		def, c.Nullable = strings.TrimSuffix(def, " NULL"), true
+	}
+	if typ, cs, ok := strings.Cut(def, " CHARACTER SET "); ok {
+		def = typ
+		c.Charset, c.Collation, _ = strings.Cut(cs, " COLLATE ")
+	}
+	c.Type = def
+	return c
+}
+
+// Definition renders c as a column definition for CREATE or ALTER.
+func (c Column) Definition() string {
+	s := c.Type
+	if c.Charset != "" {
+		s += " CHARACTER SET " + c.Charset
+		if c.Collation != "" {
+			s += " COLLATE " + c.Collation
+		}
+	}
+	if c.Nullable {
+		s += " NULL"
+	} else {
+		s += " NOT NULL"
+	}
+	if c.HasDefault {
+		s += " DEFAULT " + c.Default
+	}
+	if c.Comment != "" {
+		s += " COMMENT " + string(appendQuoted([]byte{'\''}, c.Comment))
+	}
+	return s
+}
+
+// ReadColumns reads table's columns on this sink; none when the table
+// does not exist.
+func (s *MySQL) ReadColumns(ctx context.Context, table string) ([]Column, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT COLUMN_NAME, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, ''),
+		IS_NULLABLE, COLUMN_DEFAULT, COLUMN_KEY FROM information_schema.COLUMNS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, table)
+	if err != nil {
+		return nil, fmt.Errorf("reading the columns of read table %s: %w", table, err)
+	}
+	defer rows.Close()
+	var out []Column
+	for rows.Next() {
+		var c Column
+		var null, key string
+		var def sql.NullString
+		if err := rows.Scan(&c.Name, &c.Type, &c.Charset, &c.Collation, &null, &def, &key); err != nil {
+			return nil, err
+		}
+		if c.Charset == "binary" {
+			c.Charset, c.Collation = "", ""
+		}
+		c.Nullable, c.Key = null == "YES", key == "PRI"
+		// MariaDB writes an explicit DEFAULT NULL as the text NULL.
+		c.Default, c.HasDefault = def.String, def.Valid && !(c.Nullable && def.String == "NULL")
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// Drifts compares the read table table's existing columns with the
+// planned ones; an absent table (no existing columns) has none.
+func Drifts(table string, planned, existing []Column) []Drift {
+	if len(existing) == 0 {
+		return nil
+	}
+	alter := "ALTER TABLE " + q(table) + " "
+	have := map[string]Column{}
+	for _, c := range existing {
+		have[c.Name] = c
+	}
+	var out []Drift
+	for _, p := range planned {
+		e, ok := have[p.Name]
+		if !ok {
+			d := Drift{Column: p.Name, Planned: p.Definition(), Safe: !p.Key,
+				Why: "the column is declared but the read table has none"}
+			add := p
+			if !p.Key && !p.HasDefault {
+				// Rows already there have no value for it: NULL until a
+				// rebuild fills it, rather than a made-up 0 or ''.
+				add.Nullable = true
+				d.Why += "; rows already there hold NULL in it until a rebuild"
+			}
+			d.Alter = alter + "ADD COLUMN " + q(p.Name) + " " + add.Definition()
+			if p.Key {
+				d.Why = "the column is a new part of the key: the primary key changes"
+			}
+			out = append(out, d)
+			continue
+		}
+		why, safe := compare(p, e)
+		if why == "" {
+			continue
+		}
+		want := p
+		if e.Nullable && !p.Nullable && !p.Key {
+			// Keep a nullable column nullable: it may hold NULLs already.
+			want.Nullable = true
+		}
+		out = append(out, Drift{Column: p.Name, Planned: p.Definition(), Existing: e.Definition(), Safe: safe, Why: why,
+			Alter: alter + "MODIFY COLUMN " + q(p.Name) + " " + want.Definition()})
+	}
+	for _, e := range existing {
+		if slices.ContainsFunc(planned, func(p Column) bool { return p.Name == e.Name }) {
+			continue
+		}
+		d := Drift{Column: e.Name, Existing: e.Definition(), Alter: alter + "DROP COLUMN " + q(e.Name)}
+		switch {
+		case e.Key:
+			d.Why = "the column is no longer declared but is part of the read table's primary key"
+		case e.Nullable || e.HasDefault:
+			d.Harmless = true
+			d.Why = "the column is no longer declared; rows still apply (it is nullable or has a default), drop it once nothing reads it"
+		default:
+			nullable := e
+			nullable.Nullable = true
+			d.Safe = true
+			d.Alter = alter + "MODIFY COLUMN " + q(e.Name) + " " + nullable.Definition()
+			d.Why = "the column is no longer declared but is NOT NULL without a default, so new rows fail (\"doesn't have a default value\"); making it nullable keeps its values, or drop it: " + alter + "DROP COLUMN " + q(e.Name)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// compare says how the existing column e differs from the planned p ("":
+// not at all, or only in ways every planned value fits) and whether
+// altering e to p keeps every stored value.
+func compare(p, e Column) (string, bool) {
+	var whys []string
+	safe := true
+	pt, et := normType(p.Type), normType(e.Type)
+	if pt != et {
+		w := widens(et, pt)
+		if !w {
+			safe = false
+		}
+		whys = append(whys, fmt.Sprintf("type %s on the sink, %s planned%s", e.Type, p.Type, map[bool]string{true: " (a widening)", false: " (narrower or a different type: values may not fit)"}[w]))
+	}
+	if p.Charset != "" && (!strings.EqualFold(p.Charset, e.Charset) || !strings.EqualFold(p.Collation, e.Collation)) {
+		// utf8mb4 holds every character of every other set.
+		ok := strings.EqualFold(p.Charset, e.Charset) || strings.EqualFold(p.Charset, "utf8mb4")
+		safe = safe && ok
+		whys = append(whys, fmt.Sprintf("character set %s %s on the sink, %s %s planned", e.Charset, e.Collation, p.Charset, p.Collation))
+	}
+	if p.Nullable && !e.Nullable {
+		whys = append(whys, "NOT NULL on the sink, nullable planned (NULL values would be refused)")
+	}
+	if len(whys) == 0 {
+		return "", true
+	}
+	return strings.Join(whys, "; "), safe
+}
+
+var (
+	widthRe  = regexp.MustCompile(`^(tinyint|smallint|mediumint|int|bigint)\(\d+\)`)
+	lengthRe = regexp.MustCompile(`^(varchar|char|varbinary|binary|datetime|timestamp|time|bit)\((\d+)\)$`)
+	decRe    = regexp.MustCompile(`^decimal\((\d+),(\d+)\)( unsigned)?$`)
+	enumRe   = regexp.MustCompile(`^(enum|set)\((.*)\)$`)
+)
+
+// normType lower-cases a column type and drops integer display widths,
+// which MySQL 8 no longer writes and which bound nothing.
+func normType(t string) string {
+	t = strings.ToLower(strings.TrimSpace(t))
+	return widthRe.ReplaceAllString(t, "$1")
+}
+
+var (
+	intRank  = map[string]int{"tinyint": 1, "smallint": 2, "mediumint": 3, "int": 4, "bigint": 5}
+	textRank = map[string]int{"tinytext": 1, "text": 2, "mediumtext": 3, "longtext": 4, "tinyblob": 1, "blob": 2, "mediumblob": 3, "longblob": 4}
+)
+
+// widens reports whether every value of type from (normalized) fits type
+// to unchanged.
+func widens(from, to string) bool {
+	fi, fu := intKind(from)
+	ti, tu := intKind(to)
+	if fi > 0 && ti > 0 {
+		// Same signedness and more bytes; unsigned to a strictly larger
+		// signed type also keeps every value.
+		return (fu == tu && ti >= fi) || (fu && !tu && ti > fi)
+	}
+	if fr, tr := textRank[from], textRank[to]; fr > 0 && tr > 0 {
+		return strings.HasSuffix(from, "blob") == strings.HasSuffix(to, "blob") && tr >= fr
+	}
+	if fm, tm := lengthRe.FindStringSubmatch(from), lengthRe.FindStringSubmatch(to); fm != nil && tm != nil {
+		fn, _ := strconv.Atoi(fm[2])
+		tn, _ := strconv.Atoi(tm[2])
+		return fm[1] == tm[1] && tn >= fn
+	}
+	if fm, tm := lengthRe.FindStringSubmatch(from), textRank[to]; fm != nil && tm > 0 {
+		// A VARCHAR grown past what fits a row becomes a TEXT kind.
+		return (fm[1] == "varchar" && !strings.HasSuffix(to, "blob") || fm[1] == "varbinary" && strings.HasSuffix(to, "blob")) && tm >= 2
+	}
+	if fm, tm := decRe.FindStringSubmatch(from), decRe.FindStringSubmatch(to); fm != nil && tm != nil {
+		fp, _ := strconv.Atoi(fm[1])
+		fs, _ := strconv.Atoi(fm[2])
+		tp, _ := strconv.Atoi(tm[1])
+		ts, _ := strconv.Atoi(tm[2])
+		return fm[3] == tm[3] && ts >= fs && tp-ts >= fp-fs
+	}
+	if fm, tm := enumRe.FindStringSubmatch(from), enumRe.FindStringSubmatch(to); fm != nil && tm != nil {
+		// New members appended keep every stored member's index.
+		return fm[1] == tm[1] && strings.HasPrefix(tm[2], fm[2]+",")
+	}
+	return false
+}
+
+// intKind is an integer type's rank (0: not an integer) and signedness.
+func intKind(t string) (int, bool) {
+	base, rest, _ := strings.Cut(t, " ")
+	return intRank[base], strings.Contains(rest, "unsigned")
+}
+
+// Drifts compares p's read table on every shard with what the plan would
+// create; each Drift names its shard when the sink has several.
+func (s *Sharded) Drifts(ctx context.Context, p *projections.Projection, types projections.Types) ([]Drift, error) {
+	planned := PlannedColumns(p, types)
+	var out []Drift
+	for i, sh := range s.Shards {
+		existing, err := sh.ReadColumns(ctx, p.Table)
+		if err != nil {
+			return nil, fmt.Errorf("shard %s: %w", sh.Range.Text, err)
+		}
+		for _, d := range Drifts(p.Table, planned, existing) {
+			d.Shard = i
+			if len(s.Shards) > 1 {
+				d.Why = "shard " + sh.Range.Text + ": " + d.Why
+			}
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}

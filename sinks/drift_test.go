@@ -1,0 +1,130 @@
+package sinks
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDrifts(t *testing.T) {
+	id := Column{Name: "id", Type: "bigint(20) unsigned", Key: true}
+	ver := Column{Name: "_rs_version", Type: "bigint unsigned", Comment: "readside: source version of this row"}
+	verSink := Column{Name: "_rs_version", Type: "bigint(20) unsigned"}
+	name := func(typ string, null bool) Column {
+		return Column{Name: "name", Type: typ, Charset: "utf8mb4", Collation: "utf8mb4_general_ci", Nullable: null}
+	}
+	cases := []struct {
+		why       string
+		planned   []Column
+		existing  []Column
+		want      []string // Alter of each drift, in order
+		safe      []bool
+		harmless  []bool
+		whyHasAll []string
+	}{
+		{why: "a table that matches has no drift (display widths and readside's own columns compared as the server writes them)",
+			planned: []Column{id, name("varchar(16)", false), ver}, existing: []Column{id, name("varchar(16)", false), verSink}},
+		{why: "an absent table is created by CREATE IF NOT EXISTS, not altered",
+			planned: []Column{id, ver}},
+		{why: "a source VARCHAR widened is a safe MODIFY",
+			planned: []Column{id, name("varchar(200)", false), ver}, existing: []Column{id, name("varchar(16)", false), verSink},
+			want: []string{"ALTER TABLE `t` MODIFY COLUMN `name` varchar(200) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL"}, safe: []bool{true},
+			whyHasAll: []string{"varchar(16) on the sink", "varchar(200) planned", "widening"}},
+		{why: "a narrowing loses values: unsafe",
+			planned: []Column{id, name("varchar(8)", false), ver}, existing: []Column{id, name("varchar(16)", false), verSink},
+			want: []string{"ALTER TABLE `t` MODIFY COLUMN `name` varchar(8) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL"}, safe: []bool{false},
+			whyHasAll: []string{"narrower"}},
+		{why: "INT to BIGINT is a widening",
+			planned: []Column{id, {Name: "n", Type: "bigint(20)", Nullable: true}, ver}, existing: []Column{id, {Name: "n", Type: "int(11)", Nullable: true}, verSink},
+			want: []string{"ALTER TABLE `t` MODIFY COLUMN `n` bigint(20) NULL"}, safe: []bool{true}},
+		{why: "signed to unsigned of the same size loses the negatives",
+			planned: []Column{id, {Name: "n", Type: "int(10) unsigned"}, ver}, existing: []Column{id, {Name: "n", Type: "int(11)"}, verSink},
+			want: []string{"ALTER TABLE `t` MODIFY COLUMN `n` int(10) unsigned NOT NULL"}, safe: []bool{false}},
+		{why: "an ENUM member appended keeps every stored member",
+			planned: []Column{id, name("enum('a','b','c')", false), ver}, existing: []Column{id, name("enum('a','b')", false), verSink},
+			want: []string{"ALTER TABLE `t` MODIFY COLUMN `name` enum('a','b','c') CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL"}, safe: []bool{true}},
+		{why: "an ENUM member removed is lossy",
+			planned: []Column{id, name("enum('a','c')", false), ver}, existing: []Column{id, name("enum('a','b','c')", false), verSink},
+			want: []string{"ALTER TABLE `t` MODIFY COLUMN `name` enum('a','c') CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL"}, safe: []bool{false}},
+		{why: "TEXT to MEDIUMTEXT and VARCHAR to TEXT are widenings, DECIMAL with more integer and fraction digits too",
+			planned:  []Column{id, name("mediumtext", true), {Name: "v", Type: "text", Charset: "utf8mb4", Collation: "utf8mb4_general_ci"}, {Name: "d", Type: "decimal(12,4)"}, ver},
+			existing: []Column{id, name("text", true), {Name: "v", Type: "varchar(10)", Charset: "utf8mb4", Collation: "utf8mb4_general_ci"}, {Name: "d", Type: "decimal(10,2)"}, verSink},
+			want: []string{
+				"ALTER TABLE `t` MODIFY COLUMN `name` mediumtext CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL",
+				"ALTER TABLE `t` MODIFY COLUMN `v` text CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL",
+				"ALTER TABLE `t` MODIFY COLUMN `d` decimal(12,4) NOT NULL"}, safe: []bool{true, true, true}},
+		{why: "a latin1 column moved to utf8mb4 keeps every character; the reverse does not",
+			planned:  []Column{id, name("varchar(16)", false), {Name: "o", Type: "varchar(5)", Charset: "latin1", Collation: "latin1_swedish_ci"}, ver},
+			existing: []Column{id, {Name: "name", Type: "varchar(16)", Charset: "latin1", Collation: "latin1_swedish_ci"}, {Name: "o", Type: "varchar(5)", Charset: "utf8mb4", Collation: "utf8mb4_general_ci"}, verSink},
+			want: []string{
+				"ALTER TABLE `t` MODIFY COLUMN `name` varchar(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL",
+				"ALTER TABLE `t` MODIFY COLUMN `o` varchar(5) CHARACTER SET latin1 COLLATE latin1_swedish_ci NOT NULL"}, safe: []bool{true, false},
+			whyHasAll: []string{"character set latin1 latin1_swedish_ci on the sink"}},
+		{why: "a source column made nullable needs the read column nullable too",
+			planned: []Column{id, name("varchar(16)", true), ver}, existing: []Column{id, name("varchar(16)", false), verSink},
+			want: []string{"ALTER TABLE `t` MODIFY COLUMN `name` varchar(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL"}, safe: []bool{true}},
+		{why: "a nullable read column where NOT NULL is planned accepts every value: no drift",
+			planned: []Column{id, name("varchar(16)", false), ver}, existing: []Column{id, name("varchar(16)", true), verSink}},
+		{why: "a widening of a nullable read column keeps it nullable (it may hold NULLs)",
+			planned: []Column{id, name("varchar(20)", false), ver}, existing: []Column{id, name("varchar(16)", true), verSink},
+			want: []string{"ALTER TABLE `t` MODIFY COLUMN `name` varchar(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL"}, safe: []bool{true}},
+		{why: "a column removed from columns but NOT NULL without default breaks every insert: made nullable, the DROP only named",
+			planned: []Column{id, ver}, existing: []Column{id, {Name: "conv`id", Type: "bigint(20)"}, verSink},
+			want: []string{"ALTER TABLE `t` MODIFY COLUMN `conv``id` bigint(20) NULL"}, safe: []bool{true},
+			whyHasAll: []string{"doesn't have a default value", "DROP COLUMN `conv``id`"}},
+		{why: "a removed column that is nullable or defaulted is harmless: a warning with the DROP",
+			planned: []Column{id, ver}, existing: []Column{id, name("varchar(16)", true), {Name: "n", Type: "int(11)", Default: "0", HasDefault: true}, verSink},
+			want: []string{"ALTER TABLE `t` DROP COLUMN `name`", "ALTER TABLE `t` DROP COLUMN `n`"}, safe: []bool{false, false}, harmless: []bool{true, true}},
+		{why: "a removed key column changes the primary key: unsafe",
+			planned: []Column{ver}, existing: []Column{id, verSink},
+			want: []string{"ALTER TABLE `t` DROP COLUMN `id`"}, safe: []bool{false}},
+		{why: "a column added to columns is added nullable (rows already there have no value for it)",
+			planned: []Column{id, name("varchar(16)", false), ver}, existing: []Column{id, verSink},
+			want: []string{"ALTER TABLE `t` ADD COLUMN `name` varchar(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL"}, safe: []bool{true}},
+		{why: "a join's version column keeps its default and comment when added",
+			planned: []Column{id, {Name: "_rs_v_join1", Type: "bigint unsigned", Default: "0", HasDefault: true, Comment: "readside: it's"}, ver}, existing: []Column{id, verSink},
+			want: []string{"ALTER TABLE `t` ADD COLUMN `_rs_v_join1` bigint unsigned NOT NULL DEFAULT 0 COMMENT 'readside: it\\'s'"}, safe: []bool{true}},
+		{why: "readside's own column with another definition is drift too (signed INT to BIGINT UNSIGNED would lose negatives: unsafe)",
+			planned: []Column{id, ver}, existing: []Column{id, {Name: "_rs_version", Type: "int(11)"}},
+			want: []string{"ALTER TABLE `t` MODIFY COLUMN `_rs_version` bigint unsigned NOT NULL COMMENT 'readside: source version of this row'"}, safe: []bool{false}},
+	}
+	for _, c := range cases {
+		t.Run(c.why, func(t *testing.T) {
+			got := Drifts("t", c.planned, c.existing)
+			if len(got) != len(c.want) {
+				t.Fatalf("%d drift(s), want %d: %+v", len(got), len(c.want), got)
+			}
+			for i, d := range got {
+				if d.Alter != c.want[i] {
+					t.Errorf("drift %d: alter\n  %s\nwant\n  %s", i, d.Alter, c.want[i])
+				}
+				if d.Safe != c.safe[i] {
+					t.Errorf("drift %d (%s): safe %v, want %v", i, d.Why, d.Safe, c.safe[i])
+				}
+				if harmless := c.harmless != nil && c.harmless[i]; d.Harmless != harmless {
+					t.Errorf("drift %d (%s): harmless %v, want %v", i, d.Why, d.Harmless, harmless)
+				}
+			}
+			all := ""
+			for _, d := range got {
+				all += d.Why + "\n"
+			}
+			for _, w := range c.whyHasAll {
+				if !strings.Contains(all, w) {
+					t.Errorf("reasons lack %q:\n%s", w, all)
+				}
+			}
+		})
+	}
+}
+
+func TestParseDef(t *testing.T) {
+	cases := []struct{ why, def, want string }{
+		{"a charset-pinned NOT NULL column round-trips", "varchar(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL", "varchar(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL"},
+		{"a nullable column without charset round-trips", "bigint(20) unsigned NULL", "bigint(20) unsigned NULL"},
+	}
+	for _, c := range cases {
+		if got := parseDef("c", c.def).Definition(); got != c.want {
+			t.Errorf("%s: %q renders %q", c.why, c.def, got)
+		}
+	}
+}
