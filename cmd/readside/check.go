@@ -12,6 +12,7 @@ import (
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/preflight"
+	"github.com/readside/readside/sinks"
 )
 
 // runCheck validates the config against the live source, broker and
@@ -48,6 +49,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 			}
 		} else {
 			findings = append(findings, preflight.Finding{Area: "projections", Finding: cdc.Finding{Severity: "ok", What: fmt.Sprintf("%d projection(s) compile and plan against the source schema", len(planned))}})
+			findings = append(findings, driftFindings(ctx, cfg, planned)...)
 		}
 	}
 	errs, warns := 0, 0
@@ -73,4 +75,47 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		return exitProblem
 	}
 	return exitOK
+}
+
+// driftFindings compares every existing read table with its plan: each
+// difference is an error naming the ALTER that closes it (or the rebuild,
+// when the ALTER could lose values); a column no longer declared that
+// rows can do without is a warning. A sink out of reach is preflight's
+// finding already.
+func driftFindings(ctx context.Context, cfg config.Config, planned []plannedProjection) []preflight.Finding {
+	var out []preflight.Finding
+	for _, pp := range planned {
+		sink, err := sinks.OpenSharded(ctx, pp.p.Sink, cfg.Sinks[pp.p.Sink])
+		if err != nil {
+			continue
+		}
+		drifts, err := sink.Drifts(ctx, pp.p, pp.types)
+		sink.Close()
+		if err != nil {
+			out = append(out, preflight.Finding{Area: "projections", Finding: cdc.Finding{Severity: "error", What: fmt.Sprintf("projection %s: %v", pp.p.Name, err), Fix: "grant the sink user SELECT on its database"}})
+			continue
+		}
+		for _, d := range drifts {
+			f := cdc.Finding{Severity: "error", What: fmt.Sprintf("projection %s: read table %s column %s no longer fits the plan: %s (sink: %s; planned: %s)",
+				pp.p.Name, pp.p.Table, d.Column, d.Why, orNone(d.Existing), orNone(d.Planned))}
+			switch {
+			case d.Safe:
+				f.Fix = "readside plan --apply, which runs " + d.Alter + ";"
+			case d.Harmless:
+				f.Severity = "warning"
+				f.Fix = "once nothing reads it: " + d.Alter + ";"
+			default:
+				f.Fix = fmt.Sprintf("readside replay --projection %s --rebuild (%s; could lose values)", pp.p.Name, d.Alter)
+			}
+			out = append(out, preflight.Finding{Area: "projections", Finding: f})
+		}
+	}
+	return out
+}
+
+func orNone(def string) string {
+	if def == "" {
+		return "none"
+	}
+	return def
 }

@@ -20,8 +20,9 @@ import (
 
 // plannedProjection is a compiled projection with its read table's DDL.
 type plannedProjection struct {
-	p   *projections.Projection
-	ddl []string
+	p     *projections.Projection
+	types projections.Types
+	ddl   []string
 }
 
 // planProjections compiles the declarations and derives each read table's
@@ -54,7 +55,7 @@ func planProjections(ctx context.Context, cfg config.Config) ([]plannedProjectio
 			errs = append(errs, err)
 			continue
 		}
-		out = append(out, plannedProjection{p: p, ddl: sinks.DDL(p, cols)})
+		out = append(out, plannedProjection{p: p, types: cols, ddl: sinks.DDL(p, cols)})
 	}
 	return out, errors.Join(errs...)
 }
@@ -63,7 +64,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("plan")
 	var common commonFlags
 	common.register(fs)
-	apply := fs.Bool("apply", false, "create the tables on the sinks")
+	apply := fs.Bool("apply", false, "create the tables on the sinks and run the safe ALTERs for read tables that drifted")
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
 		return code
 	}
