@@ -80,28 +80,80 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "readside plan:\n%v\n", err)
 		return exitProblem
 	}
+	unsafe := 0
 	for _, pp := range planned {
 		fmt.Fprintf(stdout, "-- projection %s -> sink %s\n", pp.p.Name, pp.p.Sink)
 		for _, st := range pp.ddl {
 			fmt.Fprintln(stdout, strings.TrimSpace(st)+";")
 		}
-		fmt.Fprintln(stdout)
-		if *apply {
-			sink, err := sinks.OpenSharded(ctx, pp.p.Sink, cfg.Sinks[pp.p.Sink])
-			if err != nil {
+		// Without --apply the sink may be out of reach (plan is also a
+		// dry run away from the servers): then an existing read table goes
+		// uncompared, said on stderr so that stdout stays the DDL.
+		sink, err := sinks.OpenSharded(ctx, pp.p.Sink, cfg.Sinks[pp.p.Sink])
+		if err != nil {
+			if *apply {
 				fmt.Fprintf(stderr, "readside plan: sink %s: %v\n", pp.p.Sink, err)
 				return exitProblem
 			}
-			err = sink.Exec(ctx, pp.ddl)
-			sink.Close()
-			if err != nil {
-				fmt.Fprintf(stderr, "readside plan: applying %s: %v\n", pp.p.Name, err)
-				return exitProblem
-			}
+			fmt.Fprintf(stderr, "readside plan: sink %s not reachable (%v): an existing %s is not compared with the plan; `readside check` compares it\n", pp.p.Sink, err, pp.p.Table)
+			fmt.Fprintln(stdout)
+			continue
 		}
+		n := planDrift(ctx, sink, pp, *apply, stdout, stderr)
+		sink.Close()
+		fmt.Fprintln(stdout)
+		if n < 0 {
+			return exitProblem
+		}
+		unsafe += n
 	}
 	if *apply {
 		fmt.Fprintf(stdout, "-- applied %d projection(s)\n", len(planned))
 	}
+	if unsafe > 0 {
+		fmt.Fprintf(stderr, "readside plan: %d change(s) to existing read tables could lose values and are not applied: rebuild those projections (readside replay --projection <name> --rebuild)\n", unsafe)
+		if *apply {
+			return exitProblem
+		}
+	}
 	return exitOK
+}
+
+// planDrift prints (and with apply runs) the ALTERs that bring pp's
+// existing read table to the plan, after its DDL (with apply, run first):
+// the safe ones only; a DROP or a change that could lose values is printed
+// commented out, the latter with the rebuild that replaces it. It returns
+// how many changes could lose values, or -1 when applying failed.
+func planDrift(ctx context.Context, sink *sinks.Sharded, pp plannedProjection, apply bool, stdout, stderr io.Writer) int {
+	if apply {
+		if err := sink.Exec(ctx, pp.ddl); err != nil {
+			fmt.Fprintf(stderr, "readside plan: applying %s: %v\n", pp.p.Name, err)
+			return -1
+		}
+	}
+	drifts, err := sink.Drifts(ctx, pp.p, pp.types)
+	if err != nil {
+		fmt.Fprintf(stderr, "readside plan: comparing the read table of %s: %v\n", pp.p.Name, err)
+		return -1
+	}
+	unsafe := 0
+	for _, d := range drifts {
+		fmt.Fprintf(stdout, "-- %s.%s drifted: %s\n", pp.p.Table, d.Column, d.Why)
+		switch {
+		case d.Safe:
+			fmt.Fprintln(stdout, d.Alter+";")
+			if apply {
+				if err := sink.Shards[d.Shard].Exec(ctx, []string{d.Alter}); err != nil {
+					fmt.Fprintf(stderr, "readside plan: %v\n", err)
+					return -1
+				}
+			}
+		case d.Harmless:
+			fmt.Fprintf(stdout, "-- not applied (it drops data; run it once nothing reads the column): %s;\n", d.Alter)
+		default:
+			unsafe++
+			fmt.Fprintf(stdout, "-- not applied (values could be lost): %s;\n-- instead: readside replay --projection %s --rebuild\n", d.Alter, pp.p.Name)
+		}
+	}
+	return unsafe
 }

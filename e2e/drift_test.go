@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/readside/readside/e2e/testbed"
+)
+
+// TestReadTableDrift: a read table that no longer fits its declaration is
+// found by `check` (exit 1 naming the column and the ALTER) and brought
+// back to the plan by `plan --apply`, after which `run` applies the rows
+// the old table refused.
+//   - The source widens a projected column (VARCHAR(16) → VARCHAR(200)):
+//     check names the column and the MODIFY, plan --apply runs it, check
+//     passes, and a 150-character value reaches the read table.
+//   - A column is removed from the projection's columns while the read
+//     table keeps it NOT NULL without a default (every insert would fail
+//     with "doesn't have a default value"): check names it, plan --apply
+//     makes it nullable (the DROP is only printed), run applies new rows.
+func TestReadTableDrift(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, err := bed.MySQL.CreateDatabase(ctx, "drift")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "drift_r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.items (id INT PRIMARY KEY, name VARCHAR(16) NOT NULL, conv BIGINT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	config := func(columns string) string {
+		return fmt.Sprintf(`source:
+  dsn: %q
+  server_id: %d
+  tables: [%[3]s.items]
+kafka:
+  brokers: [%[4]s]
+  topic_prefix: drift%[5]d
+data_dir: %[6]s
+sinks:
+  reads:
+    dsn: %[7]q
+projections:
+  items_copy:
+    from: %[3]s.items
+    sink: reads
+    key: [id]
+    columns: {%[8]s}
+`, bed.MySQL.ReplDSN(), 3000+rand.IntN(1e6), src, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6), filepath.Join(dir, "data"), bed.MySQL.AdminDSN()+sinkDB, columns)
+	}
+	// expect runs a verb and fails unless it exits with code and prints
+	// every one of wants (stdout and stderr together).
+	cfgPath := filepath.Join(dir, "readside.yaml")
+	expect := func(what, verb, cfg string, code int, wants ...string) {
+		t.Helper()
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.CommandContext(ctx, readsideBinary(t), append(strings.Fields(verb), "-c", cfgPath)...)
+		outb, err := cmd.CombinedOutput()
+		if err != nil && cmd.ProcessState == nil {
+			t.Fatal(err)
+		}
+		got, out := cmd.ProcessState.ExitCode(), string(outb)
+		t.Logf("%s: readside %s exit %d:\n%s", what, verb, got, out)
+		if got != code {
+			t.Errorf("%s: readside %s exit %d, want %d", what, verb, got, code)
+		}
+		for _, w := range wants {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: readside %s output lacks %q", what, verb, w)
+			}
+		}
+	}
+
+	all := config("id: id, name: name, conv: conv")
+	expect("fresh", "plan --apply", all, 0)
+	expect("fresh", "check", all, 0, "0 problem(s)")
+
+	if err := bed.MySQL.Exec(ctx, "ALTER TABLE `"+src+"`.items MODIFY name VARCHAR(200) NOT NULL"); err != nil {
+		t.Fatal(err)
+	}
+	widen := "ALTER TABLE `items_copy` MODIFY COLUMN `name` varchar(200) CHARACTER SET"
+	expect("source column widened", "check", all, 1, "projection items_copy: read table items_copy column name", "varchar(16) on the sink", "fix: readside plan --apply, which runs "+widen, "1 problem(s)")
+	expect("source column widened", "plan --apply", all, 0, widen)
+	expect("after plan --apply", "check", all, 0, "0 problem(s)")
+
+	noConv := config("id: id, name: name")
+	toNull := "ALTER TABLE `items_copy` MODIFY COLUMN `conv` bigint(20) NULL"
+	expect("conv no longer projected", "check", noConv, 1, "column conv", "doesn't have a default value", toNull, "DROP COLUMN `conv`", "1 problem(s)")
+	expect("conv no longer projected", "plan --apply", noConv, 0, toNull+";", "DROP COLUMN `conv`")
+	// Nullable now, rows apply: what is left is a warning naming the DROP.
+	expect("conv nullable", "check", noConv, 0, "0 problem(s), 1 warning(s)", "ALTER TABLE `items_copy` DROP COLUMN `conv`")
+
+	long := strings.Repeat("é", 150)
+	if err := bed.MySQL.Exec(ctx, "INSERT INTO `"+src+"`.items VALUES (1, '"+long+"', 7)"); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "readside.log")
+	d := startDaemon(t, logPath, "run", "-c", cfgPath)
+	if err := bed.MySQL.Exec(ctx, "INSERT INTO `"+src+"`.items VALUES (2, '"+strings.Repeat("x", 150)+"', 8)"); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("1 %s <nil>\n2 %s <nil>\n", long, strings.Repeat("x", 150))
+	var got string
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if !waitFor(wctx, 500*time.Millisecond, func() bool {
+		got = driftRows(ctx, bed, "SELECT id, name, conv FROM `"+sinkDB+"`.items_copy ORDER BY id")
+		return got == want || !d.running()
+	}) || got != want {
+		t.Fatalf("read table holds\n%s\nwant\n%s\nlog tail:\n%s", got, want, tail(logPath))
+	}
+	if code := d.stop(time.Minute); code != 0 {
+		t.Errorf("readside run exit %d on SIGTERM; log:\n%s", code, tail(logPath))
+	}
+}
+
+// driftRows renders a query's rows one a line, columns space-separated,
+// NULL as <nil>; an error is the text of the result, so a poll goes on.
+func driftRows(ctx context.Context, bed *testbed.Bed, query string) string {
+	rows, err := bed.MySQL.DB().QueryContext(ctx, query)
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var id int
+		var name *string
+		var conv *int64
+		if err := rows.Scan(&id, &name, &conv); err != nil {
+			return err.Error()
+		}
+		n, c := "<nil>", "<nil>"
+		if name != nil {
+			n = *name
+		}
+		if conv != nil {
+			c = fmt.Sprint(*conv)
+		}
+		fmt.Fprintf(&b, "%d %s %s\n", id, n, c)
+	}
+	if err := rows.Err(); err != nil {
+		return err.Error()
+	}
+	return b.String()
+}
