@@ -64,7 +64,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("plan")
 	var common commonFlags
 	common.register(fs)
-	apply := fs.Bool("apply", false, "create the tables on the sinks and run the safe ALTERs for read tables that drifted")
+	apply := fs.Bool("apply", false, "create the tables and run the safe ALTERs of drifted ones on the sinks")
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
 		return code
 	}
