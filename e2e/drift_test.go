@@ -25,6 +25,8 @@ import (
 //     table keeps it NOT NULL without a default (every insert would fail
 //     with "doesn't have a default value"): check names it, plan --apply
 //     makes it nullable (the DROP is only printed), run applies new rows.
+//   - The source narrows the column again (VARCHAR(160)): check names the
+//     rebuild, plan --apply exits 1 naming it and alters nothing.
 func TestReadTableDrift(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -125,6 +127,22 @@ projections:
 	}
 	if code := d.stop(time.Minute); code != 0 {
 		t.Errorf("readside run exit %d on SIGTERM; log:\n%s", code, tail(logPath))
+	}
+
+	// A narrowing could lose values: check names the rebuild, and plan
+	// --apply refuses (exit 1) and leaves the read column as it was.
+	if err := bed.MySQL.Exec(ctx, "ALTER TABLE `"+src+"`.items MODIFY name VARCHAR(160) NOT NULL"); err != nil {
+		t.Fatal(err)
+	}
+	rebuild := "readside replay --projection items_copy --rebuild"
+	expect("source column narrowed", "check", noConv, 1, "column name", "varchar(200) on the sink", "fix: "+rebuild, "could lose values")
+	expect("source column narrowed", "plan --apply", noConv, 1, "-- not applied (values could be lost): ALTER TABLE `items_copy` MODIFY COLUMN `name` varchar(160)", "-- instead: "+rebuild)
+	var typ string
+	if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'items_copy' AND COLUMN_NAME = 'name'", sinkDB).Scan(&typ); err != nil {
+		t.Fatal(err)
+	}
+	if typ != "varchar(200)" {
+		t.Errorf("after plan --apply refused the narrowing the read column is %s, want varchar(200) unchanged", typ)
 	}
 }
 
