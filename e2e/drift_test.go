@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -25,6 +26,8 @@ import (
 //     table keeps it NOT NULL without a default (every insert would fail
 //     with "doesn't have a default value"): check names it, plan --apply
 //     makes it nullable (the DROP is only printed), run applies new rows.
+//   - A new source column is added to columns: check names the ADD
+//     COLUMN, plan --apply adds it (nullable), run fills it for new rows.
 //   - The source narrows the column again (VARCHAR(160)): check names the
 //     rebuild, plan --apply exits 1 naming it and alters nothing.
 func TestReadTableDrift(t *testing.T) {
@@ -106,21 +109,30 @@ projections:
 	// Nullable now, rows apply: what is left is a warning naming the DROP.
 	expect("conv nullable", "check", noConv, 0, "0 problem(s), 1 warning(s)", "ALTER TABLE `items_copy` DROP COLUMN `conv`")
 
+	if err := bed.MySQL.Exec(ctx, "ALTER TABLE `"+src+"`.items ADD COLUMN note VARCHAR(10) NOT NULL DEFAULT 'n'"); err != nil {
+		t.Fatal(err)
+	}
+	withNote := config("id: id, name: name, note: note")
+	add := "ALTER TABLE `items_copy` ADD COLUMN `note` varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL"
+	expect("note added to columns", "check", withNote, 1, "column note", "the column is declared but the read table has none", add, "1 problem(s)")
+	expect("note added to columns", "plan --apply", withNote, 0, add+";")
+	expect("note added", "check", withNote, 0, "0 problem(s), 1 warning(s)")
+
 	long := strings.Repeat("é", 150)
-	if err := bed.MySQL.Exec(ctx, "INSERT INTO `"+src+"`.items VALUES (1, '"+long+"', 7)"); err != nil {
+	if err := bed.MySQL.Exec(ctx, "INSERT INTO `"+src+"`.items VALUES (1, '"+long+"', 7, 'a')"); err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "readside.log")
 	d := startDaemon(t, logPath, "run", "-c", cfgPath)
-	if err := bed.MySQL.Exec(ctx, "INSERT INTO `"+src+"`.items VALUES (2, '"+strings.Repeat("x", 150)+"', 8)"); err != nil {
+	if err := bed.MySQL.Exec(ctx, "INSERT INTO `"+src+"`.items VALUES (2, '"+strings.Repeat("x", 150)+"', 8, 'b')"); err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("1 %s <nil>\n2 %s <nil>\n", long, strings.Repeat("x", 150))
+	want := fmt.Sprintf("1 %s <nil> a\n2 %s <nil> b\n", long, strings.Repeat("x", 150))
 	var got string
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	if !waitFor(wctx, 500*time.Millisecond, func() bool {
-		got = driftRows(ctx, bed, "SELECT id, name, conv FROM `"+sinkDB+"`.items_copy ORDER BY id")
+		got = driftRows(ctx, bed, "SELECT id, name, conv, note FROM `"+sinkDB+"`.items_copy ORDER BY id")
 		return got == want || !d.running()
 	}) || got != want {
 		t.Fatalf("read table holds\n%s\nwant\n%s\nlog tail:\n%s", got, want, tail(logPath))
@@ -135,8 +147,8 @@ projections:
 		t.Fatal(err)
 	}
 	rebuild := "readside replay --projection items_copy --rebuild"
-	expect("source column narrowed", "check", noConv, 1, "column name", "varchar(200) on the sink", "fix: "+rebuild, "could lose values")
-	expect("source column narrowed", "plan --apply", noConv, 1, "-- not applied (values could be lost): ALTER TABLE `items_copy` MODIFY COLUMN `name` varchar(160)", "-- instead: "+rebuild)
+	expect("source column narrowed", "check", withNote, 1, "column name", "varchar(200) on the sink", "fix: "+rebuild, "could lose values")
+	expect("source column narrowed", "plan --apply", withNote, 1, "-- not applied (values could be lost): ALTER TABLE `items_copy` MODIFY COLUMN `name` varchar(160)", "-- instead: "+rebuild)
 	var typ string
 	if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'items_copy' AND COLUMN_NAME = 'name'", sinkDB).Scan(&typ); err != nil {
 		t.Fatal(err)
@@ -154,22 +166,28 @@ func driftRows(ctx context.Context, bed *testbed.Bed, query string) string {
 		return err.Error()
 	}
 	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return err.Error()
+	}
 	var b strings.Builder
 	for rows.Next() {
-		var id int
-		var name *string
-		var conv *int64
-		if err := rows.Scan(&id, &name, &conv); err != nil {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
 			return err.Error()
 		}
-		n, c := "<nil>", "<nil>"
-		if name != nil {
-			n = *name
+		var line []string
+		for _, v := range vals {
+			if !v.Valid {
+				v.String = "<nil>"
+			}
+			line = append(line, v.String)
 		}
-		if conv != nil {
-			c = fmt.Sprint(*conv)
-		}
-		fmt.Fprintf(&b, "%d %s %s\n", id, n, c)
+		b.WriteString(strings.Join(line, " ") + "\n")
 	}
 	if err := rows.Err(); err != nil {
 		return err.Error()
