@@ -104,7 +104,7 @@ func appendValues(args []any, vals []projections.Value) []any {
 // transactions meet at step 1's row lock, so whichever commits second
 // sees the other's rows: a child can never keep a stale parent copy.
 func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *projections.Batch) (err error) {
-	// READ COMMITTED (every sink connection's level, readCommitted): each
+	// READ COMMITTED (every sink connection's level, session): each
 	// statement reads the latest committed rows, which step 4 relies on
 	// after step 1's locks; no gap locks between batches.
 	run, err := s.begin(ctx)

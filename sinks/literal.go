@@ -14,7 +14,7 @@ import (
 // of a projector's CPU in a narrow drain (docs/benchmarks.md, tuning log
 // 32). The literals are what the driver writes for the same values, for
 // a session without NO_BACKSLASH_ESCAPES (pipeline connections clear it:
-// readCommitted's literals) and a connection charset in which no multibyte
+// session's literals) and a connection charset in which no multibyte
 // character holds a backslash byte (interpolationSafe).
 
 // appendStatement appends query to buf with each ? placeholder replaced

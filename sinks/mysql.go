@@ -61,7 +61,7 @@ func Open(ctx context.Context, dsn string) (*MySQL, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := sql.OpenDB(readCommitted{Connector: connector})
+	db := sql.OpenDB(session{Connector: connector})
 	db.SetMaxOpenConns(8)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
@@ -84,7 +84,7 @@ func Open(ctx context.Context, dsn string) (*MySQL, error) {
 			db.Close()
 			return nil, err
 		}
-		m.pipe = sql.OpenDB(readCommitted{Connector: pconn, literals: true})
+		m.pipe = sql.OpenDB(session{Connector: pconn, literals: true})
 		m.pipe.SetMaxOpenConns(8)
 	}
 	return m, nil
@@ -157,30 +157,51 @@ func saysNoMultiStatements(dsn string) bool {
 	return err == nil && !on
 }
 
-// readCommitted opens sink connections in READ COMMITTED: every batch
-// needs it (apply), and setting it once per connection saves a round trip
-// per transaction. The statement is the same on MySQL and MariaDB, unlike
-// the variable behind it.
+// sinkSQLMode is the sql_mode every sink session runs under, whatever the
+// server's default: strict, so a value the read column cannot hold is an
+// error rather than a silent truncation; ALLOW_INVALID_DATES and no
+// NO_ZERO_DATE/NO_ZERO_IN_DATE, so zero and invalid dates a source
+// accepted (and published) land as they are; NO_ENGINE_SUBSTITUTION, so a
+// read table is never silently created in another engine. Nothing that
+// changes how statements are parsed (ANSI_QUOTES, PIPES_AS_CONCAT,
+// NO_BACKSLASH_ESCAPES: see session) or how values read back
+// (PAD_CHAR_TO_FULL_LENGTH). Every mode here exists under this name on
+// MySQL 5.7+ and MariaDB 10.x.
+const sinkSQLMode = "STRICT_ALL_TABLES,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION"
+
+// session opens sink connections with what makes values exact whatever
+// the server's defaults are, once per connection (pooled ones included):
+//   - time_zone +00:00: events carry TIMESTAMPs in UTC, and a session in
+//     another zone would shift them (and refuse the first hours of 1970);
+//   - utf8mb4: events carry text as UTF-8, whatever charset the DSN asks
+//     for (binary values are sent as binary literals and are unaffected);
+//   - sql_mode sinkSQLMode;
+//   - READ COMMITTED: every batch needs it (apply), and setting it once per
+//     connection saves a round trip per transaction. The statement is the
+//     same on MySQL and MariaDB, unlike the variable behind it.
 //
-// With literals (the pipeline's connections, whose statements carry
-// their values as backslash-escaped literals: appendStatement), it also
-// clears NO_BACKSLASH_ESCAPES from the session's sql_mode, under which a
-// backslash would be an ordinary character. Nothing else in the mode
-// changes, and the mode only says how the session's own statements are
-// read.
-type readCommitted struct {
+// NO_BACKSLASH_ESCAPES is kept when the DSN's own sql_mode asks for it
+// (the driver then escapes parameters the way the session reads them),
+// except with literals (the pipeline's connections, whose statements
+// carry their values as backslash-escaped literals: appendStatement),
+// where a backslash must stay an escape.
+type session struct {
 	sqldriver.Connector
 	literals bool
 }
 
-func (c readCommitted) Connect(ctx context.Context) (sqldriver.Conn, error) {
+func (c session) Connect(ctx context.Context) (sqldriver.Conn, error) {
 	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	setup := []string{"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"}
-	if c.literals {
-		setup = append(setup, "SET SESSION sql_mode = TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), ',NO_BACKSLASH_ESCAPES,', ','))")
+	mode := "'" + sinkSQLMode + "'"
+	if !c.literals {
+		mode = "CONCAT('" + sinkSQLMode + "', IF(FIND_IN_SET('NO_BACKSLASH_ESCAPES', @@SESSION.sql_mode), ',NO_BACKSLASH_ESCAPES', ''))"
+	}
+	setup := []string{
+		"SET NAMES utf8mb4, time_zone = '+00:00', sql_mode = " + mode,
+		"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
 	}
 	for _, st := range setup {
 		if _, err := conn.(sqldriver.ExecerContext).ExecContext(ctx, st, nil); err != nil {
