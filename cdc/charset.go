@@ -55,3 +55,28 @@ func charsetDecoder(charset string) (*encoding.Decoder, error) {
 	}
 	return enc.NewDecoder(), nil
 }
+
+// memberNames decodes the ENUM or SET member names a table map carries,
+// which are in the column's charset (collation coll; 0 when the binlog
+// names none, and the bytes are taken as they are), into UTF-8: a latin1
+// "\xfcn\xef" is "ünï", as the snapshot reads it.
+func memberNames(raw []string, coll uint64, charsetOf func(uint64) string) ([]string, error) {
+	if coll == 0 {
+		return raw, nil
+	}
+	charset := charsetOf(coll)
+	if charset == "binary" {
+		return raw, nil
+	}
+	dec, err := charsetDecoder(charset)
+	if err != nil || dec == nil {
+		return raw, err
+	}
+	names := make([]string, len(raw))
+	for i, m := range raw {
+		if names[i], err = dec.String(m); err != nil {
+			return nil, fmt.Errorf("decoding member %q from %s: %w", m, charset, err)
+		}
+	}
+	return names, nil
+}

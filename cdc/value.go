@@ -326,14 +326,24 @@ func newColumn(tm *replication.TableMapEvent, i int, name string, charsetOf func
 	case mysql.MYSQL_TYPE_TIME, mysql.MYSQL_TYPE_TIME2:
 		col.kind, col.typeName = kindTemporal, "time"
 	case mysql.MYSQL_TYPE_ENUM:
-		col.kind, col.typeName, col.members = kindEnum, "enum", tm.EnumStrValueMap()[i]
-		if col.members == nil {
+		col.kind, col.typeName = kindEnum, "enum"
+		members := tm.EnumStrValueMap()[i]
+		if members == nil {
 			return col, fmt.Errorf("column %s: ENUM member names missing from the binlog: set binlog_row_metadata=FULL", name)
 		}
+		var err error
+		if col.members, err = memberNames(members, tm.EnumSetCollationMap()[i], charsetOf); err != nil {
+			return col, fmt.Errorf("column %s: %w", name, err)
+		}
 	case mysql.MYSQL_TYPE_SET:
-		col.kind, col.typeName, col.members = kindSet, "set", tm.SetStrValueMap()[i]
-		if col.members == nil {
+		col.kind, col.typeName = kindSet, "set"
+		members := tm.SetStrValueMap()[i]
+		if members == nil {
 			return col, fmt.Errorf("column %s: SET member names missing from the binlog: set binlog_row_metadata=FULL", name)
+		}
+		var err error
+		if col.members, err = memberNames(members, tm.EnumSetCollationMap()[i], charsetOf); err != nil {
+			return col, fmt.Errorf("column %s: %w", name, err)
 		}
 	case mysql.MYSQL_TYPE_JSON:
 		col.kind, col.typeName = kindJSON, "json"
