@@ -365,6 +365,7 @@ const (
 	bindText   bindKind = iota // numbers as their exact text, strings as strings
 	bindBits                   // a number: the bit pattern, as an unsigned integer
 	bindBinary                 // a base64 string: its bytes
+	bindYear                   // a number: as four digits, so 0 stays 0000
 )
 
 func kindOf(sc *eventSchema, col string) bindKind {
@@ -376,6 +377,8 @@ func kindOf(sc *eventSchema, col string) bindKind {
 		return bindBits
 	case isBinaryType(t):
 		return bindBinary
+	case t == "year":
+		return bindYear
 	}
 	return bindText
 }
@@ -398,6 +401,12 @@ func bindRaw(img *Image, i int, col string, kind bindKind) (Value, error) {
 				return Value{}, fmt.Errorf("column %q: %w", col, err)
 			}
 			return Value{kind: UintValue, u: u}, nil
+		}
+		if kind == bindYear && len(raw) < 4 {
+			// A YEAR column reads the text '0' as 2000 (a two-digit year);
+			// the source's year 0 is the text '0000'. Years are 0 or
+			// 1901-2155, so only 0 is short.
+			return Value{kind: TextValue, b: append([]byte(strings.Repeat("0", 4-len(raw))), raw...)}, nil
 		}
 		return Value{kind: TextValue, b: raw}, nil // a JSON number, bound as its exact text
 	}
