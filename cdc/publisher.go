@@ -122,7 +122,7 @@ func (p *publisher) ensureTopics(ctx context.Context, topics []string, partition
 	tableCfg := map[string]*string{"max.message.bytes": &maxBytes}
 	compact := "compact"
 	segment := strconv.Itoa(int(time.Hour / time.Millisecond))
-	cpCfg := map[string]*string{"cleanup.policy": &compact, "segment.ms": &segment}
+	cpCfg := map[string]*string{"cleanup.policy": &compact, "segment.ms": &segment, "max.message.bytes": &maxBytes}
 	create := func(cfg map[string]*string, parts int32, names ...string) error {
 		resp, err := p.adm.CreateTopics(ctx, parts, rf, cfg, names...)
 		if err != nil {

@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/readside/readside/internal/kafkalog"
@@ -40,7 +38,10 @@ type Options struct {
 	InstanceID string
 	// TopicPrefix names the dead-letter topic (DLQTopic).
 	TopicPrefix string
-	Metrics     *Metrics // nil: not exported
+	// MaxMessageBytes is kafka.max_message_bytes: the dead-letter topic
+	// holds a rejected record of that size (0: the config default, 1 MiB).
+	MaxMessageBytes int
+	Metrics         *Metrics // nil: not exported
 	// Rejected tells a sink's rejection of a row (bad data: too long, out
 	// of range, a constraint) from a failure to reach it; only rejected
 	// rows are dead-lettered. nil: nothing is (a failing batch stops).
@@ -58,6 +59,9 @@ func NewProjector(p *Projection, sink Sink, o Options) (*Projector, error) {
 	}
 	if o.TopicPrefix == "" {
 		o.TopicPrefix = "readside"
+	}
+	if o.MaxMessageBytes == 0 {
+		o.MaxMessageBytes = 1 << 20
 	}
 	return &Projector{p: p, sink: sink, o: o, log: o.Log.With("component", "projector", "projection", p.Name)}, nil
 }
@@ -634,27 +638,6 @@ func (pr *Projector) isolate(ctx context.Context, b *Batch) error {
 		return err
 	}
 	return pr.sink.Apply(ctx, pr.p, &Batch{Offsets: b.Offsets, Marks: b.Marks})
-}
-
-func (pr *Projector) openDLQ(ctx context.Context) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(pr.o.Brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.WithLogger(kafkalog.New(pr.log)))
-	if err != nil {
-		return err
-	}
-	// Created explicitly: brokers may not auto-create, and the embedded
-	// one keeps only explicitly created topics across a crash.
-	topic := DLQTopic(pr.o.TopicPrefix, pr.p)
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		cl.Close()
-		return fmt.Errorf("creating the dead-letter topic %s: %w", topic, err)
-	}
-	pr.dlq = cl
-	return nil
 }
 
 // deadLetter publishes rejected records to the dead-letter topic and waits
