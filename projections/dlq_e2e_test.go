@@ -131,3 +131,84 @@ func firstHeader(r *kgo.Record, key string) string {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestDeadLetterOfALargeRow: with kafka.max_message_bytes at 4 MiB, a
+// rejected row of 1.5 MiB (over the brokers' default message size) is
+// dead-lettered, whole, and the rows around it are applied: the
+// dead-letter topic is created to hold what readside publishes.
+func TestDeadLetterOfALargeRow(t *testing.T) {
+	bed := testbed.Get(t)
+	cfg, src, sinkDB := setup(t, bed)
+	ctx := t.Context()
+	if err := bed.MySQL.Exec(ctx, "ALTER TABLE `"+src+"`.messages MODIFY body MEDIUMTEXT CHARACTER SET utf8mb4"); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Kafka.MaxMessageBytes = 4 << 20
+	d := cfg.Projections["messages_by_sender"]
+	d.OnError = "dlq"
+	cfg.Projections["messages_by_sender"] = d
+	p, sink := prepare(t, bed, cfg, sinkDB)
+	if err := bed.MySQL.Exec(ctx, "ALTER TABLE `"+sinkDB+"`.messages_by_sender ADD CONSTRAINT no_poison CHECK (body NOT LIKE 'poison%')"); err != nil {
+		t.Fatal(err)
+	}
+	runTailer(t, bed, cfg)
+	pr, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers, TopicPrefix: cfg.Kafka.TopicPrefix,
+		MaxMessageBytes: cfg.Kafka.MaxMessageBytes, Rejected: sinks.Rejected, Log: logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- pr.Run(pctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("projector: %v", err)
+		}
+	}()
+	const big = 3 << 19 // 1.5 MiB
+	table := "`" + src + "`.messages"
+	if err := bed.MySQL.Exec(ctx,
+		"INSERT INTO "+table+" (id, sender_id, created_at, body) VALUES (1, 1, '2026-01-01 00:00:00', 'before')",
+		"INSERT INTO "+table+" (id, sender_id, created_at, body) VALUES (2, 1, '2026-01-01 00:00:00', CONCAT('poison', REPEAT('x', "+itoa(big)+")))",
+		"INSERT INTO "+table+" (id, sender_id, created_at, body) VALUES (3, 1, '2026-01-01 00:00:00', 'after')"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		var n int
+		if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+sinkDB+"`.messages_by_sender").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 2 {
+			break
+		}
+		select {
+		case err := <-done:
+			done <- nil
+			t.Fatalf("the projector stopped with %d rows applied: %v", n, err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("read table has %d rows after 90s, want the 2 around the rejected one", n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ConsumeTopics(projections.DLQTopic(cfg.Kafka.TopicPrefix, p)),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []*kgo.Record
+	deadline = time.Now().Add(30 * time.Second)
+	for len(got) < 1 && time.Now().Before(deadline) {
+		fctx, fcancel := context.WithTimeout(ctx, 2*time.Second)
+		got = append(got, cl.PollFetches(fctx).Records()...)
+		fcancel()
+	}
+	if len(got) != 1 || len(got[0].Value) < big || !strings.Contains(firstHeader(got[0], "readside.error"), "no_poison") {
+		t.Fatalf("dead-letter topic has %d records (want the rejected row's event of over %d bytes, the constraint named)", len(got), big)
+	}
+	t.Logf("a %d-byte rejected event dead-lettered; the rows around it applied", len(got[0].Value))
+}
