@@ -3,12 +3,15 @@ package projections_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/projections"
@@ -98,6 +101,12 @@ func TestDeadLetters(t *testing.T) {
 		}
 	}
 	t.Logf("3 rejected rows dead-lettered with reason %q; 297 applied", firstHeader(got[0], "readside.error"))
+	// Created to hold an event of kafka.max_message_bytes (its default,
+	// 1 MiB, here) with the headers, set on the topic rather than left to
+	// the brokers' default (the test bed's is 16 MiB, a real cluster's 1 MiB).
+	if n, own := topicMaxMessageBytes(t, cfg.Kafka.Brokers, projections.DLQTopic(cfg.Kafka.TopicPrefix, p)); !own || n < 1<<20+1024 {
+		t.Errorf("dead-letter topic created with max.message.bytes %d (set on the topic: %v), want it set to room for kafka.max_message_bytes (%d) and the headers", n, own, 1<<20)
+	}
 
 	// The same under on_error: stop: the projector stops and says why.
 	if err := bed.MySQL.Exec(ctx, "TRUNCATE `"+sinkDB+"`.messages_by_sender", "DELETE FROM `"+sinkDB+"`._readside_offsets"); err != nil {
@@ -151,6 +160,19 @@ func TestDeadLetterOfALargeRow(t *testing.T) {
 	if err := bed.MySQL.Exec(ctx, "ALTER TABLE `"+sinkDB+"`.messages_by_sender ADD CONSTRAINT no_poison CHECK (body NOT LIKE 'poison%')"); err != nil {
 		t.Fatal(err)
 	}
+	// The dead-letter topic exists already, at 1 MiB (an older
+	// readside's, on brokers with Kafka's default size; the test bed's
+	// allow 16 MiB): the projector raises it.
+	dlq := projections.DLQTopic(cfg.Kafka.TopicPrefix, p)
+	adm, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	mib := strconv.Itoa(1 << 20)
+	if resp, err := kadm.NewClient(adm).CreateTopic(ctx, 1, -1, map[string]*string{"max.message.bytes": &mib}, dlq); err != nil || resp.Err != nil {
+		t.Fatalf("creating the dead-letter topic at 1 MiB: %v %v", err, resp.Err)
+	}
 	runTailer(t, bed, cfg)
 	pr, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers, TopicPrefix: cfg.Kafka.TopicPrefix,
 		MaxMessageBytes: cfg.Kafka.MaxMessageBytes, Rejected: sinks.Rejected, Log: logger()})
@@ -166,13 +188,19 @@ func TestDeadLetterOfALargeRow(t *testing.T) {
 			t.Errorf("projector: %v", err)
 		}
 	}()
+	// Random letters: producers compress, and a repetitive value would
+	// fit in 1 MiB compressed.
 	const big = 3 << 19 // 1.5 MiB
+	const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	body := []byte("poison")
+	for range big {
+		body = append(body, letters[rand.IntN(len(letters))])
+	}
 	table := "`" + src + "`.messages"
-	if err := bed.MySQL.Exec(ctx,
-		"INSERT INTO "+table+" (id, sender_id, created_at, body) VALUES (1, 1, '2026-01-01 00:00:00', 'before')",
-		"INSERT INTO "+table+" (id, sender_id, created_at, body) VALUES (2, 1, '2026-01-01 00:00:00', CONCAT('poison', REPEAT('x', "+itoa(big)+")))",
-		"INSERT INTO "+table+" (id, sender_id, created_at, body) VALUES (3, 1, '2026-01-01 00:00:00', 'after')"); err != nil {
-		t.Fatal(err)
+	for id, b := range []string{"before", string(body), "after"} {
+		if _, err := bed.MySQL.DB().ExecContext(ctx, "INSERT INTO "+table+" (id, sender_id, created_at, body) VALUES (?, 1, '2026-01-01 00:00:00', ?)", id+1, b); err != nil {
+			t.Fatal(err)
+		}
 	}
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -210,5 +238,42 @@ func TestDeadLetterOfALargeRow(t *testing.T) {
 	if len(got) != 1 || len(got[0].Value) < big || !strings.Contains(firstHeader(got[0], "readside.error"), "no_poison") {
 		t.Fatalf("dead-letter topic has %d records (want the rejected row's event of over %d bytes, the constraint named)", len(got), big)
 	}
-	t.Logf("a %d-byte rejected event dead-lettered; the rows around it applied", len(got[0].Value))
+	n, _ := topicMaxMessageBytes(t, cfg.Kafka.Brokers, dlq)
+	if n < cfg.Kafka.MaxMessageBytes+1024 {
+		t.Errorf("dead-letter topic's max.message.bytes is %d, want room for kafka.max_message_bytes (%d) and the headers", n, cfg.Kafka.MaxMessageBytes)
+	}
+	t.Logf("a %d-byte rejected event dead-lettered (the topic raised to max.message.bytes %d); the rows around it applied", len(got[0].Value), n)
+}
+
+// topicMaxMessageBytes is a topic's max.message.bytes, and whether it is
+// the topic's own (not the brokers' default).
+func topicMaxMessageBytes(t *testing.T, brokers []string, topic string) (int, bool) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	rcs, err := kadm.NewClient(cl).DescribeTopicConfigs(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rc.Configs {
+		if c.Key == "max.message.bytes" && c.Value != nil {
+			n, err := strconv.Atoi(*c.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n, c.Source == kmsg.ConfigSourceDynamicTopicConfig
+		}
+	}
+	t.Fatalf("topic %s has no max.message.bytes", topic)
+	return 0, false
 }
