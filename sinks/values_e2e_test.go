@@ -211,3 +211,93 @@ func TestSinkConnectionsReadCommitted(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestSinkSessionWhateverTheDefaults: a sink whose sessions start in
+// another time zone, in a latin1 connection charset and under a sql_mode
+// that refuses zero dates and changes how statements parse (all set by
+// the DSN here, as a server's defaults would be) still gets exact values:
+// every pooled connection of both pools runs in UTC, utf8mb4 and
+// readside's sql_mode, and TIMESTAMP's first second, zero dates, an
+// invalid day the source allowed, YEAR 0000 and 4-byte UTF-8 land as the
+// source holds them.
+func TestSinkSessionWhateverTheDefaults(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, err := bed.MySQL.CreateDatabase(ctx, "ssrc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := bed.MySQL.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, q := range []string{
+		"SET time_zone = '+00:00', sql_mode = 'ALLOW_INVALID_DATES'",
+		"CREATE TABLE `" + src + "`.t (id INT PRIMARY KEY, ts TIMESTAMP(6) NULL, dz DATE, dtz DATETIME, di DATE, y YEAR, s VARCHAR(20) CHARACTER SET utf8mb4)",
+		"INSERT INTO `" + src + "`.t VALUES (1, '1970-01-01 00:00:01.000001', '0000-00-00', '2020-00-00 00:00:00', '2020-02-31', 0, 'ünï 😀'), " +
+			"(2, '2038-01-19 03:14:07.999999', '2020-01-00', '0000-00-00 00:00:00', '2021-04-31', 2155, '€')",
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	rows := [][]any{
+		{1, "1970-01-01 00:00:01.000001", "0000-00-00", "2020-00-00 00:00:00", "2020-02-31", "0000", "ünï 😀"},
+		{2, "2038-01-19 03:14:07.999999", "2020-01-00", "0000-00-00 00:00:00", "2021-04-31", "2155", "€"},
+	}
+	const cols = "id, HEX(CAST(ts AS BINARY)), HEX(CAST(dz AS BINARY)), HEX(CAST(dtz AS BINARY)), HEX(CAST(di AS BINARY)), HEX(CAST(y AS BINARY)), HEX(s)"
+	want := testbed.RowsText(t, bed.MySQL.DB(), "SELECT "+cols+" FROM `"+src+"`.t ORDER BY id")
+
+	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "ssink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := "?charset=latin1&time_zone=" + url.QueryEscape("'+05:30'") +
+		"&sql_mode=" + url.QueryEscape("'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,ANSI_QUOTES,PAD_CHAR_TO_FULL_LENGTH'")
+	p, sink := copyTableAs(t, bed, src, sinkDB, "t_copy", map[string]string{"id": "id", "ts": "ts", "dz": "dz", "dtz": "dtz", "di": "di", "y": "y", "s": "s"}, params)
+	pools := map[string]*sql.DB{"statements": sink.Shards[0].DB(), "batches": sink.Shards[0].BatchDB()}
+	for name, db := range pools {
+		if db == nil {
+			t.Fatalf("no %s pool: a latin1 connection charset should still pipeline", name)
+		}
+		// Several connections held at once: each is a new one.
+		var held []*sql.Conn
+		for range 3 {
+			c, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
+			var zone, mode, client, connection, results string
+			if err := c.QueryRowContext(ctx, "SELECT @@SESSION.time_zone, @@SESSION.sql_mode, @@SESSION.character_set_client, @@SESSION.character_set_connection, @@SESSION.character_set_results").
+				Scan(&zone, &mode, &client, &connection, &results); err != nil {
+				t.Fatal(err)
+			}
+			if zone != "+00:00" || mode != "STRICT_ALL_TABLES,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION" || client != "utf8mb4" || connection != "utf8mb4" || results != "utf8mb4" {
+				t.Errorf("%s pool connection: time_zone %s, sql_mode %s, charsets %s/%s/%s; want +00:00, readside's sql_mode and utf8mb4", name, zone, mode, client, connection, results)
+			}
+		}
+		for _, c := range held {
+			c.Close()
+		}
+	}
+	b := &projections.Batch{Offsets: projections.Offsets{}}
+	b.Offsets.Set(p.Topic, 0, int64(len(rows)))
+	for _, r := range rows {
+		byName := map[string]any{"id": r[0], "ts": r[1], "dz": r[2], "dtz": r[3], "di": r[4], "y": r[5], "s": r[6]}
+		var vals []any
+		for _, c := range p.Columns {
+			vals = append(vals, byName[c.Name])
+		}
+		b.Writes = append(b.Writes, projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(r[0]), Values: projections.ValuesOf(vals...), Version: uint64(100 + r[0].(int))})
+	}
+	if err := sink.Apply(ctx, p, b); err != nil {
+		t.Fatal(err)
+	}
+	got := testbed.RowsText(t, bed.MySQL.DB(), "SELECT "+cols+" FROM `"+sinkDB+"`.t_copy ORDER BY id")
+	if got != want {
+		t.Fatalf("read table differs from the source:\nsource:\n%s\nread:\n%s", want, got)
+	}
+	t.Logf("TIMESTAMP edges, zero and invalid dates, YEAR 0000 and 4-byte UTF-8 arrived exactly through sessions set up for another zone, latin1 and NO_ZERO_DATE")
+}
