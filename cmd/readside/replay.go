@@ -253,7 +253,7 @@ func (r *rebuilder) consumeUntil(ctx context.Context, shadow *projections.Projec
 		quiet.Level = "warn"
 	}
 	pr, err := projections.NewProjector(shadow, r.sink, projections.Options{Brokers: r.cfg.Kafka.Brokers,
-		TopicPrefix: r.cfg.Kafka.TopicPrefix, Rejected: sinks.Rejected, Log: newLogger(quiet, r.out)})
+		TopicPrefix: r.cfg.Kafka.TopicPrefix, MaxMessageBytes: r.cfg.Kafka.MaxMessageBytes, Rejected: sinks.Rejected, Log: newLogger(quiet, r.out)})
 	if err != nil {
 		return err
 	}
