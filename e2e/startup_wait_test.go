@@ -127,8 +127,8 @@ func TestStartWaitsForServer(t *testing.T) {
 			if !waitFor(ctx, 200*time.Millisecond, func() bool {
 				code, body, err := p.get(ctx, "/healthz")
 				last = fmt.Sprintf("%d %s %v", code, body, err)
-				return err == nil && code == http.StatusServiceUnavailable && strings.Contains(string(body), want)
-			}) {
+				return !d.running() || err == nil && code == http.StatusServiceUnavailable && strings.Contains(string(body), want)
+			}) || !d.running() {
 				t.Fatalf("/healthz never answered 503 with %q while the %s was down: %s\nlog:\n%s", want, down, last, tail(p.logPath))
 			}
 			// Long enough for several attempts: the process must still be up.
@@ -190,5 +190,6 @@ func TestStartWrongPassword(t *testing.T) {
 	if strings.Contains(log, "waiting for source") {
 		t.Fatalf("a wrong password was retried as if the source were down; log:\n%s", log)
 	}
+	t.Logf("exit %d:\n%s", d.cmd.ProcessState.ExitCode(), log)
 }
 
