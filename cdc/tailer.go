@@ -31,6 +31,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/internal/kafkalog"
+	"github.com/readside/readside/internal/startup"
 )
 
 // Tailer publishes the binlog of one source to Kafka.
@@ -217,6 +218,11 @@ func (t *Tailer) run(ctx context.Context) error {
 		case errors.As(err, &fatal):
 			t.metrics.errors.Inc()
 			return err
+		case startup.IsConfigError(err):
+			// A missing grant or a refused user stays so: retrying
+			// would hide it behind WARN lines forever.
+			t.metrics.errors.Inc()
+			return &FatalError{&startup.ConfigError{What: "source", Msg: startup.Fix(err, "source.dsn"), Err: err}}
 		case fenced(err):
 			return fatalf("another tailer took over transactional id %s (two instances running?): %w", t.cfg.TransactionalID(), err)
 		case errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge):

@@ -134,6 +134,14 @@ func Classify(err error) Verdict {
 	return Permanent
 }
 
+// IsConfigError reports a server's refusal that only a configuration
+// change can pass (credentials, grants, an unknown database): a loop that
+// retries everything else must stop on it.
+func IsConfigError(err error) bool {
+	var me *driver.MySQLError
+	return errors.As(err, &me) && configFix(me.Number, "") != ""
+}
+
 // Fix is the message for a Permanent error of the connection configured
 // under key: the error, and the fix when readside knows it.
 func Fix(err error, key string) string {

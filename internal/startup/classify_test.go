@@ -52,6 +52,24 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+func TestIsConfigError(t *testing.T) {
+	cases := []struct {
+		err  error
+		want bool
+		why  string
+	}{
+		{fmt.Errorf("SHOW BINLOG STATUS: %w", &driver.MySQLError{Number: 1227}), true, "a missing BINLOG MONITOR grant stops the tailer's retry loop"},
+		{&driver.MySQLError{Number: 1045}, true, "a refused user after a failover is config too"},
+		{&driver.MySQLError{Number: 2013}, false, "a lost connection is the retry loop's business"},
+		{errors.New("binlog stream: EOF"), false, "unknown errors keep being retried by that loop"},
+	}
+	for _, c := range cases {
+		if got := IsConfigError(c.err); got != c.want {
+			t.Errorf("IsConfigError(%v) = %v, want %v (%s)", c.err, got, c.want, c.why)
+		}
+	}
+}
+
 func TestFixNamesKey(t *testing.T) {
 	cases := []struct {
 		err  error
