@@ -193,7 +193,6 @@ func TestStartWrongPassword(t *testing.T) {
 	t.Logf("exit %d:\n%s", d.cmd.ProcessState.ExitCode(), log)
 }
 
-
 // TestStartMissingGrant: a source user without the replication grants is a
 // configuration error: readside exits promptly, non-zero, naming the
 // missing privilege once.
