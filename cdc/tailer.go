@@ -31,6 +31,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/internal/kafkalog"
+	"github.com/readside/readside/internal/startup"
 )
 
 // Tailer publishes the binlog of one source to Kafka.
@@ -154,14 +155,17 @@ func (t *Tailer) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var trackedDBs []string // databases whose schema readside tracks itself
-	if !full {
-		for _, name := range t.cfg.Source.Tables {
-			db, _, _ := config.SplitTable(name)
-			if !slices.Contains(trackedDBs, db) {
-				trackedDBs = append(trackedDBs, db)
-			}
+	// The databases whose schema readside tracks itself: without FULL
+	// metadata, or with it while the binlog after the checkpoint was
+	// written before the switch to FULL (prepareStream).
+	var trackedDBs []string
+	for _, name := range t.cfg.Source.Tables {
+		db, _, _ := config.SplitTable(name)
+		if !slices.Contains(trackedDBs, db) {
+			trackedDBs = append(trackedDBs, db)
 		}
+	}
+	if !full {
 		t.log.Warn("the binlog does not name columns: readside tracks the schema itself (information_schema snapshot plus DDL from the binlog); "+
 			"binlog_row_metadata=FULL is more robust (docs/operations.md, \"schema history\")", "binlog_row_metadata", rowMetadata)
 	}
@@ -214,6 +218,11 @@ func (t *Tailer) run(ctx context.Context) error {
 		case errors.As(err, &fatal):
 			t.metrics.errors.Inc()
 			return err
+		case startup.IsConfigError(err):
+			// A missing grant or a refused user stays so: retrying
+			// would hide it behind WARN lines forever.
+			t.metrics.errors.Inc()
+			return &FatalError{&startup.ConfigError{What: "source", Msg: startup.Fix(err, "source.dsn"), Err: err}}
 		case fenced(err):
 			return fatalf("another tailer took over transactional id %s (two instances running?): %w", t.cfg.TransactionalID(), err)
 		case errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge):
@@ -290,13 +299,23 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 	}
 	var tracker *schemaTracker
 	var historyKeys []string
-	if !env.full {
+	// What the stream needs, not the server's current setting: a
+	// checkpoint taken while the tailer kept a schema history is followed
+	// by binlog written without column names, even when the source is FULL
+	// now (the switch check asks for); those events use the history until
+	// the binlog names columns (stream.tableMap).
+	untilNamed := env.full && found && cp.SchemaHistory
+	if untilNamed {
+		pub.historyTopic = SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix)
+		t.log.Info("binlog_row_metadata is FULL now, but the binlog after the checkpoint may predate the switch: using the schema history until the binlog names columns", "position", cp.Position)
+	}
+	if !env.full || untilNamed {
 		if tracker, historyKeys, cp, err = t.prepareSchema(ctx, src, pub, cp, found, env.trackedDBs); err != nil {
 			return nil, err
 		}
 	}
 	s := &stream{
-		t: t, pub: pub, src: src, cp: cp, clock: NewClock(cp.LastVersion), schema: tracker, historyKeys: historyKeys,
+		t: t, pub: pub, src: src, cp: cp, clock: NewClock(cp.LastVersion), schema: tracker, historyKeys: historyKeys, untilNamed: untilNamed,
 		captured: env.captured, partitions: env.partitions, excluded: env.excluded, charsets: env.charsets,
 		tables: map[uint64]*table{}, snapshots: slices.Clone(cp.Snapshots),
 	}
@@ -346,6 +365,10 @@ type stream struct {
 	// write before streaming (a fresh information_schema snapshot).
 	schema      *schemaTracker
 	historyKeys []string
+	// untilNamed: the source is FULL now and schema is kept only for the
+	// binlog written before the switch; the first captured table map that
+	// names its columns ends it.
+	untilNamed bool
 
 	oversized atomic.Pointer[oversizedEvent] // set by the decoder (go-mysql's goroutine)
 
@@ -903,6 +926,12 @@ func (s *stream) rows(ctx context.Context, h *replication.EventHeader, e *replic
 	switch h.EventType {
 	case replication.PARTIAL_UPDATE_ROWS_EVENT:
 		return fatalf("partial JSON update of %s at %s:%d (binlog_row_value_options=PARTIAL_JSON in some session): readside needs full row images; turn it off and re-snapshot %s", name, s.file, h.LogPos, name)
+	}
+	if s.untilNamed && len(e.Table.ColumnName) > 0 {
+		// binlog_row_metadata is global: every event from here on names
+		// its columns, so checkpoints from here on need no history.
+		s.t.log.Info("the binlog names columns from here on (binlog_row_metadata=FULL): schema history no longer used", "position", fmt.Sprintf("%s:%d", s.file, h.LogPos))
+		s.schema, s.untilNamed = nil, false
 	}
 	tbl := s.tables[e.TableID]
 	if tbl == nil || tbl.db+"."+tbl.name != name || !tbl.sameShape(e.Table) {

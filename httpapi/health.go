@@ -20,6 +20,9 @@ const (
 	StateRunning = "running"
 	StateStopped = "stopped"
 	StateFailed  = "failed"
+	// StateWaiting: start-up waits for a server this component needs
+	// (the process is up, not healthy yet).
+	StateWaiting = "waiting"
 )
 
 // Health tracks the components of one process.
@@ -29,8 +32,9 @@ type Health struct {
 }
 
 type componentState struct {
-	state string
-	err   error
+	state  string
+	err    error
+	reason string // StateWaiting: what it waits for and why
 }
 
 // NewHealth returns an empty tracker.
@@ -57,6 +61,21 @@ func (h *Health) set(name string, s componentState) {
 	h.comps[name] = s
 }
 
+// Waiting marks name as waiting at start-up for the reason given
+// ("waiting for source: ... connection refused"), or clears it when
+// reason is empty.
+func (h *Health) Waiting(name, reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if reason == "" {
+		if h.comps[name].state == StateWaiting {
+			delete(h.comps, name)
+		}
+		return
+	}
+	h.comps[name] = componentState{state: StateWaiting, reason: reason}
+}
+
 // State is the state of a component ("" when not tracked) and, when it
 // failed, the error.
 func (h *Health) State(name string) (string, error) {
@@ -66,7 +85,8 @@ func (h *Health) State(name string) (string, error) {
 	return s.state, s.err
 }
 
-// Healthy reports false, with the reasons, once a component has failed.
+// Healthy reports false, with the reasons, once a component has failed
+// or while start-up waits for a server.
 func (h *Health) Healthy() (bool, []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -74,6 +94,9 @@ func (h *Health) Healthy() (bool, []string) {
 	for name, s := range h.comps {
 		if s.state == StateFailed {
 			reasons = append(reasons, fmt.Sprintf("%s failed: %v", name, s.err))
+		}
+		if s.state == StateWaiting {
+			reasons = append(reasons, s.reason)
 		}
 	}
 	sort.Strings(reasons)

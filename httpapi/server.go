@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,28 +26,49 @@ type Server struct {
 	log *slog.Logger
 	// Pprof adds Go's profiler under /debug/pprof/ (http.pprof).
 	Pprof bool
+	// handler is what Route (or RouteHealth during start-up) installed:
+	// swapped while serving.
+	handler atomic.Pointer[http.ServeMux]
 }
 
 // NewServer returns a server that routes nothing until Route.
 func NewServer(log *slog.Logger) *Server {
-	return &Server{
+	s := &Server{
 		srv: &http.Server{ReadHeaderTimeout: 5 * time.Second},
 		log: log.With("component", "http"),
 	}
+	s.handler.Store(http.NewServeMux())
+	s.srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.handler.Load().ServeHTTP(w, r) })
+	return s
+}
+
+// RouteHealth serves /healthz alone, and /readyz as not ready, while
+// start-up waits for the source, the brokers and the sinks; Route
+// replaces it once the pipeline is wired.
+func (s *Server) RouteHealth(h *Health) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { serveHealth(w, h) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		_, reasons := h.Healthy()
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reasons": append([]string{"starting"}, reasons...)})
+	})
+	s.handler.Store(mux)
+}
+
+func serveHealth(w http.ResponseWriter, h *Health) {
+	ok, reasons := h.Healthy()
+	code := http.StatusOK
+	if !ok {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, map[string]any{"healthy": ok, "reasons": reasons, "components": h.Components()})
 }
 
 // Route serves /metrics (gatherer), /healthz, /readyz, /status and /wait.
 func (s *Server) Route(gatherer prometheus.Gatherer, c *Collector, h *Health) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		ok, reasons := h.Healthy()
-		code := http.StatusOK
-		if !ok {
-			code = http.StatusServiceUnavailable
-		}
-		writeJSON(w, code, map[string]any{"healthy": ok, "reasons": reasons, "components": h.Components()})
-	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { serveHealth(w, h) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		rep := c.Cached(r.Context(), reportMaxAge)
 		code := http.StatusOK
@@ -65,7 +87,7 @@ func (s *Server) Route(gatherer prometheus.Gatherer, c *Collector, h *Health) {
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	}
-	s.srv.Handler = mux
+	s.handler.Store(mux)
 }
 
 // Listen binds addr, so a taken port fails start-up rather than later.

@@ -152,7 +152,18 @@ func (o *ops) listen(addr string) error {
 	return nil
 }
 
-// serve starts answering once the components are wired.
+// serveHealth answers /healthz (and /readyz: not ready) while start-up
+// waits for the servers; serve adds the rest once the pipeline is wired.
+func (o *ops) serveHealth() {
+	if o.srv == nil {
+		return
+	}
+	o.srv.RouteHealth(o.health)
+	o.done = make(chan error, 1)
+	go func() { o.done <- o.srv.Serve() }()
+}
+
+// serve answers everything once the components are wired.
 func (o *ops) serve(cfg config.Config, role string, reg *prometheus.Registry) error {
 	if o.srv == nil {
 		return nil
@@ -176,8 +187,6 @@ func (o *ops) serve(cfg config.Config, role string, reg *prometheus.Registry) er
 	}
 	o.srv.Pprof = cfg.HTTP.Pprof
 	o.srv.Route(reg, o.col, o.health)
-	o.done = make(chan error, 1)
-	go func() { o.done <- o.srv.Serve() }()
 	o.log.Info("serving /metrics, /healthz, /readyz, /status, /wait", "http", o.srv.Addr())
 	return nil
 }
@@ -196,7 +205,9 @@ func (o *ops) close() {
 	if err := <-o.done; err != nil {
 		o.log.Warn("http endpoint", "err", err)
 	}
-	o.col.Close()
+	if o.col != nil {
+		o.col.Close()
+	}
 }
 
 // statusOptions describes the pipeline of cfg for the status report.

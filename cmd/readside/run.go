@@ -75,6 +75,8 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer ops.close()
+	// /healthz answers from here on, so a probe sees what start-up waits for.
+	ops.serveHealth()
 	brokers, closeBroker, err := startBroker(cfg, *role, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "readside run: %v\n", err)
@@ -84,6 +86,14 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	loaded := cfg
 	cfg.Kafka.Embedded = len(loaded.Kafka.Brokers) == 0 && *role != "projector"
 	cfg.Kafka.Brokers = brokers
+	if err := waitForServers(ctx, cfg, *role, len(loaded.Kafka.Brokers) > 0, ops, log); err != nil {
+		if ctx.Err() != nil {
+			log.Info("stopped during start-up", "interrupted", err)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "readside run: %v\n", err)
+		return exitUsage
+	}
 	reg := prometheus.NewRegistry()
 	g, gctx := errgroup.WithContext(ctx)
 	var declared []string

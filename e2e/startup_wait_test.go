@@ -1,0 +1,232 @@
+package e2e
+
+// Start-up faults: `readside run` started while the source or the sink is
+// down stays up, says on /healthz what it waits for, and replicates once
+// the server is back; a wrong password exits at once with one message
+// naming the fix.
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/readside/readside/e2e/testbed"
+)
+
+// startupPipeline is one messages table on src projected into a database
+// on sink, through the test bed's broker.
+type startupPipeline struct {
+	*opsPipeline
+	srcDB, sinkDB *testbed.MySQL
+}
+
+func newStartupPipeline(t *testing.T, name string, src, sink *testbed.MySQL, sourceDSN string) *startupPipeline {
+	t.Helper()
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	p := &startupPipeline{opsPipeline: &opsPipeline{t: t, bed: bed, httpAddr: freeAddr(t)}, srcDB: src, sinkDB: sink}
+	var err error
+	if p.src, err = src.CreateDatabase(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if p.sink, err = sink.CreateDatabase(ctx, name+"_r"); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.messages (id INT PRIMARY KEY, sender_id INT NOT NULL, body VARCHAR(100))", p.src)); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	p.dataDir = filepath.Join(dir, "data")
+	cfg := fmt.Sprintf(`source:
+  dsn: "${SOURCE_DSN}"
+  server_id: %d
+  tables: [%[2]s.messages]
+kafka:
+  brokers: [%[3]s]
+  topic_prefix: start%[4]d
+  partitions: 2
+data_dir: %[5]s
+sinks:
+  reads:
+    dsn: "${SINK_DSN}"
+projections:
+  messages_by_sender:
+    from: %[2]s.messages
+    sink: reads
+    key: [sender_id, id]
+    columns: {sender_id: sender_id, id: id, body: body}
+http:
+  listen: %[6]s
+`, 3000+rand.IntN(1_000_000), p.src, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6), p.dataDir, p.httpAddr)
+	p.cfgPath = filepath.Join(dir, "readside.yaml")
+	if err := os.WriteFile(p.cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SOURCE_DSN", sourceDSN)
+	t.Setenv("SINK_DSN", sink.AdminDSN()+p.sink)
+	p.logPath = filepath.Join(dir, "readside.log")
+	return p
+}
+
+// privateMariaDB starts a MariaDB of the test's own, closed at cleanup.
+func privateMariaDB(t *testing.T, serverID int) *testbed.MySQL {
+	t.Helper()
+	if !testbed.Get(t).MySQL.Private() {
+		t.Skip("needs a private MariaDB")
+	}
+	dir, err := os.MkdirTemp("", "readside-startup-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := testbed.StartMariaDBWith(t.Context(), dir, testbed.MariaDBOptions{ServerID: serverID})
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Errorf("closing the private MariaDB: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestStartWaitsForServer: readside started while the source (or the
+// sink) is stopped keeps running, /healthz answers 503 naming what it
+// waits for, and once the server is back a row written on the source
+// reaches the read table.
+func TestStartWaitsForServer(t *testing.T) {
+	bed := testbed.Get(t)
+	for _, down := range []string{"source", "sink"} {
+		t.Run(down, func(t *testing.T) {
+			var p *startupPipeline
+			var stopped *testbed.MySQL
+			if down == "source" {
+				stopped = privateMariaDB(t, 21)
+				p = newStartupPipeline(t, "swsrc", stopped, bed.MySQL, stopped.ReplDSN())
+			} else {
+				stopped = privateMariaDB(t, 22)
+				p = newStartupPipeline(t, "swsink", bed.MySQL, stopped, bed.MySQL.ReplDSN())
+			}
+			want := "waiting for " + down
+			if down == "sink" {
+				want = "waiting for sink reads"
+			}
+			if err := stopped.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			d := p.start()
+			ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+			defer cancel()
+			var last string
+			if !waitFor(ctx, 200*time.Millisecond, func() bool {
+				code, body, err := p.get(ctx, "/healthz")
+				last = fmt.Sprintf("%d %s %v", code, body, err)
+				return !d.running() || err == nil && code == http.StatusServiceUnavailable && strings.Contains(string(body), want)
+			}) || !d.running() {
+				t.Fatalf("/healthz never answered 503 with %q while the %s was down: %s\nlog:\n%s", want, down, last, tail(p.logPath))
+			}
+			// Long enough for several attempts: the process must still be up.
+			time.Sleep(12 * time.Second)
+			if !d.running() {
+				t.Fatalf("readside exited while the %s was down (exit %d); log:\n%s", down, d.cmd.ProcessState.ExitCode(), tail(p.logPath))
+			}
+			if n := strings.Count(p.log(), "level=WARN msg=\"waiting for "+down); n == 0 {
+				t.Fatalf("no WARN line about waiting for the %s; log:\n%s", down, tail(p.logPath))
+			}
+			if err := stopped.Restart(ctx); err != nil {
+				t.Fatal(err)
+			}
+			p.waitReady(180 * time.Second)
+			if err := p.srcDB.Exec(ctx, fmt.Sprintf("INSERT INTO `%s`.messages VALUES (1, 7, 'after the wait')", p.src)); err != nil {
+				t.Fatal(err)
+			}
+			var body string
+			if !waitFor(ctx, 200*time.Millisecond, func() bool {
+				err := p.sinkDB.DB().QueryRowContext(ctx, fmt.Sprintf("SELECT body FROM `%s`.messages_by_sender WHERE id = 1", p.sink)).Scan(&body)
+				return err == nil
+			}) {
+				t.Fatalf("the row written after the %s came back never reached the read table; log:\n%s", down, tail(p.logPath))
+			}
+			if body != "after the wait" {
+				t.Fatalf("read table body %q, want %q", body, "after the wait")
+			}
+			if code := d.stop(60 * time.Second); code != 0 {
+				t.Fatalf("exit %d after SIGTERM, want 0; log:\n%s", code, tail(p.logPath))
+			}
+		})
+	}
+}
+
+// TestStartWrongPassword: a wrong source password is a configuration
+// error: readside exits promptly, non-zero, with one message naming the
+// fix rather than retrying or repeating the error per projection.
+func TestStartWrongPassword(t *testing.T) {
+	bed := testbed.Get(t)
+	user, _ := bed.MySQL.ReplCredentials()
+	dsn := fmt.Sprintf("%s:wrong-password@tcp(%s)/", user, bed.MySQL.Addr())
+	p := newStartupPipeline(t, "swpw", bed.MySQL, bed.MySQL, dsn)
+	d := p.start()
+	select {
+	case <-d.done:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("readside still running 90 s after starting with a wrong password; log:\n%s", tail(p.logPath))
+	}
+	if code := d.cmd.ProcessState.ExitCode(); code == 0 {
+		t.Fatalf("exit 0 with a wrong password; log:\n%s", tail(p.logPath))
+	}
+	log := p.log()
+	if n := strings.Count(log, "Access denied"); n != 1 {
+		t.Fatalf("%d messages with \"Access denied\", want exactly one; log:\n%s", n, log)
+	}
+	if !strings.Contains(log, "Fix: check the user and password in source.dsn") {
+		t.Fatalf("the message does not name the fix; log:\n%s", log)
+	}
+	if strings.Contains(log, "waiting for source") {
+		t.Fatalf("a wrong password was retried as if the source were down; log:\n%s", log)
+	}
+	t.Logf("exit %d:\n%s", d.cmd.ProcessState.ExitCode(), log)
+}
+
+// TestStartMissingGrant: a source user without the replication grants is a
+// configuration error: readside exits promptly, non-zero, naming the
+// missing privilege once.
+func TestStartMissingGrant(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	user := fmt.Sprintf("rsnogrant%d", rand.IntN(1e6))
+	p := newStartupPipeline(t, "swgrant", bed.MySQL, bed.MySQL, fmt.Sprintf("%s:pw@tcp(%s)/", user, bed.MySQL.Addr()))
+	if err := bed.MySQL.Exec(ctx, fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY 'pw'", user), fmt.Sprintf("GRANT SELECT ON `%s`.* TO '%s'@'%%'", p.src, user),
+		// The snapshot tables' grant, so the missing one is the replication grant.
+		fmt.Sprintf("GRANT CREATE, INSERT, UPDATE, SELECT ON readside.* TO '%s'@'%%'", user)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bed.MySQL.Exec(context.WithoutCancel(ctx), fmt.Sprintf("DROP USER '%s'@'%%'", user)) })
+	d := p.start()
+	select {
+	case <-d.done:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("readside still running 90 s after starting without grants; log:\n%s", tail(p.logPath))
+	}
+	log := p.log()
+	t.Logf("exit %d:\n%s", d.cmd.ProcessState.ExitCode(), log)
+	if code := d.cmd.ProcessState.ExitCode(); code == 0 {
+		t.Fatalf("exit 0 without grants; log:\n%s", log)
+	}
+	// (A WARN about the optional REPLICATION MASTER ADMIN grant may come
+	// first: the server_id preflight goes on without it.)
+	if n := strings.Count(log, "level=ERROR"); n != 1 {
+		t.Fatalf("%d ERROR lines, want exactly one; log:\n%s", n, log)
+	}
+	if strings.Contains(log, "stream interrupted") {
+		t.Fatalf("the missing grant was retried; log:\n%s", log)
+	}
+	if !strings.Contains(log, "BINLOG MONITOR") || !strings.Contains(log, "Fix: grant the user in source.dsn") {
+		t.Fatalf("the message does not name the missing privilege and the fix; log:\n%s", log)
+	}
+}
