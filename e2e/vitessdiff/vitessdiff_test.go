@@ -209,7 +209,19 @@ func matrix(rng *rand.Rand) []column {
 	ints("int unsigned", sqltypes.Uint32, 0, math.MaxUint32)
 	ints("bigint", sqltypes.Int64, math.MinInt64, math.MaxInt64)
 	ints("bigint unsigned", sqltypes.Uint64, 0, math.MaxUint64)
-	ints("year", sqltypes.Year, 0, 2155)
+	// YEAR holds 0 and 1901-2155, and MySQL prints it with four digits
+	// (year 0 as 0000), which is the text a client sends VTGate.
+	year := column{event: "year", vitess: sqltypes.Year}
+	for _, y := range append([]int{0}, func() []int {
+		var ys []int
+		for y := 1901; y <= 2155; y++ {
+			ys = append(ys, y)
+		}
+		return ys
+	}()...) {
+		year.values = append(year.values, value{event: strconv.Itoa(y), mysql: fmt.Appendf(nil, "%04d", y)})
+	}
+	cols = append(cols, year)
 
 	dec := column{event: "decimal(30,10)", vitess: sqltypes.Decimal}
 	for _, s := range []string{"0.0000000000", "-0.5000000000", "0.0000000001", "-0.0000000001", "99999999999999999999.9999999999", "-99999999999999999999.9999999999", "1.0000000000"} {
