@@ -33,6 +33,7 @@ import (
 
 // SnapshotTask is one table's snapshot, queued in the checkpoint.
 type SnapshotTask struct {
+	ID    uint64   `json:"id,omitempty"` // the request row's id; 0 for the initial snapshot
 	Table string   `json:"table"`
 	Where string   `json:"where,omitempty"`
 	After [][]byte `json:"after,omitempty"` // primary key of the last row published
@@ -43,6 +44,7 @@ type SnapshotTask struct {
 const (
 	watermarkTable = "_readside_watermarks"
 	requestTable   = "_readside_snapshot_requests"
+	failedTable    = "_readside_snapshot_failures"
 )
 
 // ensureSignalTables creates readside's tables on the source.
@@ -54,6 +56,9 @@ func (s *sourceDB) ensureSignalTables(ctx context.Context, db string) error {
 		"CREATE TABLE IF NOT EXISTS " + quoteIdent(db) + "." + requestTable +
 			" (id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, server_id INT UNSIGNED NOT NULL, table_name VARCHAR(200) NOT NULL," +
 			" where_clause TEXT, requested_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
+		"CREATE TABLE IF NOT EXISTS " + quoteIdent(db) + "." + failedTable +
+			" (id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, request_id BIGINT UNSIGNED NOT NULL, server_id INT UNSIGNED NOT NULL," +
+			" table_name VARCHAR(200) NOT NULL, where_clause TEXT, error TEXT NOT NULL, failed_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
 	} {
 		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("creating readside's snapshot tables on the source (%s): %w; grant the tailer's user CREATE, INSERT and UPDATE on %s.*, or set source.snapshot.mode: never", stmt, err, db)
@@ -147,7 +152,7 @@ func (s *stream) maybeStartChunk(ctx context.Context) error {
 	query, args := chunkQuery(tbl, task, s.t.cfg.Source.Snapshot.ChunkRows)
 	rows, err := s.src.db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return fmt.Errorf("reading snapshot chunk of %s: %w", task.Table, err)
+		return s.chunkFailed(ctx, err)
 	}
 	for rows.Next() {
 		vals := make([]sql.RawBytes, len(tbl.columns))
@@ -175,7 +180,7 @@ func (s *stream) maybeStartChunk(ctx context.Context) error {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading snapshot chunk of %s: %w", task.Table, err)
+		return s.chunkFailed(ctx, err)
 	}
 	c.complete = len(c.rows) < s.t.cfg.Source.Snapshot.ChunkRows
 	if n := len(c.rows); n > 0 {
@@ -246,6 +251,9 @@ func (s *stream) writeWatermark(ctx context.Context, id, mark string) error {
 func (s *stream) signal(ctx context.Context, h *replication.EventHeader, e *replication.RowsEvent, table string) error {
 	switch h.EventType {
 	case replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2:
+		if table == requestTable {
+			s.cancelled(e.Rows)
+		}
 		return nil
 	}
 	step := 1
@@ -271,13 +279,13 @@ func (s *stream) signal(ctx context.Context, h *replication.EventHeader, e *repl
 				}
 			}
 		case requestTable:
-			task := SnapshotTask{Table: fmt.Sprint(row[2])}
+			task := SnapshotTask{ID: rowID(row[0]), Table: fmt.Sprint(row[2])}
 			if w, ok := row[3].(string); ok {
 				task.Where = w
 			} else if w, ok := row[3].([]byte); ok {
 				task.Where = string(w)
 			}
-			s.t.log.Info("snapshot requested", "table", task.Table, "where", task.Where)
+			s.t.log.Info("snapshot requested", "request", task.ID, "table", task.Table, "where", task.Where)
 			s.snapshots = append(s.snapshots, task)
 		}
 	}

@@ -21,6 +21,7 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	common.register(fs)
 	table := fs.String("table", "", "table to snapshot, db.table (must be in source.tables)")
 	where := fs.String("where", "", "only rows matching this SQL condition")
+	cancel := fs.Bool("cancel", false, "delete the pending snapshot requests of --table instead (the tailer drops them, even one it has begun)")
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
 		return code
 	}
@@ -32,6 +33,9 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	if _, _, ok := config.SplitTable(*table); !ok {
 		fmt.Fprintln(stderr, "readside snapshot: --table db.table is required")
 		return exitUsage
+	}
+	if *cancel {
+		return cancelSnapshot(cfg, *table, *where, stdout, stderr)
 	}
 	captured := false
 	for _, t := range cfg.Source.Tables {
@@ -48,5 +52,23 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 		return exitProblem
 	}
 	fmt.Fprintf(stdout, "snapshot of %s requested from the tailer with server_id %d; it starts when the tailer reads the request from the binlog (progress in its log and readside_source_events_total{op=\"r\"})\n", *table, cfg.Source.ServerID)
+	return exitOK
+}
+
+// cancelSnapshot deletes the requests of table; the tailer sees the deletes
+// in the binlog and drops those snapshots.
+func cancelSnapshot(cfg config.Config, table, where string, stdout, stderr io.Writer) int {
+	if where != "" {
+		fmt.Fprintln(stderr, "readside snapshot: --cancel takes --table only: it cancels every request of that table")
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	n, err := cdc.CancelSnapshot(ctx, cfg.Source.DSN.Reveal(), cfg.Source.TLS, cfg.Source.Snapshot.SignalDB, cfg.Source.ServerID, table)
+	if err != nil {
+		fmt.Fprintf(stderr, "readside snapshot: %v\n", err)
+		return exitProblem
+	}
+	fmt.Fprintf(stdout, "deleted %d snapshot request(s) of %s for the tailer with server_id %d; it drops them when it reads the deletes from the binlog\n", n, table, cfg.Source.ServerID)
 	return exitOK
 }
