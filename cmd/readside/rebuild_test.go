@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/readside/readside/projections"
@@ -49,5 +50,32 @@ func TestRebuildLiveTarget(t *testing.T) {
 	got := liveTarget([]projections.Offsets{{"t": {0: 5, 1: 9}}, {"t": {0: 7}}})
 	if got["t"][0] != 7 || got["t"][1] != 9 || len(got["t"]) != 2 {
 		t.Errorf("got %v, want t/0 7, t/1 9", got)
+	}
+}
+
+// TestRebuildProgressLines: without a terminal a progress line is printed
+// when the progress moved, not again for the same offsets every period (a
+// long wait would flood the output), and the final line always.
+func TestRebuildProgressLines(t *testing.T) {
+	var out strings.Builder
+	r := &rebuilder{out: &out} // every 0: the period never holds a line back
+	var last progressLine
+	steps := []struct {
+		why  string
+		done int64
+		last *progressLine
+		want int // lines printed so far
+	}{
+		{"the first check prints", 4, &last, 1},
+		{"the same offsets again: no line", 4, &last, 1},
+		{"and again: still none", 4, &last, 1},
+		{"progress moved: a line", 5, &last, 2},
+		{"the final report prints even unchanged", 5, nil, 3},
+	}
+	for _, s := range steps {
+		r.report("filling x", s.done, 5, s.last)
+		if got := strings.Count(out.String(), "\n"); got != s.want {
+			t.Fatalf("%s: %d lines, want %d:\n%s", s.why, got, s.want, out.String())
+		}
 	}
 }

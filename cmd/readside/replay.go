@@ -268,7 +268,7 @@ func (r *rebuilder) consumeUntil(ctx context.Context, shadow *projections.Projec
 	done := make(chan error, 1)
 	go func() { done <- pr.Run(pctx) }()
 	stop := func() error { cancel(); return <-done }
-	var lastLine time.Time
+	var lastLine progressLine
 	for {
 		select {
 		case err := <-done:
@@ -343,9 +343,20 @@ func caughtUp(stored []projections.Offsets, applied, target projections.Offsets)
 	return done, total, ok
 }
 
+// progressLine is the last progress line printed.
+type progressLine struct {
+	at   time.Time
+	done int64
+}
+
+// stillEvery is how often an unchanged progress line is printed again, so
+// a wait that does not move still shows the command is alive.
+const stillEvery = time.Minute
+
 // report draws a progress bar on a terminal, else a line every r.every
-// (last nil: the final report).
-func (r *rebuilder) report(what string, done, total int64, last *time.Time) {
+// when the progress moved (or stillEvery when it did not); last nil: the
+// final report.
+func (r *rebuilder) report(what string, done, total int64, last *progressLine) {
 	pct := 100.0
 	if total > 0 {
 		pct = 100 * float64(done) / float64(total)
@@ -359,11 +370,15 @@ func (r *rebuilder) report(what string, done, total int64, last *time.Time) {
 		}
 		return
 	}
-	if last == nil || time.Since(*last) >= r.every {
-		fmt.Fprintf(r.out, "%s %s: %.1f%% (%d of %d offsets)\n", time.Now().Format(time.RFC3339), what, pct, done, total)
-		if last != nil {
-			*last = time.Now()
+	if last != nil && !last.at.IsZero() {
+		since := time.Since(last.at)
+		if since < r.every || (done == last.done && since < stillEvery) {
+			return
 		}
+	}
+	fmt.Fprintf(r.out, "%s %s: %.1f%% (%d of %d offsets)\n", time.Now().Format(time.RFC3339), what, pct, done, total)
+	if last != nil {
+		*last = progressLine{at: time.Now(), done: done}
 	}
 }
 
