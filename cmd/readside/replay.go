@@ -188,7 +188,7 @@ func (r *rebuilder) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.consumeUntil(ctx, r.shadow(live), liveTarget(target), "catching up after the swap"); err != nil {
+	if err := r.consumeUntil(ctx, r.shadow(live), fixed(liveTarget(target)), 1, "catching up after the swap"); err != nil {
 		return err
 	}
 	if err := r.sink.Forget(ctx, r.shadow(shadowTable)); err != nil {
@@ -229,15 +229,14 @@ func (r *rebuilder) fill(ctx context.Context, live, shadowTable, old string) err
 			return fmt.Errorf("creating the shadow table %s: %w", shadowTable, err)
 		}
 		r.log.Info("rebuild: filling the shadow table from the earliest offsets", "projection", r.p.Name, "shadow", shadowTable)
-		// The end offsets now, not the live projector's: they are
+		// The topics' end offsets, not the live projector's: they are
 		// reached whatever the partitions hold at their end (commit
-		// markers, nothing new), and what arrives meanwhile is applied
-		// after the swap by both projectors.
-		ends, err := projections.EndOffsets(ctx, r.cfg.Kafka.Brokers, r.p)
-		if err != nil {
-			return err
+		// markers, nothing new); what arrives after the last round's
+		// are applied after the swap (run).
+		ends := func(ctx context.Context) (projections.Offsets, error) {
+			return projections.EndOffsets(ctx, r.cfg.Kafka.Brokers, r.p)
 		}
-		if err := r.consumeUntil(ctx, shadow, ends, "filling "+shadowTable); err != nil {
+		if err := r.consumeUntil(ctx, shadow, ends, followRounds, "filling "+shadowTable); err != nil {
 			return err
 		}
 	}
@@ -251,9 +250,18 @@ func (r *rebuilder) fill(ctx context.Context, live, shadowTable, old string) err
 }
 
 // consumeUntil runs a projector for shadow until it has applied, on every
-// partition, everything before target (see caughtUp), then stops it after
-// its last batch committed.
-func (r *rebuilder) consumeUntil(ctx context.Context, shadow *projections.Projection, target projections.Offsets, what string) error {
+// partition, everything before the offsets target gives (see caughtUp),
+// then stops it after its last batch committed. Up to rounds times, a
+// round that took longer than followAfter is followed by another to the
+// offsets target gives then: records kept arriving meanwhile, and each
+// round shortens what the next has to read. Every round's goal is fixed
+// when it starts, so each ends.
+func (r *rebuilder) consumeUntil(ctx context.Context, shadow *projections.Projection, target func(context.Context) (projections.Offsets, error), rounds int, what string) error {
+	goal, err := target(ctx)
+	if err != nil {
+		return err
+	}
+	roundStart := time.Now()
 	// The Kafka client's group chatter would drown the progress lines.
 	quiet := r.cfg.Log
 	if quiet.Level != "debug" {
@@ -284,7 +292,16 @@ func (r *rebuilder) consumeUntil(ctx context.Context, shadow *projections.Projec
 			_ = stop()
 			return err
 		}
-		done, total, ok := caughtUp(stored, pr.Applied(), target)
+		done, total, ok := caughtUp(stored, pr.Applied(), goal)
+		if ok && rounds > 1 && time.Since(roundStart) > followAfter {
+			rounds--
+			if goal, err = target(ctx); err != nil {
+				_ = stop()
+				return err
+			}
+			roundStart = time.Now()
+			continue
+		}
 		if ok {
 			if err := stop(); err != nil {
 				return err
@@ -294,6 +311,18 @@ func (r *rebuilder) consumeUntil(ctx context.Context, shadow *projections.Projec
 		}
 		r.report(what, done, total, &lastLine)
 	}
+}
+
+// followRounds and followAfter bound the fill's rounds (consumeUntil):
+// the shadow is swapped in about as far behind as its last round took.
+const (
+	followRounds = 5
+	followAfter  = time.Second
+)
+
+// fixed is a target that does not move.
+func fixed(o projections.Offsets) func(context.Context) (projections.Offsets, error) {
+	return func(context.Context) (projections.Offsets, error) { return o, nil }
 }
 
 // liveTarget is the highest offset the live projector stored on any
