@@ -28,6 +28,7 @@ type Projector struct {
 	o    Options
 	log  *slog.Logger
 	dlq  *kgo.Client
+	pos  positions
 }
 
 // Options configure a projector.
@@ -433,6 +434,9 @@ type partitionLag struct {
 	topic string
 	part  int32
 	lag   int64
+	// next is the consumer's position there: the offset after what the
+	// job holds of the partition, commit markers included.
+	next int64
 }
 
 // prepare maps a job's records to batches (nil when there are none).
@@ -573,6 +577,7 @@ func (pr *Projector) commit(ctx context.Context, j *job) error {
 	for _, l := range j.lagAfter {
 		pr.o.Metrics.consumerLag(pr.p, l.topic, l.part, l.lag)
 	}
+	pr.advance(j.lagAfter)
 	if j.waiting {
 		pr.o.Metrics.done(pr.p)
 	}

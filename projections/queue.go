@@ -109,8 +109,8 @@ func (q *pollQueue) take(n int) (recs []*kgo.Record, before, after []partitionLa
 			if k == len(p.recs) {
 				next = max(next, p.through)
 			}
-			before = append(before, partitionLag{p.topic, p.part, p.hw - taken[0].Offset})
-			after = append(after, partitionLag{p.topic, p.part, p.hw - next})
+			before = append(before, partitionLag{p.topic, p.part, p.hw - taken[0].Offset, taken[0].Offset})
+			after = append(after, partitionLag{p.topic, p.part, p.hw - next, next})
 			// Drop the references as they go so applied records (and
 			// their fetch buffers) can be collected.
 			clear(p.recs[:k])
@@ -118,7 +118,7 @@ func (q *pollQueue) take(n int) (recs []*kgo.Record, before, after []partitionLa
 			q.n -= k
 			p.report = false
 		} else if len(p.recs) == 0 && p.report {
-			after = append(after, partitionLag{p.topic, p.part, p.hw - p.through})
+			after = append(after, partitionLag{p.topic, p.part, p.hw - p.through, p.through})
 			p.report = false
 		}
 		if len(p.recs) > 0 {

@@ -188,7 +188,7 @@ func (r *rebuilder) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.consumeUntil(ctx, r.shadow(live), target, "catching up after the swap"); err != nil {
+	if err := r.consumeUntil(ctx, r.shadow(live), fixed(liveTarget(target)), 1, "catching up after the swap"); err != nil {
 		return err
 	}
 	if err := r.sink.Forget(ctx, r.shadow(shadowTable)); err != nil {
@@ -229,7 +229,14 @@ func (r *rebuilder) fill(ctx context.Context, live, shadowTable, old string) err
 			return fmt.Errorf("creating the shadow table %s: %w", shadowTable, err)
 		}
 		r.log.Info("rebuild: filling the shadow table from the earliest offsets", "projection", r.p.Name, "shadow", shadowTable)
-		if err := r.consumeUntil(ctx, shadow, nil, "filling "+shadowTable); err != nil {
+		// The topics' end offsets, not the live projector's: they are
+		// reached whatever the partitions hold at their end (commit
+		// markers, nothing new); what arrives after the last round's
+		// are applied after the swap (run).
+		ends := func(ctx context.Context) (projections.Offsets, error) {
+			return projections.EndOffsets(ctx, r.cfg.Kafka.Brokers, r.p)
+		}
+		if err := r.consumeUntil(ctx, shadow, ends, followRounds, "filling "+shadowTable); err != nil {
 			return err
 		}
 	}
@@ -242,11 +249,19 @@ func (r *rebuilder) fill(ctx context.Context, live, shadowTable, old string) err
 	return nil
 }
 
-// consumeUntil runs a projector for shadow until its offsets, on every
-// shard, reach target on every partition (target nil: the live
-// projector's offsets at each check; caught up when two checks in a row
-// say so), then stops it after its last batch committed.
-func (r *rebuilder) consumeUntil(ctx context.Context, shadow *projections.Projection, target []projections.Offsets, what string) error {
+// consumeUntil runs a projector for shadow until it has applied, on every
+// partition, everything before the offsets target gives (see caughtUp),
+// then stops it after its last batch committed. Up to rounds times, a
+// round that took longer than followAfter is followed by another to the
+// offsets target gives then: records kept arriving meanwhile, and each
+// round shortens what the next has to read. Every round's goal is fixed
+// when it starts, so each ends.
+func (r *rebuilder) consumeUntil(ctx context.Context, shadow *projections.Projection, target func(context.Context) (projections.Offsets, error), rounds int, what string) error {
+	goal, err := target(ctx)
+	if err != nil {
+		return err
+	}
+	roundStart := time.Now()
 	// The Kafka client's group chatter would drown the progress lines.
 	quiet := r.cfg.Log
 	if quiet.Level != "debug" {
@@ -261,8 +276,7 @@ func (r *rebuilder) consumeUntil(ctx context.Context, shadow *projections.Projec
 	done := make(chan error, 1)
 	go func() { done <- pr.Run(pctx) }()
 	stop := func() error { cancel(); return <-done }
-	var lastLine time.Time
-	streak := 0
+	var lastLine progressLine
 	for {
 		select {
 		case err := <-done:
@@ -273,41 +287,50 @@ func (r *rebuilder) consumeUntil(ctx context.Context, shadow *projections.Projec
 			return fmt.Errorf("%s: %w", what, err)
 		case <-time.After(250 * time.Millisecond):
 		}
-		goal := target
-		if goal == nil {
-			if goal, err = r.sink.ShardOffsets(ctx, r.p); err != nil {
-				_ = stop()
-				return err
-			}
-		}
-		have, err := r.sink.ShardOffsets(ctx, shadow)
+		stored, err := r.sink.ShardOffsets(ctx, shadow)
 		if err != nil {
 			_ = stop()
 			return err
 		}
-		done, total, ok := progress(have, goal)
-		r.report(what, done, total, &lastLine)
-		if ok {
-			streak++
-		} else {
-			streak = 0
+		done, total, ok := caughtUp(stored, pr.Applied(), goal)
+		if ok && rounds > 1 && time.Since(roundStart) > followAfter {
+			rounds--
+			if goal, err = target(ctx); err != nil {
+				_ = stop()
+				return err
+			}
+			roundStart = time.Now()
+			continue
 		}
-		if streak >= 2 || (target != nil && ok) {
+		if ok {
 			if err := stop(); err != nil {
 				return err
 			}
 			r.report(what, total, total, nil)
 			return nil
 		}
+		r.report(what, done, total, &lastLine)
 	}
 }
 
-// progress compares the shadow's offsets with goal: per partition, the
-// lowest shadow offset over the shards against the highest goal offset.
-func progress(have, goal []projections.Offsets) (done, total int64, caughtUp bool) {
-	caughtUp = true
+// followRounds and followAfter bound the fill's rounds (consumeUntil):
+// the shadow is swapped in about as far behind as its last round took.
+const (
+	followRounds = 5
+	followAfter  = time.Second
+)
+
+// fixed is a target that does not move.
+func fixed(o projections.Offsets) func(context.Context) (projections.Offsets, error) {
+	return func(context.Context) (projections.Offsets, error) { return o, nil }
+}
+
+// liveTarget is the highest offset the live projector stored on any
+// shard, per partition: what it may have applied to the table a swap
+// moved away.
+func liveTarget(shards []projections.Offsets) projections.Offsets {
 	want := projections.Offsets{}
-	for _, g := range goal {
+	for _, g := range shards {
 		for topic, parts := range g {
 			for part, next := range parts {
 				if cur, ok := want[topic][part]; !ok || next > cur {
@@ -316,31 +339,53 @@ func progress(have, goal []projections.Offsets) (done, total int64, caughtUp boo
 			}
 		}
 	}
-	for topic, parts := range want {
+	return want
+}
+
+// caughtUp decides whether the shadow has applied everything before
+// target on every partition, and how far it is (offsets summed over the
+// partitions). A partition's position is the further of the offset the
+// shadow stored on every shard (the lowest of them: a shard without one
+// is at 0) and where its running projector has applied through
+// (applied). The stored offset alone never reaches an end offset whose
+// last record is a commit marker; applied alone is unknown on a
+// partition the projector found nothing new on.
+func caughtUp(stored []projections.Offsets, applied, target projections.Offsets) (done, total int64, ok bool) {
+	ok = true
+	for topic, parts := range target {
 		for part, next := range parts {
-			low, seen := int64(0), false
-			for _, h := range have {
-				v, ok := h[topic][part]
-				if !ok {
-					v = 0
-				}
-				if !seen || v < low {
-					low, seen = v, true
+			low := int64(0)
+			for i, h := range stored {
+				v := h[topic][part] // absent: 0
+				if i == 0 || v < low {
+					low = v
 				}
 			}
+			pos := max(low, applied[topic][part])
 			total += next
-			done += min(low, next)
-			if low < next {
-				caughtUp = false
+			done += min(pos, next)
+			if pos < next {
+				ok = false
 			}
 		}
 	}
-	return done, total, caughtUp
+	return done, total, ok
 }
 
+// progressLine is the last progress line printed.
+type progressLine struct {
+	at   time.Time
+	done int64
+}
+
+// stillEvery is how often an unchanged progress line is printed again, so
+// a wait that does not move still shows the command is alive.
+const stillEvery = time.Minute
+
 // report draws a progress bar on a terminal, else a line every r.every
-// (last nil: the final report).
-func (r *rebuilder) report(what string, done, total int64, last *time.Time) {
+// when the progress moved (or stillEvery when it did not); last nil: the
+// final report.
+func (r *rebuilder) report(what string, done, total int64, last *progressLine) {
 	pct := 100.0
 	if total > 0 {
 		pct = 100 * float64(done) / float64(total)
@@ -354,11 +399,15 @@ func (r *rebuilder) report(what string, done, total int64, last *time.Time) {
 		}
 		return
 	}
-	if last == nil || time.Since(*last) >= r.every {
-		fmt.Fprintf(r.out, "%s %s: %.1f%% (%d of %d offsets)\n", time.Now().Format(time.RFC3339), what, pct, done, total)
-		if last != nil {
-			*last = time.Now()
+	if last != nil && !last.at.IsZero() {
+		since := time.Since(last.at)
+		if since < r.every || (done == last.done && since < stillEvery) {
+			return
 		}
+	}
+	fmt.Fprintf(r.out, "%s %s: %.1f%% (%d of %d offsets)\n", time.Now().Format(time.RFC3339), what, pct, done, total)
+	if last != nil {
+		*last = progressLine{at: time.Now(), done: done}
 	}
 }
 

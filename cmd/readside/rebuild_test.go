@@ -1,0 +1,81 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/readside/readside/projections"
+)
+
+// TestRebuildCaughtUp: the rebuild's "done" decision reaches every end
+// offset taken at its start, whatever the partitions hold at their end.
+func TestRebuildCaughtUp(t *testing.T) {
+	type O = projections.Offsets
+	cases := []struct {
+		why         string
+		stored      []O
+		applied     O
+		target      O
+		done, total int64
+		ok          bool
+	}{
+		{"a commit marker last: the stored offset stops one short, the position is at the end",
+			[]O{{"t": {0: 10}}}, O{"t": {0: 11}}, O{"t": {0: 11}}, 11, 11, true},
+		{"the marker not read yet: not done",
+			[]O{{"t": {0: 10}}}, O{"t": {0: 10}}, O{"t": {0: 11}}, 10, 11, false},
+		{"a partition with nothing new since the shadow stored its offset: the stored offset counts",
+			[]O{{"t": {0: 11, 1: 4}}}, O{"t": {1: 4}}, O{"t": {0: 11, 1: 4}}, 15, 15, true},
+		{"nothing read and nothing stored on a partition with records: not done",
+			[]O{{}}, O{}, O{"t": {0: 3}}, 0, 3, false},
+		{"empty partitions are left out of the target: done at once",
+			[]O{{}}, O{}, O{}, 0, 0, true},
+		{"a shard behind holds the stored position back, the applied position does not",
+			[]O{{"t": {0: 11}}, {"t": {0: 7}}}, O{}, O{"t": {0: 11}}, 7, 11, false},
+		{"past the target (records arrived meanwhile): done, progress capped at the target",
+			[]O{{"t": {0: 20}}}, O{"t": {0: 21}}, O{"t": {0: 11}}, 11, 11, true},
+		{"a joined parent's topic counts like the projection's own",
+			[]O{{"t": {0: 5}, "p": {0: 2}}}, O{"t": {0: 6}}, O{"t": {0: 6}, "p": {0: 3}}, 8, 9, false},
+	}
+	for _, c := range cases {
+		done, total, ok := caughtUp(c.stored, c.applied, c.target)
+		if done != c.done || total != c.total || ok != c.ok {
+			t.Errorf("%s: got %d of %d, caught up %v; want %d of %d, %v", c.why, done, total, ok, c.done, c.total, c.ok)
+		}
+	}
+}
+
+// TestRebuildLiveTarget: after the swap the shadow catches up with the
+// highest offset the live projector stored on any shard.
+func TestRebuildLiveTarget(t *testing.T) {
+	got := liveTarget([]projections.Offsets{{"t": {0: 5, 1: 9}}, {"t": {0: 7}}})
+	if got["t"][0] != 7 || got["t"][1] != 9 || len(got["t"]) != 2 {
+		t.Errorf("got %v, want t/0 7, t/1 9", got)
+	}
+}
+
+// TestRebuildProgressLines: without a terminal a progress line is printed
+// when the progress moved, not again for the same offsets every period (a
+// long wait would flood the output), and the final line always.
+func TestRebuildProgressLines(t *testing.T) {
+	var out strings.Builder
+	r := &rebuilder{out: &out} // every 0: the period never holds a line back
+	var last progressLine
+	steps := []struct {
+		why  string
+		done int64
+		last *progressLine
+		want int // lines printed so far
+	}{
+		{"the first check prints", 4, &last, 1},
+		{"the same offsets again: no line", 4, &last, 1},
+		{"and again: still none", 4, &last, 1},
+		{"progress moved: a line", 5, &last, 2},
+		{"the final report prints even unchanged", 5, nil, 3},
+	}
+	for _, s := range steps {
+		r.report("filling x", s.done, 5, s.last)
+		if got := strings.Count(out.String(), "\n"); got != s.want {
+			t.Fatalf("%s: %d lines, want %d:\n%s", s.why, got, s.want, out.String())
+		}
+	}
+}
