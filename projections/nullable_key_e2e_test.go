@@ -88,14 +88,7 @@ func TestNullableForeignKey(t *testing.T) {
 	if create := ddl[len(ddl)-1]; !regexp.MustCompile("`customer_id` int(\\(11\\))? NOT NULL,").MatchString(create) {
 		t.Fatalf("the read key column must be NOT NULL in the DDL:\n%s", create)
 	}
-	sk, err := sinks.OpenSharded(ctx, "reads", sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sk.Close() })
-	if err := sk.Exec(ctx, ddl); err != nil {
-		t.Fatal(err)
-	}
+	sk := openSink(ctx, t, sink, ddl)
 
 	runTailer(t, bed, cfg)
 	stop := startProjector(t, p, sk, cfg.Kafka.Brokers)

@@ -430,3 +430,36 @@ func TestStopLetsTheBatchInFlightCommit(t *testing.T) {
 		t.Error("the batch in flight at the stop committed no offsets")
 	}
 }
+
+// compileOne validates cfg, compiles its one projection and returns it
+// with its read table's DDL planned against the live source.
+func compileOne(ctx context.Context, t *testing.T, bed *testbed.Bed, cfg config.Config) (*projections.Projection, []string) {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := ps[0].SourceColumns(ctx, bed.MySQL.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps[0], sinks.DDL(ps[0], types)
+}
+
+// openSink opens the sink named reads, closed when the test ends, and
+// runs ddl on it.
+func openSink(ctx context.Context, t *testing.T, sink config.Sink, ddl []string) *sinks.Sharded {
+	t.Helper()
+	sk, err := sinks.OpenSharded(ctx, "reads", sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sk.Close() })
+	if err := sk.Exec(ctx, ddl); err != nil {
+		t.Fatal(err)
+	}
+	return sk
+}

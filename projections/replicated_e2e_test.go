@@ -11,8 +11,6 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
-	"github.com/readside/readside/projections"
-	"github.com/readside/readside/sinks"
 	"github.com/readside/readside/verify"
 )
 
@@ -70,26 +68,8 @@ func TestReplicatedOnTwoServers(t *testing.T) {
 		From: src + ".customer_tiers", Sink: "reads", Key: []string{"tier"}, Replicated: true,
 		Columns: map[string]string{"tier": "tier", "label": "label", "discount": "discount"},
 	}}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	ps, err := projections.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := ps[0]
-	types, err := p.SourceColumns(ctx, bed.MySQL.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sk, err := sinks.OpenSharded(ctx, "reads", sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sk.Close() })
-	if err := sk.Exec(ctx, sinks.DDL(p, types)); err != nil {
-		t.Fatal(err)
-	}
+	p, ddl := compileOne(ctx, t, bed, cfg)
+	sk := openSink(ctx, t, sink, ddl)
 	runTailer(t, bed, cfg)
 	stop := startProjector(t, p, sk, cfg.Kafka.Brokers)
 	defer stop()

@@ -14,8 +14,6 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
-	"github.com/readside/readside/projections"
-	"github.com/readside/readside/sinks"
 )
 
 // typeMatrix is the tailer's type matrix (cdc/types_test.go) less its
@@ -135,26 +133,8 @@ func TestTypeMatrixIntoANonUTCSink(t *testing.T) {
 	cfg.Kafka.Partitions = 3
 	cfg.Sinks = map[string]config.Sink{"reads": sink}
 	cfg.Projections = map[string]config.Projection{"matrix_by_rk": {From: src + ".m", Sink: "reads", Key: []string{"rk", "row_id"}, Columns: columns}}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	ps, err := projections.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := ps[0]
-	types, err := p.SourceColumns(ctx, bed.MySQL.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sk, err := sinks.OpenSharded(ctx, "reads", sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sk.Close() })
-	if err := sk.Exec(ctx, sinks.DDL(p, types)); err != nil {
-		t.Fatal(err)
-	}
+	p, ddl := compileOne(ctx, t, bed, cfg)
+	sk := openSink(ctx, t, sink, ddl)
 	runTailer(t, bed, cfg)
 	stop := startProjector(t, p, sk, cfg.Kafka.Brokers)
 	defer stop()
