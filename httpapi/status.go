@@ -63,15 +63,15 @@ type TailerSource interface{ Status() cdc.Status }
 
 // Report is the /status document; docs/operations.md describes each field.
 type Report struct {
-	Time        time.Time          `json:"time"`
-	From        string             `json:"from"` // "daemon" or "stores"
-	Healthy     bool               `json:"healthy"`
-	Ready       bool               `json:"ready"`
-	NotReady    []string           `json:"not_ready,omitempty"`
-	Components  map[string]string  `json:"components,omitempty"`
+	Time       time.Time         `json:"time"`
+	From       string            `json:"from"` // "daemon" or "stores"
+	Healthy    bool              `json:"healthy"`
+	Ready      bool              `json:"ready"`
+	NotReady   []string          `json:"not_ready,omitempty"`
+	Components map[string]string `json:"components,omitempty"`
 	// Degraded lists the projections that stopped, or dead-letter every
 	// record, while the rest of the process runs (degraded.go).
-	Degraded []Degradation `json:"degraded,omitempty"`
+	Degraded    []Degradation      `json:"degraded,omitempty"`
 	Source      SourceStatus       `json:"source"`
 	Projections []ProjectionStatus `json:"projections"`
 }
