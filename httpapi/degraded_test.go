@@ -18,7 +18,9 @@ import (
 func TestHealthzDegraded(t *testing.T) {
 	type step func(h *Health)
 	halt := func(name string) step {
-		return func(h *Health) { h.Halt(ProjectorPrefix+name, errors.New("column gone"), "edit the config", time.Now()) }
+		return func(h *Health) {
+			h.Halt(ProjectorPrefix+name, errors.New("column gone"), "edit the config", time.Now())
+		}
 	}
 	running := func(name string) step { return func(h *Health) { h.Resume(ProjectorPrefix + name) } }
 	failed := func(name string) step {
