@@ -5,7 +5,10 @@ package httpapi
 // restart would not fix the projection, it would stop the healthy ones
 // for nothing) and names it; /healthz?strict=1 answers 503 for tools that
 // want one bit for "everything works"; /status and `readside status` give
-// the reason and the fix.
+// the reason and the fix. /readyz leaves it out too: every replica meets
+// the same broken event, so counting it would take them all out of
+// service. The alerts (readside_projection_stopped,
+// readside_projection_all_dead_lettered) are how a human hears of it.
 
 import (
 	"sort"
@@ -97,16 +100,19 @@ func degradationOf(ds []Degradation, projection string) (Degradation, bool) {
 }
 
 // isolation adds to ps what this process knows of its projector: stopped
-// alone (the reason and the fix) and its dead-lettering.
-func (c *Collector) isolation(ps *ProjectionStatus, p Projection, degraded []Degradation) {
+// alone (the reason and the fix) and its dead-lettering. It reports
+// whether the projection is degraded.
+func (c *Collector) isolation(ps *ProjectionStatus, p Projection, degraded []Degradation) bool {
 	if !p.Here {
-		return
+		return false
 	}
 	if c.opts.DeadLetters != nil {
 		dl := c.opts.DeadLetters(p.Name)
 		ps.DeadLetters = &dl
 	}
-	if d, ok := degradationOf(degraded, p.Name); ok {
+	d, ok := degradationOf(degraded, p.Name)
+	if ok {
 		ps.State, ps.StopReason, ps.Fix = d.State, d.Reason, d.Fix
 	}
+	return ok
 }

@@ -242,11 +242,14 @@ func (c *Collector) Collect(ctx context.Context) Report {
 	}
 	for _, p := range c.opts.Projections {
 		ps := c.projection(ctx, p, ends, endsErr, groups, groupsErr)
-		c.isolation(&ps, p, r.Degraded)
-		if p.Here && ps.State != "consuming" {
+		// A degraded projection does not make the process unready: every
+		// replica meets the same broken event, so unready would take all
+		// of them out of service for one projection (degraded.go).
+		degraded := c.isolation(&ps, p, r.Degraded)
+		if p.Here && !degraded && ps.State != "consuming" {
 			notReady("projection %s is %s", p.Name, ps.State)
 		}
-		if p.Here && c.opts.ProjectionLag != nil {
+		if p.Here && !degraded && c.opts.ProjectionLag != nil {
 			if lag, ok := c.opts.ProjectionLag(p.Name); ok {
 				ps.LagSeconds = &lag
 				if lag > c.opts.ReadyMaxLag.Seconds() {
