@@ -68,11 +68,13 @@ func (s *projectorStarter) start(ctx context.Context, pp plannedProjection) (exi
 		}
 		s.opened[pp.p.Sink] = sink
 	}
+	// A read table that cannot be made to fit stops its projection alone
+	// (unfitReadTable); the caller decides.
 	if err := sink.Exec(ctx, pp.ddl); err != nil {
-		return exitProblem, fmt.Errorf("creating the read table of %s: %w", pp.p.Name, err)
+		return exitProblem, unfitReadTable(pp.p.Name, fmt.Errorf("creating the read table of %s: %w", pp.p.Name, err))
 	}
 	if err := sink.CheckReadTable(ctx, pp.p); err != nil {
-		return exitProblem, err
+		return exitProblem, unfitReadTable(pp.p.Name, err)
 	}
 	instance := s.cfg.Kafka.GroupInstanceID
 	if instance == "" {
@@ -244,9 +246,12 @@ func (r *reloader) startProjections(ctx context.Context, next config.Config, nam
 		}
 		plan.Projections[name] = d
 	}
-	planned, err := planProjections(ctx, plan)
+	planned, failed, err := planEach(ctx, plan)
 	if err != nil {
 		return err
+	}
+	if len(failed) > 0 {
+		return unfitSource(failed[0].name, failed[0].err)
 	}
 	for _, pp := range planned {
 		if _, err := r.starter.start(ctx, pp); err != nil {

@@ -136,3 +136,17 @@ func deadLettering(opts httpapi.Options, m *projections.Metrics, topicPrefix str
 		return out
 	}
 }
+
+// unfitSource is the stop of a projection whose declaration does not fit
+// the live source schema (a column dropped or renamed at the source).
+func unfitSource(name string, err error) error {
+	return &projections.StopError{Projection: name, Reason: err,
+		Fix: fmt.Sprintf("edit projections.%s to fit the source (the reason names the key; readside check lists every problem) and run readside plan --apply, or restore the source column; then send SIGHUP", name)}
+}
+
+// unfitReadTable is the stop of a projection whose read table cannot be
+// created or does not fit the plan.
+func unfitReadTable(name string, err error) error {
+	return &projections.StopError{Projection: name, Reason: err,
+		Fix: fmt.Sprintf("bring the read table to the plan (readside check names the difference; readside plan --apply runs the safe ALTERs, else readside replay --projection %s --rebuild); then send SIGHUP", name)}
+}
