@@ -30,29 +30,34 @@ type supervisor struct {
 	wg      sync.WaitGroup
 
 	mu      sync.Mutex
-	running map[string]bool
 	stopped map[string]error
 	drain   []error // errors of projectors that returned after a clean stop
+	// draining: wait has begun; nothing starts any more.
+	draining bool
 }
 
 func newSupervisor(h *httpapi.Health, m *projections.Metrics, log *slog.Logger) *supervisor {
-	return &supervisor{health: h, metrics: m, log: log, running: map[string]bool{}, stopped: map[string]error{}}
+	return &supervisor{health: h, metrics: m, log: log, stopped: map[string]error{}}
 }
 
 // run starts a projection's projector. run returns nil when ctx is
 // cancelled (a clean stop); any other return stops that projection alone.
 func (s *supervisor) run(ctx context.Context, name string, run func(context.Context) error) {
 	s.mu.Lock()
-	s.running[name] = true
+	if s.draining {
+		// A SIGHUP racing the stop: the drain has begun, start nothing.
+		s.mu.Unlock()
+		return
+	}
 	delete(s.stopped, name)
+	// Added under mu, so never after wait began waiting.
+	s.wg.Add(1)
 	s.mu.Unlock()
 	s.health.Resume(httpapi.ProjectorPrefix + name)
 	s.metrics.Started(name)
-	s.wg.Go(func() {
+	go func() {
+		defer s.wg.Done()
 		err := run(ctx)
-		s.mu.Lock()
-		delete(s.running, name)
-		s.mu.Unlock()
 		if ctx.Err() != nil {
 			// A clean stop (or the process stopping on a fatal error).
 			s.health.Finished(httpapi.ProjectorPrefix + name)
@@ -67,7 +72,7 @@ func (s *supervisor) run(ctx context.Context, name string, run func(context.Cont
 			err = errors.New("the projector returned without an error while readside runs")
 		}
 		s.halt(name, err)
-	})
+	}()
 }
 
 // halt records name stopped on err; the rest runs on.
@@ -109,6 +114,9 @@ func (s *supervisor) stoppedNames() []string {
 // returns the errors projectors stopped with while draining.
 func (s *supervisor) wait(ctx context.Context) error {
 	<-ctx.Done()
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
 	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
