@@ -17,6 +17,7 @@ type Metrics struct {
 	consumerLagG *prometheus.GaugeVec
 	deadLetters  *prometheus.CounterVec
 	errors       *prometheus.CounterVec
+	alters       *prometheus.CounterVec
 }
 
 // NewMetrics registers the projector metrics on reg.
@@ -37,9 +38,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Records sent to the dead-letter topic (on_error: dlq)."}, []string{"projection"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_errors_total",
 			Help: "Errors that stopped a projector."}, []string{"projection"}),
+		alters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_read_table_alters_total",
+			Help: "ALTERs the projector ran on its read table (per shard) so that rows of a widened source column fit."}, []string{"projection"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.appliedRows, m.parentRows, m.stale, m.lag, m.batchSeconds, m.consumerLagG, m.deadLetters, m.errors)
+		reg.MustRegister(m.appliedRows, m.parentRows, m.stale, m.lag, m.batchSeconds, m.consumerLagG, m.deadLetters, m.errors, m.alters)
 	}
 	return m
 }
@@ -69,5 +72,11 @@ func (m *Metrics) deadLettered(p *Projection, n int) {
 func (m *Metrics) error(p *Projection) {
 	if m != nil {
 		m.errors.WithLabelValues(p.Name).Inc()
+	}
+}
+
+func (m *Metrics) altered(p *Projection) {
+	if m != nil {
+		m.alters.WithLabelValues(p.Name).Inc()
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -55,9 +56,21 @@ func planProjections(ctx context.Context, cfg config.Config) ([]plannedProjectio
 			errs = append(errs, err)
 			continue
 		}
+		p.SourceTypes = sourceTypesOf(p, connector)
 		out = append(out, plannedProjection{p: p, types: cols, ddl: sinks.DDL(p, cols)})
 	}
 	return out, errors.Join(errs...)
+}
+
+// sourceTypesOf reads p's current source column definitions on a
+// connection of its own: a projector calls it only when a source DDL left
+// its read table behind, so it holds no connection open meanwhile.
+func sourceTypesOf(p *projections.Projection, connector sqldriver.Connector) func(context.Context) (projections.Types, error) {
+	return func(ctx context.Context) (projections.Types, error) {
+		db := sql.OpenDB(connector)
+		defer db.Close()
+		return p.SourceColumns(ctx, db)
+	}
 }
 
 func runPlan(args []string, stdout, stderr io.Writer) int {
