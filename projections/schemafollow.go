@@ -127,7 +127,6 @@ func (pr *Projector) followSchema(ctx context.Context, sf SchemaFollower, seen i
 	for _, c := range refused {
 		whys = append(whys, fmt.Sprintf("%s: %s (%s)", pr.columnKey(c.Column), c.Why, c.Alter))
 	}
-	pr.log.Warn("the read table cannot follow the source's schema without losing values", "table", pr.p.Table, "changes", whys)
 	return false, &StopError{Projection: pr.p.Name,
 		Reason: fmt.Errorf("the sink refuses a value (%v) and read table %s cannot follow the source's schema without losing values: %s", cause, pr.p.Table, strings.Join(whys, "; ")),
 		Fix:    fmt.Sprintf("rebuild the read table from the source's current schema: readside replay --projection %s --rebuild (or change the source column back)", pr.p.Name)}
