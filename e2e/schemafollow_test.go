@@ -28,9 +28,10 @@ import (
 //     projections.<name>.columns.<col>; after the column is removed from
 //     the config, `plan --apply` and a restart, every row written after
 //     the DROP reaches the read table.
-//   - DATETIME → VARCHAR then a text value the read column cannot hold:
-//     the projection stops naming the column and the rebuild; the row is
-//     not converted, the read column is not altered.
+//   - An ENUM member removed and DATETIME → VARCHAR, then a row whose
+//     values the read columns cannot hold: the projection stops naming
+//     both columns and the rebuild; the row is not converted, the read
+//     columns are not altered.
 func TestReadTableFollowsSource(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -192,17 +193,19 @@ projections:
 	exec1("INSERT INTO SRC.items VALUES (8, 'after restart', 13, 'b', 'g', 'x', NULL)")
 	same("after the fix", exact, d)
 
-	// DATETIME → VARCHAR and a value no DATETIME holds: no safe ALTER,
-	// so the projection stops naming the column and the rebuild.
-	exec1("ALTER TABLE SRC.items MODIFY d VARCHAR(30) NULL")
-	exec1("INSERT INTO SRC.items VALUES (9, 'lossy', 14, 'a', 'h', 'x', 'next tuesday')")
-	stopped("lossy type change", d, "projections.items_follow.columns.d", "cannot follow the source's schema without losing values",
-		"readside replay --projection items_follow --rebuild")
+	// An ENUM member removed (a narrowing) and DATETIME → VARCHAR, then
+	// a row with a value neither read column holds: no safe ALTER, so the
+	// projection stops naming both columns and the rebuild.
+	exec1("UPDATE SRC.items SET st = 'a' WHERE st = 'b'")
+	exec1("ALTER TABLE SRC.items MODIFY st ENUM('a','c','x') NOT NULL, MODIFY d VARCHAR(30) NULL")
+	exec1("INSERT INTO SRC.items VALUES (9, 'lossy', 14, 'x', 'h', 'x', 'next tuesday')")
+	stopped("narrowing and lossy type change", d, "projections.items_follow.columns.d", "projections.items_follow.columns.st",
+		"cannot follow the source's schema without losing values", "readside replay --projection items_follow --rebuild")
 	if got := driftRows(ctx, bed, "SELECT COUNT(*) FROM `"+sinkDB+"`.items_follow WHERE id = 9"); got != "0\n" {
 		t.Errorf("row 9 reached the read table (count %q) though its value does not fit: converted or truncated", got)
 	}
-	if got := driftRows(ctx, bed, "SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = '"+sinkDB+"' AND TABLE_NAME = 'items_follow' AND COLUMN_NAME = 'd'"); got != "datetime\n" {
-		t.Errorf("read column d is %q after a change readside cannot follow, want datetime unchanged", got)
+	if got := driftRows(ctx, bed, "SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = '"+sinkDB+"' AND TABLE_NAME = 'items_follow' AND COLUMN_NAME IN ('d', 'st') ORDER BY COLUMN_NAME"); got != "datetime\nenum('a','b','c')\n" {
+		t.Errorf("read columns d, st are %q after changes readside cannot follow, want datetime and enum('a','b','c') unchanged", got)
 	}
 }
 
