@@ -28,6 +28,8 @@ import (
 //     projections.<name>.columns.<col>; after the column is removed from
 //     the config, `plan --apply` and a restart, every row written after
 //     the DROP reaches the read table.
+//   - RENAME COLUMN of a projected column: the same stop; remapped to
+//     the new name, the rows since the RENAME land.
 //   - An ENUM member removed and DATETIME → VARCHAR, then a row whose
 //     values the read columns cannot hold: the projection stops naming
 //     both columns and the rebuild; the row is not converted, the read
@@ -97,15 +99,15 @@ projections:
 	// same polls until the read table shows what the source has, by a
 	// query whose every value is exact (lengths and digests for the large
 	// body, HEX for the charset column).
-	same := func(what, cols string, d *daemon) {
+	same := func(what, srcCols, readCols string, d *daemon) {
 		t.Helper()
-		q := "SELECT " + cols + " FROM `%s`.%s ORDER BY id"
-		want := driftRows(ctx, bed, fmt.Sprintf(q, src, "items"))
+		q := "SELECT %s FROM `%s`.%s ORDER BY id"
+		want := driftRows(ctx, bed, fmt.Sprintf(q, srcCols, src, "items"))
 		var got string
 		wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
 		if !waitFor(wctx, 500*time.Millisecond, func() bool {
-			got = driftRows(ctx, bed, fmt.Sprintf(q, sinkDB, "items_follow"))
+			got = driftRows(ctx, bed, fmt.Sprintf(q, readCols, sinkDB, "items_follow"))
 			return got == want || !d.running()
 		}) || got != want {
 			t.Fatalf("%s: read table holds\n%.2000s\nsource holds\n%.2000s\nlog tail:\n%s", what, got, want, tail(logPath))
@@ -140,7 +142,7 @@ projections:
 	exec1("INSERT INTO SRC.items VALUES (1, 'short', 7, 'a', 'small', 'ü', '2024-01-02 03:04:05', 1)")
 	d := startDaemon(t, logPath, "run", "-c", cfgPath)
 	exact := "id, name, n, st, LENGTH(body), MD5(body), HEX(cs), d"
-	same("before any DDL", exact+", extra", d)
+	same("before any DDL", exact+", extra", exact+", extra", d)
 
 	// Each DDL, then at once a row the read table as created refuses.
 	exec1("ALTER TABLE SRC.items MODIFY name VARCHAR(200) NOT NULL")
@@ -154,7 +156,7 @@ projections:
 	exec1("INSERT INTO SRC.items VALUES (5, 'large', 10, 'a', REPEAT('é', 40000), 'x', NULL, 5)")
 	exec1("ALTER TABLE SRC.items MODIFY cs VARCHAR(10) CHARACTER SET utf8mb4 NOT NULL")
 	exec1("INSERT INTO SRC.items VALUES (6, 'charset', 11, 'b', 'e', 'ü🙂', NULL, 6)")
-	same("after five widenings", exact+", extra", d)
+	same("after five widenings", exact+", extra", exact+", extra", d)
 
 	types := driftRows(ctx, bed, "SELECT COLUMN_NAME, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, '') FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = '"+sinkDB+
 		"' AND TABLE_NAME = 'items_follow' AND COLUMN_NAME IN ('name', 'n', 'st', 'body', 'cs') ORDER BY COLUMN_NAME")
@@ -191,7 +193,17 @@ projections:
 	planApply("extra removed")
 	d = startDaemon(t, logPath, "run", "-c", cfgPath)
 	exec1("INSERT INTO SRC.items VALUES (8, 'after restart', 13, 'b', 'g', 'x', NULL)")
-	same("after the fix", exact, d)
+	same("after the fix", exact, exact, d)
+
+	// A renamed projected column stops it too; remapped to the new name,
+	// the rows since the RENAME land.
+	exec1("ALTER TABLE SRC.items RENAME COLUMN name TO title")
+	exec1("INSERT INTO SRC.items VALUES (10, 'after rename', 15, 'c', 'i', 'x', NULL)")
+	stopped("renamed column", d, "projections.items_follow.columns.name", "map it to the column's new name")
+	writeConfig(config("id: id, name: title, n: n, st: st, body: body, cs: cs, d: d"))
+	planApply("name remapped")
+	d = startDaemon(t, logPath, "run", "-c", cfgPath)
+	same("after the remap", strings.Replace(exact, "name", "title", 1), exact, d)
 
 	// An ENUM member removed (a narrowing) and DATETIME → VARCHAR, then
 	// a row with a value neither read column holds: no safe ALTER, so the
