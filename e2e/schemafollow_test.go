@@ -24,6 +24,8 @@ import (
 //     each followed by a row that needs it: the read table is altered
 //     (logged with the exact ALTER, counted in the metric) and every row
 //     lands exactly; under on_error: dlq nothing is dead-lettered.
+//   - A joined parent's VARCHAR widened, then a long value: the read
+//     table and the join's state table are altered, the value fans out.
 //   - DROP COLUMN of a projected column: the projection stops naming
 //     projections.<name>.columns.<col>; after the column is removed from
 //     the config, `plan --apply` and a restart, every row written after
@@ -53,13 +55,17 @@ func TestReadTableFollowsSource(t *testing.T) {
 	}
 	exec1("CREATE TABLE SRC.items (id INT PRIMARY KEY, name VARCHAR(16) NOT NULL, n INT NOT NULL, st ENUM('a','b') NOT NULL, " +
 		"body TEXT NOT NULL, cs VARCHAR(10) CHARACTER SET latin1 NOT NULL, d DATETIME NULL, extra INT NOT NULL DEFAULT 0)")
+	exec1("CREATE TABLE SRC.owners (id INT PRIMARY KEY, oname VARCHAR(16) NOT NULL)")
+	exec1("CREATE TABLE SRC.pets (id INT PRIMARY KEY, owner_id INT NOT NULL)")
+	exec1("INSERT INTO SRC.owners VALUES (1, 'bob'), (2, 'ann')")
+	exec1("INSERT INTO SRC.pets VALUES (1, 1), (2, 1), (3, 2)")
 	dir := t.TempDir()
 	httpAddr := freeAddr(t)
 	config := func(columns string) string {
 		return fmt.Sprintf(`source:
   dsn: %q
   server_id: %d
-  tables: [%[3]s.items]
+  tables: [%[3]s.items, %[3]s.owners, %[3]s.pets]
 kafka:
   brokers: [%[4]s]
   topic_prefix: follow%[5]d
@@ -76,6 +82,15 @@ projections:
     key: [id]
     on_error: dlq
     columns: {%[8]s}
+  pets_named:
+    from: %[3]s.pets
+    sink: reads
+    key: [id]
+    columns: {id: id, owner_id: owner_id}
+    join:
+      - from: %[3]s.owners
+        on: {id: owner_id}
+        columns: {owner_name: oname}
 `, bed.MySQL.ReplDSN(), 3000+rand.IntN(1e6), src, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6), filepath.Join(dir, "data"),
 			bed.MySQL.AdminDSN()+sinkDB, columns, httpAddr)
 	}
@@ -158,6 +173,21 @@ projections:
 	exec1("INSERT INTO SRC.items VALUES (6, 'charset', 11, 'b', 'e', 'ü🙂', NULL, 6)")
 	same("after five widenings", exact+", extra", exact+", extra", d)
 
+	// A joined parent's column widened: the read table and the join's
+	// state table are altered, and the parent's new value fans out.
+	exec1("ALTER TABLE SRC.owners MODIFY oname VARCHAR(200) NOT NULL")
+	exec1("UPDATE SRC.owners SET oname = REPEAT('ö', 150) WHERE id = 1")
+	wantPets := driftRows(ctx, bed, "SELECT p.id, p.owner_id, o.oname FROM `"+src+"`.pets p JOIN `"+src+"`.owners o ON o.id = p.owner_id ORDER BY p.id")
+	var gotPets string
+	pctx, pcancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer pcancel()
+	if !waitFor(pctx, 500*time.Millisecond, func() bool {
+		gotPets = driftRows(ctx, bed, "SELECT id, owner_id, owner_name FROM `"+sinkDB+"`.pets_named ORDER BY id")
+		return gotPets == wantPets || !d.running()
+	}) || gotPets != wantPets {
+		t.Fatalf("joined parent widened: read table holds\n%s\nwant\n%s\nlog tail:\n%s", gotPets, wantPets, tail(logPath))
+	}
+
 	types := driftRows(ctx, bed, "SELECT COLUMN_NAME, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, '') FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = '"+sinkDB+
 		"' AND TABLE_NAME = 'items_follow' AND COLUMN_NAME IN ('name', 'n', 'st', 'body', 'cs') ORDER BY COLUMN_NAME")
 	if want := "body mediumtext utf8mb4\ncs varchar(10) utf8mb4\nn bigint(20) \nname varchar(200) utf8mb4\nst enum('a','b','c') utf8mb4\n"; types != want {
@@ -165,7 +195,8 @@ projections:
 	}
 	l := logText()
 	for _, alter := range []string{"MODIFY COLUMN `name` varchar(200)", "MODIFY COLUMN `n` bigint(20) NOT NULL", "MODIFY COLUMN `st` enum('a','b','c')",
-		"MODIFY COLUMN `body` mediumtext", "MODIFY COLUMN `cs` varchar(10) CHARACTER SET utf8mb4"} {
+		"MODIFY COLUMN `body` mediumtext", "MODIFY COLUMN `cs` varchar(10) CHARACTER SET utf8mb4",
+		"ALTER TABLE `pets_named` MODIFY COLUMN `owner_name` varchar(200)", "ALTER TABLE `_readside_join_pets_named_1` MODIFY COLUMN `c_owner_name` varchar(200)"} {
 		if !strings.Contains(l, "read table altered to follow the source's schema") || !strings.Contains(l, alter) {
 			t.Errorf("the log does not show the ALTER %q; tail:\n%s", alter, tail(logPath))
 		}

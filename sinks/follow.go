@@ -41,13 +41,19 @@ func SchemaRejection(err error) bool {
 func (s *Sharded) SchemaRejection(err error) bool { return SchemaRejection(err) }
 
 // FollowSchema runs, on every shard, the safe ALTERs of the drifts of
-// columns both the plan and the read table have (see Follows).
+// columns both the plan and the table have (see Follows), in the read
+// table and in each join's state table, which holds the parent's copied
+// columns with the same types.
 func (s *Sharded) FollowSchema(ctx context.Context, p *projections.Projection, types projections.Types) (ran, refused []projections.SchemaChange, err error) {
 	drifts, err := s.Drifts(ctx, p, types)
 	if err != nil {
 		return nil, nil, err
 	}
-	run, refuse := Follows(drifts)
+	state, err := s.stateDrifts(ctx, p, types)
+	if err != nil {
+		return nil, nil, err
+	}
+	run, refuse := Follows(append(drifts, state...))
 	for _, d := range run {
 		if err := s.Shards[d.Shard].Exec(ctx, []string{d.Alter}); err != nil {
 			return ran, nil, fmt.Errorf("shard %s: %w", s.Shards[d.Shard].Range.Text, err)
@@ -58,6 +64,44 @@ func (s *Sharded) FollowSchema(ctx context.Context, p *projections.Projection, t
 		refused = append(refused, projections.SchemaChange{Column: d.Column, Why: d.Why, Alter: d.Alter})
 	}
 	return ran, refused, nil
+}
+
+// stateDrifts compares each join's state table on every shard with the
+// plan's parent key and copied columns (sinks.DDL). A drift names the
+// read column a copied column is for, so messages name its config key.
+func (s *Sharded) stateDrifts(ctx context.Context, p *projections.Projection, types projections.Types) ([]Drift, error) {
+	var out []Drift
+	for i, j := range p.Joins {
+		var planned []Column
+		read := map[string]string{}
+		for _, on := range j.On {
+			if i < len(types.JoinKey) {
+				c := parseDef(stateKey(on.Parent), types.JoinKey[i][on.Parent])
+				c.Key = true
+				planned = append(planned, c)
+			}
+		}
+		for _, c := range j.Columns {
+			planned = append(planned, parseDef(stateCol(c.Name), types.Read[c.Name]))
+			read[stateCol(c.Name)] = c.Name
+		}
+		table := j.StateTable(p)
+		for si, sh := range s.Shards {
+			existing, err := sh.ReadColumns(ctx, table)
+			if err != nil {
+				return nil, fmt.Errorf("shard %s: %w", sh.Range.Text, err)
+			}
+			for _, d := range Drifts(table, planned, existing) {
+				d.Shard = si
+				d.Why = "join state table " + table + ": " + d.Why
+				if c, ok := read[d.Column]; ok {
+					d.Column = c
+				}
+				out = append(out, d)
+			}
+		}
+	}
+	return out, nil
 }
 
 // Follows splits drifts into what a running projector alters on its own
