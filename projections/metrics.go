@@ -20,6 +20,7 @@ type Metrics struct {
 	stoppedG     *prometheus.GaugeVec
 	allDeadG     *prometheus.GaugeVec
 	dlq          *deadLetterTracker
+	alters       *prometheus.CounterVec
 }
 
 // NewMetrics registers the projector metrics on reg.
@@ -45,9 +46,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		allDeadG: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readside_projection_all_dead_lettered",
 			Help: "1 while every record the projection receives goes to its dead-letter topic (the last 100 or more, with no row applied between them), else 0."}, []string{"projection"}),
 		dlq: newDeadLetterTracker(time.Now),
+		alters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_read_table_alters_total",
+			Help: "ALTERs the projector ran on its read table (per shard) so that rows of a widened source column fit."}, []string{"projection"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.appliedRows, m.parentRows, m.stale, m.lag, m.batchSeconds, m.consumerLagG, m.deadLetters, m.errors, m.stoppedG, m.allDeadG)
+		reg.MustRegister(m.appliedRows, m.parentRows, m.stale, m.lag, m.batchSeconds, m.consumerLagG, m.deadLetters, m.errors, m.stoppedG, m.allDeadG, m.alters)
 	}
 	return m
 }
@@ -109,4 +112,10 @@ func (m *Metrics) DeadLetters(projection string) DeadLetterStatus {
 		return DeadLetterStatus{}
 	}
 	return m.dlq.status(projection)
+}
+
+func (m *Metrics) altered(p *Projection) {
+	if m != nil {
+		m.alters.WithLabelValues(p.Name).Inc()
+	}
 }

@@ -6,6 +6,7 @@
 package projections
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -38,6 +39,11 @@ type Projection struct {
 	// ApplyConcurrency is how many sink transactions apply one polled
 	// batch at once, each over a disjoint set of partitions.
 	ApplyConcurrency int
+	// SourceTypes reads the source's current column definitions of this
+	// projection's tables (SourceColumns); nil when the process cannot
+	// read the source. The projector calls it, rarely, to follow a source
+	// DDL that its read table no longer fits (schemafollow.go).
+	SourceTypes func(ctx context.Context) (Types, error)
 }
 
 // DefaultApplyConcurrency: two transactions keep a sink busy while the

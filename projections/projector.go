@@ -29,6 +29,8 @@ type Projector struct {
 	log  *slog.Logger
 	dlq  *kgo.Client
 	pos  positions
+	// follow serializes following the source's schema (schemafollow.go).
+	follow follower
 }
 
 // Options configure a projector.
@@ -548,6 +550,12 @@ func SplitByPartition(records []*kgo.Record, n int) [][]*kgo.Record {
 // exactly where each one stopped.
 func (pr *Projector) commit(ctx context.Context, j *job) error {
 	if len(j.bad) > 0 {
+		for _, r := range j.bad {
+			// Not bad data but a DDL: every later row lacks the column too.
+			if err := pr.p.droppedColumn(r.Record.Topic, r.Reason); err != nil {
+				return err
+			}
+		}
 		if pr.dlq == nil {
 			r := j.bad[0]
 			return fmt.Errorf("projection %s: record %s/%d@%d: %w (set on_error: dlq to dead-letter such records and go on)", pr.p.Name, r.Record.Topic, r.Record.Partition, r.Record.Offset, r.Reason)
@@ -590,7 +598,13 @@ func (pr *Projector) commit(ctx context.Context, j *job) error {
 
 // apply writes one partition group's batch with its offsets.
 func (pr *Projector) apply(ctx context.Context, b *Batch) error {
-	err := pr.sink.Apply(ctx, pr.p, b)
+	// Widening the read table comes first: a row it lets in is no row to
+	// dead-letter.
+	err := pr.applyFollowing(ctx, b)
+	var stop *StopError
+	if errors.As(err, &stop) {
+		return err
+	}
 	if err != nil && pr.dlq != nil && pr.o.Rejected != nil && pr.o.Rejected(err) && ctx.Err() == nil {
 		err = pr.isolate(ctx, b)
 	}

@@ -202,7 +202,7 @@ func (join *Join) state(j int, e Event, img *Image, present bool) (ParentWrite, 
 	for i, on := range join.On {
 		raw, ok := img.Get(on.Parent)
 		if !ok {
-			return w, fmt.Errorf("join key column %q of %s.%s is missing from the event (excluded, or dropped by DDL?)", on.Parent, join.ParentDB, join.ParentTbl)
+			return w, fmt.Errorf("join key of %s.%s: %w", join.ParentDB, join.ParentTbl, &missingColumn{on.Parent})
 		}
 		if string(raw) == "null" {
 			return w, fmt.Errorf("join key column %q of %s.%s is NULL: join on the parent's primary key", on.Parent, join.ParentDB, join.ParentTbl)
@@ -333,7 +333,7 @@ func (p *Projection) keyText(img *Image, pl *imagePlan) (string, error) {
 	for i := range p.Key {
 		raw, ok := img.at(pl.pos[i])
 		if !ok {
-			return "", fmt.Errorf("source column %q of key column %q is missing from the event (excluded, or dropped by DDL?)", p.Columns[i].Source, p.Key[i])
+			return "", fmt.Errorf("key column %q: %w", p.Key[i], &missingColumn{p.Columns[i].Source})
 		}
 		if string(raw) == "null" {
 			// Only after DDL made the column nullable: SourceColumns refuses
@@ -388,7 +388,7 @@ func kindOf(sc *eventSchema, col string) bindKind {
 func bindRaw(img *Image, i int, col string, kind bindKind) (Value, error) {
 	raw, ok := img.at(i)
 	if !ok {
-		return Value{}, fmt.Errorf("source column %q is missing from the event (excluded, or dropped by DDL?)", col)
+		return Value{}, &missingColumn{col}
 	}
 	if string(raw) == "null" {
 		return Value{}, nil

@@ -229,7 +229,11 @@ func compare(p, e Column) (string, bool) {
 		// utf8mb4 holds every character of every other set.
 		ok := strings.EqualFold(p.Charset, e.Charset) || strings.EqualFold(p.Charset, "utf8mb4")
 		safe = safe && ok
-		whys = append(whys, fmt.Sprintf("character set %s %s on the sink, %s %s planned", e.Charset, e.Collation, p.Charset, p.Collation))
+		have := strings.TrimSpace(e.Charset + " " + e.Collation)
+		if have == "" {
+			have = "none" // a type change from a non-string type
+		}
+		whys = append(whys, fmt.Sprintf("character set %s on the sink, %s %s planned", have, p.Charset, p.Collation))
 	}
 	if p.Nullable && !e.Nullable {
 		whys = append(whys, "NOT NULL on the sink, nullable planned (NULL values would be refused)")

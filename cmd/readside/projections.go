@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -78,6 +79,7 @@ func planEach(ctx context.Context, cfg config.Config) (planned []plannedProjecti
 			failed = append(failed, unplanned{name: p.Name, err: err})
 			continue
 		}
+		p.SourceTypes = sourceTypesOf(p, connector)
 		planned = append(planned, plannedProjection{p: p, types: cols, ddl: sinks.DDL(p, cols)})
 	}
 	return planned, failed, nil
@@ -89,6 +91,17 @@ func reachingSource(err error) bool {
 	var me *driver.MySQLError
 	var ne net.Error
 	return errors.As(err, &me) || errors.As(err, &ne) || errors.Is(err, driver.ErrInvalidConn)
+}
+
+// sourceTypesOf reads p's current source column definitions on a
+// connection of its own: a projector calls it only when a source DDL left
+// its read table behind, so it holds no connection open meanwhile.
+func sourceTypesOf(p *projections.Projection, connector sqldriver.Connector) func(context.Context) (projections.Types, error) {
+	return func(ctx context.Context) (projections.Types, error) {
+		db := sql.OpenDB(connector)
+		defer db.Close()
+		return p.SourceColumns(ctx, db)
+	}
 }
 
 func runPlan(args []string, stdout, stderr io.Writer) int {

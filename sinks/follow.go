@@ -1,0 +1,124 @@
+package sinks
+
+// The sink's half of following the source's schema (see
+// projections/schemafollow.go): which refusals a read table that followed
+// the source would not make, and running the drift ALTERs that keep every
+// stored value, on every shard.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/readside/readside/projections"
+)
+
+var _ projections.SchemaFollower = (*Sharded)(nil)
+
+// SchemaRejection reports whether err is the server refusing a value
+// because of its column's type: what a source DDL widening the column
+// makes the sink refuse until the read column is widened too.
+func SchemaRejection(err error) bool {
+	var me *driver.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case 1406, // data too long: a longer VARCHAR, a larger TEXT/BLOB kind
+		1264, // out of range: INT → BIGINT, a wider DECIMAL, signed → unsigned
+		1265, // data truncated: a new ENUM or SET member
+		1366, // incorrect string value: a character the read column's charset lacks
+		1292, // incorrect value: a type change (DATETIME → VARCHAR, …)
+		1048: // cannot be null: the source column became nullable
+		return true
+	}
+	return false
+}
+
+// SchemaRejection is the package's SchemaRejection.
+func (s *Sharded) SchemaRejection(err error) bool { return SchemaRejection(err) }
+
+// FollowSchema runs, on every shard, the safe ALTERs of the drifts of
+// columns both the plan and the table have (see Follows), in the read
+// table and in each join's state table, which holds the parent's copied
+// columns with the same types.
+func (s *Sharded) FollowSchema(ctx context.Context, p *projections.Projection, types projections.Types) (ran, refused []projections.SchemaChange, err error) {
+	drifts, err := s.Drifts(ctx, p, types)
+	if err != nil {
+		return nil, nil, err
+	}
+	state, err := s.stateDrifts(ctx, p, types)
+	if err != nil {
+		return nil, nil, err
+	}
+	run, refuse := Follows(append(drifts, state...))
+	for _, d := range run {
+		if err := s.Shards[d.Shard].Exec(ctx, []string{d.Alter}); err != nil {
+			return ran, nil, fmt.Errorf("shard %s: %w", s.Shards[d.Shard].Range.Text, err)
+		}
+		ran = append(ran, projections.SchemaChange{Column: d.Column, Why: d.Why, Alter: d.Alter})
+	}
+	for _, d := range refuse {
+		refused = append(refused, projections.SchemaChange{Column: d.Column, Why: d.Why, Alter: d.Alter})
+	}
+	return ran, refused, nil
+}
+
+// stateDrifts compares each join's state table on every shard with the
+// plan's parent key and copied columns (sinks.DDL). A drift names the
+// read column a copied column is for, so messages name its config key.
+func (s *Sharded) stateDrifts(ctx context.Context, p *projections.Projection, types projections.Types) ([]Drift, error) {
+	var out []Drift
+	for i, j := range p.Joins {
+		var planned []Column
+		read := map[string]string{}
+		for _, on := range j.On {
+			if i < len(types.JoinKey) {
+				c := parseDef(stateKey(on.Parent), types.JoinKey[i][on.Parent])
+				c.Key = true
+				planned = append(planned, c)
+			}
+		}
+		for _, c := range j.Columns {
+			planned = append(planned, parseDef(stateCol(c.Name), types.Read[c.Name]))
+			read[stateCol(c.Name)] = c.Name
+		}
+		table := j.StateTable(p)
+		for si, sh := range s.Shards {
+			existing, err := sh.ReadColumns(ctx, table)
+			if err != nil {
+				return nil, fmt.Errorf("shard %s: %w", sh.Range.Text, err)
+			}
+			for _, d := range Drifts(table, planned, existing) {
+				d.Shard = si
+				d.Why = "join state table " + table + ": " + d.Why
+				if c, ok := read[d.Column]; ok {
+					d.Column = c
+				}
+				out = append(out, d)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Follows splits drifts into what a running projector alters on its own
+// and what it cannot follow. It follows only a column that both the plan
+// and the read table have (a type, charset or nullability the source
+// changed): a column added to or removed from the declaration is the
+// user's change, which `readside plan --apply` makes. Of those, Safe ones
+// keep every stored value; the rest could lose some.
+func Follows(drifts []Drift) (run, refuse []Drift) {
+	for _, d := range drifts {
+		switch {
+		case d.Planned == "" || d.Existing == "":
+		case d.Safe:
+			run = append(run, d)
+		default:
+			refuse = append(refuse, d)
+		}
+	}
+	return run, refuse
+}
