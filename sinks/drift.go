@@ -165,9 +165,9 @@ func Drifts(table string, planned, existing []Column) []Drift {
 			add := p
 			if !p.Key && !p.HasDefault {
 				// Rows already there have no value for it: NULL until a
-				// rebuild fills it, rather than a made-up 0 or ''.
+				// backfill fills it, rather than a made-up 0 or ''.
 				add.Nullable = true
-				d.Why += "; rows already there hold NULL in it until a rebuild"
+				d.Why += "; rows already there hold NULL in it until backfilled (readside replay --backfill)"
 			}
 			d.Alter = alter + "ADD COLUMN " + q(p.Name) + " " + add.Definition()
 			if p.Key {

@@ -310,18 +310,25 @@ func tooLarge(err error) bool {
 // nothing. A batch too large for max_allowed_packet is applied in halves,
 // the offsets with the last one.
 func (s *MySQL) Apply(ctx context.Context, p *projections.Projection, b *projections.Batch) error {
+	return s.retried(ctx, p, b, s.apply)
+}
+
+// retried runs apply (one transaction for b) until it succeeds, as Apply
+// describes: transient failures again with backoff, a batch too large in
+// halves.
+func (s *MySQL) retried(ctx context.Context, p *projections.Projection, b *projections.Batch, apply func(context.Context, *projections.Projection, *projections.Batch) error) error {
 	backoff := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := s.apply(ctx, p, b)
+		err := apply(ctx, p, b)
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
 		if tooLarge(err) && len(b.Writes)+len(b.Parents) > 1 {
 			first, second := halve(b)
-			if err := s.Apply(ctx, p, first); err != nil {
+			if err := s.retried(ctx, p, first, apply); err != nil {
 				return err
 			}
-			return s.Apply(ctx, p, second)
+			return s.retried(ctx, p, second, apply)
 		}
 		if !retryable(err) {
 			return err

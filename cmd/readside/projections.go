@@ -192,6 +192,9 @@ func planDrift(ctx context.Context, sink *sinks.Sharded, pp plannedProjection, a
 					return -1
 				}
 			}
+			if d.Existing == "" {
+				fmt.Fprintf(stdout, "-- then, for the rows already there: restart readside run with this config, and run readside replay --projection %s --backfill %s\n", pp.p.Name, d.Column)
+			}
 		case d.Harmless:
 			fmt.Fprintf(stdout, "-- not applied (it drops data; run it once nothing reads the column): %s;\n", d.Alter)
 		default:

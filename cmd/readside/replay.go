@@ -38,6 +38,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	name := fs.String("projection", "", "the projection to replay (required)")
 	from := fs.String("from", "", "earliest, an RFC3339 time, or partition:offset,... (topic/partition:offset for a joined parent's topic)")
 	rebuild := fs.Bool("rebuild", false, "fill a shadow table from the topics and swap it in (RENAME TABLE) once caught up")
+	backfill := fs.String("backfill", "", "fill read columns added to the projection (comma-separated) into the existing rows, from the topics")
 	dropOld := fs.Bool("drop-old", false, "drop the <table>__old a rebuild kept (after --rebuild finishes, or alone)")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for a running projector to take the reset; exit 1 if none does")
 	cancel := fs.Bool("cancel", false, "remove the projection's pending replay requests (those no projector has taken yet)")
@@ -50,8 +51,12 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "readside replay: --projection is required (a name under projections: in the config)")
 		return exitUsage
 	}
-	if !*rebuild && !*dropOld && !*cancel && !*pending && *from == "" {
-		fmt.Fprintln(stderr, "readside replay: give --from earliest|RFC3339|partition:offset,..., or --rebuild, --drop-old, --pending or --cancel")
+	if !*rebuild && !*dropOld && !*cancel && !*pending && *from == "" && *backfill == "" {
+		fmt.Fprintln(stderr, "readside replay: give --from earliest|RFC3339|partition:offset,..., or --rebuild, --backfill COLUMNS, --drop-old, --pending or --cancel")
+		return exitUsage
+	}
+	if *backfill != "" && (*from != "" || *rebuild || *dropOld || *cancel || *pending) {
+		fmt.Fprintln(stderr, "readside replay: --backfill fills columns into the existing rows on its own: give it without --from, --rebuild, --drop-old, --pending or --cancel")
 		return exitUsage
 	}
 	if (*cancel || *pending) && (*from != "" || *rebuild || *dropOld) {
@@ -106,6 +111,9 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 		err = cancelReplays(ctx, p, sink, stdout)
 	case *pending:
 		err = listPending(ctx, p, sink, stdout)
+	case *backfill != "":
+		r := &rebuilder{cfg: cfg, p: p, sink: sink, log: log, out: stderr, every: *progressEvery, tty: isTerminal(stderr)}
+		err = r.backfill(ctx, strings.Split(*backfill, ","), stdout)
 	case *from != "":
 		err = resetOffsets(ctx, cfg, p, sink, *from, *timeout, stdout)
 	case *rebuild:
@@ -188,7 +196,7 @@ func (r *rebuilder) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.consumeUntil(ctx, r.shadow(live), fixed(liveTarget(target)), 1, "catching up after the swap"); err != nil {
+	if err := r.consumeUntil(ctx, r.shadow(live), r.sink, fixed(liveTarget(target)), 1, "catching up after the swap"); err != nil {
 		return err
 	}
 	if err := r.sink.Forget(ctx, r.shadow(shadowTable)); err != nil {
@@ -236,7 +244,7 @@ func (r *rebuilder) fill(ctx context.Context, live, shadowTable, old string) err
 		ends := func(ctx context.Context) (projections.Offsets, error) {
 			return projections.EndOffsets(ctx, r.cfg.Kafka.Brokers, r.p)
 		}
-		if err := r.consumeUntil(ctx, shadow, ends, followRounds, "filling "+shadowTable); err != nil {
+		if err := r.consumeUntil(ctx, shadow, r.sink, ends, followRounds, "filling "+shadowTable); err != nil {
 			return err
 		}
 	}
@@ -249,14 +257,15 @@ func (r *rebuilder) fill(ctx context.Context, live, shadowTable, old string) err
 	return nil
 }
 
-// consumeUntil runs a projector for shadow until it has applied, on every
-// partition, everything before the offsets target gives (see caughtUp),
-// then stops it after its last batch committed. Up to rounds times, a
+// consumeUntil runs a projector for shadow, applying through sink, until
+// it has applied, on every partition, everything before the offsets
+// target gives (see caughtUp), then stops it after its last batch
+// committed. Up to rounds times, a
 // round that took longer than followAfter is followed by another to the
 // offsets target gives then: records kept arriving meanwhile, and each
 // round shortens what the next has to read. Every round's goal is fixed
 // when it starts, so each ends.
-func (r *rebuilder) consumeUntil(ctx context.Context, shadow *projections.Projection, target func(context.Context) (projections.Offsets, error), rounds int, what string) error {
+func (r *rebuilder) consumeUntil(ctx context.Context, shadow *projections.Projection, sink projections.Sink, target func(context.Context) (projections.Offsets, error), rounds int, what string) error {
 	goal, err := target(ctx)
 	if err != nil {
 		return err
@@ -267,7 +276,7 @@ func (r *rebuilder) consumeUntil(ctx context.Context, shadow *projections.Projec
 	if quiet.Level != "debug" {
 		quiet.Level = "warn"
 	}
-	pr, err := projections.NewProjector(shadow, r.sink, projections.Options{Brokers: r.cfg.Kafka.Brokers,
+	pr, err := projections.NewProjector(shadow, sink, projections.Options{Brokers: r.cfg.Kafka.Brokers,
 		TopicPrefix: r.cfg.Kafka.TopicPrefix, MaxMessageBytes: r.cfg.Kafka.MaxMessageBytes, Rejected: sinks.Rejected, Log: newLogger(quiet, r.out)})
 	if err != nil {
 		return err

@@ -1,0 +1,128 @@
+package projections
+
+// A backfill fills read columns added to a projection's `columns` into
+// the rows already in its read table, from the projection's own topic,
+// without a rebuild: `readside replay --projection P --backfill col,...`.
+// The design and its argument are in docs/ARCHITECTURE.md, "Backfilling
+// an added column".
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// BackfillSuffix names a backfill's own identity (Projection.Backfill): its
+// stored offsets and its row in the sink's rebuild bookkeeping.
+const BackfillSuffix = "__backfill"
+
+// Backfill is the projection a backfill of p consumes as: the same
+// declaration under its own name, so its offsets are its own and a
+// restarted backfill resumes where it stopped. It has no joins (a
+// backfilled column is one of p's own, so parent topics carry nothing it
+// needs and are not read) and never dead-letters: a row the sink refuses
+// stops the backfill, which can be run again once fixed.
+func (p *Projection) Backfill() *Projection {
+	b := *p
+	b.Name = p.Name + BackfillSuffix
+	b.Joins = nil
+	b.OnError = "stop"
+	return &b
+}
+
+// BackfillColumns checks that cols (read column names) can be backfilled
+// from p's own topic and returns them in Projection.Columns order, without
+// duplicates. A key column cannot be added to an existing table (its rows
+// would change keys) and a joined column comes from a parent's topic and
+// state table: both are refused, naming the rebuild that replaces them.
+func (p *Projection) BackfillColumns(cols []string) ([]string, error) {
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("--backfill needs the read columns to fill, comma-separated (columns of projections.%s.columns)", p.Name)
+	}
+	rebuild := "readside replay --projection " + p.Name + " --rebuild"
+	joined := map[string]bool{}
+	for _, j := range p.Joins {
+		for _, c := range j.Columns {
+			joined[c.Name] = true
+		}
+	}
+	var own []string
+	for _, c := range p.Columns {
+		own = append(own, c.Name)
+	}
+	want := map[string]bool{}
+	var errs []string
+	for _, c := range cols {
+		c = strings.TrimSpace(c)
+		switch {
+		case c == "":
+			errs = append(errs, "an empty column name (the list is comma-separated, without spaces around commas)")
+		case slices.Contains(p.Key, c):
+			errs = append(errs, fmt.Sprintf("%s is a key column of projections.%s: a key change moves every row, %s instead", c, p.Name, rebuild))
+		case joined[c]:
+			errs = append(errs, fmt.Sprintf("%s is a joined column (projections.%s.join): its values come from the parent's topic and join state, which a backfill does not read; %s instead", c, p.Name, rebuild))
+		case !slices.Contains(own, c):
+			names := slices.Clone(own)
+			sort.Strings(names)
+			errs = append(errs, fmt.Sprintf("%s is not a read column of projections.%s.columns (declared: %s): add it there and run readside plan --apply first", c, p.Name, strings.Join(names, ", ")))
+		default:
+			want[c] = true
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("--backfill %s: %s", strings.Join(cols, ","), strings.Join(errs, "; "))
+	}
+	var out []string
+	for _, c := range own {
+		if want[c] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// BackfillTag names a set of backfilled columns in a few characters (the
+// sink's rebuild bookkeeping keeps 20): a backfill resumes from its stored
+// offsets only when the tag it left is its own, since offsets a backfill
+// of other columns reached say nothing about these.
+func BackfillTag(cols []string) string {
+	h := fnv.New64a()
+	for _, c := range cols {
+		h.Write([]byte(c))
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("backfill %x", h.Sum64()>>32)
+}
+
+// TrimmedStarts are the partitions of p's topics whose log no longer
+// starts at offset 0, with where it starts: retention (or a deletion of
+// records) removed what was before. A row whose newest record was among
+// them cannot be backfilled from the topics.
+func TrimmedStarts(ctx context.Context, brokers []string, p *Projection) (Offsets, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, p.Topics()...)
+	if err != nil {
+		return nil, fmt.Errorf("listing the start offsets of %v: %w", p.Topics(), err)
+	}
+	out := Offsets{}
+	var bad error
+	starts.Each(func(o kadm.ListedOffset) {
+		switch {
+		case o.Err != nil:
+			bad = fmt.Errorf("start offset of %s/%d: %w", o.Topic, o.Partition, o.Err)
+		case o.Offset > 0:
+			out.Set(o.Topic, o.Partition, o.Offset)
+		}
+	})
+	return out, bad
+}
