@@ -93,4 +93,6 @@ func raiseMaxMessageBytes(ctx context.Context, adm *kadm.Client, topic string, l
 // projection name is a YAML key and may hold anything, so it goes through
 // the topic-name mapping as the table of a pair; plain names keep
 // <prefix>._readside_dlq.<name>.
-func DLQTopic(prefix string, p *Projection) string { return cdc.TopicFor(prefix, "_readside_dlq", p.Name) }
+func DLQTopic(prefix string, p *Projection) string {
+	return cdc.TopicFor(prefix, "_readside_dlq", p.Name)
+}
