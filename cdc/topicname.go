@@ -25,11 +25,13 @@ package cdc
 // Kafka also treats '.' and '_' as the same character in metric names and
 // refuses a topic that differs from an existing one only there (e.g.
 // db "a_b" table "c" and db "a" table "b_c"); escaping cannot remove that
-// without moving plain topics, so config validation reports such pairs.
+// without moving plain topics, so `check` reports such pairs
+// (topicCollisions).
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 )
 
@@ -56,9 +58,31 @@ func TopicFor(prefix, db, table string) string {
 	return name[:cutTopicLen] + ".." + hex.EncodeToString(sum[:8])
 }
 
-// TopicCollisionKey is what Kafka compares when it refuses a topic whose
+// topicCollisionKey is what Kafka compares when it refuses a topic whose
 // name differs from an existing one only by '.' versus '_'.
-func TopicCollisionKey(topic string) string { return strings.ReplaceAll(topic, ".", "_") }
+func topicCollisionKey(topic string) string { return strings.ReplaceAll(topic, ".", "_") }
+
+// topicCollisions names each pair of captured tables (db.table, as in
+// source.tables) whose topics Kafka would refuse to hold together.
+func topicCollisions(prefix string, tables []string) []string {
+	var out []string
+	first := map[string]string{}
+	for _, t := range tables {
+		db, table, ok := strings.Cut(t, ".")
+		if !ok {
+			continue // config validation reports it
+		}
+		topic := TopicFor(prefix, db, table)
+		key := topicCollisionKey(topic)
+		if prev, ok := first[key]; ok && prev != t {
+			out = append(out, fmt.Sprintf("source.tables %s and %s: their topics %s and %s differ only by '.' and '_', which Kafka treats as one in metric names, so it refuses to create the second",
+				prev, t, TopicFor(prefix, strings.Split(prev, ".")[0], prev[strings.Index(prev, ".")+1:]), topic))
+			continue
+		}
+		first[key] = t
+	}
+	return out
+}
 
 // plainTopicPart reports whether s keeps its own name in a topic.
 func plainTopicPart(s string) bool {

@@ -178,3 +178,22 @@ func kafkaLegal(topic string) error {
 	}
 	return nil
 }
+
+func TestTopicCollisions(t *testing.T) {
+	cases := []struct {
+		why    string
+		tables []string
+		want   int
+	}{
+		{"distinct names", []string{"shop.orders", "shop.items", "crm.orders"}, 0},
+		{"'.' and '_' swapped between db and table", []string{"shop.order_items", "shop_order.items"}, 1},
+		{"the same table listed twice is no collision", []string{"shop.orders", "shop.orders"}, 0},
+		{"escaped names can collide with plain ones too", []string{"_shop.a_20b", "shop.a b"}, 1},
+	}
+	for _, c := range cases {
+		got := topicCollisions("readside", c.tables)
+		if len(got) != c.want {
+			t.Errorf("%s: topicCollisions(%q) = %q, want %d", c.why, c.tables, got, c.want)
+		}
+	}
+}
