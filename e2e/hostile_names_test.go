@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -136,6 +137,26 @@ projections:
 			}
 		}
 	}
+	// check refuses a read column in readside's own _rs_ namespace (any
+	// case) and one longer than MySQL's 64 characters, naming the key.
+	bad := strings.Replace(cfg, "columns: {sel: select, ", "columns: {sel: select, _RS_version: \"a b\", "+strings.Repeat("x", 65)+": \"i-j\", ", 1)
+	badPath := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(badPath, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(ctx, readsideBinary(t), "check", "-c", badPath).CombinedOutput()
+	t.Logf("readside check (bad names): %v\n%s", err, out)
+	for _, w := range []string{
+		fmt.Sprintf("projections.%s.columns._RS_version: the _rs_ prefix is readside's own: rename the column", proj),
+		fmt.Sprintf("projections.%s.columns.%s: 65 characters, MySQL allows at most 64: rename the column", proj, strings.Repeat("x", 65)),
+	} {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("readside check output lacks %q", w)
+		}
+	}
+	if code := exitCode(err); code != 1 && code != 2 {
+		t.Errorf("readside check with bad names exits %d, want a failure", code)
+	}
 	run("plan --apply", "CREATE TABLE IF NOT EXISTS `order's \"read\" ünï`", "COMMENT='readside projection order''s \"read\" ünï from ")
 
 	logPath := filepath.Join(dir, "readside.log")
@@ -208,3 +229,15 @@ projections:
 }
 
 func lines(s string) int { return strings.Count(s, "\n") }
+
+// exitCode is a command's exit code, 0 when err is nil.
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
