@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/readside/readside/internal/sqlquote"
 )
 
 // Snapshot rows are read with SQL, not from the binlog, yet their events
@@ -191,5 +193,5 @@ func (t *table) appendSQLKey(buf []byte, row []sql.RawBytes) ([]byte, error) {
 	return t.appendObject(buf, t.pk, func(buf []byte, c *column, i int) ([]byte, error) { return c.appendSQLValue(buf, row[i]) })
 }
 
-// quoteIdent quotes a MySQL identifier, doubling backticks.
-func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+// quoteIdent is sqlquote.Ident.
+func quoteIdent(s string) string { return sqlquote.Ident(s) }

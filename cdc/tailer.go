@@ -94,9 +94,6 @@ func (t *Tailer) secondsToPurge() float64 {
 	return float64(ret) - t.now().Sub(time.Unix(from, 0)).Seconds()
 }
 
-// TopicFor is the topic of a source table.
-func TopicFor(prefix, db, table string) string { return prefix + "." + db + "." + table }
-
 // CheckpointTopic is where tailers keep their checkpoints.
 func CheckpointTopic(prefix string) string { return prefix + "._readside_checkpoints" }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/internal/sqlquote"
 )
 
 // Finding is one result, with the part of the pipeline it concerns.
@@ -98,7 +99,7 @@ func sink(ctx context.Context, name string, dsn config.Secret) []Finding {
 		return f("error", "check the host, port, user, password and database in the DSN", "cannot connect to sink %s (%s): %v", name, dsn, err)
 	}
 	account := fmt.Sprintf("'%s'@'<host>'", dcfg.User)
-	fix := fmt.Sprintf("GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, DROP ON `%s`.* TO %s; and make sure the server is not read_only", dcfg.DBName, account)
+	fix := fmt.Sprintf("GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, DROP ON %s.* TO %s; and make sure the server is not read_only", sqlquote.Ident(dcfg.DBName), account)
 	// Write where readside writes: its offsets table inside a transaction
 	// that rolls back, or, before the first run, a scratch table.
 	var n int

@@ -80,6 +80,15 @@ func TestCompileErrors(t *testing.T) {
 		}, "projections.messages_by_sender: sink reads has 2 shards: set shard_by (one of the key columns) or replicated: true"},
 		{"replicated with shard_by", func(p *config.Projection, _ *config.Config) { p.Replicated = true }, "replicated projections are copied to every shard and take no shard_by"},
 		{"reserved column name", func(p *config.Projection, _ *config.Config) { p.Columns["_rs_version"] = "id" }, "projections.messages_by_sender.columns._rs_version: the _rs_ prefix is readside's own"},
+		{"_rs_ in other case: MySQL column names ignore case", func(p *config.Projection, _ *config.Config) { p.Columns["_RS_Version"] = "id" }, "projections.messages_by_sender.columns._RS_Version: the _rs_ prefix is readside's own: rename the column"},
+		{"a read column over 64 characters", func(p *config.Projection, _ *config.Config) { p.Columns[strings.Repeat("ü", 65)] = "id" }, "65 characters, MySQL allows at most 64: rename the column"},
+		{"a read column ending in a space", func(p *config.Projection, _ *config.Config) { p.Columns["body "] = "id" }, "MySQL names cannot end with a space"},
+		{"a read column outside the BMP", func(p *config.Projection, _ *config.Config) { p.Columns["x😀"] = "id" }, "MySQL names cannot hold U+1F600"},
+		{"a join read column is checked too", func(p *config.Projection, c *config.Config) {
+			c.Source.Tables = append(c.Source.Tables, "chat.users")
+			p.Join = []config.Join{{From: "chat.users", On: map[string]string{"id": "sender_id"}, Columns: map[string]string{"_rs_name": "name"}}}
+		}, "projections.messages_by_sender.join[0].columns._rs_name: the _rs_ prefix is readside's own"},
+		{"a read table over 64 characters", func(p *config.Projection, _ *config.Config) { p.Table = strings.Repeat("t", 65) }, "projections.messages_by_sender: read table \"" + strings.Repeat("t", 65) + "\": 65 characters, MySQL allows at most 64: set projections.messages_by_sender.table"},
 	}
 	for _, c := range cases {
 		cfg := baseConfig()
@@ -438,5 +447,15 @@ func TestWritesNullableKey(t *testing.T) {
 	}
 	if _, err := plain[0].Writes(e); err == nil || !strings.Contains(err.Error(), `add where: "sender_id IS NOT NULL" to projections.messages_by_sender`) {
 		t.Errorf("a NULL key without a filter: %v; want an error naming the filter as the fix", err)
+	}
+}
+
+// TestIdentProblemAcceptsHostileNames: quoting makes these ordinary names,
+// so check must not refuse them.
+func TestIdentProblemAcceptsHostileNames(t *testing.T) {
+	for _, name := range []string{"select", "order", "a b", "a`b", "it's", `say "hi"`, "a-b", "ünï", "日本", strings.Repeat("日", 64), " leading"} {
+		if why := identProblem(name); why != "" {
+			t.Errorf("identProblem(%q) = %q, want none", name, why)
+		}
 	}
 }

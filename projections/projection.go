@@ -6,12 +6,12 @@
 package projections
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
@@ -160,9 +160,12 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 			bad("%s.columns is empty: map read columns to source columns, e.g. {id: id}", key)
 		}
 		for c := range d.Columns {
-			if strings.HasPrefix(c, "_rs_") {
-				bad("%s.columns.%s: the _rs_ prefix is readside's own: rename the column", key, c)
+			if why := readColumnProblem(c); why != "" {
+				bad("%s.columns.%s: %s: rename the column", key, c, why)
 			}
+		}
+		if table := cmp.Or(d.Table, name); identProblem(table) != "" {
+			bad("%s: read table %q: %s: set %s.table to a valid name", key, table, identProblem(table), key)
 		}
 		for _, k := range d.Key {
 			if _, ok := d.Columns[k]; !ok {
@@ -279,8 +282,8 @@ func compileJoin(cfg config.Config, p *Projection, d config.Projection, i int, j
 			bad("%s.columns.%s: %s is already a column of projections.%s.columns: rename one of them", key, c, c, p.Name)
 			continue
 		}
-		if strings.HasPrefix(c, "_rs_") {
-			bad("%s.columns.%s: the _rs_ prefix is readside's own: rename the column", key, c)
+		if why := readColumnProblem(c); why != "" {
+			bad("%s.columns.%s: %s: rename the column", key, c, why)
 			continue
 		}
 		for _, other := range p.Joins {

@@ -84,9 +84,6 @@ const queuedJobs = 2
 // Group is the consumer group of a projection's workers.
 func Group(p *Projection) string { return "readside-projection-" + p.Name }
 
-// DLQTopic is where a projection's rejected rows go (on_error: dlq).
-func DLQTopic(prefix string, p *Projection) string { return prefix + "._readside_dlq." + p.Name }
-
 // Run consumes until ctx is cancelled (nil) or a batch cannot be applied.
 // A replay request for a partition it holds makes it leave the group and
 // join again, so the partitions are assigned afresh and resume at the

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/readside/readside/internal/sqlquote"
 	"github.com/readside/readside/projections"
 )
 
@@ -50,9 +51,9 @@ func DDL(p *projections.Projection, types projections.Types) []string {
 	}
 	for _, j := range p.Joins {
 		for _, c := range j.Columns {
-			defs = append(defs, fmt.Sprintf("%s %s COMMENT 'readside: %s.%s.%s via join %d'", q(c.Name), types.Read[c.Name], j.ParentDB, j.ParentTbl, c.Source, j.N))
+			defs = append(defs, fmt.Sprintf("%s %s COMMENT %s", q(c.Name), types.Read[c.Name], sqlquote.Literal(fmt.Sprintf("readside: %s.%s.%s via join %d", j.ParentDB, j.ParentTbl, c.Source, j.N))))
 		}
-		defs = append(defs, fmt.Sprintf("%s BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'readside: version of the %s.%s row shown'", q(j.VersionColumn()), j.ParentDB, j.ParentTbl))
+		defs = append(defs, fmt.Sprintf("%s BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT %s", q(j.VersionColumn()), sqlquote.Literal(fmt.Sprintf("readside: version of the %s.%s row shown", j.ParentDB, j.ParentTbl))))
 	}
 	var key []string
 	for _, k := range p.Key {
@@ -72,8 +73,8 @@ func DDL(p *projections.Projection, types projections.Types) []string {
 		}
 	}
 	out := append([]string{}, bookkeeping...)
-	out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT='readside projection %s from %s.%s'",
-		q(p.Table), strings.Join(defs, ",\n  "), p.Name, p.SourceDB, p.SourceTbl))
+	out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s",
+		q(p.Table), strings.Join(defs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside projection %s from %s.%s", p.Name, p.SourceDB, p.SourceTbl))))
 	for i, j := range p.Joins {
 		var sdefs, skey []string
 		for _, on := range j.On {
@@ -85,8 +86,8 @@ func DDL(p *projections.Projection, types projections.Types) []string {
 		}
 		sdefs = append(sdefs, "`_rs_version` BIGINT UNSIGNED NOT NULL COMMENT 'readside: version of the parent row (0: never seen); NULL columns: no such parent row'",
 			"PRIMARY KEY ("+strings.Join(skey, ", ")+")")
-		out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT='readside join state: latest %s.%s rows for projection %s'",
-			q(j.StateTable(p)), strings.Join(sdefs, ",\n  "), j.ParentDB, j.ParentTbl, p.Name))
+		out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s",
+			q(j.StateTable(p)), strings.Join(sdefs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside join state: latest %s.%s rows for projection %s", j.ParentDB, j.ParentTbl, p.Name))))
 	}
 	return out
 }

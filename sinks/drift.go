@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/readside/readside/internal/sqlquote"
 	"github.com/readside/readside/projections"
 )
 
@@ -111,7 +112,7 @@ func (c Column) Definition() string {
 		s += " DEFAULT " + c.Default
 	}
 	if c.Comment != "" {
-		s += " COMMENT " + string(appendQuoted([]byte{'\''}, c.Comment))
+		s += " COMMENT " + sqlquote.Literal(c.Comment)
 	}
 	return s
 }

@@ -21,6 +21,7 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
+	"github.com/readside/readside/internal/sqlquote"
 	"github.com/readside/readside/projections"
 )
 
@@ -223,11 +224,12 @@ func (s *MySQL) Close() error {
 // DB is the connection pool (tests and verification read through it).
 func (s *MySQL) DB() *sql.DB { return s.db }
 
-func q(ident string) string { return "`" + strings.ReplaceAll(ident, "`", "``") + "`" }
+// q is sqlquote.Ident under the short name the statement builders use.
+func q(ident string) string { return sqlquote.Ident(ident) }
 
 // QuoteIdent quotes a table or column name for the sink (for commands
 // that query read tables, like `readside status`).
-func QuoteIdent(ident string) string { return q(ident) }
+func QuoteIdent(ident string) string { return sqlquote.Ident(ident) }
 
 // Exec runs DDL statements.
 func (s *MySQL) Exec(ctx context.Context, stmts []string) error {

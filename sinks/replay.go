@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/readside/readside/internal/sqlquote"
 	"github.com/readside/readside/projections"
 )
 
@@ -215,7 +216,7 @@ func (s *Sharded) Forget(ctx context.Context, p *projections.Projection) error {
 				return fmt.Errorf("shard %s: %w", sh.Range.Text, err)
 			}
 		}
-		if _, err := sh.db.ExecContext(ctx, "DELETE FROM `_readside_truncations` WHERE projection = ? OR projection LIKE ?", p.Name, p.Name+"#join%"); err != nil {
+		if _, err := sh.db.ExecContext(ctx, "DELETE FROM `_readside_truncations` WHERE projection = ? OR projection LIKE ? ESCAPE '!'", p.Name, sqlquote.LikePrefix(p.Name+"#join")); err != nil {
 			return fmt.Errorf("shard %s: %w", sh.Range.Text, err)
 		}
 	}

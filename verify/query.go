@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/readside/readside/internal/sqlquote"
 	"github.com/readside/readside/projections"
 )
 
@@ -43,7 +44,8 @@ func kindOf(ct *sql.ColumnType) kind {
 	return kText
 }
 
-func q(ident string) string { return "`" + strings.ReplaceAll(ident, "`", "``") + "`" }
+// q is sqlquote.Ident under the short name the query builders use.
+func q(ident string) string { return sqlquote.Ident(ident) }
 
 // column is one compared read column and the source expression that
 // computes it.
