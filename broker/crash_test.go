@@ -2,9 +2,9 @@ package broker
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -70,8 +70,8 @@ func TestCrashCutTransactionHidesNothingAfter(t *testing.T) {
 	dir, listen := t.TempDir(), freeLoopback(t)
 	child := startChild(t, dir, listen)
 
-	// Two partitions: one gets the cut transaction, the other does not, as
-	// when a crash lands between two partitions' commit markers.
+	// Three partitions: the cut transaction is in two, the third ends with
+	// a commit marker, as when a crash lands between partitions' markers.
 	produce := func(cl *kgo.Client, part int32, v string) {
 		t.Helper()
 		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Partition: part, Value: []byte(v)}).FirstErr(); err != nil {
@@ -95,31 +95,41 @@ func TestCrashCutTransactionHidesNothingAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "t"); err != nil {
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 3, 1, nil, "t"); err != nil {
 		t.Fatal(err)
 	}
-	commit(cl, map[int32]string{0: "a0", 1: "a1"})
+	commit(cl, map[int32]string{0: "a0", 1: "a1", 2: "a2"})
 	if err := cl.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
-	produce(cl, 0, "cut") // acknowledged, so on disk (SyncWrites)
+	produce(cl, 0, "cut0") // acknowledged, so on disk (SyncWrites)
+	produce(cl, 2, "cut2")
 	if err := child.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = child.Wait()
 	cl.Close()
 
-	b, err := StartEmbedded(dir, listen, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var logged bytes.Buffer
+	b, err := StartEmbedded(dir, listen, slog.New(slog.NewTextHandler(&logged, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	defer func() {
+		if b != nil {
+			b.Close()
+		}
+	}()
+	if l := logged.String(); strings.Count(l, "aborted a transaction cut by a crash") != 2 ||
+		!strings.Contains(l, "topic=t partition=0") || !strings.Contains(l, "topic=t partition=2") {
+		t.Errorf("the restart should abort the transaction cut in t/0 and t/2, and only there; it logged:\n%s", l)
+	}
 	cl, err = kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	commit(cl, map[int32]string{0: "c0", 1: "c1"})
+	commit(cl, map[int32]string{0: "c0", 1: "c1", 2: "c2"})
 	commit(cl, map[int32]string{0: "d0"})
 
 	// One fetch from the start holds the cut transaction and what came
@@ -130,9 +140,16 @@ func TestCrashCutTransactionHidesNothingAfter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rd.Close()
-	want := map[int32][]string{0: {"a0", "c0", "d0"}, 1: {"a1", "c1"}}
+	want := map[int32][]string{0: {"a0", "c0", "d0"}, 1: {"a1", "c1"}, 2: {"a2", "c2"}}
 	got := map[int32][]string{}
-	done := func() bool { return len(got[0]) >= len(want[0]) && len(got[1]) >= len(want[1]) }
+	done := func() bool {
+		for p, w := range want {
+			if len(got[p]) < len(w) {
+				return false
+			}
+		}
+		return true
+	}
 	for !done() {
 		pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
 		fs := rd.PollFetches(pctx)
@@ -146,5 +163,18 @@ func TestCrashCutTransactionHidesNothingAfter(t *testing.T) {
 		if !slices.Equal(got[p], w) {
 			t.Errorf("partition %d read committed: %q, want %q (the records after the cut transaction were hidden)", p, got[p], w)
 		}
+	}
+
+	// A clean restart finds nothing to finish: every partition now ends
+	// with a marker.
+	rd.Close()
+	cl.Close()
+	b.Close()
+	logged.Reset()
+	if b, err = StartEmbedded(dir, listen, slog.New(slog.NewTextHandler(&logged, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logged.String(), "aborted a transaction") {
+		t.Errorf("a clean restart aborted a transaction:\n%s", logged.String())
 	}
 }

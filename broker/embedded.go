@@ -9,6 +9,8 @@
 // a clean shutdown, so auto-creation is left off. readside creates every
 // topic it uses explicitly (cdc/publisher.go), and keeps projection offsets
 // in the sinks, so a crash of the whole process loses nothing committed.
+// kfake keeps no transaction log, so a transaction a crash cut off gets its
+// abort marker at start (recover.go).
 package broker
 
 import (

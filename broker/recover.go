@@ -79,84 +79,71 @@ func finishCutTransactions(ctx context.Context, addr string, log *slog.Logger) (
 }
 
 // cutTails fetches the last batch of every non-empty partition (read
-// uncommitted) and returns those that are transactional data.
+// uncommitted) and returns those that are transactional data. One request
+// per partition: a fetch returns a batch over its size limits only for the
+// first partition of a response, and one batch can be as large as
+// kafka.max_message_bytes.
 func cutTails(ctx context.Context, cl *kgo.Client, ends kadm.ListedOffsets, md kadm.Metadata) ([]cutBatch, error) {
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID = -1
-	req.MaxWaitMillis = 0
-	req.MinBytes = 0
-	// One batch per partition, whatever its size: kfake returns a
-	// partition's first batch even when it exceeds the limits, and stops
-	// the whole response only at MaxBytes.
-	req.MaxBytes = 1 << 30
-	req.IsolationLevel = 0 // read uncommitted: the cut batch itself
-	var firstErr error
-	for _, topic := range sortedTopics(ends) {
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
-		rt.TopicID = md.Topics[topic].ID
-		for _, o := range ends[topic] {
-			if o.Err != nil {
-				if firstErr == nil {
-					firstErr = fmt.Errorf("end offset of %s/%d: %w", o.Topic, o.Partition, o.Err)
-				}
-				continue
-			}
-			if o.Offset <= 0 {
-				continue
-			}
-			rp := kmsg.NewFetchRequestTopicPartition()
-			rp.Partition = o.Partition
-			rp.FetchOffset = o.Offset - 1
-			rp.PartitionMaxBytes = 1
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		if len(rt.Partitions) > 0 {
-			req.Topics = append(req.Topics, rt)
-		}
-	}
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if len(req.Topics) == 0 {
-		return nil, nil
-	}
-	byID := map[[16]byte]string{}
-	for name, td := range md.Topics {
-		byID[td.ID] = name
-	}
 	if len(md.Brokers) == 0 {
 		return nil, errors.New("the broker lists no node in its metadata")
 	}
 	// kfake is a single node: every partition's leader answers here.
-	resp, err := req.RequestWith(ctx, cl.Broker(int(md.Brokers[0].NodeID)))
-	if err != nil {
-		return nil, fmt.Errorf("fetching the last batch of each partition: %w", err)
-	}
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return nil, fmt.Errorf("fetching the last batch of each partition: %w", err)
-	}
+	node := cl.Broker(int(md.Brokers[0].NodeID))
 	var cut []cutBatch
-	for _, rt := range resp.Topics {
-		topic := rt.Topic
-		if topic == "" {
-			topic = byID[rt.TopicID]
-		}
-		for _, rp := range rt.Partitions {
-			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-				return nil, fmt.Errorf("fetching the last batch of %s/%d: %w", topic, rp.Partition, err)
+	for _, topic := range sortedTopics(ends) {
+		for _, o := range sortedPartitions(ends[topic]) {
+			if o.Err != nil {
+				return nil, fmt.Errorf("end offset of %s/%d: %w", o.Topic, o.Partition, o.Err)
 			}
-			last, ok := lastBatch(rp.RecordBatches)
-			if !ok {
+			if o.Offset <= 0 {
 				continue
 			}
+			last, ok, err := fetchLast(ctx, node, topic, md.Topics[topic].ID, o.Partition, o.Offset-1)
+			if err != nil {
+				return nil, fmt.Errorf("fetching the last batch of %s/%d: %w", topic, o.Partition, err)
+			}
 			const transactional, control = 0x10, 0x20
-			if last.Attributes&transactional != 0 && last.Attributes&control == 0 {
-				cut = append(cut, cutBatch{topic: topic, partition: rp.Partition, pid: last.ProducerID, epoch: last.ProducerEpoch})
+			if ok && last.Attributes&transactional != 0 && last.Attributes&control == 0 {
+				cut = append(cut, cutBatch{topic: topic, partition: o.Partition, pid: last.ProducerID, epoch: last.ProducerEpoch})
 			}
 		}
 	}
 	return cut, nil
+}
+
+// fetchLast returns the batch holding offset of a partition, the last one
+// when offset is the high watermark less one.
+func fetchLast(ctx context.Context, node *kgo.Broker, topic string, id [16]byte, partition int32, offset int64) (kmsg.RecordBatch, bool, error) {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 0
+	req.MinBytes = 0
+	req.MaxBytes = 1 << 30
+	req.IsolationLevel = 0 // read uncommitted: the cut batch itself
+	rt := kmsg.NewFetchRequestTopic()
+	// Both name and id: the version negotiated decides which is sent.
+	rt.Topic, rt.TopicID = topic, id
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = partition, offset, 1<<30
+	rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
+	req.Topics = []kmsg.FetchRequestTopic{rt}
+	resp, err := req.RequestWith(ctx, node)
+	if err != nil {
+		return kmsg.RecordBatch{}, false, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return kmsg.RecordBatch{}, false, err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return kmsg.RecordBatch{}, false, err
+			}
+			last, ok := lastBatch(p.RecordBatches)
+			return last, ok, nil
+		}
+	}
+	return kmsg.RecordBatch{}, false, nil
 }
 
 // lastBatch decodes the headers of raw record batches and returns the last
@@ -211,6 +198,15 @@ func sortedTopics(ends kadm.ListedOffsets) []string {
 	}
 	sort.Strings(topics)
 	return topics
+}
+
+func sortedPartitions(m map[int32]kadm.ListedOffset) []kadm.ListedOffset {
+	ps := make([]kadm.ListedOffset, 0, len(m))
+	for _, o := range m {
+		ps = append(ps, o)
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Partition < ps[j].Partition })
+	return ps
 }
 
 // recoverTimeout bounds the recovery step; the broker is in this process,
