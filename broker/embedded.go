@@ -9,9 +9,12 @@
 // a clean shutdown, so auto-creation is left off. readside creates every
 // topic it uses explicitly (cdc/publisher.go), and keeps projection offsets
 // in the sinks, so a crash of the whole process loses nothing committed.
+// kfake keeps no transaction log, so a transaction a crash cut off gets its
+// abort marker at start (recover.go).
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -66,6 +69,12 @@ func StartEmbedded(dir, listen string, log *slog.Logger) (*Embedded, error) {
 	if len(addrs) != 1 {
 		c.Close()
 		return nil, errors.New("embedded broker: expected one listener")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), recoverTimeout)
+	defer cancel()
+	if _, err := finishCutTransactions(ctx, addrs[0], log); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("embedded broker: ending the transactions a crash cut off (data in %s): %w", abs, err)
 	}
 	return &Embedded{cluster: c, addr: addrs[0], dir: abs}, nil
 }
