@@ -288,6 +288,7 @@ func (s *stream) signal(ctx context.Context, h *replication.EventHeader, e *repl
 			s.t.log.Info("snapshot requested", "request", task.ID, "table", task.Table, "where", task.Where)
 			s.snapshots = append(s.snapshots, task)
 			s.cover(task.Table)
+			s.lastRequest = max(s.lastRequest, task.ID)
 		}
 	}
 	return nil

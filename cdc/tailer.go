@@ -326,7 +326,7 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 	s := &stream{
 		t: t, pub: pub, src: src, cp: cp, clock: NewClock(cp.LastVersion), schema: tracker, historyKeys: historyKeys, untilNamed: untilNamed,
 		captured: env.captured, partitions: env.partitions, excluded: env.excluded, charsets: env.charsets,
-		tables: map[uint64]*table{}, snapshots: slices.Clone(cp.Snapshots), covered: slices.Clone(cp.Tables),
+		tables: map[uint64]*table{}, snapshots: slices.Clone(cp.Snapshots), covered: slices.Clone(cp.Tables), lastRequest: cp.LastRequest,
 	}
 	return s, nil
 }
@@ -394,6 +394,8 @@ type stream struct {
 	snapshots []SnapshotTask
 	chunk     *chunk
 	covered   []string // Checkpoint.Tables
+	// lastRequest is Checkpoint.LastRequest.
+	lastRequest uint64
 
 	// Source transactions completed since the last Kafka commit.
 	pendingTxns  int
@@ -820,7 +822,7 @@ func (s *stream) checkpoint() Checkpoint {
 	if s.gtids != nil {
 		pos.GTID = s.gtids.String()
 	}
-	return Checkpoint{Position: pos, LastVersion: s.clock.Last(), WrittenAt: s.t.now().UTC(), Snapshots: slices.Clone(s.snapshots), Tables: slices.Clone(s.covered), SchemaHistory: s.schema != nil,
+	return Checkpoint{Position: pos, LastVersion: s.clock.Last(), WrittenAt: s.t.now().UTC(), Snapshots: slices.Clone(s.snapshots), Tables: slices.Clone(s.covered), LastRequest: s.lastRequest, SchemaHistory: s.schema != nil,
 		ServerID: s.src.serverID, ServerUUID: s.src.serverUUID}
 }
 

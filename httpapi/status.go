@@ -32,6 +32,8 @@ type Options struct {
 	// this process runs (false: not known here); nil when none runs here.
 	ProjectionLag func(projection string) (float64, bool)
 	Projections   []Projection
+	// SnapshotLog reads failed snapshot requests; nil: not reported.
+	SnapshotLog SnapshotLog
 }
 
 // Projection is one declared projection as the report sees it.
@@ -84,6 +86,10 @@ type SourceStatus struct {
 	// heartbeat.
 	LastHeardSeconds *float64 `json:"last_heard_seconds,omitempty"`
 	Error            string   `json:"error,omitempty"`
+	// SnapshotFailures are the snapshot requests the tailer failed and
+	// skipped recently (cdc.FailureWindow), newest first, each with its fix.
+	SnapshotFailures      []cdc.SnapshotFailure `json:"snapshot_failures,omitempty"`
+	SnapshotFailuresError string                `json:"snapshot_failures_error,omitempty"`
 }
 
 // ProjectionStatus is one projection's applied position and lag.
@@ -167,6 +173,7 @@ func NewCollector(opts Options, tailer TailerSource, health *Health) (*Collector
 // Close releases the clients.
 func (c *Collector) Close() {
 	c.kcl.Close()
+	c.closeSnapshotLog()
 	for _, db := range c.dbs {
 		db.Close()
 	}
@@ -196,6 +203,7 @@ func (c *Collector) Collect(ctx context.Context) Report {
 		r.Components = c.health.Components()
 	}
 	r.Source = c.source(ctx, notReady)
+	c.snapshotFailures(ctx, &r.Source)
 
 	topics := map[string]bool{}
 	for _, p := range c.opts.Projections {
