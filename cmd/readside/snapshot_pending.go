@@ -12,6 +12,7 @@ import (
 
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/preflight"
 )
 
 // listSnapshots prints `readside snapshot --pending`: the tailer's queue
@@ -91,4 +92,34 @@ func whereNote(where string) string {
 		return ""
 	}
 	return " where " + where
+}
+
+// addedTableFindings are check's findings on tables added to
+// source.tables after the tailer's first start: with snapshot mode never
+// their existing rows are never published unless asked for. They need the
+// tailer's checkpoint; when no broker answers (the embedded one runs
+// inside readside run) the broker's own finding says so.
+func addedTableFindings(ctx context.Context, cfg config.Config) []preflight.Finding {
+	brokers := cfg.Kafka.Brokers
+	if len(brokers) == 0 {
+		brokers = []string{cfg.Kafka.EmbeddedListen}
+	}
+	if brokerAnswers(ctx, brokers) != nil {
+		return nil
+	}
+	cp, found, err := cdc.ReadCheckpoint(ctx, brokers, cdc.CheckpointTopic(cfg.Kafka.TopicPrefix), cfg.TransactionalID())
+	if err != nil || !found {
+		return nil
+	}
+	var out []preflight.Finding
+	for _, name := range cdc.UncoveredTables(cp, cfg.Source.Tables) {
+		f := cdc.Finding{Severity: "ok", What: name + " was added to source.tables after the tailer's last checkpoint: its existing rows are snapshotted on the next start (source.snapshot.mode initial)"}
+		if cfg.Source.Snapshot.Mode != "initial" {
+			f = cdc.Finding{Severity: "warning",
+				What: name + " was added to source.tables after the tailer's first start and source.snapshot.mode is " + cfg.Source.Snapshot.Mode + ": its existing rows are not published, only its changes",
+				Fix:  "readside snapshot --table " + name + " (online, takes no lock)"}
+		}
+		out = append(out, preflight.Finding{Area: "source", Finding: f})
+	}
+	return out
 }
