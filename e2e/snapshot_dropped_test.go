@@ -54,6 +54,10 @@ func TestSnapshotOfDroppedTable(t *testing.T) {
 		}
 	})
 	p.waitReady(90 * time.Second)
+	// A live row applied: the tailer has committed a checkpoint, so the
+	// next start resumes from it and reads the requests written meanwhile.
+	p.insertRange(ctx, 100, 100, "m")
+	p.waitRows(p.rows("`"+p.src+"`.messages WHERE id = 100"), 2*time.Minute, "a live row before the stop")
 	stopped = true
 	if code := d.stop(30 * time.Second); code != 0 {
 		t.Fatalf("exit %d after SIGTERM; log:\n%s", code, tail(p.logPath))
