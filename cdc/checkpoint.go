@@ -18,6 +18,12 @@ type Checkpoint struct {
 	WrittenAt   time.Time `json:"written_at"`
 	// Snapshots still to do, the first in progress.
 	Snapshots []SnapshotTask `json:"snapshots,omitempty"`
+	// Tables are the captured tables whose existing rows are covered
+	// (cdc/snapshot_added.go); nil in checkpoints of older versions.
+	Tables []string `json:"tables,omitempty"`
+	// LastRequest is the id of the last snapshot request read from the
+	// binlog: rows above it are not read yet (readside snapshot --pending).
+	LastRequest uint64 `json:"last_request,omitempty"`
 	// SchemaHistory: the schema history topic holds the schema as of
 	// Position (the tailer kept it up to here).
 	SchemaHistory bool `json:"schema_history,omitempty"`

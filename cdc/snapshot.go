@@ -140,7 +140,7 @@ func (s *stream) maybeStartChunk(ctx context.Context) error {
 	}
 	tbl, err := s.src.schemaTable(ctx, db, name, topic, s.excluded[task.Table])
 	if err != nil {
-		return &FatalError{fmt.Errorf("snapshot of %s: %w", task.Table, err)}
+		return s.chunkFailed(ctx, err)
 	}
 	var idb [16]byte
 	_, _ = rand.Read(idb[:])
@@ -287,6 +287,8 @@ func (s *stream) signal(ctx context.Context, h *replication.EventHeader, e *repl
 			}
 			s.t.log.Info("snapshot requested", "request", task.ID, "table", task.Table, "where", task.Where)
 			s.snapshots = append(s.snapshots, task)
+			s.cover(task.Table)
+			s.lastRequest = max(s.lastRequest, task.ID)
 		}
 	}
 	return nil

@@ -36,8 +36,13 @@ var requestErrors = map[uint16]string{
 	1630: "no such function",
 }
 
-// isRequestError reports whether err is one of requestErrors.
+// isRequestError reports whether err is one of requestErrors, or a table
+// the source cannot snapshot as it is now.
 func isRequestError(err error) bool {
+	var un *unsnapshottable
+	if errors.As(err, &un) {
+		return true
+	}
 	var me *driver.MySQLError
 	if !errors.As(err, &me) {
 		return false
@@ -46,7 +51,8 @@ func isRequestError(err error) bool {
 	return ok
 }
 
-// chunkFailed handles a failed chunk query of s.snapshots[0]: a request
+// chunkFailed handles a failed chunk of s.snapshots[0] (its table's
+// columns or its query): a request
 // the source cannot run is failed and skipped; other errors are returned
 // for the stream to retry.
 func (s *stream) chunkFailed(ctx context.Context, err error) error {

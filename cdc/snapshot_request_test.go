@@ -21,6 +21,7 @@ func TestIsRequestError(t *testing.T) {
 		{"where that does not parse", &driver.MySQLError{Number: 1064}, true},
 		{"SELECT not granted on the table", &driver.MySQLError{Number: 1142}, true},
 		{"wrapped, as the stream sees it", fmt.Errorf("chunk: %w", &driver.MySQLError{Number: 1054}), true},
+		{"table gone when its columns are read", fmt.Errorf("snapshot: %w", &unsnapshottable{"table d.t does not exist"}), true},
 		{"lock wait timeout: retry", &driver.MySQLError{Number: 1205}, false},
 		{"server shutting down: retry", &driver.MySQLError{Number: 1053}, false},
 		{"connection lost (not a server error): retry", driver.ErrInvalidConn, false},

@@ -49,7 +49,7 @@ func (s *sourceDB) schemaTable(ctx context.Context, db, name, topic string, excl
 		return nil, err
 	}
 	if len(t.columns) == 0 {
-		return nil, fmt.Errorf("table %s.%s does not exist", db, name)
+		return nil, &unsnapshottable{fmt.Sprintf("table %s.%s does not exist on the source (dropped after the snapshot was requested?)", db, name)}
 	}
 	pk, err := s.db.QueryContext(ctx, `SELECT COLUMN_NAME FROM information_schema.STATISTICS
 		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`, db, name)
@@ -69,11 +69,18 @@ func (s *sourceDB) schemaTable(ctx context.Context, db, name, topic string, excl
 		}
 	}
 	if len(t.pk) == 0 {
-		return nil, fmt.Errorf("table %s.%s has no primary key: add one, or remove the table from source.tables", db, name)
+		return nil, &unsnapshottable{fmt.Sprintf("table %s.%s has no primary key: add one, or remove the table from source.tables", db, name)}
 	}
 	t.encodeSchema()
 	return t, nil
 }
+
+// unsnapshottable is a table the source has no way to snapshot as it is
+// now (gone, or without a primary key): a retry of the same request reads
+// the same answer, so the request fails instead (isRequestError).
+type unsnapshottable struct{ msg string }
+
+func (e *unsnapshottable) Error() string { return e.msg }
 
 // schemaColumn maps one information_schema column to the binlog path's
 // kind and type name.

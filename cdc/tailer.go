@@ -283,6 +283,15 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 		t.log.Info("resuming from checkpoint", "position", cp.Position, "last_version", cp.LastVersion)
 		t.committed(cp)
 	}
+	queued := len(cp.Snapshots)
+	cp, uncovered := coverTables(cp, found, t.cfg.Source.Tables, env.missing, t.cfg.Source.Snapshot.Mode == "initial")
+	for _, task := range cp.Snapshots[queued:] {
+		t.log.Info("table added to source.tables since the last start: snapshotting its existing rows", "table", task.Table)
+	}
+	for _, name := range uncovered {
+		t.log.Warn("table added to source.tables since the last start: its existing rows are not published (source.snapshot.mode is never); only changes from now on are",
+			"table", name, "fix", "readside snapshot --table "+name)
+	}
 	if err := src.checkNotPurged(ctx, cp.Position); errors.Is(err, ErrPurged) {
 		return nil, fatalf("the source no longer has the binlog after the checkpoint (%v): the changes in between are lost to the stream. Recovery: re-snapshot the captured tables (docs/operations.md, \"binlog purged\"); then restart", err)
 	} else if err != nil {
@@ -314,7 +323,7 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 	s := &stream{
 		t: t, pub: pub, src: src, cp: cp, clock: NewClock(cp.LastVersion), schema: tracker, historyKeys: historyKeys, untilNamed: untilNamed,
 		captured: env.captured, partitions: env.partitions, excluded: env.excluded, charsets: env.charsets,
-		tables: map[uint64]*table{}, snapshots: slices.Clone(cp.Snapshots),
+		tables: map[uint64]*table{}, snapshots: slices.Clone(cp.Snapshots), covered: slices.Clone(cp.Tables), lastRequest: cp.LastRequest,
 	}
 	return s, nil
 }
@@ -381,6 +390,9 @@ type stream struct {
 	// its watermarks.
 	snapshots []SnapshotTask
 	chunk     *chunk
+	covered   []string // Checkpoint.Tables
+	// lastRequest is Checkpoint.LastRequest.
+	lastRequest uint64
 
 	// Source transactions completed since the last Kafka commit.
 	pendingTxns  int
@@ -807,7 +819,7 @@ func (s *stream) checkpoint() Checkpoint {
 	if s.gtids != nil {
 		pos.GTID = s.gtids.String()
 	}
-	return Checkpoint{Position: pos, LastVersion: s.clock.Last(), WrittenAt: s.t.now().UTC(), Snapshots: slices.Clone(s.snapshots), SchemaHistory: s.schema != nil,
+	return Checkpoint{Position: pos, LastVersion: s.clock.Last(), WrittenAt: s.t.now().UTC(), Snapshots: slices.Clone(s.snapshots), Tables: slices.Clone(s.covered), LastRequest: s.lastRequest, SchemaHistory: s.schema != nil,
 		ServerID: s.src.serverID, ServerUUID: s.src.serverUUID}
 }
 

@@ -88,7 +88,8 @@ type Source struct {
 // Snapshot configures the watermark-based snapshots (DBLog).
 type Snapshot struct {
 	// Mode: "initial" snapshots every captured table on the first start
-	// (no checkpoint yet); "never" starts at the end of the binlog only.
+	// (no checkpoint yet), and a table added to Tables later on the next
+	// start; "never" starts at the end of the binlog only.
 	// Default initial.
 	Mode string `koanf:"mode"`
 	// ChunkRows is the number of rows read per chunk. Default 2000.

@@ -1,12 +1,13 @@
 package e2e
 
-// Start-up faults: `readside run` started while the source or the sink is
-// down stays up, says on /healthz what it waits for, and replicates once
-// the server is back; a wrong password exits at once with one message
-// naming the fix.
+// Start-up faults: `readside run` started while the source, the sink or
+// the broker is down stays up, says on /healthz what it waits for, and
+// replicates once the server is back; a wrong password exits at once
+// with one message naming the fix.
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -96,28 +97,57 @@ func privateMariaDB(t *testing.T, serverID int) *testbed.MySQL {
 	return m
 }
 
-// TestStartWaitsForServer: readside started while the source (or the
-// sink) is stopped keeps running, /healthz answers 503 naming what it
-// waits for, and once the server is back a row written on the source
-// reaches the read table.
+// TestStartWaitsForServer: readside started while the source, the sink
+// or the (real Apache Kafka) broker is stopped keeps running, /healthz
+// answers 503 naming what it waits for, and once the server is back a row
+// written on the source reaches the read table.
 func TestStartWaitsForServer(t *testing.T) {
 	bed := testbed.Get(t)
-	for _, down := range []string{"source", "sink"} {
+	for _, down := range []string{"source", "sink", "broker"} {
 		t.Run(down, func(t *testing.T) {
 			var p *startupPipeline
-			var stopped *testbed.MySQL
-			if down == "source" {
-				stopped = privateMariaDB(t, 21)
+			var stop func() error
+			var restart func(context.Context) error
+			want, warn := "waiting for "+down, "waiting for "+down
+			also := ""
+			switch down {
+			case "source":
+				stopped := privateMariaDB(t, 21)
 				p = newStartupPipeline(t, "swsrc", stopped, bed.MySQL, stopped.ReplDSN())
-			} else {
-				stopped = privateMariaDB(t, 22)
+				stop, restart = stopped.Stop, stopped.Restart
+			case "sink":
+				stopped := privateMariaDB(t, 22)
 				p = newStartupPipeline(t, "swsink", bed.MySQL, stopped, bed.MySQL.ReplDSN())
-			}
-			want := "waiting for " + down
-			if down == "sink" {
+				stop, restart = stopped.Stop, stopped.Restart
 				want = "waiting for sink reads"
+			case "broker":
+				// The test bed's own broker: stopped here, restarted below
+				// (and at cleanup should the test fail before).
+				p = newStartupPipeline(t, "swbrk", bed.MySQL, bed.MySQL, bed.MySQL.ReplDSN())
+				up := true
+				stop = func() error {
+					err := bed.Kafka.Stop(0)
+					up = err != nil
+					return err
+				}
+				restart = func(ctx context.Context) error {
+					err := bed.Kafka.Restart(ctx, 0)
+					up = err == nil
+					return err
+				}
+				t.Cleanup(func() {
+					if !up {
+						_ = bed.Kafka.Restart(context.WithoutCancel(t.Context()), 0)
+					}
+				})
+				// Named with the address it cannot reach.
+				want, warn = "waiting for kafka: ", "waiting for kafka"
+				also = bed.Kafka.Brokers()[0]
 			}
-			if err := stopped.Stop(); err != nil {
+			if err := stop(); err != nil {
+				if errors.Is(err, testbed.ErrNotControllable) {
+					t.Skip("external broker: stopping it needs the test bed's own")
+				}
 				t.Fatal(err)
 			}
 			d := p.start()
@@ -127,19 +157,19 @@ func TestStartWaitsForServer(t *testing.T) {
 			if !waitFor(ctx, 200*time.Millisecond, func() bool {
 				code, body, err := p.get(ctx, "/healthz")
 				last = fmt.Sprintf("%d %s %v", code, body, err)
-				return !d.running() || err == nil && code == http.StatusServiceUnavailable && strings.Contains(string(body), want)
+				return !d.running() || err == nil && code == http.StatusServiceUnavailable && strings.Contains(string(body), want) && strings.Contains(string(body), also)
 			}) || !d.running() {
-				t.Fatalf("/healthz never answered 503 with %q while the %s was down: %s\nlog:\n%s", want, down, last, tail(p.logPath))
+				t.Fatalf("/healthz never answered 503 with %q (and %q) while the %s was down: %s\nlog:\n%s", want, also, down, last, tail(p.logPath))
 			}
 			// Long enough for several attempts: the process must still be up.
 			time.Sleep(12 * time.Second)
 			if !d.running() {
 				t.Fatalf("readside exited while the %s was down (exit %d); log:\n%s", down, d.cmd.ProcessState.ExitCode(), tail(p.logPath))
 			}
-			if n := strings.Count(p.log(), "level=WARN msg=\"waiting for "+down); n == 0 {
+			if n := strings.Count(p.log(), "level=WARN msg=\""+warn); n == 0 {
 				t.Fatalf("no WARN line about waiting for the %s; log:\n%s", down, tail(p.logPath))
 			}
-			if err := stopped.Restart(ctx); err != nil {
+			if err := restart(ctx); err != nil {
 				t.Fatal(err)
 			}
 			p.waitReady(180 * time.Second)

@@ -36,6 +36,8 @@ type Options struct {
 	// runs; nil when none runs here.
 	DeadLetters func(projection string) projections.DeadLetterStatus
 	Projections []Projection
+	// SnapshotLog reads failed snapshot requests; nil: not reported.
+	SnapshotLog SnapshotLog
 }
 
 // Projection is one declared projection as the report sees it.
@@ -91,6 +93,10 @@ type SourceStatus struct {
 	// heartbeat.
 	LastHeardSeconds *float64 `json:"last_heard_seconds,omitempty"`
 	Error            string   `json:"error,omitempty"`
+	// SnapshotFailures are the snapshot requests the tailer failed and
+	// skipped recently (cdc.FailureWindow), newest first, each with its fix.
+	SnapshotFailures      []cdc.SnapshotFailure `json:"snapshot_failures,omitempty"`
+	SnapshotFailuresError string                `json:"snapshot_failures_error,omitempty"`
 }
 
 // ProjectionStatus is one projection's applied position and lag.
@@ -180,6 +186,7 @@ func NewCollector(opts Options, tailer TailerSource, health *Health) (*Collector
 // Close releases the clients.
 func (c *Collector) Close() {
 	c.kcl.Close()
+	c.closeSnapshotLog()
 	for _, db := range c.dbs {
 		db.Close()
 	}
@@ -210,6 +217,7 @@ func (c *Collector) Collect(ctx context.Context) Report {
 		r.Degraded = c.health.Degradations()
 	}
 	r.Source = c.source(ctx, notReady)
+	c.snapshotFailures(ctx, &r.Source)
 
 	topics := map[string]bool{}
 	for _, p := range c.opts.Projections {

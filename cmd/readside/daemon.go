@@ -222,6 +222,9 @@ func statusOptions(cfg config.Config, role string) (httpapi.Options, error) {
 		HeartbeatPeriod: cfg.Source.HeartbeatPeriod,
 		ReadyMaxLag:     cfg.HTTP.ReadyMaxLag,
 	}
+	if role != "projector" {
+		opts.SnapshotLog = cdc.NewSnapshotLog(cfg)
+	}
 	ps, err := projections.Compile(cfg)
 	if err != nil {
 		return opts, err

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
@@ -22,6 +23,7 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	table := fs.String("table", "", "table to snapshot, db.table (must be in source.tables)")
 	where := fs.String("where", "", "only rows matching this SQL condition")
 	cancel := fs.Bool("cancel", false, "delete the pending snapshot requests of --table instead (the tailer drops them, even one it has begun)")
+	pending := fs.Bool("pending", false, "list the tailer's queued and running snapshots, requests it has not read yet, and recent failures")
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
 		return code
 	}
@@ -29,6 +31,13 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "readside snapshot: %v\n", err)
 		return exitUsage
+	}
+	if *pending {
+		if *table != "" || *where != "" || *cancel {
+			fmt.Fprintln(stderr, "readside snapshot: --pending lists every table's requests: give it without --table, --where or --cancel")
+			return exitUsage
+		}
+		return listSnapshots(cfg, stdout, stderr)
 	}
 	if _, _, ok := config.SplitTable(*table); !ok {
 		fmt.Fprintln(stderr, "readside snapshot: --table db.table is required")
@@ -71,4 +80,34 @@ func cancelSnapshot(cfg config.Config, table, where string, stdout, stderr io.Wr
 	}
 	fmt.Fprintf(stdout, "deleted %d snapshot request(s) of %s for the tailer with server_id %d; it drops them when it reads the deletes from the binlog\n", n, table, cfg.Source.ServerID)
 	return exitOK
+}
+
+// printSnapshotFailures prints the failed snapshot requests of a status
+// report, each with its error and fix.
+func printSnapshotFailures(w io.Writer, failures []cdc.SnapshotFailure, readErr string) {
+	if readErr != "" {
+		fmt.Fprintln(w, "  "+wrap("snapshot failures: "+readErr, helpWidth-2, "\n    "))
+	}
+	for _, f := range failures {
+		what := fmt.Sprintf("snapshot request %d of %s", f.Request, f.Table)
+		if f.Where != "" {
+			what += fmt.Sprintf(" (where %s)", f.Where)
+		}
+		fmt.Fprintln(w, "  "+wrap(fmt.Sprintf("FAILED %s at %s, skipped: %s", what, f.FailedAt.Format(time.RFC3339), f.Error), helpWidth-2, "\n    "))
+		fmt.Fprintln(w, "    "+wrap("fix: "+f.Fix, helpWidth-4, "\n      "))
+	}
+}
+
+// storedSnapshotFailures reads the failed snapshot requests from the
+// source, for a status report made without the daemon.
+func storedSnapshotFailures(ctx context.Context, cfg config.Config) ([]cdc.SnapshotFailure, string) {
+	log := cdc.NewSnapshotLog(cfg)
+	defer log.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	failures, err := log.Failures(ctx)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return failures, ""
 }

@@ -20,6 +20,7 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
+	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
@@ -31,6 +32,9 @@ type storedReport struct {
 	From        string             `json:"from"` // "sinks"
 	Unavailable string             `json:"unavailable"`
 	Projections []storedProjection `json:"projections"`
+	// The source's failed snapshot requests (httpapi.SourceStatus has the same).
+	SnapshotFailures      []cdc.SnapshotFailure `json:"snapshot_failures,omitempty"`
+	SnapshotFailuresError string                `json:"snapshot_failures_error,omitempty"`
 }
 
 type storedProjection struct {
@@ -68,6 +72,7 @@ func readStored(ctx context.Context, cfg config.Config, unavailable string) (sto
 		return rep, err
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
+	rep.SnapshotFailures, rep.SnapshotFailuresError = storedSnapshotFailures(ctx, cfg)
 	dbs := map[string]*sql.DB{}
 	defer func() {
 		for _, db := range dbs {
@@ -166,6 +171,7 @@ func readShard(ctx context.Context, db *sql.DB, name string, p *projections.Proj
 func printStored(w io.Writer, r storedReport) {
 	fmt.Fprintf(w, "readside status at %s, from the sinks only\n", r.Time.Format(time.RFC3339))
 	fmt.Fprintln(w, wrap(r.Unavailable, helpWidth, "\n"))
+	printSnapshotFailures(w, r.SnapshotFailures, r.SnapshotFailuresError)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROJECTION\tSINK\tROWS\tAPPLIED\tLAST SOURCE COMMIT\tAPPLIED AT")
