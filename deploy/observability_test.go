@@ -105,7 +105,8 @@ func TestAlertRules(t *testing.T) {
 	exprs := alertExprs(t)
 	for _, m := range []string{"up", "readside_source_lag_seconds", "readside_source_binlog_purge_seconds",
 		"readside_projection_lag_seconds", "readside_projection_dead_letters_total",
-		"readside_tailer_errors_total", "readside_projection_errors_total"} {
+		"readside_tailer_errors_total", "readside_projection_errors_total",
+		"readside_projection_stopped", "readside_projection_all_dead_lettered"} {
 		if !regexp.MustCompile(`\b` + m + `\b`).MatchString(exprs) {
 			t.Errorf("no alert watches %s", m)
 		}

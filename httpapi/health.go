@@ -4,7 +4,8 @@
 // when none answers).
 //
 // Health is about this process: a component that stopped on an error
-// makes /healthz fail (restart me). Readiness is about the pipeline: the
+// makes /healthz fail (restart me), except a projector, which stops alone
+// and makes the process degraded (degraded.go). Readiness is about the pipeline: the
 // tailer is streaming and within http.ready_max_lag of the source, and the
 // projectors hold their partitions (do not send me traffic yet).
 package httpapi
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 )
 
 // Component states.
@@ -29,12 +31,15 @@ const (
 type Health struct {
 	mu    sync.Mutex
 	comps map[string]componentState
+	// extra reports degradations other than halted components.
+	extra func() []Degradation
 }
 
 type componentState struct {
 	state  string
 	err    error
-	reason string // StateWaiting: what it waits for and why
+	reason string // StateWaiting: what it waits for and why; StateHalted: the fix
+	since  time.Time
 }
 
 // NewHealth returns an empty tracker.
@@ -86,7 +91,8 @@ func (h *Health) State(name string) (string, error) {
 }
 
 // Healthy reports false, with the reasons, once a component has failed
-// or while start-up waits for a server.
+// or while start-up waits for a server. A halted projector does not make
+// the process unhealthy: see Degradations.
 func (h *Health) Healthy() (bool, []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

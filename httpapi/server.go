@@ -47,7 +47,7 @@ func NewServer(log *slog.Logger) *Server {
 // replaces it once the pipeline is wired.
 func (s *Server) RouteHealth(h *Health) {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { serveHealth(w, h) })
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { serveHealth(w, r, h) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		_, reasons := h.Healthy()
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reasons": append([]string{"starting"}, reasons...)})
@@ -55,20 +55,29 @@ func (s *Server) RouteHealth(h *Health) {
 	s.handler.Store(mux)
 }
 
-func serveHealth(w http.ResponseWriter, h *Health) {
+// serveHealth answers 503 when the process is unhealthy (a restart is the
+// remedy) and 200 otherwise, degraded or not: a stopped projection is not
+// fixed by a restart, which would only stop the healthy ones too. With
+// ?strict=1 it answers 503 while degraded as well.
+func serveHealth(w http.ResponseWriter, r *http.Request, h *Health) {
 	ok, reasons := h.Healthy()
+	degraded := h.Degradations()
 	code := http.StatusOK
-	if !ok {
+	if !ok || (len(degraded) > 0 && r.URL.Query().Get("strict") != "") {
 		code = http.StatusServiceUnavailable
 	}
-	writeJSON(w, code, map[string]any{"healthy": ok, "reasons": reasons, "components": h.Components()})
+	body := map[string]any{"healthy": ok, "degraded": len(degraded) > 0, "reasons": reasons, "components": h.Components()}
+	if len(degraded) > 0 {
+		body["stopped_projections"] = degraded
+	}
+	writeJSON(w, code, body)
 }
 
 // Route serves /metrics (gatherer), /healthz, /readyz, /status and /wait.
 func (s *Server) Route(gatherer prometheus.Gatherer, c *Collector, h *Health) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { serveHealth(w, h) })
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { serveHealth(w, r, h) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		rep := c.Cached(r.Context(), reportMaxAge)
 		code := http.StatusOK

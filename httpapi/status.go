@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/readside/readside/cdc"
+	"github.com/readside/readside/projections"
 )
 
 // Options say what the report covers.
@@ -31,7 +32,10 @@ type Options struct {
 	// ProjectionLag is readside_projection_lag_seconds of a projection
 	// this process runs (false: not known here); nil when none runs here.
 	ProjectionLag func(projection string) (float64, bool)
-	Projections   []Projection
+	// DeadLetters is the dead-lettering of a projection this process
+	// runs; nil when none runs here.
+	DeadLetters func(projection string) projections.DeadLetterStatus
+	Projections []Projection
 }
 
 // Projection is one declared projection as the report sees it.
@@ -59,12 +63,15 @@ type TailerSource interface{ Status() cdc.Status }
 
 // Report is the /status document; docs/operations.md describes each field.
 type Report struct {
-	Time        time.Time          `json:"time"`
-	From        string             `json:"from"` // "daemon" or "stores"
-	Healthy     bool               `json:"healthy"`
-	Ready       bool               `json:"ready"`
-	NotReady    []string           `json:"not_ready,omitempty"`
-	Components  map[string]string  `json:"components,omitempty"`
+	Time       time.Time         `json:"time"`
+	From       string            `json:"from"` // "daemon" or "stores"
+	Healthy    bool              `json:"healthy"`
+	Ready      bool              `json:"ready"`
+	NotReady   []string          `json:"not_ready,omitempty"`
+	Components map[string]string `json:"components,omitempty"`
+	// Degraded lists the projections that stopped, or dead-letter every
+	// record, while the rest of the process runs (degraded.go).
+	Degraded    []Degradation      `json:"degraded,omitempty"`
 	Source      SourceStatus       `json:"source"`
 	Projections []ProjectionStatus `json:"projections"`
 }
@@ -91,7 +98,9 @@ type ProjectionStatus struct {
 	Name  string `json:"name"`
 	Topic string `json:"topic"`
 	// State: "consuming" (its group holds the partitions), "rebalancing",
-	// "no consumers", "failed", "stopped".
+	// "no consumers", "failed", "stopped" (on an error, alone: StopReason
+	// and Fix say why and what to do), "dead-lettering" (every record goes
+	// to the dead-letter topic).
 	State      string `json:"state"`
 	GroupState string `json:"group_state,omitempty"`
 	Members    int    `json:"members"`
@@ -102,6 +111,10 @@ type ProjectionStatus struct {
 	LagSeconds *float64          `json:"lag_seconds,omitempty"`
 	Partitions []PartitionStatus `json:"partitions"`
 	Error      string            `json:"error,omitempty"`
+	StopReason string            `json:"stop_reason,omitempty"`
+	Fix        string            `json:"fix,omitempty"`
+	// DeadLetters: where the projector runs here.
+	DeadLetters *projections.DeadLetterStatus `json:"dead_letters,omitempty"`
 }
 
 // PartitionStatus compares a sink's applied offset with the topic's end.
@@ -194,6 +207,7 @@ func (c *Collector) Collect(ctx context.Context) Report {
 		r.Healthy, reasons = c.health.Healthy()
 		r.NotReady = append(r.NotReady, reasons...)
 		r.Components = c.health.Components()
+		r.Degraded = c.health.Degradations()
 	}
 	r.Source = c.source(ctx, notReady)
 
@@ -228,10 +242,14 @@ func (c *Collector) Collect(ctx context.Context) Report {
 	}
 	for _, p := range c.opts.Projections {
 		ps := c.projection(ctx, p, ends, endsErr, groups, groupsErr)
-		if p.Here && ps.State != "consuming" {
+		// A degraded projection does not make the process unready: every
+		// replica meets the same broken event, so unready would take all
+		// of them out of service for one projection (degraded.go).
+		degraded := c.isolation(&ps, p, r.Degraded)
+		if p.Here && !degraded && ps.State != "consuming" {
 			notReady("projection %s is %s", p.Name, ps.State)
 		}
-		if p.Here && c.opts.ProjectionLag != nil {
+		if p.Here && !degraded && c.opts.ProjectionLag != nil {
 			if lag, ok := c.opts.ProjectionLag(p.Name); ok {
 				ps.LagSeconds = &lag
 				if lag > c.opts.ReadyMaxLag.Seconds() {

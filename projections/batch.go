@@ -35,6 +35,9 @@ type Batch struct {
 	// Coalesced counts the writes Build dropped for a newer one of the
 	// same key in the batch.
 	Coalesced int64
+	// Rejected counts the writes the sink rejected and the projector
+	// dead-lettered (on_error: dlq): in Writes, yet not applied.
+	Rejected int64
 	// Marks are, per topic and partition, the source position of the
 	// newest event the batch applies (the watermark it moves to).
 	Marks map[string]map[int32]Mark

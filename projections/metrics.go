@@ -17,6 +17,9 @@ type Metrics struct {
 	consumerLagG *prometheus.GaugeVec
 	deadLetters  *prometheus.CounterVec
 	errors       *prometheus.CounterVec
+	stoppedG     *prometheus.GaugeVec
+	allDeadG     *prometheus.GaugeVec
+	dlq          *deadLetterTracker
 }
 
 // NewMetrics registers the projector metrics on reg.
@@ -37,9 +40,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Records sent to the dead-letter topic (on_error: dlq)."}, []string{"projection"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_errors_total",
 			Help: "Errors that stopped a projector."}, []string{"projection"}),
+		stoppedG: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readside_projection_stopped",
+			Help: "1 while the projection is stopped on an error it cannot get past (the other projections and the tailer keep running; /status says why and the fix), else 0."}, []string{"projection"}),
+		allDeadG: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readside_projection_all_dead_lettered",
+			Help: "1 while every record the projection receives goes to its dead-letter topic (the last 100 or more, with no row applied between them), else 0."}, []string{"projection"}),
+		dlq: newDeadLetterTracker(time.Now),
 	}
 	if reg != nil {
-		reg.MustRegister(m.appliedRows, m.parentRows, m.stale, m.lag, m.batchSeconds, m.consumerLagG, m.deadLetters, m.errors)
+		reg.MustRegister(m.appliedRows, m.parentRows, m.stale, m.lag, m.batchSeconds, m.consumerLagG, m.deadLetters, m.errors, m.stoppedG, m.allDeadG)
 	}
 	return m
 }
@@ -49,6 +57,10 @@ func (m *Metrics) applied(p *Projection, b *Batch, took time.Duration) {
 		return
 	}
 	m.appliedRows.WithLabelValues(p.Name).Add(float64(len(b.Writes)))
+	if good := len(b.Writes) + len(b.Parents) - int(b.Rejected); good > 0 {
+		m.dlq.applied(p.Name, good)
+		m.allDeadG.WithLabelValues(p.Name).Set(0)
+	}
 	m.parentRows.WithLabelValues(p.Name).Add(float64(len(b.Parents)))
 	m.stale.WithLabelValues(p.Name).Add(float64(b.Coalesced + b.Stale.Load()))
 	m.batchSeconds.WithLabelValues(p.Name).Observe(took.Seconds())
@@ -63,6 +75,9 @@ func (m *Metrics) consumerLag(p *Projection, topic string, part int32, n int64) 
 func (m *Metrics) deadLettered(p *Projection, n int) {
 	if m != nil {
 		m.deadLetters.WithLabelValues(p.Name).Add(float64(n))
+		if m.dlq.deadLettered(p.Name, n) {
+			m.allDeadG.WithLabelValues(p.Name).Set(1)
+		}
 	}
 }
 
@@ -70,4 +85,28 @@ func (m *Metrics) error(p *Projection) {
 	if m != nil {
 		m.errors.WithLabelValues(p.Name).Inc()
 	}
+}
+
+// Started marks a projection running (readside_projection_stopped 0), so
+// the series exists before anything stops.
+func (m *Metrics) Started(projection string) {
+	if m != nil {
+		m.stoppedG.WithLabelValues(projection).Set(0)
+		m.allDeadG.WithLabelValues(projection).Add(0)
+	}
+}
+
+// Stopped marks a projection stopped on an error (1).
+func (m *Metrics) Stopped(projection string) {
+	if m != nil {
+		m.stoppedG.WithLabelValues(projection).Set(1)
+	}
+}
+
+// DeadLetters is a projection's dead-lettering, for /status.
+func (m *Metrics) DeadLetters(projection string) DeadLetterStatus {
+	if m == nil {
+		return DeadLetterStatus{}
+	}
+	return m.dlq.status(projection)
 }

@@ -622,6 +622,7 @@ func (pr *Projector) isolate(ctx context.Context, b *Batch) error {
 			} else {
 				r.Record = ps[0].From
 			}
+			b.Rejected++
 			return pr.deadLetter(ctx, []Rejected{r})
 		case len(ps) > 0 && len(ws) > 0:
 			if err := bisect(nil, ps); err != nil {

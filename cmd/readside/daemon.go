@@ -178,6 +178,8 @@ func (o *ops) serve(cfg config.Config, role string, reg *prometheus.Registry) er
 	}
 	if o.projMetrics != nil {
 		opts.ProjectionLag = o.projMetrics.LagSeconds
+		opts.DeadLetters = o.projMetrics.DeadLetters
+		o.health.SetDegradations(deadLettering(opts, o.projMetrics, cfg.Kafka.TopicPrefix))
 	}
 	if o.col, err = httpapi.NewCollector(opts, src, o.health); err != nil {
 		return err

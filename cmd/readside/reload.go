@@ -30,10 +30,10 @@ import (
 var logLevel = new(slog.LevelVar)
 
 // projectorStarter opens sinks, creates read tables and starts projectors
-// in the daemon's errgroup; start-up and SIGHUP use it alike.
+// under the supervisor; start-up and SIGHUP use it alike.
 type projectorStarter struct {
 	cfg     config.Config // with the brokers in use
-	g       *errgroup.Group
+	sup     *supervisor
 	gctx    context.Context
 	ops     *ops
 	log     *slog.Logger
@@ -50,7 +50,10 @@ func newProjectorStarter(cfg config.Config, g *errgroup.Group, gctx context.Cont
 		m.SetUpstreamLag(o.tailer.LagSeconds)
 	}
 	o.projMetrics = m
-	return &projectorStarter{cfg: cfg, g: g, gctx: gctx, ops: o, log: log, metrics: m, opened: map[string]*sinks.Sharded{}}
+	sup := newSupervisor(o.health, m, log)
+	// A clean stop waits for every projector to drain.
+	g.Go(func() error { return sup.wait(gctx) })
+	return &projectorStarter{cfg: cfg, sup: sup, gctx: gctx, ops: o, log: log, metrics: m, opened: map[string]*sinks.Sharded{}}
 }
 
 // start creates pp's read table and starts its projector. The error says
@@ -80,7 +83,7 @@ func (s *projectorStarter) start(ctx context.Context, pp plannedProjection) (exi
 	if err != nil {
 		return exitUsage, err
 	}
-	s.g.Go(s.ops.track("projector "+pp.p.Name, func() error { return pr.Run(s.gctx) }))
+	s.sup.run(s.gctx, pp.p.Name, pr.Run)
 	return exitOK, nil
 }
 
@@ -156,12 +159,22 @@ func (r *reloader) reload(ctx context.Context) {
 			restart = append(restart, key)
 		}
 	}
-	var added []string
+	stopped := map[string]bool{}
+	if r.starter != nil {
+		for _, name := range r.starter.sup.stoppedNames() {
+			stopped[name] = true
+		}
+	}
+	var added, resumed []string
 	for name, d := range next.Projections {
 		old, ok := cur.Projections[name]
 		switch {
 		case !ok:
 			added = append(added, name)
+		case stopped[name]:
+			// A stopped projection restarts with its declaration as it
+			// is now: the edit may be its fix.
+			resumed = append(resumed, name)
 		case !reflect.DeepEqual(old, d):
 			restart = append(restart, "projections."+name)
 		}
@@ -172,15 +185,20 @@ func (r *reloader) reload(ctx context.Context) {
 		}
 	}
 	sort.Strings(added)
+	sort.Strings(resumed)
 	sort.Strings(restart)
 	// What is applied becomes the running config; the rest stays as it was.
 	applied := cur
 	applied.Log.Level = next.Log.Level
-	if len(added) > 0 {
-		started, err := r.addProjections(ctx, next, added)
-		if err != nil {
-			r.log.Error("SIGHUP: new projections not started; fix and send SIGHUP again", "projections", added, "err", err)
+	if len(added)+len(resumed) > 0 {
+		var started []string
+		if len(added) > 0 {
+			var err error
+			if started, err = r.addProjections(ctx, next, added); err != nil {
+				r.log.Error("SIGHUP: new projections not started; fix and send SIGHUP again", "projections", added, "err", err)
+			}
 		}
+		started = append(started, r.resume(ctx, next, resumed)...)
 		applied.Projections = map[string]config.Projection{}
 		for name, d := range cur.Projections {
 			applied.Projections[name] = d
@@ -203,30 +221,55 @@ func (r *reloader) addProjections(ctx context.Context, next config.Config, added
 		return nil, errors.New("this process runs --role tailer: start the projections in the projector processes (SIGHUP them)")
 	}
 	// Only the new declarations are planned: the running ones keep theirs.
+	var started []string
+	for _, name := range added {
+		if err := r.startProjections(ctx, next, []string{name}); err != nil {
+			return started, err
+		}
+		started = append(started, name)
+		r.log.Info("SIGHUP: started the projector of a new projection", "projection", name, "table", next.Projections[name].Table)
+	}
+	return started, nil
+}
+
+// startProjections plans names against next (their source, sink and
+// topics are those of the running pipeline) and starts their projectors.
+func (r *reloader) startProjections(ctx context.Context, next config.Config, names []string) error {
 	plan := r.current
 	plan.Projections = map[string]config.Projection{}
-	for _, name := range added {
-		plan.Projections[name] = next.Projections[name]
-	}
-	for _, name := range added {
+	for _, name := range names {
 		d := next.Projections[name]
 		if !contains(r.current.Source.Tables, d.From) {
-			return nil, fmt.Errorf("projections.%s.from %s is not captured by the running tailer (source.tables): restart to apply", name, d.From)
+			return fmt.Errorf("projections.%s.from %s is not captured by the running tailer (source.tables): restart to apply", name, d.From)
 		}
+		plan.Projections[name] = d
 	}
 	planned, err := planProjections(ctx, plan)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var started []string
 	for _, pp := range planned {
 		if _, err := r.starter.start(ctx, pp); err != nil {
-			return started, err
+			return err
 		}
-		started = append(started, pp.p.Name)
-		r.log.Info("SIGHUP: started the projector of a new projection", "projection", pp.p.Name, "table", pp.p.Table)
 	}
-	return started, nil
+	return nil
+}
+
+// resume restarts stopped projections with their declarations in next,
+// re-running their read-table step; one that still cannot start stays
+// stopped with the new reason.
+func (r *reloader) resume(ctx context.Context, next config.Config, names []string) []string {
+	var started []string
+	for _, name := range names {
+		if err := r.startProjections(ctx, next, []string{name}); err != nil {
+			r.starter.sup.halt(name, err)
+			continue
+		}
+		started = append(started, name)
+		r.log.Info("SIGHUP: restarted a stopped projection", "projection", name)
+	}
+	return started
 }
 
 func contains(list []string, s string) bool {

@@ -106,7 +106,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	} else {
 		printStatus(stdout, rep, note)
 	}
-	if !rep.Healthy || rep.Source.Error != "" {
+	if !rep.Healthy || rep.Source.Error != "" || len(rep.Degraded) > 0 {
 		return exitProblem
 	}
 	for _, p := range rep.Projections {
@@ -173,7 +173,12 @@ func printStatus(w io.Writer, r httpapi.Report, note string) {
 	yes := map[bool]string{true: "yes", false: "NO"}
 	fmt.Fprintln(w, wrap(fmt.Sprintf("readside status at %s, %s", r.Time.Format(time.RFC3339), note), helpWidth, "\n"))
 	if r.From == "daemon" {
-		fmt.Fprintf(w, "healthy: %s   ready: %s\n", yes[r.Healthy], yes[r.Ready])
+		fmt.Fprintf(w, "healthy: %s   ready: %s", yes[r.Healthy], yes[r.Ready])
+		if len(r.Degraded) > 0 {
+			fmt.Fprintf(w, "   DEGRADED: %d projection(s) not following the source", len(r.Degraded))
+		}
+		fmt.Fprintln(w)
+		printDegraded(w, r.Degraded)
 		for _, why := range r.NotReady {
 			fmt.Fprintln(w, "  "+wrap("not ready: "+why, helpWidth-2, "\n    "))
 		}

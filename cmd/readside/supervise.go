@@ -1,0 +1,138 @@
+package main
+
+// Projectors run under a supervisor, apart from the errgroup that owns the
+// process: one projection that cannot go on (a dropped column, a row the
+// sink rejects under on_error: stop) stops alone, is recorded for
+// /healthz, /status and readside_projection_stopped, and the tailer and
+// every other projection keep applying. SIGHUP restarts the stopped ones
+// (reload.go). What every component depends on stays in the errgroup and
+// stays fatal: the tailer, the HTTP endpoint, a config error at start-up.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/readside/readside/httpapi"
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
+)
+
+// supervisor runs projectors and keeps what stopped them.
+type supervisor struct {
+	health  *httpapi.Health
+	metrics *projections.Metrics
+	log     *slog.Logger
+	wg      sync.WaitGroup
+
+	mu      sync.Mutex
+	running map[string]bool
+	stopped map[string]error
+	drain   []error // errors of projectors that returned after a clean stop
+}
+
+func newSupervisor(h *httpapi.Health, m *projections.Metrics, log *slog.Logger) *supervisor {
+	return &supervisor{health: h, metrics: m, log: log, running: map[string]bool{}, stopped: map[string]error{}}
+}
+
+// run starts a projection's projector. run returns nil when ctx is
+// cancelled (a clean stop); any other return stops that projection alone.
+func (s *supervisor) run(ctx context.Context, name string, run func(context.Context) error) {
+	s.mu.Lock()
+	s.running[name] = true
+	delete(s.stopped, name)
+	s.mu.Unlock()
+	s.health.Resume(httpapi.ProjectorPrefix + name)
+	s.metrics.Started(name)
+	s.wg.Go(func() {
+		err := run(ctx)
+		s.mu.Lock()
+		delete(s.running, name)
+		s.mu.Unlock()
+		if ctx.Err() != nil {
+			// A clean stop (or the process stopping on a fatal error).
+			s.health.Finished(httpapi.ProjectorPrefix + name)
+			if err != nil {
+				s.mu.Lock()
+				s.drain = append(s.drain, fmt.Errorf("projector %s: %w", name, err))
+				s.mu.Unlock()
+			}
+			return
+		}
+		if err == nil {
+			err = errors.New("the projector returned without an error while readside runs")
+		}
+		s.halt(name, err)
+	})
+}
+
+// halt records name stopped on err; the rest runs on.
+func (s *supervisor) halt(name string, err error) {
+	fix := stopFix(name, err)
+	s.mu.Lock()
+	s.stopped[name] = err
+	s.mu.Unlock()
+	s.health.Halt(httpapi.ProjectorPrefix+name, err, fix, time.Now().UTC())
+	s.metrics.Stopped(name)
+	s.log.Error("projection stopped; the tailer and the other projections keep running", "projection", name, "err", err, "fix", fix)
+}
+
+// stopFix is the fix shown for a projection stopped on err: the one err
+// carries (projections.StopError), else one for a row the sink rejects,
+// else the generic one.
+func stopFix(name string, err error) string {
+	fallback := ""
+	if sinks.Rejected(err) {
+		fallback = fmt.Sprintf("the sink rejects a row (see the reason): fix the read table (readside plan) or the source row, or set projections.%s.on_error: dlq to dead-letter such rows; then send SIGHUP or restart readside to resume", name)
+	}
+	return projections.FixOf(err, fallback)
+}
+
+// stoppedNames lists the projections stopped on an error.
+func (s *supervisor) stoppedNames() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.stopped))
+	for name := range s.stopped {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// wait blocks until ctx ends, then until every projector drained: run it
+// in the process's errgroup so a clean stop waits for the projectors. It
+// returns the errors projectors stopped with while draining.
+func (s *supervisor) wait(ctx context.Context) error {
+	<-ctx.Done()
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return errors.Join(s.drain...)
+}
+
+// deadLettering reports the projections this process runs whose every
+// record goes to the dead-letter topic: their projector runs, yet their
+// read table no longer follows the source.
+func deadLettering(opts httpapi.Options, m *projections.Metrics, topicPrefix string) func() []httpapi.Degradation {
+	return func() []httpapi.Degradation {
+		var out []httpapi.Degradation
+		for _, p := range opts.Projections {
+			if !p.Here {
+				continue
+			}
+			dl := m.DeadLetters(p.Name)
+			if !dl.All {
+				continue
+			}
+			out = append(out, httpapi.Degradation{Projection: p.Name, State: "dead-lettering",
+				Reason: fmt.Sprintf("the last %d records all went to the dead-letter topic, with no row applied (%d dead-lettered, %d applied in the last minute)", dl.Streak, dl.LastMinute, dl.AppliedLastMinute),
+				Fix:    fmt.Sprintf("read the reason in the readside.error header of the records in the dead-letter topic %s and fix it (the read table: readside plan; or projections.%s.columns); then replay the projection (readside replay) to apply the dead-lettered rows", projections.DLQTopic(topicPrefix, &projections.Projection{Name: p.Name}), p.Name)})
+		}
+		return out
+	}
+}
