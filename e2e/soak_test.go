@@ -29,7 +29,7 @@ import (
 // soakDropColumn enables the DROP COLUMN phase. It needs a projector error
 // to stop only its own projection (issue 24 item 1, "isolation"); without
 // that the daemon exits on the DDL and the phase cannot pass.
-const soakDropColumn = false
+const soakDropColumn = true
 
 // The three projections: two of the workload's tables, re-keyed, and one
 // of a third table whose column `extra` only the third projects.
@@ -435,7 +435,13 @@ func (r *soakRig) dropColumn() {
 		}
 	}
 	c := r.counts()
-	t.Logf("%s stopped (%s)", soakNotes, c)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, st, err := (&isolationRig{opsPipeline: r.p}).statusOf(ctx, soakNotes); err == nil {
+		t.Logf("%s %s: %s; fix: %s (%s)", soakNotes, st.State, st.StopReason, st.Fix, c)
+	} else {
+		t.Logf("%s stopped (%s); /status: %v", soakNotes, c, err)
+	}
 	for i := range 3 {
 		c = r.moving(fmt.Sprintf("with %s stopped (%d)", soakNotes, i+1), c, soakAccounts, soakPairs)
 	}
@@ -467,7 +473,11 @@ func (r *soakRig) resumeNotes() {
 	if err != nil {
 		t.Fatalf("readside plan --apply after removing the dropped column: %v\n%s", err, out)
 	}
-	t.Logf("plan --apply:\n%s", out)
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "ALTER") {
+			t.Logf("plan --apply: %s", line)
+		}
+	}
 	reloads := strings.Count(r.p.log(), "SIGHUP: reload done")
 	if err := r.d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
