@@ -133,6 +133,8 @@ func (r *isolationRig) assertDegraded(projection, gaugeName, word, wantFix strin
 	if v := r.metric("readside_projection_stopped", "messages_by_sender"); v != 0 {
 		r.t.Errorf("readside_projection_stopped of the healthy projection = %v, want 0", v)
 	}
+	// Degraded is not unready: every replica would be out of service.
+	r.waitReady(time.Minute)
 	out, code2 := r.status(r.t)
 	if code2 != 1 || !strings.Contains(out, "DEGRADED") || !strings.Contains(out, projection+" "+word) || !strings.Contains(strings.Join(strings.Fields(out), " "), wantFix) {
 		r.t.Errorf("readside status with %s broken: exit %d, want 1, DEGRADED, %q and the fix %q:\n%s", projection, code2, projection+" "+word, wantFix, out)
@@ -178,7 +180,8 @@ func (r *isolationRig) sameRows(what, srcQuery, readQuery string, timeout time.D
 // reason and the fix, readside_projection_stopped is 1. The user removes
 // the column from its columns, `plan --apply` makes the read column
 // nullable, SIGHUP: it resumes from its offsets in the sink, applies the
-// rows written while it was stopped, and the gauge is 0 again.
+// rows written while it was stopped, and the gauge is 0 again. A restart
+// before the fix starts the rest and keeps messages_extra stopped.
 func TestDropColumnStopsOneProjection(t *testing.T) {
 	const extra = `  messages_extra:
     from: SRC.messages
@@ -215,6 +218,20 @@ func TestDropColumnStopsOneProjection(t *testing.T) {
 		t.Fatalf("readside exited after one projection broke; log:\n%s", tail(r.logPath))
 	}
 	r.assertDegraded("messages_extra", "readside_projection_stopped", "STOPPED", "fix:")
+
+	// A restart before the fix: it starts, with messages_extra stopped
+	// from the start and the rest applying.
+	if code := r.d.stop(30 * time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM with a stopped projection, want 0; log:\n%s", code, tail(r.logPath))
+	}
+	r.d.start()
+	restarted := r.waitState("messages_extra", "stopped", 2*time.Minute)
+	if !strings.Contains(restarted.StopReason, "projections.messages_extra.columns.extra") || !strings.Contains(restarted.Fix, "projections.messages_extra") {
+		t.Errorf("after a restart, /status of messages_extra: reason %q, fix %q: want the column's key named in both", restarted.StopReason, restarted.Fix)
+	}
+	r.insert(71, 80, 10)
+	r.converge(2 * time.Minute)
+	r.assertDegraded("messages_extra", "readside_projection_stopped", "STOPPED", "projections.messages_extra")
 
 	// The fix: the column leaves the projection, plan --apply makes the
 	// read column nullable, SIGHUP restarts the projection.

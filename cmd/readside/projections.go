@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -28,6 +29,27 @@ type plannedProjection struct {
 // planProjections compiles the declarations and derives each read table's
 // DDL from the live source schema. Every problem is reported at once.
 func planProjections(ctx context.Context, cfg config.Config) ([]plannedProjection, error) {
+	out, failed, err := planEach(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, p := range failed {
+		errs = append(errs, p.err)
+	}
+	return out, errors.Join(errs...)
+}
+
+// unplanned is a projection that does not fit the live source schema.
+type unplanned struct {
+	name string
+	err  error
+}
+
+// planEach is planProjections with the projections that do not fit the
+// source apart (in declaration order); err is what no projection can run
+// with (the config, the source DSN).
+func planEach(ctx context.Context, cfg config.Config) (planned []plannedProjection, failed []unplanned, err error) {
 	ps, err := projections.Compile(cfg)
 	for name, sink := range cfg.Sinks {
 		if _, rerr := sinks.ShardRanges(name, sink); rerr != nil {
@@ -35,29 +57,38 @@ func planProjections(ctx context.Context, cfg config.Config) ([]plannedProjectio
 		}
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dcfg, err := driver.ParseDSN(cfg.Source.DSN.Reveal())
 	if err != nil {
-		return nil, fmt.Errorf("source.dsn: %w", err)
+		return nil, nil, fmt.Errorf("source.dsn: %w", err)
 	}
 	connector, err := driver.NewConnector(dcfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	src := sql.OpenDB(connector)
 	defer src.Close()
-	var out []plannedProjection
-	var errs []error
 	for _, p := range ps {
 		cols, err := p.SourceColumns(ctx, src)
 		if err != nil {
-			errs = append(errs, err)
+			if ctx.Err() != nil || reachingSource(err) {
+				return nil, nil, err
+			}
+			failed = append(failed, unplanned{name: p.Name, err: err})
 			continue
 		}
-		out = append(out, plannedProjection{p: p, types: cols, ddl: sinks.DDL(p, cols)})
+		planned = append(planned, plannedProjection{p: p, types: cols, ddl: sinks.DDL(p, cols)})
 	}
-	return out, errors.Join(errs...)
+	return planned, failed, nil
+}
+
+// reachingSource tells an error reading the source's schema (the server,
+// the network, a grant) from a declaration that does not fit it.
+func reachingSource(err error) bool {
+	var me *driver.MySQLError
+	var ne net.Error
+	return errors.As(err, &me) || errors.As(err, &ne) || errors.Is(err, driver.ErrInvalidConn)
 }
 
 func runPlan(args []string, stdout, stderr io.Writer) int {

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -68,11 +69,13 @@ func (s *projectorStarter) start(ctx context.Context, pp plannedProjection) (exi
 		}
 		s.opened[pp.p.Sink] = sink
 	}
+	// A read table that cannot be made to fit stops its projection alone
+	// (unfitReadTable); the caller decides.
 	if err := sink.Exec(ctx, pp.ddl); err != nil {
-		return exitProblem, fmt.Errorf("creating the read table of %s: %w", pp.p.Name, err)
+		return exitProblem, unfitReadTable(pp.p.Name, fmt.Errorf("creating the read table of %s: %w", pp.p.Name, err))
 	}
 	if err := sink.CheckReadTable(ctx, pp.p); err != nil {
-		return exitProblem, err
+		return exitProblem, unfitReadTable(pp.p.Name, err)
 	}
 	instance := s.cfg.Kafka.GroupInstanceID
 	if instance == "" {
@@ -223,37 +226,44 @@ func (r *reloader) addProjections(ctx context.Context, next config.Config, added
 	// Only the new declarations are planned: the running ones keep theirs.
 	var started []string
 	for _, name := range added {
-		if err := r.startProjections(ctx, next, []string{name}); err != nil {
+		tables, err := r.startProjections(ctx, next, []string{name})
+		if err != nil {
 			return started, err
 		}
 		started = append(started, name)
-		r.log.Info("SIGHUP: started the projector of a new projection", "projection", name, "table", next.Projections[name].Table)
+		r.log.Info("SIGHUP: started the projector of a new projection", "projection", name, "table", strings.Join(tables, ", "))
 	}
 	return started, nil
 }
 
 // startProjections plans names against next (their source, sink and
-// topics are those of the running pipeline) and starts their projectors.
-func (r *reloader) startProjections(ctx context.Context, next config.Config, names []string) error {
+// topics are those of the running pipeline) and starts their projectors;
+// it returns their read tables.
+func (r *reloader) startProjections(ctx context.Context, next config.Config, names []string) ([]string, error) {
 	plan := r.current
 	plan.Projections = map[string]config.Projection{}
 	for _, name := range names {
 		d := next.Projections[name]
 		if !contains(r.current.Source.Tables, d.From) {
-			return fmt.Errorf("projections.%s.from %s is not captured by the running tailer (source.tables): restart to apply", name, d.From)
+			return nil, fmt.Errorf("projections.%s.from %s is not captured by the running tailer (source.tables): restart to apply", name, d.From)
 		}
 		plan.Projections[name] = d
 	}
-	planned, err := planProjections(ctx, plan)
+	planned, failed, err := planEach(ctx, plan)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	if len(failed) > 0 {
+		return nil, unfitSource(failed[0].name, failed[0].err)
+	}
+	var tables []string
 	for _, pp := range planned {
 		if _, err := r.starter.start(ctx, pp); err != nil {
-			return err
+			return tables, err
 		}
+		tables = append(tables, pp.p.Table)
 	}
-	return nil
+	return tables, nil
 }
 
 // resume restarts stopped projections with their declarations in next,
@@ -262,7 +272,7 @@ func (r *reloader) startProjections(ctx context.Context, next config.Config, nam
 func (r *reloader) resume(ctx context.Context, next config.Config, names []string) []string {
 	var started []string
 	for _, name := range names {
-		if err := r.startProjections(ctx, next, []string{name}); err != nil {
+		if _, err := r.startProjections(ctx, next, []string{name}); err != nil {
 			r.starter.sup.halt(name, err)
 			continue
 		}

@@ -116,7 +116,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 		g.Go(ops.track("tailer", func() error { return tailer.Run(gctx) }))
 	}
 	if *role != "tailer" {
-		planned, err := planProjections(ctx, cfg)
+		planned, failed, err := planEach(ctx, cfg)
 		if err != nil {
 			if ctx.Err() != nil {
 				return stoppedDuringStartup(g, log, err)
@@ -127,10 +127,20 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 		progress.projections = sortedNames(planned)
 		starter := newProjectorStarter(cfg, g, gctx, ops, log, reg)
 		defer starter.close()
+		// A projection that no longer fits the source or its read table
+		// (a DDL broke it, maybe before a restart) stops alone: the
+		// others start (supervise.go).
+		for _, f := range failed {
+			starter.sup.halt(f.name, unfitSource(f.name, f.err))
+		}
 		for _, pp := range planned {
 			if code, err := starter.start(ctx, pp); err != nil {
 				if ctx.Err() != nil {
 					return stoppedDuringStartup(g, log, err)
+				}
+				if errors.As(err, new(*projections.StopError)) {
+					starter.sup.halt(pp.p.Name, err)
+					continue
 				}
 				fmt.Fprintf(stderr, "readside run: %v\n", err)
 				return code

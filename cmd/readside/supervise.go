@@ -30,29 +30,34 @@ type supervisor struct {
 	wg      sync.WaitGroup
 
 	mu      sync.Mutex
-	running map[string]bool
 	stopped map[string]error
 	drain   []error // errors of projectors that returned after a clean stop
+	// draining: wait has begun; nothing starts any more.
+	draining bool
 }
 
 func newSupervisor(h *httpapi.Health, m *projections.Metrics, log *slog.Logger) *supervisor {
-	return &supervisor{health: h, metrics: m, log: log, running: map[string]bool{}, stopped: map[string]error{}}
+	return &supervisor{health: h, metrics: m, log: log, stopped: map[string]error{}}
 }
 
 // run starts a projection's projector. run returns nil when ctx is
 // cancelled (a clean stop); any other return stops that projection alone.
 func (s *supervisor) run(ctx context.Context, name string, run func(context.Context) error) {
 	s.mu.Lock()
-	s.running[name] = true
+	if s.draining {
+		// A SIGHUP racing the stop: the drain has begun, start nothing.
+		s.mu.Unlock()
+		return
+	}
 	delete(s.stopped, name)
+	// Added under mu, so never after wait began waiting.
+	s.wg.Add(1)
 	s.mu.Unlock()
 	s.health.Resume(httpapi.ProjectorPrefix + name)
 	s.metrics.Started(name)
-	s.wg.Go(func() {
+	go func() {
+		defer s.wg.Done()
 		err := run(ctx)
-		s.mu.Lock()
-		delete(s.running, name)
-		s.mu.Unlock()
 		if ctx.Err() != nil {
 			// A clean stop (or the process stopping on a fatal error).
 			s.health.Finished(httpapi.ProjectorPrefix + name)
@@ -67,7 +72,7 @@ func (s *supervisor) run(ctx context.Context, name string, run func(context.Cont
 			err = errors.New("the projector returned without an error while readside runs")
 		}
 		s.halt(name, err)
-	})
+	}()
 }
 
 // halt records name stopped on err; the rest runs on.
@@ -109,6 +114,9 @@ func (s *supervisor) stoppedNames() []string {
 // returns the errors projectors stopped with while draining.
 func (s *supervisor) wait(ctx context.Context) error {
 	<-ctx.Done()
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
 	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -135,4 +143,18 @@ func deadLettering(opts httpapi.Options, m *projections.Metrics, topicPrefix str
 		}
 		return out
 	}
+}
+
+// unfitSource is the stop of a projection whose declaration does not fit
+// the live source schema (a column dropped or renamed at the source).
+func unfitSource(name string, err error) error {
+	return &projections.StopError{Projection: name, Reason: err,
+		Fix: fmt.Sprintf("edit projections.%s to fit the source (the reason names the key; readside check lists every problem) and run readside plan --apply, or restore the source column; then send SIGHUP", name)}
+}
+
+// unfitReadTable is the stop of a projection whose read table cannot be
+// created or does not fit the plan.
+func unfitReadTable(name string, err error) error {
+	return &projections.StopError{Projection: name, Reason: err,
+		Fix: fmt.Sprintf("bring the read table to the plan (readside check names the difference; readside plan --apply runs the safe ALTERs, else readside replay --projection %s --rebuild); then send SIGHUP", name)}
 }
