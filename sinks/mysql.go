@@ -246,19 +246,12 @@ func (s *MySQL) Exec(ctx context.Context, stmts []string) error {
 func (s *MySQL) Offsets(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
 	// Retried like a batch: a sink that is briefly away must not fail a
 	// partition assignment.
-	backoff := 50 * time.Millisecond
-	for {
-		o, err := s.offsets(ctx, p)
-		if err == nil || !retryable(err) || ctx.Err() != nil {
-			return o, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
+	var o projections.Offsets
+	err := retrying(ctx, func() (err error) {
+		o, err = s.offsets(ctx, p)
+		return err
+	})
+	return o, err
 }
 
 func (s *MySQL) offsets(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
@@ -296,6 +289,25 @@ func retryable(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, driver.ErrInvalidConn) || errors.Is(err, sqldriver.ErrBadConn) ||
 		errors.Is(err, sql.ErrConnDone) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// retrying runs f until it succeeds, fails with an error retrying cannot
+// fix, or ctx ends, backing off from 50 ms to 5 s: a sink that is briefly
+// away (restarted, failing over) stalls the caller instead of stopping it.
+func retrying(ctx context.Context, f func() error) error {
+	backoff := 50 * time.Millisecond
+	for {
+		err := f()
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
 }
 
 // tooLarge reports a statement over max_allowed_packet (the driver learns

@@ -106,7 +106,11 @@ func readReplays(ctx context.Context, q replayQuerier, p *projections.Projection
 func (s *Sharded) PendingReplays(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
 	out := projections.Offsets{}
 	for _, sh := range s.Shards {
-		pending, err := readReplays(ctx, sh.db, p, "")
+		var pending projections.Offsets
+		err := retrying(ctx, func() (err error) {
+			pending, err = readReplays(ctx, sh.db, p, "")
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("shard %s: reading replay requests: %w", sh.Range.Text, err)
 		}
@@ -130,7 +134,7 @@ func (s *Sharded) PendingReplays(ctx context.Context, p *projections.Projection)
 func (s *Sharded) TakeReplays(ctx context.Context, p *projections.Projection, assigned map[string][]int32) (projections.Offsets, error) {
 	taken := projections.Offsets{}
 	for _, sh := range s.Shards {
-		err := inTx(ctx, sh.db, func(tx *sql.Tx) error {
+		take := func(tx *sql.Tx) error {
 			pending, err := readReplays(ctx, tx, p, "FOR UPDATE")
 			if err != nil {
 				return err
@@ -155,7 +159,10 @@ func (s *Sharded) TakeReplays(ctx context.Context, p *projections.Projection, as
 				}
 			}
 			return nil
-		})
+		}
+		// Retried, the transaction sets the same offsets again: only its
+		// commit deletes the requests.
+		err := retrying(ctx, func() error { return inTx(ctx, sh.db, take) })
 		if err != nil {
 			return nil, fmt.Errorf("shard %s: taking replay requests: %w", sh.Range.Text, err)
 		}

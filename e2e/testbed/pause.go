@@ -20,3 +20,22 @@ func (m *MySQL) Resume() error {
 	}
 	return m.proc.cmd.Process.Signal(syscall.SIGCONT)
 }
+
+// Pause stops broker node i with SIGSTOP, its whole process group: its
+// sockets stay open and nothing answers, like a hung JVM (a long GC pause,
+// a frozen VM). Resume undoes it; a paused node still dies by Kill, Stop
+// (after its grace) and the test bed's cleanup.
+func (k *Kafka) Pause(i int) error {
+	if i >= len(k.nodes) {
+		return ErrNotControllable
+	}
+	return syscall.Kill(-k.nodes[i].proc.pid(), syscall.SIGSTOP)
+}
+
+// Resume continues node i after Pause (SIGCONT).
+func (k *Kafka) Resume(i int) error {
+	if i >= len(k.nodes) {
+		return ErrNotControllable
+	}
+	return syscall.Kill(-k.nodes[i].proc.pid(), syscall.SIGCONT)
+}
