@@ -34,6 +34,9 @@ func Bookkeeping() []string { return append([]string{}, bookkeeping...) }
 func stateKey(parentCol string) string { return "k_" + parentCol }
 func stateCol(readCol string) string   { return "c_" + readCol }
 
+// stateVersionComment is the comment on a join state table's _rs_version.
+const stateVersionComment = "readside: version of the parent row (0: never seen); NULL columns: no such parent row"
+
 // truncationName is the `_readside_truncations` row of a join's parent.
 func truncationName(p *projections.Projection, j *projections.Join) string {
 	return fmt.Sprintf("%s#join%d", p.Name, j.N)
@@ -84,7 +87,7 @@ func DDL(p *projections.Projection, types projections.Types) []string {
 		for _, c := range j.Columns {
 			sdefs = append(sdefs, q(stateCol(c.Name))+" "+types.Read[c.Name])
 		}
-		sdefs = append(sdefs, "`_rs_version` BIGINT UNSIGNED NOT NULL COMMENT 'readside: version of the parent row (0: never seen); NULL columns: no such parent row'",
+		sdefs = append(sdefs, "`_rs_version` BIGINT UNSIGNED NOT NULL COMMENT "+sqlquote.Literal(stateVersionComment),
 			"PRIMARY KEY ("+strings.Join(skey, ", ")+")")
 		out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s",
 			q(j.StateTable(p)), strings.Join(sdefs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside join state: latest %s.%s rows for projection %s", j.ParentDB, j.ParentTbl, p.Name))))

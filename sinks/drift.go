@@ -1,7 +1,7 @@
 package sinks
 
-// Drift: an existing read table compared with what `readside plan` would
-// create for it. The source's schema moves on (a widened column, a new
+// Drift: an existing read table, and the state table of each of its
+// joins, compared with what `readside plan` would create for it. The source's schema moves on (a widened column, a new
 // ENUM member) and so does the declaration (a column removed from or
 // added to `columns`), while CREATE TABLE IF NOT EXISTS leaves an existing
 // table alone; rows then fail in the sink long after the change. Each
@@ -39,12 +39,18 @@ type Column struct {
 	Comment    string // planned only: restated by MODIFY, which would drop it
 }
 
-// Drift is one difference between a planned and an existing read column.
+// Drift is one difference between a planned and an existing column of a
+// read table or of a join's state table.
 type Drift struct {
-	Shard    int // index in Sharded.Shards
-	Column   string
-	Planned  string // definition the plan wants, "" when the column is no longer planned
-	Existing string // definition on the sink, "" when the column is missing
+	Shard  int    // index in Sharded.Shards
+	Table  string // the sink table: the read table or a join's state table
+	Column string // the column in Table
+	// ReadColumn is the read column Column is for (a state table's copied
+	// column is named after it), so messages can name its config key;
+	// Column itself for the read table and a state table's own columns.
+	ReadColumn string
+	Planned    string // definition the plan wants, "" when the column is no longer planned
+	Existing   string // definition on the sink, "" when the column is missing
 	// Alter closes the difference. For an unsafe one it is what a user
 	// could run knowing values may be lost; the fix is a rebuild.
 	Alter string
@@ -306,23 +312,69 @@ func intKind(t string) (int, bool) {
 	return intRank[base], strings.Contains(rest, "unsigned")
 }
 
-// Drifts compares p's read table on every shard with what the plan would
-// create; each Drift names its shard when the sink has several.
+// Drifts compares p's read table and the state table of each of its
+// joins, on every shard, with what the plan would create (sinks.DDL); each
+// Drift names its shard when the sink has several.
 func (s *Sharded) Drifts(ctx context.Context, p *projections.Projection, types projections.Types) ([]Drift, error) {
-	planned := PlannedColumns(p, types)
 	var out []Drift
-	for i, sh := range s.Shards {
-		existing, err := sh.ReadColumns(ctx, p.Table)
-		if err != nil {
-			return nil, fmt.Errorf("shard %s: %w", sh.Range.Text, err)
-		}
-		for _, d := range Drifts(p.Table, planned, existing) {
-			d.Shard = i
-			if len(s.Shards) > 1 {
-				d.Why = "shard " + sh.Range.Text + ": " + d.Why
+	for _, t := range plannedTables(p, types) {
+		for i, sh := range s.Shards {
+			existing, err := sh.ReadColumns(ctx, t.name)
+			if err != nil {
+				return nil, fmt.Errorf("shard %s: %w", sh.Range.Text, err)
 			}
-			out = append(out, d)
+			for _, d := range Drifts(t.name, t.columns, existing) {
+				d.Shard = i
+				d.Table = t.name
+				d.ReadColumn = d.Column
+				if c, ok := t.read[d.Column]; ok {
+					d.ReadColumn = c
+				}
+				if len(s.Shards) > 1 {
+					d.Why = "shard " + sh.Range.Text + ": " + d.Why
+				}
+				out = append(out, d)
+			}
 		}
 	}
 	return out, nil
+}
+
+// plannedTable is one sink table of a projection with its planned columns.
+type plannedTable struct {
+	name    string
+	columns []Column          // as DDL creates them
+	read    map[string]string // state column → the read column it copies
+}
+
+// plannedTables are p's read table and the state table of each join.
+func plannedTables(p *projections.Projection, types projections.Types) []plannedTable {
+	out := []plannedTable{{name: p.Table, columns: PlannedColumns(p, types)}}
+	for i, j := range p.Joins {
+		t := plannedTable{name: j.StateTable(p), columns: PlannedStateColumns(p, i, types), read: map[string]string{}}
+		for _, c := range j.Columns {
+			t.read[stateCol(c.Name)] = c.Name
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// PlannedStateColumns are the columns DDL(p, types) gives the state table
+// of p.Joins[i]: the parent's key, the copied columns with their read
+// columns' types, and the parent row's version.
+func PlannedStateColumns(p *projections.Projection, i int, types projections.Types) []Column {
+	j := p.Joins[i]
+	var out []Column
+	for _, on := range j.On {
+		if i < len(types.JoinKey) {
+			c := parseDef(stateKey(on.Parent), types.JoinKey[i][on.Parent])
+			c.Key = true
+			out = append(out, c)
+		}
+	}
+	for _, c := range j.Columns {
+		out = append(out, parseDef(stateCol(c.Name), types.Read[c.Name]))
+	}
+	return append(out, Column{Name: "_rs_version", Type: "bigint unsigned", Comment: stateVersionComment})
 }

@@ -49,59 +49,23 @@ func (s *Sharded) FollowSchema(ctx context.Context, p *projections.Projection, t
 	if err != nil {
 		return nil, nil, err
 	}
-	state, err := s.stateDrifts(ctx, p, types)
-	if err != nil {
-		return nil, nil, err
+	for i, d := range drifts {
+		if d.Table != p.Table {
+			// The change names the read column: say which table it is in.
+			drifts[i].Why = "join state table " + d.Table + ": " + d.Why
+		}
 	}
-	run, refuse := Follows(append(drifts, state...))
+	run, refuse := Follows(drifts)
 	for _, d := range run {
 		if err := s.Shards[d.Shard].Exec(ctx, []string{d.Alter}); err != nil {
 			return ran, nil, fmt.Errorf("shard %s: %w", s.Shards[d.Shard].Range.Text, err)
 		}
-		ran = append(ran, projections.SchemaChange{Column: d.Column, Why: d.Why, Alter: d.Alter})
+		ran = append(ran, projections.SchemaChange{Column: d.ReadColumn, Why: d.Why, Alter: d.Alter})
 	}
 	for _, d := range refuse {
-		refused = append(refused, projections.SchemaChange{Column: d.Column, Why: d.Why, Alter: d.Alter})
+		refused = append(refused, projections.SchemaChange{Column: d.ReadColumn, Why: d.Why, Alter: d.Alter})
 	}
 	return ran, refused, nil
-}
-
-// stateDrifts compares each join's state table on every shard with the
-// plan's parent key and copied columns (sinks.DDL). A drift names the
-// read column a copied column is for, so messages name its config key.
-func (s *Sharded) stateDrifts(ctx context.Context, p *projections.Projection, types projections.Types) ([]Drift, error) {
-	var out []Drift
-	for i, j := range p.Joins {
-		var planned []Column
-		read := map[string]string{}
-		for _, on := range j.On {
-			if i < len(types.JoinKey) {
-				c := parseDef(stateKey(on.Parent), types.JoinKey[i][on.Parent])
-				c.Key = true
-				planned = append(planned, c)
-			}
-		}
-		for _, c := range j.Columns {
-			planned = append(planned, parseDef(stateCol(c.Name), types.Read[c.Name]))
-			read[stateCol(c.Name)] = c.Name
-		}
-		table := j.StateTable(p)
-		for si, sh := range s.Shards {
-			existing, err := sh.ReadColumns(ctx, table)
-			if err != nil {
-				return nil, fmt.Errorf("shard %s: %w", sh.Range.Text, err)
-			}
-			for _, d := range Drifts(table, planned, existing) {
-				d.Shard = si
-				d.Why = "join state table " + table + ": " + d.Why
-				if c, ok := read[d.Column]; ok {
-					d.Column = c
-				}
-				out = append(out, d)
-			}
-		}
-	}
-	return out, nil
 }
 
 // Follows splits drifts into what a running projector alters on its own

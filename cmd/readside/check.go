@@ -78,11 +78,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// driftFindings compares every existing read table with its plan: each
-// difference is an error naming the ALTER that closes it (or the rebuild,
-// when the ALTER could lose values); a column no longer declared that
-// rows can do without is a warning. A sink out of reach is preflight's
-// finding already.
+// driftFindings compares every existing read table and join state table
+// with its plan: each difference is an error naming the ALTER that closes
+// it (or the rebuild, when the ALTER could lose values); a column no
+// longer declared that rows can do without is a warning. A sink out of
+// reach is preflight's finding already.
 func driftFindings(ctx context.Context, cfg config.Config, planned []plannedProjection) []preflight.Finding {
 	var out []preflight.Finding
 	for _, pp := range planned {
@@ -97,8 +97,12 @@ func driftFindings(ctx context.Context, cfg config.Config, planned []plannedProj
 			continue
 		}
 		for _, d := range drifts {
-			f := cdc.Finding{Severity: "error", What: fmt.Sprintf("projection %s: read table %s column %s no longer fits the plan: %s (sink: %s; planned: %s)",
-				pp.p.Name, pp.p.Table, d.Column, d.Why, orNone(d.Existing), orNone(d.Planned))}
+			kind := "read table"
+			if d.Table != pp.p.Table {
+				kind = "join state table"
+			}
+			f := cdc.Finding{Severity: "error", What: fmt.Sprintf("projection %s: %s %s column %s no longer fits the plan: %s (sink: %s; planned: %s)",
+				pp.p.Name, kind, d.Table, d.Column, d.Why, orNone(d.Existing), orNone(d.Planned))}
 			switch {
 			case d.Safe:
 				f.Fix = "readside plan --apply, which runs " + d.Alter + ";"

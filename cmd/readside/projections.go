@@ -164,10 +164,11 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 }
 
 // planDrift prints (and with apply runs) the ALTERs that bring pp's
-// existing read table to the plan, after its DDL (with apply, run first):
-// the safe ones only; a DROP or a change that could lose values is printed
-// commented out, the latter with the rebuild that replaces it. It returns
-// how many changes could lose values, or -1 when applying failed.
+// existing read table and join state tables to the plan, after its DDL
+// (with apply, run first): the safe ones only; a DROP or a change that
+// could lose values is printed commented out, the latter with the rebuild
+// that replaces it. It returns how many changes could lose values, or -1
+// when applying failed.
 func planDrift(ctx context.Context, sink *sinks.Sharded, pp plannedProjection, apply bool, stdout, stderr io.Writer) int {
 	if apply {
 		if err := sink.Exec(ctx, pp.ddl); err != nil {
@@ -177,12 +178,12 @@ func planDrift(ctx context.Context, sink *sinks.Sharded, pp plannedProjection, a
 	}
 	drifts, err := sink.Drifts(ctx, pp.p, pp.types)
 	if err != nil {
-		fmt.Fprintf(stderr, "readside plan: comparing the read table of %s: %v\n", pp.p.Name, err)
+		fmt.Fprintf(stderr, "readside plan: comparing the tables of %s: %v\n", pp.p.Name, err)
 		return -1
 	}
 	unsafe := 0
 	for _, d := range drifts {
-		fmt.Fprintf(stdout, "-- %s.%s drifted: %s\n", pp.p.Table, d.Column, d.Why)
+		fmt.Fprintf(stdout, "-- %s.%s drifted: %s\n", d.Table, d.Column, d.Why)
 		switch {
 		case d.Safe:
 			fmt.Fprintln(stdout, d.Alter+";")
@@ -192,7 +193,8 @@ func planDrift(ctx context.Context, sink *sinks.Sharded, pp plannedProjection, a
 					return -1
 				}
 			}
-			if d.Existing == "" {
+			if d.Existing == "" && d.Table == pp.p.Table {
+				// A state table's new column is the same read column's: one hint.
 				fmt.Fprintf(stdout, "-- then, for the rows already there: restart readside run with this config, and run readside replay --projection %s --backfill %s\n", pp.p.Name, d.Column)
 			}
 		case d.Harmless:
