@@ -3,6 +3,8 @@ package sinks
 import (
 	"strings"
 	"testing"
+
+	"github.com/readside/readside/projections"
 )
 
 func TestDrifts(t *testing.T) {
@@ -126,5 +128,56 @@ func TestParseDef(t *testing.T) {
 		if got := parseDef("c", c.def).Definition(); got != c.want {
 			t.Errorf("%s: %q renders %q", c.why, c.def, got)
 		}
+	}
+}
+
+func TestStateTableDrifts(t *testing.T) {
+	p := &projections.Projection{Name: "orders_c", Table: "orders_c", Key: []string{"id"},
+		Columns: []projections.Column{{Name: "id", Source: "id"}, {Name: "cid", Source: "customer_id"}},
+		Joins: []*projections.Join{{N: 1, ParentDB: "shop", ParentTbl: "customers",
+			On:      []projections.JoinOn{{Parent: "id", Child: "customer_id", Read: "cid"}},
+			Columns: []projections.Column{{Name: "cname", Source: "name"}}}}}
+	types := func(name string) projections.Types {
+		return projections.Types{
+			Read:    map[string]string{"id": "bigint(20) NOT NULL", "cid": "int(11) NULL", "cname": name + " NULL"},
+			JoinKey: []map[string]string{{"id": "int(11) NOT NULL"}},
+		}
+	}
+	// The state table as the server reports what DDL created.
+	sink := []Column{{Name: "k_id", Type: "int(11)", Key: true}, {Name: "c_cname", Type: "varchar(16)", Charset: "utf8mb4", Collation: "utf8mb4_general_ci", Nullable: true}, {Name: "_rs_version", Type: "bigint(20) unsigned"}}
+	utf := " CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"
+	cases := []struct {
+		why   string
+		name  string // the parent column's planned type
+		want  []string
+		safes []bool
+	}{
+		{why: "a state table as DDL made it has no drift (its own _rs_version is planned, so not reported as undeclared)",
+			name: "varchar(16)" + utf},
+		{why: "a parent column widened at the source widens the copied column: a safe MODIFY of the state table",
+			name: "varchar(200)" + utf, want: []string{"ALTER TABLE `_readside_join_orders_c_1` MODIFY COLUMN `c_cname` varchar(200)" + utf + " NULL"}, safes: []bool{true}},
+		{why: "a parent column narrowed could lose copied values: unsafe, as for a read table",
+			name: "varchar(8)" + utf, want: []string{"ALTER TABLE `_readside_join_orders_c_1` MODIFY COLUMN `c_cname` varchar(8)" + utf + " NULL"}, safes: []bool{false}},
+	}
+	for _, c := range cases {
+		t.Run(c.why, func(t *testing.T) {
+			tables := plannedTables(p, types(c.name))
+			if len(tables) != 2 || tables[0].name != "orders_c" || tables[1].name != "_readside_join_orders_c_1" {
+				t.Fatalf("planned tables %+v, want the read table and one state table", tables)
+			}
+			st := tables[1]
+			got := Drifts(st.name, st.columns, sink)
+			if len(got) != len(c.want) {
+				t.Fatalf("%d drift(s), want %d: %+v", len(got), len(c.want), got)
+			}
+			for i, d := range got {
+				if d.Alter != c.want[i] || d.Safe != c.safes[i] {
+					t.Errorf("drift %d: alter %s safe %v, want %s safe %v", i, d.Alter, d.Safe, c.want[i], c.safes[i])
+				}
+				if r := st.read[d.Column]; r != "cname" {
+					t.Errorf("drift %d: column %s is for read column %q, want cname", i, d.Column, r)
+				}
+			}
+		})
 	}
 }
