@@ -194,3 +194,97 @@ func driftRows(ctx context.Context, bed *testbed.Bed, query string) string {
 	}
 	return b.String()
 }
+
+// TestJoinStateDrift: a join's state table holds the parent's copied
+// columns with the read columns' types, so a parent column widened at the
+// source leaves it too narrow. `check` names the state table's column and
+// its ALTER (beside the read table's), `plan --apply` runs both, and
+// `check` passes again.
+func TestJoinStateDrift(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, err := bed.MySQL.CreateDatabase(ctx, "jsdrift")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "jsdrift_r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		"CREATE TABLE `" + src + "`.owners (id INT PRIMARY KEY, oname VARCHAR(16) NOT NULL)",
+		"CREATE TABLE `" + src + "`.pets (id INT PRIMARY KEY, owner_id INT NOT NULL)",
+	} {
+		if err := bed.MySQL.Exec(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`source:
+  dsn: %q
+  server_id: %d
+  tables: [%[3]s.owners, %[3]s.pets]
+kafka:
+  brokers: [%[4]s]
+  topic_prefix: jsdrift%[5]d
+data_dir: %[6]s
+sinks:
+  reads:
+    dsn: %[7]q
+projections:
+  pets_owned:
+    from: %[3]s.pets
+    sink: reads
+    key: [id]
+    columns: {id: id, owner_id: owner_id}
+    join:
+      - from: %[3]s.owners
+        on: {id: owner_id}
+        columns: {owner_name: oname}
+`, bed.MySQL.ReplDSN(), 3000+rand.IntN(1e6), src, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6), filepath.Join(dir, "data"), bed.MySQL.AdminDSN()+sinkDB)
+	cfgPath := filepath.Join(dir, "readside.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	expect := func(what, verb string, code int, wants ...string) {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, readsideBinary(t), append(strings.Fields(verb), "-c", cfgPath)...)
+		outb, err := cmd.CombinedOutput()
+		if err != nil && cmd.ProcessState == nil {
+			t.Fatal(err)
+		}
+		got, out := cmd.ProcessState.ExitCode(), string(outb)
+		t.Logf("%s: readside %s exit %d:\n%s", what, verb, got, out)
+		if got != code {
+			t.Errorf("%s: readside %s exit %d, want %d", what, verb, got, code)
+		}
+		for _, w := range wants {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: readside %s output lacks %q", what, verb, w)
+			}
+		}
+	}
+
+	expect("fresh", "plan --apply", 0)
+	expect("fresh", "check", 0, "0 problem(s)")
+
+	if err := bed.MySQL.Exec(ctx, "ALTER TABLE `"+src+"`.owners MODIFY oname VARCHAR(200) NOT NULL"); err != nil {
+		t.Fatal(err)
+	}
+	state := "_readside_join_pets_owned_1"
+	widenState := "ALTER TABLE `" + state + "` MODIFY COLUMN `c_owner_name` varchar(200) CHARACTER SET"
+	widenRead := "ALTER TABLE `pets_owned` MODIFY COLUMN `owner_name` varchar(200) CHARACTER SET"
+	expect("parent column widened", "check", 1,
+		"projection pets_owned: join state table "+state+" column c_owner_name", "varchar(16) on the sink",
+		"fix: readside plan --apply, which runs "+widenState, widenRead, "2 problem(s)")
+	expect("parent column widened", "plan --apply", 0, "-- "+state+".c_owner_name drifted", widenState, widenRead)
+	expect("after plan --apply", "check", 0, "0 problem(s)")
+
+	var typ string
+	if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_NAME = 'c_owner_name'", sinkDB, state).Scan(&typ); err != nil {
+		t.Fatal(err)
+	}
+	if typ != "varchar(200)" {
+		t.Errorf("after plan --apply the state table's copied column is %s, want varchar(200)", typ)
+	}
+}
