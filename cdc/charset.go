@@ -3,6 +3,8 @@ package cdc
 import (
 	"fmt"
 
+	"github.com/go-mysql-org/go-mysql/replication"
+
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/encoding/japanese"
@@ -79,4 +81,67 @@ func memberNames(raw []string, coll uint64, charsetOf func(uint64) string) ([]st
 		}
 	}
 	return names, nil
+}
+
+// queryClientCollation reads the client collation id a QUERY event's status
+// variables carry (Q_CHARSET_CODE); 0 when they carry none or when a
+// variable before it is one this reader cannot step over. The server writes
+// the variables in code order, so only the codes before it need a length.
+func queryClientCollation(vars []byte) uint64 {
+	for len(vars) > 0 {
+		code, rest := vars[0], vars[1:]
+		var n int
+		switch code {
+		case 0: // Q_FLAGS2_CODE
+			n = 4
+		case 1: // Q_SQL_MODE_CODE
+			n = 8
+		case 2: // Q_CATALOG_CODE: length, name, NUL
+			if len(rest) < 1 {
+				return 0
+			}
+			n = 1 + int(rest[0]) + 1
+		case 3: // Q_AUTO_INCREMENT
+			n = 4
+		case 4: // Q_CHARSET_CODE: client charset, connection and server collations
+			if len(rest) < 6 {
+				return 0
+			}
+			return uint64(rest[0]) | uint64(rest[1])<<8
+		case 6: // Q_CATALOG_NZ_CODE: length, name
+			if len(rest) < 1 {
+				return 0
+			}
+			n = 1 + int(rest[0])
+		default:
+			return 0
+		}
+		if len(rest) < n {
+			return 0
+		}
+		vars = rest[n:]
+	}
+	return 0
+}
+
+// ddlText is a QUERY event's statement as UTF-8: the binlog keeps the bytes
+// the client sent, in its character set, so the ENUM and SET member names of
+// a DDL sent under SET NAMES latin1 are latin1 bytes.
+func ddlText(e *replication.QueryEvent, charsetOf func(uint64) string) (string, error) {
+	coll := queryClientCollation(e.StatusVars)
+	if coll == 0 {
+		return string(e.Query), nil
+	}
+	charset := charsetOf(coll)
+	if charset == "" || charset == "binary" {
+		return string(e.Query), nil
+	}
+	dec, err := charsetDecoder(charset)
+	if err != nil {
+		return "", fmt.Errorf("statement sent in %s: %w", charset, err)
+	}
+	if dec == nil {
+		return string(e.Query), nil
+	}
+	return dec.String(string(e.Query))
 }

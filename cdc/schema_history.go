@@ -231,7 +231,7 @@ func (s *sourceDB) schemaFacts(ctx context.Context, tr *schemaTracker) error {
 	return err
 }
 
-// parseMembers reads the members of "enum('a','b”c')" or "set(...)".
+// parseMembers reads the members of "enum('a','b''c')" or "set(...)", a COLUMN_TYPE.
 func parseMembers(colType string) []string {
 	open := strings.IndexByte(colType, '(')
 	if open < 0 {
@@ -257,7 +257,7 @@ func parseMembers(colType string) []string {
 				break
 			}
 			if s[0] == '\\' && len(s) > 1 {
-				b.WriteByte(s[1])
+				b.WriteString(unescape(s[1]))
 				s = s[2:]
 				continue
 			}
@@ -266,6 +266,29 @@ func parseMembers(colType string) []string {
 		}
 		out = append(out, b.String())
 	}
+}
+
+// unescape is what a backslash followed by c stands for in a MySQL string
+// literal; COLUMN_TYPE shows a NUL, newline or carriage return in a member
+// name this way.
+func unescape(c byte) string {
+	switch c {
+	case '0':
+		return "\x00"
+	case 'n':
+		return "\n"
+	case 'r':
+		return "\r"
+	case 't':
+		return "\t"
+	case 'b':
+		return "\b"
+	case 'Z':
+		return "\x1a"
+	case '%', '_': // kept escaped, for LIKE
+		return "\\" + string(c)
+	}
+	return string(c)
 }
 
 // ddlBetween scans the binlog from one position to another (both on this

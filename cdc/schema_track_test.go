@@ -2,8 +2,11 @@ package cdc
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/text/encoding/charmap"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -122,8 +125,68 @@ func TestTrackedTableChecksTypes(t *testing.T) {
 	}
 }
 
+// TestParseMembers: the members read from information_schema's
+// COLUMN_TYPE are the exact names the FULL-metadata binlog carries.
 func TestParseMembers(t *testing.T) {
-	if got := fmt.Sprint(parseMembers(`enum('a','b''c','d,e','')`)); got != "[a b'c d,e ]" {
-		t.Errorf("got %s", got)
+	for _, c := range []struct {
+		colType string
+		want    []string
+		why     string
+	}{
+		{`enum('a','b''c','d,e','')`, []string{"a", "b'c", "d,e", ""}, "a doubled quote is one quote; a comma inside quotes is no separator"},
+		{`set('(p)','a)b','x(')`, []string{"(p)", "a)b", "x("}, "parentheses inside a name end nothing"},
+		{`enum('ünï','ß')`, []string{"ünï", "ß"}, "non-ASCII names (a latin1 column, read over a utf8mb4 connection) are kept"},
+		{`enum('x\ny','a\rb','t\tb','n\0z','z\Z')`, []string{"x\ny", "a\rb", "t\tb", "n\x00z", "z\x1a"}, "COLUMN_TYPE escapes newline, CR, tab, NUL and ^Z with a backslash"},
+		{`enum('b\\s','q\'q','d"q')`, []string{"b\\s", "q'q", "d\"q"}, "an escaped backslash or quote is the character itself"},
+		{`enum('p\%','u\_')`, []string{"p\\%", "u\\_"}, "\\% and \\_ keep their backslash, as in any MySQL string"},
+		{`set('a','b') character set latin1`, []string{"a", "b"}, "a trailing charset clause is not a member"},
+	} {
+		if got := parseMembers(c.colType); !slices.Equal(got, c.want) {
+			t.Errorf("%s: parseMembers(%s) = %q; want %q", c.why, c.colType, got, c.want)
+		}
+	}
+}
+
+// TestDDLMembers: the members of a DDL statement followed from the binlog
+// (MINIMAL metadata) are the exact names the FULL-metadata binlog carries,
+// whatever the charset the statement was sent in.
+func TestDDLMembers(t *testing.T) {
+	charsetOf := func(c uint64) string {
+		return map[uint64]string{8: "latin1", 33: "utf8mb3", 45: "utf8mb4", 63: "binary"}[c]
+	}
+	// status variables: flags2, sql_mode, catalog "std", auto_increment, then the client collation
+	vars := func(coll byte) []byte {
+		return []byte{0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 6, 3, 's', 't', 'd', 3, 1, 0, 1, 0, 4, coll, 0, 8, 0, 8, 0}
+	}
+	latin1 := func(s string) string {
+		b, err := charmap.Windows1252.NewEncoder().String(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	ddl := `CREATE TABLE d.t (id INT PRIMARY KEY, e ENUM('it''s','a\'b','x\ny','a,b','(p)','tr  ','ünï','b\\s','n\0z',x'41','q"q',"dq''") CHARACTER SET latin1)`
+	want := []string{"it's", "a'b", "x\ny", "a,b", "(p)", "tr", "ünï", "b\\s", "n\x00z", "A", "q\"q", "dq''"}
+	for _, c := range []struct {
+		vars  []byte
+		query string
+		why   string
+	}{
+		{vars(45), ddl, "sent in utf8mb4: the bytes are already UTF-8"},
+		{vars(8), latin1(ddl), "sent under SET NAMES latin1: the names are latin1 bytes in the binlog"},
+		{nil, ddl, "no status variables (an old binlog): taken as UTF-8"},
+		{[]byte{0, 0, 0, 0, 0, 99, 1}, ddl, "an unknown variable before the charset: taken as UTF-8, not misread"},
+	} {
+		sql, err := ddlText(&replication.QueryEvent{StatusVars: c.vars, Query: []byte(c.query)}, charsetOf)
+		if err != nil {
+			t.Fatalf("%s: %v", c.why, err)
+		}
+		tr := newSchemaTracker("mariadb", []string{"d"})
+		if _, err := tr.apply("d", sql); err != nil {
+			t.Fatalf("%s: %v", c.why, err)
+		}
+		if got := tr.def("d", "t").Columns[1].Members; !slices.Equal(got, want) {
+			t.Errorf("%s: members %q; want %q", c.why, got, want)
+		}
 	}
 }

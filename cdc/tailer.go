@@ -828,7 +828,11 @@ func (s *stream) checkpoint() Checkpoint {
 func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *replication.QueryEvent) error {
 	st := parseStatement(string(e.Schema), string(e.Query))
 	if s.schema != nil && st.kind != "begin" && st.kind != "commit" && st.kind != "dml" {
-		changed, err := s.schema.apply(string(e.Schema), string(e.Query))
+		sql, err := ddlText(e, s.charsetOf)
+		if err != nil {
+			return fatalf("at %s:%d: %w", s.file, h.LogPos, err)
+		}
+		changed, err := s.schema.apply(string(e.Schema), sql)
 		if err != nil {
 			return fatalf("at %s:%d: %w", s.file, h.LogPos, err)
 		}
