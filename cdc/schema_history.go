@@ -231,7 +231,7 @@ func (s *sourceDB) schemaFacts(ctx context.Context, tr *schemaTracker) error {
 	return err
 }
 
-// parseMembers reads the members of "enum('a','b''c')" or "set(...)", a COLUMN_TYPE.
+// parseMembers reads the member names of a COLUMN_TYPE such as "enum('a','b')" or "set(...)".
 func parseMembers(colType string) []string {
 	open := strings.IndexByte(colType, '(')
 	if open < 0 {
