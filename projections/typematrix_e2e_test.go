@@ -66,7 +66,9 @@ var typeMatrixRows = []string{
 // is the server default. Rows written before the first start
 // (snapshot), inserted live, updated (a key move among them) and deleted
 // land byte for byte: every column's HEX(CAST(col AS BINARY)) in the read
-// table equals the source's, TIMESTAMPs read in UTC on both servers.
+// table equals the source's, TIMESTAMPs read in UTC on both servers, and
+// so does ENUM index 0 (the invalid-value member), snapshotted and live,
+// by its index (e+0): the sink's strict sql_mode refuses it otherwise.
 func TestTypeMatrixIntoANonUTCSink(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -117,6 +119,13 @@ func TestTypeMatrixIntoANonUTCSink(t *testing.T) {
 	for i, row := range typeMatrixRows {
 		insert(1+i, "snap-"+strconv.Itoa(len(typeMatrixRows)-i), row)
 	}
+	// ENUM index 0, the invalid-value member a non-strict source stores.
+	enumZero := func(id int) {
+		t.Helper()
+		exec(fmt.Sprintf("SET STATEMENT sql_mode = '' FOR UPDATE m SET e = 'bogus', el = 'bogus' WHERE id = %d", id))
+	}
+	insert(9, "snap-zero", typeMatrixRows[0])
+	enumZero(9)
 
 	columns := map[string]string{"row_id": "id", "rk": "rk"}
 	for _, n := range names {
@@ -144,6 +153,8 @@ func TestTypeMatrixIntoANonUTCSink(t *testing.T) {
 	for i, row := range typeMatrixRows {
 		insert(11+i, "live-"+strconv.Itoa(i), row)
 	}
+	insert(19, "live-zero", typeMatrixRows[1])
+	enumZero(19)
 	exec("UPDATE m SET vc_utf8 = 'ü updated', biu = 18446744073709551614, d1 = -0.5, y = 0, el = '€', sl = 'x,é,ß,µ', " +
 		"ts0 = '1970-01-01 00:00:01', ts6 = '2038-01-19 03:14:07.999999', dte = '0000-00-00', bl = 0x0000ff00 WHERE id IN (1, 11)")
 	exec("UPDATE m SET y = 1901, el = 'ünï', ts0 = '2038-01-19 03:14:07', rk = 'moved' WHERE id = 12")
@@ -151,7 +162,7 @@ func TestTypeMatrixIntoANonUTCSink(t *testing.T) {
 	exec("DELETE FROM m WHERE id IN (3, 13)")
 
 	exprs := func(key string) string {
-		out := []string{"rk", key + " AS row_id"}
+		out := []string{"rk", key + " AS row_id", "e+0 AS e_index", "el+0 AS el_index"}
 		for _, n := range names {
 			out = append(out, "HEX(CAST("+n+" AS BINARY)) AS "+n)
 		}

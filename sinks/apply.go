@@ -116,7 +116,16 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 			run.rollback()
 		}
 	}()
-	a := applier{ctx: ctx, run: run, p: p, stale: b.Stale, limit: s.stmtLimit(), rowAlias: s.rowAlias, comment: "/* readside " + strings.ReplaceAll(p.Name, "*/", "") + " */ "}
+	zero, err := s.enumZeroColumns(ctx, p)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			s.enumZero.Delete(p.Table)
+		}
+	}()
+	a := applier{ctx: ctx, run: run, p: p, stale: b.Stale, limit: s.stmtLimit(), rowAlias: s.rowAlias, zero: zero, comment: "/* readside " + strings.ReplaceAll(p.Name, "*/", "") + " */ "}
 
 	keys := a.parentKeys(b)
 	for i, j := range p.Joins {
@@ -160,6 +169,7 @@ type applier struct {
 	stale    *atomic.Int64
 	limit    int   // parameter bytes per statement
 	rowAlias bool  // MySQL 8 upsert syntax
+	zero     []int // enumZeroColumns
 	skipped  int64 // counted into stale only when the transaction commits
 }
 
@@ -479,6 +489,16 @@ func (a *applier) dropShadowed(ups []projections.Write) ([]projections.Write, er
 // another parent clears the old parent's copy; step 4 then fills both in
 // from the join state.
 func (a *applier) upsert(ups []projections.Write) error {
+	ups, err := a.upsertEnumZero(ups)
+	if err != nil {
+		return err
+	}
+	return a.upsertRows(ups, false)
+}
+
+// upsertRows writes ups; lenient: each statement without strict mode
+// (enumzero.go).
+func (a *applier) upsertRows(ups []projections.Write, lenient bool) error {
 	if len(ups) == 0 {
 		return nil
 	}
@@ -507,6 +527,9 @@ func (a *applier) upsert(ups []projections.Write) error {
 	head := "INSERT INTO " + q(p.Table) + " (" + strings.Join(cols, ", ") + ", `_rs_version`) VALUES "
 	tail := " ON DUPLICATE KEY UPDATE " + strings.Join(sets, ", ")
 	tt, direct := a.run.(textStmts)
+	if lenient {
+		head, direct = lenientPrefix+head, false
+	}
 	if direct && a.rowAlias {
 		tail = mysql8Upsert(tail)
 	}

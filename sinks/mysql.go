@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
@@ -34,6 +35,8 @@ type MySQL struct {
 	pipe      *sql.DB
 	maxPacket int  // the server's max_allowed_packet
 	rowAlias  bool // MySQL 8.0.19+: upserts use a row alias instead of VALUES()
+	mariadb   bool
+	enumZero  sync.Map // read table → enumZeroColumns
 	// Log, when set, reports retried batches.
 	Log *slog.Logger
 }
@@ -75,6 +78,7 @@ func Open(ctx context.Context, dsn string) (*MySQL, error) {
 		return nil, fmt.Errorf("reading the sink's max_allowed_packet: %w", err)
 	}
 	m.rowAlias = usesRowAlias(version)
+	m.mariadb = strings.Contains(strings.ToLower(version), "mariadb")
 	if cfg.InterpolateParams && !saysNoMultiStatements(dsn) {
 		// Statements go out together only as text: prepared statements
 		// hold one statement each.
