@@ -389,15 +389,7 @@ func gauge(t *testing.T, fams map[string]*dto.MetricFamily, name string, want ma
 		t.Fatalf("metric %s missing from /metrics", name)
 	}
 	for _, m := range fam.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		match := true
-		for k, v := range want {
-			match = match && labels[k] == v
-		}
-		if !match {
+		if !hasLabels(m, want) {
 			continue
 		}
 		switch {
@@ -409,6 +401,20 @@ func gauge(t *testing.T, fams map[string]*dto.MetricFamily, name string, want ma
 	}
 	t.Fatalf("metric %s has no sample with labels %v", name, want)
 	return 0
+}
+
+// hasLabels reports whether m carries every label of want with its value.
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	labels := map[string]string{}
+	for _, l := range m.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	for k, v := range want {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // TestMetricsAndIdleLag: /metrics parses as Prometheus text and counts

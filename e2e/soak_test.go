@@ -194,15 +194,7 @@ func (r *soakRig) counts() soakCounts {
 func metricSum(fam *dto.MetricFamily, want map[string]string) float64 {
 	var sum float64
 	for _, m := range fam.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		match := true
-		for k, v := range want {
-			match = match && labels[k] == v
-		}
-		if match {
+		if hasLabels(m, want) {
 			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
