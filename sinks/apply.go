@@ -107,13 +107,13 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 	// READ COMMITTED (every sink connection's level, session): each
 	// statement reads the latest committed rows, which step 4 relies on
 	// after step 1's locks; no gap locks between batches.
-	run, err := s.begin(ctx)
+	a, err := s.beginApplier(ctx, p)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			run.rollback()
+			a.run.rollback()
 		}
 	}()
 	zero, err := s.enumZeroColumns(ctx, p)
@@ -125,7 +125,7 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 			s.enumZero.Delete(p.Table)
 		}
 	}()
-	a := applier{ctx: ctx, run: run, p: p, stale: b.Stale, limit: s.stmtLimit(), rowAlias: s.rowAlias, zero: zero, comment: "/* readside " + strings.ReplaceAll(p.Name, "*/", "") + " */ "}
+	a.stale, a.rowAlias, a.zero = b.Stale, s.rowAlias, zero
 
 	keys := a.parentKeys(b)
 	for i, j := range p.Joins {
@@ -152,7 +152,7 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 	if err := a.watermarks(b.Marks); err != nil {
 		return err
 	}
-	if err := run.commit(ctx); err != nil {
+	if err := a.run.commit(ctx); err != nil {
 		return fmt.Errorf("writing a batch to %s: %w", p.Table, err)
 	}
 	if a.stale != nil {

@@ -105,16 +105,15 @@ func (b *Backfill) Apply(ctx context.Context, p *projections.Projection, batch *
 // apply is one shard's transaction of a batch.
 func (b *Backfill) apply(s *MySQL) func(context.Context, *projections.Projection, *projections.Batch) error {
 	return func(ctx context.Context, p *projections.Projection, batch *projections.Batch) (err error) {
-		run, err := s.begin(ctx)
+		a, err := s.beginApplier(ctx, p)
 		if err != nil {
 			return err
 		}
 		defer func() {
 			if err != nil {
-				run.rollback()
+				a.run.rollback()
 			}
 		}()
-		a := applier{ctx: ctx, run: run, p: p, limit: s.stmtLimit(), comment: "/* readside " + strings.ReplaceAll(p.Name, "*/", "") + " */ "}
 		args := make([]any, 0, len(b.cols)+b.nkeys+1)
 		for i := range batch.Writes {
 			w := &batch.Writes[i]
@@ -131,7 +130,7 @@ func (b *Backfill) apply(s *MySQL) func(context.Context, *projections.Projection
 		if err := a.offsets(batch.Offsets); err != nil {
 			return err
 		}
-		if err := run.commit(ctx); err != nil {
+		if err := a.run.commit(ctx); err != nil {
 			return fmt.Errorf("backfilling %s: %w", p.Table, err)
 		}
 		return nil

@@ -114,6 +114,17 @@ func (s *MySQL) begin(ctx context.Context) (stmts, error) {
 	return &pipeline{conn: conn, limit: s.stmtLimit() / 2, maxText: s.maxPacket - 1024, text: []byte("START TRANSACTION"), n: 1}, nil
 }
 
+// beginApplier begins a transaction on s for p's statements, each tagged
+// with p's name so the server's process list and logs show whose it is.
+// The caller rolls it back on error.
+func (s *MySQL) beginApplier(ctx context.Context, p *projections.Projection) (*applier, error) {
+	run, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &applier{ctx: ctx, run: run, p: p, limit: s.stmtLimit(), comment: "/* readside " + strings.ReplaceAll(p.Name, "*/", "") + " */ "}, nil
+}
+
 // interpolationSafe reports whether the connection charset lets the driver
 // escape values into statement text: single-byte and UTF-8 ones do.
 func interpolationSafe(cfg *driver.Config) bool {
