@@ -33,14 +33,7 @@ import (
 func TestReadTableDrift(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	src, err := bed.MySQL.CreateDatabase(ctx, "drift")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "drift_r")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, sinkDB := sourceAndSinkDBs(t, bed, "drift")
 	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.items (id INT PRIMARY KEY, name VARCHAR(16) NOT NULL, conv BIGINT NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,21 @@ var (
 	buildErr  error
 )
 
+// sourceAndSinkDBs creates a source database named after name and a sink
+// database named after name_r on the test bed's MariaDB.
+func sourceAndSinkDBs(t *testing.T, bed *testbed.Bed, name string) (src, sink string) {
+	t.Helper()
+	src, err := bed.MySQL.CreateDatabase(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err = bed.MySQL.CreateDatabase(t.Context(), name+"_r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, sink
+}
+
 // readsideBinary builds cmd/readside once per test binary.
 func readsideBinary(t *testing.T) string {
 	t.Helper()

@@ -41,14 +41,7 @@ func runVerb(t *testing.T, verb, cfg string) (int, string, string) {
 func TestLiveSchemaErrors(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	db, err := bed.MySQL.CreateDatabase(ctx, "lsc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "lsc_r")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, sinkDB := sourceAndSinkDBs(t, bed, "lsc")
 	if err := bed.MySQL.Exec(ctx,
 		"CREATE TABLE `"+db+"`.customers (id INT PRIMARY KEY, name VARCHAR(50) NOT NULL)",
 		"CREATE TABLE `"+db+"`.orders (id INT PRIMARY KEY, customer_id INT NULL, status VARCHAR(20) NOT NULL)"); err != nil {

@@ -39,14 +39,7 @@ import (
 func TestReadTableFollowsSource(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	src, err := bed.MySQL.CreateDatabase(ctx, "follow")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "follow_r")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, sinkDB := sourceAndSinkDBs(t, bed, "follow")
 	exec1 := func(stmt string) {
 		t.Helper()
 		if err := bed.MySQL.Exec(ctx, strings.ReplaceAll(stmt, "SRC", "`"+src+"`")); err != nil {
