@@ -61,13 +61,7 @@ func newOpsPipeline(t *testing.T, name string, brokers []string, extra string) *
 	bed := testbed.Get(t)
 	ctx := t.Context()
 	p := &opsPipeline{t: t, bed: bed, httpAddr: freeAddr(t)}
-	var err error
-	if p.src, err = bed.MySQL.CreateDatabase(ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	if p.sink, err = bed.MySQL.CreateDatabase(ctx, name+"_r"); err != nil {
-		t.Fatal(err)
-	}
+	p.src, p.sink = sourceAndSinkDBs(t, bed, name)
 	if err := bed.MySQL.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.messages (id INT PRIMARY KEY, sender_id INT NOT NULL, created_at DATETIME(6) NOT NULL, body VARCHAR(100))", p.src)); err != nil {
 		t.Fatal(err)
 	}

@@ -54,14 +54,7 @@ func TestSnapshotOfAddedTable(t *testing.T) {
 	insert(notes, 1, 100, "before")
 	p.insertRange(ctx, 1, 20, "m")
 
-	d := p.start()
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			d.stop(30 * time.Second)
-		}
-	})
-	p.waitReady(90 * time.Second)
+	d := p.run()
 	p.waitRows(p.rows("`"+p.src+"`.messages"), 2*time.Minute, "messages before notes is captured")
 	insert(notes, 101, 150, "while")
 	if _, err := db.ExecContext(ctx, "UPDATE "+notes+" SET body = 'edited' WHERE id <= 10"); err != nil {
@@ -71,10 +64,7 @@ func TestSnapshotOfAddedTable(t *testing.T) {
 	// tailer has read past them (and left them out).
 	p.insertRange(ctx, 21, 21, "m")
 	p.waitRows(p.rows("`"+p.src+"`.messages"), 2*time.Minute, "marker after the notes writes")
-	stopped = true
-	if code := d.stop(30 * time.Second); code != 0 {
-		t.Fatalf("exit %d after SIGTERM; log:\n%s", code, tail(p.logPath))
-	}
+	d.stopClean()
 
 	cfgText, err := os.ReadFile(p.cfgPath)
 	if err != nil {
@@ -91,9 +81,7 @@ func TestSnapshotOfAddedTable(t *testing.T) {
 	if err := os.WriteFile(p.cfgPath, []byte(withNotes), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stopped = false
-	d.start()
-	p.waitReady(90 * time.Second)
+	d.restart()
 	// Live writes while the snapshot may still be running.
 	insert(notes, 151, 170, "live")
 	if _, err := db.ExecContext(ctx, "UPDATE "+notes+" SET body = 'live-edit' WHERE id IN (15, 95, 145)"); err != nil {
@@ -169,11 +157,8 @@ func TestSnapshotOfAddedTable(t *testing.T) {
 	readsBefore := checkTopic("after the snapshot", 145+20)
 
 	// A restart: notes is covered by the checkpoint now.
-	if code := d.stop(30 * time.Second); code != 0 {
-		t.Fatalf("exit %d after SIGTERM; log:\n%s", code, tail(p.logPath))
-	}
-	d.start()
-	p.waitReady(90 * time.Second)
+	d.stopClean()
+	d.restart()
 	insert(notes, 171, 171, "after-restart")
 	waitTable("after the restart")
 	if got := checkTopic("after the restart", 145+21); got != readsBefore {
@@ -184,10 +169,7 @@ func TestSnapshotOfAddedTable(t *testing.T) {
 	}
 
 	// Mode never: a table added later is only warned about.
-	stopped = true
-	if code := d.stop(30 * time.Second); code != 0 {
-		t.Fatalf("exit %d after SIGTERM; log:\n%s", code, tail(p.logPath))
-	}
+	d.stopClean()
 	t.Setenv("READSIDE_SOURCE__SNAPSHOT__MODE", "never")
 	insert(extras, 1, 5, "x")
 	withExtras := strings.Replace(withNotes, p.src+".notes]", p.src+".notes, "+p.src+".extras]", 1)
@@ -201,9 +183,7 @@ func TestSnapshotOfAddedTable(t *testing.T) {
 	if !strings.Contains(out, warning) || !strings.Contains(out, fix) || strings.Contains(out, p.src+".notes was added") {
 		t.Errorf("readside check does not warn about extras alone with the fix:\n%s", out)
 	}
-	stopped = false
-	d.start()
-	p.waitReady(90 * time.Second)
+	d.restart()
 	if !hasLine(p.lastStart(), "level=WARN msg=\"table added to source.tables since the last start: its existing rows are not published",
 		" table="+p.src+".extras ", " fix=\"readside snapshot --table "+p.src+".extras\"") {
 		t.Errorf("no WARN line naming extras and the fix; log:\n%s", tail(p.logPath))

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -43,25 +42,15 @@ func TestSnapshotOfDroppedTable(t *testing.T) {
 	if err := os.WriteFile(p.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	serverID := regexp.MustCompile(`server_id: (\d+)`).FindStringSubmatch(cfg)[1]
+	serverID := p.serverID()
 	p.insertRange(ctx, 1, 20, "s")
 
-	d := p.start()
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			d.stop(30 * time.Second)
-		}
-	})
-	p.waitReady(90 * time.Second)
+	d := p.run()
 	// A live row applied: the tailer has committed a checkpoint, so the
 	// next start resumes from it and reads the requests written meanwhile.
 	p.insertRange(ctx, 100, 100, "m")
 	p.waitRows(p.rows("`"+p.src+"`.messages WHERE id = 100"), 2*time.Minute, "a live row before the stop")
-	stopped = true
-	if code := d.stop(30 * time.Second); code != 0 {
-		t.Fatalf("exit %d after SIGTERM; log:\n%s", code, tail(p.logPath))
-	}
+	d.stopClean()
 	if out, code := p.snapshotCmd(p.cfgPath, "--table", gone); code != 0 {
 		t.Fatalf("snapshot of %s (exit %d):\n%s", gone, code, out)
 	}
@@ -88,9 +77,7 @@ func TestSnapshotOfDroppedTable(t *testing.T) {
 		}
 	}
 
-	stopped = false
-	d.start()
-	p.waitReady(90 * time.Second)
+	d.restart()
 	p.insertRange(ctx, 21, 30, "live")
 	p.waitRows(p.rows("`"+p.src+"`.messages WHERE id <= 10 OR id > 20"), 2*time.Minute, "live rows and the later request after the failed one")
 	if !d.running() {
@@ -157,10 +144,7 @@ func TestSnapshotOfDroppedTable(t *testing.T) {
 		t.Errorf("snapshot --pending (exit %d) still lists requests as not read:\n%s", code, out)
 	}
 
-	stopped = true
-	if code := d.stop(30 * time.Second); code != 0 {
-		t.Fatalf("exit %d after SIGTERM; log:\n%s", code, tail(p.logPath))
-	}
+	d.stopClean()
 	out, code = p.status(t)
 	t.Logf("readside status, no daemon (exit %d):\n%s", code, out)
 	if !strings.Contains(out, "no daemon at") {

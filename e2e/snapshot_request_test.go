@@ -5,8 +5,6 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,20 +26,9 @@ func TestSnapshotRequestFailsAlone(t *testing.T) {
 	p := newOpsPipeline(t, "snapreq", bed.Kafka.Brokers(), "")
 	ctx := t.Context()
 	p.insertRange(ctx, 1, 300, "s")
-	d := p.start()
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			d.stop(30 * time.Second)
-		}
-	})
-	p.waitReady(90 * time.Second)
+	d := p.run()
 
-	cfgText, err := os.ReadFile(p.cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serverID := regexp.MustCompile(`server_id: (\d+)`).FindStringSubmatch(string(cfgText))[1]
+	serverID := p.serverID()
 	db := bed.MySQL.DB()
 	res, err := db.ExecContext(ctx, "INSERT INTO readside._readside_snapshot_requests (server_id, table_name, where_clause) VALUES (?, ?, 'bogus_col > 1')", serverID, p.src+".messages")
 	if err != nil {
@@ -85,10 +72,7 @@ func TestSnapshotRequestFailsAlone(t *testing.T) {
 
 	// --cancel: a request written and cancelled while the daemon is down is
 	// dropped when the tailer reads both from the binlog.
-	stopped = true
-	if code := d.stop(30 * time.Second); code != 0 {
-		t.Fatalf("exit %d after SIGTERM; log:\n%s", code, tail(p.logPath))
-	}
+	d.stopClean()
 	if out, code := p.snapshotCmd(p.cfgPath, "--table", p.src+".messages", "--where", "id > 100 AND id <= 300"); code != 0 {
 		t.Fatalf("snapshot (exit %d):\n%s", code, out)
 	}
@@ -100,9 +84,7 @@ func TestSnapshotRequestFailsAlone(t *testing.T) {
 	if got := testbed.RowsText(t, db, "SELECT id FROM readside._readside_snapshot_requests WHERE server_id = ?", serverID); got != "" {
 		t.Fatalf("requests left after --cancel:\n%s", got)
 	}
-	stopped = false
-	d.start()
-	p.waitReady(90 * time.Second)
+	d.restart()
 	// Two markers written after the cancel: the cancelled chunk's high
 	// watermark, had it been read, precedes the second in the binlog.
 	p.insertRange(ctx, 311, 311, "m")
