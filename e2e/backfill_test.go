@@ -228,20 +228,10 @@ func TestBackfillAddedColumn(t *testing.T) {
 func backfillWriter(ctx context.Context, p *opsPipeline, rng *rand.Rand) error {
 	table := "`" + p.src + "`.messages"
 	db := p.bed.MySQL.DB()
-	var ids []int
-	rows, err := db.QueryContext(ctx, "SELECT id FROM "+table)
+	ids, err := p.messageIDs(ctx)
 	if err != nil {
 		return err
 	}
-	for rows.Next() {
-		var id int
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
 	next := 100000
 	for i := 0; ctx.Err() == nil; i++ {
 		k := rng.IntN(len(ids))

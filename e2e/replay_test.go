@@ -202,20 +202,14 @@ func TestReplayRebuildWhileWriting(t *testing.T) {
 func (p *opsPipeline) writeCountingDeletes(ctx context.Context, rng *rand.Rand, deletes *atomic.Int64) error {
 	table := "`" + p.src + "`.messages"
 	db := p.bed.MySQL.DB()
-	live := map[int]bool{}
-	rows, err := db.QueryContext(ctx, "SELECT id FROM "+table)
+	ids, err := p.messageIDs(ctx)
 	if err != nil {
 		return err
 	}
-	for rows.Next() {
-		var id int
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
+	live := map[int]bool{}
+	for _, id := range ids {
 		live[id] = true
 	}
-	rows.Close()
 	for i := 0; ctx.Err() == nil; i++ {
 		id := 1 + rng.IntN(3000)
 		switch r := rng.IntN(100); {
