@@ -111,11 +111,7 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			a.run.rollback()
-		}
-	}()
+	defer a.rollbackOnError(&err)
 	zero, err := s.enumZeroColumns(ctx, p)
 	if err != nil {
 		return err

@@ -109,11 +109,7 @@ func (b *Backfill) apply(s *MySQL) func(context.Context, *projections.Projection
 		if err != nil {
 			return err
 		}
-		defer func() {
-			if err != nil {
-				a.run.rollback()
-			}
-		}()
+		defer a.rollbackOnError(&err)
 		args := make([]any, 0, len(b.cols)+b.nkeys+1)
 		for i := range batch.Writes {
 			w := &batch.Writes[i]

@@ -116,13 +116,21 @@ func (s *MySQL) begin(ctx context.Context) (stmts, error) {
 
 // beginApplier begins a transaction on s for p's statements, each tagged
 // with p's name so the server's process list and logs show whose it is.
-// The caller rolls it back on error.
+// The caller rolls it back on error (rollbackOnError).
 func (s *MySQL) beginApplier(ctx context.Context, p *projections.Projection) (*applier, error) {
 	run, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return &applier{ctx: ctx, run: run, p: p, limit: s.stmtLimit(), comment: "/* readside " + strings.ReplaceAll(p.Name, "*/", "") + " */ "}, nil
+}
+
+// rollbackOnError rolls a's transaction back if *err, the caller's named
+// result, is set when the caller returns.
+func (a *applier) rollbackOnError(err *error) {
+	if *err != nil {
+		a.run.rollback()
+	}
 }
 
 // interpolationSafe reports whether the connection charset lets the driver
