@@ -233,7 +233,7 @@ func backfillWriter(ctx context.Context, p *opsPipeline, rng *rand.Rand) error {
 		return err
 	}
 	next := 100000
-	for i := 0; ctx.Err() == nil; i++ {
+	return writeUntilDone(ctx, func(i int) (err error) {
 		k := rng.IntN(len(ids))
 		switch r := rng.IntN(100); {
 		case r < 55:
@@ -249,15 +249,8 @@ func backfillWriter(ctx context.Context, p *opsPipeline, rng *rand.Rand) error {
 			_, err = db.ExecContext(ctx, "INSERT INTO "+table+" VALUES (?, ?, '2026-01-03 00:00:00', ?)", next, rng.IntN(50), fmt.Sprintf("new%d", i))
 			ids = append(ids, next)
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return nil
+		return err
+	})
 }
 
 // lockedBuffer is a bytes.Buffer a child process writes while the test

@@ -194,24 +194,6 @@ func (p *opsPipeline) converge(timeout time.Duration) int {
 	}
 }
 
-// messageIDs are the ids of the source's messages rows.
-func (p *opsPipeline) messageIDs(ctx context.Context) ([]int, error) {
-	rows, err := p.bed.MySQL.DB().QueryContext(ctx, "SELECT id FROM `"+p.src+"`.messages")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []int
-	for rows.Next() {
-		var id int
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
-}
-
 // rowDiff lists up to n rows (sender|created_at|id|body) the read table
 // has and the source does not, and n the other way: rows left behind by a
 // lost delete or key move look different from rows never written.

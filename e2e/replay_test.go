@@ -210,7 +210,7 @@ func (p *opsPipeline) writeCountingDeletes(ctx context.Context, rng *rand.Rand, 
 	for _, id := range ids {
 		live[id] = true
 	}
-	for i := 0; ctx.Err() == nil; i++ {
+	return writeUntilDone(ctx, func(i int) (err error) {
 		id := 1 + rng.IntN(3000)
 		switch r := rng.IntN(100); {
 		case !live[id]:
@@ -226,13 +226,6 @@ func (p *opsPipeline) writeCountingDeletes(ctx context.Context, rng *rand.Rand, 
 			_, err = db.ExecContext(ctx, "DELETE FROM "+table+" WHERE id = ?", id)
 			delete(live, id)
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return nil
+		return err
+	})
 }
