@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,24 +38,12 @@ func TestReadTableDrift(t *testing.T) {
 	}
 	dir := t.TempDir()
 	config := func(columns string) string {
-		return fmt.Sprintf(`source:
-  dsn: %q
-  server_id: %d
-  tables: [%[3]s.items]
-kafka:
-  brokers: [%[4]s]
-  topic_prefix: drift%[5]d
-data_dir: %[6]s
-sinks:
-  reads:
-    dsn: %[7]q
-projections:
-  items_copy:
-    from: %[3]s.items
+		return bedConfigHead(bed, []string{src + ".items"}, "drift", filepath.Join(dir, "data"), sinkDB) + fmt.Sprintf(`  items_copy:
+    from: %s.items
     sink: reads
     key: [id]
-    columns: {%[8]s}
-`, bed.MySQL.ReplDSN(), 3000+rand.IntN(1e6), src, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6), filepath.Join(dir, "data"), bed.MySQL.AdminDSN()+sinkDB, columns)
+    columns: {%s}
+`, src, columns)
 	}
 	// expect runs a verb and fails unless it exits with code and prints
 	// every one of wants (stdout and stderr together).
@@ -196,14 +183,7 @@ func driftRows(ctx context.Context, bed *testbed.Bed, query string) string {
 func TestJoinStateDrift(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	src, err := bed.MySQL.CreateDatabase(ctx, "jsdrift")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "jsdrift_r")
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, sinkDB := sourceAndSinkDBs(t, bed, "jsdrift")
 	for _, s := range []string{
 		"CREATE TABLE `" + src + "`.owners (id INT PRIMARY KEY, oname VARCHAR(16) NOT NULL)",
 		"CREATE TABLE `" + src + "`.pets (id INT PRIMARY KEY, owner_id INT NOT NULL)",
@@ -213,28 +193,16 @@ func TestJoinStateDrift(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	cfg := fmt.Sprintf(`source:
-  dsn: %q
-  server_id: %d
-  tables: [%[3]s.owners, %[3]s.pets]
-kafka:
-  brokers: [%[4]s]
-  topic_prefix: jsdrift%[5]d
-data_dir: %[6]s
-sinks:
-  reads:
-    dsn: %[7]q
-projections:
-  pets_owned:
-    from: %[3]s.pets
+	cfg := bedConfigHead(bed, []string{src + ".owners", src + ".pets"}, "jsdrift", filepath.Join(dir, "data"), sinkDB) + fmt.Sprintf(`  pets_owned:
+    from: %[1]s.pets
     sink: reads
     key: [id]
     columns: {id: id, owner_id: owner_id}
     join:
-      - from: %[3]s.owners
+      - from: %[1]s.owners
         on: {id: owner_id}
         columns: {owner_name: oname}
-`, bed.MySQL.ReplDSN(), 3000+rand.IntN(1e6), src, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6), filepath.Join(dir, "data"), bed.MySQL.AdminDSN()+sinkDB)
+`, src)
 	cfgPath := filepath.Join(dir, "readside.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -37,6 +37,26 @@ func sourceAndSinkDBs(t *testing.T, bed *testbed.Bed, name string) (src, sink st
 	return src, sink
 }
 
+// bedConfigHead is the head of a config on the test bed, up to the
+// projections: key: tables captured from its MariaDB under a new
+// server_id, topics under prefix and a new number, data_dir, and the one
+// sink "reads" in database sinkDB.
+func bedConfigHead(bed *testbed.Bed, tables []string, prefix, dataDir, sinkDB string) string {
+	return fmt.Sprintf(`source:
+  dsn: %q
+  server_id: %d
+  tables: [%s]
+kafka:
+  brokers: [%s]
+  topic_prefix: %s%d
+data_dir: %s
+sinks:
+  reads:
+    dsn: %q
+projections:
+`, bed.MySQL.ReplDSN(), 3000+rand.IntN(1e6), strings.Join(tables, ", "), strings.Join(bed.Kafka.Brokers(), ", "), prefix, rand.IntN(1e6), dataDir, bed.MySQL.AdminDSN()+sinkDB)
+}
+
 // readsideBinary builds cmd/readside once per test binary.
 func readsideBinary(t *testing.T) string {
 	t.Helper()
