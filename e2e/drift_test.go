@@ -53,21 +53,7 @@ func TestReadTableDrift(t *testing.T) {
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.CommandContext(ctx, readsideBinary(t), append(strings.Fields(verb), "-c", cfgPath)...)
-		outb, err := cmd.CombinedOutput()
-		if err != nil && cmd.ProcessState == nil {
-			t.Fatal(err)
-		}
-		got, out := cmd.ProcessState.ExitCode(), string(outb)
-		t.Logf("%s: readside %s exit %d:\n%s", what, verb, got, out)
-		if got != code {
-			t.Errorf("%s: readside %s exit %d, want %d", what, verb, got, code)
-		}
-		for _, w := range wants {
-			if !strings.Contains(out, w) {
-				t.Errorf("%s: readside %s output lacks %q", what, verb, w)
-			}
-		}
+		expectReadside(t, cfgPath, what, verb, code, wants...)
 	}
 
 	all := config("id: id, name: name, conv: conv")
@@ -209,21 +195,7 @@ func TestJoinStateDrift(t *testing.T) {
 	}
 	expect := func(what, verb string, code int, wants ...string) {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, readsideBinary(t), append(strings.Fields(verb), "-c", cfgPath)...)
-		outb, err := cmd.CombinedOutput()
-		if err != nil && cmd.ProcessState == nil {
-			t.Fatal(err)
-		}
-		got, out := cmd.ProcessState.ExitCode(), string(outb)
-		t.Logf("%s: readside %s exit %d:\n%s", what, verb, got, out)
-		if got != code {
-			t.Errorf("%s: readside %s exit %d, want %d", what, verb, got, code)
-		}
-		for _, w := range wants {
-			if !strings.Contains(out, w) {
-				t.Errorf("%s: readside %s output lacks %q", what, verb, w)
-			}
-		}
+		expectReadside(t, cfgPath, what, verb, code, wants...)
 	}
 
 	expect("fresh", "plan --apply", 0)
@@ -247,5 +219,26 @@ func TestJoinStateDrift(t *testing.T) {
 	}
 	if typ != "varchar(200)" {
 		t.Errorf("after plan --apply the state table's copied column is %s, want varchar(200)", typ)
+	}
+}
+
+// expectReadside runs `readside VERB -c cfgPath` and checks its exit code
+// is code and its output holds each of wants; what names the step.
+func expectReadside(t *testing.T, cfgPath, what, verb string, code int, wants ...string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), readsideBinary(t), append(strings.Fields(verb), "-c", cfgPath)...)
+	outb, err := cmd.CombinedOutput()
+	if err != nil && cmd.ProcessState == nil {
+		t.Fatal(err)
+	}
+	got, out := cmd.ProcessState.ExitCode(), string(outb)
+	t.Logf("%s: readside %s exit %d:\n%s", what, verb, got, out)
+	if got != code {
+		t.Errorf("%s: readside %s exit %d, want %d", what, verb, got, code)
+	}
+	for _, w := range wants {
+		if !strings.Contains(out, w) {
+			t.Errorf("%s: readside %s output lacks %q", what, verb, w)
+		}
 	}
 }
