@@ -189,6 +189,10 @@ func failedBatchLeavesNothing(t *testing.T, params string) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
 	src, sinkDB := sourceAndSink(t, bed, "x", "id INT PRIMARY KEY, s VARCHAR(10) NOT NULL")
+	// Sessions opened from here on wait 1 s for a row lock: a failed
+	// batch's transaction left open would hold its rows' locks, and the
+	// write of one of its keys below would then never get through.
+	setGlobal(t, bed, "innodb_lock_wait_timeout", 1)
 	p, sink := copyTableAs(t, bed, src, sinkDB, "t_copy", map[string]string{"id": "id", "s": "s"}, params)
 	bad := &projections.Batch{Offsets: projections.Offsets{}}
 	bad.Offsets.Set(p.Topic, 0, 600)
@@ -220,6 +224,16 @@ func failedBatchLeavesNothing(t *testing.T, params string) {
 	}
 	if n != 4 || offs[p.Topic][0] != 13 {
 		t.Fatalf("%d rows and offset %d after a failed batch and four good ones, want 4 and 13 (none of the failed batch's rows)", n, offs[p.Topic][0])
+	}
+	// Key 0 was written by the failed batch: its lock must be gone with
+	// the rolled-back transaction (the sink retries lock waits, so a
+	// transaction left open shows as this deadline passing).
+	lockCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	again := &projections.Batch{Offsets: projections.Offsets{}, Writes: []projections.Write{{Kind: projections.Upsert, Key: "0", Values: projections.ValuesOf(0, "again"), Version: 6000}}}
+	again.Offsets.Set(p.Topic, 0, 14)
+	if err := sink.Apply(lockCtx, p, again); err != nil {
+		t.Fatalf("writing key 0 after the failed batch that wrote it: %v (its transaction was not rolled back and still holds the row)", err)
 	}
 	t.Logf("failed batch: %v; nothing of it committed", failed)
 }
