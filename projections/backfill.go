@@ -7,15 +7,11 @@ package projections
 // an added column".
 
 import (
-	"context"
 	"fmt"
 	"hash/fnv"
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // BackfillSuffix names a backfill's own identity (Projection.Backfill): its
@@ -98,31 +94,4 @@ func BackfillTag(cols []string) string {
 		h.Write([]byte{0})
 	}
 	return fmt.Sprintf("backfill %x", h.Sum64()>>32)
-}
-
-// TrimmedStarts are the partitions of p's topics whose log no longer
-// starts at offset 0, with where it starts: retention (or a deletion of
-// records) removed what was before. A row whose newest record was among
-// them cannot be backfilled from the topics.
-func TrimmedStarts(ctx context.Context, brokers []string, p *Projection) (Offsets, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, p.Topics()...)
-	if err != nil {
-		return nil, fmt.Errorf("listing the start offsets of %v: %w", p.Topics(), err)
-	}
-	out := Offsets{}
-	var bad error
-	starts.Each(func(o kadm.ListedOffset) {
-		switch {
-		case o.Err != nil:
-			bad = fmt.Errorf("start offset of %s/%d: %w", o.Topic, o.Partition, o.Err)
-		case o.Offset > 0:
-			out.Set(o.Topic, o.Partition, o.Offset)
-		}
-	})
-	return out, bad
 }

@@ -1,13 +1,6 @@
 package projections
 
-import (
-	"context"
-	"fmt"
-	"sync"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-)
+import "sync"
 
 // positions are, per partition, how far a projector has applied its
 // topics, commit markers included. The offsets it stores in the sink stop
@@ -47,43 +40,4 @@ func (pr *Projector) Applied() Offsets {
 		}
 	}
 	return out
-}
-
-// EndOffsets are the last stable offsets of p's topics now: every
-// partition's end as a read-committed consumer sees it (past the last
-// committed transaction's marker). Partitions with nothing retained
-// (never written, or all of it deleted by retention) are left out: a
-// consumer reads nothing there, so no position would ever show it at the
-// end.
-func EndOffsets(ctx context.Context, brokers []string, p *Projection) (Offsets, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	starts, err := adm.ListStartOffsets(ctx, p.Topics()...)
-	if err != nil {
-		return nil, fmt.Errorf("listing the start offsets of %v: %w", p.Topics(), err)
-	}
-	ends, err := adm.ListCommittedOffsets(ctx, p.Topics()...)
-	if err != nil {
-		return nil, fmt.Errorf("listing the end offsets of %v: %w", p.Topics(), err)
-	}
-	out := Offsets{}
-	var bad error
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil {
-			bad = fmt.Errorf("end offset of %s/%d: %w", o.Topic, o.Partition, o.Err)
-			return
-		}
-		if start, ok := starts.Lookup(o.Topic, o.Partition); ok && start.Err == nil && start.Offset >= o.Offset {
-			return
-		}
-		out.Set(o.Topic, o.Partition, o.Offset)
-	})
-	if bad != nil {
-		return nil, bad
-	}
-	return out, nil
 }

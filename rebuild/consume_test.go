@@ -1,4 +1,4 @@
-package main
+package rebuild
 
 import (
 	"strings"
@@ -58,7 +58,7 @@ func TestRebuildLiveTarget(t *testing.T) {
 // long wait would flood the output), and the final line always.
 func TestRebuildProgressLines(t *testing.T) {
 	var out strings.Builder
-	r := &rebuilder{out: &out} // every 0: the period never holds a line back
+	pg := Progress{Out: &out} // Every 0: the period never holds a line back
 	var last progressLine
 	steps := []struct {
 		why  string
@@ -73,7 +73,7 @@ func TestRebuildProgressLines(t *testing.T) {
 		{"the final report prints even unchanged", 5, nil, 3},
 	}
 	for _, s := range steps {
-		r.report("filling x", s.done, 5, s.last)
+		pg.report("filling x", s.done, 5, s.last)
 		if got := strings.Count(out.String(), "\n"); got != s.want {
 			t.Fatalf("%s: %d lines, want %d:\n%s", s.why, got, s.want, out.String())
 		}

@@ -135,9 +135,9 @@ func (b *Backfill) apply(s *MySQL) func(context.Context, *projections.Projection
 
 // MissingColumns are the columns of cols that p's read table lacks on
 // some shard (the ALTER of `readside plan --apply` has not run there).
-func (s *Sharded) MissingColumns(ctx context.Context, p *projections.Projection, cols []string) ([]string, error) {
+func (r *Rebuilder) MissingColumns(ctx context.Context, p *projections.Projection, cols []string) ([]string, error) {
 	var missing []string
-	for _, sh := range s.Shards {
+	for _, sh := range r.s.Shards {
 		for _, c := range cols {
 			var n int
 			if err := sh.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?", p.Table, c).Scan(&n); err != nil {

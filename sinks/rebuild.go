@@ -1,5 +1,10 @@
 package sinks
 
+// The sink side of a rebuild and a backfill (package rebuild): the shadow
+// table's operations on every shard, the phase kept in _readside_rebuilds
+// so a rerun resumes, and forgetting a finished shadow's or backfill's
+// identity. The design is in docs/ARCHITECTURE.md, "Replay and rebuild".
+
 import (
 	"context"
 	"database/sql"
@@ -10,10 +15,17 @@ import (
 	"github.com/readside/readside/projections"
 )
 
+// Rebuilder is what a rebuild or a backfill does to a sharded sink besides
+// applying batches (which Sharded does for it as for a live projector).
+type Rebuilder struct{ s *Sharded }
+
+// NewRebuilder is the rebuild side of s. It does no I/O.
+func NewRebuilder(s *Sharded) *Rebuilder { return &Rebuilder{s: s} }
+
 // ShardOffsets are p's stored offsets on each shard, in shard order.
-func (s *Sharded) ShardOffsets(ctx context.Context, p *projections.Projection) ([]projections.Offsets, error) {
-	out := make([]projections.Offsets, len(s.Shards))
-	for i, sh := range s.Shards {
+func (r *Rebuilder) ShardOffsets(ctx context.Context, p *projections.Projection) ([]projections.Offsets, error) {
+	out := make([]projections.Offsets, len(r.s.Shards))
+	for i, sh := range r.s.Shards {
 		o, err := sh.Offsets(ctx, p)
 		if err != nil {
 			return nil, fmt.Errorf("shard %s: %w", sh.Range.Text, err)
@@ -23,34 +35,48 @@ func (s *Sharded) ShardOffsets(ctx context.Context, p *projections.Projection) (
 	return out, nil
 }
 
-// TableExists reports whether table exists in shard i's database.
-func (s *Sharded) TableExists(ctx context.Context, i int, table string) (bool, error) {
-	var n int
-	err := s.Shards[i].db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", table).Scan(&n)
-	return n > 0, err
+// Exists reports, per shard in shard order, whether table exists in the
+// shard's database.
+func (r *Rebuilder) Exists(ctx context.Context, table string) ([]bool, error) {
+	out := make([]bool, len(r.s.Shards))
+	for i, sh := range r.s.Shards {
+		var n int
+		if err := sh.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", table).Scan(&n); err != nil {
+			return nil, err
+		}
+		out[i] = n > 0
+	}
+	return out, nil
+}
+
+// Create creates p's read table (DDL) with types on every shard.
+func (r *Rebuilder) Create(ctx context.Context, p *projections.Projection, types projections.Types) error {
+	return r.s.Exec(ctx, DDL(p, types))
 }
 
 // Swap renames live to old and shadow to live in one RENAME TABLE on
 // shard i: readers see the old table or the new one, never neither.
-func (s *Sharded) Swap(ctx context.Context, i int, live, shadow, old string) error {
-	_, err := s.Shards[i].db.ExecContext(ctx, "RENAME TABLE "+q(live)+" TO "+q(old)+", "+q(shadow)+" TO "+q(live))
-	return err
+func (r *Rebuilder) Swap(ctx context.Context, i int, live, shadow, old string) error {
+	if _, err := r.s.Shards[i].db.ExecContext(ctx, "RENAME TABLE "+q(live)+" TO "+q(old)+", "+q(shadow)+" TO "+q(live)); err != nil {
+		return fmt.Errorf("shard %s: RENAME TABLE %s TO %s, %s TO %s: %w", r.s.Shards[i].Range.Text, live, old, shadow, live, err)
+	}
+	return nil
 }
 
-// DropTable drops table on every shard (when it exists).
-func (s *Sharded) DropTable(ctx context.Context, table string) error {
-	return s.Exec(ctx, []string{"DROP TABLE IF EXISTS " + q(table)})
+// Drop drops table on every shard (when it exists).
+func (r *Rebuilder) Drop(ctx context.Context, table string) error {
+	return r.s.Exec(ctx, []string{"DROP TABLE IF EXISTS " + q(table)})
 }
 
 // Forget removes everything readside keeps for projection p on every
 // shard: its offsets, tombstones, truncation floors, replay requests and
 // join state tables. A finished rebuild forgets its shadow projection.
-func (s *Sharded) Forget(ctx context.Context, p *projections.Projection) error {
+func (r *Rebuilder) Forget(ctx context.Context, p *projections.Projection) error {
 	stmts := []string{}
 	for _, j := range p.Joins {
 		stmts = append(stmts, "DROP TABLE IF EXISTS "+q(j.StateTable(p)))
 	}
-	for _, sh := range s.Shards {
+	for _, sh := range r.s.Shards {
 		if err := sh.Exec(ctx, stmts); err != nil {
 			return err
 		}
@@ -70,36 +96,24 @@ func (s *Sharded) Forget(ctx context.Context, p *projections.Projection) error {
 	return nil
 }
 
-// RebuildPhase is the recorded phase of p's rebuild ("" when none).
-func (s *Sharded) RebuildPhase(ctx context.Context, p string) (string, error) {
+// Phase is the recorded phase of the rebuild or backfill name ("" when
+// none), kept on the first shard.
+func (r *Rebuilder) Phase(ctx context.Context, name string) (string, error) {
 	var phase string
-	err := s.Shards[0].db.QueryRowContext(ctx, "SELECT phase FROM `_readside_rebuilds` WHERE projection = ?", p).Scan(&phase)
+	err := r.s.Shards[0].db.QueryRowContext(ctx, "SELECT phase FROM `_readside_rebuilds` WHERE projection = ?", name).Scan(&phase)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
 	return phase, err
 }
 
-// SetRebuildPhase records p's rebuild phase on the first shard ("" removes it).
-func (s *Sharded) SetRebuildPhase(ctx context.Context, p, phase string) error {
+// SetPhase records name's phase on the first shard ("" removes it).
+func (r *Rebuilder) SetPhase(ctx context.Context, name, phase string) error {
 	var err error
 	if phase == "" {
-		_, err = s.Shards[0].db.ExecContext(ctx, "DELETE FROM `_readside_rebuilds` WHERE projection = ?", p)
+		_, err = r.s.Shards[0].db.ExecContext(ctx, "DELETE FROM `_readside_rebuilds` WHERE projection = ?", name)
 	} else {
-		_, err = s.Shards[0].db.ExecContext(ctx, "INSERT INTO `_readside_rebuilds` (projection, phase) VALUES (?, ?) ON DUPLICATE KEY UPDATE phase = VALUES(phase)", p, phase)
+		_, err = r.s.Shards[0].db.ExecContext(ctx, "INSERT INTO `_readside_rebuilds` (projection, phase) VALUES (?, ?) ON DUPLICATE KEY UPDATE phase = VALUES(phase)", name, phase)
 	}
 	return err
-}
-
-// CountRows counts table's rows over every shard.
-func (s *Sharded) CountRows(ctx context.Context, table string) (int64, error) {
-	var total int64
-	for _, sh := range s.Shards {
-		var n int64
-		if err := sh.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+q(table)).Scan(&n); err != nil {
-			return 0, err
-		}
-		total += n
-	}
-	return total, nil
 }

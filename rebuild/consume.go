@@ -1,0 +1,128 @@
+package rebuild
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/readside/readside/projections"
+)
+
+// followRounds and followAfter bound the fill's rounds (consumeUntil):
+// the shadow is swapped in about as far behind as its last round took.
+const (
+	followRounds = 5
+	followAfter  = time.Second
+)
+
+// consumeUntil runs a projector for p, applying through sink, until it
+// has applied, on every partition, everything before the offsets target
+// gives (see caughtUp), then stops it after its last batch committed. Up
+// to rounds times, a round that took longer than followAfter is followed
+// by another to the offsets target gives then: records kept arriving
+// meanwhile, and each round shortens what the next has to read. Every
+// round's goal is fixed when it starts, so each ends. The rebuild's fill
+// and catch-up and the backfill all run through it, each with its own
+// sink.
+func (r *Rebuild) consumeUntil(ctx context.Context, p *projections.Projection, sink projections.Sink, target func(context.Context) (projections.Offsets, error), rounds int, what string) error {
+	goal, err := target(ctx)
+	if err != nil {
+		return err
+	}
+	roundStart := time.Now()
+	pr, err := r.newProjector(p, sink)
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- pr.Run(pctx) }()
+	stop := func() error { cancel(); return <-done }
+	var lastLine progressLine
+	for {
+		select {
+		case err := <-done:
+			cancel()
+			if err == nil {
+				err = ctx.Err()
+			}
+			return fmt.Errorf("%s: %w", what, err)
+		case <-time.After(r.poll):
+		}
+		stored, err := r.sink.ShardOffsets(ctx, p)
+		if err != nil {
+			_ = stop()
+			return err
+		}
+		n, total, ok := caughtUp(stored, pr.Applied(), goal)
+		if ok && rounds > 1 && time.Since(roundStart) > r.followAfter {
+			rounds--
+			if goal, err = target(ctx); err != nil {
+				_ = stop()
+				return err
+			}
+			roundStart = time.Now()
+			continue
+		}
+		if ok {
+			if err := stop(); err != nil {
+				return err
+			}
+			r.o.Progress.report(what, total, total, nil)
+			return nil
+		}
+		r.o.Progress.report(what, n, total, &lastLine)
+	}
+}
+
+// fixed is a target that does not move.
+func fixed(o projections.Offsets) func(context.Context) (projections.Offsets, error) {
+	return func(context.Context) (projections.Offsets, error) { return o, nil }
+}
+
+// liveTarget is the highest offset the live projector stored on any
+// shard, per partition: what it may have applied to the table a swap
+// moved away.
+func liveTarget(shards []projections.Offsets) projections.Offsets {
+	want := projections.Offsets{}
+	for _, g := range shards {
+		for topic, parts := range g {
+			for part, next := range parts {
+				if cur, ok := want[topic][part]; !ok || next > cur {
+					want.Set(topic, part, next)
+				}
+			}
+		}
+	}
+	return want
+}
+
+// caughtUp decides whether the shadow has applied everything before
+// target on every partition, and how far it is (offsets summed over the
+// partitions). A partition's position is the further of the offset the
+// shadow stored on every shard (the lowest of them: a shard without one
+// is at 0) and where its running projector has applied through
+// (applied). The stored offset alone never reaches an end offset whose
+// last record is a commit marker; applied alone is unknown on a
+// partition the projector found nothing new on.
+func caughtUp(stored []projections.Offsets, applied, target projections.Offsets) (done, total int64, ok bool) {
+	ok = true
+	for topic, parts := range target {
+		for part, next := range parts {
+			low := int64(0)
+			for i, h := range stored {
+				v := h[topic][part] // absent: 0
+				if i == 0 || v < low {
+					low = v
+				}
+			}
+			pos := max(low, applied[topic][part])
+			total += next
+			done += min(pos, next)
+			if pos < next {
+				ok = false
+			}
+		}
+	}
+	return done, total, ok
+}
