@@ -1,8 +1,12 @@
 package rebuild
 
 import (
+	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/readside/readside/projections"
 )
@@ -77,5 +81,86 @@ func TestRebuildProgressLines(t *testing.T) {
 		if got := strings.Count(out.String(), "\n"); got != s.want {
 			t.Fatalf("%s: %d lines, want %d:\n%s", s.why, got, s.want, out.String())
 		}
+	}
+}
+
+// TestConsumeUntilRounds: a round that took longer than followAfter is
+// followed by another to a fresh target, at most rounds in all, so a fill
+// under steady writes ends about as far behind as its last round took.
+func TestConsumeUntilRounds(t *testing.T) {
+	cases := []struct {
+		why         string
+		rounds      int
+		followAfter time.Duration
+		targets     int // target lists wanted
+	}{
+		{"every round long: as many rounds as allowed", 3, 0, 3},
+		{"one round allowed (the catch-up, the backfill): its target is never moved", 1, 0, 1},
+		{"a round quicker than followAfter is the last", 5, time.Hour, 1},
+	}
+	for _, c := range cases {
+		b := newBed(t, newFakeSink([]string{"orders_read"}))
+		b.r.followAfter = c.followAfter
+		calls := 0
+		target := func(context.Context) (projections.Offsets, error) {
+			calls++
+			return projections.Offsets{"rs.shop.orders": {0: 10}}, nil
+		}
+		if err := b.r.consumeUntil(t.Context(), b.r.p, namedSink{"apply"}, target, c.rounds, "filling x"); err != nil {
+			t.Fatalf("%s: %v", c.why, err)
+		}
+		if calls != c.targets {
+			t.Errorf("%s: %d targets listed, want %d", c.why, calls, c.targets)
+		}
+	}
+}
+
+// steppingProjector applies one more step of its topic each time it is
+// asked how far it is.
+type steppingProjector struct {
+	mu   sync.Mutex
+	next int64
+}
+
+func (p *steppingProjector) Run(ctx context.Context) error { <-ctx.Done(); return nil }
+
+func (p *steppingProjector) Applied() projections.Offsets {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next++
+	return projections.Offsets{"rs.shop.orders": {0: p.next}}
+}
+
+// TestConsumeUntilWaitsForTheTarget: the projector runs until it has
+// applied up to the target, showing how far it is meanwhile, and is
+// stopped then.
+func TestConsumeUntilWaitsForTheTarget(t *testing.T) {
+	b := newBed(t, newFakeSink([]string{"orders_read"}))
+	pr := &steppingProjector{}
+	b.r.newProjector = func(*projections.Projection, projections.Sink) (projector, error) { return pr, nil }
+	if err := b.r.consumeUntil(t.Context(), b.r.p, namedSink{"apply"}, fixed(projections.Offsets{"rs.shop.orders": {0: 4}}), 1, "filling x"); err != nil {
+		t.Fatal(err)
+	}
+	out := b.out.String()
+	for _, want := range []string{"filling x: 25.0% (1 of 4 offsets)", "filling x: 75.0% (3 of 4 offsets)", "filling x: 100.0% (4 of 4 offsets)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("progress lacks %q:\n%s", want, out)
+		}
+	}
+	if pr.next != 4 {
+		t.Errorf("the projector was asked %d times, want it stopped once it reached the target (4)", pr.next)
+	}
+}
+
+// TestConsumeUntilCancelled: a cancelled run (SIGINT) ends the wait with
+// the cancellation, named with what was being filled.
+func TestConsumeUntilCancelled(t *testing.T) {
+	b := newBed(t, newFakeSink([]string{"orders_read"}))
+	b.applied = nil // never caught up
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := b.r.consumeUntil(ctx, b.r.p, namedSink{"apply"}, fixed(projections.Offsets{"rs.shop.orders": {0: 4}}), 1, "filling x")
+	if !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "filling x: ") {
+		t.Errorf("cancelled: %v, want context.Canceled named with what was filled", err)
 	}
 }
