@@ -1,4 +1,4 @@
-package main
+package rebuild
 
 // `replay --from`: parsing the operator's starting point and resolving it
 // against what the broker holds, before anything is stored. A request for
@@ -157,11 +157,11 @@ func listRanges(ctx context.Context, adm *kadm.Client, topics []string) (logRang
 	return out, errors.Join(problems...)
 }
 
-// replayOffsets turns --from into next offsets for p's partitions, checked
+// ReplayOffsets turns --from into next offsets for p's partitions, checked
 // against what the broker holds: earliest and a time resolve to an offset
 // on every partition of p's topics; partition:offset items must name
 // existing partitions and offsets the broker has.
-func replayOffsets(ctx context.Context, brokers []string, p *projections.Projection, from string) (projections.Offsets, error) {
+func ReplayOffsets(ctx context.Context, brokers []string, p *projections.Projection, from string) (projections.Offsets, error) {
 	var (
 		named projections.Offsets
 		at    time.Time
@@ -203,8 +203,13 @@ func replayOffsets(ctx context.Context, brokers []string, p *projections.Project
 		}
 		return out, nil
 	}
-	// The first record the broker stamped at or after the time (record
-	// timestamps are the tailer's publish time, shortly after the commit).
+	return offsetsAt(ctx, adm, p, from, at)
+}
+
+// offsetsAt are, per partition of p's topics, the offset of the first
+// record the broker stamped at or after at (record timestamps are the
+// tailer's publish time, shortly after the commit).
+func offsetsAt(ctx context.Context, adm *kadm.Client, p *projections.Projection, from string, at time.Time) (projections.Offsets, error) {
 	listed, err := adm.ListOffsetsAfterMilli(ctx, at.UnixMilli(), p.Topics()...)
 	if err == nil {
 		err = listed.Error()
@@ -212,6 +217,7 @@ func replayOffsets(ctx context.Context, brokers []string, p *projections.Project
 	if err != nil {
 		return nil, fmt.Errorf("listing the offsets of %s at %s: %w", strings.Join(p.Topics(), ", "), from, err)
 	}
+	out := projections.Offsets{}
 	found := false
 	listed.Each(func(o kadm.ListedOffset) {
 		// Timestamp -1: no record at or after the time in this partition;

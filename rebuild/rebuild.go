@@ -1,12 +1,13 @@
-// Package rebuild refills a projection's read table from its topics:
-// `readside replay --rebuild` fills a shadow table and swaps it in with
-// RENAME TABLE, `--backfill` fills added columns into the rows already
-// there, `--drop-old` drops the table a rebuild kept. Both fills are a
-// projector under an identity of their own, run until it has applied
-// the topics up to offsets fixed when it started (consume.go). The design
-// and the argument for the swap are in docs/ARCHITECTURE.md, "Replay and
-// rebuild" and "Backfilling an added column"; the operator's view in
-// docs/operations.md.
+// Package rebuild re-applies a projection's topics for `readside replay`:
+// `--rebuild` fills a shadow table and swaps it in with RENAME TABLE,
+// `--backfill` fills added columns into the rows already there,
+// `--drop-old` drops the table a rebuild kept, and `--from` is resolved
+// against what the broker holds before a replay request is stored
+// (from.go). Both fills are a projector under an identity of their own,
+// run until it has applied the topics up to offsets fixed when it started
+// (consume.go). The design and the argument for the swap are in
+// docs/ARCHITECTURE.md, "Replay and rebuild" and "Backfilling an added
+// column"; the operator's view in docs/operations.md.
 package rebuild
 
 import (

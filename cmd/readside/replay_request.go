@@ -20,6 +20,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/rebuild"
 	"github.com/readside/readside/sinks"
 )
 
@@ -28,7 +29,7 @@ import (
 // is an error naming what to do: it stays pending for the next projector
 // of p to start, unless cancelled.
 func resetOffsets(ctx context.Context, cfg config.Config, p *projections.Projection, sink *sinks.Sharded, from string, timeout time.Duration, stdout io.Writer) error {
-	offs, err := replayOffsets(ctx, cfg.Kafka.Brokers, p, from)
+	offs, err := rebuild.ReplayOffsets(ctx, cfg.Kafka.Brokers, p, from)
 	if err != nil {
 		return err
 	}
