@@ -1,11 +1,12 @@
 package main
 
 // readside replay: its flags and what it prints. An offset reset for one
-// projection (replay_from.go, replay_request.go: the daemon's projectors
-// pick it up between batches); --rebuild, --backfill and --drop-old are
-// package rebuild, wired here. The design and the argument for the swap
-// are in docs/ARCHITECTURE.md, "Replay and rebuild"; the operator's view
-// in docs/operations.md.
+// projection is a request row the daemon's projectors take between
+// batches (replay_request.go), its --from resolved by
+// rebuild.ReplayOffsets; --rebuild, --backfill and --drop-old are package
+// rebuild, wired here. The design and the argument for the swap are in
+// docs/ARCHITECTURE.md, "Replay and rebuild"; the operator's view in
+// docs/operations.md.
 
 import (
 	"context"
