@@ -7,8 +7,13 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # Packages whose tests need the test bed (MariaDB + Kafka).
-E2E_PKGS  ?= ./cdc/... ./projections/... ./sinks/... ./verify/... ./e2e/... ./bench/internal/...
+E2E_PKGS  ?= ./cdc/... ./projections/... ./sinks/... ./verify/... ./e2e/...
+# The same in bench/, a module of its own (bench/go.mod).
+BENCH_E2E_PKGS ?= ./internal/...
 E2E_TIMEOUT ?= 40m
+# benchall is built from the bench module and run from here, so the
+# paths in BENCH_FLAGS and -out are the checkout's.
+BENCHALL  = $(GO) -C bench build -o $(CURDIR)/bin/benchall ./cmd/benchall && bin/benchall
 
 .PHONY: all build docker test testbed-install test-unit test-vitess e2e e2e-kfake e2e-containers bench bench-quick bench-peers bench-instructions demo lint testbed-up testbed-down clean
 
@@ -29,9 +34,10 @@ test: testbed-install test-unit test-vitess e2e
 testbed-install:
 	$(GO) run ./e2e/cmd/testbed install
 
-## test-unit: tests that need no services (e2e tests skip themselves)
+## test-unit: tests that need no services (e2e tests skip themselves), the product's and bench's
 test-unit:
 	env -u E2E -u E2E_BROKER $(GO) test -race -count=1 ./...
+	env -u E2E -u E2E_BROKER $(GO) -C bench test -race -count=1 ./...
 
 ## test-vitess: readside's shard routing against Vitess's own xxhash vindex (a module of its own: e2e/vitessdiff)
 test-vitess:
@@ -40,30 +46,35 @@ test-vitess:
 ## e2e: the end-to-end suite; starts MariaDB and Kafka (E2E_BROKER=kafka|kfake|external)
 e2e:
 	E2E=1 $(GO) test -count=1 -p 1 -timeout $(E2E_TIMEOUT) $(E2E_PKGS)
+	E2E=1 $(GO) -C bench test -count=1 -p 1 -timeout $(E2E_TIMEOUT) $(BENCH_E2E_PKGS)
 
 ## e2e-kfake: the same suite on the in-process-protocol broker, for fast loops
 e2e-kfake:
 	E2E_BROKER=kfake $(GO) test -count=1 -p 1 -timeout $(E2E_TIMEOUT) $(E2E_PKGS)
+	E2E_BROKER=kfake $(GO) -C bench test -count=1 -p 1 -timeout $(E2E_TIMEOUT) $(BENCH_E2E_PKGS)
 
 ## e2e-containers: the suite against Redpanda + MySQL 8.4 (needs a Docker engine)
 e2e-containers:
 	docker compose -f e2e/compose.yaml up -d --wait
 	E2E_BROKER=external E2E_KAFKA_BROKERS=127.0.0.1:19092 \
 	  E2E_MYSQL_DSN='root:readside@tcp(127.0.0.1:13306)/' \
-	  $(GO) test -count=1 -p 1 -timeout $(E2E_TIMEOUT) $(E2E_PKGS); \
+	  $(GO) test -count=1 -p 1 -timeout $(E2E_TIMEOUT) $(E2E_PKGS) && \
+	E2E_BROKER=external E2E_KAFKA_BROKERS=127.0.0.1:19092 \
+	  E2E_MYSQL_DSN='root:readside@tcp(127.0.0.1:13306)/' \
+	  $(GO) -C bench test -count=1 -p 1 -timeout $(E2E_TIMEOUT) $(BENCH_E2E_PKGS); \
 	  rc=$$?; docker compose -f e2e/compose.yaml down -v; exit $$rc
 
 ## bench: every stage next to the machine's own limits in one run (docs/benchmarks.md); writes bench/results/latest.{json,md,png} (≤ 15 min)
 bench:
-	$(GO) run ./bench/cmd/benchall -out bench/results $(BENCH_FLAGS)
+	$(BENCHALL) -out bench/results $(BENCH_FLAGS)
 
 ## bench-quick: the same with smaller sizes and shorter latency steps (≤ 3 min)
 bench-quick:
-	$(GO) run ./bench/cmd/benchall -quick -quiet-wait 20s -out bench/results $(BENCH_FLAGS)
+	$(BENCHALL) -quick -quiet-wait 20s -out bench/results $(BENCH_FLAGS)
 
 ## bench-peers: Debezium (MariaDB source + JDBC sink, Kafka Connect standalone) next to readside on the same workloads; writes bench/results/peers.{json,md} (~10 min)
 bench-peers:
-	$(GO) run ./bench/cmd/benchall -peers -out bench/results $(BENCH_FLAGS)
+	$(BENCHALL) -peers -out bench/results $(BENCH_FLAGS)
 
 ## bench-instructions: instructions per event of the hot paths (decoding, Build, encoding, statement text) under callgrind, repeatable on a noisy box (REF=<commit> adds another commit's counts)
 bench-instructions:

@@ -19,7 +19,6 @@ require (
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 	github.com/twmb/franz-go/plugin/kslog v1.0.0
 	go.yaml.in/yaml/v3 v3.0.5
-	golang.org/x/image v0.46.0
 	golang.org/x/sync v0.24.0
 	golang.org/x/text v0.42.0
 )

@@ -24,9 +24,22 @@ var limitSweep = "1000x1,5000x1,2000x2,5000x2,5000x4"
 
 const quickSweep = "1000x1,5000x1,5000x2"
 
+// productDir is the readside checkout: the product's module, which
+// bench's go.mod replaces with its parent directory. readside is built in
+// its own module so that the binary measured has the product's go.mod
+// versions, not the bench module's; so benchall runs from either module.
+func productDir() (string, error) {
+	b, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/readside/readside").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the readside module (run benchall inside the readside checkout): %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
 // buildLimits builds the three limit programs into the bench directory.
-func (e *env) buildLimits() error {
-	cmd := exec.Command("go", "build", "-o", e.dir+"/", "./bench/rawparse", "./bench/rawproduce", "./bench/rawupsert")
+func (e *env) buildLimits(product string) error {
+	cmd := exec.Command("go", "build", "-o", e.dir+"/", "./rawparse", "./rawproduce", "./rawupsert")
+	cmd.Dir = filepath.Join(product, "bench")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("building the limit programs: %v\n%s", err, b)
 	}

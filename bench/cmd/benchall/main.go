@@ -259,15 +259,22 @@ func startBed(ctx context.Context) (bed *testbed.Bed, load float64, closeBed fun
 func newEnv(ctx context.Context, bed *testbed.Bed) (*env, error) {
 	e := &env{bed: bed, dir: bed.Dir(), serverID: 700, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	e.bin = filepath.Join(bed.Dir(), "readside")
-	if prebuilt != "" {
-		e.bin = prebuilt
-	} else if b, err := exec.Command("go", "build", "-o", e.bin, "./cmd/readside").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build: %v\n%s", err, b)
-	}
-	if err := e.buildLimits(); err != nil {
+	product, err := productDir()
+	if err != nil {
 		return nil, err
 	}
-	var err error
+	if prebuilt != "" {
+		e.bin = prebuilt
+	} else {
+		cmd := exec.Command("go", "build", "-o", e.bin, "./cmd/readside")
+		cmd.Dir = product
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("build: %v\n%s", err, b)
+		}
+	}
+	if err := e.buildLimits(product); err != nil {
+		return nil, err
+	}
 	if e.srcDB, err = bed.MySQL.CreateDatabase(ctx, "src"); err != nil {
 		return nil, err
 	}
