@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/projections"
 )
 
@@ -130,7 +129,7 @@ func (e *env) runEndToEnd(ctx context.Context, w workload, fractions []float64, 
 	if err != nil {
 		return nil, err
 	}
-	endPos, err := cdc.ParsePosition("mariadb", end.GTID)
+	endPos, err := endPosition(end)
 	if err != nil {
 		return nil, err
 	}

@@ -243,7 +243,7 @@ func (e *env) endOffsets(ctx context.Context, topic string) (map[int32]int64, in
 func (e *env) tailerDrain(ctx context.Context, cfgPath, prefix, topic string, end testbed.BinlogPosition, w workload) (rate, error) {
 	var r rate
 	r.Load1 = loadavg()
-	endPos, err := cdc.ParsePosition("mariadb", end.GTID)
+	endPos, err := endPosition(end)
 	if err != nil {
 		return r, err
 	}
@@ -351,6 +351,17 @@ func pollCheckpoint(ctx context.Context, cl *kgo.Client, wait time.Duration) *cd
 		}
 	})
 	return found
+}
+
+// endPosition is the checkpoint position that covers the bed's binlog up
+// to end. Contains parses both GTID sets, so comparing the position with
+// itself checks it before a drain waits for it.
+func endPosition(end testbed.BinlogPosition) (cdc.Position, error) {
+	p := cdc.Position{Flavor: "mariadb", GTID: end.GTID}
+	if _, err := p.Contains(p); err != nil || p.GTID == "" {
+		return p, fmt.Errorf("the test bed's position %+v has no usable GTID set: %v", end, err)
+	}
+	return p, nil
 }
 
 // waitCheckpoint waits for a checkpoint (containing want, if given). With
