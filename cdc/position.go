@@ -40,9 +40,9 @@ func (p Position) gtidSet() (mysql.GTIDSet, error) {
 	return set, nil
 }
 
-// ParsePosition parses the forms an operator types: "file:pos" or a GTID set
+// parsePosition parses the forms an operator types: "file:pos" or a GTID set
 // ("0-1-42,1-1-7" for MariaDB, "uuid:1-42" for MySQL).
-func ParsePosition(flavor, s string) (Position, error) {
+func parsePosition(flavor, s string) (Position, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return Position{}, errors.New("empty position")

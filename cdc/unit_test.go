@@ -61,13 +61,13 @@ func TestPosition(t *testing.T) {
 		{"a bad offset is refused", "mysql", "binlog.000001:x1", Position{}, true},
 	}
 	for _, c := range cases {
-		got, err := ParsePosition(c.flavor, c.in)
+		got, err := parsePosition(c.flavor, c.in)
 		if (err != nil) != c.err || (!c.err && got != c.want) {
-			t.Errorf("%s: ParsePosition(%q) = %+v, %v", c.why, c.in, got, err)
+			t.Errorf("%s: parsePosition(%q) = %+v, %v", c.why, c.in, got, err)
 		}
 	}
-	a, _ := ParsePosition("mariadb", "0-1-100,1-2-7")
-	b, _ := ParsePosition("mariadb", "0-1-90")
+	a, _ := parsePosition("mariadb", "0-1-100,1-2-7")
+	b, _ := parsePosition("mariadb", "0-1-90")
 	if ok, err := a.Contains(b); !ok || err != nil {
 		t.Errorf("0-1-100,1-2-7 should contain 0-1-90: %v %v", ok, err)
 	}
