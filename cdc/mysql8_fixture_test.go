@@ -14,6 +14,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/internal/compression"
 )
 
 // MySQL 8 only events, built byte by byte after the binlog format (no
@@ -179,7 +180,7 @@ func fixtureStream(t *testing.T, bed *testbed.Bed) (*stream, *consumer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := newPublisher(cfg.Kafka.Brokers, cfg.TransactionalID(), CheckpointTopic(cfg.Kafka.TopicPrefix), cfg.Kafka.MaxMessageBytes, Compression(cfg.Kafka.Compression), nil)
+	pub, err := newPublisher(cfg.Kafka.Brokers, cfg.TransactionalID(), CheckpointTopic(cfg.Kafka.TopicPrefix), cfg.Kafka.MaxMessageBytes, compression.Option(cfg.Kafka.Compression), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/plugin/kslog"
+
+	"github.com/readside/readside/internal/compression"
 )
 
 // TestPublisherAfterUnconfirmedCommit: a commit whose EndTxn gets no
@@ -42,7 +44,7 @@ func TestPublisherAfterUnconfirmedCommit(t *testing.T) {
 		return resp, nil, true
 	})
 	logger := kslog.New(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	p, err := newPublisher(c.ListenAddrs(), "readside-tailer-test", "checkpoints", 1<<20, Compression("none"), logger)
+	p, err := newPublisher(c.ListenAddrs(), "readside-tailer-test", "checkpoints", 1<<20, compression.Option("none"), logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/internal/compression"
 	"github.com/readside/readside/internal/kafkalog"
 	"github.com/readside/readside/internal/startup"
 )
@@ -166,7 +167,7 @@ func (t *Tailer) run(ctx context.Context) error {
 		t.log.Warn("the binlog does not name columns: readside tracks the schema itself (information_schema snapshot plus DDL from the binlog); "+
 			"binlog_row_metadata=FULL is more robust (docs/operations.md, \"schema history\")", "binlog_row_metadata", rowMetadata)
 	}
-	pub, err := newPublisher(t.brokers, t.cfg.TransactionalID(), CheckpointTopic(t.cfg.Kafka.TopicPrefix), t.cfg.Kafka.MaxMessageBytes, Compression(t.cfg.Kafka.Compression), kafkalog.New(t.log.With("component", "kafka")))
+	pub, err := newPublisher(t.brokers, t.cfg.TransactionalID(), CheckpointTopic(t.cfg.Kafka.TopicPrefix), t.cfg.Kafka.MaxMessageBytes, compression.Option(t.cfg.Kafka.Compression), kafkalog.New(t.log.With("component", "kafka")))
 	if err != nil {
 		return err
 	}

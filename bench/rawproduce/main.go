@@ -27,8 +27,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/readside/readside/bench/internal/benchio"
-	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/internal/compression"
 )
 
 func main() {
@@ -88,7 +88,7 @@ func produce(ctx context.Context, cfg config.Config, topic string, recs []*kgo.R
 	var r benchio.Result
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(linger), kgo.MaxBufferedRecords(50_000), kgo.DefaultProduceTopic(topic),
-		cdc.Compression(cfg.Kafka.Compression)) // the tailer's codec
+		compression.Option(cfg.Kafka.Compression)) // the tailer's codec
 	if err != nil {
 		return r, err
 	}

@@ -1,4 +1,8 @@
-package cdc
+// Package compression is the codec of the tailer's record batches
+// (kafka.compression), shared with bench's raw produce limit B1 so that B1
+// compresses exactly like the tailer. Internal: nothing outside readside's
+// own modules uses it.
+package compression
 
 import (
 	"bytes"
@@ -8,10 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Compression is the producer option for kafka.compression (validated by
-// config): the tailer's and the raw-produce limit's, so B1 compresses
-// like the tailer.
-func Compression(name string) kgo.Opt {
+// Option is the producer option for kafka.compression (validated by
+// config).
+func Option(name string) kgo.Opt {
 	switch name {
 	case "lz4":
 		return kgo.WithCompressor(newLz4Compressor())
