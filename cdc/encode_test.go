@@ -75,7 +75,7 @@ func TestValuesEqual(t *testing.T) {
 
 // BenchmarkAppendChange is the tailer's encoding of one narrow insert (the
 // bench workload narrow_insert's row: ~150 bytes, as go-mysql decodes it
-// with DecodingOptions) into its key and envelope: the part of the
+// with rowdecode.Options) into its key and envelope: the part of the
 // tailer's CPU per event that is readside's own, beside go-mysql's
 // decoding and franz-go's producing (make bench-instructions).
 func BenchmarkAppendChange(b *testing.B) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/internal/compression"
+	"github.com/readside/readside/internal/rowdecode"
 )
 
 // MySQL 8 only events, built byte by byte after the binlog format (no
@@ -209,7 +210,7 @@ func fixtureStream(t *testing.T, bed *testbed.Bed) (*stream, *consumer) {
 func parseFixture(t *testing.T, events ...[]byte) []*replication.BinlogEvent {
 	t.Helper()
 	var sc replication.BinlogSyncerConfig
-	DecodingOptions(&sc)
+	rowdecode.Options(&sc)
 	p := replication.NewBinlogParser()
 	p.SetUseDecimal(sc.UseDecimal)
 	p.SetParseTime(sc.ParseTime)

@@ -667,7 +667,7 @@ func trackedTable(tm *replication.TableMapEvent, def *tableDef, topic string, ex
 		case kindEnum, kindSet:
 			col.members = cd.Members
 		case kindInt:
-			// Rows are decoded as signed (signlessTable); the binlog's own
+			// Rows are decoded as signed (rowdecode.Signless); the binlog's own
 			// signedness wins when it carries one.
 			unsigned := cd.Unsigned
 			if len(signedness) > 0 {

@@ -32,6 +32,7 @@ import (
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/internal/compression"
 	"github.com/readside/readside/internal/kafkalog"
+	"github.com/readside/readside/internal/rowdecode"
 	"github.com/readside/readside/internal/startup"
 )
 
@@ -411,40 +412,6 @@ type stream struct {
 	commitWanted bool
 }
 
-// DecodingOptions sets how go-mysql decodes row values for the tailer
-// (bench's raw parse B0 uses the same). Decimals come as go-mysql's own
-// exact text with the column's scale instead of decimal.Decimal, which
-// cost a parse and a StringFixed per value (~10% of a narrow drain).
-// DATETIME and TIMESTAMP come as time.Time, formatted by appendValue:
-// go-mysql's string path is one fmt.Sprintf per value (~9%); zero and
-// pre-1970 DATETIMEs still come as strings. Integers come as signed
-// (decodeRowsData). A config without its own RowsEventDecodeFunc gets one
-// that decodes every rows event that way.
-func DecodingOptions(c *replication.BinlogSyncerConfig) {
-	c.UseDecimal = false
-	c.ParseTime = true
-	c.TimestampStringLocation = time.UTC
-	if c.RowsEventDecodeFunc == nil {
-		c.RowsEventDecodeFunc = func(e *replication.RowsEvent, data []byte) error {
-			pos, err := e.DecodeHeader(data)
-			if err != nil {
-				return err
-			}
-			return decodeRowsData(e, pos, data)
-		}
-	}
-}
-
-// decodeRowsData decodes the rows of e with every integer read as signed
-// (signlessTable).
-func decodeRowsData(e *replication.RowsEvent, pos int, data []byte) error {
-	tm := e.Table
-	e.Table = signlessTable(tm)
-	err := e.DecodeData(pos, data)
-	e.Table = tm
-	return err
-}
-
 func (s *stream) syncerConfig() replication.BinlogSyncerConfig {
 	t := s.t
 	c := replication.BinlogSyncerConfig{
@@ -490,10 +457,10 @@ func (s *stream) syncerConfig() replication.BinlogSyncerConfig {
 				s.oversized.Store(big)
 				return big
 			}
-			return decodeRowsData(e, pos, data)
+			return rowdecode.Signless(e, pos, data)
 		},
 	}
-	DecodingOptions(&c)
+	rowdecode.Options(&c)
 	return c
 }
 

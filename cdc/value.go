@@ -42,7 +42,7 @@ type column struct {
 	members  []string          // ENUM and SET member names
 	excluded bool              // source.exclude_columns: never published
 	// unsignedBits is the width of an unsigned integer column. The binlog
-	// decoder reads every integer as signed (signlessTable); negative
+	// decoder reads every integer as signed (rowdecode.Signless); negative
 	// values are reinterpreted at that width.
 	unsignedBits int
 }
@@ -263,21 +263,6 @@ func intWidth(typ byte) int {
 		return 32
 	}
 	return 64
-}
-
-// signlessTable is tm without its signedness, for decoding rows: go-mysql
-// builds a map of the signedness for every row it decodes (5% of the
-// tailer's CPU on a backlog drain, docs/benchmarks.md tuning log 26), and
-// without it reads every integer as signed, which the columns reinterpret
-// (column.unsignedBits). A shallow copy per rows event: the table map
-// itself is shared and keeps its signedness for building the columns.
-func signlessTable(tm *replication.TableMapEvent) *replication.TableMapEvent {
-	if len(tm.SignednessBitmap) == 0 {
-		return tm
-	}
-	c := *tm
-	c.SignednessBitmap = nil
-	return &c
 }
 
 // newColumn builds column i of a table map. charsetOf maps a collation id to

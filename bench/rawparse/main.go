@@ -1,6 +1,6 @@
 // Command rawparse is limit B0 of `make bench`: go-mysql streams a binlog
 // range from the source and decodes every rows event the way the tailer
-// does (cdc.DecodingOptions), rows discarded — the ceiling for anything reading the binlog
+// does (internal/rowdecode), rows discarded — the ceiling for anything reading the binlog
 // with go-mysql on this machine. It prints one JSON line: row events per
 // second of the best of -runs, its CPU per 1,000 row events and peak RSS.
 //
@@ -26,7 +26,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	driver "github.com/go-sql-driver/mysql"
-	"github.com/readside/readside/cdc"
+	"github.com/readside/readside/internal/rowdecode"
 
 	"github.com/readside/readside/bench/internal/benchio"
 	"github.com/readside/readside/config"
@@ -82,7 +82,7 @@ func run(cfgPath, from, to string, runs int, serverID uint32, flavor string) err
 		t := time.Now()
 		sc := replication.BinlogSyncerConfig{ServerID: serverID, Flavor: flavor, Host: host,
 			Port: uint16(port), User: dsn.User, Password: dsn.Passwd}
-		cdc.DecodingOptions(&sc) // decoded exactly as the tailer decodes
+		rowdecode.Options(&sc) // decoded exactly as the tailer decodes
 		n, err := parse(context.Background(), sc, start, end)
 		if err != nil {
 			return err
