@@ -27,8 +27,8 @@ import (
 // the projection named <name>_b2j (so its tables, offsets, watermarks,
 // tombstones and truncations are its own). A point's batch rows are
 // records per Build, as a projector poll is; its connections each get
-// whole partitions (projections.SplitByPartition, the projector's own split), applying
-// their batches one after the other. Building happens before the clock
+// whole partitions (dealPartitions, dealt as the projector deals a poll),
+// applying their batches one after the other. Building happens before the clock
 // starts, as B2's decoding does; the rate counts records (source events,
 // parents included), like the projector's.
 func runJoins(ctx context.Context, cfg config.Config, p *projections.Projection, recs []*kgo.Record, recPath string, points []benchio.Point) error {
@@ -131,7 +131,7 @@ func runJoins(ctx context.Context, cfg config.Config, p *projections.Projection,
 // with the projector's Build. It also returns the writes and parent
 // writes the batches hold.
 func buildBatches(p *projections.Projection, recs []*kgo.Record, pt benchio.Point) (conns [][]*projections.Batch, writes, parents int, err error) {
-	for _, group := range projections.SplitByPartition(recs, pt.Connections) {
+	for _, group := range dealPartitions(recs, pt.Connections) {
 		var batches []*projections.Batch
 		for lo := 0; lo < len(group); lo += pt.BatchRows {
 			b, bad := p.Build(group[lo:min(lo+pt.BatchRows, len(group))])
@@ -159,4 +159,47 @@ func (o outcome) equal(x outcome) bool { return o.rows == x.rows && slices.Equal
 
 func (o outcome) String() string {
 	return fmt.Sprintf("%d read rows, %v showing a parent (per join)", o.rows, o.joined)
+}
+
+// dealPartitions deals records to at most n connections by whole
+// partitions, as the projector deals a poll to its concurrent
+// transactions (projections/projector.go): largest partition first, each
+// to the connection with the fewest records so far; a connection's
+// records keep their order in recs.
+func dealPartitions(recs []*kgo.Record, n int) [][]*kgo.Record {
+	type partition struct {
+		topic string
+		id    int32
+	}
+	size := map[partition]int{}
+	var parts []partition
+	for _, r := range recs {
+		pa := partition{r.Topic, r.Partition}
+		if size[pa] == 0 {
+			parts = append(parts, pa)
+		}
+		size[pa]++
+	}
+	if n = min(n, len(parts)); n <= 1 {
+		return [][]*kgo.Record{recs}
+	}
+	slices.SortStableFunc(parts, func(a, b partition) int { return size[b] - size[a] })
+	conn := map[partition]int{}
+	load := make([]int, n)
+	for _, pa := range parts {
+		lightest := 0
+		for i, l := range load {
+			if l < load[lightest] {
+				lightest = i
+			}
+		}
+		conn[pa] = lightest
+		load[lightest] += size[pa]
+	}
+	conns := make([][]*kgo.Record, n)
+	for _, r := range recs {
+		c := conn[partition{r.Topic, r.Partition}]
+		conns[c] = append(conns[c], r)
+	}
+	return conns
 }
