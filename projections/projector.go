@@ -461,7 +461,7 @@ func (pr *Projector) prepare(records []*kgo.Record, before, after []partitionLag
 	if len(records) < splitFrom {
 		groups = 1
 	}
-	for _, recs := range SplitByPartition(records, groups) {
+	for _, recs := range splitByPartition(records, groups) {
 		b, bad := pr.p.Build(recs)
 		b.Stale = stale
 		if pr.dlq == nil {
@@ -493,14 +493,14 @@ func (pr *Projector) prepare(records []*kgo.Record, before, after []partitionLag
 // backlog's polls of thousands still use every connection.
 const splitFrom = 1000
 
-// SplitByPartition deals records into at most n groups of whole partitions,
+// splitByPartition deals records into at most n groups of whole partitions,
 // balanced by record count, each partition's records in their order.
 // Groups can be applied concurrently in separate sink transactions: a
 // row's changes all travel in one partition (the record key is its
 // primary key), so no two groups write the same read row, parent state
 // row, offset or watermark — the same reason several processes can share
 // a projection's partitions.
-func SplitByPartition(records []*kgo.Record, n int) [][]*kgo.Record {
+func splitByPartition(records []*kgo.Record, n int) [][]*kgo.Record {
 	type tp struct {
 		topic string
 		part  int32

@@ -13,7 +13,7 @@ import (
 // partition, one partition after another, and a poll of N records takes
 // them in that order — on a backlog of narrow rows, a poll of 10,000 was
 // 8,551 records of one partition and 1,449 of the next. Concurrent apply
-// deals whole partitions to transactions (SplitByPartition), so such a
+// deals whole partitions to transactions (splitByPartition), so such a
 // poll ran as one big transaction next to a tiny one, at the speed of
 // one connection. Taking the whole fetch and cutting it into jobs with an
 // even share of every partition keeps each job's transactions the same

@@ -66,7 +66,7 @@ func TestPollQueueDealsEvenJobs(t *testing.T) {
 				t.Errorf("job %d: lag before %d not above after %d", jobs, before[i].lag, l.lag)
 			}
 		}
-		groups := SplitByPartition(recs, 2)
+		groups := splitByPartition(recs, 2)
 		if len(groups) != 2 {
 			t.Fatalf("job %d: %d transactions, want 2", jobs, len(groups))
 		}

@@ -26,7 +26,7 @@ func TestSplitByPartition(t *testing.T) {
 		}
 	}
 	for _, n := range []int{0, 1, 2, 3, 6, 20} {
-		groups := SplitByPartition(recs, n)
+		groups := splitByPartition(recs, n)
 		want := min(max(n, 1), 6)
 		if len(groups) != want {
 			t.Fatalf("n=%d: %d groups, want %d", n, len(groups), want)
