@@ -16,8 +16,9 @@ import (
 
 type latencyStep struct {
 	Fraction float64 `json:"fraction_of_capacity"`
-	// HalfDrain marks the step at half the backlog drain rate, the basis
-	// of the fractions until session 9 (liveCapacity).
+	// HalfDrain marks the step at half the backlog drain rate: its rows
+	// compare with runs whose steps were fractions of the drain rate, not
+	// of the live capacity (liveCapacity).
 	HalfDrain    bool    `json:"half_drain_rate,omitempty"`
 	OfferedPerS  float64 `json:"offered_per_s"`
 	AchievedPerS float64 `json:"achieved_per_s"`
@@ -210,8 +211,8 @@ func (e *env) runEndToEnd(ctx context.Context, w workload, fractions []float64, 
 	smp.mark("backlog drain", 0)
 
 	// Latency: open-loop inserts at fixed fractions of the live capacity,
-	// and one more at half the drain rate (what the fractions were taken
-	// of until session 9), so runs stay comparable.
+	// and one more at half the drain rate, so that runs whose fractions
+	// were of the drain rate stay comparable.
 	time.Sleep(2 * time.Second)
 	e.settle(ctx, w.Name+": live capacity")
 	live, err := e.liveCapacity(ctx, gen, proj, liveDur(stepDur))

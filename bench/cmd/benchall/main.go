@@ -57,7 +57,7 @@ func main() {
 	// the test bed's page misses (docs/benchmarks.md, tuning log 33).
 	flag.StringVar(&mariadbArgs, "mariadb-args", "--innodb-buffer-pool-size=2G", "space-separated extra mariadbd options for the test bed's server, after its own (named in the report; \"\" for the test bed's server as is)")
 	flag.DurationVar(&quietWait, "quiet-wait", 90*time.Second, "wait up to this long for a 1-minute load below 1.5 before starting")
-	flag.DurationVar(&settleLimit, "settle", time.Minute, "before each stage, wait up to this long for MariaDB to flush its dirty pages and purge its undo history, so a stage does not pay for the writes of the one before (20s at most with -quick; 0: do not wait, as before session 15)")
+	flag.DurationVar(&settleLimit, "settle", time.Minute, "before each stage, wait up to this long for MariaDB to flush its dirty pages and purge its undo history, so a stage does not pay for the writes of the one before (20s at most with -quick; 0: do not wait)")
 	chartFrom := flag.String("chart-from", "", "only redraw the PNG chart from this latest.json (into -out)")
 	peersRun := flag.Bool("peers", false, "make bench-peers: Debezium (Kafka Connect standalone) next to readside on the narrow workloads; writes peers.json and peers.md")
 	flag.Parse()

@@ -67,10 +67,10 @@ func startReadside(bin, cfgPath, role, logPath, httpAddr string) (*proc, error) 
 // keepLargestHeap samples the process's resident memory every 200 ms
 // (/proc, which costs the process nothing) and writes its heap profile to
 // path whenever that is a new largest, so the profile shows what held
-// memory at the peak RSS the bench reports rather than at the end. Until
-// session 13 it read the text heap profile (?debug=1) every time for its
-// HeapInuse line: formatting every sampled stack took ~20% of the
-// process's CPU in a latency step's profile.
+// memory at the peak RSS the bench reports rather than at the end. RSS
+// comes from /proc, not from the text heap profile (?debug=1): formatting
+// every sampled stack took ~20% of the process's CPU in a latency step's
+// profile (docs/benchmarks.md, tuning log 34).
 func keepLargestHeap(ctx context.Context, pid int, addr, path string) {
 	var largest float64
 	for ctx.Err() == nil {

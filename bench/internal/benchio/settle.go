@@ -14,9 +14,8 @@ type Settle struct {
 	DirtyPages    int64   `json:"dirty_pages_before"`
 	HistoryLength int64   `json:"history_length_before"`
 	CheckpointAge int64   `json:"checkpoint_age_before"`
-	// Settled is false when the limit ran out first (the stage then
-	// starts with the server still flushing or purging, as before
-	// session 15).
+	// Settled is false when the limit ran out first: the stage then
+	// starts with the server still flushing or purging.
 	Settled bool `json:"settled"`
 }
 
