@@ -4,7 +4,7 @@
 // with go-mysql on this machine. It prints one JSON line: row events per
 // second of the best of -runs, its CPU per 1,000 row events and peak RSS.
 //
-//	go run ./bench/rawparse -config readside.yaml -from mariadb-bin.000003:4 -to mariadb-bin.000003:91234567
+//	go run ./rawparse -config readside.yaml -from mariadb-bin.000003:4 -to mariadb-bin.000003:91234567
 //
 // The source connection (the replication user) comes from the readside
 // config's source.dsn; -from and -to are binlog file:offset positions
@@ -47,7 +47,7 @@ func main() {
 
 func run(cfgPath, from, to string, runs int, serverID uint32, flavor string) error {
 	if cfgPath == "" || from == "" || to == "" {
-		return errors.New("-config, -from and -to are required (see go doc ./bench/rawparse)")
+		return errors.New("-config, -from and -to are required (see go doc ./rawparse inside bench/)")
 	}
 	cfg, err := config.Load(cfgPath, nil)
 	if err != nil {

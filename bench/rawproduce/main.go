@@ -7,7 +7,7 @@
 // second, CPU per 1,000 records, peak RSS (which includes the records held
 // in memory).
 //
-//	go run ./bench/rawproduce -config readside.yaml -records /tmp/bench/narrow_insert.records
+//	go run ./rawproduce -config readside.yaml -records /tmp/bench/narrow_insert.records
 //
 // The brokers and partition count come from the readside config's kafka
 // section; the topics are named <-topic>.<run>.b1.
@@ -45,7 +45,7 @@ func main() {
 
 func run(cfgPath, recPath, topic string, runs int, linger time.Duration) error {
 	if cfgPath == "" || recPath == "" {
-		return errors.New("-config and -records are required (see go doc ./bench/rawproduce)")
+		return errors.New("-config and -records are required (see go doc ./rawproduce inside bench/)")
 	}
 	cfg, err := config.Load(cfgPath, nil)
 	if err != nil {

@@ -8,7 +8,7 @@
 // line: the best point's writes per second, its CPU per 1,000 writes,
 // peak RSS, and the whole sweep.
 //
-//	go run ./bench/rawupsert -config readside.yaml -projection p_narrow_insert -records /tmp/bench/narrow_insert.records
+//	go run ./rawupsert -config readside.yaml -projection p_narrow_insert -records /tmp/bench/narrow_insert.records
 //
 // The source (for column types) and the sink come from the readside
 // config. A projection with joins is measured on its child rows alone:
@@ -61,7 +61,7 @@ func main() {
 
 func run(cfgPath, name, recPath, sweepText string, joins bool) error {
 	if cfgPath == "" || recPath == "" {
-		return errors.New("-config and -records are required (see go doc ./bench/rawupsert)")
+		return errors.New("-config and -records are required (see go doc ./rawupsert inside bench/)")
 	}
 	points, err := parseSweep(sweepText)
 	if err != nil {

@@ -6,7 +6,7 @@
 // bench/results/latest.json and latest.md. It measures; it asserts nothing.
 // docs/benchmarks.md explains every number.
 //
-//	go run ./bench/cmd/benchall [-quick] [-out bench/results]
+//	make bench, or inside bench/: go run ./cmd/benchall [-quick] [-out ../bench/results]
 package main
 
 import (
