@@ -104,24 +104,48 @@ func runPeers(quick bool, outDir, only string) error {
 	if err != nil {
 		return err
 	}
-	// Debezium's own databases: the same table names as readside's, so
-	// the records carry the same source metadata.
-	d := &dbz{e: e, cn: cn, res: &res}
-	if d.srcDB, err = bed.MySQL.CreateDatabase(ctx, "dbzsrc"); err != nil {
-		return err
-	}
-	if d.sinkDB, err = bed.MySQL.CreateDatabase(ctx, "dbzreads"); err != nil {
-		return err
-	}
-	if d.sink, err = sinks.Open(ctx, bed.MySQL.AdminDSN()+d.sinkDB); err != nil {
+	d, err := newDbz(ctx, e, cn, &res)
+	if err != nil {
 		return err
 	}
 	defer d.sink.Close()
-	if err := bed.MySQL.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.dbz_ping (id INT PRIMARY KEY, at DATETIME(6))", d.srcDB)); err != nil {
-		return err
-	}
 
 	start := time.Now()
+	if err := d.compareWorkloads(ctx, quick, only); err != nil {
+		return err
+	}
+	d.compareLatency(ctx, quick)
+	res.DurationS = time.Since(start).Seconds()
+	res.LoadAfter = loadavg()
+	res.Settles = e.settles
+	return writePeers(outDir, &res)
+}
+
+// newDbz makes Debezium's own databases, with the same table names as
+// readside's so the records carry the same source metadata, and opens
+// its sink.
+func newDbz(ctx context.Context, e *env, cn *connectInstall, res *peersResults) (*dbz, error) {
+	d := &dbz{e: e, cn: cn, res: res}
+	var err error
+	if d.srcDB, err = e.bed.MySQL.CreateDatabase(ctx, "dbzsrc"); err != nil {
+		return nil, err
+	}
+	if d.sinkDB, err = e.bed.MySQL.CreateDatabase(ctx, "dbzreads"); err != nil {
+		return nil, err
+	}
+	if err := e.bed.MySQL.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.dbz_ping (id INT PRIMARY KEY, at DATETIME(6))", d.srcDB)); err != nil {
+		return nil, err
+	}
+	if d.sink, err = sinks.Open(ctx, e.bed.MySQL.AdminDSN()+d.sinkDB); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// compareWorkloads runs each workload on readside, then on Debezium.
+func (d *dbz) compareWorkloads(ctx context.Context, quick bool, only string) error {
+	e, res := d.e, d.res
+	var err error
 	for _, w := range peerWorkloads(quick) {
 		if only != "" && !strings.Contains(","+only+",", ","+w.Name+",") {
 			continue
@@ -142,6 +166,13 @@ func runPeers(quick bool, outDir, only string) error {
 		logf("%s", b)
 		res.Workloads = append(res.Workloads, pw)
 	}
+	return nil
+}
+
+// compareLatency runs both latency sides when the first workload gave
+// Debezium's rates; a failure is reported, not fatal.
+func (d *dbz) compareLatency(ctx context.Context, quick bool) {
+	res := d.res
 	if len(res.Workloads) > 0 && res.Workloads[0].Source.PerS > 0 && res.Workloads[0].Sink.PerS > 0 {
 		// The same offered rates for both, well below Debezium's slower
 		// stage on the first workload (narrow inserts): end to end one
@@ -157,10 +188,6 @@ func runPeers(quick bool, outDir, only string) error {
 			logf("latency: %v", err)
 		}
 	}
-	res.DurationS = time.Since(start).Seconds()
-	res.LoadAfter = loadavg()
-	res.Settles = e.settles
-	return writePeers(outDir, &res)
 }
 
 // peerWorkloads are make bench's narrow workloads (the same sizes and
@@ -357,21 +384,30 @@ func (d *dbz) createSinkTable(ctx context.Context, w workload, name string) erro
 // warm-up step at the lowest rate (not reported) runs first on both.
 func (d *dbz) runLatency(ctx context.Context, rates []float64, stepDur time.Duration) error {
 	w := workload{Name: "latency", Events: 0, TxnRows: 200, RowBytes: 150}
-	// Debezium.
-	v := d.vars("latency", "latency")
-	if err := d.prepare(ctx, w, v); err != nil {
+	dbzSteps, err := d.debeziumLatency(ctx, w, rates, stepDur)
+	if err != nil {
 		return err
 	}
+	return d.readsideLatency(ctx, w, rates, stepDur, dbzSteps)
+}
+
+// debeziumLatency is runLatency's Debezium side: one worker running both
+// connectors on a fresh table, a step per rate after the warm-up.
+func (d *dbz) debeziumLatency(ctx context.Context, w workload, rates []float64, stepDur time.Duration) ([]latencyStep, error) {
+	v := d.vars("latency", "latency")
+	if err := d.prepare(ctx, w, v); err != nil {
+		return nil, err
+	}
 	if err := d.createSinkTable(ctx, w, v["SINK_TABLE"]); err != nil {
-		return err
+		return nil, err
 	}
 	offsets := filepath.Join(d.e.dir, "connect", v["NAME"]+".offsets")
 	if err := d.prime(ctx, v, offsets); err != nil {
-		return fmt.Errorf("priming the source: %w", err)
+		return nil, fmt.Errorf("priming the source: %w", err)
 	}
 	c, err := d.start(ctx, v["NAME"]+".latency", offsets, map[string]string{"source": peers.Render(peers.Source, v), "sink": peers.Render(peers.Sink, v)})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dbzEnv := *d.e
 	dbzEnv.sink = d.sink
@@ -385,7 +421,7 @@ func (d *dbz) runLatency(ctx context.Context, rates []float64, stepDur time.Dura
 		}
 		if err != nil {
 			c.end()
-			return fmt.Errorf("Debezium at %.0f rows/s: %w (see %s)", rt, err, c.logPath)
+			return nil, fmt.Errorf("Debezium at %.0f rows/s: %w (see %s)", rt, err, c.logPath)
 		}
 		logf("Debezium latency at %.0f/s: %+v", rt, st)
 		if i > 0 {
@@ -394,8 +430,13 @@ func (d *dbz) runLatency(ctx context.Context, rates []float64, stepDur time.Dura
 		time.Sleep(2 * time.Second)
 	}
 	c.end()
+	return dbzSteps, nil
+}
 
-	// readside, the same rates.
+// readsideLatency is runLatency's readside side: `readside run` on its
+// own fresh table at the same rates, each step reported beside
+// Debezium's step at that rate.
+func (d *dbz) readsideLatency(ctx context.Context, w workload, rates []float64, stepDur time.Duration, dbzSteps []latencyStep) error {
 	if err := d.e.bed.MySQL.Exec(ctx, w.tableDDL(d.e.srcDB, "latency")); err != nil {
 		return err
 	}
