@@ -54,9 +54,7 @@ func (d *dbz) sourceDrain(ctx context.Context, v map[string]string, offsets stri
 	r.PeakRSSMiB = c.end()
 	c = nil
 	ev := float64(int64(w.Events) - h0)
-	r.Seconds = t1.Sub(t0).Seconds()
-	r.PerS = ev / r.Seconds
-	r.CPUPer1000 = (cpu1 - cpu0) / ev * 1000
+	r.drained(ev, t1.Sub(t0), cpu1-cpu0)
 	return r, nil
 }
 
@@ -109,9 +107,7 @@ func (d *dbz) sinkDrain(ctx context.Context, v map[string]string, w workload) (r
 	c = nil
 	share := 1 - float64(s0)/float64(max(total, 1))
 	ev := float64(w.Events) * share
-	r.Seconds = t1.Sub(t0).Seconds()
-	r.PerS = ev / r.Seconds
-	r.CPUPer1000 = (cpu1 - cpu0) / ev * 1000
+	r.drained(ev, t1.Sub(t0), cpu1-cpu0)
 	return r, nil
 }
 

@@ -31,6 +31,14 @@ type rate struct {
 	CommitShare float64 `json:"commit_share,omitempty"`
 }
 
+// drained fills in the rate of events source events drained in d, with
+// cpu seconds of the process's CPU.
+func (r *rate) drained(events float64, d time.Duration, cpu float64) {
+	r.Seconds = d.Seconds()
+	r.PerS = events / r.Seconds
+	r.CPUPer1000 = cpu / events * 1000
+}
+
 type b2Point struct {
 	BatchRows   int     `json:"batch_rows"`
 	Connections int     `json:"connections"`
@@ -327,9 +335,7 @@ func (e *env) tailerDrain(ctx context.Context, cfgPath, prefix, topic string, en
 	stop = nil
 	share := 1 - float64(h0)/float64(max(hEnd, 1))
 	events := float64(w.Events) * share
-	r.Seconds = t1.Sub(t0).Seconds()
-	r.PerS = events / r.Seconds
-	r.CPUPer1000 = (cpu1 - cpu0) / events * 1000
+	r.drained(events, t1.Sub(t0), cpu1-cpu0)
 	r.CommitShare = (commit1 - commit0) / r.Seconds
 	return r, nil
 }
@@ -452,9 +458,7 @@ func (e *env) projectorDrain(ctx context.Context, cfgPath string, proj *projecti
 	p = nil
 	share := 1 - float64(s0)/float64(max(total, 1))
 	ev := float64(events) * share
-	r.Seconds = t1.Sub(t0).Seconds()
-	r.PerS = ev / r.Seconds
-	r.CPUPer1000 = (cpu1 - cpu0) / ev * 1000
+	r.drained(ev, t1.Sub(t0), cpu1-cpu0)
 	return r, (rows1 - rows0) / r.Seconds, nil
 }
 
