@@ -3,7 +3,6 @@ package main
 // peers.json and peers.md of `make bench-peers`.
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,14 +13,7 @@ import (
 
 // writePeers writes peers.json and peers.md.
 func writePeers(dir string, res *peersResults) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "peers.json"), append(b, '\n'), 0o644); err != nil {
+	if err := writeJSON(dir, "peers.json", res); err != nil {
 		return err
 	}
 	md := peersMarkdown(res)

@@ -23,14 +23,7 @@ func writeResults(dir string, res *results) error {
 			}
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "latest.json"), append(b, '\n'), 0o644); err != nil {
+	if err := writeJSON(dir, "latest.json", res); err != nil {
 		return err
 	}
 	if res.EndToEnd != nil {
@@ -135,4 +128,16 @@ func settleSummary(limitS float64, settles []benchio.Settle) string {
 		out += fmt.Sprintf(" Not settled within the limit: %s.", strings.Join(unsettled, "; "))
 	}
 	return out + "\n\n"
+}
+
+// writeJSON writes v, indented, to dir/name, making dir if needed.
+func writeJSON(dir, name string, v any) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, name), append(b, '\n'), 0o644)
 }
