@@ -189,35 +189,3 @@ func (s *Sharded) Apply(ctx context.Context, p *projections.Projection, b *proje
 	wg.Wait()
 	return errors.Join(errs...)
 }
-
-// CollectTombstones deletes, on every shard, p's tombstones below horizon:
-// no replay can bring back an event older than horizon (the oldest
-// version still in the topics), and any event at or above it is newer
-// than those deletes anyway, so they no longer decide anything.
-func (s *Sharded) CollectTombstones(ctx context.Context, p *projections.Projection, horizon uint64) (int64, error) {
-	var total int64
-	for _, sh := range s.Shards {
-		n, err := sh.CollectTombstones(ctx, p, horizon)
-		total += n
-		if err != nil {
-			return total, fmt.Errorf("shard %s: %w", sh.Range.Text, err)
-		}
-	}
-	return total, nil
-}
-
-// CollectTombstones deletes p's tombstones below horizon on this server.
-func (s *MySQL) CollectTombstones(ctx context.Context, p *projections.Projection, horizon uint64) (int64, error) {
-	var total int64
-	for {
-		res, err := s.db.ExecContext(ctx, "DELETE FROM `_readside_tombstones` WHERE projection = ? AND version < ? LIMIT 5000", p.Name, horizon)
-		if err != nil {
-			return total, fmt.Errorf("collecting tombstones of %s: %w", p.Name, err)
-		}
-		n, _ := res.RowsAffected()
-		total += n
-		if n < 5000 {
-			return total, nil
-		}
-	}
-}

@@ -1,0 +1,133 @@
+package sinks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/readside/readside/projections"
+)
+
+// CollectTombstones deletes, on every shard, p's tombstones below horizon:
+// no replay can bring back an event older than horizon (the oldest
+// version still in the topics), and any event at or above it is newer
+// than those deletes anyway, so they no longer decide anything.
+func (s *Sharded) CollectTombstones(ctx context.Context, p *projections.Projection, horizon uint64) (int64, error) {
+	var total int64
+	for _, sh := range s.Shards {
+		n, err := sh.CollectTombstones(ctx, p, horizon)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("shard %s: %w", sh.Range.Text, err)
+		}
+	}
+	return total, nil
+}
+
+// CollectTombstones deletes p's tombstones below horizon on this server.
+func (s *MySQL) CollectTombstones(ctx context.Context, p *projections.Projection, horizon uint64) (int64, error) {
+	var total int64
+	for {
+		res, err := s.db.ExecContext(ctx, "DELETE FROM `_readside_tombstones` WHERE projection = ? AND version < ? LIMIT 5000", p.Name, horizon)
+		if err != nil {
+			return total, fmt.Errorf("collecting tombstones of %s: %w", p.Name, err)
+		}
+		n, _ := res.RowsAffected()
+		total += n
+		if n < 5000 {
+			return total, nil
+		}
+	}
+}
+
+// lookupChunk is the most keys per tombstone lookup: the server sorts an
+// IN list of constants once and searches it, so a whole batch's keys fit
+// in one round trip.
+const lookupChunk = 5000
+
+// dropShadowed removes upserts a newer (or equal) delete or truncate
+// already covers: a late or replayed upsert never resurrects a row. The
+// truncation floor comes with the first tombstone lookup (one round trip
+// less per batch).
+func (a *applier) dropShadowed(ups []projections.Write) ([]projections.Write, error) {
+	var floor uint64
+	tomb := map[string]uint64{}
+	for _, sp := range cut(len(ups), lookupChunk, func(i int) int { return len(ups[i].Key) + 9 }, a.limit) {
+		start, part := sp[0], ups[sp[0]:sp[1]]
+		args := []any{a.p.Name}
+		for _, w := range part {
+			args = append(args, []byte(w.Key))
+		}
+		query := "SELECT key_text, version FROM `_readside_tombstones` WHERE projection = ? AND key_text IN (?" + strings.Repeat(", ?", len(part)-1) + ")"
+		if start == 0 {
+			query += " UNION ALL SELECT NULL, version FROM `_readside_truncations` WHERE projection = ?"
+			args = append(args, a.p.Name)
+		}
+		rows, err := a.query(query, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var k []byte
+			var v uint64
+			if err := rows.Scan(&k, &v); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if k == nil { // the truncation row
+				floor = v
+			} else {
+				tomb[string(k)] = v
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	kept := make([]projections.Write, 0, len(ups))
+	for _, w := range ups {
+		if w.Version <= floor || w.Version <= tomb[w.Key] {
+			a.skipped++
+			continue
+		}
+		kept = append(kept, w)
+	}
+	return kept, nil
+}
+
+// delete removes rows older than each delete and records its version.
+func (a *applier) delete(dels []projections.Write) error {
+	p := a.p
+	// Tombstones first, one multi-row statement per chunk.
+	for _, sp := range spans(len(dels), func(i int) int { return len(dels[i].Key) + len(p.Name) + 40 }, a.limit) {
+		part := dels[sp[0]:sp[1]]
+		var args []any
+		for _, w := range part {
+			args = append(args, p.Name, []byte(w.Key), w.Version)
+		}
+		if err := a.exec("INSERT INTO `_readside_tombstones` (projection, key_text, version) VALUES (?, ?, ?)"+
+			strings.Repeat(", (?, ?, ?)", len(part)-1)+" ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))", args...); err != nil {
+			return fmt.Errorf("recording tombstones of %s: %w", p.Table, err)
+		}
+	}
+	// Then the rows, one statement per chunk: each delete removes its key
+	// only below its own version.
+	var where []string
+	for _, k := range p.Key {
+		where = append(where, q(k)+" = ?")
+	}
+	one := "(" + strings.Join(where, " AND ") + " AND `_rs_version` < ?)"
+	for _, sp := range spans(len(dels), func(i int) int { return valueBytes(dels[i].Values) }, a.limit) {
+		part := dels[sp[0]:sp[1]]
+		var args []any
+		for _, w := range part {
+			args = appendValues(args, w.Values)
+			args = append(args, w.Version)
+		}
+		if err := a.exec("DELETE FROM "+q(p.Table)+" WHERE "+one+strings.Repeat(" OR "+one, len(part)-1), args...); err != nil {
+			return fmt.Errorf("deleting from %s: %w", p.Table, err)
+		}
+	}
+	return nil
+}
