@@ -110,24 +110,24 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 			s.enumZero.Delete(p.Table)
 		}
 	}()
-	a.stale, a.rowAlias, a.zero = b.Stale, s.rowAlias, zero
+	a.stale, a.zero = b.Stale, zero
 
 	keys := a.parentKeys(b)
-	for i, j := range p.Joins {
-		if err := a.lockParents(j, keys[i]); err != nil {
+	for i := range p.Joins {
+		if err := a.lockParents(i, keys[i]); err != nil {
 			return err
 		}
 	}
-	for i, j := range p.Joins {
-		if err := a.parentState(i, j, b.Parents); err != nil {
+	for i := range p.Joins {
+		if err := a.parentState(i, b.Parents); err != nil {
 			return err
 		}
 	}
 	if err := a.readRows(b.Writes); err != nil {
 		return err
 	}
-	for i, j := range p.Joins {
-		if err := a.fanOut(j, keys[i]); err != nil {
+	for i := range p.Joins {
+		if err := a.fanOut(i, keys[i]); err != nil {
 			return err
 		}
 	}
@@ -147,28 +147,24 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 }
 
 type applier struct {
-	ctx      context.Context
-	run      stmts
-	p        *projections.Projection
-	comment  string
-	stale    *atomic.Int64
-	limit    int   // parameter bytes per statement
-	rowAlias bool  // MySQL 8 upsert syntax
-	zero     []int // enumZeroColumns
-	skipped  int64 // counted into stale only when the transaction commits
+	ctx     context.Context
+	run     stmts
+	p       *projections.Projection
+	st      *statements // p's, in the sink's dialect
+	stale   *atomic.Int64
+	limit   int   // parameter bytes per statement
+	zero    []int // enumZeroColumns
+	skipped int64 // counted into stale only when the transaction commits
 }
 
 // exec runs a statement whose result is not read. Its error may come
 // later, from the next query or the commit (pipeline).
 func (a *applier) exec(query string, args ...any) error {
-	if a.rowAlias {
-		query = mysql8Upsert(query)
-	}
-	return a.run.exec(a.ctx, a.comment+query, args)
+	return a.run.exec(a.ctx, a.st.comment+query, args)
 }
 
 func (a *applier) query(query string, args ...any) (*sql.Rows, error) {
-	return a.run.query(a.ctx, a.comment+query, args)
+	return a.run.query(a.ctx, a.st.comment+query, args)
 }
 
 // readRows applies the read table's own writes.
@@ -187,10 +183,10 @@ func (a *applier) readRows(writes []projections.Write) error {
 		}
 	}
 	if truncateAt > 0 {
-		if err := a.exec("INSERT INTO `_readside_truncations` (projection, version) VALUES (?, ?) ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))", a.p.Name, truncateAt); err != nil {
+		if err := a.exec(a.st.truncation, a.p.Name, truncateAt); err != nil {
 			return err
 		}
-		if err := a.exec("DELETE FROM "+q(a.p.Table)+" WHERE _rs_version < ?", truncateAt); err != nil {
+		if err := a.exec(a.st.truncateRows, truncateAt); err != nil {
 			return err
 		}
 	}

@@ -6,9 +6,6 @@ import (
 	"strings"
 )
 
-// rowAlias is the alias of the new row in MySQL 8 upserts.
-const rowAlias = "_rs_new"
-
 var valuesRef = regexp.MustCompile("VALUES\\((`[^`]+`|[A-Za-z0-9_]+)\\)")
 
 // mysql8Upsert rewrites an upsert written with VALUES(col) in its ON
@@ -21,8 +18,46 @@ func mysql8Upsert(stmt string) string {
 	if i < 0 {
 		return stmt
 	}
-	set := valuesRef.ReplaceAllString(stmt[i+len(odku):], rowAlias+".$1")
-	return stmt[:i] + " AS " + rowAlias + odku + set
+	set := valuesRef.ReplaceAllString(stmt[i+len(odku):], rowAliasName+".$1")
+	return stmt[:i] + " AS " + rowAliasName + odku + set
+}
+
+// dialect is the upsert syntax of a sink server.
+type dialect struct {
+	// rowAlias: MySQL 8.0.19+, where VALUES(col) in ON DUPLICATE KEY
+	// UPDATE is deprecated; the new row is named by an alias instead.
+	rowAlias bool
+}
+
+var (
+	mariaDB = dialect{}
+	mysql8  = dialect{rowAlias: true}
+)
+
+// rowAliasName is the alias of the new row in MySQL 8 upserts.
+const rowAliasName = "_rs_new"
+
+// newRow is the value column col (quoted, or a plain bookkeeping name)
+// would take from the inserted row, inside ON DUPLICATE KEY UPDATE.
+func (d dialect) newRow(col string) string {
+	if d.rowAlias {
+		return rowAliasName + "." + col
+	}
+	return "VALUES(" + col + ")"
+}
+
+// onDuplicate opens an upsert's assignments, after its rows (MySQL 8
+// names the new row there).
+func (d dialect) onDuplicate() string {
+	if d.rowAlias {
+		return " AS " + rowAliasName + " ON DUPLICATE KEY UPDATE "
+	}
+	return " ON DUPLICATE KEY UPDATE "
+}
+
+// dialectOf is the dialect of a server by its VERSION().
+func dialectOf(version string) dialect {
+	return dialect{rowAlias: usesRowAlias(version)}
 }
 
 // usesRowAlias reports whether a server (its VERSION()) wants the row

@@ -1,5 +1,8 @@
 package sinks
 
+// Join fan-out: a parent's state copied into the read rows of its
+// children.
+
 import (
 	"fmt"
 	"strings"
@@ -7,12 +10,10 @@ import (
 	"github.com/readside/readside/projections"
 )
 
-// fanOut copies join j's state into the read rows of the given parent
-// keys wherever the row shows an older parent version.
-func (a *applier) fanOut(j *projections.Join, keys []parentKey) error {
-	if len(keys) == 0 {
-		return nil
-	}
+// fanOutStatement copies join j's state into the read rows of a batch's
+// parent keys (one placeholder group per key) wherever the row shows an
+// older parent version.
+func fanOutStatement(p *projections.Projection, j *projections.Join) multiRow {
 	var on, sets, match []string
 	for _, o := range j.On {
 		on = append(on, fmt.Sprintf("r.%s = s.%s", q(o.Read), q(stateKey(o.Parent))))
@@ -23,16 +24,26 @@ func (a *applier) fanOut(j *projections.Join, keys []parentKey) error {
 	}
 	v := q(j.VersionColumn())
 	sets = append(sets, "r."+v+" = s.`_rs_version`")
-	one := "(" + strings.Join(match, " AND ") + ")"
+	return multiRow{
+		head: "UPDATE " + q(p.Table) + " AS r JOIN " + q(j.StateTable(p)) + " AS s ON " + strings.Join(on, " AND ") +
+			" SET " + strings.Join(sets, ", ") + " WHERE r." + v + " < s.`_rs_version` AND (",
+		row:  "(" + strings.Join(match, " AND ") + ")",
+		sep:  " OR ",
+		tail: ")",
+	}
+}
+
+// fanOut copies join ji's state into the read rows of the given parent
+// keys (fanOutStatement).
+func (a *applier) fanOut(ji int, keys []parentKey) error {
+	j := a.p.Joins[ji]
 	for start := 0; start < len(keys); start += chunk {
 		part := keys[start:min(start+chunk, len(keys))]
 		var args []any
 		for _, k := range part {
 			args = appendValues(args, k.values)
 		}
-		stmt := "UPDATE " + q(a.p.Table) + " AS r JOIN " + q(j.StateTable(a.p)) + " AS s ON " + strings.Join(on, " AND ") +
-			" SET " + strings.Join(sets, ", ") + " WHERE r." + v + " < s.`_rs_version` AND (" + one + strings.Repeat(" OR "+one, len(part)-1) + ")"
-		if err := a.exec(stmt, args...); err != nil {
+		if err := a.exec(a.st.joins[ji].fanOut.text(len(part)), args...); err != nil {
 			return fmt.Errorf("copying %s.%s into %s: %w", j.ParentDB, j.ParentTbl, a.p.Table, err)
 		}
 	}

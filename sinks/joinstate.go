@@ -48,35 +48,66 @@ func (a *applier) parentKeys(b *projections.Batch) [][]parentKey {
 	return out
 }
 
-// lockParents takes an exclusive lock on each key's state row, inserting a
-// placeholder (version 0, no columns) where the parent was never seen.
-func (a *applier) lockParents(j *projections.Join, keys []parentKey) error {
-	var cols []string
+// joinStatementsOf renders join j's statements of p for d.
+func joinStatementsOf(p *projections.Projection, j *projections.Join, d dialect) joinStatements {
+	state := q(j.StateTable(p))
+	var keys, cols, sets, nulls, readNulls []string
 	for _, on := range j.On {
-		cols = append(cols, q(stateKey(on.Parent)))
+		keys = append(keys, q(stateKey(on.Parent)))
 	}
-	row := "(" + strings.Repeat("?, ", len(cols)) + "0)"
-	first := q(stateKey(j.On[0].Parent))
+	cols = append(cols, keys...)
+	for _, c := range j.Columns {
+		col := q(stateCol(c.Name))
+		cols = append(cols, col)
+		sets = append(sets, fmt.Sprintf("%[1]s = IF(%[2]s > `_rs_version`, %[3]s, %[1]s)", col, d.newRow("`_rs_version`"), d.newRow(col)))
+		nulls = append(nulls, col+" = NULL")
+		readNulls = append(readNulls, q(c.Name)+" = NULL")
+	}
+	sets = append(sets, "`_rs_version` = GREATEST(`_rs_version`, "+d.newRow("`_rs_version`")+")")
+	v := q(j.VersionColumn())
+	return joinStatements{
+		// A placeholder (version 0, no columns) where the parent was
+		// never seen; an existing row is only locked.
+		lock: multiRow{
+			head: "INSERT INTO " + state + " (" + strings.Join(keys, ", ") + ", `_rs_version`) VALUES ",
+			row:  "(" + strings.Repeat("?, ", len(keys)) + "0)",
+			sep:  ", ",
+			tail: d.onDuplicate() + keys[0] + " = " + keys[0],
+		},
+		state: multiRow{
+			head: "INSERT INTO " + state + " (" + strings.Join(cols, ", ") + ", `_rs_version`) VALUES ",
+			row:  "(" + strings.Repeat("?, ", len(cols)) + "?)",
+			sep:  ", ",
+			tail: d.onDuplicate() + strings.Join(sets, ", "),
+		},
+		truncateState: "UPDATE " + state + " SET " + strings.Join(nulls, ", ") + ", `_rs_version` = ? WHERE `_rs_version` < ?",
+		truncateRead:  "UPDATE " + q(p.Table) + " SET " + strings.Join(readNulls, ", ") + ", " + v + " = ? WHERE " + v + " < ?",
+		fanOut:        fanOutStatement(p, j),
+	}
+}
+
+// lockParents takes an exclusive lock on each key's state row of join
+// ji, inserting a placeholder where the parent was never seen.
+func (a *applier) lockParents(ji int, keys []parentKey) error {
+	j := a.p.Joins[ji]
 	for start := 0; start < len(keys); start += chunk {
 		part := keys[start:min(start+chunk, len(keys))]
 		var args []any
 		for _, k := range part {
 			args = appendValues(args, k.values)
 		}
-		if err := a.exec("INSERT INTO "+q(j.StateTable(a.p))+" ("+strings.Join(cols, ", ")+", `_rs_version`) VALUES "+
-			row+strings.Repeat(", "+row, len(part)-1)+" ON DUPLICATE KEY UPDATE "+first+" = "+first, args...); err != nil {
+		if err := a.exec(a.st.joins[ji].lock.text(len(part)), args...); err != nil {
 			return fmt.Errorf("locking the join state of %s.%s: %w", j.ParentDB, j.ParentTbl, err)
 		}
 	}
 	return nil
 }
 
-// parentState applies join j's parent changes to its state table: each
+// parentState applies join ji's parent changes to its state table: each
 // key's columns move only to a newer version; an absent parent (deleted,
 // or moved to another key) is a state row with NULL columns and the
 // version that removed it, so an older change cannot bring it back.
-func (a *applier) parentState(ji int, j *projections.Join, all []projections.ParentWrite) error {
-	state := q(j.StateTable(a.p))
+func (a *applier) parentState(ji int, all []projections.ParentWrite) error {
 	var ws []projections.ParentWrite
 	var truncateAt uint64
 	for _, w := range all {
@@ -89,24 +120,9 @@ func (a *applier) parentState(ji int, j *projections.Join, all []projections.Par
 		}
 		ws = append(ws, w)
 	}
-	name := truncationName(a.p, j)
+	name := truncationName(a.p, a.p.Joins[ji])
 	if truncateAt > 0 {
-		if err := a.exec("INSERT INTO `_readside_truncations` (projection, version) VALUES (?, ?) ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))", name, truncateAt); err != nil {
-			return err
-		}
-		var sets []string
-		for _, c := range j.Columns {
-			sets = append(sets, q(stateCol(c.Name))+" = NULL")
-		}
-		if err := a.exec("UPDATE "+state+" SET "+strings.Join(sets, ", ")+", `_rs_version` = ? WHERE `_rs_version` < ?", truncateAt, truncateAt); err != nil {
-			return err
-		}
-		// Every read row showing an older parent now shows none.
-		sets = sets[:0]
-		for _, c := range j.Columns {
-			sets = append(sets, q(c.Name)+" = NULL")
-		}
-		if err := a.exec("UPDATE "+q(a.p.Table)+" SET "+strings.Join(sets, ", ")+", "+q(j.VersionColumn())+" = ? WHERE "+q(j.VersionColumn())+" < ?", truncateAt, truncateAt); err != nil {
+		if err := a.truncateParent(ji, name, truncateAt); err != nil {
 			return err
 		}
 	}
@@ -117,16 +133,6 @@ func (a *applier) parentState(ji int, j *projections.Join, all []projections.Par
 	if err != nil {
 		return err
 	}
-	var cols, sets []string
-	for _, on := range j.On {
-		cols = append(cols, q(stateKey(on.Parent)))
-	}
-	for _, c := range j.Columns {
-		cols = append(cols, q(stateCol(c.Name)))
-		sets = append(sets, fmt.Sprintf("%[1]s = IF(VALUES(`_rs_version`) > `_rs_version`, VALUES(%[1]s), %[1]s)", q(stateCol(c.Name))))
-	}
-	sets = append(sets, "`_rs_version` = GREATEST(`_rs_version`, VALUES(`_rs_version`))")
-	row := "(" + strings.Repeat("?, ", len(cols)) + "?)"
 	kept := ws[:0:0]
 	for _, w := range ws {
 		if w.Version > floor {
@@ -135,8 +141,28 @@ func (a *applier) parentState(ji int, j *projections.Join, all []projections.Par
 			a.skipped++
 		}
 	}
-	for _, sp := range spans(len(kept), func(i int) int { return valueBytes(kept[i].KeyValues) + valueBytes(kept[i].Values) }, a.limit) {
-		part := kept[sp[0]:sp[1]]
+	return a.writeParentState(ji, kept)
+}
+
+// truncateParent records the truncation of join ji's parent at version
+// at, and empties the state and the read rows' copies older than it.
+func (a *applier) truncateParent(ji int, name string, at uint64) error {
+	st := &a.st.joins[ji]
+	if err := a.exec(a.st.truncation, name, at); err != nil {
+		return err
+	}
+	if err := a.exec(st.truncateState, at, at); err != nil {
+		return err
+	}
+	// Every read row showing an older parent now shows none.
+	return a.exec(st.truncateRead, at, at)
+}
+
+// writeParentState upserts parent changes into join ji's state table.
+func (a *applier) writeParentState(ji int, ws []projections.ParentWrite) error {
+	j := a.p.Joins[ji]
+	for _, sp := range spans(len(ws), func(i int) int { return valueBytes(ws[i].KeyValues) + valueBytes(ws[i].Values) }, a.limit) {
+		part := ws[sp[0]:sp[1]]
 		var args []any
 		for _, w := range part {
 			args = appendValues(args, w.KeyValues)
@@ -149,17 +175,18 @@ func (a *applier) parentState(ji int, j *projections.Join, all []projections.Par
 			}
 			args = append(args, w.Version)
 		}
-		if err := a.exec("INSERT INTO "+state+" ("+strings.Join(cols, ", ")+", `_rs_version`) VALUES "+row+strings.Repeat(", "+row, len(part)-1)+
-			" ON DUPLICATE KEY UPDATE "+strings.Join(sets, ", "), args...); err != nil {
+		if err := a.exec(a.st.joins[ji].state.text(len(part)), args...); err != nil {
 			return fmt.Errorf("updating the join state of %s.%s: %w", j.ParentDB, j.ParentTbl, err)
 		}
 	}
 	return nil
 }
 
+// truncatedAt is the version of the truncation recorded under name (0:
+// none).
 func (a *applier) truncatedAt(name string) (uint64, error) {
 	var floor uint64
-	rows, err := a.query("SELECT version FROM `_readside_truncations` WHERE projection = ?", name)
+	rows, err := a.query(a.st.truncatedAt, name)
 	if err != nil {
 		return 0, err
 	}

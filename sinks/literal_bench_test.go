@@ -67,11 +67,13 @@ func TestUpsertTextDirect(t *testing.T) {
 		vals := projections.ValuesOf(i, nil, uint64(1)<<63|uint64(i), "it's \\ \x00 ?", []byte{0, '\'', byte(i)}, "", "9.5")
 		ups = append(ups, projections.Write{Kind: projections.Upsert, Key: strconv.Itoa(i), Values: vals, Version: uint64(1e18) + uint64(i)})
 	}
-	for _, rowAlias := range []bool{false, true} {
+	for _, d := range []dialect{mariaDB, mysql8} {
+		st := newStatements(p, d)
+		st.comment = "/* readside p?q */ " // a ? in the comment is no placeholder
 		var viaParams textOnly
 		direct := &textDirect{}
 		for _, run := range []stmts{&viaParams, direct} {
-			a := applier{ctx: context.Background(), run: run, p: p, limit: 2000, rowAlias: rowAlias, comment: "/* readside p?q */ "}
+			a := applier{ctx: context.Background(), run: run, p: p, st: st, limit: 2000}
 			if err := a.upsert(ups); err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +82,7 @@ func TestUpsertTextDirect(t *testing.T) {
 			t.Fatalf("%d statements: the limit should have split the batch", n)
 		}
 		if string(direct.buf) != string(viaParams.buf) {
-			t.Errorf("row alias %v: written directly\n%s\nwith parameters\n%s", rowAlias, direct.buf, viaParams.buf)
+			t.Errorf("row alias %v: written directly\n%s\nwith parameters\n%s", d.rowAlias, direct.buf, viaParams.buf)
 		}
 	}
 }
@@ -104,7 +106,7 @@ func BenchmarkAppendUpsert(b *testing.B) {
 		ups[i] = projections.Write{Kind: projections.Upsert, Key: id, Values: projections.ValuesOf(vals...), Version: uint64(1869683302580224001 + i)}
 	}
 	run := &textDirect{}
-	a := applier{ctx: context.Background(), run: run, p: p, limit: 32 << 20, comment: "/* readside p_narrow_insert */ "}
+	a := applier{ctx: context.Background(), run: run, p: p, st: newStatements(p, mariaDB), limit: 32 << 20}
 	b.ReportAllocs()
 	for b.Loop() {
 		run.buf = run.buf[:0]

@@ -32,11 +32,12 @@ type MySQL struct {
 	// pipe, when set, is the pool batches are applied through: the same
 	// connections with multi-statement packets allowed (pipeline). Every
 	// other statement (DDL, offsets on assignment, checks) goes through db.
-	pipe      *sql.DB
-	maxPacket int  // the server's max_allowed_packet
-	rowAlias  bool // MySQL 8.0.19+: upserts use a row alias instead of VALUES()
-	mariadb   bool
-	enumZero  sync.Map // read table → enumZeroColumns
+	pipe       *sql.DB
+	maxPacket  int // the server's max_allowed_packet
+	dialect    dialect
+	mariadb    bool
+	enumZero   sync.Map // read table → enumZeroColumns
+	statements sync.Map // projection name → *statements (statementsFor)
 	// Log, when set, reports retried batches.
 	Log *slog.Logger
 }
@@ -77,7 +78,7 @@ func Open(ctx context.Context, dsn string) (*MySQL, error) {
 		db.Close()
 		return nil, fmt.Errorf("reading the sink's max_allowed_packet: %w", err)
 	}
-	m.rowAlias = usesRowAlias(version)
+	m.dialect = dialectOf(version)
 	m.mariadb = strings.Contains(strings.ToLower(version), "mariadb")
 	if cfg.InterpolateParams && !saysNoMultiStatements(dsn) {
 		// Statements go out together only as text: prepared statements
@@ -122,7 +123,7 @@ func (s *MySQL) beginApplier(ctx context.Context, p *projections.Projection) (*a
 	if err != nil {
 		return nil, err
 	}
-	return &applier{ctx: ctx, run: run, p: p, limit: s.stmtLimit(), comment: "/* readside " + strings.ReplaceAll(p.Name, "*/", "") + " */ "}, nil
+	return &applier{ctx: ctx, run: run, p: p, st: s.statementsFor(p), limit: s.stmtLimit()}, nil
 }
 
 // rollbackOnError rolls a's transaction back if *err, the caller's named

@@ -1,12 +1,38 @@
 package sinks
 
+// Offsets and watermarks: where a projection resumes, and how far into
+// the source its rows are, both written with the rows.
+
 import (
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/readside/readside/projections"
 )
+
+// offsetStatement is the upsert of consumed offsets: they only ever move
+// forward.
+func offsetStatement(d dialect) multiRow {
+	return multiRow{
+		head: "INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES ",
+		row:  "(?, ?, ?, ?)",
+		sep:  ", ",
+		tail: d.onDuplicate() + "next_offset = GREATEST(next_offset, " + d.newRow("next_offset") + ")",
+	}
+}
+
+// watermarkStatement is the upsert of applied source positions: the GTID
+// and commit time go with the highest version.
+func watermarkStatement(d dialect) multiRow {
+	newer := d.newRow("version") + " > version"
+	return multiRow{
+		head: "INSERT INTO `_readside_watermarks` (projection, topic, part, gtid, version, source_ts) VALUES ",
+		row:  "(?, ?, ?, ?, ?, ?)",
+		sep:  ", ",
+		tail: d.onDuplicate() + "gtid = IF(" + newer + ", " + d.newRow("gtid") + ", gtid), source_ts = IF(" + newer + ", " + d.newRow("source_ts") +
+			", source_ts), version = GREATEST(version, " + d.newRow("version") + ")",
+	}
+}
 
 // offsets records the next offset to consume of each partition, in one
 // statement; they only ever move forward.
@@ -22,10 +48,7 @@ func (a *applier) offsets(offs projections.Offsets) error {
 	if rows == 0 {
 		return nil
 	}
-	row := "(?, ?, ?, ?)"
-	err := a.exec("INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES "+row+strings.Repeat(", "+row, rows-1)+
-		" ON DUPLICATE KEY UPDATE next_offset = GREATEST(next_offset, VALUES(next_offset))", args...)
-	return err
+	return a.exec(a.st.offsets.text(rows), args...)
 }
 
 // watermarks moves each partition's applied source position forward (the
@@ -42,9 +65,5 @@ func (a *applier) watermarks(marks map[string]map[int32]projections.Mark) error 
 	if rows == 0 {
 		return nil
 	}
-	row := "(?, ?, ?, ?, ?, ?)"
-	newer := "VALUES(version) > version"
-	err := a.exec("INSERT INTO `_readside_watermarks` (projection, topic, part, gtid, version, source_ts) VALUES "+row+strings.Repeat(", "+row, rows-1)+
-		" ON DUPLICATE KEY UPDATE gtid = IF("+newer+", VALUES(gtid), gtid), source_ts = IF("+newer+", VALUES(source_ts), source_ts), version = GREATEST(version, VALUES(version))", args...)
-	return err
+	return a.exec(a.st.watermarks.text(rows), args...)
 }

@@ -1,5 +1,9 @@
 package sinks
 
+// Tombstones: a delete's version, kept after its row is gone, so that an
+// older upsert arriving late or replayed never brings the row back; and
+// a truncation's version, the floor under which every row is gone.
+
 import (
 	"context"
 	"fmt"
@@ -40,6 +44,48 @@ func (s *MySQL) CollectTombstones(ctx context.Context, p *projections.Projection
 	}
 }
 
+// tombstoneStatements are p's statements that record deletes' versions,
+// look them up for a batch's keys (the first lookup of a batch also
+// reading the truncation floor), and delete rows below a delete's
+// version.
+func tombstoneStatements(p *projections.Projection, d dialect) (record, lookup, firstLookup, deleteRows multiRow) {
+	record = multiRow{
+		head: "INSERT INTO `_readside_tombstones` (projection, key_text, version) VALUES ",
+		row:  "(?, ?, ?)",
+		sep:  ", ",
+		tail: d.onDuplicate() + "version = GREATEST(version, " + d.newRow("version") + ")",
+	}
+	lookup = multiRow{
+		head: "SELECT key_text, version FROM `_readside_tombstones` WHERE projection = ? AND key_text IN (",
+		row:  "?",
+		sep:  ", ",
+		tail: ")",
+	}
+	firstLookup = lookup
+	firstLookup.tail += " UNION ALL SELECT NULL, version FROM `_readside_truncations` WHERE projection = ?"
+	var where []string
+	for _, k := range p.Key {
+		where = append(where, q(k)+" = ?")
+	}
+	deleteRows = multiRow{
+		head: "DELETE FROM " + q(p.Table) + " WHERE ",
+		row:  "(" + strings.Join(where, " AND ") + " AND `_rs_version` < ?)",
+		sep:  " OR ",
+	}
+	return record, lookup, firstLookup, deleteRows
+}
+
+// truncationStatements are p's statements that record a truncation's
+// version (of the read table, or of a join's parent), delete the read
+// rows below it, and read it back.
+func truncationStatements(p *projections.Projection, d dialect) (record, deleteRows, floor string) {
+	record = "INSERT INTO `_readside_truncations` (projection, version) VALUES (?, ?)" +
+		d.onDuplicate() + "version = GREATEST(version, " + d.newRow("version") + ")"
+	deleteRows = "DELETE FROM " + q(p.Table) + " WHERE _rs_version < ?"
+	floor = "SELECT version FROM `_readside_truncations` WHERE projection = ?"
+	return record, deleteRows, floor
+}
+
 // lookupChunk is the most keys per tombstone lookup: the server sorts an
 // IN list of constants once and searches it, so a whole batch's keys fit
 // in one round trip.
@@ -58,12 +104,12 @@ func (a *applier) dropShadowed(ups []projections.Write) ([]projections.Write, er
 		for _, w := range part {
 			args = append(args, []byte(w.Key))
 		}
-		query := "SELECT key_text, version FROM `_readside_tombstones` WHERE projection = ? AND key_text IN (?" + strings.Repeat(", ?", len(part)-1) + ")"
+		lookup := &a.st.tombstoneLookup
 		if start == 0 {
-			query += " UNION ALL SELECT NULL, version FROM `_readside_truncations` WHERE projection = ?"
+			lookup = &a.st.firstLookup
 			args = append(args, a.p.Name)
 		}
-		rows, err := a.query(query, args...)
+		rows, err := a.query(lookup.text(len(part)), args...)
 		if err != nil {
 			return nil, err
 		}
@@ -106,18 +152,12 @@ func (a *applier) delete(dels []projections.Write) error {
 		for _, w := range part {
 			args = append(args, p.Name, []byte(w.Key), w.Version)
 		}
-		if err := a.exec("INSERT INTO `_readside_tombstones` (projection, key_text, version) VALUES (?, ?, ?)"+
-			strings.Repeat(", (?, ?, ?)", len(part)-1)+" ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))", args...); err != nil {
+		if err := a.exec(a.st.tombstones.text(len(part)), args...); err != nil {
 			return fmt.Errorf("recording tombstones of %s: %w", p.Table, err)
 		}
 	}
 	// Then the rows, one statement per chunk: each delete removes its key
 	// only below its own version.
-	var where []string
-	for _, k := range p.Key {
-		where = append(where, q(k)+" = ?")
-	}
-	one := "(" + strings.Join(where, " AND ") + " AND `_rs_version` < ?)"
 	for _, sp := range spans(len(dels), func(i int) int { return valueBytes(dels[i].Values) }, a.limit) {
 		part := dels[sp[0]:sp[1]]
 		var args []any
@@ -125,7 +165,7 @@ func (a *applier) delete(dels []projections.Write) error {
 			args = appendValues(args, w.Values)
 			args = append(args, w.Version)
 		}
-		if err := a.exec("DELETE FROM "+q(p.Table)+" WHERE "+one+strings.Repeat(" OR "+one, len(part)-1), args...); err != nil {
+		if err := a.exec(a.st.deleteRows.text(len(part)), args...); err != nil {
 			return fmt.Errorf("deleting from %s: %w", p.Table, err)
 		}
 	}

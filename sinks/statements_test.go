@@ -1,0 +1,132 @@
+package sinks
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/projections"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/statements from the statements rendered now")
+
+// goldenProjections are the projections whose statements are held as
+// golden text, each for a shape the statements differ by.
+func goldenProjections(t *testing.T) map[string]*projections.Projection {
+	cfg := config.Default()
+	cfg.Source.Tables = []string{"chat.messages", "chat.users", "shop.orders"}
+	cfg.Sinks = map[string]config.Sink{
+		"reads": {DSN: "u:p@tcp(h:1)/reads"},
+		"sharded": {Shards: []config.Shard{
+			{KeyRange: "-80", DSN: "u:p@tcp(h:1)/reads"},
+			{KeyRange: "80-", DSN: "u:p@tcp(h:2)/reads"},
+		}},
+	}
+	cfg.Projections = map[string]config.Projection{
+		// plain: one key column, no joins.
+		"orders": {From: "shop.orders", Sink: "reads", Key: []string{"id"},
+			Columns: map[string]string{"id": "id", "customer": "customer", "total": "total"}},
+		// join: a child copying its parent's columns (state + fan-out).
+		"messages_with_sender": {From: "chat.messages", Sink: "reads", Key: []string{"id"},
+			Columns: map[string]string{"id": "id", "sender_id": "sender_id", "body": "body"},
+			Join:    []config.Join{{From: "chat.users", On: map[string]string{"id": "sender_id"}, Columns: map[string]string{"sender_name": "name"}}}},
+		// sharded: a composite key led by the shard key, on a sink of two shards.
+		"messages_by_sender": {From: "chat.messages", Sink: "sharded", Key: []string{"created_at", "id", "sender_id"}, ShardBy: "sender_id",
+			Columns: map[string]string{"sender_id": "sender_id", "created_at": "created_at", "id": "id", "body": "body"}},
+	}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*projections.Projection{}
+	for _, p := range ps {
+		out[p.Name] = p
+	}
+	return out
+}
+
+// namedStatement is one statement of a projection, as the golden file
+// shows it.
+type namedStatement struct{ name, text string }
+
+// statementList is every statement of st, multi-row ones for two rows
+// (head, row, separator, row, tail).
+func statementList(st *statements) []namedStatement {
+	list := []namedStatement{
+		{"comment", st.comment},
+		{"upsert (version guard)", st.upsert.text(2)},
+		{"lenient upsert (ENUM index 0)", st.lenientUpsert.text(2)},
+		{"tombstones", st.tombstones.text(2)},
+		{"tombstone lookup", st.tombstoneLookup.text(2)},
+		{"first tombstone lookup (with the truncation floor)", st.firstLookup.text(2)},
+		{"guarded delete", st.deleteRows.text(2)},
+		{"truncation", st.truncation},
+		{"truncate rows", st.truncateRows},
+		{"truncated at", st.truncatedAt},
+		{"offsets", st.offsets.text(2)},
+		{"watermarks", st.watermarks.text(2)},
+	}
+	for i, j := range st.joins {
+		pre := "join " + st.p.Joins[i].ParentDB + "." + st.p.Joins[i].ParentTbl + ": "
+		list = append(list,
+			namedStatement{pre + "lock parents", j.lock.text(2)},
+			namedStatement{pre + "parent state", j.state.text(2)},
+			namedStatement{pre + "truncate state", j.truncateState},
+			namedStatement{pre + "truncate read copies", j.truncateRead},
+			namedStatement{pre + "fan-out", j.fanOut.text(2)},
+		)
+	}
+	return list
+}
+
+func goldenText(st *statements) string {
+	var b strings.Builder
+	for _, s := range statementList(st) {
+		b.WriteString("-- " + s.name + "\n" + s.text + "\n\n")
+	}
+	return b.String()
+}
+
+// TestStatementsGolden: the exact SQL of every statement a projection
+// needs, per dialect, is the text in testdata/statements (go test
+// -run TestStatementsGolden ./sinks/ -update rewrites it).
+func TestStatementsGolden(t *testing.T) {
+	for name, p := range goldenProjections(t) {
+		for dname, d := range map[string]dialect{"mariadb": mariaDB, "mysql8": mysql8} {
+			path := filepath.Join("testdata", "statements", name+"."+dname+".sql")
+			got := goldenText(newStatements(p, d))
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (go test -run TestStatementsGolden ./sinks/ -update writes it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("%s: the statements differ from the golden text\ngot:\n%s\nwant:\n%s", path, got, want)
+			}
+		}
+	}
+}
+
+// TestStatementsMatchRewrite: each MySQL 8 statement generated directly
+// is what the VALUES() → row alias rewrite makes of the MariaDB one.
+func TestStatementsMatchRewrite(t *testing.T) {
+	for name, p := range goldenProjections(t) {
+		maria, my := statementList(newStatements(p, mariaDB)), statementList(newStatements(p, mysql8))
+		for i := range maria {
+			if got, want := my[i].text, mysql8Upsert(maria[i].text); got != want {
+				t.Errorf("%s %s:\ndirect  %s\nrewrite %s", name, maria[i].name, got, want)
+			}
+		}
+	}
+}
