@@ -1,26 +1,9 @@
 package sinks
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 )
-
-var valuesRef = regexp.MustCompile("VALUES\\((`[^`]+`|[A-Za-z0-9_]+)\\)")
-
-// mysql8Upsert rewrites an upsert written with VALUES(col) in its ON
-// DUPLICATE KEY UPDATE clause — the form MariaDB and MySQL 5.7 know —
-// into MySQL 8.0.19+'s row-alias form (`… VALUES (…) AS _rs_new ON
-// DUPLICATE KEY UPDATE c = _rs_new.c`), where VALUES() is deprecated.
-func mysql8Upsert(stmt string) string {
-	const odku = " ON DUPLICATE KEY UPDATE "
-	i := strings.Index(stmt, odku)
-	if i < 0 {
-		return stmt
-	}
-	set := valuesRef.ReplaceAllString(stmt[i+len(odku):], rowAliasName+".$1")
-	return stmt[:i] + " AS " + rowAliasName + odku + set
-}
 
 // dialect is the upsert syntax of a sink server.
 type dialect struct {

@@ -4,20 +4,32 @@ import (
 	"testing"
 
 	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/projections"
 )
 
+// TestMySQL8Upsert: the MySQL 8 form names the new row by its alias
+// wherever MariaDB reads VALUES(), and only in upserts.
 func TestMySQL8Upsert(t *testing.T) {
-	in := "INSERT INTO `t` (`id`, `name`, `_rs_version`) VALUES (?, ?, ?), (?, ?, ?) ON DUPLICATE KEY UPDATE `name` = IF(VALUES(`_rs_version`) > `_rs_version`, VALUES(`name`), `name`), `_rs_version` = GREATEST(`_rs_version`, VALUES(`_rs_version`))"
-	want := "INSERT INTO `t` (`id`, `name`, `_rs_version`) VALUES (?, ?, ?), (?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE `name` = IF(_rs_new.`_rs_version` > `_rs_version`, _rs_new.`name`, `name`), `_rs_version` = GREATEST(`_rs_version`, _rs_new.`_rs_version`)"
-	if got := mysql8Upsert(in); got != want {
-		t.Errorf("got  %s\nwant %s", got, want)
+	cfg := config.Default()
+	cfg.Source.Tables = []string{"db.t"}
+	cfg.Sinks = map[string]config.Sink{"reads": {DSN: "u:p@tcp(h:1)/reads"}}
+	cfg.Projections = map[string]config.Projection{"t": {From: "db.t", Sink: "reads", Key: []string{"id"}, Columns: map[string]string{"id": "id", "name": "name"}}}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	plain := "INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = GREATEST(next_offset, VALUES(next_offset))"
-	if got := mysql8Upsert(plain); got != "INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE next_offset = GREATEST(next_offset, _rs_new.next_offset)" {
-		t.Errorf("got %s", got)
-	}
-	if s := "DELETE FROM t WHERE a = ?"; mysql8Upsert(s) != s {
-		t.Error("statements without ODKU must pass unchanged")
+	maria, my := newStatements(ps[0], mariaDB), newStatements(ps[0], mysql8)
+	for _, c := range []struct{ why, got, want string }{
+		{"MariaDB upsert: VALUES()", maria.upsert.text(2), "INSERT INTO `t` (`id`, `name`, `_rs_version`) VALUES (?, ?, ?), (?, ?, ?) ON DUPLICATE KEY UPDATE `name` = IF(VALUES(`_rs_version`) > `_rs_version`, VALUES(`name`), `name`), `_rs_version` = GREATEST(`_rs_version`, VALUES(`_rs_version`))"},
+		{"MySQL 8 upsert: the row alias", my.upsert.text(2), "INSERT INTO `t` (`id`, `name`, `_rs_version`) VALUES (?, ?, ?), (?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE `name` = IF(_rs_new.`_rs_version` > `_rs_version`, _rs_new.`name`, `name`), `_rs_version` = GREATEST(`_rs_version`, _rs_new.`_rs_version`)"},
+		{"MySQL 8 bookkeeping upsert: unquoted names too", my.offsets.text(1), "INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE next_offset = GREATEST(next_offset, _rs_new.next_offset)"},
+		{"statements without ON DUPLICATE KEY UPDATE: the same in both", my.deleteRows.text(1), maria.deleteRows.text(1)},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s:\ngot  %s\nwant %s", c.why, c.got, c.want)
+		}
 	}
 	for v, want := range map[string]bool{"10.11.19-MariaDB-0+deb12u1": false, "8.0.18": false, "8.0.19": true, "8.4.3": true, "9.1.0": true, "5.7.44-log": false, "8.0.36-28": true} {
 		if usesRowAlias(v) != want {

@@ -117,16 +117,3 @@ func TestStatementsGolden(t *testing.T) {
 		}
 	}
 }
-
-// TestStatementsMatchRewrite: each MySQL 8 statement generated directly
-// is what the VALUES() → row alias rewrite makes of the MariaDB one.
-func TestStatementsMatchRewrite(t *testing.T) {
-	for name, p := range goldenProjections(t) {
-		maria, my := statementList(newStatements(p, mariaDB)), statementList(newStatements(p, mysql8))
-		for i := range maria {
-			if got, want := my[i].text, mysql8Upsert(maria[i].text); got != want {
-				t.Errorf("%s %s:\ndirect  %s\nrewrite %s", name, maria[i].name, got, want)
-			}
-		}
-	}
-}
