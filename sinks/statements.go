@@ -95,3 +95,69 @@ func (s *MySQL) statementsFor(p *projections.Projection) *statements {
 	s.statements.Store(p.Name, st)
 	return st
 }
+
+// chunk is the most rows per multi-row statement.
+const chunk = 500
+
+// spans cuts n rows into statements of at most chunk rows and about
+// limit bytes of parameters, so no statement outgrows the server's
+// max_allowed_packet (the driver reports an oversized prepared statement
+// as a bad connection, which would be retried forever).
+func spans(n int, size func(i int) int, limit int) [][2]int {
+	return cut(n, chunk, size, limit)
+}
+
+// cut cuts n items into runs of at most most items and about limit bytes.
+func cut(n, most int, size func(i int) int, limit int) [][2]int {
+	var out [][2]int
+	start, bytes := 0, 0
+	for i := range n {
+		sz := size(i)
+		if i > start && (i-start >= most || bytes+sz > limit) {
+			out = append(out, [2]int{start, i})
+			start, bytes = i, 0
+		}
+		bytes += sz
+	}
+	if start < n {
+		out = append(out, [2]int{start, n})
+	}
+	return out
+}
+
+// argBytes estimates the bytes a row's parameters take on the wire.
+func argBytes(vals []any) int {
+	n := 16
+	for _, v := range vals {
+		switch x := v.(type) {
+		case string:
+			n += len(x) + 9
+		case []byte:
+			n += len(x) + 9
+		case *projections.Value:
+			n += len(x.Bytes()) + 9
+		default:
+			n += 9
+		}
+	}
+	return n
+}
+
+// valueBytes is argBytes of values.
+func valueBytes(vals []projections.Value) int {
+	n := 16
+	for i := range vals {
+		n += len(vals[i].Bytes()) + 9
+	}
+	return n
+}
+
+// appendValues appends a parameter for each of vals: a pointer into vals
+// (no copy, no allocation per value), which the pipeline writes as a
+// literal and database/sql reads through its driver.Valuer.
+func appendValues(args []any, vals []projections.Value) []any {
+	for i := range vals {
+		args = append(args, &vals[i])
+	}
+	return args
+}
