@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,8 +113,26 @@ func TestStatementsGolden(t *testing.T) {
 				t.Fatalf("%v (go test -run TestStatementsGolden ./sinks/ -update writes it)", err)
 			}
 			if got != string(want) {
-				t.Errorf("%s: the statements differ from the golden text\ngot:\n%s\nwant:\n%s", path, got, want)
+				t.Errorf("%s: the statements differ from the golden text (-update rewrites it)%s", path, firstDifference(got, string(want)))
 			}
 		}
 	}
+}
+
+// firstDifference names the first line where got and want differ.
+func firstDifference(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := range max(len(g), len(w)) {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return fmt.Sprintf("\nline %d:\ngot  %s\nwant %s", i+1, gl, wl)
+		}
+	}
+	return ""
 }
