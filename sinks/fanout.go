@@ -36,16 +36,9 @@ func fanOutStatement(p *projections.Projection, j *projections.Join) multiRow {
 // fanOut copies join ji's state into the read rows of the given parent
 // keys (fanOutStatement).
 func (a *applier) fanOut(ji int, keys []parentKey) error {
-	j := a.p.Joins[ji]
-	for start := 0; start < len(keys); start += chunk {
-		part := keys[start:min(start+chunk, len(keys))]
-		var args []any
-		for _, k := range part {
-			args = appendValues(args, k.values)
-		}
-		if err := a.exec(a.st.joins[ji].fanOut.text(len(part)), args...); err != nil {
-			return fmt.Errorf("copying %s.%s into %s: %w", j.ParentDB, j.ParentTbl, a.p.Table, err)
-		}
+	if err := a.execKeys(&a.st.joins[ji].fanOut, keys); err != nil {
+		j := a.p.Joins[ji]
+		return fmt.Errorf("copying %s.%s into %s: %w", j.ParentDB, j.ParentTbl, a.p.Table, err)
 	}
 	return nil
 }

@@ -89,15 +89,24 @@ func joinStatementsOf(p *projections.Projection, j *projections.Join, d dialect)
 // lockParents takes an exclusive lock on each key's state row of join
 // ji, inserting a placeholder where the parent was never seen.
 func (a *applier) lockParents(ji int, keys []parentKey) error {
-	j := a.p.Joins[ji]
+	if err := a.execKeys(&a.st.joins[ji].lock, keys); err != nil {
+		j := a.p.Joins[ji]
+		return fmt.Errorf("locking the join state of %s.%s: %w", j.ParentDB, j.ParentTbl, err)
+	}
+	return nil
+}
+
+// execKeys runs stmt for parent keys, up to chunk of them per statement,
+// one placeholder group per key.
+func (a *applier) execKeys(stmt *multiRow, keys []parentKey) error {
 	for start := 0; start < len(keys); start += chunk {
 		part := keys[start:min(start+chunk, len(keys))]
 		var args []any
 		for _, k := range part {
 			args = appendValues(args, k.values)
 		}
-		if err := a.exec(a.st.joins[ji].lock.text(len(part)), args...); err != nil {
-			return fmt.Errorf("locking the join state of %s.%s: %w", j.ParentDB, j.ParentTbl, err)
+		if err := a.exec(stmt.text(len(part)), args...); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -7,30 +7,9 @@ INSERT INTO `messages_by_sender` (`sender_id`, `created_at`, `id`, `body`, `_rs_
 -- lenient upsert (ENUM index 0)
 SET STATEMENT sql_mode = TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), ',STRICT_ALL_TABLES,', ',')) FOR INSERT INTO `messages_by_sender` (`sender_id`, `created_at`, `id`, `body`, `_rs_version`) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE `body` = IF(_rs_new.`_rs_version` > `_rs_version`, _rs_new.`body`, `body`), `_rs_version` = GREATEST(`_rs_version`, _rs_new.`_rs_version`)
 
--- tombstones
-INSERT INTO `_readside_tombstones` (projection, key_text, version) VALUES (?, ?, ?), (?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE version = GREATEST(version, _rs_new.version)
-
--- tombstone lookup
-SELECT key_text, version FROM `_readside_tombstones` WHERE projection = ? AND key_text IN (?, ?)
-
--- first tombstone lookup (with the truncation floor)
-SELECT key_text, version FROM `_readside_tombstones` WHERE projection = ? AND key_text IN (?, ?) UNION ALL SELECT NULL, version FROM `_readside_truncations` WHERE projection = ?
-
 -- guarded delete
 DELETE FROM `messages_by_sender` WHERE (`sender_id` = ? AND `created_at` = ? AND `id` = ? AND `_rs_version` < ?) OR (`sender_id` = ? AND `created_at` = ? AND `id` = ? AND `_rs_version` < ?)
 
--- truncation
-INSERT INTO `_readside_truncations` (projection, version) VALUES (?, ?) AS _rs_new ON DUPLICATE KEY UPDATE version = GREATEST(version, _rs_new.version)
-
 -- truncate rows
 DELETE FROM `messages_by_sender` WHERE _rs_version < ?
-
--- truncated at
-SELECT version FROM `_readside_truncations` WHERE projection = ?
-
--- offsets
-INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?), (?, ?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE next_offset = GREATEST(next_offset, _rs_new.next_offset)
-
--- watermarks
-INSERT INTO `_readside_watermarks` (projection, topic, part, gtid, version, source_ts) VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE gtid = IF(_rs_new.version > version, _rs_new.gtid, gtid), source_ts = IF(_rs_new.version > version, _rs_new.source_ts, source_ts), version = GREATEST(version, _rs_new.version)
 

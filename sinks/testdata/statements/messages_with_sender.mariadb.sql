@@ -7,32 +7,11 @@ INSERT INTO `messages_with_sender` (`id`, `body`, `sender_id`, `_rs_version`) VA
 -- lenient upsert (ENUM index 0)
 SET STATEMENT sql_mode = TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), ',STRICT_ALL_TABLES,', ',')) FOR INSERT INTO `messages_with_sender` (`id`, `body`, `sender_id`, `_rs_version`) VALUES (?, ?, ?, ?), (?, ?, ?, ?) ON DUPLICATE KEY UPDATE `sender_name` = IF(VALUES(`_rs_version`) > `_rs_version` AND NOT (VALUES(`sender_id`) <=> `sender_id`), NULL, `sender_name`), `_rs_v_join1` = IF(VALUES(`_rs_version`) > `_rs_version` AND NOT (VALUES(`sender_id`) <=> `sender_id`), 0, `_rs_v_join1`), `body` = IF(VALUES(`_rs_version`) > `_rs_version`, VALUES(`body`), `body`), `sender_id` = IF(VALUES(`_rs_version`) > `_rs_version`, VALUES(`sender_id`), `sender_id`), `_rs_version` = GREATEST(`_rs_version`, VALUES(`_rs_version`))
 
--- tombstones
-INSERT INTO `_readside_tombstones` (projection, key_text, version) VALUES (?, ?, ?), (?, ?, ?) ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))
-
--- tombstone lookup
-SELECT key_text, version FROM `_readside_tombstones` WHERE projection = ? AND key_text IN (?, ?)
-
--- first tombstone lookup (with the truncation floor)
-SELECT key_text, version FROM `_readside_tombstones` WHERE projection = ? AND key_text IN (?, ?) UNION ALL SELECT NULL, version FROM `_readside_truncations` WHERE projection = ?
-
 -- guarded delete
 DELETE FROM `messages_with_sender` WHERE (`id` = ? AND `_rs_version` < ?) OR (`id` = ? AND `_rs_version` < ?)
 
--- truncation
-INSERT INTO `_readside_truncations` (projection, version) VALUES (?, ?) ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))
-
 -- truncate rows
 DELETE FROM `messages_with_sender` WHERE _rs_version < ?
-
--- truncated at
-SELECT version FROM `_readside_truncations` WHERE projection = ?
-
--- offsets
-INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?), (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = GREATEST(next_offset, VALUES(next_offset))
-
--- watermarks
-INSERT INTO `_readside_watermarks` (projection, topic, part, gtid, version, source_ts) VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE gtid = IF(VALUES(version) > version, VALUES(gtid), gtid), source_ts = IF(VALUES(version) > version, VALUES(source_ts), source_ts), version = GREATEST(version, VALUES(version))
 
 -- join chat.users: lock parents
 INSERT INTO `_readside_join_messages_with_sender_1` (`k_id`, `_rs_version`) VALUES (?, 0), (?, 0) ON DUPLICATE KEY UPDATE `k_id` = `k_id`

@@ -7,30 +7,9 @@ INSERT INTO `orders` (`id`, `customer`, `total`, `_rs_version`) VALUES (?, ?, ?,
 -- lenient upsert (ENUM index 0)
 SET STATEMENT sql_mode = TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), ',STRICT_ALL_TABLES,', ',')) FOR INSERT INTO `orders` (`id`, `customer`, `total`, `_rs_version`) VALUES (?, ?, ?, ?), (?, ?, ?, ?) ON DUPLICATE KEY UPDATE `customer` = IF(VALUES(`_rs_version`) > `_rs_version`, VALUES(`customer`), `customer`), `total` = IF(VALUES(`_rs_version`) > `_rs_version`, VALUES(`total`), `total`), `_rs_version` = GREATEST(`_rs_version`, VALUES(`_rs_version`))
 
--- tombstones
-INSERT INTO `_readside_tombstones` (projection, key_text, version) VALUES (?, ?, ?), (?, ?, ?) ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))
-
--- tombstone lookup
-SELECT key_text, version FROM `_readside_tombstones` WHERE projection = ? AND key_text IN (?, ?)
-
--- first tombstone lookup (with the truncation floor)
-SELECT key_text, version FROM `_readside_tombstones` WHERE projection = ? AND key_text IN (?, ?) UNION ALL SELECT NULL, version FROM `_readside_truncations` WHERE projection = ?
-
 -- guarded delete
 DELETE FROM `orders` WHERE (`id` = ? AND `_rs_version` < ?) OR (`id` = ? AND `_rs_version` < ?)
 
--- truncation
-INSERT INTO `_readside_truncations` (projection, version) VALUES (?, ?) ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version))
-
 -- truncate rows
 DELETE FROM `orders` WHERE _rs_version < ?
-
--- truncated at
-SELECT version FROM `_readside_truncations` WHERE projection = ?
-
--- offsets
-INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?), (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = GREATEST(next_offset, VALUES(next_offset))
-
--- watermarks
-INSERT INTO `_readside_watermarks` (projection, topic, part, gtid, version, source_ts) VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE gtid = IF(VALUES(version) > version, VALUES(gtid), gtid), source_ts = IF(VALUES(version) > version, VALUES(source_ts), source_ts), version = GREATEST(version, VALUES(version))
 
