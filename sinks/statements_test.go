@@ -151,3 +151,24 @@ func firstDifference(got, want string) string {
 	}
 	return ""
 }
+
+// TestStatementsRenderedOnce: a sink renders a projection's statements
+// once, in its own dialect, and again for a projection reloaded under the
+// same name (its columns may differ).
+func TestStatementsRenderedOnce(t *testing.T) {
+	ps := goldenProjections(t)
+	s := &MySQL{dialect: mysql8}
+	p := ps["orders"]
+	first := s.statementsFor(p)
+	if again := s.statementsFor(p); again != first {
+		t.Error("the statements of one projection were rendered twice")
+	}
+	if !strings.Contains(first.upsert.tail, " AS _rs_new ") {
+		t.Errorf("a MySQL 8 sink got %q", first.upsert.tail)
+	}
+	reloaded := *p
+	reloaded.Table = "orders_v2"
+	if st := s.statementsFor(&reloaded); st == first || !strings.Contains(st.upsert.head, "`orders_v2`") {
+		t.Errorf("a reloaded projection of the same name kept the old statements: %s", st.upsert.head)
+	}
+}
