@@ -101,7 +101,7 @@ func (a *applier) upsertText(tt textStmts, stmt *multiRow, part []projections.Wr
 		buf = append(append(buf, a.st.comment...), stmt.head...)
 		for i := range part {
 			if i > 0 {
-				buf = append(buf, stmt.sep...)
+				buf = append(buf, ", "...)
 			}
 			buf = append(buf, '(')
 			for j := range part[i].Values {
