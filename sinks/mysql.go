@@ -60,7 +60,7 @@ func Open(ctx context.Context, dsn string) (*MySQL, error) {
 	// busy server is most of a small batch's time. Not with a multibyte
 	// connection charset whose characters can end in a backslash byte, and
 	// a statement too large for max_allowed_packet once its values are
-	// escaped is prepared as before (the driver falls back by itself).
+	// escaped is prepared (the driver falls back by itself).
 	cfg.InterpolateParams = interpolationSafe(cfg)
 	connector, err := driver.NewConnector(cfg)
 	if err != nil {

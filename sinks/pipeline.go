@@ -50,10 +50,11 @@ func (t txStmts) rollback()                    { _ = t.tx.Rollback() }
 // milliseconds, which is most of a small batch's commit → visible time
 // (docs/benchmarks.md, tuning log 24).
 //
-// It stays one transaction with the same statements in the same order: the
-// server runs a packet's statements in order and stops at the first that
-// fails, so nothing after a failed statement runs, the COMMIT included,
-// and the batch is rolled back and retried as before.
+// It is one transaction with the same statements in the same order as
+// one statement per round trip: the server runs a packet's statements in
+// order and stops at the first that fails, so nothing after a failed
+// statement runs, the COMMIT included, and the batch is rolled back and
+// retried like any failed batch.
 //
 // The statements go out as text with their values written in
 // (appendStatement), not as parameters for the driver to interpolate.
@@ -66,8 +67,7 @@ type pipeline struct {
 	// text (max_allowed_packet, less room for the COMMIT after it). A
 	// longer one — a row of quotes or backslashes doubles when escaped —
 	// goes alone with parameters, which the driver prepares: values then
-	// travel outside the statement's packet, as they did before the
-	// pipeline wrote its own literals.
+	// travel outside the statement's packet.
 	maxText int
 }
 
