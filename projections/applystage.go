@@ -8,6 +8,64 @@ import (
 	"time"
 )
 
+// applyStage commits jobs to the sink one after another, in the order
+// the poll stage hands them over, so that the next job is polled and
+// mapped while one is applied. It owns the job in flight: the poll stage
+// hands one over (submit) only once it has taken the result of the one
+// before (wait).
+type applyStage struct {
+	pr   *Projector
+	jobs chan *job
+	// done carries each job's result; one job is in flight at a time, so
+	// its one slot never blocks the stage.
+	done chan error
+	// busy: a job was handed over and its result not taken yet. Only the
+	// poll stage's goroutine reads and writes it.
+	busy bool
+}
+
+func newApplyStage(pr *Projector) *applyStage {
+	return &applyStage{pr: pr, jobs: make(chan *job), done: make(chan error, 1)}
+}
+
+// run applies each job handed over until the poll stage closes jobs, or
+// until a job fails. ctx is not the membership's: a stop lets the job in
+// flight finish (afterGrace), and the poll stage closes jobs when it stops.
+func (a *applyStage) run(ctx context.Context) error {
+	for j := range a.jobs {
+		err := a.pr.commit(ctx, j)
+		a.done <- err
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// submit hands j to the apply stage, which is idle: the poll stage waited
+// for the job before.
+func (a *applyStage) submit(ctx context.Context, j *job) error {
+	select {
+	case a.jobs <- j:
+		a.busy = true
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// wait takes the result of the job in flight (nil when there is none).
+func (a *applyStage) wait() error {
+	if !a.busy {
+		return nil
+	}
+	a.busy = false
+	return <-a.done
+}
+
+// stop ends the stage once the job in flight is applied.
+func (a *applyStage) stop() { close(a.jobs) }
+
 // commit applies a prepared batch with its offsets, its partition groups
 // concurrently. Under on_error: dlq, records that cannot be mapped and rows
 // the sink rejects go to the dead-letter topic (before the offsets that
@@ -16,20 +74,8 @@ import (
 // carries only its own partitions' offsets, so consumption resumes
 // exactly where each one stopped.
 func (pr *Projector) commit(ctx context.Context, j *job) error {
-	if len(j.bad) > 0 {
-		for _, r := range j.bad {
-			// Not bad data but a DDL: every later row lacks the column too.
-			if err := pr.p.droppedColumn(r.Record.Topic, r.Reason); err != nil {
-				return err
-			}
-		}
-		if pr.dlq == nil {
-			r := j.bad[0]
-			return fmt.Errorf("projection %s: record %s/%d@%d: %w (set on_error: dlq to dead-letter such records and go on)", pr.p.Name, r.Record.Topic, r.Record.Partition, r.Record.Offset, r.Reason)
-		}
-		if err := pr.deadLetter(ctx, j.bad); err != nil {
-			return err
-		}
+	if err := pr.unmapped(ctx, j.bad); err != nil {
+		return err
 	}
 	errs := make([]error, len(j.parts))
 	if len(j.parts) == 1 {

@@ -17,7 +17,7 @@ func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 			b.Offsets.Set(run.Topic, run.Partition, run.Offset+1)
 		}
 		run = r
-		if r.Value == nil { // tombstone: the delete event came before it
+		if kafkaTombstone(r) {
 			continue
 		}
 		e, err := d.Decode(r.Value)

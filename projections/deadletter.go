@@ -8,6 +8,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// unmapped deals with the records a job could not map: under on_error:
+// dlq they go to the dead-letter topic before the offsets that pass them
+// are committed, so nothing is lost; under stop, the projector stops on
+// the first. A record that lacks a mapped column stops it either way.
+func (pr *Projector) unmapped(ctx context.Context, bad []Rejected) error {
+	if len(bad) == 0 {
+		return nil
+	}
+	for _, r := range bad {
+		// Not bad data but a DDL: every later row lacks the column too.
+		if err := pr.p.droppedColumn(r.Record.Topic, r.Reason); err != nil {
+			return err
+		}
+	}
+	if pr.dlq == nil {
+		r := bad[0]
+		return fmt.Errorf("projection %s: record %s/%d@%d: %w (set on_error: dlq to dead-letter such records and go on)", pr.p.Name, r.Record.Topic, r.Record.Partition, r.Record.Offset, r.Reason)
+	}
+	return pr.deadLetter(ctx, bad)
+}
+
 // isolate finds the rows the sink rejects by applying the batch in halves
 // (without offsets: a half applied twice is harmless), dead-letters each
 // single rejected write, then commits the offsets alone.

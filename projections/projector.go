@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/readside/readside/internal/kafkalog"
+	"golang.org/x/sync/errgroup"
 )
 
 // Projector keeps one projection's read table up to date from its topics
@@ -87,58 +86,15 @@ func (pr *Projector) Run(ctx context.Context) error {
 	}
 }
 
-// consume runs one group membership; rejoin reports a replay request.
+// consume runs one group membership as two stages under one errgroup: the
+// poll stage (pollstage.go) polls and maps records into jobs, the apply
+// stage (applystage.go) commits them to the sink one after another, in
+// poll order, while the next one is polled and mapped. rejoin reports a
+// replay request.
 func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 	pr.o.Metrics.started(pr.p)
 	owned := newOwned()
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(pr.o.Brokers...),
-		// A worker killed without leaving is noticed within this, not the
-		// default 45s: its partitions are not consumed until then.
-		kgo.SessionTimeout(10 * time.Second),
-		kgo.ConsumerGroup(Group(pr.p)),
-		kgo.ConsumeTopics(pr.p.Topics()...),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		// Commit markers come with the records so the consumer lag can
-		// count them as read (pollQueue.through); pollQueue drops them.
-		kgo.KeepControlRecords(),
-		// 256 KiB of each partition per fetch (Kafka's default is 1 MiB):
-		// a narrow-row fetch of 6 partitions is then ~12,000 records
-		// instead of ~50,000, all of which were decompressed and held at
-		// once. Drain peak RSS 173–186 → 104–113 MiB on narrow inserts,
-		// rate within the noise (docs/benchmarks.md, tuning log 17).
-		kgo.FetchMaxPartitionBytes(256 << 10),
-		kgo.DisableAutoCommit(), // offsets are committed in the sink, with the rows
-		kgo.RetryBackoffFn(retryBackoff),
-		kgo.BlockRebalanceOnPoll(),
-		kgo.AdjustFetchOffsetsFn(func(ctx context.Context, assigned map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
-			if err := pr.takeReplays(ctx, assigned); err != nil {
-				return nil, err
-			}
-			stored, err := pr.sink.Offsets(ctx, pr.p)
-			if err != nil {
-				return nil, err
-			}
-			for topic, parts := range assigned {
-				for part := range parts {
-					if next, ok := stored[topic][part]; ok {
-						parts[part] = kgo.NewOffset().At(next)
-					} else {
-						parts[part] = kgo.NewOffset().AtStart()
-					}
-				}
-			}
-			return assigned, nil
-		}),
-		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { owned.add(m) }),
-		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { owned.remove(m) }),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { owned.remove(m) }),
-		kgo.WithLogger(kafkalog.New(pr.log)),
-	}
-	if pr.o.InstanceID != "" {
-		opts = append(opts, kgo.InstanceID(pr.o.InstanceID+"-"+pr.p.Name))
-	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := pr.newConsumer(owned)
 	if err != nil {
 		return false, err
 	}
@@ -146,121 +102,40 @@ func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 	// Leaving the group on Close revokes partitions, which waits for
 	// AllowRebalance under BlockRebalanceOnPoll: release it first.
 	defer cl.AllowRebalance()
-	// A stop lets the batch in flight finish (within stopGrace; the wait
-	// deferred below runs before these) instead of cutting it off: a
-	// cut-off batch's statements are already at the server, which may
-	// still commit them after the client gave up, so whoever acts on "the
-	// projector has stopped" (a rebuild forgetting its shadow's offsets, a
-	// restart) would otherwise race that commit.
-	applyCtx, cutApply := context.WithCancel(context.WithoutCancel(ctx))
+	applyCtx, cutApply := afterGrace(ctx)
 	defer cutApply()
-	unwatch := context.AfterFunc(ctx, func() { time.AfterFunc(stopGrace, cutApply) })
-	defer unwatch()
-	// Pipelined: the next batch is polled and decoded while the previous
-	// one is applied, so the sink is kept busy. Batches still commit one
-	// after another, in poll order.
-	var pending chan error
-	wait := func() error {
-		if pending == nil {
-			return nil
-		}
-		err := <-pending
-		pending = nil
-		return err
+	apply := newApplyStage(pr)
+	poll := newPollStage(pr, cl, owned, apply)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return apply.run(applyCtx) })
+	g.Go(func() error { return poll.run(gctx) })
+	err = g.Wait()
+	switch {
+	case errors.Is(err, errRejoin):
+		return true, nil
+	case err == nil || ctx.Err() != nil:
+		return false, nil
 	}
-	defer func() { _ = wait() }()
-	fail := func(err error) (bool, error) {
-		if ctx.Err() != nil {
-			return false, nil
-		}
-		pr.o.Metrics.error(pr.p)
-		return false, err
-	}
-	// A failed apply cancels the poll waiting for more records, so the
-	// projector stops at once rather than on the next record.
-	pollCtx, applyFailed := context.WithCancel(ctx)
-	defer applyFailed()
-	lastGC := time.Now()
-	var lastCheck time.Time
-	var queue pollQueue
-	for {
-		if time.Since(lastGC) > GCInterval {
-			lastGC = time.Now()
-			pr.collectTombstones(ctx)
-		}
-		perJob := pollRecords * max(1, pr.p.ApplyConcurrency)
-		// Partitions given up in a rebalance are not applied from the
-		// queue any further (harmless if they were: see below).
-		queue.keep(owned.has)
-		if queue.len() == 0 {
-			// Bounded polls: an idle projector still looks for replay
-			// requests between them.
-			pctx, cancel := context.WithTimeout(pollCtx, replayCheckEvery)
-			fetches := cl.PollRecords(pctx, perJob*queuedJobs)
-			cancel()
-			if ctx.Err() != nil {
-				return false, nil
-			}
-			if pollCtx.Err() != nil {
-				return fail(wait())
-			}
-			pr.queueFetches(&queue, fetches)
-		}
-		if pending != nil && queue.len() < caughtUpBelow {
-			// Caught up: a few records are queued while the previous job
-			// is still applied. Cut now, this job would hold only what
-			// the last fetch had, and the records arriving during the
-			// apply would wait in franz-go's buffer and at the broker for
-			// the job after it: about three applies from arrival to
-			// commit instead of one and a half. So wait for the apply,
-			// then take what came meanwhile: the fetches franz-go holds.
-			// It does not wait for one more fetch (this waited up to 5 ms
-			// for the next one when the held fetch had records, until
-			// session 12): at 38,500 rows/s that wait made the batches
-			// fewer but longer, and commit → visible p50 85–123 ms
-			// against 60–64 without it (docs/benchmarks.md, tuning log
-			// 33). A backlog keeps decoding the next job while the
-			// previous one is applied.
-			if err := wait(); err != nil {
-				return fail(err)
-			}
-			pr.queueFetches(&queue, cl.PollRecords(nil, perJob*queuedJobs-queue.len()))
-			if ctx.Err() != nil {
-				return false, nil
-			}
-		}
-		job := pr.prepare(queue.take(perJob))
-		if err := wait(); err != nil {
-			return fail(err)
-		}
-		// Replay requests are looked at with nothing in flight; a polled
-		// batch not yet applied is simply consumed again after the rejoin
-		// (its offsets were never committed).
-		if time.Since(lastCheck) >= replayCheckEvery {
-			lastCheck = time.Now()
-			rejoin, err := pr.replayPending(ctx, owned)
-			if err != nil {
-				return fail(err)
-			}
-			if rejoin {
-				return true, nil
-			}
-		}
-		// A rebalance may happen now, with job already polled: applying
-		// it anyway is harmless — its rows are version-guarded and its
-		// offsets only ever move forward, past rows it committed with them.
-		cl.AllowRebalance()
-		if job == nil {
-			continue
-		}
-		pending = make(chan error, 1)
-		go func() {
-			err := pr.commit(applyCtx, job)
-			if err != nil {
-				applyFailed()
-			}
-			pending <- err
-		}()
+	pr.o.Metrics.error(pr.p)
+	return false, err
+}
+
+// errRejoin ends a membership whose partitions a replay request names.
+var errRejoin = errors.New("replay requested for a partition held here")
+
+// afterGrace is ctx's values without its cancellation, cancelled
+// stopGrace after ctx is, or by cut. A stop lets the batch in flight
+// finish instead of cutting it off: a cut-off batch's statements are
+// already at the server, which may still commit them after the client
+// gave up, so whoever acts on "the projector has stopped" (a rebuild
+// forgetting its shadow's offsets, a restart) would otherwise race that
+// commit.
+func afterGrace(ctx context.Context) (graced context.Context, cut context.CancelFunc) {
+	graced, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	unwatch := context.AfterFunc(ctx, func() { time.AfterFunc(stopGrace, cancel) })
+	return graced, func() {
+		unwatch()
+		cancel()
 	}
 }
 
