@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -21,12 +22,17 @@ type orderSink struct {
 	applied []int64
 	failAt  int64
 	pending Offsets // replay requests (ReplaySink)
+	// release, when set, holds each Apply until it is closed.
+	release chan struct{}
 }
 
 var errSinkDown = errors.New("sink down")
 
 func (s *orderSink) Offsets(context.Context, *Projection) (Offsets, error) { return nil, nil }
 func (s *orderSink) Apply(_ context.Context, _ *Projection, b *Batch) error {
+	if s.release != nil {
+		<-s.release
+	}
 	next := b.Offsets["t"][0]
 	if next == s.failAt {
 		return errSinkDown
@@ -56,22 +62,18 @@ func offsetJob(next int64) *job {
 func TestApplyStage(t *testing.T) {
 	cases := []struct {
 		why string
-		// jobs are handed over one after another; waitEach takes each
-		// one's result before the next, as the poll stage does, else the
-		// stage is stopped with the last job in flight.
-		jobs     []int64
-		failAt   int64
-		waitEach bool
-		applied  []int64
-		waitErr  string // the error wait returns for the failing job ("": none)
-		runErr   string // what run ends with ("": nil)
+		// jobs are handed over one after another, each one's result
+		// taken before the next, as the poll stage does.
+		jobs    []int64
+		failAt  int64
+		applied []int64
+		waitErr string // the error wait returns for the failing job ("": none)
+		runErr  string // what run ends with ("": nil)
 	}{
 		{why: "jobs commit one after another in the order they are handed over",
-			jobs: []int64{1, 2, 3}, waitEach: true, applied: []int64{1, 2, 3}},
+			jobs: []int64{1, 2, 3}, applied: []int64{1, 2, 3}},
 		{why: "a failed job is its result, and ends the stage with it",
-			jobs: []int64{1, 2}, failAt: 2, waitEach: true, applied: []int64{1}, waitErr: "sink down", runErr: "sink down"},
-		{why: "a stop with a job in flight lets it commit before the stage ends",
-			jobs: []int64{1}, applied: []int64{1}},
+			jobs: []int64{1, 2}, failAt: 2, applied: []int64{1}, waitErr: "sink down", runErr: "sink down"},
 	}
 	for _, c := range cases {
 		sink := &orderSink{failAt: c.failAt}
@@ -83,11 +85,9 @@ func TestApplyStage(t *testing.T) {
 			if err := a.submit(t.Context(), offsetJob(next)); err != nil {
 				t.Fatalf("%s: submit: %v", c.why, err)
 			}
-			if c.waitEach {
-				if err := a.wait(); err != nil {
-					waitErr = err
-					break
-				}
+			if err := a.wait(); err != nil {
+				waitErr = err
+				break
 			}
 		}
 		a.stop()
@@ -105,6 +105,31 @@ func TestApplyStage(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestApplyStageStopWithJobInFlight(t *testing.T) {
+	// A stop lets the job in flight commit before the stage ends, so
+	// whoever acts on "stopped" does not race its commit.
+	synctest.Test(t, func(t *testing.T) {
+		sink := &orderSink{release: make(chan struct{})}
+		a := newApplyStage(stageProjector(sink))
+		ran := make(chan error, 1)
+		go func() { ran <- a.run(t.Context()) }()
+		if err := a.submit(t.Context(), offsetJob(1)); err != nil {
+			t.Fatal(err)
+		}
+		a.stop()
+		synctest.Wait() // the stage is either blocked in Apply or has ended
+		select {
+		case err := <-ran:
+			t.Fatalf("the stage ended (%v) with its job still being applied", err)
+		default:
+		}
+		close(sink.release)
+		if err := <-ran; err != nil || !slices.Equal(sink.applied, []int64{1}) {
+			t.Fatalf("stage ended with %v, applied %v; want nil and [1]", err, sink.applied)
+		}
+	})
 }
 
 func TestAfterGrace(t *testing.T) {
