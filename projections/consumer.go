@@ -26,9 +26,9 @@ func (pr *Projector) newConsumer(owned *owned) (*kgo.Client, error) {
 		kgo.KeepControlRecords(),
 		// 256 KiB of each partition per fetch (Kafka's default is 1 MiB):
 		// a narrow-row fetch of 6 partitions is then ~12,000 records
-		// instead of ~50,000, all of which were decompressed and held at
-		// once. Drain peak RSS 173–186 → 104–113 MiB on narrow inserts,
-		// rate within the noise (docs/benchmarks.md, tuning log 17).
+		// instead of ~50,000, all of them decompressed and held at once.
+		// Drain peak RSS 173–186 → 104–113 MiB on narrow inserts, rate
+		// within the noise (docs/benchmarks.md, tuning log 17).
 		kgo.FetchMaxPartitionBytes(256 << 10),
 		kgo.DisableAutoCommit(), // offsets are committed in the sink, with the rows
 		kgo.RetryBackoffFn(retryBackoff),

@@ -34,7 +34,7 @@ type EventSource struct {
 
 // DecodeEvent parses a record value.
 //
-// It is a hand-written scanner rather than encoding/json: decoding was
+// It is a hand-written scanner rather than encoding/json, which costs
 // about 70% of a projector's CPU on narrow rows (reflection, a separate
 // validation pass, a copy of every column value). It accepts exactly the
 // JSON encoding/json accepts and fills the same fields (FuzzDecodeEvent
@@ -221,8 +221,8 @@ type eventSchema = struct {
 }
 
 // schemaCache shares the decoded schema member between events: every
-// event of a table carries the same one, and decoding its column map was a
-// third of an event's decoding. Read-only once cached.
+// event of a table carries the same one, and decoding its column map is
+// a third of an event's decoding. Read-only once cached.
 type schemaCache struct {
 	mu sync.Mutex
 	m  map[string]*eventSchema

@@ -95,11 +95,12 @@ func (s *scanner) str() ([]byte, error) {
 	start := i
 	i++
 	for {
-		// The scan of plain bytes keeps its index in a local: this loop
-		// was a quarter of an event's decoding when it went through s.i.
-		// (Eight bytes at a time past the first sixteen took a wide event
-		// from 34.1k to 31.9k instructions, but a narrow poll's Build from
-		// 29.3k to 30.5k per event: docs/benchmarks.md, tuning log 29.)
+		// The scan of plain bytes keeps its index in a local: through
+		// s.i, this loop is a quarter of an event's decoding. It takes
+		// one byte at a time: eight at a time past the first sixteen
+		// takes a wide event from 34.1k to 31.9k instructions, but a
+		// narrow poll's Build from 29.3k to 30.5k per event
+		// (docs/benchmarks.md, tuning log 29).
 		for i < len(b) && plainByte[b[i]] {
 			i++
 		}

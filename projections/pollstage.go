@@ -191,10 +191,7 @@ func (pr *Projector) prepare(records []*kgo.Record, before, after []partitionLag
 		if pr.dlq == nil {
 			// Only dead-lettering needs a write's record. Dropped, the
 			// polled records are garbage once the batch is built, not
-			// held while it is applied and the next poll is built (drain
-			// peak RSS 236 → 203 MiB on wide rows, when values were
-			// copies; their text now points into the fetch buffers, see
-			// Value).
+			// held while it is applied and the next poll is built.
 			for i := range b.Writes {
 				b.Writes[i].From = nil
 			}
