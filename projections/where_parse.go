@@ -37,29 +37,12 @@ func lex(s string) ([]token, error) {
 		case unicode.IsSpace(c):
 			i++
 		case c == '\'' || c == '"':
-			var b strings.Builder
-			j := i + 1
-			for ; j < len(s); j++ {
-				if s[j] == '\\' && j+1 < len(s) {
-					j++
-					b.WriteByte(s[j])
-					continue
-				}
-				if s[j] == byte(c) {
-					if j+1 < len(s) && s[j+1] == byte(c) { // '' inside a literal
-						b.WriteByte(s[j])
-						j++
-						continue
-					}
-					break
-				}
-				b.WriteByte(s[j])
+			t, end, err := lexString(s, i)
+			if err != nil {
+				return nil, err
 			}
-			if j >= len(s) {
-				return nil, fmt.Errorf("unterminated string starting at offset %d", i)
-			}
-			out = append(out, token{tString, b.String(), i})
-			i = j + 1
+			out = append(out, t)
+			i = end
 		case c == '`':
 			j := strings.IndexByte(s[i+1:], '`')
 			if j < 0 {
@@ -104,6 +87,34 @@ func lex(s string) ([]token, error) {
 
 // prevAllowsSign: a '-' starts a negative number only where an operand
 // may begin (there is no arithmetic in filters).
+// lexString scans the string literal opening at s[i] (its quote),
+// returning it and the offset after its closing quote.
+func lexString(s string, i int) (token, int, error) {
+	quote := s[i]
+	var b strings.Builder
+	j := i + 1
+	for ; j < len(s); j++ {
+		if s[j] == '\\' && j+1 < len(s) {
+			j++
+			b.WriteByte(s[j])
+			continue
+		}
+		if s[j] == quote {
+			if j+1 < len(s) && s[j+1] == quote { // '' inside a literal
+				b.WriteByte(s[j])
+				j++
+				continue
+			}
+			break
+		}
+		b.WriteByte(s[j])
+	}
+	if j >= len(s) {
+		return token{}, 0, fmt.Errorf("unterminated string starting at offset %d", i)
+	}
+	return token{tString, b.String(), i}, j + 1, nil
+}
+
 func prevAllowsSign(prev []token) bool {
 	if len(prev) == 0 {
 		return true
@@ -192,22 +203,7 @@ func (p *parser) predicate() (node, error) {
 	switch {
 	case p.isKw("IN"):
 		p.next()
-		if err := p.expect(tOp, "("); err != nil {
-			return nil, err
-		}
-		n := inNode{x: x, not: not}
-		for {
-			e, err := p.operand()
-			if err != nil {
-				return nil, err
-			}
-			n.list = append(n.list, e)
-			if p.isOp(",") {
-				p.next()
-				continue
-			}
-			return n, p.expect(tOp, ")")
-		}
+		return p.inList(inNode{x: x, not: not})
 	case p.isKw("BETWEEN"):
 		p.next()
 		lo, err := p.operand()
@@ -231,6 +227,25 @@ func (p *parser) predicate() (node, error) {
 		return nil, fmt.Errorf("expected IN, BETWEEN or LIKE after NOT at offset %d", p.peek().pos)
 	}
 	return x, nil // a bare operand: true when non-zero, as in SQL
+}
+
+// inList parses the parenthesized list after IN into n.
+func (p *parser) inList(n inNode) (node, error) {
+	if err := p.expect(tOp, "("); err != nil {
+		return nil, err
+	}
+	for {
+		e, err := p.operand()
+		if err != nil {
+			return nil, err
+		}
+		n.list = append(n.list, e)
+		if p.isOp(",") {
+			p.next()
+			continue
+		}
+		return n, p.expect(tOp, ")")
+	}
 }
 
 func (p *parser) operand() (node, error) {
