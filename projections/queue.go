@@ -17,8 +17,8 @@ import (
 // such a poll would run as one big transaction next to a tiny one, at the
 // speed of one connection. Taking the whole fetch and cutting it into
 // jobs with an even share of every partition keeps each job's
-// transactions the same size. Every partition's records still go out in order, and jobs commit
-// one after another.
+// transactions the same size. Every partition's records still go out in
+// order, and jobs commit one after another.
 type pollQueue struct {
 	parts []*queuedPartition // in the order first seen
 	n     int
