@@ -64,12 +64,6 @@ type Sink interface {
 	Apply(ctx context.Context, p *Projection, b *Batch) error
 }
 
-// TombstoneCollector is a Sink that can drop tombstones no replay can
-// need any more (see Projector's garbage collection).
-type TombstoneCollector interface {
-	CollectTombstones(ctx context.Context, p *Projection, horizon uint64) (int64, error)
-}
-
 // Coalesce keeps the newest write per read key (and every truncation): a
 // batch then touches each row once, and applying only the newest is what
 // the version guard would make of the whole sequence anyway.

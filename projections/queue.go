@@ -11,14 +11,14 @@ import (
 //
 // Why: a Kafka fetch returns up to fetch.max.partition.bytes of each
 // partition, one partition after another, and a poll of N records takes
-// them in that order — on a backlog of narrow rows, a poll of 10,000 was
-// 8,551 records of one partition and 1,449 of the next. Concurrent apply
-// deals whole partitions to transactions (splitByPartition), so such a
-// poll ran as one big transaction next to a tiny one, at the speed of
-// one connection. Taking the whole fetch and cutting it into jobs with an
-// even share of every partition keeps each job's transactions the same
-// size. Every partition's records still go out in order, and jobs commit
-// one after another.
+// them in that order — on a backlog of narrow rows, a poll of 10,000 can
+// be 8,551 records of one partition and 1,449 of the next. Concurrent
+// apply deals whole partitions to transactions (splitByPartition), so
+// such a poll would run as one big transaction next to a tiny one, at the
+// speed of one connection. Taking the whole fetch and cutting it into
+// jobs with an even share of every partition keeps each job's
+// transactions the same size. Every partition's records still go out in
+// order, and jobs commit one after another.
 type pollQueue struct {
 	parts []*queuedPartition // in the order first seen
 	n     int

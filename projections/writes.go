@@ -294,24 +294,6 @@ func (p *Projection) keyspaceID(vals []Value, sc *eventSchema) uint64 {
 	return KeyspaceID(ShardValue(vals[0], width))
 }
 
-func (p *Projection) delete(e Event, img *Image, ps *plans) (Write, error) {
-	if img == nil {
-		return Write{}, fmt.Errorf("%s event without a before image", e.Op)
-	}
-	pl := p.plan(ps, img, e.Schema)
-	key, err := p.keyText(img, pl)
-	if err != nil {
-		return Write{}, err
-	}
-	vals := make([]Value, len(p.Key))
-	for i := range p.Key {
-		if vals[i], err = bindRaw(img, pl.pos[i], p.Columns[i].Source, pl.kinds[i]); err != nil {
-			return Write{}, err
-		}
-	}
-	return Write{Kind: Delete, Key: key, Values: vals, Version: e.Version, KeyspaceID: p.keyspaceID(vals, e.Schema)}, nil
-}
-
 // nullKey reports whether one of img's read key values is NULL.
 func (p *Projection) nullKey(img *Image, sc *eventSchema, ps *plans) bool {
 	if img == nil {

@@ -1,0 +1,95 @@
+package projections
+
+import "github.com/twmb/franz-go/pkg/kgo"
+
+// Build maps polled records to a batch: the newest write per read key and
+// per parent key, and the next offsets. A record that cannot be mapped is
+// returned in bad with the reason (the caller dead-letters it or stops).
+func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
+	b = &Batch{Offsets: Offsets{}, Writes: make([]Write, 0, len(records))}
+	var d Decoder
+	var plans plans
+	// Records come a partition at a time: its next offset is recorded
+	// when the run ends, not looked up in the map for every record.
+	var run *kgo.Record
+	for _, r := range records {
+		if run != nil && (r.Partition != run.Partition || r.Topic != run.Topic) {
+			b.Offsets.Set(run.Topic, run.Partition, run.Offset+1)
+		}
+		run = r
+		if kafkaTombstone(r) {
+			continue
+		}
+		e, err := d.Decode(r.Value)
+		if err == nil {
+			err = p.collect(b, r, e, &plans)
+			d.recycle(e) // collect keeps copies of what it needs
+		}
+		if err != nil {
+			bad = append(bad, Rejected{Record: r, Reason: err})
+		}
+	}
+	if run != nil {
+		b.Offsets.Set(run.Topic, run.Partition, run.Offset+1)
+	}
+	n := len(b.Writes) + len(b.Parents)
+	// In place (the batch's own slice), with what was coalesced away
+	// cleared: it would hold its records, and their fetch buffers, while
+	// the batch is applied (see prepare).
+	kept := coalesce(b.Writes, b.Writes[:0])
+	clear(b.Writes[len(kept):])
+	b.Writes = kept
+	b.Parents = CoalesceParents(b.Parents)
+	b.Coalesced = int64(n - len(b.Writes) - len(b.Parents))
+	return b, bad
+}
+
+func (p *Projection) collect(b *Batch, r *kgo.Record, e Event, ps *plans) error {
+	if r.Topic == p.Topic {
+		n := len(b.Writes)
+		var err error
+		if b.Writes, err = p.appendWrites(b.Writes, e, ps); err != nil {
+			return err
+		}
+		for i := n; i < len(b.Writes); i++ {
+			b.Writes[i].From = r
+		}
+	}
+	for i, j := range p.Joins {
+		if r.Topic != j.Topic {
+			continue
+		}
+		ws, err := p.ParentWrites(i, e)
+		if err != nil {
+			return err
+		}
+		for k := range ws {
+			ws[k].From = r
+		}
+		b.Parents = append(b.Parents, ws...)
+	}
+	if e.SourceTS > 0 && e.SourceTS > b.NewestTS {
+		b.NewestTS = e.SourceTS
+	}
+	b.OldestTS = oldestTS(b.OldestTS, e.SourceTS)
+	if b.Marks == nil {
+		b.Marks = map[string]map[int32]Mark{}
+	}
+	if b.Marks[r.Topic] == nil {
+		b.Marks[r.Topic] = map[int32]Mark{}
+	}
+	m := Mark{Version: e.Version, TS: e.SourceTS}
+	if e.Source != nil {
+		m.GTID = e.Source.GTID
+	}
+	if m.Version > b.Marks[r.Topic][r.Partition].Version {
+		b.Marks[r.Topic][r.Partition] = m
+	}
+	return nil
+}
+
+// Rejected is a record the projection refused, with why.
+type Rejected struct {
+	Record *kgo.Record
+	Reason error
+}

@@ -1,0 +1,70 @@
+package projections
+
+// Tombstones, the projector's side. A source delete is a "d" event, which
+// the projection maps to a Delete write at the event's version (delete);
+// the sink removes the read row and keeps a versioned tombstone of its
+// key, so an older event of the row arriving later (a replay, a
+// duplicate) finds a newer version and changes nothing. The tailer
+// follows each delete event with a Kafka tombstone record (a nil value)
+// so compacted topics can drop the key: it carries nothing to apply
+// (kafkaTombstone). Tombstones below the topics' horizon (gc.go) decide
+// nothing any more and are collected (collectTombstones).
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// collectTombstones drops tombstones below the topics' horizon (see
+// Horizon). Failures are logged and retried next interval: tombstones
+// only cost space.
+func (pr *Projector) collectTombstones(ctx context.Context) {
+	tc, ok := pr.sink.(TombstoneCollector)
+	if !ok {
+		return
+	}
+	h, ok, err := Horizon(ctx, pr.o.Brokers, pr.p)
+	if err != nil || !ok {
+		if err != nil {
+			pr.log.Warn("tombstone collection: cannot read the horizon", "err", err)
+		}
+		return
+	}
+	n, err := tc.CollectTombstones(ctx, pr.p, h)
+	if err != nil {
+		pr.log.Warn("tombstone collection failed", "err", err)
+		return
+	}
+	pr.log.Info("tombstones collected", "deleted", n, "horizon_version", h)
+}
+
+// delete is the Delete write of img's read key at e's version.
+func (p *Projection) delete(e Event, img *Image, ps *plans) (Write, error) {
+	if img == nil {
+		return Write{}, fmt.Errorf("%s event without a before image", e.Op)
+	}
+	pl := p.plan(ps, img, e.Schema)
+	key, err := p.keyText(img, pl)
+	if err != nil {
+		return Write{}, err
+	}
+	vals := make([]Value, len(p.Key))
+	for i := range p.Key {
+		if vals[i], err = bindRaw(img, pl.pos[i], p.Columns[i].Source, pl.kinds[i]); err != nil {
+			return Write{}, err
+		}
+	}
+	return Write{Kind: Delete, Key: key, Values: vals, Version: e.Version, KeyspaceID: p.keyspaceID(vals, e.Schema)}, nil
+}
+
+// kafkaTombstone reports whether r is the Kafka tombstone after a delete
+// event: the event already deleted the row.
+func kafkaTombstone(r *kgo.Record) bool { return r.Value == nil }
+
+// TombstoneCollector is a Sink that can drop tombstones no replay can
+// need any more (see Projector's garbage collection).
+type TombstoneCollector interface {
+	CollectTombstones(ctx context.Context, p *Projection, horizon uint64) (int64, error)
+}
