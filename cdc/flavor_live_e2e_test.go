@@ -2,7 +2,6 @@ package cdc
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -129,7 +128,7 @@ func TestDialectLive(t *testing.T) {
 
 	// A registered binlog client shows in the dialect's replica list,
 	// parsed by the tailer's server_id preflight code.
-	id := uint32(2_000_000 + rand.IntN(1_000_000))
+	id := testbed.NewServerID()
 	host := fmt.Sprintf("readside:dialect-%d", id)
 	user, password := bed.MySQL.ReplCredentials()
 	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{ServerID: id, Flavor: src.flavor, Host: bed.MySQL.Host, Port: uint16(bed.MySQL.Port),

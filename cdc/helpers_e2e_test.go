@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -47,7 +46,7 @@ func tailerConfig(t *testing.T, bed *testbed.Bed, tables ...string) config.Confi
 	t.Helper()
 	cfg := config.Default()
 	cfg.Source.DSN = config.Secret(bed.MySQL.ReplDSN())
-	cfg.Source.ServerID = uint32(1000 + rand.IntN(1_000_000))
+	cfg.Source.ServerID = testbed.NewServerID()
 	cfg.Source.Tables = tables
 	cfg.Kafka.Brokers = bed.Kafka.Brokers()
 	cfg.Kafka.TopicPrefix = "t" + strings.ReplaceAll(t.Name(), "/", "_")

@@ -80,7 +80,7 @@ projections:
     sink: reads
     key: [b, a]
     columns: {b: b, a: a, seq: seq, v: v}
-`, 8000+rand.IntN(1_000_000), p.src, strings.Join(bed.Kafka.Brokers(), ", "), p.prefix)
+`, testbed.NewServerID(), p.src, strings.Join(bed.Kafka.Brokers(), ", "), p.prefix)
 	p.cfgPath = filepath.Join(dir, "readside.yaml")
 	if err := os.WriteFile(p.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

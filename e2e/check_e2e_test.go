@@ -33,7 +33,7 @@ func runCheck(t *testing.T, cfg string, env ...string) (int, string) {
 }
 
 func checkConfig(dsn, table string, brokers []string, sinkDSN string) string {
-	cfg := fmt.Sprintf("source:\n  dsn: %q\n  server_id: %d\n  tables: [%s]\nkafka:\n  brokers: [%s]\n", dsn, 3000+rand.IntN(1e6), table, strings.Join(brokers, ", "))
+	cfg := fmt.Sprintf("source:\n  dsn: %q\n  server_id: %d\n  tables: [%s]\nkafka:\n  brokers: [%s]\n", dsn, testbed.NewServerID(), table, strings.Join(brokers, ", "))
 	if sinkDSN != "" {
 		cfg += fmt.Sprintf("sinks:\n  reads:\n    dsn: %q\nprojections:\n  items_copy:\n    from: %s\n    sink: reads\n    key: [id]\n    columns: {id: id, name: name}\n", sinkDSN, table)
 	}

@@ -117,7 +117,7 @@ projections:
     sink: reads
     key: ["key"]
     columns: {"key": "key", "value": "value"}
-`, bed.MySQL.ReplDSN(), 3000+rand.IntN(1e6), src+".order", src+"."+longTable, strings.Join(bed.Kafka.Brokers(), ", "), prefix,
+`, bed.MySQL.ReplDSN(), testbed.NewServerID(), src+".order", src+"."+longTable, strings.Join(bed.Kafka.Brokers(), ", "), prefix,
 		filepath.Join(dir, "data"), bed.MySQL.AdminDSN()+sinkDB, proj, strings.Join(mapping, ", "), longProj)
 	cfgPath := filepath.Join(dir, "readside.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {

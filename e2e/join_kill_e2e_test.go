@@ -81,7 +81,7 @@ projections:
     key: [k, id]
     shard_by: k
     columns: {k: k, id: id, c: c}
-`, 5000+rand.IntN(1_000_000), src, strings.Join(bed.Kafka.Brokers(), ", "), prefix, instance, shards[0], shards[1])
+`, testbed.NewServerID(), src, strings.Join(bed.Kafka.Brokers(), ", "), prefix, instance, shards[0], shards[1])
 		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}

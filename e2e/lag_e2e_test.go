@@ -94,7 +94,7 @@ projections:
 http:
   listen: %[7]s
   ready_max_lag: %[8]s
-`, 3000+rand.IntN(1_000_000), p.src, lagHeartbeat, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6), p.dataDir, p.httpAddr, lagReadyMaxLag, lagProjection)
+`, testbed.NewServerID(), p.src, lagHeartbeat, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6), p.dataDir, p.httpAddr, lagReadyMaxLag, lagProjection)
 	p.cfgPath = filepath.Join(dir, "readside.yaml")
 	if err := os.WriteFile(p.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -88,7 +88,7 @@ projections:
     columns: {sender_id: sender_id, created_at: created_at, id: id, body: body}
 http:
   listen: %[5]s
-%[6]s`, 3000+rand.IntN(1_000_000), p.src, kafka, p.dataDir, p.httpAddr, extra)
+%[6]s`, testbed.NewServerID(), p.src, kafka, p.dataDir, p.httpAddr, extra)
 	p.cfgPath = filepath.Join(dir, "readside.yaml")
 	if err := os.WriteFile(p.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

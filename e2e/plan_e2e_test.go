@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,7 +76,7 @@ projections:
     replicated: true
     key: [id]
     columns: {id: id, name: name, discount: discount}
-`, bed.MySQL.ReplDSN(), 3000+rand.IntN(1e6), src)
+`, bed.MySQL.ReplDSN(), testbed.NewServerID(), src)
 	path := filepath.Join(t.TempDir(), "readside.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

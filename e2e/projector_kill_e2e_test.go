@@ -53,7 +53,7 @@ projections:
     key: [sender_id, created_at, id]
     shard_by: sender_id
     columns: {sender_id: sender_id, created_at: created_at, id: id, body: body}
-`, 3000+rand.IntN(1_000_000), src, strings.Join(bed.Kafka.Brokers(), ", "), prefix)
+`, testbed.NewServerID(), src, strings.Join(bed.Kafka.Brokers(), ", "), prefix)
 	cfgPath := filepath.Join(dir, "readside.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

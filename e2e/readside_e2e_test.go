@@ -54,7 +54,7 @@ sinks:
   reads:
     dsn: %q
 projections:
-`, bed.MySQL.ReplDSN(), 3000+rand.IntN(1e6), strings.Join(tables, ", "), strings.Join(bed.Kafka.Brokers(), ", "), prefix, rand.IntN(1e6), dataDir, bed.MySQL.AdminDSN()+sinkDB)
+`, bed.MySQL.ReplDSN(), testbed.NewServerID(), strings.Join(tables, ", "), strings.Join(bed.Kafka.Brokers(), ", "), prefix, rand.IntN(1e6), dataDir, bed.MySQL.AdminDSN()+sinkDB)
 }
 
 // readsideBinary builds cmd/readside once per test binary.

@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,7 +47,7 @@ func TestLiveSchemaErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := fmt.Sprintf("source:\n  dsn: %q\n  server_id: %d\n  tables: [%[3]s.orders, %[3]s.customers, %[3]s.gone]\nkafka:\n  brokers: [%s]\nsinks:\n  reads:\n    dsn: %q\nprojections:\n",
-		bed.MySQL.ReplDSN(), 3000+rand.IntN(1e6), db, strings.Join(bed.Kafka.Brokers(), ", "), bed.MySQL.AdminDSN()+sinkDB)
+		bed.MySQL.ReplDSN(), testbed.NewServerID(), db, strings.Join(bed.Kafka.Brokers(), ", "), bed.MySQL.AdminDSN()+sinkDB)
 	good := fmt.Sprintf(`  orders_by_customer:
     from: %[1]s.orders
     sink: reads

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"testing"
 	"time"
@@ -163,7 +162,7 @@ func readBinlog(t *testing.T, db *testbed.MySQL, start testbed.BinlogPosition, d
 		t.Fatal(err)
 	}
 	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
-		ServerID:   uint32(100000 + rand.IntN(100000)),
+		ServerID:   testbed.NewServerID(),
 		Flavor:     flavor,
 		Host:       db.Host,
 		Port:       uint16(db.Port),

@@ -73,7 +73,7 @@ kafka:
   brokers: [%s]
   topic_prefix: %s
   partitions: 4
-`, 7000+rand.IntN(1_000_000), dbName, chunkRows, strings.Join(bed.Kafka.Brokers(), ", "), prefix)
+`, testbed.NewServerID(), dbName, chunkRows, strings.Join(bed.Kafka.Brokers(), ", "), prefix)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ projections:
     columns: {account: account, id: id, label: label, extra: extra}
 http:
   listen: %[6]s
-`, 9000+rand.IntN(1_000_000), p.src, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6), p.dataDir, p.httpAddr,
+`, testbed.NewServerID(), p.src, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6), p.dataDir, p.httpAddr,
 		soakAccounts, soakPairs, soakNotes)
 	p.cfgPath = filepath.Join(dir, "readside.yaml")
 	if err := os.WriteFile(p.cfgPath, []byte(cfg), 0o600); err != nil {

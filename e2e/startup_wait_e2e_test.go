@@ -64,7 +64,7 @@ projections:
     columns: {sender_id: sender_id, id: id, body: body}
 http:
   listen: %[6]s
-`, 3000+rand.IntN(1_000_000), p.src, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6), p.dataDir, p.httpAddr)
+`, testbed.NewServerID(), p.src, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6), p.dataDir, p.httpAddr)
 	p.cfgPath = filepath.Join(dir, "readside.yaml")
 	if err := os.WriteFile(p.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ kafka:
   partitions: 4
 log:
   level: info
-`, 2000+rand.IntN(1_000_000), strings.Join(qualified, ", "), strings.Join(bed.Kafka.Brokers(), ", "), prefix)
+`, testbed.NewServerID(), strings.Join(qualified, ", "), strings.Join(bed.Kafka.Brokers(), ", "), prefix)
 	path := filepath.Join(dir, "readside.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -49,7 +49,7 @@ func TestNullableForeignKey(t *testing.T) {
 
 	cfg := config.Default()
 	cfg.Source.DSN = config.Secret(bed.MySQL.ReplDSN())
-	cfg.Source.ServerID = uint32(1000 + rand.IntN(1_000_000))
+	cfg.Source.ServerID = testbed.NewServerID()
 	cfg.Source.Tables = []string{src + ".orders"}
 	cfg.Source.Snapshot.Mode = "initial"
 	cfg.Kafka.Brokers = bed.Kafka.Brokers()

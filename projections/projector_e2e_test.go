@@ -48,7 +48,7 @@ func setup(t *testing.T, bed *testbed.Bed) (cfg config.Config, src, sinkDB strin
 	}
 	cfg = config.Default()
 	cfg.Source.DSN = config.Secret(bed.MySQL.ReplDSN())
-	cfg.Source.ServerID = uint32(1000 + rand.IntN(1_000_000))
+	cfg.Source.ServerID = testbed.NewServerID()
 	cfg.Source.Tables = []string{src + ".messages"}
 	cfg.Source.Snapshot.Mode = "never"
 	cfg.Kafka.Brokers = bed.Kafka.Brokers()

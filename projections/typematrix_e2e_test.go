@@ -134,7 +134,7 @@ func TestTypeMatrixIntoANonUTCSink(t *testing.T) {
 	sink := config.Sink{DSN: config.Secret(sinkServer.AdminDSN() + sinkDB)}
 	cfg := config.Default()
 	cfg.Source.DSN = config.Secret(bed.MySQL.ReplDSN())
-	cfg.Source.ServerID = uint32(1000 + rand.IntN(1_000_000))
+	cfg.Source.ServerID = testbed.NewServerID()
 	cfg.Source.Tables = []string{src + ".m"}
 	cfg.Source.Snapshot.Mode = "initial"
 	cfg.Kafka.Brokers = bed.Kafka.Brokers()

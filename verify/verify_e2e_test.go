@@ -58,7 +58,7 @@ func newShop(t *testing.T, bed *testbed.Bed) *shop {
 	}
 	cfg := config.Default()
 	cfg.Source.DSN = config.Secret(bed.MySQL.ReplDSN())
-	cfg.Source.ServerID = uint32(1000 + rand.IntN(1_000_000))
+	cfg.Source.ServerID = testbed.NewServerID()
 	cfg.Source.Tables = []string{s.src + ".customers", s.src + ".orders"}
 	cfg.Source.Snapshot.Mode = "never"
 	cfg.Kafka.Brokers = bed.Kafka.Brokers()
