@@ -71,7 +71,7 @@ func TestBackfillAddedColumn(t *testing.T) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if !waitFor(cctx, 500*time.Millisecond, func() bool { return keys(src) == keys(readTable) }) {
+	if !testbed.Poll(cctx, 500*time.Millisecond, func() bool { return keys(src) == keys(readTable) }) {
 		t.Fatalf("the read table's keys never equalled the source's; log:\n%s", tail(p.logPath))
 	}
 	if code := d.stop(time.Minute); code != 0 {
@@ -147,7 +147,7 @@ func TestBackfillAddedColumn(t *testing.T) {
 	}
 	kctx, cancelKill := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancelKill()
-	killed := waitFor(kctx, 20*time.Millisecond, func() bool {
+	killed := testbed.Poll(kctx, 20*time.Millisecond, func() bool {
 		select {
 		case <-exited:
 			return true
@@ -182,7 +182,7 @@ func TestBackfillAddedColumn(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { _ = second.Wait(); close(done) }()
-	if !waitFor(bctx, 20*time.Millisecond, func() bool { return strings.Contains(secondOut.String(), "backfill: filling columns from the topics") }) {
+	if !testbed.Poll(bctx, 20*time.Millisecond, func() bool { return strings.Contains(secondOut.String(), "backfill: filling columns from the topics") }) {
 		t.Fatalf("the second backfill never started filling:\n%s", secondOut.String())
 	}
 	res, err := db.ExecContext(ctx, "UPDATE "+src+" SET body = CONCAT('late', id) WHERE id % 3 = 1")

@@ -97,7 +97,7 @@ func TestReadTableDrift(t *testing.T) {
 	var got string
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	if !waitFor(wctx, 500*time.Millisecond, func() bool {
+	if !testbed.Poll(wctx, 500*time.Millisecond, func() bool {
 		got = driftRows(ctx, bed, "SELECT id, name, conv, note FROM `"+sinkDB+"`.items_copy ORDER BY id")
 		return got == want || !d.running()
 	}) || got != want {

@@ -41,7 +41,7 @@ func TestInfoLogIsBounded(t *testing.T) {
 	rows := p.converge(2 * time.Minute)
 	wctx, wcancel := context.WithTimeout(t.Context(), time.Minute)
 	defer wcancel()
-	waitFor(wctx, 200*time.Millisecond, func() bool { return strings.Count(p.log(), "msg=\"caught up: ") >= 2 })
+	testbed.Poll(wctx, 200*time.Millisecond, func() bool { return strings.Count(p.log(), "msg=\"caught up: ") >= 2 })
 	if code := d.stop(30 * time.Second); code != 0 {
 		t.Fatalf("exit %d after SIGTERM; log:\n%s", code, tail(p.logPath))
 	}

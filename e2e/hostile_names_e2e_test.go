@@ -193,7 +193,7 @@ projections:
 			strings.Contains(gotOrder, "upd'ated") && strings.Contains(gotOrder, "日本語") && strings.Contains(gotOrder, `a\b`) &&
 			strings.Contains(gotLong, "upd'ated") && strings.Contains(gotLong, `a\b`)
 	}
-	if !waitFor(wctx, 500*time.Millisecond, func() bool {
+	if !testbed.Poll(wctx, 500*time.Millisecond, func() bool {
 		gotOrder, gotLong = readRows(proj), readRows(longProj)
 		return done() || !d.running()
 	}) || !done() {

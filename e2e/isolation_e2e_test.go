@@ -82,7 +82,7 @@ func (r *isolationRig) waitState(projection, state string, timeout time.Duration
 	defer cancel()
 	var last httpapi.ProjectionStatus
 	var lastErr error
-	if !waitFor(ctx, 300*time.Millisecond, func() bool {
+	if !testbed.Poll(ctx, 300*time.Millisecond, func() bool {
 		_, last, lastErr = r.statusOf(ctx, projection)
 		return lastErr == nil && last.State == state
 	}) {
@@ -150,7 +150,7 @@ func (r *isolationRig) sighup(want string) {
 	}
 	ctx, cancel := context.WithTimeout(r.t.Context(), 60*time.Second)
 	defer cancel()
-	if !waitFor(ctx, 100*time.Millisecond, func() bool { return strings.Count(r.log(), "SIGHUP: reload done") > before }) {
+	if !testbed.Poll(ctx, 100*time.Millisecond, func() bool { return strings.Count(r.log(), "SIGHUP: reload done") > before }) {
 		r.t.Fatalf("no reload after SIGHUP; log:\n%s", tail(r.logPath))
 	}
 	if !strings.Contains(r.log(), want) {
@@ -165,7 +165,7 @@ func (r *isolationRig) sameRows(what, srcQuery, readQuery string, timeout time.D
 	ctx, cancel := context.WithTimeout(r.t.Context(), timeout)
 	defer cancel()
 	var want, got string
-	if !waitFor(ctx, 500*time.Millisecond, func() bool {
+	if !testbed.Poll(ctx, 500*time.Millisecond, func() bool {
 		want, got = testbed.RowsText(r.t, r.bed.MySQL.DB(), srcQuery), testbed.RowsText(r.t, r.bed.MySQL.DB(), readQuery)
 		return want == got
 	}) {

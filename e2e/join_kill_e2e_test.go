@@ -179,7 +179,7 @@ func (d *daemon) leave(timeout time.Duration) error {
 	// Its signal handlers are in place once it logs "starting".
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	waitFor(ctx, 50*time.Millisecond, func() bool {
+	testbed.Poll(ctx, 50*time.Millisecond, func() bool {
 		b, _ := os.ReadFile(d.logPath)
 		return strings.Count(string(b), "msg=starting") >= d.starts
 	})

@@ -125,7 +125,7 @@ func (r *lagRig) converge(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
 	var want, got int
-	if !waitFor(ctx, 500*time.Millisecond, func() bool {
+	if !testbed.Poll(ctx, 500*time.Millisecond, func() bool {
 		_ = r.srcDB.QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+r.p.src+"`.messages").Scan(&want)
 		_ = r.p.bed.MySQL.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+r.p.sink+"`.`"+lagProjection+"`").Scan(&got)
 		return want > 0 && want == got

@@ -122,7 +122,7 @@ func (p *opsPipeline) waitReady(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(p.t.Context(), timeout)
 	defer cancel()
 	var last string
-	if !waitFor(ctx, 200*time.Millisecond, func() bool {
+	if !testbed.Poll(ctx, 200*time.Millisecond, func() bool {
 		code, body, err := p.get(ctx, "/readyz")
 		last = fmt.Sprintf("%d %s %v", code, body, err)
 		return err == nil && code == http.StatusOK
@@ -247,7 +247,7 @@ func TestEmbeddedBrokerKill9(t *testing.T) {
 	// so look at the last start only (it may have just begun).
 	wctx2, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	if !waitFor(wctx2, 100*time.Millisecond, func() bool {
+	if !testbed.Poll(wctx2, 100*time.Millisecond, func() bool {
 		starts := strings.Split(p.log(), "=== start")
 		return strings.Contains(starts[len(starts)-1], "resuming from checkpoint")
 	}) {
@@ -549,7 +549,7 @@ func TestSigtermDuringStartup(t *testing.T) {
 			d.start()
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-		waitFor(ctx, time.Millisecond, func() bool {
+		testbed.Poll(ctx, time.Millisecond, func() bool {
 			b, _ := os.ReadFile(p.logPath)
 			return strings.Count(string(b), "msg=starting") >= d.starts
 		})

@@ -137,7 +137,7 @@ func (d *daemon) stop(timeout time.Duration) int {
 	d.t.Helper()
 	ctx, cancel := context.WithTimeout(d.t.Context(), 30*time.Second)
 	defer cancel()
-	waitFor(ctx, 50*time.Millisecond, func() bool {
+	testbed.Poll(ctx, 50*time.Millisecond, func() bool {
 		b, _ := os.ReadFile(d.logPath)
 		return strings.Count(string(b), "msg=starting") >= d.starts
 	})
@@ -158,19 +158,6 @@ func tail(path string) string {
 		b = b[len(b)-4000:]
 	}
 	return string(b)
-}
-
-func waitFor(ctx context.Context, every time.Duration, cond func() bool) bool {
-	for {
-		if cond() {
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(every):
-		}
-	}
 }
 
 // killWhile SIGKILLs and restarts d at random 1–3 s intervals until work

@@ -51,7 +51,7 @@ func TestSighupReload(t *testing.T) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if !waitFor(wctx, 100*time.Millisecond, func() bool { return strings.Contains(p.log(), "SIGHUP: reload done") }) {
+	if !testbed.Poll(wctx, 100*time.Millisecond, func() bool { return strings.Contains(p.log(), "SIGHUP: reload done") }) {
 		t.Fatalf("no reload after SIGHUP; log:\n%s", tail(p.logPath))
 	}
 	l := p.log()
@@ -77,7 +77,7 @@ func TestSighupReload(t *testing.T) {
 	p.converge(time.Minute)
 	src := "SELECT id, body FROM `" + p.src + "`.messages ORDER BY id"
 	read := "SELECT id, body FROM `" + p.sink + "`.messages_by_id ORDER BY id"
-	if !waitFor(wctx, 200*time.Millisecond, func() bool {
+	if !testbed.Poll(wctx, 200*time.Millisecond, func() bool {
 		var n int
 		err := bed.MySQL.DB().QueryRowContext(wctx, "SELECT COUNT(*) FROM `"+p.sink+"`.messages_by_id").Scan(&n)
 		return err == nil && n == 60

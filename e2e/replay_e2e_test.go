@@ -73,7 +73,7 @@ func TestReplayFromEarliest(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var applied, stale float64
-	if !waitFor(wctx, 250*time.Millisecond, func() bool {
+	if !testbed.Poll(wctx, 250*time.Millisecond, func() bool {
 		fams := p.scrape(ctx)
 		applied = gauge(t, fams, "readside_projection_applied_rows_total", labels) - applied0
 		stale = gauge(t, fams, "readside_projection_stale_skipped_total", labels) - stale0

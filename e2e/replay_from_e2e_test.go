@@ -39,7 +39,7 @@ func (p *opsPipeline) messagesTopic(adm *kadm.Client) string {
 	ctx, cancel := context.WithTimeout(p.t.Context(), 90*time.Second)
 	defer cancel()
 	var topic string
-	if !waitFor(ctx, 250*time.Millisecond, func() bool {
+	if !testbed.Poll(ctx, 250*time.Millisecond, func() bool {
 		tds, err := adm.ListTopics(ctx)
 		if err != nil {
 			return false
@@ -82,7 +82,7 @@ func (p *opsPipeline) waitRows(want string, timeout time.Duration, what string) 
 	ctx, cancel := context.WithTimeout(p.t.Context(), timeout)
 	defer cancel()
 	var got string
-	if !waitFor(ctx, 500*time.Millisecond, func() bool {
+	if !testbed.Poll(ctx, 500*time.Millisecond, func() bool {
 		got = p.rows("`" + p.sink + "`.messages_by_sender")
 		return got == want
 	}) {
@@ -213,7 +213,7 @@ func TestReplayRequestCheckedAndCancelled(t *testing.T) {
 	var end0 int64
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if !waitFor(wctx, 250*time.Millisecond, func() bool {
+	if !testbed.Poll(wctx, 250*time.Millisecond, func() bool {
 		ends, err := adm.ListEndOffsets(wctx, topic)
 		if err != nil {
 			return false

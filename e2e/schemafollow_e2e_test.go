@@ -101,7 +101,7 @@ http:
 		var got string
 		wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
-		if !waitFor(wctx, 500*time.Millisecond, func() bool {
+		if !testbed.Poll(wctx, 500*time.Millisecond, func() bool {
 			got = driftRows(ctx, bed, fmt.Sprintf(q, readCols, sinkDB, "items_follow"))
 			return got == want || !d.running()
 		}) || got != want {
@@ -123,7 +123,7 @@ http:
 			}
 			return true
 		}
-		if !waitFor(wctx, 500*time.Millisecond, func() bool { return has() || !d.running() }) || !has() {
+		if !testbed.Poll(wctx, 500*time.Millisecond, func() bool { return has() || !d.running() }) || !has() {
 			t.Fatalf("%s: the log lacks one of %q; tail:\n%s", what, wants, tail(logPath))
 		}
 		if d.running() {
@@ -161,7 +161,7 @@ http:
 	var gotPets string
 	pctx, pcancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer pcancel()
-	if !waitFor(pctx, 500*time.Millisecond, func() bool {
+	if !testbed.Poll(pctx, 500*time.Millisecond, func() bool {
 		gotPets = driftRows(ctx, bed, "SELECT id, owner_id, owner_name FROM `"+sinkDB+"`.pets_named ORDER BY id")
 		return gotPets == wantPets || !d.running()
 	}) || gotPets != wantPets {

@@ -95,7 +95,7 @@ func TestSnapshotOfAddedTable(t *testing.T) {
 		wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
 		var got, want string
-		if !waitFor(wctx, 500*time.Millisecond, func() bool {
+		if !testbed.Poll(wctx, 500*time.Millisecond, func() bool {
 			got, want = p.rows("`"+p.sink+"`.notes_by_sender"), p.rows(notes)
 			return got == want
 		}) {
@@ -197,7 +197,7 @@ func TestSnapshotOfAddedTable(t *testing.T) {
 	// may come a commit later.
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if !waitFor(wctx, time.Second, func() bool {
+	if !testbed.Poll(wctx, time.Second, func() bool {
 		out, _ = p.check(t)
 		return !strings.Contains(out, p.src+".extras was added")
 	}) {

@@ -93,7 +93,7 @@ func TestSnapshotRequestFailsAlone(t *testing.T) {
 	p.waitRows(p.rows("`"+p.src+"`.messages WHERE id <= 100 OR id > 300"), 2*time.Minute, "second marker after --cancel")
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if !waitFor(waitCtx, 500*time.Millisecond, func() bool { return strings.Contains(p.log(), "snapshot request cancelled") }) {
+	if !testbed.Poll(waitCtx, 500*time.Millisecond, func() bool { return strings.Contains(p.log(), "snapshot request cancelled") }) {
 		t.Fatalf("no 'snapshot request cancelled' in the log:\n%s", tail(p.logPath))
 	}
 	if strings.Count(p.log(), "snapshot done") != 1 {

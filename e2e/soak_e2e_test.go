@@ -461,10 +461,10 @@ func (r *soakRig) resumeNotes() {
 	if err := r.d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	if !waitFor(ctx, 200*time.Millisecond, func() bool { return strings.Count(r.p.log(), "SIGHUP: reload done") > reloads }) {
+	if !testbed.Poll(ctx, 200*time.Millisecond, func() bool { return strings.Count(r.p.log(), "SIGHUP: reload done") > reloads }) {
 		t.Fatalf("no reload after SIGHUP; log:\n%s", tail(r.p.logPath))
 	}
-	if !waitFor(ctx, time.Second, func() bool {
+	if !testbed.Poll(ctx, time.Second, func() bool {
 		fams := r.p.scrape(ctx)
 		return metricSum(fams["readside_projection_stopped"], map[string]string{"projection": soakNotes}) == 0
 	}) {

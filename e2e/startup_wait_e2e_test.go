@@ -154,7 +154,7 @@ func TestStartWaitsForServer(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 			defer cancel()
 			var last string
-			if !waitFor(ctx, 200*time.Millisecond, func() bool {
+			if !testbed.Poll(ctx, 200*time.Millisecond, func() bool {
 				code, body, err := p.get(ctx, "/healthz")
 				last = fmt.Sprintf("%d %s %v", code, body, err)
 				return !d.running() || err == nil && code == http.StatusServiceUnavailable && strings.Contains(string(body), want) && strings.Contains(string(body), also)
@@ -177,7 +177,7 @@ func TestStartWaitsForServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			var body string
-			if !waitFor(ctx, 200*time.Millisecond, func() bool {
+			if !testbed.Poll(ctx, 200*time.Millisecond, func() bool {
 				err := p.sinkDB.DB().QueryRowContext(ctx, fmt.Sprintf("SELECT body FROM `%s`.messages_by_sender WHERE id = 1", p.sink)).Scan(&body)
 				return err == nil
 			}) {

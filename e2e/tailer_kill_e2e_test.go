@@ -128,7 +128,7 @@ func waitForCheckpoint(t *testing.T, bed *testbed.Bed, prefix string) {
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
-	ok := waitFor(ctx, 200*time.Millisecond, func() bool {
+	ok := testbed.Poll(ctx, 200*time.Millisecond, func() bool {
 		_ = bed.MySQL.Exec(ctx, "CREATE DATABASE IF NOT EXISTS rs_ping", "CREATE TABLE IF NOT EXISTS rs_ping.p (id INT PRIMARY KEY, n INT)", "REPLACE INTO rs_ping.p VALUES (1, 1)")
 		pctx, pcancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer pcancel()

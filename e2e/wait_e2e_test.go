@@ -139,7 +139,7 @@ func TestWaitTimesOutWithoutProjector(t *testing.T) {
 	tailer := startDaemon(t, p.logPath, "run", "-c", p.cfgPath, "--role", "tailer")
 	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	if !waitFor(wctx, 200*time.Millisecond, func() bool {
+	if !testbed.Poll(wctx, 200*time.Millisecond, func() bool {
 		code, body, err := p.get(wctx, "/status")
 		var st struct {
 			Source struct{ Tailer string } `json:"source"`
