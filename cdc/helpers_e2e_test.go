@@ -44,16 +44,9 @@ type testSchema struct {
 // tailerConfig is a config for a tailer on the test bed capturing tables.
 func tailerConfig(t *testing.T, bed *testbed.Bed, tables ...string) config.Config {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Source.DSN = config.Secret(bed.MySQL.ReplDSN())
-	cfg.Source.ServerID = testbed.NewServerID()
-	cfg.Source.Tables = tables
-	cfg.Kafka.Brokers = bed.Kafka.Brokers()
+	cfg := bed.Config("", tables...)
 	cfg.Kafka.TopicPrefix = "t" + strings.ReplaceAll(t.Name(), "/", "_")
 	cfg.Kafka.Partitions = 3
-	// Tests of the live stream compare exact c/u/d histories; the snapshot
-	// tests turn snapshots on themselves.
-	cfg.Source.Snapshot.Mode = "never"
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package cdc
 
 import (
-	"context"
 	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
@@ -291,20 +290,5 @@ func waitForTailer(t *testing.T, bed *testbed.Bed, cfg config.Config) {
 // waitForTailerOn is waitForTailer for a tailer on src.
 func waitForTailerOn(t *testing.T, bed *testbed.Bed, src *testbed.MySQL, cfg config.Config) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	// A write to a table nobody captures produces a checkpoint-only commit.
-	cons := newConsumer(t, bed, CheckpointTopic(cfg.Kafka.TopicPrefix))
-	for ctx.Err() == nil {
-		if err := src.Exec(ctx, "CREATE DATABASE IF NOT EXISTS rs_ping", "CREATE TABLE IF NOT EXISTS rs_ping.p (id INT PRIMARY KEY, n INT)", "REPLACE INTO rs_ping.p VALUES (1, 1)"); err != nil {
-			t.Fatal(err)
-		}
-		pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		fetches := cons.cl.PollRecords(pctx, 1)
-		pcancel()
-		if fetches.NumRecords() > 0 {
-			return
-		}
-	}
-	t.Fatal("tailer wrote no checkpoint within 60s")
+	testbed.WaitForTailer(t, src, bed.Kafka.Brokers(), CheckpointTopic(cfg.Kafka.TopicPrefix))
 }

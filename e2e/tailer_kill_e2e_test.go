@@ -124,19 +124,7 @@ func envInt(name string, def int) int {
 // checkpoint, so later writes are captured.
 func waitForCheckpoint(t *testing.T, bed *testbed.Bed, prefix string) {
 	t.Helper()
-	cl := newClient(t, bed, kgo.ConsumeTopics(prefix+"._readside_checkpoints"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	ok := testbed.Poll(ctx, 200*time.Millisecond, func() bool {
-		_ = bed.MySQL.Exec(ctx, "CREATE DATABASE IF NOT EXISTS rs_ping", "CREATE TABLE IF NOT EXISTS rs_ping.p (id INT PRIMARY KEY, n INT)", "REPLACE INTO rs_ping.p VALUES (1, 1)")
-		pctx, pcancel := context.WithTimeout(ctx, 300*time.Millisecond)
-		defer pcancel()
-		return cl.PollRecords(pctx, 1).NumRecords() > 0
-	})
-	if !ok {
-		t.Fatal("the tailer wrote no checkpoint within 90s")
-	}
+	testbed.WaitForTailer(t, bed.MySQL, bed.Kafka.Brokers(), prefix+"._readside_checkpoints")
 }
 
 // consumeEvents reads change events (not tombstones) read-committed until
