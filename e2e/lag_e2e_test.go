@@ -5,9 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -59,49 +57,8 @@ func newLagRig(t *testing.T) *lagRig {
 	}
 	t.Cleanup(func() { _ = src.Close() })
 	r := &lagRig{src: src, srcDB: src.DB(), next: 1}
-	p := &opsPipeline{t: t, bed: bed, httpAddr: freeAddr(t)}
-	if p.src, err = src.CreateDatabase(ctx, "lag"); err != nil {
-		t.Fatal(err)
-	}
-	if p.sink, err = bed.MySQL.CreateDatabase(ctx, "lag_r"); err != nil {
-		t.Fatal(err)
-	}
-	if err := src.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.messages (id INT PRIMARY KEY, sender_id INT NOT NULL, created_at DATETIME(6) NOT NULL, body VARCHAR(100))", p.src)); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	p.dataDir = filepath.Join(dir, "data")
-	cfg := fmt.Sprintf(`source:
-  dsn: "${SOURCE_DSN}"
-  server_id: %d
-  tables: [%[2]s.messages]
-  heartbeat_period: %[3]s
-kafka:
-  brokers: [%[4]s]
-  topic_prefix: lag%[5]d
-  partitions: 2
-data_dir: %[6]s
-sinks:
-  reads:
-    dsn: "${SINK_DSN}"
-projections:
-  %[9]s:
-    from: %[2]s.messages
-    sink: reads
-    key: [sender_id, created_at, id]
-    shard_by: sender_id
-    columns: {sender_id: sender_id, created_at: created_at, id: id, body: body}
-http:
-  listen: %[7]s
-  ready_max_lag: %[8]s
-`, testbed.NewServerID(), p.src, lagHeartbeat, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6), p.dataDir, p.httpAddr, lagReadyMaxLag, lagProjection)
-	p.cfgPath = filepath.Join(dir, "readside.yaml")
-	if err := os.WriteFile(p.cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("SOURCE_DSN", src.ReplDSN())
-	t.Setenv("SINK_DSN", bed.MySQL.AdminDSN()+p.sink)
-	p.logPath = filepath.Join(dir, "readside.log")
+	p := newPipeline(t, "lag", pipelineOptions{src: src, brokers: bed.Kafka.Brokers(), partitions: 2,
+		sourceExtra: fmt.Sprintf("  heartbeat_period: %s\n", lagHeartbeat), httpExtra: fmt.Sprintf("  ready_max_lag: %s\n", lagReadyMaxLag)})
 	r.p = p
 	return r
 }

@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,60 +42,84 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// opsPipeline is one source table (messages) projected into one sink
-// table (messages_by_sender), with a config for readside run.
+// opsPipeline is the chat schema's messages table projected into
+// messages_by_sender, with a config for readside run.
 type opsPipeline struct {
-	t        *testing.T
-	bed      *testbed.Bed
-	src      string // source database
-	sink     string // sink database
-	cfgPath  string
-	logPath  string
-	httpAddr string
-	dataDir  string
+	t             *testing.T
+	bed           *testbed.Bed
+	srcDB, sinkDB *testbed.MySQL // the servers of src and sink
+	src           string         // source database
+	sink          string         // sink database
+	prefix        string         // kafka.topic_prefix
+	cfgPath       string
+	logPath       string
+	httpAddr      string
+	dataDir       string
 }
 
-// newOpsPipeline writes the config; brokers empty means the embedded
-// broker on a free loopback port.
+// pipelineOptions vary newPipeline; the zero value is the test bed's
+// MariaDB at both ends, the embedded broker and 4 partitions.
+type pipelineOptions struct {
+	src, sink   *testbed.MySQL // default: the test bed's
+	sourceDSN   string         // default: src's replication user
+	brokers     []string       // empty: the embedded broker on a free loopback port
+	partitions  int            // default 4
+	sourceExtra string         // more keys under source:, indented by two
+	httpExtra   string         // more keys under http:, indented by two
+	extra       string         // more top-level config
+}
+
+// newOpsPipeline is newPipeline on the test bed's MariaDB with extra
+// top-level config.
 func newOpsPipeline(t *testing.T, name string, brokers []string, extra string) *opsPipeline {
+	t.Helper()
+	return newPipeline(t, name, pipelineOptions{brokers: brokers, extra: extra})
+}
+
+// newPipeline creates databases name and name_r, the chat schema in the
+// first, and writes the config projecting it into the second.
+func newPipeline(t *testing.T, name string, o pipelineOptions) *opsPipeline {
 	t.Helper()
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	p := &opsPipeline{t: t, bed: bed, httpAddr: freeAddr(t)}
-	p.src, p.sink = sourceAndSinkDBs(t, bed, name)
-	if err := bed.MySQL.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.messages (id INT PRIMARY KEY, sender_id INT NOT NULL, created_at DATETIME(6) NOT NULL, body VARCHAR(100))", p.src)); err != nil {
+	p := &opsPipeline{t: t, bed: bed, srcDB: cmp.Or(o.src, bed.MySQL), sinkDB: cmp.Or(o.sink, bed.MySQL), httpAddr: freeAddr(t),
+		prefix: fmt.Sprintf("ops%d", rand.IntN(1e6))}
+	var err error
+	if p.src, err = p.srcDB.CreateDatabase(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if p.sink, err = p.sinkDB.CreateDatabase(ctx, name+"_r"); err != nil {
+		t.Fatal(err)
+	}
+	table, err := testbed.CreateChat(ctx, p.srcDB, p.src)
+	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	p.dataDir = filepath.Join(dir, "data")
-	kafka := fmt.Sprintf("kafka:\n  embedded_listen: %s\n  topic_prefix: ops%d\n  partitions: 4\n", freeAddr(t), rand.IntN(1e6))
-	if len(brokers) > 0 {
-		kafka = fmt.Sprintf("kafka:\n  brokers: [%s]\n  topic_prefix: ops%d\n  partitions: 4\n", strings.Join(brokers, ", "), rand.IntN(1e6))
+	kafka := fmt.Sprintf("kafka:\n  embedded_listen: %s\n", freeAddr(t))
+	if len(o.brokers) > 0 {
+		kafka = fmt.Sprintf("kafka:\n  brokers: [%s]\n", strings.Join(o.brokers, ", "))
 	}
+	kafka += fmt.Sprintf("  topic_prefix: %s\n  partitions: %d\n", p.prefix, cmp.Or(o.partitions, 4))
 	cfg := fmt.Sprintf(`source:
   dsn: "${SOURCE_DSN}"
   server_id: %d
-  tables: [%[2]s.messages]
-%[3]sdata_dir: %[4]s
+  tables: [%s]
+%s%sdata_dir: %s
 sinks:
   reads:
     dsn: "${SINK_DSN}"
 projections:
-  messages_by_sender:
-    from: %[2]s.messages
-    sink: reads
-    key: [sender_id, created_at, id]
-    shard_by: sender_id
-    columns: {sender_id: sender_id, created_at: created_at, id: id, body: body}
-http:
-  listen: %[5]s
-%[6]s`, testbed.NewServerID(), p.src, kafka, p.dataDir, p.httpAddr, extra)
+%shttp:
+  listen: %s
+%s%s`, testbed.NewServerID(), table, o.sourceExtra, kafka, p.dataDir, testbed.ChatProjectionYAML(p.src), p.httpAddr, o.httpExtra, o.extra)
 	p.cfgPath = filepath.Join(dir, "readside.yaml")
 	if err := os.WriteFile(p.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("SOURCE_DSN", bed.MySQL.ReplDSN())
-	t.Setenv("SINK_DSN", bed.MySQL.AdminDSN()+p.sink)
+	t.Setenv("SOURCE_DSN", cmp.Or(o.sourceDSN, p.srcDB.ReplDSN()))
+	t.Setenv("SINK_DSN", p.sinkDB.AdminDSN()+p.sink)
 	p.logPath = filepath.Join(dir, "readside.log")
 	return p
 }
@@ -181,17 +206,16 @@ func (p *opsPipeline) rows(table string) string {
 // converge waits until the read table equals the source table.
 func (p *opsPipeline) converge(timeout time.Duration) int {
 	p.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var n int
+	testbed.Eventually(p.t, timeout, func() (bool, string) {
 		want, got := p.rows("`"+p.src+"`.messages"), p.rows("`"+p.sink+"`.messages_by_sender")
+		n = strings.Count(want, "\n")
 		if want == got {
-			return strings.Count(want, "\n")
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("read table differs from the source after %s (%d vs %d rows)\n%s\nlog tail:\n%s", timeout, strings.Count(got, "\n"), strings.Count(want, "\n"), rowDiff(got, want, 10), tail(p.logPath))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("read table differs from the source (%d vs %d rows)\n%s\nlog tail:\n%s", strings.Count(got, "\n"), n, rowDiff(got, want, 10), tail(p.logPath))
+	})
+	return n
 }
 
 // rowDiff lists up to n rows (sender|created_at|id|body) the read table

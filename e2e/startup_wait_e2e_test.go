@@ -12,7 +12,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,59 +19,11 @@ import (
 	"github.com/readside/readside/e2e/testbed"
 )
 
-// startupPipeline is one messages table on src projected into a database
-// on sink, through the test bed's broker.
-type startupPipeline struct {
-	*opsPipeline
-	srcDB, sinkDB *testbed.MySQL
-}
-
-func newStartupPipeline(t *testing.T, name string, src, sink *testbed.MySQL, sourceDSN string) *startupPipeline {
+// newStartupPipeline is the chat pipeline from src to sink through the
+// test bed's broker, its source reached through sourceDSN.
+func newStartupPipeline(t *testing.T, name string, src, sink *testbed.MySQL, sourceDSN string) *opsPipeline {
 	t.Helper()
-	bed := testbed.Get(t)
-	ctx := t.Context()
-	p := &startupPipeline{opsPipeline: &opsPipeline{t: t, bed: bed, httpAddr: freeAddr(t)}, srcDB: src, sinkDB: sink}
-	var err error
-	if p.src, err = src.CreateDatabase(ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	if p.sink, err = sink.CreateDatabase(ctx, name+"_r"); err != nil {
-		t.Fatal(err)
-	}
-	if err := src.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.messages (id INT PRIMARY KEY, sender_id INT NOT NULL, body VARCHAR(100))", p.src)); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	p.dataDir = filepath.Join(dir, "data")
-	cfg := fmt.Sprintf(`source:
-  dsn: "${SOURCE_DSN}"
-  server_id: %d
-  tables: [%[2]s.messages]
-kafka:
-  brokers: [%[3]s]
-  topic_prefix: start%[4]d
-  partitions: 2
-data_dir: %[5]s
-sinks:
-  reads:
-    dsn: "${SINK_DSN}"
-projections:
-  messages_by_sender:
-    from: %[2]s.messages
-    sink: reads
-    key: [sender_id, id]
-    columns: {sender_id: sender_id, id: id, body: body}
-http:
-  listen: %[6]s
-`, testbed.NewServerID(), p.src, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6), p.dataDir, p.httpAddr)
-	p.cfgPath = filepath.Join(dir, "readside.yaml")
-	if err := os.WriteFile(p.cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("SOURCE_DSN", sourceDSN)
-	t.Setenv("SINK_DSN", sink.AdminDSN()+p.sink)
-	p.logPath = filepath.Join(dir, "readside.log")
-	return p
+	return newPipeline(t, name, pipelineOptions{src: src, sink: sink, sourceDSN: sourceDSN, brokers: testbed.Get(t).Kafka.Brokers(), partitions: 2})
 }
 
 // privateMariaDB starts a MariaDB of the test's own, closed at cleanup.
@@ -105,7 +56,7 @@ func TestStartWaitsForServer(t *testing.T) {
 	bed := testbed.Get(t)
 	for _, down := range []string{"source", "sink", "broker"} {
 		t.Run(down, func(t *testing.T) {
-			var p *startupPipeline
+			var p *opsPipeline
 			var stop func() error
 			var restart func(context.Context) error
 			want, warn := "waiting for "+down, "waiting for "+down
@@ -173,7 +124,7 @@ func TestStartWaitsForServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			p.waitReady(180 * time.Second)
-			if err := p.srcDB.Exec(ctx, fmt.Sprintf("INSERT INTO `%s`.messages VALUES (1, 7, 'after the wait')", p.src)); err != nil {
+			if err := p.srcDB.Exec(ctx, fmt.Sprintf("INSERT INTO `%s`.messages VALUES (1, 7, NOW(6), 'after the wait')", p.src)); err != nil {
 				t.Fatal(err)
 			}
 			var body string
