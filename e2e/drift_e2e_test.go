@@ -170,25 +170,9 @@ func TestJoinStateDrift(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
 	src, sinkDB := sourceAndSinkDBs(t, bed, "jsdrift")
-	for _, s := range []string{
-		"CREATE TABLE `" + src + "`.owners (id INT PRIMARY KEY, oname VARCHAR(16) NOT NULL)",
-		"CREATE TABLE `" + src + "`.pets (id INT PRIMARY KEY, owner_id INT NOT NULL)",
-	} {
-		if err := bed.MySQL.Exec(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createPets(t, bed, src)
 	dir := t.TempDir()
-	cfg := bedConfigHead(bed, []string{src + ".owners", src + ".pets"}, "jsdrift", filepath.Join(dir, "data"), sinkDB) + fmt.Sprintf(`  pets_owned:
-    from: %[1]s.pets
-    sink: reads
-    key: [id]
-    columns: {id: id, owner_id: owner_id}
-    join:
-      - from: %[1]s.owners
-        on: {id: owner_id}
-        columns: {owner_name: oname}
-`, src)
+	cfg := bedConfigHead(bed, []string{src + ".owners", src + ".pets"}, "jsdrift", filepath.Join(dir, "data"), sinkDB) + petsProjection("pets_owned", src)
 	cfgPath := filepath.Join(dir, "readside.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -241,4 +225,31 @@ func expectReadside(t *testing.T, cfgPath, what, verb string, code int, wants ..
 			t.Errorf("%s: readside %s output lacks %q", what, verb, w)
 		}
 	}
+}
+
+// createPets creates owners and the pets joined to them in database db: a
+// joined parent with a narrow VARCHAR for the drift and schema-following
+// tests to widen.
+func createPets(t *testing.T, bed *testbed.Bed, db string) {
+	t.Helper()
+	if err := bed.MySQL.Exec(t.Context(),
+		"CREATE TABLE `"+db+"`.owners (id INT PRIMARY KEY, oname VARCHAR(16) NOT NULL)",
+		"CREATE TABLE `"+db+"`.pets (id INT PRIMARY KEY, owner_id INT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// petsProjection is the config YAML, under projections:, of projection
+// name: pets with their owner's name joined in.
+func petsProjection(name, db string) string {
+	return fmt.Sprintf(`  %[1]s:
+    from: %[2]s.pets
+    sink: reads
+    key: [id]
+    columns: {id: id, owner_id: owner_id}
+    join:
+      - from: %[2]s.owners
+        on: {id: owner_id}
+        columns: {owner_name: oname}
+`, name, db)
 }

@@ -47,8 +47,7 @@ func TestReadTableFollowsSource(t *testing.T) {
 	}
 	exec1("CREATE TABLE SRC.items (id INT PRIMARY KEY, name VARCHAR(16) NOT NULL, n INT NOT NULL, st ENUM('a','b') NOT NULL, " +
 		"body TEXT NOT NULL, cs VARCHAR(10) CHARACTER SET latin1 NOT NULL, d DATETIME NULL, extra INT NOT NULL DEFAULT 0)")
-	exec1("CREATE TABLE SRC.owners (id INT PRIMARY KEY, oname VARCHAR(16) NOT NULL)")
-	exec1("CREATE TABLE SRC.pets (id INT PRIMARY KEY, owner_id INT NOT NULL)")
+	createPets(t, bed, src)
 	exec1("INSERT INTO SRC.owners VALUES (1, 'bob'), (2, 'ann')")
 	exec1("INSERT INTO SRC.pets VALUES (1, 1), (2, 1), (3, 2)")
 	dir := t.TempDir()
@@ -61,18 +60,9 @@ func TestReadTableFollowsSource(t *testing.T) {
     key: [id]
     on_error: dlq
     columns: {%[2]s}
-  pets_named:
-    from: %[1]s.pets
-    sink: reads
-    key: [id]
-    columns: {id: id, owner_id: owner_id}
-    join:
-      - from: %[1]s.owners
-        on: {id: owner_id}
-        columns: {owner_name: oname}
-http:
-  listen: %[3]s
-`, src, columns, httpAddr)
+%[3]shttp:
+  listen: %[4]s
+`, src, columns, petsProjection("pets_named", src), httpAddr)
 	}
 	cfgPath := filepath.Join(dir, "readside.yaml")
 	writeConfig := func(cfg string) {
