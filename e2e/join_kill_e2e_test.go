@@ -39,10 +39,10 @@ func TestDaemonKill9JoinsShardsScaleOut(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := bed.MySQL.Exec(ctx,
-		"CREATE TABLE `"+src+"`.customers (id INT PRIMARY KEY, name VARCHAR(100) NOT NULL, tier ENUM('free','pro','vip'))",
-		"CREATE TABLE `"+src+"`.orders (id INT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(20) NOT NULL, total_cents BIGINT NOT NULL, KEY (customer_id))",
-		"CREATE TABLE `"+src+"`.sbtest (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL)"); err != nil {
+	if _, err := testbed.CreateShop(ctx, bed.MySQL, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.sbtest (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -226,7 +226,7 @@ func shopWorkload(ctx context.Context, db *sql.DB, src string, rng *rand.Rand, t
 			case r < 16:
 				q, args = "DELETE FROM "+c+" WHERE id = ?", []any{cid}
 			case r < 34:
-				q, args = "INSERT INTO "+o+" VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE total_cents = total_cents + 1", []any{oid, cid, statuses[rng.IntN(4)], rng.IntN(100000)}
+				q, args = "INSERT INTO "+o+" VALUES (?, ?, ?, ?, '2026-01-01 00:00:00') ON DUPLICATE KEY UPDATE total_cents = total_cents + 1", []any{oid, cid, statuses[rng.IntN(4)], rng.IntN(100000)}
 			case r < 44:
 				q, args = "UPDATE "+o+" SET status = ? WHERE id = ?", []any{statuses[rng.IntN(4)], oid}
 			case r < 52:

@@ -18,7 +18,7 @@ func TestDaemonKill9WithProjection(t *testing.T) {
 	bed := testbed.Get(t)
 	p := newOpsPipeline(t, "chatk", bed.Kafka.Brokers(), "")
 	d := p.start()
-	testbed.WaitForTailer(t, bed.MySQL, bed.Kafka.Brokers(), p.prefix+"._readside_checkpoints")
+	waitForCheckpoint(t, bed, p.prefix)
 
 	seed := seedFromEnv(t)
 	rng := rand.New(rand.NewPCG(seed, 7))
