@@ -3,7 +3,7 @@ package e2e
 // readside (tailer and projectors in one `readside run`) riding through
 // broker faults under a steady write load: the single broker stopped and
 // started again here, a node of the three-node cluster killed in
-// kafka_cluster_test.go. Both check the same invariants (brokerFaultPipeline.check).
+// kafka_cluster_e2e_test.go. Both check the same invariants (brokerFaultPipeline.check).
 
 import (
 	"context"

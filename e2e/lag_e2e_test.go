@@ -15,7 +15,7 @@ import (
 )
 
 // lagScrape is what one scrape of /metrics and /readyz said, kept to run
-// the shipped alert rules on (lag_promtool_test.go).
+// the shipped alert rules on (lag_promtool_e2e_test.go).
 type lagScrape struct {
 	phase       string
 	at          time.Time

@@ -15,7 +15,7 @@ import (
 	"github.com/readside/readside/e2e/testbed"
 )
 
-// typeMatrix is the tailer's type matrix (cdc/types_test.go) less its
+// typeMatrix is the tailer's type matrix (cdc/types_e2e_test.go) less its
 // generated columns, with the edges of TIMESTAMP (a second column without
 // fractions) and ENUM and SET columns of latin1 with non-ASCII members.
 var typeMatrix = []struct{ name, def string }{
