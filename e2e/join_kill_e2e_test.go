@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -176,25 +175,11 @@ projections:
 // leave stops the process with SIGTERM (a clean leave from the group) and
 // reports instead of failing, so it can run off the test goroutine.
 func (d *daemon) leave(timeout time.Duration) error {
-	// Its signal handlers are in place once it logs "starting".
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	testbed.Poll(ctx, 50*time.Millisecond, func() bool {
-		b, _ := os.ReadFile(d.logPath)
-		return strings.Count(string(b), "msg=starting") >= d.starts
-	})
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.done:
-	case <-time.After(timeout):
-		_ = d.cmd.Process.Kill()
-		<-d.done
-		return fmt.Errorf("did not exit within %s of SIGTERM; log:\n%s", timeout, tail(d.logPath))
+	code, err := d.term(context.Background(), timeout)
+	if err == nil && code != 0 {
+		err = fmt.Errorf("exit %d after SIGTERM; log:\n%s", code, tail(d.logPath))
 	}
-	if code := d.cmd.ProcessState.ExitCode(); code != 0 {
-		return fmt.Errorf("exit %d after SIGTERM; log:\n%s", code, tail(d.logPath))
-	}
-	return nil
+	return err
 }
 
 // shopWorkload runs transactions of 1–6 random statements until target

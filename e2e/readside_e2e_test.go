@@ -130,12 +130,24 @@ func (d *daemon) kill9() {
 	<-d.done
 }
 
-// stop waits until the latest start has got going (its signal handlers
-// are in place once it logs "starting"), sends SIGTERM and returns the
-// exit code, failing after timeout.
+// stop waits until the latest start has got going, sends SIGTERM and
+// returns the exit code, failing after timeout.
 func (d *daemon) stop(timeout time.Duration) int {
 	d.t.Helper()
-	ctx, cancel := context.WithTimeout(d.t.Context(), 30*time.Second)
+	code, err := d.term(d.t.Context(), timeout)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return code
+}
+
+// term waits until the latest start has got going (its signal handlers
+// are in place once it logs "starting"), sends SIGTERM and returns the
+// exit code, or an error if the process outlives timeout (then killed).
+// The wait for "starting" ends early with ctx. It reports rather than
+// fails, so it can run off the test goroutine.
+func (d *daemon) term(ctx context.Context, timeout time.Duration) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	testbed.Poll(ctx, 50*time.Millisecond, func() bool {
 		b, _ := os.ReadFile(d.logPath)
@@ -147,9 +159,9 @@ func (d *daemon) stop(timeout time.Duration) int {
 	case <-time.After(timeout):
 		_ = d.cmd.Process.Kill()
 		<-d.done
-		d.t.Fatalf("readside did not exit within %s of SIGTERM; log:\n%s", timeout, tail(d.logPath))
+		return 0, fmt.Errorf("readside did not exit within %s of SIGTERM; log:\n%s", timeout, tail(d.logPath))
 	}
-	return d.cmd.ProcessState.ExitCode()
+	return d.cmd.ProcessState.ExitCode(), nil
 }
 
 func tail(path string) string {
