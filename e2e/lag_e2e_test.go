@@ -177,9 +177,9 @@ func TestLagBothWays(t *testing.T) {
 	r.insert(50)
 	r.converge(90 * time.Second)
 
-	// (a) Idle: 20 s with no writes, every scrape caught up. Before the
-	// fix the projection lag grew from the first second and every
-	// partition kept a consumer lag of 1 (its last commit marker).
+	// (a) Idle: 20 s with no writes, every scrape caught up: neither a
+	// projection lag growing from the first second nor a consumer lag of
+	// 1 per partition (counting its last commit marker) passes.
 	r.until("settle", 30*time.Second, "caught up", caughtUp)
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Second) {
 		if s := r.scrape("idle"); !caughtUp(s) {
