@@ -42,19 +42,11 @@ func newShop(t *testing.T, bed *testbed.Bed, keyranges ...string) *shop {
 	if s.src, err = bed.MySQL.CreateDatabase(ctx, "shop"); err != nil {
 		t.Fatal(err)
 	}
-	if err := bed.MySQL.Exec(ctx,
-		"CREATE TABLE `"+s.src+"`.customers (id INT PRIMARY KEY, name VARCHAR(100) CHARACTER SET utf8mb4 NOT NULL, tier ENUM('free','pro','vip') NULL)",
-		"CREATE TABLE `"+s.src+"`.orders (id INT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(20) NOT NULL, total_cents BIGINT NOT NULL, created_at DATETIME(6) NOT NULL)"); err != nil {
+	tables, err := testbed.CreateShop(ctx, bed.MySQL, s.src)
+	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
-	cfg.Source.DSN = config.Secret(bed.MySQL.ReplDSN())
-	cfg.Source.ServerID = uint32(1000 + rand.IntN(1_000_000))
-	cfg.Source.Tables = []string{s.src + ".customers", s.src + ".orders"}
-	cfg.Source.Snapshot.Mode = "never"
-	cfg.Kafka.Brokers = bed.Kafka.Brokers()
-	cfg.Kafka.TopicPrefix = "j" + strconv.Itoa(rand.IntN(1e9))
-	cfg.Kafka.Partitions = 4
+	cfg := bed.Config("j", tables...)
 	sink := config.Sink{}
 	for _, kr := range keyranges {
 		db, err := bed.MySQL.CreateDatabase(ctx, "reads")
@@ -65,18 +57,7 @@ func newShop(t *testing.T, bed *testbed.Bed, keyranges ...string) *shop {
 		sink.Shards = append(sink.Shards, config.Shard{KeyRange: kr, DSN: config.Secret(bed.MySQL.AdminDSN() + db)})
 	}
 	cfg.Sinks = map[string]config.Sink{"reads": sink}
-	cfg.Projections = map[string]config.Projection{"orders_by_customer": {
-		From: s.src + ".orders", Sink: "reads", Key: []string{"customer_id", "id"}, ShardBy: "customer_id",
-		Columns: map[string]string{"id": "id", "customer_id": "customer_id", "status": "status", "total_cents": "total_cents", "created_at": "created_at"},
-		Where:   "status <> 'draft'",
-		Join: []config.Join{{From: s.src + ".customers", On: map[string]string{"id": "customer_id"},
-			Columns: map[string]string{"customer_name": "name", "customer_tier": "tier"}}},
-	}, "orders_by_id": {
-		From: s.src + ".orders", Sink: "reads", Key: []string{"id"}, ShardBy: "id",
-		Columns: map[string]string{"id": "id", "customer_id": "customer_id", "status": "status", "total_cents": "total_cents", "created_at": "created_at"},
-		Join: []config.Join{{From: s.src + ".customers", On: map[string]string{"id": "customer_id"},
-			Columns: map[string]string{"customer_name": "name", "customer_tier": "tier"}}},
-	}}
+	cfg.Projections = map[string]config.Projection{"orders_by_customer": testbed.OrdersByCustomer(s.src, "reads"), "orders_by_id": testbed.OrdersByID(s.src, "reads")}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -185,18 +166,13 @@ func (s *shop) table(t *testing.T, table, shardBy, order string) string {
 
 func (s *shop) waitConverged(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(120 * time.Second)
-	for {
+	var rows int
+	testbed.Eventually(t, 120*time.Second, func() (bool, string) {
 		want, got := s.expected(t), s.actual(t)
-		if want == got {
-			t.Logf("orders_by_customer and orders_by_id equal the SQL join over %d shard(s): %d rows", len(s.shards), strings.Count(want, "\n")-1)
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("orders_by_customer differs from the SQL join after 120s:\nwant:\n%.3000s\ngot:\n%.3000s", want, got)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		rows = strings.Count(want, "\n") - 1
+		return want == got, fmt.Sprintf("orders_by_customer differs from the SQL join:\nwant:\n%.3000s\ngot:\n%.3000s", want, got)
+	})
+	t.Logf("orders_by_customer and orders_by_id equal the SQL join over %d shard(s): %d rows", len(s.shards), rows)
 }
 
 // versionWatch polls every shard during the run and fails the test if a

@@ -47,14 +47,8 @@ func TestNullableForeignKey(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := config.Default()
-	cfg.Source.DSN = config.Secret(bed.MySQL.ReplDSN())
-	cfg.Source.ServerID = uint32(1000 + rand.IntN(1_000_000))
-	cfg.Source.Tables = []string{src + ".orders"}
+	cfg := bed.Config("nk", src+".orders")
 	cfg.Source.Snapshot.Mode = "initial"
-	cfg.Kafka.Brokers = bed.Kafka.Brokers()
-	cfg.Kafka.TopicPrefix = "nk" + strconv.Itoa(rand.IntN(1e9))
-	cfg.Kafka.Partitions = 4
 	var shards []string
 	sink := config.Sink{}
 	for _, kr := range []string{"-80", "80-"} {

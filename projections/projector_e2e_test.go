@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,14 +45,7 @@ func setup(t *testing.T, bed *testbed.Bed) (cfg config.Config, src, sinkDB strin
 		body VARCHAR(200) CHARACTER SET utf8mb4, att VARBINARY(16), score DECIMAL(20,4))`, src)); err != nil {
 		t.Fatal(err)
 	}
-	cfg = config.Default()
-	cfg.Source.DSN = config.Secret(bed.MySQL.ReplDSN())
-	cfg.Source.ServerID = uint32(1000 + rand.IntN(1_000_000))
-	cfg.Source.Tables = []string{src + ".messages"}
-	cfg.Source.Snapshot.Mode = "never"
-	cfg.Kafka.Brokers = bed.Kafka.Brokers()
-	cfg.Kafka.TopicPrefix = "p" + strconv.Itoa(rand.IntN(1e9))
-	cfg.Kafka.Partitions = 4
+	cfg = bed.Config("p", src+".messages")
 	cfg.Sinks = map[string]config.Sink{"reads": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB)}}
 	cfg.Projections = map[string]config.Projection{"messages_by_sender": {
 		From: src + ".messages", Sink: "reads", Key: []string{"sender_id", "created_at", "id"}, ShardBy: "sender_id",
@@ -145,18 +137,13 @@ func tableText(t *testing.T, bed *testbed.Bed, table string) string {
 // waitEqual waits until the read table equals the source expectation.
 func waitEqual(t *testing.T, bed *testbed.Bed, want, got string) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	var rows int
+	testbed.Eventually(t, 90*time.Second, func() (bool, string) {
 		w, g := tableText(t, bed, want), tableText(t, bed, got)
-		if w == g {
-			t.Logf("read table equals the source: %d rows", strings.Count(w, "\n"))
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("read table %s differs from %s after 90s:\nsource:\n%.2000s\nread:\n%.2000s", got, want, w, g)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+		rows = strings.Count(w, "\n")
+		return w == g, fmt.Sprintf("read table %s differs from %s:\nsource:\n%.2000s\nread:\n%.2000s", got, want, w, g)
+	})
+	t.Logf("read table equals the source: %d rows", rows)
 }
 
 // TestMessagesBySender: tailer and projector run while a workload edits,
@@ -270,40 +257,22 @@ func waitPublished(t *testing.T, bed *testbed.Bed, tl *cdc.Tailer) {
 		t.Fatal(err)
 	}
 	want := cdc.Position{File: end.File, Pos: end.Pos}
-	var at cdc.Position
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	testbed.Eventually(t, 60*time.Second, func() (bool, string) {
+		var at cdc.Position
 		if cp := tl.Status().Checkpoint; cp != nil {
 			at = cp.Position
 			if ok, _ := at.Contains(want); ok { // file and offset: want has no GTID set
-				return
+				return true, ""
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("the tailer's checkpoint is at %s:%d after 60s; the source's binlog ends at %s:%d", at.File, at.Pos, end.File, end.Pos)
+		return false, fmt.Sprintf("the tailer's checkpoint is at %s:%d; the source's binlog ends at %s:%d", at.File, at.Pos, end.File, end.Pos)
+	})
 }
 
 // waitTailer waits for the tailer's first checkpoint.
 func waitTailer(t *testing.T, bed *testbed.Bed, cfg config.Config) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ConsumeTopics(cdc.CheckpointTopic(cfg.Kafka.TopicPrefix)),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		_ = bed.MySQL.Exec(t.Context(), "CREATE DATABASE IF NOT EXISTS rs_ping", "CREATE TABLE IF NOT EXISTS rs_ping.p (id INT PRIMARY KEY)", "REPLACE INTO rs_ping.p VALUES (1)")
-		pctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
-		n := cl.PollRecords(pctx, 1).NumRecords()
-		cancel()
-		if n > 0 {
-			return
-		}
-	}
-	t.Fatal("no tailer checkpoint within 60s")
+	testbed.WaitForTailer(t, bed.MySQL, cfg.Kafka.Brokers, cdc.CheckpointTopic(cfg.Kafka.TopicPrefix))
 }
 
 // topicRecords reads every committed record of the topics from the start,

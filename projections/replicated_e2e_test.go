@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,14 +54,8 @@ func TestReplicatedOnTwoServers(t *testing.T) {
 		shardDBs = append(shardDBs, db)
 		sink.Shards = append(sink.Shards, config.Shard{KeyRange: kr, DSN: config.Secret(servers[i].AdminDSN() + db)})
 	}
-	cfg := config.Default()
-	cfg.Source.DSN = config.Secret(bed.MySQL.ReplDSN())
-	cfg.Source.ServerID = uint32(1000 + rand.IntN(1_000_000))
-	cfg.Source.Tables = []string{src + ".customer_tiers"}
+	cfg := bed.Config("ref", src+".customer_tiers")
 	cfg.Source.Snapshot.Mode = "initial"
-	cfg.Kafka.Brokers = bed.Kafka.Brokers()
-	cfg.Kafka.TopicPrefix = "ref" + strconv.Itoa(rand.IntN(1e9))
-	cfg.Kafka.Partitions = 4
 	cfg.Sinks = map[string]config.Sink{"reads": sink}
 	cfg.Projections = map[string]config.Projection{"customer_tiers": {
 		From: src + ".customer_tiers", Sink: "reads", Key: []string{"tier"}, Replicated: true,

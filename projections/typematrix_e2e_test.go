@@ -3,7 +3,6 @@ package projections_test
 import (
 	"database/sql"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,7 +15,7 @@ import (
 	"github.com/readside/readside/e2e/testbed"
 )
 
-// typeMatrix is the tailer's type matrix (cdc/types_test.go) less its
+// typeMatrix is the tailer's type matrix (cdc/types_e2e_test.go) less its
 // generated columns, with the edges of TIMESTAMP (a second column without
 // fractions) and ENUM and SET columns of latin1 with non-ASCII members.
 var typeMatrix = []struct{ name, def string }{
@@ -132,13 +131,8 @@ func TestTypeMatrixIntoANonUTCSink(t *testing.T) {
 		columns[n] = n
 	}
 	sink := config.Sink{DSN: config.Secret(sinkServer.AdminDSN() + sinkDB)}
-	cfg := config.Default()
-	cfg.Source.DSN = config.Secret(bed.MySQL.ReplDSN())
-	cfg.Source.ServerID = uint32(1000 + rand.IntN(1_000_000))
-	cfg.Source.Tables = []string{src + ".m"}
+	cfg := bed.Config("matrix", src+".m")
 	cfg.Source.Snapshot.Mode = "initial"
-	cfg.Kafka.Brokers = bed.Kafka.Brokers()
-	cfg.Kafka.TopicPrefix = "matrix" + strconv.Itoa(rand.IntN(1e9))
 	cfg.Kafka.Partitions = 3
 	cfg.Sinks = map[string]config.Sink{"reads": sink}
 	cfg.Projections = map[string]config.Projection{"matrix_by_rk": {From: src + ".m", Sink: "reads", Key: []string{"rk", "row_id"}, Columns: columns}}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
@@ -51,19 +50,11 @@ func newShop(t *testing.T, bed *testbed.Bed) *shop {
 	if s.src, err = bed.MySQL.CreateDatabase(ctx, "vshop"); err != nil {
 		t.Fatal(err)
 	}
-	if err := bed.MySQL.Exec(ctx,
-		"CREATE TABLE `"+s.src+"`.customers (id INT PRIMARY KEY, name VARCHAR(100) CHARACTER SET utf8mb4 NOT NULL, tier ENUM('free','pro','vip') NULL)",
-		"CREATE TABLE `"+s.src+"`.orders (id INT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(20) NOT NULL, total_cents BIGINT NOT NULL, created_at DATETIME(6) NOT NULL, KEY (customer_id))"); err != nil {
+	tables, err := testbed.CreateShop(ctx, bed.MySQL, s.src)
+	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
-	cfg.Source.DSN = config.Secret(bed.MySQL.ReplDSN())
-	cfg.Source.ServerID = uint32(1000 + rand.IntN(1_000_000))
-	cfg.Source.Tables = []string{s.src + ".customers", s.src + ".orders"}
-	cfg.Source.Snapshot.Mode = "never"
-	cfg.Kafka.Brokers = bed.Kafka.Brokers()
-	cfg.Kafka.TopicPrefix = "v" + strconv.Itoa(rand.IntN(1e9))
-	cfg.Kafka.Partitions = 4
+	cfg := bed.Config("v", tables...)
 	sink := config.Sink{}
 	for _, kr := range []string{"-80", "80-"} {
 		db, err := bed.MySQL.CreateDatabase(ctx, "vreads")
@@ -74,13 +65,7 @@ func newShop(t *testing.T, bed *testbed.Bed) *shop {
 		sink.Shards = append(sink.Shards, config.Shard{KeyRange: kr, DSN: config.Secret(bed.MySQL.AdminDSN() + db)})
 	}
 	cfg.Sinks = map[string]config.Sink{"reads": sink}
-	cfg.Projections = map[string]config.Projection{"orders_by_customer": {
-		From: s.src + ".orders", Sink: "reads", Key: []string{"customer_id", "id"}, ShardBy: "customer_id",
-		Columns: map[string]string{"id": "id", "customer_id": "customer_id", "status": "status", "total_cents": "total_cents", "created_at": "created_at"},
-		Where:   "status <> 'draft'",
-		Join: []config.Join{{From: s.src + ".customers", On: map[string]string{"id": "customer_id"},
-			Columns: map[string]string{"customer_name": "name", "customer_tier": "tier"}}},
-	}}
+	cfg.Projections = map[string]config.Projection{"orders_by_customer": testbed.OrdersByCustomer(s.src, "reads")}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -157,23 +142,8 @@ func (s *shop) run(t *testing.T) {
 
 // waitTailer waits for the tailer's first checkpoint.
 func (s *shop) waitTailer(t *testing.T) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Kafka.Brokers...), kgo.ConsumeTopics(cdc.CheckpointTopic(s.cfg.Kafka.TopicPrefix)),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		_ = s.bed.MySQL.Exec(t.Context(), "CREATE DATABASE IF NOT EXISTS rs_ping", "CREATE TABLE IF NOT EXISTS rs_ping.p (id INT PRIMARY KEY)", "REPLACE INTO rs_ping.p VALUES (1)")
-		pctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
-		n := cl.PollRecords(pctx, 1).NumRecords()
-		cancel()
-		if n > 0 {
-			return
-		}
-	}
-	t.Fatal("no tailer checkpoint within 60s")
+	t.Helper()
+	testbed.WaitForTailer(t, s.bed.MySQL, s.cfg.Kafka.Brokers, cdc.CheckpointTopic(s.cfg.Kafka.TopicPrefix))
 }
 
 // expected and actual are the independent SQL statement of the contract
@@ -199,17 +169,10 @@ func rowsText(t *testing.T, query string) string {
 
 func (s *shop) waitConverged(t *testing.T, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	testbed.Eventually(t, within, func() (bool, string) {
 		want, got := s.expected(t), s.actual(t)
-		if want == got {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("read table not converged after %s: %d rows expected, %d on the sink", within, strings.Count(want, "\n"), strings.Count(got, "\n"))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return want == got, fmt.Sprintf("read table not converged: %d rows expected, %d on the sink", strings.Count(want, "\n"), strings.Count(got, "\n"))
+	})
 }
 
 func (s *shop) verifier(t *testing.T, opts verify.Options) *verify.Verifier {
@@ -517,13 +480,8 @@ func TestVerifySchedule(t *testing.T) {
 		return 0, false
 	}
 	waitFor := func(what string, ok func() bool) {
-		deadline := time.Now().Add(90 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %s within 90s", what)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		t.Helper()
+		testbed.Eventually(t, 90*time.Second, func() (bool, string) { return ok(), "no " + what })
 	}
 	waitFor("first scheduled run", func() bool { v, ok := gauge("readside_verify_last_run_timestamp_seconds"); return ok && v > 0 })
 	if v, _ := gauge("readside_verify_drift_rows"); v != 0 {
