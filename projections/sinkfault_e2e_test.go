@@ -118,6 +118,9 @@ func TestSinkFaults(t *testing.T) {
 	if err := bed.MySQL.Exec(ctx, "SET GLOBAL read_only = ON"); err != nil {
 		t.Fatal(err)
 	}
+	// A failure below must not leave the shared server read-only for the
+	// package's next tests.
+	t.Cleanup(func() { _ = bed.MySQL.Exec(context.Background(), "SET GLOBAL read_only = OFF") })
 	// The sink user really cannot write now.
 	if _, err := sink.DB().ExecContext(ctx, "INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES ('probe', 'probe', 0, 0)"); err == nil || !strings.Contains(err.Error(), "1290") {
 		t.Fatalf("a write by the sink user during read_only gave %v, want error 1290", err)
