@@ -133,7 +133,7 @@ func (t *Tailer) run(ctx context.Context) error {
 		t.log.Warn("captured tables do not exist on the source now; their changes are published if they appear in the binlog", "tables", missing)
 	}
 	if err := src.ensureSignalTables(ctx, t.cfg.Source.Snapshot.SignalDB); err != nil {
-		if t.cfg.Source.Snapshot.Mode == "initial" {
+		if t.cfg.Source.Snapshot.Mode == config.SnapshotInitial {
 			return &FatalError{err}
 		}
 		t.log.Warn("snapshots unavailable", "err", err)
@@ -273,7 +273,7 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 			return nil, err
 		}
 		cp = Checkpoint{Position: pos}
-		if t.cfg.Source.Snapshot.Mode == "initial" {
+		if t.cfg.Source.Snapshot.Mode == config.SnapshotInitial {
 			for _, name := range t.cfg.Source.Tables {
 				if !slices.Contains(env.missing, name) {
 					cp.Snapshots = append(cp.Snapshots, SnapshotTask{Table: name})
@@ -286,7 +286,7 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 		t.committed(cp)
 	}
 	queued := len(cp.Snapshots)
-	cp, uncovered := coverTables(cp, found, t.cfg.Source.Tables, env.missing, t.cfg.Source.Snapshot.Mode == "initial")
+	cp, uncovered := coverTables(cp, found, t.cfg.Source.Tables, env.missing, t.cfg.Source.Snapshot.Mode == config.SnapshotInitial)
 	for _, task := range cp.Snapshots[queued:] {
 		t.log.Info("table added to source.tables since the last start: snapshotting its existing rows", "table", task.Table)
 	}

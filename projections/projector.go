@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/readside/readside/config"
 	"github.com/readside/readside/internal/kafkalog"
 )
 
@@ -89,7 +90,7 @@ func Group(p *Projection) string { return "readside-projection-" + p.Name }
 // join again, so the partitions are assigned afresh and resume at the
 // requested offsets (projections/replay.go).
 func (pr *Projector) Run(ctx context.Context) error {
-	if pr.p.OnError == "dlq" {
+	if pr.p.OnError == config.OnErrorDLQ {
 		if err := pr.openDLQ(ctx); err != nil {
 			return err
 		}

@@ -30,11 +30,9 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 }
 
 func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.Level))
-	logLevel.Set(level) // SIGHUP changes it (reload.go)
+	logLevel.Set(cfg.Level.Slog()) // SIGHUP changes it (reload.go)
 	opts := &slog.HandlerOptions{Level: logLevel}
-	if cfg.Format == "json" {
+	if cfg.Format == config.LogJSON {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
