@@ -143,9 +143,6 @@ type Kafka struct {
 	// EmbeddedListen is the loopback address of the embedded broker that
 	// runs when Brokers is empty. Default 127.0.0.1:9092.
 	EmbeddedListen string `koanf:"embedded_listen"`
-	// Embedded is set by `readside run` when it started the embedded
-	// broker (never read from a file).
-	Embedded bool `koanf:"-"`
 	// MaxMessageBytes is the largest event readside publishes; a larger row
 	// stops the tailer with an error naming it. Default 1 MiB.
 	MaxMessageBytes int `koanf:"max_message_bytes"`
