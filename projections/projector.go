@@ -51,6 +51,9 @@ type Options struct {
 	// rows are dead-lettered. nil: nothing is (a failing batch stops).
 	Rejected func(error) bool
 	Log      *slog.Logger
+	// GCInterval is how often the projector collects tombstones below the
+	// topics' horizon (0: defaultGCInterval).
+	GCInterval time.Duration
 }
 
 // NewProjector validates and does no I/O.
@@ -66,6 +69,9 @@ func NewProjector(p *Projection, sink Sink, o Options) (*Projector, error) {
 	}
 	if o.MaxMessageBytes == 0 {
 		o.MaxMessageBytes = 1 << 20
+	}
+	if o.GCInterval == 0 {
+		o.GCInterval = defaultGCInterval
 	}
 	return &Projector{p: p, sink: sink, o: o, log: o.Log.With("component", "projector", "projection", p.Name)}, nil
 }
@@ -202,7 +208,7 @@ func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 	var lastCheck time.Time
 	var queue pollQueue
 	for {
-		if time.Since(lastGC) > GCInterval {
+		if time.Since(lastGC) > pr.o.GCInterval {
 			lastGC = time.Now()
 			pr.collectTombstones(ctx)
 		}
