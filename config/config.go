@@ -128,9 +128,9 @@ type Kafka struct {
 	// each other: only the newest publishes.
 	TransactionalID string `koanf:"transactional_id"`
 	// CommitEvery bounds a Kafka transaction: it commits after this many
-	// events at the next source transaction boundary. Default 20000: every
-	// commit stalls the binlog reader for a flush and an EndTxn round trip,
-	// and at 5000 that was half of a backlog drain (docs/benchmarks.md).
+	// events at the next source transaction boundary. Default 20000: each
+	// commit costs a flush and an EndTxn round trip, which larger
+	// transactions spread over more events (docs/benchmarks.md).
 	CommitEvery int `koanf:"commit_every"`
 	// CommitInterval commits at least this often while events flow.
 	// Default 200ms.
