@@ -1,7 +1,6 @@
 package projections_test
 
 import (
-	"context"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -25,23 +24,7 @@ func TestProjectorCollectsTombstonesEvery(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	writeMessages(t, bed, src, seed, 1500)
-	run := func(o projections.Options) (stop func()) {
-		o.Brokers, o.Log = cfg.Kafka.Brokers, logger()
-		pr, err := projections.NewProjector(p, sink, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- pr.Run(pctx) }()
-		return func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	stop := run(projections.Options{})
+	stop := startProjector(t, p, sink, cfg.Kafka.Brokers)
 	waitEqual(t, bed, "`"+src+"`.messages", "`"+sinkDB+"`.messages_by_sender")
 	stop()
 
@@ -63,7 +46,7 @@ func TestProjectorCollectsTombstonesEvery(t *testing.T) {
 		t.Fatalf("no tombstone below the horizon %d: the workload deleted too little to test collection", h)
 	}
 
-	stop = run(projections.Options{GCInterval: 200 * time.Millisecond})
+	stop = startProjectorWith(t, p, sink, projections.Options{Brokers: cfg.Kafka.Brokers, GCInterval: 200 * time.Millisecond})
 	defer stop()
 	deadline := time.Now().Add(90 * time.Second)
 	for below() > 0 {
