@@ -16,12 +16,7 @@ source:
 `
 
 func TestModesRefuseBadValuesAtLoad(t *testing.T) {
-	cases := []struct {
-		why  string
-		body string
-		env  []string
-		want []string // every fragment must appear in the error
-	}{
+	expectLoadErrors(t, []loadError{
 		{"on_error is refused when the file loads, not when the projection starts",
 			minimalNoBrokers + "projections:\n  orders:\n    on_error: ignore\n", nil,
 			[]string{`projections.orders.on_error "ignore": want dlq or stop`}},
@@ -52,19 +47,7 @@ func TestModesRefuseBadValuesAtLoad(t *testing.T) {
 		{"bad modes are reported with every other problem at once",
 			strings.Replace(minimalNoBrokers, "4242", "0", 1) + "log: {format: xml, level: loud}\n", nil,
 			[]string{`log.format "xml"`, `log.level "loud"`, "source.server_id is 0"}},
-	}
-	for _, c := range cases {
-		_, err := Load(writeConfig(t, c.body), c.env)
-		if err == nil {
-			t.Errorf("%s: no error", c.why)
-			continue
-		}
-		for _, w := range c.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: error %q lacks %q", c.why, err, w)
-			}
-		}
-	}
+	})
 }
 
 func TestModesLoadTheirValues(t *testing.T) {
