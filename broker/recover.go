@@ -134,16 +134,16 @@ func fetchLast(ctx context.Context, node *kgo.Broker, topic string, id [16]byte,
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return kmsg.RecordBatch{}, false, err
 	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				return kmsg.RecordBatch{}, false, err
-			}
-			last, ok := lastBatch(p.RecordBatches)
-			return last, ok, nil
-		}
+	// One partition of one topic was asked for: the answer is the first.
+	if len(resp.Topics) == 0 || len(resp.Topics[0].Partitions) == 0 {
+		return kmsg.RecordBatch{}, false, nil
 	}
-	return kmsg.RecordBatch{}, false, nil
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return kmsg.RecordBatch{}, false, err
+	}
+	last, ok := lastBatch(p.RecordBatches)
+	return last, ok, nil
 }
 
 // lastBatch decodes the headers of raw record batches and returns the last

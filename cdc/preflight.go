@@ -317,7 +317,7 @@ func (s *sourceDB) checkGrants(ctx context.Context, cfg config.Config) []Finding
 	if len(lacking) > 0 {
 		f := Finding{Severity: sev, Fix: fmt.Sprintf("GRANT CREATE, INSERT, UPDATE, DELETE ON %s.* TO %s;", quoteIdent(sdb), account),
 			What: fmt.Sprintf("the source user %s lacks %s on the signal database %s (source.snapshot.signal_db): snapshots cannot write their watermarks%s", account, strings.Join(lacking, ", "), sdb, roleNote)}
-		if cfg.Source.Snapshot.Mode == "never" {
+		if cfg.Source.Snapshot.Mode == config.SnapshotNever {
 			f.Severity = "warning" // only on-demand snapshots need it
 		}
 		out = append(out, f)

@@ -34,7 +34,7 @@ type sourceDB struct {
 	dialect sqlflavor.Dialect
 }
 
-func openSource(ctx context.Context, dsn, flavor string, tlsCfg config.TLS) (*sourceDB, error) {
+func openSource(ctx context.Context, dsn string, flavor config.Flavor, tlsCfg config.TLS) (*sourceDB, error) {
 	cfg, err := driver.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("source.dsn: %w", err)
@@ -72,7 +72,7 @@ func openSource(ctx context.Context, dsn, flavor string, tlsCfg config.TLS) (*so
 		db.Close()
 		return nil, fmt.Errorf("connecting to the source at %s: %w", cfg.Addr, err)
 	}
-	s, err := newSourceDB(ctx, db, flavor)
+	s, err := newSourceDB(ctx, db, string(flavor))
 	if err != nil {
 		db.Close()
 		return nil, err

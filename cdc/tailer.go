@@ -43,6 +43,8 @@ type Tailer struct {
 	log     *slog.Logger
 	metrics *metrics
 	now     func() time.Time
+	// embedded: the broker is the embedded one (EmbeddedBroker).
+	embedded bool
 
 	// For readside_source_binlog_purge_seconds, read on scrape: how long
 	// the source keeps binlogs, and the newest moment the binlog at the
@@ -67,11 +69,14 @@ func fatalf(format string, args ...any) error {
 }
 
 // New validates what the tailer needs; it does no I/O.
-func New(cfg config.Config, brokers []string, log *slog.Logger, reg prometheus.Registerer) (*Tailer, error) {
+func New(cfg config.Config, brokers []string, log *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Tailer, error) {
 	if len(brokers) == 0 {
 		return nil, errors.New("tailer: no Kafka brokers")
 	}
 	t := &Tailer{cfg: cfg, brokers: brokers, log: log.With("component", "tailer"), now: time.Now}
+	for _, o := range opts {
+		o(t)
+	}
 	m, err := newMetrics(reg, t.secondsToPurge, t.LagSeconds)
 	if err != nil {
 		return nil, err
@@ -133,7 +138,7 @@ func (t *Tailer) run(ctx context.Context) error {
 		t.log.Warn("captured tables do not exist on the source now; their changes are published if they appear in the binlog", "tables", missing)
 	}
 	if err := src.ensureSignalTables(ctx, t.cfg.Source.Snapshot.SignalDB); err != nil {
-		if t.cfg.Source.Snapshot.Mode == "initial" {
+		if t.cfg.Source.Snapshot.Mode == config.SnapshotInitial {
 			return &FatalError{err}
 		}
 		t.log.Warn("snapshots unavailable", "err", err)
@@ -173,7 +178,7 @@ func (t *Tailer) run(ctx context.Context) error {
 		return err
 	}
 	defer pub.Close()
-	pub.separateCheckpoint = t.cfg.Kafka.Embedded
+	pub.separateCheckpoint = t.embedded
 	if !full {
 		pub.historyTopic = SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix)
 	}
@@ -273,7 +278,7 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 			return nil, err
 		}
 		cp = Checkpoint{Position: pos}
-		if t.cfg.Source.Snapshot.Mode == "initial" {
+		if t.cfg.Source.Snapshot.Mode == config.SnapshotInitial {
 			for _, name := range t.cfg.Source.Tables {
 				if !slices.Contains(env.missing, name) {
 					cp.Snapshots = append(cp.Snapshots, SnapshotTask{Table: name})
@@ -286,7 +291,7 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 		t.committed(cp)
 	}
 	queued := len(cp.Snapshots)
-	cp, uncovered := coverTables(cp, found, t.cfg.Source.Tables, env.missing, t.cfg.Source.Snapshot.Mode == "initial")
+	cp, uncovered := coverTables(cp, found, t.cfg.Source.Tables, env.missing, t.cfg.Source.Snapshot.Mode == config.SnapshotInitial)
 	for _, task := range cp.Snapshots[queued:] {
 		t.log.Info("table added to source.tables since the last start: snapshotting its existing rows", "table", task.Table)
 	}

@@ -16,7 +16,7 @@ import (
 // one for another host refuses the connection. Debezium's default falls
 // back to plaintext; readside never does.
 func sourceTLS(c config.TLS, host string) (*tls.Config, error) {
-	if c.Mode == "" || c.Mode == "disabled" {
+	if c.Mode == "" || c.Mode == config.TLSDisabled {
 		return nil, nil
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
@@ -39,9 +39,9 @@ func sourceTLS(c config.TLS, host string) (*tls.Config, error) {
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 	switch c.Mode {
-	case "verify_identity":
+	case config.TLSVerifyIdentity:
 		return cfg, nil
-	case "verify_ca":
+	case config.TLSVerifyCA:
 		// Verify the chain but not the host name: Go has no switch for
 		// that, so skip its check and verify the chain here.
 		roots := cfg.RootCAs

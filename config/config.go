@@ -70,7 +70,7 @@ type Source struct {
 	// ExcludeColumns are never published (PII), "db.table.column".
 	ExcludeColumns []string `koanf:"exclude_columns"`
 	// Flavor is "mariadb" or "mysql"; empty detects it from VERSION().
-	Flavor string `koanf:"flavor"`
+	Flavor Flavor `koanf:"flavor"`
 	// HeartbeatPeriod asks the source for a heartbeat when idle; a dead
 	// connection is detected after three missed ones. Default 2s.
 	HeartbeatPeriod time.Duration `koanf:"heartbeat_period"`
@@ -91,7 +91,7 @@ type Snapshot struct {
 	// (no checkpoint yet), and a table added to Tables later on the next
 	// start; "never" starts at the end of the binlog only.
 	// Default initial.
-	Mode string `koanf:"mode"`
+	Mode SnapshotMode `koanf:"mode"`
 	// ChunkRows is the number of rows read per chunk. Default 2000.
 	ChunkRows int `koanf:"chunk_rows"`
 	// SignalDB is the source database holding readside's watermark and
@@ -105,7 +105,7 @@ type Snapshot struct {
 type TLS struct {
 	// Mode: "disabled" (default for loopback test setups), "verify_ca"
 	// or "verify_identity".
-	Mode string `koanf:"mode"`
+	Mode TLSMode `koanf:"mode"`
 	// CAFile is the PEM bundle of trusted CAs; empty uses the system pool.
 	CAFile string `koanf:"ca_file"`
 	// CertFile and KeyFile are a client certificate, if the server wants one.
@@ -128,9 +128,9 @@ type Kafka struct {
 	// each other: only the newest publishes.
 	TransactionalID string `koanf:"transactional_id"`
 	// CommitEvery bounds a Kafka transaction: it commits after this many
-	// events at the next source transaction boundary. Default 20000: every
-	// commit stalls the binlog reader for a flush and an EndTxn round trip,
-	// and at 5000 that was half of a backlog drain (docs/benchmarks.md).
+	// events at the next source transaction boundary. Default 20000: each
+	// commit costs a flush and an EndTxn round trip, which larger
+	// transactions spread over more events (docs/benchmarks.md).
 	CommitEvery int `koanf:"commit_every"`
 	// CommitInterval commits at least this often while events flow.
 	// Default 200ms.
@@ -143,16 +143,13 @@ type Kafka struct {
 	// EmbeddedListen is the loopback address of the embedded broker that
 	// runs when Brokers is empty. Default 127.0.0.1:9092.
 	EmbeddedListen string `koanf:"embedded_listen"`
-	// Embedded is set by `readside run` when it started the embedded
-	// broker (never read from a file).
-	Embedded bool `koanf:"-"`
 	// MaxMessageBytes is the largest event readside publishes; a larger row
 	// stops the tailer with an error naming it. Default 1 MiB.
 	MaxMessageBytes int `koanf:"max_message_bytes"`
 	// Compression of the tailer's record batches: lz4 (default), snappy,
 	// zstd, gzip or none. lz4 took a third less tailer CPU than snappy on
 	// update events (docs/benchmarks.md, tuning log).
-	Compression string `koanf:"compression"`
+	Compression Compression `koanf:"compression"`
 }
 
 // Sink is a MySQL server holding read tables, or a set of shards.
@@ -179,7 +176,7 @@ type Projection struct {
 	Columns    map[string]string `koanf:"columns"`
 	Where      string            `koanf:"where"`
 	Join       []Join            `koanf:"join"`
-	OnError    string            `koanf:"on_error"`
+	OnError    OnError           `koanf:"on_error"`
 	Replicated bool              `koanf:"replicated"`
 	// ApplyConcurrency is how many sink transactions apply one polled
 	// batch at once, each over its own partitions. 0: the default (2).
@@ -201,9 +198,9 @@ type Verify struct {
 // Log configures logging.
 type Log struct {
 	// Level: debug, info, warn, error. Default info.
-	Level string `koanf:"level"`
+	Level LogLevel `koanf:"level"`
 	// Format: text or json. Default text.
-	Format string `koanf:"format"`
+	Format LogFormat `koanf:"format"`
 	// ProgressEvery is how often `readside run` logs a summary of what it
 	// committed since the previous one (nothing when nothing was); 0 turns
 	// the summary off. Default 1m.
@@ -213,8 +210,8 @@ type Log struct {
 // Default is the default layer every loaded config starts from.
 func Default() Config {
 	return Config{
-		Source: Source{HeartbeatPeriod: 2 * time.Second, TLS: TLS{Mode: "disabled"}, MaxEventBytes: 64 << 20,
-			Snapshot: Snapshot{Mode: "initial", ChunkRows: 2000, SignalDB: "readside"}},
+		Source: Source{HeartbeatPeriod: 2 * time.Second, TLS: TLS{Mode: TLSDisabled}, MaxEventBytes: 64 << 20,
+			Snapshot: Snapshot{Mode: SnapshotInitial, ChunkRows: 2000, SignalDB: "readside"}},
 		Kafka: Kafka{
 			TopicPrefix:       "readside",
 			Partitions:        6,
@@ -222,11 +219,11 @@ func Default() Config {
 			CommitEvery:       20000,
 			CommitInterval:    200 * time.Millisecond,
 			MaxMessageBytes:   1 << 20,
-			Compression:       "lz4",
+			Compression:       CompressionLZ4,
 			EmbeddedListen:    "127.0.0.1:9092",
 		},
 		DataDir:         "./data",
-		Log:             Log{Level: "info", Format: "text", ProgressEvery: time.Minute},
+		Log:             Log{Level: LogInfo, Format: LogText, ProgressEvery: time.Minute},
 		HTTP:            HTTP{ReadyMaxLag: 30 * time.Second},
 		ShutdownTimeout: 30 * time.Second,
 		Check:           Check{ExpectedDowntime: 24 * time.Hour},

@@ -52,24 +52,17 @@ func TestEnvOverrides(t *testing.T) {
 	}
 }
 
-func TestLoadErrors(t *testing.T) {
-	cases := []struct {
-		why  string
-		body string
-		env  []string
-		want []string // every fragment must appear in the error
-	}{
-		{"an unset ${VAR} is named", minimal, nil, []string{"unset environment variables PW"}},
-		{"unknown keys are errors", minimal + "kafak: {}\n", []string{"PW=x"}, []string{"kafak"}},
-		{"every problem is reported at once",
-			"source:\n  dsn: \"\"\n  server_id: 0\n  tables: [nodot]\nkafka:\n  partitions: 0\n", nil,
-			[]string{"source.dsn is empty", "source.server_id is 0", `"nodot": want db.table`, "kafka.partitions must be positive"}},
-		{"a bad duration names the key", minimal, []string{"PW=x", "READSIDE_SOURCE__HEARTBEAT_PERIOD=soon"}, []string{"heartbeat_period"}},
-		{"the embedded broker listens on loopback only", "source:\n  dsn: \"u:p@tcp(h:1)/\"\n  server_id: 1\n  tables: [a.b]\nkafka:\n  embedded_listen: 0.0.0.0:9092\n", nil, []string{"kafka.embedded_listen", "not a loopback address"}},
-		{"operations durations must be positive", minimal, []string{"PW=x", "READSIDE_SHUTDOWN_TIMEOUT=0s", "READSIDE_HTTP__READY_MAX_LAG=-1s"}, []string{"shutdown_timeout must be positive", "http.ready_max_lag must be positive"}},
-		{"an unknown codec names the choices", minimal, []string{"PW=x", "READSIDE_KAFKA__COMPRESSION=lzma"}, []string{`kafka.compression "lzma": want lz4, snappy, zstd, gzip or none`}},
-		{"a duplicate table is named", "source:\n  dsn: \"u:p@tcp(h:1)/\"\n  server_id: 1\n  tables: [a.b, a.b]\n", nil, []string{`lists "a.b" twice`}},
-	}
+// loadError is a config that must not load, and what its error says.
+type loadError struct {
+	why  string
+	body string
+	env  []string
+	want []string // every fragment must appear in the error
+}
+
+// expectLoadErrors loads each case's config and checks its error.
+func expectLoadErrors(t *testing.T, cases []loadError) {
+	t.Helper()
 	for _, c := range cases {
 		_, err := Load(writeConfig(t, c.body), c.env)
 		if err == nil {
@@ -82,6 +75,21 @@ func TestLoadErrors(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	expectLoadErrors(t, []loadError{
+		{"an unset ${VAR} is named", minimal, nil, []string{"unset environment variables PW"}},
+		{"unknown keys are errors", minimal + "kafak: {}\n", []string{"PW=x"}, []string{"kafak"}},
+		{"every problem is reported at once",
+			"source:\n  dsn: \"\"\n  server_id: 0\n  tables: [nodot]\nkafka:\n  partitions: 0\n", nil,
+			[]string{"source.dsn is empty", "source.server_id is 0", `"nodot": want db.table`, "kafka.partitions must be positive"}},
+		{"a bad duration names the key", minimal, []string{"PW=x", "READSIDE_SOURCE__HEARTBEAT_PERIOD=soon"}, []string{"heartbeat_period"}},
+		{"the embedded broker listens on loopback only", "source:\n  dsn: \"u:p@tcp(h:1)/\"\n  server_id: 1\n  tables: [a.b]\nkafka:\n  embedded_listen: 0.0.0.0:9092\n", nil, []string{"kafka.embedded_listen", "not a loopback address"}},
+		{"operations durations must be positive", minimal, []string{"PW=x", "READSIDE_SHUTDOWN_TIMEOUT=0s", "READSIDE_HTTP__READY_MAX_LAG=-1s"}, []string{"shutdown_timeout must be positive", "http.ready_max_lag must be positive"}},
+		{"an unknown codec names the choices", minimal, []string{"PW=x", "READSIDE_KAFKA__COMPRESSION=lzma"}, []string{`kafka.compression "lzma": want lz4, snappy, zstd, gzip or none`}},
+		{"a duplicate table is named", "source:\n  dsn: \"u:p@tcp(h:1)/\"\n  server_id: 1\n  tables: [a.b, a.b]\n", nil, []string{`lists "a.b" twice`}},
+	})
 }
 
 func TestSecretFile(t *testing.T) {

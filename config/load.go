@@ -80,17 +80,58 @@ func Load(path string, environ []string) (Config, error) {
 			DecodeHook: mapstructure.ComposeDecodeHookFunc(
 				mapstructure.StringToTimeDurationHookFunc(),
 				mapstructure.StringToSliceHookFunc(","),
+				mapstructure.TextUnmarshallerHookFunc(),
 			),
 		},
 	})
-	if err != nil {
+	// A bad mode value leaves its field at the default and the rest
+	// decoded, so it is reported together with every other problem.
+	modeErrs, other := modeErrors(err)
+	if other {
 		return Config{}, fmt.Errorf("config: %w (see docs/config.md for every key)", err)
 	}
 	if err := cfg.readSecretFiles(); err != nil {
-		return Config{}, err
+		return Config{}, errors.Join(modeErrs, err)
+	}
+	if modeErrs != nil {
+		return Config{}, errors.Join(modeErrs, cfg.Validate())
 	}
 	return cfg, cfg.Validate()
 }
+
+// modeErrors picks the decoder's errors about mode values (choiceError)
+// out of err and names each by its key as Validate does
+// ("projections.orders.on_error"), joined; other reports any error that
+// is not one.
+func modeErrors(err error) (modes error, other bool) {
+	var found []error
+	var walk func(error)
+	walk = func(e error) {
+		var ce *choiceError
+		switch x := e.(type) {
+		case *mapstructure.DecodeError:
+			if errors.As(x.Unwrap(), &ce) {
+				found = append(found, fmt.Errorf("%s %w", mapKey.ReplaceAllString(x.Name(), ".$1"), ce))
+			} else {
+				other = true
+			}
+		case interface{ Unwrap() []error }:
+			for _, c := range x.Unwrap() {
+				walk(c)
+			}
+		case interface{ Unwrap() error }:
+			walk(x.Unwrap())
+		default:
+			other = e != nil || other
+		}
+	}
+	walk(err)
+	return errors.Join(found...), other
+}
+
+// mapKey is how the decoder names a map entry in a key path
+// ("projections[orders]").
+var mapKey = regexp.MustCompile(`\[([^\]]*)\]`)
 
 // listKeys are the keys an environment override may set to a
 // comma-separated list.

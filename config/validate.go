@@ -46,14 +46,14 @@ func (c Config) Validate() error {
 			bad("source.exclude_columns entry %q: want db.table.column", col)
 		}
 	}
-	if f := c.Source.Flavor; f != "" && f != "mysql" && f != "mariadb" {
-		bad("source.flavor %q: want mysql, mariadb or empty (detect)", f)
+	if err := c.Source.Flavor.Check(); err != nil {
+		bad("source.flavor %v", err)
 	}
 	if c.Source.HeartbeatPeriod <= 0 {
 		bad("source.heartbeat_period must be positive, e.g. 2s")
 	}
-	if m := c.Source.Snapshot.Mode; m != "initial" && m != "never" {
-		bad("source.snapshot.mode %q: want initial or never", m)
+	if err := c.Source.Snapshot.Mode.Check(); err != nil {
+		bad("source.snapshot.mode %v", err)
 	}
 	if c.Source.Snapshot.ChunkRows <= 0 {
 		bad("source.snapshot.chunk_rows must be positive, e.g. 2000")
@@ -61,10 +61,8 @@ func (c Config) Validate() error {
 	if c.Source.Snapshot.SignalDB == "" {
 		bad("source.snapshot.signal_db is empty: name a database readside may write its watermark table to, e.g. readside")
 	}
-	switch c.Source.TLS.Mode {
-	case "disabled", "verify_ca", "verify_identity":
-	default:
-		bad("source.tls.mode %q: want disabled, verify_ca or verify_identity", c.Source.TLS.Mode)
+	if err := c.Source.TLS.Mode.Check(); err != nil {
+		bad("source.tls.mode %v", err)
 	}
 	if !validTopicPart(c.Kafka.TopicPrefix) {
 		bad("kafka.topic_prefix %q: want a non-empty name of letters, digits, '.', '_' or '-'", c.Kafka.TopicPrefix)
@@ -81,20 +79,14 @@ func (c Config) Validate() error {
 	if c.Kafka.MaxMessageBytes < 1024 {
 		bad("kafka.max_message_bytes must be at least 1024, e.g. 1048576")
 	}
-	switch c.Kafka.Compression {
-	case "lz4", "snappy", "zstd", "gzip", "none":
-	default:
-		bad("kafka.compression %q: want lz4, snappy, zstd, gzip or none", c.Kafka.Compression)
+	if err := c.Kafka.Compression.Check(); err != nil {
+		bad("kafka.compression %v", err)
 	}
-	switch c.Log.Level {
-	case "debug", "info", "warn", "error":
-	default:
-		bad("log.level %q: want debug, info, warn or error", c.Log.Level)
+	if err := c.Log.Level.Check(); err != nil {
+		bad("log.level %v", err)
 	}
-	switch c.Log.Format {
-	case "text", "json":
-	default:
-		bad("log.format %q: want text or json", c.Log.Format)
+	if err := c.Log.Format.Check(); err != nil {
+		bad("log.format %v", err)
 	}
 	if c.Log.ProgressEvery < 0 {
 		bad("log.progress_every %s is negative: want a duration like 1m, or 0 for no progress summary", c.Log.ProgressEvery)

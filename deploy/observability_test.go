@@ -101,7 +101,7 @@ func TestAlertRules(t *testing.T) {
 			t.Errorf("%s: runbook %q: want docs/operations.md#<a heading there>", where, str(r.m, "annotations", "runbook"))
 		}
 	}
-	// What the alerts must watch (issue 5 and SPEC.md, Observability).
+	// What the alerts must watch (SPEC.md, Observability).
 	exprs := alertExprs(t)
 	for _, m := range []string{"up", "readside_source_lag_seconds", "readside_source_binlog_purge_seconds",
 		"readside_projection_lag_seconds", "readside_projection_dead_letters_total",
@@ -241,7 +241,7 @@ func TestDashboard(t *testing.T) {
 			t.Errorf("a query uses $%s, which is not a dashboard variable", m[1])
 		}
 	}
-	// What the dashboard must show (issue 5 and SPEC.md, Observability).
+	// What the dashboard must show (SPEC.md, Observability).
 	exprs := dashboardExprs(d)
 	for _, m := range []string{"readside_source_events_total", "readside_source_lag_seconds",
 		"readside_source_binlog_purge_seconds", "readside_produce_commit_seconds_bucket",

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/readside/readside/config"
 )
 
 // BackfillSuffix names a backfill's own identity (Projection.Backfill): its
@@ -28,7 +30,7 @@ func (p *Projection) Backfill() *Projection {
 	b := *p
 	b.Name = p.Name + BackfillSuffix
 	b.Joins = nil
-	b.OnError = "stop"
+	b.OnError = config.OnErrorStop
 	return &b
 }
 

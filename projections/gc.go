@@ -8,8 +8,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// GCInterval is how often a projector collects tombstones.
-var GCInterval = 10 * time.Minute
+// defaultGCInterval is how often a projector collects tombstones unless
+// Options.GCInterval says otherwise: a collection reads the first retained
+// record of every partition, and tombstones only become collectable as
+// retention deletes records, which is slow.
+const defaultGCInterval = 10 * time.Minute
 
 // Horizon is the lowest version any replay of p's topics can bring: the
 // version of the first record still retained in each partition, the

@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/projections"
 )
@@ -41,21 +38,7 @@ func TestTombstoneCollection(t *testing.T) {
 	}
 
 	// Retention: delete the older half of every partition.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	ends, err := adm.ListEndOffsets(ctx, p.Topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	trim := kadm.Offsets{}
-	ends.Each(func(o kadm.ListedOffset) { trim.AddOffset(o.Topic, o.Partition, o.Offset/2, -1) })
-	if _, err := adm.DeleteRecords(ctx, trim); err != nil {
-		t.Fatal(err)
-	}
+	dropOlderHalf(t, cfg.Kafka.Brokers, p.Topic)
 	h, ok, err := projections.Horizon(ctx, cfg.Kafka.Brokers, p)
 	if err != nil || !ok {
 		t.Fatalf("horizon: %v %v", ok, err)

@@ -41,7 +41,7 @@ func newPollStage(pr *Projector, cl *kgo.Client, owned *owned, apply *applyStage
 func (s *pollStage) run(ctx context.Context) error {
 	defer s.apply.stop()
 	for {
-		if time.Since(s.lastGC) > GCInterval {
+		if time.Since(s.lastGC) > s.pr.o.GCInterval {
 			s.lastGC = time.Now()
 			s.pr.collectTombstones(ctx)
 		}

@@ -34,8 +34,8 @@ type Projection struct {
 	Joins []*Join
 	// Replicated projections are copied whole to every shard of the sink.
 	Replicated bool
-	// OnError is what a row the sink rejects does: "stop" or "dlq".
-	OnError string
+	// OnError is what a row the sink rejects does: stop or dlq.
+	OnError config.OnError
 	// ApplyConcurrency is how many sink transactions apply one polled
 	// batch at once, each over a disjoint set of partitions.
 	ApplyConcurrency int
@@ -175,10 +175,8 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 		if d.ShardBy != "" && !slices.Contains(d.Key, d.ShardBy) {
 			bad("%s.shard_by %q must be one of its key columns %v: add it to key or shard by a key column", key, d.ShardBy, d.Key)
 		}
-		switch d.OnError {
-		case "", "stop", "dlq":
-		default:
-			bad("%s.on_error %q: want dlq or stop", key, d.OnError)
+		if err := d.OnError.Check(); err != nil {
+			bad("%s.on_error %v", key, err)
 		}
 		if d.ApplyConcurrency < 0 || d.ApplyConcurrency > maxApplyConcurrency {
 			bad("%s.apply_concurrency %d: want 1 to %d (0 or unset: %d)", key, d.ApplyConcurrency, maxApplyConcurrency, DefaultApplyConcurrency)
@@ -189,7 +187,7 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 			p.Table = name
 		}
 		if p.OnError == "" {
-			p.OnError = "stop"
+			p.OnError = config.OnErrorStop
 		}
 		p.ApplyConcurrency = d.ApplyConcurrency
 		if p.ApplyConcurrency == 0 {

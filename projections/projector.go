@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/readside/readside/config"
 )
 
 // Projector keeps one projection's read table up to date from its topics
@@ -44,6 +46,9 @@ type Options struct {
 	// rows are dead-lettered. nil: nothing is (a failing batch stops).
 	Rejected func(error) bool
 	Log      *slog.Logger
+	// GCInterval is how often the projector collects tombstones below the
+	// topics' horizon (0: defaultGCInterval).
+	GCInterval time.Duration
 }
 
 // NewProjector validates and does no I/O.
@@ -60,6 +65,9 @@ func NewProjector(p *Projection, sink Sink, o Options) (*Projector, error) {
 	if o.MaxMessageBytes == 0 {
 		o.MaxMessageBytes = 1 << 20
 	}
+	if o.GCInterval == 0 {
+		o.GCInterval = defaultGCInterval
+	}
 	return &Projector{p: p, sink: sink, o: o, log: o.Log.With("component", "projector", "projection", p.Name)}, nil
 }
 
@@ -71,7 +79,7 @@ func Group(p *Projection) string { return "readside-projection-" + p.Name }
 // join again, so the partitions are assigned afresh and resume at the
 // requested offsets (projections/replay.go).
 func (pr *Projector) Run(ctx context.Context) error {
-	if pr.p.OnError == "dlq" {
+	if pr.p.OnError == config.OnErrorDLQ {
 		if err := pr.openDLQ(ctx); err != nil {
 			return err
 		}

@@ -63,7 +63,7 @@ func run(cfgPath, from, to string, runs int, serverID uint32, flavor string) err
 	}
 	port, _ := strconv.Atoi(portText)
 	if flavor == "" {
-		flavor = cfg.Source.Flavor
+		flavor = string(cfg.Source.Flavor)
 	}
 	if flavor == "" {
 		flavor = "mariadb"

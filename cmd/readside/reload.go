@@ -140,11 +140,8 @@ func (r *reloader) reload(ctx context.Context) {
 	cur := r.current
 	var restart []string
 	if next.Log.Level != cur.Log.Level {
-		var level slog.Level
-		if err := level.UnmarshalText([]byte(next.Log.Level)); err == nil {
-			logLevel.Set(level)
-			r.log.Info("SIGHUP: reloaded log.level", "from", cur.Log.Level, "to", next.Log.Level)
-		}
+		logLevel.Set(next.Log.Level.Slog())
+		r.log.Info("SIGHUP: reloaded log.level", "from", cur.Log.Level, "to", next.Log.Level)
 	}
 	if next.Log.Format != cur.Log.Format {
 		restart = append(restart, "log.format")

@@ -161,8 +161,8 @@ func replay(ctx context.Context, f replayFlags, cfg config.Config, p *projection
 func newRebuild(cfg config.Config, p *projections.Projection, sink *sinks.Sharded, log *slog.Logger, stderr io.Writer, every time.Duration) (*rebuild.Rebuild, error) {
 	// The Kafka client's group chatter would drown the progress lines.
 	quiet := cfg.Log
-	if quiet.Level != "debug" {
-		quiet.Level = "warn"
+	if quiet.Level != config.LogDebug {
+		quiet.Level = config.LogWarn
 	}
 	return rebuild.New(p, sinks.NewRebuilder(sink), rebuild.Options{
 		Apply: sink,

@@ -30,11 +30,9 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 }
 
 func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.Level))
-	logLevel.Set(level) // SIGHUP changes it (reload.go)
+	logLevel.Set(cfg.Level.Slog()) // SIGHUP changes it (reload.go)
 	opts := &slog.HandlerOptions{Level: logLevel}
-	if cfg.Format == "json" {
+	if cfg.Format == config.LogJSON {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
@@ -84,7 +82,6 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeBroker()
 	loaded := cfg
-	cfg.Kafka.Embedded = len(loaded.Kafka.Brokers) == 0 && *role != "projector"
 	cfg.Kafka.Brokers = brokers
 	if err := waitForServers(ctx, cfg, *role, len(loaded.Kafka.Brokers) > 0, ops, log); err != nil {
 		if ctx.Err() != nil {
@@ -106,7 +103,11 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	log.Info("starting", "role", *role, "source", cfg.Source.DSN, "brokers", cfg.Kafka.Brokers, "tables", cfg.Source.Tables, "projections", declared)
 	progress := &progressLog{reg: reg, every: cfg.Log.ProgressEvery, log: log, poll: time.Second}
 	if *role != "projector" {
-		tailer, err := cdc.New(cfg, cfg.Kafka.Brokers, log, reg)
+		var opts []cdc.Option
+		if len(loaded.Kafka.Brokers) == 0 {
+			opts = append(opts, cdc.EmbeddedBroker())
+		}
+		tailer, err := cdc.New(cfg, cfg.Kafka.Brokers, log, reg, opts...)
 		if err != nil {
 			fmt.Fprintf(stderr, "readside run: %v\n", err)
 			return exitUsage

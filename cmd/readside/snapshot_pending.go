@@ -114,9 +114,9 @@ func addedTableFindings(ctx context.Context, cfg config.Config) []preflight.Find
 	var out []preflight.Finding
 	for _, name := range cdc.UncoveredTables(cp, cfg.Source.Tables) {
 		f := cdc.Finding{Severity: "ok", What: name + " was added to source.tables after the tailer's last checkpoint: its existing rows are snapshotted on the next start (source.snapshot.mode initial)"}
-		if cfg.Source.Snapshot.Mode != "initial" {
+		if cfg.Source.Snapshot.Mode != config.SnapshotInitial {
 			f = cdc.Finding{Severity: "warning",
-				What: name + " was added to source.tables after the tailer's first start and source.snapshot.mode is " + cfg.Source.Snapshot.Mode + ": its existing rows are not published, only its changes",
+				What: name + " was added to source.tables after the tailer's first start and source.snapshot.mode is " + string(cfg.Source.Snapshot.Mode) + ": its existing rows are not published, only its changes",
 				Fix:  "readside snapshot --table " + name + " (online, takes no lock)"}
 		}
 		out = append(out, preflight.Finding{Area: "source", Finding: f})

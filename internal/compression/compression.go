@@ -10,19 +10,21 @@ import (
 
 	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/config"
 )
 
 // Option is the producer option for kafka.compression (validated by
 // config).
-func Option(name string) kgo.Opt {
+func Option(name config.Compression) kgo.Opt {
 	switch name {
-	case "lz4":
+	case config.CompressionLZ4:
 		return kgo.WithCompressor(newLz4Compressor())
-	case "snappy":
+	case config.CompressionSnappy:
 		return kgo.ProducerBatchCompression(kgo.SnappyCompression())
-	case "zstd":
+	case config.CompressionZstd:
 		return kgo.ProducerBatchCompression(kgo.ZstdCompression())
-	case "gzip":
+	case config.CompressionGzip:
 		return kgo.ProducerBatchCompression(kgo.GzipCompression())
 	}
 	return kgo.ProducerBatchCompression(kgo.NoCompression())
