@@ -47,9 +47,9 @@ func (s *stream) handle(ctx context.Context, ev *replication.BinlogEvent) error 
 		// GenericEvent.) The source has nothing newer: once everything
 		// read is committed to Kafka the tailer is caught up, and the
 		// binlog it needs is the one being written now.
-		if s.pendingTxns == 0 && s.txnGTID == "" && !s.txnBegun {
+		if s.sched.txns == 0 && !s.inTxn() {
 			s.t.needsFrom.Store(s.t.now().Unix())
-			if s.pub.inflight == nil {
+			if !s.pub.committing() {
 				s.t.markCaughtUp()
 			}
 		}
@@ -69,17 +69,13 @@ func (s *stream) endTxn(ctx context.Context, h *replication.EventHeader) error {
 			return fatalf("tracking GTID %s: %w", s.txnGTID, err)
 		}
 	}
-	if s.pendingTxns == 0 {
-		s.pendingSince = time.Now()
-	}
-	s.pendingTxns++
-	if h.LogPos != 0 {
-		s.pendingPos.File, s.pendingPos.Pos = s.file, h.LogPos
-	} else if s.gtids == nil {
+	if h.LogPos == 0 && s.gtids == nil {
 		// Offset 0 is the start of the file: resuming there would replay it.
 		return fatalf("transaction end at %s with no binlog offset (LogPos 0) on a source without GTIDs: readside cannot checkpoint after it. Enable GTIDs on the source (gtid_mode=ON)", s.file)
-	} // with GTIDs the GTID set is the position; the file/offset stays at the last known one
-	s.pendingTS = int64(h.Timestamp)
+	}
+	// With GTIDs the GTID set is the position; at offset 0 the file/offset
+	// stays at the last known one.
+	s.sched.completed(time.Now(), s.file, h.LogPos, int64(h.Timestamp))
 	s.txnGTID, s.txnBegun = "", false
 	s.t.metrics.transactions.Inc()
 	return s.maybeCommit(ctx, false)
@@ -99,7 +95,7 @@ func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *repli
 			return fatalf("at %s:%d: %w", s.file, h.LogPos, err)
 		}
 		if len(changed) > 0 {
-			if err := s.produceHistory(ctx, changed); err != nil {
+			if err := s.pub.produceSchemaHistory(ctx, s.schema, changed); err != nil {
 				return err
 			}
 			clear(s.tables) // rebuild every table from the new schema
@@ -167,21 +163,6 @@ func (s *stream) truncate(ctx context.Context, h *replication.EventHeader, name,
 
 func (s *stream) source(h *replication.EventHeader) *source {
 	return &source{flavor: s.src.flavor, serverID: h.ServerID, file: s.file, pos: h.LogPos, gtid: s.txnGTID, ts: h.Timestamp}
-}
-
-// produceHistory writes schema history records into the open Kafka
-// transaction: they commit with the checkpoint past the DDL they follow.
-func (s *stream) produceHistory(ctx context.Context, keys []string) error {
-	recs, err := s.schema.records(s.pub.historyTopic, s.pub.txnID, keys)
-	if err != nil {
-		return err
-	}
-	for _, r := range recs {
-		if err := s.pub.produce(ctx, r); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (s *stream) charsetOf(collation uint64) string { return s.charsets[collation] }

@@ -10,7 +10,8 @@ import (
 	"github.com/readside/readside/internal/rowdecode"
 )
 
-func (s *stream) syncerConfig() replication.BinlogSyncerConfig {
+// syncerConfig configures go-mysql for the read stage: events go to queue.
+func (s *stream) syncerConfig(queue eventQueue) replication.BinlogSyncerConfig {
 	t := s.t
 	c := replication.BinlogSyncerConfig{
 		ServerID:        t.cfg.Source.ServerID,
@@ -25,12 +26,11 @@ func (s *stream) syncerConfig() replication.BinlogSyncerConfig {
 		// The tailer reconnects itself, from its checkpoint: go-mysql's own
 		// retry resumes from wherever it stopped, even mid-transaction.
 		DisableRetrySync: true,
-		// go-mysql's default read-ahead of 10240 decoded events is up to
-		// ~10240 × 8 KiB rows events plus their decoded values: hundreds of
-		// MiB on wide rows. A short queue keeps memory bounded; the
-		// producer's buffer is the real read-ahead.
-		EventCacheCount: 256,
-		Logger:          t.log.With("component", "binlog"),
+		// Events go to the stream's own bounded queue (eventQueueSize);
+		// go-mysql's streamer carries only the connection's error.
+		SynchronousEventHandler: queue,
+		EventCacheCount:         1,
+		Logger:                  t.log.With("component", "binlog"),
 		// Registered as the replica's host (the source's replica list): lets the
 		// server_id preflight tell this tailer's own stale session from
 		// another replica.
@@ -106,7 +106,6 @@ func (s *stream) classifyStreamError(err error) error {
 	return fmt.Errorf("reading binlog: %w", err)
 }
 
-// rows publishes the changes of one rows event of a captured table.
 // readsRows reports whether the stream uses the rows of tm's table: a
 // captured table or a snapshot signal table. (Called from go-mysql's
 // parsing goroutine: it only reads what is fixed for the stream's life.)

@@ -9,15 +9,51 @@ import (
 // prepareStream loads the checkpoint (fencing older producers), checks it
 // against the source and builds the stream that resumes from it.
 func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error) {
-	src, pub := env.src, env.pub
-	cp, found, err := pub.loadCheckpoint(ctx)
+	cp, found, err := t.startingPoint(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	if !found {
-		pos, err := src.currentPosition(ctx)
-		if err != nil {
+	if err := checkResumable(ctx, env.src, cp); err != nil {
+		return nil, err
+	}
+	s := &stream{
+		t: t, pub: env.pub, src: env.src, cp: cp,
+		captured: env.captured, partitions: env.partitions, excluded: env.excluded, charsets: env.charsets,
+		tables: map[uint64]*table{},
+	}
+	// What the stream needs, not the server's current setting: a
+	// checkpoint taken while the tailer kept a schema history is followed
+	// by binlog written without column names, even when the source is FULL
+	// now (the switch check asks for); those events use the history until
+	// the binlog names columns (stream.rows).
+	s.untilNamed = env.full && found && cp.SchemaHistory
+	if s.untilNamed {
+		env.pub.keepSchemaHistory(SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix))
+		t.log.Info("binlog_row_metadata is FULL now, but the binlog after the checkpoint may predate the switch: using the schema history until the binlog names columns", "position", cp.Position)
+	}
+	if !env.full || s.untilNamed {
+		if s.schema, s.historyKeys, cp, err = t.prepareSchema(ctx, env.src, env.pub, cp, found, env.trackedDBs); err != nil {
 			return nil, err
+		}
+	}
+	s.cp, s.clock = cp, NewClock(cp.LastVersion)
+	s.snapshots, s.covered, s.lastRequest = slices.Clone(cp.Snapshots), slices.Clone(cp.Tables), cp.LastRequest
+	s.sched = newCommitScheduler(t.cfg.Kafka)
+	return s, nil
+}
+
+// startingPoint is the checkpoint the stream resumes from: the one in
+// Kafka, or the end of the binlog (with the initial snapshots queued) when
+// there is none; with the tables added to source.tables since it covered.
+func (t *Tailer) startingPoint(ctx context.Context, env *runEnv) (cp Checkpoint, found bool, err error) {
+	cp, found, err = env.pub.loadCheckpoint(ctx)
+	if err != nil {
+		return cp, false, err
+	}
+	if !found {
+		pos, err := env.src.currentPosition(ctx)
+		if err != nil {
+			return cp, false, err
 		}
 		cp = Checkpoint{Position: pos}
 		if t.cfg.Source.Snapshot.Mode == "initial" {
@@ -41,40 +77,21 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 		t.log.Warn("table added to source.tables since the last start: its existing rows are not published (source.snapshot.mode is never); only changes from now on are",
 			"table", name, "fix", "readside snapshot --table "+name)
 	}
+	return cp, found, nil
+}
+
+// checkResumable refuses a checkpoint the source cannot resume: its
+// binlog purged, another flavor, or a file/offset of another server.
+func checkResumable(ctx context.Context, src *sourceDB, cp Checkpoint) error {
 	if err := src.checkNotPurged(ctx, cp.Position); errors.Is(err, ErrPurged) {
-		return nil, fatalf("the source no longer has the binlog after the checkpoint (%v): the changes in between are lost to the stream. Recovery: re-snapshot the captured tables (docs/operations.md, \"binlog purged\"); then restart", err)
+		return fatalf("the source no longer has the binlog after the checkpoint (%v): the changes in between are lost to the stream. Recovery: re-snapshot the captured tables (docs/operations.md, \"binlog purged\"); then restart", err)
 	} else if err != nil {
-		return nil, err
+		return err
 	}
 	if cp.Position.Flavor != src.flavor {
-		return nil, fatalf("checkpoint was written for a %s source, but the source is %s: use a new kafka.transactional_id or topic_prefix", cp.Position.Flavor, src.flavor)
+		return fatalf("checkpoint was written for a %s source, but the source is %s: use a new kafka.transactional_id or topic_prefix", cp.Position.Flavor, src.flavor)
 	}
-	if err := checkSameServer(cp, src); err != nil {
-		return nil, err
-	}
-	var tracker *schemaTracker
-	var historyKeys []string
-	// What the stream needs, not the server's current setting: a
-	// checkpoint taken while the tailer kept a schema history is followed
-	// by binlog written without column names, even when the source is FULL
-	// now (the switch check asks for); those events use the history until
-	// the binlog names columns (stream.tableMap).
-	untilNamed := env.full && found && cp.SchemaHistory
-	if untilNamed {
-		pub.historyTopic = SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix)
-		t.log.Info("binlog_row_metadata is FULL now, but the binlog after the checkpoint may predate the switch: using the schema history until the binlog names columns", "position", cp.Position)
-	}
-	if !env.full || untilNamed {
-		if tracker, historyKeys, cp, err = t.prepareSchema(ctx, src, pub, cp, found, env.trackedDBs); err != nil {
-			return nil, err
-		}
-	}
-	s := &stream{
-		t: t, pub: pub, src: src, cp: cp, clock: NewClock(cp.LastVersion), schema: tracker, historyKeys: historyKeys, untilNamed: untilNamed,
-		captured: env.captured, partitions: env.partitions, excluded: env.excluded, charsets: env.charsets,
-		tables: map[uint64]*table{}, snapshots: slices.Clone(cp.Snapshots), covered: slices.Clone(cp.Tables), lastRequest: cp.LastRequest,
-	}
-	return s, nil
+	return checkSameServer(cp, src)
 }
 
 // checkSameServer refuses to resume a file/offset-only checkpoint on

@@ -8,6 +8,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 )
 
+// rows publishes the changes of one rows event of a captured table.
 func (s *stream) rows(ctx context.Context, h *replication.EventHeader, e *replication.RowsEvent) error {
 	if s.isSignal(e.Table) {
 		return s.signal(ctx, h, e, string(e.Table.Table))
@@ -17,28 +18,12 @@ func (s *stream) rows(ctx context.Context, h *replication.EventHeader, e *replic
 	if !ok {
 		return nil // its rows were not even decoded (readsRows)
 	}
-	switch h.EventType {
-	case replication.PARTIAL_UPDATE_ROWS_EVENT:
+	if h.EventType == replication.PARTIAL_UPDATE_ROWS_EVENT {
 		return fatalf("partial JSON update of %s at %s:%d (binlog_row_value_options=PARTIAL_JSON in some session): readside needs full row images; turn it off and re-snapshot %s", name, s.file, h.LogPos, name)
 	}
-	if s.untilNamed && len(e.Table.ColumnName) > 0 {
-		// binlog_row_metadata is global: every event from here on names
-		// its columns, so checkpoints from here on need no history.
-		s.t.log.Info("the binlog names columns from here on (binlog_row_metadata=FULL): schema history no longer used", "position", fmt.Sprintf("%s:%d", s.file, h.LogPos))
-		s.schema, s.untilNamed = nil, false
-	}
-	tbl := s.tables[e.TableID]
-	if tbl == nil || tbl.db+"."+tbl.name != name || !tbl.sameShape(e.Table) {
-		var err error
-		if s.schema != nil && len(e.Table.ColumnName) == 0 {
-			tbl, err = trackedTable(e.Table, s.schema.def(string(e.Table.Schema), string(e.Table.Table)), topic, s.excluded[name], s.charsetOf)
-		} else {
-			tbl, err = newTable(e.Table, topic, s.excluded[name], s.charsetOf)
-		}
-		if err != nil {
-			return &FatalError{fmt.Errorf("at %s:%d: %w", s.file, h.LogPos, err)}
-		}
-		s.tables[e.TableID] = tbl
+	tbl, err := s.tableOf(h, e, name, topic)
+	if err != nil {
+		return err
 	}
 	if !fullImage(e.ColumnBitmap1, int(e.ColumnCount)) || (e.ColumnBitmap2 != nil && !fullImage(e.ColumnBitmap2, int(e.ColumnCount))) {
 		return fatalf("row image of %s at %s:%d is not FULL (a session set binlog_row_image=MINIMAL or NOBLOB?): readside would publish incomplete rows. Set it back to FULL and re-snapshot %s", name, s.file, h.LogPos, name)
@@ -46,36 +31,73 @@ func (s *stream) rows(ctx context.Context, h *replication.EventHeader, e *replic
 	if err := s.touched(tbl, e.Rows); err != nil {
 		return &FatalError{err}
 	}
-	src := s.source(h)
-	var op Op
-	step := 1
-	switch h.EventType {
-	case replication.WRITE_ROWS_EVENTv0, replication.WRITE_ROWS_EVENTv1, replication.WRITE_ROWS_EVENTv2, replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1:
-		op = OpCreate
-	case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2, replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1:
-		op, step = OpUpdate, 2
-	case replication.DELETE_ROWS_EVENTv0, replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2, replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
-		op = OpDelete
-	default:
+	op, step := rowsOp(h.EventType)
+	if step == 0 {
 		return fatalf("unknown rows event %s for %s at %s:%d", h.EventType, name, s.file, h.LogPos)
 	}
-	for i := 0; i+step <= len(e.Rows); i += step {
+	return s.emitRows(ctx, h, tbl, op, step, e.Rows)
+}
+
+// tableOf is the table of a rows event, built again from its table map
+// when the table id is new or its shape changed.
+func (s *stream) tableOf(h *replication.EventHeader, e *replication.RowsEvent, name, topic string) (*table, error) {
+	if s.untilNamed && len(e.Table.ColumnName) > 0 {
+		// binlog_row_metadata is global: every event from here on names
+		// its columns, so checkpoints from here on need no history.
+		s.t.log.Info("the binlog names columns from here on (binlog_row_metadata=FULL): schema history no longer used", "position", fmt.Sprintf("%s:%d", s.file, h.LogPos))
+		s.schema, s.untilNamed = nil, false
+	}
+	tbl := s.tables[e.TableID]
+	if tbl != nil && tbl.db+"."+tbl.name == name && tbl.sameShape(e.Table) {
+		return tbl, nil
+	}
+	var err error
+	if s.schema != nil && len(e.Table.ColumnName) == 0 {
+		tbl, err = trackedTable(e.Table, s.schema.def(string(e.Table.Schema), string(e.Table.Table)), topic, s.excluded[name], s.charsetOf)
+	} else {
+		tbl, err = newTable(e.Table, topic, s.excluded[name], s.charsetOf)
+	}
+	if err != nil {
+		return nil, &FatalError{fmt.Errorf("at %s:%d: %w", s.file, h.LogPos, err)}
+	}
+	s.tables[e.TableID] = tbl
+	return tbl, nil
+}
+
+// rowsOp is the change a rows event type makes and how many row images
+// each change has; step 0 for a type that is not a rows event.
+func rowsOp(t replication.EventType) (op Op, step int) {
+	switch t {
+	case replication.WRITE_ROWS_EVENTv0, replication.WRITE_ROWS_EVENTv1, replication.WRITE_ROWS_EVENTv2, replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1:
+		return OpCreate, 1
+	case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2, replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1:
+		return OpUpdate, 2
+	case replication.DELETE_ROWS_EVENTv0, replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2, replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
+		return OpDelete, 1
+	}
+	return 0, 0
+}
+
+// emitRows publishes the changes of the row images of one rows event.
+func (s *stream) emitRows(ctx context.Context, h *replication.EventHeader, tbl *table, op Op, step int, rows [][]any) error {
+	src := s.source(h)
+	for i := 0; i+step <= len(rows); i += step {
 		version := s.clock.Next(h.Timestamp)
 		var err error
 		switch {
 		case op == OpCreate:
-			err = s.emit(ctx, tbl, src, OpCreate, version, nil, e.Rows[i])
+			err = s.emit(ctx, tbl, src, OpCreate, version, nil, rows[i])
 		case op == OpDelete:
-			err = s.emit(ctx, tbl, src, OpDelete, version, e.Rows[i], nil)
-		case tbl.keyChanged(e.Rows[i], e.Rows[i+1]):
+			err = s.emit(ctx, tbl, src, OpDelete, version, rows[i], nil)
+		case tbl.keyChanged(rows[i], rows[i+1]):
 			// A primary key change is a delete of the old key and a create
 			// of the new one, with one version: they may land in different
 			// partitions and the version guard makes their order irrelevant.
-			if err = s.emit(ctx, tbl, src, OpDelete, version, e.Rows[i], nil); err == nil {
-				err = s.emit(ctx, tbl, src, OpCreate, version, nil, e.Rows[i+1])
+			if err = s.emit(ctx, tbl, src, OpDelete, version, rows[i], nil); err == nil {
+				err = s.emit(ctx, tbl, src, OpCreate, version, nil, rows[i+1])
 			}
 		default:
-			err = s.emit(ctx, tbl, src, OpUpdate, version, e.Rows[i], e.Rows[i+1])
+			err = s.emit(ctx, tbl, src, OpUpdate, version, rows[i], rows[i+1])
 		}
 		if err != nil {
 			return err

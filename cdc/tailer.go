@@ -122,21 +122,46 @@ func (t *Tailer) run(ctx context.Context) error {
 		return err
 	}
 	defer src.Close()
+	env, err := t.checkSource(ctx, src)
+	if err != nil {
+		return err
+	}
+	pub, err := newPublisher(t.brokers, t.cfg.TransactionalID(), CheckpointTopic(t.cfg.Kafka.TopicPrefix), t.cfg.Kafka.MaxMessageBytes, compression.Option(t.cfg.Kafka.Compression), kafkalog.New(t.log.With("component", "kafka")))
+	if err != nil {
+		return err
+	}
+	defer pub.Close()
+	if t.cfg.Kafka.Embedded {
+		pub.separateCheckpoints()
+	}
+	if !env.full {
+		pub.keepSchemaHistory(SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix))
+	}
+	env.pub = pub
+	if env.partitions, err = pub.ensureTopics(ctx, env.topics, t.cfg.Kafka.Partitions, t.cfg.Kafka.ReplicationFactor, t.cfg.Kafka.MaxMessageBytes); err != nil {
+		return err
+	}
+	return t.streamUntilStopped(ctx, env)
+}
+
+// checkSource checks the source's settings and tables and reads what every
+// stream of this Run shares from it.
+func (t *Tailer) checkSource(ctx context.Context, src *sourceDB) (*runEnv, error) {
 	missing, err := src.checkTables(ctx, t.cfg.Source.Tables)
 	if err := errors.Join(src.checkSettings(ctx), err); err != nil {
-		return &FatalError{err}
+		return nil, &FatalError{err}
 	}
 	if len(missing) > 0 {
 		t.log.Warn("captured tables do not exist on the source now; their changes are published if they appear in the binlog", "tables", missing)
 	}
 	if err := src.ensureSignalTables(ctx, t.cfg.Source.Snapshot.SignalDB); err != nil {
 		if t.cfg.Source.Snapshot.Mode == "initial" {
-			return &FatalError{err}
+			return nil, &FatalError{err}
 		}
 		t.log.Warn("snapshots unavailable", "err", err)
 	}
 	if err := t.preflightServerID(ctx, src); err != nil {
-		return err
+		return nil, err
 	}
 	if ret, err := src.retentionSeconds(ctx); err == nil {
 		t.retention.Store(ret)
@@ -145,62 +170,27 @@ func (t *Tailer) run(ctx context.Context) error {
 	}
 	charsets, err := src.charsets(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	full, rowMetadata, err := src.rowMetadataFull(ctx)
 	if err != nil {
-		return err
-	}
-	// The databases whose schema readside tracks itself: without FULL
-	// metadata, or with it while the binlog after the checkpoint was
-	// written before the switch to FULL (prepareStream).
-	var trackedDBs []string
-	for _, name := range t.cfg.Source.Tables {
-		db, _, _ := config.SplitTable(name)
-		if !slices.Contains(trackedDBs, db) {
-			trackedDBs = append(trackedDBs, db)
-		}
+		return nil, err
 	}
 	if !full {
 		t.log.Warn("the binlog does not name columns: readside tracks the schema itself (information_schema snapshot plus DDL from the binlog); "+
 			"binlog_row_metadata=FULL is more robust (docs/operations.md, \"schema history\")", "binlog_row_metadata", rowMetadata)
 	}
-	pub, err := newPublisher(t.brokers, t.cfg.TransactionalID(), CheckpointTopic(t.cfg.Kafka.TopicPrefix), t.cfg.Kafka.MaxMessageBytes, compression.Option(t.cfg.Kafka.Compression), kafkalog.New(t.log.With("component", "kafka")))
-	if err != nil {
-		return err
-	}
-	defer pub.Close()
-	pub.separateCheckpoint = t.cfg.Kafka.Embedded
-	if !full {
-		pub.historyTopic = SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix)
-	}
-	captured := map[string]string{}
-	var topics []string
-	for _, name := range t.cfg.Source.Tables {
-		db, tbl, _ := config.SplitTable(name)
-		captured[name] = TopicFor(t.cfg.Kafka.TopicPrefix, db, tbl)
-		topics = append(topics, captured[name])
-	}
-	partitions, err := pub.ensureTopics(ctx, topics, t.cfg.Kafka.Partitions, t.cfg.Kafka.ReplicationFactor, t.cfg.Kafka.MaxMessageBytes)
-	if err != nil {
-		return err
-	}
-	excluded := map[string]map[string]bool{}
-	for _, c := range t.cfg.Source.ExcludeColumns {
-		i := strings.LastIndexByte(c, '.')
-		if excluded[c[:i]] == nil {
-			excluded[c[:i]] = map[string]bool{}
-		}
-		excluded[c[:i]][c[i+1:]] = true
-	}
+	env := &runEnv{src: src, charsets: charsets, missing: missing, full: full}
+	env.capture(t.cfg)
+	return env, nil
+}
 
-	env := &runEnv{src: src, pub: pub, captured: captured, partitions: partitions, excluded: excluded, charsets: charsets,
-		missing: missing, full: full, trackedDBs: trackedDBs}
+// streamUntilStopped runs streams until ctx is cancelled or one fails for
+// good. Everything it retries is transient: the source or the brokers
+// being away for a while (a restart, a failover) is not a reason to exit.
+func (t *Tailer) streamUntilStopped(ctx context.Context, env *runEnv) error {
 	backoff := 100 * time.Millisecond
 	for {
-		// Everything from here on is retried when transient: the source or
-		// the brokers being away for a while (a restart, a failover) is not
-		// a reason to exit.
 		s, err := t.prepareStream(ctx, env)
 		started := time.Now()
 		if err == nil {
@@ -209,24 +199,8 @@ func (t *Tailer) run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		var fatal *FatalError
-		switch {
-		case errors.As(err, &fatal):
-			t.metrics.errors.Inc()
+		if err := t.lasting(err); err != nil {
 			return err
-		case startup.IsConfigError(err):
-			// A missing grant or a refused user stays so: retrying
-			// would hide it behind WARN lines forever.
-			t.metrics.errors.Inc()
-			return &FatalError{&startup.ConfigError{What: "source", Msg: startup.Fix(err, "source.dsn"), Err: err}}
-		case fenced(err):
-			return fatalf("another tailer took over transactional id %s (two instances running?): %w", t.cfg.TransactionalID(), err)
-		case errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge):
-			// Retrying cannot help: the same record comes again.
-			t.metrics.errors.Inc()
-			return fatalf("the brokers refused a change event as too large (%w). readside only publishes events within kafka.max_message_bytes (%d) and sets the topics' max.message.bytes to match, "+
-				"so a broker limit is lower: raise the brokers' message.max.bytes and socket.request.max.bytes (and replica.fetch.max.bytes on old Kafka) above it, or lower kafka.max_message_bytes "+
-				"(a larger row then stops the tailer naming its key; exclude its large columns with source.exclude_columns)", err, t.cfg.Kafka.MaxMessageBytes)
 		}
 		t.metrics.errors.Inc()
 		t.metrics.reconnects.Inc()
@@ -243,15 +217,65 @@ func (t *Tailer) run(ctx context.Context) error {
 	}
 }
 
+// lasting returns the fatal error a stream's error stands for, or nil when
+// a new stream may succeed.
+func (t *Tailer) lasting(err error) error {
+	var fatal *FatalError
+	switch {
+	case errors.As(err, &fatal):
+		t.metrics.errors.Inc()
+		return err
+	case startup.IsConfigError(err):
+		// A missing grant or a refused user stays so: retrying
+		// would hide it behind WARN lines forever.
+		t.metrics.errors.Inc()
+		return &FatalError{&startup.ConfigError{What: "source", Msg: startup.Fix(err, "source.dsn"), Err: err}}
+	case fenced(err):
+		return fatalf("another tailer took over transactional id %s (two instances running?): %w", t.cfg.TransactionalID(), err)
+	case errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge):
+		// Retrying cannot help: the same record comes again.
+		t.metrics.errors.Inc()
+		return fatalf("the brokers refused a change event as too large (%w). readside only publishes events within kafka.max_message_bytes (%d) and sets the topics' max.message.bytes to match, "+
+			"so a broker limit is lower: raise the brokers' message.max.bytes and socket.request.max.bytes (and replica.fetch.max.bytes on old Kafka) above it, or lower kafka.max_message_bytes "+
+			"(a larger row then stops the tailer naming its key; exclude its large columns with source.exclude_columns)", err, t.cfg.Kafka.MaxMessageBytes)
+	}
+	return nil
+}
+
 // runEnv is what every stream of one Run shares.
 type runEnv struct {
 	src        *sourceDB
 	pub        *publisher
-	captured   map[string]string
+	captured   map[string]string // db.table -> topic
+	topics     []string          // in source.tables order
 	partitions map[string]int
 	excluded   map[string]map[string]bool
 	charsets   map[uint64]string
 	missing    []string // captured tables absent at start
 	full       bool     // binlog_row_metadata=FULL
 	trackedDBs []string // databases whose schema readside tracks (not full)
+}
+
+// capture fills in the captured tables, their topics, their excluded
+// columns and the databases whose schema readside tracks itself: without
+// FULL metadata, or with it while the binlog after the checkpoint was
+// written before the switch to FULL (prepareStream).
+func (env *runEnv) capture(cfg config.Config) {
+	env.captured = map[string]string{}
+	for _, name := range cfg.Source.Tables {
+		db, tbl, _ := config.SplitTable(name)
+		env.captured[name] = TopicFor(cfg.Kafka.TopicPrefix, db, tbl)
+		env.topics = append(env.topics, env.captured[name])
+		if !slices.Contains(env.trackedDBs, db) {
+			env.trackedDBs = append(env.trackedDBs, db)
+		}
+	}
+	env.excluded = map[string]map[string]bool{}
+	for _, c := range cfg.Source.ExcludeColumns {
+		i := strings.LastIndexByte(c, '.')
+		if env.excluded[c[:i]] == nil {
+			env.excluded[c[:i]] = map[string]bool{}
+		}
+		env.excluded[c[:i]][c[i+1:]] = true
+	}
 }
