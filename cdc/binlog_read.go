@@ -117,6 +117,8 @@ func (s *stream) readsRows(tm *replication.TableMapEvent) bool {
 	return ok
 }
 
+// isSignal reports a table of the snapshot signal database (watermarks,
+// requests).
 func (s *stream) isSignal(tm *replication.TableMapEvent) bool {
 	if string(tm.Schema) != s.t.cfg.Source.Snapshot.SignalDB {
 		return false

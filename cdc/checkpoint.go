@@ -105,7 +105,7 @@ func readCheckpoint(ctx context.Context, adm *kadm.Client, brokers []string, top
 	// aborted transaction at the end of the log has its records filtered
 	// out, and the embedded broker (kfake) aborts a transaction left open
 	// by a crash without writing an abort marker, so waiting to *see* the
-	// last offset hung the restart forever (TestEmbeddedBrokerKill9).
+	// last offset would hang the restart forever (TestEmbeddedBrokerKill9).
 	last, err := readLastValue(ctx, adm, brokers, topic, txnID, end.Offset)
 	if err != nil {
 		return Checkpoint{}, false, err

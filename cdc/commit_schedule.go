@@ -63,9 +63,10 @@ const (
 	commitDue                           // commit now (waiting for a running one first)
 )
 
-// completed records the end of a source transaction at pos (the position
-// keeps its file/offset when pos has none: with GTIDs the set is the
-// position), committed on the source at ts.
+// completed records the end of a source transaction at file:offset,
+// committed on the source at ts. Offset 0 (an event without one, on a GTID
+// source whose set is the position) keeps the last known file/offset:
+// resuming at 0 would replay the file.
 func (c *commitScheduler) completed(now time.Time, file string, offset uint32, ts int64) {
 	if c.txns == 0 {
 		c.since = now

@@ -5,9 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	pmysql "github.com/pingcap/tidb/pkg/parser/mysql"
-
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	pmysql "github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/types"
 )
 
