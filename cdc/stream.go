@@ -108,6 +108,8 @@ type readError struct{ err error }
 func (e *readError) Error() string { return e.err.Error() }
 func (e *readError) Unwrap() error { return e.err }
 
+// run streams from the checkpoint until an error, or until ctx ends (then
+// it commits what is complete).
 func (s *stream) run(ctx context.Context) (err error) {
 	stagesCtx, stop := context.WithCancel(ctx)
 	g, stages := errgroup.WithContext(stagesCtx)
