@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/readside/readside/config"
 )
 
 // TestEventQueueGivesUpWhenStreamEnds: the read stage hands events to a
@@ -52,5 +53,37 @@ func TestWatch(t *testing.T) {
 	cancel()
 	if err := watch(ended, replication.NewBinlogStreamer()); err != nil {
 		t.Errorf("stream over: %v, want nil (the stage that ended it has the error)", err)
+	}
+}
+
+// TestProcessTakesUpCommitWhileIdle: the process stage wakes when a
+// background commit is over, even with no event to read, so a failed
+// commit restarts the stream from the checkpoint in Kafka at once rather
+// than at the next source write.
+func TestProcessTakesUpCommitWhileIdle(t *testing.T) {
+	var cfg config.Config
+	cfg.Kafka.CommitEvery, cfg.Kafka.CommitInterval = 100, time.Hour
+	running := &pendingCommit{done: make(chan struct{})}
+	s := &stream{t: &Tailer{cfg: cfg, now: time.Now}, pub: &publisher{inflight: running},
+		src: &sourceDB{}, clock: NewClock(0), sched: newCommitScheduler(cfg.Kafka)}
+	events := make(chan *replication.BinlogEvent)
+	done := make(chan error, 1)
+	go func() { done <- s.process(t.Context(), t.Context(), events) }()
+	// A heartbeat, then a pause: the stage is then most likely waiting in
+	// its select, the place this guards, rather than about to look at
+	// the commit before reading (a slow box only makes the test weaker).
+	events <- &replication.BinlogEvent{Header: &replication.EventHeader{}, Event: &replication.HeartbeatEvent{}}
+	time.Sleep(50 * time.Millisecond)
+
+	failed := errors.New("committing Kafka transaction: broker gone")
+	running.err = failed
+	close(running.done)
+	select {
+	case err := <-done:
+		if !errors.Is(err, failed) {
+			t.Fatalf("process: %v, want the failed commit's error", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("an idle stream did not take up its failed background commit")
 	}
 }
