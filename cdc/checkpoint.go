@@ -1,11 +1,17 @@
 package cdc
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Checkpoint is the tailer's durable state: the position after the last
@@ -65,4 +71,131 @@ func decodeCheckpoint(b []byte) (Checkpoint, error) {
 		return Checkpoint{}, fmt.Errorf("%w: %v", ErrCorruptCheckpoint, err)
 	}
 	return c, nil
+}
+
+// ReadCheckpoint reads the newest committed checkpoint of the tailer with
+// transactional id txnID from the checkpoint topic, without joining or
+// fencing anything: for `readside status` and processes that run no
+// tailer. found is false when there is none.
+func ReadCheckpoint(ctx context.Context, brokers []string, topic, txnID string) (cp Checkpoint, found bool, err error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return Checkpoint{}, false, err
+	}
+	defer cl.Close()
+	return readCheckpoint(ctx, kadm.NewClient(cl), brokers, topic, txnID)
+}
+
+// readCheckpoint reads the last committed record keyed txnID in the
+// checkpoint topic.
+func readCheckpoint(ctx context.Context, adm *kadm.Client, brokers []string, topic, txnID string) (Checkpoint, bool, error) {
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("listing end offsets of %s: %w", topic, err)
+	}
+	end, ok := ends.Lookup(topic, 0)
+	if !ok || end.Err != nil {
+		return Checkpoint{}, false, fmt.Errorf("end offset of %s: %v", topic, end.Err)
+	}
+	if end.Offset == 0 {
+		return Checkpoint{}, false, nil
+	}
+	// Read committed records up to the end with raw fetches, so the read
+	// position is known even across records that are never returned: an
+	// aborted transaction at the end of the log has its records filtered
+	// out, and the embedded broker (kfake) aborts a transaction left open
+	// by a crash without writing an abort marker, so waiting to *see* the
+	// last offset would hang the restart forever (TestEmbeddedBrokerKill9).
+	last, err := readLastValue(ctx, adm, brokers, topic, txnID, end.Offset)
+	if err != nil {
+		return Checkpoint{}, false, err
+	}
+	if last == nil {
+		return Checkpoint{}, false, nil
+	}
+	cp, err := decodeCheckpoint(last)
+	if err != nil {
+		// Fatal: retrying would read the same record again.
+		return Checkpoint{}, false, &FatalError{fmt.Errorf("%w in topic %s for %s: refusing to guess a position; restore it or delete the record and re-snapshot", err, topic, txnID)}
+	}
+	return cp, true, nil
+}
+
+// readLastValue returns the value of the last committed record keyed key
+// in partition 0 of topic below end, reading with read_committed fetches
+// whose next offset comes from the fetched batches themselves.
+func readLastValue(ctx context.Context, adm *kadm.Client, brokers []string, topic, key string, end int64) ([]byte, error) {
+	md, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("metadata of %s: %w", topic, err)
+	}
+	td, ok := md.Topics[topic]
+	if !ok || td.Err != nil || len(td.Partitions) == 0 {
+		return nil, fmt.Errorf("metadata of %s: %v", topic, td.Err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var offset int64
+	if starts, err := adm.ListStartOffsets(ctx, topic); err == nil {
+		if so, ok := starts.Lookup(topic, 0); ok && so.Err == nil {
+			offset = so.Offset
+		}
+	}
+	var last []byte
+	for offset < end {
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxWaitMillis = 500
+		req.MinBytes = 1
+		req.IsolationLevel = 1 // read_committed
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = topic, td.ID
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 0, offset, 8<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		// The partition's leader, looked up again on every round: it may
+		// move while the read goes on.
+		leader := td.Partitions[0].Leader
+		if md, err := adm.Metadata(ctx, topic); err == nil {
+			if p, ok := md.Topics[topic].Partitions[0]; ok {
+				leader = p.Leader
+			}
+		}
+		resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", topic, err)
+		}
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", topic, err)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return nil, fmt.Errorf("reading %s: unexpected fetch response shape", topic)
+		}
+		fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: offset, IsolationLevel: kgo.ReadCommitted(), Topic: topic},
+			&resp.Topics[0].Partitions[0], kgo.DefaultDecompressor(), nil)
+		if fp.Err != nil {
+			switch {
+			case errors.Is(fp.Err, kerr.NotLeaderForPartition), errors.Is(fp.Err, kerr.UnknownLeaderEpoch), errors.Is(fp.Err, kerr.LeaderNotAvailable):
+				time.Sleep(100 * time.Millisecond)
+				continue // the leader moved: look it up again
+			case errors.Is(fp.Err, kerr.OffsetOutOfRange) && fp.LogStartOffset > offset:
+				offset = fp.LogStartOffset // the log start moved on
+				continue
+			}
+			return nil, fmt.Errorf("reading %s at offset %d: %w", topic, offset, fp.Err)
+		}
+		for _, r := range fp.Records {
+			if string(r.Key) == key {
+				last = r.Value
+			}
+		}
+		// Nothing readable yet (an open transaction holds the last
+		// stable offset back) leaves next where it was: fetch again,
+		// the broker waits MaxWaitMillis for it.
+		offset = max(offset, next)
+	}
+	return last, nil
 }

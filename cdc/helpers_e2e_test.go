@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -151,4 +152,31 @@ func decodeFetches(t *testing.T, fetches kgo.Fetches) []testEvent {
 
 func contextWithTimeout(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(t.Context(), d)
+}
+
+// privateSourceTable starts a private MariaDB (opts), creates a database
+// named from dbPrefix with the table createTable (its %s is the database)
+// and returns the source, the database, a tailer config capturing the
+// table and run, which starts a tailer and waits until it is streaming.
+// run reads *cfg when called: tests change the config between runs.
+func privateSourceTable(t *testing.T, bed *testbed.Bed, name, dbPrefix, createTable string, opts testbed.MariaDBOptions) (src *testbed.MySQL, db string, cfg *config.Config, run func() (stop func() error)) {
+	t.Helper()
+	ctx := t.Context()
+	src, _ = startPrivate(t, name, opts)
+	db, err := src.CreateDatabase(ctx, dbPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Exec(ctx, fmt.Sprintf(createTable, db)); err != nil {
+		t.Fatal(err)
+	}
+	c := tailerConfig(t, bed, db+".t")
+	c.Source.DSN = config.Secret(src.ReplDSN())
+	cfg = &c
+	run = func() (stop func() error) {
+		stop = startTailer(t, *cfg)
+		waitForTailerOn(t, bed, src, *cfg)
+		return stop
+	}
+	return src, db, cfg, run
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 )
 
@@ -21,22 +20,9 @@ func TestSwitchToFullMetadataBehind(t *testing.T) {
 		t.Skip("needs a private MariaDB")
 	}
 	ctx := t.Context()
-	src, _ := startPrivate(t, "minimal2full", testbed.MariaDBOptions{Args: []string{"--binlog-row-metadata=MINIMAL"}})
-	db, err := src.CreateDatabase(ctx, "m2f")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := src.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.t (id INT PRIMARY KEY, a INT, e ENUM('x','y'))", db)); err != nil {
-		t.Fatal(err)
-	}
-	cfg := tailerConfig(t, bed, db+".t")
-	cfg.Source.DSN = config.Secret(src.ReplDSN())
+	src, db, cfg, run := privateSourceTable(t, bed, "minimal2full", "m2f", "CREATE TABLE `%s`.t (id INT PRIMARY KEY, a INT, e ENUM('x','y'))",
+		testbed.MariaDBOptions{Args: []string{"--binlog-row-metadata=MINIMAL"}})
 	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "t"))
-	run := func() (stop func() error) {
-		stop = startTailer(t, cfg)
-		waitForTailerOn(t, bed, src, cfg)
-		return stop
-	}
 	if err := run()(); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +37,7 @@ func TestSwitchToFullMetadataBehind(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	stop := startTailer(t, cfg)
+	stop := startTailer(t, *cfg)
 	// Per key, in order (keys sit in different partitions).
 	want := map[string]string{
 		"1": "[map[a:10 e:x id:1] map[b:11 e:x id:1]]",
@@ -71,14 +57,14 @@ func TestSwitchToFullMetadataBehind(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	if cp := lastCheckpoint(t, bed, cfg); cp.SchemaHistory {
+	if cp := lastCheckpoint(t, bed, *cfg); cp.SchemaHistory {
 		t.Errorf("checkpoint %s past the switch to FULL still claims a schema history: the history would be kept forever", cp.Position)
 	}
 	// Past the switch: a restart decodes by the binlog's names alone.
 	if err := src.Exec(ctx, fmt.Sprintf("INSERT INTO `%s`.t VALUES (4, 40, 'x')", db)); err != nil {
 		t.Fatal(err)
 	}
-	stop = startTailer(t, cfg)
+	stop = startTailer(t, *cfg)
 	if e := cons.next(1, 90*time.Second)[0]; fmt.Sprint(e.After) != "map[b:40 e:x id:4]" {
 		t.Errorf("after a restart past the switch: %v", e.After)
 	}

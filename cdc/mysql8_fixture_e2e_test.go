@@ -201,7 +201,8 @@ func fixtureStream(t *testing.T, bed *testbed.Bed) (*stream, *consumer) {
 	}
 	s := &stream{t: tl, pub: pub, src: &sourceDB{flavor: "mysql", serverID: fixtureServerID}, cp: Checkpoint{Position: start},
 		clock: NewClock(0), captured: map[string]string{"shop.docs": topic}, partitions: partitions,
-		charsets: map[uint64]string{255: "utf8mb4"}, tables: map[uint64]*table{}, gtids: gtids, file: start.File, pendingPos: start}
+		charsets: map[uint64]string{255: "utf8mb4"}, tables: map[uint64]*table{}, gtids: gtids, file: start.File, sched: newCommitScheduler(cfg.Kafka)}
+	s.sched.pos = start
 	return s, newConsumer(t, bed, topic)
 }
 

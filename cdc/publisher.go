@@ -23,8 +23,8 @@ import (
 //
 // A commit runs in the background (commitAsync) so the binlog keeps being
 // read and encoded meanwhile: the records produced during it are held
-// (bounded) and open the next transaction once it is done. A backlog drain
-// spent a third of its time stalled in commits before this.
+// (bounded) and open the next transaction once it is done (a backlog drain
+// that waited for each commit would spend a third of its time stalled).
 type publisher struct {
 	cl              *kgo.Client
 	adm             *kadm.Client
@@ -51,14 +51,18 @@ type publisher struct {
 
 // pendingCommit is a commit running in the background.
 type pendingCommit struct {
-	// done is cancelled when the commit is over, err set before: a
-	// context rather than a channel so a waiting stream can wake on it
-	// (stream.run).
-	done context.Context
+	done chan struct{} // closed when the commit is over, err set before
 	err  error
 }
 
-func (c *pendingCommit) finished() bool { return c.done.Err() != nil }
+func (c *pendingCommit) finished() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
 
 // Records held while a commit runs are bounded like the producer's own
 // buffer; past this, producing waits for the commit.
@@ -113,6 +117,39 @@ func newPublisher(brokers []string, txnID, checkpointTopic string, maxMessageByt
 }
 
 func (p *publisher) Close() { p.cl.Close() }
+
+// separateCheckpoints commits every checkpoint in a transaction of its own
+// after the events' (the embedded broker; see commitAsync).
+func (p *publisher) separateCheckpoints() { p.separateCheckpoint = true }
+
+// keepSchemaHistory makes topic the schema history's: ensureTopics creates
+// it, loadSchemaHistory and produceSchemaHistory use it.
+func (p *publisher) keepSchemaHistory(topic string) { p.historyTopic = topic }
+
+// batch is the publisher's side of the next commit: how many records it
+// holds (sent in the open transaction, or held while a commit runs) and
+// when the first of them was produced.
+func (p *publisher) batch() (records int, since time.Time) { return p.records, p.txnStart }
+
+// committing reports a commit running in the background, or over with its
+// outcome not yet taken up by settle.
+func (p *publisher) committing() bool { return p.inflight != nil }
+
+// commitRunning reports a commit still running in the background.
+func (p *publisher) commitRunning() bool { return p.inflight != nil && !p.inflight.finished() }
+
+// commitOver reports a background commit that is over, its outcome not yet
+// taken up by settle.
+func (p *publisher) commitOver() bool { return p.inflight != nil && p.inflight.finished() }
+
+// commitDone is closed when the background commit is over; nil (never
+// ready in a select) when none runs.
+func (p *publisher) commitDone() <-chan struct{} {
+	if p.inflight == nil {
+		return nil
+	}
+	return p.inflight.done
+}
 
 // ensureTopics creates the table topics and the checkpoint topic when they
 // do not exist and returns every topic's partition count. Topics are
@@ -241,7 +278,7 @@ func (p *publisher) settle(ctx context.Context) error {
 		return nil
 	}
 	select {
-	case <-c.done.Done():
+	case <-c.done:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -302,15 +339,14 @@ func (p *publisher) commitAsync(ctx context.Context, cp Checkpoint, after func(t
 	}
 	p.inTxn, p.records = false, 0
 	begun := time.Now()
-	done, over := context.WithCancel(context.Background())
-	c := &pendingCommit{done: done}
+	c := &pendingCommit{done: make(chan struct{})}
 	p.inflight = c
 	// A commit of complete source transactions is let finish when the
 	// tailer is asked to stop, within a grace period.
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(20*time.Second, cancel) })
 	go func() {
-		defer over() // last: err is set (defers run last-in, first-out)
+		defer close(c.done) // last: err is set (defers run last-in, first-out)
 		defer cancel()
 		defer stop()
 		c.err = p.finish(cctx)
@@ -370,7 +406,7 @@ func (p *publisher) abort(ctx context.Context, cause error) error {
 	}
 	if c := p.inflight; c != nil {
 		select {
-		case <-c.done.Done():
+		case <-c.done:
 			if c.err != nil {
 				errs = append(errs, c.err)
 			}

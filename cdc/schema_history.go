@@ -48,6 +48,22 @@ func (tr *schemaTracker) records(topic, txnID string, keys []string) ([]*kgo.Rec
 	return out, nil
 }
 
+// produceSchemaHistory writes the history records of the given tracker
+// keys into the open Kafka transaction: they commit with the checkpoint
+// past the DDL they follow.
+func (p *publisher) produceSchemaHistory(ctx context.Context, tr *schemaTracker, keys []string) error {
+	recs, err := tr.records(p.historyTopic, p.txnID, keys)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if err := p.produce(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // allKeys lists every tracked database and table, for a snapshot.
 func (tr *schemaTracker) allKeys() []string {
 	var keys []string
@@ -61,7 +77,8 @@ func (tr *schemaTracker) allKeys() []string {
 }
 
 // loadSchemaHistory fills tr from this tailer's committed history records.
-func (p *publisher) loadSchemaHistory(ctx context.Context, topic string, tr *schemaTracker) error {
+func (p *publisher) loadSchemaHistory(ctx context.Context, tr *schemaTracker) error {
+	topic := p.historyTopic
 	prefix := p.txnID + "\x00"
 	var errs []error
 	err := p.readCommitted(ctx, topic, func(r *kgo.Record) {
@@ -438,7 +455,7 @@ func (t *Tailer) prepareSchema(ctx context.Context, src *sourceDB, pub *publishe
 		return nil, nil, cp, err
 	}
 	if found && cp.SchemaHistory {
-		if err := pub.loadSchemaHistory(ctx, pub.historyTopic, tr); err != nil {
+		if err := pub.loadSchemaHistory(ctx, tr); err != nil {
 			return nil, nil, cp, &FatalError{err}
 		}
 	}
@@ -451,18 +468,37 @@ func (t *Tailer) prepareSchema(ctx context.Context, src *sourceDB, pub *publishe
 	if len(missing) == 0 {
 		return tr, nil, cp, nil
 	}
+	snap, cp, err := snapshotUntracked(ctx, src, cp, found, missing)
+	if err != nil {
+		return nil, nil, cp, err
+	}
+	for db := range snap.dbs {
+		tr.dbCharset[db] = snap.dbCharset[db]
+	}
+	for k, def := range snap.tables {
+		tr.tables[k] = def
+	}
+	t.log.Info("schema history: read the captured databases' schema from information_schema", "databases", missing, "tables", len(snap.tables), "position", cp.Position)
+	return tr, snap.allKeys(), cp, nil
+}
+
+// snapshotUntracked reads the schema of the databases missing from the
+// history from information_schema, and checks that it is the schema at
+// cp: no DDL ran on them between cp and the snapshot. Without a checkpoint
+// the stream starts at the snapshot (cp's position moves there).
+func snapshotUntracked(ctx context.Context, src *sourceDB, cp Checkpoint, found bool, missing []string) (*schemaTracker, Checkpoint, error) {
 	for attempt := 1; ; attempt++ {
 		snap := newSchemaTracker(src.flavor, missing)
 		before, err := src.currentPosition(ctx)
 		if err != nil {
-			return nil, nil, cp, err
+			return nil, cp, err
 		}
 		if err := src.snapshotSchema(ctx, snap); err != nil {
-			return nil, nil, cp, err
+			return nil, cp, err
 		}
 		after, err := src.currentPosition(ctx)
 		if err != nil {
-			return nil, nil, cp, err
+			return nil, cp, err
 		}
 		from := cp.Position
 		if !found {
@@ -472,33 +508,26 @@ func (t *Tailer) prepareSchema(ctx context.Context, src *sourceDB, pub *publishe
 		if errors.Is(err, ErrPurged) {
 			// E.g. a checkpoint from another server (failover) or purged
 			// binlogs: the DDL between cannot be ruled out.
-			return nil, nil, cp, fatalf("readside has no schema history for database(s) %s at its checkpoint %s and cannot scan this source's binlog from there (%v) to rule out DDL since. "+
+			return nil, cp, fatalf("readside has no schema history for database(s) %s at its checkpoint %s and cannot scan this source's binlog from there (%v) to rule out DDL since. "+
 				"Fix: set binlog_row_metadata=FULL on the source and restart, or re-snapshot (docs/operations.md, \"schema history\")", strings.Join(missing, ", "), cp.Position, err)
 		}
 		if err != nil {
-			return nil, nil, cp, err
+			return nil, cp, err
 		}
 		if ddl != "" {
 			if !found && attempt < 5 {
 				continue // a DDL raced the snapshot: take it again
 			}
 			if !found {
-				return nil, nil, cp, fatalf("DDL kept changing the captured databases while readside read their schema (last: %q): retry when no DDL runs, or set binlog_row_metadata=FULL", ddl)
+				return nil, cp, fatalf("DDL kept changing the captured databases while readside read their schema (last: %q): retry when no DDL runs, or set binlog_row_metadata=FULL", ddl)
 			}
-			return nil, nil, cp, fatalf("readside has no schema history for database(s) %s at its checkpoint %s, and DDL ran on them since (%q), so the schema at the checkpoint is unknown. "+
+			return nil, cp, fatalf("readside has no schema history for database(s) %s at its checkpoint %s, and DDL ran on them since (%q), so the schema at the checkpoint is unknown. "+
 				"Fix: set binlog_row_metadata=FULL on the source and restart (the binlog then names the columns), or re-snapshot the affected tables (docs/operations.md, \"schema history\")",
 				strings.Join(missing, ", "), cp.Position, ddl)
 		}
 		if !found {
 			cp.Position = before
 		}
-		for db := range snap.dbs {
-			tr.dbCharset[db] = snap.dbCharset[db]
-		}
-		for k, def := range snap.tables {
-			tr.tables[k] = def
-		}
-		t.log.Info("schema history: read the captured databases' schema from information_schema", "databases", missing, "tables", len(snap.tables), "position", cp.Position)
-		return tr, snap.allKeys(), cp, nil
+		return snap, cp, nil
 	}
 }

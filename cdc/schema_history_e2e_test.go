@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 )
 
@@ -80,22 +79,8 @@ func TestSchemaHistoryFromFullCheckpoint(t *testing.T) {
 		t.Skip("needs a private MariaDB")
 	}
 	ctx := t.Context()
-	src, _ := startPrivate(t, "full2minimal", testbed.MariaDBOptions{})
-	db, err := src.CreateDatabase(ctx, "f2m")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := src.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.t (id INT PRIMARY KEY, a INT)", db)); err != nil {
-		t.Fatal(err)
-	}
-	cfg := tailerConfig(t, bed, db+".t")
-	cfg.Source.DSN = config.Secret(src.ReplDSN())
+	src, db, cfg, run := privateSourceTable(t, bed, "full2minimal", "f2m", "CREATE TABLE `%s`.t (id INT PRIMARY KEY, a INT)", testbed.MariaDBOptions{})
 	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "t"))
-	run := func() (stop func() error) {
-		stop = startTailer(t, cfg)
-		waitForTailerOn(t, bed, src, cfg)
-		return stop
-	}
 	if err := run()(); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +111,7 @@ func TestSchemaHistoryFromFullCheckpoint(t *testing.T) {
 		"SET GLOBAL binlog_row_metadata = MINIMAL"); err != nil {
 		t.Fatal(err)
 	}
-	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil)
+	tl, err := New(*cfg, cfg.Kafka.Brokers, testLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -259,9 +259,11 @@ func TestCommitDueWhileOneRuns(t *testing.T) {
 	newStream := func(records int) *stream {
 		var cfg config.Config
 		cfg.Kafka.CommitEvery, cfg.Kafka.CommitInterval = 100, time.Hour
-		running := &pendingCommit{done: context.Background()} // never over
-		return &stream{t: &Tailer{cfg: cfg, now: time.Now}, pub: &publisher{inflight: running, records: records},
-			src: &sourceDB{}, clock: NewClock(0), pendingTxns: 1, pendingSince: time.Now()}
+		running := &pendingCommit{done: make(chan struct{})} // never over
+		s := &stream{t: &Tailer{cfg: cfg, now: time.Now}, pub: &publisher{inflight: running, records: records},
+			src: &sourceDB{}, clock: NewClock(0), sched: newCommitScheduler(cfg.Kafka)}
+		s.sched.txns, s.sched.since = 1, time.Now()
+		return s
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -270,13 +272,13 @@ func TestCommitDueWhileOneRuns(t *testing.T) {
 	if err := s.maybeCommit(ctx, true); err != nil {
 		t.Fatalf("an idle-source commit while one runs: %v, want it deferred", err)
 	}
-	if !s.commitWanted || s.pendingTxns != 1 || s.pub.records != 10 {
-		t.Fatalf("deferred commit: wanted %v, pending %d, records %d; want true, 1, 10", s.commitWanted, s.pendingTxns, s.pub.records)
+	if !s.sched.wanted || s.sched.txns != 1 || s.pub.records != 10 {
+		t.Fatalf("deferred commit: wanted %v, pending %d, records %d; want true, 1, 10", s.sched.wanted, s.sched.txns, s.pub.records)
 	}
 	// Deferred, it is due at the next transaction end whatever the time.
 	s.txnBegun = true
-	if err := s.maybeCommit(ctx, false); err != nil || s.pendingTxns != 1 {
-		t.Fatalf("inside a source transaction: %v, pending %d; want nothing done", err, s.pendingTxns)
+	if err := s.maybeCommit(ctx, false); err != nil || s.sched.txns != 1 {
+		t.Fatalf("inside a source transaction: %v, pending %d; want nothing done", err, s.sched.txns)
 	}
 
 	full := newStream(100)
@@ -284,7 +286,7 @@ func TestCommitDueWhileOneRuns(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a full commit while one runs: %v, want it to wait for the running one (here until the deadline)", err)
 	}
-	if full.commitWanted {
+	if full.sched.wanted {
 		t.Fatal("a full commit was deferred")
 	}
 }

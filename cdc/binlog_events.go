@@ -1,0 +1,168 @@
+package cdc
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/readside/readside/config"
+)
+
+func (s *stream) handle(ctx context.Context, ev *replication.BinlogEvent) error {
+	h := ev.Header
+	s.t.heard()
+	switch e := ev.Event.(type) {
+	case *replication.RotateEvent:
+		s.file = string(e.NextLogName)
+	case *replication.MariadbGTIDEvent:
+		s.beginTxn(e.GTID.String(), !e.IsStandalone())
+	case *replication.GTIDEvent:
+		next, err := e.GTIDNext()
+		if err != nil {
+			return fatalf("decoding GTID event at %s:%d: %w", s.file, h.LogPos, err)
+		}
+		s.beginTxn(next.String(), false)
+	case *replication.QueryEvent:
+		return s.query(ctx, h, e)
+	case *replication.RowsEvent:
+		return s.rows(ctx, h, e)
+	case *replication.TransactionPayloadEvent:
+		// MySQL 8 binlog_transaction_compression: the whole transaction
+		// (BEGIN, table maps, rows, XID) is inside, its events written
+		// with LogPos 0. go-mysql stamps them with the payload's start
+		// and, on the last (the XID), its end; an unstamped one gets the
+		// end so a checkpoint never lands at offset 0.
+		for _, inner := range e.Events {
+			if inner.Header.LogPos == 0 {
+				inner.Header.LogPos = h.LogPos
+			}
+			if err := s.handle(ctx, inner); err != nil {
+				return err
+			}
+		}
+	case *replication.XIDEvent:
+		return s.endTxn(ctx, h)
+	case *replication.HeartbeatEvent:
+		// (go-mysql 1.16 decodes heartbeats to HeartbeatEvent, not
+		// GenericEvent.) The source has nothing newer: once everything
+		// read is committed to Kafka the tailer is caught up, and the
+		// binlog it needs is the one being written now.
+		if s.sched.txns == 0 && !s.inTxn() {
+			s.t.needsFrom.Store(s.t.now().Unix())
+			if !s.pub.committing() {
+				s.t.markCaughtUp()
+			}
+		}
+	}
+	return nil
+}
+
+func (s *stream) beginTxn(gtid string, begun bool) {
+	s.txnGTID, s.txnBegun, s.txnEvents = gtid, begun, 0
+}
+
+// endTxn records a complete source transaction and commits the Kafka
+// transaction when it is big or old enough.
+func (s *stream) endTxn(ctx context.Context, h *replication.EventHeader) error {
+	if s.txnGTID != "" && s.gtids != nil {
+		if err := s.gtids.Update(s.txnGTID); err != nil {
+			return fatalf("tracking GTID %s: %w", s.txnGTID, err)
+		}
+	}
+	if h.LogPos == 0 && s.gtids == nil {
+		// Offset 0 is the start of the file: resuming there would replay it.
+		return fatalf("transaction end at %s with no binlog offset (LogPos 0) on a source without GTIDs: readside cannot checkpoint after it. Enable GTIDs on the source (gtid_mode=ON)", s.file)
+	}
+	// With GTIDs the GTID set is the position; at offset 0 the file/offset
+	// stays at the last known one.
+	s.sched.completed(time.Now(), s.file, h.LogPos, int64(h.Timestamp))
+	s.txnGTID, s.txnBegun = "", false
+	s.t.metrics.transactions.Inc()
+	return s.maybeCommit(ctx, false)
+}
+
+// query handles a QUERY event: transaction control, and DDL or statement
+// DML that touches a captured table.
+func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *replication.QueryEvent) error {
+	st := parseStatement(string(e.Schema), string(e.Query))
+	if s.schema != nil && st.kind != "begin" && st.kind != "commit" && st.kind != "dml" {
+		sql, err := ddlText(e, s.charsetOf)
+		if err != nil {
+			return fatalf("at %s:%d: %w", s.file, h.LogPos, err)
+		}
+		changed, err := s.schema.apply(string(e.Schema), sql)
+		if err != nil {
+			return fatalf("at %s:%d: %w", s.file, h.LogPos, err)
+		}
+		if len(changed) > 0 {
+			if err := s.pub.produceSchemaHistory(ctx, s.schema, changed); err != nil {
+				return err
+			}
+			clear(s.tables) // rebuild every table from the new schema
+		}
+	}
+	switch st.kind {
+	case "begin":
+		s.txnBegun = true
+		return nil
+	case "commit":
+		return s.endTxn(ctx, h)
+	case "xa":
+		return fatalf("XA transaction on the source at %s:%d (%s): readside does not follow XA yet; it would publish prepared rows that may roll back", s.file, h.LogPos, e.Query)
+	case "dml":
+		for _, t := range st.tables {
+			if _, ok := s.captured[t]; ok {
+				return fatalf("statement-format DML on captured table %s at %s:%d (a session set binlog_format=STATEMENT?): the binlog has no row images for it. Fix the writer and re-snapshot %s", t, s.file, h.LogPos, t)
+			}
+		}
+	case "truncate":
+		if topic, ok := s.captured[st.tables[0]]; ok {
+			if err := s.truncate(ctx, h, st.tables[0], topic); err != nil {
+				return err
+			}
+		}
+	case "rename":
+		for _, m := range st.moves {
+			_, fromCaptured := s.captured[m[0]]
+			_, toCaptured := s.captured[m[1]]
+			if fromCaptured && !toCaptured {
+				return fatalf("captured table %s was renamed to %s at %s:%d, which is not in source.tables: add %s to source.tables (and point projections at it), then restart", m[0], m[1], s.file, h.LogPos, m[1])
+			}
+		}
+	case "drop":
+		for _, t := range st.tables {
+			if _, ok := s.captured[t]; ok {
+				s.t.log.Warn("captured table dropped on the source; its read tables keep their rows", "table", t, "file", s.file, "pos", h.LogPos)
+			}
+		}
+	}
+	// DDL and other statements outside BEGIN...COMMIT are transactions of
+	// their own.
+	if !s.txnBegun {
+		return s.endTxn(ctx, h)
+	}
+	return nil
+}
+
+// truncate publishes a 't' event to every partition of the table's topic.
+func (s *stream) truncate(ctx context.Context, h *replication.EventHeader, name, topic string) error {
+	db, tbl, _ := config.SplitTable(name)
+	t := &table{db: db, name: tbl, topic: topic, schema: []byte(`"schema":null`)}
+	src := s.source(h)
+	version := s.clock.Next(h.Timestamp)
+	for p := range s.partitions[topic] {
+		value := appendEvent(nil, t, envelope{op: OpTruncate, version: version, src: src, txnSeq: s.txnEvents}, nil, nil, nil)
+		if err := s.pub.produce(ctx, newRecord(topic, nil, value, int32(p))); err != nil {
+			return err
+		}
+	}
+	s.txnEvents++
+	s.t.metrics.events.WithLabelValues(name, "t").Inc()
+	return nil
+}
+
+func (s *stream) source(h *replication.EventHeader) *source {
+	return &source{flavor: s.src.flavor, serverID: h.ServerID, file: s.file, pos: h.LogPos, gtid: s.txnGTID, ts: h.Timestamp}
+}
+
+func (s *stream) charsetOf(collation uint64) string { return s.charsets[collation] }
