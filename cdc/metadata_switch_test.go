@@ -7,6 +7,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 )
 
 // TestSwitchToFullMetadataBehind: the tailer ran under MINIMAL metadata
@@ -31,7 +32,7 @@ func TestSwitchToFullMetadataBehind(t *testing.T) {
 	}
 	cfg := tailerConfig(t, bed, db+".t")
 	cfg.Source.DSN = config.Secret(src.ReplDSN())
-	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "t"))
+	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "t"))
 	run := func() (stop func() error) {
 		stop = startTailer(t, cfg)
 		waitForTailerOn(t, bed, src, cfg)

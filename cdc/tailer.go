@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/internal/kafkalog"
 	"github.com/readside/readside/internal/startup"
 )
@@ -93,9 +94,6 @@ func (t *Tailer) secondsToPurge() float64 {
 	}
 	return float64(ret) - t.now().Sub(time.Unix(from, 0)).Seconds()
 }
-
-// CheckpointTopic is where tailers keep their checkpoints.
-func CheckpointTopic(prefix string) string { return prefix + "._readside_checkpoints" }
 
 // Run tails until ctx is cancelled (returns nil after committing what was
 // complete) or a fatal error.
@@ -166,20 +164,20 @@ func (t *Tailer) run(ctx context.Context) error {
 		t.log.Warn("the binlog does not name columns: readside tracks the schema itself (information_schema snapshot plus DDL from the binlog); "+
 			"binlog_row_metadata=FULL is more robust (docs/operations.md, \"schema history\")", "binlog_row_metadata", rowMetadata)
 	}
-	pub, err := newPublisher(t.brokers, t.cfg.TransactionalID(), CheckpointTopic(t.cfg.Kafka.TopicPrefix), t.cfg.Kafka.MaxMessageBytes, Compression(t.cfg.Kafka.Compression), kafkalog.New(t.log.With("component", "kafka")))
+	pub, err := newPublisher(t.brokers, t.cfg.TransactionalID(), event.CheckpointTopic(t.cfg.Kafka.TopicPrefix), t.cfg.Kafka.MaxMessageBytes, Compression(t.cfg.Kafka.Compression), kafkalog.New(t.log.With("component", "kafka")))
 	if err != nil {
 		return err
 	}
 	defer pub.Close()
 	pub.separateCheckpoint = t.cfg.Kafka.Embedded
 	if !full {
-		pub.historyTopic = SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix)
+		pub.historyTopic = event.SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix)
 	}
 	captured := map[string]string{}
 	var topics []string
 	for _, name := range t.cfg.Source.Tables {
 		db, tbl, _ := config.SplitTable(name)
-		captured[name] = TopicFor(t.cfg.Kafka.TopicPrefix, db, tbl)
+		captured[name] = event.TopicFor(t.cfg.Kafka.TopicPrefix, db, tbl)
 		topics = append(topics, captured[name])
 	}
 	partitions, err := pub.ensureTopics(ctx, topics, t.cfg.Kafka.Partitions, t.cfg.Kafka.ReplicationFactor, t.cfg.Kafka.MaxMessageBytes)
@@ -312,7 +310,7 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 	// the binlog names columns (stream.tableMap).
 	untilNamed := env.full && found && cp.SchemaHistory
 	if untilNamed {
-		pub.historyTopic = SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix)
+		pub.historyTopic = event.SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix)
 		t.log.Info("binlog_row_metadata is FULL now, but the binlog after the checkpoint may predate the switch: using the schema history until the binlog names columns", "position", cp.Position)
 	}
 	if !env.full || untilNamed {
@@ -889,11 +887,11 @@ func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *repli
 // truncate publishes a 't' event to every partition of the table's topic.
 func (s *stream) truncate(ctx context.Context, h *replication.EventHeader, name, topic string) error {
 	db, tbl, _ := config.SplitTable(name)
-	t := &table{db: db, name: tbl, topic: topic, schema: []byte(`"schema":null`)}
+	t := &table{db: db, name: tbl, topic: topic, schema: []byte(`"` + event.FieldSchema + `":null`)}
 	src := s.source(h)
 	version := s.clock.Next(h.Timestamp)
 	for p := range s.partitions[topic] {
-		value := appendEvent(nil, t, envelope{op: OpTruncate, version: version, src: src, txnSeq: s.txnEvents}, nil, nil, nil)
+		value := appendEvent(nil, t, envelope{op: event.OpTruncate, version: version, src: src, txnSeq: s.txnEvents}, nil, nil, nil)
 		if err := s.pub.produce(ctx, newRecord(topic, nil, value, int32(p))); err != nil {
 			return err
 		}
@@ -966,15 +964,15 @@ func (s *stream) rows(ctx context.Context, h *replication.EventHeader, e *replic
 		return &FatalError{err}
 	}
 	src := s.source(h)
-	var op Op
+	var op event.Op
 	step := 1
 	switch h.EventType {
 	case replication.WRITE_ROWS_EVENTv0, replication.WRITE_ROWS_EVENTv1, replication.WRITE_ROWS_EVENTv2, replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1:
-		op = OpCreate
+		op = event.OpCreate
 	case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2, replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1:
-		op, step = OpUpdate, 2
+		op, step = event.OpUpdate, 2
 	case replication.DELETE_ROWS_EVENTv0, replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2, replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
-		op = OpDelete
+		op = event.OpDelete
 	default:
 		return fatalf("unknown rows event %s for %s at %s:%d", h.EventType, name, s.file, h.LogPos)
 	}
@@ -982,19 +980,19 @@ func (s *stream) rows(ctx context.Context, h *replication.EventHeader, e *replic
 		version := s.clock.Next(h.Timestamp)
 		var err error
 		switch {
-		case op == OpCreate:
-			err = s.emit(ctx, tbl, src, OpCreate, version, nil, e.Rows[i])
-		case op == OpDelete:
-			err = s.emit(ctx, tbl, src, OpDelete, version, e.Rows[i], nil)
+		case op == event.OpCreate:
+			err = s.emit(ctx, tbl, src, event.OpCreate, version, nil, e.Rows[i])
+		case op == event.OpDelete:
+			err = s.emit(ctx, tbl, src, event.OpDelete, version, e.Rows[i], nil)
 		case tbl.keyChanged(e.Rows[i], e.Rows[i+1]):
 			// A primary key change is a delete of the old key and a create
 			// of the new one, with one version: they may land in different
 			// partitions and the version guard makes their order irrelevant.
-			if err = s.emit(ctx, tbl, src, OpDelete, version, e.Rows[i], nil); err == nil {
-				err = s.emit(ctx, tbl, src, OpCreate, version, nil, e.Rows[i+1])
+			if err = s.emit(ctx, tbl, src, event.OpDelete, version, e.Rows[i], nil); err == nil {
+				err = s.emit(ctx, tbl, src, event.OpCreate, version, nil, e.Rows[i+1])
 			}
 		default:
-			err = s.emit(ctx, tbl, src, OpUpdate, version, e.Rows[i], e.Rows[i+1])
+			err = s.emit(ctx, tbl, src, event.OpUpdate, version, e.Rows[i], e.Rows[i+1])
 		}
 		if err != nil {
 			return err
@@ -1021,7 +1019,7 @@ func (s *stream) produceHistory(ctx context.Context, keys []string) error {
 func (s *stream) charsetOf(collation uint64) string { return s.charsets[collation] }
 
 // emit encodes and produces one change (and a tombstone after a delete).
-func (s *stream) emit(ctx context.Context, tbl *table, src *source, op Op, version uint64, before, after []any) error {
+func (s *stream) emit(ctx context.Context, tbl *table, src *source, op event.Op, version uint64, before, after []any) error {
 	keyRow := after
 	if keyRow == nil {
 		keyRow = before
@@ -1049,7 +1047,7 @@ func (s *stream) emit(ctx context.Context, tbl *table, src *source, op Op, versi
 	if err := s.pub.produce(ctx, newRecord(tbl.topic, key, value, 0)); err != nil {
 		return err
 	}
-	if op == OpDelete {
+	if op == event.OpDelete {
 		// The tombstone lets compaction drop the key once consumers have
 		// seen the delete event.
 		if err := s.pub.produce(ctx, newRecord(tbl.topic, slices.Clone(key), nil, 0)); err != nil {

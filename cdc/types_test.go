@@ -14,6 +14,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 )
 
 // matrixColumn is one column of the type matrix and how its value is
@@ -96,7 +97,7 @@ func testTypeMatrix(t *testing.T, bed *testbed.Bed, src *testbed.MySQL) {
 	cfg := tailerConfig(t, bed, db+".m")
 	cfg.Source.DSN = config.Secret(src.ReplDSN())
 	startTailer(t, cfg)
-	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "m"))
+	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "m"))
 	waitForTailerOn(t, bed, src, cfg)
 
 	// One connection in UTC so TIMESTAMP text matches the events' UTC text.
@@ -294,7 +295,7 @@ func waitForTailerOn(t *testing.T, bed *testbed.Bed, src *testbed.MySQL, cfg con
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	// A write to a table nobody captures produces a checkpoint-only commit.
-	cons := newConsumer(t, bed, CheckpointTopic(cfg.Kafka.TopicPrefix))
+	cons := newConsumer(t, bed, event.CheckpointTopic(cfg.Kafka.TopicPrefix))
 	for ctx.Err() == nil {
 		if err := src.Exec(ctx, "CREATE DATABASE IF NOT EXISTS rs_ping", "CREATE TABLE IF NOT EXISTS rs_ping.p (id INT PRIMARY KEY, n INT)", "REPLACE INTO rs_ping.p VALUES (1, 1)"); err != nil {
 			t.Fatal(err)

@@ -39,8 +39,6 @@ type Options struct {
 	// InstanceID, when set, makes the worker a static group member (see
 	// config kafka.group_instance_id).
 	InstanceID string
-	// TopicPrefix names the dead-letter topic (DLQTopic).
-	TopicPrefix string
 	// MaxMessageBytes is kafka.max_message_bytes: the dead-letter topic
 	// holds a rejected record of that size (0: the config default, 1 MiB).
 	MaxMessageBytes int
@@ -57,11 +55,11 @@ func NewProjector(p *Projection, sink Sink, o Options) (*Projector, error) {
 	if len(o.Brokers) == 0 {
 		return nil, errors.New("projector: no Kafka brokers")
 	}
+	if p.Group == "" || p.DLQTopic == "" {
+		return nil, fmt.Errorf("projector: projection %s has no consumer group or dead-letter topic: build it with Compile", p.Name)
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
-	}
-	if o.TopicPrefix == "" {
-		o.TopicPrefix = "readside"
 	}
 	if o.MaxMessageBytes == 0 {
 		o.MaxMessageBytes = 1 << 20
@@ -80,9 +78,6 @@ const pollRecords = 5000
 // (pollQueue), bounded so a fetch of many partitions is not all decoded
 // into memory at once.
 const queuedJobs = 2
-
-// Group is the consumer group of a projection's workers.
-func Group(p *Projection) string { return "readside-projection-" + p.Name }
 
 // Run consumes until ctx is cancelled (nil) or a batch cannot be applied.
 // A replay request for a partition it holds makes it leave the group and
@@ -113,7 +108,7 @@ func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 		// A worker killed without leaving is noticed within this, not the
 		// default 45s: its partitions are not consumed until then.
 		kgo.SessionTimeout(10 * time.Second),
-		kgo.ConsumerGroup(Group(pr.p)),
+		kgo.ConsumerGroup(pr.p.Group),
 		kgo.ConsumeTopics(pr.p.Topics()...),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		// Commit markers come with the records so the consumer lag can
@@ -661,7 +656,7 @@ func (pr *Projector) isolate(ctx context.Context, b *Batch) error {
 // for the broker to acknowledge them. The record keeps its key and value;
 // headers say where it came from and why it was rejected.
 func (pr *Projector) deadLetter(ctx context.Context, rs []Rejected) error {
-	topic := DLQTopic(pr.o.TopicPrefix, pr.p)
+	topic := pr.p.DLQTopic
 	var out []*kgo.Record
 	for _, r := range rs {
 		src := r.Record

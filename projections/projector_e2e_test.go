@@ -17,6 +17,7 @@ import (
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
@@ -287,7 +288,7 @@ func waitPublished(t *testing.T, bed *testbed.Bed, tl *cdc.Tailer) {
 // waitTailer waits for the tailer's first checkpoint.
 func waitTailer(t *testing.T, bed *testbed.Bed, cfg config.Config) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ConsumeTopics(cdc.CheckpointTopic(cfg.Kafka.TopicPrefix)),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ConsumeTopics(event.CheckpointTopic(cfg.Kafka.TopicPrefix)),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 	"github.com/readside/readside/verify"
@@ -157,7 +158,7 @@ func (s *shop) run(t *testing.T) {
 
 // waitTailer waits for the tailer's first checkpoint.
 func (s *shop) waitTailer(t *testing.T) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Kafka.Brokers...), kgo.ConsumeTopics(cdc.CheckpointTopic(s.cfg.Kafka.TopicPrefix)),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Kafka.Brokers...), kgo.ConsumeTopics(event.CheckpointTopic(s.cfg.Kafka.TopicPrefix)),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
 		t.Fatal(err)
