@@ -3,8 +3,9 @@
 // characters, and the embedded broker accepts anything, so a bad mapping
 // goes unnoticed until a real cluster refuses the topic. The mapping below
 // is Kafka-legal for every input, injective for a given prefix (two
-// different (db, table) pairs never share a topic), and the identity on
-// the names every deployment used so far, so existing topics do not move:
+// different (db, table) pairs never share a topic), and keeps
+// <prefix>.<db>.<table> for names Kafka accepts as they are, the names of
+// almost every deployment, so their topics read as the tables they hold:
 //
 //   - plain pair (both names non-empty, only [a-zA-Z0-9_-]):
 //     <prefix>.<db>.<table>, exactly one '.' after the prefix;

@@ -23,15 +23,11 @@ type Projection struct {
 	SourceDB  string
 	SourceTbl string
 	Topic     string
-	// Group is the consumer group of the projection's projectors, and
-	// DLQTopic where its rejected rows go (event.Group, event.DLQTopic).
-	Group    string
-	DLQTopic string
-	Sink     string
-	Table    string   // read table name
-	Key      []string // read columns of the read table's primary key, shard_by first
-	ShardBy  string
-	Columns  []Column // read columns in table order: key first, then the rest by name
+	Sink      string
+	Table     string   // read table name
+	Key       []string // read columns of the read table's primary key, shard_by first
+	ShardBy   string
+	Columns   []Column // read columns in table order: key first, then the rest by name
 	// Where filters source rows; nil passes every row.
 	Where *Filter
 	// Joins are the denormalized parent copies, in declaration order.
@@ -48,6 +44,10 @@ type Projection struct {
 	// read the source. The projector calls it, rarely, to follow a source
 	// DDL that its read table no longer fits (schemafollow.go).
 	SourceTypes func(ctx context.Context) (Types, error)
+	// Group is the consumer group of the projection's projectors, and
+	// DLQTopic where its rejected rows go (event.Group, event.DLQTopic).
+	Group    string
+	DLQTopic string
 }
 
 // DefaultApplyConcurrency: two transactions keep a sink busy while the
