@@ -184,7 +184,13 @@ func TestMessagesBySender(t *testing.T) {
 // startProjector runs a projector until stop, which reports its error.
 func startProjector(t *testing.T, p *projections.Projection, sink projections.Sink, brokers []string) (stop func()) {
 	t.Helper()
-	pr, err := projections.NewProjector(p, sink, projections.Options{Brokers: brokers, Log: logger()})
+	return startProjectorWith(t, p, sink, projections.Options{Brokers: brokers, Log: logger()})
+}
+
+// startProjectorWith is startProjector with its options.
+func startProjectorWith(t *testing.T, p *projections.Projection, sink projections.Sink, o projections.Options) (stop func()) {
+	t.Helper()
+	pr, err := projections.NewProjector(p, sink, o)
 	if err != nil {
 		t.Fatal(err)
 	}
