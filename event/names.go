@@ -31,9 +31,12 @@ func DLQTopic(prefix, projection string) string {
 // (their offsets are in the sink, _readside_offsets), so exactly the
 // replicas of one deployment must share it: it is named by the
 // deployment's prefix and the projection. A same-named projection of a
-// deployment with another prefix on the same broker is in another group;
-// one shared group would deal each deployment only part of the
-// partitions. The default prefix "readside" gives
+// deployment with another prefix on the same broker is in another group:
+// in one shared group every start or stop of either deployment's
+// projectors would rebalance the other's, each would report the other's
+// members, and two static members with one group_instance_id (the host
+// name by default) would fence each other. The default prefix "readside"
+// gives
 // readside-projection-<name>. Group ids take any string, so nothing is
 // escaped: for one projection name, different prefixes always give
 // different groups.
