@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/replication"
+
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 )
 
 func (s *stream) handle(ctx context.Context, ev *replication.BinlogEvent) error {
@@ -147,11 +149,11 @@ func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *repli
 // truncate publishes a 't' event to every partition of the table's topic.
 func (s *stream) truncate(ctx context.Context, h *replication.EventHeader, name, topic string) error {
 	db, tbl, _ := config.SplitTable(name)
-	t := &table{db: db, name: tbl, topic: topic, schema: []byte(`"schema":null`)}
+	t := &table{db: db, name: tbl, topic: topic, schema: []byte(`"` + event.FieldSchema + `":null`)}
 	src := s.source(h)
 	version := s.clock.Next(h.Timestamp)
 	for p := range s.partitions[topic] {
-		value := appendEvent(nil, t, envelope{op: OpTruncate, version: version, src: src, txnSeq: s.txnEvents}, nil, nil, nil)
+		value := appendEvent(nil, t, envelope{op: event.OpTruncate, version: version, src: src, txnSeq: s.txnEvents}, nil, nil, nil)
 		if err := s.pub.produce(ctx, newRecord(topic, nil, value, int32(p))); err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 )
 
 // TestDDLMidStream: ADD, DROP, RENAME and reorder columns, and RENAME
@@ -37,7 +38,7 @@ func testDDLMidStream(t *testing.T, bed *testbed.Bed, src *testbed.MySQL) {
 	}
 	cfg := tailerConfig(t, bed, db+".d")
 	cfg.Source.DSN = config.Secret(src.ReplDSN())
-	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "d"), TopicFor(cfg.Kafka.TopicPrefix, db, "d2"))
+	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "d"), event.TopicFor(cfg.Kafka.TopicPrefix, db, "d2"))
 	stop := startTailer(t, cfg)
 	waitForTailerOn(t, bed, src, cfg)
 

@@ -9,6 +9,8 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/shopspring/decimal"
+
+	"github.com/readside/readside/event"
 )
 
 // TestAppendChangeMatchesAppendEvent: the tailer's one-buffer encoder
@@ -25,9 +27,9 @@ func TestAppendChangeMatchesAppendEvent(t *testing.T) {
 	before := []any{int32(7), decimal.RequireFromString("1.50"), `quote " and \ and é`}
 	after := []any{int32(7), decimal.RequireFromString("2.00"), "line\nbreak"}
 	for _, c := range []struct {
-		op            Op
+		op            event.Op
 		before, after []any
-	}{{OpCreate, nil, after}, {OpUpdate, before, after}, {OpDelete, before, nil}} {
+	}{{event.OpCreate, nil, after}, {event.OpUpdate, before, after}, {event.OpDelete, before, nil}} {
 		e := envelope{op: c.op, version: 99, src: src, txnSeq: 3}
 		key, err := tbl.appendKey(nil, append(c.after, c.before...))
 		if err != nil {
@@ -96,7 +98,7 @@ func BenchmarkAppendChange(b *testing.B) {
 	after := []any{int64(17), int32(17), int32(482211), "name-17-2kq9x8v1r0s3", "81234.55",
 		time.Date(2026, 1, 9, 11, 52, 16, 123456000, time.UTC), int64(1780000000123456)}
 	key, _ := tbl.appendKey(nil, after)
-	v, err := appendChange(nil, tbl, envelope{op: OpCreate, version: 1869683302580224001, src: src, txnSeq: 12}, key, nil, after)
+	v, err := appendChange(nil, tbl, envelope{op: event.OpCreate, version: 1869683302580224001, src: src, txnSeq: 12}, key, nil, after)
 	if want := `"after":{"id":17,"k":17,"a":482211,"b":"name-17-2kq9x8v1r0s3","c":"81234.55","d":"2026-01-09 11:52:16.123456","commit_us":1780000000123456}`; err != nil || !strings.Contains(string(v), want) {
 		b.Fatalf("encoded %s (%v), want it to hold %s", v, err, want)
 	}
@@ -106,7 +108,7 @@ func BenchmarkAppendChange(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := appendChange(make([]byte, 0, 640), tbl, envelope{op: OpCreate, version: 1869683302580224001, src: src, txnSeq: 12}, key, nil, after); err != nil {
+		if _, err := appendChange(make([]byte, 0, 640), tbl, envelope{op: event.OpCreate, version: 1869683302580224001, src: src, txnSeq: 12}, key, nil, after); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -118,7 +120,7 @@ func TestEnvelopeTxnID(t *testing.T) {
 	tbl := &table{db: "shop", name: "orders", schema: []byte(`"schema":null`)}
 	for _, gtid := range []string{"", "0-1-977", "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-23", `odd "gtid" \ é`} {
 		src := &source{flavor: "mysql", serverID: 1, file: "binlog.000001", pos: 4, gtid: gtid, ts: 1}
-		v := appendEvent([]byte("prefix"), tbl, envelope{op: OpCreate, version: 5, src: src}, []byte(`{"id":1}`), nil, []byte(`{"id":1}`))
+		v := appendEvent([]byte("prefix"), tbl, envelope{op: event.OpCreate, version: 5, src: src}, []byte(`{"id":1}`), nil, []byte(`{"id":1}`))
 		var e struct {
 			Source struct{ GTID string } `json:"source"`
 			Txn    struct{ ID string }   `json:"txn"`

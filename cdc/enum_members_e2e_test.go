@@ -9,6 +9,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 )
 
 // TestEnumSetMembersFromSchemaHistory: under MINIMAL metadata the member
@@ -75,7 +76,7 @@ func TestEnumSetMembersFromSchemaHistory(t *testing.T) {
 			want[id] = fmt.Sprintf("e=%q s=%q", e, s)
 		}
 		rows.Close()
-		cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, tbl))
+		cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl))
 		for _, ev := range cons.next(members+1, 90*time.Second) {
 			e := ev.After["e"]
 			if e == nil {

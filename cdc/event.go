@@ -2,18 +2,13 @@ package cdc
 
 import (
 	"strconv"
+
+	"github.com/readside/readside/event"
 )
 
-// Op is the kind of change an event records (docs/events.md).
-type Op byte
-
-const (
-	OpCreate   Op = 'c' // row inserted (or moved here by a primary key change)
-	OpUpdate   Op = 'u' // row updated in place
-	OpDelete   Op = 'd' // row deleted (or moved away by a primary key change)
-	OpRead     Op = 'r' // row read by a snapshot
-	OpTruncate Op = 't' // table truncated: consumers drop every row of it
-)
+// The envelope's layout (docs/events.md) is fixed: its member names come
+// from package event, joined into constant fragments so writing one costs
+// an append.
 
 // source describes where in the binlog an event came from.
 type source struct {
@@ -27,7 +22,7 @@ type source struct {
 
 // envelope is everything an event carries besides the row images.
 type envelope struct {
-	op      Op
+	op      event.Op
 	version uint64
 	src     *source
 	txnSeq  int // index of the event within its source transaction
@@ -41,7 +36,7 @@ func appendEvent(buf []byte, t *table, e envelope, key, before, after []byte) []
 		buf = append(buf, "null"...)
 	}
 	buf = append(buf, before...)
-	buf = append(buf, `,"after":`...)
+	buf = append(buf, `,"`+event.FieldAfter+`":`...)
 	if after == nil {
 		buf = append(buf, "null"...)
 	}
@@ -61,7 +56,7 @@ func appendChange(buf []byte, t *table, e envelope, key []byte, before, after []
 	} else if buf, err = t.appendRow(buf, before); err != nil {
 		return nil, err
 	}
-	buf = append(buf, `,"after":`...)
+	buf = append(buf, `,"`+event.FieldAfter+`":`...)
 	if after == nil {
 		buf = append(buf, "null"...)
 	} else if buf, err = t.appendRow(buf, after); err != nil {
@@ -72,42 +67,42 @@ func appendChange(buf []byte, t *table, e envelope, key []byte, before, after []
 
 // appendEventHead appends the envelope up to the before image's value.
 func appendEventHead(buf []byte, t *table, e envelope, key []byte) []byte {
-	buf = append(buf, `{"op":"`...)
+	buf = append(buf, `{"`+event.FieldOp+`":"`...)
 	buf = append(buf, byte(e.op))
-	buf = append(buf, `","version":`...)
+	buf = append(buf, `","`+event.FieldVersion+`":`...)
 	buf = strconv.AppendUint(buf, e.version, 10)
-	buf = append(buf, `,"db":`...)
+	buf = append(buf, `,"`+event.FieldDB+`":`...)
 	buf = appendJSONString(buf, t.db)
-	buf = append(buf, `,"table":`...)
+	buf = append(buf, `,"`+event.FieldTable+`":`...)
 	buf = appendJSONString(buf, t.name)
-	buf = append(buf, `,"key":`...)
+	buf = append(buf, `,"`+event.FieldKey+`":`...)
 	if key == nil {
 		buf = append(buf, "null"...)
 	}
 	buf = append(buf, key...)
-	return append(buf, `,"before":`...)
+	return append(buf, `,"`+event.FieldBefore+`":`...)
 }
 
 // appendEventTail appends the envelope after the after image.
 func appendEventTail(buf []byte, t *table, e envelope) []byte {
 	s := e.src
-	buf = append(buf, `,"source":{"flavor":"`...)
+	buf = append(buf, `,"`+event.FieldSource+`":{"`+event.SourceFlavor+`":"`...)
 	buf = append(buf, s.flavor...)
-	buf = append(buf, `","server_id":`...)
+	buf = append(buf, `","`+event.SourceServerID+`":`...)
 	buf = strconv.AppendUint(buf, uint64(s.serverID), 10)
-	buf = append(buf, `,"file":`...)
+	buf = append(buf, `,"`+event.SourceFile+`":`...)
 	buf = appendJSONString(buf, s.file)
-	buf = append(buf, `,"pos":`...)
+	buf = append(buf, `,"`+event.SourcePos+`":`...)
 	buf = strconv.AppendUint(buf, uint64(s.pos), 10)
-	buf = append(buf, `,"gtid":`...)
+	buf = append(buf, `,"`+event.SourceGTID+`":`...)
 	gtid := len(buf)
 	buf = appendJSONString(buf, s.gtid)
 	gtidEnd := len(buf)
-	buf = append(buf, `,"ts_sec":`...)
+	buf = append(buf, `,"`+event.SourceTSSec+`":`...)
 	buf = strconv.AppendUint(buf, uint64(s.ts), 10)
-	buf = append(buf, `},"txn":{"id":`...)
+	buf = append(buf, `},"`+event.FieldTxn+`":{"`+event.TxnID+`":`...)
 	buf = append(buf, buf[gtid:gtidEnd]...) // the same string, encoded once
-	buf = append(buf, `,"seq":`...)
+	buf = append(buf, `,"`+event.TxnSeq+`":`...)
 	buf = strconv.AppendInt(buf, int64(e.txnSeq), 10)
 	buf = append(buf, "},"...)
 	buf = append(buf, t.schema...)

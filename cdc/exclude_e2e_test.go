@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 )
 
 // TestExcludeColumns: a column listed in source.exclude_columns never
@@ -27,7 +28,7 @@ func TestExcludeColumns(t *testing.T) {
 	cfg := tailerConfig(t, bed, db+".u")
 	cfg.Source.ExcludeColumns = []string{db + ".u.email"}
 	cfg.Source.Snapshot.Mode = "initial"
-	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "u"))
+	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "u"))
 	startTailer(t, cfg)
 	waitForTailer(t, bed, cfg)
 	if err := bed.MySQL.Exec(ctx,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 )
 
 // startPrivate starts a private MariaDB for one test, in dir.
@@ -194,7 +195,7 @@ func TestGTIDFailover(t *testing.T) {
 
 	cfg := tailerConfig(t, bed, db+".f")
 	cfg.Source.DSN = config.Secret(primary.ReplDSN())
-	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "f"))
+	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "f"))
 	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +240,7 @@ func TestGTIDFailover(t *testing.T) {
 // lastCheckpoint reads the tailer's committed checkpoint.
 func lastCheckpoint(t *testing.T, bed *testbed.Bed, cfg config.Config) Checkpoint {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bed.Kafka.Brokers()...), kgo.ConsumeTopics(CheckpointTopic(cfg.Kafka.TopicPrefix)),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bed.Kafka.Brokers()...), kgo.ConsumeTopics(event.CheckpointTopic(cfg.Kafka.TopicPrefix)),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +302,7 @@ func TestFilePosCheckpointOtherServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: CheckpointTopic(cfg.Kafka.TopicPrefix), Key: []byte(cfg.TransactionalID()), Value: value}).FirstErr(); err != nil {
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: event.CheckpointTopic(cfg.Kafka.TopicPrefix), Key: []byte(cfg.TransactionalID()), Value: value}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -321,7 +322,7 @@ func TestFilePosCheckpointOtherServer(t *testing.T) {
 	t.Logf("refused: %v", err)
 
 	// On its own server the same checkpoint resumes (file/offset).
-	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "x"))
+	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "x"))
 	startTailer(t, cfg)
 	if err := a.Exec(ctx, fmt.Sprintf("INSERT INTO `%s`.x VALUES (7)", db)); err != nil {
 		t.Fatal(err)

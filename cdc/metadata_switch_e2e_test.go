@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 )
 
 // TestSwitchToFullMetadataBehind: the tailer ran under MINIMAL metadata
@@ -22,7 +23,7 @@ func TestSwitchToFullMetadataBehind(t *testing.T) {
 	ctx := t.Context()
 	src, db, cfg, run := privateSourceTable(t, bed, "minimal2full", "m2f", "CREATE TABLE `%s`.t (id INT PRIMARY KEY, a INT, e ENUM('x','y'))",
 		testbed.MariaDBOptions{Args: []string{"--binlog-row-metadata=MINIMAL"}})
-	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "t"))
+	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "t"))
 	if err := run()(); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/internal/compression"
 	"github.com/readside/readside/internal/rowdecode"
 )
@@ -181,12 +182,12 @@ func fixtureStream(t *testing.T, bed *testbed.Bed) (*stream, *consumer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := newPublisher(cfg.Kafka.Brokers, cfg.TransactionalID(), CheckpointTopic(cfg.Kafka.TopicPrefix), cfg.Kafka.MaxMessageBytes, compression.Option(cfg.Kafka.Compression), nil)
+	pub, err := newPublisher(cfg.Kafka.Brokers, cfg.TransactionalID(), event.CheckpointTopic(cfg.Kafka.TopicPrefix), cfg.Kafka.MaxMessageBytes, compression.Option(cfg.Kafka.Compression), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pub.Close)
-	topic := TopicFor(cfg.Kafka.TopicPrefix, "shop", "docs")
+	topic := event.TopicFor(cfg.Kafka.TopicPrefix, "shop", "docs")
 	partitions, err := pub.ensureTopics(ctx, []string{topic}, cfg.Kafka.Partitions, cfg.Kafka.ReplicationFactor, cfg.Kafka.MaxMessageBytes)
 	if err != nil {
 		t.Fatal(err)

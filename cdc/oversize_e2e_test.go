@@ -16,6 +16,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 )
 
 // TestLargeRowRoundTrips: a 16 MiB LONGBLOB (random bytes) is inserted,
@@ -33,7 +34,7 @@ func TestLargeRowRoundTrips(t *testing.T) {
 	}
 	cfg := tailerConfig(t, bed, db+".b")
 	cfg.Kafka.MaxMessageBytes = 64 << 20
-	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "b"))
+	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "b"))
 	startTailer(t, cfg)
 	waitForTailer(t, bed, cfg)
 
@@ -117,7 +118,7 @@ func TestOversizedEvent(t *testing.T) {
 	if err := src.Exec(ctx, fmt.Sprintf("INSERT INTO `%s`.b VALUES (0, 'small')", db)); err != nil {
 		t.Fatal(err)
 	}
-	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "b"))
+	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "b"))
 	if e := cons.next(1, 60*time.Second)[0]; fmt.Sprint(e.After["id"]) != "0" {
 		t.Fatalf("first event %s, want row 0, written after the uncaptured table's", e.raw)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/internal/sqlflavor"
 )
 
@@ -30,7 +31,7 @@ func CheckSource(ctx context.Context, cfg config.Config) []Finding {
 	add := func(sev, fix, format string, args ...any) {
 		out = append(out, Finding{Severity: sev, What: fmt.Sprintf(format, args...), Fix: fix})
 	}
-	for _, c := range topicCollisions(cfg.Kafka.TopicPrefix, cfg.Source.Tables) {
+	for _, c := range event.TopicCollisions(cfg.Kafka.TopicPrefix, cfg.Source.Tables) {
 		add("error", "rename one of the tables, or capture them from two readside deployments with different kafka.topic_prefix values", "%s", c)
 	}
 	src, err := openSource(ctx, cfg.Source.DSN.Reveal(), cfg.Source.Flavor, cfg.Source.TLS)

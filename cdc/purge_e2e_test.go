@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 )
 
 // TestRotationAndPurgeWhileStopped: binlog rotations while the tailer is
@@ -33,7 +34,7 @@ func TestRotationAndPurgeWhileStopped(t *testing.T) {
 	}
 	exec(fmt.Sprintf("CREATE TABLE `%s`.p (id INT PRIMARY KEY)", db))
 	cfg := tailerConfig(t, bed, db+".p")
-	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "p"))
+	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "p"))
 	stop := startTailer(t, cfg)
 	waitForTailer(t, bed, cfg)
 	exec(fmt.Sprintf("INSERT INTO `%s`.p VALUES (1)", db))

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 )
 
 // prepareStream loads the checkpoint (fencing older producers), checks it
@@ -30,7 +31,7 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 	// the binlog names columns (stream.rows).
 	s.untilNamed = env.full && found && cp.SchemaHistory
 	if s.untilNamed {
-		env.pub.keepSchemaHistory(SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix))
+		env.pub.keepSchemaHistory(event.SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix))
 		t.log.Info("binlog_row_metadata is FULL now, but the binlog after the checkpoint may predate the switch: using the schema history until the binlog names columns", "position", cp.Position)
 	}
 	if !env.full || s.untilNamed {

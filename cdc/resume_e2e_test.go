@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 )
 
 // TestResumeFromCheckpoint: a tailer stopped and started again continues
@@ -24,7 +25,7 @@ func TestResumeFromCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := tailerConfig(t, bed, db+".r")
-	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "r"))
+	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "r"))
 	var last uint64
 	for round := range 3 {
 		stop := startTailer(t, cfg)

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/readside/readside/event"
 )
 
 // rows publishes the changes of one rows event of a captured table.
@@ -66,38 +68,38 @@ func (s *stream) tableOf(h *replication.EventHeader, e *replication.RowsEvent, n
 
 // rowsOp is the change a rows event type makes and how many row images
 // each change has; step 0 for a type that is not a rows event.
-func rowsOp(t replication.EventType) (op Op, step int) {
+func rowsOp(t replication.EventType) (op event.Op, step int) {
 	switch t {
 	case replication.WRITE_ROWS_EVENTv0, replication.WRITE_ROWS_EVENTv1, replication.WRITE_ROWS_EVENTv2, replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1:
-		return OpCreate, 1
+		return event.OpCreate, 1
 	case replication.UPDATE_ROWS_EVENTv0, replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2, replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1:
-		return OpUpdate, 2
+		return event.OpUpdate, 2
 	case replication.DELETE_ROWS_EVENTv0, replication.DELETE_ROWS_EVENTv1, replication.DELETE_ROWS_EVENTv2, replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
-		return OpDelete, 1
+		return event.OpDelete, 1
 	}
 	return 0, 0
 }
 
 // emitRows publishes the changes of the row images of one rows event.
-func (s *stream) emitRows(ctx context.Context, h *replication.EventHeader, tbl *table, op Op, step int, rows [][]any) error {
+func (s *stream) emitRows(ctx context.Context, h *replication.EventHeader, tbl *table, op event.Op, step int, rows [][]any) error {
 	src := s.source(h)
 	for i := 0; i+step <= len(rows); i += step {
 		version := s.clock.Next(h.Timestamp)
 		var err error
 		switch {
-		case op == OpCreate:
-			err = s.emit(ctx, tbl, src, OpCreate, version, nil, rows[i])
-		case op == OpDelete:
-			err = s.emit(ctx, tbl, src, OpDelete, version, rows[i], nil)
+		case op == event.OpCreate:
+			err = s.emit(ctx, tbl, src, event.OpCreate, version, nil, rows[i])
+		case op == event.OpDelete:
+			err = s.emit(ctx, tbl, src, event.OpDelete, version, rows[i], nil)
 		case tbl.keyChanged(rows[i], rows[i+1]):
 			// A primary key change is a delete of the old key and a create
 			// of the new one, with one version: they may land in different
 			// partitions and the version guard makes their order irrelevant.
-			if err = s.emit(ctx, tbl, src, OpDelete, version, rows[i], nil); err == nil {
-				err = s.emit(ctx, tbl, src, OpCreate, version, nil, rows[i+1])
+			if err = s.emit(ctx, tbl, src, event.OpDelete, version, rows[i], nil); err == nil {
+				err = s.emit(ctx, tbl, src, event.OpCreate, version, nil, rows[i+1])
 			}
 		default:
-			err = s.emit(ctx, tbl, src, OpUpdate, version, rows[i], rows[i+1])
+			err = s.emit(ctx, tbl, src, event.OpUpdate, version, rows[i], rows[i+1])
 		}
 		if err != nil {
 			return err
@@ -107,7 +109,7 @@ func (s *stream) emitRows(ctx context.Context, h *replication.EventHeader, tbl *
 }
 
 // emit encodes and produces one change (and a tombstone after a delete).
-func (s *stream) emit(ctx context.Context, tbl *table, src *source, op Op, version uint64, before, after []any) error {
+func (s *stream) emit(ctx context.Context, tbl *table, src *source, op event.Op, version uint64, before, after []any) error {
 	keyRow := after
 	if keyRow == nil {
 		keyRow = before
@@ -135,7 +137,7 @@ func (s *stream) emit(ctx context.Context, tbl *table, src *source, op Op, versi
 	if err := s.pub.produce(ctx, newRecord(tbl.topic, key, value, 0)); err != nil {
 		return err
 	}
-	if op == OpDelete {
+	if op == event.OpDelete {
 		// The tombstone lets compaction drop the key once consumers have
 		// seen the delete event.
 		if err := s.pub.produce(ctx, newRecord(tbl.topic, slices.Clone(key), nil, 0)); err != nil {

@@ -10,15 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// SchemaHistoryTopic is where tailers without binlog_row_metadata=FULL keep
-// their schema history: a compacted topic, one record per tracked table
-// (and per tracked database, for its default charset), keyed by the
-// tailer's transactional id. Records are written in the same Kafka
-// transaction as the checkpoint that moves past the DDL (or snapshot) they
-// describe, so the last committed record per key is the schema at the
-// committed checkpoint.
-func SchemaHistoryTopic(prefix string) string { return prefix + "._readside_schema_history" }
-
 // dbRecord is the stored state of a tracked database.
 type dbRecord struct {
 	Charset string `json:"charset"`

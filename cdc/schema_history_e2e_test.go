@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 )
 
 // TestSchemaHistoryWithoutFullMetadata: on a source whose binlog does not
@@ -55,7 +56,7 @@ func TestSchemaHistoryWithoutFullMetadata(t *testing.T) {
 // history (and did not get names from the binlog after all).
 func expectHistory(t *testing.T, bed *testbed.Bed) {
 	t.Helper()
-	topic := SchemaHistoryTopic("t" + strings.ReplaceAll(t.Name(), "/", "_"))
+	topic := event.SchemaHistoryTopic("t" + strings.ReplaceAll(t.Name(), "/", "_"))
 	cons := newConsumer(t, bed, topic)
 	if recs := pollOnce(cons, 5*time.Second); len(recs) == 0 {
 		// pollOnce decodes change envelopes; history records are not
@@ -80,7 +81,7 @@ func TestSchemaHistoryFromFullCheckpoint(t *testing.T) {
 	}
 	ctx := t.Context()
 	src, db, cfg, run := privateSourceTable(t, bed, "full2minimal", "f2m", "CREATE TABLE `%s`.t (id INT PRIMARY KEY, a INT)", testbed.MariaDBOptions{})
-	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "t"))
+	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "t"))
 	if err := run()(); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestSchemaHistoryFromFullCheckpoint(t *testing.T) {
 	}
 	// A row under the old name, then the rename: decoded with today's
 	// schema the row would carry the new name.
-	cons2 := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "t"))
+	cons2 := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "t"))
 	if err := src.Exec(ctx, fmt.Sprintf("INSERT INTO `%s`.t VALUES (2, 20)", db), fmt.Sprintf("ALTER TABLE `%s`.t RENAME COLUMN a TO c", db),
 		"SET GLOBAL binlog_row_metadata = MINIMAL"); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 )
 
 // Snapshots follow Netflix's DBLog, interleaved with the live binlog and
@@ -327,7 +328,7 @@ func (s *stream) publishChunk(ctx context.Context, h *replication.EventHeader) e
 		}
 		key := []byte(c.keys[i])
 		value := appendEvent(make([]byte, 0, len(key)+len(after)+len(c.table.schema)+256), c.table,
-			envelope{op: OpRead, version: s.clock.Next(h.Timestamp), src: src, txnSeq: s.txnEvents}, key, nil, after)
+			envelope{op: event.OpRead, version: s.clock.Next(h.Timestamp), src: src, txnSeq: s.txnEvents}, key, nil, after)
 		s.txnEvents++
 		if err := s.pub.produce(ctx, newRecord(c.table.topic, key, value, 0)); err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 )
 
 // TestSnapshotUnderLiveWrites: the initial snapshot of a table that takes
@@ -35,7 +36,7 @@ func TestSnapshotUnderLiveWrites(t *testing.T) {
 	cfg := tailerConfig(t, bed, db+".s")
 	cfg.Source.Snapshot.Mode = "initial"
 	cfg.Source.Snapshot.ChunkRows = 5000
-	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "s"))
+	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "s"))
 
 	// Live updates at ~1k rows/s for the whole snapshot, timing each write.
 	// The writer stops between statements, never inside one: a statement
@@ -205,7 +206,7 @@ func TestSnapshotOnRequest(t *testing.T) {
 	}
 	cfg := tailerConfig(t, bed, db+".q") // snapshot mode never: nothing at start
 	cfg.Source.Snapshot.ChunkRows = 64   // many chunks over a composite key
-	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "q"))
+	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "q"))
 	startTailer(t, cfg)
 	waitForTailer(t, bed, cfg)
 	if err := RequestSnapshot(ctx, cfg.Source.DSN.Reveal(), cfg.Source.TLS, cfg.Source.Snapshot.SignalDB, cfg.Source.ServerID, db+".q", "a < 5"); err != nil {

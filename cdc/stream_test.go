@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/replication"
+
 	"github.com/readside/readside/config"
 )
 

@@ -10,6 +10,8 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shopspring/decimal"
+
+	"github.com/readside/readside/event"
 )
 
 // table is a captured table as the binlog describes it at one position:
@@ -36,7 +38,7 @@ type table struct {
 
 	// events counts published events by op, resolved once per table
 	// rather than per event (a label lookup hashes every time).
-	events map[Op]prometheus.Counter
+	events map[event.Op]prometheus.Counter
 
 	// sizeHint is the size of the last event encoded per op slot
 	// (opSlot), the next one's buffer capacity.
@@ -80,11 +82,11 @@ func newTable(tm *replication.TableMapEvent, topic string, excluded map[string]b
 }
 
 // counter is the events counter for op on this table.
-func (t *table) counter(vec *prometheus.CounterVec, op Op) prometheus.Counter {
+func (t *table) counter(vec *prometheus.CounterVec, op event.Op) prometheus.Counter {
 	c, ok := t.events[op]
 	if !ok {
 		if t.events == nil {
-			t.events = map[Op]prometheus.Counter{}
+			t.events = map[event.Op]prometheus.Counter{}
 		}
 		c = vec.WithLabelValues(t.db+"."+t.name, string(op))
 		t.events[op] = c
@@ -125,9 +127,9 @@ func (t *table) encodeSchema() {
 	})
 	t.schemaVersion = fmt.Sprintf("%016x", h.Sum64())
 	var b []byte
-	b = append(b, `"schema":{"version":`...)
+	b = append(b, `"`+event.FieldSchema+`":{"`+event.SchemaVersion+`":`...)
 	b = appendJSONString(b, t.schemaVersion)
-	b = append(b, `,"columns":`...)
+	b = append(b, `,"`+event.SchemaColumns+`":`...)
 	b = append(b, cols...)
 	b = append(b, '}')
 	t.schema = b
@@ -194,11 +196,11 @@ func (t *table) keyChanged(before, after []any) bool {
 }
 
 // opSlot indexes table.sizeHint: creates, updates (two images), deletes.
-func opSlot(op Op) int {
+func opSlot(op event.Op) int {
 	switch op {
-	case OpUpdate:
+	case event.OpUpdate:
 		return 1
-	case OpDelete:
+	case event.OpDelete:
 		return 2
 	}
 	return 0

@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/internal/compression"
 	"github.com/readside/readside/internal/kafkalog"
 	"github.com/readside/readside/internal/startup"
@@ -99,9 +100,6 @@ func (t *Tailer) secondsToPurge() float64 {
 	return float64(ret) - t.now().Sub(time.Unix(from, 0)).Seconds()
 }
 
-// CheckpointTopic is where tailers keep their checkpoints.
-func CheckpointTopic(prefix string) string { return prefix + "._readside_checkpoints" }
-
 // Run tails until ctx is cancelled (returns nil after committing what was
 // complete) or a fatal error.
 func (t *Tailer) Run(ctx context.Context) error {
@@ -132,7 +130,7 @@ func (t *Tailer) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pub, err := newPublisher(t.brokers, t.cfg.TransactionalID(), CheckpointTopic(t.cfg.Kafka.TopicPrefix), t.cfg.Kafka.MaxMessageBytes, compression.Option(t.cfg.Kafka.Compression), kafkalog.New(t.log.With("component", "kafka")))
+	pub, err := newPublisher(t.brokers, t.cfg.TransactionalID(), event.CheckpointTopic(t.cfg.Kafka.TopicPrefix), t.cfg.Kafka.MaxMessageBytes, compression.Option(t.cfg.Kafka.Compression), kafkalog.New(t.log.With("component", "kafka")))
 	if err != nil {
 		return err
 	}
@@ -141,7 +139,7 @@ func (t *Tailer) run(ctx context.Context) error {
 		pub.separateCheckpoints()
 	}
 	if !env.full {
-		pub.keepSchemaHistory(SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix))
+		pub.keepSchemaHistory(event.SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix))
 	}
 	env.pub = pub
 	if env.partitions, err = pub.ensureTopics(ctx, env.topics, t.cfg.Kafka.Partitions, t.cfg.Kafka.ReplicationFactor, t.cfg.Kafka.MaxMessageBytes); err != nil {
@@ -270,7 +268,7 @@ func (env *runEnv) capture(cfg config.Config) {
 	env.captured = map[string]string{}
 	for _, name := range cfg.Source.Tables {
 		db, tbl, _ := config.SplitTable(name)
-		env.captured[name] = TopicFor(cfg.Kafka.TopicPrefix, db, tbl)
+		env.captured[name] = event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl)
 		env.topics = append(env.topics, env.captured[name])
 		if !slices.Contains(env.trackedDBs, db) {
 			env.trackedDBs = append(env.trackedDBs, db)

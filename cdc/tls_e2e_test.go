@@ -18,6 +18,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 )
 
 // testCA issues certificates for the TLS tests.
@@ -140,7 +141,7 @@ func TestSourceTLS(t *testing.T) {
 	cfg := tailerConfig(t, bed, db+".x")
 	cfg.Source.DSN = config.Secret(dsnFor("127.0.0.1", src.Port))
 	cfg.Source.TLS = good
-	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "x"))
+	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "x"))
 	stop := startTailer(t, cfg)
 	deadline := time.Now().Add(60 * time.Second)
 	for i := 1; ; i++ {

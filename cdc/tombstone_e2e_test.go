@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 )
 
 // TestTombstoneFollowsEveryDelete reads the raw topic (tombstones
@@ -33,7 +34,7 @@ func TestTombstoneFollowsEveryDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := tailerConfig(t, bed, db+".t")
-	topic := TopicFor(cfg.Kafka.TopicPrefix, db, "t")
+	topic := event.TopicFor(cfg.Kafka.TopicPrefix, db, "t")
 	startTailer(t, cfg)
 	waitForTailer(t, bed, cfg)
 	var values string

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 )
 
 // TestTruncate: TRUNCATE of a captured table removes rows without row
@@ -22,7 +23,7 @@ func TestTruncate(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := tailerConfig(t, bed, db+".t")
-	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "t"))
+	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "t"))
 	startTailer(t, cfg)
 	waitForTailer(t, bed, cfg)
 	if err := bed.MySQL.Exec(ctx,

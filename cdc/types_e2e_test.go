@@ -13,6 +13,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 )
 
 // matrixColumn is one column of the type matrix and how its value is
@@ -95,7 +96,7 @@ func testTypeMatrix(t *testing.T, bed *testbed.Bed, src *testbed.MySQL) {
 	cfg := tailerConfig(t, bed, db+".m")
 	cfg.Source.DSN = config.Secret(src.ReplDSN())
 	startTailer(t, cfg)
-	cons := newConsumer(t, bed, TopicFor(cfg.Kafka.TopicPrefix, db, "m"))
+	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "m"))
 	waitForTailerOn(t, bed, src, cfg)
 
 	// One connection in UTC so TIMESTAMP text matches the events' UTC text.
@@ -290,5 +291,5 @@ func waitForTailer(t *testing.T, bed *testbed.Bed, cfg config.Config) {
 // waitForTailerOn is waitForTailer for a tailer on src.
 func waitForTailerOn(t *testing.T, bed *testbed.Bed, src *testbed.MySQL, cfg config.Config) {
 	t.Helper()
-	testbed.WaitForTailer(t, src, bed.Kafka.Brokers(), CheckpointTopic(cfg.Kafka.TopicPrefix))
+	testbed.WaitForTailer(t, src, bed.Kafka.Brokers(), event.CheckpointTopic(cfg.Kafka.TopicPrefix))
 }

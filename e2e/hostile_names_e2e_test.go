@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/internal/sqlquote"
 )
 
@@ -215,13 +215,13 @@ projections:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tp := range []string{cdc.TopicFor(prefix, src, "order"), cdc.TopicFor(prefix, src, longTable)} {
+	for _, tp := range []string{event.TopicFor(prefix, src, "order"), event.TopicFor(prefix, src, longTable)} {
 		if !listed.Has(tp) {
 			t.Errorf("topic %q is not on the broker; it has %q", tp, listed.Names())
 		}
 	}
-	if tp := cdc.TopicFor(prefix, src, longTable); len(tp) != cdc.MaxTopicLen {
-		t.Errorf("the long table's topic %q is %d characters, want it cut to %d", tp, len(tp), cdc.MaxTopicLen)
+	if tp := event.TopicFor(prefix, src, longTable); len(tp) != event.MaxTopicLen {
+		t.Errorf("the long table's topic %q is %d characters, want it cut to %d", tp, len(tp), event.MaxTopicLen)
 	}
 	if code := d.stop(time.Minute); code != 0 {
 		t.Errorf("readside run exit %d on SIGTERM; log:\n%s", code, tail(logPath))

@@ -257,7 +257,7 @@ func TestReplayRequestCheckedAndCancelled(t *testing.T) {
 	t.Logf("no projector running: replay --from earliest --timeout 3s (exit %d):\n%s", code, out)
 	for _, w := range []string{
 		"waiting up to 3s for a projector of messages_by_sender",
-		"no projector of messages_by_sender is running now: its consumer group readside-projection-messages_by_sender has no member consuming " + topic,
+		"no projector of messages_by_sender is running now: its consumer group " + strings.TrimSuffix(topic, "."+p.src+".messages") + "-projection-messages_by_sender has no member consuming " + topic,
 		"no projector of messages_by_sender took the request within 3s",
 		"readside replay --projection messages_by_sender --cancel",
 	} {

@@ -18,7 +18,7 @@ func (pr *Projector) newConsumer(owned *owned) (*kgo.Client, error) {
 		// A worker killed without leaving is noticed within this, not the
 		// default 45s: its partitions are not consumed until then.
 		kgo.SessionTimeout(10 * time.Second),
-		kgo.ConsumerGroup(Group(pr.p)),
+		kgo.ConsumerGroup(pr.p.Group),
 		kgo.ConsumeTopics(pr.p.Topics()...),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		// Commit markers come with the records so the consumer lag can

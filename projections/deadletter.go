@@ -75,7 +75,7 @@ func (pr *Projector) isolate(ctx context.Context, b *Batch) error {
 // for the broker to acknowledge them. The record keeps its key and value;
 // headers say where it came from and why it was rejected.
 func (pr *Projector) deadLetter(ctx context.Context, rs []Rejected) error {
-	topic := DLQTopic(pr.o.TopicPrefix, pr.p)
+	topic := pr.p.DLQTopic
 	var out []*kgo.Record
 	for _, r := range rs {
 		src := r.Record

@@ -8,12 +8,14 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+
+	"github.com/readside/readside/event"
 )
 
 // Event is the part of a change envelope (docs/events.md) the projector
 // reads.
 type Event struct {
-	Op      string
+	Op      event.Op
 	Version uint64
 	// Before and After are the row images, nil when absent or null:
 	// the columns' JSON values as the tailer wrote them (slices of the
@@ -107,24 +109,25 @@ func (d *Decoder) Decode(b []byte) (Event, error) {
 	s := scanner{b: b, d: d}
 	var schema []byte
 	var known *eventSchema
+	var op string // checked by finish, with the rest
 	err := s.object(func(key []byte) error {
 		switch string(key) {
-		case `"op"`:
-			_, err := s.stringInto(&e.Op)
+		case `"` + event.FieldOp + `"`:
+			_, err := s.stringInto(&op)
 			return err
-		case `"version"`:
+		case `"` + event.FieldVersion + `"`:
 			return s.uintInto(&e.Version)
-		case `"before"`:
+		case `"` + event.FieldBefore + `"`:
 			return s.image(&e.Before)
-		case `"after"`:
+		case `"` + event.FieldAfter + `"`:
 			return s.image(&e.After)
-		case `"source"`:
+		case `"` + event.FieldSource + `"`:
 			return s.source(&e.Source)
-		case `"schema"`:
+		case `"` + event.FieldSchema + `"`:
 			raw, sc, err := s.schemaValue()
 			schema, known = raw, sc
 			return err
-		case `"db"`, `"table"`, `"key"`, `"txn"`:
+		case `"` + event.FieldDB + `"`, `"` + event.FieldTable + `"`, `"` + event.FieldKey + `"`, `"` + event.FieldTxn + `"`:
 			// Members the projector does not read, named as the tailer
 			// writes them: skipped without the case-folding check below.
 			_, err := s.value()
@@ -154,7 +157,7 @@ func (d *Decoder) Decode(b []byte) (Event, error) {
 		e.Schema = known
 		schema = nil
 	}
-	e, err = e.finish(schema)
+	e, err = e.finish(op, schema)
 	if err == nil && known == nil && e.Schema != nil && !d.single {
 		d.schemaRaw, d.schema = bytes.Clone(schema), e.Schema
 	}
@@ -175,11 +178,11 @@ func decodeEventStd(b []byte) (Event, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Event{}, fmt.Errorf("decoding change event: %w", err)
 	}
-	e := Event{Op: w.Op, Version: w.Version, Before: ImageOf(w.Before), After: ImageOf(w.After), Source: w.Source}
-	return e.finish(w.Schema)
+	e := Event{Version: w.Version, Before: ImageOf(w.Before), After: ImageOf(w.After), Source: w.Source}
+	return e.finish(w.Op, w.Schema)
 }
 
-func (e Event) finish(schema []byte) (Event, error) {
+func (e Event) finish(op string, schema []byte) (Event, error) {
 	if len(schema) > 0 && string(schema) != "null" {
 		sc, err := schemas.get(schema)
 		if err != nil {
@@ -187,10 +190,9 @@ func (e Event) finish(schema []byte) (Event, error) {
 		}
 		e.Schema = sc
 	}
-	switch e.Op {
-	case "c", "u", "d", "r", "t":
-	default:
-		return e, fmt.Errorf("change event with unknown op %q", e.Op)
+	var ok bool
+	if e.Op, ok = event.ParseOp(op); !ok {
+		return e, fmt.Errorf("change event with unknown op %q", op)
 	}
 	if e.Version == 0 {
 		return e, fmt.Errorf("change event without a version")
@@ -374,7 +376,7 @@ func (s *scanner) source(dst **EventSource) error {
 	}
 	err := s.object(func(key []byte) error {
 		switch string(key) {
-		case `"ts_sec"`:
+		case `"` + event.SourceTSSec + `"`:
 			raw, err := s.value()
 			if err != nil || string(raw) == "null" {
 				return err
@@ -385,7 +387,7 @@ func (s *scanner) source(dst **EventSource) error {
 			}
 			src.TS = v
 			return nil
-		case `"gtid"`:
+		case `"` + event.SourceGTID + `"`:
 			return s.gtidInto(&src.GTID)
 		}
 		if keyFolds(key) {

@@ -46,7 +46,7 @@ func TestDeadLetters(t *testing.T) {
 	if err := bed.MySQL.Exec(ctx, stmts...); err != nil {
 		t.Fatal(err)
 	}
-	pr, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers, TopicPrefix: cfg.Kafka.TopicPrefix,
+	pr, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers,
 		Rejected: sinks.Rejected, Log: logger()})
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func TestDeadLetters(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ConsumeTopics(projections.DLQTopic(cfg.Kafka.TopicPrefix, p)),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ConsumeTopics(p.DLQTopic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func TestDeadLetters(t *testing.T) {
 	// Created to hold an event of kafka.max_message_bytes (its default,
 	// 1 MiB, here) with the headers, set on the topic rather than left to
 	// the brokers' default (the test bed's is 16 MiB, a real cluster's 1 MiB).
-	if n, own := topicMaxMessageBytes(t, cfg.Kafka.Brokers, projections.DLQTopic(cfg.Kafka.TopicPrefix, p)); !own || n < 1<<20+1024 {
+	if n, own := topicMaxMessageBytes(t, cfg.Kafka.Brokers, p.DLQTopic); !own || n < 1<<20+1024 {
 		t.Errorf("dead-letter topic created with max.message.bytes %d (set on the topic: %v), want it set to room for kafka.max_message_bytes (%d) and the headers", n, own, 1<<20)
 	}
 
@@ -113,7 +113,7 @@ func TestDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.OnError = "stop"
-	stopper, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers, TopicPrefix: cfg.Kafka.TopicPrefix,
+	stopper, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers,
 		Rejected: sinks.Rejected, Log: logger()})
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func TestDeadLetterOfALargeRow(t *testing.T) {
 	// The dead-letter topic exists already, at 1 MiB (an older
 	// readside's, on brokers with Kafka's default size; the test bed's
 	// allow 16 MiB): the projector raises it.
-	dlq := projections.DLQTopic(cfg.Kafka.TopicPrefix, p)
+	dlq := p.DLQTopic
 	adm, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...))
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestDeadLetterOfALargeRow(t *testing.T) {
 		t.Fatalf("creating the dead-letter topic at 1 MiB: %v %v", err, resp.Err)
 	}
 	runTailer(t, bed, cfg)
-	pr, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers, TopicPrefix: cfg.Kafka.TopicPrefix,
+	pr, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers,
 		MaxMessageBytes: cfg.Kafka.MaxMessageBytes, Rejected: sinks.Rejected, Log: logger()})
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +222,7 @@ func TestDeadLetterOfALargeRow(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ConsumeTopics(projections.DLQTopic(cfg.Kafka.TopicPrefix, p)),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ConsumeTopics(p.DLQTopic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)

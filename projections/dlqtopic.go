@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/internal/kafkalog"
 )
 
@@ -36,7 +35,7 @@ func (pr *Projector) openDLQ(ctx context.Context) error {
 	// max.message.bytes lets a rejected record of any size readside
 	// publishes in; an existing topic (an older readside's, or one made
 	// before kafka.max_message_bytes was raised) is raised to it.
-	topic := DLQTopic(pr.o.TopicPrefix, pr.p)
+	topic := pr.p.DLQTopic
 	limit := strconv.Itoa(maxBytes)
 	adm := kadm.NewClient(cl)
 	resp, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"max.message.bytes": &limit}, topic)
@@ -87,12 +86,4 @@ func raiseMaxMessageBytes(ctx context.Context, adm *kadm.Client, topic string, l
 		return fmt.Errorf("raising its max.message.bytes to %d (kafka.max_message_bytes plus headers; or raise it by hand): %w", limit, err)
 	}
 	return nil
-}
-
-// DLQTopic is where a projection's rejected rows go (on_error: dlq). The
-// projection name is a YAML key and may hold anything, so it goes through
-// the topic-name mapping as the table of a pair; plain names keep
-// <prefix>._readside_dlq.<name>.
-func DLQTopic(prefix string, p *Projection) string {
-	return cdc.TopicFor(prefix, "_readside_dlq", p.Name)
 }

@@ -13,8 +13,8 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 )
 
 // Projection is one compiled declaration.
@@ -44,6 +44,10 @@ type Projection struct {
 	// read the source. The projector calls it, rarely, to follow a source
 	// DDL that its read table no longer fits (schemafollow.go).
 	SourceTypes func(ctx context.Context) (Types, error)
+	// Group is the consumer group of the projection's projectors, and
+	// DLQTopic where its rejected rows go (event.Group, event.DLQTopic).
+	Group    string
+	DLQTopic string
 }
 
 // DefaultApplyConcurrency: two transactions keep a sink busy while the
@@ -181,7 +185,8 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 		if d.ApplyConcurrency < 0 || d.ApplyConcurrency > maxApplyConcurrency {
 			bad("%s.apply_concurrency %d: want 1 to %d (0 or unset: %d)", key, d.ApplyConcurrency, maxApplyConcurrency, DefaultApplyConcurrency)
 		}
-		p := &Projection{Name: name, SourceDB: db, SourceTbl: tbl, Topic: cdc.TopicFor(cfg.Kafka.TopicPrefix, db, tbl),
+		p := &Projection{Name: name, SourceDB: db, SourceTbl: tbl, Topic: event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl),
+			Group: event.Group(cfg.Kafka.TopicPrefix, name), DLQTopic: event.DLQTopic(cfg.Kafka.TopicPrefix, name),
 			Sink: d.Sink, Table: d.Table, ShardBy: d.ShardBy, Where: where, Replicated: d.Replicated, OnError: d.OnError}
 		if p.Table == "" {
 			p.Table = name
@@ -243,7 +248,7 @@ func compileJoin(cfg config.Config, p *Projection, d config.Projection, i int, j
 	if jd.From == d.From {
 		bad("%s.from %s joins the projection's own table: self-joins are not supported", key, jd.From)
 	}
-	j := &Join{N: i + 1, ParentDB: db, ParentTbl: tbl, Topic: cdc.TopicFor(cfg.Kafka.TopicPrefix, db, tbl)}
+	j := &Join{N: i + 1, ParentDB: db, ParentTbl: tbl, Topic: event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl)}
 	if len(jd.On) == 0 {
 		bad("%s.on is empty: map each parent key column to this projection's source column, e.g. {id: customer_id}", key)
 	}

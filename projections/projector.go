@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -35,8 +36,6 @@ type Options struct {
 	// InstanceID, when set, makes the worker a static group member (see
 	// config kafka.group_instance_id).
 	InstanceID string
-	// TopicPrefix names the dead-letter topic (DLQTopic).
-	TopicPrefix string
 	// MaxMessageBytes is kafka.max_message_bytes: the dead-letter topic
 	// holds a rejected record of that size (0: the config default, 1 MiB).
 	MaxMessageBytes int
@@ -56,11 +55,11 @@ func NewProjector(p *Projection, sink Sink, o Options) (*Projector, error) {
 	if len(o.Brokers) == 0 {
 		return nil, errors.New("projector: no Kafka brokers")
 	}
+	if p.Group == "" || p.DLQTopic == "" {
+		return nil, fmt.Errorf("projector: projection %s has no consumer group or dead-letter topic: build it with Compile", p.Name)
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
-	}
-	if o.TopicPrefix == "" {
-		o.TopicPrefix = "readside"
 	}
 	if o.MaxMessageBytes == 0 {
 		o.MaxMessageBytes = 1 << 20
@@ -70,9 +69,6 @@ func NewProjector(p *Projection, sink Sink, o Options) (*Projector, error) {
 	}
 	return &Projector{p: p, sink: sink, o: o, log: o.Log.With("component", "projector", "projection", p.Name)}, nil
 }
-
-// Group is the consumer group of a projection's workers.
-func Group(p *Projection) string { return "readside-projection-" + p.Name }
 
 // Run consumes until ctx is cancelled (nil) or a batch cannot be applied.
 // A replay request for a partition it holds makes it leave the group and

@@ -16,6 +16,7 @@ import (
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
@@ -279,7 +280,7 @@ func waitPublished(t *testing.T, bed *testbed.Bed, tl *cdc.Tailer) {
 // waitTailer waits for the tailer's first checkpoint.
 func waitTailer(t *testing.T, bed *testbed.Bed, cfg config.Config) {
 	t.Helper()
-	testbed.WaitForTailer(t, bed.MySQL, cfg.Kafka.Brokers, cdc.CheckpointTopic(cfg.Kafka.TopicPrefix))
+	testbed.WaitForTailer(t, bed.MySQL, cfg.Kafka.Brokers, event.CheckpointTopic(cfg.Kafka.TopicPrefix))
 }
 
 // topicRecords reads every committed record of the topics from the start,

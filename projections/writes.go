@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/event"
 )
 
 // MaxKeyBytes bounds a read key's encoded text (the tombstone table's key).
@@ -79,17 +81,17 @@ func (p *Projection) Writes(e Event) ([]Write, error) { return p.appendWrites(ni
 // event); after an error dst comes back as it was. ps, when not nil,
 // carries the image plan from event to event.
 func (p *Projection) appendWrites(dst []Write, e Event, ps *plans) ([]Write, error) {
-	if e.Op == "t" {
+	if e.Op == event.OpTruncate {
 		return append(dst, Write{Kind: Truncate, Version: e.Version}), nil
 	}
 	var afterIn, beforeIn bool
 	var err error
-	if e.Op != "d" {
+	if e.Op != event.OpDelete {
 		if afterIn, err = p.passes(e.After, "after"); err != nil {
 			return dst, err
 		}
 	}
-	if e.Op == "u" || e.Op == "d" {
+	if e.Op == event.OpUpdate || e.Op == event.OpDelete {
 		if beforeIn, err = p.passes(e.Before, "before"); err != nil {
 			return dst, err
 		}
@@ -101,25 +103,25 @@ func (p *Projection) appendWrites(dst []Write, e Event, ps *plans) ([]Write, err
 		return append(dst, w), nil
 	}
 	switch e.Op {
-	case "c", "r":
+	case event.OpCreate, event.OpRead:
 		switch {
 		case afterIn:
 			return one(p.upsert(e, e.After, ps))
-		case e.Op == "r" && p.nullKey(e.After, e.Schema, ps):
+		case e.Op == event.OpRead && p.nullKey(e.After, e.Schema, ps):
 			// Kept out by the filter (NullableKeys): no read row can have
 			// a NULL key, so there is nothing to delete.
 			return dst, nil
-		case e.Op == "r":
+		case e.Op == event.OpRead:
 			return one(p.delete(e, e.After, ps))
 		}
 		return dst, nil
-	case "d":
+	case event.OpDelete:
 		if !beforeIn {
 			return dst, nil
 		}
 		return one(p.delete(e, e.Before, ps))
 	}
-	// "u": the old read key's delete, when the key moved or the row left
+	// An update: the old read key's delete, when the key moved or the row left
 	// the filter, goes before the upsert.
 	var up Write
 	if afterIn {
@@ -170,12 +172,12 @@ func (p *Projection) passes(img *Image, which string) (bool, error) {
 func (p *Projection) ParentWrites(j int, e Event) ([]ParentWrite, error) {
 	join := p.Joins[j]
 	switch e.Op {
-	case "t":
+	case event.OpTruncate:
 		return []ParentWrite{{Join: j, Truncate: true, Version: e.Version}}, nil
-	case "c", "r":
+	case event.OpCreate, event.OpRead:
 		w, err := join.state(j, e, e.After, true)
 		return []ParentWrite{w}, err
-	case "d":
+	case event.OpDelete:
 		w, err := join.state(j, e, e.Before, false)
 		return []ParentWrite{w}, err
 	}

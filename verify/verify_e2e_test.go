@@ -18,6 +18,7 @@ import (
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 	"github.com/readside/readside/verify"
@@ -143,7 +144,7 @@ func (s *shop) run(t *testing.T) {
 // waitTailer waits for the tailer's first checkpoint.
 func (s *shop) waitTailer(t *testing.T) {
 	t.Helper()
-	testbed.WaitForTailer(t, s.bed.MySQL, s.cfg.Kafka.Brokers, cdc.CheckpointTopic(s.cfg.Kafka.TopicPrefix))
+	testbed.WaitForTailer(t, s.bed.MySQL, s.cfg.Kafka.Brokers, event.CheckpointTopic(s.cfg.Kafka.TopicPrefix))
 }
 
 // expected and actual are the independent SQL statement of the contract

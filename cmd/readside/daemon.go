@@ -22,6 +22,7 @@ import (
 	"github.com/readside/readside/broker"
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/httpapi"
 	"github.com/readside/readside/projections"
 )
@@ -216,7 +217,7 @@ func (o *ops) close() {
 func statusOptions(cfg config.Config, role string) (httpapi.Options, error) {
 	opts := httpapi.Options{
 		Brokers:         cfg.Kafka.Brokers,
-		CheckpointTopic: cdc.CheckpointTopic(cfg.Kafka.TopicPrefix),
+		CheckpointTopic: event.CheckpointTopic(cfg.Kafka.TopicPrefix),
 		TransactionalID: cfg.TransactionalID(),
 		TailerHere:      role == "all" || role == "tailer",
 		HeartbeatPeriod: cfg.Source.HeartbeatPeriod,
@@ -230,7 +231,7 @@ func statusOptions(cfg config.Config, role string) (httpapi.Options, error) {
 		return opts, err
 	}
 	for _, p := range ps {
-		sp := httpapi.Projection{Name: p.Name, Topic: p.Topic, Topics: p.Topics(), Group: projections.Group(p), Here: role == "all" || role == "projector"}
+		sp := httpapi.Projection{Name: p.Name, Topic: p.Topic, Topics: p.Topics(), Group: p.Group, Here: role == "all" || role == "projector"}
 		s := cfg.Sinks[p.Sink]
 		if s.DSN != "" {
 			sp.Sinks = append(sp.Sinks, httpapi.SinkDSN{Name: p.Sink, DSN: s.DSN.Reveal()})

@@ -82,7 +82,7 @@ func (s *projectorStarter) start(ctx context.Context, pp plannedProjection) (exi
 		instance, _ = os.Hostname()
 	}
 	pr, err := projections.NewProjector(pp.p, sink, projections.Options{Brokers: s.cfg.Kafka.Brokers, InstanceID: instance,
-		TopicPrefix: s.cfg.Kafka.TopicPrefix, MaxMessageBytes: s.cfg.Kafka.MaxMessageBytes, Metrics: s.metrics, Rejected: sinks.Rejected, Log: s.log})
+		MaxMessageBytes: s.cfg.Kafka.MaxMessageBytes, Metrics: s.metrics, Rejected: sinks.Rejected, Log: s.log})
 	if err != nil {
 		return exitUsage, err
 	}

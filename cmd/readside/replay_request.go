@@ -95,7 +95,7 @@ func listPending(ctx context.Context, p *projections.Projection, sink *sinks.Sha
 // groupState says how many projectors of p are in its consumer group now:
 // with none, the request waits for the next one to start.
 func groupState(ctx context.Context, brokers []string, p *projections.Projection) string {
-	group := projections.Group(p)
+	group := p.Group
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		return fmt.Sprintf("consumer group %s: %v", group, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/preflight"
 )
 
@@ -34,7 +35,7 @@ func listSnapshots(cfg config.Config, stdout, stderr io.Writer) int {
 	found := false
 	err := brokerAnswers(ctx, brokers)
 	if err == nil {
-		cp, found, err = cdc.ReadCheckpoint(ctx, brokers, cdc.CheckpointTopic(cfg.Kafka.TopicPrefix), cfg.TransactionalID())
+		cp, found, err = cdc.ReadCheckpoint(ctx, brokers, event.CheckpointTopic(cfg.Kafka.TopicPrefix), cfg.TransactionalID())
 	}
 	switch {
 	case err != nil:
@@ -107,7 +108,7 @@ func addedTableFindings(ctx context.Context, cfg config.Config) []preflight.Find
 	if brokerAnswers(ctx, brokers) != nil {
 		return nil
 	}
-	cp, found, err := cdc.ReadCheckpoint(ctx, brokers, cdc.CheckpointTopic(cfg.Kafka.TopicPrefix), cfg.TransactionalID())
+	cp, found, err := cdc.ReadCheckpoint(ctx, brokers, event.CheckpointTopic(cfg.Kafka.TopicPrefix), cfg.TransactionalID())
 	if err != nil || !found {
 		return nil
 	}

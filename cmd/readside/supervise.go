@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/httpapi"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
@@ -139,7 +140,7 @@ func deadLettering(opts httpapi.Options, m *projections.Metrics, topicPrefix str
 			}
 			out = append(out, httpapi.Degradation{Projection: p.Name, State: "dead-lettering",
 				Reason: fmt.Sprintf("the last %d records all went to the dead-letter topic, with no row applied (%d dead-lettered, %d applied in the last minute)", dl.Streak, dl.LastMinute, dl.AppliedLastMinute),
-				Fix:    fmt.Sprintf("read the reason in the readside.error header of the records in the dead-letter topic %s and fix it (the read table: readside plan; or projections.%s.columns); then replay the projection (readside replay) to apply the dead-lettered rows", projections.DLQTopic(topicPrefix, &projections.Projection{Name: p.Name}), p.Name)})
+				Fix:    fmt.Sprintf("read the reason in the readside.error header of the records in the dead-letter topic %s and fix it (the read table: readside plan; or projections.%s.columns); then replay the projection (readside replay) to apply the dead-lettered rows", event.DLQTopic(topicPrefix, p.Name), p.Name)})
 		}
 		return out
 	}

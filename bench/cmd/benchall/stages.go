@@ -15,6 +15,7 @@ import (
 	"github.com/readside/readside/bench/internal/benchio"
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 )
 
@@ -223,7 +224,7 @@ func (e *env) primeTailer(ctx context.Context, cfgPath, prefix string) error {
 }
 
 func checkpointClient(bed *testbed.Bed, prefix string) (*kgo.Client, error) {
-	return kgo.NewClient(kgo.SeedBrokers(bed.Kafka.Brokers()...), kgo.ConsumeTopics(cdc.CheckpointTopic(prefix)),
+	return kgo.NewClient(kgo.SeedBrokers(bed.Kafka.Brokers()...), kgo.ConsumeTopics(event.CheckpointTopic(prefix)),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(50*time.Millisecond))
 }
 

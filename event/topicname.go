@@ -1,12 +1,11 @@
-package cdc
-
 // Topic names. MySQL names may hold any Unicode letter, spaces, quotes and
 // backticks; Kafka accepts only [a-zA-Z0-9._-] and at most 249
 // characters, and the embedded broker accepts anything, so a bad mapping
 // goes unnoticed until a real cluster refuses the topic. The mapping below
 // is Kafka-legal for every input, injective for a given prefix (two
-// different (db, table) pairs never share a topic), and the identity on
-// the names every deployment used so far, so existing topics do not move:
+// different (db, table) pairs never share a topic), and keeps
+// <prefix>.<db>.<table> for names Kafka accepts as they are, the names of
+// almost every deployment, so their topics read as the tables they hold:
 //
 //   - plain pair (both names non-empty, only [a-zA-Z0-9_-]):
 //     <prefix>.<db>.<table>, exactly one '.' after the prefix;
@@ -26,7 +25,9 @@ package cdc
 // refuses a topic that differs from an existing one only there (e.g.
 // db "a_b" table "c" and db "a" table "b_c"); escaping cannot remove that
 // without moving plain topics, so `check` reports such pairs
-// (topicCollisions).
+// (TopicCollisions).
+
+package event
 
 import (
 	"crypto/sha256"
@@ -62,9 +63,9 @@ func TopicFor(prefix, db, table string) string {
 // name differs from an existing one only by '.' versus '_'.
 func topicCollisionKey(topic string) string { return strings.ReplaceAll(topic, ".", "_") }
 
-// topicCollisions names each pair of captured tables (db.table, as in
+// TopicCollisions names each pair of captured tables (db.table, as in
 // source.tables) whose topics Kafka would refuse to hold together.
-func topicCollisions(prefix string, tables []string) []string {
+func TopicCollisions(prefix string, tables []string) []string {
 	var out []string
 	first := map[string]string{}
 	for _, t := range tables {

@@ -1,4 +1,4 @@
-package cdc
+package event
 
 import (
 	"fmt"
@@ -191,9 +191,9 @@ func TestTopicCollisions(t *testing.T) {
 		{"escaped names can collide with plain ones too", []string{"_shop.a_20b", "shop.a b"}, 1},
 	}
 	for _, c := range cases {
-		got := topicCollisions("readside", c.tables)
+		got := TopicCollisions("readside", c.tables)
 		if len(got) != c.want {
-			t.Errorf("%s: topicCollisions(%q) = %q, want %d", c.why, c.tables, got, c.want)
+			t.Errorf("%s: TopicCollisions(%q) = %q, want %d", c.why, c.tables, got, c.want)
 		}
 	}
 }
