@@ -15,7 +15,7 @@ func TestGCIntervalOption(t *testing.T) {
 		{"a set interval is kept as given", 200 * time.Millisecond, 200 * time.Millisecond},
 	}
 	for _, c := range cases {
-		pr, err := NewProjector(&Projection{Name: "p"}, nil, Options{Brokers: []string{"127.0.0.1:9092"}, GCInterval: c.set})
+		pr, err := NewProjector(&Projection{Name: "p", Group: "g", DLQTopic: "d"}, nil, Options{Brokers: []string{"127.0.0.1:9092"}, GCInterval: c.set})
 		if err != nil {
 			t.Fatal(err)
 		}

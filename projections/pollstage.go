@@ -101,6 +101,7 @@ func (s *pollStage) nextJob(ctx context.Context) (*job, error) {
 		if err := s.apply.wait(); err != nil {
 			return nil, err
 		}
+		//lint:ignore SA1012 franz-go polls without blocking when the context is nil: only what is already buffered.
 		s.pr.queueFetches(&s.queue, s.cl.PollRecords(nil, s.perJob*queuedJobs-s.queue.len()))
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -63,6 +63,7 @@ type followSink struct {
 	failing error // what a refused Apply returns
 }
 
+//lint:ignore ST1005 the refusal as MariaDB words it
 var errTooLong = errors.New("Data too long for column 'name'")
 
 func (s *followSink) Offsets(context.Context, *Projection) (Offsets, error) { return nil, nil }

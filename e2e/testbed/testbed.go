@@ -140,7 +140,7 @@ func startBroker(ctx context.Context, dir string, opts Options) (*Kafka, error) 
 	case "external":
 		seeds := os.Getenv("E2E_KAFKA_BROKERS")
 		if seeds == "" {
-			return nil, errors.New("E2E_BROKER=external needs E2E_KAFKA_BROKERS=host:port,...")
+			return nil, errors.New("E2E_BROKER=external needs E2E_KAFKA_BROKERS=host:port[,host:port]")
 		}
 		k := &Kafka{Kind: "external", seeds: strings.Split(seeds, ",")}
 		return k, k.WaitHealthy(ctx, 60*time.Second)
