@@ -27,11 +27,10 @@ const BackfillSuffix = "__backfill"
 // needs and are not read) and never dead-letters: a row the sink refuses
 // stops the backfill, which can be run again once fixed.
 func (p *Projection) Backfill() *Projection {
-	b := *p
-	b.Name = p.Name + BackfillSuffix
+	b := p.WithName(p.Name + BackfillSuffix)
 	b.Joins = nil
 	b.OnError = config.OnErrorStop
-	return &b
+	return b
 }
 
 // BackfillColumns checks that cols (read column names) can be backfilled

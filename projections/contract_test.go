@@ -94,3 +94,37 @@ func TestGroupPerDeployment(t *testing.T) {
 		t.Errorf("group %q, want %q", a, want)
 	}
 }
+
+// TestRenamedProjectionHasItsOwnGroup: a backfill (and a rebuild's shadow,
+// through WithName) consumes beside the live projector; in the live
+// projector's group each would be dealt only part of the partitions and
+// never reach the end offsets it waits for.
+func TestRenamedProjectionHasItsOwnGroup(t *testing.T) {
+	cfg := baseConfig()
+	cfg.Kafka.TopicPrefix = "shop-eu"
+	ps, err := Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := ps[0]
+	for _, c := range []struct {
+		why string
+		p   *Projection
+	}{
+		{"a backfill consumes as its own projection", live.Backfill()},
+		{"a rebuild's shadow consumes as its own projection", live.WithName(live.Name + "__rebuild")},
+	} {
+		if c.p.Group == live.Group {
+			t.Errorf("%s: it shares the live group %q", c.why, live.Group)
+		}
+		if want := event.Group("shop-eu", c.p.Name); c.p.Group != want {
+			t.Errorf("%s: group %q, want %q", c.why, c.p.Group, want)
+		}
+		if want := event.DLQTopic("shop-eu", c.p.Name); c.p.DLQTopic != want {
+			t.Errorf("%s: dead-letter topic %q, want %q", c.why, c.p.DLQTopic, want)
+		}
+	}
+	if live.Name != "messages_by_sender" || live.Group != event.Group("shop-eu", "messages_by_sender") {
+		t.Errorf("renaming changed the live projection: %q in %q", live.Name, live.Group)
+	}
+}

@@ -48,6 +48,22 @@ type Projection struct {
 	// DLQTopic where its rejected rows go (event.Group, event.DLQTopic).
 	Group    string
 	DLQTopic string
+	// prefix is kafka.topic_prefix, which names Group and DLQTopic
+	// (WithName).
+	prefix string
+}
+
+// WithName is p under another name, for a rebuild's shadow or a backfill,
+// which consume as projections of their own: the consumer group and the
+// dead-letter topic follow the name. In p's group the live projector
+// would be dealt half of the partitions and the other half would never
+// be read.
+func (p *Projection) WithName(name string) *Projection {
+	c := *p
+	c.Name = name
+	c.Group = event.Group(p.prefix, name)
+	c.DLQTopic = event.DLQTopic(p.prefix, name)
+	return &c
 }
 
 // DefaultApplyConcurrency: two transactions keep a sink busy while the
@@ -186,7 +202,7 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 			bad("%s.apply_concurrency %d: want 1 to %d (0 or unset: %d)", key, d.ApplyConcurrency, maxApplyConcurrency, DefaultApplyConcurrency)
 		}
 		p := &Projection{Name: name, SourceDB: db, SourceTbl: tbl, Topic: event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl),
-			Group: event.Group(cfg.Kafka.TopicPrefix, name), DLQTopic: event.DLQTopic(cfg.Kafka.TopicPrefix, name),
+			Group: event.Group(cfg.Kafka.TopicPrefix, name), DLQTopic: event.DLQTopic(cfg.Kafka.TopicPrefix, name), prefix: cfg.Kafka.TopicPrefix,
 			Sink: d.Sink, Table: d.Table, ShardBy: d.ShardBy, Where: where, Replicated: d.Replicated, OnError: d.OnError}
 		if p.Table == "" {
 			p.Table = name

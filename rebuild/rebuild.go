@@ -143,10 +143,9 @@ func OldTable(p *projections.Projection) string { return p.Table + OldSuffix }
 // shadow is the rebuild's own projection: same declaration, its own
 // identity (offsets, tombstones, truncations, join state) and table.
 func (r *Rebuild) shadow(table string) *projections.Projection {
-	s := *r.p
-	s.Name = r.p.Name + RebuildSuffix
+	s := r.p.WithName(r.p.Name + RebuildSuffix)
 	s.Table = table
-	return &s
+	return s
 }
 
 // Run rebuilds the read table: the shadow filled from the earliest
