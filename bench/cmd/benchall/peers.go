@@ -284,7 +284,7 @@ func (d *dbz) prime(ctx context.Context, v map[string]string, offsets string) er
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("Debezium's source streamed no ping in 2 minutes (see %s)", c.logPath)
+			return fmt.Errorf("the Debezium source streamed no ping in 2 minutes (see %s)", c.logPath)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -292,7 +292,7 @@ func (d *dbz) prime(ctx context.Context, v map[string]string, offsets string) er
 	time.Sleep(time.Second)
 	c.end()
 	if st, err := os.Stat(offsets); err != nil || st.Size() == 0 {
-		return fmt.Errorf("Debezium's source committed no offset while priming (see %s)", c.logPath)
+		return fmt.Errorf("the Debezium source committed no offset while priming (see %s)", c.logPath)
 	}
 	return nil
 }
@@ -355,7 +355,7 @@ func (d *dbz) runWorkload(ctx context.Context, w workload, pw *peerWorkload) err
 		return err
 	}
 	if pw.SinkRows != pw.ReadsideRows || rsum != dsum {
-		return fmt.Errorf("Debezium's sink table differs from readside's read table of the same stream: %d rows, sums %v; readside %d rows, sums %v",
+		return fmt.Errorf("the Debezium sink table differs from readside's read table of the same stream: %d rows, sums %v; readside %d rows, sums %v",
 			pw.SinkRows, dsum, pw.ReadsideRows, rsum)
 	}
 	return nil
@@ -421,7 +421,7 @@ func (d *dbz) debeziumLatency(ctx context.Context, w workload, rates []float64, 
 		}
 		if err != nil {
 			c.end()
-			return nil, fmt.Errorf("Debezium at %.0f rows/s: %w (see %s)", rt, err, c.logPath)
+			return nil, fmt.Errorf("running Debezium at %.0f rows/s: %w (see %s)", rt, err, c.logPath)
 		}
 		logf("Debezium latency at %.0f/s: %+v", rt, st)
 		if i > 0 {
