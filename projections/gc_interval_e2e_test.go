@@ -1,6 +1,7 @@
 package projections_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -48,13 +49,10 @@ func TestProjectorCollectsTombstonesEvery(t *testing.T) {
 
 	stop = startProjectorWith(t, p, sink, projections.Options{Brokers: cfg.Kafka.Brokers, GCInterval: 200 * time.Millisecond})
 	defer stop()
-	deadline := time.Now().Add(90 * time.Second)
-	for below() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the projector left %d of %d tombstones below the horizon %d with a GC interval of 200ms", below(), n, h)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testbed.Eventually(t, 90*time.Second, func() (bool, string) {
+		left := below()
+		return left == 0, fmt.Sprintf("the projector left %d of %d tombstones below the horizon %d with a GC interval of 200ms", left, n, h)
+	})
 	t.Logf("the projector collected the %d tombstones below the horizon %d", n, h)
 }
 
