@@ -61,6 +61,10 @@ func (e *env) newSource(ctx context.Context, w workload, prefix string) (*source
 		err = e.ordersSource(ctx, w, prefix, s)
 	case "messages_by_sender":
 		err = e.messagesSource(ctx, w, prefix, s)
+	case "messages_by_sender_month":
+		err = e.messagesMonthSource(ctx, w, prefix, s)
+	case "orders_with_region":
+		err = e.ordersRegionSource(ctx, w, prefix, s)
 	case "sysbench":
 		err = e.sysbenchSource(ctx, w, prefix, s)
 	default:
@@ -171,98 +175,55 @@ func (e *env) ordersSource(ctx context.Context, w workload, prefix string, s *so
 	if err != nil {
 		return err
 	}
-	db := e.bed.MySQL.DB()
 	rnd := rand.New(rand.NewPCG(seed, uint64(len(w.Name))))
 	tiers := []string{"free", "pro", "vip"}
-	custHead := "INSERT INTO `" + e.srcDB + "`.obc_customers (id, name, tier, commit_us) VALUES "
-	custTail := " ON DUPLICATE KEY UPDATE name=VALUES(name), tier=VALUES(tier), commit_us=VALUES(commit_us)"
-	orderHead := "INSERT INTO `" + e.srcDB + "`.obc_orders (id, customer_id, status, total_cents, created_at, commit_us) VALUES "
-	orderTail := " ON DUPLICATE KEY UPDATE status=VALUES(status), total_cents=VALUES(total_cents), commit_us=VALUES(commit_us)"
-	customer := func(b []byte, id int64, us int64) []byte {
-		return fmt.Appendf(b, "(%d,'customer-%d-%s','%s',%d)", id, id, strconv.FormatUint(rnd.Uint64(), 36), tiers[rnd.IntN(3)], us)
-	}
 	statuses := []string{"draft", "paid", "shipped", "cancelled"}
-	order := func(b []byte, id int64, us int64) []byte {
-		return fmt.Appendf(b, "(%d,%d,'%s',%d,'2026-01-01' + INTERVAL %d SECOND,%d)", id, 1+rnd.IntN(customers), statuses[rnd.IntN(4)], 100+rnd.IntN(1_000_000), id, us)
+	// Orders first: a transaction writes its orders, then its customers.
+	tables := []upsertTable{
+		{head: "INSERT INTO `" + e.srcDB + "`.obc_orders (id, customer_id, status, total_cents, created_at, commit_us) VALUES ", tail: " ON DUPLICATE KEY UPDATE status=VALUES(status), total_cents=VALUES(total_cents), commit_us=VALUES(commit_us)",
+			row: func(b []byte, id, us int64) []byte {
+				return fmt.Appendf(b, "(%d,%d,'%s',%d,'2026-01-01' + INTERVAL %d SECOND,%d)", id, 1+rnd.IntN(customers), statuses[rnd.IntN(4)], 100+rnd.IntN(1_000_000), id, us)
+			}},
+		{head: "INSERT INTO `" + e.srcDB + "`.obc_customers (id, name, tier, commit_us) VALUES ", tail: " ON DUPLICATE KEY UPDATE name=VALUES(name), tier=VALUES(tier), commit_us=VALUES(commit_us)",
+			row: func(b []byte, id, us int64) []byte {
+				return fmt.Appendf(b, "(%d,'customer-%d-%s','%s',%d)", id, id, strconv.FormatUint(rnd.Uint64(), 36), tiers[rnd.IntN(3)], us)
+			}},
 	}
+	db := e.bed.MySQL.DB()
 	// Preload (not part of the backlog): every customer and 30k orders.
-	var orders int64
-	for lo := int64(1); lo <= customers; lo += 1000 {
-		b := []byte(custHead)
-		for id := lo; id < lo+1000; id++ {
-			if id > lo {
-				b = append(b, ',')
-			}
-			b = customer(b, id, time.Now().UnixMicro())
-		}
-		if _, err := db.ExecContext(ctx, string(b)); err != nil {
+	for _, t := range []struct {
+		i int
+		n int64
+	}{{1, customers}, {0, 30_000}} {
+		if err := tables[t.i].preload(ctx, db, t.n); err != nil {
 			return err
 		}
 	}
-	for orders < 30_000 {
-		b := []byte(orderHead)
-		for i := range 1000 {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			orders++
-			b = order(b, orders, time.Now().UnixMicro())
-		}
-		if _, err := db.ExecContext(ctx, string(b)); err != nil {
-			return err
-		}
-	}
+	orders := int64(30_000)
 	s.write = func(ctx context.Context) (map[string]int, error) {
-		var nOrders, nCust int
+		counts := make([]int, len(tables))
 		for done := 0; done < w.Events; {
 			us := time.Now().UnixMicro()
-			ob, cb := []byte(orderHead), []byte(custHead)
-			var no, nc int
+			batch := newUpsertBatch(tables)
 			for range min(w.TxnRows, w.Events-done) {
 				switch p := rnd.Float64(); {
 				case p < 0.05:
-					if nc > 0 {
-						cb = append(cb, ',')
-					}
-					cb = customer(cb, 1+rnd.Int64N(customers), us)
-					nc++
+					batch.add(1, 1+rnd.Int64N(customers), us)
 				default:
 					id := 1 + rnd.Int64N(orders)
 					if p < 0.65 {
 						orders++
 						id = orders
 					}
-					if no > 0 {
-						ob = append(ob, ',')
-					}
-					ob = order(ob, id, us)
-					no++
+					batch.add(0, id, us)
 				}
 				done++
 			}
-			tx, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				return nil, err
+			if err := batch.commit(ctx, db, counts); err != nil {
+				return nil, fmt.Errorf("writing the backlog of %s: %w", w.Name, err)
 			}
-			for _, st := range []struct {
-				n    int
-				stmt []byte
-			}{{no, append(ob, orderTail...)}, {nc, append(cb, custTail...)}} {
-				if st.n == 0 {
-					continue
-				}
-				if _, err := tx.ExecContext(ctx, string(st.stmt)); err != nil {
-					_ = tx.Rollback()
-					return nil, fmt.Errorf("writing the backlog of %s: %w", w.Name, err)
-				}
-			}
-			if err := tx.Commit(); err != nil {
-				return nil, err
-			}
-			nOrders += no
-			nCust += nc
 		}
-		return map[string]int{s.proj.Topic: nOrders, s.proj.Joins[0].Topic: nCust}, nil
+		return map[string]int{s.proj.Topic: counts[0], s.proj.Joins[0].Topic: counts[1]}, nil
 	}
 	return nil
 }
@@ -271,18 +232,35 @@ func (e *env) ordersSource(ctx context.Context, w workload, prefix string, s *so
 // messages_by_sender keyed by (sender, time, id); 90% new messages of
 // 50–300 characters from 2,000 senders, 10% edits of an existing one.
 func (e *env) messagesSource(ctx context.Context, w workload, prefix string, s *source) error {
-	if err := e.bed.MySQL.Exec(ctx, "CREATE TABLE `"+e.srcDB+"`.messages (id BIGINT PRIMARY KEY, sender_id INT NOT NULL, room VARCHAR(30) NOT NULL, body TEXT NOT NULL, created_at DATETIME(6) NOT NULL, commit_us BIGINT NOT NULL)"); err != nil {
-		return err
-	}
-	var err error
-	s.cfgPath, err = e.customConfig(prefix, []string{"messages"}, `  messages_by_sender:
+	return e.chatSource(ctx, w, prefix, s, chatShape{projection: `  messages_by_sender:
     from: $src.messages
     sink: reads
     table: r_messages_by_sender
     key: [sender_id, created_at, id]
     shard_by: sender_id
     columns: {sender_id: sender_id, created_at: created_at, id: id, room: room, body: body, commit_us: commit_us}
-`)
+`, step: "MICROSECOND", stepPerID: 1000})
+}
+
+// chatShape is what a chat workload projects, and how far apart its
+// messages' created_at are (created_at = 2026-01-01 + id*stepPerID step).
+// moveDays > 0: an edit also moves created_at by up to that many days
+// either way, which moves the read key of a projection keyed on it.
+type chatShape struct {
+	projection string
+	step       string
+	stepPerID  int64
+	moveDays   int
+}
+
+// chatSource creates the messages table, preloads it and writes its
+// backlog for a chat projection (messagesSource, messagesMonthSource).
+func (e *env) chatSource(ctx context.Context, w workload, prefix string, s *source, shape chatShape) error {
+	if err := e.bed.MySQL.Exec(ctx, "CREATE TABLE `"+e.srcDB+"`.messages (id BIGINT PRIMARY KEY, sender_id INT NOT NULL, room VARCHAR(30) NOT NULL, body TEXT NOT NULL, created_at DATETIME(6) NOT NULL, commit_us BIGINT NOT NULL)"); err != nil {
+		return err
+	}
+	var err error
+	s.cfgPath, err = e.customConfig(prefix, []string{"messages"}, shape.projection)
 	if err != nil {
 		return err
 	}
@@ -291,13 +269,20 @@ func (e *env) messagesSource(ctx context.Context, w workload, prefix string, s *
 	words := strings.Fields("the quick brown fox jumps over a lazy dog while readside keeps every read table fresh and small")
 	head := "INSERT INTO `" + e.srcDB + "`.messages (id, sender_id, room, body, created_at, commit_us) VALUES "
 	tail := " ON DUPLICATE KEY UPDATE body=VALUES(body), commit_us=VALUES(commit_us)"
-	message := func(b []byte, id, us int64) []byte {
+	if shape.moveDays > 0 {
+		tail += ", created_at=VALUES(created_at)"
+	}
+	message := func(b []byte, id, us int64, edit bool) []byte {
 		var body []byte
 		for n := 50 + rnd.IntN(250); len(body) < n; {
 			body = append(body, words[rnd.IntN(len(words))]...)
 			body = append(body, ' ')
 		}
-		return fmt.Appendf(b, "(%d,%d,'room-%d','%s %x','2026-01-01' + INTERVAL %d MICROSECOND,%d)", id, 1+rnd.IntN(2000), rnd.IntN(50), body, rnd.Uint64(), id*1000, us)
+		created := fmt.Sprintf("'2026-01-01' + INTERVAL %d %s", id*shape.stepPerID, shape.step)
+		if edit && shape.moveDays > 0 {
+			created += fmt.Sprintf(" + INTERVAL %d DAY", rnd.IntN(2*shape.moveDays+1)-shape.moveDays)
+		}
+		return fmt.Appendf(b, "(%d,%d,'room-%d','%s %x',%s,%d)", id, 1+rnd.IntN(2000), rnd.IntN(50), body, rnd.Uint64(), created, us)
 	}
 	var maxID int64
 	write := func(ctx context.Context, n int, updates float64) error {
@@ -308,13 +293,13 @@ func (e *env) messagesSource(ctx context.Context, w workload, prefix string, s *
 				if i > 0 {
 					b = append(b, ',')
 				}
-				id := maxID + 1
-				if maxID > 0 && rnd.Float64() < updates {
+				id, edit := maxID+1, maxID > 0 && rnd.Float64() < updates
+				if edit {
 					id = 1 + rnd.Int64N(maxID)
 				} else {
 					maxID++
 				}
-				b = message(b, id, us)
+				b = message(b, id, us, edit)
 				done++
 			}
 			if _, err := db.ExecContext(ctx, string(append(b, tail...))); err != nil {

@@ -13,7 +13,7 @@ import (
 // workload is one seeded, reproducible change stream against one table.
 type workload struct {
 	Name     string  `json:"name"`
-	Kind     string  `json:"kind,omitempty"` // "" (the row workloads), txn_mix, orders_by_customer, messages_by_sender, sysbench (sources.go)
+	Kind     string  `json:"kind,omitempty"` // "" (the row workloads), txn_mix, orders_by_customer, messages_by_sender, sysbench (sources.go); messages_by_sender_month, orders_with_region (sources_computed.go)
 	Wide     bool    `json:"wide"`           // ~1.2 KB rows instead of ~150 B
 	Updates  float64 `json:"updates"`        // share of row changes that update an existing key
 	Zipf     bool    `json:"zipf"`           // update keys Zipfian (s=1.1) instead of uniform
