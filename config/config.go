@@ -185,7 +185,13 @@ type Projection struct {
 
 // Join is a denormalized copy of a parent row's columns.
 type Join struct {
-	From    string            `koanf:"from"`
+	From string `koanf:"from"`
+	// As names this join so that a later join can hang off it (Via).
+	As string `koanf:"as"`
+	// Via, when set, is the As of an earlier join: On then pairs this
+	// join's parent columns with columns of that join's parent (a
+	// parent's parent), not of the projection's source table.
+	Via     string            `koanf:"via"`
 	On      map[string]string `koanf:"on"`
 	Columns map[string]string `koanf:"columns"`
 }

@@ -3,6 +3,7 @@ package projections
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/event"
@@ -15,18 +16,71 @@ type Join struct {
 	ParentDB  string
 	ParentTbl string
 	Topic     string
+	// As is the join's alias (config `as`), "" when it has none.
+	As string
+	// Via is the earlier join this one hangs off (config `via`): its
+	// parent is this join's child. nil: the child is the projection's
+	// source row.
+	Via *Join
 	// On pairs each parent column with the read column holding the child's
-	// value for it (the child source column must be mapped in columns).
+	// value for it: a source column mapped in columns, or, for a join
+	// Via another, the column of Via's parent that Via carries (Carried).
 	On []JoinOn
-	// Columns map read columns to parent columns.
+	// Columns map read columns to parent columns. The columns that later
+	// joins hang off come last, under hidden names (Carried): they are
+	// copied like the others, so a read row always holds the key of the
+	// parent's parent it shows.
 	Columns []Column
 }
 
 // JoinOn is one column pair of a join condition.
 type JoinOn struct {
 	Parent string // parent source column
-	Child  string // child source column
+	Child  string // child column: of the source row, or of Via's parent
 	Read   string // read column that copies Child
+}
+
+// Carried reports whether c is a column the join copies only for the
+// joins that hang off it (a hidden read column, not declared).
+func (c Column) Carried() bool { return strings.HasPrefix(c.Name, carriedPrefix) }
+
+// carriedPrefix starts the hidden read column that holds a via key:
+// `_rs_j<N>_<parent column>`, in the _rs_ namespace no declared column
+// may use (readColumnProblem).
+const carriedPrefix = "_rs_j"
+
+// carriedName is the hidden read column through which join n carries its
+// parent's column col.
+func carriedName(n int, col string) string {
+	name := fmt.Sprintf("%s%d_%s", carriedPrefix, n, col)
+	if len(name) > 62 { // the state table's c_ column of it is 64 at most
+		name = fmt.Sprintf("%s%d_%x", carriedPrefix, n, xxhashString(col))
+	}
+	return name
+}
+
+// Root is the join at the start of j's via chain: the one whose child is
+// the projection's source row.
+func (j *Join) Root() *Join {
+	for j.Via != nil {
+		j = j.Via
+	}
+	return j
+}
+
+// Dependents are the joins that hang off j directly or through others, in
+// declaration order.
+func (p *Projection) Dependents(j *Join) []*Join {
+	var out []*Join
+	for _, o := range p.Joins {
+		for v := o.Via; v != nil; v = v.Via {
+			if v == j {
+				out = append(out, o)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // VersionColumn holds, per read row, the version of the parent row whose
@@ -59,9 +113,25 @@ func compileJoin(cfg config.Config, p *Projection, d config.Projection, i int, j
 	if jd.From == d.From {
 		bad("%s.from %s joins the projection's own table: self-joins are not supported", key, jd.From)
 	}
-	j := &Join{N: i + 1, ParentDB: db, ParentTbl: tbl, Topic: event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl)}
+	j := &Join{N: i + 1, ParentDB: db, ParentTbl: tbl, Topic: event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl), As: jd.As}
+	if jd.As != "" {
+		if why := identProblem(jd.As); why != "" {
+			bad("%s.as %q: %s: name the join with a plain identifier, e.g. c", key, jd.As, why)
+		}
+		for k, other := range d.Join[:i] {
+			if other.As == jd.As {
+				bad("%s.as %q: join[%d] has the same as: give each join its own alias", key, jd.As, k)
+			}
+		}
+	}
 	if len(jd.On) == 0 {
 		bad("%s.on is empty: map each parent key column to this projection's source column, e.g. {id: customer_id}", key)
+	}
+	var via *Join
+	if jd.Via != "" {
+		if via = resolveVia(p, d, i, jd, bad); via == nil {
+			jd.On = nil // its columns are not the source's: nothing to check
+		}
 	}
 	parents := make([]string, 0, len(jd.On))
 	for pc := range jd.On {
@@ -70,6 +140,10 @@ func compileJoin(cfg config.Config, p *Projection, d config.Projection, i int, j
 	sort.Strings(parents)
 	for _, pc := range parents {
 		child := jd.On[pc]
+		if via != nil {
+			j.On = append(j.On, JoinOn{Parent: pc, Child: child, Read: via.carry(child)})
+			continue
+		}
 		read := ""
 		for _, c := range p.Columns {
 			if c.Source == child {
@@ -83,6 +157,7 @@ func compileJoin(cfg config.Config, p *Projection, d config.Projection, i int, j
 		}
 		j.On = append(j.On, JoinOn{Parent: pc, Child: child, Read: read})
 	}
+	j.Via = via
 	if len(jd.Columns) == 0 {
 		bad("%s.columns is empty: map read columns to parent columns, e.g. {customer_name: name}", key)
 	}
@@ -110,4 +185,87 @@ func compileJoin(cfg config.Config, p *Projection, d config.Projection, i int, j
 		j.Columns = append(j.Columns, Column{Name: c, Source: jd.Columns[c]})
 	}
 	return j, errs
+}
+
+// resolveVia finds the earlier join that join i hangs off (jd.Via), or
+// reports why it cannot: no join has that alias, the alias is declared
+// after its use, or the via chain comes back to join i.
+func resolveVia(p *Projection, d config.Projection, i int, jd config.Join, bad func(string, ...any)) *Join {
+	key := fmt.Sprintf("projections.%s.join[%d].via", p.Name, i)
+	at := -1
+	for k, o := range d.Join {
+		if o.As == jd.Via {
+			at = k
+			break
+		}
+	}
+	switch {
+	case at < 0:
+		bad("%s %q: no join of projections.%s has as: %s: set as: %s on the join this one hangs off, or correct via", key, jd.Via, p.Name, jd.Via, jd.Via)
+		return nil
+	case at == i || viaCycle(d.Join, i):
+		bad("%s %q: the via chain of join[%d] comes back to itself: a join hangs off an earlier join, ending at one without via", key, jd.Via, i)
+		return nil
+	case at > i:
+		bad("%s %q names join[%d], declared after it: move join[%d] before join[%d]", key, jd.Via, at, at, i)
+		return nil
+	}
+	for _, o := range p.Joins {
+		if o.N == at+1 {
+			return o
+		}
+	}
+	return nil // join[at] had errors of its own, reported there
+}
+
+// viaCycle reports whether following via from join i comes back to it.
+func viaCycle(joins []config.Join, i int) bool {
+	seen := map[int]bool{}
+	for k := i; ; {
+		if seen[k] {
+			return k == i
+		}
+		seen[k] = true
+		next := -1
+		for n, o := range joins {
+			if joins[k].Via != "" && o.As == joins[k].Via {
+				next = n
+				break
+			}
+		}
+		if next < 0 {
+			return false
+		}
+		k = next
+	}
+}
+
+// carry makes j copy its parent's column col into every read row, under a
+// hidden name, for a join that hangs off j, and returns that name.
+func (j *Join) carry(col string) string {
+	name := carriedName(j.N, col)
+	for _, c := range j.Columns {
+		if c.Name == name {
+			return name
+		}
+	}
+	j.Columns = append(j.Columns, Column{Name: name, Source: col})
+	return name
+}
+
+// checkVia checks, against the source schema, that the parent of the join
+// j hangs off (via, nil when that table could not be read) has every
+// column j's on names.
+func checkVia(p *Projection, j *Join, via *sourceTable) []error {
+	if j.Via == nil || via == nil {
+		return nil
+	}
+	var errs []error
+	for _, o := range j.On {
+		if ok, cols := via.has(o.Child); !ok {
+			errs = append(errs, fmt.Errorf("projections.%s.join[%d].on.%s: column %q does not exist in %s.%s, the parent of join[%d] (as: %s) this join hangs off%s: name one of its columns, the one holding %s.%s's %s",
+				p.Name, j.N-1, o.Parent, o.Child, j.Via.ParentDB, j.Via.ParentTbl, j.Via.N-1, j.Via.As, cols, j.ParentDB, j.ParentTbl, o.Parent))
+		}
+	}
+	return errs
 }

@@ -125,6 +125,7 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 			}
 		}
 	}
+	parents := map[*Join]*sourceTable{}
 	for _, j := range p.Joins {
 		keyTypes := map[string]string{}
 		out.JoinKey = append(out.JoinKey, keyTypes)
@@ -137,6 +138,8 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 			errs = append(errs, fmt.Errorf("%s.from: %s.%s does not exist on the source: correct from, create the table, or grant the source user SELECT on it", key, j.ParentDB, j.ParentTbl))
 			continue
 		}
+		parents[j] = parent
+		errs = append(errs, checkVia(p, j, parents[j.Via])...)
 		var on []string
 		for _, o := range j.On {
 			on = append(on, o.Parent)
@@ -162,6 +165,9 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 		}
 		for _, c := range j.Columns {
 			if ok, cols := parent.has(c.Source); !ok {
+				if c.Carried() {
+					continue // the join hanging off this one names the fix (checkVia)
+				}
 				errs = append(errs, fmt.Errorf("%s.columns.%s: parent column %q does not exist in %s.%s%s: map %s to one of them", key, c.Name, c.Source, j.ParentDB, j.ParentTbl, cols, c.Name))
 				continue
 			}

@@ -252,6 +252,11 @@ func (p *Projection) upsert(e Event, img *Image, ps *plans) (Write, error) {
 	w := Write{Kind: Upsert, Key: key, Values: vals, Version: e.Version, KeyspaceID: p.keyspaceID(vals, e.Schema)}
 	for ji, j := range p.Joins {
 		ref := ParentRef{}
+		if j.Via != nil {
+			// Its child is a parent row: the sink finds the key in Via's state.
+			w.Parents = append(w.Parents, ref)
+			continue
+		}
 		var b strings.Builder
 		for i, on := range j.On {
 			raw, _ := img.at(pl.joins[ji][i])

@@ -12,15 +12,19 @@ import (
 // apply runs one batch in one transaction, in an order that makes joins
 // race-free (docs/ARCHITECTURE.md, "Joins"):
 //
-//  1. lock, per join and in sorted order, the state row of every parent
-//     key the batch touches — from parent changes and from the children it
-//     writes — creating version-0 placeholders for parents not seen yet;
-//  2. apply parent truncations and parent state changes (version-guarded);
+//  1. per join in declaration order: lock, in sorted order, the state
+//     row of every parent key the batch touches — from parent changes,
+//     from the children it writes, and, for a join that hangs off another
+//     (via), the keys the via join's state carries for its keys —
+//     creating version-0 placeholders for parents not seen yet; then
+//  2. apply the join's parent truncations and parent state changes
+//     (version-guarded);
 //  3. apply the read table's own truncation, upserts and deletes
 //     (version-guarded, tombstones);
 //  4. per join, copy the state into every read row of those parent keys
 //     whose join version is older (fan-out for parent changes, fill for
-//     new or moved children);
+//     new or moved children), after clearing the columns of the joins
+//     hanging off it in the rows it moves to another key (joinvia.go);
 //  5. record the offsets.
 //
 // A child write and a parent write of the same key in two concurrent
@@ -46,24 +50,15 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 	}()
 	a.stale, a.zero = b.Stale, zero
 
-	keys := a.parentKeys(b)
-	for i := range p.Joins {
-		if err := a.lockParents(i, keys[i]); err != nil {
-			return err
-		}
-	}
-	for i := range p.Joins {
-		if err := a.parentState(i, b.Parents); err != nil {
-			return err
-		}
+	keys, err := a.joinState(b)
+	if err != nil {
+		return err
 	}
 	if err := a.readRows(b.Writes); err != nil {
 		return err
 	}
-	for i := range p.Joins {
-		if err := a.fanOut(i, keys[i]); err != nil {
-			return err
-		}
+	if err := a.fanOuts(keys); err != nil {
+		return err
 	}
 	if err := a.offsets(b.Offsets); err != nil {
 		return err

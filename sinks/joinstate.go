@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -24,7 +25,13 @@ func (a *applier) parentKeys(b *projections.Batch) [][]parentKey {
 		if seen[j] == nil {
 			seen[j] = map[string]bool{}
 		}
-		if text == "" || seen[j][text] {
+		if text == "" {
+			return
+		}
+		if a.p.Joins[j].Via != nil {
+			text = valuesText(values) // as its keys read from state (viaKeys)
+		}
+		if seen[j][text] {
 			return
 		}
 		seen[j][text] = true
@@ -48,6 +55,49 @@ func (a *applier) parentKeys(b *projections.Batch) [][]parentKey {
 	return out
 }
 
+// joinState takes the state-row locks of every join and applies the
+// batch's parent changes (steps 1 and 2 of apply), and returns the parent
+// keys per join. A join's locks are taken after those of the join it
+// hangs off, whose state, updated, says which of its parents the batch's
+// rows point at.
+func (a *applier) joinState(b *projections.Batch) ([][]parentKey, error) {
+	keys := a.parentKeys(b)
+	for i, j := range a.p.Joins {
+		if j.Via != nil {
+			var err error
+			if keys[i], err = a.viaKeys(i, keys[slices.Index(a.p.Joins, j.Via)], keys[i]); err != nil {
+				return nil, err
+			}
+		}
+		if err := a.lockParents(i, keys[i]); err != nil {
+			return nil, err
+		}
+		if err := a.parentState(i, b.Parents); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+// fanOuts runs every join's fan-out over its keys (step 4 of apply), in
+// declaration order, so a join's carried keys are in the rows before the
+// joins hanging off it fill them.
+func (a *applier) fanOuts(keys [][]parentKey) error {
+	for i, j := range a.p.Joins {
+		for k, d := range a.p.Joins {
+			if d.Via == j {
+				if err := a.detach(k, keys[i]); err != nil {
+					return err
+				}
+			}
+		}
+		if err := a.fanOut(i, keys[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // joinStatementsOf renders join j's statements of p for d.
 func joinStatementsOf(p *projections.Projection, j *projections.Join, d dialect) joinStatements {
 	state := q(j.StateTable(p))
@@ -65,7 +115,7 @@ func joinStatementsOf(p *projections.Projection, j *projections.Join, d dialect)
 	}
 	sets = append(sets, "`_rs_version` = GREATEST(`_rs_version`, "+d.newRow("`_rs_version`")+")")
 	v := q(j.VersionColumn())
-	return joinStatements{
+	st := joinStatements{
 		// A placeholder (version 0, no columns) where the parent was
 		// never seen; an existing row is only locked.
 		lock: multiRow{
@@ -81,9 +131,14 @@ func joinStatementsOf(p *projections.Projection, j *projections.Join, d dialect)
 			tail: d.onDuplicate() + strings.Join(sets, ", "),
 		},
 		truncateState: "UPDATE " + state + " SET " + strings.Join(nulls, ", ") + ", `_rs_version` = ? WHERE `_rs_version` < ?",
-		truncateRead:  "UPDATE " + q(p.Table) + " SET " + strings.Join(readNulls, ", ") + ", " + v + " = ? WHERE " + v + " < ?",
-		fanOut:        fanOutStatement(p, j),
+		// The joins hanging off this one lose their parent with it.
+		truncateRead: "UPDATE " + q(p.Table) + " SET " + strings.Join(append(readNulls, detachSets("", p.Dependents(j)...)...), ", ") + ", " + v + " = ? WHERE " + v + " < ?",
+		fanOut:       fanOutStatement(p, j),
 	}
+	if j.Via != nil {
+		st.via = viaStatementsOf(p, j)
+	}
+	return st
 }
 
 // lockParents takes an exclusive lock on each key's state row of join

@@ -63,6 +63,7 @@ type joinStatements struct {
 	truncateState string
 	truncateRead  string
 	fanOut        multiRow
+	via           viaStatements // joinvia.go; zero unless the join hangs off another
 }
 
 // newStatements renders every statement of p for d.

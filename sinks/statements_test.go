@@ -18,7 +18,7 @@ var update = flag.Bool("update", false, "rewrite testdata/statements from the st
 // golden text, each for a shape the statements differ by.
 func goldenProjections(t *testing.T) map[string]*projections.Projection {
 	cfg := config.Default()
-	cfg.Source.Tables = []string{"chat.messages", "chat.users", "shop.orders"}
+	cfg.Source.Tables = []string{"chat.messages", "chat.users", "shop.orders", "shop.customers", "shop.regions", "shop.warehouses"}
 	cfg.Sinks = map[string]config.Sink{
 		"reads": {DSN: "u:p@tcp(h:1)/reads"},
 		"sharded": {Shards: []config.Shard{
@@ -34,6 +34,16 @@ func goldenProjections(t *testing.T) map[string]*projections.Projection {
 		"messages_with_sender": {From: "chat.messages", Sink: "reads", Key: []string{"id"},
 			Columns: map[string]string{"id": "id", "sender_id": "sender_id", "body": "body"},
 			Join:    []config.Join{{From: "chat.users", On: map[string]string{"id": "sender_id"}, Columns: map[string]string{"sender_name": "name"}}}},
+		// joins through a parent's parent: orders → customers → regions
+		// (via c), beside a second level-1 join (a carried key, detach,
+		// and the keys read from the via join's state).
+		"orders_with_region": {From: "shop.orders", Sink: "reads", Key: []string{"customer_id", "id"},
+			Columns: map[string]string{"id": "id", "customer_id": "customer_id", "warehouse_id": "warehouse_id"},
+			Join: []config.Join{
+				{From: "shop.customers", As: "c", On: map[string]string{"id": "customer_id"}, Columns: map[string]string{"customer_name": "name"}},
+				{From: "shop.regions", Via: "c", On: map[string]string{"id": "region_id"}, Columns: map[string]string{"region_name": "name"}},
+				{From: "shop.warehouses", On: map[string]string{"id": "warehouse_id"}, Columns: map[string]string{"warehouse_city": "city"}},
+			}},
 		// sharded: a composite key led by the shard key, on a sink of two shards.
 		"messages_by_sender": {From: "chat.messages", Sink: "sharded", Key: []string{"created_at", "id", "sender_id"}, ShardBy: "sender_id",
 			Columns: map[string]string{"sender_id": "sender_id", "created_at": "created_at", "id": "id", "body": "body"}},
@@ -72,6 +82,12 @@ func statementList(st *statements) []namedStatement {
 			namedStatement{pre + "truncate read copies", j.truncateRead},
 			namedStatement{pre + "fan-out", j.fanOut.text(2)},
 		)
+		if st.p.Joins[i].Via != nil {
+			list = append(list,
+				namedStatement{pre + "keys carried by the via join's state", j.via.keys.text(2)},
+				namedStatement{pre + "detach (before the via join's fan-out)", j.via.detach.text(2)},
+			)
+		}
 	}
 	return list
 }

@@ -26,7 +26,9 @@ func upsertStatement(p *projections.Projection, d dialect) multiRow {
 	newer := d.newRow("`_rs_version`") + " > `_rs_version`"
 	for _, j := range p.Joins {
 		var same []string
-		for _, on := range j.On {
+		// A join hanging off another (via) moves with the row's
+		// reference at the start of its chain: its own key is carried.
+		for _, on := range j.Root().On {
 			same = append(same, d.newRow(q(on.Read))+" <=> "+q(on.Read))
 		}
 		moved := newer + " AND NOT (" + strings.Join(same, " AND ") + ")"

@@ -89,7 +89,8 @@ func newPlan(p *projections.Projection) *plan {
 
 // sourceFrom is the FROM clause computing the read rows from the source:
 // the source table (optionally pre-filtered by the where expression in
-// SQL) LEFT JOINed with every parent.
+// SQL) LEFT JOINed with every parent, a join through a parent's parent
+// (via) on the columns of that parent's join, which precedes it.
 func (pl *plan) sourceFrom(filtered, joins bool) string {
 	p := pl.p
 	from := q(p.SourceDB) + "." + q(p.SourceTbl) + " s"
@@ -104,8 +105,12 @@ func (pl *plan) sourceFrom(filtered, joins bool) string {
 	}
 	for _, j := range p.Joins {
 		var on []string
+		child := "s" // the source row, or the parent of the join this one hangs off
+		if j.Via != nil {
+			child = fmt.Sprintf("j%d", j.Via.N)
+		}
 		for _, o := range j.On {
-			on = append(on, fmt.Sprintf("j%d.%s = s.%s", j.N, q(o.Parent), q(o.Child)))
+			on = append(on, fmt.Sprintf("j%d.%s = %s.%s", j.N, q(o.Parent), child, q(o.Child)))
 		}
 		from += fmt.Sprintf(" LEFT JOIN %s.%s j%d ON %s", q(j.ParentDB), q(j.ParentTbl), j.N, strings.Join(on, " AND "))
 	}

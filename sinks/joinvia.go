@@ -1,0 +1,196 @@
+package sinks
+
+// Joins through a parent's parent (config `via`; docs/ARCHITECTURE.md,
+// "Joins through a parent's parent"). A join J that hangs off join V
+// finds its parent by a column of V's parent, which V carries into every
+// read row (a hidden column, projections.Column.Carried) and into its
+// state table. So J's fan-out is an ordinary one — an indexed UPDATE of
+// the rows whose carried key names the changed parent — and what is new
+// is where J's parent keys come from and what happens when a row's
+// carried key changes:
+//
+//   - keys: a batch's keys of J are its J parent changes plus the carried
+//     keys that V's state holds, after V's changes, for every V key the
+//     batch touches (a child that arrives, a V parent that changes). They
+//     are read under V's state-row locks, so no one changes them until
+//     the batch commits, and locked in join order (V before J), so the
+//     batch meets, at J's state-row lock, every transaction that changes
+//     J's parent of a row it writes.
+//   - detach: before V's fan-out moves a row to another carried key, J's
+//     columns (and those of the joins hanging off J) go back to NULL and
+//     version 0, in the same transaction; J's fan-out over the new key
+//     then fills them from J's state. A J version only orders versions of
+//     one J parent row, so it must restart when the row points at another.
+
+import (
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/readside/readside/projections"
+)
+
+// viaStatements are the statements of a join that hangs off another.
+type viaStatements struct {
+	// keys reads, for the via join's parent keys (one placeholder group
+	// each), the distinct keys of this join's parent its state carries.
+	keys multiRow
+	// detach clears this join's (and its dependents') columns in the read
+	// rows that the via join's fan-out is about to move to another key.
+	detach multiRow
+}
+
+// viaStatementsOf renders j's via statements (j.Via != nil).
+func viaStatementsOf(p *projections.Projection, j *projections.Join) viaStatements {
+	v := j.Via
+	var carried, notNull, same, match, on []string
+	for _, o := range j.On {
+		c := q(stateCol(o.Read))
+		carried = append(carried, c)
+		notNull = append(notNull, c+" IS NOT NULL")
+		same = append(same, fmt.Sprintf("r.%s <=> s.%s", q(o.Read), c))
+	}
+	for _, o := range v.On {
+		match = append(match, fmt.Sprintf("s.%s = ?", q(stateKey(o.Parent))))
+		on = append(on, fmt.Sprintf("r.%s = s.%s", q(o.Read), q(stateKey(o.Parent))))
+	}
+	vv := q(v.VersionColumn())
+	return viaStatements{
+		keys: multiRow{
+			head: "SELECT DISTINCT " + strings.Join(carried, ", ") + " FROM " + q(v.StateTable(p)) + " AS s WHERE " + strings.Join(notNull, " AND ") + " AND (",
+			row:  "(" + strings.Join(match, " AND ") + ")",
+			sep:  " OR ",
+			tail: ")",
+		},
+		detach: multiRow{
+			head: "UPDATE " + q(p.Table) + " AS r JOIN " + q(v.StateTable(p)) + " AS s ON " + strings.Join(on, " AND ") +
+				" SET " + strings.Join(detachSets("r.", append([]*projections.Join{j}, p.Dependents(j)...)...), ", ") +
+				" WHERE r." + vv + " < s.`_rs_version` AND NOT (" + strings.Join(same, " AND ") + ") AND (",
+			row:  "(" + strings.Join(match, " AND ") + ")",
+			sep:  " OR ",
+			tail: ")",
+		},
+	}
+}
+
+// detachSets are the assignments that leave each of joins showing no
+// parent (NULL columns, version 0), with columns prefixed by prefix.
+func detachSets(prefix string, joins ...*projections.Join) []string {
+	var sets []string
+	for _, d := range joins {
+		for _, c := range d.Columns {
+			sets = append(sets, prefix+q(c.Name)+" = NULL")
+		}
+		sets = append(sets, prefix+q(d.VersionColumn())+" = 0")
+	}
+	return sets
+}
+
+// viaKeys reads the keys of join ji's parent that the via join's state
+// carries for the via keys the batch touches, and adds them to have.
+// Call it after the via join's state is locked and updated.
+func (a *applier) viaKeys(ji int, viaKeys, have []parentKey) ([]parentKey, error) {
+	j := a.p.Joins[ji]
+	seen := map[string]bool{}
+	for _, k := range have {
+		seen[k.text] = true
+	}
+	stmt := &a.st.joins[ji].via.keys
+	for start := 0; start < len(viaKeys); start += chunk {
+		part := viaKeys[start:min(start+chunk, len(viaKeys))]
+		var args []any
+		for _, k := range part {
+			args = appendValues(args, k.values)
+		}
+		rows, err := a.query(stmt.text(len(part)), args...)
+		if err != nil {
+			return nil, fmt.Errorf("reading the keys of %s.%s in the join state of %s.%s: %w", j.ParentDB, j.ParentTbl, j.Via.ParentDB, j.Via.ParentTbl, err)
+		}
+		have, err = scanKeys(rows, seen, have)
+		if err != nil {
+			return nil, fmt.Errorf("reading the keys of %s.%s in the join state of %s.%s: %w", j.ParentDB, j.ParentTbl, j.Via.ParentDB, j.Via.ParentTbl, err)
+		}
+	}
+	slices.SortFunc(have, func(x, y parentKey) int { return strings.Compare(x.text, y.text) })
+	return have, nil
+}
+
+// scanKeys appends the keys rows hold that seen does not, and closes rows.
+func scanKeys(rows *sql.Rows, seen map[string]bool, out []parentKey) ([]parentKey, error) {
+	defer rows.Close()
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return out, err
+	}
+	cells := make([]sql.RawBytes, len(types))
+	dest := make([]any, len(cells))
+	for i := range cells {
+		dest[i] = &cells[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return out, err
+		}
+		vals := make([]projections.Value, len(cells))
+		for i, c := range cells {
+			v, err := keyValue(types[i].DatabaseTypeName(), c)
+			if err != nil {
+				return out, err
+			}
+			vals[i] = v
+		}
+		text := valuesText(vals)
+		if !seen[text] {
+			seen[text] = true
+			out = append(out, parentKey{text: text, values: vals})
+		}
+	}
+	return out, rows.Err()
+}
+
+// keyValue is a state-table key cell as a parameter of the column's type:
+// binary strings as bytes, bits as their pattern, the rest as text (a
+// number's digits compare with an integer key through its index).
+func keyValue(typ string, cell sql.RawBytes) (projections.Value, error) {
+	b := slices.Clone([]byte(cell))
+	switch typ = strings.ToUpper(typ); {
+	case typ == "BIT":
+		var u uint64
+		for _, x := range b {
+			u = u<<8 | uint64(x)
+		}
+		return projections.ValueOf(u), nil
+	case strings.Contains(typ, "BINARY") || strings.Contains(typ, "BLOB"):
+		return projections.ValueOf(b), nil
+	}
+	return projections.ValueOf(string(b)), nil
+}
+
+// valuesText is the identity of a via join's parent key: its values'
+// kinds and bytes, the same whether the key came from an event or from a
+// state table, so both kinds dedupe and sort together (one lock order).
+func valuesText(vals []projections.Value) string {
+	var b []byte
+	for i := range vals {
+		v := &vals[i]
+		b = append(b, byte(v.Kind()))
+		if v.Kind() == projections.UintValue {
+			b = strconv.AppendUint(b, v.Uint(), 10)
+		} else {
+			b = strconv.AppendInt(b, int64(len(v.Bytes())), 10)
+			b = append(append(b, ':'), v.Bytes()...)
+		}
+	}
+	return string(b)
+}
+
+// detach runs join ji's detach for the via join's keys (viaStatements).
+func (a *applier) detach(ji int, viaKeys []parentKey) error {
+	if err := a.execKeys(&a.st.joins[ji].via.detach, viaKeys); err != nil {
+		j := a.p.Joins[ji]
+		return fmt.Errorf("clearing %s.%s in the rows of %s that move to another %s.%s: %w", j.ParentDB, j.ParentTbl, a.p.Table, j.ParentDB, j.ParentTbl, err)
+	}
+	return nil
+}
