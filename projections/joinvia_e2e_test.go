@@ -460,3 +460,80 @@ func TestJoinViaShuffledHistory(t *testing.T) {
 	}
 	t.Logf("shuffled history equals the SQL join: %d rows per read table", strings.Count(s.expected(t), "\n")/2)
 }
+
+// TestJoinViaRace: an order of a customer and a rename of the customer's
+// region, applied at the same moment by two sink transactions, round
+// after round. The order's transaction finds the region through the
+// customer's state, so it must wait for the region's state-row lock
+// before it copies the region: without that lock, the rename's fan-out
+// can run before the order's row carries the region key (it finds no
+// order) while the order copies the region as last committed (the old
+// name), and the order keeps the old name for good. The rename's batch
+// also renames a warehouse of 3,000 orders, which holds its transaction
+// open after its region fan-out and widens that window.
+func TestJoinViaRace(t *testing.T) {
+	bed := testbed.Get(t)
+	s := newRegionShop(t, bed, "-")
+	ctx := t.Context()
+	p := s.ps[1] // orders_with_region
+	if p.Name != "orders_with_region" {
+		t.Fatalf("compiled %s second", p.Name)
+	}
+	v := uint64(time.Now().Unix()) << 20
+	next := func() uint64 { v++; return v }
+	apply := func(b *projections.Batch) error { return s.sink.Apply(ctx, p, b) }
+	text := func(n int) string { return fmt.Sprint(n) }
+	order := func(cid, id, wid int) projections.Write {
+		w := projections.Write{Kind: projections.Upsert, Key: text(cid) + "\x00" + text(id), Version: next(),
+			Values:  projections.ValuesOf(cid, id, 1, wid),
+			Parents: []projections.ParentRef{{Key: text(cid), Values: projections.ValuesOf(cid)}, {}, {Key: text(wid), Values: projections.ValuesOf(wid)}}}
+		return w
+	}
+	var filler []projections.Write
+	for id := 1; id <= 3000; id++ {
+		filler = append(filler, order(1000000, id, 1))
+	}
+	if err := apply(&projections.Batch{Writes: filler}); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 40
+	for r := 1; r <= rounds; r++ {
+		cid, rid, oid := r, r, 100000+r
+		setup := &projections.Batch{Parents: []projections.ParentWrite{
+			{Join: 0, Key: text(cid), KeyValues: projections.ValuesOf(cid), Values: projections.ValuesOf("cust", rid), Version: next()},
+			{Join: 1, Key: text(rid), KeyValues: projections.ValuesOf(rid), Values: projections.ValuesOf("AA", "old"), Version: next()},
+		}}
+		if err := apply(setup); err != nil {
+			t.Fatal(err)
+		}
+		child := &projections.Batch{Writes: []projections.Write{order(cid, oid, 2)}}
+		rename := &projections.Batch{Parents: []projections.ParentWrite{
+			{Join: 1, Key: text(rid), KeyValues: projections.ValuesOf(rid), Values: projections.ValuesOf("AA", "new"), Version: next()},
+			{Join: 2, Key: text(1), KeyValues: projections.ValuesOf(1), Values: projections.ValuesOf(fmt.Sprint("city ", r)), Version: next()},
+		}}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		errs := make(chan error, 2)
+		for _, b := range []*projections.Batch{rename, child} {
+			wg.Go(func() {
+				<-start
+				errs <- apply(b)
+			})
+		}
+		close(start)
+		wg.Wait()
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		var name string
+		if err := s.sink.Shards[0].DB().QueryRowContext(ctx, "SELECT COALESCE(region_name, 'NULL') FROM orders_with_region WHERE customer_id = ? AND id = ?", cid, oid).Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		if name != "new" {
+			t.Fatalf("round %d: the order applied beside its region's rename shows region %q, want \"new\"", r, name)
+		}
+	}
+	t.Logf("%d rounds: every order applied beside its region's rename shows the new name", rounds)
+}
