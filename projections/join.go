@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
@@ -268,4 +269,40 @@ func checkVia(p *Projection, j *Join, via *sourceTable) []error {
 		}
 	}
 	return errs
+}
+
+// FanOutScope says, per join, where a change of its parent table goes on
+// a sink of shards shards (nothing for a single database): its state row
+// is written on every shard (a parent's children may live on any), and
+// its fan-out — the UPDATE of the read rows that show it — stays on one
+// shard only when it finds them by the shard key. Otherwise every shard's
+// UPDATE runs: the change scatters. `readside plan` prints these lines.
+func (p *Projection) FanOutScope(shards int) []string {
+	if shards < 2 {
+		return nil
+	}
+	var out []string
+	for _, j := range p.Joins {
+		name := fmt.Sprintf("join[%d] %s.%s", j.N-1, j.ParentDB, j.ParentTbl)
+		if j.As != "" {
+			name += " (as " + j.As + ")"
+		}
+		if j.Via != nil {
+			name += " via " + cmp.Or(j.Via.As, fmt.Sprintf("join[%d]", j.Via.N-1))
+		}
+		var by []string
+		for _, o := range j.On {
+			if j.Via != nil {
+				by = append(by, fmt.Sprintf("%s (%s.%s.%s, carried)", o.Read, j.Via.ParentDB, j.Via.ParentTbl, o.Child))
+			} else {
+				by = append(by, o.Read)
+			}
+		}
+		if j.Via == nil && len(j.On) == 1 && j.On[0].Read == p.ShardBy {
+			out = append(out, fmt.Sprintf("%s: a change writes its state on all %d shards; its fan-out stays on the shard of %s, the shard key", name, shards, p.ShardBy))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: a change scatters to all %d shards: its fan-out finds the read rows by %s, not by the shard key %s", name, shards, strings.Join(by, ", "), p.ShardBy))
+	}
+	return out
 }

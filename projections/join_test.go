@@ -180,3 +180,29 @@ func TestWritesVia(t *testing.T) {
 		t.Fatalf("parents %+v, want customer 5, no region, warehouse 2", ws[0].Parents)
 	}
 }
+
+// TestFanOutScope: plan says which parent changes scatter to every shard:
+// every level whose key is not the shard key, a join through a parent's
+// parent always (its rows are found by a carried key).
+func TestFanOutScope(t *testing.T) {
+	cfg := viaConfig()
+	d := cfg.Projections["orders_with_region"]
+	d.ShardBy = "customer_id"
+	cfg.Projections["orders_with_region"] = d
+	ps, err := Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"join[0] shop.customers (as c): a change writes its state on all 2 shards; its fan-out stays on the shard of customer_id, the shard key",
+		"join[1] shop.regions via c: a change scatters to all 2 shards: its fan-out finds the read rows by _rs_j1_region_id (shop.customers.region_id, carried), not by the shard key customer_id",
+		"join[2] shop.warehouses: a change scatters to all 2 shards: its fan-out finds the read rows by warehouse_id, not by the shard key customer_id",
+	}
+	got := ps[0].FanOutScope(2)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := ps[0].FanOutScope(1); got != nil {
+		t.Errorf("one database: %v", got)
+	}
+}

@@ -127,6 +127,9 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	unsafe := 0
 	for _, pp := range planned {
 		fmt.Fprintf(stdout, "-- projection %s -> sink %s\n", pp.p.Name, pp.p.Sink)
+		for _, line := range pp.p.FanOutScope(len(cfg.Sinks[pp.p.Sink].Shards)) {
+			fmt.Fprintln(stdout, "-- "+line)
+		}
 		for _, st := range pp.ddl {
 			fmt.Fprintln(stdout, strings.TrimSpace(st)+";")
 		}
