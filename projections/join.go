@@ -306,3 +306,19 @@ func (p *Projection) FanOutScope(shards int) []string {
 	}
 	return out
 }
+
+// joinColumnKey is the config key that declares join j's column c: its
+// own columns entry, or, for a carried key, the on of the join hanging
+// off j that needs it.
+func (p *Projection) joinColumnKey(j *Join, c Column) string {
+	if c.Carried() {
+		for _, d := range p.Joins {
+			for _, on := range d.On {
+				if d.Via == j && on.Read == c.Name {
+					return fmt.Sprintf("projections.%s.join[%d].on.%s", p.Name, d.N-1, on.Parent)
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("projections.%s.join[%d].columns.%s", p.Name, j.N-1, c.Name)
+}

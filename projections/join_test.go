@@ -206,3 +206,20 @@ func TestFanOutScope(t *testing.T) {
 		t.Errorf("one database: %v", got)
 	}
 }
+
+// TestJoinColumnKey: a carried key is declared by the on of the join
+// that hangs off it, which is what a message about it names.
+func TestJoinColumnKey(t *testing.T) {
+	ps, err := Compile(viaConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[0]
+	c := p.Joins[0]
+	if got := p.joinColumnKey(c, c.Columns[1]); got != "projections.orders_with_region.join[1].on.id" {
+		t.Errorf("carried region_id: %s", got)
+	}
+	if got := p.joinColumnKey(c, c.Columns[0]); got != "projections.orders_with_region.join[0].columns.customer_name" {
+		t.Errorf("customer_name: %s", got)
+	}
+}

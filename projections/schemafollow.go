@@ -135,8 +135,8 @@ func (pr *Projector) followSchema(ctx context.Context, sf SchemaFollower, seen i
 // columnKey is the config key that declares read column col.
 func (pr *Projector) columnKey(col string) string {
 	for _, j := range pr.p.Joins {
-		if slices.ContainsFunc(j.Columns, func(c Column) bool { return c.Name == col }) {
-			return fmt.Sprintf("projections.%s.join[%d].columns.%s", pr.p.Name, j.N-1, col)
+		if i := slices.IndexFunc(j.Columns, func(c Column) bool { return c.Name == col }); i >= 0 {
+			return pr.p.joinColumnKey(j, j.Columns[i])
 		}
 	}
 	return fmt.Sprintf("projections.%s.columns.%s", pr.p.Name, col)
@@ -174,7 +174,7 @@ func (p *Projection) droppedColumn(topic string, reason error) error {
 		table = j.ParentDB + "." + j.ParentTbl
 		for _, c := range j.Columns {
 			if c.Source == mc.source {
-				keys = append(keys, fmt.Sprintf("projections.%s.join[%d].columns.%s", p.Name, j.N-1, c.Name))
+				keys = append(keys, p.joinColumnKey(j, c))
 			}
 		}
 		for _, on := range j.On {
