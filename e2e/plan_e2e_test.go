@@ -16,7 +16,9 @@ import (
 var updateGolden = flag.Bool("update", false, "rewrite the golden files under e2e/testdata with what the code prints now")
 
 // TestPlanGolden: `readside plan` for a plain projection, a join, a
-// sharded projection and a replicated (reference) one prints exactly the
+// sharded projection, a sharded one with a join through a parent's parent
+// (and which of its parents' changes scatter), and a replicated
+// (reference) one prints exactly the
 // DDL in testdata/plan.<flavor>.golden (regenerate with E2E=1 go test
 // ./e2e -run TestPlanGolden -update, and review the diff). plan reads the source's columns from the
 // live server; it connects to no sink without --apply, so the sinks' DSNs
@@ -70,6 +72,21 @@ projections:
     key: [customer_id, created_at, id]
     shard_by: customer_id
     columns: {customer_id: customer_id, created_at: created_at, id: id, status: status}
+  orders_with_tier:
+    from: %[3]s.orders
+    sink: sharded
+    key: [customer_id, id]
+    shard_by: customer_id
+    columns: {customer_id: customer_id, id: id}
+    join:
+      - from: %[3]s.customers
+        as: c
+        on: {id: customer_id}
+        columns: {customer_name: name}
+      - from: %[3]s.tiers
+        via: c
+        on: {id: tier_id}
+        columns: {tier_name: name}
   tiers:
     from: %[3]s.tiers
     sink: sharded
