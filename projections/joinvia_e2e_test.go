@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
@@ -172,23 +170,15 @@ func (s *regionShop) converge(t *testing.T, step string, want ...string) {
 }
 
 // projectors runs a worker for each projection until the returned stop.
-func (s *regionShop) projectors(t *testing.T, ctx context.Context) (stop func()) {
+func (s *regionShop) projectors(t *testing.T) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, len(s.ps))
+	var stops []func()
 	for _, p := range s.ps {
-		pr, err := projections.NewProjector(p, s.sink, projections.Options{Brokers: s.cfg.Kafka.Brokers, Log: logger()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { done <- pr.Run(ctx) }()
+		stops = append(stops, startProjector(t, p, s.sink, s.cfg.Kafka.Brokers))
 	}
 	return func() {
-		cancel()
-		for range s.ps {
-			if err := <-done; err != nil {
-				t.Errorf("projector: %v", err)
-			}
+		for _, stop := range stops {
+			stop()
 		}
 	}
 }
@@ -203,7 +193,7 @@ func TestJoinViaSteps(t *testing.T) {
 	bed := testbed.Get(t)
 	s := newRegionShop(t, bed, "-80", "80-")
 	runTailer(t, bed, s.cfg)
-	defer s.projectors(t, t.Context())()
+	defer s.projectors(t)()
 
 	s.exec(t, "INSERT INTO $.orders VALUES (1, 1, NULL, 100), (2, 2, 1, 200), (3, 3, 1, 300), (4, 2, NULL, 400)")
 	s.converge(t, "orders before their parents", "1|1|100|<nil>|<nil>|<nil>|<nil>|<nil>|")
@@ -292,46 +282,25 @@ func (s *regionShop) write(t *testing.T, seed uint64, ops int) {
 // row is seen going back in version, or, for the same carried region key,
 // showing an older version of that region than before.
 func (s *regionShop) viaWatch(t *testing.T, ctx context.Context) (stop func()) {
-	var wg sync.WaitGroup
-	ctx, cancel := context.WithCancel(ctx)
 	seen := map[string]uint64{}
 	regionSeen := map[string]uint64{}
-	polls := 0
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			for _, db := range s.shards {
-				rows, err := s.bed.MySQL.DB().QueryContext(ctx, "SELECT customer_id, id, _rs_version, COALESCE(_rs_j1_region_id, -1), _rs_v_join2 FROM `"+db+"`.orders_with_region")
-				if err != nil {
-					continue
-				}
-				for rows.Next() {
-					var cid, id, rid int
-					var v, rv uint64
-					if rows.Scan(&cid, &id, &v, &rid, &rv) != nil {
-						continue
-					}
-					k := fmt.Sprint(cid, "/", id)
-					if v < seen[k] {
-						t.Errorf("row %s went back from version %d to %d", k, seen[k], v)
-					}
-					seen[k] = max(seen[k], v)
-					rk := fmt.Sprint(k, "@", rid)
-					if rv < regionSeen[rk] {
-						t.Errorf("row %s showed region %d at version %d, now at %d", k, rid, regionSeen[rk], rv)
-					}
-					regionSeen[rk] = max(regionSeen[rk], rv)
-				}
-				rows.Close()
-			}
-			polls++
-			time.Sleep(50 * time.Millisecond)
+	return watchShards(t, ctx, s.shards, "SELECT customer_id, id, _rs_version, COALESCE(_rs_j1_region_id, -1), _rs_v_join2 FROM %s.orders_with_region", func(scan func(...any) error) {
+		var cid, id, rid int
+		var v, rv uint64
+		if scan(&cid, &id, &v, &rid, &rv) != nil {
+			return
 		}
+		k := fmt.Sprint(cid, "/", id)
+		if v < seen[k] {
+			t.Errorf("row %s went back from version %d to %d", k, seen[k], v)
+		}
+		seen[k] = max(seen[k], v)
+		rk := fmt.Sprint(k, "@", rid)
+		if rv < regionSeen[rk] {
+			t.Errorf("row %s showed region %d at version %d, now at %d", k, rid, regionSeen[rk], rv)
+		}
+		regionSeen[rk] = max(regionSeen[rk], rv)
 	})
-	return func() {
-		cancel()
-		wg.Wait()
-		t.Logf("version validator: %d polls, %d read keys watched, none went back", polls, len(seen))
-	}
 }
 
 // TestJoinViaLive: tailer and two concurrent projector workers per
@@ -348,11 +317,11 @@ func TestJoinViaLive(t *testing.T) {
 	watch := s.viaWatch(t, ctx)
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
-	a, b := s.projectors(t, ctx), s.projectors(t, ctx)
+	a, b := s.projectors(t), s.projectors(t)
 	s.write(t, seed, 1500)
 	b()
 	s.write(t, seed+1, 1000)
-	b = s.projectors(t, ctx)
+	b = s.projectors(t)
 	defer a()
 	defer b()
 	s.converge(t, "live workload")
@@ -424,7 +393,6 @@ func TestJoinViaLive(t *testing.T) {
 func TestJoinViaShuffledHistory(t *testing.T) {
 	bed := testbed.Get(t)
 	s := newRegionShop(t, bed, "-80", "80-")
-	ctx := t.Context()
 	tl := runTailer(t, bed, s.cfg)
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
@@ -432,29 +400,7 @@ func TestJoinViaShuffledHistory(t *testing.T) {
 	waitPublished(t, bed, tl)
 
 	records := topicRecords(t, s.cfg.Kafka.Brokers, s.ps[0].Topics()...)
-	rng := rand.New(rand.NewPCG(seed, 5))
-	shuffled := append([]*kgo.Record{}, records...)
-	for _, r := range records {
-		if rng.IntN(5) == 0 {
-			shuffled = append(shuffled, r)
-		}
-	}
-	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-	t.Logf("history: %d records, applying %d shuffled with duplicates", len(records), len(shuffled))
-	for start := 0; start < len(shuffled); {
-		n := 1 + rng.IntN(150)
-		for _, p := range s.ps {
-			b, bad := p.Build(shuffled[start:min(start+n, len(shuffled))])
-			if len(bad) > 0 {
-				t.Fatalf("record refused: %v", bad[0].Reason)
-			}
-			b.Offsets = nil
-			if err := s.sink.Apply(ctx, p, b); err != nil {
-				t.Fatal(err)
-			}
-		}
-		start += n
-	}
+	applyShuffled(t, s.sink, s.ps, records, rand.New(rand.NewPCG(seed, 5)))
 	if want, got := s.expected(t), s.actual(t); want != got {
 		t.Fatalf("shuffled history differs from the SQL join:\nwant:\n%.4000s\ngot:\n%.4000s", want, got)
 	}
