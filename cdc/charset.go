@@ -20,8 +20,8 @@ func charsetDecoder(charset string) (*encoding.Decoder, error) {
 	switch charset {
 	case "utf8mb4", "utf8mb3", "utf8", "ascii":
 		return nil, nil
-	case "latin1": // MySQL's latin1 is Windows-1252
-		enc = charmap.Windows1252
+	case "latin1": // Windows-1252 but for five bytes (latin1.go)
+		return latin1Decoder(), nil
 	case "latin2":
 		enc = charmap.ISO8859_2
 	case "cp1250":

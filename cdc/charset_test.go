@@ -27,6 +27,7 @@ func TestEnumSetMembersDecoded(t *testing.T) {
 		{"latin1 ENUM member with non-ASCII letters (the reported \\ufffdn\\ufffd)", mysql.MYSQL_TYPE_ENUM, 8, []string{"a", "\xfcn\xef"}, 2, `"ünï"`},
 		{"latin1 SET members joined after decoding", mysql.MYSQL_TYPE_SET, 8, []string{"\xe9t\xe9", "b", "\xa3"}, 0b101, `"été,£"`},
 		{"MySQL's latin1 is Windows-1252: 0x80 is the euro sign", mysql.MYSQL_TYPE_ENUM, 8, []string{"\x80"}, 1, `"€"`},
+		{"the five bytes Windows-1252 leaves undefined are C1 controls, as the server converts them", mysql.MYSQL_TYPE_ENUM, 8, []string{"a\x81\x8d\x8f\x90\x9d\xff"}, 1, "\"a\u0081\u008d\u008f\u0090\u009d\u00ff\""},
 		{"latin2 has its own letters at the same bytes", mysql.MYSQL_TYPE_ENUM, 9, []string{"\xb3\xf3d\xbc"}, 1, `"łódź"`},
 		{"cp1251 Cyrillic", mysql.MYSQL_TYPE_SET, 51, []string{"\xe4\xe0", "\xed\xe5\xf2"}, 0b11, `"да,нет"`},
 		{"utf8mb4 members are already UTF-8", mysql.MYSQL_TYPE_ENUM, 45, []string{"ünï"}, 1, `"ünï"`},
