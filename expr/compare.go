@@ -73,9 +73,10 @@ func comparison(l, r node, a, b Type, at int) (cmpHow, *collation, error) {
 			return 0, nil, errAt(at, "comparing a TIME with a date or datetime is not offered (MySQL mixes in the current date): CAST one side")
 		}
 		return cmpByDatetime, nil, nil
-	case intColumnAndString(l, r, ka, kb) || intColumnAndString(r, l, kb, ka):
-		// MySQL converts the constant to the integer column's type
-		// (convert_const_to_int): exact, not through a double
+	case isExact(ka) && isText(kb) || isExact(kb) && isText(ka):
+		// MariaDB compares a string with an integer or a DECIMAL exactly,
+		// as decimals (MySQL 8: as doubles, but an integer column with a
+		// constant converts the constant to the column's type)
 		return cmpByDecimal, nil, nil
 	case ka == KindDouble || kb == KindDouble || isText(ka) || isText(kb):
 		return cmpByDouble, nil, nil
@@ -85,19 +86,8 @@ func comparison(l, r node, a, b Type, at int) (cmpHow, *collation, error) {
 	return cmpByInt, nil, nil
 }
 
-// intColumnAndString reports whether a is an integer column and b a
-// constant string.
-func intColumnAndString(a, b node, ka, kb Kind) bool {
-	for {
-		p, ok := a.(*paren)
-		if !ok {
-			break
-		}
-		a = p.x
-	}
-	_, col := a.(*colRef)
-	return col && (ka == KindInt || ka == KindUint) && isText(kb) && isConst(b)
-}
+// isExact: integers and decimals compare without a double.
+func isExact(k Kind) bool { return k == KindInt || k == KindUint || k == KindDecimal }
 
 // aggregateCollation is the collation two strings compare by (see
 // pickCollation).
