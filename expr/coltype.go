@@ -59,7 +59,8 @@ func typeOfDef(def string, nullable bool) (Type, error) {
 			return t, fmt.Errorf("column definition %q has no COLLATE: give character columns as information_schema does, with CHARACTER SET and COLLATE", def)
 		}
 		t.prec = textLen(name, n)
-	case "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry", "point", "linestring", "polygon":
+	case "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "geometry", "point", "linestring", "polygon",
+		"multipoint", "multilinestring", "multipolygon", "geometrycollection":
 		t.Kind = KindBytes
 		t.prec = textLen(name, n)
 	case "json":
@@ -105,7 +106,7 @@ func textLen(name string, n int) int {
 		return 65535
 	case "mediumtext", "mediumblob":
 		return 1<<24 - 1
-	case "longtext", "longblob", "geometry", "point", "linestring", "polygon":
+	case "longtext", "longblob", "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection":
 		return 1<<32 - 1
 	case "enum", "set":
 		return 255
@@ -241,17 +242,3 @@ func temporalType(k Kind, frac int, nullable bool) Type {
 
 // boolType is the type of a comparison or logical operator: 1, 0 or NULL.
 func boolType(nullable bool) Type { return intTypeWidth(KindInt, 1, 1, nullable) }
-
-// digits is how many decimal digits the integer part of a numeric type
-// holds (MySQL's decimal_int_part), for result precisions.
-func (t Type) intDigits() int {
-	switch t.Kind {
-	case KindInt, KindUint:
-		return t.prec
-	case KindDecimal:
-		return t.prec - int(t.Frac)
-	case KindNull:
-		return 1
-	}
-	return 0
-}
