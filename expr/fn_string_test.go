@@ -41,6 +41,7 @@ func TestStringFunctionTypes(t *testing.T) {
 		{"a number becomes text in the connection's collation", "CONCAT", []string{"int(11)"}, nil, "varchar(11) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"},
 		{"a decimal's text has its sign and point", "CONCAT", []string{"decimal(12,2)"}, nil, "varchar(14) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"},
 		{"a binary argument makes the result binary", "CONCAT", []string{u4g, "varbinary(9)"}, nil, "varbinary(19)"},
+		{"a double's text takes up to 24 characters (the server says 22 and cuts)", "CONCAT", []string{"double"}, nil, "varchar(24) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"},
 		{"over 512 characters is a TEXT", "CONCAT", []string{"varchar(600) CHARACTER SET latin1 COLLATE latin1_swedish_ci"}, nil, "text CHARACTER SET latin1 COLLATE latin1_swedish_ci"},
 		{"a utf8mb4 TEXT counts its bytes as characters", "CONCAT", []string{"text CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"}, nil, "mediumtext CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"},
 		{"an ENUM is as long as its longest member", "CONCAT", []string{"enum('a','ccc','bé') CHARACTER SET latin1 COLLATE latin1_swedish_ci"}, nil, "varchar(3) CHARACTER SET latin1 COLLATE latin1_swedish_ci"},

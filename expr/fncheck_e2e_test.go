@@ -5,8 +5,9 @@ package expr_test
 // over its columns and literals, computed by the server (SELECT) and by
 // the function's Eval in Go, compared byte for byte with NULL-ness; and
 // the result type Go's Type gives compared with the column CREATE TABLE …
-// AS SELECT makes (except FLOOR and CEIL of a DOUBLE, whose server column
-// DOUBLE(17,0) cuts values beyond 1e17: readside's is a plain DOUBLE).
+// AS SELECT makes (wider only where the server's column cuts values:
+// FLOOR and CEIL of a DOUBLE, whose DOUBLE(17,0) cuts beyond 1e17, and a
+// DOUBLE's text, 24 characters where the server says 22).
 
 import (
 	"database/sql"
@@ -250,7 +251,12 @@ func checkCases(t *testing.T, conn *sql.Conn, ft *fnTable, table string, cases [
 		mustExec(t, conn, "DROP TABLE ty")
 		for i, p := range part {
 			sc := server[i]
-			if p.typ.Column != sc.def && !(p.typ.Column == "double" && sc.def == "double(17,0)" && p.c.fn != "ABS") {
+			switch {
+			case p.typ.Column == sc.def:
+			case p.typ.Column == "double" && sc.def == "double(17,0)" && p.c.fn != "ABS",
+				wider(p.typ.Column, sc.def) && hasDouble(p.types):
+				t.Logf("%s: type %q is wider than the server's %q, which cuts some values", p.c.sql(), p.typ.Column, sc.def)
+			default:
 				t.Errorf("%s: type %q, the server's %q", p.c.sql(), p.typ.Column, sc.def)
 			}
 			if p.typ.Nullable != sc.nullable {
@@ -303,6 +309,15 @@ func checkCases(t *testing.T, conn *sql.Conn, ft *fnTable, table string, cases [
 		}
 		rows.Close()
 	}
+}
+
+func hasDouble(types []expr.Type) bool {
+	for _, t := range types {
+		if t.Kind == expr.KindDouble {
+			return true
+		}
+	}
+	return false
 }
 
 type serverColumn struct {

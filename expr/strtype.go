@@ -112,7 +112,10 @@ func textOf(fn string, t Type, c *Datum) (text, error) {
 		if strings.HasPrefix(def, "float") {
 			return x, fmt.Errorf("%s: a FLOAT's text is its single-precision digits, which readside does not reproduce from the widened value: CAST it to DECIMAL(p,s) first", fn)
 		}
-		x.chars = 22 // MariaDB's longest text of a DOUBLE
+		// The longest text of a DOUBLE is 24 characters
+		// (-2.2250738585072014e-308); the server types it 22 and then
+		// cuts (error 1406), so readside's column is wider.
+		x.chars = 24
 	default:
 		return x, fmt.Errorf("%s does not take a %s argument: use JSON_VALUE or JSON_UNQUOTE to get a string out of it", fn, t.Kind)
 	}
