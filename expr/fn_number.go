@@ -59,6 +59,28 @@ func numberArg(fn string, t Type) error {
 	return fmt.Errorf("%s takes a number, not a %s (MySQL would convert it through a DOUBLE): CAST it AS DECIMAL(p,s) or AS SIGNED first", fn, t.Kind)
 }
 
+// numberPrelude types what FLOOR, CEIL and ABS type alike: it refuses
+// what they do not take; NULL is MariaDB's DOUBLE(17,0); a DOUBLE stays a
+// plain DOUBLE (for FLOOR and CEIL the server says DOUBLE(17,0), which
+// cuts values beyond 1e17); YEAR becomes INT UNSIGNED. done is false for
+// the other integers and decimals.
+func numberPrelude(fn string, a Type, consts []*Datum) (t Type, done bool, err error) {
+	if err := numberArg(fn, a); err != nil {
+		return Type{}, true, err
+	}
+	switch a.Kind {
+	case KindNull:
+		return Type{Kind: KindDouble, Column: "double(17,0)", Nullable: true}, true, nil
+	case KindDouble:
+		return Type{Kind: KindDouble, Column: "double", Nullable: a.Nullable}, true, nil
+	case KindInt, KindUint:
+		if name, _, _ := intDef(a, constArg(consts, 0)); name == "year" {
+			return intResult(KindUint, "int(4) unsigned", a.Nullable), true, nil
+		}
+	}
+	return Type{}, false, nil
+}
+
 // roundType types FLOOR and CEIL as MariaDB does: an integer keeps its
 // type (YEAR becomes INT UNSIGNED), a DOUBLE is a DOUBLE(17,0), and a
 // DECIMAL(p,s) becomes the smallest of INT, BIGINT and DECIMAL(n,0) that
@@ -67,21 +89,11 @@ func numberArg(fn string, t Type) error {
 func roundType(fn string, ceil bool) func([]Type, []*Datum) (Type, error) {
 	return func(args []Type, consts []*Datum) (Type, error) {
 		a := args[0]
-		if err := numberArg(fn, a); err != nil {
-			return Type{}, err
+		if t, done, err := numberPrelude(fn, a, consts); done {
+			return t, err
 		}
-		switch a.Kind {
-		case KindNull:
-			return Type{Kind: KindDouble, Column: "double(17,0)", Nullable: true}, nil
-		case KindDouble:
-			// The server's own column for it, DOUBLE(17,0), cuts values
-			// beyond 1e17 to 1e17: the read column is a plain DOUBLE.
-			return Type{Kind: KindDouble, Column: "double", Nullable: a.Nullable}, nil
-		case KindInt, KindUint:
+		if a.Kind != KindDecimal {
 			name, w, u := intDef(a, constArg(consts, 0))
-			if name == "year" {
-				return intResult(KindUint, "int(4) unsigned", a.Nullable), nil
-			}
 			return intResult(a.Kind, fmt.Sprintf("%s(%d)%s", name, w, unsignedSuffix(u)), a.Nullable), nil
 		}
 		p, s, u := decimalShape(strings.ToLower(a.Column), a.Frac)
@@ -189,23 +201,15 @@ func incDigits(d string) string {
 // INT), YEAR INT UNSIGNED; a DECIMAL or DOUBLE keeps its type.
 func absType(args []Type, consts []*Datum) (Type, error) {
 	a := args[0]
-	if err := numberArg("ABS", a); err != nil {
-		return Type{}, err
+	if t, done, err := numberPrelude("ABS", a, consts); done {
+		return t, err
 	}
-	switch a.Kind {
-	case KindNull:
-		return Type{Kind: KindDouble, Column: "double(17,0)", Nullable: true}, nil
-	case KindDouble:
-		return Type{Kind: KindDouble, Column: "double", Nullable: a.Nullable}, nil
-	case KindDecimal:
+	if a.Kind == KindDecimal {
 		p, s, u := decimalShape(strings.ToLower(a.Column), a.Frac)
 		return Type{Kind: KindDecimal, Column: fmt.Sprintf("decimal(%d,%d)%s", p, s, unsignedSuffix(u)), Frac: uint8(s), Nullable: a.Nullable, prec: int(p)}, nil
 	}
-	name, w, u := intDef(a, constArg(consts, 0))
-	if name == "year" {
-		return intResult(KindUint, "int(4) unsigned", a.Nullable), nil
-	}
-	name = "int"
+	_, w, u := intDef(a, constArg(consts, 0))
+	name := "int"
 	if w > 9 {
 		name = "bigint"
 	}
