@@ -120,16 +120,30 @@ func resultColl(args []Datum, types []Type) string {
 // the result (a utf8mb4_general_ci column with a column of another
 // charset), so it is exact for the rest.
 func aggregateAtEval(types []Type) (text, error) {
-	xs := make([]text, len(types))
-	for i, t := range types {
-		x, err := textOf("CONCAT", t, nil)
-		if err != nil {
-			return x, err
+	// Per row for CONCAT(col, '-', …): the collations only, no lengths.
+	var buf [8]text
+	xs := buf[:0]
+	for _, t := range types {
+		x := text{kind: t.Kind, deriv: derivNumeric, coll: connectionCollation}
+		switch t.Kind {
+		case KindNull:
+			x.deriv = derivIgnorable
+		case KindBytes:
+			x.binary, x.deriv = true, derivImplicit
+		case KindString:
+			x.coll, x.deriv = t.Coll, derivImplicit
+			if x.coll == connectionCollation {
+				x.deriv = derivCoercible
+			}
 		}
-		if x.kind == KindString && x.coll == connectionCollation {
-			x.deriv = derivCoercible
+		if !x.binary && x.kind != KindNull {
+			cs, err := charsetFor(x.coll)
+			if err != nil {
+				return x, err
+			}
+			x.cs = cs
 		}
-		xs[i] = x
+		xs = append(xs, x)
 	}
 	return aggregateText("CONCAT", xs)
 }
