@@ -51,6 +51,7 @@ func TestNumberFunctionsDifferential(t *testing.T) {
 	}
 	cols = append(cols, "nn INT NOT NULL")
 	mustExec(t, conn, "CREATE TABLE t ("+strings.Join(cols, ", ")+")")
+	var tuples []string
 	for id := 1; id <= 80; id++ {
 		vals := []string{fmt.Sprint(id)}
 		for _, c := range numColumns {
@@ -61,8 +62,9 @@ func TestNumberFunctionsDifferential(t *testing.T) {
 			}
 		}
 		vals = append(vals, pick(rng, "-5", "5"))
-		mustExec(t, conn, "INSERT INTO t VALUES ("+strings.Join(vals, ", ")+")")
+		tuples = append(tuples, "("+strings.Join(vals, ", ")+")")
 	}
+	mustExec(t, conn, "INSERT INTO t VALUES "+strings.Join(tuples, ", "))
 	ft := loadTable(t, conn, "t")
 	var cases []fnCase
 	for _, c := range append(numColumns, struct {

@@ -96,6 +96,7 @@ func createStrTable(t *testing.T, rng *rand.Rand) (*fnTable, func(cases []fnCase
 	bigs := []string{"NULL", "0", "1", "-1", "4294967297", "-4294967295", "9223372036854775807", "-9223372036854775808", "3", "-3"}
 	ubigs := []string{"NULL", "0", "1", "2", "18446744073709551615", "9223372036854775808", "2147483648", "4294967295", "5"}
 	decs := []string{"NULL", "0", "-0.5", "0.5", "1.99", "-1.99", "9999999999.99", "-9999999999.99", "-0.01", "100"}
+	var tuples []string
 	for id := 1; id <= 300; id++ {
 		vals := []string{fmt.Sprint(id)}
 		for _, c := range strCollations {
@@ -126,8 +127,9 @@ func createStrTable(t *testing.T, rng *rand.Rand) (*fnTable, func(cases []fnCase
 			pick(rng, "NULL", "'2024-02-29'", "'0000-00-00'", "'1000-01-01'", "'9999-12-31'"),
 			pick(rng, "NULL", "'-838:59:59'", "'838:59:59.99'", "'00:00:00'", "'-00:00:01.5'", "'100:00:00'"),
 			pick(rng, ints...), pick(rng, ints...), pick(rng, bigs...), pick(rng, ubigs...), pick(rng, "0", "1", "-1", "3"), pick(rng, "''", "'aB '", "'ÿ'"))
-		mustExec(t, conn, "INSERT INTO t VALUES ("+strings.Join(vals, ", ")+")")
+		tuples = append(tuples, "("+strings.Join(vals, ", ")+")")
 	}
+	mustExec(t, conn, "INSERT INTO t VALUES "+strings.Join(tuples, ", "))
 	ft := loadTable(t, conn, "t")
 	return ft, func(cases []fnCase) { checkCases(t, conn, ft, "t", cases) }
 }
