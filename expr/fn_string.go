@@ -11,7 +11,6 @@ import (
 	"hash/crc32"
 	"math"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -78,15 +77,15 @@ func concatEval(args []Datum, types []Type) (Datum, error) {
 		n += len(a.S) + 20
 	}
 	buf := make([]byte, 0, n)
-	for i, a := range args {
+	for _, a := range args {
 		if binary && a.Kind == KindString {
 			var err error
-			if buf, err = appendBytes(buf, a, types[i]); err != nil {
+			if buf, err = appendBytes(buf, a); err != nil {
 				return Null, fmt.Errorf("CONCAT: %w", err)
 			}
 			continue
 		}
-		buf = appendText(buf, a, types[i])
+		buf = appendText(buf, a)
 	}
 	if binary {
 		return Datum{Kind: KindBytes, S: string(buf)}, nil
@@ -148,30 +147,22 @@ func aggregateAtEval(types []Type) (text, error) {
 	return aggregateText("CONCAT", xs)
 }
 
-// appendText appends the text of a non-NULL value of type t as MySQL
-// converts it to a string: integers and decimals exactly (a YEAR in four
-// digits: 0 is 0000), temporal values in their canonical text, strings as
-// they are.
-func appendText(dst []byte, d Datum, t Type) []byte {
-	switch d.Kind {
-	case KindInt:
+// appendText appends the text of a non-NULL value as MySQL converts it to
+// a string (toText: integers and decimals exactly, a YEAR in its four
+// digits, a double in MySQL's shortest digits, temporal values in their
+// canonical text, strings as they are).
+func appendText(dst []byte, d Datum) []byte {
+	if d.Kind == KindInt {
 		return strconv.AppendInt(dst, d.I, 10)
-	case KindUint:
-		if d.U == 0 && strings.HasPrefix(strings.ToLower(t.Column), "year") {
-			return append(dst, "0000"...)
-		}
-		return strconv.AppendUint(dst, d.U, 10)
-	case KindDouble:
-		return append(dst, doubleString(d.F)...)
 	}
-	return append(dst, d.S...)
+	return append(dst, toText(d)...)
 }
 
 // appendBytes appends a string value's bytes in its charset (a binary
 // string's as they are).
-func appendBytes(dst []byte, d Datum, t Type) ([]byte, error) {
+func appendBytes(dst []byte, d Datum) ([]byte, error) {
 	if d.Kind != KindString {
-		return appendText(dst, d, t), nil
+		return appendText(dst, d), nil
 	}
 	cs, err := charsetFor(d.Coll)
 	if err != nil {
@@ -225,7 +216,7 @@ func caseEval(upper bool) func([]Datum, []Type) (Datum, error) {
 		}
 		// A number's text is in the connection's collation (UPPER(1e15) is
 		// 1E15).
-		a = Datum{Kind: KindString, S: string(appendText(nil, a, types[0])), Coll: connectionCollation}
+		a = Datum{Kind: KindString, S: string(appendText(nil, a)), Coll: connectionCollation}
 		return caseEval(upper)([]Datum{a}, types)
 	}
 }
@@ -305,7 +296,7 @@ func substrEval(args []Datum, types []Type) (Datum, error) {
 		out = Datum{Kind: KindBytes}
 	case KindString:
 	default:
-		s = Datum{Kind: KindString, S: string(appendText(nil, s, types[0]))}
+		s = Datum{Kind: KindString, S: string(appendText(nil, s))}
 		out.Coll = connectionCollation
 	}
 	length := int64(math.MaxInt32)
@@ -390,7 +381,7 @@ func lengthEval(args []Datum, types []Type) (Datum, error) {
 		}
 		return Datum{Kind: KindInt, I: int64(len(a.S))}, nil
 	}
-	return Datum{Kind: KindInt, I: int64(len(appendText(nil, a, types[0])))}, nil
+	return Datum{Kind: KindInt, I: int64(len(appendText(nil, a)))}, nil
 }
 
 func charLengthEval(args []Datum, types []Type) (Datum, error) {
@@ -401,7 +392,7 @@ func charLengthEval(args []Datum, types []Type) (Datum, error) {
 	case KindString:
 		return Datum{Kind: KindInt, I: int64(utf8.RuneCountInString(a.S))}, nil
 	}
-	return Datum{Kind: KindInt, I: int64(len(appendText(nil, a, types[0])))}, nil
+	return Datum{Kind: KindInt, I: int64(len(appendText(nil, a)))}, nil
 }
 
 func crc32Eval(args []Datum, types []Type) (Datum, error) {
@@ -409,7 +400,7 @@ func crc32Eval(args []Datum, types []Type) (Datum, error) {
 	if a.IsNull() {
 		return Null, nil
 	}
-	b, err := appendBytes(nil, a, types[0])
+	b, err := appendBytes(nil, a)
 	if err != nil {
 		return Null, fmt.Errorf("CRC32: %w", err)
 	}

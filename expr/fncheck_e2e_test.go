@@ -186,6 +186,9 @@ func datumOf(t *testing.T, b []byte, typ expr.Type) expr.Datum {
 	case expr.KindUint:
 		d.S = ""
 		d.U, err = strconv.ParseUint(s, 10, 64)
+		if strings.HasPrefix(typ.Column, "year") {
+			d.S = fmt.Sprintf("%04d", d.U) // as FromEvent gives a YEAR
+		}
 	case expr.KindDouble:
 		d.S = ""
 		if strings.HasPrefix(typ.Column, "float") {
