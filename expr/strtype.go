@@ -210,9 +210,10 @@ func enumMembers(def string) ([]string, error) {
 // aggregateText is the collation of a string result made of args (MariaDB's
 // rules for CONCAT and the like), or an error naming the conflict and the
 // fix. A binary argument makes the result binary; of two collations the
-// one with the stronger derivation wins, and of two as strong the one
-// whose charset holds the other's characters. A weaker literal must hold
-// only characters of the winner's charset (the caller checks its value).
+// one with the stronger derivation wins, of two as strong the one whose
+// charset holds the other's characters, and of two of one charset its
+// _bin collation. A weaker literal must hold only characters of the
+// winner's charset (the caller checks its value).
 func aggregateText(fn string, args []text) (text, error) {
 	res := text{deriv: derivIgnorable, binary: true}
 	for _, a := range args {
@@ -229,6 +230,11 @@ func aggregateText(fn string, args []text) (text, error) {
 		case a.cs != res.cs && a.cs.superset(res.cs):
 			res = a
 		case a.cs != res.cs && res.cs.superset(a.cs):
+		case a.cs == res.cs:
+			// Two collations of one charset: a string result takes its
+			// binary collation (MariaDB's DERIVATION_NONE; comparing it
+			// later is error 1267).
+			res.coll = a.cs.name + "_bin"
 		default:
 			return res, fmt.Errorf("%s mixes collations %s and %s, which MySQL refuses: CAST the arguments AS CHAR (utf8mb4_general_ci) so they agree", fn, res.coll, a.coll)
 		}
@@ -251,7 +257,9 @@ func (c *charset) superset(o *charset) bool {
 	switch c.name {
 	case "utf8mb4":
 		return true
-	case "utf8mb3", "latin1":
+	case "utf8mb3":
+		return o.name == "ascii" || o.name == "latin1" // latin1 is all in the BMP
+	case "latin1":
 		return o.name == "ascii"
 	}
 	return false
