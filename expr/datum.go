@@ -66,4 +66,8 @@ type Type struct {
 	Frac uint8
 	// Coll is a character string's collation.
 	Coll string
+	// prec is a decimal's precision, an integer's digits or a string's
+	// length in characters (bytes for a binary string): what result
+	// types of operators are worked out from, as MySQL does.
+	prec int
 }

@@ -2,7 +2,6 @@ package expr
 
 import (
 	"fmt"
-	"strings"
 )
 
 // Expr is one parsed expression. Check types it against the source
@@ -24,6 +23,8 @@ type node interface {
 	eval(row []Datum) (Datum, error)
 	// sql renders the node as MySQL text; col renders a column reference.
 	sql(col func(name string) string) string
+	// check types the node and its children, once, before eval.
+	check(s Schema) (Type, error)
 }
 
 // Column is a source column an expression may reference.
@@ -50,21 +51,36 @@ func (e *Error) Error() string { return fmt.Sprintf("at offset %d: %s", e.Pos, e
 
 // Parse reads an expression. Its errors are *Error.
 func Parse(text string) (*Expr, error) {
-	name := strings.TrimSpace(text)
-	if !isIdent(name) {
-		return nil, &Error{Pos: 0, Msg: "expressions are not supported yet: name a column"}
+	root, err := parse(text)
+	if err != nil {
+		return nil, err
 	}
-	return &Expr{text: text, columns: []string{name}, root: colRef{name: name}}, nil
+	e := &Expr{text: text, root: root}
+	walk(root, func(n node) {
+		c, ok := n.(*colRef)
+		if !ok {
+			return
+		}
+		for i, name := range e.columns {
+			if equalNames(name, c.name) {
+				c.idx = i
+				return
+			}
+		}
+		c.idx = len(e.columns)
+		e.columns = append(e.columns, c.name)
+	})
+	return e, nil
 }
 
 // Check types the expression against the source columns and gives its
 // result type. Errors name the position and the fix.
 func (e *Expr) Check(s Schema) (Type, error) {
-	c, ok := s(e.columns[0])
-	if !ok {
-		return Type{}, &Error{Pos: 0, Msg: fmt.Sprintf("column %q is not in the source table: name one of its columns", e.columns[0])}
+	t, err := e.root.check(s)
+	if err != nil {
+		return Type{}, err
 	}
-	e.typ = Type{Column: c.Def, Nullable: c.Nullable}
+	e.typ = t
 	e.checked = true
 	return e.typ, nil
 }
@@ -79,8 +95,18 @@ func (e *Expr) Columns() []string { return e.columns }
 // Column reports whether the expression is a plain column reference, and
 // which: such a column is copied as is, without evaluation.
 func (e *Expr) Column() (string, bool) {
-	c, ok := e.root.(colRef)
-	return c.name, ok
+	n := e.root
+	for {
+		p, ok := n.(*paren)
+		if !ok {
+			break
+		}
+		n = p.x
+	}
+	if c, ok := n.(*colRef); ok {
+		return c.name, true
+	}
+	return "", false
 }
 
 // String is the expression as written.
@@ -91,25 +117,58 @@ func (e *Expr) String() string { return e.text }
 func (e *Expr) SQL(col func(name string) string) string { return e.root.sql(col) }
 
 // Eval computes the expression on a row: the values of Columns, in order.
-func (e *Expr) Eval(row []Datum) (Datum, error) { return e.root.eval(row) }
-
-type colRef struct {
-	name string
-	idx  int
+func (e *Expr) Eval(row []Datum) (Datum, error) {
+	if !e.checked {
+		return Null, fmt.Errorf("expression %q evaluated before Check", e.text)
+	}
+	return e.root.eval(row)
 }
 
-func (c colRef) eval(row []Datum) (Datum, error)         { return row[c.idx], nil }
-func (c colRef) sql(col func(name string) string) string { return col(c.name) }
+// equalNames: MySQL column names are case-insensitive.
+func equalNames(a, b string) bool { return foldASCII(a) == foldASCII(b) }
 
-func isIdent(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		if r == '_' || r == '$' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r > 0x7f || (i > 0 && r >= '0' && r <= '9') {
-			continue
+func foldASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if b[j] >= 'A' && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
 		}
-		return false
 	}
-	return true
+	return s
+}
+
+func (c *colRef) check(s Schema) (Type, error) {
+	col, ok := s(c.name)
+	if !ok {
+		return Type{}, errAt(c.at, "column %q is not in the source table: name one of its columns", c.name)
+	}
+	t, err := typeOfDef(col.Def, col.Nullable)
+	if err != nil {
+		return Type{}, errAt(c.at, "column %q: %v", c.name, err)
+	}
+	c.typ = t
+	return t, nil
+}
+
+func (c *colRef) eval(row []Datum) (Datum, error) { return row[c.idx], nil }
+
+func (p *paren) check(s Schema) (Type, error)       { return p.x.check(s) }
+func (p *paren) eval(row []Datum) (Datum, error)   { return p.x.eval(row) }
+func (l *literal) eval([]Datum) (Datum, error)     { return l.d, nil }
+func (l *literal) check(Schema) (Type, error)      { return l.typ, nil }
+
+// isConst reports whether n reads no column.
+func isConst(n node) bool {
+	c := true
+	walk(n, func(x node) {
+		if _, ok := x.(*colRef); ok {
+			c = false
+		}
+	})
+	return c
 }

@@ -1,0 +1,90 @@
+package expr
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// collation compares character strings as a MySQL collation does. The
+// ones offered are the binary (_bin) and general (_general_ci) collations
+// of utf8mb4, utf8mb3 and latin1, all PAD SPACE (trailing spaces do not
+// count), with the weights the server uses (collation_tables.go, read
+// from MariaDB).
+type collation struct {
+	name string
+	// weight maps a character to its sort weight; nil compares code points.
+	weight func(r rune) rune
+}
+
+func findCollation(name string) (*collation, bool) {
+	switch strings.ToLower(name) {
+	case "utf8mb4_bin", "utf8mb3_bin", "utf8_bin", "latin1_bin", "ascii_bin":
+		return &collation{name: name}, true
+	case "utf8mb4_general_ci", "utf8mb3_general_ci", "utf8_general_ci", "ascii_general_ci":
+		return &collation{name: name, weight: generalWeight}, true
+	case "latin1_swedish_ci":
+		return &collation{name: name, weight: latin1SwedishWeight}, true
+	}
+	return nil, false
+}
+
+// generalWeight is the weight of r in utf8mb4_general_ci: one weight per
+// BMP character (upper case, most accents removed), U+FFFD for any
+// character beyond the BMP.
+func generalWeight(r rune) rune {
+	if r > 0xFFFF {
+		return 0xFFFD
+	}
+	if w, ok := generalCIWeights[r]; ok {
+		return w
+	}
+	return unicode.ToUpper(r)
+}
+
+// compare orders a and b (UTF-8) by the collation. PAD SPACE: the
+// shorter string compares as if padded with spaces, so trailing spaces
+// do not count but a trailing tab sorts before nothing.
+func (c *collation) compare(a, b string) int {
+	for a != "" && b != "" {
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		if ra != rb {
+			if wa, wb := c.w(ra), c.w(rb); wa != wb {
+				if wa < wb {
+					return -1
+				}
+				return 1
+			}
+		}
+		a, b = a[na:], b[nb:]
+	}
+	sign := 1
+	if a == "" {
+		a, sign = b, -1
+	}
+	for _, r := range a {
+		if w := c.w(r); w != ' ' {
+			if w > ' ' {
+				return sign
+			}
+			return -sign
+		}
+	}
+	return 0
+}
+
+func (c *collation) w(r rune) rune {
+	if c.weight == nil {
+		return r
+	}
+	return c.weight(r)
+}
+
+// equalRune reports whether two characters weigh the same (for LIKE).
+func (c *collation) equalRune(a, b rune) bool {
+	if a == b {
+		return true
+	}
+	return c.weight != nil && c.weight(a) == c.weight(b)
+}

@@ -1,0 +1,352 @@
+package expr
+
+import (
+	"fmt"
+	"strings"
+)
+
+// cmpHow is how two operands compare, decided from their types as
+// MySQL's Arg_comparator decides it.
+type cmpHow uint8
+
+const (
+	cmpByInt      cmpHow = iota // both integers (signed or unsigned)
+	cmpByDecimal                // exact: decimals and integers
+	cmpByDouble                 // a double, or a string against a number
+	cmpByString                 // character strings, by a collation
+	cmpByBytes                  // a binary string: bytes
+	cmpByDatetime               // a date or datetime, against a temporal value or a string
+	cmpByTime                   // two times, or a time against a string
+)
+
+func isNumeric(k Kind) bool { return k == KindInt || k == KindUint || k == KindDecimal || k == KindDouble }
+func isText(k Kind) bool    { return k == KindString || k == KindBytes || k == KindJSON }
+func isTemporal(k Kind) bool {
+	return k == KindDate || k == KindDatetime || k == KindTime
+}
+
+// coercible reports whether n's collation gives way to the other
+// operand's: a literal's (or a constant's) does, a column's does not.
+func coercible(n node) bool { return isConst(n) }
+
+// comparison decides how l and r (of types a and b) compare, and by which
+// collation.
+func comparison(l, r node, a, b Type, at int) (cmpHow, *collation, error) {
+	ka, kb := a.Kind, b.Kind
+	if ka == KindNull {
+		ka = kb
+	}
+	if kb == KindNull {
+		kb = ka
+	}
+	switch {
+	case ka == KindNull:
+		return cmpByInt, nil, nil
+	case isText(ka) && isText(kb):
+		if ka == KindBytes || kb == KindBytes {
+			return cmpByBytes, nil, nil
+		}
+		coll, err := aggregateCollation(l, r, a, b, at)
+		return cmpByString, coll, err
+	case isTemporal(ka) || isTemporal(kb):
+		if ka == KindTime && (kb == KindTime || isText(kb)) || kb == KindTime && isText(ka) {
+			return cmpByTime, nil, nil
+		}
+		if isNumeric(ka) || isNumeric(kb) {
+			return cmpByDecimal, nil, nil
+		}
+		if ka == KindTime || kb == KindTime {
+			return 0, nil, errAt(at, "comparing a TIME with a date or datetime is not offered (MySQL mixes in the current date): CAST one side")
+		}
+		return cmpByDatetime, nil, nil
+	case ka == KindDouble || kb == KindDouble || isText(ka) || isText(kb):
+		return cmpByDouble, nil, nil
+	case ka == KindDecimal || kb == KindDecimal:
+		return cmpByDecimal, nil, nil
+	}
+	return cmpByInt, nil, nil
+}
+
+// aggregateCollation is the collation two strings compare by: a column's
+// over a literal's; two columns must agree.
+func aggregateCollation(l, r node, a, b Type, at int) (*collation, error) {
+	ca, cb := a.Coll, b.Coll
+	if a.Kind == KindJSON {
+		ca = "utf8mb4_bin"
+	}
+	if b.Kind == KindJSON {
+		cb = "utf8mb4_bin"
+	}
+	name := ca
+	switch {
+	case ca == "":
+		name = cb
+	case cb == "" || strings.EqualFold(ca, cb):
+	case coercible(r) && !coercible(l):
+	case coercible(l) && !coercible(r):
+		name = cb
+	default:
+		return nil, errAt(at, "the strings compared have different collations (%s, %s): MySQL refuses the mix (error 1267); CAST one side or compare columns of one collation", ca, cb)
+	}
+	coll, ok := findCollation(name)
+	if !ok {
+		return nil, errAt(at, "collation %s is not offered for comparisons (offered: utf8mb4_bin, utf8mb4_general_ci, utf8mb3_bin, utf8mb3_general_ci, latin1_bin, latin1_swedish_ci)", name)
+	}
+	return coll, nil
+}
+
+func (c *compare) check(s Schema) (Type, error) {
+	a, err := c.l.check(s)
+	if err != nil {
+		return Type{}, err
+	}
+	b, err := c.r.check(s)
+	if err != nil {
+		return Type{}, err
+	}
+	if c.how, c.coll, err = comparison(c.l, c.r, a, b, c.at); err != nil {
+		return Type{}, err
+	}
+	return boolType(c.op != cmpNSEQ && (a.Nullable || b.Nullable)), nil
+}
+
+func (c *compare) eval(row []Datum) (Datum, error) {
+	a, err := c.l.eval(row)
+	if err != nil {
+		return Null, err
+	}
+	b, err := c.r.eval(row)
+	if err != nil {
+		return Null, err
+	}
+	return c.apply(a, b), nil
+}
+
+func boolDatum(b bool) Datum {
+	if b {
+		return Datum{Kind: KindInt, I: 1}
+	}
+	return Datum{Kind: KindInt}
+}
+
+// apply compares two values already computed.
+func (c *compare) apply(a, b Datum) Datum {
+	if a.IsNull() || b.IsNull() {
+		if c.op == cmpNSEQ {
+			return boolDatum(a.IsNull() && b.IsNull())
+		}
+		return Null
+	}
+	r, ok := c.order(a, b)
+	if !ok {
+		return Null
+	}
+	switch c.op {
+	case cmpEQ, cmpNSEQ:
+		return boolDatum(r == 0)
+	case cmpNE:
+		return boolDatum(r != 0)
+	case cmpLT:
+		return boolDatum(r < 0)
+	case cmpLE:
+		return boolDatum(r <= 0)
+	case cmpGT:
+		return boolDatum(r > 0)
+	}
+	return boolDatum(r >= 0)
+}
+
+// order compares two non-NULL values: -1, 0 or 1; ok is false when a
+// string is not the date or time it is compared with (MySQL warns, and
+// the comparison is NULL).
+func (c *compare) order(a, b Datum) (int, bool) {
+	switch c.how {
+	case cmpByInt:
+		return cmpInts(a, b), true
+	case cmpByDecimal:
+		return toDec(a).cmp(toDec(b)), true
+	case cmpByDouble:
+		x, y := toDouble(a), toDouble(b)
+		return cmp3(x < y, x > y), true
+	case cmpByString:
+		return c.coll.compare(a.S, b.S), true
+	case cmpByBytes:
+		return strings.Compare(toText(a), toText(b)), true
+	case cmpByDatetime:
+		x, ok1 := datetimeKey(a)
+		y, ok2 := datetimeKey(b)
+		return strings.Compare(x, y), ok1 && ok2
+	case cmpByTime:
+		x, ok1 := timeMicros(a)
+		y, ok2 := timeMicros(b)
+		return cmp3(x < y, x > y), ok1 && ok2
+	}
+	panic(fmt.Sprintf("expr: comparison %d", c.how))
+}
+
+func cmpInts(a, b Datum) int {
+	switch {
+	case a.Kind == KindUint && b.Kind == KindUint:
+		return cmp3(a.U < b.U, a.U > b.U)
+	case a.Kind == KindUint:
+		if b.I < 0 {
+			return 1
+		}
+		return cmp3(a.U < uint64(b.I), a.U > uint64(b.I))
+	case b.Kind == KindUint:
+		if a.I < 0 {
+			return -1
+		}
+		return cmp3(uint64(a.I) < b.U, uint64(a.I) > b.U)
+	}
+	return cmp3(a.I < b.I, a.I > b.I)
+}
+
+func cmp3(lt, gt bool) int {
+	switch {
+	case lt:
+		return -1
+	case gt:
+		return 1
+	}
+	return 0
+}
+
+func (n *isNull) check(s Schema) (Type, error) {
+	if _, err := n.x.check(s); err != nil {
+		return Type{}, err
+	}
+	return boolType(false), nil
+}
+
+func (n *isNull) eval(row []Datum) (Datum, error) {
+	v, err := n.x.eval(row)
+	if err != nil {
+		return Null, err
+	}
+	return boolDatum(v.IsNull() != n.not), nil
+}
+
+func (n *isTruth) check(s Schema) (Type, error) {
+	if _, err := n.x.check(s); err != nil {
+		return Type{}, err
+	}
+	return boolType(false), nil
+}
+
+func (n *isTruth) eval(row []Datum) (Datum, error) {
+	v, err := n.x.eval(row)
+	if err != nil {
+		return Null, err
+	}
+	t, known := truth(v)
+	var r bool
+	switch n.want {
+	case truthTrue:
+		r = known && t
+	case truthFalse:
+		r = known && !t
+	default:
+		r = !known
+	}
+	return boolDatum(r != n.not), nil
+}
+
+func (n *in) check(s Schema) (Type, error) {
+	a, err := n.x.check(s)
+	if err != nil {
+		return Type{}, err
+	}
+	nullable := a.Nullable
+	n.cmps = make([]compare, len(n.list))
+	for i, e := range n.list {
+		b, err := e.check(s)
+		if err != nil {
+			return Type{}, err
+		}
+		nullable = nullable || b.Nullable
+		c := &n.cmps[i]
+		c.op = cmpEQ
+		if c.how, c.coll, err = comparison(n.x, e, a, b, n.at); err != nil {
+			return Type{}, err
+		}
+	}
+	return boolType(nullable), nil
+}
+
+// eval: TRUE if x equals an element; else NULL if x or an element is
+// NULL; else FALSE (NOT IN inverts TRUE and FALSE).
+func (n *in) eval(row []Datum) (Datum, error) {
+	x, err := n.x.eval(row)
+	if err != nil {
+		return Null, err
+	}
+	if x.IsNull() {
+		return Null, nil
+	}
+	sawNull := false
+	for i, e := range n.list {
+		v, err := e.eval(row)
+		if err != nil {
+			return Null, err
+		}
+		if v.IsNull() {
+			sawNull = true
+			continue
+		}
+		if r, ok := n.cmps[i].order(x, v); !ok {
+			sawNull = true
+		} else if r == 0 {
+			return boolDatum(!n.not), nil
+		}
+	}
+	if sawNull {
+		return Null, nil
+	}
+	return boolDatum(n.not), nil
+}
+
+func (n *between) check(s Schema) (Type, error) {
+	a, err := n.x.check(s)
+	if err != nil {
+		return Type{}, err
+	}
+	lo, err := n.lo.check(s)
+	if err != nil {
+		return Type{}, err
+	}
+	hi, err := n.hi.check(s)
+	if err != nil {
+		return Type{}, err
+	}
+	n.ge = compare{op: cmpGE}
+	n.le = compare{op: cmpLE}
+	if n.ge.how, n.ge.coll, err = comparison(n.x, n.lo, a, lo, n.at); err != nil {
+		return Type{}, err
+	}
+	if n.le.how, n.le.coll, err = comparison(n.x, n.hi, a, hi, n.at); err != nil {
+		return Type{}, err
+	}
+	return boolType(a.Nullable || lo.Nullable || hi.Nullable), nil
+}
+
+// eval: x >= lo AND x <= hi in three-valued logic.
+func (n *between) eval(row []Datum) (Datum, error) {
+	x, err := n.x.eval(row)
+	if err != nil {
+		return Null, err
+	}
+	lo, err := n.lo.eval(row)
+	if err != nil {
+		return Null, err
+	}
+	hi, err := n.hi.eval(row)
+	if err != nil {
+		return Null, err
+	}
+	v := and3(n.ge.apply(x, lo), n.le.apply(x, hi))
+	if n.not {
+		return not3(v), nil
+	}
+	return v, nil
+}

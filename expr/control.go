@@ -1,0 +1,383 @@
+package expr
+
+import "strings"
+
+// Control flow: CASE, IF, IFNULL, NULLIF, COALESCE. Only the branch
+// chosen is evaluated (as in MySQL, so an error in another branch is not
+// raised), and its value takes the result type all branches aggregate
+// to, as MySQL's type aggregation gives it (an integer and a decimal give
+// a decimal, a number and a string a string, …).
+
+// builtin is a call the parser builds into a node of its own rather than
+// a registered Func: it needs lazy evaluation or is an operator spelled
+// as a function.
+type builtin struct {
+	min, max int
+	make     func(args []node, at int) node
+}
+
+var builtins = map[string]builtin{
+	"IF":       {3, 3, func(a []node, at int) node { return &ctrl{fn: "IF", args: a, at: at} }},
+	"IFNULL":   {2, 2, func(a []node, at int) node { return &ctrl{fn: "IFNULL", args: a, at: at} }},
+	"NULLIF":   {2, 2, func(a []node, at int) node { return &ctrl{fn: "NULLIF", args: a, at: at} }},
+	"COALESCE": {1, -1, func(a []node, at int) node { return &ctrl{fn: "COALESCE", args: a, at: at} }},
+	"MOD":      {2, 2, func(a []node, at int) node { return &arith{op: opMod, l: a[0], r: a[1], at: at} }},
+}
+
+type ctrl struct {
+	fn   string
+	args []node
+	at   int
+	typ  Type
+	eq   compare // NULLIF's comparison
+}
+
+func (c *ctrl) sql(col func(string) string) string {
+	args := make([]string, len(c.args))
+	for i, a := range c.args {
+		args[i] = a.sql(col)
+	}
+	return c.fn + "(" + strings.Join(args, ", ") + ")"
+}
+
+func (c *ctrl) check(s Schema) (Type, error) {
+	types := make([]Type, len(c.args))
+	for i, a := range c.args {
+		t, err := a.check(s)
+		if err != nil {
+			return Type{}, err
+		}
+		types[i] = t
+	}
+	var err error
+	switch c.fn {
+	case "IF":
+		c.typ, err = aggregate(c.args[1:], types[1:], c.at)
+	case "NULLIF":
+		c.eq = compare{op: cmpEQ}
+		if c.eq.how, c.eq.coll, err = comparison(c.args[0], c.args[1], types[0], types[1], c.at); err != nil {
+			return Type{}, err
+		}
+		c.typ = types[0]
+		c.typ.Nullable = true
+		if c.typ.Kind == KindNull {
+			c.typ = bytesType(0, true)
+		}
+	case "IFNULL":
+		c.typ, err = aggregate(c.args, types, c.at)
+		c.typ.Nullable = types[0].Nullable && types[1].Nullable
+	default:
+		c.typ, err = aggregate(c.args, types, c.at)
+		c.typ.Nullable = true
+		for _, t := range types {
+			if !t.Nullable {
+				c.typ.Nullable = false
+			}
+		}
+	}
+	return c.typ, err
+}
+
+func (c *ctrl) eval(row []Datum) (Datum, error) {
+	switch c.fn {
+	case "IF":
+		cond, err := c.args[0].eval(row)
+		if err != nil {
+			return Null, err
+		}
+		if t, _ := truth(cond); t {
+			return c.branch(c.args[1], row)
+		}
+		return c.branch(c.args[2], row)
+	case "NULLIF":
+		a, err := c.args[0].eval(row)
+		if err != nil {
+			return Null, err
+		}
+		b, err := c.args[1].eval(row)
+		if err != nil {
+			return Null, err
+		}
+		if t, _ := truth(c.eq.apply(a, b)); t {
+			return Null, nil
+		}
+		return a, nil
+	}
+	for _, a := range c.args { // IFNULL, COALESCE
+		v, err := a.eval(row)
+		if err != nil {
+			return Null, err
+		}
+		if !v.IsNull() {
+			return coerce(v, c.typ), nil
+		}
+	}
+	return Null, nil
+}
+
+func (c *ctrl) branch(n node, row []Datum) (Datum, error) {
+	v, err := n.eval(row)
+	if err != nil || v.IsNull() {
+		return Null, err
+	}
+	return coerce(v, c.typ), nil
+}
+
+func (c *caseNode) check(s Schema) (Type, error) {
+	var ot Type
+	var err error
+	if c.operand != nil {
+		if ot, err = c.operand.check(s); err != nil {
+			return Type{}, err
+		}
+		c.cmps = make([]compare, len(c.whens))
+	}
+	results := append([]node{}, c.thens...)
+	for i, w := range c.whens {
+		wt, err := w.check(s)
+		if err != nil {
+			return Type{}, err
+		}
+		if c.operand != nil {
+			cm := &c.cmps[i]
+			cm.op = cmpEQ
+			if cm.how, cm.coll, err = comparison(c.operand, w, ot, wt, c.at); err != nil {
+				return Type{}, err
+			}
+		}
+	}
+	if c.els != nil {
+		results = append(results, c.els)
+	} else {
+		results = append(results, &literal{d: Null, text: "NULL", typ: Type{Kind: KindNull, Nullable: true}})
+	}
+	types := make([]Type, len(results))
+	for i, r := range results {
+		if types[i], err = r.check(s); err != nil {
+			return Type{}, err
+		}
+	}
+	c.typ, err = aggregate(results, types, c.at)
+	return c.typ, err
+}
+
+func (c *caseNode) eval(row []Datum) (Datum, error) {
+	var op Datum
+	if c.operand != nil {
+		v, err := c.operand.eval(row)
+		if err != nil {
+			return Null, err
+		}
+		op = v
+	}
+	for i, w := range c.whens {
+		v, err := w.eval(row)
+		if err != nil {
+			return Null, err
+		}
+		if c.operand != nil {
+			v = c.cmps[i].apply(op, v)
+		}
+		if t, _ := truth(v); t {
+			return c.result(c.thens[i], row)
+		}
+	}
+	if c.els == nil {
+		return Null, nil
+	}
+	return c.result(c.els, row)
+}
+
+func (c *caseNode) result(n node, row []Datum) (Datum, error) {
+	v, err := n.eval(row)
+	if err != nil || v.IsNull() {
+		return Null, err
+	}
+	return coerce(v, c.typ), nil
+}
+
+// aggregate is the type of a result that may come from any of nodes, as
+// MySQL aggregates the types of CASE's and IF's branches.
+func aggregate(nodes []node, types []Type, at int) (Type, error) {
+	var out Type
+	nullable := false
+	first := true
+	var kinds [KindJSON + 1]bool
+	for _, t := range types {
+		nullable = nullable || t.Nullable
+		if t.Kind == KindNull {
+			nullable = true
+			continue
+		}
+		kinds[t.Kind] = true
+	}
+	var live []int
+	for i, t := range types {
+		if t.Kind != KindNull {
+			live = append(live, i)
+		}
+	}
+	if len(live) == 0 {
+		return bytesType(0, true), nil
+	}
+	numericOnly, temporalOnly := true, true
+	for _, i := range live {
+		k := types[i].Kind
+		numericOnly = numericOnly && isNumeric(k)
+		temporalOnly = temporalOnly && isTemporal(k)
+	}
+	switch {
+	case numericOnly:
+		switch {
+		case kinds[KindDouble]:
+			out = doubleType(nullable)
+		case kinds[KindDecimal]:
+			ip, sc := 0, 0
+			for _, i := range live {
+				_, d, s := numeric(types[i])
+				ip, sc = max(ip, d-s), max(sc, s)
+			}
+			out = decimalType(ip+sc, sc, nullable)
+		default:
+			k, digits := KindUint, 0
+			for _, i := range live {
+				if types[i].Kind == KindInt {
+					k = KindInt
+				}
+				digits = max(digits, types[i].prec)
+			}
+			if kinds[KindInt] && kinds[KindUint] {
+				// a signed and an unsigned integer: MySQL widens to DECIMAL
+				out = decimalType(max(digits, 20), 0, nullable)
+			} else {
+				out = intType(k, digits, nullable)
+			}
+		}
+	case temporalOnly:
+		frac := 0
+		for _, i := range live {
+			frac = max(frac, int(types[i].Frac))
+		}
+		switch {
+		case kinds[KindDatetime] || kinds[KindDate] && kinds[KindTime]:
+			out = temporalType(KindDatetime, frac, nullable)
+		case kinds[KindDate]:
+			out = temporalType(KindDate, 0, nullable)
+		default:
+			out = temporalType(KindTime, frac, nullable)
+		}
+	default:
+		n := 0
+		for _, i := range live {
+			n = max(n, textLength(types[i]))
+		}
+		if kinds[KindBytes] {
+			return bytesType(n, nullable), nil
+		}
+		if kinds[KindJSON] && len(live) == countKind(types, KindJSON) {
+			t := types[live[0]]
+			t.Nullable = nullable
+			return t, nil
+		}
+		coll := ""
+		var from node
+		for _, i := range live {
+			t := types[i]
+			if t.Kind != KindString && t.Kind != KindJSON {
+				continue
+			}
+			c := t.Coll
+			if t.Kind == KindJSON {
+				c = "utf8mb4_bin"
+			}
+			if coll == "" || coercible(from) && !coercible(nodes[i]) {
+				coll, from = c, nodes[i]
+				continue
+			}
+			if !strings.EqualFold(coll, c) && !coercible(nodes[i]) {
+				return Type{}, errAt(at, "the results have different collations (%s, %s): MySQL refuses the mix (error 1267); CAST one of them", coll, c)
+			}
+		}
+		if coll == "" {
+			coll = connCollation
+		}
+		out = stringType(n, coll, nullable)
+	}
+	_ = first
+	return out, nil
+}
+
+func countKind(types []Type, k Kind) int {
+	n := 0
+	for _, t := range types {
+		if t.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+// textLength is how many characters a value of type t takes as a string.
+func textLength(t Type) int {
+	switch t.Kind {
+	case KindInt:
+		return t.prec + 1
+	case KindUint:
+		return t.prec
+	case KindDecimal:
+		n := t.prec + 1
+		if t.Frac > 0 {
+			n++
+		}
+		return n
+	case KindDouble:
+		return 22
+	case KindDate:
+		return 10
+	case KindDatetime, KindTime:
+		n := 19
+		if t.Kind == KindTime {
+			n = 10
+		}
+		if t.Frac > 0 {
+			n += 1 + int(t.Frac)
+		}
+		return n
+	}
+	return t.prec
+}
+
+// coerce converts a branch's value to the aggregated result type.
+func coerce(d Datum, t Type) Datum {
+	if d.IsNull() || d.Kind == t.Kind && (d.Kind != KindDecimal && d.Kind != KindDatetime && d.Kind != KindTime && d.Kind != KindString || d.Frac == t.Frac && d.Coll == t.Coll) {
+		return d
+	}
+	switch t.Kind {
+	case KindInt, KindUint:
+		return d
+	case KindDecimal:
+		return toDec(d).rescale(int(t.Frac)).datum()
+	case KindDouble:
+		return Datum{Kind: KindDouble, F: toDouble(d)}
+	case KindString:
+		return Datum{Kind: KindString, S: toText(d), Coll: t.Coll}
+	case KindBytes:
+		return Datum{Kind: KindBytes, S: toText(d)}
+	case KindDatetime:
+		key, ok := datetimeKey(d)
+		if !ok {
+			return Null
+		}
+		if t.Frac == 0 {
+			return Datum{Kind: KindDatetime, S: key[:19]}
+		}
+		return Datum{Kind: KindDatetime, S: key[:20+int(t.Frac)], Frac: t.Frac}
+	case KindTime:
+		us, ok := timeMicros(d)
+		if !ok {
+			return Null
+		}
+		return Datum{Kind: KindTime, S: formatTime(us, int(t.Frac)), Frac: t.Frac}
+	}
+	return d
+}
