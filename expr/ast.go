@@ -145,11 +145,11 @@ type neg struct {
 }
 
 type call struct {
-	f      *Func
-	args   []node
-	at     int
-	types  []Type
-	typ    Type
+	f     *Func
+	args  []node
+	at    int
+	types []Type
+	typ   Type
 }
 
 type caseNode struct {

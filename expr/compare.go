@@ -19,8 +19,10 @@ const (
 	cmpByTime                   // two times, or a time against a string
 )
 
-func isNumeric(k Kind) bool { return k == KindInt || k == KindUint || k == KindDecimal || k == KindDouble }
-func isText(k Kind) bool    { return k == KindString || k == KindBytes || k == KindJSON }
+func isNumeric(k Kind) bool {
+	return k == KindInt || k == KindUint || k == KindDecimal || k == KindDouble
+}
+func isText(k Kind) bool { return k == KindString || k == KindBytes || k == KindJSON }
 func isTemporal(k Kind) bool {
 	return k == KindDate || k == KindDatetime || k == KindTime
 }

@@ -157,10 +157,10 @@ func (c *colRef) check(s Schema) (Type, error) {
 
 func (c *colRef) eval(row []Datum) (Datum, error) { return row[c.idx], nil }
 
-func (p *paren) check(s Schema) (Type, error)       { return p.x.check(s) }
-func (p *paren) eval(row []Datum) (Datum, error)   { return p.x.eval(row) }
-func (l *literal) eval([]Datum) (Datum, error)     { return l.d, nil }
-func (l *literal) check(Schema) (Type, error)      { return l.typ, nil }
+func (p *paren) check(s Schema) (Type, error)    { return p.x.check(s) }
+func (p *paren) eval(row []Datum) (Datum, error) { return p.x.eval(row) }
+func (l *literal) eval([]Datum) (Datum, error)   { return l.d, nil }
+func (l *literal) check(Schema) (Type, error)    { return l.typ, nil }
 
 // isConst reports whether n reads no column.
 func isConst(n node) bool {

@@ -52,10 +52,10 @@ func TestParseSQL(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	cases := []struct {
-		in   string
-		pos  int
-		msg  string
-		why  string
+		in  string
+		pos int
+		msg string
+		why string
 	}{
 		{"DATEFORMAT(a, '%Y')", 0, "unknown function DATEFORMAT", "an unknown function is named"},
 		{"a + ", 4, "ends too early", "a missing operand points at the end"},
