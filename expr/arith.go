@@ -61,11 +61,18 @@ func arithType(op arithOp, lt, rt Type) Type {
 	nullable := lt.Nullable || rt.Nullable || op == opDiv || op == opIntDiv || op == opMod
 	li, ri := ld-ls, rd-rs
 	if op == opIntDiv {
+		// MariaDB shows DIV in as many characters as the dividend's integer
+		// digits (no sign), at most 21; a double or string dividend has 21.
 		k := KindInt
 		if lk == KindUint || rk == KindUint {
 			k = KindUint
 		}
-		return intType(k, max(li, 1), nullable)
+		w := li
+		if lk == KindDouble || lk == KindNull {
+			w = 21
+		}
+		w = min(max(w, 1), 21)
+		return intTypeWidth(k, min(w, 20), w, nullable)
 	}
 	switch {
 	case lk == KindNull && rk == KindNull, lk == KindDouble || rk == KindDouble:
@@ -184,14 +191,14 @@ func (a *arith) decimal(x, y dec) (Datum, error) {
 		if y.sign() == 0 {
 			return Null, nil
 		}
-		r = x.quo(y, int(a.typ.Frac))
+		r = x.quoTrunc(y, divScale(x.scale, y.scale, divPrecisionIncrement))
 	case opMod:
 		if y.sign() == 0 {
 			return Null, nil
 		}
 		r = x.rem(y)
 	}
-	return r.rescale(int(a.typ.Frac)).datum(), nil
+	return r.datum(), nil
 }
 
 // integer computes + - * % of two integers in 65 bits of range, then
@@ -271,7 +278,7 @@ func (a *arith) intDiv(x, y Datum) (Datum, error) {
 	if dy.sign() == 0 {
 		return Null, nil
 	}
-	q := dx.quo(dy, 1).truncate(0)
+	q := dx.quoTrunc(dy, 0)
 	return a.fit(q)
 }
 
@@ -297,7 +304,7 @@ func (n *neg) check(s Schema) (Type, error) {
 	case KindNull:
 		n.typ = doubleType(true)
 	default:
-		n.typ = intType(KindInt, d, t.Nullable)
+		n.typ = intType(KindInt, d+1, t.Nullable) // MySQL widens by one: -x may need a digit more
 	}
 	return n.typ, nil
 }
@@ -311,7 +318,7 @@ func (n *neg) eval(row []Datum) (Datum, error) {
 	case KindDouble:
 		return Datum{Kind: KindDouble, F: -toDouble(x)}, nil
 	case KindDecimal:
-		return toDec(x).neg().rescale(int(n.typ.Frac)).datum(), nil
+		return toDec(x).neg().datum(), nil
 	}
 	r := toDec(x).neg()
 	if i, ok := r.int64(); ok {

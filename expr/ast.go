@@ -168,6 +168,7 @@ type cast struct {
 	at   int
 	tpos int
 	typ  Type
+	xt   Type // the operand's type
 }
 
 func (c *colRef) sql(col func(string) string) string { return col(c.name) }

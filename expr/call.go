@@ -32,7 +32,7 @@ func (c *call) eval(row []Datum) (Datum, error) {
 		if err != nil {
 			return Null, err
 		}
-		args[i] = v
+		args[i] = final(v, c.types[i])
 	}
 	return c.f.Eval(args, c.types)
 }

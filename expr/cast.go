@@ -21,11 +21,12 @@ func (c *cast) check(s Schema) (Type, error) {
 	if err != nil {
 		return Type{}, err
 	}
+	c.xt = t
 	null := t.Nullable
 	switch c.to {
 	case "SIGNED":
-		c.typ = intType(KindInt, 19, null)
-		c.typ.Column = "bigint(20)"
+		// shown as wide as the operand's text, at most 20 characters
+		c.typ = intTypeWidth(KindInt, 19, min(textLength(t), 20), null)
 	case "UNSIGNED":
 		c.typ = intType(KindUint, 20, null)
 		c.typ.Column = "bigint(20) unsigned"
@@ -75,6 +76,9 @@ func (c *cast) eval(row []Datum) (Datum, error) {
 	v, err := c.x.eval(row)
 	if err != nil || v.IsNull() {
 		return Null, err
+	}
+	if c.to == "CHAR" || c.to == "BINARY" {
+		v = final(v, c.xt) // a decimal as text has its type's scale
 	}
 	switch c.to {
 	case "SIGNED", "UNSIGNED":
@@ -188,17 +192,40 @@ func castInt(v Datum) (int64, uint64) {
 		}
 		return -1, math.MaxUint64
 	}
+	if v.Kind == KindDouble {
+		// a double rounds half to even, and clamps
+		f := math.RoundToEven(v.F)
+		i, u := int64(0), uint64(0)
+		switch {
+		case f >= 9223372036854775807:
+			i = math.MaxInt64
+		case f <= -9223372036854775808:
+			i = math.MinInt64
+		default:
+			i = int64(f)
+		}
+		switch {
+		case f >= 18446744073709551615:
+			u = math.MaxUint64
+		case f > 0:
+			u = uint64(f)
+		}
+		return i, u
+	}
+	// a decimal (or temporal digits) rounds half away from zero, and clamps
 	d := toDec(v).rescale(0)
-	if i, ok := d.int64(); ok {
-		return i, uint64(i)
+	i, u := int64(math.MaxInt64), uint64(math.MaxUint64)
+	if n, ok := d.int64(); ok {
+		i = n
+	} else if d.sign() < 0 {
+		i = math.MinInt64
 	}
-	if u, ok := d.uint64(); ok {
-		return int64(u), u
+	if n, ok := d.uint64(); ok {
+		u = n
+	} else if d.sign() < 0 {
+		u = 0
 	}
-	if d.sign() < 0 {
-		return math.MinInt64, 1 << 63
-	}
-	return math.MaxInt64, math.MaxUint64
+	return i, u
 }
 
 // intPart is a numeric prefix's integer digits (with the sign).

@@ -116,21 +116,28 @@ func charsetOf(coll string) string {
 
 // Result types of computed values, as CREATE TABLE … AS SELECT gives them.
 
+// intType is an integer result of that many digits; a signed one is
+// shown one character wider, for the sign.
 func intType(k Kind, digits int, nullable bool) Type {
-	t := Type{Kind: k, Nullable: nullable, prec: digits}
-	t.Column = intColumn(k, digits)
-	return t
-}
-
-// intColumn is the server's column for an integer result of that many
-// digits: int up to 9 digits (10 with the sign), bigint beyond.
-func intColumn(k Kind, digits int) string {
 	width := digits
 	if k == KindInt {
 		width++
 	}
+	return intTypeWidth(k, digits, width, nullable)
+}
+
+// intTypeWidth is an integer result of that many digits shown in width
+// characters (the display width MySQL gives it).
+func intTypeWidth(k Kind, digits, width int, nullable bool) Type {
+	return Type{Kind: k, Nullable: nullable, prec: digits, Column: intColumn(k, width)}
+}
+
+// intColumn is the server's column for an integer result shown in width
+// characters: int up to 9 (MariaDB's type_handler_long_or_longlong),
+// bigint beyond.
+func intColumn(k Kind, width int) string {
 	name := "bigint"
-	if width <= 10 && !(k == KindUint && digits > 9) {
+	if width <= 9 {
 		name = "int"
 	}
 	s := fmt.Sprintf("%s(%d)", name, width)
@@ -210,7 +217,7 @@ func temporalType(k Kind, frac int, nullable bool) Type {
 }
 
 // boolType is the type of a comparison or logical operator: 1, 0 or NULL.
-func boolType(nullable bool) Type { return intType(KindInt, 1, nullable) }
+func boolType(nullable bool) Type { return intTypeWidth(KindInt, 1, 1, nullable) }
 
 // digits is how many decimal digits the integer part of a numeric type
 // holds (MySQL's decimal_int_part), for result precisions.

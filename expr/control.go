@@ -1,6 +1,9 @@
 package expr
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Control flow: CASE, IF, IFNULL, NULLIF, COALESCE. Only the branch
 // chosen is evaluated (as in MySQL, so an error in another branch is not
@@ -149,7 +152,7 @@ func (c *caseNode) check(s Schema) (Type, error) {
 	if c.els != nil {
 		results = append(results, c.els)
 	} else {
-		results = append(results, &literal{d: Null, text: "NULL", typ: Type{Kind: KindNull, Nullable: true}})
+		results = append(results, nullLit(c.at))
 	}
 	types := make([]Type, len(results))
 	for i, r := range results {
@@ -158,6 +161,7 @@ func (c *caseNode) check(s Schema) (Type, error) {
 		}
 	}
 	c.typ, err = aggregate(results, types, c.at)
+	c.typ.Nullable = true // MariaDB's CASE is always nullable
 	return c.typ, err
 }
 
@@ -250,7 +254,7 @@ func aggregate(nodes []node, types []Type, at int) (Type, error) {
 				// a signed and an unsigned integer: MySQL widens to DECIMAL
 				out = decimalType(max(digits, 20), 0, nullable)
 			} else {
-				out = intType(k, digits, nullable)
+				out = aggregateInts(types, live, k, digits, nullable)
 			}
 		}
 	case temporalOnly:
@@ -307,6 +311,39 @@ func aggregate(nodes []node, types []Type, at int) (Type, error) {
 	return out, nil
 }
 
+// intNames are MySQL's integer types, narrowest first.
+var intNames = []string{"tinyint", "smallint", "mediumint", "int", "bigint"}
+
+// aggregateInts is the integer type of branches that are all integers:
+// the widest of their types, shown as wide as the widest.
+func aggregateInts(types []Type, live []int, k Kind, digits int, nullable bool) Type {
+	rank, width := 0, 0
+	for _, i := range live {
+		col := strings.ToLower(types[i].Column)
+		for r, n := range intNames {
+			if strings.HasPrefix(col, n) {
+				rank = max(rank, r)
+			}
+		}
+		if _, w, ok := strings.Cut(col, "("); ok {
+			n := 0
+			for _, c := range w {
+				if c < '0' || c > '9' {
+					break
+				}
+				n = n*10 + int(c-'0')
+			}
+			width = max(width, n)
+		}
+	}
+	t := intType(k, digits, nullable)
+	t.Column = fmt.Sprintf("%s(%d)", intNames[rank], width)
+	if k == KindUint {
+		t.Column += " unsigned"
+	}
+	return t
+}
+
 func countKind(types []Type, k Kind) int {
 	n := 0
 	for _, t := range types {
@@ -331,7 +368,8 @@ func textLength(t Type) int {
 		}
 		return n
 	case KindDouble:
-		return 22
+		// -2.2250738585072014e-308: MySQL says 22 and cuts such values
+		return 24
 	case KindDate:
 		return 10
 	case KindDatetime, KindTime:
@@ -356,7 +394,11 @@ func coerce(d Datum, t Type) Datum {
 	case KindInt, KindUint:
 		return d
 	case KindDecimal:
-		return toDec(d).rescale(int(t.Frac)).datum()
+		if r := toDec(d); r.scale < int(t.Frac) {
+			return r.rescale(int(t.Frac)).datum()
+		} else {
+			return r.datum()
+		}
 	case KindDouble:
 		return Datum{Kind: KindDouble, F: toDouble(d)}
 	case KindString:

@@ -163,15 +163,35 @@ func toText(d Datum) string {
 	case KindUint:
 		return strconv.FormatUint(d.U, 10)
 	case KindDouble:
-		return formatDouble(d.F)
+		return doubleString(d.F)
 	}
 	return d.S
 }
 
-// formatDouble renders a double as MySQL's text protocol does: the
-// shortest digits that read back as the same double (MariaDB ≥ 10.4 and
-// MySQL 8), in plain notation unless the exponent is below -4 or at or
-// above 15 digits, where it switches to 1.5e20 / 1e-7.
+// doubleString is a double converted to a string inside an expression
+// (CAST(x AS CHAR), a string operand): the shortest digits, plain from
+// 1e-15 up to below 1e15, else 1.5e-16 / 1e15 (no '+', no padding). The
+// text protocol shows the same double differently (formatDouble).
+func doubleString(f float64) string {
+	if f == 0 {
+		return "0"
+	}
+	s := strconv.FormatFloat(f, 'e', -1, 64)
+	mant, exp, _ := strings.Cut(s, "e")
+	e, _ := strconv.Atoi(exp)
+	if e < -15 || e >= 15 {
+		return mant + "e" + strconv.Itoa(e)
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// formatDouble renders a double as MariaDB's text protocol does: the
+// shortest digits that read back as the same double, in plain notation
+// when the decimal exponent is from -4 to 5 and as 1.2345678e+07 or
+// 1e-05 beyond (as C's %g with precision 6 decides). MySQL 8 keeps plain
+// notation up to 15 integer digits (12345678, not 1.2345678e+07): there
+// a double's SQL text differs, so a double result column compares by
+// value, not by text.
 func formatDouble(f float64) string {
 	if f == 0 {
 		return "0"
@@ -179,8 +199,25 @@ func formatDouble(f float64) string {
 	s := strconv.FormatFloat(f, 'e', -1, 64)
 	mant, exp, _ := strings.Cut(s, "e")
 	e, _ := strconv.Atoi(exp)
-	if e < -4 || e >= 15 {
-		return mant + "e" + strconv.Itoa(e)
+	if e < -4 || e >= 6 {
+		sign := "+"
+		if e < 0 {
+			sign, e = "-", -e
+		}
+		es := strconv.Itoa(e)
+		if len(es) < 2 {
+			es = "0" + es
+		}
+		return mant + "e" + sign + es
 	}
 	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// Text is the value as MySQL's text protocol shows it (a binary string's
+// bytes as they are); "" for NULL.
+func (d Datum) Text() string {
+	if d.Kind == KindDouble {
+		return formatDouble(d.F)
+	}
+	return toText(d)
 }

@@ -160,6 +160,36 @@ func (d dec) quo(e dec, s int) dec {
 	return r.rescale(s)
 }
 
+// divScale is the scale MySQL's decimal division computes d / e to
+// (decimal.c do_div_mod): whole 9-digit words, the operands' fractions
+// rounded up to words plus what of the increment they do not cover. The
+// quotient is truncated there and only rounded to the result type's scale
+// when it leaves the expression, so (1/3)*3 is 0.999999999, shown 1.0000.
+func divScale(s1, s2, incr int) int {
+	w1, w2 := (s1+8)/9*9, (s2+8)/9*9
+	incr -= w1 - s1 + w2 - s2
+	if incr < 0 {
+		incr = 0
+	}
+	return (w1 + w2 + incr + 8) / 9 * 9
+}
+
+// quoTrunc is d / e at scale s, truncated toward zero; e is not zero.
+func (d dec) quoTrunc(e dec, s int) dec {
+	shift := s + e.scale - d.scale
+	n := new(big.Int).Set(&d.u)
+	m := new(big.Int).Set(&e.u)
+	if shift >= 0 {
+		n.Mul(n, pow10(shift))
+	} else {
+		m.Mul(m, pow10(-shift))
+	}
+	var r dec
+	r.u.Quo(n, m)
+	r.scale = s
+	return r
+}
+
 // rem is d MOD e (the sign of d); e is not zero.
 func (d dec) rem(e dec) dec {
 	x, y, s := align(d, e)

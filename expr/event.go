@@ -1,10 +1,96 @@
 package expr
 
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
 // FromEvent converts one column's value as an event carries it (JSON, see
 // docs/events.md "Values") to a Datum, by the column's source definition
 // (Column.Def).
 func FromEvent(raw []byte, def string) (Datum, error) {
-	panic("expr.FromEvent: not built yet")
+	if len(raw) == 4 && string(raw) == "null" {
+		return Null, nil
+	}
+	t, err := typeOfDef(def, true)
+	if err != nil {
+		return Null, err
+	}
+	return fromEventTyped(raw, t)
+}
+
+func fromEventTyped(raw []byte, t Type) (Datum, error) {
+	switch t.Kind {
+	case KindInt:
+		i, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil {
+			return Null, fmt.Errorf("value %s of a %s column: %w", raw, t.Column, err)
+		}
+		return Datum{Kind: KindInt, I: i}, nil
+	case KindUint:
+		u, err := strconv.ParseUint(string(raw), 10, 64)
+		if err != nil {
+			return Null, fmt.Errorf("value %s of a %s column: %w", raw, t.Column, err)
+		}
+		return Datum{Kind: KindUint, U: u}, nil
+	case KindDouble:
+		bits := 64
+		if strings.HasPrefix(strings.ToLower(t.Column), "float") {
+			bits = 32 // a FLOAT's shortest float32 text, widened as MySQL widens it
+		}
+		f, err := strconv.ParseFloat(string(raw), bits)
+		if err != nil {
+			return Null, fmt.Errorf("value %s of a %s column: %w", raw, t.Column, err)
+		}
+		return Datum{Kind: KindDouble, F: f}, nil
+	}
+	s, err := jsonString(raw)
+	if err != nil {
+		return Null, fmt.Errorf("value %.40s of a %s column: %w", raw, t.Column, err)
+	}
+	switch t.Kind {
+	case KindDecimal:
+		if _, ok := parseDec(s); !ok {
+			return Null, fmt.Errorf("value %q of a %s column is not a decimal", s, t.Column)
+		}
+		return Datum{Kind: KindDecimal, S: s, Frac: t.Frac}, nil
+	case KindString:
+		return Datum{Kind: KindString, S: s, Coll: t.Coll}, nil
+	case KindBytes:
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return Null, fmt.Errorf("value of a %s column is not base64: %w", t.Column, err)
+		}
+		return Datum{Kind: KindBytes, S: string(b)}, nil
+	case KindJSON:
+		return Datum{Kind: KindJSON, S: s}, nil
+	}
+	return Datum{Kind: t.Kind, S: s, Frac: t.Frac}, nil // DATE, DATETIME, TIMESTAMP, TIME
+}
+
+// jsonString decodes a JSON string, without a copy's detour through
+// encoding/json when it has no escapes.
+func jsonString(raw []byte) (string, error) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", fmt.Errorf("want a JSON string")
+	}
+	inner := raw[1 : len(raw)-1]
+	plain := true
+	for _, c := range inner {
+		if c == '\\' || c == '"' || c < 0x20 {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return string(inner), nil
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
 }
 
 // Bind is d as the text to bind for a read column of type t: what MySQL
@@ -12,5 +98,17 @@ func FromEvent(raw []byte, def string) (Datum, error) {
 // values in their canonical text, binary strings as bytes). ok is false
 // for NULL.
 func Bind(d Datum, t Type) (text []byte, binary bool, ok bool) {
-	panic("expr.Bind: not built yet")
+	if d.IsNull() {
+		return nil, false, false
+	}
+	switch d.Kind {
+	case KindInt:
+		return strconv.AppendInt(nil, d.I, 10), false, true
+	case KindUint:
+		return strconv.AppendUint(nil, d.U, 10), false, true
+	case KindDouble:
+		// the shortest text that reads back as the same double
+		return strconv.AppendFloat(nil, d.F, 'g', -1, 64), false, true
+	}
+	return []byte(d.S), d.Kind == KindBytes || t.Kind == KindBytes, true
 }

@@ -121,7 +121,18 @@ func (e *Expr) Eval(row []Datum) (Datum, error) {
 	if !e.checked {
 		return Null, fmt.Errorf("expression %q evaluated before Check", e.text)
 	}
-	return e.root.eval(row)
+	d, err := e.root.eval(row)
+	return final(d, e.typ), err
+}
+
+// final rounds a decimal to its type's scale as MySQL does when a value
+// leaves an expression: inside, a division keeps the extra digits it
+// computed (see divScale).
+func final(d Datum, t Type) Datum {
+	if d.Kind == KindDecimal && t.Kind == KindDecimal && d.Frac != t.Frac {
+		return toDec(d).rescale(int(t.Frac)).datum()
+	}
+	return d
 }
 
 // equalNames: MySQL column names are case-insensitive.

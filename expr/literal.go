@@ -80,3 +80,8 @@ func negate(x node, at int) node {
 	}
 	return &neg{x: x, at: at}
 }
+
+// nullLit is NULL; alone it is typed as MySQL types it, BINARY(0).
+func nullLit(at int) *literal {
+	return &literal{d: Null, text: "NULL", at: at, typ: Type{Kind: KindNull, Column: "binary(0)", Nullable: true}}
+}

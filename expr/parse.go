@@ -335,7 +335,7 @@ func (p *parser) simple() (node, error) {
 	up := strings.ToUpper(t.text)
 	switch up {
 	case "NULL":
-		return &literal{d: Null, at: t.pos, text: "NULL"}, nil
+		return nullLit(t.pos), nil
 	case "TRUE":
 		return &literal{d: Datum{Kind: KindInt, I: 1}, at: t.pos, text: "TRUE"}, nil
 	case "FALSE":
