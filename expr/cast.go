@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/text/encoding/charmap"
 )
 
 // CAST as MySQL converts: to SIGNED/UNSIGNED an integer keeps its bits
@@ -51,9 +54,17 @@ func (c *cast) check(s Schema) (Type, error) {
 		}
 		c.typ = stringType(n, connCollation, null)
 	case "BINARY":
+		// n characters of a string's character set (MariaDB cuts there, so
+		// BINARY(2) of '😀' is 4 bytes, which its own varbinary(2) cuts)
 		n := c.n
 		if n < 0 {
 			n = textLength(t)
+		}
+		if t.Kind == KindString {
+			n *= maxBytesPerChar(t.Coll)
+		}
+		if t.Kind == KindString && maxBytesPerChar(t.Coll) == 0 {
+			return Type{}, errAt(c.at, "CAST of a %s string to BINARY is not offered: its bytes are not kept", charsetOf(t.Coll))
 		}
 		c.typ = bytesType(n, null)
 	case "DATE":
@@ -102,17 +113,27 @@ func (c *cast) eval(row []Datum) (Datum, error) {
 		return Datum{Kind: KindDouble, F: toDouble(v)}, nil
 	case "CHAR":
 		s := toText(v)
+		if v.Kind == KindBytes {
+			s = validUTF8(s)
+		}
 		if c.n >= 0 && utf8.RuneCountInString(s) > c.n {
 			s = cutRunes(s, c.n)
 		}
 		return Datum{Kind: KindString, S: s, Coll: connCollation}, nil
 	case "BINARY":
 		s := toText(v)
+		switch {
+		case c.n < 0:
+		case v.Kind == KindString:
+			s = cutRunes(s, c.n) // n characters of the operand's character set
+		case len(s) > c.n:
+			s = s[:c.n]
+		}
+		if v.Kind == KindString && charsetOf(strings.ToLower(v.Coll)) == "latin1" {
+			s, _ = charmap.Windows1252.NewEncoder().String(s)
+		}
 		if c.n >= 0 {
-			if len(s) > c.n {
-				s = s[:c.n]
-			}
-			for len(s) < c.n {
+			for len(s) < c.n { // pads to n bytes
 				s += "\x00"
 			}
 		}
@@ -171,6 +192,39 @@ func timeOf(v Datum) (int64, bool) {
 
 var bigOne = pow10(0)
 
+// maxBytesPerChar is a character set's longest character in bytes; 0 for
+// one whose bytes expressions cannot give back.
+func maxBytesPerChar(coll string) int {
+	switch charsetOf(strings.ToLower(coll)) {
+	case "utf8mb4":
+		return 4
+	case "utf8mb3":
+		return 3
+	case "latin1", "ascii":
+		return 1
+	}
+	return 0
+}
+
+// validUTF8 is bytes read as utf8mb4, as MySQL converts them: each byte
+// that does not start a valid character becomes '?'.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteByte('?')
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
 // castInt is v as CAST(… AS SIGNED) and CAST(… AS UNSIGNED) give it: the
 // same 64 bits read either way.
 func castInt(v Datum) (int64, uint64) {
@@ -181,6 +235,9 @@ func castInt(v Datum) (int64, uint64) {
 		return int64(v.U), v.U
 	case KindString, KindBytes, KindJSON:
 		p := numericPrefix(v.S)
+		if p == "" {
+			return 0, 0
+		}
 		if i, err := strconv.ParseInt(intPart(p), 10, 64); err == nil {
 			return i, uint64(i)
 		}

@@ -1,8 +1,8 @@
 package expr
 
 import (
+	"sort"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -33,13 +33,44 @@ func findCollation(name string) (*collation, bool) {
 // BMP character (upper case, most accents removed), U+FFFD for any
 // character beyond the BMP.
 func generalWeight(r rune) rune {
-	if r > 0xFFFF {
+	switch {
+	case r >= 'a' && r <= 'z':
+		return r - ('a' - 'A')
+	case r < 0x80:
+		return r
+	case r > 0xFFFF:
 		return 0xFFFD
 	}
-	if w, ok := generalCIWeights[r]; ok {
-		return w
+	return pairWeight(generalCIPairs[:], r, r)
+}
+
+// latin1ByRune is latin1SwedishPairs sorted by character, for search.
+var latin1ByRune = func() [][2]uint16 {
+	p := append([][2]uint16(nil), latin1SwedishPairs[:]...)
+	sort.Slice(p, func(i, j int) bool { return p[i][0] < p[j][0] })
+	return p
+}()
+
+// latin1SwedishWeight is the weight of r in latin1_swedish_ci; a
+// character latin1 lacks is '?', as converting it to latin1 makes it.
+func latin1SwedishWeight(r rune) rune {
+	if r < 0x80 {
+		return rune(latin1SwedishPairs[r][1])
 	}
-	return unicode.ToUpper(r)
+	if r > 0xFFFF {
+		r = '?'
+	}
+	return pairWeight(latin1ByRune, r, rune(latin1SwedishPairs['?'][1]))
+}
+
+// pairWeight finds r in pairs sorted by character; missing is its weight
+// when absent.
+func pairWeight(pairs [][2]uint16, r, missing rune) rune {
+	i := sort.Search(len(pairs), func(i int) bool { return rune(pairs[i][0]) >= r })
+	if i < len(pairs) && rune(pairs[i][0]) == r {
+		return rune(pairs[i][1])
+	}
+	return missing
 }
 
 // compare orders a and b (UTF-8) by the collation. PAD SPACE: the

@@ -69,8 +69,8 @@ func comparison(l, r node, a, b Type, at int) (cmpHow, *collation, error) {
 	return cmpByInt, nil, nil
 }
 
-// aggregateCollation is the collation two strings compare by: a column's
-// over a literal's; two columns must agree.
+// aggregateCollation is the collation two strings compare by (see
+// pickCollation).
 func aggregateCollation(l, r node, a, b Type, at int) (*collation, error) {
 	ca, cb := a.Coll, b.Coll
 	if a.Kind == KindJSON {
@@ -79,16 +79,9 @@ func aggregateCollation(l, r node, a, b Type, at int) (*collation, error) {
 	if b.Kind == KindJSON {
 		cb = "utf8mb4_bin"
 	}
-	name := ca
-	switch {
-	case ca == "":
-		name = cb
-	case cb == "" || strings.EqualFold(ca, cb):
-	case coercible(r) && !coercible(l):
-	case coercible(l) && !coercible(r):
-		name = cb
-	default:
-		return nil, errAt(at, "the strings compared have different collations (%s, %s): MySQL refuses the mix (error 1267); CAST one side or compare columns of one collation", ca, cb)
+	name, err := pickCollation(ca, cb, coercible(l), coercible(r))
+	if err != nil {
+		return nil, errAt(at, "%v", err)
 	}
 	coll, ok := findCollation(name)
 	if !ok {
@@ -96,6 +89,43 @@ func aggregateCollation(l, r node, a, b Type, at int) (*collation, error) {
 	}
 	return coll, nil
 }
+
+// pickCollation is MySQL's collation aggregation of two strings
+// (DTCollation::aggregate): a column's collation wins over a literal's;
+// of two columns of one character set a _bin collation wins; of two
+// character sets the Unicode one (utf8mb4 over utf8mb3 over latin1 and
+// ascii) wins, its value converted; anything else is error 1267.
+func pickCollation(ca, cb string, aLit, bLit bool) (string, error) {
+	switch {
+	case ca == "":
+		return cb, nil
+	case cb == "" || strings.EqualFold(ca, cb):
+		return ca, nil
+	case bLit && !aLit:
+		return ca, nil
+	case aLit && !bLit:
+		return cb, nil
+	}
+	csa, csb := charsetOf(strings.ToLower(ca)), charsetOf(strings.ToLower(cb))
+	if csa == csb {
+		if strings.HasSuffix(strings.ToLower(ca), "_bin") {
+			return ca, nil
+		}
+		if strings.HasSuffix(strings.ToLower(cb), "_bin") {
+			return cb, nil
+		}
+	} else if ra, rb := unicodeRank[csa], unicodeRank[csb]; ra != rb && max(ra, rb) >= 2 {
+		if ra > rb {
+			return ca, nil
+		}
+		return cb, nil
+	}
+	return "", fmt.Errorf("the strings have collations %s and %s, which MySQL refuses to mix (error 1267): CAST one side or use columns of one collation", ca, cb)
+}
+
+// unicodeRank orders character sets by what they can hold, for
+// pickCollation.
+var unicodeRank = map[string]int{"ascii": 0, "latin1": 1, "utf8mb3": 2, "utf8mb4": 3}
 
 func (c *compare) check(s Schema) (Type, error) {
 	a, err := c.l.check(s)

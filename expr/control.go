@@ -283,8 +283,7 @@ func aggregate(nodes []node, types []Type, at int) (Type, error) {
 			t.Nullable = nullable
 			return t, nil
 		}
-		coll := ""
-		var from node
+		coll, lit := "", true
 		for _, i := range live {
 			t := types[i]
 			if t.Kind != KindString && t.Kind != KindJSON {
@@ -294,13 +293,11 @@ func aggregate(nodes []node, types []Type, at int) (Type, error) {
 			if t.Kind == KindJSON {
 				c = "utf8mb4_bin"
 			}
-			if coll == "" || coercible(from) && !coercible(nodes[i]) {
-				coll, from = c, nodes[i]
-				continue
+			var err error
+			if coll, err = pickCollation(coll, c, lit, coercible(nodes[i])); err != nil {
+				return Type{}, errAt(at, "%v", err)
 			}
-			if !strings.EqualFold(coll, c) && !coercible(nodes[i]) {
-				return Type{}, errAt(at, "the results have different collations (%s, %s): MySQL refuses the mix (error 1267); CAST one of them", coll, c)
-			}
+			lit = lit && coercible(nodes[i])
 		}
 		if coll == "" {
 			coll = connCollation

@@ -310,12 +310,17 @@ func eventJSON(t *testing.T, v []byte, def string) []byte {
 	return b
 }
 
-// wider reports whether a is the varchar b with more characters (the
-// type MySQL gives a double as text cuts the longest ones).
+// wider reports whether a is the varchar or varbinary b with room for
+// more (the type MySQL gives a double as text, or BINARY(n) of a
+// multi-byte string, cuts the longest values).
 func wider(a, b string) bool {
 	var na, nb int
-	_, errA := fmt.Sscanf(a, "varchar(%d)", &na)
-	_, errB := fmt.Sscanf(b, "varchar(%d)", &nb)
+	kind, _, _ := strings.Cut(a, "(")
+	if kind != "varchar" && kind != "varbinary" {
+		return false
+	}
+	_, errA := fmt.Sscanf(a, kind+"(%d)", &na)
+	_, errB := fmt.Sscanf(b, kind+"(%d)", &nb)
 	_, restA, _ := strings.Cut(a, ")")
 	_, restB, _ := strings.Cut(b, ")")
 	return errA == nil && errB == nil && na > nb && restA == restB
