@@ -296,6 +296,12 @@ func (n *neg) check(s Schema) (Type, error) {
 		return Type{}, err
 	}
 	k, d, sc := numeric(t)
+	switch {
+	case isTemporal(t.Kind) && t.Frac == 0:
+		// MariaDB negates a date or time as DECIMAL(10,0), a datetime as DECIMAL(19,0)
+		n.typ = decimalType(map[Kind]int{KindDate: 10, KindTime: 10, KindDatetime: 19}[t.Kind], 0, t.Nullable)
+		return n.typ, nil
+	}
 	switch k {
 	case KindDouble:
 		n.typ = doubleType(t.Nullable)
@@ -304,7 +310,12 @@ func (n *neg) check(s Schema) (Type, error) {
 	case KindNull:
 		n.typ = doubleType(true)
 	default:
-		n.typ = intType(KindInt, d+1, t.Nullable) // MySQL widens by one: -x may need a digit more
+		// shown a character wider than the operand
+		w := d + 1
+		if k == KindInt {
+			w++
+		}
+		n.typ = intTypeWidth(KindInt, d+1, w, t.Nullable)
 	}
 	return n.typ, nil
 }

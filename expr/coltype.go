@@ -35,7 +35,7 @@ func typeOfDef(def string, nullable bool) (Type, error) {
 			}
 		}
 	case "year":
-		t.Kind, t.prec = KindInt, 4
+		t.Kind, t.prec = KindUint, 4
 	case "bit":
 		t.Kind, t.prec = KindUint, 20
 	case "decimal", "numeric", "dec", "fixed":

@@ -188,9 +188,8 @@ func (c *compare) apply(a, b Datum) Datum {
 	return boolDatum(r >= 0)
 }
 
-// order compares two non-NULL values: -1, 0 or 1; ok is false when a
-// string is not the date or time it is compared with (MySQL warns, and
-// the comparison is NULL).
+// order compares two non-NULL values: -1, 0 or 1 (ok is for orders that
+// can be unknown).
 func (c *compare) order(a, b Datum) (int, bool) {
 	switch c.how {
 	case cmpByInt:
@@ -205,13 +204,20 @@ func (c *compare) order(a, b Datum) (int, bool) {
 	case cmpByBytes:
 		return strings.Compare(toText(a), toText(b)), true
 	case cmpByDatetime:
-		x, ok1 := datetimeKey(a)
-		y, ok2 := datetimeKey(b)
-		return strings.Compare(x, y), ok1 && ok2
+		// a string that is not a date compares as the zero date
+		x, ok := datetimeKey(a)
+		if !ok {
+			x = zeroKey
+		}
+		y, ok := datetimeKey(b)
+		if !ok {
+			y = zeroKey
+		}
+		return strings.Compare(x, y), true
 	case cmpByTime:
-		x, ok1 := timeMicros(a)
-		y, ok2 := timeMicros(b)
-		return cmp3(x < y, x > y), ok1 && ok2
+		x, _ := timeMicros(a) // 0 for a string that is not a time
+		y, _ := timeMicros(b)
+		return cmp3(x < y, x > y), true
 	}
 	panic(fmt.Sprintf("expr: comparison %d", c.how))
 }

@@ -161,6 +161,9 @@ func toText(d Datum) string {
 	case KindInt:
 		return strconv.FormatInt(d.I, 10)
 	case KindUint:
+		if d.S != "" {
+			return d.S // a YEAR's four digits
+		}
 		return strconv.FormatUint(d.U, 10)
 	case KindDouble:
 		return doubleString(d.F)

@@ -7,7 +7,7 @@ type Kind uint8
 const (
 	KindNull     Kind = iota // SQL NULL (a Datum only; a literal NULL's Type)
 	KindInt                  // signed 64-bit integer: Datum.I
-	KindUint                 // unsigned 64-bit integer: Datum.U
+	KindUint                 // unsigned 64-bit integer: Datum.U (a YEAR's: Datum.S is its four digits)
 	KindDecimal              // exact decimal: Datum.S is its text ("-12.50"), Datum.Frac its scale
 	KindDouble               // IEEE double: Datum.F (FLOAT columns are widened to it, as MySQL does)
 	KindString               // character string: Datum.S in UTF-8, Datum.Coll its collation

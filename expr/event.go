@@ -35,6 +35,10 @@ func fromEventTyped(raw []byte, t Type) (Datum, error) {
 		if err != nil {
 			return Null, fmt.Errorf("value %s of a %s column: %w", raw, t.Column, err)
 		}
+		if strings.HasPrefix(strings.ToLower(t.Column), "year") {
+			// a YEAR is a number, but as a string always four digits
+			return Datum{Kind: KindUint, U: u, S: fmt.Sprintf("%04d", u)}, nil
+		}
 		return Datum{Kind: KindUint, U: u}, nil
 	case KindDouble:
 		bits := 64

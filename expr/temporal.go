@@ -122,6 +122,10 @@ func formatDatetime(p [7]int, frac int) string {
 	return s
 }
 
+// zeroKey is the zero datetime a string that is not a date compares as
+// (MySQL warns and reads it as 0000-00-00).
+const zeroKey = "0000-00-00 00:00:00.000000"
+
 // datetimeKey is a date or datetime (or a string read as one) as text
 // that sorts as the value does; ok is false when a string is not a date.
 func datetimeKey(d Datum) (string, bool) {
