@@ -124,6 +124,9 @@ func (a *arith) eval(row []Datum) (Datum, error) {
 	case KindDouble:
 		return a.double(toDouble(x), toDouble(y))
 	case KindDecimal:
+		if r, ok := a.small(x, y); ok {
+			return r, nil
+		}
 		return a.decimal(toDec(x), toDec(y))
 	}
 	if a.op == opIntDiv {
@@ -176,6 +179,40 @@ func (a *arith) double(x, y float64) (Datum, error) {
 		return Null, fmt.Errorf("DOUBLE value is out of range in '%s' (MySQL error 1690)", a.sql(func(n string) string { return "`" + n + "`" }))
 	}
 	return Datum{Kind: KindDouble, F: r}, nil
+}
+
+// small computes a decimal result without math/big when both operands
+// fit (see small); ok is false when the exact path must decide.
+func (a *arith) small(x, y Datum) (Datum, bool) {
+	xs, ok1 := smallOf(x)
+	ys, ok2 := smallOf(y)
+	if !ok1 || !ok2 {
+		return Null, false
+	}
+	var r small
+	ok := false
+	switch a.op {
+	case opAdd:
+		r, ok = xs.add(ys)
+	case opSub:
+		r, ok = xs.sub(ys)
+	case opMul:
+		r, ok = xs.mul(ys)
+	case opDiv:
+		if ys.v == 0 {
+			return Null, true
+		}
+		r, ok = xs.quo(ys, divScale(xs.scale, ys.scale, divPrecisionIncrement))
+	case opMod:
+		if ys.v == 0 {
+			return Null, true
+		}
+		r, ok = xs.rem(ys)
+	}
+	if !ok {
+		return Null, false
+	}
+	return r.datum(), true
 }
 
 func (a *arith) decimal(x, y dec) (Datum, error) {

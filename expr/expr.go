@@ -130,6 +130,9 @@ func (e *Expr) Eval(row []Datum) (Datum, error) {
 // computed (see divScale).
 func final(d Datum, t Type) Datum {
 	if d.Kind == KindDecimal && t.Kind == KindDecimal && d.Frac != t.Frac {
+		if s, ok := smallOf(d); ok && int(t.Frac) < s.scale {
+			return s.round(int(t.Frac)).datum()
+		}
 		return toDec(d).rescale(int(t.Frac)).datum()
 	}
 	return d

@@ -112,3 +112,10 @@ func (n *not) eval(row []Datum) (Datum, error) {
 	}
 	return not3(v), nil
 }
+
+// True reports whether d is TRUE as a WHERE clause takes it: not NULL
+// and not zero (a string or temporal value read as a number).
+func (d Datum) True() bool {
+	t, known := truth(d)
+	return known && t
+}

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func ident(n string) string { return "`" + n + "`" }
+func ident(n string) string { return "`" + strings.ReplaceAll(n, "`", "``") + "`" }
 
 func TestParseSQL(t *testing.T) {
 	cases := []struct{ in, sql, why string }{
