@@ -95,8 +95,7 @@ func arithType(op arithOp, lt, rt Type) Type {
 			sc := ls + divPrecisionIncrement
 			return decimalType(ld+rs+divPrecisionIncrement, sc, nullable)
 		}
-		sc := max(ls, rs)
-		return decimalType(max(li, ri)+sc, sc, nullable)
+		return decimalType(max(ld, rd), max(ls, rs), nullable) // MOD
 	}
 	k := KindInt
 	if lk == KindUint || rk == KindUint && op != opMod {

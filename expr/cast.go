@@ -28,8 +28,13 @@ func (c *cast) check(s Schema) (Type, error) {
 	null := t.Nullable
 	switch c.to {
 	case "SIGNED":
-		// shown as wide as the operand's text, at most 20 characters
-		c.typ = intTypeWidth(KindInt, 19, min(textLength(t), 20), null)
+		// shown as wide as the operand's text, at most 21 characters (20
+		// for a double)
+		w := min(textLength(t), 21)
+		if t.Kind == KindDouble {
+			w = 20
+		}
+		c.typ = intTypeWidth(KindInt, 19, w, null)
 	case "UNSIGNED":
 		c.typ = intType(KindUint, 20, null)
 		c.typ.Column = "bigint(20) unsigned"

@@ -37,7 +37,7 @@ func typeOfDef(def string, nullable bool) (Type, error) {
 	case "year":
 		t.Kind, t.prec = KindUint, 4
 	case "bit":
-		t.Kind, t.prec = KindUint, 20
+		t.Kind, t.prec = KindUint, max(n, 1) // MariaDB counts a BIT's bits as its digits
 	case "decimal", "numeric", "dec", "fixed":
 		if n < 0 {
 			n = 10

@@ -252,7 +252,7 @@ func aggregate(nodes []node, types []Type, at int) (Type, error) {
 			}
 			if kinds[KindInt] && kinds[KindUint] {
 				// a signed and an unsigned integer: MySQL widens to DECIMAL
-				out = decimalType(max(digits, 20), 0, nullable)
+				out = decimalType(digits, 0, nullable)
 			} else {
 				out = aggregateInts(types, live, k, digits, nullable)
 			}
