@@ -167,21 +167,52 @@ func (c *cast) eval(row []Datum) (Datum, error) {
 }
 
 // temporalKey reads a value as a datetime: a temporal value, a string, or
-// a number YYYYMMDD[HHMMSS].
+// a number as MySQL's number_to_datetime reads one: YYMMDD, YYYYMMDD,
+// YYMMDDhhmmss or YYYYMMDDhhmmss (two-digit years 70-99 are 19xx, 00-69
+// 20xx), 0 the zero date, anything else not a date.
 func temporalKey(v Datum) (string, bool) {
 	switch v.Kind {
 	case KindInt, KindUint, KindDecimal, KindDouble:
-		s := toDec(v).truncate(0).String()
-		if len(s) <= 8 {
-			s = fmt.Sprintf("%08s", s)
-		} else if len(s) <= 14 {
-			s = fmt.Sprintf("%014s", s)
+		d := toDec(v).truncate(0)
+		n, ok := d.int64()
+		if !ok || n < 0 {
+			return "", false
+		}
+		var s string
+		switch {
+		case n == 0:
+			return zeroKey, true
+		case n < 101:
+			return "", false
+		case n <= 991231:
+			s = yearPrefix(n/10000) + fmt.Sprintf("%06d", n)
+		case n < 10000101:
+			return "", false
+		case n <= 99991231:
+			s = fmt.Sprintf("%08d", n)
+		case n < 101000000:
+			return "", false
+		case n <= 991231235959:
+			s = yearPrefix(n/10000000000) + fmt.Sprintf("%012d", n)
+		case n < 10000101000000:
+			return "", false
+		case n <= 99991231235959:
+			s = fmt.Sprintf("%014d", n)
+		default:
+			return "", false
 		}
 		v = Datum{Kind: KindString, S: s}
 	case KindTime:
 		return "", false
 	}
 	return datetimeKey(v)
+}
+
+func yearPrefix(yy int64) string {
+	if yy < 70 {
+		return "20"
+	}
+	return "19"
 }
 
 func timeOf(v Datum) (int64, bool) {

@@ -136,11 +136,13 @@ func (c *caseNode) check(s Schema) (Type, error) {
 		c.cmps = make([]compare, len(c.whens))
 	}
 	results := append([]node{}, c.thens...)
+	condNullable := c.operand != nil && ot.Nullable
 	for i, w := range c.whens {
 		wt, err := w.check(s)
 		if err != nil {
 			return Type{}, err
 		}
+		condNullable = condNullable || wt.Nullable
 		if c.operand != nil {
 			cm := &c.cmps[i]
 			cm.op = cmpEQ
@@ -161,7 +163,7 @@ func (c *caseNode) check(s Schema) (Type, error) {
 		}
 	}
 	c.typ, err = aggregate(results, types, c.at)
-	c.typ.Nullable = true // MariaDB's CASE is always nullable
+	c.typ.Nullable = c.typ.Nullable || condNullable // MariaDB's CASE is nullable when a condition is, too
 	return c.typ, err
 }
 
