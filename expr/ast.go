@@ -50,6 +50,11 @@ type compare struct {
 	at   int
 	how  cmpHow // how the operands compare, decided by Check
 	coll *collation
+	lt   Type // the operands' types
+	rt   Type
+	// allDigits compares decimals with every digit computed, not at
+	// their types' scales (see order)
+	allDigits bool
 }
 
 type logicOp uint8

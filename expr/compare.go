@@ -31,6 +31,15 @@ func isTemporal(k Kind) bool {
 // operand's: a literal's (or a constant's) does, a column's does not.
 func coercible(n node) bool { return isConst(n) }
 
+// prepare decides how c compares l and r (of types a and b), and by which
+// collation.
+func (c *compare) prepare(l, r node, a, b Type, at int) error {
+	c.lt, c.rt = a, b
+	var err error
+	c.how, c.coll, err = comparison(l, r, a, b, at)
+	return err
+}
+
 // comparison decides how l and r (of types a and b) compare, and by which
 // collation.
 func comparison(l, r node, a, b Type, at int) (cmpHow, *collation, error) {
@@ -136,7 +145,7 @@ func (c *compare) check(s Schema) (Type, error) {
 	if err != nil {
 		return Type{}, err
 	}
-	if c.how, c.coll, err = comparison(c.l, c.r, a, b, c.at); err != nil {
+	if err = c.prepare(c.l, c.r, a, b, c.at); err != nil {
 		return Type{}, err
 	}
 	return boolType(c.op != cmpNSEQ && (a.Nullable || b.Nullable)), nil
@@ -195,6 +204,19 @@ func (c *compare) order(a, b Datum) (int, bool) {
 	case cmpByInt:
 		return cmpInts(a, b), true
 	case cmpByDecimal:
+		// A quotient compares at its type's scale in a comparison operator
+		// and NULLIF (MariaDB: x/3 = 0.3333 is 1), with all its digits in
+		// IN, BETWEEN and a simple CASE, as arithmetic goes on with them.
+		if !c.allDigits {
+			a, b = final(a, c.lt), final(b, c.rt)
+		}
+		if x, ok := smallOf(a); ok {
+			if y, ok := smallOf(b); ok {
+				if d, ok := x.sub(y); ok {
+					return cmp3(d.v < 0, d.v > 0), true
+				}
+			}
+		}
 		return toDec(a).cmp(toDec(b)), true
 	case cmpByDouble:
 		x, y := toDouble(a), toDouble(b)
@@ -305,9 +327,10 @@ func (n *in) check(s Schema) (Type, error) {
 		nullable = nullable || b.Nullable
 		c := &n.cmps[i]
 		c.op = cmpEQ
-		if c.how, c.coll, err = comparison(n.x, e, a, b, n.at); err != nil {
+		if err = c.prepare(n.x, e, a, b, n.at); err != nil {
 			return Type{}, err
 		}
+		c.allDigits = true
 	}
 	return boolType(nullable), nil
 }
@@ -359,12 +382,13 @@ func (n *between) check(s Schema) (Type, error) {
 	}
 	n.ge = compare{op: cmpGE}
 	n.le = compare{op: cmpLE}
-	if n.ge.how, n.ge.coll, err = comparison(n.x, n.lo, a, lo, n.at); err != nil {
+	if err = n.ge.prepare(n.x, n.lo, a, lo, n.at); err != nil {
 		return Type{}, err
 	}
-	if n.le.how, n.le.coll, err = comparison(n.x, n.hi, a, hi, n.at); err != nil {
+	if err = n.le.prepare(n.x, n.hi, a, hi, n.at); err != nil {
 		return Type{}, err
 	}
+	n.ge.allDigits, n.le.allDigits = true, true
 	return boolType(a.Nullable || lo.Nullable || hi.Nullable), nil
 }
 

@@ -58,7 +58,7 @@ func (c *ctrl) check(s Schema) (Type, error) {
 		c.typ, err = aggregate(c.args[1:], types[1:], c.at)
 	case "NULLIF":
 		c.eq = compare{op: cmpEQ}
-		if c.eq.how, c.eq.coll, err = comparison(c.args[0], c.args[1], types[0], types[1], c.at); err != nil {
+		if err = c.eq.prepare(c.args[0], c.args[1], types[0], types[1], c.at); err != nil {
 			return Type{}, err
 		}
 		c.typ = types[0]
@@ -146,9 +146,10 @@ func (c *caseNode) check(s Schema) (Type, error) {
 		if c.operand != nil {
 			cm := &c.cmps[i]
 			cm.op = cmpEQ
-			if cm.how, cm.coll, err = comparison(c.operand, w, ot, wt, c.at); err != nil {
+			if err = cm.prepare(c.operand, w, ot, wt, c.at); err != nil {
 				return Type{}, err
 			}
+			cm.allDigits = true
 		}
 	}
 	if c.els != nil {
