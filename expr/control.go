@@ -56,6 +56,7 @@ func (c *ctrl) check(s Schema) (Type, error) {
 	switch c.fn {
 	case "IF":
 		c.typ, err = aggregate(c.args[1:], types[1:], c.at)
+		c.typ.Nullable = c.typ.Nullable || types[0].Nullable // as MariaDB types it
 	case "NULLIF":
 		c.eq = compare{op: cmpEQ}
 		if err = c.eq.prepare(c.args[0], c.args[1], types[0], types[1], c.at); err != nil {

@@ -30,6 +30,9 @@ func TestDifferentialArithmetic(t *testing.T) {
 		"f + 1", "f * 2", "f / 3", "f - i", "f DIV 1", "f % 2", "-f", "fl + 0", "fl * 2",
 		"i + d + f", "1.5 * i", "i / 3 * 3", "(i + bi) * 2", "i * 1.0 / 3",
 		"'3' + i", "'1.5e1' * 2", "'abc' + 1", "' 12x' + 0",
+		"i / 100000", "IF(i / 100000, 1, 0)", "i / 100000 AND 1", "NOT (i / 100000)", "i / 3 + 0e0", "i * 2 / 3 * f",
+		"CAST(i * 2 / 3 AS SIGNED)", "CAST(i * 2 / 3 AS DECIMAL(12,9))", "CAST(i * 2 / 3 AS DOUBLE)", "i * 2 / 3 DIV 1",
+		"(i * 2 / 3) % 1", "-(i * 2 / 3)", "COALESCE(i * 2 / 3, 0)", "CASE WHEN i > 0 THEN i * 2 / 3 ELSE 0.5 END",
 		"nn + 1", "nn - 1.5", "nn * f", "nn / 2", "nn DIV 2", "nn % 2", "-nn", "nn + i",
 	})
 }
