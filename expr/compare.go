@@ -53,6 +53,9 @@ func comparison(l, r node, a, b Type, at int) (cmpHow, *collation, error) {
 	switch {
 	case ka == KindNull:
 		return cmpByInt, nil, nil
+	case ka == KindJSON || kb == KindJSON:
+		// MariaDB's JSON is text, MySQL 8's compares as JSON: no one meaning
+		return 0, nil, errAt(at, "comparing a JSON column is not offered (MySQL 8 compares JSON documents, not their text): compare CAST(x AS CHAR) or a value extracted from it")
 	case isText(ka) && isText(kb):
 		if ka == KindBytes || kb == KindBytes {
 			return cmpByBytes, nil, nil
