@@ -215,26 +215,31 @@ func (a *arith) small(x, y Datum) (Datum, bool) {
 }
 
 func (a *arith) decimal(x, y dec) (Datum, error) {
-	var r dec
-	switch a.op {
-	case opAdd:
-		r = x.add(y)
-	case opSub:
-		r = x.sub(y)
-	case opMul:
-		r = x.mul(y)
-	case opDiv:
-		if y.sign() == 0 {
-			return Null, nil
-		}
-		r = x.quoTrunc(y, divScale(x.scale, y.scale, divPrecisionIncrement))
-	case opMod:
-		if y.sign() == 0 {
-			return Null, nil
-		}
-		r = x.rem(y)
+	r, null := a.exact(x, y)
+	if null {
+		return Null, nil
 	}
 	return r.datum(), nil
+}
+
+// exact computes x op y exactly (a quotient at MySQL's division scale);
+// null is a division or MOD by zero.
+func (a *arith) exact(x, y dec) (r dec, null bool) {
+	switch a.op {
+	case opAdd:
+		return x.add(y), false
+	case opSub:
+		return x.sub(y), false
+	case opMul:
+		return x.mul(y), false
+	}
+	if y.sign() == 0 {
+		return dec{}, true
+	}
+	if a.op == opDiv {
+		return x.quoTrunc(y, divScale(x.scale, y.scale, divPrecisionIncrement)), false
+	}
+	return x.rem(y), false
 }
 
 // integer computes + - * % of two integers in 65 bits of range, then
@@ -275,20 +280,9 @@ func (a *arith) integer(x, y Datum) (Datum, error) {
 		return Datum{Kind: KindInt, I: r}, nil
 	}
 	// A mix with unsigned: exact arithmetic, then the range check.
-	dx, dy := toDec(x), toDec(y)
-	var r dec
-	switch a.op {
-	case opAdd:
-		r = dx.add(dy)
-	case opSub:
-		r = dx.sub(dy)
-	case opMul:
-		r = dx.mul(dy)
-	case opMod:
-		if dy.sign() == 0 {
-			return Null, nil
-		}
-		r = dx.rem(dy)
+	r, null := a.exact(toDec(x), toDec(y))
+	if null {
+		return Null, nil
 	}
 	return a.fit(r)
 }

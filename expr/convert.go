@@ -176,16 +176,11 @@ func toText(d Datum) string {
 // 1e-15 up to below 1e15, else 1.5e-16 / 1e15 (no '+', no padding). The
 // text protocol shows the same double differently (formatDouble).
 func doubleString(f float64) string {
-	if f == 0 {
-		return "0"
+	mant, e, plain := shortest(f, -15, 15)
+	if plain {
+		return mant
 	}
-	s := strconv.FormatFloat(f, 'e', -1, 64)
-	mant, exp, _ := strings.Cut(s, "e")
-	e, _ := strconv.Atoi(exp)
-	if e < -15 || e >= 15 {
-		return mant + "e" + strconv.Itoa(e)
-	}
-	return strconv.FormatFloat(f, 'f', -1, 64)
+	return mant + "e" + strconv.Itoa(e)
 }
 
 // formatDouble renders a double as MariaDB's text protocol does: the
@@ -196,24 +191,33 @@ func doubleString(f float64) string {
 // a double's SQL text differs, so a double result column compares by
 // value, not by text.
 func formatDouble(f float64) string {
+	mant, e, plain := shortest(f, -4, 6)
+	if plain {
+		return mant
+	}
+	sign := "+"
+	if e < 0 {
+		sign, e = "-", -e
+	}
+	if e < 10 {
+		return mant + "e" + sign + "0" + strconv.Itoa(e)
+	}
+	return mant + "e" + sign + strconv.Itoa(e)
+}
+
+// shortest gives f's shortest round-trip digits: in plain notation when
+// its decimal exponent is in [lo, hi), else the mantissa and exponent.
+func shortest(f float64, lo, hi int) (text string, exp int, plain bool) {
 	if f == 0 {
-		return "0"
+		return "0", 0, true
 	}
 	s := strconv.FormatFloat(f, 'e', -1, 64)
-	mant, exp, _ := strings.Cut(s, "e")
-	e, _ := strconv.Atoi(exp)
-	if e < -4 || e >= 6 {
-		sign := "+"
-		if e < 0 {
-			sign, e = "-", -e
-		}
-		es := strconv.Itoa(e)
-		if len(es) < 2 {
-			es = "0" + es
-		}
-		return mant + "e" + sign + es
+	mant, es, _ := strings.Cut(s, "e")
+	e, _ := strconv.Atoi(es)
+	if e < lo || e >= hi {
+		return mant, e, false
 	}
-	return strconv.FormatFloat(f, 'f', -1, 64)
+	return strconv.FormatFloat(f, 'f', -1, 64), 0, true
 }
 
 // Text is the value as MySQL's text protocol shows it (a binary string's

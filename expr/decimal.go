@@ -143,23 +143,6 @@ func (d dec) mul(e dec) dec {
 	return r
 }
 
-// quo is d / e at scale s, rounded half away from zero; e is not zero.
-func (d dec) quo(e dec, s int) dec {
-	// d/e = (d.u × 10^(s+1+e.scale-d.scale)) / e.u at scale s+1, then round.
-	shift := s + 1 + e.scale - d.scale
-	n := new(big.Int).Set(&d.u)
-	m := new(big.Int).Set(&e.u)
-	if shift >= 0 {
-		n.Mul(n, pow10(shift))
-	} else {
-		m.Mul(m, pow10(-shift))
-	}
-	var r dec
-	r.u.Quo(n, m)
-	r.scale = s + 1
-	return r.rescale(s)
-}
-
 // divScale is the scale MySQL's decimal division computes d / e to
 // (decimal.c do_div_mod): whole 9-digit words, the operands' fractions
 // rounded up to words plus what of the increment they do not cover. The
