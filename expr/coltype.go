@@ -6,6 +6,11 @@ import (
 	"strings"
 )
 
+// TypeOfColumn is the type of a source column's values; with
+// FromEventType it decodes a column's values without reading its
+// definition again for each one.
+func TypeOfColumn(c Column) (Type, error) { return typeOfDef(c.Def, c.Nullable) }
+
 // typeOfDef types a source column from its information_schema definition
 // ("int(11) unsigned", "decimal(12,2)", "varchar(64) CHARACTER SET
 // utf8mb4 COLLATE utf8mb4_general_ci").
@@ -24,10 +29,9 @@ func typeOfDef(def string, nullable bool) (Type, error) {
 		}
 	}
 	unsigned := strings.Contains(rest, "unsigned")
-	intDigits := map[string]int{"tinyint": 3, "smallint": 5, "mediumint": 7, "int": 10, "integer": 10, "bigint": 19}
 	switch name {
 	case "tinyint", "smallint", "mediumint", "int", "integer", "bigint":
-		t.Kind, t.prec = KindInt, intDigits[name]
+		t.Kind, t.prec = KindInt, intDigits(name)
 		if unsigned {
 			t.Kind = KindUint
 			if name == "mediumint" || name == "bigint" {
@@ -76,6 +80,21 @@ func typeOfDef(def string, nullable bool) (Type, error) {
 		return t, fmt.Errorf("column type %q is not offered in expressions", def)
 	}
 	return t, nil
+}
+
+// intDigits is how many digits a signed integer type holds.
+func intDigits(name string) int {
+	switch name {
+	case "tinyint":
+		return 3
+	case "smallint":
+		return 5
+	case "mediumint":
+		return 7
+	case "bigint":
+		return 19
+	}
+	return 10
 }
 
 func textLen(name string, n int) int {

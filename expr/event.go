@@ -19,10 +19,14 @@ func FromEvent(raw []byte, def string) (Datum, error) {
 	if err != nil {
 		return Null, err
 	}
-	return fromEventTyped(raw, t)
+	return FromEventType(raw, t)
 }
 
-func fromEventTyped(raw []byte, t Type) (Datum, error) {
+// FromEventType is FromEvent for a column whose type TypeOfColumn gave.
+func FromEventType(raw []byte, t Type) (Datum, error) {
+	if len(raw) == 4 && string(raw) == "null" {
+		return Null, nil
+	}
 	switch t.Kind {
 	case KindInt:
 		i, err := strconv.ParseInt(string(raw), 10, 64)
