@@ -73,12 +73,30 @@ func comparison(l, r node, a, b Type, at int) (cmpHow, *collation, error) {
 			return 0, nil, errAt(at, "comparing a TIME with a date or datetime is not offered (MySQL mixes in the current date): CAST one side")
 		}
 		return cmpByDatetime, nil, nil
+	case intColumnAndString(l, r, ka, kb) || intColumnAndString(r, l, kb, ka):
+		// MySQL converts the constant to the integer column's type
+		// (convert_const_to_int): exact, not through a double
+		return cmpByDecimal, nil, nil
 	case ka == KindDouble || kb == KindDouble || isText(ka) || isText(kb):
 		return cmpByDouble, nil, nil
 	case ka == KindDecimal || kb == KindDecimal:
 		return cmpByDecimal, nil, nil
 	}
 	return cmpByInt, nil, nil
+}
+
+// intColumnAndString reports whether a is an integer column and b a
+// constant string.
+func intColumnAndString(a, b node, ka, kb Kind) bool {
+	for {
+		p, ok := a.(*paren)
+		if !ok {
+			break
+		}
+		a = p.x
+	}
+	_, col := a.(*colRef)
+	return col && (ka == KindInt || ka == KindUint) && isText(kb) && isConst(b)
 }
 
 // aggregateCollation is the collation two strings compare by (see

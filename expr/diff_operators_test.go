@@ -46,6 +46,8 @@ func TestDifferentialComparisons(t *testing.T) {
 		"i IS NULL", "d IS NOT NULL", "i IS TRUE", "i IS NOT FALSE", "i IS UNKNOWN",
 		"i > 0 AND d > 0", "i > 0 OR d IS NULL", "NOT i", "!i", "i XOR d", "i AND NULL", "i OR NULL",
 		"i && bi", "i || u",
+		"bi = '9223372036854775806'", "u = '18446744073709551614'", "d = '12.3450000000000000001'", "i = '7.0'", "i = ' 7'",
+		"i IN ('7', 8)", "bi IN ('9223372036854775806')", "bi BETWEEN '9223372036854775806' AND '9223372036854775806'",
 		"i * 2 / 3 = 0.666666666", "i * 2 / 3 > 0.666666666", "i / 3 = 0.3333", "i / 3 IN (0.3333, 1)", "(i * 2 / 3) - 0.666666666",
 		"i / 3 BETWEEN 0.3333 AND 0.3333", "CASE i / 3 WHEN 0.3333 THEN 1 END", "NULLIF(i / 3, 0.3333)", "d / 3 < 4.115", "i < 0 AND bi + 1 > 0", "i > 0 OR bi * 2 > 0", "nn = 1", "nn IS NULL", "nn IN (1, 2)", "NOT nn", "nn <=> i",
 	})
