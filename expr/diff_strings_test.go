@@ -51,6 +51,6 @@ func TestDifferentialStrings(t *testing.T) {
 		"CAST(s AS BINARY)", "CAST(v AS CHAR)", "CAST(s AS CHAR(2))", "CAST(l AS CHAR(2))", "CAST(n AS CHAR)",
 		"CAST(s AS SIGNED)", "CAST(s AS UNSIGNED)", "CAST(s AS DECIMAL(6,2))", "CAST(s AS DOUBLE)", "CAST(bn AS CHAR)",
 		"CAST(s AS BINARY(2))", "CAST(l AS BINARY)", "IF(n > 0, s, b)", "IF(n > 0, l, 'x')", "COALESCE(v, 'x')",
-		"s IS TRUE", "NOT s", "s AND 1",
+		"s IS TRUE", "NOT s", "s AND 1", "s LIKE 'a\\%' ESCAPE ''", "n LIKE 1", "s LIKE NULL", "NULL LIKE s",
 	})
 }

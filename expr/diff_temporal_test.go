@@ -33,5 +33,6 @@ func TestDifferentialTemporal(t *testing.T) {
 		"IF(y > 2000, d, dt)", "COALESCE(d, dt3)", "CASE WHEN y > 2000 THEN d ELSE 'none' END", "IFNULL(t, '00:00:00')",
 		"IF(y > 2000, t, t2)", "COALESCE(dt, ts)", "IF(y, d, d)",
 		"d IS TRUE", "NOT dt", "t AND 1",
+		"dt LIKE '2024%'", "d LIKE '%-29'", "t LIKE '-%'", "dt3 LIKE '%.999'", "y LIKE '20%'", "ts LIKE '%.5%'",
 	})
 }

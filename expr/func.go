@@ -19,7 +19,10 @@ type Func struct {
 	Type func(args []Type, consts []*Datum) (Type, error)
 	// Eval computes the function in Go, equal to MySQL's result for the
 	// same arguments, byte for byte. It is called with the arguments'
-	// values in order; types are the same as Type was given. An error is
+	// values in order; types are the same as Type was given (a DECIMAL
+	// argument arrives at its type's scale, as MySQL's val_str gives it;
+	// an argument's string form is toText, convert.go, not Datum.Text,
+	// which shows a double as the text protocol does). An error is
 	// a row the projection cannot map (the caller dead-letters it or
 	// stops, per on_error), as MySQL would refuse it (e.g. BIGINT out of
 	// range).
