@@ -52,7 +52,28 @@ func (a *arith) check(s Schema) (Type, error) {
 		return Type{}, err
 	}
 	a.typ = arithType(a.op, lt, rt)
+	if a.typ.Kind == KindDecimal && !fitsDecimalBuffer(a.op, lt, rt) {
+		return Type{}, errAt(a.at, "%s %s %s may need more than 81 digits, where MySQL drops digits (its decimal buffer): CAST an operand to a DECIMAL with fewer digits", lt.Column, arithText[a.op], rt.Column)
+	}
 	return a.typ, nil
+}
+
+// fitsDecimalBuffer reports whether MySQL computes l op r exactly: its
+// decimals hold 9 words of 9 digits, and a product or quotient that
+// needs more loses digits (decimal.c: decimal_mul, do_div_mod), which Go
+// would keep. Worked out from the types, so it holds for every value.
+func fitsDecimalBuffer(op arithOp, l, r Type) bool {
+	words := func(digits int) int { return (digits + 8) / 9 }
+	_, ld, ls := numeric(l)
+	_, rd, rs := numeric(r)
+	li, ri := ld-ls, rd-rs
+	switch op {
+	case opMul:
+		return words(li+ri)+words(ls)+words(rs) <= 9
+	case opDiv:
+		return words(li+rs)+1+words(divScale(ls, rs, divPrecisionIncrement)) <= 9
+	}
+	return true
 }
 
 func arithType(op arithOp, lt, rt Type) Type {

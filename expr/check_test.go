@@ -16,6 +16,7 @@ func TestCheckErrors(t *testing.T) {
 		"p":  "point",
 		"x":  "varchar(8)",
 		"j":  "json",
+		"w":  "decimal(30,10)",
 	}
 	schema := func(n string) (Column, bool) {
 		d, ok := defs[n]
@@ -39,6 +40,7 @@ func TestCheckErrors(t *testing.T) {
 		{"s LIKE 'a' ESCAPE 'ab'", 2, "one character", "ESCAPE is one character"},
 		{"x = 1", 0, "has no COLLATE", "a character column's definition must name its collation"},
 		{"IF(s = 'a', s, u)", 0, "error 1267", "branches of collations that do not mix"},
+		{"w * w * w", 6, "more than 81 digits", "a product MySQL computes inexactly"},
 		{"j = '{}'", 2, "comparing a JSON column is not offered", "MySQL 8 compares JSON as JSON, MariaDB as text"},
 	}
 	for _, c := range cases {
