@@ -196,6 +196,8 @@ func stringType(n int, coll string, nullable bool) Type {
 	t := Type{Kind: KindString, Coll: coll, Nullable: nullable, prec: n}
 	cs := " CHARACTER SET " + charsetOf(coll) + " COLLATE " + coll
 	switch {
+	case n == 0:
+		t.Column = "char(0)" + cs
 	case n <= 16383:
 		t.Column = fmt.Sprintf("varchar(%d)", n) + cs
 	case n <= 1<<24-1:
@@ -209,6 +211,8 @@ func stringType(n int, coll string, nullable bool) Type {
 func bytesType(n int, nullable bool) Type {
 	t := Type{Kind: KindBytes, Nullable: nullable, prec: n}
 	switch {
+	case n == 0:
+		t.Column = "binary(0)" // what only NULL (or '') has
 	case n <= 65532:
 		t.Column = fmt.Sprintf("varbinary(%d)", n)
 	case n <= 1<<24-1:

@@ -316,7 +316,8 @@ func aggregate(nodes []node, types []Type, at int) (Type, error) {
 var intNames = []string{"tinyint", "smallint", "mediumint", "int", "bigint"}
 
 // aggregateInts is the integer type of branches that are all integers:
-// the widest of their types, shown as wide as the widest.
+// the widest of their types, shown as wide as the most digits (and a
+// sign) need.
 func aggregateInts(types []Type, live []int, k Kind, digits int, nullable bool) Type {
 	rank, width := 0, 0
 	for _, i := range live {
@@ -326,16 +327,11 @@ func aggregateInts(types []Type, live []int, k Kind, digits int, nullable bool) 
 				rank = max(rank, r)
 			}
 		}
-		if _, w, ok := strings.Cut(col, "("); ok {
-			n := 0
-			for _, c := range w {
-				if c < '0' || c > '9' {
-					break
-				}
-				n = n*10 + int(c-'0')
-			}
-			width = max(width, n)
+		w := types[i].prec
+		if types[i].Kind == KindInt {
+			w++ // the sign
 		}
+		width = max(width, w)
 	}
 	t := intType(k, digits, nullable)
 	t.Column = fmt.Sprintf("%s(%d)", intNames[rank], width)

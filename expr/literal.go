@@ -49,7 +49,7 @@ func numberLit(t token) (node, error) {
 func intLit(i int64, at int) *literal {
 	s := strconv.FormatInt(i, 10)
 	digits := len(strings.TrimPrefix(s, "-"))
-	return &literal{d: Datum{Kind: KindInt, I: i}, text: s, at: at, typ: intType(KindInt, digits, false)}
+	return &literal{d: Datum{Kind: KindInt, I: i}, text: s, at: at, typ: intTypeWidth(KindInt, digits, len(s), false)}
 }
 
 func decLit(d dec, at int) *literal {
@@ -84,4 +84,17 @@ func negate(x node, at int) node {
 // nullLit is NULL; alone it is typed as MySQL types it, BINARY(0).
 func nullLit(at int) *literal {
 	return &literal{d: Null, text: "NULL", at: at, typ: Type{Kind: KindNull, Column: "binary(0)", Nullable: true}}
+}
+
+// boolLit is TRUE or FALSE: 1 or 0 (MariaDB shows them 5 wide, as
+// the word FALSE).
+func boolLit(v bool, at int) *literal {
+	l := intLit(0, at)
+	l.text = "FALSE"
+	if v {
+		l = intLit(1, at)
+		l.text = "TRUE"
+	}
+	l.typ = intTypeWidth(KindInt, 1, 5, false)
+	return l
 }

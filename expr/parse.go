@@ -337,9 +337,9 @@ func (p *parser) simple() (node, error) {
 	case "NULL":
 		return nullLit(t.pos), nil
 	case "TRUE":
-		return &literal{d: Datum{Kind: KindInt, I: 1}, at: t.pos, text: "TRUE"}, nil
+		return boolLit(true, t.pos), nil
 	case "FALSE":
-		return &literal{d: Datum{Kind: KindInt, I: 0}, at: t.pos, text: "FALSE"}, nil
+		return boolLit(false, t.pos), nil
 	case "CASE":
 		return p.caseExpr(t)
 	case "CAST":
