@@ -541,7 +541,7 @@ func suggest(name string) string {
 		names = append(names, n)
 	}
 	for _, n := range names {
-		if d := editDistance(name, n); d < bestD || d == bestD && n < best && best != "" {
+		if d := editDistance(name, n); d < bestD || d == bestD && best != "" && n < best {
 			best, bestD = n, d
 		}
 	}

@@ -58,6 +58,8 @@ func TestParseErrors(t *testing.T) {
 		why string
 	}{
 		{"DATEFORMAT(a, '%Y')", 0, "unknown function DATEFORMAT", "an unknown function is named"},
+		{"1 + IFNUL(a, 1)", 4, "unknown function IFNUL: did you mean IFNULL?", "a typo gets the nearest function"},
+		{"NOSUCHTHING(a)", 0, "functions offered are listed in docs/expressions.md", "no near name: where to look"},
 		{"a + ", 4, "ends too early", "a missing operand points at the end"},
 		{"a +* b", 3, "unexpected \"*\"", "an operator where a value should be"},
 		{"'abc", 0, "unterminated string", "an open string points at its quote"},
