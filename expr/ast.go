@@ -120,6 +120,7 @@ type like struct {
 	not         bool
 	at          int
 	coll        *collation
+	xt, pt      Type // the operand's and the pattern's types
 }
 
 type arithOp uint8
@@ -163,6 +164,7 @@ type caseNode struct {
 	els          node
 	at           int
 	typ          Type
+	types        []Type    // the results' types: thens, then the ELSE
 	cmps         []compare // simple CASE: operand = when_i
 }
 

@@ -28,11 +28,12 @@ var builtins = map[string]builtin{
 }
 
 type ctrl struct {
-	fn   string
-	args []node
-	at   int
-	typ  Type
-	eq   compare // NULLIF's comparison
+	fn    string
+	args  []node
+	at    int
+	typ   Type
+	types []Type  // the arguments' types
+	eq    compare // NULLIF's comparison
 }
 
 func (c *ctrl) sql(col func(string) string) string {
@@ -52,6 +53,7 @@ func (c *ctrl) check(s Schema) (Type, error) {
 		}
 		types[i] = t
 	}
+	c.types = types
 	var err error
 	switch c.fn {
 	case "IF":
@@ -90,9 +92,9 @@ func (c *ctrl) eval(row []Datum) (Datum, error) {
 			return Null, err
 		}
 		if t, _ := truth(cond); t {
-			return c.branch(c.args[1], row)
+			return c.branch(1, row)
 		}
-		return c.branch(c.args[2], row)
+		return c.branch(2, row)
 	case "NULLIF":
 		a, err := c.args[0].eval(row)
 		if err != nil {
@@ -107,24 +109,34 @@ func (c *ctrl) eval(row []Datum) (Datum, error) {
 		}
 		return a, nil
 	}
-	for _, a := range c.args { // IFNULL, COALESCE
+	for i, a := range c.args { // IFNULL, COALESCE
 		v, err := a.eval(row)
 		if err != nil {
 			return Null, err
 		}
 		if !v.IsNull() {
-			return coerce(v, c.typ), nil
+			return result(v, c.types[i], c.typ), nil
 		}
 	}
 	return Null, nil
 }
 
-func (c *ctrl) branch(n node, row []Datum) (Datum, error) {
-	v, err := n.eval(row)
+func (c *ctrl) branch(i int, row []Datum) (Datum, error) {
+	v, err := c.args[i].eval(row)
 	if err != nil || v.IsNull() {
 		return Null, err
 	}
-	return coerce(v, c.typ), nil
+	return result(v, c.types[i], c.typ), nil
+}
+
+// result is a branch's value v (of type from) as the result type to:
+// as a string it is the branch's own text (a quotient at its type's
+// scale, as val_str gives it), as a number it keeps every digit.
+func result(v Datum, from, to Type) Datum {
+	if to.Kind == KindString || to.Kind == KindBytes {
+		v = final(v, from)
+	}
+	return coerce(v, to)
 }
 
 func (c *caseNode) check(s Schema) (Type, error) {
@@ -164,6 +176,7 @@ func (c *caseNode) check(s Schema) (Type, error) {
 			return Type{}, err
 		}
 	}
+	c.types = types
 	c.typ, err = aggregate(results, types, c.at)
 	c.typ.Nullable = c.typ.Nullable || condNullable // MariaDB's CASE is nullable when a condition is, too
 	return c.typ, err
@@ -187,21 +200,21 @@ func (c *caseNode) eval(row []Datum) (Datum, error) {
 			v = c.cmps[i].apply(op, v)
 		}
 		if t, _ := truth(v); t {
-			return c.result(c.thens[i], row)
+			return c.result(c.thens[i], c.types[i], row)
 		}
 	}
 	if c.els == nil {
 		return Null, nil
 	}
-	return c.result(c.els, row)
+	return c.result(c.els, c.types[len(c.types)-1], row)
 }
 
-func (c *caseNode) result(n node, row []Datum) (Datum, error) {
+func (c *caseNode) result(n node, t Type, row []Datum) (Datum, error) {
 	v, err := n.eval(row)
 	if err != nil || v.IsNull() {
 		return Null, err
 	}
-	return coerce(v, c.typ), nil
+	return result(v, t, c.typ), nil
 }
 
 // aggregate is the type of a result that may come from any of nodes, as

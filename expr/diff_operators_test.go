@@ -69,6 +69,8 @@ func TestDifferentialControl(t *testing.T) {
 		"CAST(fl AS DECIMAL(30,20))", "CAST(f AS CHAR)",
 		"IFNULL(nn, i)", "IFNULL(i, nn)", "COALESCE(i, nn)", "CASE WHEN nn THEN 1 ELSE 2 END", "IF(nn, 1, 2)", "NULLIF(nn, 0)",
 		"CAST(nn AS DATE)", "CAST(nn AS CHAR)", "CAST(nn AS DECIMAL(12,1))",
+		"CASE WHEN i > 0 THEN i / 3 ELSE 'x' END", "IF(i > 0, i / 3, 'x')", "COALESCE(i / 3, 'x')", "IFNULL(d / 7, nn)",
+		"i / 3 LIKE '0.3333'", "d / 7 LIKE '%3'", "CASE WHEN i > 0 THEN d / 7 ELSE f END",
 		"NULL", "1", "-5", "1.50", "-0.5", "1e3", "'abc'", "''", "TRUE", "FALSE", "18446744073709551615", "-9223372036854775808",
 		"99999999999999999999", "IF(nn, NULL, NULL)", "COALESCE(NULL, NULL)", "IFNULL(NULL, 'x')", "CASE WHEN nn THEN NULL END",
 	})

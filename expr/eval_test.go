@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -148,6 +149,43 @@ func TestEvalErrors(t *testing.T) {
 		_, err = e.Eval(row)
 		if err == nil || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%s (%s): got %v, want %q", c.in, c.why, err, c.msg)
+		}
+	}
+}
+
+// TestEvalConcurrent: projector goroutines share a checked expression;
+// Eval keeps no state (run with -race).
+func TestEvalConcurrent(t *testing.T) {
+	e, err := Parse("CASE WHEN s LIKE 'a%' THEN d / 3 WHEN i IN (1, 2) THEN CAST(i AS CHAR) ELSE COALESCE(s, 'x') END")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Check(testSchema); err != nil {
+		t.Fatal(err)
+	}
+	rows := [][]Datum{
+		{{Kind: KindString, S: "abc", Coll: "utf8mb4_general_ci"}, {Kind: KindDecimal, S: "1.00", Frac: 2}, {Kind: KindInt, I: 1}},
+		{{Kind: KindString, S: "zzz", Coll: "utf8mb4_general_ci"}, {Kind: KindDecimal, S: "2.00", Frac: 2}, {Kind: KindInt, I: 2}},
+		{Null, Null, Null},
+	}
+	want := []string{"0.333333", "2", "x"}
+	done := make(chan string, 4)
+	for g := range 4 {
+		go func() {
+			for n := range 2000 {
+				i := (n + g) % len(rows)
+				v, err := e.Eval(rows[i])
+				if err != nil || v.Text() != want[i] {
+					done <- fmt.Sprintf("row %d: %q, %v", i, v.Text(), err)
+					return
+				}
+			}
+			done <- ""
+		}()
+	}
+	for range 4 {
+		if msg := <-done; msg != "" {
+			t.Fatal(msg)
 		}
 	}
 }

@@ -17,6 +17,7 @@ func (n *like) check(s Schema) (Type, error) {
 	if err != nil {
 		return Type{}, err
 	}
+	n.xt, n.pt = a, b
 	nullable := a.Nullable || b.Nullable
 	if n.esc != nil {
 		if !isConst(n.esc) {
@@ -66,6 +67,7 @@ func (n *like) eval(row []Datum) (Datum, error) {
 	if x.IsNull() || p.IsNull() {
 		return Null, nil
 	}
+	x, p = final(x, n.xt), final(p, n.pt) // as text, a quotient has its type's scale
 	esc := '\\'
 	if n.esc != nil {
 		e, err := n.esc.eval(row)
