@@ -59,6 +59,49 @@ func formatLength(format string) int {
 	return size
 }
 
+// numericSpecs are the specifiers that print one number, zero-padded to
+// a width.
+var numericSpecs = [256]struct {
+	part  func(t mysqlTime) uint64
+	width int
+}{
+	'Y': {func(t mysqlTime) uint64 { return uint64(t.year) }, 4},
+	'y': {func(t mysqlTime) uint64 { return uint64(t.year % 100) }, 2},
+	'm': {func(t mysqlTime) uint64 { return uint64(t.month) }, 2},
+	'c': {func(t mysqlTime) uint64 { return uint64(t.month) }, 1},
+	'd': {func(t mysqlTime) uint64 { return uint64(t.day) }, 2},
+	'e': {func(t mysqlTime) uint64 { return uint64(t.day) }, 1},
+	'f': {func(t mysqlTime) uint64 { return uint64(t.micro) }, 6},
+	'H': {func(t mysqlTime) uint64 { return uint64(t.hour) }, 2},
+	'k': {func(t mysqlTime) uint64 { return uint64(t.hour) }, 1},
+	'h': {hour12, 2},
+	'I': {hour12, 2},
+	'l': {hour12, 1},
+	'i': {func(t mysqlTime) uint64 { return uint64(t.minute) }, 2},
+	'S': {func(t mysqlTime) uint64 { return uint64(t.second) }, 2},
+	's': {func(t mysqlTime) uint64 { return uint64(t.second) }, 2},
+	'U': {weekPart(weekFirstWeekday, false), 2},
+	'u': {weekPart(weekMondayFirst, false), 2},
+	'V': {weekPart(weekYear|weekFirstWeekday, false), 2},
+	'v': {weekPart(weekYear|weekMondayFirst, false), 2},
+	'X': {weekPart(weekYear|weekFirstWeekday, true), 4},
+	'x': {weekPart(weekYear|weekMondayFirst, true), 4},
+}
+
+func hour12(t mysqlTime) uint64 { return uint64((t.hour%24+11)%12 + 1) }
+
+// weekPart gives the week number, or with year the year it belongs to,
+// under a calc_week mode.
+func weekPart(mode int, year bool) func(t mysqlTime) uint64 {
+	return func(t mysqlTime) uint64 {
+		w, y := week(t, mode)
+		if year {
+			return uint64(y)
+		}
+		return uint64(w)
+	}
+}
+
 // dateFormat is DATE_FORMAT(t, format); ok is false where the server
 // gives NULL: a month name of month 0, a weekday of a date with neither
 // month nor year, a day of the year without month or year.
@@ -72,7 +115,6 @@ func dateFormat(t mysqlTime, format string) (string, bool) {
 		}
 		b.WriteString(s)
 	}
-	hour12 := uint64((t.hour%24+11)%12 + 1)
 	for i := 0; i < len(format); i++ {
 		c := format[i]
 		if c != '%' || i == len(format)-1 {
@@ -80,6 +122,10 @@ func dateFormat(t mysqlTime, format string) (string, bool) {
 			continue
 		}
 		i++
+		if spec := numericSpecs[format[i]]; spec.part != nil {
+			pad(spec.part(t), spec.width)
+			continue
+		}
 		switch format[i] {
 		case 'M':
 			if t.month == 0 {
@@ -106,32 +152,6 @@ func dateFormat(t mysqlTime, format string) (string, bool) {
 		case 'D':
 			pad(uint64(t.day), 1)
 			b.WriteString(ordinalSuffix(t.day))
-		case 'Y':
-			pad(uint64(t.year), 4)
-		case 'y':
-			pad(uint64(t.year%100), 2)
-		case 'm':
-			pad(uint64(t.month), 2)
-		case 'c':
-			pad(uint64(t.month), 1)
-		case 'd':
-			pad(uint64(t.day), 2)
-		case 'e':
-			pad(uint64(t.day), 1)
-		case 'f':
-			pad(uint64(t.micro), 6)
-		case 'H':
-			pad(uint64(t.hour), 2)
-		case 'k':
-			pad(uint64(t.hour), 1)
-		case 'h', 'I':
-			pad(hour12, 2)
-		case 'l':
-			pad(hour12, 1)
-		case 'i':
-			pad(uint64(t.minute), 2)
-		case 'S', 's':
-			pad(uint64(t.second), 2)
 		case 'j':
 			if t.month == 0 || t.year == 0 {
 				return "", false
@@ -153,24 +173,6 @@ func dateFormat(t mysqlTime, format string) (string, bool) {
 			pad(uint64(t.minute), 2)
 			b.WriteByte(':')
 			pad(uint64(t.second), 2)
-		case 'U':
-			w, _ := week(t, weekFirstWeekday)
-			pad(uint64(w), 2)
-		case 'u':
-			w, _ := week(t, weekMondayFirst)
-			pad(uint64(w), 2)
-		case 'V':
-			w, _ := week(t, weekYear|weekFirstWeekday)
-			pad(uint64(w), 2)
-		case 'v':
-			w, _ := week(t, weekYear|weekMondayFirst)
-			pad(uint64(w), 2)
-		case 'X':
-			_, y := week(t, weekYear|weekFirstWeekday)
-			pad(uint64(y), 4)
-		case 'x':
-			_, y := week(t, weekYear|weekMondayFirst)
-			pad(uint64(y), 4)
 		default:
 			// %% and unknown specifiers give the character itself.
 			b.WriteByte(format[i])

@@ -34,66 +34,19 @@ var bucketFormats = map[string]string{
 }
 
 func init() {
-	// Column widths are the server's: int(5) for a year, int(3) for the
-	// other parts.
-	intPart := func(name, column string, part func(t mysqlTime) int) Func {
-		return Func{Name: name, MinArgs: 1, MaxArgs: 1,
-			Type: func(args []Type, _ []*Datum) (Type, error) {
-				if err := dateArg(name, args[0], false); err != nil {
-					return Type{}, err
-				}
-				return Type{Kind: KindInt, Column: column, Nullable: true}, nil
-			},
-			Eval: func(args []Datum, _ []Type) (Datum, error) {
-				t, ok, err := timeArg(args[0])
-				if !ok || err != nil {
-					return Null, err
-				}
-				return Datum{Kind: KindInt, I: int64(part(t))}, nil
-			},
-		}
+	// Integer column widths are the server's: int(5) for a year, int(3)
+	// for the other parts.
+	num := func(column string, part func(t mysqlTime) int) (Type, func(t mysqlTime) Datum) {
+		return Type{Kind: KindInt, Column: column, Nullable: true},
+			func(t mysqlTime) Datum { return Datum{Kind: KindInt, I: int64(part(t))} }
 	}
-	register(intPart("YEAR", "int(5)", func(t mysqlTime) int { return t.year }))
-	register(intPart("MONTH", "int(3)", func(t mysqlTime) int { return t.month }))
-	register(intPart("DAY", "int(3)", func(t mysqlTime) int { return t.day }))
-	register(intPart("DAYOFMONTH", "int(3)", func(t mysqlTime) int { return t.day }))
-	register(Func{Name: "DATE", MinArgs: 1, MaxArgs: 1,
-		Type: func(args []Type, _ []*Datum) (Type, error) {
-			if err := dateArg("DATE", args[0], false); err != nil {
-				return Type{}, err
-			}
-			return Type{Kind: KindDate, Column: "date", Nullable: true}, nil
-		},
-		Eval: func(args []Datum, _ []Type) (Datum, error) {
-			t, ok, err := timeArg(args[0])
-			if !ok || err != nil {
-				return Null, err
-			}
-			return Datum{Kind: KindDate, S: t.dateText()}, nil
-		},
-	})
-	register(Func{Name: "HOUR", MinArgs: 1, MaxArgs: 1,
-		Type: func(args []Type, _ []*Datum) (Type, error) {
-			if err := dateArg("HOUR", args[0], true); err != nil {
-				return Type{}, err
-			}
-			return Type{Kind: KindInt, Column: "int(3)", Nullable: true}, nil
-		},
-		Eval: func(args []Datum, _ []Type) (Datum, error) {
-			if args[0].Kind == KindTime {
-				t, ok := parseTimeOfDay(args[0].S)
-				if !ok {
-					return Null, fmt.Errorf("time value %q is not in its canonical form", args[0].S)
-				}
-				return Datum{Kind: KindInt, I: int64(t.hour)}, nil
-			}
-			t, ok, err := timeArg(args[0])
-			if !ok || err != nil {
-				return Null, err
-			}
-			return Datum{Kind: KindInt, I: int64(t.hour)}, nil
-		},
-	})
+	register(datePart("YEAR", false)(num("int(5)", func(t mysqlTime) int { return t.year })))
+	register(datePart("MONTH", false)(num("int(3)", func(t mysqlTime) int { return t.month })))
+	register(datePart("DAY", false)(num("int(3)", func(t mysqlTime) int { return t.day })))
+	register(datePart("DAYOFMONTH", false)(num("int(3)", func(t mysqlTime) int { return t.day })))
+	register(datePart("HOUR", true)(num("int(3)", func(t mysqlTime) int { return t.hour })))
+	register(datePart("DATE", false)(Type{Kind: KindDate, Column: "date", Nullable: true},
+		func(t mysqlTime) Datum { return Datum{Kind: KindDate, S: t.dateText()} }))
 	register(Func{Name: "DATE_FORMAT", MinArgs: 2, MaxArgs: 2,
 		Type: func(args []Type, consts []*Datum) (Type, error) {
 			if err := dateArg("DATE_FORMAT", args[0], false); err != nil {
@@ -153,6 +106,26 @@ func init() {
 	})
 }
 
+// datePart makes a one-argument function of a date (and of a TIME when
+// timeOK) whose result of type typ is of(t), NULL for NULL or a string
+// that is no date.
+func datePart(name string, timeOK bool) func(typ Type, of func(t mysqlTime) Datum) Func {
+	return func(typ Type, of func(t mysqlTime) Datum) Func {
+		return Func{Name: name, MinArgs: 1, MaxArgs: 1,
+			Type: func(args []Type, _ []*Datum) (Type, error) {
+				return typ, dateArg(name, args[0], timeOK)
+			},
+			Eval: func(args []Datum, _ []Type) (Datum, error) {
+				t, ok, err := timeArg(args[0])
+				if !ok || err != nil {
+					return Null, err
+				}
+				return of(t), nil
+			},
+		}
+	}
+}
+
 // dateArg checks that t is a type the time functions read: a date, a
 // datetime or timestamp, a string holding a date, or NULL; a TIME too
 // when timeOK (HOUR), which also refuses strings, whose HOUR MySQL reads
@@ -178,10 +151,18 @@ func dateArg(fn string, t Type, timeOK bool) error {
 		"use a temporal column", fn, t.Kind)
 }
 
-// timeArg is brokenDown with NULL passing through as not ok.
+// timeArg is brokenDown with NULL passing through as not ok, and a TIME
+// read as its hours, minutes and seconds (for HOUR).
 func timeArg(d Datum) (mysqlTime, bool, error) {
-	if d.IsNull() {
+	switch d.Kind {
+	case KindNull:
 		return mysqlTime{}, false, nil
+	case KindTime:
+		t, ok := parseTimeOfDay(d.S)
+		if !ok {
+			return t, false, fmt.Errorf("time value %q is not in its canonical form", d.S)
+		}
+		return t, true, nil
 	}
 	return brokenDown(d)
 }
