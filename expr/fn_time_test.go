@@ -110,13 +110,20 @@ func TestTimeFunctionErrors(t *testing.T) {
 		{"bucket(d, s)", "unit must be a string literal", "the unit decides the bucket's format"},
 		{"UNIX_TIMESTAMP(doc + 1)", "not a double", "numbers are not dates here"},
 	} {
-		e, err := Parse(c.expr)
-		if err == nil {
-			_, err = e.Check(timeSchema)
-		}
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: error %v, want one containing %q (%s)", c.expr, err, c.want, c.why)
-		}
+		checkRefused(t, c.expr, c.want, c.why)
+	}
+}
+
+// checkRefused checks that Check refuses text with an error containing
+// want.
+func checkRefused(t *testing.T, text, want, why string) {
+	t.Helper()
+	e, err := Parse(text)
+	if err == nil {
+		_, err = e.Check(timeSchema)
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%s: error %v, want one containing %q (%s)", text, err, want, why)
 	}
 }
 

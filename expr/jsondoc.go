@@ -234,38 +234,57 @@ func (r *jsonReader) value(depth int, out *strings.Builder) bool {
 			out.WriteString(", ")
 		}
 		if c == '{' {
-			if r.peek() != '"' {
-				return r.fail()
-			}
-			start := r.i
-			if _, ok := r.str(); !ok {
+			raw, _, ok := r.key()
+			if !ok {
 				return false
 			}
-			key := r.s[start:r.i]
-			if r.peek() != ':' {
-				return r.fail()
-			}
-			r.i++
 			if out != nil {
-				out.WriteString(key + ": ")
+				out.WriteString(`"` + raw + `": `)
 			}
 		}
 		if !r.value(depth+1, out) {
 			return false
 		}
-		switch r.peek() {
-		case ',':
-			r.i++
-		case closer:
-			r.i++
-			if out != nil {
+		more, ok := r.next(closer)
+		if !ok || !more {
+			if ok && out != nil {
 				out.WriteByte(closer)
 			}
-			return true
-		default:
-			return r.fail()
+			return ok
 		}
 	}
+}
+
+// key reads an object member's key and its colon: the key as written
+// (between its quotes) and decoded.
+func (r *jsonReader) key() (raw, decoded string, ok bool) {
+	if r.peek() != '"' {
+		return "", "", r.fail()
+	}
+	start := r.i
+	if decoded, ok = r.str(); !ok {
+		return "", "", false
+	}
+	raw = r.s[start+1 : r.i-1]
+	if r.peek() != ':' {
+		return "", "", r.fail()
+	}
+	r.i++
+	return raw, decoded, true
+}
+
+// next reads what follows a member or element: a comma (more), or the
+// container's closer (not more), anything else an error (not ok).
+func (r *jsonReader) next(closer byte) (more, ok bool) {
+	switch r.peek() {
+	case ',':
+		r.i++
+		return true, true
+	case closer:
+		r.i++
+		return false, true
+	}
+	return false, r.fail()
 }
 
 // search moves r to the first value, in document order, that the path
@@ -303,22 +322,14 @@ func (r *jsonReader) search(steps []jsonStep, depth int, decode bool, accept fun
 	for n := 0; ; n++ {
 		match := n == st.index
 		if !st.isIndex {
-			if r.peek() != '"' {
-				return r.fail()
-			}
-			start := r.i
-			key, ok := r.str()
+			raw, decoded, ok := r.key()
 			if !ok {
 				return false
 			}
-			if !decode {
-				key = r.s[start+1 : r.i-1]
+			match = raw == st.key
+			if decode {
+				match = decoded == st.key
 			}
-			match = key == st.key
-			if r.peek() != ':' {
-				return r.fail()
-			}
-			r.i++
 		}
 		if match {
 			at := r.i
@@ -333,13 +344,8 @@ func (r *jsonReader) search(steps []jsonStep, depth int, decode bool, accept fun
 		if !r.value(depth+1, nil) {
 			return false
 		}
-		switch r.peek() {
-		case ',':
-			r.i++
-		case closer:
+		if more, _ := r.next(closer); !more {
 			return false
-		default:
-			return r.fail()
 		}
 	}
 }
