@@ -110,6 +110,8 @@ func workloads(quick bool) []workload {
 		{Name: "txn_mix", Kind: "txn_mix", Events: mix, Preload: 50_000, RowBytes: 150},
 		{Name: "orders_by_customer", Kind: "orders_by_customer", Updates: 0.35, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120},
 		{Name: "messages_by_sender", Kind: "messages_by_sender", Updates: 0.1, Events: mix, Preload: 20_000, TxnRows: 200, RowBytes: 300},
+		// A join through a parent's parent (sources_computed.go).
+		{Name: "orders_with_region", Kind: "orders_with_region", Updates: 0.35, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120},
 		{Name: "sysbench_write_only", Kind: "sysbench", Events: sb, Preload: 10_000, RowBytes: 250},
 	}
 }
