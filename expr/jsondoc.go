@@ -57,20 +57,18 @@ func (r *jsonReader) peek() byte {
 
 // scalar reads a string, number or literal at r.i and returns its text.
 func (r *jsonReader) scalar() (string, bool) {
+	c := r.peek() // past white space: the scalar starts here
 	start := r.i
-	switch c := r.peek(); {
+	switch {
 	case c == '"':
-		start = r.i
 		if _, ok := r.str(); !ok {
 			return "", false
 		}
 	case c == '-' || c >= '0' && c <= '9':
-		start = r.i
 		if !r.number() {
 			return "", false
 		}
 	case c == 't' || c == 'f' || c == 'n':
-		start = r.i
 		for _, lit := range [...]string{"true", "false", "null"} {
 			if strings.HasPrefix(r.s[r.i:], lit) {
 				r.i += len(lit)
