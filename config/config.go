@@ -181,6 +181,12 @@ type Projection struct {
 	// ApplyConcurrency is how many sink transactions apply one polled
 	// batch at once, each over its own partitions. 0: the default (2).
 	ApplyConcurrency int `koanf:"apply_concurrency"`
+	// ColumnTypes overrides the read column definition worked out for a
+	// computed column (a `columns` value that is an expression rather
+	// than a source column's name), e.g. {month: "char(7)"}, where the
+	// inferred type is wider than the values need. Nullability stays
+	// inferred.
+	ColumnTypes map[string]string `koanf:"column_types"`
 }
 
 // Join is a denormalized copy of a parent row's columns.

@@ -132,6 +132,10 @@ type imagePlan struct {
 	pos    []int      // per Projection.Columns: position in the image, -1 if absent
 	kinds  []bindKind // per Projection.Columns
 	joins  [][]int    // per join, per On: position of the child's column
+	// args are, per computed column, the positions of the source columns
+	// its expression reads (nil for a plain column; nil in all when the
+	// projection computes none).
+	args [][]int
 }
 
 // plans caches a projection's last image plan; the zero value is ready.
@@ -146,6 +150,15 @@ func (ps *plans) of(p *Projection, im *Image, sc *eventSchema) *imagePlan {
 	for i, c := range p.Columns {
 		pl.pos[i] = im.cols.pos(c.Source)
 		pl.kinds[i] = kindOf(sc, c.Source)
+		if c.Expr != nil {
+			if pl.args == nil {
+				pl.args = make([][]int, len(p.Columns))
+			}
+			pl.args[i] = make([]int, 0, len(c.Expr.Columns()))
+			for _, name := range c.Expr.Columns() {
+				pl.args[i] = append(pl.args[i], im.cols.pos(name))
+			}
+		}
 	}
 	for _, j := range p.Joins {
 		pos := make([]int, len(j.On))

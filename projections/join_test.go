@@ -38,7 +38,7 @@ func TestCompileVia(t *testing.T) {
 		t.Fatalf("via: regions via %v, customers via %v, warehouses via %v", r.Via, c.Via, w.Via)
 	}
 	carried := Column{Name: "_rs_j1_region_id", Source: "region_id"}
-	if got := c.Columns; len(got) != 2 || got[0] != (Column{"customer_name", "name"}) || got[1] != carried || !got[1].Carried() || got[0].Carried() {
+	if got := c.Columns; len(got) != 2 || got[0] != (Column{Name: "customer_name", Source: "name"}) || got[1] != carried || !got[1].Carried() || got[0].Carried() {
 		t.Errorf("customers join columns %v, want customer_name then the carried region_id", got)
 	}
 	if got := r.On; len(got) != 1 || got[0] != (JoinOn{Parent: "id", Child: "region_id", Read: "_rs_j1_region_id"}) {

@@ -12,9 +12,11 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync/atomic"
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/event"
+	"github.com/readside/readside/expr"
 )
 
 // Projection is one compiled declaration.
@@ -87,10 +89,18 @@ func (p *Projection) Topics() []string {
 	return out
 }
 
-// Column maps a read column to the source column it copies.
+// Column maps a read column to the source column it copies, or to the
+// expression that computes it (computed.go).
 type Column struct {
 	Name   string // in the read table
-	Source string // in the source row
+	Source string // in the source row; "" for a computed column
+	// Expr computes the column from the source row; nil for a plain copy.
+	Expr *expr.Expr
+	// Type is column_types' override of a computed column's definition.
+	Type string
+	// typed is Expr checked against the source table (SourceColumns),
+	// shared by the copies of the Column.
+	typed *atomic.Pointer[typedExpr]
 }
 
 // Compile validates the declarations that need no live schema and
@@ -188,19 +198,7 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 				p.Key = append(p.Key, k)
 			}
 		}
-		for _, k := range p.Key {
-			p.Columns = append(p.Columns, Column{Name: k, Source: d.Columns[k]})
-		}
-		var rest []string
-		for c := range d.Columns {
-			if !slices.Contains(p.Key, c) {
-				rest = append(rest, c)
-			}
-		}
-		sort.Strings(rest)
-		for _, c := range rest {
-			p.Columns = append(p.Columns, Column{Name: c, Source: d.Columns[c]})
-		}
+		errs = append(errs, compileColumns(p, d, key)...)
 		for i, jd := range d.Join {
 			j, jerrs := compileJoin(cfg, p, d, i, jd, captured)
 			errs = append(errs, jerrs...)

@@ -100,6 +100,15 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 	}
 	var errs []error
 	for i, c := range p.Columns {
+		if c.Computed() {
+			def, err := p.typeComputed(c, src, i < len(p.Key))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("projections.%s.columns.%s %q: %w", p.Name, c.Name, c.Expr.String(), err))
+				continue
+			}
+			out.Read[c.Name] = def
+			continue
+		}
 		if ok, cols := src.has(c.Source); !ok {
 			errs = append(errs, fmt.Errorf("projections.%s.columns.%s: source column %q does not exist in %s.%s%s: map %s to one of them", p.Name, c.Name, c.Source, p.SourceDB, p.SourceTbl, cols, c.Name))
 			continue
@@ -186,7 +195,7 @@ func (p *Projection) NullableKeys(nullable func(sourceCol string) bool) []error 
 	var errs []error
 	for _, k := range p.Key {
 		c := p.column(k)
-		if !nullable(c.Source) || p.Where.ExcludesNull(c.Source) {
+		if c.Computed() || !nullable(c.Source) || p.Where.ExcludesNull(c.Source) {
 			continue
 		}
 		what := "key column " + k

@@ -162,7 +162,7 @@ func (p *Projection) droppedColumn(topic string, reason error) error {
 	table := p.SourceDB + "." + p.SourceTbl
 	if topic == p.Topic {
 		for _, c := range p.Columns {
-			if c.Source == mc.source {
+			if c.reads(mc.source) {
 				keys = append(keys, fmt.Sprintf("projections.%s.columns.%s", p.Name, c.Name))
 			}
 		}

@@ -46,15 +46,16 @@ func (p *Projection) delete(e Event, img *Image, ps *plans) (Write, error) {
 		return Write{}, fmt.Errorf("%s event without a before image", e.Op)
 	}
 	pl := p.plan(ps, img, e.Schema)
-	key, err := p.keyText(img, pl)
-	if err != nil {
-		return Write{}, err
-	}
 	vals := make([]Value, len(p.Key))
+	var err error
 	for i := range p.Key {
-		if vals[i], err = bindRaw(img, pl.pos[i], p.Columns[i].Source, pl.kinds[i]); err != nil {
+		if vals[i], err = p.value(img, pl, i); err != nil {
 			return Write{}, err
 		}
+	}
+	key, err := p.keyText(img, pl, vals)
+	if err != nil {
+		return Write{}, err
 	}
 	return Write{Kind: Delete, Key: key, Values: vals, Version: e.Version, KeyspaceID: p.keyspaceID(vals, e.Schema)}, nil
 }

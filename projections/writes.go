@@ -133,7 +133,7 @@ func (p *Projection) appendWrites(dst []Write, e Event, ps *plans) ([]Write, err
 		if e.Before == nil { // no filter to say so: passes takes a missing image
 			return dst, fmt.Errorf("%s event without a before image", e.Op)
 		}
-		oldKey, err := p.keyText(e.Before, p.plan(ps, e.Before, e.Schema))
+		oldKey, err := p.keyText(e.Before, p.plan(ps, e.Before, e.Schema), nil)
 		if err != nil {
 			return dst, err
 		}
@@ -239,15 +239,16 @@ func (p *Projection) upsert(e Event, img *Image, ps *plans) (Write, error) {
 		return Write{}, fmt.Errorf("%s event without an after image", e.Op)
 	}
 	pl := p.plan(ps, img, e.Schema)
-	key, err := p.keyText(img, pl)
-	if err != nil {
-		return Write{}, err
-	}
 	vals := make([]Value, len(p.Columns))
-	for i, c := range p.Columns {
-		if vals[i], err = bindRaw(img, pl.pos[i], c.Source, pl.kinds[i]); err != nil {
+	var err error
+	for i := range p.Columns {
+		if vals[i], err = p.value(img, pl, i); err != nil {
 			return Write{}, err
 		}
+	}
+	key, err := p.keyText(img, pl, vals)
+	if err != nil {
+		return Write{}, err
 	}
 	w := Write{Kind: Upsert, Key: key, Values: vals, Version: e.Version, KeyspaceID: p.keyspaceID(vals, e.Schema)}
 	for ji, j := range p.Joins {
@@ -308,6 +309,13 @@ func (p *Projection) nullKey(img *Image, sc *eventSchema, ps *plans) bool {
 	}
 	pl := p.plan(ps, img, sc)
 	for i := range p.Key {
+		if pl.args != nil && pl.args[i] != nil {
+			// A key that cannot be computed is no read row's key either.
+			if v, err := p.computedValue(img, i, pl.args[i]); err != nil || v.kind == NullValue {
+				return true
+			}
+			continue
+		}
 		if raw, ok := img.at(pl.pos[i]); ok && string(raw) == "null" {
 			return true
 		}
@@ -315,11 +323,28 @@ func (p *Projection) nullKey(img *Image, sc *eventSchema, ps *plans) bool {
 	return false
 }
 
+// value is read column i's value in img: a plain column's event text as
+// is, a computed column's expression evaluated.
+func (p *Projection) value(img *Image, pl *imagePlan, i int) (Value, error) {
+	if pl.args != nil && pl.args[i] != nil {
+		return p.computedValue(img, i, pl.args[i])
+	}
+	return bindRaw(img, pl.pos[i], p.Columns[i].Source, pl.kinds[i])
+}
+
 // keyText is the read key's values as the tailer encoded them, joined: the
-// tailer's encoding is canonical, so equal keys have equal text.
-func (p *Projection) keyText(img *Image, pl *imagePlan) (string, error) {
+// tailer's encoding is canonical, so equal keys have equal text. A
+// computed key value is taken from vals (the row's read values, nil:
+// computed here) as its quoted bound text.
+func (p *Projection) keyText(img *Image, pl *imagePlan, vals []Value) (string, error) {
 	var b strings.Builder
 	for i := range p.Key {
+		if pl.args != nil && pl.args[i] != nil {
+			if err := p.appendComputedKey(&b, img, pl, i, vals); err != nil {
+				return "", err
+			}
+			continue
+		}
 		raw, ok := img.at(pl.pos[i])
 		if !ok {
 			return "", fmt.Errorf("key column %q: %w", p.Key[i], &missingColumn{p.Columns[i].Source})

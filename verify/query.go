@@ -70,7 +70,7 @@ type plan struct {
 func newPlan(p *projections.Projection) *plan {
 	pl := &plan{p: p}
 	for _, c := range p.Columns {
-		pl.cols = append(pl.cols, column{Read: c.Name, Src: "s." + q(c.Source)})
+		pl.cols = append(pl.cols, column{Read: c.Name, Src: c.SQL(sourceColumn)})
 	}
 	for _, j := range p.Joins {
 		for _, c := range j.Columns {
@@ -78,7 +78,7 @@ func newPlan(p *projections.Projection) *plan {
 		}
 	}
 	for i, k := range p.Key {
-		pl.srcKey = append(pl.srcKey, "s."+q(p.Columns[i].Source))
+		pl.srcKey = append(pl.srcKey, p.Columns[i].SQL(sourceColumn))
 		pl.readKey = append(pl.readKey, q(k))
 	}
 	if p.Where != nil {

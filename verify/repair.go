@@ -84,7 +84,7 @@ func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, w
 	}
 	srcCols := make([]string, len(v.p.Key))
 	for i := range v.p.Key {
-		srcCols[i] = q(v.p.Columns[i].Source)
+		srcCols[i] = v.p.Columns[i].SQL(q)
 	}
 	table := v.p.SourceDB + "." + v.p.SourceTbl
 	for start := 0; start < len(publish); start += keysPerRequest {

@@ -130,6 +130,11 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		for _, line := range pp.p.FanOutScope(len(cfg.Sinks[pp.p.Sink].Shards)) {
 			fmt.Fprintln(stdout, "-- "+line)
 		}
+		for _, c := range pp.p.Columns {
+			if c.Computed() {
+				fmt.Fprintf(stdout, "-- computed %s = %s: %s\n", c.Name, strings.NewReplacer("\n", " ", "\r", " ").Replace(c.Expr.String()), pp.types.Read[c.Name])
+			}
+		}
 		for _, st := range pp.ddl {
 			fmt.Fprintln(stdout, strings.TrimSpace(st)+";")
 		}

@@ -1,0 +1,252 @@
+package projections
+
+// Computed columns: a `columns` value that is an expression over the
+// source row (expr) rather than a source column's name. A plain column
+// keeps the fast path (its event text bound as is, bindRaw); a computed
+// one converts the values of the columns it reads (expr.FromEvent),
+// evaluates, and binds the result as its read column stores it
+// (expr.Bind). Its read column's definition is the expression's type,
+// worked out against the source columns where the read table's types are
+// (SourceColumns), or column_types' override of it. A computed key
+// column's value is part of the read key, so an update that changes it
+// moves the read row as any key move does (appendWrites).
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/expr"
+)
+
+// typedExpr is a computed column's expression checked against the source
+// columns: what the projector evaluates. Read-only once made.
+type typedExpr struct {
+	e   *expr.Expr
+	typ expr.Type // what Bind stores: the inferred type, or its override
+	// defs are the source definitions of e.Columns(), in order, which
+	// expr.FromEvent reads the event values by.
+	defs []string
+}
+
+// compileColumns makes the projection's read columns from the declaration:
+// every key column first (p.Key order), then the rest by name. Each
+// value is parsed; a bare column name is a plain copy. Every problem is
+// returned, each naming its key.
+func compileColumns(p *Projection, d config.Projection, key string) []error {
+	var errs []error
+	one := func(name string) {
+		if _, ok := d.Columns[name]; !ok { // a key column missing from columns: Compile says so
+			p.Columns = append(p.Columns, Column{Name: name})
+			return
+		}
+		c, err := compileColumn(name, d.Columns[name], d.ColumnTypes[name])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.columns.%s %q: %w", key, name, d.Columns[name], err))
+		}
+		p.Columns = append(p.Columns, c)
+	}
+	for _, k := range p.Key {
+		one(k)
+	}
+	var rest []string
+	for c := range d.Columns {
+		if !slices.Contains(p.Key, c) {
+			rest = append(rest, c)
+		}
+	}
+	sort.Strings(rest)
+	for _, c := range rest {
+		one(c)
+	}
+	overridden := make([]string, 0, len(d.ColumnTypes))
+	for c := range d.ColumnTypes {
+		overridden = append(overridden, c)
+	}
+	sort.Strings(overridden)
+	for _, c := range overridden {
+		text, ok := d.Columns[c]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("%s.column_types.%s: %s is not in %s.columns: override the type of one of its computed columns", key, c, c, key))
+		case p.column(c).Expr == nil && p.column(c).Source != "":
+			errs = append(errs, fmt.Errorf("%s.column_types.%s: %s copies source column %s, whose type the read column takes exactly: remove the override, or make the value an expression (e.g. CAST(%s AS CHAR(20)))", key, c, c, text, text))
+		case strings.TrimSpace(d.ColumnTypes[c]) == "" || typeProblem(d.ColumnTypes[c]) != "":
+			errs = append(errs, fmt.Errorf("%s.column_types.%s %q: %s: give a MySQL column type such as char(7) or bigint unsigned (nullability is inferred)", key, c, d.ColumnTypes[c], cmp.Or(typeProblem(d.ColumnTypes[c]), "empty")))
+		}
+	}
+	return errs
+}
+
+// typeProblem is why an override is not a bare column type: readside
+// decides nullability, and the text goes into CREATE TABLE.
+func typeProblem(t string) string {
+	u := strings.ToUpper(t)
+	for _, w := range []string{"NULL", "DEFAULT", "PRIMARY", "KEY", ";", "--", "/*", "#", "`"} {
+		if strings.Contains(u, w) {
+			return fmt.Sprintf("it contains %s", w)
+		}
+	}
+	return ""
+}
+
+// compileColumn parses one `columns` value. A bare column name is a plain
+// copy (Source); anything else is computed (Expr). override is
+// column_types' entry for it.
+func compileColumn(name, text, override string) (Column, error) {
+	c := Column{Name: name, Type: strings.TrimSpace(override)}
+	e, err := expr.Parse(text)
+	if err != nil {
+		return c, err
+	}
+	if src, plain := e.Column(); plain {
+		c.Source = src
+		return c, nil
+	}
+	c.Expr = e
+	c.typed = new(atomic.Pointer[typedExpr])
+	return c, nil
+}
+
+// Computed reports whether the column is an expression rather than a copy.
+func (c Column) Computed() bool { return c.Expr != nil }
+
+// SQL is the column's value as MySQL text over the source row, col
+// rendering a source column reference (quoted, qualified): verify and
+// humans compute the read table with it.
+func (c Column) SQL(col func(name string) string) string {
+	if c.Expr == nil {
+		return col(c.Source)
+	}
+	if t := c.typed.Load(); t != nil {
+		return t.e.SQL(col)
+	}
+	return c.Expr.SQL(col)
+}
+
+// reads reports whether the column's value depends on source column src.
+func (c Column) reads(src string) bool {
+	if c.Expr == nil {
+		return c.Source == src
+	}
+	return slices.Contains(c.Expr.Columns(), src)
+}
+
+// typeComputed checks a computed column's expression against the source
+// table (nullability as the filter leaves it: a column the where filter
+// keeps NULL out of is NOT NULL in the rows that pass) and gives its read
+// column definition. The checked expression becomes the one the projector
+// evaluates: each call checks a fresh parse, so a projector evaluating the
+// previous one is never raced, and a source DDL the projection follows
+// (SourceTypes) brings the new definitions in.
+func (p *Projection) typeComputed(c Column, src *sourceTable, key bool) (string, error) {
+	e, err := expr.Parse(c.Expr.String())
+	if err != nil {
+		return "", err
+	}
+	typ, err := e.Check(func(name string) (expr.Column, bool) {
+		def, ok := src.types[name]
+		if !ok {
+			return expr.Column{}, false
+		}
+		return expr.Column{Name: name, Def: def, Nullable: src.nullable[name] && !p.Where.ExcludesNull(name)}, true
+	})
+	if err != nil {
+		if _, cols := src.has(firstMissing(e.Columns(), src)); cols != "" {
+			return "", fmt.Errorf("%w%s", err, cols)
+		}
+		return "", err
+	}
+	def := typ.Column
+	if c.Type != "" {
+		def = c.Type
+	}
+	if key && typ.Nullable {
+		return "", fmt.Errorf("it can be NULL (a source column it reads is nullable, or it yields NULL for some values), and a read key cannot be NULL: wrap it in COALESCE(…, <default>), or add a where condition that keeps NULL out of the nullable columns it reads (e.g. <column> IS NOT NULL)")
+	}
+	t := &typedExpr{e: e, typ: typ}
+	t.typ.Column = def
+	for _, name := range e.Columns() {
+		t.defs = append(t.defs, src.types[name])
+	}
+	c.typed.Store(t)
+	if typ.Nullable {
+		return def + " NULL", nil
+	}
+	return def + " NOT NULL", nil
+}
+
+// firstMissing is the first of cols that src does not have, or "".
+func firstMissing(cols []string, src *sourceTable) string {
+	for _, c := range cols {
+		if _, ok := src.types[c]; !ok {
+			return c
+		}
+	}
+	return ""
+}
+
+// computedValue evaluates computed column i on img, reading its columns
+// at the positions pos (imagePlan.args).
+func (p *Projection) computedValue(img *Image, i int, pos []int) (Value, error) {
+	c := p.Columns[i]
+	t := c.typed.Load()
+	if t == nil {
+		return Value{}, fmt.Errorf("projections.%s.columns.%s %q has not been typed against the source table: plan the projection (readside plan) before running it", p.Name, c.Name, c.Expr.String())
+	}
+	row := make([]expr.Datum, len(pos))
+	for j, at := range pos {
+		raw, ok := img.at(at)
+		if !ok {
+			return Value{}, fmt.Errorf("projections.%s.columns.%s: %w", p.Name, c.Name, &missingColumn{t.e.Columns()[j]})
+		}
+		d, err := expr.FromEvent(raw, t.defs[j])
+		if err != nil {
+			return Value{}, fmt.Errorf("projections.%s.columns.%s %q: source column %q: %w", p.Name, c.Name, c.Expr.String(), t.e.Columns()[j], err)
+		}
+		row[j] = d
+	}
+	d, err := t.e.Eval(row)
+	if err != nil {
+		return Value{}, fmt.Errorf("projections.%s.columns.%s %q cannot be computed for this row: %w", p.Name, c.Name, c.Expr.String(), err)
+	}
+	text, binary, ok := expr.Bind(d, t.typ)
+	switch {
+	case !ok:
+		return Value{}, nil
+	case binary:
+		return Value{kind: BytesValue, b: text}, nil
+	}
+	return Value{kind: TextValue, b: text}, nil
+}
+
+// appendComputedKey appends computed key column i's value to a read
+// key's text: vals[i], or computed from img when vals is nil.
+func (p *Projection) appendComputedKey(b *strings.Builder, img *Image, pl *imagePlan, i int, vals []Value) error {
+	var v Value
+	if vals != nil {
+		v = vals[i]
+	} else {
+		var err error
+		if v, err = p.computedValue(img, i, pl.args[i]); err != nil {
+			return err
+		}
+	}
+	if v.kind == NullValue {
+		c := p.Columns[i]
+		return fmt.Errorf("key column %q = %s is NULL for this row: a read key cannot be NULL; wrap it in COALESCE(…, <default>) or keep such rows out with where, in projections.%s, and restart", c.Name, c.Expr.String(), p.Name)
+	}
+	if i > 0 {
+		b.WriteByte(0)
+	}
+	// Quoted: the 0 bytes separating key values cannot occur inside one,
+	// and Bind's text is canonical for the type, so equal values give
+	// equal text.
+	b.WriteString(strconv.Quote(string(v.b)))
+	return nil
+}

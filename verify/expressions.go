@@ -1,0 +1,15 @@
+package verify
+
+// Computed columns on the source side: a read column that is an
+// expression (projections.Column.Expr) is computed by its SQL text
+// (expr.Expr.SQL) over the source row, in the chunk checksums, the row
+// comparisons and the read key the chunks are ranged by. The source
+// session runs with time_zone '+00:00' (OpenSource): TIMESTAMP values are
+// UTC in events, so an expression over one gives the projector's value
+// only in UTC. A computed read key has no index on the source, so each
+// chunk's range scans the source table: verify of such a projection reads
+// the table once per chunk.
+
+// sourceColumn renders a source column reference in the queries over
+// the source row s.
+func sourceColumn(name string) string { return "s." + q(name) }
