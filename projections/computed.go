@@ -13,12 +13,14 @@ package projections
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/expr"
@@ -27,8 +29,10 @@ import (
 // typedExpr is a computed column's expression checked against the source
 // columns: what the projector evaluates. Read-only once made.
 type typedExpr struct {
-	e   *expr.Expr
-	typ expr.Type // what Bind stores: the inferred type, or its override
+	// copy: the value is a source column's name after all (compileColumn).
+	copy bool
+	e    *expr.Expr
+	typ  expr.Type // what Bind stores: the inferred type, or its override
 	// defs are the source definitions of e.Columns(), in order, which
 	// expr.FromEvent reads the event values by.
 	defs []string
@@ -74,7 +78,7 @@ func compileColumns(p *Projection, d config.Projection, key string) []error {
 		switch {
 		case !ok:
 			errs = append(errs, fmt.Errorf("%s.column_types.%s: %s is not in %s.columns: override the type of one of its computed columns", key, c, c, key))
-		case p.column(c).Expr == nil && p.column(c).Source != "":
+		case p.column(c).typed == nil:
 			errs = append(errs, fmt.Errorf("%s.column_types.%s: %s copies source column %s, whose type the read column takes exactly: remove the override, or make the value an expression (e.g. CAST(%s AS CHAR(20)))", key, c, c, text, text))
 		case strings.TrimSpace(d.ColumnTypes[c]) == "" || typeProblem(d.ColumnTypes[c]) != "":
 			errs = append(errs, fmt.Errorf("%s.column_types.%s %q: %s: give a MySQL column type such as char(7) or bigint unsigned (nullability is inferred)", key, c, d.ColumnTypes[c], cmp.Or(typeProblem(d.ColumnTypes[c]), "empty")))
@@ -95,32 +99,45 @@ func typeProblem(t string) string {
 	return ""
 }
 
-// compileColumn parses one `columns` value. A bare column name is a plain
-// copy (Source); anything else is computed (Expr). override is
-// column_types' entry for it.
+// compileColumn parses one `columns` value. A bare column reference is a
+// plain copy. Anything else is computed, unless the source table has a
+// column named exactly as the value (decided by SourceColumns, which
+// knows the source: a name wins, so a config naming a column such as
+// "i-j" or "a b" as written keeps copying it). override is column_types'
+// entry for the column. A value that neither parses nor can be a column
+// name (longer than MySQL's 64 characters, or with parentheses: a call)
+// is an error here; any other parse error waits for the source's columns.
 func compileColumn(name, text, override string) (Column, error) {
 	c := Column{Name: name, Type: strings.TrimSpace(override)}
 	e, err := expr.Parse(text)
-	if err != nil {
+	if err == nil {
+		if src, plain := e.Column(); plain {
+			c.Source = src
+			return c, nil
+		}
+	} else if utf8.RuneCountInString(text) > 64 || strings.ContainsAny(text, "()") {
 		return c, err
 	}
-	if src, plain := e.Column(); plain {
-		c.Source = src
-		return c, nil
-	}
-	c.Expr = e
+	c.Source, c.Expr, c.parseErr = text, e, err
 	c.typed = new(atomic.Pointer[typedExpr])
 	return c, nil
 }
 
-// Computed reports whether the column is an expression rather than a copy.
-func (c Column) Computed() bool { return c.Expr != nil }
+// Computed reports whether the column is an expression rather than a
+// copy: before SourceColumns, whether it may be one.
+func (c Column) Computed() bool {
+	if c.typed == nil {
+		return false
+	}
+	t := c.typed.Load()
+	return t == nil || !t.copy
+}
 
 // SQL is the column's value as MySQL text over the source row, col
 // rendering a source column reference (quoted, qualified): verify and
 // humans compute the read table with it.
 func (c Column) SQL(col func(name string) string) string {
-	if c.Expr == nil {
+	if !c.Computed() || c.Expr == nil {
 		return col(c.Source)
 	}
 	if t := c.typed.Load(); t != nil {
@@ -131,7 +148,7 @@ func (c Column) SQL(col func(name string) string) string {
 
 // reads reports whether the column's value depends on source column src.
 func (c Column) reads(src string) bool {
-	if c.Expr == nil {
+	if !c.Computed() || c.Expr == nil {
 		return c.Source == src
 	}
 	return slices.Contains(c.Expr.Columns(), src)
@@ -145,7 +162,15 @@ func (c Column) reads(src string) bool {
 // previous one is never raced, and a source DDL the projection follows
 // (SourceTypes) brings the new definitions in.
 func (p *Projection) typeComputed(c Column, src *sourceTable, key bool) (string, error) {
-	e, err := expr.Parse(c.Expr.String())
+	if _, named := src.types[c.Source]; named {
+		c.typed.Store(&typedExpr{copy: true})
+		return "", errCopy
+	}
+	if c.parseErr != nil {
+		_, cols := src.has(c.Source)
+		return "", fmt.Errorf("neither a source column%s nor an expression: %w", cols, c.parseErr)
+	}
+	e, err := expr.Parse(c.Source)
 	if err != nil {
 		return "", err
 	}
@@ -180,6 +205,10 @@ func (p *Projection) typeComputed(c Column, src *sourceTable, key bool) (string,
 	}
 	return def + " NOT NULL", nil
 }
+
+// errCopy: typeComputed found the value to name a source column, which
+// the column copies.
+var errCopy = errors.New("a source column's name")
 
 // firstMissing is the first of cols that src does not have, or "".
 func firstMissing(cols []string, src *sourceTable) string {

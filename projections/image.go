@@ -150,7 +150,7 @@ func (ps *plans) of(p *Projection, im *Image, sc *eventSchema) *imagePlan {
 	for i, c := range p.Columns {
 		pl.pos[i] = im.cols.pos(c.Source)
 		pl.kinds[i] = kindOf(sc, c.Source)
-		if c.Expr != nil {
+		if c.Computed() && c.Expr != nil {
 			if pl.args == nil {
 				pl.args = make([][]int, len(p.Columns))
 			}

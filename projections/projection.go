@@ -93,14 +93,18 @@ func (p *Projection) Topics() []string {
 // expression that computes it (computed.go).
 type Column struct {
 	Name   string // in the read table
-	Source string // in the source row; "" for a computed column
-	// Expr computes the column from the source row; nil for a plain copy.
+	Source string // in the source row
+	// Expr computes the column from the source row (see Computed); nil
+	// for a bare column reference. Source holds its text then.
 	Expr *expr.Expr
 	// Type is column_types' override of a computed column's definition.
 	Type string
 	// typed is Expr checked against the source table (SourceColumns),
-	// shared by the copies of the Column.
+	// shared by the copies of the Column; nil for a bare column reference.
 	typed *atomic.Pointer[typedExpr]
+	// parseErr: the value does not parse as an expression (it may still
+	// name a source column).
+	parseErr error
 }
 
 // Compile validates the declarations that need no live schema and

@@ -100,14 +100,16 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 	}
 	var errs []error
 	for i, c := range p.Columns {
-		if c.Computed() {
+		if c.typed != nil {
 			def, err := p.typeComputed(c, src, i < len(p.Key))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("projections.%s.columns.%s %q: %w", p.Name, c.Name, c.Expr.String(), err))
+			if err == nil {
+				out.Read[c.Name] = def
 				continue
 			}
-			out.Read[c.Name] = def
-			continue
+			if !errors.Is(err, errCopy) {
+				errs = append(errs, fmt.Errorf("projections.%s.columns.%s %q: %w", p.Name, c.Name, c.Source, err))
+				continue
+			}
 		}
 		if ok, cols := src.has(c.Source); !ok {
 			errs = append(errs, fmt.Errorf("projections.%s.columns.%s: source column %q does not exist in %s.%s%s: map %s to one of them", p.Name, c.Name, c.Source, p.SourceDB, p.SourceTbl, cols, c.Name))
