@@ -32,7 +32,7 @@ const (
 // ExcludesNull reports whether the filter is never TRUE for a row whose
 // column col is NULL, whatever the row's other columns hold.
 func (f *Filter) ExcludesNull(col string) bool {
-	return f != nil && truthsIfNull(f.root, col)&tTrue == 0
+	return f != nil && f.root != nil && truthsIfNull(f.root, col)&tTrue == 0
 }
 
 // truthsIfNull is the set of truth values n may take when col is NULL.

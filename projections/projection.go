@@ -139,7 +139,7 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 		var where *Filter
 		if d.Where != "" {
 			var err error
-			if where, err = ParseFilter(d.Where); err != nil {
+			if where, err = compileWhere(d.Where); err != nil {
 				bad("%s.where %q: %v (a SQL condition on the source row, e.g. status <> 'draft')", key, d.Where, err)
 			}
 		}

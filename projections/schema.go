@@ -135,6 +135,9 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 				errs = append(errs, fmt.Errorf("projections.%s.where: column %q does not exist in %s.%s%s: the filter reads source columns; use one of them", p.Name, c, p.SourceDB, p.SourceTbl, cols))
 			}
 		}
+		if err := p.Where.typeExpr(src); err != nil {
+			errs = append(errs, fmt.Errorf("projections.%s.where %q: %w", p.Name, p.Where.String(), err))
+		}
 	}
 	parents := map[*Join]*sourceTable{}
 	for _, j := range p.Joins {

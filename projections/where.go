@@ -2,6 +2,9 @@ package projections
 
 import (
 	"fmt"
+	"sync/atomic"
+
+	"github.com/readside/readside/expr"
 )
 
 // Filter is a compiled `where:` row filter, evaluated on a source row
@@ -20,6 +23,10 @@ type Filter struct {
 	text    string
 	root    node
 	columns []string
+	// e is an expression filter (where_expr.go), typed its IS TRUE form
+	// checked against the source; nil for a classic one.
+	e     *expr.Expr
+	typed *atomic.Pointer[typedExpr]
 }
 
 // Columns are the source columns the filter reads.
@@ -29,6 +36,9 @@ func (f *Filter) String() string { return f.text }
 
 // Match evaluates the filter on a row image.
 func (f *Filter) Match(img *Image) (bool, error) {
+	if f.e != nil {
+		return f.matchExpr(img)
+	}
 	v, err := f.root.eval(img)
 	if err != nil {
 		return false, err

@@ -49,6 +49,9 @@ func (v *Verifier) compare(ctx context.Context, srcWhere string, srcArgs []any, 
 	for _, c := range v.pl.whereCols {
 		exprs = append(exprs, "s."+q(c))
 	}
+	if v.pl.whereSQL != "" {
+		exprs = append(exprs, whereTruth(v.pl.whereSQL))
+	}
 	rows, err := v.src.QueryContext(ctx, "SELECT "+strings.Join(exprs, ", ")+" FROM "+v.pl.sourceFrom(false, true)+" WHERE "+srcWhere, srcArgs...)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s.%s rows: %w", v.p.SourceDB, v.p.SourceTbl, err)
@@ -69,7 +72,9 @@ func (v *Verifier) compare(ctx context.Context, srcWhere string, srcArgs []any, 
 			return nil, err
 		}
 		r := &srcRow{cells: cells[:len(v.pl.cols)], passes: true}
-		if v.p.Where != nil {
+		if v.pl.whereSQL != "" {
+			r.passes = passesSQL(cells[len(v.pl.cols)])
+		} else if v.p.Where != nil {
 			vals := make([]json.RawMessage, len(v.pl.whereCols))
 			for i := range vals {
 				vals[i] = jsonValue(cells[len(v.pl.cols)+i], kinds[len(v.pl.cols)+i])

@@ -13,3 +13,14 @@ package verify
 // sourceColumn renders a source column reference in the queries over
 // the source row s.
 func sourceColumn(name string) string { return "s." + q(name) }
+
+// An expression filter (projections.Filter.Expression) is computed on the
+// source too: its Go and MySQL values are equal by the expression
+// language's contract, so unlike a classic filter it needs no Go-side
+// evaluation over fetched columns.
+
+// whereTruth is the selected cell saying whether the row passes.
+func whereTruth(sql string) string { return "((" + sql + ") IS TRUE)" }
+
+// passesSQL reads whereTruth's cell.
+func passesSQL(cell *string) bool { return cell != nil && *cell == "1" }

@@ -65,6 +65,9 @@ type plan struct {
 	// whereCols are the source columns the filter reads (fetched for
 	// Go-side evaluation when rows are compared).
 	whereCols []string
+	// whereSQL is an expression filter over s, computed on the source
+	// instead (expressions.go).
+	whereSQL string
 }
 
 func newPlan(p *projections.Projection) *plan {
@@ -81,7 +84,9 @@ func newPlan(p *projections.Projection) *plan {
 		pl.srcKey = append(pl.srcKey, p.Columns[i].SQL(sourceColumn))
 		pl.readKey = append(pl.readKey, q(k))
 	}
-	if p.Where != nil {
+	if p.Where.Expression() {
+		pl.whereSQL = p.Where.SQL(sourceColumn)
+	} else if p.Where != nil {
 		pl.whereCols = p.Where.Columns()
 	}
 	return pl
@@ -98,7 +103,7 @@ func (pl *plan) sourceFrom(filtered, joins bool) string {
 		// A derived table keeps the filter's bare column names on the
 		// source table (a parent may have columns of the same name);
 		// MariaDB and MySQL merge it into the outer query.
-		from = "(SELECT * FROM " + q(p.SourceDB) + "." + q(p.SourceTbl) + " WHERE (" + p.Where.String() + ")) s"
+		from = "(SELECT * FROM " + q(p.SourceDB) + "." + q(p.SourceTbl) + " WHERE (" + p.Where.SQL(q) + ")) s"
 	}
 	if !joins {
 		return from
