@@ -78,6 +78,8 @@ func compileColumns(p *Projection, d config.Projection, key string) []error {
 		switch {
 		case !ok:
 			errs = append(errs, fmt.Errorf("%s.column_types.%s: %s is not in %s.columns: override the type of one of its computed columns", key, c, c, key))
+		case p.column(c).typed == nil && p.column(c).Source == "":
+			// The value does not parse: reported with the column.
 		case p.column(c).typed == nil:
 			errs = append(errs, fmt.Errorf("%s.column_types.%s: %s copies source column %s, whose type the read column takes exactly: remove the override, or make the value an expression (e.g. CAST(%s AS CHAR(20)))", key, c, c, text, text))
 		case strings.TrimSpace(d.ColumnTypes[c]) == "" || typeProblem(d.ColumnTypes[c]) != "":

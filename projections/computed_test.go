@@ -1,0 +1,146 @@
+package projections
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/readside/readside/config"
+)
+
+// computedSource is a source table for typing computed columns without a
+// server: what readSourceTable reads from information_schema.
+func computedSource() *sourceTable {
+	return &sourceTable{
+		types: map[string]string{"id": "bigint(20)", "sender_id": "int(11)", "score": "int(11)", "i-j": "int(11)",
+			"status": "varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", "created_at": "datetime(6)"},
+		nullable: map[string]bool{"score": true},
+		pk:       []string{"id"},
+		columns:  []string{"id", "sender_id", "score", "i-j", "status", "created_at"},
+	}
+}
+
+// computedConfig is the messages projection with a computed month key.
+func computedConfig() config.Config {
+	cfg := baseConfig()
+	cfg.Projections = map[string]config.Projection{"by_month": {
+		From: "chat.messages", Sink: "reads", Key: []string{"sender_id", "month", "id"}, ShardBy: "sender_id",
+		Columns: map[string]string{"sender_id": "sender_id", "month": "CAST(created_at AS CHAR(7))", "id": "id",
+			"score2": "score * 2", "lane": "CASE WHEN status = 'urgent' THEN 'hot' ELSE 'cold' END"},
+	}}
+	return cfg
+}
+
+// TestCompileComputedErrors: every broken computed column or override is
+// reported at once, each naming the projection, the column, the
+// expression, the position and the fix.
+func TestCompileComputedErrors(t *testing.T) {
+	cfg := computedConfig()
+	d := cfg.Projections["by_month"]
+	d.Columns["month"] = "CAST(created_at AS CHAR(7)"          // unclosed call: refused at Compile
+	d.Columns["body"] = "COALESCE(score, 0) * (2 +"            // ends too early
+	d.Columns["lane"] = "IF(status = 'x', 1, 2, 3)"            // too many arguments
+	d.ColumnTypes = map[string]string{"id": "bigint unsigned", // a copy takes its source's type
+		"ghost":  "int",              // no such column
+		"score2": "char(4) NOT NULL", // nullability is inferred
+	}
+	cfg.Projections["by_month"] = d
+	_, err := Compile(cfg)
+	if err == nil {
+		t.Fatal("broken computed columns compiled")
+	}
+	for _, want := range []string{
+		`projections.by_month.columns.month "CAST(created_at AS CHAR(7)": at offset`,
+		`projections.by_month.columns.body "COALESCE(score, 0) * (2 +": at offset 25: `,
+		`projections.by_month.columns.lane "IF(status = 'x', 1, 2, 3)": at offset`,
+		"projections.by_month.column_types.id: id copies source column id, whose type the read column takes exactly: remove the override",
+		"projections.by_month.column_types.ghost: ghost is not in projections.by_month.columns",
+		`projections.by_month.column_types.score2 "char(4) NOT NULL": it contains NULL: give a MySQL column type`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("compile errors lack %q:\n%v", want, err)
+		}
+	}
+}
+
+// TestTypeComputed: computed columns take the expression's type (or the
+// override) against the source columns, nullability included; a key must
+// not be NULL-able; a value naming a source column exactly copies it.
+func TestTypeComputed(t *testing.T) {
+	cases := []struct {
+		why      string
+		value    string
+		override string
+		key      bool
+		where    string
+		want     string // read column definition, or the error's fragment
+		copy     bool
+	}{
+		{"a cast gives its exact type", "CAST(created_at AS CHAR(7))", "", true, "", "varchar(7) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL", false},
+		{"a nullable source column makes a nullable value", "score * 2", "", false, "", "bigint(12) NULL", false},
+		{"a nullable key is refused with the fix", "score * 2", "", true, "", "can be NULL", false},
+		{"COALESCE makes it a key", "COALESCE(score, 0) * 2", "", true, "", "bigint(12) NOT NULL", false},
+		{"a filter that keeps NULL out makes it a key", "score * 2", "", true, "score IS NOT NULL", "bigint(12) NOT NULL", false},
+		{"the override replaces the inferred type, not the nullability", "score / 8", "decimal(12,4)", false, "", "decimal(12,4) NULL", false},
+		{"a missing column is named with the table's columns", "nope + 1", "", false, "", `column "nope" is not in the source table: name one of its columns (its columns: id, sender_id`, false},
+		{"a value naming a source column exactly copies it", "i-j", "", false, "", "", true},
+		{"a value neither a column nor an expression says both", "a b", "", false, "", "neither a source column (its columns: id", false},
+	}
+	for _, c := range cases {
+		col, err := compileColumn("v", c.value, c.override)
+		if err != nil {
+			t.Fatalf("%s: compileColumn: %v", c.why, err)
+		}
+		p := &Projection{Name: "p"}
+		if c.where != "" {
+			if p.Where, err = compileWhere(c.where); err != nil {
+				t.Fatal(err)
+			}
+		}
+		def, err := p.typeComputed(col, computedSource(), c.key)
+		switch {
+		case c.copy:
+			if err != errCopy || col.Computed() {
+				t.Errorf("%s: %q: error %v, computed %v; want a copy", c.why, c.value, err, col.Computed())
+			}
+		case err != nil:
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: %q: error %v, want %q", c.why, c.value, err, c.want)
+			}
+		case def != c.want:
+			t.Errorf("%s: %q: %q, want %q", c.why, c.value, def, c.want)
+		}
+	}
+}
+
+// TestCompileWhereExpression: a where the classic grammar reads stays
+// classic (same meaning as before); one it does not is an expression;
+// an error comes from the parser that read further.
+func TestCompileWhereExpression(t *testing.T) {
+	cases := []struct {
+		why, where string
+		expression bool
+		err        string
+	}{
+		{"a classic condition stays classic", "status <> 'draft' AND score > 3", false, ""},
+		{"arithmetic is an expression", "COALESCE(score, 0) * 2 < 150", true, ""},
+		{"CASE is an expression", "CASE WHEN status = 'x' THEN 1 ELSE 0 END", true, ""},
+		{"a classic typo keeps the classic message", "status = 'x", false, "unterminated string"},
+		{"an expression's typo gets the expression's position", "COALESCE(score, 0) * (2 +", false, "at offset 25"},
+	}
+	for _, c := range cases {
+		f, err := compileWhere(c.where)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: %q: error %v, want %q", c.why, c.where, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %q: %v", c.why, c.where, err)
+			continue
+		}
+		if f.Expression() != c.expression {
+			t.Errorf("%s: %q: expression %v", c.why, c.where, f.Expression())
+		}
+	}
+}
