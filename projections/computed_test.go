@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,7 +26,7 @@ func computedConfig() config.Config {
 	cfg.Projections = map[string]config.Projection{"by_month": {
 		From: "chat.messages", Sink: "reads", Key: []string{"sender_id", "month", "id"}, ShardBy: "sender_id",
 		Columns: map[string]string{"sender_id": "sender_id", "month": "CAST(created_at AS CHAR(7))", "id": "id",
-			"score2": "score * 2", "lane": "CASE WHEN status = 'urgent' THEN 'hot' ELSE 'cold' END"},
+			"score2": "score * 2", "lane": "COALESCE(CASE WHEN status = 'urgent' THEN 'hot' ELSE 'cold' END, '')"},
 	}}
 	return cfg
 }
@@ -142,5 +143,104 @@ func TestCompileWhereExpression(t *testing.T) {
 		if f.Expression() != c.expression {
 			t.Errorf("%s: %q: expression %v", c.why, c.where, f.Expression())
 		}
+	}
+}
+
+// typeAll types p's computed columns and filter against src, as
+// SourceColumns does with the live source.
+func typeAll(t *testing.T, p *Projection, src *sourceTable) {
+	t.Helper()
+	for i, c := range p.Columns {
+		if c.typed == nil {
+			continue
+		}
+		if _, err := p.typeComputed(c, src, i < len(p.Key)); err != nil && err != errCopy {
+			t.Fatalf("column %s: %v", c.Name, err)
+		}
+	}
+	if err := p.Where.typeExpr(src); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// computedEvent is an update of a messages row from before to after
+// (JSON objects of the changed members over a base row).
+func computedEvent(t *testing.T, before, after string) Event {
+	t.Helper()
+	const base = `"id":1,"sender_id":7,"i-j":3,"body":"x"`
+	e, err := DecodeEvent([]byte(`{"op":"u","version":42,"before":{` + base + `,` + before + `},"after":{` + base + `,` + after + `},
+		"schema":{"version":"x","columns":{"id":"bigint","sender_id":"int","score":"int","i-j":"int","status":"varchar","created_at":"datetime"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestWritesComputedKeyMoves: an update that changes a computed key value
+// (a month bucket, a CASE lane) deletes the old read row and writes the
+// new one at the same version; one that leaves them is one upsert; rows
+// enter and leave an expression filter; a value that cannot be computed
+// is an error naming the column and the expression.
+func TestWritesComputedKeyMoves(t *testing.T) {
+	cfg := computedConfig()
+	d := cfg.Projections["by_month"]
+	d.Key = []string{"sender_id", "month", "lane", "id"}
+	d.Where = "COALESCE(score, 0) * 2 < 150"
+	d.Columns["big"] = "id * 4611686018427387904"
+	cfg.Projections["by_month"] = d
+	ps, err := Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[0]
+	typeAll(t, p, computedSource())
+	const jan, feb = `"created_at":"2026-01-31 23:59:59.999999"`, `"created_at":"2026-02-01 00:00:00.000000"`
+	const urgent, low, fine = `"status":"urgent"`, `"status":"low"`, `"score":10`
+	cases := []struct {
+		why           string
+		before, after string
+		want          []WriteKind
+		monthValues   []string // the month column's bound values, per write
+		err           string
+	}{
+		{"created_at across a month boundary moves the row", jan + "," + urgent + "," + fine, feb + "," + urgent + "," + fine, []WriteKind{Delete, Upsert}, []string{"2026-01", "2026-02"}, ""},
+		{"a status change that flips the CASE lane moves the row", jan + "," + urgent + "," + fine, jan + "," + low + "," + fine, []WriteKind{Delete, Upsert}, []string{"2026-01", "2026-01"}, ""},
+		{"a change within the bucket and lane is one upsert", jan + "," + urgent + "," + fine, `"created_at":"2026-01-02 00:00:00.000000",` + urgent + `,"score":11`, []WriteKind{Upsert}, []string{"2026-01"}, ""},
+		{"leaving the expression filter deletes", jan + "," + urgent + "," + fine, jan + "," + urgent + `,"score":75`, []WriteKind{Delete}, []string{"2026-01"}, ""},
+		{"entering the expression filter upserts", jan + "," + urgent + `,"score":null`, jan + "," + urgent + `,"score":74`, []WriteKind{Upsert}, []string{"2026-01"}, ""},
+		{"NULL passes through COALESCE into the filter", jan + "," + urgent + `,"score":200`, jan + "," + urgent + `,"score":null`, []WriteKind{Upsert}, []string{"2026-01"}, ""},
+	}
+	for _, c := range cases {
+		ws, err := p.Writes(computedEvent(t, c.before, c.after))
+		if err != nil {
+			t.Errorf("%s: %v", c.why, err)
+			continue
+		}
+		var kinds []WriteKind
+		var months []string
+		for _, w := range ws {
+			kinds = append(kinds, w.Kind)
+			months = append(months, string(w.Values[1].Bytes()))
+			if w.Version != 42 {
+				t.Errorf("%s: version %d, want the event's", c.why, w.Version)
+			}
+			if w.KeyspaceID != KeyspaceID([]byte("7")) {
+				t.Errorf("%s: keyspace id %x, want sender 7's", c.why, w.KeyspaceID)
+			}
+		}
+		if !slices.Equal(kinds, c.want) || !slices.Equal(months, c.monthValues) {
+			t.Errorf("%s: writes %v months %q, want %v %q", c.why, kinds, months, c.want, c.monthValues)
+		}
+		if len(ws) == 2 && ws[0].Key == ws[1].Key {
+			t.Errorf("%s: a move with one key text %q", c.why, ws[0].Key)
+		}
+	}
+	// id * 2^62 overflows BIGINT for id 2: the row cannot be mapped.
+	e := computedEvent(t, jan+","+urgent+","+fine, jan+","+urgent+",\"score\":12")
+	after := e.After.Map()
+	after["id"] = []byte("2")
+	e.After = ImageOf(after)
+	if _, err := p.Writes(e); err == nil || !strings.Contains(err.Error(), `projections.by_month.columns.big "id * 4611686018427387904" cannot be computed for this row`) {
+		t.Errorf("BIGINT overflow: error %v, want one naming the column and the expression", err)
 	}
 }
