@@ -281,3 +281,11 @@ func (p *Projection) appendComputedKey(b *strings.Builder, img *Image, pl *image
 	b.WriteString(strconv.Quote(string(v.b)))
 	return nil
 }
+
+// Computes reports whether the projection has a computed column (or a
+// value that may be one until SourceColumns resolves it) or an
+// expression filter: what SourceColumns must type before the projection
+// is evaluated or verified.
+func (p *Projection) Computes() bool {
+	return p.Where.Expression() || slices.ContainsFunc(p.Columns, Column.Computed)
+}

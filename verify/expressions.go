@@ -10,6 +10,11 @@ package verify
 // chunk's range scans the source table: verify of such a projection reads
 // the table once per chunk.
 
+import (
+	"context"
+	"fmt"
+)
+
 // sourceColumn renders a source column reference in the queries over
 // the source row s.
 func sourceColumn(name string) string { return "s." + q(name) }
@@ -24,3 +29,18 @@ func whereTruth(sql string) string { return "((" + sql + ") IS TRUE)" }
 
 // passesSQL reads whereTruth's cell.
 func passesSQL(cell *string) bool { return cell != nil && *cell == "1" }
+
+// typeExpressions types the projection's computed columns and expression
+// filter against the live source (projections.SourceColumns), which a
+// projection compiled by verify alone has not had, and makes the queries
+// again with their resolved SQL.
+func (v *Verifier) typeExpressions(ctx context.Context) error {
+	if !v.p.Computes() {
+		return nil
+	}
+	if _, err := v.p.SourceColumns(ctx, v.src); err != nil {
+		return fmt.Errorf("typing the expressions of projections.%s against the source: %w", v.p.Name, err)
+	}
+	v.pl = newPlan(v.p)
+	return nil
+}

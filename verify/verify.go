@@ -188,6 +188,9 @@ type sinkCopy struct {
 
 // Run verifies the whole read table.
 func (v *Verifier) Run(ctx context.Context) (*Report, error) {
+	if err := v.typeExpressions(ctx); err != nil {
+		return nil, err
+	}
 	rep := &Report{Projection: v.p.Name, Table: v.p.Table, Sink: v.sink.Name, Shards: len(v.sink.Shards), Started: time.Now().UTC()}
 	if v.p.Replicated && len(v.sink.Shards) > 1 {
 		// Every shard holds a whole copy: verify each on its own.

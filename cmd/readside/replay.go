@@ -89,6 +89,13 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	if p == nil {
 		return code
 	}
+	if p.Computes() {
+		// Computed columns are evaluated as typed against the source.
+		if _, err := sourceTypes(ctx, cfg, p); err != nil {
+			fmt.Fprintf(stderr, "readside replay: %v\n", err)
+			return exitProblem
+		}
+	}
 	sink, err := sinks.OpenSharded(ctx, p.Sink, cfg.Sinks[p.Sink])
 	if err != nil {
 		fmt.Fprintf(stderr, "readside replay: sink %s: %v\n", p.Sink, err)
