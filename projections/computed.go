@@ -193,8 +193,15 @@ func (p *Projection) typeComputed(c Column, src *sourceTable, key bool) (string,
 	if c.Type != "" {
 		def = c.Type
 	}
-	if key && typ.Nullable {
-		return "", fmt.Errorf("it can be NULL (a source column it reads is nullable, or it yields NULL for some values), and a read key cannot be NULL: wrap it in COALESCE(…, <default>), or add a where condition that keeps NULL out of the nullable columns it reads (e.g. <column> IS NOT NULL)")
+	var nullableCols []string
+	for _, name := range e.Columns() {
+		if src.nullable[name] && !p.Where.ExcludesNull(name) {
+			nullableCols = append(nullableCols, name)
+		}
+	}
+	if key && typ.Nullable && len(nullableCols) > 0 {
+		return "", fmt.Errorf("it can be NULL: it reads nullable source column(s) %s, and a read key cannot be NULL: wrap it in COALESCE(…, <default>), or add where: %q (rows with NULL there are then left out of the read table)",
+			strings.Join(nullableCols, ", "), nullableCols[0]+" IS NOT NULL")
 	}
 	t := &typedExpr{e: e, typ: typ}
 	t.typ.Column = def
@@ -202,7 +209,10 @@ func (p *Projection) typeComputed(c Column, src *sourceTable, key bool) (string,
 		t.defs = append(t.defs, src.types[name])
 	}
 	c.typed.Store(t)
-	if typ.Nullable {
+	// A key over NOT NULL columns that MySQL still types as nullable (a
+	// CASE, a date function, DIV: NULL for some values) is NOT NULL in
+	// the read table; a row it is NULL for is refused (keyText).
+	if typ.Nullable && !key {
 		return def + " NULL", nil
 	}
 	return def + " NOT NULL", nil

@@ -20,9 +20,11 @@ import (
 // source.
 var computedCols = map[string]string{
 	"shard": "sender_id * 10 + 1",
-	"month": "CAST(created_at AS CHAR(7))", // YYYY-MM
-	// COALESCE: MariaDB types a CASE as nullable, and a key cannot be.
-	"lane":  "COALESCE(CASE WHEN status IN ('urgent', 'high') THEN 'hot' WHEN status = 'low' THEN 'cold' ELSE 'warm' END, '')",
+	// YYYY-MM
+	"month": "CAST(created_at AS CHAR(7))",
+	// MySQL types a CASE nullable: a NOT NULL key all the same, over
+	// NOT NULL columns.
+	"lane":  "CASE WHEN status IN ('urgent', 'high') THEN 'hot' WHEN status = 'low' THEN 'cold' ELSE 'warm' END",
 	"id":    "id",
 	"body":  "body",
 	"score": "COALESCE(score, -1) * 2 + 1",

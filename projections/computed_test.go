@@ -26,7 +26,7 @@ func computedConfig() config.Config {
 	cfg.Projections = map[string]config.Projection{"by_month": {
 		From: "chat.messages", Sink: "reads", Key: []string{"sender_id", "month", "id"}, ShardBy: "sender_id",
 		Columns: map[string]string{"sender_id": "sender_id", "month": "CAST(created_at AS CHAR(7))", "id": "id",
-			"score2": "score * 2", "lane": "COALESCE(CASE WHEN status = 'urgent' THEN 'hot' ELSE 'cold' END, '')"},
+			"score2": "score * 2", "lane": "CASE WHEN status = 'urgent' THEN 'hot' ELSE 'cold' END"},
 	}}
 	return cfg
 }
@@ -80,6 +80,9 @@ func TestTypeComputed(t *testing.T) {
 		{"a nullable source column makes a nullable value", "score * 2", "", false, "", "bigint(12) NULL", false},
 		{"a nullable key is refused with the fix", "score * 2", "", true, "", "can be NULL", false},
 		{"COALESCE makes it a key", "COALESCE(score, 0) * 2", "", true, "", "bigint(12) NOT NULL", false},
+		{"a key typed nullable only by its function is NOT NULL", "CASE WHEN status = 'x' THEN 'a' ELSE 'b' END", "", true, "", "varchar(1) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL", false},
+		{"the same as a plain column keeps MySQL's nullability", "CASE WHEN status = 'x' THEN 'a' ELSE 'b' END", "", false, "", "varchar(1) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL", false},
+		{"a key over a nullable column names it and the fix", "CASE WHEN score > 1 THEN 'a' ELSE 'b' END", "", true, "", `reads nullable source column(s) score, and a read key cannot be NULL: wrap it in COALESCE(…, <default>), or add where: "score IS NOT NULL"`, false},
 		{"a filter that keeps NULL out makes it a key", "score * 2", "", true, "score IS NOT NULL", "bigint(12) NOT NULL", false},
 		{"the override replaces the inferred type, not the nullability", "score / 8", "decimal(12,4)", false, "", "decimal(12,4) NULL", false},
 		{"a missing column is named with the table's columns", "nope + 1", "", false, "", `column "nope" is not in the source table: name one of its columns (its columns: id, sender_id`, false},
