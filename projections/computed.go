@@ -209,8 +209,8 @@ func (p *Projection) typeComputed(c Column, src *sourceTable, key bool) (string,
 		t.defs = append(t.defs, src.types[name])
 	}
 	c.typed.Store(t)
-	// A key over NOT NULL columns that MySQL still types as nullable (a
-	// CASE, a date function, DIV: NULL for some values) is NOT NULL in
+	// A key over NOT NULL columns that MySQL still types as nullable
+	// (DIV, /, %, date functions: NULL for some values) is NOT NULL in
 	// the read table; a row it is NULL for is refused (keyText).
 	if typ.Nullable && !key {
 		return def + " NULL", nil

@@ -22,8 +22,6 @@ var computedCols = map[string]string{
 	"shard": "sender_id * 10 + 1",
 	// YYYY-MM
 	"month": "CAST(created_at AS CHAR(7))",
-	// MySQL types a CASE nullable: a NOT NULL key all the same, over
-	// NOT NULL columns.
 	"lane":  "CASE WHEN status IN ('urgent', 'high') THEN 'hot' WHEN status = 'low' THEN 'cold' ELSE 'warm' END",
 	"id":    "id",
 	"body":  "body",
