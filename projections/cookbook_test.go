@@ -48,6 +48,15 @@ func TestCookbook(t *testing.T) {
 			if len(ps) == 0 {
 				t.Fatal("no projection")
 			}
+			// Typed against the source tables the pattern describes, as
+			// readside plan types them against the live source.
+			for _, p := range ps {
+				src, ok := cookbookSources[p.SourceDB+"."+p.SourceTbl]
+				if !ok {
+					t.Fatalf("no source schema for %s.%s in cookbookSources", p.SourceDB, p.SourceTbl)
+				}
+				typeAll(t, p, src)
+			}
 		})
 	}
 }
@@ -76,4 +85,31 @@ func cookbookNeeds(body string) []string {
 // registered function.
 func builtinForm(name string) bool {
 	return name == "CAST" || name == "CASE" || name == "IF" || name == "COALESCE" || name == "IFNULL" || name == "NULLIF"
+}
+
+// cookbookSources are the source tables docs/cookbook.md's patterns read,
+// as information_schema describes them.
+var cookbookSources = map[string]*sourceTable{
+	"chat.messages": cookbookTable([][3]string{{"id", "bigint(20)"}, {"sender_id", "bigint(20)"}, {"created_at", "datetime(6)"},
+		{"body", "text CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", "null"}}),
+	"shop.orders": cookbookTable([][3]string{{"id", "bigint(20)"}, {"customer_id", "bigint(20)", "null"}, {"total_cents", "bigint(20)"}}),
+	"chat.dialog_messages": cookbookTable([][3]string{{"id", "bigint(20)"}, {"user_id", "bigint(20)"}, {"dialog_id", "bigint(20)"},
+		{"body", "text CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", "null"}}),
+	"shop.products": cookbookTable([][3]string{{"id", "bigint(20)"}, {"attrs", "json"}, {"name", "varchar(200) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"},
+		{"price_cents", "bigint(20)"}}),
+	"app.users": cookbookTable([][3]string{{"id", "bigint(20)"}, {"last_seen_at", "datetime(3)", "null"},
+		{"status", "varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"}, {"name", "varchar(100) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"},
+		{"bio", "text CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", "null"}, {"avatar", "varbinary(255)", "null"}, {"created_at", "datetime(3)"}}),
+}
+
+// cookbookTable is a source table of columns {name, definition, "null"
+// when nullable}, keyed by id.
+func cookbookTable(cols [][3]string) *sourceTable {
+	t := &sourceTable{types: map[string]string{}, nullable: map[string]bool{}, pk: []string{"id"}}
+	for _, c := range cols {
+		t.types[c[0]] = c[1]
+		t.nullable[c[0]] = c[2] == "null"
+		t.columns = append(t.columns, c[0])
+	}
+	return t
 }
