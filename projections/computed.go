@@ -33,9 +33,9 @@ type typedExpr struct {
 	copy bool
 	e    *expr.Expr
 	typ  expr.Type // what Bind stores: the inferred type, or its override
-	// defs are the source definitions of e.Columns(), in order, which
-	// expr.FromEvent reads the event values by.
-	defs []string
+	// args are the types of e.Columns()' source columns, in order, which
+	// expr.FromEventType reads the event values by.
+	args []expr.Type
 }
 
 // compileColumns makes the projection's read columns from the declaration:
@@ -205,8 +205,8 @@ func (p *Projection) typeComputed(c Column, src *sourceTable, key bool) (string,
 	}
 	t := &typedExpr{e: e, typ: typ}
 	t.typ.Column = def
-	for _, name := range e.Columns() {
-		t.defs = append(t.defs, src.types[name])
+	if t.args, err = src.argTypes(e.Columns()); err != nil {
+		return "", err
 	}
 	c.typed.Store(t)
 	// A key over NOT NULL columns that MySQL still types as nullable
@@ -246,7 +246,7 @@ func (p *Projection) computedValue(img *Image, i int, pos []int) (Value, error) 
 		if !ok {
 			return Value{}, fmt.Errorf("projections.%s.columns.%s: %w", p.Name, c.Name, &missingColumn{t.e.Columns()[j]})
 		}
-		d, err := expr.FromEvent(raw, t.defs[j])
+		d, err := expr.FromEventType(raw, t.args[j])
 		if err != nil {
 			return Value{}, fmt.Errorf("projections.%s.columns.%s %q: source column %q: %w", p.Name, c.Name, c.Expr.String(), t.e.Columns()[j], err)
 		}
@@ -298,4 +298,18 @@ func (p *Projection) appendComputedKey(b *strings.Builder, img *Image, pl *image
 // is evaluated or verified.
 func (p *Projection) Computes() bool {
 	return p.Where.Expression() || slices.ContainsFunc(p.Columns, Column.Computed)
+}
+
+// argTypes are the value types of source columns cols, for
+// expr.FromEventType.
+func (src *sourceTable) argTypes(cols []string) ([]expr.Type, error) {
+	out := make([]expr.Type, len(cols))
+	for i, name := range cols {
+		t, err := expr.TypeOfColumn(expr.Column{Name: name, Def: src.types[name], Nullable: src.nullable[name]})
+		if err != nil {
+			return nil, fmt.Errorf("source column %q: %w", name, err)
+		}
+		out[i] = t
+	}
+	return out, nil
 }

@@ -91,8 +91,8 @@ func (f *Filter) typeExpr(src *sourceTable) error {
 		return err
 	}
 	t := &typedExpr{e: e, typ: typ}
-	for _, name := range e.Columns() {
-		t.defs = append(t.defs, src.types[name])
+	if t.args, err = src.argTypes(e.Columns()); err != nil {
+		return err
 	}
 	f.typed.Store(t)
 	return nil
@@ -104,13 +104,13 @@ func (f *Filter) matchExpr(img *Image) (bool, error) {
 	if t == nil {
 		return false, fmt.Errorf("where %q has not been typed against the source table: plan the projection (readside plan) before running it", f.text)
 	}
-	row := make([]expr.Datum, len(t.defs))
+	row := make([]expr.Datum, len(t.args))
 	for i, name := range t.e.Columns() {
 		raw, ok := img.Get(name)
 		if !ok {
 			return false, &missingColumn{name}
 		}
-		d, err := expr.FromEvent(raw, t.defs[i])
+		d, err := expr.FromEventType(raw, t.args[i])
 		if err != nil {
 			return false, fmt.Errorf("source column %q: %w", name, err)
 		}
