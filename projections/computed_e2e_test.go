@@ -53,16 +53,7 @@ func TestComputedColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := bed.Config("comp", src+".messages")
-	sinkCfg := config.Sink{}
-	var shards []string
-	for _, kr := range []string{"-80", "80-"} {
-		db, err := bed.MySQL.CreateDatabase(ctx, "compreads")
-		if err != nil {
-			t.Fatal(err)
-		}
-		shards = append(shards, db)
-		sinkCfg.Shards = append(sinkCfg.Shards, config.Shard{KeyRange: kr, DSN: config.Secret(bed.MySQL.AdminDSN() + db)})
-	}
+	sinkCfg, shards := twoShards(t, bed, "compreads")
 	cfg.Sinks = map[string]config.Sink{"reads": sinkCfg}
 	cfg.Projections = map[string]config.Projection{"by_month": {
 		From: src + ".messages", Sink: "reads", Key: []string{"shard", "month", "lane", "id"}, ShardBy: "shard",
@@ -168,19 +159,7 @@ func writeComputed(t *testing.T, bed *testbed.Bed, src string, seed uint64, ops 
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 7))
 	db := bed.MySQL.DB()
-	live := map[int]bool{}
-	rows, err := db.QueryContext(t.Context(), "SELECT id FROM `"+src+"`.messages")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id int
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		live[id] = true
-	}
-	rows.Close()
+	live := liveIDs(t, bed, "`"+src+"`.messages")
 	exec := func(q string, args ...any) {
 		if _, err := db.ExecContext(t.Context(), q, args...); err != nil {
 			t.Fatalf("%s: %v", q, err)

@@ -49,16 +49,7 @@ func TestNullableForeignKey(t *testing.T) {
 
 	cfg := bed.Config("nk", src+".orders")
 	cfg.Source.Snapshot.Mode = "initial"
-	var shards []string
-	sink := config.Sink{}
-	for _, kr := range []string{"-80", "80-"} {
-		db, err := bed.MySQL.CreateDatabase(ctx, "nkreads")
-		if err != nil {
-			t.Fatal(err)
-		}
-		shards = append(shards, db)
-		sink.Shards = append(sink.Shards, config.Shard{KeyRange: kr, DSN: config.Secret(bed.MySQL.AdminDSN() + db)})
-	}
+	sink, shards := twoShards(t, bed, "nkreads")
 	cfg.Sinks = map[string]config.Sink{"reads": sink}
 	cfg.Projections = map[string]config.Projection{"orders_by_customer": {
 		From: src + ".orders", Sink: "reads", Key: []string{"customer_id", "id"}, ShardBy: "customer_id",

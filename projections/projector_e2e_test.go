@@ -88,20 +88,8 @@ func prepare(t *testing.T, bed *testbed.Bed, cfg config.Config, sinkDB string) (
 func writeMessages(t *testing.T, bed *testbed.Bed, src string, seed uint64, ops int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 1))
-	live := map[int]bool{}
+	live := liveIDs(t, bed, "`"+src+"`.messages")
 	db := bed.MySQL.DB()
-	rows, err := db.QueryContext(t.Context(), "SELECT id FROM `"+src+"`.messages")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id int
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		live[id] = true
-	}
-	rows.Close()
 	exec := func(q string, args ...any) {
 		if _, err := db.ExecContext(t.Context(), q, args...); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -125,6 +113,46 @@ func writeMessages(t *testing.T, bed *testbed.Bed, src string, seed uint64, ops 
 			delete(live, id)
 		}
 	}
+}
+
+// liveIDs are the ids a source table holds now, for a workload to go on
+// from.
+func liveIDs(t *testing.T, bed *testbed.Bed, table string) map[int]bool {
+	t.Helper()
+	live := map[int]bool{}
+	rows, err := bed.MySQL.DB().QueryContext(t.Context(), "SELECT id FROM "+table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		live[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return live
+}
+
+// twoShards is a sink of two shards (-80, 80-), each a database of its
+// own named from prefix, and the databases' names.
+func twoShards(t *testing.T, bed *testbed.Bed, prefix string) (config.Sink, []string) {
+	t.Helper()
+	var sink config.Sink
+	var dbs []string
+	for _, kr := range []string{"-80", "80-"} {
+		db, err := bed.MySQL.CreateDatabase(t.Context(), prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dbs = append(dbs, db)
+		sink.Shards = append(sink.Shards, config.Shard{KeyRange: kr, DSN: config.Secret(bed.MySQL.AdminDSN() + db)})
+	}
+	return sink, dbs
 }
 
 const readCols = "sender_id, created_at, id, conversation_id, body, HEX(att), score"
