@@ -247,3 +247,23 @@ func TestWritesComputedKeyMoves(t *testing.T) {
 		t.Errorf("BIGINT overflow: error %v, want one naming the column and the expression", err)
 	}
 }
+
+// TestWritesComputedKeyNull: a key over NOT NULL columns that MySQL types
+// nullable is accepted, and a row it is NULL for is refused naming the
+// column, the expression and the fix (the caller stops or dead-letters).
+func TestWritesComputedKeyNull(t *testing.T) {
+	cfg := computedConfig()
+	d := cfg.Projections["by_month"]
+	d.Columns["month"] = "sender_id DIV (id - 1)" // NULL for id 1: division by zero
+	cfg.Projections["by_month"] = d
+	ps, err := Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[0]
+	typeAll(t, p, computedSource())
+	e := computedEvent(t, `"created_at":"2026-01-01 00:00:00.000000","status":"x","score":1`, `"created_at":"2026-01-01 00:00:00.000000","status":"x","score":2`)
+	if _, err := p.Writes(e); err == nil || !strings.Contains(err.Error(), `key column "month" = sender_id DIV (id - 1) is NULL for this row: a read key cannot be NULL; wrap it in COALESCE`) {
+		t.Errorf("NULL computed key: error %v", err)
+	}
+}
