@@ -23,8 +23,9 @@ type Filter struct {
 	text    string
 	root    node
 	columns []string
-	// e is an expression filter (where_expr.go), typed its IS TRUE form
-	// checked against the source; nil for a classic one.
+	// e is the filter as an expression (where_expr.go), typed its IS
+	// TRUE form checked against the source; root is nil for a text only
+	// the expression language reads.
 	e     *expr.Expr
 	typed *atomic.Pointer[typedExpr]
 }
@@ -36,7 +37,7 @@ func (f *Filter) String() string { return f.text }
 
 // Match evaluates the filter on a row image.
 func (f *Filter) Match(img *Image) (bool, error) {
-	if f.e != nil {
+	if f.root == nil || f.Typed() {
 		return f.matchExpr(img)
 	}
 	v, err := f.root.eval(img)

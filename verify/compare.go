@@ -2,12 +2,9 @@ package verify
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/readside/readside/projections"
 )
 
 // Row comparison: a chunk or a key list read from both sides and each key
@@ -38,17 +35,15 @@ func (v *Verifier) compareKeys(ctx context.Context, keys []Key) ([]Diff, error) 
 }
 
 // compare reads both sides under the given conditions and classifies each
-// key. The source rows are read without the SQL filter and the filter is
-// applied here, with readside's own semantics (projections.Filter), so a
-// row the projector's filter and MySQL's would judge differently is
-// judged as the projector does.
+// key. The source rows are read without the SQL filter, which is selected
+// as a cell of each row instead: a row failing it is not wanted on the
+// sink (and its key is told apart from a key without a source row). The
+// filter is typed as the projector's is, so its SQL value is the
+// projector's (expressions.go).
 func (v *Verifier) compare(ctx context.Context, srcWhere string, srcArgs []any, sinkWhere string, sinkArgs []any, only []Key) ([]Diff, error) {
 	src := map[string]*srcRow{}
 	var order []string
 	exprs := v.pl.srcExprs()
-	for _, c := range v.pl.whereCols {
-		exprs = append(exprs, "s."+q(c))
-	}
 	if v.pl.whereSQL != "" {
 		exprs = append(exprs, whereTruth(v.pl.whereSQL))
 	}
@@ -74,15 +69,6 @@ func (v *Verifier) compare(ctx context.Context, srcWhere string, srcArgs []any, 
 		r := &srcRow{cells: cells[:len(v.pl.cols)], passes: true}
 		if v.pl.whereSQL != "" {
 			r.passes = passesSQL(cells[len(v.pl.cols)])
-		} else if v.p.Where != nil {
-			vals := make([]json.RawMessage, len(v.pl.whereCols))
-			for i := range vals {
-				vals[i] = jsonValue(cells[len(v.pl.cols)+i], kinds[len(v.pl.cols)+i])
-			}
-			if r.passes, err = v.p.Where.Match(projections.ImageFrom(v.pl.whereCols, vals)); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("projections.%s.where: %w", v.p.Name, err)
-			}
 		}
 		k := v.keyOf(r.cells)
 		src[k.text()] = r
@@ -225,17 +211,4 @@ func sameCell(a, b *string) bool {
 		return a == nil && b == nil
 	}
 	return *a == *b
-}
-
-// jsonValue is a cell in the event encoding, for the where filter.
-func jsonValue(c *string, k kind) json.RawMessage {
-	if c == nil {
-		return json.RawMessage("null")
-	}
-	switch k {
-	case kInt, kNumber, kBit:
-		return json.RawMessage(*c)
-	}
-	b, _ := json.Marshal(*c)
-	return b
 }

@@ -19,10 +19,10 @@ import (
 // the source row s.
 func sourceColumn(name string) string { return "s." + q(name) }
 
-// An expression filter (projections.Filter.Expression) is computed on the
-// source too: its Go and MySQL values are equal by the expression
-// language's contract, so unlike a classic filter it needs no Go-side
-// evaluation over fetched columns.
+// The where filter, typed against the source like the projector's
+// (projections.Filter.Typed), is computed on the source too: its Go and
+// MySQL values are equal by the expression language's contract, so it
+// needs no Go-side evaluation over fetched columns.
 
 // whereTruth is the selected cell saying whether the row passes.
 func whereTruth(sql string) string { return "((" + sql + ") IS TRUE)" }
@@ -30,12 +30,12 @@ func whereTruth(sql string) string { return "((" + sql + ") IS TRUE)" }
 // passesSQL reads whereTruth's cell.
 func passesSQL(cell *string) bool { return cell != nil && *cell == "1" }
 
-// typeExpressions types the projection's computed columns and expression
+// typeExpressions types the projection's computed columns and where
 // filter against the live source (projections.SourceColumns), which a
 // projection compiled by verify alone has not had, and makes the queries
 // again with their resolved SQL.
 func (v *Verifier) typeExpressions(ctx context.Context) error {
-	if !v.p.Computes() {
+	if !v.p.Computes() && v.p.Where == nil {
 		return nil
 	}
 	if _, err := v.p.SourceColumns(ctx, v.src); err != nil {

@@ -62,11 +62,8 @@ type plan struct {
 	srcKey []string
 	// readKey are the read key columns, quoted.
 	readKey []string
-	// whereCols are the source columns the filter reads (fetched for
-	// Go-side evaluation when rows are compared).
-	whereCols []string
-	// whereSQL is an expression filter over s, computed on the source
-	// instead (expressions.go).
+	// whereSQL is the where filter over s, computed on the source
+	// (expressions.go).
 	whereSQL string
 }
 
@@ -84,10 +81,8 @@ func newPlan(p *projections.Projection) *plan {
 		pl.srcKey = append(pl.srcKey, p.Columns[i].SQL(sourceColumn))
 		pl.readKey = append(pl.readKey, q(k))
 	}
-	if p.Where.Expression() {
+	if p.Where != nil {
 		pl.whereSQL = p.Where.SQL(sourceColumn)
-	} else if p.Where != nil {
-		pl.whereCols = p.Where.Columns()
 	}
 	return pl
 }
