@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -265,5 +266,37 @@ func TestWritesComputedKeyNull(t *testing.T) {
 	e := computedEvent(t, `"created_at":"2026-01-01 00:00:00.000000","status":"x","score":1`, `"created_at":"2026-01-01 00:00:00.000000","status":"x","score":2`)
 	if _, err := p.Writes(e); err == nil || !strings.Contains(err.Error(), `key column "month" = sender_id DIV (id - 1) is NULL for this row: a read key cannot be NULL; wrap it in COALESCE`) {
 		t.Errorf("NULL computed key: error %v", err)
+	}
+}
+
+// TestWhereTyped: a classic where, once typed against the source, is
+// evaluated by expr with the column's collation, as the source's WHERE;
+// untyped, it keeps the classic evaluator (case-insensitive).
+func TestWhereTyped(t *testing.T) {
+	src := computedSource()
+	src.types["code"] = "varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+	img := ImageOf(map[string]json.RawMessage{"code": json.RawMessage(`"paid"`), "status": json.RawMessage(`"paid"`)})
+	cases := []struct {
+		why, where     string
+		untyped, typed bool
+	}{
+		{"a _bin column compares case-sensitively once typed", "code = 'PAID'", true, false},
+		{"a _ci column compares case-insensitively either way", "status = 'PAID'", true, true},
+		{"a _bin column ignores trailing spaces (PAD SPACE)", "code = 'paid  '", true, true},
+	}
+	for _, c := range cases {
+		f, err := compileWhere(c.where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := f.Match(img); err != nil || got != c.untyped {
+			t.Errorf("%s: untyped %q = %v (%v), want %v", c.why, c.where, got, err, c.untyped)
+		}
+		if err := f.typeExpr(src); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := f.Match(img); err != nil || got != c.typed {
+			t.Errorf("%s: typed %q = %v (%v), want %v", c.why, c.where, got, err, c.typed)
+		}
 	}
 }
