@@ -3,20 +3,15 @@ package projections
 import (
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/readside/readside/config"
-	"github.com/readside/readside/expr"
 )
 
-// TestCookbook: every config in docs/cookbook.md loads and compiles, so
-// the cookbook cannot rot. A config that needs a function or a config key
-// this build lacks (its helper's work not merged yet) is skipped, naming
-// what it needs; once all are in, none is.
+// TestCookbook: every config in docs/cookbook.md loads, compiles and
+// types against the source tables it describes, so the cookbook cannot
+// rot.
 func TestCookbook(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("..", "docs", "cookbook.md"))
 	if err != nil {
@@ -30,9 +25,6 @@ func TestCookbook(t *testing.T) {
 	for _, b := range blocks {
 		title, body := b[1], b[2]
 		t.Run(title, func(t *testing.T) {
-			if missing := cookbookNeeds(body); len(missing) > 0 {
-				t.Skipf("needs %s, not in this build", strings.Join(missing, ", "))
-			}
 			path := filepath.Join(t.TempDir(), "readside.yaml")
 			if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 				t.Fatal(err)
@@ -59,32 +51,6 @@ func TestCookbook(t *testing.T) {
 			}
 		})
 	}
-}
-
-// cookbookNeeds lists the functions a config calls that the expression
-// language does not offer in this build, and join keys config.Join lacks.
-func cookbookNeeds(body string) []string {
-	var missing []string
-	have := expr.Functions()
-	for _, m := range regexp.MustCompile(`\b([A-Z][A-Z0-9_]*)\(`).FindAllStringSubmatch(body, -1) {
-		if !slices.Contains(have, m[1]) && !slices.Contains(missing, m[1]) && !builtinForm(m[1]) {
-			missing = append(missing, m[1])
-		}
-	}
-	for _, key := range []string{"via", "as"} {
-		if strings.Contains(body, "\n        "+key+": ") || strings.Contains(body, "- "+key+": ") {
-			if _, ok := reflect.TypeOf(config.Join{}).FieldByNameFunc(func(n string) bool { return strings.EqualFold(n, key) }); !ok {
-				missing = append(missing, "join."+key)
-			}
-		}
-	}
-	return missing
-}
-
-// builtinForm: a call the parser knows by itself rather than as a
-// registered function.
-func builtinForm(name string) bool {
-	return name == "CAST" || name == "CASE" || name == "IF" || name == "COALESCE" || name == "IFNULL" || name == "NULLIF"
 }
 
 // cookbookSources are the source tables docs/cookbook.md's patterns read,
