@@ -15,27 +15,33 @@ import (
 )
 
 // The computed projection of TestComputedColumns: messages by (sender,
-// month, lane), on two shards by a computed shard key. Each expression is
+// month, lane), on two shards by a hashed shard key. Each expression is
 // the contract: the read table must equal SELECT of the same texts on the
 // source.
 var computedCols = map[string]string{
-	"shard": "sender_id * 10 + 1",
-	// YYYY-MM
-	"month": "CAST(created_at AS CHAR(7))",
-	"lane":  "CASE WHEN status IN ('urgent', 'high') THEN 'hot' WHEN status = 'low' THEN 'cold' ELSE 'warm' END",
-	"id":    "id",
-	"body":  "body",
-	"score": "COALESCE(score, -1) * 2 + 1",
-	"ratio": "score / 8",
+	"shard":      "CRC32(CONCAT('s-', sender_id))",
+	"month":      "DATE_FORMAT(created_at, '%Y-%m')",
+	"lane":       "CASE WHEN status IN ('urgent', 'high') THEN 'hot' WHEN status = 'low' THEN 'cold' ELSE 'warm' END",
+	"id":         "id",
+	"body":       "body",
+	"score":      "COALESCE(score, -1) * 2 + 1",
+	"ratio":      "score / 8",
+	"month_cast": "CAST(created_at AS CHAR(7))",
+	"day":        "DATE(created_at)",
+	"chars":      "CHAR_LENGTH(body)",
+	"head":       "UPPER(SUBSTRING(body, 1, 5))",
+	"brand":      "JSON_VALUE(attrs, '$.brand')",
 }
 
 const computedWhere = "COALESCE(score, 0) * 2 < 150"
 
-// computedOrder is the read key: shard_by leads.
-var computedOrder = []string{"shard", "month", "lane", "id", "body", "score", "ratio"}
+// computedOrder is the read key (shard_by leads), then the rest.
+var computedOrder = []string{"shard", "month", "lane", "id", "body", "score", "ratio", "month_cast", "day", "chars", "head", "brand"}
 
-// TestComputedColumns: a projection whose key, shard key and filter are
-// expressions, on two shards, while a seeded workload moves rows across
+// TestComputedColumns: a projection whose key (a DATE_FORMAT month
+// bucket, a CASE lane), shard key (CRC32 of a CONCAT) and filter are
+// expressions, with string, date and JSON functions in other columns, on
+// two shards, while a seeded workload moves rows across
 // month boundaries (created_at updates), flips the CASE key (status
 // updates), moves them in and out of the filter (score updates), deletes
 // and re-inserts them; the projector is restarted midway. The read table
@@ -49,7 +55,7 @@ func TestComputedColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.messages (id INT PRIMARY KEY, sender_id INT NOT NULL, "+
-		"status VARCHAR(10) CHARACTER SET utf8mb4 NOT NULL, created_at DATETIME(6) NOT NULL, body VARCHAR(200) CHARACTER SET utf8mb4, score INT)"); err != nil {
+		"status VARCHAR(10) CHARACTER SET utf8mb4 NOT NULL, created_at DATETIME(6) NOT NULL, body VARCHAR(200) CHARACTER SET utf8mb4, score INT, attrs JSON)"); err != nil {
 		t.Fatal(err)
 	}
 	cfg := bed.Config("comp", src+".messages")
@@ -169,6 +175,7 @@ func writeComputed(t *testing.T, bed *testbed.Bed, src string, seed uint64, ops 
 	instants := []string{"2025-12-31 23:59:59.999999", "2026-01-01 00:00:00.000000", "2026-01-31 23:59:59.999999",
 		"2026-02-01 00:00:00.000000", "2026-02-28 12:00:00.500000", "2026-03-01 00:00:00.000001"}
 	statuses := []string{"urgent", "high", "low", "normal", "Urgent", "urgent "}
+	attrs := []any{nil, `{"brand": "Acme"}`, `{"brand": "ünï ✓"}`, `{"x": 1}`, `{"brand": null}`, `{"brand": 5}`, `{"brand": "a\"b"}`}
 	score := func() any {
 		if rng.IntN(6) == 0 {
 			return nil
@@ -180,8 +187,8 @@ func writeComputed(t *testing.T, bed *testbed.Bed, src string, seed uint64, ops 
 		id := 1 + rng.IntN(250)
 		switch r := rng.IntN(100); {
 		case !live[id]:
-			exec("INSERT INTO "+table+" VALUES (?, ?, ?, ?, ?, ?)", id, rng.IntN(30), statuses[rng.IntN(len(statuses))],
-				instants[rng.IntN(len(instants))], fmt.Sprintf("msg %d ✓ '%d'", id, i), score())
+			exec("INSERT INTO "+table+" VALUES (?, ?, ?, ?, ?, ?, ?)", id, rng.IntN(30), statuses[rng.IntN(len(statuses))],
+				instants[rng.IntN(len(instants))], fmt.Sprintf("msg %d ✓ '%d'", id, i), score(), attrs[rng.IntN(len(attrs))])
 			live[id] = true
 		case r < 25:
 			exec("UPDATE "+table+" SET created_at = ? WHERE id = ?", instants[rng.IntN(len(instants))], id) // month move
