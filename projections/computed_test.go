@@ -152,7 +152,7 @@ func TestCompileWhereExpression(t *testing.T) {
 
 // typeAll types p's computed columns and filter against src, as
 // SourceColumns does with the live source.
-func typeAll(t *testing.T, p *Projection, src *sourceTable) {
+func typeAll(t testing.TB, p *Projection, src *sourceTable) {
 	t.Helper()
 	for i, c := range p.Columns {
 		if c.typed == nil {

@@ -152,7 +152,21 @@ func BenchmarkBuild(b *testing.B) {
 		b.Fatal(err)
 	}
 	p := ps[0]
-	const n, rowsPerEvent = 5000, 100
+	const n = 5000
+	records := narrowInserts(p.Topic, n)
+	b.ReportAllocs()
+	for b.Loop() {
+		batch, bad := p.Build(records)
+		if len(bad) > 0 || len(batch.Writes) != n {
+			b.Fatalf("%d writes, %d rejected: %v", len(batch.Writes), len(bad), bad)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+}
+
+// narrowInserts are n records of BenchmarkBuild's narrow inserts on topic.
+func narrowInserts(topic string, n int) []*kgo.Record {
+	const rowsPerEvent = 100
 	records := make([]*kgo.Record, n)
 	for i := range records {
 		id := strconv.Itoa(i + 1)
@@ -162,16 +176,9 @@ func BenchmarkBuild(b *testing.B) {
 			`"source":{"flavor":"mariadb","server_id":1,"file":"binlog.000001","pos":` + strconv.Itoa(123456+i/rowsPerEvent*8300) + `,"gtid":"` + gtid + `","ts_sec":1780000001},` +
 			`"txn":{"id":"` + gtid + `","seq":` + strconv.Itoa(i%200) + `},` +
 			`"schema":{"version":"9f0c1d2e3a4b5c6d","columns":{"id":"bigint","k":"int","a":"int","b":"varchar(60)","c":"decimal(12,2)","d":"datetime(6)","commit_us":"bigint"}}}`
-		records[i] = &kgo.Record{Topic: p.Topic, Partition: int32(i % 6), Offset: int64(i / 6), Key: []byte(`{"id":` + id + `}`), Value: []byte(v)}
+		records[i] = &kgo.Record{Topic: topic, Partition: int32(i % 6), Offset: int64(i / 6), Key: []byte(`{"id":` + id + `}`), Value: []byte(v)}
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		batch, bad := p.Build(records)
-		if len(bad) > 0 || len(batch.Writes) != n {
-			b.Fatalf("%d writes, %d rejected: %v", len(batch.Writes), len(bad), bad)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+	return records
 }
 
 // TestDecodeLongStrings: strings of every length up to a few words, with
