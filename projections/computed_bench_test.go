@@ -29,14 +29,5 @@ func BenchmarkBuildComputed(b *testing.B) {
 			"b": "varchar(60) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"},
 		nullable: map[string]bool{}, pk: []string{"id"},
 	})
-	const n = 5000
-	records := narrowInserts(p.Topic, n)
-	b.ReportAllocs()
-	for b.Loop() {
-		batch, bad := p.Build(records)
-		if len(bad) > 0 || len(batch.Writes) != n {
-			b.Fatalf("%d writes, %d rejected: %v", len(batch.Writes), len(bad), bad)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+	benchBuild(b, p)
 }

@@ -167,6 +167,20 @@ func typeAll(t testing.TB, p *Projection, src *sourceTable) {
 	}
 }
 
+// compileComputed compiles d as computedConfig's projection and types it
+// against computedSource.
+func compileComputed(t *testing.T, d config.Projection) *Projection {
+	t.Helper()
+	cfg := computedConfig()
+	cfg.Projections["by_month"] = d
+	ps, err := Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	typeAll(t, ps[0], computedSource())
+	return ps[0]
+}
+
 // computedEvent is an update of a messages row from before to after
 // (JSON objects of the changed members over a base row).
 func computedEvent(t *testing.T, before, after string) Event {
@@ -191,13 +205,7 @@ func TestWritesComputedKeyMoves(t *testing.T) {
 	d.Key = []string{"sender_id", "month", "lane", "id"}
 	d.Where = "COALESCE(score, 0) * 2 < 150"
 	d.Columns["big"] = "id * 4611686018427387904"
-	cfg.Projections["by_month"] = d
-	ps, err := Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := ps[0]
-	typeAll(t, p, computedSource())
+	p := compileComputed(t, d)
 	const jan, feb = `"created_at":"2026-01-31 23:59:59.999999"`, `"created_at":"2026-02-01 00:00:00.000000"`
 	const urgent, low, fine = `"status":"urgent"`, `"status":"low"`, `"score":10`
 	cases := []struct {
@@ -256,13 +264,7 @@ func TestWritesComputedKeyNull(t *testing.T) {
 	cfg := computedConfig()
 	d := cfg.Projections["by_month"]
 	d.Columns["month"] = "sender_id DIV (id - 1)" // NULL for id 1: division by zero
-	cfg.Projections["by_month"] = d
-	ps, err := Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := ps[0]
-	typeAll(t, p, computedSource())
+	p := compileComputed(t, d)
 	e := computedEvent(t, `"created_at":"2026-01-01 00:00:00.000000","status":"x","score":1`, `"created_at":"2026-01-01 00:00:00.000000","status":"x","score":2`)
 	if _, err := p.Writes(e); err == nil || !strings.Contains(err.Error(), `key column "month" = sender_id DIV (id - 1) is NULL for this row: a read key cannot be NULL; wrap it in COALESCE`) {
 		t.Errorf("NULL computed key: error %v", err)
