@@ -92,6 +92,13 @@ func run(cfgPath, name, recPath, sweepText string, joins bool) error {
 	if joins {
 		return runJoins(ctx, cfg, p, recs, recPath, points)
 	}
+	// Typed against the source before its writes are made: computed
+	// columns are evaluated with their types.
+	types, sink, err := open(ctx, cfg, p)
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
 	var writes []projections.Write
 	for _, rec := range recs {
 		if rec.Topic != "" && rec.Topic != p.Topic {
@@ -118,11 +125,6 @@ func run(cfgPath, name, recPath, sweepText string, joins bool) error {
 		writes[i].Parents = nil // the parent references go with the joins
 	}
 	raw.Table += "_b2"
-	types, sink, err := open(ctx, cfg, &raw)
-	if err != nil {
-		return err
-	}
-	defer sink.Close()
 	if err := sink.Exec(ctx, append([]string{fmt.Sprintf("DROP TABLE IF EXISTS `%s`", raw.Table)}, sinks.DDL(&raw, types)...)); err != nil {
 		return err
 	}

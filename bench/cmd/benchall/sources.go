@@ -232,8 +232,8 @@ func (e *env) ordersSource(ctx context.Context, w workload, prefix string, s *so
 // messages_by_sender keyed by (sender, time, id); 90% new messages of
 // 50–300 characters from 2,000 senders, 10% edits of an existing one.
 func (e *env) messagesSource(ctx context.Context, w workload, prefix string, s *source) error {
-	return e.chatSource(ctx, w, prefix, s, chatShape{projection: `  messages_by_sender:
-    from: $src.messages
+	return e.chatSource(ctx, w, prefix, s, chatShape{table: "messages", projection: `  messages_by_sender:
+    from: $src.$table
     sink: reads
     table: r_messages_by_sender
     key: [sender_id, created_at, id]
@@ -247,6 +247,7 @@ func (e *env) messagesSource(ctx context.Context, w workload, prefix string, s *
 // moveDays > 0: an edit also moves created_at by up to that many days
 // either way, which moves the read key of a projection keyed on it.
 type chatShape struct {
+	table      string // the source table, in the projection as $table
 	projection string
 	step       string
 	stepPerID  int64
@@ -256,18 +257,18 @@ type chatShape struct {
 // chatSource creates the messages table, preloads it and writes its
 // backlog for a chat projection (messagesSource, messagesMonthSource).
 func (e *env) chatSource(ctx context.Context, w workload, prefix string, s *source, shape chatShape) error {
-	if err := e.bed.MySQL.Exec(ctx, "CREATE TABLE `"+e.srcDB+"`.messages (id BIGINT PRIMARY KEY, sender_id INT NOT NULL, room VARCHAR(30) NOT NULL, body TEXT NOT NULL, created_at DATETIME(6) NOT NULL, commit_us BIGINT NOT NULL)"); err != nil {
+	if err := e.bed.MySQL.Exec(ctx, "CREATE TABLE `"+e.srcDB+"`."+shape.table+" (id BIGINT PRIMARY KEY, sender_id INT NOT NULL, room VARCHAR(30) NOT NULL, body TEXT NOT NULL, created_at DATETIME(6) NOT NULL, commit_us BIGINT NOT NULL)"); err != nil {
 		return err
 	}
 	var err error
-	s.cfgPath, err = e.customConfig(prefix, []string{"messages"}, shape.projection)
+	s.cfgPath, err = e.customConfig(prefix, []string{shape.table}, strings.ReplaceAll(shape.projection, "$table", shape.table))
 	if err != nil {
 		return err
 	}
 	db := e.bed.MySQL.DB()
 	rnd := rand.New(rand.NewPCG(seed, uint64(len(w.Name))))
 	words := strings.Fields("the quick brown fox jumps over a lazy dog while readside keeps every read table fresh and small")
-	head := "INSERT INTO `" + e.srcDB + "`.messages (id, sender_id, room, body, created_at, commit_us) VALUES "
+	head := "INSERT INTO `" + e.srcDB + "`." + shape.table + " (id, sender_id, room, body, created_at, commit_us) VALUES "
 	tail := " ON DUPLICATE KEY UPDATE body=VALUES(body), commit_us=VALUES(commit_us)"
 	if shape.moveDays > 0 {
 		tail += ", created_at=VALUES(created_at)"

@@ -16,8 +16,8 @@ import (
 // partition (a key move: the old read row's delete and the new one's
 // upsert). Its B2 is the raw upsert of the same computed rows.
 func (e *env) messagesMonthSource(ctx context.Context, w workload, prefix string, s *source) error {
-	return e.chatSource(ctx, w, prefix, s, chatShape{projection: `  messages_by_sender_month:
-    from: $src.messages
+	return e.chatSource(ctx, w, prefix, s, chatShape{table: "messages_m", projection: `  messages_by_sender_month:
+    from: $src.$table
     sink: reads
     table: r_messages_by_sender_month
     key: [sender_id, month, id]
