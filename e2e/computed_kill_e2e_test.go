@@ -198,75 +198,44 @@ func computedWorkload(ctx context.Context, db *sql.DB, src string, rng *rand.Ran
 	statuses := []string{"draft", "new", "paid", "shipped"}
 	plans := []string{`{"plan": "pro", "address": {"city": "Zürich"}}`, `{"plan": "free"}`, `{"address": {"city": "O'Brien \"Town\""}}`, `{"plan": null}`, `[]`}
 	notes := []any{nil, "", "  padded  ", "Ärger über Öl", "ss ß Œ €", "a\\b", "ctl\u0081x"}
-	done := 0
-	for i := 0; done < target; i++ {
-		if ctx.Err() != nil {
-			return done, nil
+	return randomTxns(ctx, db, rng, target, 5, func(i int) (string, []any) {
+		rid, cid, oid := 1+rng.IntN(20), 1+rng.IntN(200), 1+rng.IntN(3000)
+		// Any second of 2023–2025, leap day and year ends included.
+		created := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(3*365*86400)) * time.Second).Add(time.Duration(rng.IntN(1e6)) * time.Microsecond)
+		var attrs any
+		if k := rng.IntN(len(plans) + 1); k < len(plans) {
+			attrs = plans[k]
 		}
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return done, err
+		var q string
+		var args []any
+		switch x := rng.IntN(100); {
+		case x < 4:
+			q, args = "INSERT INTO "+r+" VALUES (?, ?) ON DUPLICATE KEY UPDATE name = VALUES(name)", []any{rid, fmt.Sprintf("region %d/%d", rid, i)}
+		case x < 5:
+			q, args = "DELETE FROM "+r+" WHERE id = ?", []any{rid}
+		case x < 12:
+			q, args = "INSERT INTO "+c+" VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE name = VALUES(name), attrs = VALUES(attrs)", []any{cid, fmt.Sprintf("Kunde %d-%d", cid, i), rid, attrs}
+		case x < 17:
+			q, args = "UPDATE "+c+" SET region_id = ? WHERE id = ?", []any{rid, cid}
+		case x < 19:
+			q, args = "DELETE FROM "+c+" WHERE id = ?", []any{cid}
+		case x < 45:
+			q, args = "INSERT INTO "+o+" VALUES (?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE total_cents = VALUES(total_cents), note = VALUES(note)",
+				[]any{oid, cid, statuses[rng.IntN(4)], rng.Int64N(200_000) - 1000, created, notes[rng.IntN(len(notes))]}
+		case x < 60:
+			q, args = "UPDATE "+o+" SET status = ? WHERE id = ?", []any{statuses[rng.IntN(4)], oid}
+		case x < 75:
+			// Across a month boundary, often.
+			q, args = "UPDATE "+o+" SET created_at = created_at + INTERVAL ? HOUR WHERE id = ?", []any{rng.IntN(24*40) - 24*20, oid}
+		case x < 82:
+			q, args = "UPDATE "+o+" SET customer_id = ? WHERE id = ?", []any{[]any{cid, nil}[rng.IntN(2)], oid}
+		case x < 90:
+			q, args = "UPDATE "+o+" SET total_cents = total_cents + 99, note = ? WHERE customer_id = ?", []any{notes[rng.IntN(len(notes))], cid}
+		default:
+			q, args = "DELETE FROM "+o+" WHERE id = ?", []any{oid}
 		}
-		n := 0
-		for range 1 + rng.IntN(5) {
-			rid, cid, oid := 1+rng.IntN(20), 1+rng.IntN(200), 1+rng.IntN(3000)
-			// Any second of 2023–2025, leap day and year ends included.
-			created := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(3*365*86400)) * time.Second).Add(time.Duration(rng.IntN(1e6)) * time.Microsecond)
-			var attrs any
-			if k := rng.IntN(len(plans) + 1); k < len(plans) {
-				attrs = plans[k]
-			}
-			var q string
-			var args []any
-			switch x := rng.IntN(100); {
-			case x < 4:
-				q, args = "INSERT INTO "+r+" VALUES (?, ?) ON DUPLICATE KEY UPDATE name = VALUES(name)", []any{rid, fmt.Sprintf("region %d/%d", rid, i)}
-			case x < 5:
-				q, args = "DELETE FROM "+r+" WHERE id = ?", []any{rid}
-			case x < 12:
-				q, args = "INSERT INTO "+c+" VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE name = VALUES(name), attrs = VALUES(attrs)", []any{cid, fmt.Sprintf("Kunde %d-%d", cid, i), rid, attrs}
-			case x < 17:
-				q, args = "UPDATE "+c+" SET region_id = ? WHERE id = ?", []any{rid, cid}
-			case x < 19:
-				q, args = "DELETE FROM "+c+" WHERE id = ?", []any{cid}
-			case x < 45:
-				q, args = "INSERT INTO "+o+" VALUES (?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE total_cents = VALUES(total_cents), note = VALUES(note)",
-					[]any{oid, cid, statuses[rng.IntN(4)], rng.Int64N(200_000) - 1000, created, notes[rng.IntN(len(notes))]}
-			case x < 60:
-				q, args = "UPDATE "+o+" SET status = ? WHERE id = ?", []any{statuses[rng.IntN(4)], oid}
-			case x < 75:
-				// Across a month boundary, often.
-				q, args = "UPDATE "+o+" SET created_at = created_at + INTERVAL ? HOUR WHERE id = ?", []any{rng.IntN(24*40) - 24*20, oid}
-			case x < 82:
-				q, args = "UPDATE "+o+" SET customer_id = ? WHERE id = ?", []any{[]any{cid, nil}[rng.IntN(2)], oid}
-			case x < 90:
-				q, args = "UPDATE "+o+" SET total_cents = total_cents + 99, note = ? WHERE customer_id = ?", []any{notes[rng.IntN(len(notes))], cid}
-			default:
-				q, args = "DELETE FROM "+o+" WHERE id = ?", []any{oid}
-			}
-			res, err := tx.ExecContext(ctx, q, args...)
-			if err != nil {
-				_ = tx.Rollback()
-				if ctx.Err() != nil {
-					return done, nil
-				}
-				return done, fmt.Errorf("%s: %w", q, err)
-			}
-			k, _ := res.RowsAffected()
-			if strings.Contains(q, "ON DUPLICATE") && k == 2 {
-				k = 1 // an upsert that updated: one row change
-			}
-			n += int(k)
-		}
-		if err := tx.Commit(); err != nil {
-			if ctx.Err() != nil {
-				return done, nil
-			}
-			return done, err
-		}
-		done += n
-	}
-	return done, nil
+		return q, args
+	})
 }
 
 // utcDB is an admin pool whose sessions run at UTC, as verify's do, so

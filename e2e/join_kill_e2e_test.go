@@ -189,6 +189,45 @@ func shopWorkload(ctx context.Context, db *sql.DB, src string, rng *rand.Rand, t
 	c, o, s := "`"+src+"`.customers", "`"+src+"`.orders", "`"+src+"`.sbtest"
 	statuses := []string{"draft", "new", "paid", "shipped"}
 	tiers := []any{"free", "pro", "vip", nil}
+	return randomTxns(ctx, db, rng, target, 6, func(i int) (string, []any) {
+		cid, oid, sid := 1+rng.IntN(300), 1+rng.IntN(4000), 1+rng.IntN(6000)
+		var q string
+		var args []any
+		switch r := rng.IntN(100); {
+		case r < 8:
+			q, args = "INSERT INTO "+c+" VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE name = VALUES(name), tier = VALUES(tier)", []any{cid, fmt.Sprintf("c%d-%d", cid, i), tiers[rng.IntN(4)]}
+		case r < 14:
+			q, args = "UPDATE "+c+" SET name = ?, tier = ? WHERE id = ?", []any{fmt.Sprintf("renamed %d", i), tiers[rng.IntN(4)], cid}
+		case r < 16:
+			q, args = "DELETE FROM "+c+" WHERE id = ?", []any{cid}
+		case r < 34:
+			q, args = "INSERT INTO "+o+" VALUES (?, ?, ?, ?, '2026-01-01 00:00:00') ON DUPLICATE KEY UPDATE total_cents = total_cents + 1", []any{oid, cid, statuses[rng.IntN(4)], rng.IntN(100000)}
+		case r < 44:
+			q, args = "UPDATE "+o+" SET status = ? WHERE id = ?", []any{statuses[rng.IntN(4)], oid}
+		case r < 52:
+			q, args = "UPDATE "+o+" SET customer_id = ? WHERE id = ?", []any{cid, oid}
+		case r < 56:
+			q, args = "UPDATE "+o+" SET total_cents = total_cents + 3 WHERE customer_id = ?", []any{cid}
+		case r < 60:
+			q, args = "DELETE FROM "+o+" WHERE id = ?", []any{oid}
+		case r < 75:
+			q, args = "INSERT INTO "+s+" VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE k = k + 1", []any{sid, rng.IntN(1000), fmt.Sprintf("c-%d-%d", sid, i), "pad"}
+		case r < 93:
+			q, args = "UPDATE "+s+" SET k = k + 1 WHERE id = ?", []any{sid} // every update a key move
+		case r < 97:
+			q, args = "UPDATE "+s+" SET c = ? WHERE id = ?", []any{fmt.Sprintf("c-%d", i), sid}
+		default:
+			q, args = "DELETE FROM "+s+" WHERE id = ?", []any{sid}
+		}
+		return q, args
+	})
+}
+
+// randomTxns runs transactions of 1–maxStmts statements, each the one
+// next picks for transaction i, until target row changes have committed
+// (rows the binlog carries: inserted, deleted, or actually changed) or ctx
+// ends.
+func randomTxns(ctx context.Context, db *sql.DB, rng *rand.Rand, target, maxStmts int, next func(i int) (string, []any)) (int, error) {
 	done := 0
 	for i := 0; done < target; i++ {
 		if ctx.Err() != nil {
@@ -199,36 +238,8 @@ func shopWorkload(ctx context.Context, db *sql.DB, src string, rng *rand.Rand, t
 			return done, err
 		}
 		n := 0
-		for range 1 + rng.IntN(6) {
-			cid, oid, sid := 1+rng.IntN(300), 1+rng.IntN(4000), 1+rng.IntN(6000)
-			var q string
-			var args []any
-			switch r := rng.IntN(100); {
-			case r < 8:
-				q, args = "INSERT INTO "+c+" VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE name = VALUES(name), tier = VALUES(tier)", []any{cid, fmt.Sprintf("c%d-%d", cid, i), tiers[rng.IntN(4)]}
-			case r < 14:
-				q, args = "UPDATE "+c+" SET name = ?, tier = ? WHERE id = ?", []any{fmt.Sprintf("renamed %d", i), tiers[rng.IntN(4)], cid}
-			case r < 16:
-				q, args = "DELETE FROM "+c+" WHERE id = ?", []any{cid}
-			case r < 34:
-				q, args = "INSERT INTO "+o+" VALUES (?, ?, ?, ?, '2026-01-01 00:00:00') ON DUPLICATE KEY UPDATE total_cents = total_cents + 1", []any{oid, cid, statuses[rng.IntN(4)], rng.IntN(100000)}
-			case r < 44:
-				q, args = "UPDATE "+o+" SET status = ? WHERE id = ?", []any{statuses[rng.IntN(4)], oid}
-			case r < 52:
-				q, args = "UPDATE "+o+" SET customer_id = ? WHERE id = ?", []any{cid, oid}
-			case r < 56:
-				q, args = "UPDATE "+o+" SET total_cents = total_cents + 3 WHERE customer_id = ?", []any{cid}
-			case r < 60:
-				q, args = "DELETE FROM "+o+" WHERE id = ?", []any{oid}
-			case r < 75:
-				q, args = "INSERT INTO "+s+" VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE k = k + 1", []any{sid, rng.IntN(1000), fmt.Sprintf("c-%d-%d", sid, i), "pad"}
-			case r < 93:
-				q, args = "UPDATE "+s+" SET k = k + 1 WHERE id = ?", []any{sid} // every update a key move
-			case r < 97:
-				q, args = "UPDATE "+s+" SET c = ? WHERE id = ?", []any{fmt.Sprintf("c-%d", i), sid}
-			default:
-				q, args = "DELETE FROM "+s+" WHERE id = ?", []any{sid}
-			}
+		for range 1 + rng.IntN(maxStmts) {
+			q, args := next(i)
 			res, err := tx.ExecContext(ctx, q, args...)
 			if err != nil {
 				_ = tx.Rollback()
