@@ -201,27 +201,21 @@ func (e *env) ordersSource(ctx context.Context, w workload, prefix string, s *so
 	}
 	orders := int64(30_000)
 	s.write = func(ctx context.Context) (map[string]int, error) {
-		counts := make([]int, len(tables))
-		for done := 0; done < w.Events; {
-			us := time.Now().UnixMicro()
-			batch := newUpsertBatch(tables)
-			for range min(w.TxnRows, w.Events-done) {
-				switch p := rnd.Float64(); {
-				case p < 0.05:
-					batch.add(1, 1+rnd.Int64N(customers), us)
-				default:
-					id := 1 + rnd.Int64N(orders)
-					if p < 0.65 {
-						orders++
-						id = orders
-					}
-					batch.add(0, id, us)
+		counts, err := upsertBacklog(ctx, db, w, tables, func(batch *upsertBatch, us int64) {
+			switch p := rnd.Float64(); {
+			case p < 0.05:
+				batch.add(1, 1+rnd.Int64N(customers), us)
+			default:
+				id := 1 + rnd.Int64N(orders)
+				if p < 0.65 {
+					orders++
+					id = orders
 				}
-				done++
+				batch.add(0, id, us)
 			}
-			if err := batch.commit(ctx, db, counts); err != nil {
-				return nil, fmt.Errorf("writing the backlog of %s: %w", w.Name, err)
-			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("writing the backlog of %s: %w", w.Name, err)
 		}
 		return map[string]int{s.proj.Topic: counts[0], s.proj.Joins[0].Topic: counts[1]}, nil
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"time"
 )
 
 // messagesMonthSource is the chat again, projected into bounded
@@ -91,29 +90,23 @@ func (e *env) ordersRegionSource(ctx context.Context, w workload, prefix string,
 	}
 	orders := int64(30_000)
 	s.write = func(ctx context.Context) (map[string]int, error) {
-		counts := make([]int, len(tables))
-		for done := 0; done < w.Events; {
-			us := time.Now().UnixMicro()
-			batch := newUpsertBatch(tables)
-			for range min(w.TxnRows, w.Events-done) {
-				switch p := rnd.Float64(); {
-				case p < 0.03:
-					batch.add(0, 1+rnd.Int64N(regions), us)
-				case p < 0.08:
-					batch.add(1, 1+rnd.Int64N(customers), us)
-				default:
-					id := 1 + rnd.Int64N(orders)
-					if p < 0.08+0.92*0.6 {
-						orders++
-						id = orders
-					}
-					batch.add(2, id, us)
+		counts, err := upsertBacklog(ctx, db, w, tables, func(batch *upsertBatch, us int64) {
+			switch p := rnd.Float64(); {
+			case p < 0.03:
+				batch.add(0, 1+rnd.Int64N(regions), us)
+			case p < 0.08:
+				batch.add(1, 1+rnd.Int64N(customers), us)
+			default:
+				id := 1 + rnd.Int64N(orders)
+				if p < 0.08+0.92*0.6 {
+					orders++
+					id = orders
 				}
-				done++
+				batch.add(2, id, us)
 			}
-			if err := batch.commit(ctx, db, counts); err != nil {
-				return nil, fmt.Errorf("writing the backlog of %s: %w", w.Name, err)
-			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("writing the backlog of %s: %w", w.Name, err)
 		}
 		return map[string]int{s.proj.Topic: counts[2], s.proj.Joins[0].Topic: counts[1], s.proj.Joins[1].Topic: counts[0]}, nil
 	}

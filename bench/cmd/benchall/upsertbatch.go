@@ -77,3 +77,22 @@ func (b *upsertBatch) commit(ctx context.Context, db *sql.DB, counts []int) erro
 	}
 	return nil
 }
+
+// upsertBacklog writes w.Events row changes in source transactions of
+// w.TxnRows rows, pick adding each row to the transaction's batch, and
+// returns the rows written per table.
+func upsertBacklog(ctx context.Context, db *sql.DB, w workload, tables []upsertTable, pick func(batch *upsertBatch, us int64)) ([]int, error) {
+	counts := make([]int, len(tables))
+	for done := 0; done < w.Events; {
+		us := time.Now().UnixMicro()
+		batch := newUpsertBatch(tables)
+		for range min(w.TxnRows, w.Events-done) {
+			pick(batch, us)
+			done++
+		}
+		if err := batch.commit(ctx, db, counts); err != nil {
+			return counts, err
+		}
+	}
+	return counts, nil
+}
