@@ -157,7 +157,7 @@ func TestComputedKill9ShuffledVerify(t *testing.T) {
 	for _, tbl := range []string{"regions", "customers", "orders"} {
 		topics = append(topics, event.TopicFor(prefix, src, tbl))
 	}
-	records := readTopics(t, bed.Kafka.Brokers(), topics...)
+	records := testbed.TopicRecords(t, bed.Kafka.Brokers(), topics...)
 	rng := rand.New(rand.NewPCG(seed, 23))
 	shuffled := append([]*kgo.Record{}, records...)
 	for _, r := range records {
@@ -269,29 +269,11 @@ func waitExpected(t *testing.T, db *sql.DB, checks []struct{ name, want, got str
 			}
 			if time.Now().After(deadline) {
 				t.Fatalf("%s differs from the SQL expectation after 3 minutes:\nwant %d rows, got %d\n%s\nlog tail:\n%s", c.name,
-					strings.Count(want, "\n"), strings.Count(got, "\n"), firstDifference(want, got), tail(logPath))
+					strings.Count(want, "\n"), strings.Count(got, "\n"), testbed.FirstDifference(got, want), tail(logPath))
 			}
 			time.Sleep(time.Second)
 		}
 	}
-}
-
-// firstDifference is the first line where two row texts differ.
-func firstDifference(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := range max(len(w), len(g)) {
-		var a, b string
-		if i < len(w) {
-			a = w[i]
-		}
-		if i < len(g) {
-			b = g[i]
-		}
-		if a != b {
-			return fmt.Sprintf("first difference at row %d:\nwant %s\ngot  %s", i+1, a, b)
-		}
-	}
-	return ""
 }
 
 // topicPrefixOf is the topic_prefix a config head (bedConfigHead) sets.
@@ -303,29 +285,6 @@ func topicPrefixOf(t *testing.T, head string) string {
 	}
 	prefix, _, _ := strings.Cut(rest, "\n")
 	return prefix
-}
-
-// readTopics reads every committed record of the topics from the start,
-// until they stay quiet for 3 seconds.
-func readTopics(t *testing.T, brokers []string, topics ...string) []*kgo.Record {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topics...),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	var out []*kgo.Record
-	for quiet := time.Now(); time.Since(quiet) < 3*time.Second; {
-		pctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		fetches := cl.PollFetches(pctx)
-		cancel()
-		fetches.EachRecord(func(r *kgo.Record) {
-			quiet = time.Now()
-			out = append(out, r)
-		})
-	}
-	return out
 }
 
 // produceShuffled writes records, in the order given, to the topics of

@@ -58,7 +58,7 @@ func TestTombstoneCollection(t *testing.T) {
 
 	// Every retained upsert again, late and shuffled, deletes left out.
 	var ups []projections.Write
-	for _, w := range writesOf(t, p, topicRecords(t, cfg.Kafka.Brokers, p.Topic)) {
+	for _, w := range writesOf(t, p, testbed.TopicRecords(t, cfg.Kafka.Brokers, p.Topic)) {
 		if w.Kind == projections.Upsert {
 			ups = append(ups, w)
 		}

@@ -296,7 +296,7 @@ func TestJoinShuffledHistory(t *testing.T) {
 	s.write(t, seed, 3000)
 	waitPublished(t, bed, tl) // the workload's last transaction is published
 
-	records := topicRecords(t, s.cfg.Kafka.Brokers, s.p.Topics()...)
+	records := testbed.TopicRecords(t, s.cfg.Kafka.Brokers, s.p.Topics()...)
 	applyShuffled(t, s.sink, []*projections.Projection{s.p, s.byID}, records, rand.New(rand.NewPCG(seed, 3)))
 	if want, got := s.expected(t), s.actual(t); want != got {
 		t.Fatalf("shuffled history differs from the SQL join:\nwant:\n%.3000s\ngot:\n%.3000s", want, got)

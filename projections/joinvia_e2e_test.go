@@ -399,7 +399,7 @@ func TestJoinViaShuffledHistory(t *testing.T) {
 	s.write(t, seed, 2500)
 	waitPublished(t, bed, tl)
 
-	records := topicRecords(t, s.cfg.Kafka.Brokers, s.ps[0].Topics()...)
+	records := testbed.TopicRecords(t, s.cfg.Kafka.Brokers, s.ps[0].Topics()...)
 	applyShuffled(t, s.sink, s.ps, records, rand.New(rand.NewPCG(seed, 5)))
 	if want, got := s.expected(t), s.actual(t); want != got {
 		t.Fatalf("shuffled history differs from the SQL join:\nwant:\n%.4000s\ngot:\n%.4000s", want, got)

@@ -240,7 +240,7 @@ func TestOutOfOrderAndDuplicates(t *testing.T) {
 	if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+src+"`.messages").Scan(&count); err != nil {
 		t.Fatal(err)
 	}
-	history := writesOf(t, p, topicRecords(t, cfg.Kafka.Brokers, p.Topic))
+	history := writesOf(t, p, testbed.TopicRecords(t, cfg.Kafka.Brokers, p.Topic))
 	t.Logf("history: %d writes", len(history))
 
 	rng := rand.New(rand.NewPCG(seed, 2))
@@ -309,31 +309,6 @@ func waitPublished(t *testing.T, bed *testbed.Bed, tl *cdc.Tailer) {
 func waitTailer(t *testing.T, bed *testbed.Bed, cfg config.Config) {
 	t.Helper()
 	testbed.WaitForTailer(t, bed.MySQL, cfg.Kafka.Brokers, event.CheckpointTopic(cfg.Kafka.TopicPrefix))
-}
-
-// topicRecords reads every committed record of the topics from the start,
-// until they stay quiet for 3 seconds (after waitPublished, to be sure
-// the tailer is not merely slow).
-func topicRecords(t *testing.T, brokers []string, topics ...string) []*kgo.Record {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topics...),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	var out []*kgo.Record
-	quiet := time.Now()
-	for time.Since(quiet) < 3*time.Second {
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		fetches := cl.PollFetches(ctx)
-		cancel()
-		fetches.EachRecord(func(r *kgo.Record) {
-			quiet = time.Now()
-			out = append(out, r)
-		})
-	}
-	return out
 }
 
 // writesOf maps records of p's own topic to p's writes, in record order.

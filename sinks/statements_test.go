@@ -2,13 +2,13 @@ package sinks
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/projections"
 )
 
@@ -146,26 +146,8 @@ func checkGolden(t *testing.T, path, got string) {
 		t.Fatalf("%v (go test -run TestStatementsGolden ./sinks/ -update writes it)", err)
 	}
 	if got != string(want) {
-		t.Errorf("%s: the statements differ from the golden text (-update rewrites it)%s", path, firstDifference(got, string(want)))
+		t.Errorf("%s: the statements differ from the golden text (-update rewrites it)%s", path, testbed.FirstDifference(got, string(want)))
 	}
-}
-
-// firstDifference names the first line where got and want differ.
-func firstDifference(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := range max(len(g), len(w)) {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl != wl {
-			return fmt.Sprintf("\nline %d:\ngot  %s\nwant %s", i+1, gl, wl)
-		}
-	}
-	return ""
 }
 
 // TestStatementsRenderedOnce: a sink renders a projection's statements

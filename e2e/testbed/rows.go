@@ -44,3 +44,22 @@ func RowsText(t testing.TB, db *sql.DB, query string, args ...any) string {
 	}
 	return b.String()
 }
+
+// FirstDifference names the first line where two texts (RowsText's, or
+// golden files) differ, "" when they are equal.
+func FirstDifference(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := range max(len(g), len(w)) {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return fmt.Sprintf("\nline %d:\ngot  %s\nwant %s", i+1, gl, wl)
+		}
+	}
+	return ""
+}
