@@ -187,6 +187,28 @@ type Projection struct {
 	// inferred type is wider than the values need. Nullability stays
 	// inferred.
 	ColumnTypes map[string]string `koanf:"column_types"`
+	// GroupBy makes this an aggregate projection: one read row per group
+	// (read columns, source columns or expressions), holding Aggregates.
+	GroupBy []string `koanf:"group_by"`
+	// Aggregates maps a read column to an aggregate of the group's source
+	// rows: count(*), count(col), sum(col), min(col), max(col),
+	// count_if(cond), sum_if(cond, col), avg(col).
+	Aggregates map[string]string `koanf:"aggregates"`
+	// Children maps a JSON array read column to the child rows it nests.
+	Children map[string]Children `koanf:"children"`
+}
+
+// Children nests a child table's rows in the parent's read row: a JSON
+// array column of one object per child (Columns), in OrderBy order, at most
+// Limit of them, and a `<name>_count` column with how many there are.
+type Children struct {
+	From string `koanf:"from"`
+	// On pairs child columns with the parent's (the projection's source)
+	// columns: {order_id: id} is order_lines.order_id = orders.id.
+	On      map[string]string `koanf:"on"`
+	Columns map[string]string `koanf:"columns"`
+	OrderBy []string          `koanf:"order_by"`
+	Limit   int               `koanf:"limit"`
 }
 
 // Join is a denormalized copy of a parent row's columns.

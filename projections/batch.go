@@ -22,7 +22,13 @@ func (o Offsets) Set(topic string, part int32, next int64) {
 type Batch struct {
 	Writes  []Write
 	Parents []ParentWrite
-	Offsets Offsets
+	// Contributions are an aggregate projection's source row changes
+	// (aggregate.go), instead of Writes.
+	Contributions []Contribution
+	// ChildWrites are the changes of the nested children's rows
+	// (children.go).
+	ChildWrites []ChildWrite
+	Offsets     Offsets
 	// NewestTS is the newest source commit time (Unix seconds) among the
 	// batch's events.
 	NewestTS int64
@@ -51,7 +57,9 @@ type Mark struct {
 }
 
 // Empty reports whether the batch changes nothing (offsets aside).
-func (b *Batch) Empty() bool { return len(b.Writes) == 0 && len(b.Parents) == 0 }
+func (b *Batch) Empty() bool {
+	return len(b.Writes) == 0 && len(b.Parents) == 0 && len(b.Contributions) == 0 && len(b.ChildWrites) == 0
+}
 
 // Sink applies batches to one projection's read table. Apply is
 // synchronous: when it returns nil, the writes and the offsets are

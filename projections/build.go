@@ -45,7 +45,11 @@ func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 }
 
 func (p *Projection) collect(b *Batch, r *kgo.Record, e Event, ps *plans) error {
-	if r.Topic == p.Topic {
+	if r.Topic == p.Topic && p.Aggregation != nil {
+		if err := p.collectContribution(b, r, e, ps); err != nil {
+			return err
+		}
+	} else if r.Topic == p.Topic {
 		n := len(b.Writes)
 		var err error
 		if b.Writes, err = p.appendWrites(b.Writes, e, ps); err != nil {
@@ -67,6 +71,14 @@ func (p *Projection) collect(b *Batch, r *kgo.Record, e Event, ps *plans) error 
 			ws[k].From = r
 		}
 		b.Parents = append(b.Parents, ws...)
+	}
+	for i, c := range p.Children {
+		if r.Topic != c.Topic {
+			continue
+		}
+		if err := p.collectChild(b, i, r, e); err != nil {
+			return err
+		}
 	}
 	if e.SourceTS > 0 && e.SourceTS > b.NewestTS {
 		b.NewestTS = e.SourceTS

@@ -34,6 +34,11 @@ type Projection struct {
 	Where *Filter
 	// Joins are the denormalized parent copies, in declaration order.
 	Joins []*Join
+	// Aggregation, when set, makes the read table one row per group
+	// (aggregate.go).
+	Aggregation *Aggregation
+	// Children are the nested child arrays, by column name (children.go).
+	Children []*Children
 	// Replicated projections are copied whole to every shard of the sink.
 	Replicated bool
 	// OnError is what a row the sink rejects does: stop or dlq.
@@ -84,6 +89,11 @@ func (p *Projection) Topics() []string {
 	for _, j := range p.Joins {
 		if !slices.Contains(out, j.Topic) {
 			out = append(out, j.Topic)
+		}
+	}
+	for _, c := range p.Children {
+		if !slices.Contains(out, c.Topic) {
+			out = append(out, c.Topic)
 		}
 	}
 	return out
@@ -152,10 +162,11 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 		if sink, ok := cfg.Sinks[d.Sink]; ok && len(sink.Shards) > 1 && d.ShardBy == "" && !d.Replicated {
 			bad("%s: sink %s has %d shards: set shard_by (one of the key columns) or replicated: true", key, d.Sink, len(sink.Shards))
 		}
-		if len(d.Key) == 0 {
+		aggregate := len(d.GroupBy) > 0 || len(d.Aggregates) > 0
+		if len(d.Key) == 0 && !aggregate {
 			bad("%s.key is empty: list the read table's primary key columns", key)
 		}
-		if len(d.Columns) == 0 {
+		if len(d.Columns) == 0 && !aggregate {
 			bad("%s.columns is empty: map read columns to source columns, e.g. {id: id}", key)
 		}
 		for c := range d.Columns {
@@ -203,6 +214,8 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 			}
 		}
 		errs = append(errs, compileColumns(p, d, key)...)
+		errs = append(errs, compileAggregate(p, d, key)...)
+		errs = append(errs, compileChildren(cfg, p, d, key, captured)...)
 		for i, jd := range d.Join {
 			j, jerrs := compileJoin(cfg, p, d, i, jd, captured)
 			errs = append(errs, jerrs...)

@@ -57,6 +57,12 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 	if err := a.readRows(b.Writes); err != nil {
 		return err
 	}
+	if err := a.contributions(b.Contributions); err != nil {
+		return err
+	}
+	if err := a.children(b); err != nil {
+		return err
+	}
 	if err := a.fanOuts(keys); err != nil {
 		return err
 	}

@@ -154,7 +154,11 @@ func (s *Sharded) Route(p *projections.Projection, w projections.Write) []int {
 }
 
 // Apply splits a batch by shard and applies the parts concurrently. Parent
-// state goes to every shard (a parent's children may live on any of them);
+// state goes to every shard (a parent's children may live on any of them),
+// and so do contributions and child state: each shard keeps every source
+// row's last version, so a row that moved its group or parent to another
+// shard is withdrawn from the old one exactly once, in whatever order its
+// events come;
 // every shard records the batch's offsets, even with no rows of its own,
 // so the minimum over shards moves on.
 func (s *Sharded) Apply(ctx context.Context, p *projections.Projection, b *projections.Batch) error {
@@ -163,7 +167,8 @@ func (s *Sharded) Apply(ctx context.Context, p *projections.Projection, b *proje
 	}
 	parts := make([]*projections.Batch, len(s.Shards))
 	for i := range parts {
-		parts[i] = &projections.Batch{Parents: b.Parents, Offsets: b.Offsets, Stale: b.Stale, Marks: b.Marks,
+		parts[i] = &projections.Batch{Parents: b.Parents, Contributions: b.Contributions, ChildWrites: b.ChildWrites,
+			Offsets: b.Offsets, Stale: b.Stale, Marks: b.Marks,
 			Writes: make([]projections.Write, 0, len(b.Writes)/len(s.Shards)+16)}
 	}
 	for _, w := range b.Writes {
