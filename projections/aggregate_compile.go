@@ -257,7 +257,10 @@ func (p *Projection) typeAggregates(src *sourceTable, out *Types) []error {
 			})
 			if err != nil {
 				_, cols := src.has(firstMissing(fresh.Columns(), src))
-				errs = append(errs, fmt.Errorf("%s: %w%s: aggregate source columns of %s.%s", key, err, cols, p.SourceDB, p.SourceTbl))
+				if strings.Contains(err.Error(), "its columns:") {
+					cols = ""
+				}
+				errs = append(errs, fmt.Errorf("%s: %w%s", key, err, cols))
 				return nil, expr.Type{}, nil, false
 			}
 			args, err := src.argTypes(fresh.Columns())
