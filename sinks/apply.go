@@ -54,6 +54,9 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 	if err != nil {
 		return err
 	}
+	if err := a.lockChildren(b); err != nil {
+		return err
+	}
 	if err := a.readRows(b.Writes); err != nil {
 		return err
 	}
@@ -90,6 +93,8 @@ type applier struct {
 	limit   int   // parameter bytes per statement
 	zero    []int // enumZeroColumns
 	skipped int64 // counted into stale only when the transaction commits
+	// childLinks are, per children entry, the links lockChildren locked.
+	childLinks []childLinks
 }
 
 // exec runs a statement whose result is not read. Its error may come

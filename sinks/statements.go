@@ -53,7 +53,8 @@ type statements struct {
 
 	offsets, watermarks multiRow // offsets.go
 
-	joins []joinStatements // per p.Joins
+	joins    []joinStatements  // per p.Joins
+	children []childStatements // per p.Children (children.go)
 }
 
 // joinStatements are the statements of one join (joinstate.go, fanout.go).
@@ -80,6 +81,9 @@ func newStatements(p *projections.Projection, d dialect) *statements {
 	st.offsets, st.watermarks = offsetStatement(d), watermarkStatement(d)
 	for _, j := range p.Joins {
 		st.joins = append(st.joins, joinStatementsOf(p, j, d))
+	}
+	for _, c := range p.Children {
+		st.children = append(st.children, childStatementsOf(p, c, d))
 	}
 	return st
 }
