@@ -254,3 +254,100 @@ func TestChildrenLive(t *testing.T) {
 	}
 	t.Logf("shuffled history with duplicates equals JSON_ARRAYAGG on the source")
 }
+
+// childWrite is the state of line id under order oid, as Build makes it.
+func (s *lineShop) childWrite(id, oid int, version uint64) projections.ChildWrite {
+	c := s.p.Children[0]
+	vals := map[string]any{"order_id": oid, "line_no": 1, "id": id, "at": nil, "price": "1.00", "qty": 1, "sku": "x"}
+	w := projections.ChildWrite{SourceKey: fmt.Sprintf(`{"id":%d}`, id), Version: version,
+		Link: projections.ValuesOf(oid), LinkKey: fmt.Sprint(oid)}
+	for _, col := range c.StateColumns() {
+		w.Values = append(w.Values, projections.ValueOf(vals[col]))
+	}
+	return w
+}
+
+// TestChildrenRace: an order and its first line, applied at the same
+// moment by two sink transactions, round after round. The line's
+// transaction refreshes the arrays of the order and of another order F,
+// whose read row the test holds locked: it has passed the order (no row
+// yet) and waits at F. The order's transaction then upserts the order and
+// reads the lines as last committed, without the line. Without the link
+// lock, which makes the order's transaction wait for the line's, both
+// miss each other and the order keeps an empty array for good.
+func TestChildrenRace(t *testing.T) {
+	bed := testbed.Get(t)
+	s := newLineShop(t, bed, "-")
+	ctx := t.Context()
+	db := s.sink.Shards[0].DB()
+	v := uint64(time.Now().Unix()) << 20
+	next := func() uint64 { v++; return v }
+	apply := func(b *projections.Batch) error { return s.sink.Apply(ctx, s.p, b) }
+	order := func(cid, id int) projections.Write {
+		return projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(cid, "\x00", id), Version: next(), Values: projections.ValuesOf(cid, id, "new")}
+	}
+	// F sorts after every order of the test, by id and by read key.
+	const fCustomer, fID = 1000000, 5000000
+	if err := apply(&projections.Batch{Writes: []projections.Write{order(fCustomer, fID)}}); err != nil {
+		t.Fatal(err)
+	}
+	waits := func() int {
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	const rounds = 10
+	for r := 1; r <= rounds; r++ {
+		oid, lid := 100000+r, 1000000+r
+		hold, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := hold.ExecContext(ctx, "SELECT id FROM orders_with_lines WHERE customer_id = ? AND id = ? FOR UPDATE", fCustomer, fID); err != nil {
+			t.Fatal(err)
+		}
+		line := &projections.Batch{ChildWrites: []projections.ChildWrite{s.childWrite(lid, oid, next()), s.childWrite(2000000, fID, next())}}
+		lineDone, orderDone := make(chan error, 1), make(chan error, 1)
+		go func() { lineDone <- apply(line) }()
+		testbed.Eventually(t, 60*time.Second, func() (bool, string) {
+			return waits() >= 1, fmt.Sprintf("round %d: the line's transaction never waited for order F's row", r)
+		})
+		go func() { orderDone <- apply(&projections.Batch{Writes: []projections.Write{order(r, oid)}}) }()
+		// The order's transaction either commits (nothing makes it wait
+		// for the line's) or waits for the line's link lock.
+		var orderErr error
+		settled := false
+		testbed.Eventually(t, 60*time.Second, func() (bool, string) {
+			select {
+			case orderErr = <-orderDone:
+				settled = true
+				return true, ""
+			default:
+			}
+			return waits() >= 2, fmt.Sprintf("round %d: the order's transaction neither committed nor waited", r)
+		})
+		if err := hold.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-lineDone; err != nil {
+			t.Fatal(err)
+		}
+		if !settled {
+			orderErr = <-orderDone
+		}
+		if orderErr != nil {
+			t.Fatal(orderErr)
+		}
+		var n int
+		var lines *string
+		if err := db.QueryRowContext(ctx, "SELECT lines_count, `lines` FROM orders_with_lines WHERE customer_id = ? AND id = ?", r, oid).Scan(&n, &lines); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 || lines == nil {
+			t.Fatalf("round %d: the order applied beside its first line shows %d lines (array %v), want 1", r, n, lines)
+		}
+	}
+	t.Logf("%d rounds: every order applied beside its first line shows it", rounds)
+}
