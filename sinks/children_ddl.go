@@ -40,8 +40,10 @@ func childReadColumns(c *projections.Children) []Column {
 func childReadDefs(c *projections.Children, key []string) (cols []string, index string) {
 	rc := childReadColumns(c)
 	cols = []string{
-		// MariaDB's JSON: LONGTEXT utf8mb4_bin with a json_valid CHECK.
-		q(c.Name) + " JSON NULL COMMENT " + sqlquote.Literal(rc[0].Comment),
+		// Not MariaDB's JSON (its json_valid CHECK): the array is the text
+		// JSON_ARRAYAGG makes, equal to the source's, and MariaDB renders
+		// some values as no valid JSON (YEAR 0 as 0000).
+		q(c.Name) + " " + rc[0].Definition(),
 		q(c.CountColumn) + " BIGINT NOT NULL DEFAULT 0 COMMENT " + sqlquote.Literal(rc[1].Comment),
 	}
 	// The refresh finds a parent's read rows by its link columns: index
@@ -69,7 +71,19 @@ func childDDL(p *projections.Projection, i int, types projections.Types) []strin
 	c := p.Children[i]
 	state := PlannedChildStateColumns(p, i, types)
 	var defs []string
+	json := map[string]bool{}
+	if i < len(types.Children) {
+		for col, is := range types.Children[i].JSON {
+			json[projections.ChildStateColumn(col)] = is
+		}
+	}
 	for _, col := range state {
+		if json[col.Name] {
+			// MariaDB's JSON (what information_schema reports as the
+			// planned LONGTEXT utf8mb4_bin, with a json_valid CHECK).
+			defs = append(defs, q(col.Name)+" JSON NULL")
+			continue
+		}
 		defs = append(defs, q(col.Name)+" "+col.Definition())
 	}
 	var index []string
