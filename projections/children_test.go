@@ -163,8 +163,9 @@ func TestCollectChild(t *testing.T) {
 		{"a delete is a tombstone", []*kgo.Record{rec(`{"id":7}`, line("d", 6, l7, "null"))}, `{"id":7} 6 [] []`},
 		{"a NULL link has no parent", []*kgo.Record{rec(`{"id":7}`, line("u", 6, l7, `{"id":7,"order_id":null,"line_no":2,"sku":"x","qty":1}`))}, `{"id":7} 6 [] []`},
 		{"the newest per key wins, in any order", []*kgo.Record{
-			rec(`{"id":7}`, line("u", 9, l7, `{"id":7,"order_id":4,"line_no":2,"sku":"x","qty":1}`)),
 			rec(`{"id":7}`, line("c", 5, "null", l7)),
+			rec(`{"id":7}`, line("u", 9, l7, `{"id":7,"order_id":4,"line_no":2,"sku":"x","qty":1}`)),
+			rec(`{"id":7}`, line("d", 6, l7, "null")),
 		}, `{"id":7} 9 ["4"] ["4" "2" "7" "1" "x"]`},
 	}
 	for _, tc := range cases {
