@@ -465,3 +465,49 @@ func TestChildrenElementTypes(t *testing.T) {
 	})
 	t.Logf("%d types in %d rows: every element equals the source's JSON_OBJECT", len(typeMatrix), len(typeMatrixRows))
 }
+
+// TestChildrenSchemaErrors: what only the live source schema tells —
+// on not covering the parent's primary key, columns missing from the
+// child table, a binary element member, a child table that does not
+// exist — is refused by SourceColumns, all at once, each naming its key
+// and the fix.
+func TestChildrenSchemaErrors(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, err := bed.MySQL.CreateDatabase(ctx, "cerr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.orders (tenant INT NOT NULL, id INT NOT NULL, PRIMARY KEY (tenant, id))",
+		"CREATE TABLE `"+src+"`.order_lines (id INT PRIMARY KEY, order_id INT NULL, sku VARCHAR(10) NULL, raw VARBINARY(10) NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := bed.Config("ce", src+".orders", src+".order_lines", src+".gone")
+	cfg.Sinks = map[string]config.Sink{"reads": {DSN: "u:p@tcp(h:1)/reads"}}
+	cfg.Projections = map[string]config.Projection{"orders": {
+		From: src + ".orders", Sink: "reads", Key: []string{"tenant", "id"}, Columns: map[string]string{"tenant": "tenant", "id": "id"},
+		Children: map[string]config.Children{
+			"lines": {From: src + ".order_lines", On: map[string]string{"order_id": "id", "ghost": "tenant"},
+				Columns: map[string]string{"sku": "sku", "raw": "raw", "what": "nothing"}, OrderBy: []string{"nope"}},
+			"halves": {From: src + ".order_lines", On: map[string]string{"order_id": "id"}, Columns: map[string]string{"sku": "sku"}},
+			"others": {From: src + ".gone", On: map[string]string{"order_id": "id"}, Columns: map[string]string{"sku": "sku"}},
+		},
+	}}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ps[0].SourceColumns(ctx, bed.MySQL.DB())
+	for _, want := range []string{
+		`projections.orders.children.halves.on names parent column(s) [id], but ` + src + `.orders's primary key is [tenant id]: map a child column to each of [tenant]`,
+		`projections.orders.children.lines.on.ghost: column "ghost" does not exist in ` + src + `.order_lines (its columns: id, order_id, sku, raw): name one of its columns`,
+		`projections.orders.children.lines.order_by[0]: column "nope" does not exist`,
+		`projections.orders.children.lines.columns.what: column "nothing" does not exist`,
+		`projections.orders.children.lines.columns.raw: ` + src + `.order_lines.raw is varbinary(10), binary: MariaDB's JSON_OBJECT writes its bytes unescaped, which is no JSON`,
+		`projections.orders.children.others.from: ` + src + `.gone does not exist on the source`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want %q among the errors, got:\n%v", want, err)
+		}
+	}
+}
