@@ -102,6 +102,21 @@ func (s *lineShop) openSink(t *testing.T, keyranges ...string) {
 	if err := s.sink.CheckReadTable(ctx, s.p); err != nil {
 		t.Fatal(err)
 	}
+	noDrift(t, s.sink, s.p, types)
+}
+
+// noDrift fails unless the read, state and link tables the DDL made on
+// the server are what the plan wants (no false drift for the drift check
+// to report).
+func noDrift(t *testing.T, sink *sinks.Sharded, p *projections.Projection, types projections.Types) {
+	t.Helper()
+	drifts, err := sink.Drifts(t.Context(), p, types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range drifts {
+		t.Errorf("the tables DDL just made drift from the plan: %s.%s: %s (sink %s, planned %s)", d.Table, d.Column, d.Why, d.Existing, d.Planned)
+	}
 }
 
 func (s *lineShop) exec(t *testing.T, q string, args ...any) {
@@ -429,6 +444,7 @@ func TestChildrenElementTypes(t *testing.T) {
 	if err := sink.Exec(ctx, sinks.DDL(p, types)); err != nil {
 		t.Fatal(err)
 	}
+	noDrift(t, sink, p, types)
 	runTailer(t, bed, cfg)
 	defer startProjector(t, p, sink, cfg.Kafka.Brokers)()
 	names := make([]string, 0, len(typeMatrix))

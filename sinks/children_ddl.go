@@ -142,9 +142,23 @@ func PlannedChildLinkColumns(p *projections.Projection, i int, types projections
 	return out
 }
 
-// childrenOnMySQL refuses children on a MySQL sink: MySQL's JSON_ARRAYAGG
-// has no ORDER BY (nor LIMIT), so the array's order could not be the one
-// declared.
-func childrenOnMySQL(p *projections.Projection) error {
+// childrenSink refuses children on a MySQL sink (mariadb false): MySQL's
+// JSON_ARRAYAGG has no ORDER BY (nor LIMIT), so the array's order could
+// not be the one declared.
+func childrenSink(p *projections.Projection, mariadb bool) error {
+	if len(p.Children) == 0 || mariadb {
+		return nil
+	}
 	return fmt.Errorf("projection %s nests children (%s), which need a MariaDB sink: MySQL's JSON_ARRAYAGG cannot order or cap the array; put the projection on a MariaDB sink, or drop children and read the child rows with a join", p.Name, p.Children[0].Name)
+}
+
+// CheckChildren refuses p's children on a shard that is not MariaDB
+// (`readside check`, and every projector start through CheckReadTable).
+func (s *Sharded) CheckChildren(p *projections.Projection) error {
+	for _, sh := range s.Shards {
+		if err := childrenSink(p, sh.mariadb); err != nil {
+			return fmt.Errorf("shard %s: %w", sh.Range.Text, err)
+		}
+	}
+	return nil
 }
