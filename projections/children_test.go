@@ -199,3 +199,33 @@ func valuesString(vs []Value) string {
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
+
+// TestChildColumnDropped: a child event without a column the children
+// entry reads stops the projection naming the config keys that map it.
+func TestChildColumnDropped(t *testing.T) {
+	ps, err := Compile(childrenConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[0]
+	err = p.droppedColumn("readside.shop.order_lines", &missingColumn{"sku"})
+	if err == nil || !strings.Contains(err.Error(), "source column shop.order_lines.sku, which projections.orders_with_lines.children.lines.columns.sku maps, is missing") {
+		t.Errorf("got %v", err)
+	}
+}
+
+// TestChildrenPlan: plan says where an array comes from, its order (ties
+// broken by the child's key) and cap, its tables, and the sharding.
+func TestChildrenPlan(t *testing.T) {
+	ps, err := Compile(childrenConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps[0].Children[0].SetSourceKey([]string{"id"})
+	got := strings.Join(ps[0].ChildrenPlan(2), "\n")
+	want := "children lines: the shop.order_lines rows with order_lines.order_id = orders.id as a JSON array in lines (ordered by line_no, id; at most 100) and their count in lines_count; " +
+		"state in _readside_child_orders_with_lines_lines, link locks in _readside_childlink_orders_with_lines_lines; needs a MariaDB sink; each of the 2 shards keeps every child row's state and refreshes the parents it holds"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
