@@ -43,7 +43,8 @@ func truncationName(p *projections.Projection, j *projections.Join) string {
 }
 
 // DDL returns the statements that create p's read table, the state table
-// of each join, and readside's bookkeeping tables. types comes from
+// of each join, the state and link tables of each children entry, and
+// readside's bookkeeping tables. types comes from
 // Projection.SourceColumns.
 func DDL(p *projections.Projection, types projections.Types) []string {
 	if p.Aggregation != nil {
@@ -60,13 +61,26 @@ func DDL(p *projections.Projection, types projections.Types) []string {
 	for _, k := range p.Key {
 		key = append(key, q(k))
 	}
+	var childIndexes []string
+	for _, c := range p.Children {
+		cols, index := childReadDefs(c, key)
+		defs = append(defs, cols...)
+		if index != "" {
+			childIndexes = append(childIndexes, index)
+		}
+	}
 	defs = append(defs, "`_rs_version` BIGINT UNSIGNED NOT NULL COMMENT 'readside: source version of this row'",
 		"PRIMARY KEY ("+strings.Join(key, ", ")+")")
 	defs = append(defs, joinIndexDefs(p, key)...)
+	defs = append(defs, childIndexes...)
 	out := append([]string{}, bookkeeping...)
 	out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s",
 		q(p.Table), strings.Join(defs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside projection %s from %s.%s", p.Name, p.SourceDB, p.SourceTbl))))
-	return append(out, joinStateDDL(p, types)...)
+	out = append(out, joinStateDDL(p, types)...)
+	for i := range p.Children {
+		out = append(out, childDDL(p, i, types)...)
+	}
+	return out
 }
 
 // joinColumnDefs are the read columns p's joins fill, and their versions.

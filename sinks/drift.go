@@ -74,6 +74,9 @@ func PlannedColumns(p *projections.Projection, types projections.Types) []Column
 		out = append(out, col)
 	}
 	out = append(out, plannedJoinColumns(p, types)...)
+	for _, c := range p.Children {
+		out = append(out, childReadColumns(c)...)
+	}
 	return append(out, Column{Name: "_rs_version", Type: "bigint unsigned", Comment: "readside: source version of this row"})
 }
 
@@ -358,12 +361,18 @@ type plannedTable struct {
 	read    map[string]string // state column → the read column it copies
 }
 
-// plannedTables are p's read table and the state table of each join.
+// plannedTables are p's read table, the state table of each join, and
+// the state and link tables of each children entry.
 func plannedTables(p *projections.Projection, types projections.Types) []plannedTable {
 	if p.Aggregation != nil {
 		return aggregateTables(p, types)
 	}
-	return append([]plannedTable{{name: p.Table, columns: PlannedColumns(p, types)}}, plannedJoinTables(p, types)...)
+	out := append([]plannedTable{{name: p.Table, columns: PlannedColumns(p, types)}}, plannedJoinTables(p, types)...)
+	for i, c := range p.Children {
+		out = append(out, plannedTable{name: c.StateTable(p), columns: PlannedChildStateColumns(p, i, types)},
+			plannedTable{name: c.LinkTable(p), columns: PlannedChildLinkColumns(p, i, types)})
+	}
+	return out
 }
 
 // plannedJoinTables are the state tables of p's joins.

@@ -53,8 +53,9 @@ type statements struct {
 
 	offsets, watermarks multiRow // offsets.go
 
-	joins []joinStatements // per p.Joins
-	agg   *aggStatements   // aggregate_sql.go; nil unless p is an aggregate projection
+	joins    []joinStatements  // per p.Joins
+	children []childStatements // per p.Children (children.go)
+	agg      *aggStatements    // aggregate_sql.go; nil unless p is an aggregate projection
 }
 
 // joinStatements are the statements of one join (joinstate.go, fanout.go).
@@ -81,6 +82,9 @@ func newStatements(p *projections.Projection, d dialect) *statements {
 	st.offsets, st.watermarks = offsetStatement(d), watermarkStatement(d)
 	for _, j := range p.Joins {
 		st.joins = append(st.joins, joinStatementsOf(p, j, d))
+	}
+	for _, c := range p.Children {
+		st.children = append(st.children, childStatementsOf(p, c, d))
 	}
 	if p.Aggregation != nil {
 		st.agg = aggStatementsOf(p, d)
