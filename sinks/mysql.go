@@ -397,18 +397,6 @@ func (s *MySQL) stmtLimit() int { return max(s.maxPacket/2, 1024) }
 func halve(b *projections.Batch) (*projections.Batch, *projections.Batch) {
 	first := &projections.Batch{Stale: b.Stale, Shard: b.Shard}
 	second := &projections.Batch{Offsets: b.Offsets, NewestTS: b.NewestTS, Stale: b.Stale, Marks: b.Marks, Shard: b.Shard}
-	if len(b.ChildWrites) > 0 {
-		rest := *b
-		rest.ChildWrites = nil
-		if len(b.Writes)+len(b.Parents)+len(b.Contributions) > 0 {
-			first.ChildWrites = b.ChildWrites
-			return first, &rest
-		}
-		n := len(b.ChildWrites) / 2
-		first.ChildWrites = b.ChildWrites[:n]
-		rest.ChildWrites = b.ChildWrites[n:]
-		return first, &rest
-	}
 	if len(b.Contributions) > 0 {
 		// An aggregate projection's contributions each apply on their own
 		// (their source key's version decides), so any split is exact; its
@@ -417,6 +405,18 @@ func halve(b *projections.Batch) (*projections.Batch, *projections.Batch) {
 		first.Contributions, second.Contributions = b.Contributions[:n], b.Contributions[n:]
 		first.Parents = b.Parents
 		return first, second
+	}
+	if len(b.ChildWrites) > 0 {
+		rest := *b
+		rest.ChildWrites = nil
+		if len(b.Writes)+len(b.Parents) > 0 {
+			first.ChildWrites = b.ChildWrites
+			return first, &rest
+		}
+		n := len(b.ChildWrites) / 2
+		first.ChildWrites = b.ChildWrites[:n]
+		rest.ChildWrites = b.ChildWrites[n:]
+		return first, &rest
 	}
 	if len(b.Parents) > 1 || (len(b.Parents) == 1 && len(b.Writes) > 0) {
 		n := (len(b.Parents) + 1) / 2

@@ -54,8 +54,8 @@ type statements struct {
 	offsets, watermarks multiRow // offsets.go
 
 	joins    []joinStatements  // per p.Joins
-	children []childStatements // per p.Children (children.go)
 	agg      *aggStatements    // aggregate_sql.go; nil unless p is an aggregate projection
+	children []childStatements // per p.Children (children.go)
 }
 
 // joinStatements are the statements of one join (joinstate.go, fanout.go).
@@ -83,11 +83,11 @@ func newStatements(p *projections.Projection, d dialect) *statements {
 	for _, j := range p.Joins {
 		st.joins = append(st.joins, joinStatementsOf(p, j, d))
 	}
-	for _, c := range p.Children {
-		st.children = append(st.children, childStatementsOf(p, c, d))
-	}
 	if p.Aggregation != nil {
 		st.agg = aggStatementsOf(p, d)
+	}
+	for _, c := range p.Children {
+		st.children = append(st.children, childStatementsOf(p, c, d))
 	}
 	return st
 }
