@@ -480,6 +480,19 @@ func TestChildrenElementTypes(t *testing.T) {
 		return exp == got, fmt.Sprintf("the element JSON differs from the source's JSON_OBJECT:\n%s", testbed.FirstDifference(got, exp))
 	})
 	t.Logf("%d types in %d rows: every element equals the source's JSON_OBJECT", len(typeMatrix), len(typeMatrixRows))
+
+	// An array of ~3 MB, over the 1 MB group_concat_max_len a server
+	// starts with (it bounds JSON_ARRAYAGG): whole, not cut short.
+	if _, err := utc.ExecContext(ctx, "INSERT INTO `"+src+"`.items (id, parent_id, tx) SELECT 1000 + seq, 50, REPEAT('ü', 1000) FROM seq_1_to_1500"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := utc.ExecContext(ctx, "INSERT INTO `"+src+"`.parents VALUES (50)"); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(t, 90*time.Second, func() (bool, string) {
+		got := testbed.RowsText(t, bed.MySQL.DB(), "SELECT items_count, JSON_LENGTH(items), JSON_VALID(items), LENGTH(items) > 3000000 FROM `"+sinkDB+"`.parents_with_items WHERE id = 50")
+		return got == "1500|1500|1|1|\n", "an array of 1,500 elements of 2,000 bytes: count, elements, valid, longer than 3 MB: " + got
+	})
 }
 
 // TestChildrenSchemaErrors: what only the live source schema tells —
