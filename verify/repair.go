@@ -44,6 +44,9 @@ var integer = regexp.MustCompile(`^-?[0-9]+$`)
 // copy on a shard outside its key range — the latter only after the row
 // is on its home shard (a move: re-publish, then delete).
 func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, wait time.Duration) (*RepairResult, error) {
+	if err := Repairable(v.p); err != nil {
+		return nil, err
+	}
 	res := &RepairResult{}
 	start := time.Now()
 	var publish []Key
