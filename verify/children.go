@@ -112,3 +112,51 @@ func (v *Verifier) learnChildKeys(ctx context.Context) error {
 	v.pl = newPlan(v.p, keys)
 	return nil
 }
+
+// childWheres selects, per children entry whose columns differ in d (or
+// every entry, when the parent row is missing), the child rows of d's
+// parent on the source: re-published, they reset the sink's child state
+// of that parent at new versions, and the refresh rebuilds the array.
+// An entry whose link value is NULL or not among the compared columns
+// has nothing to re-publish.
+func (v *Verifier) childWheres(d Diff) map[int]string {
+	out := map[int]string{}
+	for i, c := range v.p.Children {
+		differs := d.Kind == "missing"
+		for _, col := range d.Columns {
+			differs = differs || col.Name == c.Name || col.Name == c.CountColumn
+		}
+		if !differs {
+			continue
+		}
+		var ands []string
+		for _, o := range c.On {
+			cell := v.parentCell(o.Parent, d.srcRow)
+			if cell == nil {
+				ands = nil
+				break
+			}
+			lit := literal(kText, *cell)
+			if integer.MatchString(*cell) {
+				lit = *cell
+			}
+			ands = append(ands, q(o.Child)+" = "+lit)
+		}
+		if len(ands) > 0 {
+			out[i] = "(" + strings.Join(ands, " AND ") + ")"
+		}
+	}
+	return out
+}
+
+// parentCell is the value of parent source column col in a compared
+// source row: the read column that copies it (the children compile
+// requires one).
+func (v *Verifier) parentCell(col string, row []*string) *string {
+	for i, c := range v.p.Columns {
+		if c.Source == col && !c.Computed() && i < len(row) {
+			return row[i]
+		}
+	}
+	return nil
+}
