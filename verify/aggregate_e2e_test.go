@@ -209,7 +209,7 @@ func (r *rollup) expectedLines(t *testing.T) string {
 func (r *rollup) actualLines(t *testing.T) string {
 	var parts []string
 	for _, db := range r.shards {
-		parts = append(parts, "SELECT id, customer_id, lines, lines_count FROM `"+db+"`.orders_with_lines")
+		parts = append(parts, "SELECT id, customer_id, `lines`, lines_count FROM `"+db+"`.orders_with_lines")
 	}
 	return rowsText(t, "SELECT * FROM ("+strings.Join(parts, " UNION ALL ")+") u ORDER BY 1")
 }
@@ -351,7 +351,7 @@ func TestVerifyAggregatesAndChildren(t *testing.T) {
 	arrayOf, countOf := withLines[1], withLines[len(withLines)-1]
 	var oid int
 	fmt.Sscan(arrayOf, &oid)
-	r.shardExec(t, r.shardOf(oid), "UPDATE orders_with_lines SET lines = JSON_ARRAY(JSON_OBJECT('qty', 1, 'sku', 'forged')) WHERE id = ?", oid)
+	r.shardExec(t, r.shardOf(oid), "UPDATE orders_with_lines SET `lines` = JSON_ARRAY(JSON_OBJECT('qty', 1, 'sku', 'forged')) WHERE id = ?", oid)
 	fmt.Sscan(countOf, &oid)
 	r.shardExec(t, r.shardOf(oid), "UPDATE orders_with_lines SET lines_count = lines_count + 5 WHERE id = ?", oid)
 	rep = runVerify(t, lines)
