@@ -81,9 +81,6 @@ func TestAggregatePlan(t *testing.T) {
 	if got := strings.Join(pl.srcKey, ", "); got != "s.`customer_id`, s.`day`" {
 		t.Errorf("source key: %s", got)
 	}
-	if pl.versionSQL() != "0" {
-		t.Errorf("group rows have no version of their own: %s", pl.versionSQL())
-	}
 }
 
 // TestChildrenSQL: a children entry is compared as the JSON array and the

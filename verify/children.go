@@ -18,6 +18,7 @@ package verify
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 
@@ -87,30 +88,38 @@ func (v *Verifier) learnChildKeys(ctx context.Context) error {
 	}
 	keys := make([][]string, len(v.p.Children))
 	for i, c := range v.p.Children {
-		rows, err := v.src.QueryContext(ctx, "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX",
-			c.SourceDB, c.SourceTbl)
-		if err != nil {
-			return fmt.Errorf("reading the primary key of %s.%s (children %s): %w", c.SourceDB, c.SourceTbl, c.Name, err)
-		}
-		for rows.Next() {
-			var col string
-			if err := rows.Scan(&col); err != nil {
-				rows.Close()
-				return err
-			}
-			keys[i] = append(keys[i], col)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(keys[i]) == 0 {
-			return fmt.Errorf("projections.%s.children.%s: %s.%s has no primary key on the source (or the source user cannot see it): children need one to order ties and to key their state", v.p.Name, c.Name, c.SourceDB, c.SourceTbl)
+		var err error
+		if keys[i], err = primaryKey(ctx, v.src, c.SourceDB, c.SourceTbl); err != nil {
+			return fmt.Errorf("projections.%s.children.%s: %w", v.p.Name, c.Name, err)
 		}
 	}
 	v.pl.childKeys = keys
 	v.pl = newPlan(v.p, keys)
 	return nil
+}
+
+// primaryKey reads the primary key columns of db.table on the source.
+func primaryKey(ctx context.Context, src *sql.DB, db, table string) ([]string, error) {
+	rows, err := src.QueryContext(ctx, "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX", db, table)
+	if err != nil {
+		return nil, fmt.Errorf("reading the primary key of %s.%s: %w", db, table, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var col string
+		if err := rows.Scan(&col); err != nil {
+			return nil, err
+		}
+		out = append(out, col)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s.%s has no primary key on the source (or the source user cannot see it): readside keys rows by it", db, table)
+	}
+	return out, nil
 }
 
 // childWheres selects, per children entry whose columns differ in d (or
