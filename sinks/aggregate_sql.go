@@ -115,7 +115,7 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 	all := append(append([]string{}, gcols...), quoteAll(dcols)...)
 	st.delta = multiRow{head: "INSERT INTO " + t + " (" + strings.Join(all, ", ") + ") VALUES ",
 		row: "(" + placeholders(len(all)) + ")", sep: ", ", tail: d.onDuplicate() + strings.Join(sets, ", ")}
-	st.deleteEmpty = groupMatch("DELETE FROM "+t+" WHERE `_rs_rows` <= 0 AND (", "", p.Key, ")")
+	st.deleteEmpty = groupMatch("DELETE FROM "+t+" WHERE `_rs_rows` <= 0 AND ", "", p.Key, "")
 	var re []string
 	var on []string
 	for i, g := range p.Key {

@@ -64,6 +64,9 @@ type Drift struct {
 
 // PlannedColumns are the columns DDL(p, types) gives p's read table.
 func PlannedColumns(p *projections.Projection, types projections.Types) []Column {
+	if p.Aggregation != nil {
+		return plannedAggregateColumns(p, types)
+	}
 	var out []Column
 	for _, c := range p.Columns {
 		col := parseDef(c.Name, types.Read[c.Name])
@@ -349,6 +352,9 @@ type plannedTable struct {
 
 // plannedTables are p's read table and the state table of each join.
 func plannedTables(p *projections.Projection, types projections.Types) []plannedTable {
+	if p.Aggregation != nil {
+		return aggregateTables(p, types)
+	}
 	out := []plannedTable{{name: p.Table, columns: PlannedColumns(p, types)}}
 	for i, j := range p.Joins {
 		t := plannedTable{name: j.StateTable(p), columns: PlannedStateColumns(p, i, types), read: map[string]string{}}
