@@ -442,7 +442,7 @@ func TestVerifyChildren(t *testing.T) {
 	}
 
 	// Corrupt the children: an array of one order, the count of another.
-	withLines := column(rowsText(t, "SELECT order_id FROM `"+r.src+"`.order_lines GROUP BY order_id HAVING COUNT(*) > 1 ORDER BY 1"))
+	withLines := column(rowsText(t, "SELECT l.order_id FROM `"+r.src+"`.order_lines l JOIN `"+r.src+"`.orders o ON o.id = l.order_id GROUP BY l.order_id HAVING COUNT(*) > 1 ORDER BY 1"))
 	arrayOf, countOf := withLines[1], withLines[len(withLines)-1]
 	var oid int
 	fmt.Sscan(arrayOf, &oid)
