@@ -421,10 +421,12 @@ func TestVerifyAggregates(t *testing.T) {
 
 // TestVerifyChildren: after a live workload that adds, changes, moves and
 // deletes order lines, orders_with_lines verifies EQUAL (chunked by order
-// id over two shards). An array and a count edited by hand on the sink
-// are each named with the differing column; --repair re-publishes those
-// orders and their lines through the tailer; then verify is EQUAL and the
-// next live changes are still exact.
+// id over two shards). An array and a count edited by hand on the sink,
+// and orders whose child state is stale (a line deleted and one added on
+// the source without the binlog) are each named; --repair re-publishes
+// those orders and their lines through the tailer and withdraws the
+// deleted line's state; then verify is EQUAL and the next live changes
+// are still exact.
 func TestVerifyChildren(t *testing.T) {
 	bed := testbed.Get(t)
 	r := newRollup(t, bed, "orders_with_lines")
@@ -441,26 +443,63 @@ func TestVerifyChildren(t *testing.T) {
 		return cdc.RequestSnapshot(ctx, r.cfg.Source.DSN.Reveal(), r.cfg.Source.TLS, r.cfg.Source.Snapshot.SignalDB, r.cfg.Source.ServerID, table, where)
 	}
 
-	// Corrupt the children: an array of one order, the count of another.
+	// Corrupt the children. On the sink: the array of one order, the count
+	// of another. On the source, without the binlog (events the projector
+	// never gets): a line of a third order deleted, a line added to a
+	// fourth — the sink's child state of those is stale.
 	withLines := column(rowsText(t, "SELECT l.order_id FROM `"+r.src+"`.order_lines l JOIN `"+r.src+"`.orders o ON o.id = l.order_id GROUP BY l.order_id HAVING COUNT(*) > 1 ORDER BY 1"))
-	arrayOf, countOf := withLines[1], withLines[len(withLines)-1]
+	if len(withLines) < 4 {
+		t.Fatalf("only %d orders with 2 lines or more", len(withLines))
+	}
+	arrayOf, countOf, lostDel, lostIns := withLines[1], withLines[len(withLines)-1], withLines[2], withLines[3]
 	var oid int
 	fmt.Sscan(arrayOf, &oid)
 	r.shardExec(t, r.shardOf(oid), "UPDATE orders_with_lines SET `lines` = JSON_ARRAY(JSON_OBJECT('qty', 1, 'sku', 'forged')) WHERE id = ?", oid)
 	fmt.Sscan(countOf, &oid)
 	r.shardExec(t, r.shardOf(oid), "UPDATE orders_with_lines SET lines_count = lines_count + 5 WHERE id = ?", oid)
+	unlogged, err := r.bed.MySQL.DB().Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlogged.Close()
+	l := "`" + r.src + "`.order_lines"
+	for _, q := range []string{
+		"SET SESSION sql_log_bin = 0",
+		"DELETE FROM " + l + " WHERE order_id = " + lostDel + " ORDER BY line_no LIMIT 1",
+		"INSERT INTO " + l + " VALUES (" + lostIns + ", -1, 'unlogged', 7)",
+		"SET SESSION sql_log_bin = 1",
+	} {
+		if _, err := unlogged.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
 	rep := runVerify(t, lines)
-	want := []string{"different id=" + arrayOf + " lines", "different id=" + countOf + " lines_count"}
+	var got []string
+	for _, d := range rep.Samples {
+		line := d.Kind + " " + d.Key["id"]
+		if id := d.Key["id"]; id == arrayOf || id == countOf {
+			for _, c := range d.Columns {
+				line += " " + c.Name
+			}
+		}
+		got = append(got, line)
+	}
+	slices.Sort(got)
+	want := []string{"different " + arrayOf + " lines", "different " + countOf + " lines_count", "different " + lostDel, "different " + lostIns}
 	slices.Sort(want)
-	if got := diffLines(rep); rep.Drift() != 2 || strings.Join(got, ";") != strings.Join(want, ";") {
+	if rep.Drift() != 4 || strings.Join(got, ";") != strings.Join(want, ";") {
 		t.Fatalf("corrupted orders_with_lines: got %q, want %q", got, want)
 	}
 	res, err := lines.Repair(t.Context(), rep, request, 2*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Remaining != 0 {
-		t.Fatalf("repair of orders_with_lines left %d keys differing: %+v", res.Remaining, *res)
+	t.Logf("repair of orders_with_lines: %+v", *res)
+	// Every shard keeps every child's state: the deleted line's is
+	// withdrawn on each.
+	if res.Remaining != 0 || res.ChildParents != 4 || res.Withdrawn != len(r.shards) {
+		t.Fatalf("repair of orders_with_lines: %d keys left differing, lines of %d orders re-published (want 4), %d child states withdrawn (want %d: the unlogged delete's, per shard)",
+			res.Remaining, res.ChildParents, res.Withdrawn, len(r.shards))
 	}
 	if rep := runVerify(t, lines); rep.Drift() != 0 {
 		t.Fatalf("orders_with_lines after repair: drift %d", rep.Drift())
@@ -471,6 +510,8 @@ func TestVerifyChildren(t *testing.T) {
 	r.exec(t, "INSERT INTO `"+r.src+"`.order_lines VALUES (?, 0, 'first', 9)", oid)
 	fmt.Sscan(countOf, &oid)
 	r.exec(t, "DELETE FROM `"+r.src+"`.order_lines WHERE order_id = ? LIMIT 1", oid)
+	fmt.Sscan(lostDel, &oid)
+	r.exec(t, "INSERT INTO `"+r.src+"`.order_lines VALUES (?, 99, 'last', 1)", oid)
 	testbed.Eventually(t, time.Minute, func() (bool, string) {
 		want, got := r.expectedLines(t), r.actualLines(t)
 		return want == got, "orders_with_lines after repair and a live change:" + testbed.FirstDifference(got, want)

@@ -28,6 +28,7 @@ package verify
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -127,36 +128,95 @@ func (v *Verifier) groupWhere(g Key) string {
 	return "(" + strings.Join(ands, " AND ") + ")"
 }
 
-// sourcePK is the source table's primary key: its columns and how their
+// sourcePK is a source table's primary key: its columns and how their
 // values are bound.
 type sourcePK struct {
-	cols  []string
-	kinds []kind
+	db, table string
+	cols      []string
+	kinds     []kind
 }
 
 func (v *Verifier) sourceKey(ctx context.Context) (*sourcePK, error) {
-	cols, err := primaryKey(ctx, v.src, v.p.SourceDB, v.p.SourceTbl)
+	return sourceKeyOf(ctx, v.src, v.p.SourceDB, v.p.SourceTbl)
+}
+
+func sourceKeyOf(ctx context.Context, src *sql.DB, db, table string) (*sourcePK, error) {
+	cols, err := primaryKey(ctx, src, db, table)
 	if err != nil {
 		return nil, err
 	}
-	quoted := make([]string, len(cols))
-	for i, c := range cols {
-		quoted[i] = q(c)
-	}
-	rows, err := v.src.QueryContext(ctx, "SELECT "+strings.Join(quoted, ", ")+" FROM "+q(v.p.SourceDB)+"."+q(v.p.SourceTbl)+" LIMIT 0")
+	pk := &sourcePK{db: db, table: table, cols: cols}
+	rows, err := src.QueryContext(ctx, "SELECT "+strings.Join(pk.quoted(), ", ")+" FROM "+q(db)+"."+q(table)+" LIMIT 0")
 	if err != nil {
-		return nil, fmt.Errorf("reading the key types of %s.%s: %w", v.p.SourceDB, v.p.SourceTbl, err)
+		return nil, fmt.Errorf("reading the key types of %s.%s: %w", db, table, err)
 	}
 	defer rows.Close()
 	cts, err := rows.ColumnTypes()
 	if err != nil {
 		return nil, err
 	}
-	pk := &sourcePK{cols: cols}
 	for _, ct := range cts {
 		pk.kinds = append(pk.kinds, kindOf(ct))
 	}
 	return pk, nil
+}
+
+func (pk *sourcePK) quoted() []string {
+	out := make([]string, len(pk.cols))
+	for i, c := range pk.cols {
+		out[i] = q(c)
+	}
+	return out
+}
+
+// where selects the source row of primary key values vals (plain SQL
+// text the tailer can run too).
+func (pk *sourcePK) where(vals []string) string {
+	var ands []string
+	for j, c := range pk.cols {
+		ands = append(ands, q(c)+" = "+literal(pk.kinds[j], vals[j]))
+	}
+	return "(" + strings.Join(ands, " AND ") + ")"
+}
+
+// present says which of the primary key values (cell texts, as scanCells
+// prints them) have a row on the source.
+func (pk *sourcePK) present(ctx context.Context, src *sql.DB, keys [][]string) ([]bool, error) {
+	out := make([]bool, len(keys))
+	for start := 0; start < len(keys); start += keysPerRequest {
+		part := keys[start:min(start+keysPerRequest, len(keys))]
+		byText := map[string][]int{}
+		var conds []string
+		for i, vals := range part {
+			byText[Key(vals).text()] = append(byText[Key(vals).text()], start+i)
+			conds = append(conds, pk.where(vals))
+		}
+		rows, err := src.QueryContext(ctx, "SELECT "+strings.Join(pk.quoted(), ", ")+" FROM "+q(pk.db)+"."+q(pk.table)+" WHERE "+strings.Join(conds, " OR "))
+		if err != nil {
+			return nil, fmt.Errorf("looking up %d rows of %s.%s on the source: %w", len(part), pk.db, pk.table, err)
+		}
+		for rows.Next() {
+			cells, err := scanCells(rows, pk.kinds)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			k := make(Key, len(cells))
+			for j, c := range cells {
+				if c != nil {
+					k[j] = *c
+				}
+			}
+			for _, i := range byText[k.text()] {
+				out[i] = true
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // values reads a record key (docs/events.md: a JSON object of the
@@ -200,57 +260,24 @@ const unreadable = "?"
 // when it exists on the source, "" when it does not, or unreadable.
 func (pk *sourcePK) existing(ctx context.Context, v *Verifier, members []sinks.Member) ([]string, error) {
 	out := make([]string, len(members))
-	wheres := make([]string, len(members))
-	var ask []int
+	var keys [][]string
+	var idx []int
 	for i, m := range members {
 		vals, ok := pk.values(m.Key)
 		if !ok {
 			out[i] = unreadable
 			continue
 		}
-		var ands []string
-		for j, c := range pk.cols {
-			ands = append(ands, q(c)+" = "+literal(pk.kinds[j], vals[j]))
-		}
-		wheres[i] = "(" + strings.Join(ands, " AND ") + ")"
-		ask = append(ask, i)
+		keys = append(keys, vals)
+		idx = append(idx, i)
 	}
-	quoted := make([]string, len(pk.cols))
-	for i, c := range pk.cols {
-		quoted[i] = q(c)
+	found, err := pk.present(ctx, v.src, keys)
+	if err != nil {
+		return nil, err
 	}
-	for start := 0; start < len(ask); start += keysPerRequest {
-		part := ask[start:min(start+keysPerRequest, len(ask))]
-		byText := map[string]int{}
-		var conds []string
-		for _, i := range part {
-			vals, _ := pk.values(members[i].Key)
-			byText[Key(vals).text()] = i
-			conds = append(conds, wheres[i])
-		}
-		rows, err := v.src.QueryContext(ctx, "SELECT "+strings.Join(quoted, ", ")+" FROM "+q(v.p.SourceDB)+"."+q(v.p.SourceTbl)+" WHERE "+strings.Join(conds, " OR "))
-		if err != nil {
-			return nil, fmt.Errorf("looking up %d source rows of %s.%s: %w", len(part), v.p.SourceDB, v.p.SourceTbl, err)
-		}
-		for rows.Next() {
-			cells, err := scanCells(rows, pk.kinds)
-			if err != nil {
-				rows.Close()
-				return nil, err
-			}
-			k := make(Key, len(cells))
-			for j, c := range cells {
-				if c != nil {
-					k[j] = *c
-				}
-			}
-			if i, ok := byText[k.text()]; ok {
-				out[i] = wheres[i]
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
+	for j, i := range idx {
+		if found[j] {
+			out[i] = pk.where(keys[j])
 		}
 	}
 	return out, nil

@@ -27,9 +27,9 @@ type RepairResult struct {
 	// ChildParents are parent rows whose child rows (children entries)
 	// were re-published because their array or count differed.
 	ChildParents int `json:"child_parents"`
-	// Rebuilt are aggregate group rows rebuilt from their contributions,
-	// Withdrawn the contributions of source rows that no longer exist
-	// (aggregate_repair.go).
+	// Rebuilt are aggregate group rows rebuilt from their contributions
+	// (aggregate_repair.go); Withdrawn the contributions, or child states
+	// (children.go), of source rows that no longer exist.
 	Rebuilt   int `json:"rebuilt,omitempty"`
 	Withdrawn int `json:"withdrawn,omitempty"`
 	// Remaining are keys still differing when the repair stopped waiting.
@@ -68,11 +68,15 @@ func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, w
 	for i := range children {
 		children[i] = map[string]bool{}
 	}
+	links := map[int][][]string{}
 	seen := map[string]bool{}
 	var keys []Key
 	for _, d := range rep.diffs {
-		for i, w := range v.childWheres(d) {
-			children[i][w] = true
+		for i, l := range v.childLinks(d) {
+			if w := v.childWhere(i, l); !children[i][w] {
+				children[i][w] = true
+				links[i] = append(links[i], l)
+			}
 		}
 		if !seen[d.key.text()] {
 			seen[d.key.text()] = true
@@ -150,6 +154,11 @@ func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, w
 			res.ChildParents += len(part)
 		}
 	}
+	n, err := v.repairChildState(ctx, links)
+	if err != nil {
+		return nil, err
+	}
+	res.Withdrawn += n
 	if err := v.recheck(ctx, keys, res, wait); err != nil {
 		return nil, err
 	}
