@@ -21,8 +21,10 @@ import (
 // rollup: the shop with order lines, and two projections over two sink
 // shards: customer_stats (one row per customer: count, sum, min, max,
 // count_if and avg of their non-draft orders, sharded by customer) and
-// orders_with_lines (each order with its first 3 lines as a JSON array
-// and the count of all of them).
+// orders_with_lines (each order with its 3 lines of least qty as a JSON
+// array, ties by the line's key, and the count of all of them). The lines
+// are loaded with qty against their key's order, so the array's order is
+// the ORDER BY's, not the table's.
 type rollup struct {
 	bed    *testbed.Bed
 	cfg    config.Config
@@ -71,7 +73,7 @@ func newRollup(t *testing.T, bed *testbed.Bed, names ...string) *rollup {
 		"orders_with_lines": {From: r.src + ".orders", Sink: "reads", Key: []string{"id"}, ShardBy: "id",
 			Columns: map[string]string{"id": "id", "customer_id": "customer_id"},
 			Children: map[string]config.Children{"lines": {From: r.src + ".order_lines", On: map[string]string{"order_id": "id"},
-				Columns: map[string]string{"sku": "sku", "qty": "qty"}, OrderBy: []string{"line_no"}, Limit: 3}}},
+				Columns: map[string]string{"sku": "sku", "qty": "qty"}, OrderBy: []string{"qty"}, Limit: 3}}},
 	}
 	cfg.Projections = map[string]config.Projection{}
 	for _, n := range names {
@@ -219,7 +221,7 @@ func (r *rollup) actualStats(t *testing.T) string {
 }
 
 func (r *rollup) expectedLines(t *testing.T) string {
-	return rowsText(t, "SELECT o.id, o.customer_id, (SELECT JSON_ARRAYAGG(JSON_OBJECT('qty', l.qty, 'sku', l.sku) ORDER BY l.line_no, l.order_id LIMIT 3) FROM `"+r.src+
+	return rowsText(t, "SELECT o.id, o.customer_id, (SELECT JSON_ARRAYAGG(JSON_OBJECT('qty', l.qty, 'sku', l.sku) ORDER BY l.qty, l.order_id, l.line_no LIMIT 3) FROM `"+r.src+
 		"`.order_lines l WHERE l.order_id = o.id), (SELECT COUNT(*) FROM `"+r.src+"`.order_lines l WHERE l.order_id = o.id) FROM `"+r.src+"`.orders o ORDER BY 1")
 }
 
