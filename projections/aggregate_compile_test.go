@@ -10,7 +10,7 @@ import (
 
 func aggConfig() config.Config {
 	cfg := config.Default()
-	cfg.Source.Tables = []string{"shop.orders"}
+	cfg.Source.Tables = []string{"shop.orders", "shop.customers", "shop.regions"}
 	cfg.Sinks = map[string]config.Sink{"reads": {DSN: "u:p@tcp(h:1)/reads"}}
 	cfg.Projections = map[string]config.Projection{"stats": {
 		From: "shop.orders", Sink: "reads", GroupBy: []string{"customer_id", "DATE(created_at)"},
@@ -79,9 +79,19 @@ func TestCompileAggregateErrors(t *testing.T) {
 		{"columns beyond the group", func(p *config.Projection) { p.Columns = map[string]string{"name": "name"} }, "projections.stats.columns.name: an aggregate projection's columns may hold only its group columns"},
 		{"aggregate named like a group column", func(p *config.Projection) { p.Aggregates["customer_id"] = "count(*)" }, "projections.stats.aggregates.customer_id: customer_id is also a group column"},
 		{"reserved prefix", func(p *config.Projection) { p.Aggregates["_rs_rows"] = "count(*)" }, "projections.stats.aggregates._rs_rows: the _rs_ prefix is readside's own"},
-		{"joins refused", func(p *config.Projection) {
-			p.Join = []config.Join{{From: "shop.orders", On: map[string]string{"id": "customer_id"}, Columns: map[string]string{"n": "status"}}}
-		}, "projections.stats.join: joins on an aggregate projection are not supported"},
+		{"a join finds the group's parent by group columns only", func(p *config.Projection) {
+			p.Join = []config.Join{{From: "shop.customers", On: map[string]string{"id": "referrer_id"}, Columns: map[string]string{"name": "name"}}}
+		}, `projections.stats.join[0].on.id: "referrer_id" is not a group_by column copying a source column`},
+		{"no join through a join", func(p *config.Projection) {
+			p.Join = []config.Join{{From: "shop.customers", As: "c", On: map[string]string{"id": "customer_id"}, Columns: map[string]string{"name": "name"}},
+				{From: "shop.regions", Via: "c", On: map[string]string{"id": "region_id"}, Columns: map[string]string{"region": "name"}}}
+		}, "projections.stats.join[1].via: a join through another join is not supported on an aggregate projection"},
+		{"a join column named like an aggregate", func(p *config.Projection) {
+			p.Join = []config.Join{{From: "shop.customers", On: map[string]string{"id": "customer_id"}, Columns: map[string]string{"orders": "name"}}}
+		}, "projections.stats.join[0].columns.orders: orders is also an aggregate"},
+		{"a join column named like a group column", func(p *config.Projection) {
+			p.Join = []config.Join{{From: "shop.customers", On: map[string]string{"id": "customer_id"}, Columns: map[string]string{"customer_id": "name"}}}
+		}, "projections.stats.join[0].columns.customer_id: customer_id is already a column"},
 		{"children refused", func(p *config.Projection) {
 			p.Children = map[string]config.Children{"lines": {From: "shop.orders", On: map[string]string{"id": "id"}}}
 		}, "projections.stats.children: an aggregate projection cannot nest children"},

@@ -190,7 +190,7 @@ func TestAggregateSchemaErrors(t *testing.T) {
 		`projections.bad.aggregates.b "sum(f)": sum over double: FLOAT and DOUBLE sums depend on the order`, "CAST it to DECIMAL",
 		`projections.bad.aggregates.c "min(ghost)"`, "ghost",
 		`projections.bad.aggregates.d "avg(y)"`,
-		"projections.bad.key column g copies", `add where: "g IS NOT NULL"`,
+		"projections.bad.group_by column g copies", `add where: "g IS NOT NULL"`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("want %q in the errors, got:\n%v", want, err)

@@ -31,6 +31,7 @@ func plannedAggregateColumns(p *projections.Projection, types projections.Types)
 		}
 	}
 	out = append(out, hidden...)
+	out = append(out, plannedJoinColumns(p, types)...)
 	return append(out,
 		Column{Name: projections.RowsColumn, Type: "bigint", Default: "0", HasDefault: true, Comment: "readside: source rows in the group"},
 		Column{Name: "_rs_version", Type: "bigint unsigned", Default: "0", HasDefault: true, Comment: "readside: newest source version applied to the group"})
@@ -66,5 +67,5 @@ func plannedContributionColumns(p *projections.Projection, types projections.Typ
 
 // aggregateTables are an aggregate projection's planned tables.
 func aggregateTables(p *projections.Projection, types projections.Types) []plannedTable {
-	return []plannedTable{{name: p.Table, columns: plannedAggregateColumns(p, types)}, plannedContributionColumns(p, types)}
+	return append([]plannedTable{{name: p.Table, columns: plannedAggregateColumns(p, types)}, plannedContributionColumns(p, types)}, plannedJoinTables(p, types)...)
 }

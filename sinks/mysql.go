@@ -398,11 +398,12 @@ func halve(b *projections.Batch) (*projections.Batch, *projections.Batch) {
 	first := &projections.Batch{Stale: b.Stale, Shard: b.Shard}
 	second := &projections.Batch{Offsets: b.Offsets, NewestTS: b.NewestTS, Stale: b.Stale, Marks: b.Marks, Shard: b.Shard}
 	if len(b.Contributions) > 0 {
-		// An aggregate projection's batch holds only contributions, each
-		// applied on its own (its source key's version decides), so any
-		// split is exact; a truncation stays in order with the rest.
+		// An aggregate projection's contributions each apply on their own
+		// (their source key's version decides), so any split is exact; its
+		// parent state (joins) goes with the first half.
 		n := len(b.Contributions) / 2
 		first.Contributions, second.Contributions = b.Contributions[:n], b.Contributions[n:]
+		first.Parents = b.Parents
 		return first, second
 	}
 	if len(b.ChildWrites) > 0 {
@@ -479,8 +480,8 @@ func (s *MySQL) CheckReadTable(ctx context.Context, p *projections.Projection) e
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if len(p.Children) > 0 && !s.mariadb {
-		return childrenOnMySQL(p)
+	if err := childrenSink(p, s.mariadb); err != nil {
+		return err
 	}
 	if len(extra) > 0 {
 		return fmt.Errorf("read table %s of projection %s has unique key(s) %v besides its primary key: readside's upserts (ON DUPLICATE KEY UPDATE) would match them and overwrite the wrong row; make them non-unique (ALTER TABLE %s DROP INDEX …, ADD INDEX …)",

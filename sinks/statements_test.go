@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,8 +48,10 @@ func goldenProjections(t *testing.T) map[string]*projections.Projection {
 		// sharded: a composite key led by the shard key, on a sink of two shards.
 		"messages_by_sender": {From: "chat.messages", Sink: "sharded", Key: []string{"created_at", "id", "sender_id"}, ShardBy: "sender_id",
 			Columns: map[string]string{"sender_id": "sender_id", "created_at": "created_at", "id": "id", "body": "body"}},
-		// aggregate: one group column, every aggregate function.
+		// aggregate: one group column, every aggregate function, the
+		// group's parent joined.
 		"customer_stats": {From: "shop.orders", Sink: "reads", GroupBy: []string{"customer_id"}, Where: "status <> 'draft'",
+			Join: []config.Join{{From: "shop.customers", On: map[string]string{"id": "customer_id"}, Columns: map[string]string{"customer_name": "name"}}},
 			Aggregates: map[string]string{"orders": "count(*)", "priced": "count(total)", "total": "sum(total)", "first_at": "min(created_at)",
 				"last_at": "max(created_at)", "paid": "count_if(status = 'paid')", "paid_total": "sum_if(status = 'paid', total)", "avg_total": "avg(total)"}},
 		// aggregate: a two-column group (an expression among them) on a
@@ -111,6 +114,7 @@ func aggregateList(st *statements) []namedStatement {
 	list = append(list,
 		namedStatement{"aggregate: lock contributions", a.lock.text(2)},
 		namedStatement{"aggregate: read contributions", a.read.text(2)},
+		namedStatement{"aggregate: read contributions and the truncation floor", a.readFirst.text(2)},
 		namedStatement{"aggregate: write contributions", a.write.text(2)},
 		namedStatement{"aggregate: group deltas", a.delta.text(2)},
 		namedStatement{"aggregate: remove empty groups", a.deleteEmpty.text(2)},
@@ -120,6 +124,17 @@ func aggregateList(st *statements) []namedStatement {
 	)
 	if a.recompute.head != "" {
 		list = append(list, namedStatement{"aggregate: recompute MIN, MAX, AVG", a.recompute.text(2)})
+	}
+	for i, fill := range a.fillJoins {
+		list = append(list, namedStatement{fmt.Sprintf("aggregate truncation: fill join %d", i+1), fill})
+	}
+	for i, j := range st.joins {
+		pre := "join " + st.p.Joins[i].ParentDB + "." + st.p.Joins[i].ParentTbl + ": "
+		list = append(list,
+			namedStatement{pre + "lock parents", j.lock.text(2)},
+			namedStatement{pre + "parent state", j.state.text(2)},
+			namedStatement{pre + "fan-out", j.fanOut.text(2)},
+		)
 	}
 	return list
 }

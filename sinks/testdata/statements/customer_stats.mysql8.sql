@@ -7,6 +7,9 @@ INSERT INTO `_readside_agg_customer_stats` (`key_text`, `_rs_version`) VALUES (?
 -- aggregate: read contributions
 SELECT `key_text`, `_rs_version`, `g_customer_id`, `v_avg_total`, `v_first_at`, `v_last_at`, `v_paid`, `v_paid_total`, `v_priced`, `v_total` FROM `_readside_agg_customer_stats` WHERE `key_text` IN (?, ?)
 
+-- aggregate: read contributions and the truncation floor
+SELECT `key_text`, `_rs_version`, `g_customer_id`, `v_avg_total`, `v_first_at`, `v_last_at`, `v_paid`, `v_paid_total`, `v_priced`, `v_total` FROM `_readside_agg_customer_stats` WHERE `key_text` IN (?, ?) UNION ALL SELECT '', version, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM `_readside_truncations` WHERE projection = ?
+
 -- aggregate: write contributions
 INSERT INTO `_readside_agg_customer_stats` (`key_text`, `_rs_version`, `g_customer_id`, `v_avg_total`, `v_first_at`, `v_last_at`, `v_paid`, `v_paid_total`, `v_priced`, `v_total`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE `_rs_version` = _rs_new.`_rs_version`, `g_customer_id` = _rs_new.`g_customer_id`, `v_avg_total` = _rs_new.`v_avg_total`, `v_first_at` = _rs_new.`v_first_at`, `v_last_at` = _rs_new.`v_last_at`, `v_paid` = _rs_new.`v_paid`, `v_paid_total` = _rs_new.`v_paid_total`, `v_priced` = _rs_new.`v_priced`, `v_total` = _rs_new.`v_total`
 
@@ -27,4 +30,16 @@ INSERT INTO `customer_stats` (`customer_id`, `avg_total`, `_rs_n_avg_total`, `_r
 
 -- aggregate: recompute MIN, MAX, AVG
 UPDATE `customer_stats` AS r SET r.`avg_total` = IF(r.`_rs_n_avg_total` = 0, NULL, r.`_rs_sum_avg_total` / r.`_rs_n_avg_total`), r.`first_at` = (SELECT MIN(c.`v_first_at`) FROM `_readside_agg_customer_stats` AS c WHERE c.`g_customer_id` = r.`customer_id`), r.`last_at` = (SELECT MAX(c.`v_last_at`) FROM `_readside_agg_customer_stats` AS c WHERE c.`g_customer_id` = r.`customer_id`) WHERE r.`customer_id` IN (?, ?)
+
+-- aggregate truncation: fill join 1
+UPDATE `customer_stats` AS r JOIN `_readside_join_customer_stats_1` AS s ON r.`customer_id` = s.`k_id` SET r.`customer_name` = s.`c_customer_name`, r.`_rs_v_join1` = s.`_rs_version` WHERE r.`_rs_v_join1` < s.`_rs_version`
+
+-- join shop.customers: lock parents
+INSERT INTO `_readside_join_customer_stats_1` (`k_id`, `_rs_version`) VALUES (?, 0), (?, 0) AS _rs_new ON DUPLICATE KEY UPDATE `k_id` = `k_id`
+
+-- join shop.customers: parent state
+INSERT INTO `_readside_join_customer_stats_1` (`k_id`, `c_customer_name`, `_rs_version`) VALUES (?, ?, ?), (?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE `c_customer_name` = IF(_rs_new.`_rs_version` > `_rs_version`, _rs_new.`c_customer_name`, `c_customer_name`), `_rs_version` = GREATEST(`_rs_version`, _rs_new.`_rs_version`)
+
+-- join shop.customers: fan-out
+UPDATE `customer_stats` AS r JOIN `_readside_join_customer_stats_1` AS s ON r.`customer_id` = s.`k_id` SET r.`customer_name` = s.`c_customer_name`, r.`_rs_v_join1` = s.`_rs_version` WHERE r.`_rs_v_join1` < s.`_rs_version` AND ((s.`k_id` = ?) OR (s.`k_id` = ?))
 
