@@ -346,8 +346,9 @@ func TestVerifyAggregates(t *testing.T) {
 	// row, and customer 999, which the source does not have (a copy of
 	// another group's row, so every hidden column is well formed). On the
 	// source, without the binlog (events the projector never gets): an
-	// order deleted, one inserted, one moved to another customer — the
-	// contributions the sink keeps for them are stale.
+	// order deleted, one inserted, one moved to another customer, one
+	// moved to another customer as a draft — the contributions the sink
+	// keeps for them are stale.
 	groups := column(rowsText(t, "SELECT customer_id FROM `"+r.src+"`.orders WHERE status <> 'draft' GROUP BY customer_id HAVING COUNT(*) > 2 ORDER BY 1"))
 	if len(groups) < 10 {
 		t.Fatalf("only %d customers with 3 orders or more", len(groups))
@@ -357,7 +358,7 @@ func TestVerifyAggregates(t *testing.T) {
 		fmt.Sscan(s, &n)
 		return n
 	}
-	changed, gone, copied, lostDel, lostIns, moveFrom, moveTo := groups[1], groups[2], groups[3], groups[4], groups[5], groups[6], groups[7]
+	changed, gone, copied, lostDel, lostIns, moveFrom, moveTo, leftFilter, draftTo := groups[1], groups[2], groups[3], groups[4], groups[5], groups[6], groups[7], groups[8], groups[9]
 	r.shardExec(t, r.shardOf(atoi(changed)), "UPDATE customer_stats SET total_cents = total_cents + 1 WHERE customer_id = ?", changed)
 	r.shardExec(t, r.shardOf(atoi(gone)), "DELETE FROM customer_stats WHERE customer_id = ?", gone)
 	const ghost = 999
@@ -386,6 +387,9 @@ func TestVerifyAggregates(t *testing.T) {
 		"DELETE FROM " + o + " WHERE status <> 'draft' AND customer_id = " + lostDel + " ORDER BY id LIMIT 1",
 		"INSERT INTO " + o + " VALUES (100000, " + lostIns + ", 'paid', 123456, '2020-01-01 00:00:00')",
 		"UPDATE " + o + " SET customer_id = " + moveTo + " WHERE status <> 'draft' AND customer_id = " + moveFrom + " ORDER BY id LIMIT 1",
+		// Out of the filter and into a group that does not change: only the
+		// sink's contribution says where this order was.
+		"UPDATE " + o + " SET customer_id = " + draftTo + ", status = 'draft' WHERE status <> 'draft' AND customer_id = " + leftFilter + " ORDER BY id LIMIT 1",
 		"SET SESSION sql_log_bin = 1",
 	} {
 		if _, err := unlogged.ExecContext(t.Context(), q); err != nil {
@@ -401,7 +405,7 @@ func TestVerifyAggregates(t *testing.T) {
 		}
 	}
 	slices.Sort(got)
-	want := []string{"different " + changed, "different " + lostDel, "different " + lostIns, "different " + moveFrom, "different " + moveTo, "extra 999", "missing " + gone}
+	want := []string{"different " + changed, "different " + lostDel, "different " + lostIns, "different " + moveFrom, "different " + moveTo, "different " + leftFilter, "extra 999", "missing " + gone}
 	slices.Sort(want)
 	if rep.Drift() != int64(len(want)) || strings.Join(got, ";") != strings.Join(want, ";") {
 		t.Fatalf("corrupted customer_stats: got %q, want %q", got, want)

@@ -13,7 +13,8 @@ package verify
 //     rebuilt from the contributions: a hand-edited, missing or leftover
 //     group row now agrees with its contributions;
 //  3. the source rows of the groups (by the group expression) and the
-//     members that exist (by primary key) are re-published: a stored
+//     members whose source row is now in another group (by primary key)
+//     are re-published: a stored
 //     contribution that is stale (an event the sink never got) is
 //     replaced at a new version, and the projector moves the difference
 //     between the groups.
@@ -78,14 +79,14 @@ func (v *Verifier) repairAggregate(ctx context.Context, rep *Report, request Req
 		if err != nil {
 			return nil, err
 		}
-		exists, err := src.existing(ctx, v, members)
+		exists, err := src.existing(ctx, v, members, seen)
 		if err != nil {
 			return nil, err
 		}
 		var gone []sinks.Member
 		for i, m := range members {
 			switch w := exists[i]; w {
-			case unreadable:
+			case unreadable, covered:
 			case "":
 				gone = append(gone, m)
 			default:
@@ -182,7 +183,16 @@ func (pk *sourcePK) where(vals []string) string {
 // present says which of the primary key values (cell texts, as scanCells
 // prints them) have a row on the source.
 func (pk *sourcePK) present(ctx context.Context, src *sql.DB, keys [][]string) ([]bool, error) {
-	out := make([]bool, len(keys))
+	found, _, err := pk.lookup(ctx, src, keys, nil)
+	return found, err
+}
+
+// lookup is present that also reads exprs (SQL over the row's bare
+// column names) of each row found.
+func (pk *sourcePK) lookup(ctx context.Context, src *sql.DB, keys [][]string, exprs []string) ([]bool, [][]*string, error) {
+	found := make([]bool, len(keys))
+	extra := make([][]*string, len(keys))
+	sel := append(pk.quoted(), exprs...)
 	for start := 0; start < len(keys); start += keysPerRequest {
 		part := keys[start:min(start+keysPerRequest, len(keys))]
 		byText := map[string][]int{}
@@ -191,32 +201,32 @@ func (pk *sourcePK) present(ctx context.Context, src *sql.DB, keys [][]string) (
 			byText[Key(vals).text()] = append(byText[Key(vals).text()], start+i)
 			conds = append(conds, pk.where(vals))
 		}
-		rows, err := src.QueryContext(ctx, "SELECT "+strings.Join(pk.quoted(), ", ")+" FROM "+q(pk.db)+"."+q(pk.table)+" WHERE "+strings.Join(conds, " OR "))
+		rows, err := src.QueryContext(ctx, "SELECT "+strings.Join(sel, ", ")+" FROM "+q(pk.db)+"."+q(pk.table)+" WHERE "+strings.Join(conds, " OR "))
 		if err != nil {
-			return nil, fmt.Errorf("looking up %d rows of %s.%s on the source: %w", len(part), pk.db, pk.table, err)
+			return nil, nil, fmt.Errorf("looking up %d rows of %s.%s on the source: %w", len(part), pk.db, pk.table, err)
 		}
 		for rows.Next() {
 			cells, err := scanCells(rows, pk.kinds)
 			if err != nil {
 				rows.Close()
-				return nil, err
+				return nil, nil, err
 			}
-			k := make(Key, len(cells))
-			for j, c := range cells {
-				if c != nil {
-					k[j] = *c
+			k := make(Key, len(pk.cols))
+			for j := range k {
+				if cells[j] != nil {
+					k[j] = *cells[j]
 				}
 			}
 			for _, i := range byText[k.text()] {
-				out[i] = true
+				found[i], extra[i] = true, cells[len(pk.cols):]
 			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return out, nil
+	return found, extra, nil
 }
 
 // values reads a record key (docs/events.md: a JSON object of the
@@ -251,14 +261,20 @@ func (pk *sourcePK) values(key []byte) ([]string, bool) {
 	return out, true
 }
 
-// unreadable is existing's answer for a member whose key does not read
-// as the source's primary key: it is neither withdrawn nor re-published,
-// so if it is what differs, the group stays a difference.
-const unreadable = "?"
+// unreadable and covered are existing's answers for a member whose key
+// does not read as the source's primary key (neither withdrawn nor
+// re-published: if it is what differs, the group stays a difference),
+// and for one whose source row is in a group being repaired (its group's
+// re-publish covers it).
+const (
+	unreadable = "?"
+	covered    = "="
+)
 
 // existing says, per member, the WHERE text selecting its source row
-// when it exists on the source, "" when it does not, or unreadable.
-func (pk *sourcePK) existing(ctx context.Context, v *Verifier, members []sinks.Member) ([]string, error) {
+// when it exists on the source in a group not in repaired, "" when it
+// does not exist, or unreadable or covered.
+func (pk *sourcePK) existing(ctx context.Context, v *Verifier, members []sinks.Member, repaired map[string]bool) ([]string, error) {
 	out := make([]string, len(members))
 	var keys [][]string
 	var idx []int
@@ -271,12 +287,20 @@ func (pk *sourcePK) existing(ctx context.Context, v *Verifier, members []sinks.M
 		keys = append(keys, vals)
 		idx = append(idx, i)
 	}
-	found, err := pk.present(ctx, v.src, keys)
+	var group []string
+	for _, name := range v.p.Key {
+		group = append(group, groupSQL(v.p, name, q))
+	}
+	found, groups, err := pk.lookup(ctx, v.src, keys, group)
 	if err != nil {
 		return nil, err
 	}
 	for j, i := range idx {
-		if found[j] {
+		switch {
+		case !found[j]:
+		case repaired[v.keyOf(groups[j]).text()]:
+			out[i] = covered
+		default:
 			out[i] = pk.where(keys[j])
 		}
 	}
