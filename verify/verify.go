@@ -82,8 +82,9 @@ type Verifier struct {
 // OpenSource connects to the source for verification: text literals and
 // double quotes as MySQL's defaults read them (the where filter is sent as
 // written), TIMESTAMPs in UTC as the tailer publishes them, and
-// group_concat_max_len at its ceiling: JSON_ARRAYAGG is cut at it, and a
-// children array must come out whole (children.go).
+// group_concat_max_len as the sink's sessions have it (1 GiB, the largest
+// max_allowed_packet): JSON_ARRAYAGG is cut at it, and a children array
+// must come out whole on both sides (children.go).
 func OpenSource(dsn string) (*sql.DB, error) {
 	cfg, err := driver.ParseDSN(dsn)
 	if err != nil {
@@ -94,7 +95,7 @@ func OpenSource(dsn string) (*sql.DB, error) {
 	}
 	cfg.Params["time_zone"] = "'+00:00'"
 	cfg.Params["sql_mode"] = "'NO_ENGINE_SUBSTITUTION'"
-	cfg.Params["group_concat_max_len"] = "4294967295"
+	cfg.Params["group_concat_max_len"] = "1073741824"
 	cfg.DBName = ""
 	conn, err := driver.NewConnector(cfg)
 	if err != nil {
