@@ -69,7 +69,7 @@ func newRollup(t *testing.T, bed *testbed.Bed, names ...string) *rollup {
 	all := map[string]config.Projection{
 		"customer_stats": {From: r.src + ".orders", Sink: "reads", GroupBy: []string{"customer_id"}, ShardBy: "customer_id",
 			Where: "status <> 'draft'",
-			Join: []config.Join{{From: r.src + ".customers", On: map[string]string{"id": "customer_id"}, Columns: map[string]string{"customer_name": "name"}}},
+			Join:  []config.Join{{From: r.src + ".customers", On: map[string]string{"id": "customer_id"}, Columns: map[string]string{"customer_name": "name"}}},
 			Aggregates: map[string]string{"orders": "count(*)", "total_cents": "sum(total_cents)", "first_at": "min(created_at)",
 				"last_at": "max(created_at)", "paid": "count_if(status = 'paid')", "avg_cents": "avg(total_cents)"}},
 		"orders_with_lines": {From: r.src + ".orders", Sink: "reads", Key: []string{"id"}, ShardBy: "id",
