@@ -3,7 +3,9 @@ package verify
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -22,6 +24,14 @@ type RepairResult struct {
 	// does not exist, and copies on the wrong shard (once the row is on its
 	// home shard, or when no shard should hold it).
 	Deleted int `json:"deleted"`
+	// ChildParents are parent rows whose child rows (children entries)
+	// were re-published because their array or count differed.
+	ChildParents int `json:"child_parents"`
+	// Rebuilt are aggregate group rows rebuilt from their contributions
+	// (aggregate_repair.go); Withdrawn the contributions, or child states
+	// (children.go), of source rows that no longer exist.
+	Rebuilt   int `json:"rebuilt,omitempty"`
+	Withdrawn int `json:"withdrawn,omitempty"`
 	// Remaining are keys still differing when the repair stopped waiting.
 	Remaining int     `json:"remaining"`
 	Seconds   float64 `json:"seconds"`
@@ -44,6 +54,9 @@ var integer = regexp.MustCompile(`^-?[0-9]+$`)
 // copy on a shard outside its key range — the latter only after the row
 // is on its home shard (a move: re-publish, then delete).
 func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, wait time.Duration) (*RepairResult, error) {
+	if v.p.Aggregation != nil {
+		return v.repairAggregate(ctx, rep, request, wait)
+	}
 	res := &RepairResult{}
 	start := time.Now()
 	var publish []Key
@@ -51,9 +64,20 @@ func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, w
 	for i := range parents {
 		parents[i] = map[string]bool{}
 	}
+	children := make([]map[string]bool, len(v.p.Children))
+	for i := range children {
+		children[i] = map[string]bool{}
+	}
+	links := map[int][][]string{}
 	seen := map[string]bool{}
 	var keys []Key
 	for _, d := range rep.diffs {
+		for i, l := range v.childLinks(d) {
+			if w := v.childWhere(i, l); !children[i][w] {
+				children[i][w] = true
+				links[i] = append(links[i], l)
+			}
+		}
 		if !seen[d.key.text()] {
 			seen[d.key.text()] = true
 			keys = append(keys, d.key)
@@ -118,17 +142,43 @@ func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, w
 			res.ParentKeys += len(part)
 		}
 	}
-	// Re-verify the repaired keys, finishing the moves of misplaced rows
-	// whose home shard now holds them.
+	for i, set := range children {
+		c := v.p.Children[i]
+		conds := slices.Sorted(maps.Keys(set))
+		for start := 0; start < len(conds); start += keysPerRequest {
+			part := conds[start:min(start+keysPerRequest, len(conds))]
+			if err := request(ctx, c.SourceDB+"."+c.SourceTbl, strings.Join(part, " OR ")); err != nil {
+				return nil, fmt.Errorf("requesting a snapshot of the %s rows of %d parents: %w", c.SourceDB+"."+c.SourceTbl, len(part), err)
+			}
+			res.SnapshotRequests++
+			res.ChildParents += len(part)
+		}
+	}
+	n, err := v.repairChildState(ctx, links)
+	if err != nil {
+		return nil, err
+	}
+	res.Withdrawn += n
+	if err := v.recheck(ctx, keys, res, wait); err != nil {
+		return nil, err
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// recheck re-verifies the repaired keys until they are equal or wait runs
+// out, finishing the moves of misplaced rows whose home shard now holds
+// them; res.Remaining is what still differs.
+func (v *Verifier) recheck(ctx context.Context, keys []Key, res *RepairResult, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for {
 		diffs, err := v.compareKeys(ctx, keys)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		moved, err := v.deleteMoved(ctx, diffs)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		res.Deleted += moved
 		if moved > 0 {
@@ -144,12 +194,11 @@ func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, w
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	res.Seconds = time.Since(start).Seconds()
-	return res, nil
+	return nil
 }
 
 // parentWhere selects the parent row of join j that a source row refers

@@ -25,7 +25,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	var common commonFlags
 	common.register(fs)
 	name := fs.String("projection", "", "`NAME` of the projection to verify (default: every projection)")
-	repair := fs.Bool("repair", false, "re-publish the differing source rows through the tailer, delete rows the source does not have, move rows on a shard their key range does not name, then verify those keys again")
+	repair := fs.Bool("repair", false, "re-publish the differing source rows through the tailer, delete rows the source does not have, move rows on a shard their key range does not name, rebuild differing aggregate groups from their contributions and withdraw the sink's state of source rows that are gone, then verify those keys again")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	chunk := fs.Int("chunk-rows", 1000, "source rows per checksummed chunk")
 	maxRate := fs.Int("max-rows-per-second", 0, "throttle the scan (0: unthrottled)")
