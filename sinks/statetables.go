@@ -1,0 +1,32 @@
+package sinks
+
+import "github.com/readside/readside/projections"
+
+// StateTables are the state tables that belong to p's read table when it
+// is named table: an aggregate projection's contributions and each
+// children entry's child state. They are named after the read table, not
+// the projection, so a rebuild's shadow table gets its own, which the
+// swap renames together with the shadow (Rebuilder.Swap): the live
+// projector then applies new − old against the state the swapped-in
+// table was built from. In declaration order, so the names for two
+// tables pair up.
+func StateTables(p *projections.Projection, table string) []string {
+	c := *p
+	c.Table = table
+	var out []string
+	if p.Aggregation != nil {
+		out = append(out, aggStateTable(&c))
+	}
+	for _, ch := range p.Children {
+		out = append(out, childStateTable(&c, ch))
+	}
+	return out
+}
+
+// aggStateTable and childStateTable stand for the names the aggregate
+// and children code gives their state tables.
+func aggStateTable(p *projections.Projection) string { return "_readside_agg_" + p.Table }
+
+func childStateTable(p *projections.Projection, c *projections.Children) string {
+	return "_readside_child_" + p.Table + "_" + c.Name
+}
