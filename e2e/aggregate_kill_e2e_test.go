@@ -72,7 +72,7 @@ func shopAggExpectations(src, sink string) []struct{ name, want, got string } {
 				" (SELECT JSON_ARRAYAGG(JSON_OBJECT('qty', l.qty, 'sku', l.sku) ORDER BY l.line_no, l.id LIMIT 5) FROM " + q("order_lines") + " l WHERE l.order_id = o.id)," +
 				" (SELECT COUNT(*) FROM " + q("order_lines") + " l WHERE l.order_id = o.id)" +
 				" FROM " + q("orders") + " o LEFT JOIN " + q("customers") + " c ON c.id = o.customer_id ORDER BY 1",
-			"SELECT id, customer_id, status, total_cents, customer_name, lines, lines_count FROM `" + sink + "`.orders_with_lines ORDER BY 1"},
+			"SELECT id, customer_id, status, total_cents, customer_name, `lines`, lines_count FROM `" + sink + "`.orders_with_lines ORDER BY 1"},
 	}
 }
 

@@ -120,7 +120,7 @@ func TestAggregatesChildrenOps(t *testing.T) {
 		if code, body := p.wait(ctx, addr, "orders_with_lines", gtid, "60s"); code != http.StatusOK {
 			t.Fatalf("/wait orders_with_lines %s: %d %v", gtid, code, body)
 		}
-		if got := testbed.RowsText(t, db, fmt.Sprintf("SELECT lines, lines_count FROM `%s`.orders_with_lines WHERE id = %d", sink, 9000+i)); got != fmt.Sprintf("[{\"qty\": 7, \"sku\": \"w%d\"}]|1|\n", i) {
+		if got := testbed.RowsText(t, db, fmt.Sprintf("SELECT `lines`, lines_count FROM `%s`.orders_with_lines WHERE id = %d", sink, 9000+i)); got != fmt.Sprintf("[{\"qty\": 7, \"sku\": \"w%d\"}]|1|\n", i) {
 			t.Errorf("right after /wait, order %d's lines are %q", 9000+i, got)
 		}
 	}
