@@ -15,7 +15,7 @@ func StateTables(p *projections.Projection, table string) []string {
 	c.Table = table
 	var out []string
 	if p.Aggregation != nil {
-		out = append(out, aggStateTable(&c))
+		out = append(out, c.ContributionsTable())
 	}
 	for _, ch := range p.Children {
 		out = append(out, childStateTable(&c, ch))
@@ -23,10 +23,8 @@ func StateTables(p *projections.Projection, table string) []string {
 	return out
 }
 
-// aggStateTable and childStateTable stand for the names the aggregate
-// and children code gives their state tables.
-func aggStateTable(p *projections.Projection) string { return "_readside_agg_" + p.Table }
-
+// childStateTable stands for the name the children code gives its state
+// tables.
 func childStateTable(p *projections.Projection, c *projections.Children) string {
 	return "_readside_child_" + p.Table + "_" + c.Name
 }
