@@ -79,7 +79,7 @@ func (v *Verifier) compare(ctx context.Context, srcWhere string, srcArgs []any, 
 		return nil, err
 	}
 	sink := map[string][]sinkCopy{}
-	readExprs := append(v.pl.readExprs(), "`_rs_version`")
+	readExprs := append(v.pl.readExprs(), v.pl.versionSQL())
 	sinkKinds := append(append([]kind{}, kinds[:len(v.pl.cols)]...), kInt)
 	for i, sh := range v.sink.Shards {
 		rows, err := sh.DB().QueryContext(ctx, "SELECT "+strings.Join(readExprs, ", ")+" FROM "+q(v.p.Table)+" WHERE "+sinkWhere, sinkArgs...)
@@ -181,8 +181,8 @@ func (v *Verifier) classify(s *srcRow, copies []sinkCopy) []Diff {
 		for i, c := range v.pl.cols {
 			if !sameCell(s.cells[i], right.cells[i]) {
 				d.Columns = append(d.Columns, ColumnDiff{Name: c.Read, Source: s.cells[i], Sink: right.cells[i]})
-				if i >= len(v.p.Columns) {
-					d.parentDiff = append(d.parentDiff, v.joinOf(i))
+				if j := v.joinOf(i); j >= 0 {
+					d.parentDiff = append(d.parentDiff, j)
 				}
 			}
 		}
@@ -194,9 +194,13 @@ func (v *Verifier) classify(s *srcRow, copies []sinkCopy) []Diff {
 	return out
 }
 
-// joinOf is the join (index) filling compared column i.
+// joinOf is the join (index) filling compared column i; -1 when no join
+// does (the projection's own, aggregate and children columns).
 func (v *Verifier) joinOf(i int) int {
-	i -= len(v.p.Columns)
+	i -= v.pl.joinStart
+	if i < 0 {
+		return -1
+	}
 	for ji, j := range v.p.Joins {
 		if i < len(j.Columns) {
 			return ji

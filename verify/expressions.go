@@ -35,12 +35,12 @@ func passesSQL(cell *string) bool { return cell != nil && *cell == "1" }
 // projection compiled by verify alone has not had, and makes the queries
 // again with their resolved SQL.
 func (v *Verifier) typeExpressions(ctx context.Context) error {
-	if !v.p.Computes() && v.p.Where == nil {
+	if !v.p.Computes() && v.p.Where == nil && v.p.Aggregation == nil {
 		return nil
 	}
 	if _, err := v.p.SourceColumns(ctx, v.src); err != nil {
 		return fmt.Errorf("typing the expressions of projections.%s against the source: %w", v.p.Name, err)
 	}
-	v.pl = newPlan(v.p)
+	v.pl = newPlan(v.p, v.pl.childKeys)
 	return nil
 }

@@ -22,11 +22,17 @@ func (v *Verifier) learnShardBits(ctx context.Context) error {
 	if v.shardIdx < 0 || v.keyKinds[v.shardIdx] != kBit {
 		return nil
 	}
+	col := v.p.ShardBy // a group column copied under its own name
+	for _, c := range v.p.Columns {
+		if c.Name == v.p.ShardBy {
+			col = c.Source
+		}
+	}
 	var n sql.NullInt64
 	err := v.src.QueryRowContext(ctx, "SELECT NUMERIC_PRECISION FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_NAME = ?",
-		v.p.SourceDB, v.p.SourceTbl, v.p.Columns[v.shardIdx].Source).Scan(&n)
+		v.p.SourceDB, v.p.SourceTbl, col).Scan(&n)
 	if err != nil {
-		return fmt.Errorf("reading the width of BIT column %s.%s.%s: %w", v.p.SourceDB, v.p.SourceTbl, v.p.Columns[v.shardIdx].Source, err)
+		return fmt.Errorf("reading the width of BIT column %s.%s.%s: %w", v.p.SourceDB, v.p.SourceTbl, col, err)
 	}
 	v.shardBits = int(n.Int64)
 	return nil

@@ -65,18 +65,28 @@ type plan struct {
 	// whereSQL is the where filter over s, computed on the source
 	// (expressions.go).
 	whereSQL string
+	// childKeys are the primary key columns of each children entry's
+	// table (children.go), read from the source; nil before they are.
+	childKeys [][]string
+	// joinStart is the index in cols of the first joined column.
+	joinStart int
 }
 
-func newPlan(p *projections.Projection) *plan {
-	pl := &plan{p: p}
+func newPlan(p *projections.Projection, childKeys [][]string) *plan {
+	if p.Aggregation != nil {
+		return newAggregatePlan(p)
+	}
+	pl := &plan{p: p, childKeys: childKeys}
 	for _, c := range p.Columns {
 		pl.cols = append(pl.cols, column{Read: c.Name, Src: c.SQL(sourceColumn)})
 	}
+	pl.joinStart = len(pl.cols)
 	for _, j := range p.Joins {
 		for _, c := range j.Columns {
 			pl.cols = append(pl.cols, column{Read: c.Name, Src: fmt.Sprintf("j%d.%s", j.N, q(c.Source))})
 		}
 	}
+	pl.cols = append(pl.cols, pl.childColumns()...)
 	for i, k := range p.Key {
 		pl.srcKey = append(pl.srcKey, p.Columns[i].SQL(sourceColumn))
 		pl.readKey = append(pl.readKey, q(k))
@@ -94,7 +104,9 @@ func newPlan(p *projections.Projection) *plan {
 func (pl *plan) sourceFrom(filtered, joins bool) string {
 	p := pl.p
 	from := q(p.SourceDB) + "." + q(p.SourceTbl) + " s"
-	if filtered && p.Where != nil {
+	if p.Aggregation != nil {
+		from = pl.groupsFrom()
+	} else if filtered && p.Where != nil {
 		// A derived table keeps the filter's bare column names on the
 		// source table (a parent may have columns of the same name);
 		// MariaDB and MySQL merge it into the outer query.
@@ -110,7 +122,11 @@ func (pl *plan) sourceFrom(filtered, joins bool) string {
 			child = fmt.Sprintf("j%d", j.Via.N)
 		}
 		for _, o := range j.On {
-			on = append(on, fmt.Sprintf("j%d.%s = %s.%s", j.N, q(o.Parent), child, q(o.Child)))
+			col := o.Child
+			if j.Via == nil && p.Aggregation != nil {
+				col = o.Read // the group rows' columns are read columns
+			}
+			on = append(on, fmt.Sprintf("j%d.%s = %s.%s", j.N, q(o.Parent), child, q(col)))
 		}
 		from += fmt.Sprintf(" LEFT JOIN %s.%s j%d ON %s", q(j.ParentDB), q(j.ParentTbl), j.N, strings.Join(on, " AND "))
 	}

@@ -3,7 +3,9 @@ package verify
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -22,6 +24,9 @@ type RepairResult struct {
 	// does not exist, and copies on the wrong shard (once the row is on its
 	// home shard, or when no shard should hold it).
 	Deleted int `json:"deleted"`
+	// ChildParents are parent rows whose child rows (children entries)
+	// were re-published because their array or count differed.
+	ChildParents int `json:"child_parents"`
 	// Remaining are keys still differing when the repair stopped waiting.
 	Remaining int     `json:"remaining"`
 	Seconds   float64 `json:"seconds"`
@@ -44,6 +49,9 @@ var integer = regexp.MustCompile(`^-?[0-9]+$`)
 // copy on a shard outside its key range — the latter only after the row
 // is on its home shard (a move: re-publish, then delete).
 func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, wait time.Duration) (*RepairResult, error) {
+	if err := Repairable(v.p); err != nil {
+		return nil, err
+	}
 	res := &RepairResult{}
 	start := time.Now()
 	var publish []Key
@@ -51,9 +59,16 @@ func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, w
 	for i := range parents {
 		parents[i] = map[string]bool{}
 	}
+	children := make([]map[string]bool, len(v.p.Children))
+	for i := range children {
+		children[i] = map[string]bool{}
+	}
 	seen := map[string]bool{}
 	var keys []Key
 	for _, d := range rep.diffs {
+		for i, w := range v.childWheres(d) {
+			children[i][w] = true
+		}
 		if !seen[d.key.text()] {
 			seen[d.key.text()] = true
 			keys = append(keys, d.key)
@@ -116,6 +131,18 @@ func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, w
 			}
 			res.SnapshotRequests++
 			res.ParentKeys += len(part)
+		}
+	}
+	for i, set := range children {
+		c := v.p.Children[i]
+		conds := slices.Sorted(maps.Keys(set))
+		for start := 0; start < len(conds); start += keysPerRequest {
+			part := conds[start:min(start+keysPerRequest, len(conds))]
+			if err := request(ctx, c.SourceDB+"."+c.SourceTbl, strings.Join(part, " OR ")); err != nil {
+				return nil, fmt.Errorf("requesting a snapshot of the %s rows of %d parents: %w", c.SourceDB+"."+c.SourceTbl, len(part), err)
+			}
+			res.SnapshotRequests++
+			res.ChildParents += len(part)
 		}
 	}
 	// Re-verify the repaired keys, finishing the moves of misplaced rows

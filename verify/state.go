@@ -31,7 +31,7 @@ type state struct {
 }
 
 func shape(p *projections.Projection) string {
-	pl := newPlan(p)
+	pl := newPlan(p, nil)
 	var cols []string
 	for _, c := range pl.cols {
 		cols = append(cols, c.Read+"="+c.Src)

@@ -40,8 +40,8 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	if rp := r.Repair; rp != nil {
-		fmt.Fprintf(w, "  repair: %d key(s) re-published and %d parent row(s) in %d snapshot request(s), %d sink row(s) deleted; %d key(s) still differ after %.1fs\n",
-			rp.Published, rp.ParentKeys, rp.SnapshotRequests, rp.Deleted, rp.Remaining, rp.Seconds)
+		fmt.Fprintf(w, "  repair: %d key(s) re-published, %d parent row(s) and the child rows of %d row(s) in %d snapshot request(s), %d sink row(s) deleted; %d key(s) still differ after %.1fs\n",
+			rp.Published, rp.ParentKeys, rp.ChildParents, rp.SnapshotRequests, rp.Deleted, rp.Remaining, rp.Seconds)
 	}
 }
 

@@ -81,7 +81,9 @@ type Verifier struct {
 
 // OpenSource connects to the source for verification: text literals and
 // double quotes as MySQL's defaults read them (the where filter is sent as
-// written), TIMESTAMPs in UTC as the tailer publishes them.
+// written), TIMESTAMPs in UTC as the tailer publishes them, and
+// group_concat_max_len at its ceiling: JSON_ARRAYAGG is cut at it, and a
+// children array must come out whole (children.go).
 func OpenSource(dsn string) (*sql.DB, error) {
 	cfg, err := driver.ParseDSN(dsn)
 	if err != nil {
@@ -92,6 +94,7 @@ func OpenSource(dsn string) (*sql.DB, error) {
 	}
 	cfg.Params["time_zone"] = "'+00:00'"
 	cfg.Params["sql_mode"] = "'NO_ENGINE_SUBSTITUTION'"
+	cfg.Params["group_concat_max_len"] = "4294967295"
 	cfg.DBName = ""
 	conn, err := driver.NewConnector(cfg)
 	if err != nil {
@@ -105,7 +108,7 @@ func OpenSource(dsn string) (*sql.DB, error) {
 // New prepares a verifier; it does no I/O.
 func New(p *projections.Projection, src *sql.DB, sink *sinks.Sharded, opts Options) *Verifier {
 	opts.defaults()
-	v := &Verifier{p: p, pl: newPlan(p), src: src, sink: sink, opts: opts, shardIdx: -1}
+	v := &Verifier{p: p, pl: newPlan(p, nil), src: src, sink: sink, opts: opts, shardIdx: -1}
 	if p.ShardBy != "" && !p.Replicated && len(sink.Shards) > 1 {
 		v.shardIdx = slices.Index(p.Key, p.ShardBy)
 	}
@@ -189,6 +192,9 @@ type sinkCopy struct {
 // Run verifies the whole read table.
 func (v *Verifier) Run(ctx context.Context) (*Report, error) {
 	if err := v.typeExpressions(ctx); err != nil {
+		return nil, err
+	}
+	if err := v.learnChildKeys(ctx); err != nil {
 		return nil, err
 	}
 	rep := &Report{Projection: v.p.Name, Table: v.p.Table, Sink: v.sink.Name, Shards: len(v.sink.Shards), Started: time.Now().UTC()}

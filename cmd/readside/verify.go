@@ -57,6 +57,14 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "readside verify: no projection %q in the config (projections.<name>)\n", *name)
 		return exitUsage
 	}
+	if *repair {
+		for _, p := range chosen {
+			if err := verify.Repairable(p); err != nil {
+				fmt.Fprintf(stderr, "readside verify: --repair: %v (verify it without --repair, or choose another projection with --projection)\n", err)
+				return exitUsage
+			}
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	src, err := verify.OpenSource(cfg.Source.DSN.Reveal())
