@@ -22,6 +22,9 @@ type Types struct {
 	// the aggregates' read columns, and each avg's hidden running sum
 	// under AvgSumColumn; aggregate_compile.go).
 	Contribution map[string]string
+	// Children are, per children entry (Projection.Children order), the
+	// definitions of its state and link tables' columns.
+	Children []ChildTypes
 }
 
 // sourceTable is one source table's columns as information_schema has them.
@@ -146,6 +149,12 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 			errs = append(errs, fmt.Errorf("projections.%s.where %q: %w", p.Name, p.Where.String(), err))
 		}
 	}
+	children, cerrs, err := p.checkChildren(func(schema, tbl string) (*sourceTable, error) { return readSourceTable(ctx, db, schema, tbl) }, src)
+	if err != nil {
+		return out, err
+	}
+	out.Children = children
+	errs = append(errs, cerrs...)
 	parents := map[*Join]*sourceTable{}
 	for _, j := range p.Joins {
 		keyTypes := map[string]string{}

@@ -54,6 +54,9 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 	if err != nil {
 		return err
 	}
+	if err := a.lockChildren(b); err != nil {
+		return err
+	}
 	if err := a.readRows(b.Writes); err != nil {
 		return err
 	}
@@ -93,6 +96,8 @@ type applier struct {
 	// shard is the key range of the shard this transaction writes (nil:
 	// the only one), where an aggregate's groups are kept (aggregate.go).
 	shard *projections.KeyRange
+	// childLinks are, per children entry, the links lockChildren locked.
+	childLinks []childLinks
 }
 
 // exec runs a statement whose result is not read. Its error may come

@@ -43,7 +43,8 @@ func truncationName(p *projections.Projection, j *projections.Join) string {
 }
 
 // DDL returns the statements that create p's read table, the state table
-// of each join, and readside's bookkeeping tables. types comes from
+// of each join, the state and link tables of each children entry, and
+// readside's bookkeeping tables. types comes from
 // Projection.SourceColumns.
 func DDL(p *projections.Projection, types projections.Types) []string {
 	if p.Aggregation != nil {
@@ -65,6 +66,14 @@ func DDL(p *projections.Projection, types projections.Types) []string {
 	for _, k := range p.Key {
 		key = append(key, q(k))
 	}
+	var childIndexes []string
+	for _, c := range p.Children {
+		cols, index := childReadDefs(c, key)
+		defs = append(defs, cols...)
+		if index != "" {
+			childIndexes = append(childIndexes, index)
+		}
+	}
 	defs = append(defs, "`_rs_version` BIGINT UNSIGNED NOT NULL COMMENT 'readside: source version of this row'",
 		"PRIMARY KEY ("+strings.Join(key, ", ")+")")
 	for _, j := range p.Joins {
@@ -78,6 +87,7 @@ func DDL(p *projections.Projection, types projections.Types) []string {
 			defs = append(defs, fmt.Sprintf("KEY `_rs_join%d` (%s)", j.N, strings.Join(fk, ", ")))
 		}
 	}
+	defs = append(defs, childIndexes...)
 	out := append([]string{}, bookkeeping...)
 	out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s",
 		q(p.Table), strings.Join(defs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside projection %s from %s.%s", p.Name, p.SourceDB, p.SourceTbl))))
@@ -94,6 +104,9 @@ func DDL(p *projections.Projection, types projections.Types) []string {
 			"PRIMARY KEY ("+strings.Join(skey, ", ")+")")
 		out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s",
 			q(j.StateTable(p)), strings.Join(sdefs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside join state: latest %s.%s rows for projection %s", j.ParentDB, j.ParentTbl, p.Name))))
+	}
+	for i := range p.Children {
+		out = append(out, childDDL(p, i, types)...)
 	}
 	return out
 }

@@ -79,6 +79,9 @@ func PlannedColumns(p *projections.Projection, types projections.Types) []Column
 		out = append(out, Column{Name: j.VersionColumn(), Type: "bigint unsigned", Default: "0", HasDefault: true,
 			Comment: fmt.Sprintf("readside: version of the %s.%s row shown", j.ParentDB, j.ParentTbl)})
 	}
+	for _, c := range p.Children {
+		out = append(out, childReadColumns(c)...)
+	}
 	return append(out, Column{Name: "_rs_version", Type: "bigint unsigned", Comment: "readside: source version of this row"})
 }
 
@@ -347,7 +350,8 @@ type plannedTable struct {
 	read    map[string]string // state column → the read column it copies
 }
 
-// plannedTables are p's read table and the state table of each join.
+// plannedTables are p's read table, the state table of each join, and
+// the state and link tables of each children entry.
 func plannedTables(p *projections.Projection, types projections.Types) []plannedTable {
 	out := []plannedTable{{name: p.Table, columns: PlannedColumns(p, types)}}
 	for i, j := range p.Joins {
@@ -356,6 +360,10 @@ func plannedTables(p *projections.Projection, types projections.Types) []planned
 			t.read[stateCol(c.Name)] = c.Name
 		}
 		out = append(out, t)
+	}
+	for i, c := range p.Children {
+		out = append(out, plannedTable{name: c.StateTable(p), columns: PlannedChildStateColumns(p, i, types)},
+			plannedTable{name: c.LinkTable(p), columns: PlannedChildLinkColumns(p, i, types)})
 	}
 	return out
 }
