@@ -116,7 +116,9 @@ func (r *Rebuilder) Forget(ctx context.Context, p *projections.Projection) error
 				return fmt.Errorf("shard %s: %w", sh.Range.Text, err)
 			}
 		}
-		if _, err := sh.db.ExecContext(ctx, "DELETE FROM `_readside_truncations` WHERE projection = ? OR projection LIKE ? ESCAPE '!'", p.Name, sqlquote.LikePrefix(p.Name+"#join")); err != nil {
+		// The floors of its joins' parents and its children's tables.
+		if _, err := sh.db.ExecContext(ctx, "DELETE FROM `_readside_truncations` WHERE projection = ? OR projection LIKE ? ESCAPE '!' OR projection LIKE ? ESCAPE '!'",
+			p.Name, sqlquote.LikePrefix(p.Name+"#join"), sqlquote.LikePrefix(p.Name+"#child_")); err != nil {
 			return fmt.Errorf("shard %s: %w", sh.Range.Text, err)
 		}
 	}

@@ -4,12 +4,12 @@ import "github.com/readside/readside/projections"
 
 // StateTables are the state tables that belong to p's read table when it
 // is named table: an aggregate projection's contributions and each
-// children entry's child state. They are named after the read table, not
-// the projection, so a rebuild's shadow table gets its own, which the
-// swap renames together with the shadow (Rebuilder.Swap): the live
-// projector then applies new − old against the state the swapped-in
-// table was built from. In declaration order, so the names for two
-// tables pair up.
+// children entry's child state and link (lock) tables. They are named
+// after the read table, not the projection, so a rebuild's shadow table
+// gets its own, which the swap renames together with the shadow
+// (Rebuilder.Swap): the live projector then applies new − old against
+// the state the swapped-in table was built from. In declaration order,
+// so the names for two tables pair up.
 func StateTables(p *projections.Projection, table string) []string {
 	c := *p
 	c.Table = table
@@ -18,13 +18,7 @@ func StateTables(p *projections.Projection, table string) []string {
 		out = append(out, c.ContributionsTable())
 	}
 	for _, ch := range p.Children {
-		out = append(out, childStateTable(&c, ch))
+		out = append(out, ch.StateTable(&c), ch.LinkTable(&c))
 	}
 	return out
-}
-
-// childStateTable stands for the name the children code gives its state
-// tables.
-func childStateTable(p *projections.Projection, c *projections.Children) string {
-	return "_readside_child_" + p.Table + "_" + c.Name
 }
