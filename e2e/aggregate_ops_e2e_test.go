@@ -203,14 +203,19 @@ func TestAggregatesChildrenOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var state []string
+	var damaged []string
 	for _, cp := range compiled {
-		state = append(state, sinks.StateTables(cp, cp.Table)...)
+		if cp.Aggregation != nil {
+			damaged = append(damaged, cp.ContributionsTable())
+		}
+		for _, c := range cp.Children {
+			damaged = append(damaged, c.StateTable(cp))
+		}
 	}
-	if len(state) != 2 {
-		t.Fatalf("state tables %v, want the contributions and the lines", state)
+	if len(damaged) != 2 {
+		t.Fatalf("state tables %v, want the contributions and the lines' state", damaged)
 	}
-	for _, st := range state {
+	for _, st := range damaged {
 		if err := bed.MySQL.Exec(ctx, "DELETE FROM `"+sink+"`.`"+st+"` WHERE RAND() < 0.5"); err != nil {
 			t.Fatal(err)
 		}
