@@ -220,6 +220,9 @@ func (p *Projection) NullableKeys(nullable func(sourceCol string) bool) []error 
 			continue
 		}
 		what := "key column " + k
+		if p.Aggregation != nil {
+			what = "group_by column " + k
+		}
 		if k == p.ShardBy {
 			what += " (shard_by)"
 		}

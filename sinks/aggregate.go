@@ -289,6 +289,12 @@ func (a *applier) truncateAggregate(at uint64) error {
 			return fmt.Errorf("truncating aggregate %s: %w", a.p.Name, err)
 		}
 	}
+	// The groups are new rows: each join's state is copied in afresh.
+	for _, fill := range st.fillJoins {
+		if err := a.exec(fill); err != nil {
+			return fmt.Errorf("truncating aggregate %s: %w", a.p.Name, err)
+		}
+	}
 	return nil
 }
 

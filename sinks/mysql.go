@@ -398,11 +398,12 @@ func halve(b *projections.Batch) (*projections.Batch, *projections.Batch) {
 	first := &projections.Batch{Stale: b.Stale, Shard: b.Shard}
 	second := &projections.Batch{Offsets: b.Offsets, NewestTS: b.NewestTS, Stale: b.Stale, Marks: b.Marks, Shard: b.Shard}
 	if len(b.Contributions) > 0 {
-		// An aggregate projection's batch holds only contributions, each
-		// applied on its own (its source key's version decides), so any
-		// split is exact; a truncation stays in order with the rest.
+		// An aggregate projection's contributions each apply on their own
+		// (their source key's version decides), so any split is exact; its
+		// parent state (joins) goes with the first half.
 		n := len(b.Contributions) / 2
 		first.Contributions, second.Contributions = b.Contributions[:n], b.Contributions[n:]
+		first.Parents = b.Parents
 		return first, second
 	}
 	if len(b.ChildWrites) > 0 {

@@ -135,6 +135,12 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stdout, "-- computed %s = %s: %s\n", c.Name, strings.NewReplacer("\n", " ", "\r", " ").Replace(c.Expr.String()), pp.types.Read[c.Name])
 			}
 		}
+		if ag := pp.p.Aggregation; ag != nil {
+			fmt.Fprintf(stdout, "-- aggregate: one row per group (%s); each source row's last contribution in %s, on every shard\n", strings.Join(ag.GroupBy, ", "), pp.p.ContributionsTable())
+			for _, a := range ag.Aggregates {
+				fmt.Fprintf(stdout, "-- aggregate %s = %s: %s\n", a.Column, strings.NewReplacer("\n", " ", "\r", " ").Replace(a.Text), pp.types.Read[a.Column])
+			}
+		}
 		for _, st := range pp.ddl {
 			fmt.Fprintln(stdout, strings.TrimSpace(st)+";")
 		}
