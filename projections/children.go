@@ -233,3 +233,54 @@ func CoalesceChildWrites(ws []ChildWrite) []ChildWrite {
 	}
 	return out
 }
+
+// columnKeys are the config keys of c that name child column col.
+func (c *Children) columnKeys(p *Projection, col string) []string {
+	key := fmt.Sprintf("projections.%s.children.%s", p.Name, c.Name)
+	var out []string
+	for _, on := range c.On {
+		if on.Child == col {
+			out = append(out, key+".on."+on.Child)
+		}
+	}
+	for _, o := range c.OrderBy {
+		if o == col {
+			out = append(out, key+".order_by")
+		}
+	}
+	for _, m := range c.Columns {
+		if m.Source == col {
+			out = append(out, key+".columns."+m.Name)
+		}
+	}
+	return out
+}
+
+// ChildrenPlan says, per children entry, what `readside plan` prints
+// about it: where the array and count come from, their order and cap,
+// the state and link tables, and, on a sink of shards shards, that every
+// shard keeps every child row's state.
+func (p *Projection) ChildrenPlan(shards int) []string {
+	var out []string
+	for _, c := range p.Children {
+		var on []string
+		for _, o := range c.On {
+			on = append(on, fmt.Sprintf("%s.%s = %s.%s", c.SourceTbl, o.Child, p.SourceTbl, o.Parent))
+		}
+		order := strings.Join(append(slices.Clone(c.OrderBy), c.SourceKey()...), ", ")
+		if order == "" {
+			order = "the child's primary key"
+		}
+		limit := "all of them"
+		if c.Limit > 0 {
+			limit = fmt.Sprintf("at most %d", c.Limit)
+		}
+		line := fmt.Sprintf("children %s: the %s.%s rows with %s as a JSON array in %s (ordered by %s; %s) and their count in %s; state in %s, link locks in %s; needs a MariaDB sink",
+			c.Name, c.SourceDB, c.SourceTbl, strings.Join(on, " AND "), c.Name, order, limit, c.CountColumn, c.StateTable(p), c.LinkTable(p))
+		if shards > 1 {
+			line += fmt.Sprintf("; each of the %d shards keeps every child row's state and refreshes the parents it holds", shards)
+		}
+		out = append(out, line)
+	}
+	return out
+}

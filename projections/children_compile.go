@@ -1,10 +1,15 @@
 package projections
 
 import (
+	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
+
+	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/event"
@@ -129,6 +134,10 @@ type ChildTypes struct {
 	// Link maps each link column (ChildOn.Child) to its definition in the
 	// link table: the child column's, NOT NULL.
 	Link map[string]string
+	// JSON marks the state columns of MariaDB JSON columns (LONGTEXT with
+	// a json_valid CHECK): the state column is declared JSON too, so that
+	// JSON_OBJECT nests its value as JSON, as it does on the source.
+	JSON map[string]bool
 }
 
 // checkChildren checks the children of p against the source schema (the
@@ -139,7 +148,7 @@ func (p *Projection) checkChildren(read func(db, tbl string) (*sourceTable, erro
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	for _, c := range p.Children {
-		ct := ChildTypes{State: map[string]string{}, Link: map[string]string{}}
+		ct := ChildTypes{State: map[string]string{}, Link: map[string]string{}, JSON: map[string]bool{}}
 		out = append(out, ct)
 		ck := fmt.Sprintf("projections.%s.children.%s", p.Name, c.Name)
 		var on []string
@@ -190,13 +199,69 @@ func (p *Projection) checkChildren(read func(db, tbl string) (*sourceTable, erro
 			has(fmt.Sprintf(".order_by[%d]", k), o)
 		}
 		for _, m := range c.Columns {
-			has(".columns."+m.Name, m.Source)
+			if has(".columns."+m.Name, m.Source) && binaryColumn(child.types[m.Source]) {
+				bad("%s.columns.%s: %s.%s.%s is %s, binary: MariaDB's JSON_OBJECT writes its bytes unescaped, which is no JSON; leave it out, or nest a text column holding it (e.g. a generated HEX(%s) column)",
+					ck, m.Name, c.SourceDB, c.SourceTbl, m.Source, child.types[m.Source], m.Source)
+			}
 		}
 		for _, col := range c.StateColumns() {
 			if _, ok := child.types[col]; ok {
 				ct.State[col] = child.def(col, true)
+				ct.JSON[col] = child.json[col]
 			}
 		}
 	}
 	return out, errs, nil
+}
+
+// binaryColumn reports a column type whose values are bytes rather than
+// characters (COLUMN_TYPE, as information_schema writes it).
+func binaryColumn(typ string) bool {
+	t := strings.ToLower(typ)
+	for _, b := range []string{"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "bit", "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection"} {
+		if t == b || strings.HasPrefix(t, b+"(") {
+			return true
+		}
+	}
+	return false
+}
+
+// readJSONColumns marks t's MariaDB JSON columns: LONGTEXT with a
+// json_valid CHECK, which is what MariaDB's JSON type is, and how its JSON
+// functions tell a JSON column from text.
+func readJSONColumns(ctx context.Context, db *sql.DB, schema, table string, t *sourceTable) error {
+	if t == nil {
+		return nil
+	}
+	t.json = map[string]bool{}
+	text := false
+	for _, typ := range t.types {
+		text = text || strings.HasPrefix(typ, "longtext")
+	}
+	if !text {
+		return nil // MariaDB reports its JSON columns as longtext
+	}
+	rows, err := db.QueryContext(ctx, `SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?`, schema, table)
+	var me *driver.MySQLError
+	if errors.As(err, &me) && (me.Number == 1054 || me.Number == 1109) {
+		// MySQL: no TABLE_NAME there (or no such view before 8.0.16), and
+		// its JSON columns are of type json, not longtext.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the check constraints of %s.%s: %w", schema, table, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var clause string
+		if err := rows.Scan(&clause); err != nil {
+			return err
+		}
+		for col := range t.types {
+			if strings.EqualFold(strings.ReplaceAll(clause, " ", ""), "json_valid(`"+strings.ReplaceAll(col, "`", "``")+"`)") {
+				t.json[col] = true
+			}
+		}
+	}
+	return rows.Err()
 }

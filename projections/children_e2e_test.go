@@ -1,8 +1,10 @@
 package projections_test
 
 import (
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +101,21 @@ func (s *lineShop) openSink(t *testing.T, keyranges ...string) {
 	}
 	if err := s.sink.CheckReadTable(ctx, s.p); err != nil {
 		t.Fatal(err)
+	}
+	noDrift(t, s.sink, s.p, types)
+}
+
+// noDrift fails unless the read, state and link tables the DDL made on
+// the server are what the plan wants (no false drift for the drift check
+// to report).
+func noDrift(t *testing.T, sink *sinks.Sharded, p *projections.Projection, types projections.Types) {
+	t.Helper()
+	drifts, err := sink.Drifts(t.Context(), p, types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range drifts {
+		t.Errorf("the tables DDL just made drift from the plan: %s.%s: %s (sink %s, planned %s)", d.Table, d.Column, d.Why, d.Existing, d.Planned)
 	}
 }
 
@@ -350,4 +367,163 @@ func TestChildrenRace(t *testing.T) {
 		}
 	}
 	t.Logf("%d rounds: every order applied beside its first line shows it", rounds)
+}
+
+// childBinary are the type matrix's binary columns (BINARY, VARBINARY,
+// BLOB, BIT), which an element cannot hold: MariaDB's JSON_OBJECT writes
+// their bytes as they are, which is no JSON (checkChildren refuses them).
+var childBinary = map[string]bool{"bn": true, "vb": true, "bl": true, "b1": true, "b64": true}
+
+// TestChildrenElementTypes: every value type an event carries that an
+// element can hold (the type matrix: integers at their edges, decimals,
+// floats, dates and times with fractions, zero dates, strings with quotes,
+// control characters and non-ASCII text in several charsets, JSON, ENUM,
+// SET and NULLs), nested as elements, is rendered exactly as the server's own
+// JSON_OBJECT renders the source row: each parent's array equals
+// JSON_ARRAYAGG(JSON_OBJECT(…) ORDER BY id) on the source, byte for byte.
+func TestChildrenElementTypes(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, err := bed.MySQL.CreateDatabase(ctx, "ctypes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var defs, srcMembers []string
+	cols := map[string]string{}
+	for _, c := range typeMatrix {
+		defs = append(defs, fmt.Sprintf("`%s` %s NULL", c.name, c.def))
+		if !childBinary[c.name] {
+			cols[c.name] = c.name
+		}
+	}
+	sorted := make([]string, 0, len(cols))
+	for name := range cols {
+		sorted = append(sorted, name)
+	}
+	slices.Sort(sorted)
+	for _, name := range sorted {
+		srcMembers = append(srcMembers, fmt.Sprintf("'%s', i.`%s`", name, name))
+	}
+	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.parents (id INT PRIMARY KEY)",
+		"CREATE TABLE `"+src+"`.items (id INT PRIMARY KEY, parent_id INT NULL, "+strings.Join(defs, ", ")+")"); err != nil {
+		t.Fatal(err)
+	}
+	// TIMESTAMPs are written and rendered in UTC, as the sink's sessions do.
+	utc, err := sql.Open("mysql", bed.MySQL.AdminDSN()+src+"?time_zone=%27%2B00%3A00%27")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer utc.Close()
+	cfg := bed.Config("ct", src+".parents", src+".items")
+	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "ctreads")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Sinks = map[string]config.Sink{"reads": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB)}}
+	cfg.Projections = map[string]config.Projection{"parents_with_items": {
+		From: src + ".parents", Sink: "reads", Key: []string{"id"}, Columns: map[string]string{"id": "id"},
+		Children: map[string]config.Children{"items": {From: src + ".items", On: map[string]string{"parent_id": "id"}, Columns: cols}},
+	}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[0]
+	sink, err := sinks.OpenSharded(ctx, "reads", cfg.Sinks["reads"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	types, err := p.SourceColumns(ctx, bed.MySQL.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Exec(ctx, sinks.DDL(p, types)); err != nil {
+		t.Fatal(err)
+	}
+	noDrift(t, sink, p, types)
+	runTailer(t, bed, cfg)
+	defer startProjector(t, p, sink, cfg.Kafka.Brokers)()
+	names := make([]string, 0, len(typeMatrix))
+	for _, c := range typeMatrix {
+		names = append(names, "`"+c.name+"`")
+	}
+	// Parent 1 holds every row; parent k+2 holds row k alone.
+	var parents []string
+	for k, row := range typeMatrixRows {
+		for _, id := range []int{k + 1, k + 101} {
+			parent := 1
+			if id > 100 {
+				parent = k + 2
+			}
+			if _, err := utc.ExecContext(ctx, fmt.Sprintf("INSERT INTO `%s`.items (id, parent_id, %s) VALUES (%d, %d, %s)", src, strings.Join(names, ", "), id, parent, row)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		parents = append(parents, fmt.Sprint("(", k+2, ")"))
+	}
+	if err := bed.MySQL.Exec(ctx, "INSERT INTO `"+src+"`.parents VALUES (1), "+strings.Join(parents, ", ")); err != nil {
+		t.Fatal(err)
+	}
+	expected := func() string {
+		return testbed.RowsText(t, utc, "SELECT p.id, (SELECT JSON_ARRAYAGG(JSON_OBJECT("+strings.Join(srcMembers, ", ")+") ORDER BY i.id) FROM `"+src+"`.items i WHERE i.parent_id = p.id),"+
+			" (SELECT COUNT(*) FROM `"+src+"`.items i WHERE i.parent_id = p.id) FROM `"+src+"`.parents p ORDER BY p.id")
+	}
+	actual := func() string {
+		return testbed.RowsText(t, bed.MySQL.DB(), "SELECT id, items, items_count FROM `"+sinkDB+"`.parents_with_items ORDER BY id")
+	}
+	testbed.Eventually(t, 90*time.Second, func() (bool, string) {
+		exp, got := expected(), actual()
+		return exp == got, fmt.Sprintf("the element JSON differs from the source's JSON_OBJECT:\n%s", testbed.FirstDifference(got, exp))
+	})
+	t.Logf("%d types in %d rows: every element equals the source's JSON_OBJECT", len(typeMatrix), len(typeMatrixRows))
+}
+
+// TestChildrenSchemaErrors: what only the live source schema tells —
+// on not covering the parent's primary key, columns missing from the
+// child table, a binary element member, a child table that does not
+// exist — is refused by SourceColumns, all at once, each naming its key
+// and the fix.
+func TestChildrenSchemaErrors(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, err := bed.MySQL.CreateDatabase(ctx, "cerr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.orders (tenant INT NOT NULL, id INT NOT NULL, PRIMARY KEY (tenant, id))",
+		"CREATE TABLE `"+src+"`.order_lines (id INT PRIMARY KEY, order_id INT NULL, sku VARCHAR(10) NULL, raw VARBINARY(10) NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := bed.Config("ce", src+".orders", src+".order_lines", src+".gone")
+	cfg.Sinks = map[string]config.Sink{"reads": {DSN: "u:p@tcp(h:1)/reads"}}
+	cfg.Projections = map[string]config.Projection{"orders": {
+		From: src + ".orders", Sink: "reads", Key: []string{"tenant", "id"}, Columns: map[string]string{"tenant": "tenant", "id": "id"},
+		Children: map[string]config.Children{
+			"lines": {From: src + ".order_lines", On: map[string]string{"order_id": "id", "ghost": "tenant"},
+				Columns: map[string]string{"sku": "sku", "raw": "raw", "what": "nothing"}, OrderBy: []string{"nope"}},
+			"halves": {From: src + ".order_lines", On: map[string]string{"order_id": "id"}, Columns: map[string]string{"sku": "sku"}},
+			"others": {From: src + ".gone", On: map[string]string{"order_id": "id"}, Columns: map[string]string{"sku": "sku"}},
+		},
+	}}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ps[0].SourceColumns(ctx, bed.MySQL.DB())
+	for _, want := range []string{
+		`projections.orders.children.halves.on names parent column(s) [id], but ` + src + `.orders's primary key is [tenant id]: map a child column to each of [tenant]`,
+		`projections.orders.children.lines.on.ghost: column "ghost" does not exist in ` + src + `.order_lines (its columns: id, order_id, sku, raw): name one of its columns`,
+		`projections.orders.children.lines.order_by[0]: column "nope" does not exist`,
+		`projections.orders.children.lines.columns.what: column "nothing" does not exist`,
+		`projections.orders.children.lines.columns.raw: ` + src + `.order_lines.raw is varbinary(10), binary: MariaDB's JSON_OBJECT writes its bytes unescaped, which is no JSON`,
+		`projections.orders.children.others.from: ` + src + `.gone does not exist on the source`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want %q among the errors, got:\n%v", want, err)
+		}
+	}
 }

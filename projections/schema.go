@@ -31,6 +31,7 @@ type Types struct {
 type sourceTable struct {
 	types    map[string]string // column → type with charset, without nullability
 	nullable map[string]bool
+	json     map[string]bool // MariaDB JSON columns, read for children only (readJSONColumns)
 	pk       []string
 	columns  []string // in table order, for messages
 }
@@ -149,7 +150,13 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 			errs = append(errs, fmt.Errorf("projections.%s.where %q: %w", p.Name, p.Where.String(), err))
 		}
 	}
-	children, cerrs, err := p.checkChildren(func(schema, tbl string) (*sourceTable, error) { return readSourceTable(ctx, db, schema, tbl) }, src)
+	children, cerrs, err := p.checkChildren(func(schema, tbl string) (*sourceTable, error) {
+		t, err := readSourceTable(ctx, db, schema, tbl)
+		if err == nil {
+			err = readJSONColumns(ctx, db, schema, tbl, t)
+		}
+		return t, err
+	}, src)
 	if err != nil {
 		return out, err
 	}

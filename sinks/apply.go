@@ -19,8 +19,11 @@ import (
 //     creating version-0 placeholders for parents not seen yet; then
 //  2. apply the join's parent truncations and parent state changes
 //     (version-guarded);
+//     then, per children entry, lock the link row of every parent whose
+//     array the batch refreshes (children.go);
 //  3. apply the read table's own truncation, upserts and deletes
-//     (version-guarded, tombstones);
+//     (version-guarded, tombstones), an aggregate's contributions, and
+//     the child state changes, refreshing those parents' arrays;
 //  4. per join, copy the state into every read row of those parent keys
 //     whose join version is older (fan-out for parent changes, fill for
 //     new or moved children), after clearing the columns of the joins

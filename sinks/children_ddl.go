@@ -40,8 +40,10 @@ func childReadColumns(c *projections.Children) []Column {
 func childReadDefs(c *projections.Children, key []string) (cols []string, index string) {
 	rc := childReadColumns(c)
 	cols = []string{
-		// MariaDB's JSON: LONGTEXT utf8mb4_bin with a json_valid CHECK.
-		q(c.Name) + " JSON NULL COMMENT " + sqlquote.Literal(rc[0].Comment),
+		// Not MariaDB's JSON (its json_valid CHECK): the array is the text
+		// JSON_ARRAYAGG makes, equal to the source's, and MariaDB renders
+		// some values as no valid JSON (YEAR 0 as 0000).
+		q(c.Name) + " " + rc[0].Definition(),
 		q(c.CountColumn) + " BIGINT NOT NULL DEFAULT 0 COMMENT " + sqlquote.Literal(rc[1].Comment),
 	}
 	// The refresh finds a parent's read rows by its link columns: index
@@ -69,7 +71,19 @@ func childDDL(p *projections.Projection, i int, types projections.Types) []strin
 	c := p.Children[i]
 	state := PlannedChildStateColumns(p, i, types)
 	var defs []string
+	json := map[string]bool{}
+	if i < len(types.Children) {
+		for col, is := range types.Children[i].JSON {
+			json[projections.ChildStateColumn(col)] = is
+		}
+	}
 	for _, col := range state {
+		if json[col.Name] {
+			// MariaDB's JSON (what information_schema reports as the
+			// planned LONGTEXT utf8mb4_bin, with a json_valid CHECK).
+			defs = append(defs, q(col.Name)+" JSON NULL")
+			continue
+		}
 		defs = append(defs, q(col.Name)+" "+col.Definition())
 	}
 	var index []string
@@ -128,9 +142,23 @@ func PlannedChildLinkColumns(p *projections.Projection, i int, types projections
 	return out
 }
 
-// childrenOnMySQL refuses children on a MySQL sink: MySQL's JSON_ARRAYAGG
-// has no ORDER BY (nor LIMIT), so the array's order could not be the one
-// declared.
-func childrenOnMySQL(p *projections.Projection) error {
+// childrenSink refuses children on a MySQL sink (mariadb false): MySQL's
+// JSON_ARRAYAGG has no ORDER BY (nor LIMIT), so the array's order could
+// not be the one declared.
+func childrenSink(p *projections.Projection, mariadb bool) error {
+	if len(p.Children) == 0 || mariadb {
+		return nil
+	}
 	return fmt.Errorf("projection %s nests children (%s), which need a MariaDB sink: MySQL's JSON_ARRAYAGG cannot order or cap the array; put the projection on a MariaDB sink, or drop children and read the child rows with a join", p.Name, p.Children[0].Name)
+}
+
+// CheckChildren refuses p's children on a shard that is not MariaDB
+// (`readside check`, and every projector start through CheckReadTable).
+func (s *Sharded) CheckChildren(p *projections.Projection) error {
+	for _, sh := range s.Shards {
+		if err := childrenSink(p, sh.mariadb); err != nil {
+			return fmt.Errorf("shard %s: %w", sh.Range.Text, err)
+		}
+	}
+	return nil
 }

@@ -480,8 +480,8 @@ func (s *MySQL) CheckReadTable(ctx context.Context, p *projections.Projection) e
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if len(p.Children) > 0 && !s.mariadb {
-		return childrenOnMySQL(p)
+	if err := childrenSink(p, s.mariadb); err != nil {
+		return err
 	}
 	if len(extra) > 0 {
 		return fmt.Errorf("read table %s of projection %s has unique key(s) %v besides its primary key: readside's upserts (ON DUPLICATE KEY UPDATE) would match them and overwrite the wrong row; make them non-unique (ALTER TABLE %s DROP INDEX …, ADD INDEX …)",
