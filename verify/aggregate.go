@@ -44,29 +44,6 @@ func newAggregatePlan(p *projections.Projection) *plan {
 	return pl
 }
 
-// Repairable says whether --repair can fix p's drift; the error names
-// what to do instead. An aggregate's group rows are sums over the
-// contributions the sink keeps per source row: re-published source rows
-// change nothing when their stored contribution already equals them (a
-// hand-edited group row stays wrong), and a group row rewritten alone
-// would be moved again by the next delta from contributions that
-// disagree with it. A rebuild derives both afresh from the topics.
-func Repairable(p *projections.Projection) error {
-	if p.Aggregation != nil {
-		return fmt.Errorf("projections.%s is an aggregate projection: verify --repair cannot fix its group rows (they are sums over the per-row contributions the sink keeps, which a re-published source row does not reset); rebuild it instead: readside replay --projection %s --rebuild", p.Name, p.Name)
-	}
-	return nil
-}
-
-// versionSQL is the sink's version of a read row: a group row is the sum
-// of many source rows' versions, so it has none of its own (0).
-func (pl *plan) versionSQL() string {
-	if pl.p.Aggregation != nil {
-		return "0"
-	}
-	return "`_rs_version`"
-}
-
 // groupColumns are the read columns of the group: the key (shard_by
 // first), then any group column the key does not list.
 func groupColumns(p *projections.Projection) []string {
@@ -84,7 +61,7 @@ func (pl *plan) groupsFrom() string {
 	p := pl.p
 	var sel, by []string
 	for i, name := range groupColumns(p) {
-		sel = append(sel, groupSQL(p, name)+" AS "+q(name))
+		sel = append(sel, groupSQL(p, name, sourceColumn)+" AS "+q(name))
 		by = append(by, fmt.Sprint(i+1)) // by position: a read name may also be a source column's
 	}
 	for _, a := range p.Aggregation.Aggregates {
@@ -98,15 +75,16 @@ func (pl *plan) groupsFrom() string {
 		" GROUP BY " + strings.Join(by, ", ") + ") s"
 }
 
-// groupSQL computes group column name over the source row: its column's
-// expression, or the source column of that name.
-func groupSQL(p *projections.Projection, name string) string {
+// groupSQL computes group column name over the source row, col rendering
+// a source column: its column's expression, or the source column of
+// that name.
+func groupSQL(p *projections.Projection, name string, col func(string) string) string {
 	for _, c := range p.Columns {
 		if c.Name == name {
-			return c.SQL(sourceColumn)
+			return c.SQL(col)
 		}
 	}
-	return sourceColumn(name)
+	return col(name)
 }
 
 // aggregateSQL is the aggregate's MySQL text over the source row s: the

@@ -18,11 +18,13 @@ package verify
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 
 	"github.com/readside/readside/internal/sqlquote"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
 )
 
 // childColumns are the compared array and count columns of the children
@@ -87,25 +89,9 @@ func (v *Verifier) learnChildKeys(ctx context.Context) error {
 	}
 	keys := make([][]string, len(v.p.Children))
 	for i, c := range v.p.Children {
-		rows, err := v.src.QueryContext(ctx, "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX",
-			c.SourceDB, c.SourceTbl)
-		if err != nil {
-			return fmt.Errorf("reading the primary key of %s.%s (children %s): %w", c.SourceDB, c.SourceTbl, c.Name, err)
-		}
-		for rows.Next() {
-			var col string
-			if err := rows.Scan(&col); err != nil {
-				rows.Close()
-				return err
-			}
-			keys[i] = append(keys[i], col)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(keys[i]) == 0 {
-			return fmt.Errorf("projections.%s.children.%s: %s.%s has no primary key on the source (or the source user cannot see it): children need one to order ties and to key their state", v.p.Name, c.Name, c.SourceDB, c.SourceTbl)
+		var err error
+		if keys[i], err = primaryKey(ctx, v.src, c.SourceDB, c.SourceTbl); err != nil {
+			return fmt.Errorf("projections.%s.children.%s: %w", v.p.Name, c.Name, err)
 		}
 	}
 	v.pl.childKeys = keys
@@ -113,14 +99,36 @@ func (v *Verifier) learnChildKeys(ctx context.Context) error {
 	return nil
 }
 
-// childWheres selects, per children entry whose columns differ in d (or
-// every entry, when the parent row is missing), the child rows of d's
-// parent on the source: re-published, they reset the sink's child state
-// of that parent at new versions, and the refresh rebuilds the array.
-// An entry whose link value is NULL or not among the compared columns
-// has nothing to re-publish.
-func (v *Verifier) childWheres(d Diff) map[int]string {
-	out := map[int]string{}
+// primaryKey reads the primary key columns of db.table on the source.
+func primaryKey(ctx context.Context, src *sql.DB, db, table string) ([]string, error) {
+	rows, err := src.QueryContext(ctx, "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX", db, table)
+	if err != nil {
+		return nil, fmt.Errorf("reading the primary key of %s.%s: %w", db, table, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var col string
+		if err := rows.Scan(&col); err != nil {
+			return nil, err
+		}
+		out = append(out, col)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s.%s has no primary key on the source (or the source user cannot see it): readside keys rows by it", db, table)
+	}
+	return out, nil
+}
+
+// childLinks are, per children entry whose columns differ in d (or
+// every entry, when the parent row is missing), the link of d's parent:
+// its values of the entry's On columns. An entry whose link holds a NULL
+// has no children to repair.
+func (v *Verifier) childLinks(d Diff) map[int][]string {
+	out := map[int][]string{}
 	for i, c := range v.p.Children {
 		differs := d.Kind == "missing"
 		for _, col := range d.Columns {
@@ -129,34 +137,87 @@ func (v *Verifier) childWheres(d Diff) map[int]string {
 		if !differs {
 			continue
 		}
-		var ands []string
+		var link []string
 		for _, o := range c.On {
-			cell := v.parentCell(o.Parent, d.srcRow)
+			cell := v.readCell(o.Read, d.srcRow)
 			if cell == nil {
-				ands = nil
+				link = nil
 				break
 			}
-			lit := literal(kText, *cell)
-			if integer.MatchString(*cell) {
-				lit = *cell
-			}
-			ands = append(ands, q(o.Child)+" = "+lit)
+			link = append(link, *cell)
 		}
-		if len(ands) > 0 {
-			out[i] = "(" + strings.Join(ands, " AND ") + ")"
+		if link != nil {
+			out[i] = link
 		}
 	}
 	return out
 }
 
-// parentCell is the value of parent source column col in a compared
-// source row: the read column that copies it (the children compile
-// requires one).
-func (v *Verifier) parentCell(col string, row []*string) *string {
-	for i, c := range v.p.Columns {
-		if c.Source == col && !c.Computed() && i < len(row) {
+// childWhere selects the child rows of entry i with link on the source.
+func (v *Verifier) childWhere(i int, link []string) string {
+	var ands []string
+	for k, o := range v.p.Children[i].On {
+		lit := literal(kText, link[k])
+		if integer.MatchString(link[k]) {
+			lit = link[k]
+		}
+		ands = append(ands, q(o.Child)+" = "+lit)
+	}
+	return "(" + strings.Join(ands, " AND ") + ")"
+}
+
+// readCell is read column col's cell in a compared source row.
+func (v *Verifier) readCell(col string, row []*string) *string {
+	for i, c := range v.pl.cols {
+		if c.Read == col && i < len(row) {
 			return row[i]
 		}
 	}
 	return nil
+}
+
+// repairChildState withdraws, on every shard (each keeps every child's
+// state), the state of the children linked to links (per entry) that no
+// longer exist on the source, and refreshes those links' arrays
+// (sinks.RepairChildren). It returns the states withdrawn.
+func (v *Verifier) repairChildState(ctx context.Context, links map[int][][]string) (int, error) {
+	withdrawn := 0
+	for i, ls := range links {
+		c := v.p.Children[i]
+		pk, err := sourceKeyOf(ctx, v.src, c.SourceDB, c.SourceTbl)
+		if err != nil {
+			return withdrawn, err
+		}
+		bound := make([][]any, len(ls))
+		for j, l := range ls {
+			for _, x := range l {
+				bound[j] = append(bound[j], x)
+			}
+		}
+		for _, sh := range v.sink.Shards {
+			members, err := sh.ChildMembers(ctx, v.p, i, bound)
+			if err != nil {
+				return withdrawn, err
+			}
+			keys := make([][]string, len(members))
+			for j, m := range members {
+				keys[j] = m.PK
+			}
+			found, err := pk.present(ctx, v.src, keys)
+			if err != nil {
+				return withdrawn, err
+			}
+			var gone []sinks.ChildMember
+			for j, m := range members {
+				if !found[j] {
+					gone = append(gone, m)
+				}
+			}
+			if err := sh.RepairChildren(ctx, v.p, i, gone, bound); err != nil {
+				return withdrawn, fmt.Errorf("repairing the %s of %d parents of %s on shard %s: %w", c.Name, len(ls), v.p.Table, sh.Range.Text, err)
+			}
+			withdrawn += len(gone)
+		}
+	}
+	return withdrawn, nil
 }

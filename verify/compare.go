@@ -79,7 +79,7 @@ func (v *Verifier) compare(ctx context.Context, srcWhere string, srcArgs []any, 
 		return nil, err
 	}
 	sink := map[string][]sinkCopy{}
-	readExprs := append(v.pl.readExprs(), v.pl.versionSQL())
+	readExprs := append(v.pl.readExprs(), "`_rs_version`")
 	sinkKinds := append(append([]kind{}, kinds[:len(v.pl.cols)]...), kInt)
 	for i, sh := range v.sink.Shards {
 		rows, err := sh.DB().QueryContext(ctx, "SELECT "+strings.Join(readExprs, ", ")+" FROM "+q(v.p.Table)+" WHERE "+sinkWhere, sinkArgs...)

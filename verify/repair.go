@@ -27,6 +27,11 @@ type RepairResult struct {
 	// ChildParents are parent rows whose child rows (children entries)
 	// were re-published because their array or count differed.
 	ChildParents int `json:"child_parents"`
+	// Rebuilt are aggregate group rows rebuilt from their contributions
+	// (aggregate_repair.go); Withdrawn the contributions, or child states
+	// (children.go), of source rows that no longer exist.
+	Rebuilt   int `json:"rebuilt,omitempty"`
+	Withdrawn int `json:"withdrawn,omitempty"`
 	// Remaining are keys still differing when the repair stopped waiting.
 	Remaining int     `json:"remaining"`
 	Seconds   float64 `json:"seconds"`
@@ -49,8 +54,8 @@ var integer = regexp.MustCompile(`^-?[0-9]+$`)
 // copy on a shard outside its key range — the latter only after the row
 // is on its home shard (a move: re-publish, then delete).
 func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, wait time.Duration) (*RepairResult, error) {
-	if err := Repairable(v.p); err != nil {
-		return nil, err
+	if v.p.Aggregation != nil {
+		return v.repairAggregate(ctx, rep, request, wait)
 	}
 	res := &RepairResult{}
 	start := time.Now()
@@ -63,11 +68,15 @@ func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, w
 	for i := range children {
 		children[i] = map[string]bool{}
 	}
+	links := map[int][][]string{}
 	seen := map[string]bool{}
 	var keys []Key
 	for _, d := range rep.diffs {
-		for i, w := range v.childWheres(d) {
-			children[i][w] = true
+		for i, l := range v.childLinks(d) {
+			if w := v.childWhere(i, l); !children[i][w] {
+				children[i][w] = true
+				links[i] = append(links[i], l)
+			}
 		}
 		if !seen[d.key.text()] {
 			seen[d.key.text()] = true
@@ -145,17 +154,31 @@ func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, w
 			res.ChildParents += len(part)
 		}
 	}
-	// Re-verify the repaired keys, finishing the moves of misplaced rows
-	// whose home shard now holds them.
+	n, err := v.repairChildState(ctx, links)
+	if err != nil {
+		return nil, err
+	}
+	res.Withdrawn += n
+	if err := v.recheck(ctx, keys, res, wait); err != nil {
+		return nil, err
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// recheck re-verifies the repaired keys until they are equal or wait runs
+// out, finishing the moves of misplaced rows whose home shard now holds
+// them; res.Remaining is what still differs.
+func (v *Verifier) recheck(ctx context.Context, keys []Key, res *RepairResult, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for {
 		diffs, err := v.compareKeys(ctx, keys)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		moved, err := v.deleteMoved(ctx, diffs)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		res.Deleted += moved
 		if moved > 0 {
@@ -171,12 +194,11 @@ func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, w
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	res.Seconds = time.Since(start).Seconds()
-	return res, nil
+	return nil
 }
 
 // parentWhere selects the parent row of join j that a source row refers

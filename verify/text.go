@@ -42,6 +42,9 @@ func (r *Report) WriteText(w io.Writer) {
 	if rp := r.Repair; rp != nil {
 		fmt.Fprintf(w, "  repair: %d key(s) re-published, %d parent row(s) and the child rows of %d row(s) in %d snapshot request(s), %d sink row(s) deleted; %d key(s) still differ after %.1fs\n",
 			rp.Published, rp.ParentKeys, rp.ChildParents, rp.SnapshotRequests, rp.Deleted, rp.Remaining, rp.Seconds)
+		if rp.Rebuilt > 0 || rp.Withdrawn > 0 {
+			fmt.Fprintf(w, "  repair: %d group row(s) rebuilt from their contributions; the sink's state of %d source row(s) that no longer exist withdrawn\n", rp.Rebuilt, rp.Withdrawn)
+		}
 	}
 }
 

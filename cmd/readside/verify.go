@@ -25,7 +25,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	var common commonFlags
 	common.register(fs)
 	name := fs.String("projection", "", "`NAME` of the projection to verify (default: every projection)")
-	repair := fs.Bool("repair", false, "re-publish the differing source rows through the tailer, delete rows the source does not have, move rows on a shard their key range does not name, then verify those keys again")
+	repair := fs.Bool("repair", false, "re-publish the differing source rows through the tailer, delete rows the source does not have, move rows on a shard their key range does not name, rebuild differing aggregate groups from their contributions and withdraw the sink's state of source rows that are gone, then verify those keys again")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	chunk := fs.Int("chunk-rows", 1000, "source rows per checksummed chunk")
 	maxRate := fs.Int("max-rows-per-second", 0, "throttle the scan (0: unthrottled)")
@@ -56,14 +56,6 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	if len(chosen) == 0 {
 		fmt.Fprintf(stderr, "readside verify: no projection %q in the config (projections.<name>)\n", *name)
 		return exitUsage
-	}
-	if *repair {
-		for _, p := range chosen {
-			if err := verify.Repairable(p); err != nil {
-				fmt.Fprintf(stderr, "readside verify: --repair: %v (verify it without --repair, or choose another projection with --projection)\n", err)
-				return exitUsage
-			}
-		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -1,0 +1,142 @@
+package sinks
+
+// Repairing an aggregate projection's group rows (readside verify
+// --repair, verify/aggregate_repair.go). A group row is a function of the
+// contributions stored for its source rows, so the repair restores that
+// invariant on the sink: it withdraws the contributions of source rows
+// that no longer exist (each at its own version: a tombstone, so a late
+// event of the row is still refused, and a real delete that is on its way
+// withdraws nothing twice) and rebuilds the groups from the contributions
+// left, in one transaction. The rebuild deletes the group rows first,
+// which locks them, and reads the contributions in a later statement:
+// under READ COMMITTED it sees every batch that wrote those groups before
+// it, and a batch that writes them after waits for the lock and applies
+// its delta to the rebuilt row — the order in which the projector's own
+// transactions take turns on a group (aggregate.go).
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/readside/readside/projections"
+)
+
+// Member is a source row whose stored contribution is to a group.
+type Member struct {
+	Key     []byte // the source primary key, as the event's record key
+	Version uint64
+}
+
+// GroupMembers reads the source rows whose stored contributions are to
+// groups (each its values in p.Key order).
+func (s *MySQL) GroupMembers(ctx context.Context, p *projections.Projection, groups [][]any) ([]Member, error) {
+	if len(groups) == 0 {
+		return nil, nil
+	}
+	m := groupMatch("SELECT `key_text`, `_rs_version` FROM "+q(p.ContributionsTable())+" WHERE ", "", contributionGroup(p), "")
+	var out []Member
+	for start := 0; start < len(groups); start += chunk {
+		part := groups[start:min(start+chunk, len(groups))]
+		rows, err := s.db.QueryContext(ctx, m.text(len(part)), slices.Concat(part...)...)
+		if err != nil {
+			return nil, fmt.Errorf("reading the contributions of %d groups of %s: %w", len(part), p.Table, err)
+		}
+		for rows.Next() {
+			var mb Member
+			if err := rows.Scan(&mb.Key, &mb.Version); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out = append(out, mb)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// RepairGroups withdraws the contributions of gone (each only while it
+// still has the version given) and rebuilds groups from the
+// contributions, in one transaction, retried when the server reports a
+// deadlock with a batch or another transient error.
+func (s *MySQL) RepairGroups(ctx context.Context, p *projections.Projection, gone []Member, groups [][]any) error {
+	var err error
+	for range 5 {
+		if err = s.repairGroups(ctx, p, gone, groups); err == nil || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+func (s *MySQL) repairGroups(ctx context.Context, p *projections.Projection, gone []Member, groups [][]any) error {
+	st := s.statementsFor(p).agg
+	if st == nil {
+		return fmt.Errorf("projections.%s is not an aggregate projection", p.Name)
+	}
+	gone = slices.Clone(gone)
+	slices.SortFunc(gone, func(a, b Member) int { return strings.Compare(string(a.Key), string(b.Key)) }) // the projector's lock order
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	withdraw := withdrawOne(p)
+	for _, m := range gone {
+		if _, err := tx.ExecContext(ctx, withdraw, m.Key, m.Version); err != nil {
+			return fmt.Errorf("withdrawing a contribution to %s: %w", p.Table, err)
+		}
+	}
+	del := groupMatch("DELETE FROM "+q(p.Table)+" WHERE ", "", p.Key, "")
+	of := groupMatch("", "", contributionGroup(p), "")
+	rebuild, ok := strings.CutSuffix(st.rebuildGroups, " GROUP BY "+strings.Join(quoteAll(contributionGroup(p)), ", "))
+	if !ok {
+		return fmt.Errorf("the rebuild statement of %s has no GROUP BY of its groups: %s", p.Table, st.rebuildGroups)
+	}
+	for start := 0; start < len(groups); start += chunk {
+		part := groups[start:min(start+chunk, len(groups))]
+		args := slices.Concat(part...)
+		if _, err := tx.ExecContext(ctx, del.text(len(part)), args...); err != nil {
+			return fmt.Errorf("removing %d group rows of %s: %w", len(part), p.Table, err)
+		}
+		stmt := rebuild + " AND " + of.text(len(part)) + " GROUP BY " + strings.Join(quoteAll(contributionGroup(p)), ", ")
+		if _, err := tx.ExecContext(ctx, stmt, args...); err != nil {
+			return fmt.Errorf("rebuilding %d group rows of %s from their contributions: %w", len(part), p.Table, err)
+		}
+	}
+	return tx.Commit()
+}
+
+// contributionGroup are the group columns of p's contributions table.
+func contributionGroup(p *projections.Projection) []string {
+	out := make([]string, len(p.Key))
+	for i, k := range p.Key {
+		out[i] = projections.GroupColumn(k)
+	}
+	return out
+}
+
+// withdrawOne sets one contribution to none (the tombstone: no group,
+// counts 0, values NULL) at the version it has.
+func withdrawOne(p *projections.Projection) string {
+	var none []string
+	for _, g := range contributionGroup(p) {
+		none = append(none, q(g)+" = NULL")
+	}
+	for _, a := range p.Aggregation.Aggregates {
+		if !a.Stored() {
+			continue
+		}
+		v := q(projections.ContributionColumn(a.Column))
+		if a.Counts() {
+			none = append(none, v+" = 0")
+		} else {
+			none = append(none, v+" = NULL")
+		}
+	}
+	return "UPDATE " + q(p.ContributionsTable()) + " SET " + strings.Join(none, ", ") + " WHERE `key_text` = ? AND `_rs_version` = ?"
+}
