@@ -266,6 +266,14 @@ func TestAggregatesChildrenOps(t *testing.T) {
 	if left != "" {
 		t.Errorf("tables of the rebuilds left behind:\n%s", left)
 	}
+	// The shadows' identities are forgotten, the floors their TRUNCATEs
+	// left (the aggregate's own, the children's) included.
+	q := func(table string) string { return "`" + sink + "`.`" + table + "`" }
+	if left := testbed.RowsText(t, db, "SELECT projection FROM "+q("_readside_truncations")+" WHERE projection LIKE '%\\_\\_rebuild%'"+
+		" UNION ALL SELECT DISTINCT projection FROM "+q("_readside_offsets")+" WHERE projection LIKE '%\\_\\_rebuild%'"+
+		" UNION ALL SELECT projection FROM "+q("_readside_rebuilds")); left != "" {
+		t.Errorf("bookkeeping of the rebuilds left behind:\n%s", left)
+	}
 	var olds []string
 	for _, cp := range compiled {
 		olds = append(olds, append([]string{cp.Table + "__old"}, sinks.StateTables(cp, cp.Table+"__old")...)...)
