@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -102,4 +103,17 @@ func (b *Batch) halves() (lo, hi *Batch) {
 	default:
 		return &Batch{ChildWrites: b.ChildWrites[:len(b.ChildWrites)/2]}, &Batch{ChildWrites: b.ChildWrites[len(b.ChildWrites)/2:]}
 	}
+}
+
+// describe counts b's changes by kind for messages: "3 writes and 1
+// parent changes", with contributions and child changes when there are.
+func (b *Batch) describe() string {
+	s := fmt.Sprintf("%d writes and %d parent changes", len(b.Writes), len(b.Parents))
+	if len(b.Contributions) > 0 {
+		s += fmt.Sprintf(", %d contributions", len(b.Contributions))
+	}
+	if len(b.ChildWrites) > 0 {
+		s += fmt.Sprintf(", %d child changes", len(b.ChildWrites))
+	}
+	return s
 }

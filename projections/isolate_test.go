@@ -92,3 +92,21 @@ func TestBisectRejectedStopsOnOtherErrors(t *testing.T) {
 		t.Fatalf("got %v, want the sink's error", err)
 	}
 }
+
+// TestBatchDescribe: an error about a batch counts what it holds, so an
+// aggregate projection's does not read "0 writes".
+func TestBatchDescribe(t *testing.T) {
+	for _, c := range []struct {
+		why  string
+		b    *Batch
+		want string
+	}{
+		{"a plain batch keeps its words", &Batch{Writes: make([]Write, 2), Parents: make([]ParentWrite, 1)}, "2 writes and 1 parent changes"},
+		{"an aggregate projection's batch counts its contributions", &Batch{Contributions: make([]Contribution, 5)}, "0 writes and 0 parent changes, 5 contributions"},
+		{"child changes beside the parent's writes", &Batch{Writes: make([]Write, 1), ChildWrites: make([]ChildWrite, 3)}, "1 writes and 0 parent changes, 3 child changes"},
+	} {
+		if got := c.b.describe(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.why, got, c.want)
+		}
+	}
+}
