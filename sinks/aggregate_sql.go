@@ -16,7 +16,10 @@ import (
 // aggStatements are an aggregate projection's statements.
 type aggStatements struct {
 	lock, read, write multiRow // the contributions table
-	delta             multiRow // group deltas into the read table
+	// readFirst is read with the truncation floor as one more row, of
+	// key "" (its last parameter is the projection's name).
+	readFirst multiRow
+	delta     multiRow // group deltas into the read table
 	// deleteEmpty, recompute: head + one group match per group, joined by
 	// sep, + tail.
 	deleteEmpty, recompute multiRow
@@ -95,6 +98,9 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 		write: multiRow{head: "INSERT INTO " + c + " (" + strings.Join(stateCols, ", ") + ") VALUES ",
 			row: "(" + placeholders(len(stateCols)) + ")", sep: ", ", tail: d.onDuplicate() + strings.Join(stateSets, ", ")},
 	}
+	nulls := strings.Repeat(", NULL", len(stateCols)-2)
+	st.readFirst = st.read
+	st.readFirst.tail = ") UNION ALL SELECT '', version" + nulls + " FROM `_readside_truncations` WHERE projection = ?"
 	dcols := aggDeltaColumns(ag)
 	var sets []string
 	for _, a := range ag.Aggregates {

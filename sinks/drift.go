@@ -367,7 +367,12 @@ func plannedTables(p *projections.Projection, types projections.Types) []planned
 	if p.Aggregation != nil {
 		return aggregateTables(p, types)
 	}
-	return append([]plannedTable{{name: p.Table, columns: PlannedColumns(p, types)}}, plannedJoinTables(p, types)...)
+	out := append([]plannedTable{{name: p.Table, columns: PlannedColumns(p, types)}}, plannedJoinTables(p, types)...)
+	for i, c := range p.Children {
+		out = append(out, plannedTable{name: c.StateTable(p), columns: PlannedChildStateColumns(p, i, types)},
+			plannedTable{name: c.LinkTable(p), columns: PlannedChildLinkColumns(p, i, types)})
+	}
+	return out
 }
 
 // plannedJoinTables are the state tables of p's joins.
@@ -379,10 +384,6 @@ func plannedJoinTables(p *projections.Projection, types projections.Types) []pla
 			t.read[stateCol(c.Name)] = c.Name
 		}
 		out = append(out, t)
-	}
-	for i, c := range p.Children {
-		out = append(out, plannedTable{name: c.StateTable(p), columns: PlannedChildStateColumns(p, i, types)},
-			plannedTable{name: c.LinkTable(p), columns: PlannedChildLinkColumns(p, i, types)})
 	}
 	return out
 }

@@ -114,6 +114,7 @@ func aggregateList(st *statements) []namedStatement {
 	list = append(list,
 		namedStatement{"aggregate: lock contributions", a.lock.text(2)},
 		namedStatement{"aggregate: read contributions", a.read.text(2)},
+		namedStatement{"aggregate: read contributions and the truncation floor", a.readFirst.text(2)},
 		namedStatement{"aggregate: write contributions", a.write.text(2)},
 		namedStatement{"aggregate: group deltas", a.delta.text(2)},
 		namedStatement{"aggregate: remove empty groups", a.deleteEmpty.text(2)},
