@@ -19,7 +19,8 @@ import (
 // (and sharded, over two shards) by customer and order, so an order
 // moving to another customer is a read key move, with its lines as a
 // JSON array capped at 3 elements ordered by line_no (ties on purpose:
-// broken by the line's primary key) and their count.
+// broken by the line's primary key) and their count. The lines' order_id
+// is narrower than the orders' id, as happens.
 type lineShop struct {
 	bed    *testbed.Bed
 	cfg    config.Config
@@ -31,7 +32,7 @@ type lineShop struct {
 
 const (
 	lineOrders = "CREATE TABLE `%s`.orders (id INT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(20) CHARACTER SET utf8mb4 NOT NULL)"
-	lineLines  = "CREATE TABLE `%s`.order_lines (id INT PRIMARY KEY, order_id INT NULL, line_no INT NOT NULL, sku VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NOT NULL," +
+	lineLines  = "CREATE TABLE `%s`.order_lines (id INT PRIMARY KEY, order_id MEDIUMINT NULL, line_no INT NOT NULL, sku VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NOT NULL," +
 		" qty INT NOT NULL, price DECIMAL(10,2) NULL, at DATETIME(3) NULL, KEY (order_id))"
 	lineLimit = 3
 )
@@ -177,7 +178,8 @@ func TestChildrenSteps(t *testing.T) {
 	s.exec(t, "INSERT INTO $.order_lines VALUES (1, 1, 1, 'A-1', 2, 9.50, '2024-01-02 03:04:05.678'), (2, 1, 2, 'B-2', 1, NULL, NULL)")
 	s.exec(t, "INSERT INTO $.orders VALUES (1, 10, 'new')")
 	s.converge(t, "lines before their order", `10|1|new|[{"at": "2024-01-02 03:04:05.678", "line": 1, "price": 9.50, "qty": 2, "sku": "A-1"}`, "|2|")
-	s.exec(t, "INSERT INTO $.orders VALUES (2, 20, 'new')")
+	s.exec(t, "INSERT INTO $.orders VALUES (2, 20, 'new'), (2147483647, 20, 'beyond')")
+	s.converge(t, "an order whose id the lines' order_id cannot hold", "20|2147483647|beyond|<nil>|0|")
 	s.exec(t, "INSERT INTO $.order_lines VALUES (3, 2, 1, 'C-3', 5, 1.00, NULL)")
 	s.converge(t, "a line after its order", `20|2|new|[{"at": null, "line": 1, "price": 1.00, "qty": 5, "sku": "C-3"}]|1|`)
 	s.exec(t, `UPDATE $.order_lines SET sku = 'it''s "ünï" \\ ✓', qty = 7 WHERE id = 2`)
@@ -480,6 +482,19 @@ func TestChildrenElementTypes(t *testing.T) {
 		return exp == got, fmt.Sprintf("the element JSON differs from the source's JSON_OBJECT:\n%s", testbed.FirstDifference(got, exp))
 	})
 	t.Logf("%d types in %d rows: every element equals the source's JSON_OBJECT", len(typeMatrix), len(typeMatrixRows))
+
+	// An array of ~3 MB, over the 1 MB group_concat_max_len a server
+	// starts with (it bounds JSON_ARRAYAGG): whole, not cut short.
+	if _, err := utc.ExecContext(ctx, "INSERT INTO `"+src+"`.items (id, parent_id, tx) SELECT 1000 + seq, 50, REPEAT('ü', 1000) FROM seq_1_to_1500"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := utc.ExecContext(ctx, "INSERT INTO `"+src+"`.parents VALUES (50)"); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(t, 90*time.Second, func() (bool, string) {
+		got := testbed.RowsText(t, bed.MySQL.DB(), "SELECT items_count, JSON_LENGTH(items), JSON_VALID(items), LENGTH(items) > 3000000 FROM `"+sinkDB+"`.parents_with_items WHERE id = 50")
+		return got == "1500|1500|1|1|\n", "an array of 1,500 elements of 2,000 bytes: count, elements, valid, longer than 3 MB: " + got
+	})
 }
 
 // TestChildrenSchemaErrors: what only the live source schema tells —

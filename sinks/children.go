@@ -100,8 +100,11 @@ func childStatementsOf(p *projections.Projection, c *projections.Children, d dia
 			sep:  ", ",
 			tail: ") AND " + stateLink[0] + " IS NOT NULL FOR UPDATE",
 		},
+		// IGNORE: a parent's link value the child's column cannot hold
+		// (an id beyond its range) has no children; it locks the nearest
+		// row the column clamps it to instead of failing the batch.
 		lock: multiRow{
-			head: "INSERT INTO " + links + " (" + strings.Join(linkCols, ", ") + ") VALUES ",
+			head: "INSERT IGNORE INTO " + links + " (" + strings.Join(linkCols, ", ") + ") VALUES ",
 			row:  group,
 			sep:  ", ",
 			tail: d.onDuplicate() + linkCols[0] + " = " + linkCols[0],

@@ -201,8 +201,9 @@ const sinkSQLMode = "STRICT_ALL_TABLES,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTIO
 //   - utf8mb4: events carry text as UTF-8, whatever charset the DSN asks
 //     for (binary values are sent as binary literals and are unaffected);
 //   - sql_mode sinkSQLMode;
-//   - group_concat_max_len at its largest: it bounds JSON_ARRAYAGG too, and
-//     a nested children array cut short would be invalid JSON;
+//   - group_concat_max_len 1 GiB (max_allowed_packet's largest, so no
+//     client could read a longer value anyway): it bounds JSON_ARRAYAGG
+//     too, and a nested children array cut short would be invalid JSON;
 //   - READ COMMITTED: every batch needs it (apply), and setting it once per
 //     connection saves a round trip per transaction. The statement is the
 //     same on MySQL and MariaDB, unlike the variable behind it.
@@ -227,7 +228,7 @@ func (c session) Connect(ctx context.Context) (sqldriver.Conn, error) {
 		mode = "CONCAT('" + sinkSQLMode + "', IF(FIND_IN_SET('NO_BACKSLASH_ESCAPES', @@SESSION.sql_mode), ',NO_BACKSLASH_ESCAPES', ''))"
 	}
 	setup := []string{
-		"SET NAMES utf8mb4, time_zone = '+00:00', sql_mode = " + mode + ", group_concat_max_len = 4294967295",
+		"SET NAMES utf8mb4, time_zone = '+00:00', sql_mode = " + mode + ", group_concat_max_len = 1073741824",
 		"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
 	}
 	for _, st := range setup {

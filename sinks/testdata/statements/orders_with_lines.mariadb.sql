@@ -17,7 +17,7 @@ DELETE FROM `orders_with_lines` WHERE _rs_version < ?
 SELECT `c_order_id` FROM `_readside_child_orders_with_lines_lines` WHERE `_rs_key` IN (?, ?) AND `c_order_id` IS NOT NULL FOR UPDATE
 
 -- children lines: lock links
-INSERT INTO `_readside_childlink_orders_with_lines_lines` (`l_order_id`) VALUES (?), (?) ON DUPLICATE KEY UPDATE `l_order_id` = `l_order_id`
+INSERT IGNORE INTO `_readside_childlink_orders_with_lines_lines` (`l_order_id`) VALUES (?), (?) ON DUPLICATE KEY UPDATE `l_order_id` = `l_order_id`
 
 -- children lines: lock every link (truncation)
 SELECT `l_order_id` FROM `_readside_childlink_orders_with_lines_lines` ORDER BY `l_order_id` FOR UPDATE
