@@ -107,6 +107,14 @@ func (s *MySQL) repairGroups(ctx context.Context, p *projections.Projection, gon
 		if _, err := tx.ExecContext(ctx, stmt, args...); err != nil {
 			return fmt.Errorf("rebuilding %d group rows of %s from their contributions: %w", len(part), p.Table, err)
 		}
+		// The rebuilt rows are new: each join's state is copied in afresh,
+		// as after a truncation's rebuild (aggregate.go).
+		in := groupMatch("", "r.", p.Key, "")
+		for _, fill := range st.fillJoins {
+			if _, err := tx.ExecContext(ctx, fill+" AND "+in.text(len(part)), args...); err != nil {
+				return fmt.Errorf("copying the joined columns into %d rebuilt group rows of %s: %w", len(part), p.Table, err)
+			}
+		}
 	}
 	return tx.Commit()
 }

@@ -20,7 +20,8 @@ import (
 
 // rollup: the shop with order lines, and two projections over two sink
 // shards: customer_stats (one row per customer: count, sum, min, max,
-// count_if and avg of their non-draft orders, sharded by customer) and
+// count_if and avg of their non-draft orders and the customer's name,
+// sharded by customer) and
 // orders_with_lines (each order with its 3 lines of least qty as a JSON
 // array, ties by the line's key, and the count of all of them). The lines
 // are loaded with qty against their key's order, so the array's order is
@@ -68,6 +69,7 @@ func newRollup(t *testing.T, bed *testbed.Bed, names ...string) *rollup {
 	all := map[string]config.Projection{
 		"customer_stats": {From: r.src + ".orders", Sink: "reads", GroupBy: []string{"customer_id"}, ShardBy: "customer_id",
 			Where: "status <> 'draft'",
+			Join: []config.Join{{From: r.src + ".customers", On: map[string]string{"id": "customer_id"}, Columns: map[string]string{"customer_name": "name"}}},
 			Aggregates: map[string]string{"orders": "count(*)", "total_cents": "sum(total_cents)", "first_at": "min(created_at)",
 				"last_at": "max(created_at)", "paid": "count_if(status = 'paid')", "avg_cents": "avg(total_cents)"}},
 		"orders_with_lines": {From: r.src + ".orders", Sink: "reads", Key: []string{"id"}, ShardBy: "id",
@@ -169,6 +171,11 @@ func (r *rollup) load(t *testing.T, customers, orders int) {
 			ls = append(ls, fmt.Sprintf("(%d, %d, 'sku-%d-%d', %d)", i, 10-l, i, l, l))
 		}
 	}
+	var cs []string
+	for i := 1; i <= customers; i += 2 { // every other customer exists: the rest join to NULL
+		cs = append(cs, fmt.Sprintf("(%d, 'customer %d ✓', NULL)", i, i))
+	}
+	r.exec(t, "INSERT INTO `"+r.src+"`.customers VALUES "+strings.Join(cs, ","))
 	r.exec(t, "INSERT INTO `"+r.src+"`.orders VALUES "+strings.Join(os, ","))
 	r.exec(t, "INSERT INTO `"+r.src+"`.order_lines VALUES "+strings.Join(ls, ","))
 }
@@ -208,14 +215,14 @@ func (r *rollup) churn(t *testing.T, customers, orders int, d time.Duration) {
 // GROUP BY and the JSON_ARRAYAGG over the source, and the union of the
 // shards.
 func (r *rollup) expectedStats(t *testing.T) string {
-	return rowsText(t, "SELECT customer_id, COUNT(*), SUM(total_cents), MIN(created_at), MAX(created_at), COUNT(CASE WHEN status = 'paid' THEN 1 END), AVG(total_cents) FROM `"+
-		r.src+"`.orders WHERE status <> 'draft' GROUP BY customer_id ORDER BY 1")
+	return rowsText(t, "SELECT g.*, c.name FROM (SELECT customer_id, COUNT(*), SUM(total_cents), MIN(created_at), MAX(created_at), COUNT(CASE WHEN status = 'paid' THEN 1 END), AVG(total_cents) FROM `"+
+		r.src+"`.orders WHERE status <> 'draft' GROUP BY customer_id) g LEFT JOIN `"+r.src+"`.customers c ON c.id = g.customer_id ORDER BY 1")
 }
 
 func (r *rollup) actualStats(t *testing.T) string {
 	var parts []string
 	for _, db := range r.shards {
-		parts = append(parts, "SELECT customer_id, orders, total_cents, first_at, last_at, paid, avg_cents FROM `"+db+"`.customer_stats")
+		parts = append(parts, "SELECT customer_id, orders, total_cents, first_at, last_at, paid, avg_cents, customer_name FROM `"+db+"`.customer_stats")
 	}
 	return rowsText(t, "SELECT * FROM ("+strings.Join(parts, " UNION ALL ")+") u ORDER BY 1")
 }
