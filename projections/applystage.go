@@ -126,7 +126,7 @@ func (pr *Projector) apply(ctx context.Context, b *Batch) error {
 		if pr.dlq == nil && pr.o.Rejected != nil && pr.o.Rejected(err) {
 			hint = " (the sink rejects a row: fix the read table or the data, or set on_error: dlq to dead-letter such rows and go on)"
 		}
-		return fmt.Errorf("projection %s: applying a batch of %d writes and %d parent changes: %w%s", pr.p.Name, len(b.Writes), len(b.Parents), err, hint)
+		return fmt.Errorf("projection %s: applying a batch of %s: %w%s", pr.p.Name, b.describe(), err, hint)
 	}
 	return nil
 }

@@ -29,6 +29,9 @@ const BackfillSuffix = "__backfill"
 func (p *Projection) Backfill() *Projection {
 	b := p.WithName(p.Name + BackfillSuffix)
 	b.Joins = nil
+	// Its batches come from the projection's own topic only: the nested
+	// arrays are not backfilled (BackfillColumns refuses them).
+	b.Children = nil
 	b.OnError = config.OnErrorStop
 	return b
 }
@@ -43,6 +46,13 @@ func (p *Projection) BackfillColumns(cols []string) ([]string, error) {
 		return nil, fmt.Errorf("--backfill needs the read columns to fill, comma-separated (columns of projections.%s.columns)", p.Name)
 	}
 	rebuild := "readside replay --projection " + p.Name + " --rebuild"
+	if p.Aggregation != nil {
+		return nil, fmt.Errorf("--backfill: projections.%s is an aggregate projection: each group's values add up every source row's contribution, which the state table on the sink keeps and a backfill does not fill; %s instead", p.Name, rebuild)
+	}
+	nested := map[string]string{}
+	for _, c := range p.Children {
+		nested[c.Name], nested[c.CountColumn] = c.Name, c.Name
+	}
 	joined := map[string]bool{}
 	for _, j := range p.Joins {
 		for _, c := range j.Columns {
@@ -62,6 +72,8 @@ func (p *Projection) BackfillColumns(cols []string) ([]string, error) {
 			errs = append(errs, "an empty column name (the list is comma-separated, without spaces around commas)")
 		case slices.Contains(p.Key, c):
 			errs = append(errs, fmt.Sprintf("%s is a key column of projections.%s: a key change moves every row, %s instead", c, p.Name, rebuild))
+		case nested[c] != "":
+			errs = append(errs, fmt.Sprintf("%s is a nested children column (projections.%s.children.%s): it is built from the child rows' state on the sink, which a backfill does not read; %s instead", c, p.Name, nested[c], rebuild))
 		case joined[c]:
 			errs = append(errs, fmt.Sprintf("%s is a joined column (projections.%s.join): its values come from the parent's topic and join state, which a backfill does not read; %s instead", c, p.Name, rebuild))
 		case !slices.Contains(own, c):

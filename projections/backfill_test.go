@@ -100,3 +100,39 @@ func TestBackfillTag(t *testing.T) {
 		t.Errorf("tags %q %q: the bookkeeping's phase column holds 20 characters", a, b)
 	}
 }
+
+// TestBackfillRefusesAggregatesAndChildren: values a backfill cannot
+// compute from the projection's own topic are refused, naming the rebuild.
+func TestBackfillRefusesAggregatesAndChildren(t *testing.T) {
+	nested := *joinedProjection(t)
+	nested.Children = []*Children{{Name: "items", CountColumn: "items_count", Topic: "t.items"}}
+	grouped := *joinedProjection(t)
+	grouped.Aggregation = &Aggregation{GroupBy: []string{"sender_id"}}
+	for _, c := range []struct {
+		why  string
+		p    *Projection
+		cols []string
+		errs []string
+	}{
+		{"an aggregate's values need every source row's contribution", &grouped, []string{"body"}, []string{"aggregate projection", "--rebuild"}},
+		{"a children array is built from the child state", &nested, []string{"items"}, []string{"items is a nested children column (projections.messages_by_sender.children.items)", "--rebuild"}},
+		{"so is its count", &nested, []string{"items_count"}, []string{"items_count is a nested children column", "--rebuild"}},
+	} {
+		_, err := c.p.BackfillColumns(c.cols)
+		if err == nil {
+			t.Errorf("%s: BackfillColumns(%q) accepted", c.why, c.cols)
+			continue
+		}
+		for _, w := range c.errs {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q lacks %q", c.why, err, w)
+			}
+		}
+	}
+	if got, err := nested.BackfillColumns([]string{"body"}); err != nil || !slices.Equal(got, []string{"body"}) {
+		t.Errorf("an own column of a projection with children: %q, %v", got, err)
+	}
+	if b := nested.Backfill(); len(b.Children) != 0 || !slices.Equal(b.Topics(), []string{nested.Topic}) {
+		t.Errorf("the backfill of a projection with children reads %v, want only its own topic", b.Topics())
+	}
+}

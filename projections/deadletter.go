@@ -29,48 +29,6 @@ func (pr *Projector) unmapped(ctx context.Context, bad []Rejected) error {
 	return pr.deadLetter(ctx, bad)
 }
 
-// isolate finds the rows the sink rejects by applying the batch in halves
-// (without offsets: a half applied twice is harmless), dead-letters each
-// single rejected write, then commits the offsets alone.
-func (pr *Projector) isolate(ctx context.Context, b *Batch) error {
-	var bisect func(ws []Write, ps []ParentWrite) error
-	bisect = func(ws []Write, ps []ParentWrite) error {
-		err := pr.sink.Apply(ctx, pr.p, &Batch{Writes: ws, Parents: ps})
-		if err == nil || !pr.o.Rejected(err) || ctx.Err() != nil {
-			return err
-		}
-		switch {
-		case len(ws)+len(ps) == 1:
-			r := Rejected{Reason: err}
-			if len(ws) == 1 {
-				r.Record = ws[0].From
-			} else {
-				r.Record = ps[0].From
-			}
-			b.Rejected++
-			return pr.deadLetter(ctx, []Rejected{r})
-		case len(ps) > 0 && len(ws) > 0:
-			if err := bisect(nil, ps); err != nil {
-				return err
-			}
-			return bisect(ws, nil)
-		case len(ps) > 1:
-			if err := bisect(nil, ps[:len(ps)/2]); err != nil {
-				return err
-			}
-			return bisect(nil, ps[len(ps)/2:])
-		}
-		if err := bisect(ws[:len(ws)/2], nil); err != nil {
-			return err
-		}
-		return bisect(ws[len(ws)/2:], nil)
-	}
-	if err := bisect(b.Writes, b.Parents); err != nil {
-		return err
-	}
-	return pr.sink.Apply(ctx, pr.p, &Batch{Offsets: b.Offsets, Marks: b.Marks})
-}
-
 // deadLetter publishes rejected records to the dead-letter topic and waits
 // for the broker to acknowledge them. The record keeps its key and value;
 // headers say where it came from and why it was rejected.

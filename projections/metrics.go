@@ -27,7 +27,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		appliedRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_applied_rows_total",
-			Help: "Read-table writes (upserts, deletes) committed to the sink, after coalescing per key."}, []string{"projection"}),
+			Help: "Read-table writes (upserts, deletes) committed to the sink, after coalescing per key; for an aggregate projection the source rows' contributions, for children the child rows' states."}, []string{"projection"}),
 		parentRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_parent_changes_total",
 			Help: "Parent-row changes applied to join state (each fans out to the parent's read rows)."}, []string{"projection"}),
 		stale: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_stale_skipped_total",
@@ -59,8 +59,13 @@ func (m *Metrics) applied(p *Projection, b *Batch, took time.Duration) {
 	if m == nil {
 		return
 	}
-	m.appliedRows.WithLabelValues(p.Name).Add(float64(len(b.Writes)))
-	if good := len(b.Writes) + len(b.Parents) - int(b.Rejected); good > 0 {
+	// An aggregate projection's and a children entry's writes are the
+	// source rows' contributions and child states: without them such a
+	// projection would show no progress, and every dead letter would look
+	// like all of them.
+	own := len(b.Writes) + len(b.Contributions) + len(b.ChildWrites)
+	m.appliedRows.WithLabelValues(p.Name).Add(float64(own))
+	if good := own + len(b.Parents) - int(b.Rejected); good > 0 {
 		m.dlq.applied(p.Name, good)
 		m.allDeadG.WithLabelValues(p.Name).Set(0)
 	}

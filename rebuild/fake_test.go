@@ -106,7 +106,7 @@ func (f *fakeSink) Create(_ context.Context, p *projections.Projection, _ projec
 }
 
 // Swap is RENAME TABLE: it fails when a source is missing or a target exists.
-func (f *fakeSink) Swap(_ context.Context, i int, live, shadow, old string) error {
+func (f *fakeSink) Swap(_ context.Context, i int, _ *projections.Projection, live, shadow, old string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failSwap[i]; err != nil {
@@ -122,7 +122,7 @@ func (f *fakeSink) Swap(_ context.Context, i int, live, shadow, old string) erro
 	return nil
 }
 
-func (f *fakeSink) Drop(_ context.Context, table string) error {
+func (f *fakeSink) Drop(_ context.Context, _ *projections.Projection, table string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("drop %s", table)

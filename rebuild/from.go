@@ -23,7 +23,7 @@ import (
 	"github.com/readside/readside/projections"
 )
 
-const fromUsage = "want earliest, an RFC3339 time (e.g. 2026-01-02T15:04:05Z) or partition:offset items (e.g. 0:120,3:0; topic/partition:offset for a joined parent's topic)"
+const fromUsage = "want earliest, an RFC3339 time (e.g. 2026-01-02T15:04:05Z) or partition:offset items (e.g. 0:120,3:0; topic/partition:offset for a joined parent's or a child table's topic)"
 
 // logRange is what the broker holds of one partition: offsets start up to
 // end (the high watermark, the offset the next record gets). Replaying

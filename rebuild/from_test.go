@@ -9,7 +9,8 @@ import (
 )
 
 func TestParseOffsets(t *testing.T) {
-	p := &projections.Projection{Name: "mbs", Topic: "rs.shop.orders", Joins: []*projections.Join{{Topic: "rs.shop.customers"}}}
+	p := &projections.Projection{Name: "mbs", Topic: "rs.shop.orders", Joins: []*projections.Join{{Topic: "rs.shop.customers"}},
+		Children: []*projections.Children{{Name: "lines", Topic: "rs.shop.order_lines"}}}
 	cases := []struct {
 		why  string
 		from string
@@ -18,7 +19,8 @@ func TestParseOffsets(t *testing.T) {
 	}{
 		{"bare items name the projection's own topic", "0:120, 3:0", projections.Offsets{"rs.shop.orders": {0: 120, 3: 0}}, ""},
 		{"a joined parent's topic is named with a slash", "0:1,rs.shop.customers/2:7", projections.Offsets{"rs.shop.orders": {0: 1}, "rs.shop.customers": {2: 7}}, ""},
-		{"a topic the projection does not consume is refused with its topics", "other/0:1", nil, "topic other is not consumed by projection mbs (its topics: rs.shop.orders, rs.shop.customers)"},
+		{"a child table's topic is named like a parent's", "rs.shop.order_lines/1:3", projections.Offsets{"rs.shop.order_lines": {1: 3}}, ""},
+		{"a topic the projection does not consume is refused with its topics", "other/0:1", nil, "topic other is not consumed by projection mbs (its topics: rs.shop.orders, rs.shop.customers, rs.shop.order_lines)"},
 		{"a negative offset is not an offset", "0:-1", nil, `item "0:-1" is not partition:offset`},
 		{"a missing offset is refused with the forms", "0", nil, "want earliest, an RFC3339 time"},
 		{"a partition named twice is ambiguous", "0:1,0:2", nil, "rs.shop.orders/0 is named twice"},

@@ -56,11 +56,13 @@ type Tables interface {
 	// Create creates p's read table, with types, on every shard.
 	Create(ctx context.Context, p *projections.Projection, types projections.Types) error
 	// Swap renames live to old and shadow to live on shard i in one
-	// statement: readers see the old table or the new one, never neither.
-	// Its error names the shard and the statement.
-	Swap(ctx context.Context, i int, live, shadow, old string) error
-	// Drop drops table on every shard where it exists.
-	Drop(ctx context.Context, table string) error
+	// statement, with the state tables that belong to each as p's read
+	// table (sinks.StateTables): readers see the old table or the new
+	// one, never neither. Its error names the shard and the statement.
+	Swap(ctx context.Context, i int, p *projections.Projection, live, shadow, old string) error
+	// Drop drops table, and the state tables that belong to it as p's
+	// read table, on every shard where they exist.
+	Drop(ctx context.Context, p *projections.Projection, table string) error
 }
 
 // Sink is the sink side of a rebuild and a backfill.
@@ -224,7 +226,7 @@ func (r *Rebuild) fill(ctx context.Context, live, shadowTable, old string) error
 		}
 	}
 	for _, i := range pending {
-		if err := r.sink.Swap(ctx, i, live, shadowTable, old); err != nil {
+		if err := r.sink.Swap(ctx, i, r.p, live, shadowTable, old); err != nil {
 			return err
 		}
 	}
@@ -276,5 +278,5 @@ func (r *Rebuild) fillShadow(ctx context.Context, shadowTable string) error {
 
 // DropOld drops the table a rebuild kept (OldTable) on every shard.
 func (r *Rebuild) DropOld(ctx context.Context) error {
-	return r.sink.Drop(ctx, OldTable(r.p))
+	return r.sink.Drop(ctx, r.p, OldTable(r.p))
 }

@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/readside/readside/internal/sqlquote"
 	"github.com/readside/readside/projections"
@@ -54,23 +55,49 @@ func (r *Rebuilder) Create(ctx context.Context, p *projections.Projection, types
 	return r.s.Exec(ctx, DDL(p, types))
 }
 
-// Swap renames live to old and shadow to live in one RENAME TABLE on
-// shard i: readers see the old table or the new one, never neither.
-func (r *Rebuilder) Swap(ctx context.Context, i int, live, shadow, old string) error {
-	if _, err := r.s.Shards[i].db.ExecContext(ctx, "RENAME TABLE "+q(live)+" TO "+q(old)+", "+q(shadow)+" TO "+q(live)); err != nil {
-		return fmt.Errorf("shard %s: RENAME TABLE %s TO %s, %s TO %s: %w", r.s.Shards[i].Range.Text, live, old, shadow, live, err)
+// Swap renames live to old and shadow to live on shard i in one RENAME
+// TABLE, together with the state tables that belong to each read table
+// (StateTables): readers see the old table or the new one, never neither,
+// and the projector that writes the live name after the swap finds the
+// contributions and child state the new table was built from.
+func (r *Rebuilder) Swap(ctx context.Context, i int, p *projections.Projection, live, shadow, old string) error {
+	sh := r.s.Shards[i]
+	pairs := []string{q(live) + " TO " + q(old), q(shadow) + " TO " + q(live)}
+	liveState, shadowState, oldState := StateTables(p, live), StateTables(p, shadow), StateTables(p, old)
+	for k := range liveState {
+		// A live state table is missing when the declaration gained it
+		// and no projector has run it yet: the shadow's comes in alone.
+		var n int
+		if err := sh.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", liveState[k]).Scan(&n); err != nil {
+			return fmt.Errorf("shard %s: %w", sh.Range.Text, err)
+		}
+		if n > 0 {
+			pairs = append(pairs, q(liveState[k])+" TO "+q(oldState[k]))
+		}
+		pairs = append(pairs, q(shadowState[k])+" TO "+q(liveState[k]))
+	}
+	stmt := "RENAME TABLE " + strings.Join(pairs, ", ")
+	if _, err := sh.db.ExecContext(ctx, stmt); err != nil {
+		return fmt.Errorf("shard %s: %s: %w", sh.Range.Text, stmt, err)
 	}
 	return nil
 }
 
-// Drop drops table on every shard (when it exists).
-func (r *Rebuilder) Drop(ctx context.Context, table string) error {
-	return r.s.Exec(ctx, []string{"DROP TABLE IF EXISTS " + q(table)})
+// Drop drops table and the state tables that belong to it as p's read
+// table (StateTables) on every shard, where they exist.
+func (r *Rebuilder) Drop(ctx context.Context, p *projections.Projection, table string) error {
+	stmts := []string{"DROP TABLE IF EXISTS " + q(table)}
+	for _, st := range StateTables(p, table) {
+		stmts = append(stmts, "DROP TABLE IF EXISTS "+q(st))
+	}
+	return r.s.Exec(ctx, stmts)
 }
 
 // Forget removes everything readside keeps for projection p on every
 // shard: its offsets, tombstones, truncation floors, replay requests and
 // join state tables. A finished rebuild forgets its shadow projection.
+// The state tables named after the read table (StateTables) are not
+// p's identity but its table's: they go with the table (Swap, Drop).
 func (r *Rebuilder) Forget(ctx context.Context, p *projections.Projection) error {
 	stmts := []string{}
 	for _, j := range p.Joins {
@@ -89,7 +116,9 @@ func (r *Rebuilder) Forget(ctx context.Context, p *projections.Projection) error
 				return fmt.Errorf("shard %s: %w", sh.Range.Text, err)
 			}
 		}
-		if _, err := sh.db.ExecContext(ctx, "DELETE FROM `_readside_truncations` WHERE projection = ? OR projection LIKE ? ESCAPE '!'", p.Name, sqlquote.LikePrefix(p.Name+"#join")); err != nil {
+		// The floors of its joins' parents and its children's tables.
+		if _, err := sh.db.ExecContext(ctx, "DELETE FROM `_readside_truncations` WHERE projection = ? OR projection LIKE ? ESCAPE '!' OR projection LIKE ? ESCAPE '!'",
+			p.Name, sqlquote.LikePrefix(p.Name+"#join"), sqlquote.LikePrefix(p.Name+"#child_")); err != nil {
 			return fmt.Errorf("shard %s: %w", sh.Range.Text, err)
 		}
 	}

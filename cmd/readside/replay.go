@@ -58,7 +58,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	common.register(fs)
 	var f replayFlags
 	fs.StringVar(&f.name, "projection", "", "the projection to replay (required)")
-	fs.StringVar(&f.from, "from", "", "earliest, an RFC3339 time, or partition:offset,... (topic/partition:offset for a joined parent's topic)")
+	fs.StringVar(&f.from, "from", "", "earliest, an RFC3339 time, or partition:offset,... (topic/partition:offset for a joined parent's or a child table's topic)")
 	fs.BoolVar(&f.rebuild, "rebuild", false, "fill a shadow table from the topics and swap it in (RENAME TABLE) once caught up")
 	fs.StringVar(&f.backfill, "backfill", "", "fill read columns added to the projection (comma-separated) into the existing rows, from the topics")
 	fs.BoolVar(&f.dropOld, "drop-old", false, "drop the <table>__old a rebuild kept (after --rebuild finishes, or alone)")
