@@ -27,6 +27,11 @@ type source struct {
 	// write writes the backlog and returns its row events per topic
 	// (nil: unknown, the binlog range's row count from B0 is used).
 	write func(ctx context.Context) (map[string]int, error)
+	// live, when set, writes the workload's own mix live for its latency
+	// step (workloadlatency.go); stamp says when a read row shows a
+	// source change.
+	live  txnWriter
+	stamp stampRule
 }
 
 // errSkip marks a workload that cannot run on this machine; the run goes
@@ -280,25 +285,30 @@ func (e *env) chatSource(ctx context.Context, w workload, prefix string, s *sour
 		return fmt.Appendf(b, "(%d,%d,'room-%d','%s %x',%s,%d)", id, 1+rnd.IntN(2000), rnd.IntN(50), body, rnd.Uint64(), created, us)
 	}
 	var maxID int64
-	write := func(ctx context.Context, n int, updates float64) error {
-		for done := 0; done < n; {
-			b := []byte(head)
-			us := time.Now().UnixMicro()
-			for i := range min(w.TxnRows, n-done) {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				id, edit := maxID+1, maxID > 0 && rnd.Float64() < updates
-				if edit {
-					id = 1 + rnd.Int64N(maxID)
-				} else {
-					maxID++
-				}
-				b = message(b, id, us, edit)
-				done++
+	// txn writes one statement of n messages stamped us.
+	txn := func(ctx context.Context, n int, updates float64, us int64) error {
+		b := []byte(head)
+		for i := range n {
+			if i > 0 {
+				b = append(b, ',')
 			}
-			if _, err := db.ExecContext(ctx, string(append(b, tail...))); err != nil {
-				return fmt.Errorf("writing %s: %w", w.Name, err)
+			id, edit := maxID+1, maxID > 0 && rnd.Float64() < updates
+			if edit {
+				id = 1 + rnd.Int64N(maxID)
+			} else {
+				maxID++
+			}
+			b = message(b, id, us, edit)
+		}
+		if _, err := db.ExecContext(ctx, string(append(b, tail...))); err != nil {
+			return fmt.Errorf("writing %s: %w", w.Name, err)
+		}
+		return nil
+	}
+	write := func(ctx context.Context, n int, updates float64) error {
+		for done := 0; done < n; done += min(w.TxnRows, n-done) {
+			if err := txn(ctx, min(w.TxnRows, n-done), updates, time.Now().UnixMicro()); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -309,6 +319,10 @@ func (e *env) chatSource(ctx context.Context, w workload, prefix string, s *sour
 	s.write = func(ctx context.Context) (map[string]int, error) {
 		return map[string]int{s.proj.Topic: w.Events}, write(ctx, w.Events, w.Updates)
 	}
+	// Live, a message's read row shows an edit when its commit_us moves
+	// forward (an edit that moves the month inserts a new read row).
+	s.live = func(ctx context.Context, n int, us int64) (int, error) { return n, txn(ctx, n, w.Updates, us) }
+	s.stamp = stampRule{column: "commit_us"}
 	return nil
 }
 

@@ -66,9 +66,11 @@ type workloadResult struct {
 	B2JoinSweep       []b2Point `json:"b2_join_sweep,omitempty"`
 	ProjectorVsB2Join float64   `json:"projector_vs_b2_join,omitempty"`
 	// B2JoinCheck compares the rows B2-join left with the projector's.
-	B2JoinCheck    string  `json:"b2_join_check,omitempty"`
-	BacklogWriteS  float64 `json:"backlog_write_s"`
-	TailerProfiled bool    `json:"tailer_in_process_profiled,omitempty"`
+	B2JoinCheck   string  `json:"b2_join_check,omitempty"`
+	BacklogWriteS float64 `json:"backlog_write_s"`
+	// Latency is the workload's own latency step (workload.Live).
+	Latency        *workloadLatency `json:"workload_latency,omitempty"`
+	TailerProfiled bool             `json:"tailer_in_process_profiled,omitempty"`
 }
 
 func tableName(w workload) string { return w.Name }
@@ -196,6 +198,11 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 		} else {
 			r.B2JoinCheck = fmt.Sprintf("DIFFERENT rows: the projector left %d read rows, %v showing a parent (per join); B2 with join statements %d, %v", rows, joined, b2j.ReadRows, b2j.JoinedRows)
 			logf("warning: %s: %s", w.Name, r.B2JoinCheck)
+		}
+	}
+	if w.Live && e.latency != nil && src.live != nil {
+		if r.Latency, err = e.runWorkloadLatency(ctx, w, src, *e.latency); err != nil {
+			return r, fmt.Errorf("latency step: %w", err)
 		}
 	}
 	r.TailerVsLimit = r.Tailer.PerS / min(r.B0.PerS, r.B1.PerS)

@@ -84,15 +84,34 @@ func (b *upsertBatch) commit(ctx context.Context, db *sql.DB, counts []int) erro
 func upsertBacklog(ctx context.Context, db *sql.DB, w workload, tables []upsertTable, pick func(batch *upsertBatch, us int64)) ([]int, error) {
 	counts := make([]int, len(tables))
 	for done := 0; done < w.Events; {
-		us := time.Now().UnixMicro()
-		batch := newUpsertBatch(tables)
-		for range min(w.TxnRows, w.Events-done) {
-			pick(batch, us)
-			done++
-		}
-		if err := batch.commit(ctx, db, counts); err != nil {
+		n := min(w.TxnRows, w.Events-done)
+		if err := upsertTxn(ctx, db, tables, n, time.Now().UnixMicro(), pick, counts); err != nil {
 			return counts, err
 		}
+		done += n
 	}
 	return counts, nil
+}
+
+// upsertTxn writes one source transaction of n rows stamped us, pick
+// adding each row, and adds its rows per table to counts.
+func upsertTxn(ctx context.Context, db *sql.DB, tables []upsertTable, n int, us int64, pick func(batch *upsertBatch, us int64), counts []int) error {
+	batch := newUpsertBatch(tables)
+	for range n {
+		pick(batch, us)
+	}
+	return batch.commit(ctx, db, counts)
+}
+
+// upsertLive is a txnWriter of transactions upsertTxn writes.
+func upsertLive(db *sql.DB, tables []upsertTable, pick func(batch *upsertBatch, us int64)) txnWriter {
+	return func(ctx context.Context, n int, us int64) (int, error) {
+		counts := make([]int, len(tables))
+		err := upsertTxn(ctx, db, tables, n, us, pick, counts)
+		sum := 0
+		for _, c := range counts {
+			sum += c
+		}
+		return sum, err
+	}
 }
