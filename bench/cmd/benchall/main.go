@@ -116,6 +116,10 @@ func workloads(quick bool) []workload {
 		// with computed columns; a join through a parent's parent.
 		{Name: "messages_by_sender_month", Kind: "messages_by_sender_month", Updates: 0.1, Events: mix, Preload: 20_000, TxnRows: 200, RowBytes: 300, Live: true},
 		{Name: "orders_with_region", Kind: "orders_with_region", Updates: 0.35, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
+		// Aggregates on Zipfian groups and nested children (issue 27:
+		// sources_aggregate.go, sources_children.go), each with its own B2.
+		{Name: "customer_order_stats", Kind: "customer_order_stats", Updates: 0.45, Zipf: true, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
+		{Name: "orders_with_lines", Kind: "orders_with_lines", Updates: 0.6, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
 		{Name: "sysbench_write_only", Kind: "sysbench", Events: sb, Preload: 10_000, RowBytes: 250},
 	}
 }

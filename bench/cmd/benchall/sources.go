@@ -32,6 +32,10 @@ type source struct {
 	// source change.
 	live  txnWriter
 	stamp stampRule
+	// b2, when set, replaces B2's -config and -projection (the B2 of an
+	// aggregate or of nested children: rawupsert -aggregate, or a plain
+	// copy of the child table in a config of its own).
+	b2 []string
 }
 
 // errSkip marks a workload that cannot run on this machine; the run goes
@@ -70,6 +74,10 @@ func (e *env) newSource(ctx context.Context, w workload, prefix string) (*source
 		err = e.messagesMonthSource(ctx, w, prefix, s)
 	case "orders_with_region":
 		err = e.ordersRegionSource(ctx, w, prefix, s)
+	case "customer_order_stats":
+		err = e.customerStatsSource(ctx, w, prefix, s)
+	case "orders_with_lines":
+		err = e.orderLinesSource(ctx, w, prefix, s)
 	case "sysbench":
 		err = e.sysbenchSource(ctx, w, prefix, s)
 	default:
@@ -89,17 +97,24 @@ func (e *env) newSource(ctx context.Context, w workload, prefix string) (*source
 // customConfig writes a readside config with one projection given as YAML
 // (indented under projections:), like config() does for the row workloads.
 func (e *env) customConfig(prefix string, tables []string, projection string) (string, error) {
+	return e.writeConfig(prefix+".yaml", prefix, tables, projection)
+}
+
+// writeConfig writes customConfig's config under name in the bench's
+// directory.
+func (e *env) writeConfig(name, prefix string, tables []string, projection string) (string, error) {
 	e.serverID++
 	var b strings.Builder
+	qualified := make([]string, len(tables))
 	for i := range tables {
-		tables[i] = e.srcDB + "." + tables[i]
+		qualified[i] = e.srcDB + "." + tables[i]
 	}
-	fmt.Fprintf(&b, "source:\n  dsn: %q\n  server_id: %d\n  tables: [%s]\n  snapshot:\n    mode: never\n", e.bed.MySQL.ReplDSN(), e.serverID, strings.Join(tables, ", "))
+	fmt.Fprintf(&b, "source:\n  dsn: %q\n  server_id: %d\n  tables: [%s]\n  snapshot:\n    mode: never\n", e.bed.MySQL.ReplDSN(), e.serverID, strings.Join(qualified, ", "))
 	fmt.Fprintf(&b, "kafka:\n  brokers: [%s]\n  topic_prefix: %s\n  partitions: 6\n", strings.Join(e.bed.Kafka.Brokers(), ", "), prefix)
 	fmt.Fprintf(&b, "sinks:\n  reads:\n    dsn: %q\n", e.bed.MySQL.AdminDSN()+e.sinkDB)
 	b.WriteString("projections:\n" + strings.ReplaceAll(projection, "$src", e.srcDB))
 	b.WriteString("log:\n  level: warn\n")
-	path := filepath.Join(e.dir, prefix+".yaml")
+	path := filepath.Join(e.dir, name)
 	return path, os.WriteFile(path, []byte(b.String()), 0o600)
 }
 

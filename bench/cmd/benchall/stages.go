@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/readside/readside/bench/internal/benchio"
 	"github.com/readside/readside/cdc"
+	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
@@ -66,7 +68,10 @@ type workloadResult struct {
 	B2JoinSweep       []b2Point `json:"b2_join_sweep,omitempty"`
 	ProjectorVsB2Join float64   `json:"projector_vs_b2_join,omitempty"`
 	// B2JoinCheck compares the rows B2-join left with the projector's.
-	B2JoinCheck   string  `json:"b2_join_check,omitempty"`
+	B2JoinCheck string `json:"b2_join_check,omitempty"`
+	// B2Check compares the group rows an aggregate's B2 left with the
+	// projector's read table (count and checksum, benchio.TableChecksum).
+	B2Check       string  `json:"b2_check,omitempty"`
 	BacklogWriteS float64 `json:"backlog_write_s"`
 	// Latency is the workload's own latency step (workload.Live).
 	Latency        *workloadLatency `json:"workload_latency,omitempty"`
@@ -160,7 +165,10 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 	}
 	r.B1 = b1.rate
 	// B2 (bench/rawupsert): the projection's writes, not coalesced, swept.
-	b2, err := e.runLimit(ctx, "rawupsert", "-config", cfgPath, "-projection", proj.Name, "-records", recFile, "-sweep", limitSweep, "-settle", settleLimit.String())
+	// An aggregate's or nested children's B2 is its own (src.b2: later
+	// flags win).
+	b2args := append([]string{"-config", cfgPath, "-projection", proj.Name, "-records", recFile, "-sweep", limitSweep, "-settle", settleLimit.String()}, src.b2...)
+	b2, err := e.runLimit(ctx, "rawupsert", b2args...)
 	if err != nil {
 		return r, err
 	}
@@ -203,6 +211,13 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 	if w.Live && e.latency != nil && src.live != nil {
 		if r.Latency, err = e.runWorkloadLatency(ctx, w, src, *e.latency); err != nil {
 			return r, fmt.Errorf("latency step: %w", err)
+		}
+	}
+	// The aggregate's B2 computed the same group rows: it must have left
+	// what the projector left.
+	if slices.Contains(src.b2, "-aggregate") {
+		if r.B2Check, err = e.aggregateCheck(ctx, cfg, proj, b2); err != nil {
+			return r, err
 		}
 	}
 	r.TailerVsLimit = r.Tailer.PerS / min(r.B0.PerS, r.B1.PerS)
@@ -506,4 +521,22 @@ func caughtUp(applied, ends map[int32]int64) bool {
 		}
 	}
 	return true
+}
+
+// aggregateCheck compares the group rows rawupsert -aggregate left (its
+// count and checksum) with the projector's read table.
+func (e *env) aggregateCheck(ctx context.Context, cfg config.Config, proj *projections.Projection, b2 limitResult) (string, error) {
+	d := cfg.Projections[proj.Name]
+	cols := append([]string{}, d.GroupBy...)
+	cols = append(cols, slices.Sorted(maps.Keys(d.Aggregates))...)
+	rows, sum, err := benchio.TableChecksum(ctx, e.sink.DB(), proj.Table, cols)
+	if err != nil {
+		return "", err
+	}
+	if rows == b2.ReadRows && sum == b2.Checksum {
+		return fmt.Sprintf("same group rows as the projector: %d rows, checksum %d", rows, sum), nil
+	}
+	msg := fmt.Sprintf("DIFFERENT group rows: the projector left %d rows (checksum %d), B2 %d (checksum %d)", rows, sum, b2.ReadRows, b2.Checksum)
+	logf("warning: %s: %s", proj.Name, msg)
+	return msg, nil
 }

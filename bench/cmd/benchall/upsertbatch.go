@@ -78,14 +78,24 @@ func (b *upsertBatch) commit(ctx context.Context, db *sql.DB, counts []int) erro
 	return nil
 }
 
+// empty reports whether nothing was added yet.
+func (b *upsertBatch) empty() bool {
+	for _, n := range b.rows {
+		if n > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // upsertBacklog writes w.Events row changes in source transactions of
-// w.TxnRows rows, pick adding each row to the transaction's batch, and
-// returns the rows written per table.
+// about w.TxnRows rows, pick adding each change (one row or more) to the
+// transaction's batch, and returns the rows written per table.
 func upsertBacklog(ctx context.Context, db *sql.DB, w workload, tables []upsertTable, pick func(batch *upsertBatch, us int64)) ([]int, error) {
 	counts := make([]int, len(tables))
 	for done := 0; done < w.Events; {
-		n := min(w.TxnRows, w.Events-done)
-		if err := upsertTxn(ctx, db, tables, n, time.Now().UnixMicro(), pick, counts); err != nil {
+		n, err := upsertTxnRows(ctx, db, tables, min(w.TxnRows, w.Events-done), time.Now().UnixMicro(), pick, counts)
+		if err != nil {
 			return counts, err
 		}
 		done += n
@@ -93,25 +103,25 @@ func upsertBacklog(ctx context.Context, db *sql.DB, w workload, tables []upsertT
 	return counts, nil
 }
 
-// upsertTxn writes one source transaction of n rows stamped us, pick
-// adding each row, and adds its rows per table to counts.
-func upsertTxn(ctx context.Context, db *sql.DB, tables []upsertTable, n int, us int64, pick func(batch *upsertBatch, us int64), counts []int) error {
+// upsertTxnRows writes one source transaction of at least n rows stamped
+// us, pick adding each change, adds its rows per table to counts and
+// returns how many it wrote.
+func upsertTxnRows(ctx context.Context, db *sql.DB, tables []upsertTable, n int, us int64, pick func(batch *upsertBatch, us int64), counts []int) (int, error) {
 	batch := newUpsertBatch(tables)
-	for range n {
+	rows := 0
+	for rows < n {
 		pick(batch, us)
+		rows = 0
+		for _, r := range batch.rows {
+			rows += r
+		}
 	}
-	return batch.commit(ctx, db, counts)
+	return rows, batch.commit(ctx, db, counts)
 }
 
-// upsertLive is a txnWriter of transactions upsertTxn writes.
+// upsertLive is a txnWriter of the transactions upsertTxnRows writes.
 func upsertLive(db *sql.DB, tables []upsertTable, pick func(batch *upsertBatch, us int64)) txnWriter {
 	return func(ctx context.Context, n int, us int64) (int, error) {
-		counts := make([]int, len(tables))
-		err := upsertTxn(ctx, db, tables, n, us, pick, counts)
-		sum := 0
-		for _, c := range counts {
-			sum += c
-		}
-		return sum, err
+		return upsertTxnRows(ctx, db, tables, n, us, pick, make([]int, len(tables)))
 	}
 }
