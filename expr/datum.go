@@ -71,3 +71,8 @@ type Type struct {
 	// types of operators are worked out from, as MySQL does.
 	prec int
 }
+
+// Prec is a decimal's precision, an integer's digits or a string's length
+// in characters (bytes for a binary string), as MySQL works out result
+// types from it (SUM's and AVG's precision, for one).
+func (t Type) Prec() int { return t.prec }

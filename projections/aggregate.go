@@ -1,9 +1,12 @@
 package projections
 
 import (
+	"fmt"
+	"sync/atomic"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/expr"
 )
 
@@ -20,6 +23,8 @@ type Aggregation struct {
 	GroupBy []string
 	// Aggregates are the aggregate read columns, in read table order.
 	Aggregates []Aggregate
+	// typed is Aggregates checked against the source (typeAggregates).
+	typed *atomic.Pointer[aggTyped]
 }
 
 // AggFunc is an aggregate function.
@@ -44,6 +49,32 @@ type Aggregate struct {
 	Text   string     // as declared, for messages
 }
 
+// Stored reports whether the aggregate keeps a contribution column: every
+// one but count(*), whose contribution is the row itself.
+func (a Aggregate) Stored() bool { return a.Func != AggCount || a.Arg != nil }
+
+// Counts reports whether the read value is a count (COUNT, count_if):
+// an integer that is never NULL.
+func (a Aggregate) Counts() bool { return a.Func == AggCount || a.Func == AggCountIf }
+
+// SQL is the aggregate as MySQL computes it over the source rows, col
+// rendering a source column reference: what verify and tests compare the
+// read table with (`SELECT <group>, <SQL>… FROM src WHERE … GROUP BY`).
+func (a Aggregate) SQL(col func(name string) string) string {
+	switch a.Func {
+	case AggCount:
+		if a.Arg == nil {
+			return "COUNT(*)"
+		}
+		return "COUNT(" + a.Arg.SQL(col) + ")"
+	case AggCountIf:
+		return "COUNT(CASE WHEN " + a.Cond.SQL(col) + " THEN 1 END)"
+	case AggSumIf:
+		return "SUM(CASE WHEN " + a.Cond.SQL(col) + " THEN " + a.Arg.SQL(col) + " END)"
+	}
+	return map[AggFunc]string{AggSum: "SUM", AggMin: "MIN", AggMax: "MAX", AggAvg: "AVG"}[a.Func] + "(" + a.Arg.SQL(col) + ")"
+}
+
 // Contribution is what one source row change does to an aggregate
 // projection: the row's new contribution under its source key, applied
 // by the sink only when Version is newer than the stored one.
@@ -52,14 +83,179 @@ type Contribution struct {
 	Version   uint64
 	// Truncate: every contribution older than Version is withdrawn.
 	Truncate bool
-	From     *kgo.Record
+	// Group is the row's group (Projection.Key order); nil when the row
+	// contributes nothing as of Version: deleted, or kept out by where.
+	Group []Value
+	// KeyspaceID routes the group to a shard (its shard_by value's, 0
+	// without shard_by).
+	KeyspaceID uint64
+	// Values are, per Aggregation.Aggregates, what the row adds: "1" or
+	// "0" for counts, else the value (NULL when it adds none).
+	Values []Value
+	From   *kgo.Record
 }
 
-// compileAggregate compiles group_by and aggregates (nil errors when the
-// projection has neither).
-func compileAggregate(p *Projection, d config.Projection, key string) []error { return nil }
+// MaxSourceKeyBytes bounds a source key's text (the contributions table's
+// primary key, an InnoDB index of at most 3072 bytes).
+const MaxSourceKeyBytes = 3072
 
-// collectContribution adds e's contribution to b.
+// ContributionsTable is the sink table of an aggregate projection's
+// contributions (one row per source row), named from the read table so a
+// rebuild's shadow table has its own.
+func (p *Projection) ContributionsTable() string {
+	name := "_readside_agg_" + p.Table
+	if len(name) > 64 {
+		name = fmt.Sprintf("_readside_agg_%x", xxhashString(p.Table))
+	}
+	return name
+}
+
+// ContributionColumn names aggregate col's column in the contributions
+// table; the group columns keep their read names there, prefixed so no
+// two collide.
+func ContributionColumn(col string) string { return "v_" + col }
+
+// GroupColumn names group column col in the contributions table.
+func GroupColumn(col string) string { return "g_" + col }
+
+var one, zero = Value{kind: TextValue, b: []byte("1")}, Value{kind: TextValue, b: []byte("0")}
+
+// collectContribution adds e's contribution to b: the after image's group
+// and values when the row exists and passes the filter, else none (a
+// delete, or a row that left the filter, withdraws what it added).
 func (p *Projection) collectContribution(b *Batch, r *kgo.Record, e Event, ps *plans) error {
+	if e.Op == event.OpTruncate {
+		b.Contributions = append(b.Contributions, Contribution{Truncate: true, Version: e.Version, From: r})
+		return nil
+	}
+	if len(r.Key) == 0 {
+		return fmt.Errorf("%s event without a record key (the source primary key)", e.Op)
+	}
+	if len(r.Key) > MaxSourceKeyBytes {
+		return fmt.Errorf("source primary key is %d bytes encoded, over the %d bytes an aggregate's contributions table can hold", len(r.Key), MaxSourceKeyBytes)
+	}
+	c := Contribution{SourceKey: string(r.Key), Version: e.Version, From: r}
+	if e.Op != event.OpDelete {
+		in, err := p.passes(e.After, "after")
+		if err != nil {
+			return err
+		}
+		if in {
+			if e.After == nil {
+				return fmt.Errorf("%s event without an after image", e.Op)
+			}
+			if err := p.contribute(&c, e, ps); err != nil {
+				return err
+			}
+		}
+	}
+	b.Contributions = append(b.Contributions, c)
 	return nil
+}
+
+// contribute fills c's group and values from e's after image.
+func (p *Projection) contribute(c *Contribution, e Event, ps *plans) error {
+	img := e.After
+	t := p.Aggregation.typed.Load()
+	if t == nil {
+		return fmt.Errorf("projections.%s.aggregates have not been typed against the source table: plan the projection (readside plan) before running it", p.Name)
+	}
+	pl := p.plan(ps, img, e.Schema)
+	c.Group = make([]Value, len(p.Columns))
+	for i := range p.Columns {
+		v, err := p.value(img, pl, i)
+		if err != nil {
+			return err
+		}
+		c.Group[i] = v
+	}
+	if _, err := p.keyText(img, pl, c.Group); err != nil { // refuses a NULL group value
+		return err
+	}
+	c.KeyspaceID = p.keyspaceID(c.Group, e.Schema)
+	c.Values = make([]Value, len(p.Aggregation.Aggregates))
+	for i, a := range p.Aggregation.Aggregates {
+		x := t.aggs[i]
+		if x.cond != nil {
+			d, err := evalOn(img, x.cond, x.condArgs)
+			if err != nil {
+				return fmt.Errorf("projections.%s.aggregates.%s %q cannot be computed for this row: %w", p.Name, a.Column, a.Text, err)
+			}
+			if !d.True() {
+				if a.Func == AggCountIf {
+					c.Values[i] = zero
+				}
+				continue // sum_if: NULL
+			}
+			if a.Func == AggCountIf {
+				c.Values[i] = one
+				continue
+			}
+		}
+		if x.arg == nil { // count(*)
+			c.Values[i] = one
+			continue
+		}
+		d, err := evalOn(img, x.arg, x.argArgs)
+		if err != nil {
+			return fmt.Errorf("projections.%s.aggregates.%s %q cannot be computed for this row: %w", p.Name, a.Column, a.Text, err)
+		}
+		if a.Func == AggCount {
+			c.Values[i] = zero
+			if !d.IsNull() {
+				c.Values[i] = one
+			}
+			continue
+		}
+		text, binary, ok := expr.Bind(d, x.argT)
+		switch {
+		case !ok:
+		case binary:
+			c.Values[i] = Value{kind: BytesValue, b: text}
+		default:
+			c.Values[i] = Value{kind: TextValue, b: text}
+		}
+	}
+	return nil
+}
+
+// evalOn evaluates e over img's columns, read as the types args.
+func evalOn(img *Image, e *expr.Expr, args []expr.Type) (expr.Datum, error) {
+	row := make([]expr.Datum, len(args))
+	for j, name := range e.Columns() {
+		raw, ok := img.Get(name)
+		if !ok {
+			return expr.Datum{}, &missingColumn{name}
+		}
+		d, err := expr.FromEventType(raw, args[j])
+		if err != nil {
+			return expr.Datum{}, fmt.Errorf("source column %q: %w", name, err)
+		}
+		row[j] = d
+	}
+	return e.Eval(row)
+}
+
+// CoalesceContributions keeps the newest contribution per source key
+// (and every truncation), in place: what the sink's version check would
+// make of the whole sequence anyway.
+func CoalesceContributions(cs []Contribution) []Contribution {
+	newest := make(map[string]int, len(cs))
+	out := cs[:0]
+	for _, c := range cs {
+		if c.Truncate {
+			out = append(out, c)
+			continue
+		}
+		if i, ok := newest[c.SourceKey]; ok {
+			if out[i].Version < c.Version {
+				out[i] = c
+			}
+			continue
+		}
+		newest[c.SourceKey] = len(out)
+		out = append(out, c)
+	}
+	clear(cs[len(out):])
+	return out
 }

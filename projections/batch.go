@@ -29,6 +29,10 @@ type Batch struct {
 	// (children.go).
 	ChildWrites []ChildWrite
 	Offsets     Offsets
+	// Shard, when set, is the key range of the shard this part of a batch
+	// is for (Sharded.Apply): an aggregate's contributions go to every
+	// shard, its groups only to the one their keyspace id routes to.
+	Shard *KeyRange
 	// NewestTS is the newest source commit time (Unix seconds) among the
 	// batch's events.
 	NewestTS int64

@@ -32,7 +32,7 @@ func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 	if run != nil {
 		b.Offsets.Set(run.Topic, run.Partition, run.Offset+1)
 	}
-	n := len(b.Writes) + len(b.Parents)
+	n := len(b.Writes) + len(b.Parents) + len(b.Contributions)
 	// In place (the batch's own slice), with what was coalesced away
 	// cleared: it would hold its records, and their fetch buffers, while
 	// the batch is applied (see prepare).
@@ -40,7 +40,8 @@ func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 	clear(b.Writes[len(kept):])
 	b.Writes = kept
 	b.Parents = CoalesceParents(b.Parents)
-	b.Coalesced = int64(n - len(b.Writes) - len(b.Parents))
+	b.Contributions = CoalesceContributions(b.Contributions)
+	b.Coalesced = int64(n - len(b.Writes) - len(b.Parents) - len(b.Contributions))
 	return b, bad
 }
 

@@ -182,7 +182,7 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 				bad("%s.key column %q is not in %s.columns: add it there", key, k, key)
 			}
 		}
-		if d.ShardBy != "" && !slices.Contains(d.Key, d.ShardBy) {
+		if d.ShardBy != "" && !slices.Contains(d.Key, d.ShardBy) && !aggregate {
 			bad("%s.shard_by %q must be one of its key columns %v: add it to key or shard by a key column", key, d.ShardBy, d.Key)
 		}
 		if err := d.OnError.Check(); err != nil {
@@ -213,8 +213,11 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 				p.Key = append(p.Key, k)
 			}
 		}
-		errs = append(errs, compileColumns(p, d, key)...)
-		errs = append(errs, compileAggregate(p, d, key)...)
+		if aggregate {
+			errs = append(errs, compileAggregate(p, d, key)...)
+		} else {
+			errs = append(errs, compileColumns(p, d, key)...)
+		}
 		errs = append(errs, compileChildren(cfg, p, d, key, captured)...)
 		for i, jd := range d.Join {
 			j, jerrs := compileJoin(cfg, p, d, i, jd, captured)

@@ -17,6 +17,11 @@ type Types struct {
 	// JoinKey maps, per join (Projection.Joins order), each parent key
 	// column to its definition, for the join's state table.
 	JoinKey []map[string]string
+	// Contribution maps, for an aggregate projection, each aggregate to
+	// the definition of its column in the contributions table (Read has
+	// the aggregates' read columns, and each avg's hidden running sum
+	// under AvgSumColumn; aggregate_compile.go).
+	Contribution map[string]string
 }
 
 // sourceTable is one source table's columns as information_schema has them.
@@ -126,6 +131,8 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 	errs = append(errs, p.NullableKeys(func(col string) bool { return src.nullable[col] })...)
 	if len(src.pk) == 0 {
 		errs = append(errs, fmt.Errorf("projections.%s.from: %s.%s has no primary key: readside cannot tell its rows apart; add a primary key to the source table", p.Name, p.SourceDB, p.SourceTbl))
+	} else if p.Aggregation != nil {
+		errs = append(errs, p.typeAggregates(src, &out)...)
 	} else if err := p.CheckSourceKey(src.pk); err != nil {
 		errs = append(errs, err)
 	}

@@ -1,9 +1,396 @@
 package sinks
 
-import "github.com/readside/readside/projections"
+// Applying an aggregate projection's contributions, in the batch's
+// transaction (docs/ARCHITECTURE.md, "Aggregates"):
+//
+//  1. lock every source key's contribution row, in sorted order,
+//     creating version-0 placeholders for rows never seen (so two
+//     transactions with one key meet at the lock, not both at "none");
+//  2. read the stored contributions; for each change newer than its
+//     stored one, withdraw the old contribution from the old group and
+//     add the new one to the new group, coalesced per group;
+//  3. write the new contributions;
+//  4. apply the group deltas in one multi-row upsert (counts and sums
+//     added in SQL, exact), remove groups with no rows left, and set
+//     MIN, MAX (from the contributions, through their index) and AVG
+//     (from the hidden sum and count) of the touched groups — in a
+//     statement after step 4's upsert has locked their rows, so two
+//     transactions touching one group take turns, and the second
+//     recomputes from what the first committed.
+
+import (
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+
+	"github.com/readside/readside/projections"
+)
 
 // contributions applies an aggregate projection's contributions: each one
 // only when newer than the stored contribution of its source row, the
 // difference to the old and new groups coalesced per group, groups with
 // no rows left removed (docs/ARCHITECTURE.md, "Aggregates").
-func (a *applier) contributions(cs []projections.Contribution) error { return nil }
+func (a *applier) contributions(cs []projections.Contribution) error {
+	if len(cs) == 0 || a.p.Aggregation == nil {
+		return nil
+	}
+	var truncateAt uint64
+	live := make([]projections.Contribution, 0, len(cs))
+	for _, c := range cs {
+		if c.Truncate {
+			truncateAt = max(truncateAt, c.Version)
+		} else {
+			live = append(live, c)
+		}
+	}
+	if truncateAt > 0 {
+		if err := a.truncateAggregate(truncateAt); err != nil {
+			return err
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	floor, err := a.truncatedAt(a.p.Name)
+	if err != nil {
+		return err
+	}
+	kept := live[:0]
+	for _, c := range live {
+		if c.Version > floor {
+			kept = append(kept, c)
+		} else {
+			a.skipped++
+		}
+	}
+	slices.SortFunc(kept, func(x, y projections.Contribution) int { return strings.Compare(x.SourceKey, y.SourceKey) })
+	st := a.st.agg
+	keys := func(part []projections.Contribution) []any {
+		args := make([]any, len(part))
+		for i, c := range part {
+			args[i] = []byte(c.SourceKey)
+		}
+		return args
+	}
+	spansOf := cut(len(kept), chunk, func(i int) int { return len(kept[i].SourceKey) + 9 }, a.limit)
+	for _, sp := range spansOf {
+		part := kept[sp[0]:sp[1]]
+		if err := a.exec(st.lock.text(len(part)), keys(part)...); err != nil {
+			return fmt.Errorf("locking the contributions of %s: %w", a.p.Name, err)
+		}
+	}
+	stored := map[string]storedContribution{}
+	for _, sp := range spansOf {
+		part := kept[sp[0]:sp[1]]
+		if err := a.readContributions(st.read.text(len(part)), keys(part), stored); err != nil {
+			return fmt.Errorf("reading the contributions of %s: %w", a.p.Name, err)
+		}
+	}
+	ag := a.p.Aggregation
+	ds := newDeltas(ag)
+	writes := make([][]any, 0, len(kept))
+	for _, c := range kept {
+		old := stored[c.SourceKey]
+		if c.Version <= old.version {
+			a.skipped++
+			continue
+		}
+		if old.group != nil {
+			if err := ds.add(old.group, old.values, -1, c.Version); err != nil {
+				return err
+			}
+		}
+		row := []any{[]byte(c.SourceKey), c.Version}
+		if c.Group != nil && a.local(c.KeyspaceID) {
+			if err := ds.add(c.Group, c.Values, 1, c.Version); err != nil {
+				return err
+			}
+			row = appendValues(row, c.Group)
+			for i, x := range ag.Aggregates {
+				if x.Stored() {
+					row = append(row, &c.Values[i])
+				}
+			}
+		} else {
+			// No group here: deleted, filtered out, or kept on another
+			// shard. The version still refuses older events.
+			for range a.p.Key {
+				row = append(row, nil)
+			}
+			for _, x := range ag.Aggregates {
+				if x.Counts() && x.Stored() {
+					row = append(row, 0)
+				} else if x.Stored() {
+					row = append(row, nil)
+				}
+			}
+		}
+		writes = append(writes, row)
+	}
+	if err := a.execRows(&st.write, writes); err != nil {
+		return fmt.Errorf("writing the contributions of %s: %w", a.p.Name, err)
+	}
+	return a.applyDeltas(ds)
+}
+
+// local reports whether a group with keyspace id ks lives on this shard.
+func (a *applier) local(ks uint64) bool { return a.shard == nil || a.shard.Contains(ks) }
+
+// storedContribution is a source row's contribution as the sink has it.
+type storedContribution struct {
+	version uint64
+	group   []projections.Value // nil: none
+	values  []projections.Value // per aggregate
+}
+
+// readContributions reads stored contributions into out.
+func (a *applier) readContributions(query string, args []any, out map[string]storedContribution) error {
+	rows, err := a.query(query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return err
+	}
+	ag := a.p.Aggregation
+	n := len(types)
+	raw := make([]any, n)
+	cells := make([][]byte, n)
+	for i := range raw {
+		raw[i] = &cells[i]
+	}
+	binary := func(i int) bool {
+		switch strings.ToUpper(types[i].DatabaseTypeName()) {
+		case "BINARY", "VARBINARY", "BLOB", "TINYBLOB", "MEDIUMBLOB", "LONGBLOB", "GEOMETRY", "BIT":
+			return true
+		}
+		return false
+	}
+	value := func(i int) projections.Value {
+		if cells[i] == nil {
+			return projections.Value{}
+		}
+		b := slices.Clone(cells[i])
+		if binary(i) {
+			return projections.ValueOf(b)
+		}
+		return projections.ValueOf(string(b))
+	}
+	for rows.Next() {
+		var version uint64
+		raw[1] = &version
+		if err := rows.Scan(raw...); err != nil {
+			return err
+		}
+		s := storedContribution{version: version}
+		k := len(a.p.Key)
+		if cells[2] != nil {
+			s.group = make([]projections.Value, k)
+			for i := range k {
+				s.group[i] = value(2 + i)
+			}
+			s.values = make([]projections.Value, len(ag.Aggregates))
+			col := 2 + k
+			for i, x := range ag.Aggregates {
+				if !x.Stored() {
+					s.values[i] = projections.ValueOf("1")
+					continue
+				}
+				s.values[i] = value(col)
+				col++
+			}
+		}
+		out[string(cells[0])] = s
+	}
+	return rows.Err()
+}
+
+// execRows runs a multi-row statement over rows, in spans of at most
+// chunk rows and about a.limit bytes.
+func (a *applier) execRows(stmt *multiRow, rows [][]any) error {
+	for _, sp := range spans(len(rows), func(i int) int { return argBytes(rows[i]) }, a.limit) {
+		var args []any
+		for _, r := range rows[sp[0]:sp[1]] {
+			args = append(args, r...)
+		}
+		if err := a.exec(stmt.text(sp[1]-sp[0]), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyDeltas writes the coalesced group deltas, removes the groups left
+// empty and recomputes MIN, MAX and AVG of the touched groups.
+func (a *applier) applyDeltas(ds *deltas) error {
+	if len(ds.order) == 0 {
+		return nil
+	}
+	st := a.st.agg
+	ag := a.p.Aggregation
+	rows := make([][]any, 0, len(ds.order))
+	groups := make([][]any, 0, len(ds.order))
+	for _, k := range ds.order {
+		d := ds.by[k]
+		row := appendValues(nil, d.group)
+		groups = append(groups, appendValues(nil, d.group))
+		for i, x := range ag.Aggregates {
+			switch {
+			case x.Counts():
+				row = append(row, d.counts[i])
+			case sums(x):
+				var sum any
+				if d.nonNull[i] > 0 || d.sums[i].Sign() != 0 {
+					sum = d.sums[i].String()
+				}
+				if x.Func == projections.AggAvg {
+					row = append(row, nil, d.nonNull[i], sum)
+				} else {
+					row = append(row, sum, d.nonNull[i])
+				}
+			default:
+				row = append(row, nil)
+			}
+		}
+		rows = append(rows, append(row, d.rows, d.version))
+	}
+	if err := a.execRows(&st.delta, rows); err != nil {
+		return fmt.Errorf("applying group deltas to %s: %w", a.p.Table, err)
+	}
+	if err := a.execRows(&st.deleteEmpty, groups); err != nil {
+		return fmt.Errorf("removing empty groups of %s: %w", a.p.Table, err)
+	}
+	if st.recompute.head != "" {
+		if err := a.execRows(&st.recompute, groups); err != nil {
+			return fmt.Errorf("recomputing MIN, MAX and AVG of %s: %w", a.p.Table, err)
+		}
+	}
+	return nil
+}
+
+// truncateAggregate records a truncation of the source table at version
+// at, withdraws every older contribution and rebuilds the groups from
+// the contributions left (rare: a full rebuild is fine).
+func (a *applier) truncateAggregate(at uint64) error {
+	st := a.st.agg
+	for _, stmt := range []struct {
+		q    string
+		args []any
+	}{
+		{a.st.truncation, []any{a.p.Name, at}},
+		{st.withdraw, []any{at, at}},
+		{st.clearGroups, nil},
+		{st.rebuildGroups, nil},
+	} {
+		if err := a.exec(stmt.q, stmt.args...); err != nil {
+			return fmt.Errorf("truncating aggregate %s: %w", a.p.Name, err)
+		}
+	}
+	return nil
+}
+
+// deltas are a batch's changes per group, in first-touched order.
+type deltas struct {
+	ag    *projections.Aggregation
+	by    map[string]*delta
+	order []string
+}
+
+// delta is one group's change: counts and sums to add (negative to
+// withdraw), exact.
+type delta struct {
+	group   []projections.Value
+	rows    int64
+	counts  []int64
+	nonNull []int64
+	sums    []*decimal
+	version uint64
+}
+
+func newDeltas(ag *projections.Aggregation) *deltas {
+	return &deltas{ag: ag, by: map[string]*delta{}}
+}
+
+// add adds (sign 1) or withdraws (sign -1) a contribution's values from
+// its group.
+func (ds *deltas) add(group, values []projections.Value, sign int64, version uint64) error {
+	k := valuesText(group)
+	d := ds.by[k]
+	if d == nil {
+		n := len(ds.ag.Aggregates)
+		d = &delta{group: group, counts: make([]int64, n), nonNull: make([]int64, n), sums: make([]*decimal, n)}
+		for i := range d.sums {
+			d.sums[i] = &decimal{u: new(big.Int)}
+		}
+		ds.by[k] = d
+		ds.order = append(ds.order, k)
+	}
+	d.rows += sign
+	d.version = max(d.version, version)
+	for i, x := range ds.ag.Aggregates {
+		v := &values[i]
+		switch {
+		case x.Counts():
+			if v.Kind() != projections.NullValue && string(v.Bytes()) != "0" {
+				d.counts[i] += sign
+			}
+		case sums(x):
+			if v.Kind() == projections.NullValue {
+				continue
+			}
+			d.nonNull[i] += sign
+			if err := d.sums[i].add(string(v.Bytes()), sign); err != nil {
+				return fmt.Errorf("aggregate %s: %w", x.Column, err)
+			}
+		}
+	}
+	return nil
+}
+
+// decimal is an exact decimal: u / 10^scale.
+type decimal struct {
+	u     *big.Int
+	scale int
+}
+
+// add adds sign × the decimal text s.
+func (d *decimal) add(s string, sign int64) error {
+	neg := strings.HasPrefix(s, "-")
+	digits := strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+")
+	intPart, frac, _ := strings.Cut(digits, ".")
+	if len(frac) > d.scale {
+		d.u.Mul(d.u, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(len(frac)-d.scale)), nil))
+		d.scale = len(frac)
+	}
+	frac += strings.Repeat("0", d.scale-len(frac))
+	x, ok := new(big.Int).SetString(intPart+frac, 10)
+	if !ok {
+		return fmt.Errorf("%q is not a decimal number", s)
+	}
+	if neg != (sign < 0) {
+		x.Neg(x)
+	}
+	d.u.Add(d.u, x)
+	return nil
+}
+
+// Sign is the sign of the value.
+func (d *decimal) Sign() int { return d.u.Sign() }
+
+// String is the value's text with its scale.
+func (d *decimal) String() string {
+	s := new(big.Int).Abs(d.u).String()
+	if d.scale > 0 {
+		if len(s) <= d.scale {
+			s = strings.Repeat("0", d.scale-len(s)+1) + s
+		}
+		s = s[:len(s)-d.scale] + "." + s[len(s)-d.scale:]
+	}
+	if d.u.Sign() < 0 {
+		s = "-" + s
+	}
+	return s
+}

@@ -48,7 +48,7 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 			s.enumZero.Delete(p.Table)
 		}
 	}()
-	a.stale, a.zero = b.Stale, zero
+	a.stale, a.zero, a.shard = b.Stale, zero, b.Shard
 
 	keys, err := a.joinState(b)
 	if err != nil {
@@ -90,6 +90,9 @@ type applier struct {
 	limit   int   // parameter bytes per statement
 	zero    []int // enumZeroColumns
 	skipped int64 // counted into stale only when the transaction commits
+	// shard is the key range of the shard this transaction writes (nil:
+	// the only one), where an aggregate's groups are kept (aggregate.go).
+	shard *projections.KeyRange
 }
 
 // exec runs a statement whose result is not read. Its error may come

@@ -46,6 +46,9 @@ func truncationName(p *projections.Projection, j *projections.Join) string {
 // of each join, and readside's bookkeeping tables. types comes from
 // Projection.SourceColumns.
 func DDL(p *projections.Projection, types projections.Types) []string {
+	if p.Aggregation != nil {
+		return aggregateDDL(p, types)
+	}
 	var defs []string
 	for _, c := range p.Columns {
 		// Key columns are NOT NULL already: SourceColumns declares them

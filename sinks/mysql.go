@@ -361,7 +361,7 @@ func (s *MySQL) retried(ctx context.Context, p *projections.Projection, b *proje
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
-		if tooLarge(err) && len(b.Writes)+len(b.Parents) > 1 {
+		if tooLarge(err) && len(b.Writes)+len(b.Parents)+len(b.Contributions) > 1 {
 			first, second := halve(b)
 			if err := s.retried(ctx, p, first, apply); err != nil {
 				return err
@@ -390,8 +390,16 @@ func (s *MySQL) stmtLimit() int { return max(s.maxPacket/2, 1024) }
 // halve splits a batch in two; the offsets go with the second half so they
 // are committed only after every row.
 func halve(b *projections.Batch) (*projections.Batch, *projections.Batch) {
-	first := &projections.Batch{Stale: b.Stale}
-	second := &projections.Batch{Offsets: b.Offsets, NewestTS: b.NewestTS, Stale: b.Stale, Marks: b.Marks}
+	first := &projections.Batch{Stale: b.Stale, Shard: b.Shard}
+	second := &projections.Batch{Offsets: b.Offsets, NewestTS: b.NewestTS, Stale: b.Stale, Marks: b.Marks, Shard: b.Shard}
+	if len(b.Contributions) > 0 {
+		// An aggregate projection's batch holds only contributions, each
+		// applied on its own (its source key's version decides), so any
+		// split is exact; a truncation stays in order with the rest.
+		n := len(b.Contributions) / 2
+		first.Contributions, second.Contributions = b.Contributions[:n], b.Contributions[n:]
+		return first, second
+	}
 	if len(b.Parents) > 1 || (len(b.Parents) == 1 && len(b.Writes) > 0) {
 		n := (len(b.Parents) + 1) / 2
 		if len(b.Writes) > 0 {

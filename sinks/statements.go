@@ -54,6 +54,7 @@ type statements struct {
 	offsets, watermarks multiRow // offsets.go
 
 	joins []joinStatements // per p.Joins
+	agg   *aggStatements   // aggregate_sql.go; nil unless p is an aggregate projection
 }
 
 // joinStatements are the statements of one join (joinstate.go, fanout.go).
@@ -80,6 +81,9 @@ func newStatements(p *projections.Projection, d dialect) *statements {
 	st.offsets, st.watermarks = offsetStatement(d), watermarkStatement(d)
 	for _, j := range p.Joins {
 		st.joins = append(st.joins, joinStatementsOf(p, j, d))
+	}
+	if p.Aggregation != nil {
+		st.agg = aggStatementsOf(p, d)
 	}
 	return st
 }

@@ -1,0 +1,366 @@
+package projections
+
+// Compiling an aggregate projection: group_by becomes the read key (each
+// entry a read column: a copy or an expression), aggregates become the
+// other read columns. Typing against the source (typeAggregates) gives
+// each aggregate the column CREATE TABLE … AS SELECT gives it on MariaDB,
+// and its contribution (what one source row adds) the column its
+// argument's values need.
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/expr"
+)
+
+// compileAggregate compiles group_by and aggregates (nil errors when the
+// projection has neither) into p.Key, p.Columns and p.Aggregation.
+func compileAggregate(p *Projection, d config.Projection, key string) []error {
+	if len(d.GroupBy) == 0 && len(d.Aggregates) == 0 {
+		return nil
+	}
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(d.Key) > 0 {
+		bad("%s.key: an aggregate projection's key is its group_by columns: remove key", key)
+	}
+	if len(d.GroupBy) == 0 {
+		bad("%s.aggregates without group_by: list the group columns in group_by, e.g. group_by: [customer_id]", key)
+	}
+	if len(d.Aggregates) == 0 {
+		bad("%s.group_by without aggregates: add aggregates, e.g. aggregates: {orders: \"count(*)\"}", key)
+	}
+	if len(d.Join) > 0 {
+		bad("%s.join: joins on an aggregate projection are not supported: declare the join on a projection of the group's own table and read the two together", key)
+	}
+	if len(d.Children) > 0 {
+		bad("%s.children: an aggregate projection cannot nest children: nest them in a projection with key instead", key)
+	}
+	if d.Replicated {
+		bad("%s: an aggregate projection cannot be replicated: remove replicated (shard it by a group column with shard_by)", key)
+	}
+	agg := &Aggregation{typed: new(atomic.Pointer[aggTyped])}
+	p.Key, p.Columns = nil, nil
+	byName := map[string]Column{}
+	var order []string
+	used := map[string]bool{}
+	for i, g := range d.GroupBy {
+		name, text := g, g
+		if v, ok := d.Columns[g]; ok {
+			text = v
+		} else if e, err := expr.Parse(g); err == nil {
+			if col, plain := e.Column(); plain {
+				name = col
+			} else {
+				name = groupColumnName(g)
+			}
+		} else {
+			name = groupColumnName(g)
+		}
+		if why := readColumnProblem(name); why != "" {
+			bad("%s.group_by[%d] %q: read column %q: %s: name it in columns (e.g. columns: {day: %q}) and list that name in group_by", key, i, g, name, why, g)
+			continue
+		}
+		if _, dup := byName[name]; dup {
+			bad("%s.group_by[%d] %q: read column %q is already a group column: list each group once", key, i, g, name)
+			continue
+		}
+		c, err := compileColumn(name, text, d.ColumnTypes[name])
+		if err != nil {
+			bad("%s.group_by[%d] %q: %v", key, i, g, err)
+		}
+		used[g] = true
+		byName[name] = c
+		order = append(order, name)
+	}
+	names := make([]string, 0, len(d.Columns))
+	for c := range d.Columns {
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	for _, c := range names {
+		if !used[c] {
+			bad("%s.columns.%s: an aggregate projection's columns may hold only its group columns: add %s to group_by, or remove it", key, c, c)
+		}
+	}
+	if d.ShardBy != "" {
+		if _, ok := byName[d.ShardBy]; !ok {
+			bad("%s.shard_by %q must be one of its group columns %v: shard by a group column", key, d.ShardBy, order)
+		} else {
+			p.Key = append(p.Key, d.ShardBy)
+		}
+	}
+	for _, n := range order {
+		if n != d.ShardBy {
+			p.Key = append(p.Key, n)
+		}
+	}
+	for _, n := range p.Key {
+		p.Columns = append(p.Columns, byName[n])
+	}
+	agg.GroupBy = slices.Clone(p.Key)
+	cols := make([]string, 0, len(d.Aggregates))
+	for c := range d.Aggregates {
+		cols = append(cols, c)
+	}
+	sort.Strings(cols)
+	for _, c := range cols {
+		text := d.Aggregates[c]
+		if why := readColumnProblem(c); why != "" {
+			bad("%s.aggregates.%s: %s: rename the column", key, c, why)
+			continue
+		}
+		if _, clash := byName[c]; clash {
+			bad("%s.aggregates.%s: %s is also a group column: rename one of them", key, c, c)
+			continue
+		}
+		a, err := parseAggregate(c, text)
+		if err != nil {
+			bad("%s.aggregates.%s %q: %v", key, c, text, err)
+			continue
+		}
+		agg.Aggregates = append(agg.Aggregates, a)
+	}
+	p.Aggregation = agg
+	return errs
+}
+
+var nonIdent = regexp.MustCompile(`[^a-z0-9_]+`)
+
+// groupColumnName names a group_by expression's read column: lower-cased,
+// each run of characters outside [a-z0-9_] one "_", trimmed
+// (DATE(created_at) → date_created_at).
+func groupColumnName(text string) string {
+	return strings.Trim(nonIdent.ReplaceAllString(strings.ToLower(text), "_"), "_")
+}
+
+// aggArity is each function's number of arguments.
+var aggArity = map[AggFunc]int{AggCount: 1, AggSum: 1, AggMin: 1, AggMax: 1, AggCountIf: 1, AggSumIf: 2, AggAvg: 1}
+
+// parseAggregate parses one `aggregates` value, e.g. "sum_if(status =
+// 'paid', total_cents)".
+func parseAggregate(col, text string) (Aggregate, error) {
+	a := Aggregate{Column: col, Text: text}
+	t := strings.TrimSpace(text)
+	open := strings.IndexByte(t, '(')
+	if open < 0 || !strings.HasSuffix(t, ")") {
+		return a, errors.New("want a function call: count(*), count(col), sum(col), min(col), max(col), count_if(cond), sum_if(cond, col) or avg(col)")
+	}
+	a.Func = AggFunc(strings.ToLower(strings.TrimSpace(t[:open])))
+	n, ok := aggArity[a.Func]
+	if !ok {
+		return a, fmt.Errorf("unknown aggregate function %q: use count, sum, min, max, count_if, sum_if or avg", t[:open])
+	}
+	inner := strings.TrimSpace(t[open+1 : len(t)-1])
+	if a.Func == AggCount && inner == "*" {
+		return a, nil
+	}
+	args := splitArgs(inner)
+	if len(args) != n || slices.Contains(args, "") {
+		return a, fmt.Errorf("%s takes %d argument(s), got %d", a.Func, n, len(args))
+	}
+	var es []*expr.Expr
+	for _, s := range args {
+		e, err := expr.Parse(s)
+		if err != nil {
+			return a, fmt.Errorf("argument %q: %w", s, err)
+		}
+		es = append(es, e)
+	}
+	switch a.Func {
+	case AggCountIf:
+		a.Cond = es[0]
+	case AggSumIf:
+		a.Cond, a.Arg = es[0], es[1]
+	default:
+		a.Arg = es[0]
+	}
+	return a, nil
+}
+
+// splitArgs splits a call's argument text at its top-level commas (not
+// inside parentheses or quotes).
+func splitArgs(s string) []string {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	var out []string
+	depth, start := 0, 0
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"' || c == '`':
+			quote = c
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == ',' && depth == 0:
+			out = append(out, strings.TrimSpace(s[start:i]))
+			start = i + 1
+		}
+	}
+	return append(out, strings.TrimSpace(s[start:]))
+}
+
+// aggTyped is the aggregates checked against the source table: what the
+// projector evaluates. Read-only once made.
+type aggTyped struct {
+	aggs []aggExprs // per Aggregation.Aggregates
+}
+
+// aggExprs are one aggregate's checked expressions.
+type aggExprs struct {
+	arg, cond     *expr.Expr
+	argT          expr.Type // the argument's type (Bind)
+	argArgs       []expr.Type
+	condArgs      []expr.Type
+	contrib, read string // column definitions
+}
+
+// typeAggregates checks the aggregates against the source table and puts
+// their read and contribution column definitions in out.
+func (p *Projection) typeAggregates(src *sourceTable, out *Types) []error {
+	ag := p.Aggregation
+	var errs []error
+	t := &aggTyped{}
+	out.Contribution = map[string]string{}
+	for _, a := range ag.Aggregates {
+		key := fmt.Sprintf("projections.%s.aggregates.%s %q", p.Name, a.Column, a.Text)
+		var x aggExprs
+		check := func(e *expr.Expr) (*expr.Expr, expr.Type, []expr.Type, bool) {
+			fresh, err := expr.Parse(e.String())
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", key, err))
+				return nil, expr.Type{}, nil, false
+			}
+			typ, err := fresh.Check(func(name string) (expr.Column, bool) {
+				def, ok := src.types[name]
+				if !ok {
+					return expr.Column{}, false
+				}
+				return expr.Column{Name: name, Def: def, Nullable: src.nullable[name] && !p.Where.ExcludesNull(name)}, true
+			})
+			if err != nil {
+				_, cols := src.has(firstMissing(fresh.Columns(), src))
+				errs = append(errs, fmt.Errorf("%s: %w%s: aggregate source columns of %s.%s", key, err, cols, p.SourceDB, p.SourceTbl))
+				return nil, expr.Type{}, nil, false
+			}
+			args, err := src.argTypes(fresh.Columns())
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", key, err))
+				return nil, expr.Type{}, nil, false
+			}
+			return fresh, typ, args, true
+		}
+		ok := true
+		if a.Cond != nil {
+			x.cond, _, x.condArgs, ok = check(a.Cond)
+		}
+		if a.Arg != nil {
+			var ok2 bool
+			x.arg, x.argT, x.argArgs, ok2 = check(a.Arg)
+			ok = ok && ok2
+		}
+		if !ok {
+			t.aggs = append(t.aggs, x)
+			continue
+		}
+		switch a.Func {
+		case AggCount, AggCountIf:
+			x.read, x.contrib = "bigint(21) NOT NULL", "tinyint unsigned NOT NULL DEFAULT 0"
+		case AggMin, AggMax:
+			x.read, x.contrib = x.argT.Column+" NULL", x.argT.Column+" NULL"
+		case AggSum, AggSumIf, AggAvg:
+			prec, scale, why := sumPrecision(x.argT, x.arg, src)
+			if why != "" {
+				errs = append(errs, fmt.Errorf("%s: %s over %s: %s", key, a.Func, x.argT.Column, why))
+				t.aggs = append(t.aggs, x)
+				continue
+			}
+			x.contrib = x.argT.Column + " NULL"
+			x.read = decimalDef(prec+22, scale) + " NULL"
+			if a.Func == AggAvg {
+				x.read = decimalDef(prec+4, scale+4) + " NULL"
+				out.Read[AvgSumColumn(a.Column)] = decimalDef(prec+22, scale) + " NULL"
+			}
+		}
+		out.Read[a.Column] = x.read
+		out.Contribution[a.Column] = x.contrib
+		t.aggs = append(t.aggs, x)
+	}
+	if len(errs) == 0 {
+		ag.typed.Store(t)
+	}
+	return errs
+}
+
+// decimalDef is DECIMAL(prec, scale) within MariaDB's bounds.
+func decimalDef(prec, scale int) string {
+	scale = min(scale, 38)
+	prec = max(min(prec, 65), scale, 1)
+	return fmt.Sprintf("decimal(%d,%d)", prec, scale)
+}
+
+// sumPrecision is the precision and scale MariaDB's SUM and AVG start
+// from (Item::decimal_precision of the argument), or why the argument
+// cannot be summed exactly.
+func sumPrecision(t expr.Type, e *expr.Expr, src *sourceTable) (prec, scale int, why string) {
+	def := strings.ToLower(t.Column)
+	if col, plain := e.Column(); plain {
+		def = strings.ToLower(src.types[col])
+	}
+	name, _, _ := strings.Cut(def, "(")
+	name, _, _ = strings.Cut(name, " ")
+	switch {
+	case t.Kind == expr.KindDouble:
+		return 0, 0, "FLOAT and DOUBLE sums depend on the order rows are added in, so readside's would drift from the source's own SUM: CAST it to DECIMAL, e.g. CAST(x AS DECIMAL(20,6))"
+	case name == "year" || name == "bit":
+		return 0, 0, "not a number to sum: sum a numeric (integer or DECIMAL) column or expression"
+	case t.Kind == expr.KindDecimal:
+		return t.Prec(), int(t.Frac), ""
+	case t.Kind == expr.KindInt || t.Kind == expr.KindUint:
+		switch name {
+		case "tinyint":
+			return 3, 0, ""
+		case "smallint":
+			return 5, 0, ""
+		case "mediumint":
+			return 8, 0, ""
+		case "int", "integer":
+			return 10, 0, ""
+		case "bigint":
+			if t.Kind == expr.KindUint {
+				return 20, 0, ""
+			}
+			return 19, 0, ""
+		}
+		return t.Prec(), 0, ""
+	}
+	return 0, 0, "not a number to sum: sum a numeric (integer or DECIMAL) column or expression"
+}
+
+// AvgSumColumn is avg column col's hidden running sum in the read table.
+func AvgSumColumn(col string) string { return "_rs_sum_" + col }
+
+// NonNullColumn is aggregate col's hidden count of non-NULL values in the
+// read table (SUM, AVG, MIN and MAX of only NULLs are NULL).
+func NonNullColumn(col string) string { return "_rs_n_" + col }
+
+// RowsColumn is an aggregate read table's hidden count of contributing
+// source rows: the group disappears when it reaches 0.
+const RowsColumn = "_rs_rows"

@@ -1,0 +1,260 @@
+package sinks
+
+// The statements of an aggregate projection (aggregate.go): its
+// contributions table's lock, read and write, and its read table's group
+// deltas, empty-group removal, MIN/MAX/AVG recompute and truncation
+// rebuild. Rendered once per projection and dialect (statements.go).
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/readside/readside/internal/sqlquote"
+	"github.com/readside/readside/projections"
+)
+
+// aggStatements are an aggregate projection's statements.
+type aggStatements struct {
+	lock, read, write multiRow // the contributions table
+	delta             multiRow // group deltas into the read table
+	// deleteEmpty, recompute: head + one group match per group, joined by
+	// sep, + tail.
+	deleteEmpty, recompute multiRow
+	withdraw               string // truncation: contributions older than ? become none
+	clearGroups            string
+	rebuildGroups          string
+}
+
+// aggDeltaColumns are the read columns a group delta writes, after the
+// group columns: per aggregate its value (a count or sum delta; NULL for
+// MIN, MAX and AVG, which recompute sets), its non-NULL count and, for
+// AVG, its running sum; then the row count and the version.
+func aggDeltaColumns(ag *projections.Aggregation) []string {
+	var cols []string
+	for _, a := range ag.Aggregates {
+		cols = append(cols, a.Column)
+		if sums(a) {
+			cols = append(cols, projections.NonNullColumn(a.Column))
+		}
+		if a.Func == projections.AggAvg {
+			cols = append(cols, projections.AvgSumColumn(a.Column))
+		}
+	}
+	return append(cols, projections.RowsColumn, "_rs_version")
+}
+
+// sums reports an aggregate whose delta is a sum with a non-NULL count.
+func sums(a projections.Aggregate) bool {
+	return a.Func == projections.AggSum || a.Func == projections.AggSumIf || a.Func == projections.AggAvg
+}
+
+// extreme reports MIN and MAX.
+func extreme(a projections.Aggregate) bool {
+	return a.Func == projections.AggMin || a.Func == projections.AggMax
+}
+
+// recomputes reports whether p has aggregates the recompute statement
+// sets (MIN, MAX, AVG).
+func recomputes(ag *projections.Aggregation) bool {
+	for _, a := range ag.Aggregates {
+		if extreme(a) || a.Func == projections.AggAvg {
+			return true
+		}
+	}
+	return false
+}
+
+func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
+	ag := p.Aggregation
+	c, t := q(p.ContributionsTable()), q(p.Table)
+	var gcols, cgcols, ccols []string
+	for _, g := range p.Key {
+		gcols = append(gcols, q(g))
+		cgcols = append(cgcols, q(projections.GroupColumn(g)))
+	}
+	for _, a := range ag.Aggregates {
+		if a.Stored() {
+			ccols = append(ccols, q(projections.ContributionColumn(a.Column)))
+		}
+	}
+	stateCols := append(append([]string{"`key_text`", "`_rs_version`"}, cgcols...), ccols...)
+	var stateSets []string
+	for _, col := range stateCols[1:] {
+		stateSets = append(stateSets, col+" = "+d.newRow(col))
+	}
+	st := &aggStatements{
+		// A placeholder (version 0, no group) for a source row never seen;
+		// an existing row is only locked.
+		lock: multiRow{head: "INSERT INTO " + c + " (`key_text`, `_rs_version`) VALUES ", row: "(?, 0)", sep: ", ",
+			tail: d.onDuplicate() + "`key_text` = `key_text`"},
+		read: multiRow{head: "SELECT " + strings.Join(stateCols, ", ") + " FROM " + c + " WHERE `key_text` IN (", row: "?", sep: ", ", tail: ")"},
+		// Unconditional: the rows are locked and only newer ones are written.
+		write: multiRow{head: "INSERT INTO " + c + " (" + strings.Join(stateCols, ", ") + ") VALUES ",
+			row: "(" + placeholders(len(stateCols)) + ")", sep: ", ", tail: d.onDuplicate() + strings.Join(stateSets, ", ")},
+	}
+	dcols := aggDeltaColumns(ag)
+	var sets []string
+	for _, a := range ag.Aggregates {
+		col := q(a.Column)
+		switch {
+		case a.Counts():
+			sets = append(sets, col+" = "+col+" + "+d.newRow(col))
+		case sums(a):
+			n := q(projections.NonNullColumn(a.Column))
+			sets = append(sets, n+" = "+n+" + "+d.newRow(n))
+			s := col
+			if a.Func == projections.AggAvg {
+				s = q(projections.AvgSumColumn(a.Column))
+			}
+			// Assignments run left to right: n is already the new count.
+			sets = append(sets, fmt.Sprintf("%[1]s = IF(%[2]s = 0, NULL, COALESCE(%[1]s, 0) + COALESCE(%[3]s, 0))", s, n, d.newRow(s)))
+		}
+	}
+	sets = append(sets, "`_rs_rows` = `_rs_rows` + "+d.newRow("`_rs_rows`"),
+		"`_rs_version` = GREATEST(`_rs_version`, "+d.newRow("`_rs_version`")+")")
+	all := append(append([]string{}, gcols...), quoteAll(dcols)...)
+	st.delta = multiRow{head: "INSERT INTO " + t + " (" + strings.Join(all, ", ") + ") VALUES ",
+		row: "(" + placeholders(len(all)) + ")", sep: ", ", tail: d.onDuplicate() + strings.Join(sets, ", ")}
+	st.deleteEmpty = groupMatch("DELETE FROM "+t+" WHERE `_rs_rows` <= 0 AND (", "", p.Key, ")")
+	var re []string
+	var on []string
+	for i, g := range p.Key {
+		on = append(on, "c."+cgcols[i]+" = r."+q(g))
+	}
+	for _, a := range ag.Aggregates {
+		col := q(a.Column)
+		switch {
+		case extreme(a):
+			fn := "MIN"
+			if a.Func == projections.AggMax {
+				fn = "MAX"
+			}
+			re = append(re, fmt.Sprintf("r.%s = (SELECT %s(c.%s) FROM %s AS c WHERE %s)", col, fn, q(projections.ContributionColumn(a.Column)), c, strings.Join(on, " AND ")))
+		case a.Func == projections.AggAvg:
+			n, s := q(projections.NonNullColumn(a.Column)), q(projections.AvgSumColumn(a.Column))
+			re = append(re, fmt.Sprintf("r.%s = IF(r.%s = 0, NULL, r.%s / r.%s)", col, n, s, n))
+		}
+	}
+	if len(re) > 0 {
+		st.recompute = groupMatch("UPDATE "+t+" AS r SET "+strings.Join(re, ", ")+" WHERE ", "r.", p.Key, "")
+	}
+	// Truncation: withdraw what is older, then rebuild every group from
+	// the contributions left.
+	var none []string
+	for _, col := range cgcols {
+		none = append(none, col+" = NULL")
+	}
+	for _, a := range ag.Aggregates {
+		if a.Stored() {
+			v := q(projections.ContributionColumn(a.Column))
+			if a.Counts() {
+				none = append(none, v+" = 0")
+			} else {
+				none = append(none, v+" = NULL")
+			}
+		}
+	}
+	st.withdraw = "UPDATE " + c + " SET " + strings.Join(none, ", ") + ", `_rs_version` = ? WHERE `_rs_version` < ?"
+	st.clearGroups = "DELETE FROM " + t
+	var sel []string
+	for _, g := range cgcols {
+		sel = append(sel, g)
+	}
+	for _, a := range ag.Aggregates {
+		v := q(projections.ContributionColumn(a.Column))
+		switch {
+		case a.Func == projections.AggCount && !a.Stored():
+			sel = append(sel, "COUNT(*)")
+		case a.Counts():
+			sel = append(sel, "SUM("+v+")")
+		case extreme(a):
+			sel = append(sel, map[projections.AggFunc]string{projections.AggMin: "MIN(", projections.AggMax: "MAX("}[a.Func]+v+")")
+		case a.Func == projections.AggAvg:
+			sel = append(sel, "AVG("+v+")", "COUNT("+v+")", "SUM("+v+")")
+		default:
+			sel = append(sel, "SUM("+v+")", "COUNT("+v+")")
+		}
+	}
+	sel = append(sel, "COUNT(*)", "MAX(`_rs_version`)")
+	var notNull []string
+	for _, g := range cgcols {
+		notNull = append(notNull, g+" IS NOT NULL")
+	}
+	st.rebuildGroups = "INSERT INTO " + t + " (" + strings.Join(all, ", ") + ") SELECT " + strings.Join(sel, ", ") + " FROM " + c +
+		" WHERE " + strings.Join(notNull, " AND ") + " GROUP BY " + strings.Join(cgcols, ", ")
+	return st
+}
+
+// groupMatch is a statement matching groups: head, then per group
+// `col IN (…)` for one group column or `(a = ? AND b = ?)` joined by OR,
+// then tail. Its row is one group's match.
+func groupMatch(head, alias string, key []string, tail string) multiRow {
+	if len(key) == 1 {
+		return multiRow{head: head + alias + q(key[0]) + " IN (", row: "?", sep: ", ", tail: ")" + tail}
+	}
+	var eq []string
+	for _, k := range key {
+		eq = append(eq, alias+q(k)+" = ?")
+	}
+	return multiRow{head: head + "(", row: "(" + strings.Join(eq, " AND ") + ")", sep: " OR ", tail: ")" + tail}
+}
+
+func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
+
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = q(n)
+	}
+	return out
+}
+
+// aggregateDDL is the read table and contributions table of an aggregate
+// projection.
+func aggregateDDL(p *projections.Projection, types projections.Types) []string {
+	ag := p.Aggregation
+	var defs, key, cdefs, gcols []string
+	for _, c := range p.Columns {
+		defs = append(defs, q(c.Name)+" "+types.Read[c.Name])
+		key = append(key, q(c.Name))
+		g := q(projections.GroupColumn(c.Name))
+		gcols = append(gcols, g)
+		cdefs = append(cdefs, g+" "+nullable(types.Read[c.Name]))
+	}
+	var hidden, idx []string
+	for _, a := range ag.Aggregates {
+		defs = append(defs, fmt.Sprintf("%s %s COMMENT %s", q(a.Column), types.Read[a.Column], sqlquote.Literal("readside: "+a.Text)))
+		if sums(a) {
+			hidden = append(hidden, fmt.Sprintf("%s BIGINT NOT NULL DEFAULT 0 COMMENT %s", q(projections.NonNullColumn(a.Column)), sqlquote.Literal("readside: non-NULL values in "+a.Column)))
+		}
+		if a.Func == projections.AggAvg {
+			hidden = append(hidden, fmt.Sprintf("%s %s COMMENT %s", q(projections.AvgSumColumn(a.Column)), types.Read[projections.AvgSumColumn(a.Column)], sqlquote.Literal("readside: sum of the values in "+a.Column)))
+		}
+		if a.Stored() {
+			v := q(projections.ContributionColumn(a.Column))
+			cdefs = append(cdefs, v+" "+types.Contribution[a.Column])
+			if extreme(a) {
+				idx = append(idx, fmt.Sprintf("KEY %s (%s, %s)", q("_rs_"+a.Column), strings.Join(gcols, ", "), v))
+			}
+		}
+	}
+	defs = append(defs, hidden...)
+	defs = append(defs, "`_rs_rows` BIGINT NOT NULL DEFAULT 0 COMMENT 'readside: source rows in the group'",
+		"`_rs_version` BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'readside: newest source version applied to the group'",
+		"PRIMARY KEY ("+strings.Join(key, ", ")+")")
+	cdefs = append([]string{"`key_text` VARBINARY(" + fmt.Sprint(projections.MaxSourceKeyBytes) + ") NOT NULL COMMENT 'readside: the source primary key (event key)'",
+		"`_rs_version` BIGINT UNSIGNED NOT NULL COMMENT 'readside: version of the source row (0: never seen); NULL group: it adds nothing'"}, cdefs...)
+	cdefs = append(cdefs, "PRIMARY KEY (`key_text`)")
+	cdefs = append(cdefs, idx...)
+	out := append([]string{}, bookkeeping...)
+	out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s",
+		q(p.Table), strings.Join(defs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside aggregate projection %s from %s.%s", p.Name, p.SourceDB, p.SourceTbl))),
+		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s",
+			q(p.ContributionsTable()), strings.Join(cdefs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside contributions: last contribution of each %s.%s row to projection %s", p.SourceDB, p.SourceTbl, p.Name))))
+	return out
+}
+
+// nullable is a column definition made NULL-able.
+func nullable(def string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(def, " NOT NULL"), " NULL") + " NULL"
+}
