@@ -79,6 +79,11 @@ func markdown(res *results) string {
 			fmt.Fprintf(&b, "\nB2 with join statements, %s: %s.\n", w.Workload.Name, w.B2JoinCheck)
 		}
 	}
+	for _, w := range res.Workloads {
+		if w.B2Check != "" {
+			fmt.Fprintf(&b, "\nB2, %s: %s.\n", w.Workload.Name, w.B2Check)
+		}
+	}
 	for _, sk := range res.Skipped {
 		fmt.Fprintf(&b, "\nSkipped: %s\n", sk)
 	}

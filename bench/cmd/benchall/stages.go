@@ -208,16 +208,16 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 			logf("warning: %s: %s", w.Name, r.B2JoinCheck)
 		}
 	}
-	if w.Live && e.latency != nil && src.live != nil {
-		if r.Latency, err = e.runWorkloadLatency(ctx, w, src, *e.latency); err != nil {
-			return r, fmt.Errorf("latency step: %w", err)
-		}
-	}
 	// The aggregate's B2 computed the same group rows: it must have left
 	// what the projector left.
 	if slices.Contains(src.b2, "-aggregate") {
 		if r.B2Check, err = e.aggregateCheck(ctx, cfg, proj, b2); err != nil {
 			return r, err
+		}
+	}
+	if w.Live && e.latency != nil && src.live != nil {
+		if r.Latency, err = e.runWorkloadLatency(ctx, w, src, *e.latency); err != nil {
+			return r, fmt.Errorf("latency step: %w", err)
 		}
 	}
 	r.TailerVsLimit = r.Tailer.PerS / min(r.B0.PerS, r.B1.PerS)
