@@ -16,19 +16,16 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/readside/readside/bench/internal/benchio"
 	"github.com/readside/readside/projections"
 )
 
 // stampRule is how a workload's read rows say which source change they
-// show. column is a read column holding a source change's commit_us (a
-// copy of the source row's commit_us, or an aggregate max(commit_us)). A
-// trigger on the read table stamps _bench_visible_at (the statement time,
-// like the end-to-end step's ON UPDATE column) and _bench_stamped_us (the
-// column's value) when a row is inserted, and on an update when the
-// column grows — or, with onEqual, also when it stays (a source
-// transaction whose effect on one read row arrives in pieces: the last
-// piece is when the row shows all of it). A change that leaves the column
-// as it was (a join's fan-out, a group member leaving) keeps the stamp.
+// show (benchio.StampTriggers): column holds a source change's commit_us
+// (a copy of the source row's, or an aggregate max(commit_us)); onEqual
+// restamps a row written again at the same value too (a source
+// transaction whose effect on one read row arrives in pieces — an order
+// and its lines, on different topics — shows all of it at the last).
 type stampRule struct {
 	column  string
 	onEqual bool
@@ -50,25 +47,6 @@ type workloadLatency struct {
 	PeakRSS float64 `json:"peak_rss_mib"`
 }
 
-// stampTriggers are the statements that add the stamp columns and
-// triggers to a read table (after the projector's drain, so the drain
-// does not pay for them).
-func stampTriggers(table string, st stampRule) []string {
-	cmp := ">"
-	if st.onEqual {
-		cmp = ">="
-	}
-	q := "`" + table + "`"
-	return []string{
-		fmt.Sprintf("ALTER TABLE %s MODIFY _bench_visible_at TIMESTAMP(6) NULL DEFAULT NULL, ADD COLUMN _bench_stamped_us BIGINT NULL", q),
-		fmt.Sprintf("DROP TRIGGER IF EXISTS `%s_bench_ins`", table),
-		fmt.Sprintf("DROP TRIGGER IF EXISTS `%s_bench_upd`", table),
-		fmt.Sprintf("CREATE TRIGGER `%s_bench_ins` BEFORE INSERT ON %s FOR EACH ROW SET NEW._bench_stamped_us = NEW.`%s`, NEW._bench_visible_at = NOW(6)", table, q, st.column),
-		fmt.Sprintf("CREATE TRIGGER `%s_bench_upd` BEFORE UPDATE ON %s FOR EACH ROW IF NEW.`%s` %s COALESCE(OLD._bench_stamped_us, -1) THEN SET NEW._bench_stamped_us = NEW.`%s`, NEW._bench_visible_at = NOW(6); END IF",
-			table, q, st.column, cmp, st.column),
-	}
-}
-
 // runWorkloadLatency runs a workload's latency step: readside (tailer and
 // projector in one process) resumes where the drains left off, the
 // workload's own mix is written as fast as the lag allows (its live
@@ -76,7 +54,7 @@ func stampTriggers(table string, st stampRule) []string {
 func (e *env) runWorkloadLatency(ctx context.Context, w workload, src *source, plan latencyPlan) (*workloadLatency, error) {
 	proj := src.proj
 	res := &workloadLatency{Stamp: src.stamp.column}
-	if err := e.sink.Exec(ctx, stampTriggers(proj.Table, src.stamp)); err != nil {
+	if err := e.sink.Exec(ctx, benchio.StampTriggers(proj.Table, src.stamp.column, src.stamp.onEqual)); err != nil {
 		return nil, fmt.Errorf("adding the stamp trigger: %w", err)
 	}
 	cl, err := checkpointClient(e.bed, src.cfg.Kafka.TopicPrefix)
