@@ -83,6 +83,9 @@ func markdown(res *results) string {
 		if w.B2Check != "" {
 			fmt.Fprintf(&b, "\nB2, %s: %s.\n", w.Workload.Name, w.B2Check)
 		}
+		if w.ChildrenCheck != "" {
+			fmt.Fprintf(&b, "\nChildren, %s: %s.\n", w.Workload.Name, w.ChildrenCheck)
+		}
 	}
 	for _, sk := range res.Skipped {
 		fmt.Fprintf(&b, "\nSkipped: %s\n", sk)

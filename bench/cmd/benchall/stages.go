@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,7 +72,10 @@ type workloadResult struct {
 	B2JoinCheck string `json:"b2_join_check,omitempty"`
 	// B2Check compares the group rows an aggregate's B2 left with the
 	// projector's read table (count and checksum, benchio.TableChecksum).
-	B2Check       string  `json:"b2_check,omitempty"`
+	B2Check string `json:"b2_check,omitempty"`
+	// ChildrenCheck compares, per children entry, the projector's counts
+	// and array lengths with the source's children of existing parents.
+	ChildrenCheck string  `json:"children_check,omitempty"`
 	BacklogWriteS float64 `json:"backlog_write_s"`
 	// Latency is the workload's own latency step (workload.Live).
 	Latency        *workloadLatency `json:"workload_latency,omitempty"`
@@ -212,6 +216,13 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 	// what the projector left.
 	if slices.Contains(src.b2, "-aggregate") {
 		if r.B2Check, err = e.aggregateCheck(ctx, cfg, proj, b2); err != nil {
+			return r, err
+		}
+	}
+	// Nested children: the arrays must count every child whose parent is
+	// there, as the source joins them.
+	if d := cfg.Projections[proj.Name]; len(d.Children) > 0 {
+		if r.ChildrenCheck, err = e.childrenCheck(ctx, proj, d); err != nil {
 			return r, err
 		}
 	}
@@ -539,4 +550,40 @@ func (e *env) aggregateCheck(ctx context.Context, cfg config.Config, proj *proje
 	msg := fmt.Sprintf("DIFFERENT group rows: the projector left %d rows (checksum %d), B2 %d (checksum %d)", rows, sum, b2.ReadRows, b2.Checksum)
 	logf("warning: %s: %s", proj.Name, msg)
 	return msg, nil
+}
+
+// childrenCheck compares, per children entry, the children the projector's
+// read table counts (Σ <name>_count) and nests (Σ JSON_LENGTH(<name>))
+// with the source's children of the parents there are (a join of the two
+// tables; limit is never reached in the bench's workloads).
+func (e *env) childrenCheck(ctx context.Context, proj *projections.Projection, d config.Projection) (string, error) {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(d.Children)) {
+		c := d.Children[name]
+		var on []string
+		for _, child := range slices.Sorted(maps.Keys(c.On)) {
+			on = append(on, fmt.Sprintf("c.`%s` = p.`%s`", child, c.On[child]))
+		}
+		var want, counted, nested int64
+		if err := e.bed.MySQL.DB().QueryRowContext(ctx, fmt.Sprintf("SELECT COUNT(*) FROM %s c JOIN %s p ON %s", quoteTable(c.From), quoteTable(d.From), strings.Join(on, " AND "))).Scan(&want); err != nil {
+			return "", err
+		}
+		if err := e.sink.DB().QueryRowContext(ctx, fmt.Sprintf("SELECT COALESCE(SUM(`%s_count`), 0), COALESCE(SUM(JSON_LENGTH(`%s`)), 0) FROM `%s`", name, name, proj.Table)).Scan(&counted, &nested); err != nil {
+			return "", err
+		}
+		if counted == want && nested == want {
+			out = append(out, fmt.Sprintf("%s: %d children counted and nested, as the source joins them", name, want))
+			continue
+		}
+		msg := fmt.Sprintf("%s: DIFFERENT: the source joins %d children to their parents, the read table counts %d and nests %d", name, want, counted, nested)
+		logf("warning: %s: %s", proj.Name, msg)
+		out = append(out, msg)
+	}
+	return strings.Join(out, "; "), nil
+}
+
+// quoteTable quotes a config's db.table.
+func quoteTable(dbTable string) string {
+	db, tbl, _ := strings.Cut(dbTable, ".")
+	return "`" + db + "`.`" + tbl + "`"
 }
