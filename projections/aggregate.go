@@ -2,6 +2,7 @@ package projections
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -92,7 +93,10 @@ type Contribution struct {
 	// Values are, per Aggregation.Aggregates, what the row adds: "1" or
 	// "0" for counts, else the value (NULL when it adds none).
 	Values []Value
-	From   *kgo.Record
+	// Parents is, per join (Projection.Joins order), the group's parent:
+	// the join key read from the group's columns ("" when NULL).
+	Parents []ParentRef
+	From    *kgo.Record
 }
 
 // MaxSourceKeyBytes bounds a source key's text (the contributions table's
@@ -173,6 +177,13 @@ func (p *Projection) contribute(c *Contribution, e Event, ps *plans) error {
 		return err
 	}
 	c.KeyspaceID = p.keyspaceID(c.Group, e.Schema)
+	for _, j := range p.Joins {
+		ref, err := groupParent(img, j, e)
+		if err != nil {
+			return err
+		}
+		c.Parents = append(c.Parents, ref)
+	}
 	c.Values = make([]Value, len(p.Aggregation.Aggregates))
 	for i, a := range p.Aggregation.Aggregates {
 		x := t.aggs[i]
@@ -217,6 +228,30 @@ func (p *Projection) contribute(c *Contribution, e Event, ps *plans) error {
 		}
 	}
 	return nil
+}
+
+// groupParent is join j's key for the group of img, whose on columns are
+// group columns (compileAggregate), as an upsert's ParentRef has it.
+func groupParent(img *Image, j *Join, e Event) (ParentRef, error) {
+	var ref ParentRef
+	var b strings.Builder
+	for i, on := range j.On {
+		raw, ok := img.Get(on.Child)
+		if !ok || string(raw) == "null" {
+			return ParentRef{}, nil // no parent, as in a LEFT JOIN
+		}
+		if i > 0 {
+			b.WriteByte(0)
+		}
+		b.Write(raw)
+		v, err := bindValue(img, on.Child, e)
+		if err != nil {
+			return ParentRef{}, err
+		}
+		ref.Values = append(ref.Values, v)
+	}
+	ref.Key = b.String()
+	return ref, nil
 }
 
 // evalOn evaluates e over img's columns, read as the types args.

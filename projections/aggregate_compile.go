@@ -37,9 +37,6 @@ func compileAggregate(p *Projection, d config.Projection, key string) []error {
 	if len(d.Aggregates) == 0 {
 		bad("%s.group_by without aggregates: add aggregates, e.g. aggregates: {orders: \"count(*)\"}", key)
 	}
-	if len(d.Join) > 0 {
-		bad("%s.join: joins on an aggregate projection are not supported: declare the join on a projection of the group's own table and read the two together", key)
-	}
 	if len(d.Children) > 0 {
 		bad("%s.children: an aggregate projection cannot nest children: nest them in a projection with key instead", key)
 	}
@@ -106,6 +103,32 @@ func compileAggregate(p *Projection, d config.Projection, key string) []error {
 		p.Columns = append(p.Columns, byName[n])
 	}
 	agg.GroupBy = slices.Clone(p.Key)
+	for i, j := range d.Join {
+		// A group's parent is found by the group's own columns; a parent's
+		// parent (via) would need a carried key per group.
+		if j.Via != "" {
+			bad("%s.join[%d].via: a join through another join is not supported on an aggregate projection: join the group's parent directly, its on naming group columns", key, i)
+			continue
+		}
+		pcs := make([]string, 0, len(j.On))
+		for pc := range j.On {
+			pcs = append(pcs, pc)
+		}
+		sort.Strings(pcs)
+		for _, pc := range pcs {
+			child := j.On[pc]
+			if !slices.ContainsFunc(p.Columns, func(c Column) bool { return c.Source == child && c.Expr == nil }) {
+				bad("%s.join[%d].on.%s: %q is not a group_by column copying a source column: an aggregate projection's join finds a group's parent by its group columns (add %s to group_by, or join on a group column)", key, i, pc, child, child)
+			}
+		}
+	}
+	for c := range d.Aggregates {
+		for i, j := range d.Join {
+			if _, clash := j.Columns[c]; clash {
+				bad("%s.join[%d].columns.%s: %s is also an aggregate: rename one of them", key, i, c, c)
+			}
+		}
+	}
 	cols := make([]string, 0, len(d.Aggregates))
 	for c := range d.Aggregates {
 		cols = append(cols, c)
@@ -257,7 +280,10 @@ func (p *Projection) typeAggregates(src *sourceTable, out *Types) []error {
 			})
 			if err != nil {
 				_, cols := src.has(firstMissing(fresh.Columns(), src))
-				errs = append(errs, fmt.Errorf("%s: %w%s: aggregate source columns of %s.%s", key, err, cols, p.SourceDB, p.SourceTbl))
+				if strings.Contains(err.Error(), "its columns:") {
+					cols = ""
+				}
+				errs = append(errs, fmt.Errorf("%s: %w%s", key, err, cols))
 				return nil, expr.Type{}, nil, false
 			}
 			args, err := src.argTypes(fresh.Columns())

@@ -59,7 +59,10 @@ func newAggShop(t *testing.T, bed *testbed.Bed, extra func(*config.Projection)) 
 		"note VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci)"); err != nil {
 		t.Fatal(err)
 	}
-	s.cfg = bed.Config("agg", s.src+".orders")
+	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+s.src+"`.customers (id INT PRIMARY KEY, name VARCHAR(30) CHARACTER SET utf8mb4 NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	s.cfg = bed.Config("agg", s.src+".orders", s.src+".customers")
 	d := config.Projection{From: s.src + ".orders", Sink: "reads", GroupBy: []string{"customer_id"}, Where: aggWhere, Aggregates: aggOrders}
 	if extra != nil {
 		extra(&d)
@@ -279,4 +282,97 @@ func TestAggregateLive(t *testing.T) {
 		t.Fatalf("shuffled replay differs from the live table: %s", testbed.FirstDifference(b, a))
 	}
 	t.Logf("shuffled history (%d records) equals the GROUP BY", len(records))
+}
+
+// writeCustomers runs a seeded workload on the customers of the groups:
+// inserts, renames, deletes and re-inserts.
+func (s *aggShop) writeCustomers(t *testing.T, seed uint64, ops, customers int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 11))
+	tbl := "`" + s.src + "`.customers"
+	for range ops {
+		id := 1 + rng.IntN(customers)
+		var q string
+		switch rng.IntN(4) {
+		case 0:
+			q = "DELETE FROM " + tbl + " WHERE id = ?"
+		default:
+			q = "INSERT INTO " + tbl + " VALUES (?, ?) ON DUPLICATE KEY UPDATE name = VALUES(name)"
+		}
+		args := []any{id}
+		if !strings.HasPrefix(q, "DELETE") {
+			args = append(args, fmt.Sprintf("customer %d rev %d", id, rng.IntN(1000)))
+		}
+		if _, err := s.bed.MySQL.DB().ExecContext(t.Context(), q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// TestAggregateJoin: a per-customer aggregate with the customer's name
+// joined (the group's descriptive column), while orders move between
+// customers, groups empty and come back, and customers are renamed,
+// deleted and re-inserted, with a truncate of the orders midway: the read
+// table equals the GROUP BY of orders LEFT JOIN customers, live and after
+// the whole history of both tables is applied shuffled with duplicates.
+func TestAggregateJoin(t *testing.T) {
+	bed := testbed.Get(t)
+	s := newAggShop(t, bed, func(d *config.Projection) {
+		d.Aggregates = map[string]string{"orders": "count(*)", "total": "sum(amount)", "last_at": "max(created_at)"}
+		d.Join = []config.Join{{From: d.From[:strings.Index(d.From, ".")] + ".customers", On: map[string]string{"id": "customer_id"}, Columns: map[string]string{"customer_name": "name"}}}
+	})
+	expected := func() string {
+		return testbed.RowsText(t, bed.MySQL.DB(), "SELECT o.customer_id, c.name, COUNT(*), SUM(o.amount), MAX(o.created_at) FROM `"+s.src+"`.orders o "+
+			"LEFT JOIN `"+s.src+"`.customers c ON c.id = o.customer_id WHERE o.status <> 'draft' GROUP BY o.customer_id, c.name ORDER BY 1")
+	}
+	actual := func(db string) string {
+		return testbed.RowsText(t, bed.MySQL.DB(), "SELECT customer_id, customer_name, orders, total, last_at FROM `"+db+"`.customer_stats ORDER BY 1")
+	}
+	wait := func(what string) {
+		t.Helper()
+		testbed.Eventually(t, 120*time.Second, func() (bool, string) {
+			w, g := expected(), actual(s.sinkDB)
+			return w == g, fmt.Sprintf("%s: read table differs from the GROUP BY of the join: %s", what, testbed.FirstDifference(g, w))
+		})
+		t.Logf("%s: read table equals the GROUP BY of orders LEFT JOIN customers", what)
+	}
+	tl := runTailer(t, bed, s.cfg)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	stop := startProjector(t, s.p, s.sink, s.cfg.Kafka.Brokers)
+	s.writeCustomers(t, seed, 10, 6)
+	s.write(t, seed, 300, 6)
+	s.writeCustomers(t, seed+1, 20, 6)
+	s.write(t, seed+1, 200, 6)
+	wait("after orders and customer changes")
+	if err := bed.MySQL.Exec(t.Context(), "TRUNCATE TABLE `"+s.src+"`.orders"); err != nil {
+		t.Fatal(err)
+	}
+	s.writeCustomers(t, seed+2, 20, 6)
+	s.write(t, seed+2, 200, 6)
+	wait("after a truncate of the orders")
+	// A group that empties and comes back is a new read row: it must get
+	// its customer's name with no change of the customer to bring it.
+	if err := bed.MySQL.Exec(t.Context(), "INSERT INTO `"+s.src+"`.customers VALUES (7, 'seventh') ON DUPLICATE KEY UPDATE name = 'seventh'",
+		"INSERT INTO `"+s.src+"`.orders VALUES (100001, 7, 'paid', 1.00, 1, '2024-01-01', NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	wait("a new group of an existing customer")
+	if err := bed.MySQL.Exec(t.Context(), "DELETE FROM `"+s.src+"`.orders WHERE customer_id = 7"); err != nil {
+		t.Fatal(err)
+	}
+	wait("the group emptied")
+	if err := bed.MySQL.Exec(t.Context(), "INSERT INTO `"+s.src+"`.orders VALUES (100002, 7, 'open', 2.00, 1, '2024-01-02', NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	wait("the group back")
+	stop()
+
+	waitPublished(t, bed, tl)
+	records := testbed.TopicRecords(t, s.cfg.Kafka.Brokers, s.p.Topics()...)
+	s.openSink(t)
+	applyShuffled(t, s.sink, []*projections.Projection{s.p}, records, rand.New(rand.NewPCG(seed, 12)))
+	if want, got := expected(), actual(s.sinkDB); want != got {
+		t.Fatalf("shuffled history with duplicates differs from the GROUP BY of the join: %s", testbed.FirstDifference(got, want))
+	}
 }

@@ -32,7 +32,7 @@ func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 	if run != nil {
 		b.Offsets.Set(run.Topic, run.Partition, run.Offset+1)
 	}
-	n := len(b.Writes) + len(b.Parents) + len(b.Contributions)
+	n := len(b.Writes) + len(b.Parents) + len(b.Contributions) + len(b.ChildWrites)
 	// In place (the batch's own slice), with what was coalesced away
 	// cleared: it would hold its records, and their fetch buffers, while
 	// the batch is applied (see prepare).
@@ -41,7 +41,8 @@ func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 	b.Writes = kept
 	b.Parents = CoalesceParents(b.Parents)
 	b.Contributions = CoalesceContributions(b.Contributions)
-	b.Coalesced = int64(n - len(b.Writes) - len(b.Parents) - len(b.Contributions))
+	b.ChildWrites = CoalesceChildWrites(b.ChildWrites)
+	b.Coalesced = int64(n - len(b.Writes) - len(b.Parents) - len(b.Contributions) - len(b.ChildWrites))
 	return b, bad
 }
 

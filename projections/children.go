@@ -1,9 +1,14 @@
 package projections
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 )
 
 // Children is one `children` entry: a JSON array read column of the
@@ -24,12 +29,17 @@ type Children struct {
 	Columns []Column // the members of each element, by read name
 	OrderBy []string // child columns; ties broken by the child's primary key
 	Limit   int      // 0: no cap
+	// key is the child table's primary key, learnt from the source schema
+	// (SourceColumns): the state table keeps its columns to break ties in
+	// the array's order as the source's ORDER BY … , <pk> does.
+	key atomic.Pointer[[]string]
 }
 
 // ChildOn is one pair of Children.On.
 type ChildOn struct {
 	Child  string // child source column
 	Parent string // parent source column
+	Read   string // the parent's read column that copies Parent
 }
 
 // ChildWrite is one child row change: its new state under its own source
@@ -40,13 +50,237 @@ type ChildWrite struct {
 	Version   uint64
 	// Truncate: every child state older than Version is withdrawn.
 	Truncate bool
-	From     *kgo.Record
+	// Link is the child's parent link, in On order; nil when the child
+	// has no parent as of Version: deleted (the tombstone) or a NULL
+	// link column.
+	Link []Value
+	// LinkKey is Link's canonical text ("" when Link is nil).
+	LinkKey string
+	// Values are the child's StateColumns, nil when Link is.
+	Values []Value
+	From   *kgo.Record
 }
 
-// compileChildren compiles `children` (nil errors when there are none).
-func compileChildren(cfg config.Config, p *Projection, d config.Projection, key string, captured map[string]bool) []error {
+// SourceKey is the child table's primary key columns (nil until
+// SourceColumns has read the source schema).
+func (c *Children) SourceKey() []string {
+	if k := c.key.Load(); k != nil {
+		return *k
+	}
 	return nil
 }
 
-// collectChild adds the effect of an event of child table i to b.
-func (p *Projection) collectChild(b *Batch, i int, r *kgo.Record, e Event) error { return nil }
+// SetSourceKey records the child table's primary key, as SourceColumns
+// does; tools that compile without a source (tests, golden text) call it
+// themselves. The first key recorded stays: the sink's state table is
+// made with it.
+func (c *Children) SetSourceKey(pk []string) {
+	k := slices.Clone(pk)
+	c.key.CompareAndSwap(nil, &k)
+}
+
+// StateColumns are the child columns the state table keeps, each once:
+// the link, the order_by columns, the primary key (the tie-breaker), then
+// the element members' columns.
+func (c *Children) StateColumns() []string {
+	var out []string
+	add := func(col string) {
+		if !slices.Contains(out, col) {
+			out = append(out, col)
+		}
+	}
+	for _, on := range c.On {
+		add(on.Child)
+	}
+	for _, o := range c.OrderBy {
+		add(o)
+	}
+	for _, k := range c.SourceKey() {
+		add(k)
+	}
+	for _, m := range c.Columns {
+		add(m.Source)
+	}
+	return out
+}
+
+// ChildStateColumn names the state table's column of child column col.
+func ChildStateColumn(col string) string {
+	name := "c_" + col
+	if len(name) > 64 {
+		name = fmt.Sprintf("c_%x", xxhashString(col))
+	}
+	return name
+}
+
+// StateTable is the sink table holding each child row's last state (and
+// the versions of deleted ones), on every shard. It is named after the
+// read table, so a rebuild's shadow table gets its own.
+func (c *Children) StateTable(p *Projection) string {
+	return childTableName("_readside_child_", p.Table, c.Name)
+}
+
+// LinkTable is the sink table of one row per parent link a batch ever
+// touched: a transaction locks the rows of the links it refreshes, so a
+// parent write and a child write of one link in two transactions meet
+// there (docs/ARCHITECTURE.md, "Nested children").
+func (c *Children) LinkTable(p *Projection) string {
+	return childTableName("_readside_childlink_", p.Table, c.Name)
+}
+
+func childTableName(prefix, table, name string) string {
+	s := prefix + table + "_" + name
+	if len(s) > 64 {
+		s = fmt.Sprintf("%s%x", prefix, xxhashString(table+"\x00"+name))
+	}
+	return s
+}
+
+// TruncationName is the `_readside_truncations` row of the child table.
+func (c *Children) TruncationName(p *Projection) string {
+	return p.Name + "#child_" + c.Name
+}
+
+// collectChild adds the effect of an event of child table i to b: the
+// child's new state under its primary key (the record key), a tombstone
+// when deleted, or the table's truncation.
+func (p *Projection) collectChild(b *Batch, i int, r *kgo.Record, e Event) error {
+	c := p.Children[i]
+	if e.Op == event.OpTruncate {
+		b.ChildWrites = append(b.ChildWrites, ChildWrite{Child: i, Truncate: true, Version: e.Version, From: r})
+		return nil
+	}
+	if len(r.Key) == 0 {
+		return fmt.Errorf("event of %s.%s (children %s) without a record key: the tailer keys every record by the row's primary key", c.SourceDB, c.SourceTbl, c.Name)
+	}
+	if len(r.Key) > MaxKeyBytes {
+		return fmt.Errorf("the primary key of a %s.%s row is %d bytes encoded, over the %d bytes the children state can hold: key the child table on shorter columns", c.SourceDB, c.SourceTbl, len(r.Key), MaxKeyBytes)
+	}
+	w := ChildWrite{Child: i, SourceKey: string(r.Key), Version: e.Version, From: r}
+	img := e.After
+	if e.Op == event.OpDelete {
+		img = nil
+	} else if img == nil {
+		return fmt.Errorf("%s event of %s.%s without an after image", e.Op, c.SourceDB, c.SourceTbl)
+	}
+	if img != nil {
+		link, key, err := c.link(img, e)
+		if err != nil {
+			return err
+		}
+		if link != nil {
+			cols := c.StateColumns()
+			w.Values = make([]Value, len(cols))
+			for k, col := range cols {
+				if w.Values[k], err = bindValue(img, col, e); err != nil {
+					return fmt.Errorf("children %s: %w", c.Name, err)
+				}
+			}
+			w.Link, w.LinkKey = link, key
+		}
+	}
+	b.ChildWrites = append(b.ChildWrites, w)
+	return nil
+}
+
+// link is img's parent link, nil when a link column is NULL.
+func (c *Children) link(img *Image, e Event) ([]Value, string, error) {
+	var b strings.Builder
+	link := make([]Value, 0, len(c.On))
+	for k, on := range c.On {
+		raw, ok := img.Get(on.Child)
+		if !ok {
+			return nil, "", fmt.Errorf("children %s link: %w", c.Name, &missingColumn{on.Child})
+		}
+		if string(raw) == "null" {
+			return nil, "", nil // no parent, as a NULL foreign key has none
+		}
+		if k > 0 {
+			b.WriteByte(0)
+		}
+		b.Write(raw)
+		v, err := bindValue(img, on.Child, e)
+		if err != nil {
+			return nil, "", err
+		}
+		link = append(link, v)
+	}
+	return link, b.String(), nil
+}
+
+// CoalesceChildWrites keeps the newest state per children entry and
+// child key (and every truncation, in order).
+func CoalesceChildWrites(ws []ChildWrite) []ChildWrite {
+	type k struct {
+		c   int
+		key string
+	}
+	newest := map[k]int{}
+	out := ws[:0:0]
+	for _, w := range ws {
+		if w.Truncate {
+			out = append(out, w)
+			continue
+		}
+		if i, ok := newest[k{w.Child, w.SourceKey}]; ok {
+			if out[i].Version < w.Version {
+				out[i] = w
+			}
+			continue
+		}
+		newest[k{w.Child, w.SourceKey}] = len(out)
+		out = append(out, w)
+	}
+	return out
+}
+
+// columnKeys are the config keys of c that name child column col.
+func (c *Children) columnKeys(p *Projection, col string) []string {
+	key := fmt.Sprintf("projections.%s.children.%s", p.Name, c.Name)
+	var out []string
+	for _, on := range c.On {
+		if on.Child == col {
+			out = append(out, key+".on."+on.Child)
+		}
+	}
+	for _, o := range c.OrderBy {
+		if o == col {
+			out = append(out, key+".order_by")
+		}
+	}
+	for _, m := range c.Columns {
+		if m.Source == col {
+			out = append(out, key+".columns."+m.Name)
+		}
+	}
+	return out
+}
+
+// ChildrenPlan says, per children entry, what `readside plan` prints
+// about it: where the array and count come from, their order and cap,
+// the state and link tables, and, on a sink of shards shards, that every
+// shard keeps every child row's state.
+func (p *Projection) ChildrenPlan(shards int) []string {
+	var out []string
+	for _, c := range p.Children {
+		var on []string
+		for _, o := range c.On {
+			on = append(on, fmt.Sprintf("%s.%s = %s.%s", c.SourceTbl, o.Child, p.SourceTbl, o.Parent))
+		}
+		order := strings.Join(append(slices.Clone(c.OrderBy), c.SourceKey()...), ", ")
+		if order == "" {
+			order = "the child's primary key"
+		}
+		limit := "all of them"
+		if c.Limit > 0 {
+			limit = fmt.Sprintf("at most %d", c.Limit)
+		}
+		line := fmt.Sprintf("children %s: the %s.%s rows with %s as a JSON array in %s (ordered by %s; %s) and their count in %s; state in %s, link locks in %s; needs a MariaDB sink",
+			c.Name, c.SourceDB, c.SourceTbl, strings.Join(on, " AND "), c.Name, order, limit, c.CountColumn, c.StateTable(p), c.LinkTable(p))
+		if shards > 1 {
+			line += fmt.Sprintf("; each of the %d shards keeps every child row's state and refreshes the parents it holds", shards)
+		}
+		out = append(out, line)
+	}
+	return out
+}

@@ -153,7 +153,9 @@ func compileJoin(cfg config.Config, p *Projection, d config.Projection, i int, j
 			}
 		}
 		if read == "" {
-			bad("%s.on.%s: source column %q is not mapped in projections.%s.columns: add it (fan-out finds the read rows by it)", key, pc, child, p.Name)
+			if p.Aggregation == nil { // compileAggregate names its own fix
+				bad("%s.on.%s: source column %q is not mapped in projections.%s.columns: add it (fan-out finds the read rows by it)", key, pc, child, p.Name)
+			}
 			continue
 		}
 		j.On = append(j.On, JoinOn{Parent: pc, Child: child, Read: read})
@@ -168,7 +170,7 @@ func compileJoin(cfg config.Config, p *Projection, d config.Projection, i int, j
 	}
 	sort.Strings(names)
 	for _, c := range names {
-		if _, clash := d.Columns[c]; clash {
+		if _, clash := d.Columns[c]; clash || p.column(c).Name != "" {
 			bad("%s.columns.%s: %s is already a column of projections.%s.columns: rename one of them", key, c, c, p.Name)
 			continue
 		}

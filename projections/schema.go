@@ -22,12 +22,16 @@ type Types struct {
 	// the aggregates' read columns, and each avg's hidden running sum
 	// under AvgSumColumn; aggregate_compile.go).
 	Contribution map[string]string
+	// Children are, per children entry (Projection.Children order), the
+	// definitions of its state and link tables' columns.
+	Children []ChildTypes
 }
 
 // sourceTable is one source table's columns as information_schema has them.
 type sourceTable struct {
 	types    map[string]string // column → type with charset, without nullability
 	nullable map[string]bool
+	json     map[string]bool // MariaDB JSON columns, read for children only (readJSONColumns)
 	pk       []string
 	columns  []string // in table order, for messages
 }
@@ -146,6 +150,18 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 			errs = append(errs, fmt.Errorf("projections.%s.where %q: %w", p.Name, p.Where.String(), err))
 		}
 	}
+	children, cerrs, err := p.checkChildren(func(schema, tbl string) (*sourceTable, error) {
+		t, err := readSourceTable(ctx, db, schema, tbl)
+		if err == nil {
+			err = readJSONColumns(ctx, db, schema, tbl, t)
+		}
+		return t, err
+	}, src)
+	if err != nil {
+		return out, err
+	}
+	out.Children = children
+	errs = append(errs, cerrs...)
 	parents := map[*Join]*sourceTable{}
 	for _, j := range p.Joins {
 		keyTypes := map[string]string{}
@@ -211,6 +227,9 @@ func (p *Projection) NullableKeys(nullable func(sourceCol string) bool) []error 
 			continue
 		}
 		what := "key column " + k
+		if p.Aggregation != nil {
+			what = "group_by column " + k
+		}
 		if k == p.ShardBy {
 			what += " (shard_by)"
 		}

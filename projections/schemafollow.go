@@ -183,6 +183,12 @@ func (p *Projection) droppedColumn(topic string, reason error) error {
 			}
 		}
 	}
+	for _, c := range p.Children {
+		if topic == c.Topic {
+			table = c.SourceDB + "." + c.SourceTbl
+			keys = append(keys, c.columnKeys(p, mc.source)...)
+		}
+	}
 	where := strings.Join(keys, ", ")
 	if where == "" {
 		where = "projections." + p.Name

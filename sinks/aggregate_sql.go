@@ -16,13 +16,19 @@ import (
 // aggStatements are an aggregate projection's statements.
 type aggStatements struct {
 	lock, read, write multiRow // the contributions table
-	delta             multiRow // group deltas into the read table
+	// readFirst is read with the truncation floor as one more row, of
+	// key "" (its last parameter is the projection's name).
+	readFirst multiRow
+	delta     multiRow // group deltas into the read table
 	// deleteEmpty, recompute: head + one group match per group, joined by
 	// sep, + tail.
 	deleteEmpty, recompute multiRow
 	withdraw               string // truncation: contributions older than ? become none
 	clearGroups            string
 	rebuildGroups          string
+	// fillJoins copy each join's state into every group row (after
+	// rebuildGroups made them afresh).
+	fillJoins []string
 }
 
 // aggDeltaColumns are the read columns a group delta writes, after the
@@ -92,6 +98,9 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 		write: multiRow{head: "INSERT INTO " + c + " (" + strings.Join(stateCols, ", ") + ") VALUES ",
 			row: "(" + placeholders(len(stateCols)) + ")", sep: ", ", tail: d.onDuplicate() + strings.Join(stateSets, ", ")},
 	}
+	nulls := strings.Repeat(", NULL", len(stateCols)-2)
+	st.readFirst = st.read
+	st.readFirst.tail = ") UNION ALL SELECT '', version" + nulls + " FROM `_readside_truncations` WHERE projection = ?"
 	dcols := aggDeltaColumns(ag)
 	var sets []string
 	for _, a := range ag.Aggregates {
@@ -115,7 +124,7 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 	all := append(append([]string{}, gcols...), quoteAll(dcols)...)
 	st.delta = multiRow{head: "INSERT INTO " + t + " (" + strings.Join(all, ", ") + ") VALUES ",
 		row: "(" + placeholders(len(all)) + ")", sep: ", ", tail: d.onDuplicate() + strings.Join(sets, ", ")}
-	st.deleteEmpty = groupMatch("DELETE FROM "+t+" WHERE `_rs_rows` <= 0 AND (", "", p.Key, ")")
+	st.deleteEmpty = groupMatch("DELETE FROM "+t+" WHERE `_rs_rows` <= 0 AND ", "", p.Key, "")
 	var re []string
 	var on []string
 	for i, g := range p.Key {
@@ -180,6 +189,10 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 	for _, g := range cgcols {
 		notNull = append(notNull, g+" IS NOT NULL")
 	}
+	for _, j := range p.Joins {
+		fo := fanOutStatement(p, j)
+		st.fillJoins = append(st.fillJoins, strings.TrimSuffix(fo.head, " AND ("))
+	}
 	st.rebuildGroups = "INSERT INTO " + t + " (" + strings.Join(all, ", ") + ") SELECT " + strings.Join(sel, ", ") + " FROM " + c +
 		" WHERE " + strings.Join(notNull, " AND ") + " GROUP BY " + strings.Join(cgcols, ", ")
 	return st
@@ -239,9 +252,11 @@ func aggregateDDL(p *projections.Projection, types projections.Types) []string {
 		}
 	}
 	defs = append(defs, hidden...)
+	defs = append(defs, joinColumnDefs(p, types)...)
 	defs = append(defs, "`_rs_rows` BIGINT NOT NULL DEFAULT 0 COMMENT 'readside: source rows in the group'",
 		"`_rs_version` BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'readside: newest source version applied to the group'",
 		"PRIMARY KEY ("+strings.Join(key, ", ")+")")
+	defs = append(defs, joinIndexDefs(p, key)...)
 	cdefs = append([]string{"`key_text` VARBINARY(" + fmt.Sprint(projections.MaxSourceKeyBytes) + ") NOT NULL COMMENT 'readside: the source primary key (event key)'",
 		"`_rs_version` BIGINT UNSIGNED NOT NULL COMMENT 'readside: version of the source row (0: never seen); NULL group: it adds nothing'"}, cdefs...)
 	cdefs = append(cdefs, "PRIMARY KEY (`key_text`)")
@@ -251,7 +266,7 @@ func aggregateDDL(p *projections.Projection, types projections.Types) []string {
 		q(p.Table), strings.Join(defs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside aggregate projection %s from %s.%s", p.Name, p.SourceDB, p.SourceTbl))),
 		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s",
 			q(p.ContributionsTable()), strings.Join(cdefs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside contributions: last contribution of each %s.%s row to projection %s", p.SourceDB, p.SourceTbl, p.Name))))
-	return out
+	return append(out, joinStateDDL(p, types)...)
 }
 
 // nullable is a column definition made NULL-able.

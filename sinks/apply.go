@@ -19,8 +19,11 @@ import (
 //     creating version-0 placeholders for parents not seen yet; then
 //  2. apply the join's parent truncations and parent state changes
 //     (version-guarded);
+//     then, per children entry, lock the link row of every parent whose
+//     array the batch refreshes (children.go);
 //  3. apply the read table's own truncation, upserts and deletes
-//     (version-guarded, tombstones);
+//     (version-guarded, tombstones), an aggregate's contributions, and
+//     the child state changes, refreshing those parents' arrays;
 //  4. per join, copy the state into every read row of those parent keys
 //     whose join version is older (fan-out for parent changes, fill for
 //     new or moved children), after clearing the columns of the joins
@@ -52,6 +55,9 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 
 	keys, err := a.joinState(b)
 	if err != nil {
+		return err
+	}
+	if err := a.lockChildren(b); err != nil {
 		return err
 	}
 	if err := a.readRows(b.Writes); err != nil {
@@ -93,6 +99,8 @@ type applier struct {
 	// shard is the key range of the shard this transaction writes (nil:
 	// the only one), where an aggregate's groups are kept (aggregate.go).
 	shard *projections.KeyRange
+	// childLinks are, per children entry, the links lockChildren locked.
+	childLinks []childLinks
 }
 
 // exec runs a statement whose result is not read. Its error may come

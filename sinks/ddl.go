@@ -43,7 +43,8 @@ func truncationName(p *projections.Projection, j *projections.Join) string {
 }
 
 // DDL returns the statements that create p's read table, the state table
-// of each join, and readside's bookkeeping tables. types comes from
+// of each join, the state and link tables of each children entry, and
+// readside's bookkeeping tables. types comes from
 // Projection.SourceColumns.
 func DDL(p *projections.Projection, types projections.Types) []string {
 	if p.Aggregation != nil {
@@ -55,21 +56,51 @@ func DDL(p *projections.Projection, types projections.Types) []string {
 		// so (the where filter keeps NULL out of nullable ones).
 		defs = append(defs, q(c.Name)+" "+types.Read[c.Name])
 	}
+	defs = append(defs, joinColumnDefs(p, types)...)
+	var key []string
+	for _, k := range p.Key {
+		key = append(key, q(k))
+	}
+	var childIndexes []string
+	for _, c := range p.Children {
+		cols, index := childReadDefs(c, key)
+		defs = append(defs, cols...)
+		if index != "" {
+			childIndexes = append(childIndexes, index)
+		}
+	}
+	defs = append(defs, "`_rs_version` BIGINT UNSIGNED NOT NULL COMMENT 'readside: source version of this row'",
+		"PRIMARY KEY ("+strings.Join(key, ", ")+")")
+	defs = append(defs, joinIndexDefs(p, key)...)
+	defs = append(defs, childIndexes...)
+	out := append([]string{}, bookkeeping...)
+	out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s",
+		q(p.Table), strings.Join(defs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside projection %s from %s.%s", p.Name, p.SourceDB, p.SourceTbl))))
+	out = append(out, joinStateDDL(p, types)...)
+	for i := range p.Children {
+		out = append(out, childDDL(p, i, types)...)
+	}
+	return out
+}
+
+// joinColumnDefs are the read columns p's joins fill, and their versions.
+func joinColumnDefs(p *projections.Projection, types projections.Types) []string {
+	var defs []string
 	for _, j := range p.Joins {
 		for _, c := range j.Columns {
 			defs = append(defs, fmt.Sprintf("%s %s COMMENT %s", q(c.Name), types.Read[c.Name], sqlquote.Literal(fmt.Sprintf("readside: %s.%s.%s via join %d", j.ParentDB, j.ParentTbl, c.Source, j.N))))
 		}
 		defs = append(defs, fmt.Sprintf("%s BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT %s", q(j.VersionColumn()), sqlquote.Literal(fmt.Sprintf("readside: version of the %s.%s row shown", j.ParentDB, j.ParentTbl))))
 	}
-	var key []string
-	for _, k := range p.Key {
-		key = append(key, q(k))
-	}
-	defs = append(defs, "`_rs_version` BIGINT UNSIGNED NOT NULL COMMENT 'readside: source version of this row'",
-		"PRIMARY KEY ("+strings.Join(key, ", ")+")")
+	return defs
+}
+
+// joinIndexDefs index the join columns of the read table (quoted primary
+// key key): fan-out finds a parent's children by them, unless they
+// already lead the primary key.
+func joinIndexDefs(p *projections.Projection, key []string) []string {
+	var defs []string
 	for _, j := range p.Joins {
-		// Fan-out finds a parent's children by the join columns: index them
-		// unless they already lead the primary key.
 		var fk []string
 		for _, on := range j.On {
 			fk = append(fk, q(on.Read))
@@ -78,9 +109,12 @@ func DDL(p *projections.Projection, types projections.Types) []string {
 			defs = append(defs, fmt.Sprintf("KEY `_rs_join%d` (%s)", j.N, strings.Join(fk, ", ")))
 		}
 	}
-	out := append([]string{}, bookkeeping...)
-	out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s",
-		q(p.Table), strings.Join(defs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside projection %s from %s.%s", p.Name, p.SourceDB, p.SourceTbl))))
+	return defs
+}
+
+// joinStateDDL creates the state table of each of p's joins.
+func joinStateDDL(p *projections.Projection, types projections.Types) []string {
+	var out []string
 	for i, j := range p.Joins {
 		var sdefs, skey []string
 		for _, on := range j.On {

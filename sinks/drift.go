@@ -64,12 +64,26 @@ type Drift struct {
 
 // PlannedColumns are the columns DDL(p, types) gives p's read table.
 func PlannedColumns(p *projections.Projection, types projections.Types) []Column {
+	if p.Aggregation != nil {
+		return plannedAggregateColumns(p, types)
+	}
 	var out []Column
 	for _, c := range p.Columns {
 		col := parseDef(c.Name, types.Read[c.Name])
 		col.Key = slices.Contains(p.Key, c.Name)
 		out = append(out, col)
 	}
+	out = append(out, plannedJoinColumns(p, types)...)
+	for _, c := range p.Children {
+		out = append(out, childReadColumns(c)...)
+	}
+	return append(out, Column{Name: "_rs_version", Type: "bigint unsigned", Comment: "readside: source version of this row"})
+}
+
+// plannedJoinColumns are the read columns p's joins fill, and their
+// versions.
+func plannedJoinColumns(p *projections.Projection, types projections.Types) []Column {
+	var out []Column
 	for _, j := range p.Joins {
 		for _, c := range j.Columns {
 			col := parseDef(c.Name, types.Read[c.Name])
@@ -79,7 +93,7 @@ func PlannedColumns(p *projections.Projection, types projections.Types) []Column
 		out = append(out, Column{Name: j.VersionColumn(), Type: "bigint unsigned", Default: "0", HasDefault: true,
 			Comment: fmt.Sprintf("readside: version of the %s.%s row shown", j.ParentDB, j.ParentTbl)})
 	}
-	return append(out, Column{Name: "_rs_version", Type: "bigint unsigned", Comment: "readside: source version of this row"})
+	return out
 }
 
 // parseDef splits a projections.Types definition ("varchar(16)
@@ -347,9 +361,23 @@ type plannedTable struct {
 	read    map[string]string // state column → the read column it copies
 }
 
-// plannedTables are p's read table and the state table of each join.
+// plannedTables are p's read table, the state table of each join, and
+// the state and link tables of each children entry.
 func plannedTables(p *projections.Projection, types projections.Types) []plannedTable {
-	out := []plannedTable{{name: p.Table, columns: PlannedColumns(p, types)}}
+	if p.Aggregation != nil {
+		return aggregateTables(p, types)
+	}
+	out := append([]plannedTable{{name: p.Table, columns: PlannedColumns(p, types)}}, plannedJoinTables(p, types)...)
+	for i, c := range p.Children {
+		out = append(out, plannedTable{name: c.StateTable(p), columns: PlannedChildStateColumns(p, i, types)},
+			plannedTable{name: c.LinkTable(p), columns: PlannedChildLinkColumns(p, i, types)})
+	}
+	return out
+}
+
+// plannedJoinTables are the state tables of p's joins.
+func plannedJoinTables(p *projections.Projection, types projections.Types) []plannedTable {
+	var out []plannedTable
 	for i, j := range p.Joins {
 		t := plannedTable{name: j.StateTable(p), columns: PlannedStateColumns(p, i, types), read: map[string]string{}}
 		for _, c := range j.Columns {

@@ -49,6 +49,11 @@ func (a *applier) parentKeys(b *projections.Batch) [][]parentKey {
 			}
 		}
 	}
+	for _, c := range b.Contributions {
+		for j, ref := range c.Parents {
+			add(j, ref.Key, ref.Values)
+		}
+	}
 	for j := range out {
 		sort.Slice(out[j], func(x, y int) bool { return out[j][x].text < out[j][y].text })
 	}

@@ -201,6 +201,8 @@ const sinkSQLMode = "STRICT_ALL_TABLES,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTIO
 //   - utf8mb4: events carry text as UTF-8, whatever charset the DSN asks
 //     for (binary values are sent as binary literals and are unaffected);
 //   - sql_mode sinkSQLMode;
+//   - group_concat_max_len at its largest: it bounds JSON_ARRAYAGG too, and
+//     a nested children array cut short would be invalid JSON;
 //   - READ COMMITTED: every batch needs it (apply), and setting it once per
 //     connection saves a round trip per transaction. The statement is the
 //     same on MySQL and MariaDB, unlike the variable behind it.
@@ -225,7 +227,7 @@ func (c session) Connect(ctx context.Context) (sqldriver.Conn, error) {
 		mode = "CONCAT('" + sinkSQLMode + "', IF(FIND_IN_SET('NO_BACKSLASH_ESCAPES', @@SESSION.sql_mode), ',NO_BACKSLASH_ESCAPES', ''))"
 	}
 	setup := []string{
-		"SET NAMES utf8mb4, time_zone = '+00:00', sql_mode = " + mode,
+		"SET NAMES utf8mb4, time_zone = '+00:00', sql_mode = " + mode + ", group_concat_max_len = 4294967295",
 		"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
 	}
 	for _, st := range setup {
@@ -361,7 +363,7 @@ func (s *MySQL) retried(ctx context.Context, p *projections.Projection, b *proje
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
-		if tooLarge(err) && len(b.Writes)+len(b.Parents)+len(b.Contributions) > 1 {
+		if tooLarge(err) && len(b.Writes)+len(b.Parents)+len(b.Contributions)+len(b.ChildWrites) > 1 {
 			first, second := halve(b)
 			if err := s.retried(ctx, p, first, apply); err != nil {
 				return err
@@ -388,17 +390,33 @@ func (s *MySQL) retried(ctx context.Context, p *projections.Projection, b *proje
 func (s *MySQL) stmtLimit() int { return max(s.maxPacket/2, 1024) }
 
 // halve splits a batch in two; the offsets go with the second half so they
-// are committed only after every row.
+// are committed only after every row. Child state changes go first, alone
+// when there is anything else: each half refreshes the arrays of the
+// parents it touches, so any split leaves every array rebuilt from the
+// state as of the later half.
 func halve(b *projections.Batch) (*projections.Batch, *projections.Batch) {
 	first := &projections.Batch{Stale: b.Stale, Shard: b.Shard}
 	second := &projections.Batch{Offsets: b.Offsets, NewestTS: b.NewestTS, Stale: b.Stale, Marks: b.Marks, Shard: b.Shard}
 	if len(b.Contributions) > 0 {
-		// An aggregate projection's batch holds only contributions, each
-		// applied on its own (its source key's version decides), so any
-		// split is exact; a truncation stays in order with the rest.
+		// An aggregate projection's contributions each apply on their own
+		// (their source key's version decides), so any split is exact; its
+		// parent state (joins) goes with the first half.
 		n := len(b.Contributions) / 2
 		first.Contributions, second.Contributions = b.Contributions[:n], b.Contributions[n:]
+		first.Parents = b.Parents
 		return first, second
+	}
+	if len(b.ChildWrites) > 0 {
+		rest := *b
+		rest.ChildWrites = nil
+		if len(b.Writes)+len(b.Parents) > 0 {
+			first.ChildWrites = b.ChildWrites
+			return first, &rest
+		}
+		n := len(b.ChildWrites) / 2
+		first.ChildWrites = b.ChildWrites[:n]
+		rest.ChildWrites = b.ChildWrites[n:]
+		return first, &rest
 	}
 	if len(b.Parents) > 1 || (len(b.Parents) == 1 && len(b.Writes) > 0) {
 		n := (len(b.Parents) + 1) / 2
@@ -460,6 +478,9 @@ func (s *MySQL) CheckReadTable(ctx context.Context, p *projections.Projection) e
 		extra = append(extra, name)
 	}
 	if err := rows.Err(); err != nil {
+		return err
+	}
+	if err := childrenSink(p, s.mariadb); err != nil {
 		return err
 	}
 	if len(extra) > 0 {

@@ -53,8 +53,9 @@ type statements struct {
 
 	offsets, watermarks multiRow // offsets.go
 
-	joins []joinStatements // per p.Joins
-	agg   *aggStatements   // aggregate_sql.go; nil unless p is an aggregate projection
+	joins    []joinStatements  // per p.Joins
+	agg      *aggStatements    // aggregate_sql.go; nil unless p is an aggregate projection
+	children []childStatements // per p.Children (children.go)
 }
 
 // joinStatements are the statements of one join (joinstate.go, fanout.go).
@@ -84,6 +85,9 @@ func newStatements(p *projections.Projection, d dialect) *statements {
 	}
 	if p.Aggregation != nil {
 		st.agg = aggStatementsOf(p, d)
+	}
+	for _, c := range p.Children {
+		st.children = append(st.children, childStatementsOf(p, c, d))
 	}
 	return st
 }

@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,16 @@ func goldenProjections(t *testing.T) map[string]*projections.Projection {
 		// sharded: a composite key led by the shard key, on a sink of two shards.
 		"messages_by_sender": {From: "chat.messages", Sink: "sharded", Key: []string{"created_at", "id", "sender_id"}, ShardBy: "sender_id",
 			Columns: map[string]string{"sender_id": "sender_id", "created_at": "created_at", "id": "id", "body": "body"}},
+		// aggregate: one group column, every aggregate function, the
+		// group's parent joined.
+		"customer_stats": {From: "shop.orders", Sink: "reads", GroupBy: []string{"customer_id"}, Where: "status <> 'draft'",
+			Join: []config.Join{{From: "shop.customers", On: map[string]string{"id": "customer_id"}, Columns: map[string]string{"customer_name": "name"}}},
+			Aggregates: map[string]string{"orders": "count(*)", "priced": "count(total)", "total": "sum(total)", "first_at": "min(created_at)",
+				"last_at": "max(created_at)", "paid": "count_if(status = 'paid')", "paid_total": "sum_if(status = 'paid', total)", "avg_total": "avg(total)"}},
+		// aggregate: a two-column group (an expression among them) on a
+		// sink of two shards, shard_by leading.
+		"daily_stats": {From: "shop.orders", Sink: "sharded", GroupBy: []string{"DATE(created_at)", "customer_id"}, ShardBy: "customer_id",
+			Aggregates: map[string]string{"orders": "count(*)", "total": "sum(total)"}},
 	}
 	ps, err := projections.Compile(cfg)
 	if err != nil {
@@ -66,6 +77,9 @@ type namedStatement struct{ name, text string }
 // statementList is the statements of st that name its tables, multi-row
 // ones for two rows (head, row, separator, row, tail).
 func statementList(st *statements) []namedStatement {
+	if st.agg != nil {
+		return aggregateList(st)
+	}
 	list := []namedStatement{
 		{"comment", st.comment},
 		{"upsert (version guard)", st.upsert.text(2)},
@@ -88,6 +102,39 @@ func statementList(st *statements) []namedStatement {
 				namedStatement{pre + "detach (before the via join's fan-out)", j.via.detach.text(2)},
 			)
 		}
+	}
+	return list
+}
+
+// aggregateList is the statements of an aggregate projection (the read
+// table's own upserts and deletes are not used).
+func aggregateList(st *statements) []namedStatement {
+	a := st.agg
+	list := []namedStatement{{"comment", st.comment}}
+	list = append(list,
+		namedStatement{"aggregate: lock contributions", a.lock.text(2)},
+		namedStatement{"aggregate: read contributions", a.read.text(2)},
+		namedStatement{"aggregate: read contributions and the truncation floor", a.readFirst.text(2)},
+		namedStatement{"aggregate: write contributions", a.write.text(2)},
+		namedStatement{"aggregate: group deltas", a.delta.text(2)},
+		namedStatement{"aggregate: remove empty groups", a.deleteEmpty.text(2)},
+		namedStatement{"aggregate truncation: withdraw older contributions", a.withdraw},
+		namedStatement{"aggregate truncation: clear groups", a.clearGroups},
+		namedStatement{"aggregate truncation: rebuild groups", a.rebuildGroups},
+	)
+	if a.recompute.head != "" {
+		list = append(list, namedStatement{"aggregate: recompute MIN, MAX, AVG", a.recompute.text(2)})
+	}
+	for i, fill := range a.fillJoins {
+		list = append(list, namedStatement{fmt.Sprintf("aggregate truncation: fill join %d", i+1), fill})
+	}
+	for i, j := range st.joins {
+		pre := "join " + st.p.Joins[i].ParentDB + "." + st.p.Joins[i].ParentTbl + ": "
+		list = append(list,
+			namedStatement{pre + "lock parents", j.lock.text(2)},
+			namedStatement{pre + "parent state", j.state.text(2)},
+			namedStatement{pre + "fan-out", j.fanOut.text(2)},
+		)
 	}
 	return list
 }

@@ -90,6 +90,9 @@ func driftFindings(ctx context.Context, cfg config.Config, planned []plannedProj
 		if err != nil {
 			continue
 		}
+		if err := sink.CheckChildren(pp.p); err != nil {
+			out = append(out, preflight.Finding{Area: "projections", Finding: cdc.Finding{Severity: "error", What: err.Error(), Fix: "put projection " + pp.p.Name + " on a MariaDB sink (docs/config.md, children)"}})
+		}
 		drifts, err := sink.Drifts(ctx, pp.p, pp.types)
 		sink.Close()
 		if err != nil {

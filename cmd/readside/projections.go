@@ -130,9 +130,18 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		for _, line := range pp.p.FanOutScope(len(cfg.Sinks[pp.p.Sink].Shards)) {
 			fmt.Fprintln(stdout, "-- "+line)
 		}
+		for _, line := range pp.p.ChildrenPlan(len(cfg.Sinks[pp.p.Sink].Shards)) {
+			fmt.Fprintln(stdout, "-- "+line)
+		}
 		for _, c := range pp.p.Columns {
 			if c.Computed() {
 				fmt.Fprintf(stdout, "-- computed %s = %s: %s\n", c.Name, strings.NewReplacer("\n", " ", "\r", " ").Replace(c.Expr.String()), pp.types.Read[c.Name])
+			}
+		}
+		if ag := pp.p.Aggregation; ag != nil {
+			fmt.Fprintf(stdout, "-- aggregate: one row per group (%s); each source row's last contribution in %s, on every shard\n", strings.Join(ag.GroupBy, ", "), pp.p.ContributionsTable())
+			for _, a := range ag.Aggregates {
+				fmt.Fprintf(stdout, "-- aggregate %s = %s: %s\n", a.Column, strings.NewReplacer("\n", " ", "\r", " ").Replace(a.Text), pp.types.Read[a.Column])
 			}
 		}
 		for _, st := range pp.ddl {

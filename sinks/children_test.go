@@ -1,0 +1,88 @@
+package sinks
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/projections"
+)
+
+// TestChildrenSinkFlavor: children need MariaDB's ordered, capped
+// JSON_ARRAYAGG; on a MySQL sink the projection is refused with the fix,
+// and a projection without children is not.
+func TestChildrenSinkFlavor(t *testing.T) {
+	p := goldenChildren(t)
+	if err := childrenSink(p, true); err != nil {
+		t.Errorf("children on MariaDB: %v", err)
+	}
+	err := childrenSink(p, false)
+	if err == nil || !strings.Contains(err.Error(), "projection orders_with_lines nests children (lines), which need a MariaDB sink: MySQL's JSON_ARRAYAGG cannot order or cap the array") {
+		t.Errorf("children on MySQL: %v", err)
+	}
+	if err := childrenSink(goldenProjections(t)["orders"], false); err != nil {
+		t.Errorf("no children on MySQL: %v", err)
+	}
+}
+
+// goldenChildren is orders with their lines nested, the child table's key
+// set as SourceColumns sets it.
+func goldenChildren(t *testing.T) *projections.Projection {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Source.Tables = []string{"shop.orders", "shop.order_lines"}
+	cfg.Sinks = map[string]config.Sink{"reads": {DSN: "u:p@tcp(h:1)/reads"}}
+	cfg.Projections = map[string]config.Projection{"orders_with_lines": {
+		From: "shop.orders", Sink: "reads", Key: []string{"customer_id", "id"},
+		Columns: map[string]string{"id": "id", "customer_id": "customer_id"},
+		Children: map[string]config.Children{"lines": {From: "shop.order_lines", On: map[string]string{"order_id": "id"},
+			Columns: map[string]string{"sku": "sku", "qty": "qty"}, OrderBy: []string{"line_no"}, Limit: 100}},
+	}}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps[0].Children[0].SetSourceKey([]string{"id"})
+	return ps[0]
+}
+
+// childStatementList is the children statements of st, multi-row ones
+// for two rows.
+func childStatementList(st *statements) []namedStatement {
+	var list []namedStatement
+	for i, c := range st.children {
+		pre := "children " + st.p.Children[i].Name + ": "
+		list = append(list,
+			namedStatement{pre + "stored links (locking the state rows)", c.oldLinks.text(2)},
+			namedStatement{pre + "lock links", c.lock.text(2)},
+			namedStatement{pre + "lock every link (truncation)", c.lockAll},
+			namedStatement{pre + "child state (version guard)", c.state.text(2)},
+			namedStatement{pre + "truncate state", c.truncateState},
+			namedStatement{pre + "refresh", c.refresh.text(2)},
+			namedStatement{pre + "refresh every row (truncation)", c.refreshAll},
+		)
+	}
+	return list
+}
+
+// TestChildStatementsGolden: the exact SQL of a projection with children
+// on MariaDB (the only sink children run on), its own statements and its
+// children's, is testdata/statements/orders_with_lines.mariadb.sql; the
+// DDL of its read, state and link tables is testdata/ddl/orders_with_lines.sql
+// (-update rewrites both).
+func TestChildStatementsGolden(t *testing.T) {
+	p := goldenChildren(t)
+	st := newStatements(p, mariaDB)
+	checkGolden(t, filepath.Join("testdata", "statements", "orders_with_lines.mariadb.sql"), goldenText(append(statementList(st), childStatementList(st)...)))
+	types := projections.Types{
+		Read: map[string]string{"customer_id": "int(11) NOT NULL", "id": "int(11) NOT NULL"},
+		Children: []projections.ChildTypes{{
+			State: map[string]string{"order_id": "int(11) NULL", "line_no": "smallint(6) NULL", "id": "int(11) NULL", "qty": "int(11) NULL",
+				"sku": "varchar(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NULL"},
+			Link: map[string]string{"order_id": "int(11) NOT NULL"},
+			JSON: map[string]bool{"qty": true},
+		}},
+	}
+	checkGolden(t, filepath.Join("testdata", "ddl", "orders_with_lines.sql"), strings.Join(DDL(p, types)[len(bookkeeping):], ";\n\n")+";\n")
+}
