@@ -86,3 +86,33 @@ func TestChildStatementsGolden(t *testing.T) {
 	}
 	checkGolden(t, filepath.Join("testdata", "ddl", "orders_with_lines.sql"), strings.Join(DDL(p, types)[len(bookkeeping):], ";\n\n")+";\n")
 }
+
+// TestHalveChildWrites: a batch too large for max_allowed_packet is
+// applied in halves; child state changes split like the rest, never
+// lost or applied twice, and the offsets go with the last half.
+func TestHalveChildWrites(t *testing.T) {
+	cw := func(n int) []projections.ChildWrite { return make([]projections.ChildWrite, n) }
+	offs := projections.Offsets{"t": {0: 9}}
+	cases := []struct {
+		why                     string
+		b                       projections.Batch
+		firstChild, secondChild int
+		firstRest, secondRest   int // writes and parents
+	}{
+		{"child writes alone split in two", projections.Batch{ChildWrites: cw(5)}, 2, 3, 0, 0},
+		{"child writes go first, alone, beside other writes", projections.Batch{ChildWrites: cw(3), Writes: make([]projections.Write, 4)}, 3, 0, 0, 4},
+		{"without child writes as before", projections.Batch{Writes: make([]projections.Write, 4)}, 0, 0, 2, 2},
+	}
+	for _, tc := range cases {
+		tc.b.Offsets = offs
+		first, second := halve(&tc.b)
+		if len(first.ChildWrites) != tc.firstChild || len(second.ChildWrites) != tc.secondChild ||
+			len(first.Writes)+len(first.Parents) != tc.firstRest || len(second.Writes)+len(second.Parents) != tc.secondRest {
+			t.Errorf("%s: child writes %d+%d, others %d+%d", tc.why, len(first.ChildWrites), len(second.ChildWrites),
+				len(first.Writes)+len(first.Parents), len(second.Writes)+len(second.Parents))
+		}
+		if first.Offsets != nil || second.Offsets == nil {
+			t.Errorf("%s: the offsets must go with the second half only", tc.why)
+		}
+	}
+}
