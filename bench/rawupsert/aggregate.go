@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/big"
 	"regexp"
 	"slices"
@@ -303,7 +304,7 @@ func (g *grouping) statements(table string, writes [][]projections.Write, pt ben
 		}
 		ins := make([][]byte, pt.Connections)
 		del := make([][]byte, pt.Connections)
-		for _, gk := range slices.Sorted(mapsKeys(touched)) {
+		for _, gk := range slices.Sorted(maps.Keys(touched)) {
 			gr := groups[gk]
 			h := fnv.New32a()
 			h.Write([]byte(gk))
@@ -337,16 +338,6 @@ func (g *grouping) statements(table string, writes [][]projections.Write, pt ben
 		}
 	}
 	return conns, written
-}
-
-func mapsKeys(m map[string]bool) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // sep starts a statement with head, or separates its next tuple.

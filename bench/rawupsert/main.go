@@ -21,6 +21,10 @@
 // record, parents included, built into batches by the projector's own
 // Build and applied with Apply into fresh copies of the read table and
 // the join state tables.
+//
+// With -aggregate (aggregate projections only), it measures the raw
+// multi-row upsert of the projection's group rows, coalesced per batch
+// of records and computed here from the source rows (aggregate.go).
 package main
 
 import (
