@@ -48,6 +48,13 @@ func TestCookbook(t *testing.T) {
 					t.Fatalf("no source schema for %s.%s in cookbookSources", p.SourceDB, p.SourceTbl)
 				}
 				typeAll(t, p, src)
+				if p.Aggregation != nil {
+					errs := p.typeAggregates(src, &Types{Read: map[string]string{}})
+					errs = append(errs, p.NullableKeys(func(col string) bool { return src.nullable[col] })...)
+					if len(errs) > 0 {
+						t.Fatalf("aggregates: %v", errs)
+					}
+				}
 				read := func(db, tbl string) (*sourceTable, error) { return cookbookSources[db+"."+tbl], nil }
 				if _, errs, err := p.checkChildren(read, src); err != nil || len(errs) > 0 {
 					t.Fatalf("children: %v %v", err, errs)
@@ -62,7 +69,8 @@ func TestCookbook(t *testing.T) {
 var cookbookSources = map[string]*sourceTable{
 	"chat.messages": cookbookTable([][3]string{{"id", "bigint(20)"}, {"sender_id", "bigint(20)"}, {"created_at", "datetime(6)"},
 		{"body", "text CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", "null"}}),
-	"shop.orders": cookbookTable([][3]string{{"id", "bigint(20)"}, {"customer_id", "bigint(20)", "null"}, {"total_cents", "bigint(20)"}}),
+	"shop.orders": cookbookTable([][3]string{{"id", "bigint(20)"}, {"customer_id", "bigint(20)", "null"}, {"total_cents", "bigint(20)"},
+		{"status", "varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"}, {"created_at", "datetime(3)"}}),
 	"shop.order_lines": cookbookTable([][3]string{{"id", "bigint(20)"}, {"order_id", "bigint(20)", "null"}, {"line_no", "int(11)"},
 		{"sku", "varchar(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"}, {"qty", "int(11)"}, {"price_cents", "bigint(20)"}}),
 	"chat.dialog_messages": cookbookTable([][3]string{{"id", "bigint(20)"}, {"user_id", "bigint(20)"}, {"dialog_id", "bigint(20)"},

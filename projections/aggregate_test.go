@@ -1,0 +1,110 @@
+package projections
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// aggProjection is aggConfig's projection per customer and day, filtered
+// on status, typed against a source orders table.
+func aggProjection(t *testing.T) *Projection {
+	t.Helper()
+	cfg := aggConfig()
+	d := cfg.Projections["stats"]
+	d.Where = "status <> 'draft'"
+	d.Aggregates = map[string]string{"orders": "count(*)", "total": "sum(total_cents)", "paid": "count_if(status = 'paid')",
+		"paid_total": "sum_if(status = 'paid', total_cents)", "priced": "count(total_cents)", "last_at": "max(created_at)"}
+	cfg.Projections["stats"] = d
+	ps, err := Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[0]
+	src := cookbookTable([][3]string{{"id", "bigint(20)"}, {"customer_id", "int(11)"}, {"total_cents", "decimal(12,2)", "null"},
+		{"status", "varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"}, {"created_at", "datetime(3)"}})
+	typeAll(t, p, src)
+	if errs := p.typeAggregates(src, &Types{Read: map[string]string{}}); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	return p
+}
+
+// TestCollectContribution: each event is the row's new contribution under
+// its record key, from the after image alone: a row in the filter gives
+// its group and values, anything else (a delete, a row out of the filter)
+// none; a truncate is a truncation.
+func TestCollectContribution(t *testing.T) {
+	p := aggProjection(t)
+	row := func(cust int, total, status, at string) string {
+		return fmt.Sprintf(`{"id":5,"customer_id":%d,"total_cents":%s,"status":%q,"created_at":%q}`, cust, total, status, at)
+	}
+	a := row(1, `"12.50"`, "paid", "2026-01-02 03:04:05.000")
+	b := row(2, "null", "open", "2026-01-03 00:00:00.000")
+	draft := row(1, `"7.00"`, "draft", "2026-01-02 03:04:05.000")
+	// Aggregates in read table order: last_at, orders, paid, paid_total, priced, total.
+	cases := []struct {
+		why           string
+		op            string
+		before, after string
+		group, values string // "" : no contribution
+	}{
+		{"an insert contributes its group and values", "c", "null", a, `"1","2026-01-02"`, `"2026-01-02 03:04:05.000","1","1","12.50","1","12.50"`},
+		{"a snapshot read is the same", "r", "null", a, `"1","2026-01-02"`, `"2026-01-02 03:04:05.000","1","1","12.50","1","12.50"`},
+		{"an update contributes its after image only: a move to another group", "u", a, b, `"2","2026-01-03"`, `"2026-01-03 00:00:00.000","1","0",NULL,"0",NULL`},
+		{"a row leaving the filter contributes nothing", "u", a, draft, "", ""},
+		{"an insert outside the filter contributes nothing", "c", "null", draft, "", ""},
+		{"a snapshot row outside the filter withdraws what it may have added", "r", "null", draft, "", ""},
+		{"a delete contributes nothing", "d", a, "null", "", ""},
+	}
+	for _, c := range cases {
+		v := fmt.Sprintf(`{"op":%q,"version":77,"key":{"id":5},"before":%s,"after":%s,"schema":{"version":"s","columns":{"id":"bigint","customer_id":"int","total_cents":"decimal","status":"varchar","created_at":"datetime"}}}`,
+			c.op, c.before, c.after)
+		b, bad := p.Build([]*kgo.Record{{Topic: p.Topic, Key: []byte(`{"id":5}`), Value: []byte(v)}})
+		if len(bad) > 0 {
+			t.Errorf("%s: %v", c.why, bad[0].Reason)
+			continue
+		}
+		if len(b.Contributions) != 1 || len(b.Writes) != 0 {
+			t.Errorf("%s: %d contributions, %d writes", c.why, len(b.Contributions), len(b.Writes))
+			continue
+		}
+		got := b.Contributions[0]
+		if got.SourceKey != `{"id":5}` || got.Version != 77 {
+			t.Errorf("%s: key %s version %d", c.why, got.SourceKey, got.Version)
+		}
+		if g, v := valuesList(got.Group), valuesList(got.Values); g != c.group || v != c.values {
+			t.Errorf("%s: group %s values %s, want %s and %s", c.why, g, v, c.group, c.values)
+		}
+	}
+	trunc := `{"op":"t","version":99,"key":null,"before":null,"after":null}`
+	tb, bad := p.Build([]*kgo.Record{{Topic: p.Topic, Value: []byte(trunc)}})
+	if len(bad) > 0 || len(tb.Contributions) != 1 || !tb.Contributions[0].Truncate || tb.Contributions[0].Version != 99 {
+		t.Errorf("a truncate: %+v %v", tb.Contributions, bad)
+	}
+}
+
+// TestCoalesceContributions: a batch keeps each source key's newest
+// contribution and every truncation.
+func TestCoalesceContributions(t *testing.T) {
+	cs := []Contribution{{SourceKey: "a", Version: 3}, {SourceKey: "b", Version: 1}, {SourceKey: "a", Version: 5},
+		{Truncate: true, Version: 4}, {SourceKey: "a", Version: 4}, {SourceKey: "b", Version: 2}}
+	got := CoalesceContributions(cs)
+	var s []string
+	for _, c := range got {
+		s = append(s, fmt.Sprintf("%s%d%v", c.SourceKey, c.Version, c.Truncate))
+	}
+	if want := "a5false b2false 4true"; strings.Join(s, " ") != want {
+		t.Errorf("coalesced to %s, want %s", strings.Join(s, " "), want)
+	}
+}
+
+func valuesList(vs []Value) string {
+	var s []string
+	for _, v := range vs {
+		s = append(s, v.String())
+	}
+	return strings.Join(s, ",")
+}
