@@ -21,6 +21,10 @@
 // record, parents included, built into batches by the projector's own
 // Build and applied with Apply into fresh copies of the read table and
 // the join state tables.
+//
+// With -aggregate (aggregate projections only), it measures the raw
+// multi-row upsert of the projection's group rows, coalesced per batch
+// of records and computed here from the source rows (aggregate.go).
 package main
 
 import (
@@ -51,15 +55,16 @@ func main() {
 	name := flag.String("projection", "", "projection to measure (default: the config's only projection)")
 	recPath := flag.String("records", "", "record file (benchall writes <bench dir>/<workload>.records)")
 	sweep := flag.String("sweep", DefaultSweep, "comma-separated batch-rows x connections points")
+	aggregate := flag.Bool("aggregate", false, "an aggregate projection's B2: the raw multi-row upsert of its group rows, coalesced per batch of records (see aggregate.go)")
 	joins := flag.Bool("joins", false, "measure the join's statements too: every record, parents included, batched by the projector's Build (batch rows = records), partitions dealt to connections (see joins.go)")
 	flag.DurationVar(&settleLimit, "settle", 0, "before each point, wait up to this long for MariaDB to flush its dirty pages and purge its undo history (benchall passes its -settle; 0: do not wait)")
 	flag.Parse()
-	if err := run(*cfgPath, *name, *recPath, *sweep, *joins); err != nil {
+	if err := run(*cfgPath, *name, *recPath, *sweep, *joins, *aggregate); err != nil {
 		benchio.Fail("rawupsert", err)
 	}
 }
 
-func run(cfgPath, name, recPath, sweepText string, joins bool) error {
+func run(cfgPath, name, recPath, sweepText string, joins, aggregate bool) error {
 	if cfgPath == "" || recPath == "" {
 		return errors.New("-config and -records are required (see go doc ./rawupsert inside bench/)")
 	}
@@ -71,6 +76,15 @@ func run(cfgPath, name, recPath, sweepText string, joins bool) error {
 	cfg, err := config.Load(cfgPath, nil)
 	if err != nil {
 		return err
+	}
+	if aggregate {
+		// The aggregate's own compilation is not needed: the group rows
+		// are computed here from a plain copy of the source rows.
+		recs, err := benchio.ReadRecords(recPath)
+		if err != nil {
+			return err
+		}
+		return runAggregate(ctx, cfg, name, recs, recPath, points)
 	}
 	ps, err := projections.Compile(cfg)
 	if err != nil {
@@ -209,18 +223,26 @@ func applyAll(ctx context.Context, sink *sinks.MySQL, p *projections.Projection,
 	return first
 }
 
-// open reads p's column types from the source and opens p's sink (one
-// server: a sharded sink is refused).
-func open(ctx context.Context, cfg config.Config, p *projections.Projection) (projections.Types, *sinks.MySQL, error) {
+// openSource opens the config's source server.
+func openSource(cfg config.Config) (*sql.DB, error) {
 	dcfg, err := driver.ParseDSN(cfg.Source.DSN.Reveal())
 	if err != nil {
-		return projections.Types{}, nil, fmt.Errorf("source.dsn: %w", err)
+		return nil, fmt.Errorf("source.dsn: %w", err)
 	}
 	connector, err := driver.NewConnector(dcfg)
 	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(connector), nil
+}
+
+// open reads p's column types from the source and opens p's sink (one
+// server: a sharded sink is refused).
+func open(ctx context.Context, cfg config.Config, p *projections.Projection) (projections.Types, *sinks.MySQL, error) {
+	src, err := openSource(cfg)
+	if err != nil {
 		return projections.Types{}, nil, err
 	}
-	src := sql.OpenDB(connector)
 	defer src.Close()
 	types, err := p.SourceColumns(ctx, src)
 	if err != nil {

@@ -23,10 +23,14 @@ type latencyStep struct {
 	OfferedPerS  float64 `json:"offered_per_s"`
 	AchievedPerS float64 `json:"achieved_per_s"`
 	Rows         int     `json:"rows"`
-	P50ms        float64 `json:"p50_ms"`
-	P95ms        float64 `json:"p95_ms"`
-	P99ms        float64 `json:"p99_ms"`
-	Maxms        float64 `json:"max_ms"`
+	// Samples are the read rows stamped with a commit of the step (a
+	// workload's own step, workloadlatency.go): one per read row changed,
+	// its last change; Rows counts the source row changes offered.
+	Samples int     `json:"samples,omitempty"`
+	P50ms   float64 `json:"p50_ms"`
+	P95ms   float64 `json:"p95_ms"`
+	P99ms   float64 `json:"p99_ms"`
+	Maxms   float64 `json:"max_ms"`
 	// Ack is commit → broker ack (a read_committed consumer's receive
 	// time); Produce is commit → the tailer's produce call (the record's
 	// CreateTime). See ackprobe.go.
@@ -304,7 +308,7 @@ func (e *env) latencyStep(ctx context.Context, gen *generator, p *proc, probe *a
 	}
 	start := time.Now()
 	var execUs []int64
-	sent, err := offerOpenLoop(ctx, gen, offered, dur, nil, &execUs)
+	sent, err := offerOpenLoop(ctx, gen.writeTxn, offered, dur, nil, &execUs)
 	if err != nil {
 		return st, err
 	}

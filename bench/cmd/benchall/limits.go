@@ -53,6 +53,7 @@ type limitResult struct {
 	Sweep      []b2Point `json:"sweep"`
 	ReadRows   int64     `json:"read_rows"`   // rawupsert -joins
 	JoinedRows []int64   `json:"joined_rows"` // rawupsert -joins
+	Checksum   int64     `json:"checksum"`    // rawupsert -aggregate (ReadRows: its group rows)
 	// Settles: rawupsert's waits for MariaDB before each point (-settle).
 	Settles []benchio.Settle `json:"settles"`
 }

@@ -41,7 +41,8 @@ func main() {
 	out := flag.String("out", "bench/results", "directory for latest.json and latest.md")
 	only := flag.String("workloads", "", "comma-separated workload names to run (default: all of the size)")
 	profile := flag.String("cpuprofile", "", "run the tailer drains in-process and write a CPU profile of them here (pprof)")
-	skipLatency := flag.Bool("skip-e2e", false, "skip the end-to-end and latency steps")
+	skipLatency := flag.Bool("skip-e2e", false, "skip the end-to-end and latency steps (the workloads' own latency steps too)")
+	flag.BoolVar(&narrowE2E, "narrow-e2e", true, "run the end-to-end step on narrow inserts (backlog, live capacity, latency steps, outage); false keeps only the workloads' own latency steps")
 	flag.StringVar(&fixedRates, "latency-rates", "", "comma-separated offered rows/s for the latency steps instead of 25/50/75% of the measured end-to-end rate (same-conditions A/B runs)")
 	flag.StringVar(&readsideEnv, "readside-env", "", "space-separated VAR=value for the readside processes only, e.g. GOMEMLIMIT=64MiB (A/B of runtime settings; the limit programs keep the default)")
 	flag.DurationVar(&profileAfter, "profile-after", 300*time.Millisecond, "with -heapprofile: start the 3 s CPU profile this long after each readside process starts (the default catches a drain; ~25s catches the first latency step)")
@@ -92,6 +93,7 @@ var (
 	brokerJVM    string
 	mariadbArgs  string
 	settleLimit  time.Duration
+	narrowE2E    bool
 )
 
 func workloads(quick bool) []workload {
@@ -112,8 +114,12 @@ func workloads(quick bool) []workload {
 		{Name: "messages_by_sender", Kind: "messages_by_sender", Updates: 0.1, Events: mix, Preload: 20_000, TxnRows: 200, RowBytes: 300},
 		// Computed read models (sources_computed.go): a month-bucket key
 		// with computed columns; a join through a parent's parent.
-		{Name: "messages_by_sender_month", Kind: "messages_by_sender_month", Updates: 0.1, Events: mix, Preload: 20_000, TxnRows: 200, RowBytes: 300},
-		{Name: "orders_with_region", Kind: "orders_with_region", Updates: 0.35, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120},
+		{Name: "messages_by_sender_month", Kind: "messages_by_sender_month", Updates: 0.1, Events: mix, Preload: 20_000, TxnRows: 200, RowBytes: 300, Live: true},
+		{Name: "orders_with_region", Kind: "orders_with_region", Updates: 0.35, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
+		// Aggregates on Zipfian groups and nested children (issue 27:
+		// sources_aggregate.go, sources_children.go), each with its own B2.
+		{Name: "customer_order_stats", Kind: "customer_order_stats", Updates: 0.45, Zipf: true, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
+		{Name: "orders_with_lines", Kind: "orders_with_lines", Updates: 0.6, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
 		{Name: "sysbench_write_only", Kind: "sysbench", Events: sb, Preload: 10_000, RowBytes: 250},
 	}
 }
@@ -162,6 +168,9 @@ type env struct {
 	serverID uint32
 	log      *slog.Logger
 	profile  string
+	// latency, when set, is the latency step of the workloads that have
+	// one of their own (workload.Live).
+	latency *latencyPlan
 	// settles is every wait for MariaDB to settle before a stage, the limit
 	// programs' included (benchio.SettleInnoDB).
 	settles []benchio.Settle
@@ -189,6 +198,12 @@ func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 	res.Broker = bed.Kafka.Version()
 	res.MariaDB, _ = bed.MySQL.Version(ctx)
 
+	if !skipE2E {
+		e.latency = &latencyPlan{fractions: []float64{0.5}, live: 10 * time.Second, step: 15 * time.Second}
+		if quick {
+			e.latency.live, e.latency.step = 4*time.Second, 5*time.Second
+		}
+	}
 	start := time.Now()
 	for _, w := range workloads(quick) {
 		if only != "" && !strings.Contains(","+only+",", ","+w.Name+",") {
@@ -208,7 +223,7 @@ func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 		b, _ := json.Marshal(r)
 		logf("%s", b)
 	}
-	if !skipE2E {
+	if !skipE2E && narrowE2E {
 		ew := workload{Name: "e2e_narrow_insert", Events: 200_000, TxnRows: 200, RowBytes: 150}
 		steps, stepDur := []float64{0.25, 0.5, 0.75}, 20*time.Second
 		if quick {

@@ -93,7 +93,7 @@ func startLoader(ctx context.Context, gen *generator, rate float64) *loader {
 	go func() {
 		defer close(l.done)
 		t := time.Now()
-		l.sent, l.err = offerOpenLoop(ctx, gen, rate, 0, l.stopc, nil)
+		l.sent, l.err = offerOpenLoop(ctx, gen.writeTxn, rate, 0, l.stopc, nil)
 		l.secs = time.Since(t).Seconds()
 	}()
 	return l
@@ -105,15 +105,21 @@ func (l *loader) stop() (int, float64, error) {
 	return l.sent, l.secs, l.err
 }
 
-// offerOpenLoop inserts rows at rate rows/s on a 5 ms schedule that never
-// waits for readside (a late tick sends everything due, so the offered
-// rate holds), for dur or until stop is closed. Each statement's rows
-// carry the microsecond time just before its autocommit INSERT.
+// txnWriter writes one source transaction of about n row changes, each
+// stamped commit_us = us, and returns the row changes it wrote (a
+// workload's transaction shape may round n: an order comes with its
+// lines).
+type txnWriter func(ctx context.Context, n int, us int64) (int, error)
+
+// offerOpenLoop writes row changes at rate rows/s on a 5 ms schedule that
+// never waits for readside (a late tick sends everything due, so the
+// offered rate holds), for dur or until stop is closed. Each transaction's
+// rows carry the microsecond time just before its autocommit statement.
 //
-// With execUs, each row's INSERT round trip (its statement's Exec, commit
+// With execUs, each row's statement round trip (its transaction, commit
 // included) is appended there in µs: the part of commit → visible spent
 // before the binlog has the row.
-func offerOpenLoop(ctx context.Context, gen *generator, rate float64, dur time.Duration, stop <-chan struct{}, execUs *[]int64) (int, error) {
+func offerOpenLoop(ctx context.Context, write txnWriter, rate float64, dur time.Duration, stop <-chan struct{}, execUs *[]int64) (int, error) {
 	start := time.Now()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -133,10 +139,9 @@ func offerOpenLoop(ctx context.Context, gen *generator, rate float64, dur time.D
 		if due <= 0 {
 			continue
 		}
-		n := min(due, 2000)
 		at := time.Now()
-		stmt, _ := gen.statement(n, at.UnixMicro())
-		if _, err := gen.db.ExecContext(ctx, stmt); err != nil {
+		n, err := write(ctx, min(due, 2000), at.UnixMicro())
+		if err != nil {
 			return sent, err
 		}
 		if execUs != nil {

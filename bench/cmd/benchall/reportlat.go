@@ -51,3 +51,26 @@ func (s latencyStep) label() string {
 	}
 	return fmt.Sprintf("%.0f%%", s.Fraction*100)
 }
+
+// workloadLatencyMarkdown writes the latency steps of the workloads that
+// have their own (workloadlatency.go).
+func workloadLatencyMarkdown(b *strings.Builder, ws []workloadResult) {
+	head := false
+	for _, w := range ws {
+		l := w.Latency
+		if l == nil {
+			continue
+		}
+		if !head {
+			head = true
+			b.WriteString("\n## Commit → visible on the workloads' own mixes\n\n")
+			b.WriteString("After its drains, one `readside run` on the workload's config; its own mix written as fast as the lag allows (live capacity, rows applied per second over the window's last two thirds, offsets of all its topics), then open-loop at a fraction of it. " +
+				"A sample is a read row stamped during the step: a trigger sets `_bench_visible_at` (the statement time) when the row's stamp column (a copy of its source row's `commit_us`, or `max(commit_us)` of a group) moves forward (children: or is written again at the same value), so a join's fan-out or a group member leaving does not restamp; latency = `_bench_visible_at` − the stamp, one sample per read row changed (its last change).\n\n")
+			b.WriteString("| workload | live capacity rows/s | offered | rows/s offered | achieved | rows | samples | **visible p50** | visible p95 | **visible p99** | visible max | projector batches (mean ms, rows) | CPU s/1k | load |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		}
+		for _, s := range l.Steps {
+			fmt.Fprintf(b, "| %s | %.0f | %s | %.0f | %.0f | %d | %d | **%.1f** | %.1f | **%.1f** | %.1f | %d (%.1f, %.0f) | %.3f | %.2f |\n", w.Workload.Name, l.Live.PerS, s.label(), s.OfferedPerS, s.AchievedPerS, s.Rows, s.Samples,
+				s.P50ms, s.P95ms, s.P99ms, s.Maxms, s.Batches, s.BatchMs, s.BatchRows, s.CPUPer1000, s.Load1)
+		}
+	}
+}

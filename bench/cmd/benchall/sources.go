@@ -27,6 +27,15 @@ type source struct {
 	// write writes the backlog and returns its row events per topic
 	// (nil: unknown, the binlog range's row count from B0 is used).
 	write func(ctx context.Context) (map[string]int, error)
+	// live, when set, writes the workload's own mix live for its latency
+	// step (workloadlatency.go); stamp says when a read row shows a
+	// source change.
+	live  txnWriter
+	stamp stampRule
+	// b2, when set, replaces B2's -config and -projection (the B2 of an
+	// aggregate or of nested children: rawupsert -aggregate, or a plain
+	// copy of the child table in a config of its own).
+	b2 []string
 }
 
 // errSkip marks a workload that cannot run on this machine; the run goes
@@ -65,6 +74,10 @@ func (e *env) newSource(ctx context.Context, w workload, prefix string) (*source
 		err = e.messagesMonthSource(ctx, w, prefix, s)
 	case "orders_with_region":
 		err = e.ordersRegionSource(ctx, w, prefix, s)
+	case "customer_order_stats":
+		err = e.customerStatsSource(ctx, w, prefix, s)
+	case "orders_with_lines":
+		err = e.orderLinesSource(ctx, w, prefix, s)
 	case "sysbench":
 		err = e.sysbenchSource(ctx, w, prefix, s)
 	default:
@@ -84,17 +97,24 @@ func (e *env) newSource(ctx context.Context, w workload, prefix string) (*source
 // customConfig writes a readside config with one projection given as YAML
 // (indented under projections:), like config() does for the row workloads.
 func (e *env) customConfig(prefix string, tables []string, projection string) (string, error) {
+	return e.writeConfig(prefix+".yaml", prefix, tables, projection)
+}
+
+// writeConfig writes customConfig's config under name in the bench's
+// directory.
+func (e *env) writeConfig(name, prefix string, tables []string, projection string) (string, error) {
 	e.serverID++
 	var b strings.Builder
+	qualified := make([]string, len(tables))
 	for i := range tables {
-		tables[i] = e.srcDB + "." + tables[i]
+		qualified[i] = e.srcDB + "." + tables[i]
 	}
-	fmt.Fprintf(&b, "source:\n  dsn: %q\n  server_id: %d\n  tables: [%s]\n  snapshot:\n    mode: never\n", e.bed.MySQL.ReplDSN(), e.serverID, strings.Join(tables, ", "))
+	fmt.Fprintf(&b, "source:\n  dsn: %q\n  server_id: %d\n  tables: [%s]\n  snapshot:\n    mode: never\n", e.bed.MySQL.ReplDSN(), e.serverID, strings.Join(qualified, ", "))
 	fmt.Fprintf(&b, "kafka:\n  brokers: [%s]\n  topic_prefix: %s\n  partitions: 6\n", strings.Join(e.bed.Kafka.Brokers(), ", "), prefix)
 	fmt.Fprintf(&b, "sinks:\n  reads:\n    dsn: %q\n", e.bed.MySQL.AdminDSN()+e.sinkDB)
 	b.WriteString("projections:\n" + strings.ReplaceAll(projection, "$src", e.srcDB))
 	b.WriteString("log:\n  level: warn\n")
-	path := filepath.Join(e.dir, prefix+".yaml")
+	path := filepath.Join(e.dir, name)
 	return path, os.WriteFile(path, []byte(b.String()), 0o600)
 }
 
@@ -280,25 +300,30 @@ func (e *env) chatSource(ctx context.Context, w workload, prefix string, s *sour
 		return fmt.Appendf(b, "(%d,%d,'room-%d','%s %x',%s,%d)", id, 1+rnd.IntN(2000), rnd.IntN(50), body, rnd.Uint64(), created, us)
 	}
 	var maxID int64
-	write := func(ctx context.Context, n int, updates float64) error {
-		for done := 0; done < n; {
-			b := []byte(head)
-			us := time.Now().UnixMicro()
-			for i := range min(w.TxnRows, n-done) {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				id, edit := maxID+1, maxID > 0 && rnd.Float64() < updates
-				if edit {
-					id = 1 + rnd.Int64N(maxID)
-				} else {
-					maxID++
-				}
-				b = message(b, id, us, edit)
-				done++
+	// txn writes one statement of n messages stamped us.
+	txn := func(ctx context.Context, n int, updates float64, us int64) error {
+		b := []byte(head)
+		for i := range n {
+			if i > 0 {
+				b = append(b, ',')
 			}
-			if _, err := db.ExecContext(ctx, string(append(b, tail...))); err != nil {
-				return fmt.Errorf("writing %s: %w", w.Name, err)
+			id, edit := maxID+1, maxID > 0 && rnd.Float64() < updates
+			if edit {
+				id = 1 + rnd.Int64N(maxID)
+			} else {
+				maxID++
+			}
+			b = message(b, id, us, edit)
+		}
+		if _, err := db.ExecContext(ctx, string(append(b, tail...))); err != nil {
+			return fmt.Errorf("writing %s: %w", w.Name, err)
+		}
+		return nil
+	}
+	write := func(ctx context.Context, n int, updates float64) error {
+		for done := 0; done < n; done += min(w.TxnRows, n-done) {
+			if err := txn(ctx, min(w.TxnRows, n-done), updates, time.Now().UnixMicro()); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -309,6 +334,10 @@ func (e *env) chatSource(ctx context.Context, w workload, prefix string, s *sour
 	s.write = func(ctx context.Context) (map[string]int, error) {
 		return map[string]int{s.proj.Topic: w.Events}, write(ctx, w.Events, w.Updates)
 	}
+	// Live, a message's read row shows an edit when its commit_us moves
+	// forward (an edit that moves the month inserts a new read row).
+	s.live = func(ctx context.Context, n int, us int64) (int, error) { return n, txn(ctx, n, w.Updates, us) }
+	s.stamp = stampRule{column: "commit_us"}
 	return nil
 }
 

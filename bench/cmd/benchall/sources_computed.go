@@ -89,22 +89,26 @@ func (e *env) ordersRegionSource(ctx context.Context, w workload, prefix string,
 		}
 	}
 	orders := int64(30_000)
-	s.write = func(ctx context.Context) (map[string]int, error) {
-		counts, err := upsertBacklog(ctx, db, w, tables, func(batch *upsertBatch, us int64) {
-			switch p := rnd.Float64(); {
-			case p < 0.03:
-				batch.add(0, 1+rnd.Int64N(regions), us)
-			case p < 0.08:
-				batch.add(1, 1+rnd.Int64N(customers), us)
-			default:
-				id := 1 + rnd.Int64N(orders)
-				if p < 0.08+0.92*0.6 {
-					orders++
-					id = orders
-				}
-				batch.add(2, id, us)
+	pick := func(batch *upsertBatch, us int64) {
+		switch p := rnd.Float64(); {
+		case p < 0.03:
+			batch.add(0, 1+rnd.Int64N(regions), us)
+		case p < 0.08:
+			batch.add(1, 1+rnd.Int64N(customers), us)
+		default:
+			id := 1 + rnd.Int64N(orders)
+			if p < 0.08+0.92*0.6 {
+				orders++
+				id = orders
 			}
-		})
+			batch.add(2, id, us)
+		}
+	}
+	// Live, an order's read row shows its change when its commit_us
+	// moves forward; a customer's or region's fan-out leaves it as is.
+	s.live, s.stamp = upsertLive(db, tables, pick), stampRule{column: "commit_us"}
+	s.write = func(ctx context.Context) (map[string]int, error) {
+		counts, err := upsertBacklog(ctx, db, w, tables, pick)
 		if err != nil {
 			return nil, fmt.Errorf("writing the backlog of %s: %w", w.Name, err)
 		}

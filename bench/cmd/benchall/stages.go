@@ -66,9 +66,17 @@ type workloadResult struct {
 	B2JoinSweep       []b2Point `json:"b2_join_sweep,omitempty"`
 	ProjectorVsB2Join float64   `json:"projector_vs_b2_join,omitempty"`
 	// B2JoinCheck compares the rows B2-join left with the projector's.
-	B2JoinCheck    string  `json:"b2_join_check,omitempty"`
-	BacklogWriteS  float64 `json:"backlog_write_s"`
-	TailerProfiled bool    `json:"tailer_in_process_profiled,omitempty"`
+	B2JoinCheck string `json:"b2_join_check,omitempty"`
+	// B2Check compares the group rows an aggregate's B2 left with the
+	// projector's read table (count and checksum, benchio.TableChecksum).
+	B2Check string `json:"b2_check,omitempty"`
+	// ChildrenCheck compares, per children entry, the projector's counts
+	// and array lengths with the source's children of existing parents.
+	ChildrenCheck string  `json:"children_check,omitempty"`
+	BacklogWriteS float64 `json:"backlog_write_s"`
+	// Latency is the workload's own latency step (workload.Live).
+	Latency        *workloadLatency `json:"workload_latency,omitempty"`
+	TailerProfiled bool             `json:"tailer_in_process_profiled,omitempty"`
 }
 
 func tableName(w workload) string { return w.Name }
@@ -158,7 +166,10 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 	}
 	r.B1 = b1.rate
 	// B2 (bench/rawupsert): the projection's writes, not coalesced, swept.
-	b2, err := e.runLimit(ctx, "rawupsert", "-config", cfgPath, "-projection", proj.Name, "-records", recFile, "-sweep", limitSweep, "-settle", settleLimit.String())
+	// An aggregate's or nested children's B2 is its own (src.b2: later
+	// flags win).
+	b2args := append([]string{"-config", cfgPath, "-projection", proj.Name, "-records", recFile, "-sweep", limitSweep, "-settle", settleLimit.String()}, src.b2...)
+	b2, err := e.runLimit(ctx, "rawupsert", b2args...)
 	if err != nil {
 		return r, err
 	}
@@ -196,6 +207,25 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 		} else {
 			r.B2JoinCheck = fmt.Sprintf("DIFFERENT rows: the projector left %d read rows, %v showing a parent (per join); B2 with join statements %d, %v", rows, joined, b2j.ReadRows, b2j.JoinedRows)
 			logf("warning: %s: %s", w.Name, r.B2JoinCheck)
+		}
+	}
+	// The aggregate's B2 computed the same group rows: it must have left
+	// what the projector left.
+	if slices.Contains(src.b2, "-aggregate") {
+		if r.B2Check, err = e.aggregateCheck(ctx, cfg, proj, b2); err != nil {
+			return r, err
+		}
+	}
+	// Nested children: the arrays must count every child whose parent is
+	// there, as the source joins them.
+	if d := cfg.Projections[proj.Name]; len(d.Children) > 0 {
+		if r.ChildrenCheck, err = e.childrenCheck(ctx, proj, d); err != nil {
+			return r, err
+		}
+	}
+	if w.Live && e.latency != nil && src.live != nil {
+		if r.Latency, err = e.runWorkloadLatency(ctx, w, src, *e.latency); err != nil {
+			return r, fmt.Errorf("latency step: %w", err)
 		}
 	}
 	r.TailerVsLimit = r.Tailer.PerS / min(r.B0.PerS, r.B1.PerS)

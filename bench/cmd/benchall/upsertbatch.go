@@ -78,21 +78,50 @@ func (b *upsertBatch) commit(ctx context.Context, db *sql.DB, counts []int) erro
 	return nil
 }
 
+// empty reports whether nothing was added yet.
+func (b *upsertBatch) empty() bool {
+	for _, n := range b.rows {
+		if n > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // upsertBacklog writes w.Events row changes in source transactions of
-// w.TxnRows rows, pick adding each row to the transaction's batch, and
-// returns the rows written per table.
+// about w.TxnRows rows, pick adding each change (one row or more) to the
+// transaction's batch, and returns the rows written per table.
 func upsertBacklog(ctx context.Context, db *sql.DB, w workload, tables []upsertTable, pick func(batch *upsertBatch, us int64)) ([]int, error) {
 	counts := make([]int, len(tables))
 	for done := 0; done < w.Events; {
-		us := time.Now().UnixMicro()
-		batch := newUpsertBatch(tables)
-		for range min(w.TxnRows, w.Events-done) {
-			pick(batch, us)
-			done++
-		}
-		if err := batch.commit(ctx, db, counts); err != nil {
+		n, err := upsertTxnRows(ctx, db, tables, min(w.TxnRows, w.Events-done), time.Now().UnixMicro(), pick, counts)
+		if err != nil {
 			return counts, err
 		}
+		done += n
 	}
 	return counts, nil
+}
+
+// upsertTxnRows writes one source transaction of at least n rows stamped
+// us, pick adding each change, adds its rows per table to counts and
+// returns how many it wrote.
+func upsertTxnRows(ctx context.Context, db *sql.DB, tables []upsertTable, n int, us int64, pick func(batch *upsertBatch, us int64), counts []int) (int, error) {
+	batch := newUpsertBatch(tables)
+	rows := 0
+	for rows < n {
+		pick(batch, us)
+		rows = 0
+		for _, r := range batch.rows {
+			rows += r
+		}
+	}
+	return rows, batch.commit(ctx, db, counts)
+}
+
+// upsertLive is a txnWriter of the transactions upsertTxnRows writes.
+func upsertLive(db *sql.DB, tables []upsertTable, pick func(batch *upsertBatch, us int64)) txnWriter {
+	return func(ctx context.Context, n int, us int64) (int, error) {
+		return upsertTxnRows(ctx, db, tables, n, us, pick, make([]int, len(tables)))
+	}
 }

@@ -21,6 +21,9 @@ type workload struct {
 	Preload  int     `json:"preload"`        // rows written before the backlog (the keys updates pick from)
 	TxnRows  int     `json:"txn_rows"`       // rows per source transaction (one multi-row statement)
 	RowBytes int     `json:"row_bytes"`      // approximate JSON row image size
+	// Live: after its drains, the workload's own mix live for its own
+	// commit → visible step (workloadlatency.go).
+	Live bool `json:"live_latency,omitempty"`
 }
 
 const seed = 20260601
@@ -147,6 +150,16 @@ func (g *generator) statement(n int, commitUS int64) (string, []int64) {
 		b = g.appendRow(b, id, commitUS)
 	}
 	return string(g.stmtTail(b)), ids
+}
+
+// writeTxn writes one autocommit statement of n row changes stamped us
+// (a txnWriter).
+func (g *generator) writeTxn(ctx context.Context, n int, us int64) (int, error) {
+	stmt, _ := g.statement(n, us)
+	if _, err := g.db.ExecContext(ctx, stmt); err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // backlog writes the workload's events as fast as the source takes them.

@@ -38,6 +38,9 @@ type Result struct {
 	// JoinedRows), for benchall to compare with the projector's.
 	ReadRows   int64   `json:"read_rows,omitempty"`
 	JoinedRows []int64 `json:"joined_rows,omitempty"`
+	// rawupsert -aggregate: the checksum of the group rows it left
+	// (TableChecksum; ReadRows is their count).
+	Checksum int64 `json:"checksum,omitempty"`
 	// rawupsert -settle: the waits for MariaDB before each point.
 	Settles []Settle `json:"settles,omitempty"`
 }
@@ -59,6 +62,22 @@ func JoinedRows(ctx context.Context, db *sql.DB, p *projections.Projection) (row
 		return 0, nil, fmt.Errorf("counting the rows of %s: %w", p.Table, err)
 	}
 	return rows, joined, nil
+}
+
+// TableChecksum counts a table's rows and sums a CRC32 of each one's
+// columns' text (NULL apart from every text): two tables holding the same
+// values in columns of the same names have the same counts, whatever
+// their column widths (rawupsert -aggregate, the projector's read table).
+func TableChecksum(ctx context.Context, db *sql.DB, table string, columns []string) (rows, sum int64, err error) {
+	parts := make([]string, len(columns))
+	for i, c := range columns {
+		parts[i] = fmt.Sprintf("COALESCE(`%s`, '\\N')", c)
+	}
+	q := fmt.Sprintf("SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS('|', %s))), 0) FROM `%s`", strings.Join(parts, ", "), table)
+	if err := db.QueryRowContext(ctx, q).Scan(&rows, &sum); err != nil {
+		return 0, 0, fmt.Errorf("summing the rows of %s: %w", table, err)
+	}
+	return rows, sum, nil
 }
 
 // Point is one batch size × connections point of the B2 sweep.

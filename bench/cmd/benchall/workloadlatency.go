@@ -1,0 +1,235 @@
+package main
+
+// The latency step of a workload of its own (workload.Live): after the
+// projector's drain, one `readside run` on the workload's config, its
+// live capacity with the workload's own mix written, then commit →
+// visible at fractions of it. The end-to-end step (e2e.go) measures
+// narrow inserts, where every read row is one source row inserted once;
+// here a read row may be touched by other rows' changes (a join's
+// fan-out, a group's other members, an order's lines), so the read table
+// says when it showed a change through a trigger and a stamp column.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/bench/internal/benchio"
+	"github.com/readside/readside/projections"
+)
+
+// stampRule is how a workload's read rows say which source change they
+// show (benchio.StampTriggers): column holds a source change's commit_us
+// (a copy of the source row's, or an aggregate max(commit_us)); onEqual
+// restamps a row written again at the same value too (a source
+// transaction whose effect on one read row arrives in pieces — an order
+// and its lines, on different topics — shows all of it at the last).
+type stampRule struct {
+	column  string
+	onEqual bool
+}
+
+// latencyPlan is the workloads' latency steps: the live-capacity window,
+// the fractions of it offered and each step's length.
+type latencyPlan struct {
+	fractions  []float64
+	live, step time.Duration
+}
+
+// workloadLatency is a workload's live capacity and latency steps.
+type workloadLatency struct {
+	Live  liveCapacity  `json:"live_capacity"`
+	Steps []latencyStep `json:"latency"`
+	// Stamp is the read column whose commit_us a sample subtracts.
+	Stamp   string  `json:"stamp_column"`
+	PeakRSS float64 `json:"peak_rss_mib"`
+}
+
+// runWorkloadLatency runs a workload's latency step: readside (tailer and
+// projector in one process) resumes where the drains left off, the
+// workload's own mix is written as fast as the lag allows (its live
+// capacity), then open-loop at each fraction of it for stepDur.
+func (e *env) runWorkloadLatency(ctx context.Context, w workload, src *source, plan latencyPlan) (*workloadLatency, error) {
+	proj := src.proj
+	res := &workloadLatency{Stamp: src.stamp.column}
+	if err := e.sink.Exec(ctx, benchio.StampTriggers(proj.Table, src.stamp.column, src.stamp.onEqual)); err != nil {
+		return nil, fmt.Errorf("adding the stamp trigger: %w", err)
+	}
+	cl, err := checkpointClient(e.bed, src.cfg.Kafka.TopicPrefix)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	p, err := startReadside(e.bin, src.cfgPath, "all", src.cfgPath+".live.log", freeAddr())
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if p != nil {
+			p.end()
+		}
+	}()
+
+	e.settle(ctx, w.Name+": live capacity")
+	if res.Live, err = e.workloadCapacity(ctx, src.live, proj, plan.live); err != nil {
+		return nil, fmt.Errorf("live capacity: %w", err)
+	}
+	logf("%s: live capacity %+v", w.Name, res.Live)
+	if err := e.waitApplied(ctx, cl, proj, 5*time.Minute); err != nil {
+		return nil, err
+	}
+	for _, f := range plan.fractions {
+		time.Sleep(2 * time.Second)
+		rate := f * res.Live.PerS
+		e.settle(ctx, fmt.Sprintf("%s: latency at %.0f rows/s", w.Name, rate))
+		st, err := e.workloadStep(ctx, cl, p, src, f, rate, plan.step)
+		if err != nil {
+			return nil, err
+		}
+		logf("%s: latency at %.0f%%: %+v", w.Name, f*100, st)
+		res.Steps = append(res.Steps, st)
+	}
+	res.PeakRSS = p.end()
+	p = nil
+	return res, nil
+}
+
+// workloadCapacity is liveCapacity with the workload's own writer: its
+// transactions of 500 row changes back to back while fewer than
+// liveMaxLag are published and not yet applied (Σ over the projection's
+// topics of end − applied offsets, transaction markers included), the
+// rate the rows applied per second over the window's last two thirds.
+func (e *env) workloadCapacity(ctx context.Context, write txnWriter, proj *projections.Projection, dur time.Duration) (liveCapacity, error) {
+	c := liveCapacity{Load1: loadavg(), MaxLagRows: liveMaxLag}
+	_, applied0, err := e.appliedAll(ctx, proj)
+	if err != nil {
+		return c, err
+	}
+	start := time.Now()
+	mid := start.Add(dur / 3)
+	var midApplied int64 = -1
+	sent, applied := 0, int64(0)
+	lastPoll := time.Time{}
+	for time.Since(start) < dur {
+		if time.Since(lastPoll) >= 20*time.Millisecond {
+			_, sum, err := e.appliedAll(ctx, proj)
+			if err != nil {
+				return c, fmt.Errorf("reading the applied offsets: %w", err)
+			}
+			applied, lastPoll = sum-applied0, time.Now()
+		}
+		if midApplied < 0 && time.Now().After(mid) {
+			midApplied = applied
+		}
+		if int64(sent)-applied >= liveMaxLag {
+			time.Sleep(2 * time.Millisecond)
+			continue
+		}
+		n, err := write(ctx, 500, time.Now().UnixMicro())
+		if err != nil {
+			return c, err
+		}
+		sent += n
+	}
+	end := time.Now()
+	_, sum, err := e.appliedAll(ctx, proj)
+	if err != nil {
+		return c, err
+	}
+	c.Seconds = end.Sub(start).Seconds()
+	c.SourcePerS = float64(sent) / c.Seconds
+	c.PerS = float64(sum-applied0-midApplied) / end.Sub(mid).Seconds()
+	if midApplied < 0 || c.PerS <= 0 {
+		return c, fmt.Errorf("no rows applied in the last two thirds of %v (source %.0f rows/s): readside stalled?", dur, c.SourcePerS)
+	}
+	return c, nil
+}
+
+// waitApplied waits until the tailer has checkpointed past everything the
+// source holds now and the projector has applied every record of its
+// topics published by then.
+func (e *env) waitApplied(ctx context.Context, cl *kgo.Client, proj *projections.Projection, limit time.Duration) error {
+	pos, err := e.bed.MySQL.CurrentPosition(ctx)
+	if err != nil {
+		return err
+	}
+	want, err := endPosition(pos)
+	if err != nil {
+		return err
+	}
+	if _, err := waitCheckpoint(ctx, cl, e.bed, &want, limit); err != nil {
+		return err
+	}
+	ends, _ := e.topicEnds(ctx, proj)
+	for deadline := time.Now().Add(limit); ; time.Sleep(50 * time.Millisecond) {
+		applied, _, err := e.appliedAll(ctx, proj)
+		if err != nil {
+			return err
+		}
+		if caughtUpAll(applied, ends) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not apply what the tailer published within %v", proj.Name, limit)
+		}
+	}
+}
+
+// workloadStep writes the workload's mix open-loop at offered rows/s for
+// dur, waits until all of it is applied, and reads commit → visible of
+// every read row stamped with a commit in the step.
+func (e *env) workloadStep(ctx context.Context, cl *kgo.Client, p *proc, src *source, fraction, offered float64, dur time.Duration) (latencyStep, error) {
+	st := latencyStep{Fraction: fraction, OfferedPerS: offered, Load1: loadavg()}
+	h0, err := scrape(ctx, p.httpAddr, stepHistograms...)
+	if err != nil {
+		return st, err
+	}
+	cpu0 := p.cpuSeconds()
+	from := time.Now().UnixMicro()
+	var execUs []int64
+	sent, err := offerOpenLoop(ctx, src.live, offered, dur, nil, &execUs)
+	if err != nil {
+		return st, err
+	}
+	to := time.Now().UnixMicro()
+	st.AchievedPerS = float64(sent) / (float64(to-from) / 1e6)
+	st.SourceInsert = percentilesOf(execUs)
+	st.Rows = sent
+	if err := e.waitApplied(ctx, cl, src.proj, 2*time.Minute); err != nil {
+		return st, err
+	}
+	st.CPUPer1000 = (p.cpuSeconds() - cpu0) / float64(max(sent, 1)) * 1000
+	st.RSSMiB = currentRSS(p.cmd.Process.Pid)
+	if h1, err := scrape(ctx, p.httpAddr, stepHistograms...); err == nil {
+		d := make([]float64, len(h1))
+		for i := range h1 {
+			d[i] = h1[i] - h0[i]
+		}
+		st.KafkaCommits, st.Batches = int(d[1]), int(d[3])
+		st.KafkaCommitMs = d[0] / max(d[1], 1) * 1000
+		st.BatchMs = d[2] / max(d[3], 1) * 1000
+		st.BatchRows = d[4] / max(d[3], 1)
+	}
+	rows, err := e.sink.DB().QueryContext(ctx, fmt.Sprintf("SELECT %s - _bench_stamped_us FROM `%s` WHERE _bench_stamped_us BETWEEN ? AND ?", visibleUS, src.proj.Table), from, to)
+	if err != nil {
+		return st, err
+	}
+	defer rows.Close()
+	var lat []int64
+	for rows.Next() {
+		var us int64
+		if err := rows.Scan(&us); err != nil {
+			return st, err
+		}
+		lat = append(lat, us)
+	}
+	if err := rows.Err(); err != nil {
+		return st, err
+	}
+	pc := percentilesOf(lat)
+	st.Samples = len(lat)
+	st.P50ms, st.P95ms, st.P99ms, st.Maxms = pc.P50ms, pc.P95ms, pc.P99ms, pc.Maxms
+	return st, nil
+}

@@ -1,0 +1,525 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"math/big"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/bench/internal/benchio"
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/projections"
+)
+
+// runAggregate is B2 of an aggregate projection (-aggregate): the raw
+// multi-row upsert of its group rows, already coalesced. The records of
+// the projection's source topic are replayed in Go, in order, a point's
+// batch rows of them at a time; after each batch, every group the batch
+// touched is written once with its values as of then (one multi-row
+// INSERT … ON DUPLICATE KEY UPDATE of the final values, and one DELETE of
+// the groups left empty), in one transaction per batch per connection,
+// each connection owning a share of the groups (by hash). No contribution
+// state, no deltas, no version: the least any sink must write to keep the
+// group rows current. The replay and the statements' text are made before
+// the clock starts, as B2's decoding is. The rate counts group rows
+// written per second (the JSON's events is the records).
+//
+// The values are computed in Go from the source rows' copies (a plain
+// projection of the source table built here: its primary key, the group
+// columns and the aggregated ones), so -aggregate takes group_by of
+// source columns and aggregates of one source column each (count(*),
+// count, sum, min, max, avg); min and max compare numbers as numbers and
+// everything else by its bytes (binary collation). The read table's final
+// rows are summed into a checksum (benchio.TableChecksum) for benchall to
+// compare with the projector's.
+func runAggregate(ctx context.Context, cfg config.Config, name string, recs []*kgo.Record, recPath string, points []benchio.Point) error {
+	d, ok := cfg.Projections[name]
+	if !ok {
+		return fmt.Errorf("no projection %q in the config (name one with -projection)", name)
+	}
+	aggs, err := parseAggregates(name, d)
+	if err != nil {
+		return err
+	}
+	src, err := openSource(cfg)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	db, tbl, _ := strings.Cut(d.From, ".")
+	pk, err := sourcePK(ctx, src, db, tbl)
+	if err != nil {
+		return err
+	}
+	// The plain copy whose writes carry each source row's values.
+	cols := slices.Clone(pk)
+	for _, c := range d.GroupBy {
+		cols = appendNew(cols, c)
+	}
+	for _, a := range aggs {
+		if a.arg != "" {
+			cols = appendNew(cols, a.arg)
+		}
+	}
+	plain := config.Projection{From: d.From, Sink: d.Sink, Table: name + "_b2src", Key: pk, Columns: map[string]string{}}
+	for _, c := range cols {
+		plain.Columns[c] = c
+	}
+	pcfg := cfg
+	pcfg.Projections = map[string]config.Projection{name + "_b2src": plain}
+	ps, err := projections.Compile(pcfg)
+	if err != nil {
+		return fmt.Errorf("the source copy for -aggregate: %w", err)
+	}
+	p := ps[0]
+	types, sink, err := open(ctx, cfg, p)
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+	at := map[string]int{}
+	for i, c := range p.Columns {
+		at[c.Name] = i
+	}
+	var writes [][]projections.Write // per record
+	for _, rec := range recs {
+		if rec.Topic != p.Topic || rec.Value == nil {
+			continue
+		}
+		ev, err := projections.DecodeEvent(rec.Value)
+		if err != nil {
+			return err
+		}
+		ws, err := p.Writes(ev)
+		if err != nil {
+			return err
+		}
+		writes = append(writes, ws)
+	}
+	if len(writes) == 0 {
+		return fmt.Errorf("%s holds no records of %s", recPath, p.Topic)
+	}
+
+	g := &grouping{group: d.GroupBy, at: at, numeric: map[string]bool{}}
+	var defs []string
+	for _, c := range d.GroupBy {
+		defs = append(defs, fmt.Sprintf("`%s` %s NOT NULL", c, baseType(types.Read[c])))
+	}
+	for i, a := range aggs {
+		def := a.def(baseType(types.Read[a.arg]))
+		defs = append(defs, fmt.Sprintf("`%s` %s", a.column, def))
+		if m := scaleOf.FindStringSubmatch(def); m != nil {
+			fmt.Sscan(m[1], &aggs[i].scale)
+		}
+		g.numeric[a.arg] = numericType.MatchString(baseType(types.Read[a.arg]))
+	}
+	table := d.Table
+	if table == "" {
+		table = name
+	}
+	table += "_b2"
+	quoted := make([]string, len(d.GroupBy))
+	for i, c := range d.GroupBy {
+		quoted[i] = "`" + c + "`"
+	}
+	g.aggs = aggs
+	ddl := fmt.Sprintf("CREATE TABLE `%s` (%s, PRIMARY KEY (%s))", table, strings.Join(defs, ", "), strings.Join(quoted, ", "))
+	if err := sink.Exec(ctx, []string{fmt.Sprintf("DROP TABLE IF EXISTS `%s`", table), ddl}); err != nil {
+		return err
+	}
+	defer sink.Exec(context.Background(), []string{fmt.Sprintf("DROP TABLE IF EXISTS `%s`", table)})
+
+	var best benchio.Result
+	for _, pt := range points {
+		if err := sink.Exec(ctx, []string{fmt.Sprintf("TRUNCATE TABLE `%s`", table)}); err != nil {
+			return err
+		}
+		conns, rows := g.statements(table, writes, pt)
+		settlePoint(ctx, sink, &best, pt)
+		load, cpu0 := benchio.Load1(), benchio.SelfCPU()
+		t := time.Now()
+		if err := execAll(ctx, sink.DB(), conns); err != nil {
+			return err
+		}
+		secs := time.Since(t).Seconds()
+		pt.PerS = float64(rows) / secs
+		best.Sweep = append(best.Sweep, pt)
+		if pt.PerS > best.PerS {
+			best.PerS, best.Seconds, best.Load1, best.Events = pt.PerS, secs, load, len(writes)
+			best.CPUPer1000 = (benchio.SelfCPU() - cpu0) / float64(rows) * 1000
+			best.Description = fmt.Sprintf("%d-record batches, %d connection(s): %d group rows written for %d records (%.0f records/s)", pt.BatchRows, pt.Connections, rows, len(writes), float64(len(writes))/secs)
+		}
+	}
+	cols = slices.Clone(d.GroupBy)
+	for _, a := range aggs {
+		cols = append(cols, a.column)
+	}
+	if best.ReadRows, best.Checksum, err = benchio.TableChecksum(ctx, sink.DB(), table, cols); err != nil {
+		return err
+	}
+	benchio.Emit(best)
+	return nil
+}
+
+func appendNew(s []string, v string) []string {
+	if slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}
+
+// aggregate is one `aggregates` entry -aggregate can compute.
+type aggregate struct {
+	column, fn, arg string // arg "" for count(*)
+	scale           int    // digits after the point of a sum or avg
+}
+
+var (
+	aggText     = regexp.MustCompile(`^\s*(count|sum|min|max|avg)\s*\(\s*(\*|[A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$`)
+	numericType = regexp.MustCompile(`^(tinyint|smallint|mediumint|int|bigint|decimal|numeric)\b`)
+	scaleOf     = regexp.MustCompile(`^decimal\(\d+,(\d+)\)`)
+)
+
+func parseAggregates(name string, d config.Projection) ([]aggregate, error) {
+	if len(d.GroupBy) == 0 || len(d.Aggregates) == 0 {
+		return nil, fmt.Errorf("projection %s has no group_by and aggregates: -aggregate measures an aggregate projection", name)
+	}
+	if d.Where != "" {
+		return nil, fmt.Errorf("projection %s has a where: -aggregate replays every source row (measure a projection without one)", name)
+	}
+	for _, c := range d.GroupBy {
+		if !regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`).MatchString(c) {
+			return nil, fmt.Errorf("projections.%s.group_by: %q is not a source column; -aggregate groups by source columns only", name, c)
+		}
+	}
+	var out []aggregate
+	for col, text := range d.Aggregates {
+		m := aggText.FindStringSubmatch(strings.ToLower(text))
+		if m == nil || (m[2] == "*" && m[1] != "count") {
+			return nil, fmt.Errorf("projections.%s.aggregates.%s %q: -aggregate computes count(*), count, sum, min, max and avg of one source column", name, col, text)
+		}
+		a := aggregate{column: col, fn: m[1]}
+		if m[2] != "*" {
+			a.arg = m[2]
+		}
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b aggregate) int { return strings.Compare(a.column, b.column) })
+	return out, nil
+}
+
+// def is the read column's type: what CREATE TABLE … AS SELECT gives the
+// aggregate, up to a sum's precision (65 digits here; only the width of
+// the column differs, not its values).
+func (a aggregate) def(argType string) string {
+	scale := 0
+	if m := scaleOf.FindStringSubmatch(argType); m != nil {
+		fmt.Sscan(m[1], &scale)
+	}
+	switch a.fn {
+	case "count":
+		return "bigint(21) NOT NULL"
+	case "sum":
+		return fmt.Sprintf("decimal(65,%d) NULL", scale)
+	case "avg":
+		return fmt.Sprintf("decimal(65,%d) NULL", min(scale+4, 30))
+	}
+	return argType + " NULL"
+}
+
+// baseType is a column definition without its nullability.
+func baseType(def string) string {
+	def = strings.TrimSpace(def)
+	for _, suffix := range []string{" NOT NULL", " NULL"} {
+		def = strings.TrimSuffix(def, suffix)
+	}
+	return def
+}
+
+// grouping replays source row changes into group rows.
+type grouping struct {
+	group   []string
+	aggs    []aggregate
+	at      map[string]int  // source column → index in a write's values
+	numeric map[string]bool // aggregated column → compared as a number
+}
+
+// member is a source row's last contribution.
+type member struct {
+	group string
+	vals  []projections.Value
+}
+
+// groupRow is a group's current state.
+type groupRow struct {
+	key     []projections.Value
+	members map[string]*member
+}
+
+// statements replays the writes pt.BatchRows records at a time and
+// renders each batch's group rows as one transaction's statements per
+// connection; it returns them and the group rows written.
+func (g *grouping) statements(table string, writes [][]projections.Write, pt benchio.Point) ([][][]string, int) {
+	rows := map[string]*member{}
+	groups := map[string]*groupRow{}
+	conns := make([][][]string, pt.Connections)
+	written := 0
+	for lo := 0; lo < len(writes); lo += pt.BatchRows {
+		touched := map[string]bool{}
+		for _, ws := range writes[lo:min(lo+pt.BatchRows, len(writes))] {
+			for _, w := range ws {
+				if old := rows[w.Key]; old != nil {
+					delete(groups[old.group].members, w.Key)
+					touched[old.group] = true
+					delete(rows, w.Key)
+				}
+				if w.Kind != projections.Upsert {
+					continue
+				}
+				key := make([]projections.Value, len(g.group))
+				var text []byte
+				for i, c := range g.group {
+					key[i] = w.Values[g.at[c]]
+					text = append(append(text, key[i].String()...), 0)
+				}
+				m := &member{group: string(text), vals: w.Values}
+				rows[w.Key] = m
+				gr := groups[m.group]
+				if gr == nil {
+					gr = &groupRow{key: key, members: map[string]*member{}}
+					groups[m.group] = gr
+				}
+				gr.members[w.Key] = m
+				touched[m.group] = true
+			}
+		}
+		ins := make([][]byte, pt.Connections)
+		del := make([][]byte, pt.Connections)
+		for _, gk := range slices.Sorted(maps.Keys(touched)) {
+			gr := groups[gk]
+			h := fnv.New32a()
+			h.Write([]byte(gk))
+			c := int(h.Sum32() % uint32(pt.Connections))
+			written++
+			if len(gr.members) == 0 {
+				del[c] = g.appendKey(sep(del[c], "DELETE FROM `"+table+"` WHERE ("+strings.Join(g.group, ", ")+") IN ("), gr.key)
+				delete(groups, gk)
+				continue
+			}
+			ins[c] = g.appendRow(sep(ins[c], "INSERT INTO `"+table+"` VALUES "), gr)
+		}
+		for c := range conns {
+			var txn []string
+			if ins[c] != nil {
+				b := append(ins[c], " ON DUPLICATE KEY UPDATE "...)
+				for i, a := range g.aggs {
+					if i > 0 {
+						b = append(b, ", "...)
+					}
+					b = fmt.Appendf(b, "`%s` = VALUES(`%s`)", a.column, a.column)
+				}
+				txn = append(txn, string(b))
+			}
+			if del[c] != nil {
+				txn = append(txn, string(append(del[c], ')')))
+			}
+			if txn != nil {
+				conns[c] = append(conns[c], txn)
+			}
+		}
+	}
+	return conns, written
+}
+
+// sep starts a statement with head, or separates its next tuple.
+func sep(b []byte, head string) []byte {
+	if b == nil {
+		return []byte(head)
+	}
+	return append(b, ',')
+}
+
+func (g *grouping) appendKey(b []byte, key []projections.Value) []byte {
+	b = append(b, '(')
+	for i := range key {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendLiteral(b, key[i])
+	}
+	return append(b, ')')
+}
+
+// appendRow appends the group's row: its key, then each aggregate over
+// its members.
+func (g *grouping) appendRow(b []byte, gr *groupRow) []byte {
+	b = append(b, '(')
+	for i := range gr.key {
+		b = appendLiteral(b, gr.key[i])
+		b = append(b, ',')
+	}
+	for i, a := range g.aggs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = g.appendAggregate(b, a, gr)
+	}
+	return append(b, ')')
+}
+
+func (g *grouping) appendAggregate(b []byte, a aggregate, gr *groupRow) []byte {
+	var n int64
+	sum := new(big.Rat)
+	var ext *projections.Value
+	for _, m := range gr.members {
+		if a.arg == "" {
+			n++
+			continue
+		}
+		v := &m.vals[g.at[a.arg]]
+		if v.Kind() == projections.NullValue {
+			continue
+		}
+		n++
+		switch a.fn {
+		case "sum", "avg":
+			r, _ := new(big.Rat).SetString(string(v.Bytes()))
+			if r != nil {
+				sum.Add(sum, r)
+			}
+		case "min", "max":
+			if ext == nil || (g.less(a.arg, v, ext) == (a.fn == "min")) && !g.same(a.arg, v, ext) {
+				ext = v
+			}
+		}
+	}
+	switch a.fn {
+	case "count":
+		return fmt.Appendf(b, "%d", n)
+	case "sum":
+		if n == 0 {
+			return append(b, "NULL"...)
+		}
+		return append(b, sum.FloatString(a.scale)...)
+	case "avg":
+		if n == 0 {
+			return append(b, "NULL"...)
+		}
+		return append(b, sum.Quo(sum, new(big.Rat).SetInt64(n)).FloatString(a.scale)...)
+	}
+	if ext == nil {
+		return append(b, "NULL"...)
+	}
+	return appendLiteral(b, *ext)
+}
+
+func (g *grouping) less(col string, a, b *projections.Value) bool {
+	if g.numeric[col] {
+		x, _ := new(big.Rat).SetString(string(a.Bytes()))
+		y, _ := new(big.Rat).SetString(string(b.Bytes()))
+		if x != nil && y != nil {
+			return x.Cmp(y) < 0
+		}
+	}
+	return bytes.Compare(a.Bytes(), b.Bytes()) < 0
+}
+
+func (g *grouping) same(col string, a, b *projections.Value) bool {
+	return !g.less(col, a, b) && !g.less(col, b, a)
+}
+
+// appendLiteral writes a value as a SQL literal (a quoted string for
+// text, which MariaDB converts for numeric columns exactly; hex for
+// bytes).
+func appendLiteral(b []byte, v projections.Value) []byte {
+	switch v.Kind() {
+	case projections.NullValue:
+		return append(b, "NULL"...)
+	case projections.BytesValue:
+		return fmt.Appendf(b, "X'%x'", v.Bytes())
+	case projections.UintValue:
+		return fmt.Appendf(b, "%d", v.Uint())
+	}
+	b = append(b, '\'')
+	for _, c := range v.Bytes() {
+		switch c {
+		case '\'', '\\':
+			b = append(b, '\\', c)
+		case 0:
+			b = append(b, '\\', '0')
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '\'')
+}
+
+// execAll runs each connection's transactions in order, the connections
+// concurrently, and returns the first error.
+func execAll(ctx context.Context, db *sql.DB, conns [][][]string) error {
+	errs := make(chan error, len(conns))
+	for _, txns := range conns {
+		go func() {
+			errs <- execTxns(ctx, db, txns)
+		}()
+	}
+	var first error
+	for range conns {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func execTxns(ctx context.Context, db *sql.DB, txns [][]string) error {
+	for _, stmts := range txns {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		for _, s := range stmts {
+			if _, err := tx.ExecContext(ctx, s); err != nil {
+				_ = tx.Rollback()
+				return fmt.Errorf("%.200s…: %w", s, err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sourcePK is a source table's primary key columns, in key order.
+func sourcePK(ctx context.Context, db *sql.DB, schema, table string) ([]string, error) {
+	rows, err := db.QueryContext(ctx, "SELECT column_name FROM information_schema.key_column_usage WHERE table_schema = ? AND table_name = ? AND constraint_name = 'PRIMARY' ORDER BY ordinal_position", schema, table)
+	if err != nil {
+		return nil, fmt.Errorf("reading the primary key of %s.%s: %w", schema, table, err)
+	}
+	defer rows.Close()
+	var pk []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return nil, err
+		}
+		pk = append(pk, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(pk) == 0 {
+		return nil, fmt.Errorf("%s.%s has no primary key on the source", schema, table)
+	}
+	return pk, nil
+}
