@@ -59,17 +59,6 @@ func extreme(a projections.Aggregate) bool {
 	return a.Func == projections.AggMin || a.Func == projections.AggMax
 }
 
-// recomputes reports whether p has aggregates the recompute statement
-// sets (MIN, MAX, AVG).
-func recomputes(ag *projections.Aggregation) bool {
-	for _, a := range ag.Aggregates {
-		if extreme(a) || a.Func == projections.AggAvg {
-			return true
-		}
-	}
-	return false
-}
-
 func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 	ag := p.Aggregation
 	c, t := q(p.ContributionsTable()), q(p.Table)
@@ -165,10 +154,7 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 	}
 	st.withdraw = "UPDATE " + c + " SET " + strings.Join(none, ", ") + ", `_rs_version` = ? WHERE `_rs_version` < ?"
 	st.clearGroups = "DELETE FROM " + t
-	var sel []string
-	for _, g := range cgcols {
-		sel = append(sel, g)
-	}
+	sel := append([]string(nil), cgcols...)
 	for _, a := range ag.Aggregates {
 		v := q(projections.ContributionColumn(a.Column))
 		switch {

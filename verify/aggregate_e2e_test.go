@@ -286,24 +286,6 @@ func (r *rollup) shardExec(t *testing.T, shard int, query string, args ...any) {
 // column is the values of a one-column rowsText.
 func column(text string) []string { return strings.Fields(strings.ReplaceAll(text, "|", " ")) }
 
-// diffLines are a report's samples as "kind key=value columns…".
-func diffLines(rep *verify.Report) []string {
-	var out []string
-	for _, d := range rep.Samples {
-		var keys []string
-		for k, v := range d.Key {
-			keys = append(keys, k+"="+v)
-		}
-		line := d.Kind + " " + strings.Join(keys, ",")
-		for _, c := range d.Columns {
-			line += " " + c.Name
-		}
-		out = append(out, line)
-	}
-	slices.Sort(out)
-	return out
-}
-
 func runVerify(t *testing.T, v *verify.Verifier) *verify.Report {
 	t.Helper()
 	rep, err := v.Run(t.Context())
