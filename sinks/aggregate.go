@@ -225,6 +225,9 @@ func (a *applier) applyDeltas(ds *deltas) error {
 	if len(ds.order) == 0 {
 		return nil
 	}
+	// One order for every transaction: two that share groups lock their
+	// rows in the same order and queue instead of deadlocking.
+	slices.Sort(ds.order)
 	st := a.st.agg
 	ag := a.p.Aggregation
 	rows := make([][]any, 0, len(ds.order))
@@ -294,7 +297,7 @@ func (a *applier) truncateAggregate(at uint64) error {
 	return nil
 }
 
-// deltas are a batch's changes per group, in first-touched order.
+// deltas are a batch's changes per group (applyDeltas writes them in key order).
 type deltas struct {
 	ag    *projections.Aggregation
 	by    map[string]*delta
