@@ -127,7 +127,20 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 			if a.Func == projections.AggMax {
 				fn = "MAX"
 			}
-			re = append(re, fmt.Sprintf("r.%s = (SELECT %s(c.%s) FROM %s AS c WHERE %s)", col, fn, q(projections.ContributionColumn(a.Column)), c, strings.Join(on, " AND ")))
+			// Dives along the (group, value) index, not MIN() or MAX(): a
+			// correlated MIN reads every contribution of the group (a hot
+			// group's thousands per batch), a dive one index entry. Of
+			// values equal under the collation ('x', 'X') MIN() and MAX()
+			// keep the first in index order, so MAX takes the largest
+			// value from the end, then the first entry equal to it.
+			v := "c." + q(projections.ContributionColumn(a.Column))
+			where := strings.Join(on, " AND ")
+			first := fmt.Sprintf("(SELECT %s FROM %s AS c WHERE %s AND %s IS NOT NULL ORDER BY %s LIMIT 1)", v, c, where, v, v)
+			if fn == "MAX" {
+				last := fmt.Sprintf("(SELECT %s FROM %s AS c WHERE %s AND %s IS NOT NULL ORDER BY %s DESC LIMIT 1)", v, c, where, v, v)
+				first = fmt.Sprintf("(SELECT %s FROM %s AS c WHERE %s AND %s = %s ORDER BY %s LIMIT 1)", v, c, where, v, last, v)
+			}
+			re = append(re, fmt.Sprintf("r.%s = %s", col, first))
 		case a.Func == projections.AggAvg:
 			n, s := q(projections.NonNullColumn(a.Column)), q(projections.AvgSumColumn(a.Column))
 			re = append(re, fmt.Sprintf("r.%s = IF(r.%s = 0, NULL, r.%s / r.%s)", col, n, s, n))
