@@ -275,22 +275,8 @@ func evalOn(img *Image, e *expr.Expr, args []expr.Type) (expr.Datum, error) {
 // (and every truncation), in place: what the sink's version check would
 // make of the whole sequence anyway.
 func CoalesceContributions(cs []Contribution) []Contribution {
-	newest := make(map[string]int, len(cs))
-	out := cs[:0]
-	for _, c := range cs {
-		if c.Truncate {
-			out = append(out, c)
-			continue
-		}
-		if i, ok := newest[c.SourceKey]; ok {
-			if out[i].Version < c.Version {
-				out[i] = c
-			}
-			continue
-		}
-		newest[c.SourceKey] = len(out)
-		out = append(out, c)
-	}
+	out := coalesceNewest(cs, cs[:0], func(c Contribution) (string, bool) { return c.SourceKey, c.Truncate },
+		func(c Contribution) uint64 { return c.Version })
 	clear(cs[len(out):])
 	return out
 }

@@ -109,20 +109,28 @@ func CoalesceParents(ws []ParentWrite) []ParentWrite {
 		j   int
 		key string
 	}
-	newest := map[k]int{}
-	out := ws[:0:0]
+	return coalesceNewest(ws, ws[:0:0], func(w ParentWrite) (k, bool) { return k{w.Join, w.Key}, w.Truncate },
+		func(w ParentWrite) uint64 { return w.Version })
+}
+
+// coalesceNewest keeps, into out (which may be ws[:0]: an element only
+// ever moves to a lower index), the newest element per key, and every
+// element key reports as kept whole (a truncation), in order.
+func coalesceNewest[T any, K comparable](ws, out []T, key func(T) (K, bool), version func(T) uint64) []T {
+	newest := make(map[K]int, len(ws))
 	for _, w := range ws {
-		if w.Truncate {
+		k, whole := key(w)
+		if whole {
 			out = append(out, w)
 			continue
 		}
-		if i, ok := newest[k{w.Join, w.Key}]; ok {
-			if out[i].Version < w.Version {
+		if i, ok := newest[k]; ok {
+			if version(out[i]) < version(w) {
 				out[i] = w
 			}
 			continue
 		}
-		newest[k{w.Join, w.Key}] = len(out)
+		newest[k] = len(out)
 		out = append(out, w)
 	}
 	return out

@@ -215,23 +215,8 @@ func CoalesceChildWrites(ws []ChildWrite) []ChildWrite {
 		c   int
 		key string
 	}
-	newest := map[k]int{}
-	out := ws[:0:0]
-	for _, w := range ws {
-		if w.Truncate {
-			out = append(out, w)
-			continue
-		}
-		if i, ok := newest[k{w.Child, w.SourceKey}]; ok {
-			if out[i].Version < w.Version {
-				out[i] = w
-			}
-			continue
-		}
-		newest[k{w.Child, w.SourceKey}] = len(out)
-		out = append(out, w)
-	}
-	return out
+	return coalesceNewest(ws, ws[:0:0], func(w ChildWrite) (k, bool) { return k{w.Child, w.SourceKey}, w.Truncate },
+		func(w ChildWrite) uint64 { return w.Version })
 }
 
 // columnKeys are the config keys of c that name child column col.
