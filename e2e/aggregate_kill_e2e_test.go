@@ -7,14 +7,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/readside/readside/e2e/testbed"
-	"github.com/readside/readside/event"
 )
 
 // shopAggSchema is the shop of issue 27's acceptance: customers, orders
@@ -135,38 +131,8 @@ func TestAggregatesChildrenKill9Shuffled(t *testing.T) {
 	}
 
 	// The same history, shuffled with duplicates, through topics of its own.
-	var topics []string
-	for _, tbl := range []string{"customers", "orders", "order_lines"} {
-		topics = append(topics, event.TopicFor(prefix, src, tbl))
-	}
-	records := testbed.TopicRecords(t, bed.Kafka.Brokers(), topics...)
-	rng := rand.New(rand.NewPCG(seed, 43))
-	shuffled := append([]*kgo.Record{}, records...)
-	for _, r := range records {
-		if rng.IntN(5) == 0 {
-			shuffled = append(shuffled, r)
-		}
-	}
-	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-	t.Logf("history: %d records; replaying %d shuffled with duplicates", len(records), len(shuffled))
-
-	sink2, err := bed.MySQL.CreateDatabase(ctx, "agg_r2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix2 := prefix + "s"
-	head2 := strings.NewReplacer("topic_prefix: "+prefix+"\n", "topic_prefix: "+prefix2+"\n",
-		"/"+sink+"\"", "/"+sink2+"\"", filepath.Join(dir, "data"), filepath.Join(dir, "data2")).Replace(head)
-	cfg2 := filepath.Join(dir, "shuffled.yaml")
-	if err := os.WriteFile(cfg2, []byte(head2+fmt.Sprintf(shopAggProjections, src)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	produced := make(chan error, 1)
-	go func() { produced <- produceShuffled(ctx, bed.Kafka.Brokers(), prefix, prefix2, shuffled) }()
-	log2 := filepath.Join(dir, "shuffled.log")
-	p := startDaemon(t, log2, "run", "--role", "projector", "-c", cfg2)
-	kills = p.killWhile(rand.New(rand.NewPCG(seed, 44)), produced, 3)
-	t.Logf("%d SIGKILLs of the projector consuming the shuffled history", kills)
+	p, log2, sink2 := shuffledRun{seed: seed, dir: dir, prefix: prefix, src: src, sink: sink, sink2: "agg_r2", head: head,
+		projections: shopAggProjections, tables: []string{"customers", "orders", "order_lines"}}.run(t, bed)
 	waitExpected(t, utc, shopAggExpectations(src, sink2), log2)
 	if code := p.stop(30 * time.Second); code != 0 {
 		t.Errorf("exit %d after SIGTERM; log:\n%s", code, tail(log2))

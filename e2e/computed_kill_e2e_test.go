@@ -145,38 +145,8 @@ func TestComputedKill9ShuffledVerify(t *testing.T) {
 	}
 
 	// The same history, shuffled with duplicates, through topics of its own.
-	var topics []string
-	for _, tbl := range []string{"regions", "customers", "orders"} {
-		topics = append(topics, event.TopicFor(prefix, src, tbl))
-	}
-	records := testbed.TopicRecords(t, bed.Kafka.Brokers(), topics...)
-	rng := rand.New(rand.NewPCG(seed, 23))
-	shuffled := append([]*kgo.Record{}, records...)
-	for _, r := range records {
-		if rng.IntN(5) == 0 {
-			shuffled = append(shuffled, r)
-		}
-	}
-	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-	t.Logf("history: %d records; replaying %d shuffled with duplicates", len(records), len(shuffled))
-
-	sink2, err := bed.MySQL.CreateDatabase(ctx, "comp_r2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix2 := prefix + "s"
-	head2 := strings.NewReplacer("topic_prefix: "+prefix+"\n", "topic_prefix: "+prefix2+"\n",
-		"/"+sink+"\"", "/"+sink2+"\"", filepath.Join(dir, "data"), filepath.Join(dir, "data2")).Replace(head)
-	cfg2 := filepath.Join(dir, "shuffled.yaml")
-	if err := os.WriteFile(cfg2, []byte(head2+fmt.Sprintf(computedProjections, src)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	produced := make(chan error, 1)
-	go func() { produced <- produceShuffled(ctx, bed.Kafka.Brokers(), prefix, prefix2, shuffled) }()
-	log2 := filepath.Join(dir, "shuffled.log")
-	p := startDaemon(t, log2, "run", "--role", "projector", "-c", cfg2)
-	kills = p.killWhile(rand.New(rand.NewPCG(seed, 24)), produced, 3)
-	t.Logf("%d SIGKILLs of the projector consuming the shuffled history", kills)
+	p, log2, sink2 := shuffledRun{seed: seed, dir: dir, prefix: prefix, src: src, sink: sink, sink2: "comp_r2", head: head,
+		projections: computedProjections, tables: []string{"regions", "customers", "orders"}}.run(t, bed)
 	waitExpected(t, utc, computedExpectations(src, sink2), log2)
 	if code := p.stop(30 * time.Second); code != 0 {
 		t.Errorf("exit %d after SIGTERM; log:\n%s", code, tail(log2))
@@ -314,4 +284,58 @@ func produceShuffled(ctx context.Context, brokers []string, prefix, prefix2 stri
 		time.Sleep(300 * time.Millisecond)
 	}
 	return nil
+}
+
+// shuffledRun is the second half of a kill test: the history already
+// published under prefix, shuffled with about 20% duplicates, replayed
+// through topics of prefix+"s" into a fresh sink database named after
+// sink2 (its config: head, retargeted, and projections) by a projector
+// killed 3 times. The caller then checks that database against the
+// source.
+type shuffledRun struct {
+	seed                          uint64
+	dir, prefix, src, sink, sink2 string
+	head, projections             string
+	tables                        []string
+}
+
+// run replays the history and returns, once every shuffled record is
+// produced, the replaying daemon (to stop after checking), its log path
+// and the sink database's name.
+func (s shuffledRun) run(t *testing.T, bed *testbed.Bed) (*daemon, string, string) {
+	t.Helper()
+	ctx := t.Context()
+	var topics []string
+	for _, tbl := range s.tables {
+		topics = append(topics, event.TopicFor(s.prefix, s.src, tbl))
+	}
+	records := testbed.TopicRecords(t, bed.Kafka.Brokers(), topics...)
+	rng := rand.New(rand.NewPCG(s.seed, 23))
+	shuffled := append([]*kgo.Record{}, records...)
+	for _, r := range records {
+		if rng.IntN(5) == 0 {
+			shuffled = append(shuffled, r)
+		}
+	}
+	rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	t.Logf("history: %d records; replaying %d shuffled with duplicates", len(records), len(shuffled))
+
+	sink2, err := bed.MySQL.CreateDatabase(ctx, s.sink2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix2 := s.prefix + "s"
+	head2 := strings.NewReplacer("topic_prefix: "+s.prefix+"\n", "topic_prefix: "+prefix2+"\n",
+		"/"+s.sink+"\"", "/"+sink2+"\"", filepath.Join(s.dir, "data"), filepath.Join(s.dir, "data2")).Replace(s.head)
+	cfg2 := filepath.Join(s.dir, "shuffled.yaml")
+	if err := os.WriteFile(cfg2, []byte(head2+fmt.Sprintf(s.projections, s.src)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	produced := make(chan error, 1)
+	go func() { produced <- produceShuffled(ctx, bed.Kafka.Brokers(), s.prefix, prefix2, shuffled) }()
+	log2 := filepath.Join(s.dir, "shuffled.log")
+	p := startDaemon(t, log2, "run", "--role", "projector", "-c", cfg2)
+	kills := p.killWhile(rand.New(rand.NewPCG(s.seed, 24)), produced, 3)
+	t.Logf("%d SIGKILLs of the projector consuming the shuffled history", kills)
+	return p, log2, sink2
 }
