@@ -68,7 +68,7 @@ e2e-containers:
 bench:
 	$(BENCHALL) -out bench/results $(BENCH_FLAGS)
 
-## bench-quick: the same with smaller sizes and shorter latency steps (≤ 3 min)
+## bench-quick: the same with smaller sizes and shorter latency steps (a few minutes; ~7 with every workload on a loaded 2-core box)
 bench-quick:
 	$(BENCHALL) -quick -quiet-wait 20s -out bench/results $(BENCH_FLAGS)
 

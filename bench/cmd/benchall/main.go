@@ -37,7 +37,7 @@ import (
 )
 
 func main() {
-	quick := flag.Bool("quick", false, "smaller sizes and shorter latency steps (make bench-quick, ≤ 3 minutes)")
+	quick := flag.Bool("quick", false, "smaller sizes and shorter latency steps (make bench-quick)")
 	out := flag.String("out", "bench/results", "directory for latest.json and latest.md")
 	only := flag.String("workloads", "", "comma-separated workload names to run (default: all of the size)")
 	profile := flag.String("cpuprofile", "", "run the tailer drains in-process and write a CPU profile of them here (pprof)")
