@@ -158,19 +158,21 @@ func (a *applier) readContributions(query string, args []any, out map[string]sto
 	for i := range raw {
 		raw[i] = &cells[i]
 	}
-	binary := func(i int) bool {
-		switch strings.ToUpper(types[i].DatabaseTypeName()) {
+	// Which columns hold bytes rather than text: decided once per read,
+	// not per cell.
+	binary := make([]bool, n)
+	for i, ct := range types {
+		switch strings.ToUpper(ct.DatabaseTypeName()) {
 		case "BINARY", "VARBINARY", "BLOB", "TINYBLOB", "MEDIUMBLOB", "LONGBLOB", "GEOMETRY", "BIT":
-			return true
+			binary[i] = true
 		}
-		return false
 	}
 	value := func(i int) projections.Value {
 		if cells[i] == nil {
 			return projections.Value{}
 		}
 		b := slices.Clone(cells[i])
-		if binary(i) {
+		if binary[i] {
 			return projections.ValueOf(b)
 		}
 		return projections.ValueOf(string(b))
