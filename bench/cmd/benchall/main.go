@@ -59,6 +59,7 @@ func main() {
 	flag.StringVar(&mariadbArgs, "mariadb-args", "--innodb-buffer-pool-size=2G", "space-separated extra mariadbd options for the test bed's server, after its own (named in the report; \"\" for the test bed's server as is)")
 	flag.DurationVar(&quietWait, "quiet-wait", 90*time.Second, "wait up to this long for a 1-minute load below 1.5 before starting")
 	flag.DurationVar(&settleLimit, "settle", time.Minute, "before each stage, wait up to this long for MariaDB to flush its dirty pages and purge its undo history, so a stage does not pay for the writes of the one before (20s at most with -quick; 0: do not wait)")
+	flag.StringVar(&reshardFill, "reshard-fill", "", "the reshard step's --fill (copy or topics; default: the command's own)")
 	chartFrom := flag.String("chart-from", "", "only redraw the PNG chart from this latest.json (into -out)")
 	peersRun := flag.Bool("peers", false, "make bench-peers: Debezium (Kafka Connect standalone) next to readside on the narrow workloads; writes peers.json and peers.md")
 	flag.Parse()
@@ -133,6 +134,7 @@ type results struct {
 	Workloads  []workloadResult `json:"workloads"`
 	Skipped    []string         `json:"skipped_workloads,omitempty"`
 	EndToEnd   *e2eResult       `json:"end_to_end,omitempty"`
+	Reshard    *reshardResult   `json:"reshard,omitempty"`
 	DurationS  float64          `json:"duration_s"`
 	LoadBefore float64          `json:"load1_before"`
 	LoadAfter  float64          `json:"load1_after"`
@@ -220,6 +222,26 @@ func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 			return fmt.Errorf("workload %s: %w", w.Name, err)
 		}
 		res.Workloads = append(res.Workloads, r)
+		b, _ := json.Marshal(r)
+		logf("%s", b)
+	}
+	// The reshard step (reshard.go); -workloads names it "reshard".
+	if only == "" || strings.Contains(","+only+",", ",reshard,") {
+		rows, b2 := 400_000, 0.0
+		if quick {
+			rows = 40_000
+		}
+		for _, w := range res.Workloads {
+			if w.Workload.Name == "narrow_insert" {
+				b2 = w.B2.PerS
+			}
+		}
+		logf("reshard: %d rows, %s → %s", rows, rangesOf(reshardOld), rangesOf(reshardNew))
+		r, err := e.runReshard(ctx, rows, b2)
+		if err != nil {
+			return fmt.Errorf("reshard: %w", err)
+		}
+		res.Reshard = r
 		b, _ := json.Marshal(r)
 		logf("%s", b)
 	}

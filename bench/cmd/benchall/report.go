@@ -100,6 +100,7 @@ func markdown(res *results) string {
 		fmt.Fprintf(&b, "| %s | %.3f | %.0f | %.3f | %.0f | %s | %s |\n", w.Workload.Name, w.Tailer.CPUPer1000, w.Tailer.PeakRSSMiB, w.Projector.CPUPer1000, w.Projector.PeakRSSMiB, w.B2.Description, join)
 	}
 	workloadLatencyMarkdown(&b, res.Workloads)
+	reshardMarkdown(&b, res.Reshard)
 	if e := res.EndToEnd; e != nil {
 		fmt.Fprintf(&b, "\n## End to end (`readside run`, tailer and projector in one process), %s\n\n", e.Workload.Name)
 		fmt.Fprintf(&b, "Backlog of %d events drained at **%.0f events/s**", e.Workload.Events, e.Rate.PerS)
