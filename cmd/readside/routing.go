@@ -1,0 +1,109 @@
+package main
+
+// A projection's projector follows its routing generation: when a reshard
+// moves the projection to another sink, the projector's next transaction
+// gets sinks.RoutingChanged, and instead of stopping the projection the
+// daemon resolves the sink that serves it now and runs a new projector
+// there, resuming at that sink's offsets (docs/operations.md,
+// "Resharding").
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
+)
+
+// routingBackoff bounds the wait between two resolutions of a projection
+// whose servers disagree on its generation (a cutover under way).
+const (
+	routingBackoffMin = 100 * time.Millisecond
+	routingBackoffMax = 5 * time.Second
+)
+
+// follow runs pr (pp's projector on the sink at) and, each time it stops
+// on a routing change, the projector on the sink that serves pp now. Any
+// other error stops pp (the supervisor records it).
+func (s *projectorStarter) follow(ctx context.Context, pp plannedProjection, at sinks.ResolvedSink, pr *projections.Projector) error {
+	s.routes.set(pp.p.Name, at)
+	for {
+		err := pr.Run(ctx)
+		var changed *sinks.RoutingChanged
+		if ctx.Err() != nil || !errors.As(err, &changed) {
+			return err
+		}
+		s.log.Info("the routing generation of a projection changed; resolving its sink", "projection", pp.p.Name, "sink", at.Name, "from", changed.Want, "to", changed.Have)
+		next, err := s.resolveFollowing(ctx, pp)
+		if err != nil {
+			return err
+		}
+		if pr, _, err = s.projectorOn(ctx, pp, next); err != nil {
+			return err
+		}
+		at = next
+		s.routes.set(pp.p.Name, at)
+		s.log.Info(fmt.Sprintf("projection %s follows routing generation %d on sink %s", pp.p.Name, at.Generation, at.Name),
+			"projection", pp.p.Name, "generation", at.Generation, "sink", at.Name)
+	}
+}
+
+// resolve is sinks.Resolve for pp over the starter's shared sinks; a
+// routing under way (servers that disagree) is waited out, like in follow.
+func (s *projectorStarter) resolve(ctx context.Context, pp plannedProjection) (sinks.ResolvedSink, int, error) {
+	at, err := s.resolveFollowing(ctx, pp)
+	if err != nil {
+		return at, exitProblem, err
+	}
+	return at, exitOK, nil
+}
+
+// resolveFollowing resolves pp's sink, retrying with backoff while its
+// servers disagree on the generation: a cutover in progress finishes in a
+// moment, an interrupted one when its reshard is run again.
+func (s *projectorStarter) resolveFollowing(ctx context.Context, pp plannedProjection) (sinks.ResolvedSink, error) {
+	backoff := routingBackoffMin
+	for {
+		at, err := sinks.Resolve(ctx, s.cfg, pp.p, s.open)
+		var unsettled *sinks.RoutingUnsettled
+		if !errors.As(err, &unsettled) {
+			if err != nil {
+				return at, fmt.Errorf("resolving the sink of %s: %w", pp.p.Name, err)
+			}
+			return at, nil
+		}
+		s.log.Info("waiting for a projection's routing to settle", "projection", pp.p.Name, "reason", unsettled.Reason, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return at, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, routingBackoffMax)
+	}
+}
+
+// routes are the sink and generation each projection's projector applies
+// through now (/status shows them).
+type routes struct {
+	mu sync.Mutex
+	at map[string]sinks.ResolvedSink
+}
+
+func (r *routes) set(projection string, at sinks.ResolvedSink) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.at == nil {
+		r.at = map[string]sinks.ResolvedSink{}
+	}
+	r.at[projection] = at
+}
+
+func (r *routes) get(projection string) (sinks.ResolvedSink, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.at[projection]
+	return at, ok
+}
