@@ -203,7 +203,8 @@ func (r *reshardRig) run(rows int) {
 	// The daemon applies what the load wrote last; verify re-checks live.
 	testbed.Eventually(t, 3*time.Minute, func() (bool, string) {
 		out, code := readsideOutput(t, r.cfgPath, "verify")
-		return code == 0 && strings.Contains(out, reshardProj+": EQUAL"), "readside verify:\n" + out
+		want := fmt.Sprintf("%s: EQUAL (read table %s on sink new, %d shard(s))", reshardProj, reshardProj, len(r.new))
+		return code == 0 && strings.Contains(out, want), "readside verify, want " + want + ":\n" + out
 	})
 	r.checkPlacement()
 	want := r.sourceCount()

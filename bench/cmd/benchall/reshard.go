@@ -13,6 +13,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -45,6 +46,9 @@ type reshardResult struct {
 	LiveRate float64      `json:"live_rows_per_s"`
 	Latency  reshardProbe `json:"latency_ms"`
 	Phases   []string     `json:"phases"` // each phase seen, with its start (s into the command)
+	// Progress is `_readside_reshards.progress` at the end: the command's
+	// own count of rows copied, its fill rate and fence.
+	Progress json.RawMessage `json:"progress,omitempty"`
 }
 
 type reshardProbe struct {
@@ -220,6 +224,10 @@ func (e *env) runReshard(ctx context.Context, rows int, b2 float64) (*reshardRes
 	res.FillS = fillEnd.Sub(fillStart).Seconds()
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+dbs[2]+"`.`"+reshardProjection+"`").Scan(&res.Moved); err != nil {
 		return nil, err
+	}
+	var progress []byte
+	if db.QueryRowContext(ctx, "SELECT progress FROM `"+dbs[2]+"`.`_readside_reshards` WHERE projection = ?", reshardProjection).Scan(&progress) == nil && json.Valid(progress) {
+		res.Progress = progress
 	}
 	res.FillPerS = float64(res.Moved) / res.FillS
 	if b2 > 0 {
