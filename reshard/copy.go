@@ -153,6 +153,7 @@ func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceP
 		}
 		r.o.Progress.draw(what, r.pr.RowsCopied, max(r.pr.RowsTotal, r.pr.RowsCopied), "rows", started, false)
 		if r.o.PauseAt == PhaseFilling {
+			r.o.Log.Warn("reshard: paused for a test", "phase", r.o.PauseAt)
 			<-ctx.Done()
 			return n, ctx.Err()
 		}

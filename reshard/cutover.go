@@ -104,6 +104,7 @@ func (r *Reshard) cutover(ctx context.Context, f *filler) (time.Duration, error)
 		return 0, fmt.Errorf("stopping the fill projector: %w", err)
 	}
 	if r.o.PauseAt == PhaseCutover {
+		r.o.Log.Warn("reshard: paused for a test", "phase", r.o.PauseAt)
 		<-ctx.Done()
 		return 0, ctx.Err()
 	}
