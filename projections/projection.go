@@ -58,6 +58,32 @@ type Projection struct {
 	// prefix is kafka.topic_prefix, which names Group and DLQTopic
 	// (WithName).
 	prefix string
+	// progressName, when set, is the identity offsets, watermarks and
+	// replay requests are kept under instead of Name (WithProgressName).
+	progressName string
+}
+
+// WithProgressName is p consuming under an identity of its own for where
+// it is (its consumer group, dead-letter topic, offsets, watermarks and
+// replay requests: OffsetsName) while everything it writes stays p's:
+// same Name, so its tombstones, truncation floors and join state are p's
+// own on the servers it writes to. A reshard's fill runs so beside the
+// live projector (which WithName cannot do: it renames the state too).
+func (p *Projection) WithProgressName(name string) *Projection {
+	c := *p
+	c.progressName = name
+	c.Group = event.Group(p.prefix, name)
+	c.DLQTopic = event.DLQTopic(p.prefix, name)
+	return &c
+}
+
+// OffsetsName is the projection name p's offsets, watermarks and replay
+// requests are stored under: Name unless WithProgressName set another.
+func (p *Projection) OffsetsName() string {
+	if p.progressName != "" {
+		return p.progressName
+	}
+	return p.Name
 }
 
 // WithName is p under another name, for a rebuild's shadow or a backfill,
@@ -68,6 +94,7 @@ type Projection struct {
 func (p *Projection) WithName(name string) *Projection {
 	c := *p
 	c.Name = name
+	c.progressName = ""
 	c.Group = event.Group(p.prefix, name)
 	c.DLQTopic = event.DLQTopic(p.prefix, name)
 	return &c

@@ -282,9 +282,9 @@ func (s *MySQL) Offsets(ctx context.Context, p *projections.Projection) (project
 }
 
 func (s *MySQL) offsets(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT topic, part, next_offset FROM `_readside_offsets` WHERE projection = ?", p.Name)
+	rows, err := s.db.QueryContext(ctx, "SELECT topic, part, next_offset FROM `_readside_offsets` WHERE projection = ?", p.OffsetsName())
 	if err != nil {
-		return nil, fmt.Errorf("reading offsets of %s: %w", p.Name, err)
+		return nil, fmt.Errorf("reading offsets of %s: %w", p.OffsetsName(), err)
 	}
 	defer rows.Close()
 	out := projections.Offsets{}

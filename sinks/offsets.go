@@ -41,7 +41,7 @@ func (a *applier) offsets(offs projections.Offsets) error {
 	rows := 0
 	for _, topic := range slices.Sorted(maps.Keys(offs)) {
 		for _, part := range slices.Sorted(maps.Keys(offs[topic])) {
-			args = append(args, a.p.Name, topic, part, offs[topic][part])
+			args = append(args, a.p.OffsetsName(), topic, part, offs[topic][part])
 			rows++
 		}
 	}
@@ -58,7 +58,7 @@ func (a *applier) watermarks(marks map[string]map[int32]projections.Mark) error 
 	rows := 0
 	for _, topic := range slices.Sorted(maps.Keys(marks)) {
 		for part, m := range marks[topic] {
-			args = append(args, a.p.Name, topic, part, m.GTID, m.Version, m.TS)
+			args = append(args, a.p.OffsetsName(), topic, part, m.GTID, m.Version, m.TS)
 			rows++
 		}
 	}

@@ -30,7 +30,7 @@ func (s *Sharded) RequestReplay(ctx context.Context, p *projections.Projection, 
 			}
 			for topic, parts := range offs {
 				for part, next := range parts {
-					if _, err := tx.ExecContext(ctx, "INSERT INTO `_readside_replay_requests` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?)", p.Name, topic, part, next); err != nil {
+					if _, err := tx.ExecContext(ctx, "INSERT INTO `_readside_replay_requests` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?)", p.OffsetsName(), topic, part, next); err != nil {
 						return err
 					}
 				}
@@ -68,7 +68,7 @@ func removeReplays(ctx context.Context, tx *sql.Tx, p *projections.Projection, r
 			removed.Set(topic, part, next)
 		}
 	}
-	_, err = tx.ExecContext(ctx, "DELETE FROM `_readside_replay_requests` WHERE projection = ?", p.Name)
+	_, err = tx.ExecContext(ctx, "DELETE FROM `_readside_replay_requests` WHERE projection = ?", p.OffsetsName())
 	return err
 }
 
@@ -81,7 +81,7 @@ type replayQuerier interface {
 // readReplays reads p's pending replay requests; lock is "" or a locking
 // clause ("FOR UPDATE") for a read inside a transaction.
 func readReplays(ctx context.Context, q replayQuerier, p *projections.Projection, lock string) (projections.Offsets, error) {
-	rows, err := q.QueryContext(ctx, "SELECT topic, part, next_offset FROM `_readside_replay_requests` WHERE projection = ? "+lock, p.Name)
+	rows, err := q.QueryContext(ctx, "SELECT topic, part, next_offset FROM `_readside_replay_requests` WHERE projection = ? "+lock, p.OffsetsName())
 	if err != nil {
 		return nil, err
 	}
@@ -147,10 +147,10 @@ func (s *Sharded) TakeReplays(ctx context.Context, p *projections.Projection, as
 			}
 			for topic, parts := range mine {
 				for part, next := range parts {
-					if _, err := tx.ExecContext(ctx, "INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = VALUES(next_offset)", p.Name, topic, part, next); err != nil {
+					if _, err := tx.ExecContext(ctx, "INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = VALUES(next_offset)", p.OffsetsName(), topic, part, next); err != nil {
 						return err
 					}
-					if _, err := tx.ExecContext(ctx, "DELETE FROM `_readside_replay_requests` WHERE projection = ? AND topic = ? AND part = ?", p.Name, topic, part); err != nil {
+					if _, err := tx.ExecContext(ctx, "DELETE FROM `_readside_replay_requests` WHERE projection = ? AND topic = ? AND part = ?", p.OffsetsName(), topic, part); err != nil {
 						return err
 					}
 					taken.Set(topic, part, next)

@@ -1,0 +1,422 @@
+package e2e
+
+// readside reshard end to end: the chat projection moved from two shards
+// (-80, 80-) to three (-80, 80-c0, c0-: c0- on a server of its own) on
+// three real MariaDB sink servers and the real broker, while the source
+// takes writes and a live projector follows the routing generation as
+// the daemon does; the reshard is SIGKILLed while filling and again with
+// its fence held, and the reruns finish it.
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
+	"github.com/readside/readside/verify"
+)
+
+// reshardBed is the chat source, three sink servers and the config.
+type reshardBed struct {
+	t       *testing.T
+	bed     *testbed.Bed
+	src     string
+	servers [3]*testbed.MySQL
+	dbs     [3]string
+	cfgPath string
+	cfg     config.Config
+	dir     string
+}
+
+func newReshardBed(t *testing.T, name string) *reshardBed {
+	t.Helper()
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	rb := &reshardBed{t: t, bed: bed, dir: t.TempDir()}
+	var err error
+	if rb.src, err = bed.MySQL.CreateDatabase(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	table, err := testbed.CreateChat(ctx, bed.MySQL, rb.src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb.servers[0] = bed.MySQL
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := 1; i < 3; i++ {
+		wg.Go(func() {
+			m, err := testbed.StartMariaDBWith(ctx, filepath.Join(rb.dir, fmt.Sprintf("sink%d", i)), testbed.MariaDBOptions{ServerID: 100 + i})
+			if err == nil {
+				t.Cleanup(func() { m.Stop() })
+			}
+			rb.servers[i], errs[i] = m, err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range rb.servers {
+		if rb.dbs[i], err = m.CreateDatabase(ctx, name+"_r"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dsn := func(i int) string { return rb.servers[i].AdminDSN() + rb.dbs[i] }
+	cfg := fmt.Sprintf(`source:
+  dsn: %q
+  server_id: %d
+  tables: [%s]
+kafka:
+  brokers: [%s]
+  topic_prefix: rs%d
+  partitions: 4
+data_dir: %s
+sinks:
+  reads:
+    shards:
+      - {keyrange: "-80", dsn: %q}
+      - {keyrange: "80-", dsn: %q}
+  reads3:
+    shards:
+      - {keyrange: "-80", dsn: %q}
+      - {keyrange: "80-c0", dsn: %q}
+      - {keyrange: "c0-", dsn: %q}
+projections:
+%s`, bed.MySQL.ReplDSN(), testbed.NewServerID(), table, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6),
+		filepath.Join(rb.dir, "data"), dsn(0), dsn(1), dsn(0), dsn(1), dsn(2), testbed.ChatProjectionYAML(rb.src))
+	rb.cfgPath = filepath.Join(rb.dir, "readside.yaml")
+	if err := os.WriteFile(rb.cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rb.cfg, err = config.Load(rb.cfgPath, nil); err != nil {
+		t.Fatal(err)
+	}
+	return rb
+}
+
+func (rb *reshardBed) projection() *projections.Projection {
+	rb.t.Helper()
+	ps, err := projections.Compile(rb.cfg)
+	if err != nil {
+		rb.t.Fatal(err)
+	}
+	return ps[0]
+}
+
+// follow runs the projection's live projector as the daemon does: on the
+// sink the routing names, checking the generation it started at, and
+// again on the sink a RoutingChanged leads to. It returns the sinks it
+// applied through, in order.
+func (rb *reshardBed) follow(ctx context.Context, p *projections.Projection) ([]string, error) {
+	opened := map[string]*sinks.Sharded{}
+	defer func() {
+		for _, s := range opened {
+			s.Close()
+		}
+	}()
+	open := func(ctx context.Context, name string) (*sinks.Sharded, error) {
+		if s := opened[name]; s != nil {
+			return s, nil
+		}
+		s, err := sinks.OpenSharded(ctx, name, rb.cfg.Sinks[name])
+		if err == nil {
+			opened[name] = s
+		}
+		return s, err
+	}
+	types, err := p.SourceColumns(ctx, rb.bed.MySQL.DB())
+	if err != nil {
+		return nil, err
+	}
+	var via []string
+	for ctx.Err() == nil {
+		res, err := sinks.Resolve(ctx, rb.cfg, p, open)
+		var unsettled *sinks.RoutingUnsettled
+		if errors.As(err, &unsettled) {
+			time.Sleep(100 * time.Millisecond) // a cutover under way
+			continue
+		}
+		if err != nil {
+			return via, err
+		}
+		if err := res.Sink.Exec(ctx, sinks.DDL(p, types)); err != nil {
+			return via, err
+		}
+		via = append(via, fmt.Sprintf("%s@%d", res.Name, res.Generation))
+		pr, err := projections.NewProjector(p, res.Sink.Routed(res.Generation), projections.Options{Brokers: rb.bed.Kafka.Brokers()})
+		if err != nil {
+			return via, err
+		}
+		err = pr.Run(ctx)
+		var changed *sinks.RoutingChanged
+		if !errors.As(err, &changed) && ctx.Err() == nil {
+			return via, err
+		}
+	}
+	return via, nil
+}
+
+// write keeps a seeded workload of inserts, edits, sender moves and
+// deletes going on a few thousand rows until ctx ends.
+func (rb *reshardBed) write(ctx context.Context, rng *rand.Rand, first int) error {
+	table := "`" + rb.src + "`.messages"
+	db := rb.bed.MySQL.DB()
+	live := map[int]bool{}
+	for i := 0; ctx.Err() == nil; i++ {
+		id := 1 + rng.IntN(4000)
+		var err error
+		switch r := rng.IntN(100); {
+		case !live[id] || i < first:
+			_, err = db.ExecContext(ctx, "INSERT INTO "+table+" VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE body = VALUES(body)", id, rng.IntN(300),
+				fmt.Sprintf("2026-01-01 00:%02d:%02d.%06d", rng.IntN(60), rng.IntN(60), rng.IntN(1e6)), fmt.Sprintf("m%d", i))
+			live[id] = true
+		case r < 40:
+			_, err = db.ExecContext(ctx, "UPDATE "+table+" SET body = ? WHERE id = ?", fmt.Sprintf("e%d", i), id)
+		case r < 75:
+			_, err = db.ExecContext(ctx, "UPDATE "+table+" SET sender_id = ? WHERE id = ?", rng.IntN(300), id)
+		default:
+			_, err = db.ExecContext(ctx, "DELETE FROM "+table+" WHERE id = ?", id)
+			delete(live, id)
+		}
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+		if i >= first {
+			time.Sleep(2 * time.Millisecond) // live traffic, not a bulk load
+		}
+	}
+	return nil
+}
+
+// reshardRun is one `readside reshard` process.
+type reshardRun struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (rb *reshardBed) startReshard(pause string, args ...string) *reshardRun {
+	rb.t.Helper()
+	r := &reshardRun{out: &syncBuffer{}, done: make(chan struct{})}
+	r.cmd = exec.Command(readsideBinary(rb.t), append([]string{"reshard", "-c", rb.cfgPath, "--projection", "messages_by_sender",
+		"--sink", "reads3", "--to", "-80,80-c0,c0-", "--yes", "--progress-every", "1s"}, args...)...)
+	r.cmd.Env = append(os.Environ(), "READSIDE_TEST_RESHARD_PAUSE="+pause)
+	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := r.cmd.Start(); err != nil {
+		rb.t.Fatal(err)
+	}
+	go func() { _ = r.cmd.Wait(); close(r.done) }()
+	rb.t.Cleanup(func() { _ = r.cmd.Process.Kill(); <-r.done })
+	return r
+}
+
+// killAtPause waits for the run to pause at its phase, then SIGKILLs it.
+func (rb *reshardBed) killAtPause(r *reshardRun, phase string) {
+	rb.t.Helper()
+	testbed.Eventually(rb.t, 90*time.Second, func() (bool, string) {
+		select {
+		case <-r.done:
+			rb.t.Fatalf("reshard exited (%v) before pausing at %s:\n%s", r.cmd.ProcessState, phase, r.out.String())
+		default:
+		}
+		return strings.Contains(r.out.String(), "paused for a test phase="+phase), "no pause at " + phase + " yet:\n" + r.out.String()
+	})
+	_ = r.cmd.Process.Signal(syscall.SIGKILL)
+	<-r.done
+}
+
+// phase is the recorded reshard phase on server i.
+func (rb *reshardBed) phase(i int) string {
+	var phase string
+	err := rb.servers[i].DB().QueryRowContext(rb.t.Context(), "SELECT phase FROM `"+rb.dbs[i]+"`.`_readside_reshards` WHERE projection = 'messages_by_sender'").Scan(&phase)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		rb.t.Fatal(err)
+	}
+	return phase
+}
+
+// TestReshardSplitKill9: 2 → 3 shards under live writes with a following
+// projector; kill -9 in filling and in the cutover (fence held), reruns
+// finish; then every row is on exactly the shard its new range names
+// (after --cleanup), the read table equals the source (verify), and the
+// live projector moved to the new sink at generation 1.
+func TestReshardSplitKill9(t *testing.T) {
+	rb := newReshardBed(t, "rshk")
+	p := rb.projection()
+	tailer := startDaemon(t, filepath.Join(rb.dir, "tailer.log"), "run", "-c", rb.cfgPath, "--role", "tailer")
+	ctx := t.Context()
+
+	fctx, stopFollow := context.WithCancel(ctx)
+	var via []string
+	ferr := make(chan error, 1)
+	go func() {
+		var err error
+		via, err = rb.follow(fctx, p)
+		ferr <- err
+	}()
+	wctx, stopWriting := context.WithCancel(ctx)
+	werr := make(chan error, 1)
+	seed := seedFromEnv(t)
+	go func() { werr <- rb.write(wctx, rand.New(rand.NewPCG(seed, 28)), 3000) }()
+	// The old shards hold rows before the reshard starts.
+	testbed.Eventually(t, 90*time.Second, func() (bool, string) {
+		var n int
+		err := rb.servers[1].DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+rb.dbs[1]+"`.messages_by_sender").Scan(&n)
+		return err == nil && n > 500, fmt.Sprintf("%d rows on 80- (%v)", n, err)
+	})
+
+	first := rb.startReshard("filling", "--chunk-rows", "50")
+	rb.killAtPause(first, "filling")
+	if ph := rb.phase(2); ph != "filling" {
+		t.Fatalf("phase after the kill in filling = %q, want filling", ph)
+	}
+	second := rb.startReshard("cutover", "--chunk-rows", "50")
+	rb.killAtPause(second, "cutover")
+	if ph := rb.phase(2); ph != "cutover" {
+		t.Fatalf("phase after the kill in the cutover = %q, want cutover\n%s", ph, second.out.String())
+	}
+	last := rb.startReshard("", "--cleanup")
+	select {
+	case <-last.done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the last reshard run did not finish:\n%s", last.out.String())
+	}
+	out := last.out.String()
+	t.Logf("last reshard run:\n%s", out)
+	if code := last.cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(out, "messages_by_sender now applies through sink reads3 (generation 1)") {
+		t.Fatalf("reshard exit %d:\n%s", code, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if l := lines[len(lines)-1]; !strings.HasPrefix(l, "reshard of messages_by_sender done: fence ") {
+		t.Errorf("last line %q, want the fence time", l)
+	}
+	if ph := rb.phase(2); ph != "clean" {
+		t.Errorf("phase after --cleanup = %q, want clean", ph)
+	}
+	// A rerun says there is nothing to do.
+	again := rb.startReshard("")
+	<-again.done
+	if code := again.cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(again.out.String(), "already served by sink reads3") {
+		t.Errorf("rerun: exit %d:\n%s", code, again.out.String())
+	}
+
+	stopWriting()
+	if err := <-werr; err != nil {
+		t.Fatal(err)
+	}
+	rb.checkPlaced()
+	rb.verifyEqual(p)
+	stopFollow()
+	if err := <-ferr; err != nil {
+		t.Fatalf("live projector: %v", err)
+	}
+	if strings.Join(via, " ") != "reads@0 reads3@1" {
+		t.Errorf("the live projector applied through %v, want reads@0 then reads3@1", via)
+	}
+	if code := tailer.stop(30 * time.Second); code != 0 {
+		t.Errorf("tailer exit %d", code)
+	}
+}
+
+// checkPlaced: every read row is on the server whose new range holds its
+// keyspace id, and each server's routing row names reads3 at generation 1.
+func (rb *reshardBed) checkPlaced() {
+	rb.t.Helper()
+	ranges := [][]string{{"-80"}, {"80-c0"}, {"c0-"}}
+	total := 0
+	for i, m := range rb.servers {
+		var rs []projections.KeyRange
+		for _, text := range ranges[i] {
+			r, _ := projections.ParseKeyRange(text)
+			rs = append(rs, r)
+		}
+		rows, err := m.DB().QueryContext(rb.t.Context(), "SELECT sender_id FROM `"+rb.dbs[i]+"`.messages_by_sender")
+		if err != nil {
+			rb.t.Fatal(err)
+		}
+		n, wrong := 0, 0
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				rb.t.Fatal(err)
+			}
+			id := projections.KeyspaceID([]byte(s))
+			ok := false
+			for _, r := range rs {
+				ok = ok || r.Contains(id)
+			}
+			if !ok {
+				wrong++
+			}
+			n++
+		}
+		rows.Close()
+		total += n
+		if wrong > 0 || n == 0 {
+			rb.t.Errorf("server %d (%v): %d rows, %d outside its new range", i, ranges[i], n, wrong)
+		}
+		var gen uint64
+		var sink string
+		if err := m.DB().QueryRowContext(rb.t.Context(), "SELECT generation, sink FROM `"+rb.dbs[i]+"`.`_readside_routing` WHERE projection = 'messages_by_sender'").Scan(&gen, &sink); err != nil || gen != 1 || sink != "reads3" {
+			rb.t.Errorf("server %d: routing generation %d sink %q (%v), want 1 reads3", i, gen, sink, err)
+		}
+	}
+	rb.t.Logf("%d read rows on three servers, each where its new range names", total)
+}
+
+// verifyEqual: verify over the new sink finds no drift (missing, extra,
+// different or misplaced rows).
+func (rb *reshardBed) verifyEqual(p *projections.Projection) {
+	rb.t.Helper()
+	ctx := rb.t.Context()
+	src, err := verify.OpenSource(rb.bed.MySQL.AdminDSN())
+	if err != nil {
+		rb.t.Fatal(err)
+	}
+	defer src.Close()
+	sink, err := sinks.OpenSharded(ctx, "reads3", rb.cfg.Sinks["reads3"])
+	if err != nil {
+		rb.t.Fatal(err)
+	}
+	defer sink.Close()
+	testbed.Eventually(rb.t, time.Minute, func() (bool, string) {
+		rep, err := verify.New(p, src, sink, verify.Options{Settle: 5 * time.Second, Brokers: rb.bed.Kafka.Brokers()}).Run(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return rep.Drift() == 0 && rep.SourceRows > 0, fmt.Sprintf("verify: %+v", *rep)
+	})
+}

@@ -1,0 +1,205 @@
+package reshard
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
+)
+
+// runFill fills every piece on its NEW shard: by copy (each piece's rows
+// from its OLD shards, then the fill identity's offsets set to where the
+// copies began) or from the topics (the fill projector from the earliest
+// offsets up to the topics' ends now). Either way the fill projector goes
+// on from there (catching-up).
+func (r *Reshard) runFill(ctx context.Context, f *filler) error {
+	if r.pr.Fill == FillTopics {
+		ends, err := r.o.Topics.EndOffsets(ctx, r.p)
+		if err != nil {
+			return err
+		}
+		started := time.Now()
+		if err := f.waitFor(ctx, ends, "filling "+r.p.Table+" from the topics"); err != nil {
+			return err
+		}
+		r.o.Log.Info("reshard: filled the pieces from the topics", "projection", r.p.Name, "took", time.Since(started).Round(time.Millisecond))
+		return nil
+	}
+	return r.copyPieces(ctx)
+}
+
+// readScan is how the copy reads p's read table.
+func (r *Reshard) readScan() sinks.TableScan {
+	ts := sinks.TableScan{Table: r.p.Table, Key: r.p.Key}
+	if !r.p.Replicated {
+		ts.Shard = r.p.ShardBy
+	}
+	return ts
+}
+
+// readGuards are the version columns of p's read table and what each
+// guards: each join's columns by its join version, the rest by
+// _rs_version (last: the upsert assigns it after everything).
+func (r *Reshard) readGuards() []sinks.Guard {
+	var out []sinks.Guard
+	for _, j := range r.p.Joins {
+		g := sinks.Guard{Version: j.VersionColumn()}
+		for _, c := range j.Columns {
+			g.Columns = append(g.Columns, c.Name)
+		}
+		out = append(out, g)
+	}
+	return append(out, sinks.Guard{Version: "_rs_version"})
+}
+
+// copyPieces copies every piece not yet copied, then sets the fill
+// identity's offsets on each NEW shard that received pieces to the lowest,
+// per partition, of the offsets its pieces' sources had before their rows
+// were read: the catch-up re-applies from there whatever the copy may
+// have missed (version guards make the overlap harmless).
+func (r *Reshard) copyPieces(ctx context.Context) error {
+	started := time.Now()
+	var copied int64
+	r.pr.RowsTotal = 0
+	for _, src := range r.o.Old.Shards {
+		if n, err := src.TableRows(ctx, r.p.Table); err == nil {
+			r.pr.RowsTotal += n
+		}
+	}
+	for pi := range r.pr.Pieces {
+		pp := &r.pr.Pieces[pi]
+		for si := range pp.Sources {
+			n, err := r.copySource(ctx, pp, &pp.Sources[si], started)
+			copied += n
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if el := time.Since(started).Seconds(); copied > 0 && el > 0 {
+		r.pr.FillRate = float64(copied) / el
+	}
+	byShard := map[int]projections.Offsets{}
+	for _, pp := range r.pr.Pieces {
+		for _, sp := range pp.Sources {
+			if o, ok := byShard[pp.To]; ok {
+				byShard[pp.To] = sinks.MinOffsets(o, sp.Offsets)
+			} else {
+				byShard[pp.To] = sp.Offsets
+			}
+		}
+	}
+	for to, offs := range byShard {
+		if err := r.o.New.Shards[to].SetOffsets(ctx, r.fill.OffsetsName(), offs); err != nil {
+			return err
+		}
+	}
+	r.o.Progress.draw("copying pieces", r.pr.RowsCopied, max(r.pr.RowsTotal, r.pr.RowsCopied), "rows", started, true)
+	r.o.Log.Info("reshard: copied the pieces", "projection", r.p.Name, "rows", copied, "rows_per_second", int64(r.pr.FillRate))
+	return nil
+}
+
+// copySource copies the rows of piece pp held by one OLD shard, from its
+// cursor on, then that shard's tombstones, truncation floors and join
+// state of p (whole: harmless anywhere, and parent state belongs on every
+// shard).
+func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceProgress, started time.Time) (int64, error) {
+	if sp.Done {
+		return 0, nil
+	}
+	src, dst := r.o.Old.Shards[sp.From], r.o.New.Shards[pp.To]
+	if sp.Offsets == nil {
+		// Before any row is read: every change after these offsets is
+		// re-applied by the catch-up.
+		o, err := src.Offsets(ctx, r.p)
+		if err != nil {
+			return 0, fmt.Errorf("shard %s of sink %s: %w", src.Range.Text, r.o.Old.Name, err)
+		}
+		sp.Offsets = o
+		if err := r.st.save(ctx, r.phase, r.pr); err != nil {
+			return 0, err
+		}
+	}
+	what := fmt.Sprintf("copying %s %s to shard %s", r.p.Table, pp.Text, dst.Range.Text)
+	ts, guards := r.readScan(), r.readGuards()
+	after, err := sinks.DecodeCursor(sp.Cursor)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for {
+		c, err := src.ScanChunk(ctx, ts, after, r.o.ChunkRows)
+		if err != nil {
+			return n, fmt.Errorf("shard %s of sink %s: %w", src.Range.Text, r.o.Old.Name, err)
+		}
+		if c.Len() == 0 {
+			break
+		}
+		after = c.Last()
+		c.Keep(func(i int) bool {
+			return pp.Range.Contains(c.IDs[i]) && (r.p.Replicated || src.Range.Contains(c.IDs[i]))
+		})
+		if err := dst.UpsertChunk(ctx, r.p.Table, r.p.Key, guards, c); err != nil {
+			return n, fmt.Errorf("shard %s of sink %s: %w", dst.Range.Text, r.o.New.Name, err)
+		}
+		n += int64(c.Len())
+		sp.Rows += int64(c.Len())
+		r.pr.RowsCopied += int64(c.Len())
+		sp.Cursor = sinks.EncodeCursor(after)
+		if err := r.st.save(ctx, r.phase, r.pr); err != nil {
+			return n, err
+		}
+		r.o.Progress.draw(what, r.pr.RowsCopied, max(r.pr.RowsTotal, r.pr.RowsCopied), "rows", started, false)
+		if r.o.PauseAt == PhaseFilling {
+			r.o.Log.Warn("reshard: paused for a test", "phase", r.o.PauseAt)
+			<-ctx.Done()
+			return n, ctx.Err()
+		}
+	}
+	if err := r.copyState(ctx, src, dst); err != nil {
+		return n, err
+	}
+	sp.Done = true
+	return n, r.st.save(ctx, r.phase, r.pr)
+}
+
+// copyState copies p's tombstones, truncation floors and join state from
+// src to dst, each version-guarded.
+func (r *Reshard) copyState(ctx context.Context, src, dst sinks.Shard) error {
+	tables := []struct {
+		ts    sinks.TableScan
+		guard string
+	}{
+		{sinks.TableScan{Table: "_readside_tombstones", Key: []string{"projection", "key_text"}, Where: "projection = ?", Args: []any{r.p.Name}}, "version"},
+		{sinks.TableScan{Table: "_readside_truncations", Key: []string{"projection"}, Where: "projection = ? OR projection LIKE ?", Args: []any{r.p.Name, r.p.Name + "#join%"}}, "version"},
+	}
+	for _, j := range r.p.Joins {
+		var key []string
+		for _, on := range j.On {
+			key = append(key, "k_"+on.Parent)
+		}
+		tables = append(tables, struct {
+			ts    sinks.TableScan
+			guard string
+		}{sinks.TableScan{Table: j.StateTable(r.p), Key: key}, "_rs_version"})
+	}
+	for _, t := range tables {
+		var after []any
+		for {
+			c, err := src.ScanChunk(ctx, t.ts, after, r.o.ChunkRows)
+			if err != nil {
+				return fmt.Errorf("shard %s of sink %s: %w", src.Range.Text, r.o.Old.Name, err)
+			}
+			if c.Len() == 0 {
+				break
+			}
+			after = c.Last()
+			if err := dst.UpsertChunk(ctx, t.ts.Table, t.ts.Key, []sinks.Guard{{Version: t.guard}}, c); err != nil {
+				return fmt.Errorf("shard %s of sink %s: %w", dst.Range.Text, r.o.New.Name, err)
+			}
+		}
+	}
+	return nil
+}

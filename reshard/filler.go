@@ -1,0 +1,120 @@
+package reshard
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/readside/readside/projections"
+)
+
+// filler runs the fill projector: the projection under the fill identity
+// applying through the fill sink, from the fill identity's offsets on the
+// NEW shards (none: the earliest). It runs from the fill (topics) or the
+// end of the copy until the cutover has what it needs.
+type filler struct {
+	r      *Reshard
+	sink   *fillSink
+	pr     *projections.Projector
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func (r *Reshard) newFiller() *filler {
+	return &filler{r: r, sink: newFillSink(r.o.New, r.pieces)}
+}
+
+// start starts the projector unless it runs (or there is nothing to fill).
+func (f *filler) start(ctx context.Context) error {
+	if f.pr != nil || len(f.sink.shards) == 0 {
+		return nil
+	}
+	po := f.r.o.Projector
+	po.Log = f.r.o.ProjectorLog()
+	pr, err := projections.NewProjector(f.r.fill, f.sink, po)
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	f.pr, f.cancel, f.done = pr, cancel, make(chan error, 1)
+	go func() { f.done <- pr.Run(pctx) }()
+	return nil
+}
+
+// stop stops the projector after its last batch (a no-op when none runs).
+func (f *filler) stop() error {
+	if f.pr == nil {
+		return nil
+	}
+	f.cancel()
+	err := <-f.done
+	f.pr = nil
+	return err
+}
+
+// waitFor waits until the projector has applied everything before target
+// on every partition (caughtUp), drawing what's progress.
+func (f *filler) waitFor(ctx context.Context, target projections.Offsets, what string) error {
+	if len(f.sink.shards) == 0 {
+		return nil
+	}
+	if err := f.start(ctx); err != nil {
+		return err
+	}
+	started := time.Now()
+	for {
+		stored := make([]projections.Offsets, len(f.sink.shards))
+		for i, sh := range f.sink.shards {
+			o, err := sh.Offsets(ctx, f.r.fill)
+			if err != nil {
+				return err
+			}
+			stored[i] = o
+		}
+		n, total, ok := caughtUp(stored, f.pr.Applied(), target)
+		f.r.o.Progress.draw(what, n, total, "offsets", started, ok)
+		if ok {
+			return nil
+		}
+		select {
+		case err := <-f.done:
+			f.pr = nil
+			if err == nil {
+				err = ctx.Err()
+			}
+			return fmt.Errorf("%s: the fill projector stopped: %w", what, err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// caughtUp decides whether the fill has applied everything before target
+// on every partition, and how far it is (offsets summed over the
+// partitions). A partition's position is the further of the lowest
+// offset stored on the shards (a shard without one is at 0) and where the
+// running projector has applied through: the stored offset alone never
+// reaches an end offset whose last record is a commit marker, and applied
+// alone is unknown on a partition the projector found nothing new on.
+func caughtUp(stored []projections.Offsets, applied, target projections.Offsets) (done, total int64, ok bool) {
+	ok = true
+	for topic, parts := range target {
+		for part, next := range parts {
+			low := int64(0)
+			for i, h := range stored {
+				v := h[topic][part]
+				if i == 0 || v < low {
+					low = v
+				}
+			}
+			pos := max(low, applied[topic][part])
+			total += next
+			done += min(pos, next)
+			if pos < next {
+				ok = false
+			}
+		}
+	}
+	return done, total, ok
+}

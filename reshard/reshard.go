@@ -1,0 +1,214 @@
+// Package reshard moves a projection to another sink online (`readside
+// reshard`): the key ranges a NEW shard does not already hold (pieces.go)
+// are filled there, from the topics or by copying the OLD shards' rows and
+// catching up from the offsets they were copied at, while the live
+// projector keeps applying to OLD; the moved pieces are verified; then a
+// short fence on OLD's servers records a new routing generation that
+// names NEW everywhere, and the live projectors follow it (the daemon
+// re-resolves the projection's sink). --cleanup deletes the rows OLD's
+// servers no longer serve. Every phase is recorded in `_readside_reshards`
+// and every step is safe to repeat, so a rerun after kill -9 resumes. The
+// argument is in docs/ARCHITECTURE.md, "Resharding"; the operator's view
+// in docs/operations.md.
+package reshard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/rebuild"
+	"github.com/readside/readside/sinks"
+)
+
+// Options are what a reshard needs besides the projection.
+type Options struct {
+	// Old serves the projection now, at OldGeneration; New is where it
+	// goes. Servers are each shard's server (Server), in shard order.
+	Old, New               *sinks.Sharded
+	OldGeneration          uint64
+	OldServers, NewServers []string
+	Fill                   string // FillCopy or FillTopics
+	Topics                 rebuild.Topics
+	// SourceTypes reads the source column definitions NEW's read table
+	// is typed from.
+	SourceTypes  func(context.Context) (projections.Types, error)
+	Projector    projections.Options // its Log is replaced by ProjectorLog's
+	ProjectorLog func() *slog.Logger
+	Log          *slog.Logger
+	Progress     Bar
+	// ChunkRows is how many rows a copy or cleanup reads at a time.
+	ChunkRows int
+	// CheckRounds bound the re-checks of a moved row that differs.
+	CheckRounds int
+	// PauseAt, when set (tests only), makes the run wait there until its
+	// context ends: "filling" after the first copied chunk, "cutover"
+	// with the fence held.
+	PauseAt string
+}
+
+// Reshard is one projection's reshard.
+type Reshard struct {
+	p      *projections.Projection
+	fill   *projections.Projection // P under the fill identity
+	o      Options
+	pieces []Piece
+	st     *store
+	pr     *Progress
+	phase  string
+}
+
+// New validates and does no I/O.
+func New(p *projections.Projection, o Options) (*Reshard, error) {
+	switch {
+	case p.Aggregation != nil:
+		return nil, fmt.Errorf("projection %s is an aggregate: its groups' state is on every shard and cannot be moved piece by piece yet; move it with downtime instead: set projections.%s.sink to the new sink and run readside replay --projection %s --rebuild", p.Name, p.Name, p.Name)
+	case len(p.Children) > 0:
+		return nil, fmt.Errorf("projection %s nests children: their state is on every shard and cannot be moved piece by piece yet; move it with downtime instead: set projections.%s.sink to the new sink and run readside replay --projection %s --rebuild", p.Name, p.Name, p.Name)
+	case o.Old == nil || o.New == nil || o.Topics == nil || o.SourceTypes == nil || o.ProjectorLog == nil || o.Log == nil || o.Progress.Out == nil:
+		return nil, errors.New("reshard: incomplete options")
+	case len(o.OldServers) != len(o.Old.Shards) || len(o.NewServers) != len(o.New.Shards):
+		return nil, errors.New("reshard: a server per shard is needed")
+	case o.Fill != FillCopy && o.Fill != FillTopics:
+		return nil, fmt.Errorf("--fill %q: want copy or topics", o.Fill)
+	}
+	if len(p.Name+FillSuffix) > 190 {
+		return nil, fmt.Errorf("projection name %s is too long for its fill identity %s%s (190 characters)", p.Name, p.Name, FillSuffix)
+	}
+	if o.ChunkRows == 0 {
+		o.ChunkRows = 2000
+	}
+	if o.CheckRounds == 0 {
+		o.CheckRounds = 30
+	}
+	var old, new []Shard
+	for i, sh := range o.Old.Shards {
+		old = append(old, Shard{Range: sh.Range, Server: o.OldServers[i]})
+	}
+	for i, sh := range o.New.Shards {
+		new = append(new, Shard{Range: sh.Range, Server: o.NewServers[i]})
+	}
+	r := &Reshard{p: p, fill: p.WithProgressName(p.Name + FillSuffix), o: o,
+		pieces: Pieces(old, new, p.Replicated, p.Replicated)}
+	r.st = &store{new: o.New, state: sinks.ReshardState{Projection: p.Name, FromGeneration: o.OldGeneration,
+		ToSink: o.New.Name, ToRanges: sinks.RangesText(o.New.Ranges())}}
+	return r, nil
+}
+
+// Pieces are the key ranges the reshard fills.
+func (r *Reshard) Pieces() []Piece { return r.pieces }
+
+// Generation is the routing generation the cutover records.
+func (r *Reshard) Generation() uint64 { return r.o.OldGeneration + 1 }
+
+// Result is what a finished reshard reports.
+type Result struct {
+	Generation uint64
+	Fence      time.Duration
+	RowsCopied int64
+	FillRate   float64 // rows per second of the fill (copy), 0 when unknown
+}
+
+// Run runs the reshard from the phase recorded for it (from the start
+// when none), through the cutover. resume is the recorded progress of an
+// unfinished reshard to NEW (Load), nil to start.
+func (r *Reshard) Run(ctx context.Context, resume *Progress, phase string) (Result, error) {
+	if resume != nil && Active(phase) {
+		r.pr, r.phase = resume, phase
+		if err := r.adoptPieces(); err != nil {
+			return Result{}, err
+		}
+		r.o.Log.Info("resuming a reshard", "projection", r.p.Name, "to", r.o.New.Name, "phase", phase)
+	} else {
+		r.pr = &Progress{FromSink: r.o.Old.Name, FromRanges: r.o.Old.Ranges(), Fill: r.o.Fill}
+		for _, pc := range r.pieces {
+			pp := PieceProgress{Piece: pc}
+			for _, from := range pc.From {
+				pp.Sources = append(pp.Sources, SourceProgress{From: from})
+			}
+			r.pr.Pieces = append(r.pr.Pieces, pp)
+		}
+		r.phase = PhaseFilling
+	}
+	if err := r.prepare(ctx); err != nil {
+		return Result{}, err
+	}
+	if err := r.st.save(ctx, r.phase, r.pr); err != nil {
+		return Result{}, err
+	}
+	f := r.newFiller()
+	defer f.stop()
+	if r.phase == PhaseFilling {
+		if err := r.runFill(ctx, f); err != nil {
+			return Result{}, err
+		}
+		r.phase = PhaseCatchingUp
+		if err := r.st.save(ctx, r.phase, r.pr); err != nil {
+			return Result{}, err
+		}
+	}
+	if err := f.start(ctx); err != nil {
+		return Result{}, err
+	}
+	if r.phase == PhaseCatchingUp {
+		if err := r.checkPieces(ctx, f); err != nil {
+			return Result{}, err
+		}
+		r.phase = PhaseCutover
+		if err := r.st.save(ctx, r.phase, r.pr); err != nil {
+			return Result{}, err
+		}
+	}
+	fence, err := r.cutover(ctx, f)
+	if err != nil {
+		return Result{}, err
+	}
+	if fence > 0 {
+		r.pr.FenceMS = fence.Milliseconds()
+	}
+	r.phase = PhaseDone
+	if err := r.st.save(ctx, r.phase, r.pr); err != nil {
+		return Result{}, err
+	}
+	return Result{Generation: r.Generation(), Fence: time.Duration(r.pr.FenceMS) * time.Millisecond,
+		RowsCopied: r.pr.RowsCopied, FillRate: r.pr.FillRate}, nil
+}
+
+// adoptPieces checks that the recorded pieces are the ones the config
+// gives now (the same NEW ranges on the same servers).
+func (r *Reshard) adoptPieces() error {
+	var had, have []string
+	for _, pp := range r.pr.Pieces {
+		had = append(had, fmt.Sprintf("%d:%s", pp.To, pp.Text))
+	}
+	for i, pc := range r.pieces {
+		have = append(have, fmt.Sprintf("%d:%s", pc.To, pc.Text))
+		if i < len(r.pr.Pieces) {
+			r.pr.Pieces[i].Range = pc.Range
+		}
+	}
+	if !slices.Equal(had, have) {
+		return fmt.Errorf("the reshard of %s in progress fills %v, but the config now gives %v: restore sinks.%s and sinks.%s as they were when it started", r.p.Name, had, have, r.pr.FromSink, r.o.New.Name)
+	}
+	return nil
+}
+
+// prepare creates the read table and bookkeeping on every server of NEW
+// (and the reshard's table on every server of both sinks).
+func (r *Reshard) prepare(ctx context.Context) error {
+	types, err := r.o.SourceTypes(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the source schema of %s: %w", r.p.Name, err)
+	}
+	if err := r.o.Old.Exec(ctx, sinks.ReshardDDL()); err != nil {
+		return fmt.Errorf("sink %s: %w", r.o.Old.Name, err)
+	}
+	if err := r.o.New.Exec(ctx, append(sinks.ReshardDDL(), sinks.DDL(r.p, types)...)); err != nil {
+		return fmt.Errorf("creating the read table of %s on sink %s: %w", r.p.Name, r.o.New.Name, err)
+	}
+	return r.o.New.CheckReadTable(ctx, r.p)
+}

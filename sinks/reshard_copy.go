@@ -1,0 +1,370 @@
+package sinks
+
+// A reshard's copy: a table's rows read in primary-key chunks from one
+// server and written to another with version-guarded upserts, so copying a
+// chunk again (a rerun) or over rows a projector wrote since never moves
+// a row back to an older version.
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/readside/readside/projections"
+)
+
+// Chunk is rows of one table read in primary-key order.
+type Chunk struct {
+	Columns []string
+	Rows    [][]any // per row, per column: string (text), []byte (binary), uint64 (BIT) or nil (NULL)
+	// IDs are the keyspace ids of the rows' shard_by values, as the
+	// projector computes them (projections.KeyspaceID of ShardValue); 0
+	// without a shard column.
+	IDs []uint64
+	key []int // indexes of the key columns in Columns
+}
+
+// Len is the number of rows.
+func (c *Chunk) Len() int { return len(c.Rows) }
+
+// Last is the key of the last row, a cursor to read the next chunk after
+// (EncodeCursor keeps it); nil when the chunk is empty.
+func (c *Chunk) Last() []any {
+	if len(c.Rows) == 0 {
+		return nil
+	}
+	return c.Key(len(c.Rows) - 1)
+}
+
+// Key is row i's key values.
+func (c *Chunk) Key(i int) []any {
+	out := make([]any, len(c.key))
+	for k, idx := range c.key {
+		out[k] = c.Rows[i][idx]
+	}
+	return out
+}
+
+// Keep keeps the rows whose index keep accepts.
+func (c *Chunk) Keep(keep func(i int) bool) {
+	n := 0
+	for i := range c.Rows {
+		if keep(i) {
+			c.Rows[n], c.IDs[n] = c.Rows[i], c.IDs[i]
+			n++
+		}
+	}
+	c.Rows, c.IDs = c.Rows[:n], c.IDs[:n]
+}
+
+// TableScan says which rows of a table ScanChunk reads.
+type TableScan struct {
+	Table string
+	Key   []string // the primary key columns, in key order
+	// Shard is the column whose value routes a row (shard_by); "" for none.
+	Shard string
+	// Where and its Args narrow the rows (bookkeeping tables: one
+	// projection's); "" for every row.
+	Where string
+	Args  []any
+}
+
+// ScanChunk reads up to limit rows of ts after the key after (nil: from
+// the start), in key order. Values keep the server's text, so writing
+// them back to a table of the same definition stores what was read.
+func (s *MySQL) ScanChunk(ctx context.Context, ts TableScan, after []any, limit int) (*Chunk, error) {
+	var conds []string
+	var args []any
+	if ts.Where != "" {
+		conds, args = append(conds, "("+ts.Where+")"), append(args, ts.Args...)
+	}
+	if after != nil {
+		c, a := keyAfter(ts.Key, after)
+		conds, args = append(conds, c), append(args, a...)
+	}
+	return s.scan(ctx, ts, conds, args, limit)
+}
+
+// ScanKeys reads the rows of ts with the given keys.
+func (s *MySQL) ScanKeys(ctx context.Context, ts TableScan, keys [][]any) (*Chunk, error) {
+	c, a := keysIn(ts.Key, keys)
+	return s.scan(ctx, ts, []string{c}, a, len(keys))
+}
+
+func (s *MySQL) scan(ctx context.Context, ts TableScan, conds []string, args []any, limit int) (*Chunk, error) {
+	var order []string
+	for _, k := range ts.Key {
+		order = append(order, q(k))
+	}
+	stmt := "SELECT * FROM " + q(ts.Table)
+	if len(conds) > 0 {
+		stmt += " WHERE " + strings.Join(conds, " AND ")
+	}
+	stmt += " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(limit)
+	rows, err := s.db.QueryContext(ctx, stmt, args...)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", ts.Table, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return nil, err
+	}
+	c := &Chunk{Columns: cols}
+	shard := -1
+	for _, k := range ts.Key {
+		idx := indexOf(cols, k)
+		if idx < 0 {
+			return nil, fmt.Errorf("%s has no key column %s", ts.Table, k)
+		}
+		c.key = append(c.key, idx)
+	}
+	if ts.Shard != "" {
+		if shard = indexOf(cols, ts.Shard); shard < 0 {
+			return nil, fmt.Errorf("%s has no shard_by column %s", ts.Table, ts.Shard)
+		}
+	}
+	raw := make([]sql.RawBytes, len(cols))
+	dest := make([]any, len(cols))
+	for i := range raw {
+		dest[i] = &raw[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", ts.Table, err)
+		}
+		row := make([]any, len(cols))
+		for i, b := range raw {
+			row[i] = cellValue(types[i].DatabaseTypeName(), b)
+		}
+		var id uint64
+		if shard >= 0 {
+			// The server's text of the value, or its bytes (binary, BIT):
+			// what projections.ShardValue hashes.
+			id = projections.KeyspaceID(raw[shard])
+		}
+		c.Rows, c.IDs = append(c.Rows, row), append(c.IDs, id)
+	}
+	return c, rows.Err()
+}
+
+func indexOf(cols []string, name string) int {
+	for i, c := range cols {
+		if strings.EqualFold(c, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// cellValue is a scanned cell as a parameter that stores it again: text
+// as a string (the server converts it to the column's type as it would
+// its own output), binary as bytes, BIT as its number.
+func cellValue(typ string, b sql.RawBytes) any {
+	if b == nil {
+		return nil
+	}
+	t := strings.ToUpper(typ)
+	switch {
+	case t == "BIT":
+		var pad [8]byte
+		copy(pad[8-min(len(b), 8):], b[max(len(b)-8, 0):])
+		return binary.BigEndian.Uint64(pad[:])
+	case binaryType(t):
+		return append([]byte{}, b...)
+	}
+	return string(b)
+}
+
+// keyAfter is the condition "key > after" spelled out column by column,
+// which every server's range optimizer uses (a row constructor is not
+// always).
+func keyAfter(key []string, after []any) (string, []any) {
+	var ors []string
+	var args []any
+	for i := range key {
+		var ands []string
+		for k := range i {
+			ands = append(ands, q(key[k])+" = ?")
+			args = append(args, after[k])
+		}
+		ands = append(ands, q(key[i])+" > ?")
+		args = append(args, after[i])
+		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+	}
+	return "(" + strings.Join(ors, " OR ") + ")", args
+}
+
+// keysIn is the condition "key is one of keys".
+func keysIn(key []string, keys [][]any) (string, []any) {
+	var args []any
+	if len(key) == 1 {
+		for _, k := range keys {
+			args = append(args, k[0])
+		}
+		return q(key[0]) + " IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(keys)), ", ") + ")", args
+	}
+	var ors []string
+	for _, k := range keys {
+		var ands []string
+		for i := range key {
+			ands = append(ands, q(key[i])+" = ?")
+			args = append(args, k[i])
+		}
+		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+	}
+	return "(" + strings.Join(ors, " OR ") + ")", args
+}
+
+// Guard is a version column and the columns it guards: an upsert changes
+// them only when the new row's version is higher (and sets the version to
+// the higher of the two).
+type Guard struct {
+	Version string
+	Columns []string
+}
+
+// UpsertChunk writes c's rows into table, each column group changed only
+// where the new row's version of it is higher (guards; the columns no
+// guard names, keys aside, go with the last guard). The version columns
+// are assigned after the columns they guard: ON DUPLICATE KEY UPDATE
+// assigns left to right and later assignments see earlier ones.
+func (s *MySQL) UpsertChunk(ctx context.Context, table string, key []string, guards []Guard, c *Chunk) error {
+	if c.Len() == 0 {
+		return nil
+	}
+	d := s.dialect
+	guarded := map[string]int{}
+	for gi, g := range guards {
+		guarded[strings.ToLower(g.Version)] = -1
+		for _, col := range g.Columns {
+			guarded[strings.ToLower(col)] = gi
+		}
+	}
+	isKey := map[string]bool{}
+	for _, k := range key {
+		isKey[strings.ToLower(k)] = true
+	}
+	last := len(guards) - 1
+	sets := make([][]string, len(guards))
+	var cols []string
+	for _, col := range c.Columns {
+		cols = append(cols, q(col))
+		lc := strings.ToLower(col)
+		gi, ok := guarded[lc]
+		if isKey[lc] || gi == -1 {
+			continue
+		}
+		if !ok {
+			gi = last
+		}
+		v := q(guards[gi].Version)
+		sets[gi] = append(sets[gi], fmt.Sprintf("%[1]s = IF(%[2]s > %[3]s, %[4]s, %[1]s)", q(col), d.newRow(v), v, d.newRow(q(col))))
+	}
+	var all []string
+	for gi, g := range guards {
+		v := q(g.Version)
+		all = append(all, sets[gi]...)
+		all = append(all, fmt.Sprintf("%[1]s = GREATEST(%[1]s, %[2]s)", v, d.newRow(v)))
+	}
+	stmt := multiRow{
+		head: "INSERT INTO " + q(table) + " (" + strings.Join(cols, ", ") + ") VALUES ",
+		row:  "(" + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + ")",
+		sep:  ", ",
+		tail: d.onDuplicate() + strings.Join(all, ", "),
+	}
+	size := func(i int) int {
+		n := 16
+		for _, v := range c.Rows[i] {
+			switch v := v.(type) {
+			case string:
+				n += 2*len(v) + 4
+			case []byte:
+				n += 2*len(v) + 10
+			default:
+				n += 24
+			}
+		}
+		return n
+	}
+	for _, sp := range spans(c.Len(), size, s.stmtLimit()) {
+		var args []any
+		for _, row := range c.Rows[sp[0]:sp[1]] {
+			args = append(args, row...)
+		}
+		if _, err := s.db.ExecContext(ctx, stmt.text(sp[1]-sp[0]), args...); err != nil {
+			return fmt.Errorf("copying rows into %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+// DeleteKeys deletes the rows of table with the given keys.
+func (s *MySQL) DeleteKeys(ctx context.Context, table string, key []string, keys [][]any) error {
+	for start := 0; start < len(keys); start += 500 {
+		part := keys[start:min(start+500, len(keys))]
+		c, args := keysIn(key, part)
+		if _, err := s.db.ExecContext(ctx, "DELETE FROM "+q(table)+" WHERE "+c, args...); err != nil {
+			return fmt.Errorf("deleting moved rows from %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+// EncodeCursor is a key (Chunk.Last) as text that survives JSON.
+func EncodeCursor(key []any) []string {
+	out := make([]string, len(key))
+	for i, v := range key {
+		switch v := v.(type) {
+		case string:
+			out[i] = "s" + v
+		case []byte:
+			out[i] = "b" + hex.EncodeToString(v)
+		case uint64:
+			out[i] = "n" + strconv.FormatUint(v, 10)
+		default:
+			out[i] = "0" // a NULL key column cannot be; sorts first
+		}
+	}
+	return out
+}
+
+// DecodeCursor is EncodeCursor's key.
+func DecodeCursor(text []string) ([]any, error) {
+	if text == nil {
+		return nil, nil
+	}
+	out := make([]any, len(text))
+	for i, t := range text {
+		if t == "" {
+			return nil, fmt.Errorf("empty cursor value")
+		}
+		switch t[0] {
+		case 's':
+			out[i] = t[1:]
+		case 'b':
+			b, err := hex.DecodeString(t[1:])
+			if err != nil {
+				return nil, fmt.Errorf("cursor value %q: %w", t, err)
+			}
+			out[i] = b
+		case 'n':
+			n, err := strconv.ParseUint(t[1:], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("cursor value %q: %w", t, err)
+			}
+			out[i] = n
+		default:
+			out[i] = nil
+		}
+	}
+	return out, nil
+}
