@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -184,17 +185,16 @@ func (r *reshardRig) run(rows int) {
 
 	time.Sleep(2 * time.Second) // latency samples before the reshard starts
 	l.mark("reshard")
-	out, kills := r.reshard()
+	out := r.reshard()
 	l.mark("after")
-	for _, line := range strings.Split(out, "\n") {
-		if strings.Contains(strings.ToLower(line), "fence") || strings.Contains(line, "now applies through") {
-			t.Logf("reshard: %s", strings.TrimSpace(line))
-		}
+	if !strings.Contains(out, reshardProj+" now applies through sink new (generation 1)") {
+		t.Errorf("the last reshard run does not say the projection moved to sink new at generation 1:\n%s", out)
 	}
-	if !strings.Contains(strings.ToLower(out), "fence") {
-		t.Errorf("the reshard's output does not say how long the fence held:\n%s", out)
+	if m := regexp.MustCompile(`reshard of ` + reshardProj + ` done: fence (\d+) ms[^\n]*`).FindStringSubmatch(out); m == nil {
+		t.Errorf("the last reshard run does not say how long the fence held:\n%s", out)
+	} else {
+		t.Logf("%s (the fence: live applies on the old shards wait at most this long)", m[0])
 	}
-	t.Logf("SIGKILLs of readside reshard: %s", strings.Join(kills, ", "))
 	expectReadside(t, r.cfgPath, "cleanup", "reshard --projection "+reshardProj+" --to "+r.new.ranges()+" --sink new --yes --cleanup", 0)
 	time.Sleep(2 * time.Second) // the load goes on a little after the cleanup
 	stopLoad()
@@ -217,21 +217,27 @@ func (r *reshardRig) run(rows int) {
 	}
 }
 
-// reshard runs `readside reshard` until it exits 0, SIGKILLing it once
-// while _readside_reshards says filling and once while it says cutover
-// (when the phase lasts long enough to be seen), rerunning it after each.
-// It returns the last run's output and the phases the kills landed in.
-func (r *reshardRig) reshard() (string, []string) {
+// reshard runs `readside reshard` three times: paused (the command's
+// test hook) after its first copied chunk and SIGKILLed there, with
+// _readside_reshards saying filling; paused with the fence held and
+// SIGKILLed, the phase saying cutover; then to the end. It returns the
+// last run's output.
+func (r *reshardRig) reshard() string {
 	t := r.t
 	logPath := filepath.Join(r.dir, "reshard.log")
 	args := []string{"reshard", "--projection", reshardProj, "--to", r.new.ranges(), "--sink", "new", "--yes", "-c", r.cfgPath}
-	var kills []string
 	for _, phase := range []string{"filling", "cutover", ""} {
 		if err := os.WriteFile(logPath, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		t.Setenv("READSIDE_TEST_RESHARD_PAUSE", phase)
 		p := &daemon{t: t, args: args, logPath: logPath}
 		p.start()
+		t.Cleanup(func() {
+			if p.running() {
+				p.kill9()
+			}
+		})
 		if phase == "" {
 			select {
 			case <-p.done:
@@ -239,58 +245,37 @@ func (r *reshardRig) reshard() (string, []string) {
 				p.kill9()
 				t.Fatalf("readside reshard did not finish within 10 minutes; output:\n%s", tail(logPath))
 			}
-			if code := p.cmd.ProcessState.ExitCode(); code != 0 {
-				t.Fatalf("readside reshard exit %d; output:\n%s", code, tail(logPath))
-			}
 			out, err := os.ReadFile(logPath)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return string(out), kills
-		}
-		seen := r.waitPhase(p, phase)
-		if !p.running() {
 			if code := p.cmd.ProcessState.ExitCode(); code != 0 {
-				t.Fatalf("readside reshard exit %d; output:\n%s", code, tail(logPath))
+				t.Fatalf("readside reshard exit %d; output:\n%s", code, out)
 			}
-			kills = append(kills, fmt.Sprintf("none in %s (the run ended first)", phase))
-			continue
+			return string(out)
 		}
+		testbed.Eventually(t, 10*time.Minute, func() (bool, string) {
+			if !p.running() {
+				t.Fatalf("readside reshard exited before pausing in %s:\n%s", phase, tail(logPath))
+			}
+			b, _ := os.ReadFile(logPath)
+			return strings.Contains(string(b), "paused for a test") && r.phase() == phase,
+				fmt.Sprintf("no pause in %s yet (_readside_reshards.phase %q):\n%s", phase, r.phase(), tail(logPath))
+		})
 		p.kill9()
-		kills = append(kills, "in "+seen)
+		t.Logf("readside reshard SIGKILLed in %s", phase)
+		t.Setenv("READSIDE_TEST_RESHARD_PAUSE", "")
 	}
 	panic("unreachable")
 }
 
-// waitPhase polls the reshard's phase on the first new server until it is
-// want (in the fill: after a second of it, so rows are part copied) or
-// the process exits, and returns the phase it last saw.
-func (r *reshardRig) waitPhase(p *daemon, want string) string {
-	db := r.servers[r.new[0].server].DB()
-	q := "SELECT phase FROM `" + r.dbs[r.new[0].server] + "`.`_readside_reshards` WHERE projection = ?"
-	var since time.Time
-	deadline := time.Now().Add(10 * time.Minute)
-	last := ""
-	for p.running() {
-		var phase string
-		if err := db.QueryRowContext(r.t.Context(), q, reshardProj).Scan(&phase); err == nil {
-			last = phase
-		}
-		if last == want {
-			if since.IsZero() {
-				since = time.Now()
-			}
-			if want != "filling" || time.Since(since) > time.Second {
-				return last
-			}
-		}
-		if time.Now().After(deadline) {
-			p.kill9()
-			r.t.Fatalf("readside reshard did not reach phase %s within 10 minutes (last %q); output:\n%s", want, last, tail(p.logPath))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return last
+// phase is the reshard's phase as the first new server records it ("" if
+// none yet).
+func (r *reshardRig) phase() string {
+	srv := r.new[0].server
+	var phase string
+	_ = r.servers[srv].DB().QueryRowContext(r.t.Context(), "SELECT phase FROM `"+r.dbs[srv]+"`.`_readside_reshards` WHERE projection = ?", reshardProj).Scan(&phase)
+	return phase
 }
 
 // count is the read rows over a layout's shards (each shard's rows in its
