@@ -232,7 +232,7 @@ func (rb *reshardBed) startReshard(pause string, args ...string) *reshardRun {
 	r := &reshardRun{out: &syncBuffer{}, done: make(chan struct{})}
 	r.cmd = exec.Command(readsideBinary(rb.t), append([]string{"reshard", "-c", rb.cfgPath, "--projection", "messages_by_sender",
 		"--sink", "reads3", "--to", "-80,80-c0,c0-", "--yes", "--progress-every", "1s"}, args...)...)
-	r.cmd.Env = append(os.Environ(), "READSIDE_TEST_RESHARD_PAUSE="+pause)
+	r.cmd.Env = append(os.Environ(), "RS_TEST_RESHARD_PAUSE="+pause)
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := r.cmd.Start(); err != nil {
@@ -252,7 +252,7 @@ func (rb *reshardBed) killAtPause(r *reshardRun, phase string) {
 			rb.t.Fatalf("reshard exited (%v) before pausing at %s:\n%s", r.cmd.ProcessState, phase, r.out.String())
 		default:
 		}
-		return strings.Contains(r.out.String(), "paused for a test phase="+phase), "no pause at " + phase + " yet:\n" + r.out.String()
+		return strings.Contains(r.out.String(), "paused for a test\" phase="+phase), "no pause at " + phase + " yet:\n" + r.out.String()
 	})
 	_ = r.cmd.Process.Signal(syscall.SIGKILL)
 	<-r.done
