@@ -1,390 +1,422 @@
 package e2e
 
+// readside reshard end to end: the chat projection moved from two shards
+// (-80, 80-) to three (-80, 80-c0, c0-: c0- on a server of its own) on
+// three real MariaDB sink servers and the real broker, while the source
+// takes writes and a live projector follows the routing generation as
+// the daemon does; the reshard is SIGKILLed while filling and again with
+// its fence held, and the reruns finish it.
+
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
+	"github.com/readside/readside/verify"
 )
 
-// TestReshardTwoToThreeUnderLoad is issue 28's acceptance on the real
-// binary: a projection sharded on two servers (-80 on A, 80- on B) served
-// by `readside run` is resharded onto three (-80 A, 80-c0 B, c0- C) while
-// inserts, updates and deletes keep coming; the reshard is SIGKILLed once
-// during the fill and once during the cutover and rerun each time, then
-// cleaned up. At the end `readside verify` says EQUAL, no shard holds a row
-// its range does not name, and a reader that routed by
-// _readside_routing throughout never missed a key it knew existed.
-// RESHARD_ROWS sets the rows loaded before the reshard.
-func TestReshardTwoToThreeUnderLoad(t *testing.T) {
-	r := newReshardRig(t, "rs23",
-		sinkLayout{{"-80", 0}, {"80-", 1}},
-		sinkLayout{{"-80", 0}, {"80-c0", 1}, {"c0-", 2}})
-	r.run(envInt("RESHARD_ROWS", 40_000))
+// reshardBed is the chat source, three sink servers and the config.
+type reshardBed struct {
+	t       *testing.T
+	bed     *testbed.Bed
+	src     string
+	servers [3]*testbed.MySQL
+	dbs     [3]string
+	cfgPath string
+	cfg     config.Config
+	dir     string
 }
 
-// TestReshardUnshardedToTwo is the same move for an unsharded read table:
-// "-" on A becomes -80 on A and 80- on B.
-func TestReshardUnshardedToTwo(t *testing.T) {
-	r := newReshardRig(t, "rs12",
-		sinkLayout{{"-", 0}},
-		sinkLayout{{"-80", 0}, {"80-", 1}})
-	r.run(envInt("RESHARD_ROWS", 40_000) / 2)
-}
-
-// sinkLayout is a sink's shards in order: each a key range on one of the
-// rig's sink servers (an index into reshardRig.servers).
-type sinkLayout []struct {
-	keyrange string
-	server   int
-}
-
-func (l sinkLayout) ranges() string {
-	rs := make([]string, len(l))
-	for i, s := range l {
-		rs[i] = s.keyrange
-	}
-	return strings.Join(rs, ",")
-}
-
-// reshardProj is the projection the reshard tests move.
-const reshardProj = "items_by_id"
-
-// reshardRig is a source database on the test bed's MariaDB, sink
-// servers of their own (one database each), a config naming the sinks
-// "old" (serving the projection) and "new" (the reshard's target), and
-// the daemon.
-type reshardRig struct {
-	t        *testing.T
-	bed      *testbed.Bed
-	src      string
-	servers  []*testbed.MySQL
-	dbs      []string // the sink database on each server
-	old, new sinkLayout
-	cfgPath  string
-	prefix   string
-	dir      string
-}
-
-func newReshardRig(t *testing.T, name string, old, new sinkLayout) *reshardRig {
+func newReshardBed(t *testing.T, name string) *reshardBed {
+	t.Helper()
 	bed := testbed.Get(t)
-	if !bed.MySQL.Private() {
-		t.Skip("starts sink servers of its own: needs the test bed's own MariaDB")
-	}
 	ctx := t.Context()
-	r := &reshardRig{t: t, bed: bed, old: old, new: new, dir: t.TempDir()}
+	rb := &reshardBed{t: t, bed: bed, dir: t.TempDir()}
 	var err error
-	if r.src, err = bed.MySQL.CreateDatabase(ctx, name); err != nil {
+	if rb.src, err = bed.MySQL.CreateDatabase(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+r.src+"`.items (id BIGINT PRIMARY KEY, grp INT NOT NULL, v BIGINT NOT NULL, note VARCHAR(40) NOT NULL, commit_us BIGINT NOT NULL)"); err != nil {
+	table, err := testbed.CreateChat(ctx, bed.MySQL, rb.src)
+	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, l := range append(append(sinkLayout{}, old...), new...) {
-		n = max(n, l.server+1)
+	rb.servers[0] = bed.MySQL
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := 1; i < 3; i++ {
+		wg.Go(func() {
+			m, err := testbed.StartMariaDBWith(ctx, filepath.Join(rb.dir, fmt.Sprintf("sink%d", i)), testbed.MariaDBOptions{ServerID: 100 + i})
+			if err == nil {
+				t.Cleanup(func() { m.Stop() })
+			}
+			rb.servers[i], errs[i] = m, err
+		})
 	}
-	for i := range n {
-		m, err := testbed.StartMariaDBWith(ctx, filepath.Join(bed.Dir(), fmt.Sprintf("%s-sink%c", name, 'A'+i)), testbed.MariaDBOptions{})
-		if err != nil {
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range rb.servers {
+		if rb.dbs[i], err = m.CreateDatabase(ctx, name+"_r"); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = m.Close() })
-		db, err := m.CreateDatabase(ctx, name+"_r")
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.servers, r.dbs = append(r.servers, m), append(r.dbs, db)
 	}
-	r.prefix = name + fmt.Sprint(rand.IntN(1e6))
-	r.cfgPath = filepath.Join(r.dir, "readside.yaml")
-	r.writeConfig("old")
-	return r
-}
-
-// writeConfig writes the config with the projection on sink serving.
-func (r *reshardRig) writeConfig(serving string) {
-	sink := func(l sinkLayout) string {
-		if len(l) == 1 && l[0].keyrange == "-" {
-			return fmt.Sprintf("    dsn: %q\n", r.dsn(l[0].server))
-		}
-		s := "    shards:\n"
-		for _, sh := range l {
-			s += fmt.Sprintf("      - {keyrange: %q, dsn: %q}\n", sh.keyrange, r.dsn(sh.server))
-		}
-		return s
-	}
+	dsn := func(i int) string { return rb.servers[i].AdminDSN() + rb.dbs[i] }
 	cfg := fmt.Sprintf(`source:
   dsn: %q
   server_id: %d
-  tables: [%s.items]
-  snapshot:
-    mode: never
+  tables: [%s]
 kafka:
   brokers: [%s]
-  topic_prefix: %s
+  topic_prefix: rs%d
   partitions: 4
 data_dir: %s
 sinks:
-  old:
-%s  new:
-%sprojections:
-  %s:
-    from: %s.items
-    sink: %s
-    key: [id]
-    shard_by: id
-    columns: {id: id, grp: grp, v: v, note: note, commit_us: commit_us}
-`, r.bed.MySQL.ReplDSN(), testbed.NewServerID(), r.src, strings.Join(r.bed.Kafka.Brokers(), ", "), r.prefix,
-		filepath.Join(r.dir, "data"), sink(r.old), sink(r.new), reshardProj, r.src, serving)
-	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o600); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-func (r *reshardRig) dsn(server int) string { return r.servers[server].AdminDSN() + r.dbs[server] }
-
-// table is the read table on a server, quoted.
-func (r *reshardRig) table(server int) string { return "`" + r.dbs[server] + "`.`" + reshardProj + "`" }
-
-// run loads rows, starts the daemon on "old", moves the projection to
-// "new" under a live load with a SIGKILL in the fill and one in the
-// cutover, cleans up and checks what the test's comment says.
-func (r *reshardRig) run(rows int) {
-	t, ctx := r.t, r.t.Context()
-	t.Logf("%d rows, %s → %s", rows, r.old.ranges(), r.new.ranges())
-	logPath := filepath.Join(r.dir, "readside.log")
-	d := startDaemon(t, logPath, "run", "-c", r.cfgPath)
-	waitForCheckpoint(t, r.bed, r.prefix)
-
-	start := time.Now()
-	if err := loadItems(ctx, r.bed.MySQL.DB(), r.src, rows); err != nil {
+  reads:
+    shards:
+      - {keyrange: "-80", dsn: %q}
+      - {keyrange: "80-", dsn: %q}
+  reads3:
+    shards:
+      - {keyrange: "-80", dsn: %q}
+      - {keyrange: "80-c0", dsn: %q}
+      - {keyrange: "c0-", dsn: %q}
+projections:
+%s`, bed.MySQL.ReplDSN(), testbed.NewServerID(), table, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6),
+		filepath.Join(rb.dir, "data"), dsn(0), dsn(1), dsn(0), dsn(1), dsn(2), testbed.ChatProjectionYAML(rb.src))
+	rb.cfgPath = filepath.Join(rb.dir, "readside.yaml")
+	if err := os.WriteFile(rb.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	loaded := time.Since(start)
-	testbed.Eventually(t, 10*time.Minute, func() (bool, string) {
-		n := r.count(r.old)
-		return n == rows, fmt.Sprintf("%d of %d rows applied on the old shards; log:\n%s", n, rows, tail(logPath))
-	})
-	t.Logf("%d rows written in %s, applied on %s after %s", rows, loaded.Round(time.Millisecond), r.old.ranges(), time.Since(start).Round(time.Millisecond))
-
-	lctx, stopLoad := context.WithCancel(ctx)
-	defer stopLoad()
-	l := newReshardLoad(r, rows, seedFromEnv(t))
-	l.start(lctx)
-
-	time.Sleep(2 * time.Second) // latency samples before the reshard starts
-	l.mark("reshard")
-	out := r.reshard()
-	l.mark("after")
-	if !strings.Contains(out, reshardProj+" now applies through sink new (generation 1)") {
-		t.Errorf("the last reshard run does not say the projection moved to sink new at generation 1:\n%s", out)
+	if rb.cfg, err = config.Load(rb.cfgPath, nil); err != nil {
+		t.Fatal(err)
 	}
-	if m := regexp.MustCompile(`reshard of ` + reshardProj + ` done: fence (\d+) ms[^\n]*`).FindStringSubmatch(out); m == nil {
-		t.Errorf("the last reshard run does not say how long the fence held:\n%s", out)
-	} else {
-		t.Logf("%s (the fence: live applies on the old shards wait at most this long)", m[0])
-	}
-	expectReadside(t, r.cfgPath, "cleanup", "reshard --projection "+reshardProj+" --to "+r.new.ranges()+" --sink new --yes --cleanup", 0)
-	time.Sleep(2 * time.Second) // the load goes on a little after the cleanup
-	stopLoad()
-	l.wait()
-
-	// The daemon applies what the load wrote last; verify re-checks live.
-	testbed.Eventually(t, 3*time.Minute, func() (bool, string) {
-		out, code := readsideOutput(t, r.cfgPath, "verify")
-		want := fmt.Sprintf("%s: EQUAL (read table %s on sink new, %d shard(s))", reshardProj, reshardProj, len(r.new))
-		return code == 0 && strings.Contains(out, want), "readside verify, want " + want + ":\n" + out
-	})
-	r.checkPlacement()
-	want := r.sourceCount()
-	if got := r.count(r.new); got != want {
-		t.Errorf("the new shards hold %d rows, the source %d", got, want)
-	}
-	l.report()
-	if code := d.stop(30 * time.Second); code != 0 {
-		t.Errorf("readside run exit %d after SIGTERM; log:\n%s", code, tail(logPath))
-	}
+	return rb
 }
 
-// reshard runs `readside reshard` three times: paused (the command's
-// test hook) after its first copied chunk and SIGKILLed there, with
-// _readside_reshards saying filling; paused with the fence held and
-// SIGKILLed, the phase saying cutover; then to the end. It returns the
-// last run's output.
-func (r *reshardRig) reshard() string {
-	t := r.t
-	logPath := filepath.Join(r.dir, "reshard.log")
-	args := []string{"reshard", "--projection", reshardProj, "--to", r.new.ranges(), "--sink", "new", "--yes", "-c", r.cfgPath}
-	for _, phase := range []string{"filling", "cutover", ""} {
-		if err := os.WriteFile(logPath, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Setenv("READSIDE_TEST_RESHARD_PAUSE", phase)
-		p := &daemon{t: t, args: args, logPath: logPath}
-		p.start()
-		t.Cleanup(func() {
-			if p.running() {
-				p.kill9()
-			}
-		})
-		if phase == "" {
-			select {
-			case <-p.done:
-			case <-time.After(10 * time.Minute):
-				p.kill9()
-				t.Fatalf("readside reshard did not finish within 10 minutes; output:\n%s", tail(logPath))
-			}
-			out, err := os.ReadFile(logPath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if code := p.cmd.ProcessState.ExitCode(); code != 0 {
-				t.Fatalf("readside reshard exit %d; output:\n%s", code, out)
-			}
-			return string(out)
-		}
-		testbed.Eventually(t, 10*time.Minute, func() (bool, string) {
-			if !p.running() {
-				t.Fatalf("readside reshard exited before pausing in %s:\n%s", phase, tail(logPath))
-			}
-			b, _ := os.ReadFile(logPath)
-			return strings.Contains(string(b), "paused for a test") && r.phase() == phase,
-				fmt.Sprintf("no pause in %s yet (_readside_reshards.phase %q):\n%s", phase, r.phase(), tail(logPath))
-		})
-		p.kill9()
-		t.Logf("readside reshard SIGKILLed in %s", phase)
-		t.Setenv("READSIDE_TEST_RESHARD_PAUSE", "")
-	}
-	panic("unreachable")
-}
-
-// phase is the reshard's phase as the first new server records it ("" if
-// none yet).
-func (r *reshardRig) phase() string {
-	srv := r.new[0].server
-	var phase string
-	_ = r.servers[srv].DB().QueryRowContext(r.t.Context(), "SELECT phase FROM `"+r.dbs[srv]+"`.`_readside_reshards` WHERE projection = ?", reshardProj).Scan(&phase)
-	return phase
-}
-
-// count is the read rows over a layout's shards (each shard's rows in its
-// range only, so copies a cleanup has not removed yet do not count).
-func (r *reshardRig) count(l sinkLayout) int {
-	total := 0
-	for _, sh := range l {
-		rg, err := projections.ParseKeyRange(sh.keyrange)
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		ids := r.ids(sh.server)
-		for _, id := range ids {
-			if rg.Contains(keyspaceID(id)) {
-				total++
-			}
-		}
-	}
-	return total
-}
-
-func (r *reshardRig) ids(server int) []int64 {
-	rows, err := r.servers[server].DB().QueryContext(r.t.Context(), "SELECT id FROM "+r.table(server))
+func (rb *reshardBed) projection() *projections.Projection {
+	rb.t.Helper()
+	ps, err := projections.Compile(rb.cfg)
 	if err != nil {
-		if strings.Contains(err.Error(), "doesn't exist") {
-			return nil
-		}
-		r.t.Fatal(err)
+		rb.t.Fatal(err)
 	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			r.t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		r.t.Fatal(err)
-	}
-	return ids
+	return ps[0]
 }
 
-// checkPlacement fails for every row on a new shard whose range does not
-// hold its keyspace id (after the cleanup none may be left).
-func (r *reshardRig) checkPlacement() {
-	for _, sh := range r.new {
-		rg, err := projections.ParseKeyRange(sh.keyrange)
+// follow runs the projection's live projector as the daemon does: on the
+// sink the routing names, checking the generation it started at, and
+// again on the sink a RoutingChanged leads to. It returns the sinks it
+// applied through, in order.
+func (rb *reshardBed) follow(ctx context.Context, p *projections.Projection) ([]string, error) {
+	opened := map[string]*sinks.Sharded{}
+	defer func() {
+		for _, s := range opened {
+			s.Close()
+		}
+	}()
+	open := func(ctx context.Context, name string) (*sinks.Sharded, error) {
+		if s := opened[name]; s != nil {
+			return s, nil
+		}
+		s, err := sinks.OpenSharded(ctx, name, rb.cfg.Sinks[name])
+		if err == nil {
+			opened[name] = s
+		}
+		return s, err
+	}
+	types, err := p.SourceColumns(ctx, rb.bed.MySQL.DB())
+	if err != nil {
+		return nil, err
+	}
+	var via []string
+	for ctx.Err() == nil {
+		res, err := sinks.Resolve(ctx, rb.cfg, p, open)
+		var unsettled *sinks.RoutingUnsettled
+		if errors.As(err, &unsettled) {
+			time.Sleep(100 * time.Millisecond) // a cutover under way
+			continue
+		}
 		if err != nil {
-			r.t.Fatal(err)
+			return via, err
 		}
-		ids, bad := r.ids(sh.server), 0
-		for _, id := range ids {
-			if ks := keyspaceID(id); !rg.Contains(ks) {
-				if bad++; bad <= 5 {
-					r.t.Errorf("shard %s holds id %d, whose keyspace id %016x it does not own", sh.keyrange, id, ks)
-				}
-			}
+		if err := res.Sink.Exec(ctx, sinks.DDL(p, types)); err != nil {
+			return via, err
 		}
-		if bad > 0 {
-			r.t.Errorf("shard %s: %d of %d rows are outside its range", sh.keyrange, bad, len(ids))
-		} else {
-			r.t.Logf("shard %s holds %d rows, all in its range", sh.keyrange, len(ids))
+		via = append(via, fmt.Sprintf("%s@%d", res.Name, res.Generation))
+		pr, err := projections.NewProjector(p, res.Sink.Routed(res.Generation), projections.Options{Brokers: rb.bed.Kafka.Brokers()})
+		if err != nil {
+			return via, err
+		}
+		err = pr.Run(ctx)
+		var changed *sinks.RoutingChanged
+		if !errors.As(err, &changed) && ctx.Err() == nil {
+			return via, err
 		}
 	}
+	return via, nil
 }
 
-func (r *reshardRig) sourceCount() int {
-	var n int
-	if err := r.bed.MySQL.DB().QueryRowContext(r.t.Context(), "SELECT COUNT(*) FROM `"+r.src+"`.items").Scan(&n); err != nil {
-		r.t.Fatal(err)
-	}
-	return n
-}
-
-// keyspaceID routes an id as the projector does (shard_by id, a BIGINT).
-func keyspaceID(id int64) uint64 {
-	return projections.KeyspaceID(projections.ShardValue(projections.ValueOf(id), 0))
-}
-
-// loadItems inserts ids 1..rows in multi-row statements.
-func loadItems(ctx context.Context, db *sql.DB, src string, rows int) error {
-	const batch = 2000
-	for lo := 1; lo <= rows; lo += batch {
-		var b strings.Builder
-		b.WriteString("INSERT INTO `" + src + "`.items VALUES ")
-		now := time.Now().UnixMicro()
-		for id := lo; id < lo+batch && id <= rows; id++ {
-			if id > lo {
-				b.WriteByte(',')
-			}
-			fmt.Fprintf(&b, "(%d,%d,0,'n%d',%d)", id, id%97, id, now)
+// write keeps a seeded workload of inserts, edits, sender moves and
+// deletes going on a few thousand rows until ctx ends.
+func (rb *reshardBed) write(ctx context.Context, rng *rand.Rand, first int) error {
+	table := "`" + rb.src + "`.messages"
+	db := rb.bed.MySQL.DB()
+	live := map[int]bool{}
+	for i := 0; ctx.Err() == nil; i++ {
+		id := 1 + rng.IntN(4000)
+		var err error
+		switch r := rng.IntN(100); {
+		case !live[id] || i < first:
+			_, err = db.ExecContext(ctx, "INSERT INTO "+table+" VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE body = VALUES(body)", id, rng.IntN(300),
+				fmt.Sprintf("2026-01-01 00:%02d:%02d.%06d", rng.IntN(60), rng.IntN(60), rng.IntN(1e6)), fmt.Sprintf("m%d", i))
+			live[id] = true
+		case r < 40:
+			_, err = db.ExecContext(ctx, "UPDATE "+table+" SET body = ? WHERE id = ?", fmt.Sprintf("e%d", i), id)
+		case r < 75:
+			_, err = db.ExecContext(ctx, "UPDATE "+table+" SET sender_id = ? WHERE id = ?", rng.IntN(300), id)
+		default:
+			_, err = db.ExecContext(ctx, "DELETE FROM "+table+" WHERE id = ?", id)
+			delete(live, id)
 		}
-		if _, err := db.ExecContext(ctx, b.String()); err != nil {
+		if err != nil && ctx.Err() == nil {
 			return err
+		}
+		if i >= first {
+			time.Sleep(2 * time.Millisecond) // live traffic, not a bulk load
 		}
 	}
 	return nil
 }
 
-// readsideOutput runs a readside verb on cfgPath and returns its combined
-// output and exit code.
-func readsideOutput(t *testing.T, cfgPath string, verb string) (string, int) {
-	t.Helper()
-	cmd := exec.CommandContext(t.Context(), readsideBinary(t), append(strings.Fields(verb), "-c", cfgPath)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil && cmd.ProcessState == nil {
+// reshardRun is one `readside reshard` process.
+type reshardRun struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (rb *reshardBed) startReshard(pause string, args ...string) *reshardRun {
+	rb.t.Helper()
+	r := &reshardRun{out: &syncBuffer{}, done: make(chan struct{})}
+	r.cmd = exec.Command(readsideBinary(rb.t), append([]string{"reshard", "-c", rb.cfgPath, "--projection", "messages_by_sender",
+		"--sink", "reads3", "--to", "-80,80-c0,c0-", "--yes", "--progress-every", "1s"}, args...)...)
+	r.cmd.Env = append(os.Environ(), "RS_TEST_RESHARD_PAUSE="+pause)
+	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := r.cmd.Start(); err != nil {
+		rb.t.Fatal(err)
+	}
+	go func() { _ = r.cmd.Wait(); close(r.done) }()
+	rb.t.Cleanup(func() { _ = r.cmd.Process.Kill(); <-r.done })
+	return r
+}
+
+// killAtPause waits for the run to pause at its phase, then SIGKILLs it.
+func (rb *reshardBed) killAtPause(r *reshardRun, phase string) {
+	rb.t.Helper()
+	testbed.Eventually(rb.t, 90*time.Second, func() (bool, string) {
+		select {
+		case <-r.done:
+			rb.t.Fatalf("reshard exited (%v) before pausing at %s:\n%s", r.cmd.ProcessState, phase, r.out.String())
+		default:
+		}
+		return strings.Contains(r.out.String(), "paused for a test\" phase="+phase), "no pause at " + phase + " yet:\n" + r.out.String()
+	})
+	_ = r.cmd.Process.Signal(syscall.SIGKILL)
+	<-r.done
+}
+
+// phase is the recorded reshard phase on server i.
+func (rb *reshardBed) phase(i int) string {
+	var phase string
+	err := rb.servers[i].DB().QueryRowContext(rb.t.Context(), "SELECT phase FROM `"+rb.dbs[i]+"`.`_readside_reshards` WHERE projection = 'messages_by_sender'").Scan(&phase)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		rb.t.Fatal(err)
+	}
+	return phase
+}
+
+// TestReshardSplitKill9: 2 → 3 shards under live writes with a following
+// projector; kill -9 in filling and in the cutover (fence held), reruns
+// finish; then every row is on exactly the shard its new range names
+// (after --cleanup), the read table equals the source (verify), and the
+// live projector moved to the new sink at generation 1.
+func TestReshardSplitKill9(t *testing.T) {
+	rb := newReshardBed(t, "rshk")
+	p := rb.projection()
+	tailer := startDaemon(t, filepath.Join(rb.dir, "tailer.log"), "run", "-c", rb.cfgPath, "--role", "tailer")
+	ctx := t.Context()
+
+	fctx, stopFollow := context.WithCancel(ctx)
+	var via []string
+	ferr := make(chan error, 1)
+	go func() {
+		var err error
+		via, err = rb.follow(fctx, p)
+		ferr <- err
+	}()
+	wctx, stopWriting := context.WithCancel(ctx)
+	werr := make(chan error, 1)
+	seed := seedFromEnv(t)
+	go func() { werr <- rb.write(wctx, rand.New(rand.NewPCG(seed, 28)), 3000) }()
+	// The old shards hold rows before the reshard starts.
+	testbed.Eventually(t, 90*time.Second, func() (bool, string) {
+		var n int
+		err := rb.servers[1].DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+rb.dbs[1]+"`.messages_by_sender").Scan(&n)
+		return err == nil && n > 500, fmt.Sprintf("%d rows on 80- (%v)", n, err)
+	})
+
+	first := rb.startReshard("filling", "--chunk-rows", "50")
+	rb.killAtPause(first, "filling")
+	if ph := rb.phase(2); ph != "filling" {
+		t.Fatalf("phase after the kill in filling = %q, want filling", ph)
+	}
+	second := rb.startReshard("cutover", "--chunk-rows", "50")
+	rb.killAtPause(second, "cutover")
+	if ph := rb.phase(2); ph != "cutover" {
+		t.Fatalf("phase after the kill in the cutover = %q, want cutover\n%s", ph, second.out.String())
+	}
+	last := rb.startReshard("", "--cleanup")
+	select {
+	case <-last.done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the last reshard run did not finish:\n%s", last.out.String())
+	}
+	out := last.out.String()
+	t.Logf("last reshard run:\n%s", out)
+	if code := last.cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(out, "messages_by_sender now applies through sink reads3 (generation 1)") {
+		t.Fatalf("reshard exit %d:\n%s", code, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if l := lines[len(lines)-1]; !strings.HasPrefix(l, "reshard of messages_by_sender done: fence ") {
+		t.Errorf("last line %q, want the fence time", l)
+	}
+	if ph := rb.phase(2); ph != "clean" {
+		t.Errorf("phase after --cleanup = %q, want clean", ph)
+	}
+	// A rerun says there is nothing to do.
+	again := rb.startReshard("")
+	<-again.done
+	if code := again.cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(again.out.String(), "already served by sink reads3") {
+		t.Errorf("rerun: exit %d:\n%s", code, again.out.String())
+	}
+
+	stopWriting()
+	if err := <-werr; err != nil {
 		t.Fatal(err)
 	}
-	return string(out), cmd.ProcessState.ExitCode()
+	rb.checkPlaced()
+	rb.verifyEqual(p)
+	stopFollow()
+	if err := <-ferr; err != nil {
+		t.Fatalf("live projector: %v", err)
+	}
+	if strings.Join(via, " ") != "reads@0 reads3@1" {
+		t.Errorf("the live projector applied through %v, want reads@0 then reads3@1", via)
+	}
+	if code := tailer.stop(30 * time.Second); code != 0 {
+		t.Errorf("tailer exit %d", code)
+	}
+}
+
+// checkPlaced: every read row is on the server whose new range holds its
+// keyspace id, and each server's routing row names reads3 at generation 1.
+func (rb *reshardBed) checkPlaced() {
+	rb.t.Helper()
+	ranges := [][]string{{"-80"}, {"80-c0"}, {"c0-"}}
+	total := 0
+	for i, m := range rb.servers {
+		var rs []projections.KeyRange
+		for _, text := range ranges[i] {
+			r, _ := projections.ParseKeyRange(text)
+			rs = append(rs, r)
+		}
+		rows, err := m.DB().QueryContext(rb.t.Context(), "SELECT sender_id FROM `"+rb.dbs[i]+"`.messages_by_sender")
+		if err != nil {
+			rb.t.Fatal(err)
+		}
+		n, wrong := 0, 0
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				rb.t.Fatal(err)
+			}
+			id := projections.KeyspaceID([]byte(s))
+			ok := false
+			for _, r := range rs {
+				ok = ok || r.Contains(id)
+			}
+			if !ok {
+				wrong++
+			}
+			n++
+		}
+		rows.Close()
+		total += n
+		if wrong > 0 || n == 0 {
+			rb.t.Errorf("server %d (%v): %d rows, %d outside its new range", i, ranges[i], n, wrong)
+		}
+		var gen uint64
+		var sink string
+		if err := m.DB().QueryRowContext(rb.t.Context(), "SELECT generation, sink FROM `"+rb.dbs[i]+"`.`_readside_routing` WHERE projection = 'messages_by_sender'").Scan(&gen, &sink); err != nil || gen != 1 || sink != "reads3" {
+			rb.t.Errorf("server %d: routing generation %d sink %q (%v), want 1 reads3", i, gen, sink, err)
+		}
+	}
+	rb.t.Logf("%d read rows on three servers, each where its new range names", total)
+}
+
+// verifyEqual: verify over the new sink finds no drift (missing, extra,
+// different or misplaced rows).
+func (rb *reshardBed) verifyEqual(p *projections.Projection) {
+	rb.t.Helper()
+	ctx := rb.t.Context()
+	src, err := verify.OpenSource(rb.bed.MySQL.AdminDSN())
+	if err != nil {
+		rb.t.Fatal(err)
+	}
+	defer src.Close()
+	sink, err := sinks.OpenSharded(ctx, "reads3", rb.cfg.Sinks["reads3"])
+	if err != nil {
+		rb.t.Fatal(err)
+	}
+	defer sink.Close()
+	testbed.Eventually(rb.t, time.Minute, func() (bool, string) {
+		rep, err := verify.New(p, src, sink, verify.Options{Settle: 5 * time.Second, Brokers: rb.bed.Kafka.Brokers()}).Run(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return rep.Drift() == 0 && rep.SourceRows > 0, fmt.Sprintf("verify: %+v", *rep)
+	})
 }

@@ -52,7 +52,7 @@ func (f reshardFlags) check() string {
 
 // reshardPauseEnv makes the reshard wait at a phase (tests only: a kill -9
 // lands there).
-const reshardPauseEnv = "READSIDE_TEST_RESHARD_PAUSE"
+const reshardPauseEnv = "RS_TEST_RESHARD_PAUSE"
 
 func runReshard(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("reshard")

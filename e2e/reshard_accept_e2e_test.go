@@ -1,0 +1,390 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/projections"
+)
+
+// TestReshardTwoToThreeUnderLoad is issue 28's acceptance on the real
+// binary: a projection sharded on two servers (-80 on A, 80- on B) served
+// by `readside run` is resharded onto three (-80 A, 80-c0 B, c0- C) while
+// inserts, updates and deletes keep coming; the reshard is SIGKILLed once
+// during the fill and once during the cutover and rerun each time, then
+// cleaned up. At the end `readside verify` says EQUAL, no shard holds a row
+// its range does not name, and a reader that routed by
+// _readside_routing throughout never missed a key it knew existed.
+// RESHARD_ROWS sets the rows loaded before the reshard.
+func TestReshardTwoToThreeUnderLoad(t *testing.T) {
+	r := newReshardRig(t, "rs23",
+		sinkLayout{{"-80", 0}, {"80-", 1}},
+		sinkLayout{{"-80", 0}, {"80-c0", 1}, {"c0-", 2}})
+	r.run(envInt("RESHARD_ROWS", 40_000))
+}
+
+// TestReshardUnshardedToTwo is the same move for an unsharded read table:
+// "-" on A becomes -80 on A and 80- on B.
+func TestReshardUnshardedToTwo(t *testing.T) {
+	r := newReshardRig(t, "rs12",
+		sinkLayout{{"-", 0}},
+		sinkLayout{{"-80", 0}, {"80-", 1}})
+	r.run(envInt("RESHARD_ROWS", 40_000) / 2)
+}
+
+// sinkLayout is a sink's shards in order: each a key range on one of the
+// rig's sink servers (an index into reshardRig.servers).
+type sinkLayout []struct {
+	keyrange string
+	server   int
+}
+
+func (l sinkLayout) ranges() string {
+	rs := make([]string, len(l))
+	for i, s := range l {
+		rs[i] = s.keyrange
+	}
+	return strings.Join(rs, ",")
+}
+
+// reshardProj is the projection the reshard tests move.
+const reshardProj = "items_by_id"
+
+// reshardRig is a source database on the test bed's MariaDB, sink
+// servers of their own (one database each), a config naming the sinks
+// "old" (serving the projection) and "new" (the reshard's target), and
+// the daemon.
+type reshardRig struct {
+	t        *testing.T
+	bed      *testbed.Bed
+	src      string
+	servers  []*testbed.MySQL
+	dbs      []string // the sink database on each server
+	old, new sinkLayout
+	cfgPath  string
+	prefix   string
+	dir      string
+}
+
+func newReshardRig(t *testing.T, name string, old, new sinkLayout) *reshardRig {
+	bed := testbed.Get(t)
+	if !bed.MySQL.Private() {
+		t.Skip("starts sink servers of its own: needs the test bed's own MariaDB")
+	}
+	ctx := t.Context()
+	r := &reshardRig{t: t, bed: bed, old: old, new: new, dir: t.TempDir()}
+	var err error
+	if r.src, err = bed.MySQL.CreateDatabase(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+r.src+"`.items (id BIGINT PRIMARY KEY, grp INT NOT NULL, v BIGINT NOT NULL, note VARCHAR(40) NOT NULL, commit_us BIGINT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range append(append(sinkLayout{}, old...), new...) {
+		n = max(n, l.server+1)
+	}
+	for i := range n {
+		m, err := testbed.StartMariaDBWith(ctx, filepath.Join(bed.Dir(), fmt.Sprintf("%s-sink%c", name, 'A'+i)), testbed.MariaDBOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = m.Close() })
+		db, err := m.CreateDatabase(ctx, name+"_r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.servers, r.dbs = append(r.servers, m), append(r.dbs, db)
+	}
+	r.prefix = name + fmt.Sprint(rand.IntN(1e6))
+	r.cfgPath = filepath.Join(r.dir, "readside.yaml")
+	r.writeConfig("old")
+	return r
+}
+
+// writeConfig writes the config with the projection on sink serving.
+func (r *reshardRig) writeConfig(serving string) {
+	sink := func(l sinkLayout) string {
+		if len(l) == 1 && l[0].keyrange == "-" {
+			return fmt.Sprintf("    dsn: %q\n", r.dsn(l[0].server))
+		}
+		s := "    shards:\n"
+		for _, sh := range l {
+			s += fmt.Sprintf("      - {keyrange: %q, dsn: %q}\n", sh.keyrange, r.dsn(sh.server))
+		}
+		return s
+	}
+	cfg := fmt.Sprintf(`source:
+  dsn: %q
+  server_id: %d
+  tables: [%s.items]
+  snapshot:
+    mode: never
+kafka:
+  brokers: [%s]
+  topic_prefix: %s
+  partitions: 4
+data_dir: %s
+sinks:
+  old:
+%s  new:
+%sprojections:
+  %s:
+    from: %s.items
+    sink: %s
+    key: [id]
+    shard_by: id
+    columns: {id: id, grp: grp, v: v, note: note, commit_us: commit_us}
+`, r.bed.MySQL.ReplDSN(), testbed.NewServerID(), r.src, strings.Join(r.bed.Kafka.Brokers(), ", "), r.prefix,
+		filepath.Join(r.dir, "data"), sink(r.old), sink(r.new), reshardProj, r.src, serving)
+	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *reshardRig) dsn(server int) string { return r.servers[server].AdminDSN() + r.dbs[server] }
+
+// table is the read table on a server, quoted.
+func (r *reshardRig) table(server int) string { return "`" + r.dbs[server] + "`.`" + reshardProj + "`" }
+
+// run loads rows, starts the daemon on "old", moves the projection to
+// "new" under a live load with a SIGKILL in the fill and one in the
+// cutover, cleans up and checks what the test's comment says.
+func (r *reshardRig) run(rows int) {
+	t, ctx := r.t, r.t.Context()
+	t.Logf("%d rows, %s → %s", rows, r.old.ranges(), r.new.ranges())
+	logPath := filepath.Join(r.dir, "readside.log")
+	d := startDaemon(t, logPath, "run", "-c", r.cfgPath)
+	waitForCheckpoint(t, r.bed, r.prefix)
+
+	start := time.Now()
+	if err := loadItems(ctx, r.bed.MySQL.DB(), r.src, rows); err != nil {
+		t.Fatal(err)
+	}
+	loaded := time.Since(start)
+	testbed.Eventually(t, 10*time.Minute, func() (bool, string) {
+		n := r.count(r.old)
+		return n == rows, fmt.Sprintf("%d of %d rows applied on the old shards; log:\n%s", n, rows, tail(logPath))
+	})
+	t.Logf("%d rows written in %s, applied on %s after %s", rows, loaded.Round(time.Millisecond), r.old.ranges(), time.Since(start).Round(time.Millisecond))
+
+	lctx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	l := newReshardLoad(r, rows, seedFromEnv(t))
+	l.start(lctx)
+
+	time.Sleep(2 * time.Second) // latency samples before the reshard starts
+	l.mark("reshard")
+	out := r.reshard()
+	l.mark("after")
+	if !strings.Contains(out, reshardProj+" now applies through sink new (generation 1)") {
+		t.Errorf("the last reshard run does not say the projection moved to sink new at generation 1:\n%s", out)
+	}
+	if m := regexp.MustCompile(`reshard of ` + reshardProj + ` done: fence (\d+) ms[^\n]*`).FindStringSubmatch(out); m == nil {
+		t.Errorf("the last reshard run does not say how long the fence held:\n%s", out)
+	} else {
+		t.Logf("%s (the fence: live applies on the old shards wait at most this long)", m[0])
+	}
+	expectReadside(t, r.cfgPath, "cleanup", "reshard --projection "+reshardProj+" --to "+r.new.ranges()+" --sink new --yes --cleanup", 0)
+	time.Sleep(2 * time.Second) // the load goes on a little after the cleanup
+	stopLoad()
+	l.wait()
+
+	// The daemon applies what the load wrote last; verify re-checks live.
+	testbed.Eventually(t, 3*time.Minute, func() (bool, string) {
+		out, code := readsideOutput(t, r.cfgPath, "verify")
+		want := fmt.Sprintf("%s: EQUAL (read table %s on sink new, %d shard(s))", reshardProj, reshardProj, len(r.new))
+		return code == 0 && strings.Contains(out, want), "readside verify, want " + want + ":\n" + out
+	})
+	r.checkPlacement()
+	want := r.sourceCount()
+	if got := r.count(r.new); got != want {
+		t.Errorf("the new shards hold %d rows, the source %d", got, want)
+	}
+	l.report()
+	if code := d.stop(30 * time.Second); code != 0 {
+		t.Errorf("readside run exit %d after SIGTERM; log:\n%s", code, tail(logPath))
+	}
+}
+
+// reshard runs `readside reshard` three times: paused (the command's
+// test hook) after its first copied chunk and SIGKILLed there, with
+// _readside_reshards saying filling; paused with the fence held and
+// SIGKILLed, the phase saying cutover; then to the end. It returns the
+// last run's output.
+func (r *reshardRig) reshard() string {
+	t := r.t
+	logPath := filepath.Join(r.dir, "reshard.log")
+	args := []string{"reshard", "--projection", reshardProj, "--to", r.new.ranges(), "--sink", "new", "--yes", "-c", r.cfgPath}
+	for _, phase := range []string{"filling", "cutover", ""} {
+		if err := os.WriteFile(logPath, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("RS_TEST_RESHARD_PAUSE", phase)
+		p := &daemon{t: t, args: args, logPath: logPath}
+		p.start()
+		t.Cleanup(func() {
+			if p.running() {
+				p.kill9()
+			}
+		})
+		if phase == "" {
+			select {
+			case <-p.done:
+			case <-time.After(10 * time.Minute):
+				p.kill9()
+				t.Fatalf("readside reshard did not finish within 10 minutes; output:\n%s", tail(logPath))
+			}
+			out, err := os.ReadFile(logPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+				t.Fatalf("readside reshard exit %d; output:\n%s", code, out)
+			}
+			return string(out)
+		}
+		testbed.Eventually(t, 10*time.Minute, func() (bool, string) {
+			if !p.running() {
+				t.Fatalf("readside reshard exited before pausing in %s:\n%s", phase, tail(logPath))
+			}
+			b, _ := os.ReadFile(logPath)
+			return strings.Contains(string(b), "paused for a test") && r.phase() == phase,
+				fmt.Sprintf("no pause in %s yet (_readside_reshards.phase %q):\n%s", phase, r.phase(), tail(logPath))
+		})
+		p.kill9()
+		t.Logf("readside reshard SIGKILLed in %s", phase)
+		t.Setenv("RS_TEST_RESHARD_PAUSE", "")
+	}
+	panic("unreachable")
+}
+
+// phase is the reshard's phase as the first new server records it ("" if
+// none yet).
+func (r *reshardRig) phase() string {
+	srv := r.new[0].server
+	var phase string
+	_ = r.servers[srv].DB().QueryRowContext(r.t.Context(), "SELECT phase FROM `"+r.dbs[srv]+"`.`_readside_reshards` WHERE projection = ?", reshardProj).Scan(&phase)
+	return phase
+}
+
+// count is the read rows over a layout's shards (each shard's rows in its
+// range only, so copies a cleanup has not removed yet do not count).
+func (r *reshardRig) count(l sinkLayout) int {
+	total := 0
+	for _, sh := range l {
+		rg, err := projections.ParseKeyRange(sh.keyrange)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		ids := r.ids(sh.server)
+		for _, id := range ids {
+			if rg.Contains(keyspaceID(id)) {
+				total++
+			}
+		}
+	}
+	return total
+}
+
+func (r *reshardRig) ids(server int) []int64 {
+	rows, err := r.servers[server].DB().QueryContext(r.t.Context(), "SELECT id FROM "+r.table(server))
+	if err != nil {
+		if strings.Contains(err.Error(), "doesn't exist") {
+			return nil
+		}
+		r.t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			r.t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		r.t.Fatal(err)
+	}
+	return ids
+}
+
+// checkPlacement fails for every row on a new shard whose range does not
+// hold its keyspace id (after the cleanup none may be left).
+func (r *reshardRig) checkPlacement() {
+	for _, sh := range r.new {
+		rg, err := projections.ParseKeyRange(sh.keyrange)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		ids, bad := r.ids(sh.server), 0
+		for _, id := range ids {
+			if ks := keyspaceID(id); !rg.Contains(ks) {
+				if bad++; bad <= 5 {
+					r.t.Errorf("shard %s holds id %d, whose keyspace id %016x it does not own", sh.keyrange, id, ks)
+				}
+			}
+		}
+		if bad > 0 {
+			r.t.Errorf("shard %s: %d of %d rows are outside its range", sh.keyrange, bad, len(ids))
+		} else {
+			r.t.Logf("shard %s holds %d rows, all in its range", sh.keyrange, len(ids))
+		}
+	}
+}
+
+func (r *reshardRig) sourceCount() int {
+	var n int
+	if err := r.bed.MySQL.DB().QueryRowContext(r.t.Context(), "SELECT COUNT(*) FROM `"+r.src+"`.items").Scan(&n); err != nil {
+		r.t.Fatal(err)
+	}
+	return n
+}
+
+// keyspaceID routes an id as the projector does (shard_by id, a BIGINT).
+func keyspaceID(id int64) uint64 {
+	return projections.KeyspaceID(projections.ShardValue(projections.ValueOf(id), 0))
+}
+
+// loadItems inserts ids 1..rows in multi-row statements.
+func loadItems(ctx context.Context, db *sql.DB, src string, rows int) error {
+	const batch = 2000
+	for lo := 1; lo <= rows; lo += batch {
+		var b strings.Builder
+		b.WriteString("INSERT INTO `" + src + "`.items VALUES ")
+		now := time.Now().UnixMicro()
+		for id := lo; id < lo+batch && id <= rows; id++ {
+			if id > lo {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "(%d,%d,0,'n%d',%d)", id, id%97, id, now)
+		}
+		if _, err := db.ExecContext(ctx, b.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readsideOutput runs a readside verb on cfgPath and returns its combined
+// output and exit code.
+func readsideOutput(t *testing.T, cfgPath string, verb string) (string, int) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), readsideBinary(t), append(strings.Fields(verb), "-c", cfgPath)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil && cmd.ProcessState == nil {
+		t.Fatal(err)
+	}
+	return string(out), cmd.ProcessState.ExitCode()
+}
