@@ -200,7 +200,12 @@ func (r *reshardRig) run(rows int) {
 	stopLoad()
 	l.wait()
 
-	// The daemon applies what the load wrote last; verify re-checks live.
+	l.report()
+
+	// The operator's step the command prints: the config names the new
+	// sink. The daemon applies what the load wrote last; verify re-checks
+	// live.
+	r.writeConfig("new")
 	testbed.Eventually(t, 3*time.Minute, func() (bool, string) {
 		out, code := readsideOutput(t, r.cfgPath, "verify")
 		want := fmt.Sprintf("%s: EQUAL (read table %s on sink new, %d shard(s))", reshardProj, reshardProj, len(r.new))
@@ -211,7 +216,6 @@ func (r *reshardRig) run(rows int) {
 	if got := r.count(r.new); got != want {
 		t.Errorf("the new shards hold %d rows, the source %d", got, want)
 	}
-	l.report()
 	if code := d.stop(30 * time.Second); code != 0 {
 		t.Errorf("readside run exit %d after SIGTERM; log:\n%s", code, tail(logPath))
 	}

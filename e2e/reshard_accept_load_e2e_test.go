@@ -197,6 +197,9 @@ func (l *reshardLoad) report() {
 		t.Error(err)
 	}
 	t.Logf("load: %d write transactions, %d routed reads (per generation %v), %d misses", l.writes.Load(), l.reads.Load(), l.gens, len(l.misses))
+	if l.gens[0] == 0 || l.gens[1] == 0 {
+		t.Errorf("the reader did not read at both generations (0: the old sink, 1: the new): %v", l.gens)
+	}
 	for i, m := range l.misses {
 		if i == 10 {
 			t.Errorf("… and %d more misses", len(l.misses)-10)
