@@ -185,8 +185,10 @@ func (r *reshardRig) run(rows int) {
 
 	time.Sleep(2 * time.Second) // latency samples before the reshard starts
 	l.mark("reshard")
+	began := time.Now()
 	out := r.reshard()
 	l.mark("after")
+	t.Logf("readside reshard: three runs took %s", time.Since(began).Round(time.Millisecond))
 	if !strings.Contains(out, reshardProj+" now applies through sink new (generation 1)") {
 		t.Errorf("the last reshard run does not say the projection moved to sink new at generation 1:\n%s", out)
 	}
@@ -195,7 +197,9 @@ func (r *reshardRig) run(rows int) {
 	} else {
 		t.Logf("%s (the fence: live applies on the old shards wait at most this long)", m[0])
 	}
+	began = time.Now()
 	expectReadside(t, r.cfgPath, "cleanup", "reshard --projection "+reshardProj+" --to "+r.new.ranges()+" --sink new --yes --cleanup", 0)
+	t.Logf("readside reshard --cleanup took %s", time.Since(began).Round(time.Millisecond))
 	time.Sleep(2 * time.Second) // the load goes on a little after the cleanup
 	stopLoad()
 	l.wait()
