@@ -205,6 +205,7 @@ func (r *reshardRig) run(rows int) {
 	l.wait()
 
 	l.report()
+	r.checkPlacement()
 
 	// The operator's step the command prints: the config names the new
 	// sink. The daemon applies what the load wrote last; verify re-checks
@@ -215,7 +216,6 @@ func (r *reshardRig) run(rows int) {
 		want := fmt.Sprintf("%s: EQUAL (read table %s on sink new, %d shard(s))", reshardProj, reshardProj, len(r.new))
 		return code == 0 && strings.Contains(out, want), "readside verify, want " + want + ":\n" + out
 	})
-	r.checkPlacement()
 	want := r.sourceCount()
 	if got := r.count(r.new); got != want {
 		t.Errorf("the new shards hold %d rows, the source %d", got, want)
