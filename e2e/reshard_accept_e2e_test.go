@@ -211,11 +211,16 @@ func (r *reshardRig) run(rows int) {
 	// sink. The daemon applies what the load wrote last; verify re-checks
 	// live.
 	r.writeConfig("new")
+	var verified string
 	testbed.Eventually(t, 3*time.Minute, func() (bool, string) {
 		out, code := readsideOutput(t, r.cfgPath, "verify")
+		verified = out
 		want := fmt.Sprintf("%s: EQUAL (read table %s on sink new, %d shard(s))", reshardProj, reshardProj, len(r.new))
-		return code == 0 && strings.Contains(out, want), "readside verify, want " + want + ":\n" + out
+		// The load has stopped: a row verify still sees changing is one
+		// that will not settle, not one being written.
+		return code == 0 && strings.Contains(out, want) && !strings.Contains(out, "kept changing"), "readside verify, want " + want + " and no rows changing:\n" + out
 	})
+	t.Logf("readside verify:\n%s", verified)
 	want := r.sourceCount()
 	if got := r.count(r.new); got != want {
 		t.Errorf("the new shards hold %d rows, the source %d", got, want)
