@@ -56,7 +56,9 @@ func newProjectorStarter(cfg config.Config, g *errgroup.Group, gctx context.Cont
 	sup := newSupervisor(o.health, m, log)
 	// A clean stop waits for every projector to drain.
 	g.Go(func() error { return sup.wait(gctx) })
-	return &projectorStarter{cfg: cfg, sup: sup, gctx: gctx, ops: o, log: log, metrics: m, opened: map[string]*sinks.Sharded{}}
+	s := &projectorStarter{cfg: cfg, sup: sup, gctx: gctx, ops: o, log: log, metrics: m, opened: map[string]*sinks.Sharded{}}
+	o.routes = &s.routes
+	return s
 }
 
 // start resolves the sink that serves pp now (sinks.Resolve: a reshard

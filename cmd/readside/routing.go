@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/httpapi"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
@@ -106,4 +108,85 @@ func (r *routes) get(projection string) (sinks.ResolvedSink, bool) {
 	defer r.mu.Unlock()
 	at, ok := r.at[projection]
 	return at, ok
+}
+
+// sinkOpener opens config sinks once each, for commands and reports that
+// resolve several projections' sinks (sinks.Resolve).
+type sinkOpener struct {
+	cfg    config.Config
+	mu     sync.Mutex
+	opened map[string]*sinks.Sharded
+}
+
+func newSinkOpener(cfg config.Config) *sinkOpener {
+	return &sinkOpener{cfg: cfg, opened: map[string]*sinks.Sharded{}}
+}
+
+func (o *sinkOpener) open(ctx context.Context, name string) (*sinks.Sharded, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if s := o.opened[name]; s != nil {
+		return s, nil
+	}
+	s, err := sinks.OpenSharded(ctx, name, o.cfg.Sinks[name])
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: %w", name, err)
+	}
+	o.opened[name] = s
+	return s, nil
+}
+
+// resolve is sinks.Resolve over the sinks o opened.
+func (o *sinkOpener) resolve(ctx context.Context, p *projections.Projection) (sinks.ResolvedSink, error) {
+	return sinks.Resolve(ctx, o.cfg, p, o.open)
+}
+
+func (o *sinkOpener) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for name, s := range o.opened {
+		s.Close()
+		delete(o.opened, name)
+	}
+}
+
+// statusRoute is httpapi.Options.Route for cfg's projections ps: the
+// sink and generation a projector of this process applies through (live),
+// else the sink sinks.Resolve finds now.
+func statusRoute(cfg config.Config, ps []*projections.Projection, live *routes) func(ctx context.Context, projection string) (httpapi.Route, error) {
+	byName := map[string]*projections.Projection{}
+	for _, p := range ps {
+		byName[p.Name] = p
+	}
+	opener := newSinkOpener(cfg)
+	return func(ctx context.Context, projection string) (httpapi.Route, error) {
+		at, ok := sinks.ResolvedSink{}, false
+		if live != nil {
+			at, ok = live.get(projection)
+		}
+		if !ok {
+			p := byName[projection]
+			if p == nil {
+				return httpapi.Route{}, fmt.Errorf("no projection %s in the config", projection)
+			}
+			var err error
+			if at, err = opener.resolve(ctx, p); err != nil {
+				return httpapi.Route{}, err
+			}
+		}
+		return httpapi.Route{Sink: at.Name, Generation: at.Generation, Servers: sinkServers(at.Name, cfg.Sinks[at.Name])}, nil
+	}
+}
+
+// sinkServers are the servers of config sink name, as the report names
+// them: the sink, or "<sink>/<keyrange>" per shard.
+func sinkServers(name string, s config.Sink) []httpapi.SinkDSN {
+	var out []httpapi.SinkDSN
+	if s.DSN != "" {
+		out = append(out, httpapi.SinkDSN{Name: name, DSN: s.DSN.Reveal()})
+	}
+	for _, sh := range s.Shards {
+		out = append(out, httpapi.SinkDSN{Name: name + "/" + sh.KeyRange, DSN: sh.DSN.Reveal()})
+	}
+	return out
 }
