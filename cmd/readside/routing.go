@@ -14,8 +14,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/httpapi"
+	"github.com/readside/readside/preflight"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
@@ -189,4 +191,21 @@ func sinkServers(name string, s config.Sink) []httpapi.SinkDSN {
 		out = append(out, httpapi.SinkDSN{Name: name + "/" + sh.KeyRange, DSN: sh.DSN.Reveal()})
 	}
 	return out
+}
+
+// routingFinding is readside check's finding for a projection whose sink
+// cannot be resolved because of its routing; false for a sink out of
+// reach, which preflight reports already.
+func routingFinding(projection string, err error) (preflight.Finding, bool) {
+	var unsettled *sinks.RoutingUnsettled
+	if errors.As(err, &unsettled) {
+		return preflight.Finding{Area: "projections", Finding: cdc.Finding{Severity: "warning", What: err.Error(),
+			Fix: "wait for the reshard of " + projection + " to finish, or run it again"}}, true
+	}
+	var bad *sinks.RoutingError
+	if errors.As(err, &bad) {
+		return preflight.Finding{Area: "projections", Finding: cdc.Finding{Severity: "error", What: err.Error(),
+			Fix: "the reason says it; `SELECT * FROM _readside_routing` on the sink's servers shows what the reshard recorded"}}, true
+	}
+	return preflight.Finding{}, false
 }
