@@ -30,56 +30,55 @@ const (
 )
 
 // follow runs pr (pp's projector on the sink at) and, each time it stops
-// on a routing change, the projector on the sink that serves pp now. Any
-// other error stops pp (the supervisor records it).
+// on a routing change, a new projector on the sink that serves pp now,
+// which resumes at that sink's offsets. pr nil: resolve first. Any other
+// error stops pp (the supervisor records it).
 func (s *projectorStarter) follow(ctx context.Context, pp plannedProjection, at sinks.ResolvedSink, pr *projections.Projector) error {
-	s.routes.set(pp.p.Name, at)
 	for {
+		if pr == nil {
+			next, err := s.resolveFollowing(ctx, pp)
+			if err != nil {
+				return err
+			}
+			if pr, _, err = s.projectorOn(ctx, pp, next); err != nil {
+				return err
+			}
+			at = next
+			s.log.Info(fmt.Sprintf("projection %s follows routing generation %d on sink %s", pp.p.Name, at.Generation, at.Name),
+				"projection", pp.p.Name, "generation", at.Generation, "sink", at.Name)
+		}
+		s.routes.set(pp.p.Name, at)
 		err := pr.Run(ctx)
 		var changed *sinks.RoutingChanged
 		if ctx.Err() != nil || !errors.As(err, &changed) {
 			return err
 		}
 		s.log.Info("the routing generation of a projection changed; resolving its sink", "projection", pp.p.Name, "sink", at.Name, "from", changed.Want, "to", changed.Have)
-		next, err := s.resolveFollowing(ctx, pp)
-		if err != nil {
-			return err
-		}
-		if pr, _, err = s.projectorOn(ctx, pp, next); err != nil {
-			return err
-		}
-		at = next
-		s.routes.set(pp.p.Name, at)
-		s.log.Info(fmt.Sprintf("projection %s follows routing generation %d on sink %s", pp.p.Name, at.Generation, at.Name),
-			"projection", pp.p.Name, "generation", at.Generation, "sink", at.Name)
+		pr = nil
 	}
-}
-
-// resolve is sinks.Resolve for pp over the starter's shared sinks; a
-// routing under way (servers that disagree) is waited out, like in follow.
-func (s *projectorStarter) resolve(ctx context.Context, pp plannedProjection) (sinks.ResolvedSink, int, error) {
-	at, err := s.resolveFollowing(ctx, pp)
-	if err != nil {
-		return at, exitProblem, err
-	}
-	return at, exitOK, nil
 }
 
 // resolveFollowing resolves pp's sink, retrying with backoff while its
-// servers disagree on the generation: a cutover in progress finishes in a
-// moment, an interrupted one when its reshard is run again.
+// servers disagree on the generation (a cutover in progress finishes in a
+// moment, an interrupted one when its reshard is run again) or a sink is
+// out of reach; a routing the config cannot follow (sinks.RoutingError)
+// stops pp with its fix.
 func (s *projectorStarter) resolveFollowing(ctx context.Context, pp plannedProjection) (sinks.ResolvedSink, error) {
 	backoff := routingBackoffMin
 	for {
 		at, err := sinks.Resolve(ctx, s.cfg, pp.p, s.open)
-		var unsettled *sinks.RoutingUnsettled
-		if !errors.As(err, &unsettled) {
-			if err != nil {
-				return at, fmt.Errorf("resolving the sink of %s: %w", pp.p.Name, err)
-			}
+		if err == nil {
 			return at, nil
 		}
-		s.log.Info("waiting for a projection's routing to settle", "projection", pp.p.Name, "reason", unsettled.Reason, "retry_in", backoff)
+		if ctx.Err() != nil {
+			return at, ctx.Err()
+		}
+		var bad *sinks.RoutingError
+		if errors.As(err, &bad) {
+			return at, &projections.StopError{Projection: pp.p.Name, Reason: err,
+				Fix: "the reason says it; then send SIGHUP or restart readside to resume"}
+		}
+		s.log.Info("waiting for a projection's routing to settle", "projection", pp.p.Name, "err", err, "retry_in", backoff)
 		select {
 		case <-ctx.Done():
 			return at, ctx.Err()
