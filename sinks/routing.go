@@ -108,10 +108,6 @@ func (s *Sharded) Routed(generation uint64) projections.Sink {
 	return &r
 }
 
-// Generation is the routing generation s checks (Routed), and whether it
-// checks one.
-func (s *Sharded) Generation() (uint64, bool) { return s.generation, s.routed }
-
 // Routing reads projection's routing row on every shard, in shard order.
 // A shard without the table (never set up for routing) has no row.
 func (s *Sharded) Routing(ctx context.Context, projection string) ([]Routing, error) {
