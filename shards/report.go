@@ -28,7 +28,11 @@ func (r Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "%d source rows read, %d read rows counted (%d left out by where, %d with a NULL shard value), %d distinct values, %s\n",
 		s.Read, r.Rows, s.Filtered, s.NullKeys, r.Distinct, humanBytes(r.Bytes))
 	for _, l := range r.Layouts {
-		fmt.Fprintf(w, "\n%s (%s): skew %.1f%% of rows, %.1f%% of bytes\n", l.Name, l.Ranges, 100*l.Skew, 100*l.BytesSkew)
+		bound := ""
+		if l.SkewBound > 0 {
+			bound = fmt.Sprintf(" (±%.1f points: a sample)", 100*l.SkewBound)
+		}
+		fmt.Fprintf(w, "\n%s (%s): skew %.1f%% of rows%s, %.1f%% of bytes\n", l.Name, l.Ranges, 100*l.Skew, bound, 100*l.BytesSkew)
 		fmt.Fprintf(w, "  %-10s %12s %7s %10s\n", "range", "rows", "share", "bytes")
 		for _, sh := range l.Shards {
 			fmt.Fprintf(w, "  %-10s %12d %6.2f%% %10s\n", sh.Range, sh.Rows, 100*sh.Share, humanBytes(sh.Bytes))

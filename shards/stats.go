@@ -2,6 +2,7 @@ package shards
 
 import (
 	"encoding/hex"
+	"math"
 	"sort"
 	"unicode"
 	"unicode/utf8"
@@ -76,6 +77,18 @@ func Skew(counts []int64) float64 {
 	return float64(most)*float64(len(counts))/float64(total) - 1
 }
 
+// SkewBound is how far the skew of n even shards measured on a sample of
+// rows rows may be from the table's: n times four standard errors of a
+// shard's share 1/n, 4·n·√((1/n)(1−1/n)/rows). For the default sample,
+// ±0.69 percentage points on 4 shards, ±1.55 on 16.
+func SkewBound(n int, rows int64) float64 {
+	if n < 2 || rows == 0 {
+		return 0
+	}
+	p := 1 / float64(n)
+	return 4 * float64(n) * math.Sqrt(p*(1-p)/float64(rows))
+}
+
 // ShardStat is one shard of a layout.
 type ShardStat struct {
 	Range string  `json:"range"`
@@ -92,6 +105,8 @@ type LayoutStat struct {
 	// Skew is of the rows, BytesSkew of the bytes (Skew).
 	Skew      float64 `json:"skew"`
 	BytesSkew float64 `json:"bytes_skew"`
+	// SkewBound is SkewBound of a sample (0 when every row was read).
+	SkewBound float64 `json:"skew_bound"`
 }
 
 // ValueShare is one shard_by value and its part of the rows.

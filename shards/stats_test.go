@@ -185,3 +185,21 @@ func TestAfter(t *testing.T) {
 		t.Errorf("after = %q %v", cond, args)
 	}
 }
+
+func TestSkewBound(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		rows int64
+		want float64
+		why  string
+	}{
+		{4, 1_000_000, 0.0069, "the default sample on 4 shards: the documented ±0.69 points"},
+		{16, 1_000_000, 0.0155, "on 16 shards: ±1.55 points"},
+		{1, 1000, 0, "one shard has no skew to miss"},
+		{4, 0, 0, "no rows: no bound to give"},
+	} {
+		if got := SkewBound(c.n, c.rows); math.Abs(got-c.want) > 0.00005 {
+			t.Errorf("SkewBound(%d, %d) = %.5f, want %.4f (%s)", c.n, c.rows, got, c.want, c.why)
+		}
+	}
+}
