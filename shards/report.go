@@ -22,7 +22,7 @@ func (r Report) WriteText(w io.Writer) {
 	s := r.Sample
 	how := "all rows"
 	if !s.All && s.Every > 1 {
-		how = fmt.Sprintf("a sample of 1 in %d rows (CRC32 of the primary key; about %d rows in the table)", s.Every, s.Estimate)
+		how = fmt.Sprintf("a sample of 1 in %d rows (CRC32 of the primary key; about %d rows in the table): the counts are the sample's, about 1/%d of the table's", s.Every, s.Estimate, s.Every)
 	}
 	fmt.Fprintf(w, "projection %s, routed by %s: %s\n", r.Projection, r.By, how)
 	fmt.Fprintf(w, "%d source rows read, %d read rows counted (%d left out by where, %d with a NULL shard value), %d distinct values, %s\n",
