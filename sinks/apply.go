@@ -30,10 +30,14 @@ import (
 //     hanging off it in the rows it moves to another key (joinvia.go);
 //  5. record the offsets.
 //
+// A live projector's transaction (generation set) first reads the
+// projection's routing generation under a share lock held to commit, and
+// fails with RoutingChanged when it is not *generation (routing.go).
+//
 // A child write and a parent write of the same key in two concurrent
 // transactions meet at step 1's row lock, so whichever commits second
 // sees the other's rows: a child can never keep a stale parent copy.
-func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *projections.Batch) (err error) {
+func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *projections.Batch, generation *uint64) (err error) {
 	// READ COMMITTED (every sink connection's level, session): each
 	// statement reads the latest committed rows, which step 4 relies on
 	// after step 1's locks; no gap locks between batches.
@@ -42,6 +46,11 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 		return err
 	}
 	defer a.rollbackOnError(&err)
+	if generation != nil {
+		if err := a.checkRouting(*generation); err != nil {
+			return err
+		}
+	}
 	zero, err := s.enumZeroColumns(ctx, p)
 	if err != nil {
 		return err

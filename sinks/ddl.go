@@ -23,7 +23,15 @@ var bookkeeping = []string{
 	"CREATE TABLE IF NOT EXISTS `_readside_watermarks` (projection VARCHAR(190) NOT NULL, topic VARCHAR(249) NOT NULL, part INT NOT NULL, gtid VARCHAR(255) NOT NULL DEFAULT '', version BIGINT UNSIGNED NOT NULL, source_ts BIGINT NOT NULL, applied_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6), PRIMARY KEY (projection, topic, part))",
 	// The state of `readside replay --rebuild`, so a crashed rebuild resumes.
 	"CREATE TABLE IF NOT EXISTS `_readside_rebuilds` (projection VARCHAR(190) NOT NULL PRIMARY KEY, phase VARCHAR(20) NOT NULL, started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))",
+	// The routing generation of each projection: which sink serves it
+	// (routing.go). No row is generation 0, the sink the config names.
+	routingDDL,
 }
+
+// routingDDL creates `_readside_routing`: the generation every live apply
+// transaction checks under a share lock, and the sink (and its ranges) a
+// reshard's cutover recorded for that generation.
+const routingDDL = "CREATE TABLE IF NOT EXISTS `_readside_routing` (projection VARCHAR(190) NOT NULL PRIMARY KEY, generation BIGINT UNSIGNED NOT NULL, sink VARCHAR(190) NOT NULL, ranges TEXT NOT NULL, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))"
 
 // Bookkeeping is the DDL of readside's own tables on a sink.
 func Bookkeeping() []string { return append([]string{}, bookkeeping...) }

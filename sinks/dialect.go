@@ -38,6 +38,16 @@ func (d dialect) onDuplicate() string {
 	return " ON DUPLICATE KEY UPDATE "
 }
 
+// shareLock is the locking clause of a read that holds a share lock to
+// commit: MySQL 8 spells it FOR SHARE (LOCK IN SHARE MODE is deprecated
+// there), MariaDB only knows LOCK IN SHARE MODE.
+func (d dialect) shareLock() string {
+	if d.rowAlias {
+		return " FOR SHARE"
+	}
+	return " LOCK IN SHARE MODE"
+}
+
 // dialectOf is the dialect of a server by its VERSION().
 func dialectOf(version string) dialect {
 	return dialect{rowAlias: usesRowAlias(version)}

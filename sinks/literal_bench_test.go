@@ -25,8 +25,11 @@ func (t *textOnly) exec(_ context.Context, query string, args []any) error {
 	return err
 }
 func (t *textOnly) query(context.Context, string, []any) (*sql.Rows, error) { return nil, nil }
-func (t *textOnly) commit(context.Context) error                            { return nil }
-func (t *textOnly) rollback()                                               {}
+func (t *textOnly) check(ctx context.Context, query string, args []any, _ func(*sql.Rows) error) error {
+	return t.exec(ctx, query, args)
+}
+func (t *textOnly) commit(context.Context) error { return nil }
+func (t *textOnly) rollback()                    {}
 
 // textDirect also takes statements written whole (textStmts), as the
 // pipeline does.

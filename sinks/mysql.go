@@ -351,7 +351,9 @@ func tooLarge(err error) bool {
 // nothing. A batch too large for max_allowed_packet is applied in halves,
 // the offsets with the last one.
 func (s *MySQL) Apply(ctx context.Context, p *projections.Projection, b *projections.Batch) error {
-	return s.retried(ctx, p, b, s.apply)
+	return s.retried(ctx, p, b, func(ctx context.Context, p *projections.Projection, b *projections.Batch) error {
+		return s.apply(ctx, p, b, nil)
+	})
 }
 
 // retried runs apply (one transaction for b) until it succeeds, as Apply

@@ -17,6 +17,11 @@ type stmts interface {
 	// query runs a statement whose rows the batch reads, after every
 	// statement exec'd before it.
 	query(ctx context.Context, query string, args []any) (*sql.Rows, error)
+	// check runs a query whose rows read decides whether the transaction
+	// goes on (read's error ends it). It may be sent later, in one packet
+	// with the next query or statements, but always before the COMMIT, so
+	// its error may come from the next exec, query or commit.
+	check(ctx context.Context, query string, args []any, read func(*sql.Rows) error) error
 	commit(ctx context.Context) error
 	// rollback ends a transaction that failed; the connection goes back
 	// to the pool only when it is known to be outside a transaction.
@@ -36,6 +41,18 @@ func (t txStmts) exec(ctx context.Context, query string, args []any) error {
 
 func (t txStmts) query(ctx context.Context, query string, args []any) (*sql.Rows, error) {
 	return t.tx.QueryContext(ctx, query, args...)
+}
+
+func (t txStmts) check(ctx context.Context, query string, args []any, read func(*sql.Rows) error) error {
+	rows, err := t.tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if err := read(rows); err != nil {
+		return err
+	}
+	return rows.Close()
 }
 
 func (t txStmts) commit(context.Context) error { return t.tx.Commit() }
@@ -69,6 +86,9 @@ type pipeline struct {
 	// goes alone with parameters, which the driver prepares: values then
 	// travel outside the statement's packet.
 	maxText int
+	// checking is the reader of a check waiting in text: the next packet
+	// goes out as a query, whose first result set is the check's.
+	checking func(*sql.Rows) error
 }
 
 // errTextTooLarge: a statement too long to send as text (see maxText).
@@ -104,8 +124,56 @@ func (p *pipeline) flush(ctx context.Context) error {
 	if p.n == 0 {
 		return nil
 	}
+	if p.checking != nil {
+		rows, err := p.sendChecked(ctx)
+		if err != nil {
+			return err
+		}
+		for rows.NextResultSet() {
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return err
+		}
+		return rows.Close()
+	}
 	_, err := p.conn.ExecContext(ctx, p.take())
 	return err
+}
+
+// check queues the check after what waits (START TRANSACTION, when it
+// comes first): it costs no round trip of its own when a query follows
+// (the first tombstone lookup, in most batches).
+func (p *pipeline) check(ctx context.Context, query string, args []any, read func(*sql.Rows) error) error {
+	if err := p.room(ctx, len(query)+argBytes(args)); err != nil {
+		return err
+	}
+	if err := p.add(query, args); err != nil {
+		return err
+	}
+	p.checking = read
+	return nil
+}
+
+// sendChecked sends the waiting statements, a check among them, as one
+// query, reads the check's result set, and returns the rows after it
+// (the driver skips statements without a result set).
+func (p *pipeline) sendChecked(ctx context.Context) (*sql.Rows, error) {
+	read := p.checking
+	p.checking = nil
+	rows, err := p.conn.QueryContext(ctx, p.take())
+	if err != nil {
+		return nil, err
+	}
+	if err := read(rows); err != nil {
+		rows.Close()
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return nil, err
+	}
+	return rows, nil
 }
 
 func (p *pipeline) exec(ctx context.Context, query string, args []any) error {
@@ -163,10 +231,31 @@ func (p *pipeline) query(ctx context.Context, query string, args []any) (*sql.Ro
 	if err := p.add(query, args); err != nil {
 		return nil, err
 	}
-	return p.conn.QueryContext(ctx, p.take())
+	if p.checking == nil {
+		return p.conn.QueryContext(ctx, p.take())
+	}
+	rows, err := p.sendChecked(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !rows.NextResultSet() {
+		err := rows.Err()
+		rows.Close()
+		if err == nil {
+			err = errors.New("the query sent after a check returned no rows")
+		}
+		return nil, err
+	}
+	return rows, nil
 }
 
 func (p *pipeline) commit(ctx context.Context) error {
+	// The check's rows must be read before the COMMIT is sent.
+	if p.checking != nil {
+		if err := p.flush(ctx); err != nil {
+			return err
+		}
+	}
 	if err := p.add("COMMIT", nil); err != nil {
 		return err
 	}
@@ -183,6 +272,7 @@ func (p *pipeline) rollback() {
 		return
 	}
 	p.take()
+	p.checking = nil
 	// Bounded and detached from the batch's context, which may be what
 	// failed: a connection left inside a transaction must not go back to
 	// the pool, so one whose ROLLBACK fails is discarded.

@@ -22,6 +22,10 @@ type Shard struct {
 type Sharded struct {
 	Name   string
 	Shards []Shard
+	// routed: every shard transaction checks the routing generation
+	// generation first (Routed).
+	routed     bool
+	generation uint64
 }
 
 // ShardRanges parses and checks a sink's key ranges; errors name the key.
@@ -163,7 +167,7 @@ func (s *Sharded) Route(p *projections.Projection, w projections.Write) []int {
 // so the minimum over shards moves on.
 func (s *Sharded) Apply(ctx context.Context, p *projections.Projection, b *projections.Batch) error {
 	if len(s.Shards) == 1 { // nothing to split (Route would send every row there)
-		return s.Shards[0].Apply(ctx, p, b)
+		return s.applyShard(ctx, 0, p, b)
 	}
 	parts := make([]*projections.Batch, len(s.Shards))
 	for i := range parts {
@@ -186,11 +190,24 @@ func (s *Sharded) Apply(ctx context.Context, p *projections.Projection, b *proje
 	var wg sync.WaitGroup
 	for i, part := range parts {
 		wg.Go(func() {
-			if err := s.Shards[i].Apply(ctx, p, part); err != nil {
+			if err := s.applyShard(ctx, i, p, part); err != nil {
 				errs[i] = fmt.Errorf("shard %s: %w", s.Shards[i].Range.Text, err)
 			}
 		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// applyShard applies shard i's part of a batch, checking the routing
+// generation first when s is Routed.
+func (s *Sharded) applyShard(ctx context.Context, i int, p *projections.Projection, b *projections.Batch) error {
+	sh := s.Shards[i].MySQL
+	if !s.routed {
+		return sh.Apply(ctx, p, b)
+	}
+	gen := s.generation
+	return sh.retried(ctx, p, b, func(ctx context.Context, p *projections.Projection, b *projections.Batch) error {
+		return sh.apply(ctx, p, b, &gen)
+	})
 }

@@ -53,6 +53,8 @@ type statements struct {
 
 	offsets, watermarks multiRow // offsets.go
 
+	routing string // reads p's routing generation under a share lock (routing.go)
+
 	joins    []joinStatements  // per p.Joins
 	agg      *aggStatements    // aggregate_sql.go; nil unless p is an aggregate projection
 	children []childStatements // per p.Children (children.go)
@@ -80,6 +82,7 @@ func newStatements(p *projections.Projection, d dialect) *statements {
 	st.tombstones, st.tombstoneLookup, st.firstLookup, st.deleteRows = tombstoneStatements(p, d)
 	st.truncation, st.truncateRows, st.truncatedAt = truncationStatements(p, d)
 	st.offsets, st.watermarks = offsetStatement(d), watermarkStatement(d)
+	st.routing = routingStatement(d)
 	for _, j := range p.Joins {
 		st.joins = append(st.joins, joinStatementsOf(p, j, d))
 	}

@@ -150,6 +150,7 @@ func bookkeepingList(st *statements) []namedStatement {
 		{"truncated at", st.truncatedAt},
 		{"offsets", st.offsets.text(2)},
 		{"watermarks", st.watermarks.text(2)},
+		{"routing generation (live projectors, first in every transaction)", st.routing},
 	}
 }
 

@@ -19,3 +19,6 @@ INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?
 -- watermarks
 INSERT INTO `_readside_watermarks` (projection, topic, part, gtid, version, source_ts) VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE gtid = IF(VALUES(version) > version, VALUES(gtid), gtid), source_ts = IF(VALUES(version) > version, VALUES(source_ts), source_ts), version = GREATEST(version, VALUES(version))
 
+-- routing generation (live projectors, first in every transaction)
+SELECT generation FROM `_readside_routing` WHERE projection = ? LOCK IN SHARE MODE
+

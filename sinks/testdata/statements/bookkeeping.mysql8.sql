@@ -19,3 +19,6 @@ INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?
 -- watermarks
 INSERT INTO `_readside_watermarks` (projection, topic, part, gtid, version, source_ts) VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE gtid = IF(_rs_new.version > version, _rs_new.gtid, gtid), source_ts = IF(_rs_new.version > version, _rs_new.source_ts, source_ts), version = GREATEST(version, _rs_new.version)
 
+-- routing generation (live projectors, first in every transaction)
+SELECT generation FROM `_readside_routing` WHERE projection = ? FOR SHARE
+
