@@ -24,7 +24,8 @@ import (
 // --all exactly (so skew within 1 percentage point, as the issue asks, and
 // in fact equal), with the default sample exactly too (the table is
 // smaller than the sample), and with a sample smaller than the table
-// within shards.SkewBound. --by a candidate predicts the rows of the
+// within shards.SkewBound; the current ranges follow a routing generation
+// to the sink it names. --by a candidate predicts the rows of the
 // projection sharded by it; bytes are the read rows' text lengths. The hottest value is the source's most
 // frequent; --to counts the rows a 4 → 2 merge moves as the counts on the
 // shards say. `readside plan` warns about the computed shard_by's low
@@ -37,8 +38,14 @@ func TestShardsAnalyzePredictsShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sinkDBs [4]string
+	var movedDBs [2]string // sink moved, which a hand-written routing generation names
 	for i := range sinkDBs {
 		if sinkDBs[i], err = bed.MySQL.CreateDatabase(ctx, "shanr"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range movedDBs {
+		if movedDBs[i], err = bed.MySQL.CreateDatabase(ctx, "shanm"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,6 +70,10 @@ sinks:
       - {keyrange: "%[6]s", dsn: "${SINK_DSN}%[10]s"}
       - {keyrange: "%[7]s", dsn: "${SINK_DSN}%[11]s"}
       - {keyrange: "%[8]s", dsn: "${SINK_DSN}%[12]s"}
+  moved:
+    shards:
+      - {keyrange: "-80", dsn: "${SINK_DSN}%[13]s"}
+      - {keyrange: "80-", dsn: "${SINK_DSN}%[14]s"}
 projections:
   by_tenant:
     from: %[2]s.events
@@ -87,7 +98,7 @@ projections:
     shard_by: region
     columns: {region: "CONCAT('r-', tenant %% 7)", id: id}
 `, testbed.NewServerID(), src, strings.Join(bed.Kafka.Brokers(), ", "), prefix,
-		ranges[0], ranges[1], ranges[2], ranges[3], sinkDBs[0], sinkDBs[1], sinkDBs[2], sinkDBs[3])
+		ranges[0], ranges[1], ranges[2], ranges[3], sinkDBs[0], sinkDBs[1], sinkDBs[2], sinkDBs[3], movedDBs[0], movedDBs[1])
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -261,5 +272,26 @@ projections:
 	}
 	if strings.Contains(plan, "warning: shard_by user_id") {
 		t.Errorf("plan warns about by_user's uniform shard_by:\n%s", plan)
+	}
+
+	// A routing generation that moved by_user to sink moved (-80,80-), as
+	// a reshard records it before the config says so: the current ranges
+	// are moved's, where by_user's rows are those of -40 and 40-80, and of
+	// 80-c0 and c0-.
+	var stmts []string
+	for _, db := range sinkDBs {
+		stmts = append(stmts, "INSERT INTO `"+db+"`.`_readside_routing` (projection, generation, sink, ranges) VALUES ('by_user', 1, 'moved', '-80,80-') ON DUPLICATE KEY UPDATE generation = 1, sink = 'moved', ranges = '-80,80-'")
+	}
+	for _, db := range movedDBs {
+		stmts = append(stmts, "CREATE TABLE `"+db+"`.`_readside_routing` LIKE `"+sinkDBs[0]+"`.`_readside_routing`",
+			"INSERT INTO `"+db+"`.`_readside_routing` (projection, generation, sink, ranges) VALUES ('by_user', 1, 'moved', '-80,80-')")
+	}
+	if err := bed.MySQL.Exec(ctx, stmts...); err != nil {
+		t.Fatal(err)
+	}
+	rep = analyze("by_user", "--all")
+	users := real["by_user"]
+	if cur := rep.Layouts[0]; rep.Sink != "moved" || cur.Ranges != "-80,80-" || cur.Shards[0].Rows != users[0]+users[1] || cur.Shards[1].Rows != users[2]+users[3] {
+		t.Errorf("after the routing moved by_user: sink %s, current %+v; want sink moved, -80,80- holding %d and %d rows", rep.Sink, cur, users[0]+users[1], users[2]+users[3])
 	}
 }

@@ -85,7 +85,7 @@ func runShards(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := analyze(ctx, cfg, *name, *by, splits, target, shards.Options{Sample: *sample, All: *all})
+	rep, err := analyze(ctx, cfg, *name, *by, splits, target, shards.Options{Sample: *sample, All: *all}, stderr)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -104,7 +104,7 @@ func runShards(args []string, stdout, stderr io.Writer) int {
 // analyze measures projection name of cfg: routed by its shard_by, or by
 // the expression by; over the current ranges of its sink, then splits;
 // with the rows moving to target when it is set.
-func analyze(ctx context.Context, cfg config.Config, name, by string, splits []shards.Layout, target []projections.KeyRange, opts shards.Options) (shards.Report, error) {
+func analyze(ctx context.Context, cfg config.Config, name, by string, splits []shards.Layout, target []projections.KeyRange, opts shards.Options, stderr io.Writer) (shards.Report, error) {
 	rep := shards.Report{Projection: name}
 	decl, ok := cfg.Projections[name]
 	if !ok {
@@ -138,11 +138,14 @@ func analyze(ctx context.Context, cfg config.Config, name, by string, splits []s
 	case by == "" && p.ShardBy == "":
 		return rep, fmt.Errorf("projections.%s has no shard_by, so its rows are not routed: pass --by EXPR to measure a candidate shard_by", name)
 	}
-	ranges, err := sinks.ShardRanges(p.Sink, cfg.Sinks[p.Sink])
+	sink, ranges, err := currentRanges(ctx, cfg, p)
 	if err != nil {
-		return rep, err
+		if ranges == nil {
+			return rep, err
+		}
+		fmt.Fprintf(stderr, "readside shards analyze: %v: the current ranges are those the config gives sink %s, which a reshard may have replaced\n", err, sink)
 	}
-	rep.Sink = p.Sink
+	rep.Sink = sink
 	src, err := shards.OpenSource(cfg.Source.DSN.Reveal())
 	if err != nil {
 		return rep, err
@@ -170,7 +173,7 @@ func analyze(ctx context.Context, cfg config.Config, name, by string, splits []s
 		}
 		p.Columns = cols
 	}
-	current := shards.Layout{Name: fmt.Sprintf("current ranges of sink %s", p.Sink), Ranges: ranges}
+	current := shards.Layout{Name: fmt.Sprintf("current ranges of sink %s", sink), Ranges: ranges}
 	if p.Replicated {
 		current.Name += " (the projection is replicated: every shard holds every row; shown as if routed)"
 	}
@@ -185,4 +188,26 @@ func analyze(ctx context.Context, cfg config.Config, name, by string, splits []s
 		}
 	}
 	return rep, nil
+}
+
+// currentRanges are the ranges of the sink that serves p now: the one its
+// routing names (sinks.Resolve), which a reshard not yet written into the
+// config makes another than p.Sink. When the sinks cannot be read, they
+// are the config's sink's ranges, with the error that kept the routing
+// unread (nil ranges: the config's are wrong too).
+func currentRanges(ctx context.Context, cfg config.Config, p *projections.Projection) (string, []projections.KeyRange, error) {
+	ranges, err := sinks.ShardRanges(p.Sink, cfg.Sinks[p.Sink])
+	if err != nil {
+		return p.Sink, nil, err
+	}
+	at, closeSinks, err := sinks.OpenResolved(ctx, cfg, p)
+	defer closeSinks()
+	if err != nil {
+		return p.Sink, ranges, fmt.Errorf("reading the routing of %s: %w", p.Name, err)
+	}
+	out := make([]projections.KeyRange, len(at.Sink.Shards))
+	for i, sh := range at.Sink.Shards {
+		out[i] = sh.Range
+	}
+	return at.Name, out, nil
 }
