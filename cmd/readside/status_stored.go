@@ -40,8 +40,9 @@ type storedReport struct {
 type storedProjection struct {
 	Name  string `json:"name"`
 	Table string `json:"table"`
-	// Generation is the routing generation of the sink the projection
-	// applies through (Sinks name it; 0: the config's, never resharded).
+	// Sink is the sink the projection applies through and Generation its
+	// routing generation (0: the config's, never resharded).
+	Sink       string        `json:"sink"`
 	Generation uint64        `json:"generation"`
 	Sinks      []storedShard `json:"sinks"`
 	// RoutingError: the sink serving it could not be resolved; Sinks are
@@ -97,6 +98,7 @@ func readStored(ctx context.Context, cfg config.Config, unavailable string) (sto
 		} else {
 			sinkName, sp.Generation = at.Name, at.Generation
 		}
+		sp.Sink = sinkName
 		for _, t := range sinkServers(sinkName, cfg.Sinks[sinkName]) {
 			db, ok := dbs[t.DSN]
 			if !ok {
@@ -182,10 +184,10 @@ func printStored(w io.Writer, r storedReport) {
 	printSnapshotFailures(w, r.SnapshotFailures, r.SnapshotFailuresError)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROJECTION\tSINK\tROWS\tAPPLIED\tLAST SOURCE COMMIT\tAPPLIED AT\tGENERATION")
+	fmt.Fprintln(tw, "PROJECTION\tSINK\tROWS\tAPPLIED\tLAST SOURCE COMMIT\tAPPLIED AT")
 	for _, p := range r.Projections {
 		if len(p.Sinks) == 0 {
-			fmt.Fprintf(tw, "%s\t-\t\t\t\t\t\n", p.Name)
+			fmt.Fprintf(tw, "%s\t-\t\t\t\t\n", p.Name)
 		}
 		for _, s := range p.Sinks {
 			rows := "?"
@@ -199,11 +201,14 @@ func printStored(w io.Writer, r storedReport) {
 			if s.AppliedAt != nil {
 				at = s.AppliedAt.Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d in %d partitions\t%s\t%s\t%d\n", p.Name, s.Sink, rows, s.Applied, s.Partitions, src, at, p.Generation)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d in %d partitions\t%s\t%s\n", p.Name, s.Sink, rows, s.Applied, s.Partitions, src, at)
 		}
 	}
 	tw.Flush()
 	for _, p := range r.Projections {
+		if p.Generation > 0 {
+			fmt.Fprintln(w, wrap(fmt.Sprintf("%s applies through sink %s at routing generation %d (a reshard moved it)", p.Name, p.Sink, p.Generation), helpWidth, "\n    "))
+		}
 		if p.RoutingError != "" {
 			fmt.Fprintln(w, wrap(fmt.Sprintf("%s: %s", p.Name, p.RoutingError), helpWidth, "\n    "))
 		}
