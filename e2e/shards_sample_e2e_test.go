@@ -2,15 +2,18 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/md5"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/projections"
 	"github.com/readside/readside/shards"
 )
 
@@ -122,6 +125,93 @@ projections:
 			} else {
 				t.Logf("%s %s: sampled skew %.2f%%, exact %.2f%% (bound ±%.2f points, %d of %d rows)", projection, l.Name, 100*l.Skew, 100*want.Skew, 100*bound, sampled.Rows, rows)
 			}
+		}
+	}
+}
+
+// TestShardsAnalyzeBinaryKey: a BINARY(16) primary key, most of whose
+// values are not UTF-8, is paged through whole in chunks (12,000 rows,
+// 5,000 a query), each value routed by its bytes; --by a latin1 column
+// routes its UTF-8 text, as the projector does. The expected shards are
+// computed here with projections.KeyspaceID.
+func TestShardsAnalyzeBinaryKey(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, err := bed.MySQL.CreateDatabase(ctx, "shbk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rows = 12_000
+	digits := "(SELECT 0 i UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
+	if err := bed.MySQL.Exec(ctx,
+		"CREATE TABLE `"+src+"`.tokens (id BINARY(16) PRIMARY KEY, owner VARCHAR(20) CHARACTER SET latin1 NOT NULL)",
+		fmt.Sprintf("INSERT INTO `%s`.tokens SELECT UNHEX(MD5(n)), CONCAT(_latin1 X'E9', MOD(n, 50)) FROM (SELECT a.i + 10*b.i + 100*c.i + 1000*d.i + 10000*e.i AS n FROM %[2]s a, %[2]s b, %[2]s c, %[2]s d, %[2]s e) m WHERE n < %d",
+			src, digits, rows)); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(t.TempDir(), "readside.yaml")
+	cfg := fmt.Sprintf(`source:
+  dsn: %q
+  server_id: %d
+  tables: [%[3]s.tokens]
+kafka:
+  brokers: [127.0.0.1:1]
+sinks:
+  reads:
+    dsn: "nobody:pw@tcp(127.0.0.1:1)/reads"
+projections:
+  tokens:
+    from: %[3]s.tokens
+    sink: reads
+    key: [id]
+    shard_by: id
+    columns: {id: id, owner: owner}
+`, bed.MySQL.ReplDSN(), testbed.NewServerID(), src)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	four, err := shards.EvenRanges(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID, byOwner := make([]int64, 4), make([]int64, 4)
+	shardOf := func(v []byte) int {
+		id := projections.KeyspaceID(v)
+		for i, r := range four {
+			if r.Contains(id) {
+				return i
+			}
+		}
+		return -1
+	}
+	for n := range rows {
+		sum := md5.Sum([]byte(strconv.Itoa(n)))
+		byID[shardOf(sum[:])]++
+		byOwner[shardOf([]byte("é"+strconv.Itoa(n%50)))]++
+	}
+	for _, c := range []struct {
+		args []string
+		want []int64
+	}{
+		{nil, byID},
+		{[]string{"--by", "owner"}, byOwner},
+	} {
+		cmd := exec.CommandContext(ctx, readsideBinary(t), append([]string{"shards", "analyze", "-c", cfgPath, "--projection", "tokens", "--json", "--all", "--shards", "4"}, c.args...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("readside shards analyze %v: %v\n%s", c.args, err, stderr.String())
+		}
+		var rep shards.Report
+		if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+			t.Fatalf("analyze --json: %v\n%s", err, stdout.String())
+		}
+		var got []int64
+		for _, sh := range rep.Layouts[1].Shards {
+			got = append(got, sh.Rows)
+		}
+		if rep.Sample.Read != rows || fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("analyze %v: %d rows read, 4 shards %v; want %d rows, %v", c.args, rep.Sample.Read, got, rows, c.want)
 		}
 	}
 }

@@ -135,6 +135,7 @@ func Scan(ctx context.Context, db *sql.DB, p *projections.Projection, by project
 	order := " ORDER BY " + strings.Join(pkCols, ", ") + fmt.Sprintf(" LIMIT %d", opts.Chunk)
 
 	var last []any
+	var binary []bool // per primary key column: bound as bytes, not text
 	cells := make([]sql.NullString, len(pk)+3)
 	dest := make([]any, len(cells))
 	for i := range cells {
@@ -159,6 +160,12 @@ func Scan(ctx context.Context, db *sql.DB, p *projections.Projection, by project
 		if err != nil {
 			return info, fmt.Errorf("reading %s.%s: %w", p.SourceDB, p.SourceTbl, err)
 		}
+		if binary == nil {
+			if binary, err = binaryColumns(rows, len(pk)); err != nil {
+				rows.Close()
+				return info, fmt.Errorf("reading %s.%s: %w", p.SourceDB, p.SourceTbl, err)
+			}
+		}
 		n := 0
 		for rows.Next() {
 			if err := rows.Scan(dest...); err != nil {
@@ -171,7 +178,11 @@ func Scan(ctx context.Context, db *sql.DB, p *projections.Projection, by project
 				last = make([]any, len(pk))
 			}
 			for i := range pk {
-				last[i] = cells[i].String
+				if binary[i] {
+					last[i] = []byte(cells[i].String)
+				} else {
+					last[i] = cells[i].String
+				}
 			}
 			value, size, pass := cells[len(pk)], cells[len(pk)+1], cells[len(pk)+2]
 			switch {
@@ -203,6 +214,24 @@ func routedValue(text string, bitWidth int) []byte {
 		return projections.ShardValue(projections.ValueOf(u), bitWidth)
 	}
 	return []byte(text)
+}
+
+// binaryColumns says which of the first n result columns hold bytes: a
+// key value read from one is bound back as bytes (_binary'…'), since as
+// text in the connection's utf8mb4 its invalid sequences would not
+// compare equal. Text is bound as text, so the column's collation orders
+// it as ORDER BY does.
+func binaryColumns(rows *sql.Rows, n int) ([]bool, error) {
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bool, n)
+	for i := range out {
+		t := strings.ToUpper(types[i].DatabaseTypeName())
+		out[i] = strings.Contains(t, "BINARY") || strings.Contains(t, "BLOB")
+	}
+	return out, nil
 }
 
 // after is the keyset condition "(cols) > (vals)" spelled out, which
