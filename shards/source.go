@@ -217,10 +217,11 @@ func routedValue(text string, bitWidth int) []byte {
 }
 
 // binaryColumns says which of the first n result columns hold bytes: a
-// key value read from one is bound back as bytes (_binary'…'), since as
-// text in the connection's utf8mb4 its invalid sequences would not
-// compare equal. Text is bound as text, so the column's collation orders
-// it as ORDER BY does.
+// key value read from one is bound back as bytes (_binary'…'), compared
+// byte for byte, never read as a utf8mb4 string it is not (MariaDB 10.11
+// pages a BINARY(16) key bound either way; the binding does not rest on
+// that). Text is bound as text, so the column's collation orders it as
+// ORDER BY does.
 func binaryColumns(rows *sql.Rows, n int) ([]bool, error) {
 	types, err := rows.ColumnTypes()
 	if err != nil {
