@@ -203,3 +203,34 @@ func TestSkewBound(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteText: the text report says what was read (a sample's 1 in k),
+// a table per layout with its skew and bound, the hottest values, and
+// which flows move and which stay.
+func TestWriteText(t *testing.T) {
+	cur, _ := ParseRanges("-80,80-")
+	to, _ := ParseRanges("-80,80-c0,c0-")
+	c := NewCounter([]Layout{{"current ranges of sink reads", cur}}, to)
+	for i := range 100 {
+		c.Add([]byte(strconv.Itoa(i%37)), 3)
+	}
+	st := c.Stats(2)
+	st.Layouts[0].SkewBound = 0.05
+	var b strings.Builder
+	Report{Projection: "p", By: "tenant", Sink: "reads", Sample: SampleInfo{Every: 3, Estimate: 300, Read: 110, Filtered: 10}, Stats: st}.WriteText(&b)
+	out := b.String()
+	for _, want := range []string{
+		"projection p, routed by tenant: a sample of 1 in 3 rows",
+		"110 source rows read, 100 read rows counted (10 left out by where, 0 with a NULL shard value), 37 distinct values, 300 B",
+		"current ranges of sink reads (-80,80-): skew ",
+		"(±5.0 points: a sample)",
+		"hottest values of tenant:",
+		"-80        -> -80",
+		"stays",
+		"resharding -80,80- -> -80,80-c0,c0- moves ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
