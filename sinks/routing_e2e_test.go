@@ -128,3 +128,44 @@ func rowsAndOffset(t *testing.T, db *sql.DB, p *projections.Projection) (rows in
 	}
 	return rows, next
 }
+
+// BenchmarkApplyRouting is the routing check's cost: a caught-up batch (10
+// upserts) applied to a real MariaDB sink with and without the check (run
+// with E2E=1: go test -run x -bench ApplyRouting ./sinks/).
+func BenchmarkApplyRouting(b *testing.B) {
+	bed := testbed.Get(b)
+	for _, routed := range []bool{false, true} {
+		b.Run(fmt.Sprintf("routed=%v", routed), func(b *testing.B) {
+			ctx := b.Context()
+			src, err := bed.MySQL.CreateDatabase(ctx, "brsrc")
+			if err != nil {
+				b.Fatal(err)
+			}
+			sinkDB, err := bed.MySQL.CreateDatabase(ctx, "brsink")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, v INT NOT NULL)"); err != nil {
+				b.Fatal(err)
+			}
+			p, sink := copyTableAs(b, bed, src, sinkDB, "t_copy", map[string]string{"id": "id", "v": "v"}, "")
+			var s projections.Sink = sink
+			if routed {
+				s = sink.Routed(0)
+			}
+			n := 0
+			for b.Loop() {
+				batch := &projections.Batch{Offsets: projections.Offsets{}}
+				n++
+				batch.Offsets.Set(p.Topic, 0, int64(n))
+				for i := range 10 {
+					id := (n*10 + i) % 5000
+					batch.Writes = append(batch.Writes, projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(id), Values: projections.ValuesOf(id, n), Version: uint64(n)})
+				}
+				if err := s.Apply(ctx, p, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -56,7 +56,9 @@ func newProjectorStarter(cfg config.Config, g *errgroup.Group, gctx context.Cont
 	sup := newSupervisor(o.health, m, log)
 	// A clean stop waits for every projector to drain.
 	g.Go(func() error { return sup.wait(gctx) })
-	return &projectorStarter{cfg: cfg, sup: sup, gctx: gctx, ops: o, log: log, metrics: m, opened: map[string]*sinks.Sharded{}}
+	s := &projectorStarter{cfg: cfg, sup: sup, gctx: gctx, ops: o, log: log, metrics: m, opened: map[string]*sinks.Sharded{}}
+	o.routes = &s.routes
+	return s
 }
 
 // start resolves the sink that serves pp now (sinks.Resolve: a reshard
@@ -65,9 +67,16 @@ func newProjectorStarter(cfg config.Config, g *errgroup.Group, gctx context.Cont
 // from then on (routing.go). The error says which step failed; exitCode
 // is what `run` exits with for it at start-up.
 func (s *projectorStarter) start(ctx context.Context, pp plannedProjection) (exitCode int, err error) {
-	at, code, err := s.resolve(ctx, pp)
+	at, err := sinks.Resolve(ctx, s.cfg, pp.p, s.open)
+	if errors.As(err, new(*sinks.RoutingUnsettled)) {
+		// A reshard's cutover under way: the projection waits for it
+		// under the supervisor, beside the others.
+		s.log.Info("the routing of a projection is unsettled; it starts once it settles", "projection", pp.p.Name, "err", err)
+		s.sup.run(s.gctx, pp.p.Name, func(ctx context.Context) error { return s.follow(ctx, pp, at, nil) })
+		return exitOK, nil
+	}
 	if err != nil {
-		return code, err
+		return exitProblem, fmt.Errorf("resolving the sink of %s: %w", pp.p.Name, err)
 	}
 	pr, code, err := s.projectorOn(ctx, pp, at)
 	if err != nil {

@@ -217,6 +217,9 @@ func printStatus(w io.Writer, r httpapi.Report, note string) {
 	// Partitions and errors under the table, wrapped: one line per
 	// partition in the table made it hundreds of columns wide.
 	for _, p := range r.Projections {
+		if p.Generation > 0 {
+			fmt.Fprintln(w, wrap(fmt.Sprintf("%s applies through sink %s at routing generation %d (a reshard moved it)", p.Name, p.Sink, p.Generation), helpWidth, "\n    "))
+		}
 		if len(p.Partitions) > 0 {
 			parts := make([]string, 0, len(p.Partitions))
 			for _, pt := range p.Partitions {
