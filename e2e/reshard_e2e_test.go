@@ -1,7 +1,8 @@
 package e2e
 
 // readside reshard end to end: the chat projection moved from two shards
-// (-80, 80-) to three (-80, 80-c0, c0-: c0- on a server of its own) on
+// (-80, 80-) to three (-40, 40-c0, c0-: 40-80 moves to the server of 80-,
+// c0- to a server of its own) on
 // three real MariaDB sink servers and the real broker, while the source
 // takes writes and a live projector follows the routing generation as
 // the daemon does; the reshard is SIGKILLed while filling and again with
@@ -93,8 +94,8 @@ sinks:
       - {keyrange: "80-", dsn: %q}
   reads3:
     shards:
-      - {keyrange: "-80", dsn: %q}
-      - {keyrange: "80-c0", dsn: %q}
+      - {keyrange: "-40", dsn: %q}
+      - {keyrange: "40-c0", dsn: %q}
       - {keyrange: "c0-", dsn: %q}
 projections:
 %s`, bed.MySQL.ReplDSN(), testbed.NewServerID(), table, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6),
@@ -231,7 +232,7 @@ func (rb *reshardBed) startReshard(pause string, args ...string) *reshardRun {
 	rb.t.Helper()
 	r := &reshardRun{out: &syncBuffer{}, done: make(chan struct{})}
 	r.cmd = exec.Command(readsideBinary(rb.t), append([]string{"reshard", "-c", rb.cfgPath, "--projection", "messages_by_sender",
-		"--sink", "reads3", "--to", "-80,80-c0,c0-", "--yes", "--progress-every", "1s"}, args...)...)
+		"--sink", "reads3", "--to", "-40,40-c0,c0-", "--yes", "--progress-every", "1s"}, args...)...)
 	r.cmd.Env = append(os.Environ(), "RS_TEST_RESHARD_PAUSE="+pause)
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -355,7 +356,7 @@ func TestReshardSplitKill9(t *testing.T) {
 // keyspace id, and each server's routing row names reads3 at generation 1.
 func (rb *reshardBed) checkPlaced() {
 	rb.t.Helper()
-	ranges := [][]string{{"-80"}, {"80-c0"}, {"c0-"}}
+	ranges := [][]string{{"-40"}, {"40-c0"}, {"c0-"}}
 	total := 0
 	for i, m := range rb.servers {
 		var rs []projections.KeyRange
