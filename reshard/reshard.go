@@ -207,6 +207,13 @@ func (r *Reshard) prepare(ctx context.Context) error {
 	if err := r.o.Old.Exec(ctx, sinks.ReshardDDL()); err != nil {
 		return fmt.Errorf("sink %s: %w", r.o.Old.Name, err)
 	}
+	// The routing row the fence will lock, on every OLD server, long
+	// before the cutover.
+	for _, sh := range r.o.Old.Shards {
+		if err := sh.EnsureRouting(ctx, r.p.Name, r.o.OldGeneration, r.o.Old.Name, r.o.Old.Ranges()); err != nil {
+			return fmt.Errorf("shard %s of sink %s: %w", sh.Range.Text, r.o.Old.Name, err)
+		}
+	}
 	if err := r.o.New.Exec(ctx, append(sinks.ReshardDDL(), sinks.DDL(r.p, types)...)); err != nil {
 		return fmt.Errorf("creating the read table of %s on sink %s: %w", r.p.Name, r.o.New.Name, err)
 	}
