@@ -208,9 +208,14 @@ func (r *Reshard) prepare(ctx context.Context) error {
 		return fmt.Errorf("sink %s: %w", r.o.Old.Name, err)
 	}
 	// The routing row the fence will lock, on every OLD server, long
-	// before the cutover.
+	// before the cutover. At generation 0 it names no sink, as a missing
+	// row does (the config's sink serves the projection).
+	name, ranges := r.o.Old.Name, r.o.Old.Ranges()
+	if r.o.OldGeneration == 0 {
+		name, ranges = "", nil
+	}
 	for _, sh := range r.o.Old.Shards {
-		if err := sh.EnsureRouting(ctx, r.p.Name, r.o.OldGeneration, r.o.Old.Name, r.o.Old.Ranges()); err != nil {
+		if err := sh.EnsureRouting(ctx, r.p.Name, r.o.OldGeneration, name, ranges); err != nil {
 			return fmt.Errorf("shard %s of sink %s: %w", sh.Range.Text, r.o.Old.Name, err)
 		}
 	}
