@@ -43,7 +43,7 @@ type reshardBed struct {
 	dir     string
 }
 
-func newReshardBed(t *testing.T, name string) *reshardBed {
+func newReshardBed(t *testing.T, name string, more ...string) *reshardBed {
 	t.Helper()
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -99,7 +99,7 @@ sinks:
       - {keyrange: "c0-", dsn: %q}
 projections:
 %s`, bed.MySQL.ReplDSN(), testbed.NewServerID(), table, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6),
-		filepath.Join(rb.dir, "data"), dsn(0), dsn(1), dsn(0), dsn(1), dsn(2), testbed.ChatProjectionYAML(rb.src))
+		filepath.Join(rb.dir, "data"), dsn(0), dsn(1), dsn(0), dsn(1), dsn(2), testbed.ChatProjectionYAML(rb.src)+moreProjections(rb.src, more))
 	rb.cfgPath = filepath.Join(rb.dir, "readside.yaml")
 	if err := os.WriteFile(rb.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -110,13 +110,32 @@ projections:
 	return rb
 }
 
-func (rb *reshardBed) projection() *projections.Projection {
+// moreProjections are copies of the chat projection under other names.
+func moreProjections(src string, names []string) string {
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString(strings.Replace(testbed.ChatProjectionYAML(src), "messages_by_sender:", n+":", 1))
+	}
+	return b.String()
+}
+
+func (rb *reshardBed) projection(name ...string) *projections.Projection {
 	rb.t.Helper()
 	ps, err := projections.Compile(rb.cfg)
 	if err != nil {
 		rb.t.Fatal(err)
 	}
-	return ps[0]
+	want := "messages_by_sender"
+	if len(name) > 0 {
+		want = name[0]
+	}
+	for _, p := range ps {
+		if p.Name == want {
+			return p
+		}
+	}
+	rb.t.Fatalf("no projection %s", want)
+	return nil
 }
 
 // follow runs the projection's live projector as the daemon does: on the
@@ -230,8 +249,13 @@ func (s *syncBuffer) String() string {
 
 func (rb *reshardBed) startReshard(pause string, args ...string) *reshardRun {
 	rb.t.Helper()
+	return rb.startReshardOf("messages_by_sender", pause, args...)
+}
+
+func (rb *reshardBed) startReshardOf(projection, pause string, args ...string) *reshardRun {
+	rb.t.Helper()
 	r := &reshardRun{out: &syncBuffer{}, done: make(chan struct{})}
-	r.cmd = exec.Command(readsideBinary(rb.t), append([]string{"reshard", "-c", rb.cfgPath, "--projection", "messages_by_sender",
+	r.cmd = exec.Command(readsideBinary(rb.t), append([]string{"reshard", "-c", rb.cfgPath, "--projection", projection,
 		"--sink", "reads3", "--to", "-40,40-c0,c0-", "--yes", "--progress-every", "1s"}, args...)...)
 	r.cmd.Env = append(os.Environ(), "RS_TEST_RESHARD_PAUSE="+pause)
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
@@ -420,4 +444,59 @@ func (rb *reshardBed) verifyEqual(p *projections.Projection) {
 		}
 		return rep.Drift() == 0 && rep.SourceRows > 0, fmt.Sprintf("verify: %+v", *rep)
 	})
+}
+
+// TestReshardFillRates measures both fills on the same rows (not a pass
+// or fail: the numbers for choosing --fill's default). Two copies of the
+// chat projection over E2E_RESHARD_FILL_ROWS source rows, each moved 2 → 3
+// shards, one by copy and one from the topics, with the source quiet.
+// Runs only when E2E_RESHARD_FILL_ROWS is set.
+func TestReshardFillRates(t *testing.T) {
+	rows := envInt("E2E_RESHARD_FILL_ROWS", 0)
+	if rows == 0 {
+		t.Skip("set E2E_RESHARD_FILL_ROWS to measure the reshard's fills")
+	}
+	rb := newReshardBed(t, "rsfr", "by_sender_copy", "by_sender_topics")
+	startDaemon(t, filepath.Join(rb.dir, "tailer.log"), "run", "-c", rb.cfgPath, "--role", "tailer")
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	names := []string{"by_sender_copy", "by_sender_topics"}
+	for _, n := range names {
+		go func() { _, _ = rb.follow(ctx, rb.projection(n)) }()
+	}
+	// Once a row written now is applied, the tailer captures what follows.
+	testbed.Eventually(t, 2*time.Minute, func() (bool, string) {
+		_ = rb.bed.MySQL.Exec(ctx, fmt.Sprintf("REPLACE INTO `%s`.messages VALUES (%d, 1, NOW(), 'probe')", rb.src, rows+1))
+		total := 0
+		for i := 0; i < 2; i++ {
+			var c int
+			_ = rb.servers[i].DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+rb.dbs[i]+"`.by_sender_copy").Scan(&c)
+			total += c
+		}
+		return total > 0, "the tailer captures nothing yet"
+	})
+	if err := rb.bed.MySQL.Exec(ctx, fmt.Sprintf("INSERT INTO `%s`.messages SELECT seq, seq %% 300, TIMESTAMP'2026-01-01 00:00:00' + INTERVAL seq SECOND, CONCAT('m', seq) FROM seq_1_to_%d", rb.src, rows)); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(t, 10*time.Minute, func() (bool, string) {
+		total := 0
+		for _, n := range names {
+			for i := 0; i < 2; i++ {
+				var c int
+				_ = rb.servers[i].DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+rb.dbs[i]+"`."+n).Scan(&c)
+				total += c
+			}
+		}
+		return total == 2*(rows+1), fmt.Sprintf("%d of %d rows applied", total, 2*(rows+1))
+	})
+	for i, fill := range []string{"copy", "topics"} {
+		r := rb.startReshardOf(names[i], "", "--fill", fill)
+		<-r.done
+		out := r.out.String()
+		if r.cmd.ProcessState.ExitCode() != 0 {
+			t.Fatalf("--fill %s:\n%s", fill, out)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		t.Logf("--fill %s: %s", fill, lines[len(lines)-1])
+	}
 }

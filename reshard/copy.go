@@ -24,7 +24,13 @@ func (r *Reshard) runFill(ctx context.Context, f *filler) error {
 		if err := f.waitFor(ctx, ends, "filling "+r.p.Table+" from the topics"); err != nil {
 			return err
 		}
-		r.o.Log.Info("reshard: filled the pieces from the topics", "projection", r.p.Name, "took", time.Since(started).Round(time.Millisecond))
+		took := time.Since(started)
+		n, err := r.countPieces(ctx)
+		if err != nil {
+			return err
+		}
+		r.pr.RowsCopied, r.pr.FillRate = n, float64(n)/took.Seconds()
+		r.o.Log.Info("reshard: filled the pieces from the topics", "projection", r.p.Name, "rows", n, "took", took.Round(time.Millisecond), "rows_per_second", int64(r.pr.FillRate))
 		return nil
 	}
 	return r.copyPieces(ctx)
@@ -202,4 +208,38 @@ func (r *Reshard) copyState(ctx context.Context, src, dst sinks.Shard) error {
 		}
 	}
 	return nil
+}
+
+// countPieces counts the rows the pieces hold on their NEW shards (how
+// many rows a fill from the topics moved).
+func (r *Reshard) countPieces(ctx context.Context) (int64, error) {
+	var n int64
+	done := map[int]bool{}
+	for _, pc := range r.pieces {
+		if done[pc.To] {
+			continue
+		}
+		done[pc.To] = true
+		dst := r.o.New.Shards[pc.To]
+		var after []any
+		for {
+			c, err := dst.ScanChunk(ctx, r.readScan(), after, r.o.ChunkRows)
+			if err != nil {
+				return n, err
+			}
+			if c.Len() == 0 {
+				break
+			}
+			after = c.Last()
+			for _, id := range c.IDs {
+				for _, p := range r.pieces {
+					if p.To == pc.To && p.Range.Contains(id) {
+						n++
+						break
+					}
+				}
+			}
+		}
+	}
+	return n, nil
 }
