@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -351,6 +352,19 @@ func TestReshardSplitKill9(t *testing.T) {
 	if ph := rb.phase(2); ph != "clean" {
 		t.Errorf("phase after --cleanup = %q, want clean", ph)
 	}
+	// readside status shows the phase and the fence (from the stores:
+	// no daemon answers on that address).
+	st := exec.Command(readsideBinary(t), "status", "-c", rb.cfgPath, "--http", "127.0.0.1:1", "--json")
+	stOut, _ := st.Output()
+	var rep struct {
+		Reshards []struct {
+			Projection, Phase, ToSink string
+			FenceMS                   int64 `json:"fence_ms"`
+		} `json:"reshards"`
+	}
+	if err := json.Unmarshal(stOut, &rep); err != nil || len(rep.Reshards) != 1 || rep.Reshards[0].Phase != "clean" || rep.Reshards[0].ToSink != "reads3" || rep.Reshards[0].FenceMS <= 0 {
+		t.Errorf("readside status --json reshards %+v (%v), want messages_by_sender clean to reads3 with its fence:\n%s", rep.Reshards, err, stOut)
+	}
 	// A rerun says there is nothing to do.
 	again := rb.startReshard("")
 	<-again.done
@@ -475,7 +489,7 @@ func TestReshardFillRates(t *testing.T) {
 		}
 		return total > 0, "the tailer captures nothing yet"
 	})
-	if err := rb.bed.MySQL.Exec(ctx, fmt.Sprintf("INSERT INTO `%s`.messages SELECT seq, seq %% 300, TIMESTAMP'2026-01-01 00:00:00' + INTERVAL seq SECOND, CONCAT('m', seq) FROM seq_1_to_%d", rb.src, rows)); err != nil {
+	if err := rb.bed.MySQL.Exec(ctx, fmt.Sprintf("INSERT INTO `%s`.messages SELECT seq, seq %% 300, TIMESTAMP'2026-01-01 00:00:00' + INTERVAL seq SECOND, CONCAT('m', seq) FROM `%s`.seq_1_to_%d", rb.src, rb.src, rows)); err != nil {
 		t.Fatal(err)
 	}
 	testbed.Eventually(t, 10*time.Minute, func() (bool, string) {
