@@ -358,8 +358,9 @@ func TestReshardSplitKill9(t *testing.T) {
 	stOut, _ := st.Output()
 	var rep struct {
 		Reshards []struct {
-			Projection, Phase, ToSink string
-			FenceMS                   int64 `json:"fence_ms"`
+			Phase   string `json:"phase"`
+			ToSink  string `json:"to_sink"`
+			FenceMS int64  `json:"fence_ms"`
 		} `json:"reshards"`
 	}
 	if err := json.Unmarshal(stOut, &rep); err != nil || len(rep.Reshards) != 1 || rep.Reshards[0].Phase != "clean" || rep.Reshards[0].ToSink != "reads3" || rep.Reshards[0].FenceMS <= 0 {
