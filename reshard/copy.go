@@ -116,14 +116,14 @@ func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceP
 		return 0, nil
 	}
 	src, dst := r.o.Old.Shards[sp.From], r.o.New.Shards[pp.To]
-	if sp.Offsets == nil {
+	if !sp.OffsetsRead {
 		// Before any row is read: every change after these offsets is
 		// re-applied by the catch-up.
 		o, err := src.Offsets(ctx, r.p)
 		if err != nil {
 			return 0, fmt.Errorf("shard %s of sink %s: %w", src.Range.Text, r.o.Old.Name, err)
 		}
-		sp.Offsets = o
+		sp.Offsets, sp.OffsetsRead = o, true
 		if err := r.st.save(ctx, r.phase, r.pr); err != nil {
 			return 0, err
 		}

@@ -58,6 +58,9 @@ type PieceProgress struct {
 type SourceProgress struct {
 	From    int                 `json:"from"`
 	Offsets projections.Offsets `json:"offsets,omitempty"`
+	// OffsetsRead: Offsets were read (an empty set, when the source had
+	// none, must not be read again later).
+	OffsetsRead bool `json:"offsets_read"`
 	Cursor  []string            `json:"cursor,omitempty"`
 	Rows    int64               `json:"rows"`
 	Done    bool                `json:"done"`

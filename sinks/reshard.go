@@ -59,8 +59,10 @@ func (s *MySQL) Reshard(ctx context.Context, projection string) (*ReshardState, 
 
 // SetReshard writes st as projection's reshard row on s.
 func (s *MySQL) SetReshard(ctx context.Context, st ReshardState) error {
-	_, err := s.db.ExecContext(ctx, "INSERT INTO `_readside_reshards` (projection, from_generation, to_sink, to_ranges, phase, progress) VALUES (?, ?, ?, ?, ?, ?) "+
-		"ON DUPLICATE KEY UPDATE from_generation = VALUES(from_generation), to_sink = VALUES(to_sink), to_ranges = VALUES(to_ranges), phase = VALUES(phase), progress = VALUES(progress)",
+	d := s.dialect
+	_, err := s.db.ExecContext(ctx, "INSERT INTO `_readside_reshards` (projection, from_generation, to_sink, to_ranges, phase, progress) VALUES (?, ?, ?, ?, ?, ?)"+
+		d.onDuplicate()+"from_generation = "+d.newRow("from_generation")+", to_sink = "+d.newRow("to_sink")+", to_ranges = "+d.newRow("to_ranges")+
+		", phase = "+d.newRow("phase")+", progress = "+d.newRow("progress"),
 		st.Projection, st.FromGeneration, st.ToSink, st.ToRanges, st.Phase, string(st.Progress))
 	if err != nil {
 		return fmt.Errorf("recording the reshard of %s: %w", st.Projection, err)
@@ -167,7 +169,7 @@ func (c *Cutover) MergeFill(ctx context.Context, fillName string, served bool) e
 	}
 	for topic, parts := range merged {
 		for part, next := range parts {
-			if _, err := c.tx.ExecContext(ctx, "INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = VALUES(next_offset)",
+			if _, err := c.tx.ExecContext(ctx, "INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?)"+c.s.dialect.onDuplicate()+"next_offset = "+c.s.dialect.newRow("next_offset"),
 				c.projection, topic, part, next); err != nil {
 				return fmt.Errorf("merging offsets of %s: %w", c.projection, err)
 			}
