@@ -60,10 +60,10 @@ type SourceProgress struct {
 	Offsets projections.Offsets `json:"offsets,omitempty"`
 	// OffsetsRead: Offsets were read (an empty set, when the source had
 	// none, must not be read again later).
-	OffsetsRead bool `json:"offsets_read"`
-	Cursor  []string            `json:"cursor,omitempty"`
-	Rows    int64               `json:"rows"`
-	Done    bool                `json:"done"`
+	OffsetsRead bool     `json:"offsets_read"`
+	Cursor      []string `json:"cursor,omitempty"`
+	Rows        int64    `json:"rows"`
+	Done        bool     `json:"done"`
 }
 
 // store keeps the reshard's row on every server of NEW (the same row
