@@ -45,7 +45,7 @@ test-vitess:
 
 ## e2e: the end-to-end suite; starts MariaDB and Kafka (E2E_BROKER=kafka|kfake|external)
 e2e:
-	E2E=1 $(GO) test -count=1 -p 1 -timeout $(E2E_TIMEOUT) $(E2E_PKGS)
+	E2E=1 E2E_FAILED_LOGS=$(CURDIR)/.e2e-failed-logs $(GO) test -count=1 -p 1 -timeout $(E2E_TIMEOUT) $(E2E_PKGS)
 	E2E=1 $(GO) -C bench test -count=1 -p 1 -timeout $(E2E_TIMEOUT) $(BENCH_E2E_PKGS)
 
 ## e2e-kfake: the same suite on the in-process-protocol broker, for fast loops

@@ -93,8 +93,29 @@ func startDaemon(t *testing.T, logPath string, args ...string) *daemon {
 		if d.running() {
 			d.kill9()
 		}
+		keepFailedLog(t, logPath)
 	})
 	return d
+}
+
+// keepFailedLog copies a failed test's daemon log into $E2E_FAILED_LOGS
+// (`make e2e` sets it to .e2e-failed-logs/): the test's temporary
+// directory goes with the test, and a failure the test's own message
+// cannot explain (a flake under CI load) needs the daemon's story.
+func keepFailedLog(t *testing.T, logPath string) {
+	dir := os.Getenv("E2E_FAILED_LOGS")
+	if dir == "" || !t.Failed() {
+		return
+	}
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		return
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "-" + filepath.Base(logPath)
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		_ = os.WriteFile(filepath.Join(dir, name), data, 0o644)
+		t.Logf("daemon log kept in %s", filepath.Join(dir, name))
+	}
 }
 
 func (d *daemon) start() {

@@ -37,6 +37,10 @@ type Options struct {
 	// runs; nil when none runs here.
 	DeadLetters func(projection string) projections.DeadLetterStatus
 	Projections []Projection
+	// Route is the sink that serves a projection now and its routing
+	// generation (a reshard may have moved it off the sink the config
+	// names); nil: the config's sink (Projection.Sinks).
+	Route func(ctx context.Context, projection string) (Route, error)
 	// SnapshotLog reads failed snapshot requests; nil: not reported.
 	SnapshotLog SnapshotLog
 	// Reshards reads the reshards recorded on the sinks; nil: not reported.
@@ -54,6 +58,14 @@ type Projection struct {
 	Sinks  []SinkDSN
 	// Here is true when this process runs its projector.
 	Here bool
+}
+
+// Route is the sink a projection applies through, at a routing
+// generation, and its servers.
+type Route struct {
+	Sink       string
+	Generation uint64
+	Servers    []SinkDSN
 }
 
 // SinkDSN is one sink server (a whole sink, or one shard) holding the
@@ -110,6 +122,10 @@ type SourceStatus struct {
 type ProjectionStatus struct {
 	Name  string `json:"name"`
 	Topic string `json:"topic"`
+	// Sink is the sink the projection applies through and Generation its
+	// routing generation (0: the sink the config names, never resharded).
+	Sink       string `json:"sink,omitempty"`
+	Generation uint64 `json:"generation"`
 	// State: "consuming" (its group holds the partitions), "rebalancing",
 	// "no consumers", "failed", "stopped" (on an error, alone: StopReason
 	// and Fix say why and what to do), "dead-lettering" (every record goes
@@ -153,6 +169,7 @@ type Collector struct {
 	health *Health      // nil when not a daemon
 	kcl    *kgo.Client
 	adm    *kadm.Client
+	dbsMu  sync.Mutex
 	dbs    map[string]*sql.DB
 
 	mu     sync.Mutex
@@ -169,25 +186,48 @@ func NewCollector(opts Options, tailer TailerSource, health *Health) (*Collector
 	c := &Collector{opts: opts, tailer: tailer, health: health, kcl: kcl, adm: kadm.NewClient(kcl), dbs: map[string]*sql.DB{}}
 	for _, p := range opts.Projections {
 		for _, s := range p.Sinks {
-			if _, ok := c.dbs[s.DSN]; ok {
-				continue
-			}
-			cfg, err := driver.ParseDSN(s.DSN)
-			if err != nil {
-				c.Close()
-				return nil, fmt.Errorf("sink %s DSN: %w", s.Name, err)
-			}
-			conn, err := driver.NewConnector(cfg)
-			if err != nil {
+			if _, err := c.db(s); err != nil {
 				c.Close()
 				return nil, err
 			}
-			db := sql.OpenDB(conn)
-			db.SetMaxOpenConns(2)
-			c.dbs[s.DSN] = db
 		}
 	}
 	return c, nil
+}
+
+// route is the sink p applies through now (Options.Route), or the
+// config's with the error when it cannot be resolved.
+func (c *Collector) route(ctx context.Context, p Projection) (Route, error) {
+	config := Route{Servers: p.Sinks}
+	if c.opts.Route == nil {
+		return config, nil
+	}
+	r, err := c.opts.Route(ctx, p.Name)
+	if err != nil {
+		return config, fmt.Errorf("resolving its sink: %w", err)
+	}
+	return r, nil
+}
+
+// db is the pool of a sink server, opened at its first use.
+func (c *Collector) db(s SinkDSN) (*sql.DB, error) {
+	c.dbsMu.Lock()
+	defer c.dbsMu.Unlock()
+	if db, ok := c.dbs[s.DSN]; ok {
+		return db, nil
+	}
+	cfg, err := driver.ParseDSN(s.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("sink %s DSN: %w", s.Name, err)
+	}
+	conn, err := driver.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(2)
+	c.dbs[s.DSN] = db
+	return db, nil
 }
 
 // Close releases the clients.
@@ -362,8 +402,14 @@ func (c *Collector) projection(ctx context.Context, p Projection, ends kadm.List
 	// Applied offsets per sink (shard); a partition's applied position is
 	// the lowest over the shards.
 	applied := map[int32]int64{}
-	for _, s := range p.Sinks {
-		offs, err := readOffsets(ctx, c.dbs[s.DSN], p.Name, p.Topic)
+	r, err := c.route(ctx, p)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	servers := r.Servers
+	ps.Sink, ps.Generation = r.Sink, r.Generation
+	for _, s := range servers {
+		offs, err := c.readOffsets(ctx, s, p.Name, p.Topic)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("sink %s: %w", s.Name, err))
 			continue
@@ -388,7 +434,7 @@ func (c *Collector) projection(ctx context.Context, p Projection, ends kadm.List
 			})
 		}
 	}
-	if endsErr == nil && len(p.Sinks) > 0 {
+	if endsErr == nil && len(servers) > 0 {
 		ends.Each(func(o kadm.ListedOffset) {
 			if o.Topic != p.Topic {
 				return
@@ -422,6 +468,14 @@ func lag(applied, end int64) int64 {
 
 // readOffsets reads a projection's applied offsets from a sink. A sink
 // without the table has applied nothing yet.
+func (c *Collector) readOffsets(ctx context.Context, s SinkDSN, projection, topic string) (map[int32]int64, error) {
+	db, err := c.db(s)
+	if err != nil {
+		return nil, err
+	}
+	return readOffsets(ctx, db, projection, topic)
+}
+
 func readOffsets(ctx context.Context, db *sql.DB, projection, topic string) (map[int32]int64, error) {
 	rows, err := db.QueryContext(ctx, "SELECT part, next_offset FROM `_readside_offsets` WHERE projection = ? AND topic = ?", projection, topic)
 	if err != nil {

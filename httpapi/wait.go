@@ -181,9 +181,13 @@ func stableBeyond(stable, hwm kadm.ListedOffsets) bool {
 // of the end offset less the commit marker.
 func (c *Collector) behind(ctx context.Context, p Projection, topics []string, ends kadm.ListedOffsets) ([]string, error) {
 	var out []string
-	for _, s := range p.Sinks {
+	r, err := c.route(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range r.Servers {
 		for _, topic := range topics {
-			offs, err := readOffsets(ctx, c.dbs[s.DSN], p.Name, topic)
+			offs, err := c.readOffsets(ctx, s, p.Name, topic)
 			if err != nil {
 				return nil, fmt.Errorf("sink %s: %w", s.Name, err)
 			}

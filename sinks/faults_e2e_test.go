@@ -314,7 +314,7 @@ func setGlobal(t *testing.T, bed *testbed.Bed, name string, value int) {
 
 // copyTableAs is copyTable with the projection's name (its read table's
 // too) and DSN parameters for the sink ("?a=b").
-func copyTableAs(t *testing.T, bed *testbed.Bed, src, sinkDB, name string, cols map[string]string, params string) (*projections.Projection, *sinks.Sharded) {
+func copyTableAs(t testing.TB, bed *testbed.Bed, src, sinkDB, name string, cols map[string]string, params string) (*projections.Projection, *sinks.Sharded) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Source.Tables = []string{src + ".t"}

@@ -57,6 +57,20 @@ func (e *RoutingUnsettled) Error() string {
 	return fmt.Sprintf("the routing of %s on sink %s is unsettled (%s): a reshard's cutover is in progress, or was interrupted (rerun readside reshard for %s to finish it)", e.Projection, e.Sink, e.Reason, e.Projection)
 }
 
+// RoutingError is a projection's routing that cannot be followed as the
+// config stands (a sink it names is missing or has other ranges); the
+// message says the fix.
+type RoutingError struct {
+	Projection string
+	Message    string
+}
+
+func (e *RoutingError) Error() string { return e.Message }
+
+func routingError(projection, format string, args ...any) error {
+	return &RoutingError{Projection: projection, Message: fmt.Sprintf(format, args...)}
+}
+
 // routingStatement reads a projection's generation under a share lock
 // held to commit (the fence's other half).
 func routingStatement(d dialect) string {
@@ -93,10 +107,6 @@ func (s *Sharded) Routed(generation uint64) projections.Sink {
 	r.routed, r.generation = true, generation
 	return &r
 }
-
-// Generation is the routing generation s checks (Routed), and whether it
-// checks one.
-func (s *Sharded) Generation() (uint64, bool) { return s.generation, s.routed }
 
 // Routing reads projection's routing row on every shard, in shard order.
 // A shard without the table (never set up for routing) has no row.
@@ -184,11 +194,11 @@ func Resolve(ctx context.Context, cfg config.Config, p *projections.Projection, 
 			return ResolvedSink{Name: name, Sink: s, Generation: gen}, nil
 		}
 		if _, ok := cfg.Sinks[next]; !ok {
-			return ResolvedSink{}, fmt.Errorf("projection %s is served by sink %s (routing generation %d, recorded on sink %s), which the config does not name: add sinks.%s back to the config as it was when the reshard ran", p.Name, next, gen, name, next)
+			return ResolvedSink{}, routingError(p.Name, "projection %s is served by sink %s (routing generation %d, recorded on sink %s), which the config does not name: add sinks.%s back to the config as it was when the reshard ran", p.Name, next, gen, name, next)
 		}
 		name, via, came = next, name, gen
 	}
-	return ResolvedSink{}, fmt.Errorf("the routing of %s names a sink more than %d times over (last %s, via %s): check `_readside_routing` on its servers", p.Name, maxRoutingHops, name, via)
+	return ResolvedSink{}, routingError(p.Name, "the routing of %s names a sink more than %d times over (last %s, via %s): check `_readside_routing` on its servers", p.Name, maxRoutingHops, name, via)
 }
 
 // routingStep reads the routing rows of projection on the shards of sink
@@ -204,7 +214,7 @@ func routingStep(projection, sink string, came uint64, rows []Routing) (next str
 	}
 	for _, r := range rows {
 		if r.Generation == top.Generation && r.Sink != top.Sink {
-			return "", 0, fmt.Errorf("the routing rows of %s on sink %s name two sinks (%s and %s) at generation %d: check `_readside_routing` on its servers", projection, sink, top.Sink, r.Sink, top.Generation)
+			return "", 0, routingError(projection, "the routing rows of %s on sink %s name two sinks (%s and %s) at generation %d: check `_readside_routing` on its servers", projection, sink, top.Sink, r.Sink, top.Generation)
 		}
 	}
 	if top.Generation < came {
@@ -228,9 +238,33 @@ func routingStep(projection, sink string, came uint64, rows []Routing) (next str
 func sameRanges(projection, sink string, have []string, rows []Routing) error {
 	for _, r := range rows {
 		if !slices.Equal(r.Ranges, have) {
-			return fmt.Errorf("sink %s serves %s with ranges %s (routing generation %d), but the config gives it %s: restore sinks.%s.shards as they were, or move %s with readside reshard",
+			return routingError(projection, "sink %s serves %s with ranges %s (routing generation %d), but the config gives it %s: restore sinks.%s.shards as they were, or move %s with readside reshard",
 				sink, projection, RangesText(r.Ranges), r.Generation, RangesText(have), sink, projection)
 		}
 	}
 	return nil
+}
+
+// OpenResolved is Resolve opening the sinks on the way from cfg, for a
+// command that works on one projection; closeAll closes every sink it
+// opened, the resolved one included (also after an error).
+func OpenResolved(ctx context.Context, cfg config.Config, p *projections.Projection) (at ResolvedSink, closeAll func(), err error) {
+	opened := map[string]*Sharded{}
+	closeAll = func() {
+		for _, s := range opened {
+			s.Close()
+		}
+	}
+	at, err = Resolve(ctx, cfg, p, func(ctx context.Context, name string) (*Sharded, error) {
+		if s := opened[name]; s != nil {
+			return s, nil
+		}
+		s, err := OpenSharded(ctx, name, cfg.Sinks[name])
+		if err != nil {
+			return nil, fmt.Errorf("sink %s: %w", name, err)
+		}
+		opened[name] = s
+		return s, nil
+	})
+	return at, closeAll, err
 }

@@ -65,11 +65,13 @@ func Schedule(ctx context.Context, cfg config.Config, ps []*projections.Projecti
 }
 
 func runOnce(ctx context.Context, cfg config.Config, p *projections.Projection, src *sql.DB, brokers []string, log *slog.Logger) (*Report, error) {
-	sink, err := sinks.OpenSharded(ctx, p.Sink, cfg.Sinks[p.Sink])
+	// The sink that serves p now: a reshard may have moved it off the
+	// one the config names.
+	at, closeSinks, err := sinks.OpenResolved(ctx, cfg, p)
+	defer closeSinks()
 	if err != nil {
 		return nil, err
 	}
-	defer sink.Close()
-	v := New(p, src, sink, Options{StateFile: StateFile(cfg.DataDir, p.Name), Brokers: brokers, Log: log})
+	v := New(p, src, at.Sink, Options{StateFile: StateFile(cfg.DataDir, p.Name), Brokers: brokers, Log: log})
 	return v.Run(ctx)
 }

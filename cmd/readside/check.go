@@ -86,15 +86,22 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 func driftFindings(ctx context.Context, cfg config.Config, planned []plannedProjection) []preflight.Finding {
 	var out []preflight.Finding
 	for _, pp := range planned {
-		sink, err := sinks.OpenSharded(ctx, pp.p.Sink, cfg.Sinks[pp.p.Sink])
+		// The sink that serves the projection now (a reshard may have
+		// moved it off the one the config names).
+		at, closeSinks, err := sinks.OpenResolved(ctx, cfg, pp.p)
 		if err != nil {
+			closeSinks()
+			if f, ok := routingFinding(pp.p.Name, err); ok {
+				out = append(out, f)
+			}
 			continue
 		}
+		sink := at.Sink
 		if err := sink.CheckChildren(pp.p); err != nil {
 			out = append(out, preflight.Finding{Area: "projections", Finding: cdc.Finding{Severity: "error", What: err.Error(), Fix: "put projection " + pp.p.Name + " on a MariaDB sink (docs/config.md, children)"}})
 		}
 		drifts, err := sink.Drifts(ctx, pp.p, pp.types)
-		sink.Close()
+		closeSinks()
 		if err != nil {
 			out = append(out, preflight.Finding{Area: "projections", Finding: cdc.Finding{Severity: "error", What: fmt.Sprintf("projection %s: %v", pp.p.Name, err), Fix: "grant the sink user SELECT on its database"}})
 			continue

@@ -129,10 +129,12 @@ type ops struct {
 	// projMetrics: the projectors' metrics, when this process runs them
 	// (their lag counts for /readyz).
 	projMetrics *projections.Metrics
-	srv         *httpapi.Server
-	col         *httpapi.Collector
-	log         *slog.Logger
-	done        chan error
+	// routes: the sink each projector here applies through (routing.go).
+	routes *routes
+	srv    *httpapi.Server
+	col    *httpapi.Collector
+	log    *slog.Logger
+	done   chan error
 }
 
 func newOps(log *slog.Logger) *ops { return &ops{health: httpapi.NewHealth(), log: log} }
@@ -181,6 +183,10 @@ func (o *ops) serve(cfg config.Config, role string, reg *prometheus.Registry) er
 		opts.ProjectionLag = o.projMetrics.LagSeconds
 		opts.DeadLetters = o.projMetrics.DeadLetters
 		o.health.SetDegradations(deadLettering(opts, o.projMetrics, cfg.Kafka.TopicPrefix))
+	}
+	if o.routes != nil {
+		ps, _ := projections.Compile(cfg)
+		opts.Route = statusRoute(cfg, ps, o.routes)
 	}
 	if o.col, err = httpapi.NewCollector(opts, src, o.health); err != nil {
 		return err
@@ -233,14 +239,11 @@ func statusOptions(cfg config.Config, role string) (httpapi.Options, error) {
 	}
 	for _, p := range ps {
 		sp := httpapi.Projection{Name: p.Name, Topic: p.Topic, Topics: p.Topics(), Group: p.Group, Here: role == "all" || role == "projector"}
-		s := cfg.Sinks[p.Sink]
-		if s.DSN != "" {
-			sp.Sinks = append(sp.Sinks, httpapi.SinkDSN{Name: p.Sink, DSN: s.DSN.Reveal()})
-		}
-		for _, sh := range s.Shards {
-			sp.Sinks = append(sp.Sinks, httpapi.SinkDSN{Name: p.Sink + "/" + sh.KeyRange, DSN: sh.DSN.Reveal()})
-		}
+		sp.Sinks = sinkServers(p.Sink, cfg.Sinks[p.Sink])
 		opts.Projections = append(opts.Projections, sp)
 	}
+	// Where a reshard moved a projection (routing.go); serve adds the
+	// projectors' own.
+	opts.Route = statusRoute(cfg, ps, nil)
 	return opts, nil
 }

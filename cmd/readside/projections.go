@@ -149,11 +149,15 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		}
 		// Without --apply the sink may be out of reach (plan is also a
 		// dry run away from the servers): then an existing read table goes
-		// uncompared, said on stderr so that stdout stays the DDL.
-		sink, err := sinks.OpenSharded(ctx, pp.p.Sink, cfg.Sinks[pp.p.Sink])
+		// uncompared, said on stderr so that stdout stays the DDL. The
+		// table compared is on the sink that serves the projection now (a
+		// reshard may have moved it off the one the config names).
+		at, closeSinks, err := sinks.OpenResolved(ctx, cfg, pp.p)
+		sink := at.Sink
 		if err != nil {
+			closeSinks()
 			if *apply {
-				fmt.Fprintf(stderr, "readside plan: sink %s: %v\n", pp.p.Sink, err)
+				fmt.Fprintf(stderr, "readside plan: %s: %v\n", pp.p.Name, err)
 				return exitProblem
 			}
 			fmt.Fprintf(stderr, "readside plan: sink %s not reachable (%v): an existing %s is not compared with the plan; `readside check` compares it\n", pp.p.Sink, err, pp.p.Table)
@@ -161,7 +165,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		n := planDrift(ctx, sink, pp, *apply, stdout, stderr)
-		sink.Close()
+		closeSinks()
 		fmt.Fprintln(stdout)
 		if n < 0 {
 			return exitProblem

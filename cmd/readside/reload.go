@@ -42,6 +42,8 @@ type projectorStarter struct {
 
 	mu     sync.Mutex
 	opened map[string]*sinks.Sharded
+	// routes: the sink each projector applies through (routing.go).
+	routes routes
 }
 
 func newProjectorStarter(cfg config.Config, g *errgroup.Group, gctx context.Context, o *ops, log *slog.Logger, reg prometheus.Registerer) *projectorStarter {
@@ -54,40 +56,72 @@ func newProjectorStarter(cfg config.Config, g *errgroup.Group, gctx context.Cont
 	sup := newSupervisor(o.health, m, log)
 	// A clean stop waits for every projector to drain.
 	g.Go(func() error { return sup.wait(gctx) })
-	return &projectorStarter{cfg: cfg, sup: sup, gctx: gctx, ops: o, log: log, metrics: m, opened: map[string]*sinks.Sharded{}}
+	s := &projectorStarter{cfg: cfg, sup: sup, gctx: gctx, ops: o, log: log, metrics: m, opened: map[string]*sinks.Sharded{}}
+	o.routes = &s.routes
+	return s
 }
 
-// start creates pp's read table and starts its projector. The error says
-// which step failed; exitCode is what `run` exits with for it at start-up.
+// start resolves the sink that serves pp now (sinks.Resolve: a reshard
+// the config does not name yet is followed), creates pp's read table
+// there and starts its projector, which follows the routing generation
+// from then on (routing.go). The error says which step failed; exitCode
+// is what `run` exits with for it at start-up.
 func (s *projectorStarter) start(ctx context.Context, pp plannedProjection) (exitCode int, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sink := s.opened[pp.p.Sink]
-	if sink == nil {
-		if sink, err = sinks.OpenSharded(ctx, pp.p.Sink, s.cfg.Sinks[pp.p.Sink]); err != nil {
-			return exitProblem, fmt.Errorf("sink %s: %w", pp.p.Sink, err)
-		}
-		s.opened[pp.p.Sink] = sink
+	at, err := sinks.Resolve(ctx, s.cfg, pp.p, s.open)
+	if errors.As(err, new(*sinks.RoutingUnsettled)) {
+		// A reshard's cutover under way: the projection waits for it
+		// under the supervisor, beside the others.
+		s.log.Info("the routing of a projection is unsettled; it starts once it settles", "projection", pp.p.Name, "err", err)
+		s.sup.run(s.gctx, pp.p.Name, func(ctx context.Context) error { return s.follow(ctx, pp, at, nil) })
+		return exitOK, nil
 	}
+	if err != nil {
+		return exitProblem, fmt.Errorf("resolving the sink of %s: %w", pp.p.Name, err)
+	}
+	pr, code, err := s.projectorOn(ctx, pp, at)
+	if err != nil {
+		return code, err
+	}
+	s.sup.run(s.gctx, pp.p.Name, func(ctx context.Context) error { return s.follow(ctx, pp, at, pr) })
+	return exitOK, nil
+}
+
+// projectorOn creates pp's read table on the sink at and makes its
+// projector, checking at's routing generation in every transaction.
+func (s *projectorStarter) projectorOn(ctx context.Context, pp plannedProjection, at sinks.ResolvedSink) (*projections.Projector, int, error) {
 	// A read table that cannot be made to fit stops its projection alone
 	// (unfitReadTable); the caller decides.
-	if err := sink.Exec(ctx, pp.ddl); err != nil {
-		return exitProblem, unfitReadTable(pp.p.Name, fmt.Errorf("creating the read table of %s: %w", pp.p.Name, err))
+	if err := at.Sink.Exec(ctx, pp.ddl); err != nil {
+		return nil, exitProblem, unfitReadTable(pp.p.Name, fmt.Errorf("creating the read table of %s on sink %s: %w", pp.p.Name, at.Name, err))
 	}
-	if err := sink.CheckReadTable(ctx, pp.p); err != nil {
-		return exitProblem, unfitReadTable(pp.p.Name, err)
+	if err := at.Sink.CheckReadTable(ctx, pp.p); err != nil {
+		return nil, exitProblem, unfitReadTable(pp.p.Name, err)
 	}
 	instance := s.cfg.Kafka.GroupInstanceID
 	if instance == "" {
 		instance, _ = os.Hostname()
 	}
-	pr, err := projections.NewProjector(pp.p, sink, projections.Options{Brokers: s.cfg.Kafka.Brokers, InstanceID: instance,
+	pr, err := projections.NewProjector(pp.p, at.Sink.Routed(at.Generation), projections.Options{Brokers: s.cfg.Kafka.Brokers, InstanceID: instance,
 		MaxMessageBytes: s.cfg.Kafka.MaxMessageBytes, Metrics: s.metrics, Rejected: sinks.Rejected, Log: s.log})
 	if err != nil {
-		return exitUsage, err
+		return nil, exitUsage, err
 	}
-	s.sup.run(s.gctx, pp.p.Name, pr.Run)
-	return exitOK, nil
+	return pr, exitOK, nil
+}
+
+// open opens a config sink once; projections on it share it.
+func (s *projectorStarter) open(ctx context.Context, name string) (*sinks.Sharded, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sink := s.opened[name]; sink != nil {
+		return sink, nil
+	}
+	sink, err := sinks.OpenSharded(ctx, name, s.cfg.Sinks[name])
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: %w", name, err)
+	}
+	s.opened[name] = sink
+	return sink, nil
 }
 
 // close closes the sinks after every projector stopped.

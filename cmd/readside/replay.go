@@ -96,12 +96,15 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 			return exitProblem
 		}
 	}
-	sink, err := sinks.OpenSharded(ctx, p.Sink, cfg.Sinks[p.Sink])
+	// The sink that serves p now: a reshard may have moved it off the
+	// one the config names.
+	at, closeSinks, err := sinks.OpenResolved(ctx, cfg, p)
+	defer closeSinks()
 	if err != nil {
-		fmt.Fprintf(stderr, "readside replay: sink %s: %v\n", p.Sink, err)
+		fmt.Fprintf(stderr, "readside replay: %v\n", err)
 		return exitProblem
 	}
-	defer sink.Close()
+	sink := at.Sink
 	if err := sink.Exec(ctx, sinks.Bookkeeping()); err != nil {
 		fmt.Fprintf(stderr, "readside replay: %v\n", err)
 		return exitProblem

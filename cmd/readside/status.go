@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -209,9 +210,9 @@ func printStatus(w io.Writer, r httpapi.Report, note string) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROJECTION\tSTATE\tMEMBERS\tLAG")
+	fmt.Fprintln(tw, "PROJECTION\tSTATE\tMEMBERS\tLAG\tSINK\tGENERATION")
 	for _, p := range r.Projections {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", p.Name, p.State, p.Members, p.ConsumerLag)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%d\n", p.Name, p.State, p.Members, p.ConsumerLag, cmp.Or(p.Sink, "?"), p.Generation)
 	}
 	tw.Flush()
 	// Partitions and errors under the table, wrapped: one line per

@@ -40,9 +40,16 @@ type storedReport struct {
 }
 
 type storedProjection struct {
-	Name  string        `json:"name"`
-	Table string        `json:"table"`
-	Sinks []storedShard `json:"sinks"`
+	Name  string `json:"name"`
+	Table string `json:"table"`
+	// Sink is the sink the projection applies through and Generation its
+	// routing generation (0: the config's, never resharded).
+	Sink       string        `json:"sink"`
+	Generation uint64        `json:"generation"`
+	Sinks      []storedShard `json:"sinks"`
+	// RoutingError: the sink serving it could not be resolved; Sinks are
+	// then the config's.
+	RoutingError string `json:"routing_error,omitempty"`
 }
 
 // storedShard is one sink server (a whole sink or one shard).
@@ -84,26 +91,29 @@ func readStored(ctx context.Context, cfg config.Config, unavailable string) (sto
 			db.Close()
 		}
 	}()
+	// Each projection's state is on the sink that serves it now (a
+	// reshard may have moved it off the one the config names).
+	opener := newSinkOpener(cfg)
+	defer opener.close()
 	for _, p := range ps {
 		sp := storedProjection{Name: p.Name, Table: p.Table, Sinks: []storedShard{}}
-		sink := cfg.Sinks[p.Sink]
-		targets := []struct{ name, dsn string }{}
-		if sink.DSN != "" {
-			targets = append(targets, struct{ name, dsn string }{p.Sink, sink.DSN.Reveal()})
+		sinkName := p.Sink
+		if at, err := opener.resolve(ctx, p); err != nil {
+			sp.RoutingError = err.Error()
+		} else {
+			sinkName, sp.Generation = at.Name, at.Generation
 		}
-		for _, sh := range sink.Shards {
-			targets = append(targets, struct{ name, dsn string }{p.Sink + "/" + sh.KeyRange, sh.DSN.Reveal()})
-		}
-		for _, t := range targets {
-			db, ok := dbs[t.dsn]
+		sp.Sink = sinkName
+		for _, t := range sinkServers(sinkName, cfg.Sinks[sinkName]) {
+			db, ok := dbs[t.DSN]
 			if !ok {
-				if db, err = openSinkDB(t.dsn); err != nil {
-					sp.Sinks = append(sp.Sinks, storedShard{Sink: t.name, Rows: -1, Error: fmt.Sprintf("sink DSN: %v", err)})
+				if db, err = openSinkDB(t.DSN); err != nil {
+					sp.Sinks = append(sp.Sinks, storedShard{Sink: t.Name, Rows: -1, Error: fmt.Sprintf("sink DSN: %v", err)})
 					continue
 				}
-				dbs[t.dsn] = db
+				dbs[t.DSN] = db
 			}
-			sp.Sinks = append(sp.Sinks, readShard(ctx, db, t.name, p))
+			sp.Sinks = append(sp.Sinks, readShard(ctx, db, t.Name, p))
 		}
 		rep.Projections = append(rep.Projections, sp)
 	}
@@ -201,6 +211,12 @@ func printStored(w io.Writer, r storedReport) {
 	}
 	tw.Flush()
 	for _, p := range r.Projections {
+		if p.Generation > 0 {
+			fmt.Fprintln(w, wrap(fmt.Sprintf("%s applies through sink %s at routing generation %d (a reshard moved it)", p.Name, p.Sink, p.Generation), helpWidth, "\n    "))
+		}
+		if p.RoutingError != "" {
+			fmt.Fprintln(w, wrap(fmt.Sprintf("%s: %s", p.Name, p.RoutingError), helpWidth, "\n    "))
+		}
 		for _, s := range p.Sinks {
 			if s.Error != "" {
 				fmt.Fprintln(w, wrap(fmt.Sprintf("%s on %s: %s", p.Name, s.Sink, s.Error), helpWidth, "\n    "))

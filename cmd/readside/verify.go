@@ -13,7 +13,6 @@ import (
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/projections"
-	"github.com/readside/readside/sinks"
 	"github.com/readside/readside/verify"
 )
 
@@ -75,21 +74,17 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	}
 	code := exitOK
 	var reports []*verify.Report
-	opened := map[string]*sinks.Sharded{}
-	defer func() {
-		for _, s := range opened {
-			s.Close()
-		}
-	}()
+	// Each projection is verified on the sink that serves it now (a
+	// reshard may have moved it off the one the config names).
+	opener := newSinkOpener(cfg)
+	defer opener.close()
 	for _, p := range chosen {
-		sink := opened[p.Sink]
-		if sink == nil {
-			if sink, err = sinks.OpenSharded(ctx, p.Sink, cfg.Sinks[p.Sink]); err != nil {
-				fmt.Fprintf(stderr, "readside verify: sink %s: %v\n", p.Sink, err)
-				return exitUsage
-			}
-			opened[p.Sink] = sink
+		at, err := opener.resolve(ctx, p)
+		if err != nil {
+			fmt.Fprintf(stderr, "readside verify %s: %v\n", p.Name, err)
+			return exitUsage
 		}
+		sink := at.Sink
 		stateFile := verify.StateFile(cfg.DataDir, p.Name)
 		if *fresh {
 			_ = os.Remove(stateFile)
