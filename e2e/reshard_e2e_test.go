@@ -372,7 +372,9 @@ func (rb *reshardBed) checkPlaced() {
 			rb.t.Errorf("server %d: routing generation %d sink %q (%v), want 1 reads3", i, gen, sink, err)
 		}
 	}
-	rb.t.Logf("%d read rows on three servers, each where its new range names", total)
+	if !rb.t.Failed() {
+		rb.t.Logf("%d read rows on three servers, each where its new range names", total)
+	}
 }
 
 // verifyEqual: verify over the new sink finds no drift (missing, extra,
