@@ -69,9 +69,11 @@ func (r *Reshard) copyPieces(ctx context.Context) error {
 	started := time.Now()
 	var copied int64
 	r.pr.RowsTotal = 0
-	for _, src := range r.o.Old.Shards {
-		if n, err := src.TableRows(ctx, r.p.Table); err == nil {
-			r.pr.RowsTotal += n
+	for _, pp := range r.pr.Pieces {
+		for _, sp := range pp.Sources {
+			if n, err := r.o.Old.Shards[sp.From].TableRows(ctx, r.p.Table); err == nil {
+				r.pr.RowsTotal += n
+			}
 		}
 	}
 	for pi := range r.pr.Pieces {
@@ -102,7 +104,7 @@ func (r *Reshard) copyPieces(ctx context.Context) error {
 			return err
 		}
 	}
-	r.o.Progress.draw("copying pieces", r.pr.RowsCopied, max(r.pr.RowsTotal, r.pr.RowsCopied), "rows", started, true)
+	r.o.Progress.draw("copying pieces", r.pr.RowsRead, r.pr.RowsRead, "rows read", started, true)
 	r.o.Log.Info("reshard: copied the pieces", "projection", r.p.Name, "rows", copied, "rows_per_second", int64(r.pr.FillRate))
 	return nil
 }
@@ -144,6 +146,7 @@ func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceP
 			break
 		}
 		after = c.Last()
+		r.pr.RowsRead += int64(c.Len())
 		c.Keep(func(i int) bool {
 			return pp.Range.Contains(c.IDs[i]) && (r.p.Replicated || src.Range.Contains(c.IDs[i]))
 		})
@@ -157,7 +160,7 @@ func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceP
 		if err := r.st.save(ctx, r.phase, r.pr); err != nil {
 			return n, err
 		}
-		r.o.Progress.draw(what, r.pr.RowsCopied, max(r.pr.RowsTotal, r.pr.RowsCopied), "rows", started, false)
+		r.o.Progress.draw(what, r.pr.RowsRead, max(r.pr.RowsTotal, r.pr.RowsRead), "rows read", started, false)
 		if r.o.PauseAt == PhaseFilling {
 			r.o.Log.Warn("reshard: paused for a test", "phase", r.o.PauseAt)
 			<-ctx.Done()

@@ -37,7 +37,8 @@ type Progress struct {
 	Fill       string          `json:"fill"`
 	Pieces     []PieceProgress `json:"pieces"`
 	RowsCopied int64           `json:"rows_copied"`
-	RowsTotal  int64           `json:"rows_total"` // an estimate: the source shards' rows
+	RowsTotal  int64           `json:"rows_total"` // an estimate: the rows the copy reads (each source once per piece it feeds)
+	RowsRead   int64           `json:"rows_read"`
 	FillRate   float64         `json:"fill_rows_per_second,omitempty"`
 	FenceMS    int64           `json:"fence_ms,omitempty"`
 	// Clean is the cleanup's cursor per OLD server, and what it deleted.

@@ -22,6 +22,7 @@ type Status struct {
 	Phase          string    `json:"phase"`
 	Fill           string    `json:"fill,omitempty"`
 	RowsCopied     int64     `json:"rows_copied"`
+	RowsRead       int64     `json:"rows_read"`
 	RowsTotal      int64     `json:"rows_total"`
 	FillRate       float64   `json:"fill_rows_per_second,omitempty"`
 	FenceMS        int64     `json:"fence_ms,omitempty"`
@@ -51,8 +52,8 @@ func ReadStatuses(ctx context.Context, db *sql.DB) ([]Status, error) {
 		}
 		var pr Progress
 		if err := json.Unmarshal(progress, &pr); err == nil {
-			s.FromSink, s.Fill, s.RowsCopied, s.RowsTotal, s.FillRate, s.FenceMS, s.RowsDeleted =
-				pr.FromSink, pr.Fill, pr.RowsCopied, pr.RowsTotal, pr.FillRate, pr.FenceMS, pr.RowsDeleted
+			s.FromSink, s.Fill, s.RowsCopied, s.RowsRead, s.RowsTotal, s.FillRate, s.FenceMS, s.RowsDeleted =
+				pr.FromSink, pr.Fill, pr.RowsCopied, pr.RowsRead, pr.RowsTotal, pr.FillRate, pr.FenceMS, pr.RowsDeleted
 		}
 		s.UpdatedAt = time.UnixMicro(int64(updated * 1e6)).UTC()
 		out = append(out, s)
@@ -65,7 +66,7 @@ func (s Status) Summary() string {
 	line := fmt.Sprintf("%s: %s → %s (%s), phase %s", s.Projection, s.FromSink, s.ToSink, s.ToRanges, s.Phase)
 	switch s.Phase {
 	case PhaseFilling, PhaseCatchingUp:
-		line += fmt.Sprintf(", %d of ~%d rows copied", s.RowsCopied, s.RowsTotal)
+		line += fmt.Sprintf(", %d of ~%d rows read, %d copied", s.RowsRead, s.RowsTotal, s.RowsCopied)
 	case PhaseDone, PhaseClean:
 		line += fmt.Sprintf(", generation %d, fence %d ms", s.FromGeneration+1, s.FenceMS)
 	}
