@@ -115,7 +115,7 @@ func TestDaemonFollowsRouting(t *testing.T) {
 		return false, fmt.Sprintf("/status has no messages_by_sender: %s", body)
 	})
 	out, code := p.status(t)
-	if code != 0 || !strings.Contains(out, "moved") {
+	if code != 0 || !strings.Contains(out, "messages_by_sender applies through sink moved at routing generation 1") {
 		t.Errorf("readside status (exit %d) does not show the sink moved:\n%s", code, out)
 	}
 	t.Logf("readside status:\n%s", out)

@@ -133,6 +133,9 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		for _, line := range pp.p.ChildrenPlan(len(cfg.Sinks[pp.p.Sink].Shards)) {
 			fmt.Fprintln(stdout, "-- "+line)
 		}
+		for _, line := range shardKeyWarnings(ctx, cfg, pp.p, stderr) {
+			fmt.Fprintln(stdout, "-- warning: "+line)
+		}
 		for _, c := range pp.p.Columns {
 			if c.Computed() {
 				fmt.Fprintf(stdout, "-- computed %s = %s: %s\n", c.Name, strings.NewReplacer("\n", " ", "\r", " ").Replace(c.Expr.String()), pp.types.Read[c.Name])

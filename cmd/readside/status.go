@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -210,14 +209,17 @@ func printStatus(w io.Writer, r httpapi.Report, note string) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROJECTION\tSTATE\tMEMBERS\tLAG\tSINK\tGENERATION")
+	fmt.Fprintln(tw, "PROJECTION\tSTATE\tMEMBERS\tLAG")
 	for _, p := range r.Projections {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%d\n", p.Name, p.State, p.Members, p.ConsumerLag, cmp.Or(p.Sink, "?"), p.Generation)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", p.Name, p.State, p.Members, p.ConsumerLag)
 	}
 	tw.Flush()
 	// Partitions and errors under the table, wrapped: one line per
 	// partition in the table made it hundreds of columns wide.
 	for _, p := range r.Projections {
+		if p.Generation > 0 {
+			fmt.Fprintln(w, wrap(fmt.Sprintf("%s applies through sink %s at routing generation %d (a reshard moved it)", p.Name, p.Sink, p.Generation), helpWidth, "\n    "))
+		}
 		if len(p.Partitions) > 0 {
 			parts := make([]string, 0, len(p.Partitions))
 			for _, pt := range p.Partitions {
