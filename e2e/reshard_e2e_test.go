@@ -1,16 +1,18 @@
 package e2e
 
 // readside reshard end to end: the chat projection moved from two shards
-// (-80, 80-) to three (-80, 80-c0, c0-: c0- on a server of its own) on
-// three real MariaDB sink servers and the real broker, while the source
-// takes writes and a live projector follows the routing generation as
-// the daemon does; the reshard is SIGKILLed while filling and again with
-// its fence held, and the reruns finish it.
+// (-80, 80-) to three (-40, 40-c0, c0-: 40-80 moves to the server of 80-,
+// c0- to a server of its own) on three real MariaDB sink servers and the
+// real broker, while the source takes writes and `readside run` applies
+// the projection and follows the routing generation; the reshard is
+// SIGKILLed while filling and again with its fence held, and the reruns
+// finish it.
 
 import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -42,7 +44,7 @@ type reshardBed struct {
 	dir     string
 }
 
-func newReshardBed(t *testing.T, name string) *reshardBed {
+func newReshardBed(t *testing.T, name string, more ...string) *reshardBed {
 	t.Helper()
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -86,6 +88,8 @@ kafka:
   topic_prefix: rs%d
   partitions: 4
 data_dir: %s
+http:
+  listen: %s
 sinks:
   reads:
     shards:
@@ -93,12 +97,12 @@ sinks:
       - {keyrange: "80-", dsn: %q}
   reads3:
     shards:
-      - {keyrange: "-80", dsn: %q}
-      - {keyrange: "80-c0", dsn: %q}
+      - {keyrange: "-40", dsn: %q}
+      - {keyrange: "40-c0", dsn: %q}
       - {keyrange: "c0-", dsn: %q}
 projections:
 %s`, bed.MySQL.ReplDSN(), testbed.NewServerID(), table, strings.Join(bed.Kafka.Brokers(), ", "), rand.IntN(1e6),
-		filepath.Join(rb.dir, "data"), dsn(0), dsn(1), dsn(0), dsn(1), dsn(2), testbed.ChatProjectionYAML(rb.src))
+		filepath.Join(rb.dir, "data"), freeAddr(t), dsn(0), dsn(1), dsn(0), dsn(1), dsn(2), testbed.ChatProjectionYAML(rb.src)+moreProjections(rb.src, more))
 	rb.cfgPath = filepath.Join(rb.dir, "readside.yaml")
 	if err := os.WriteFile(rb.cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -109,66 +113,32 @@ projections:
 	return rb
 }
 
-func (rb *reshardBed) projection() *projections.Projection {
+// moreProjections are copies of the chat projection under other names.
+func moreProjections(src string, names []string) string {
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString(strings.Replace(testbed.ChatProjectionYAML(src), "messages_by_sender:", n+":", 1))
+	}
+	return b.String()
+}
+
+func (rb *reshardBed) projection(name ...string) *projections.Projection {
 	rb.t.Helper()
 	ps, err := projections.Compile(rb.cfg)
 	if err != nil {
 		rb.t.Fatal(err)
 	}
-	return ps[0]
-}
-
-// follow runs the projection's live projector as the daemon does: on the
-// sink the routing names, checking the generation it started at, and
-// again on the sink a RoutingChanged leads to. It returns the sinks it
-// applied through, in order.
-func (rb *reshardBed) follow(ctx context.Context, p *projections.Projection) ([]string, error) {
-	opened := map[string]*sinks.Sharded{}
-	defer func() {
-		for _, s := range opened {
-			s.Close()
-		}
-	}()
-	open := func(ctx context.Context, name string) (*sinks.Sharded, error) {
-		if s := opened[name]; s != nil {
-			return s, nil
-		}
-		s, err := sinks.OpenSharded(ctx, name, rb.cfg.Sinks[name])
-		if err == nil {
-			opened[name] = s
-		}
-		return s, err
+	want := "messages_by_sender"
+	if len(name) > 0 {
+		want = name[0]
 	}
-	types, err := p.SourceColumns(ctx, rb.bed.MySQL.DB())
-	if err != nil {
-		return nil, err
-	}
-	var via []string
-	for ctx.Err() == nil {
-		res, err := sinks.Resolve(ctx, rb.cfg, p, open)
-		var unsettled *sinks.RoutingUnsettled
-		if errors.As(err, &unsettled) {
-			time.Sleep(100 * time.Millisecond) // a cutover under way
-			continue
-		}
-		if err != nil {
-			return via, err
-		}
-		if err := res.Sink.Exec(ctx, sinks.DDL(p, types)); err != nil {
-			return via, err
-		}
-		via = append(via, fmt.Sprintf("%s@%d", res.Name, res.Generation))
-		pr, err := projections.NewProjector(p, res.Sink.Routed(res.Generation), projections.Options{Brokers: rb.bed.Kafka.Brokers()})
-		if err != nil {
-			return via, err
-		}
-		err = pr.Run(ctx)
-		var changed *sinks.RoutingChanged
-		if !errors.As(err, &changed) && ctx.Err() == nil {
-			return via, err
+	for _, p := range ps {
+		if p.Name == want {
+			return p
 		}
 	}
-	return via, nil
+	rb.t.Fatalf("no projection %s", want)
+	return nil
 }
 
 // write keeps a seeded workload of inserts, edits, sender moves and
@@ -229,9 +199,14 @@ func (s *syncBuffer) String() string {
 
 func (rb *reshardBed) startReshard(pause string, args ...string) *reshardRun {
 	rb.t.Helper()
+	return rb.startReshardOf("messages_by_sender", pause, args...)
+}
+
+func (rb *reshardBed) startReshardOf(projection, pause string, args ...string) *reshardRun {
+	rb.t.Helper()
 	r := &reshardRun{out: &syncBuffer{}, done: make(chan struct{})}
-	r.cmd = exec.Command(readsideBinary(rb.t), append([]string{"reshard", "-c", rb.cfgPath, "--projection", "messages_by_sender",
-		"--sink", "reads3", "--to", "-80,80-c0,c0-", "--yes", "--progress-every", "1s"}, args...)...)
+	r.cmd = exec.Command(readsideBinary(rb.t), append([]string{"reshard", "-c", rb.cfgPath, "--projection", projection,
+		"--sink", "reads3", "--to", "-40,40-c0,c0-", "--yes", "--progress-every", "1s"}, args...)...)
 	r.cmd.Env = append(os.Environ(), "RS_TEST_RESHARD_PAUSE="+pause)
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -268,25 +243,18 @@ func (rb *reshardBed) phase(i int) string {
 	return phase
 }
 
-// TestReshardSplitKill9: 2 → 3 shards under live writes with a following
-// projector; kill -9 in filling and in the cutover (fence held), reruns
-// finish; then every row is on exactly the shard its new range names
-// (after --cleanup), the read table equals the source (verify), and the
-// live projector moved to the new sink at generation 1.
+// TestReshardSplitKill9: 2 → 3 shards under live writes while `readside
+// run` applies the projection; kill -9 in filling and in the cutover
+// (fence held), reruns finish; then every row is on exactly the shard its
+// new range names (after --cleanup), the read table equals the source
+// (verify), and the daemon follows the new sink at generation 1.
 func TestReshardSplitKill9(t *testing.T) {
 	rb := newReshardBed(t, "rshk")
 	p := rb.projection()
-	tailer := startDaemon(t, filepath.Join(rb.dir, "tailer.log"), "run", "-c", rb.cfgPath, "--role", "tailer")
+	logPath := filepath.Join(rb.dir, "readside.log")
+	d := startDaemon(t, logPath, "run", "-c", rb.cfgPath)
 	ctx := t.Context()
 
-	fctx, stopFollow := context.WithCancel(ctx)
-	var via []string
-	ferr := make(chan error, 1)
-	go func() {
-		var err error
-		via, err = rb.follow(fctx, p)
-		ferr <- err
-	}()
 	wctx, stopWriting := context.WithCancel(ctx)
 	werr := make(chan error, 1)
 	seed := seedFromEnv(t)
@@ -326,6 +294,20 @@ func TestReshardSplitKill9(t *testing.T) {
 	if ph := rb.phase(2); ph != "clean" {
 		t.Errorf("phase after --cleanup = %q, want clean", ph)
 	}
+	// readside status shows the phase and the fence (from the stores:
+	// no daemon answers on that address).
+	st := exec.Command(readsideBinary(t), "status", "-c", rb.cfgPath, "--http", "127.0.0.1:1", "--json")
+	stOut, _ := st.Output()
+	var rep struct {
+		Reshards []struct {
+			Phase   string `json:"phase"`
+			ToSink  string `json:"to_sink"`
+			FenceMS int64  `json:"fence_ms"`
+		} `json:"reshards"`
+	}
+	if err := json.Unmarshal(stOut, &rep); err != nil || len(rep.Reshards) != 1 || rep.Reshards[0].Phase != "clean" || rep.Reshards[0].ToSink != "reads3" || rep.Reshards[0].FenceMS <= 0 {
+		t.Errorf("readside status --json reshards %+v (%v), want messages_by_sender clean to reads3 with its fence:\n%s", rep.Reshards, err, stOut)
+	}
 	// A rerun says there is nothing to do.
 	again := rb.startReshard("")
 	<-again.done
@@ -339,15 +321,11 @@ func TestReshardSplitKill9(t *testing.T) {
 	}
 	rb.checkPlaced()
 	rb.verifyEqual(p)
-	stopFollow()
-	if err := <-ferr; err != nil {
-		t.Fatalf("live projector: %v", err)
+	if l, _ := os.ReadFile(logPath); !strings.Contains(string(l), "projection messages_by_sender follows routing generation 1 on sink reads3") {
+		t.Errorf("the daemon did not say it follows generation 1 on reads3; log:\n%s", tail(logPath))
 	}
-	if strings.Join(via, " ") != "reads@0 reads3@1" {
-		t.Errorf("the live projector applied through %v, want reads@0 then reads3@1", via)
-	}
-	if code := tailer.stop(30 * time.Second); code != 0 {
-		t.Errorf("tailer exit %d", code)
+	if code := d.stop(30 * time.Second); code != 0 {
+		t.Errorf("readside run exit %d; log:\n%s", code, tail(logPath))
 	}
 }
 
@@ -355,7 +333,7 @@ func TestReshardSplitKill9(t *testing.T) {
 // keyspace id, and each server's routing row names reads3 at generation 1.
 func (rb *reshardBed) checkPlaced() {
 	rb.t.Helper()
-	ranges := [][]string{{"-80"}, {"80-c0"}, {"c0-"}}
+	ranges := [][]string{{"-40"}, {"40-c0"}, {"c0-"}}
 	total := 0
 	for i, m := range rb.servers {
 		var rs []projections.KeyRange
@@ -394,7 +372,9 @@ func (rb *reshardBed) checkPlaced() {
 			rb.t.Errorf("server %d: routing generation %d sink %q (%v), want 1 reads3", i, gen, sink, err)
 		}
 	}
-	rb.t.Logf("%d read rows on three servers, each where its new range names", total)
+	if !rb.t.Failed() {
+		rb.t.Logf("%d read rows on three servers, each where its new range names", total)
+	}
 }
 
 // verifyEqual: verify over the new sink finds no drift (missing, extra,
@@ -419,4 +399,55 @@ func (rb *reshardBed) verifyEqual(p *projections.Projection) {
 		}
 		return rep.Drift() == 0 && rep.SourceRows > 0, fmt.Sprintf("verify: %+v", *rep)
 	})
+}
+
+// TestReshardFillRates measures both fills on the same rows (not a pass
+// or fail: the numbers for choosing --fill's default). Two copies of the
+// chat projection over E2E_RESHARD_FILL_ROWS source rows, each moved 2 → 3
+// shards, one by copy and one from the topics, with the source quiet.
+// Runs only when E2E_RESHARD_FILL_ROWS is set.
+func TestReshardFillRates(t *testing.T) {
+	rows := envInt("E2E_RESHARD_FILL_ROWS", 0)
+	if rows == 0 {
+		t.Skip("set E2E_RESHARD_FILL_ROWS to measure the reshard's fills")
+	}
+	rb := newReshardBed(t, "rsfr", "by_sender_copy", "by_sender_topics")
+	startDaemon(t, filepath.Join(rb.dir, "readside.log"), "run", "-c", rb.cfgPath)
+	ctx := t.Context()
+	names := []string{"by_sender_copy", "by_sender_topics"}
+	// Once a row written now is applied, the tailer captures what follows.
+	testbed.Eventually(t, 2*time.Minute, func() (bool, string) {
+		_ = rb.bed.MySQL.Exec(ctx, fmt.Sprintf("REPLACE INTO `%s`.messages VALUES (%d, 1, NOW(), 'probe')", rb.src, rows+1))
+		total := 0
+		for i := 0; i < 2; i++ {
+			var c int
+			_ = rb.servers[i].DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+rb.dbs[i]+"`.by_sender_copy").Scan(&c)
+			total += c
+		}
+		return total > 0, "the tailer captures nothing yet"
+	})
+	if err := rb.bed.MySQL.Exec(ctx, fmt.Sprintf("INSERT INTO `%s`.messages SELECT seq, seq %% 300, TIMESTAMP'2026-01-01 00:00:00' + INTERVAL seq SECOND, CONCAT('m', seq) FROM `%s`.seq_1_to_%d", rb.src, rb.src, rows)); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(t, 10*time.Minute, func() (bool, string) {
+		total := 0
+		for _, n := range names {
+			for i := 0; i < 2; i++ {
+				var c int
+				_ = rb.servers[i].DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+rb.dbs[i]+"`."+n).Scan(&c)
+				total += c
+			}
+		}
+		return total == 2*(rows+1), fmt.Sprintf("%d of %d rows applied", total, 2*(rows+1))
+	})
+	for i, fill := range []string{"copy", "topics"} {
+		r := rb.startReshardOf(names[i], "", "--fill", fill)
+		<-r.done
+		out := r.out.String()
+		if r.cmd.ProcessState.ExitCode() != 0 {
+			t.Fatalf("--fill %s:\n%s", fill, out)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		t.Logf("--fill %s: %s", fill, lines[len(lines)-1])
+	}
 }

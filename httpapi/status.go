@@ -15,6 +15,7 @@ import (
 
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/reshard"
 )
 
 // Options say what the report covers.
@@ -42,6 +43,8 @@ type Options struct {
 	Route func(ctx context.Context, projection string) (Route, error)
 	// SnapshotLog reads failed snapshot requests; nil: not reported.
 	SnapshotLog SnapshotLog
+	// Reshards reads the reshards recorded on the sinks; nil: not reported.
+	Reshards func(ctx context.Context) ([]reshard.Status, error)
 }
 
 // Projection is one declared projection as the report sees it.
@@ -88,6 +91,10 @@ type Report struct {
 	Degraded    []Degradation      `json:"degraded,omitempty"`
 	Source      SourceStatus       `json:"source"`
 	Projections []ProjectionStatus `json:"projections"`
+	// Reshards are the projections being (or last) resharded, with their
+	// phase and progress (`_readside_reshards`).
+	Reshards      []reshard.Status `json:"reshards,omitempty"`
+	ReshardsError string           `json:"reshards_error,omitempty"`
 }
 
 // SourceStatus is the tailer's position and lag.
@@ -258,6 +265,12 @@ func (c *Collector) Collect(ctx context.Context) Report {
 	}
 	r.Source = c.source(ctx, notReady)
 	c.snapshotFailures(ctx, &r.Source)
+	if c.opts.Reshards != nil {
+		var err error
+		if r.Reshards, err = c.opts.Reshards(ctx); err != nil {
+			r.ReshardsError = err.Error()
+		}
+	}
 
 	topics := map[string]bool{}
 	for _, p := range c.opts.Projections {

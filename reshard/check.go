@@ -38,7 +38,7 @@ func (r *Reshard) checkPieces(ctx context.Context, f *filler) error {
 			var diffs [][]any
 			for _, pass := range []struct{ from, to sinks.Shard }{{src, dst}, {dst, src}} {
 				d, n, err := r.comparePass(ctx, pass.from, pass.to, in, func(n int64) {
-					r.o.Progress.draw(what, checked+n, max(r.pr.RowsTotal, checked+n), "rows", started, false)
+					r.o.Progress.draw(what, checked+n, max(2*r.pr.RowsCopied, checked+n), "rows", started, false)
 				})
 				if err != nil {
 					return err

@@ -24,7 +24,13 @@ func (r *Reshard) runFill(ctx context.Context, f *filler) error {
 		if err := f.waitFor(ctx, ends, "filling "+r.p.Table+" from the topics"); err != nil {
 			return err
 		}
-		r.o.Log.Info("reshard: filled the pieces from the topics", "projection", r.p.Name, "took", time.Since(started).Round(time.Millisecond))
+		took := time.Since(started)
+		n, err := r.countPieces(ctx)
+		if err != nil {
+			return err
+		}
+		r.pr.RowsCopied, r.pr.FillRate = n, float64(n)/took.Seconds()
+		r.o.Log.Info("reshard: filled the pieces from the topics", "projection", r.p.Name, "rows", n, "took", took.Round(time.Millisecond), "rows_per_second", int64(r.pr.FillRate))
 		return nil
 	}
 	return r.copyPieces(ctx)
@@ -63,9 +69,11 @@ func (r *Reshard) copyPieces(ctx context.Context) error {
 	started := time.Now()
 	var copied int64
 	r.pr.RowsTotal = 0
-	for _, src := range r.o.Old.Shards {
-		if n, err := src.TableRows(ctx, r.p.Table); err == nil {
-			r.pr.RowsTotal += n
+	for _, pp := range r.pr.Pieces {
+		for _, sp := range pp.Sources {
+			if n, err := r.o.Old.Shards[sp.From].TableRows(ctx, r.p.Table); err == nil {
+				r.pr.RowsTotal += n
+			}
 		}
 	}
 	for pi := range r.pr.Pieces {
@@ -96,7 +104,7 @@ func (r *Reshard) copyPieces(ctx context.Context) error {
 			return err
 		}
 	}
-	r.o.Progress.draw("copying pieces", r.pr.RowsCopied, max(r.pr.RowsTotal, r.pr.RowsCopied), "rows", started, true)
+	r.o.Progress.draw("copying pieces", r.pr.RowsRead, r.pr.RowsRead, "rows read", started, true)
 	r.o.Log.Info("reshard: copied the pieces", "projection", r.p.Name, "rows", copied, "rows_per_second", int64(r.pr.FillRate))
 	return nil
 }
@@ -110,14 +118,14 @@ func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceP
 		return 0, nil
 	}
 	src, dst := r.o.Old.Shards[sp.From], r.o.New.Shards[pp.To]
-	if sp.Offsets == nil {
+	if !sp.OffsetsRead {
 		// Before any row is read: every change after these offsets is
 		// re-applied by the catch-up.
 		o, err := src.Offsets(ctx, r.p)
 		if err != nil {
 			return 0, fmt.Errorf("shard %s of sink %s: %w", src.Range.Text, r.o.Old.Name, err)
 		}
-		sp.Offsets = o
+		sp.Offsets, sp.OffsetsRead = o, true
 		if err := r.st.save(ctx, r.phase, r.pr); err != nil {
 			return 0, err
 		}
@@ -138,6 +146,7 @@ func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceP
 			break
 		}
 		after = c.Last()
+		r.pr.RowsRead += int64(c.Len())
 		c.Keep(func(i int) bool {
 			return pp.Range.Contains(c.IDs[i]) && (r.p.Replicated || src.Range.Contains(c.IDs[i]))
 		})
@@ -151,7 +160,7 @@ func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceP
 		if err := r.st.save(ctx, r.phase, r.pr); err != nil {
 			return n, err
 		}
-		r.o.Progress.draw(what, r.pr.RowsCopied, max(r.pr.RowsTotal, r.pr.RowsCopied), "rows", started, false)
+		r.o.Progress.draw(what, r.pr.RowsRead, max(r.pr.RowsTotal, r.pr.RowsRead), "rows read", started, false)
 		if r.o.PauseAt == PhaseFilling {
 			r.o.Log.Warn("reshard: paused for a test", "phase", r.o.PauseAt)
 			<-ctx.Done()
@@ -202,4 +211,38 @@ func (r *Reshard) copyState(ctx context.Context, src, dst sinks.Shard) error {
 		}
 	}
 	return nil
+}
+
+// countPieces counts the rows the pieces hold on their NEW shards (how
+// many rows a fill from the topics moved).
+func (r *Reshard) countPieces(ctx context.Context) (int64, error) {
+	var n int64
+	done := map[int]bool{}
+	for _, pc := range r.pieces {
+		if done[pc.To] {
+			continue
+		}
+		done[pc.To] = true
+		dst := r.o.New.Shards[pc.To]
+		var after []any
+		for {
+			c, err := dst.ScanChunk(ctx, r.readScan(), after, r.o.ChunkRows)
+			if err != nil {
+				return n, err
+			}
+			if c.Len() == 0 {
+				break
+			}
+			after = c.Last()
+			for _, id := range c.IDs {
+				for _, p := range r.pieces {
+					if p.To == pc.To && p.Range.Contains(id) {
+						n++
+						break
+					}
+				}
+			}
+		}
+	}
+	return n, nil
 }

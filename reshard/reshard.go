@@ -62,22 +62,31 @@ type Reshard struct {
 	phase  string
 }
 
-// New validates and does no I/O.
-func New(p *projections.Projection, o Options) (*Reshard, error) {
+// Refuse says why p cannot be resharded online (nil: it can). No I/O.
+func Refuse(p *projections.Projection) error {
 	switch {
 	case p.Aggregation != nil:
-		return nil, fmt.Errorf("projection %s is an aggregate: its groups' state is on every shard and cannot be moved piece by piece yet; move it with downtime instead: set projections.%s.sink to the new sink and run readside replay --projection %s --rebuild", p.Name, p.Name, p.Name)
+		return fmt.Errorf("projection %s is an aggregate: its groups' state is on every shard and cannot be moved piece by piece yet; move it with downtime instead: set projections.%s.sink to the new sink and run readside replay --projection %s --rebuild", p.Name, p.Name, p.Name)
 	case len(p.Children) > 0:
-		return nil, fmt.Errorf("projection %s nests children: their state is on every shard and cannot be moved piece by piece yet; move it with downtime instead: set projections.%s.sink to the new sink and run readside replay --projection %s --rebuild", p.Name, p.Name, p.Name)
+		return fmt.Errorf("projection %s nests children: their state is on every shard and cannot be moved piece by piece yet; move it with downtime instead: set projections.%s.sink to the new sink and run readside replay --projection %s --rebuild", p.Name, p.Name, p.Name)
+	case len(p.Name+FillSuffix) > 190:
+		return fmt.Errorf("projection name %s is too long for its fill identity %s%s (190 characters)", p.Name, p.Name, FillSuffix)
+	}
+	return nil
+}
+
+// New validates and does no I/O.
+func New(p *projections.Projection, o Options) (*Reshard, error) {
+	if err := Refuse(p); err != nil {
+		return nil, err
+	}
+	switch {
 	case o.Old == nil || o.New == nil || o.Topics == nil || o.SourceTypes == nil || o.ProjectorLog == nil || o.Log == nil || o.Progress.Out == nil:
 		return nil, errors.New("reshard: incomplete options")
 	case len(o.OldServers) != len(o.Old.Shards) || len(o.NewServers) != len(o.New.Shards):
 		return nil, errors.New("reshard: a server per shard is needed")
 	case o.Fill != FillCopy && o.Fill != FillTopics:
 		return nil, fmt.Errorf("--fill %q: want copy or topics", o.Fill)
-	}
-	if len(p.Name+FillSuffix) > 190 {
-		return nil, fmt.Errorf("projection name %s is too long for its fill identity %s%s (190 characters)", p.Name, p.Name, FillSuffix)
 	}
 	if o.ChunkRows == 0 {
 		o.ChunkRows = 2000
@@ -206,6 +215,18 @@ func (r *Reshard) prepare(ctx context.Context) error {
 	}
 	if err := r.o.Old.Exec(ctx, sinks.ReshardDDL()); err != nil {
 		return fmt.Errorf("sink %s: %w", r.o.Old.Name, err)
+	}
+	// The routing row the fence will lock, on every OLD server, long
+	// before the cutover. At generation 0 it names no sink, as a missing
+	// row does (the config's sink serves the projection).
+	name, ranges := r.o.Old.Name, r.o.Old.Ranges()
+	if r.o.OldGeneration == 0 {
+		name, ranges = "", nil
+	}
+	for _, sh := range r.o.Old.Shards {
+		if err := sh.EnsureRouting(ctx, r.p.Name, r.o.OldGeneration, name, ranges); err != nil {
+			return fmt.Errorf("shard %s of sink %s: %w", sh.Range.Text, r.o.Old.Name, err)
+		}
 	}
 	if err := r.o.New.Exec(ctx, append(sinks.ReshardDDL(), sinks.DDL(r.p, types)...)); err != nil {
 		return fmt.Errorf("creating the read table of %s on sink %s: %w", r.p.Name, r.o.New.Name, err)

@@ -37,7 +37,8 @@ type Progress struct {
 	Fill       string          `json:"fill"`
 	Pieces     []PieceProgress `json:"pieces"`
 	RowsCopied int64           `json:"rows_copied"`
-	RowsTotal  int64           `json:"rows_total"` // an estimate: the source shards' rows
+	RowsTotal  int64           `json:"rows_total"` // an estimate: the rows the copy reads (each source once per piece it feeds)
+	RowsRead   int64           `json:"rows_read"`
 	FillRate   float64         `json:"fill_rows_per_second,omitempty"`
 	FenceMS    int64           `json:"fence_ms,omitempty"`
 	// Clean is the cleanup's cursor per OLD server, and what it deleted.
@@ -58,9 +59,12 @@ type PieceProgress struct {
 type SourceProgress struct {
 	From    int                 `json:"from"`
 	Offsets projections.Offsets `json:"offsets,omitempty"`
-	Cursor  []string            `json:"cursor,omitempty"`
-	Rows    int64               `json:"rows"`
-	Done    bool                `json:"done"`
+	// OffsetsRead: Offsets were read (an empty set, when the source had
+	// none, must not be read again later).
+	OffsetsRead bool     `json:"offsets_read"`
+	Cursor      []string `json:"cursor,omitempty"`
+	Rows        int64    `json:"rows"`
+	Done        bool     `json:"done"`
 }
 
 // store keeps the reshard's row on every server of NEW (the same row

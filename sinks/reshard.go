@@ -59,8 +59,10 @@ func (s *MySQL) Reshard(ctx context.Context, projection string) (*ReshardState, 
 
 // SetReshard writes st as projection's reshard row on s.
 func (s *MySQL) SetReshard(ctx context.Context, st ReshardState) error {
-	_, err := s.db.ExecContext(ctx, "INSERT INTO `_readside_reshards` (projection, from_generation, to_sink, to_ranges, phase, progress) VALUES (?, ?, ?, ?, ?, ?) "+
-		"ON DUPLICATE KEY UPDATE from_generation = VALUES(from_generation), to_sink = VALUES(to_sink), to_ranges = VALUES(to_ranges), phase = VALUES(phase), progress = VALUES(progress)",
+	d := s.dialect
+	_, err := s.db.ExecContext(ctx, "INSERT INTO `_readside_reshards` (projection, from_generation, to_sink, to_ranges, phase, progress) VALUES (?, ?, ?, ?, ?, ?)"+
+		d.onDuplicate()+"from_generation = "+d.newRow("from_generation")+", to_sink = "+d.newRow("to_sink")+", to_ranges = "+d.newRow("to_ranges")+
+		", phase = "+d.newRow("phase")+", progress = "+d.newRow("progress"),
 		st.Projection, st.FromGeneration, st.ToSink, st.ToRanges, st.Phase, string(st.Progress))
 	if err != nil {
 		return fmt.Errorf("recording the reshard of %s: %w", st.Projection, err)
@@ -83,23 +85,43 @@ type Cutover struct {
 	Sink       string
 }
 
-// BeginCutover opens projection's cutover transaction on s: the routing
-// row is created when missing (generation 0) and locked FOR UPDATE.
+// BeginCutover opens projection's cutover transaction on s with the
+// routing row locked FOR UPDATE (created first when missing: generation
+// 0). Live applies must already hold share locks on an existing row for
+// the lock to wait for them (under READ COMMITTED a read of a missing row
+// locks nothing): EnsureRouting creates it well before.
 func (s *MySQL) BeginCutover(ctx context.Context, projection string) (*Cutover, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	c := &Cutover{tx: tx, s: s, projection: projection}
-	if _, err := tx.ExecContext(ctx, "INSERT IGNORE INTO `_readside_routing` (projection, generation, sink, ranges) VALUES (?, 0, '', '')", projection); err != nil {
-		_ = tx.Rollback()
-		return nil, fmt.Errorf("creating the routing row of %s: %w", projection, err)
+	for range 2 {
+		err = tx.QueryRowContext(ctx, "SELECT generation, sink FROM `_readside_routing` WHERE projection = ? FOR UPDATE", projection).Scan(&c.Generation, &c.Sink)
+		if !errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+		if _, err = tx.ExecContext(ctx, "INSERT IGNORE INTO `_readside_routing` (projection, generation, sink, ranges) VALUES (?, 0, '', '')", projection); err != nil {
+			break
+		}
 	}
-	if err := tx.QueryRowContext(ctx, "SELECT generation, sink FROM `_readside_routing` WHERE projection = ? FOR UPDATE", projection).Scan(&c.Generation, &c.Sink); err != nil {
+	if err != nil {
 		_ = tx.Rollback()
 		return nil, fmt.Errorf("locking the routing row of %s: %w", projection, err)
 	}
 	return c, nil
+}
+
+// EnsureRouting records, where projection has no routing row on s, that
+// sink (with ranges) serves it at generation: from then on every live
+// apply share-locks that row, so a cutover's FOR UPDATE waits for the
+// applies in flight.
+func (s *MySQL) EnsureRouting(ctx context.Context, projection string, generation uint64, sink string, ranges []string) error {
+	_, err := s.db.ExecContext(ctx, "INSERT IGNORE INTO `_readside_routing` (projection, generation, sink, ranges) VALUES (?, ?, ?, ?)", projection, generation, sink, RangesText(ranges))
+	if err != nil {
+		return fmt.Errorf("recording the routing of %s: %w", projection, err)
+	}
+	return nil
 }
 
 // Offsets are the projection's offsets on the server, read in the
@@ -147,7 +169,7 @@ func (c *Cutover) MergeFill(ctx context.Context, fillName string, served bool) e
 	}
 	for topic, parts := range merged {
 		for part, next := range parts {
-			if _, err := c.tx.ExecContext(ctx, "INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE next_offset = VALUES(next_offset)",
+			if _, err := c.tx.ExecContext(ctx, "INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?)"+c.s.dialect.onDuplicate()+"next_offset = "+c.s.dialect.newRow("next_offset"),
 				c.projection, topic, part, next); err != nil {
 				return fmt.Errorf("merging offsets of %s: %w", c.projection, err)
 			}

@@ -232,6 +232,7 @@ func statusOptions(cfg config.Config, role string) (httpapi.Options, error) {
 	if role != "projector" {
 		opts.SnapshotLog = cdc.NewSnapshotLog(cfg)
 	}
+	opts.Reshards = newReshardReader(cfg).read
 	ps, err := projections.Compile(cfg)
 	if err != nil {
 		return opts, err

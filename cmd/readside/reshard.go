@@ -93,6 +93,10 @@ func runReshard(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "readside reshard: "+problem)
 		return exitUsage
 	}
+	if err := reshard.Refuse(p); err != nil {
+		fmt.Fprintf(stderr, "readside reshard: %v\n", err)
+		return exitUsage
+	}
 	opened := map[string]*sinks.Sharded{}
 	defer func() {
 		for _, s := range opened {
@@ -210,6 +214,18 @@ func reshardRun(ctx context.Context, cfg config.Config, p *projections.Projectio
 	recordedTo, phase := "", ""
 	if st != nil {
 		recordedTo, phase = st.ToSink, st.Phase
+	}
+	if !reshard.Active(phase) {
+		// A reshard of p towards another sink keeps its row on that
+		// sink's servers.
+		rr := newReshardReader(cfg)
+		others, _ := rr.read(ctx)
+		rr.close()
+		for _, o := range others {
+			if o.Projection == p.Name && o.ToSink != f.sink && reshard.Active(o.Phase) {
+				recordedTo, phase = o.ToSink, o.Phase
+			}
+		}
 	}
 	step, err := reshard.Decide(p.Name, served, f.sink, recordedTo, phase, f.cleanup)
 	if err != nil {

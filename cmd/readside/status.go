@@ -231,4 +231,5 @@ func printStatus(w io.Writer, r httpapi.Report, note string) {
 			fmt.Fprintln(w, wrap(p.Name+" error: "+p.Error, helpWidth, "\n    "))
 		}
 	}
+	printReshards(w, r.Reshards)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/reshard"
 	"github.com/readside/readside/sinks"
 )
 
@@ -35,6 +36,7 @@ type storedReport struct {
 	// The source's failed snapshot requests (httpapi.SourceStatus has the same).
 	SnapshotFailures      []cdc.SnapshotFailure `json:"snapshot_failures,omitempty"`
 	SnapshotFailuresError string                `json:"snapshot_failures_error,omitempty"`
+	Reshards              []reshard.Status      `json:"reshards,omitempty"`
 }
 
 type storedProjection struct {
@@ -80,6 +82,9 @@ func readStored(ctx context.Context, cfg config.Config, unavailable string) (sto
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
 	rep.SnapshotFailures, rep.SnapshotFailuresError = storedSnapshotFailures(ctx, cfg)
+	rr := newReshardReader(cfg)
+	rep.Reshards, _ = rr.read(ctx) // a sink that cannot be read is reported per projection
+	rr.close()
 	dbs := map[string]*sql.DB{}
 	defer func() {
 		for _, db := range dbs {
@@ -218,4 +223,5 @@ func printStored(w io.Writer, r storedReport) {
 			}
 		}
 	}
+	printReshards(w, r.Reshards)
 }
