@@ -207,10 +207,8 @@ func (r *reshardRig) run(rows int) {
 	l.report()
 	r.checkPlacement()
 
-	// The operator's step the command prints: the config names the new
-	// sink. The daemon applies what the load wrote last; verify re-checks
-	// live.
-	r.writeConfig("new")
+	// verify follows the routing the config does not name yet. The daemon
+	// applies what the load wrote last; verify re-checks live.
 	var verified string
 	testbed.Eventually(t, 3*time.Minute, func() (bool, string) {
 		out, code := readsideOutput(t, r.cfgPath, "verify")
@@ -221,6 +219,11 @@ func (r *reshardRig) run(rows int) {
 		return code == 0 && strings.Contains(out, want) && !strings.Contains(out, "kept changing"), "readside verify, want " + want + " and no rows changing:\n" + out
 	})
 	t.Logf("readside verify:\n%s", verified)
+	// The operator's step the command prints: the config names the new
+	// sink.
+	r.writeConfig("new")
+	expectReadside(t, r.cfgPath, "with the config naming the new sink", "verify", 0,
+		fmt.Sprintf("%s: EQUAL (read table %s on sink new, %d shard(s))", reshardProj, reshardProj, len(r.new)))
 	want := r.sourceCount()
 	if got := r.count(r.new); got != want {
 		t.Errorf("the new shards hold %d rows, the source %d", got, want)

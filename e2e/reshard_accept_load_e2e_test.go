@@ -245,7 +245,7 @@ func (rt route) shardOf(id int64) (server int, keyrange string) {
 
 // routing reads the projection's _readside_routing row on the first old
 // server (it serves the projection before and after): no row (or no
-// table yet) is generation 0 on "old".
+// table yet), or a row at generation 0, is generation 0 on "old".
 func (r *reshardRig) routing(ctx context.Context) (route, error) {
 	srv := r.old[0].server
 	var gen uint64
@@ -256,6 +256,8 @@ func (r *reshardRig) routing(ctx context.Context) (route, error) {
 	case errors.Is(err, sql.ErrNoRows) || (err != nil && strings.Contains(err.Error(), "doesn't exist")):
 	case err != nil:
 		return rt, err
+	case gen == 0: // the row the fence inserts before the first generation: as if none
+		ranges = rt.layout.ranges()
 	case sink == "new":
 		rt.generation, rt.layout = gen, r.new
 	case sink != "old":
