@@ -47,7 +47,8 @@ type Options struct {
 	CheckRounds int
 	// PauseAt, when set (tests only), makes the run wait there until its
 	// context ends: "filling" after the first copied chunk, "cutover"
-	// with the fence held.
+	// with the fence held, "cutover-partial" once the first of several OLD
+	// servers took the new generation.
 	PauseAt string
 }
 
