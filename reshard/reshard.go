@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/readside/readside/projections"
@@ -59,8 +60,10 @@ type Reshard struct {
 	o      Options
 	pieces []Piece
 	st     *store
-	pr     *Progress
 	phase  string
+	// mu guards pr while pieces are copied at once.
+	mu sync.Mutex
+	pr *Progress
 }
 
 // Refuse says why p cannot be resharded online (nil: it can). No I/O.
