@@ -5,8 +5,8 @@ package e2e
 // c0- to a server of its own) on three real MariaDB sink servers and the
 // real broker, while the source takes writes and `readside run` applies
 // the projection and follows the routing generation; the reshard is
-// SIGKILLed while filling and again with its fence held, and the reruns
-// finish it.
+// SIGKILLed while filling, with its fence held and between two servers'
+// cutovers, and the reruns finish it.
 
 import (
 	"bytes"
@@ -233,6 +233,16 @@ func (rb *reshardBed) killAtPause(r *reshardRun, phase string) {
 	<-r.done
 }
 
+// generation is the routing generation of the projection on server i.
+func (rb *reshardBed) generation(i int) uint64 {
+	var g uint64
+	err := rb.servers[i].DB().QueryRowContext(rb.t.Context(), "SELECT generation FROM `"+rb.dbs[i]+"`.`_readside_routing` WHERE projection = 'messages_by_sender'").Scan(&g)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		rb.t.Fatal(err)
+	}
+	return g
+}
+
 // phase is the recorded reshard phase on server i.
 func (rb *reshardBed) phase(i int) string {
 	var phase string
@@ -244,8 +254,8 @@ func (rb *reshardBed) phase(i int) string {
 }
 
 // TestReshardSplitKill9: 2 → 3 shards under live writes while `readside
-// run` applies the projection; kill -9 in filling and in the cutover
-// (fence held), reruns finish; then every row is on exactly the shard its
+// run` applies the projection; kill -9 in filling, in the cutover (fence
+// held) and between two servers' cutovers, reruns finish; then every row is on exactly the shard its
 // new range names (after --cleanup), the read table equals the source
 // (verify), and the daemon follows the new sink at generation 1.
 func TestReshardSplitKill9(t *testing.T) {
@@ -275,6 +285,13 @@ func TestReshardSplitKill9(t *testing.T) {
 	rb.killAtPause(second, "cutover")
 	if ph := rb.phase(2); ph != "cutover" {
 		t.Fatalf("phase after the kill in the cutover = %q, want cutover\n%s", ph, second.out.String())
+	}
+	// Killed after the first server took generation 1 and before the
+	// other: the servers disagree until the rerun finishes them.
+	third := rb.startReshard("cutover-partial")
+	rb.killAtPause(third, "cutover-partial")
+	if g0, g1 := rb.generation(0), rb.generation(1); g0 != 1 || g1 != 0 {
+		t.Fatalf("routing generations after the kill between two servers' cutovers: %d and %d, want 1 and 0\n%s", g0, g1, third.out.String())
 	}
 	last := rb.startReshard("", "--cleanup")
 	select {

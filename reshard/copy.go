@@ -3,7 +3,10 @@ package reshard
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
@@ -35,6 +38,9 @@ func (r *Reshard) runFill(ctx context.Context, f *filler) error {
 	}
 	return r.copyPieces(ctx)
 }
+
+// copyConcurrency bounds the piece copies that run at once.
+const copyConcurrency = 4
 
 // readScan is how the copy reads p's read table.
 func (r *Reshard) readScan() sinks.TableScan {
@@ -76,15 +82,25 @@ func (r *Reshard) copyPieces(ctx context.Context) error {
 			}
 		}
 	}
+	// Each piece from each of its sources at once: they read and write
+	// different servers (or different rows of the same).
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(copyConcurrency)
+	var mu sync.Mutex
 	for pi := range r.pr.Pieces {
 		pp := &r.pr.Pieces[pi]
 		for si := range pp.Sources {
-			n, err := r.copySource(ctx, pp, &pp.Sources[si], started)
-			copied += n
-			if err != nil {
+			g.Go(func() error {
+				n, err := r.copySource(gctx, pp, &pp.Sources[si], started)
+				mu.Lock()
+				copied += n
+				mu.Unlock()
 				return err
-			}
+			})
 		}
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	if el := time.Since(started).Seconds(); copied > 0 && el > 0 {
 		r.pr.FillRate = float64(copied) / el
@@ -125,28 +141,39 @@ func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceP
 		if err != nil {
 			return 0, fmt.Errorf("shard %s of sink %s: %w", src.Range.Text, r.o.Old.Name, err)
 		}
+		r.mu.Lock()
 		sp.Offsets, sp.OffsetsRead = o, true
-		if err := r.st.save(ctx, r.phase, r.pr); err != nil {
+		err = r.st.save(ctx, r.phase, r.pr)
+		r.mu.Unlock()
+		if err != nil {
 			return 0, err
 		}
 	}
-	what := fmt.Sprintf("copying %s %s to shard %s", r.p.Table, pp.Text, dst.Range.Text)
+	what := "copying the pieces of " + r.p.Table // one bar for the copies running at once
 	ts, guards := r.readScan(), r.readGuards()
 	after, err := sinks.DecodeCursor(sp.Cursor)
 	if err != nil {
 		return 0, err
 	}
 	var n int64
+	chunks, stopReading := r.readAhead(ctx, src, ts, after)
+	defer stopReading()
 	for {
-		c, err := src.ScanChunk(ctx, ts, after, r.o.ChunkRows)
+		var rc readChunk
+		select {
+		case rc = <-chunks:
+		case <-ctx.Done():
+			return n, ctx.Err()
+		}
+		c, err := rc.c, rc.err
 		if err != nil {
 			return n, fmt.Errorf("shard %s of sink %s: %w", src.Range.Text, r.o.Old.Name, err)
 		}
 		if c.Len() == 0 {
 			break
 		}
-		after = c.Last()
-		r.pr.RowsRead += int64(c.Len())
+		after = rc.last
+		read := int64(c.Len())
 		c.Keep(func(i int) bool {
 			return pp.Range.Contains(c.IDs[i]) && (r.p.Replicated || src.Range.Contains(c.IDs[i]))
 		})
@@ -154,13 +181,17 @@ func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceP
 			return n, fmt.Errorf("shard %s of sink %s: %w", dst.Range.Text, r.o.New.Name, err)
 		}
 		n += int64(c.Len())
+		r.mu.Lock()
+		r.pr.RowsRead += read
 		sp.Rows += int64(c.Len())
 		r.pr.RowsCopied += int64(c.Len())
 		sp.Cursor = sinks.EncodeCursor(after)
-		if err := r.st.save(ctx, r.phase, r.pr); err != nil {
+		err = r.st.save(ctx, r.phase, r.pr)
+		r.o.Progress.draw(what, r.pr.RowsRead, max(r.pr.RowsTotal, r.pr.RowsRead), "rows read", started, false)
+		r.mu.Unlock()
+		if err != nil {
 			return n, err
 		}
-		r.o.Progress.draw(what, r.pr.RowsRead, max(r.pr.RowsTotal, r.pr.RowsRead), "rows read", started, false)
 		if r.o.PauseAt == PhaseFilling {
 			r.o.Log.Warn("reshard: paused for a test", "phase", r.o.PauseAt)
 			<-ctx.Done()
@@ -170,8 +201,47 @@ func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceP
 	if err := r.copyState(ctx, src, dst); err != nil {
 		return n, err
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	sp.Done = true
 	return n, r.st.save(ctx, r.phase, r.pr)
+}
+
+// readChunk is a chunk read ahead, with the key it ends at (taken before
+// the writer filters it).
+type readChunk struct {
+	c    *sinks.Chunk
+	last []any
+	err  error
+}
+
+// readAhead reads src's chunks after the key after one ahead of the
+// writer, so reading the source and writing the target overlap. The
+// channel ends with an empty chunk or an error; stop ends the reader.
+func (r *Reshard) readAhead(ctx context.Context, src sinks.Shard, ts sinks.TableScan, after []any) (<-chan readChunk, func()) {
+	rctx, cancel := context.WithCancel(ctx)
+	out := make(chan readChunk, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := src.ScanChunk(rctx, ts, after, r.o.ChunkRows)
+			rc := readChunk{c: c, err: err}
+			if err == nil {
+				rc.last = c.Last()
+			}
+			select {
+			case out <- rc:
+			case <-rctx.Done():
+				return
+			}
+			if err != nil || c.Len() == 0 {
+				return
+			}
+			after = rc.last
+		}
+	}()
+	return out, func() { cancel(); <-done }
 }
 
 // copyState copies p's tombstones, truncation floors and join state from

@@ -9,6 +9,10 @@ import (
 	"github.com/readside/readside/sinks"
 )
 
+// pausePartial (Options.PauseAt) pauses after the first OLD server took
+// the new generation and before the others.
+const pausePartial = "cutover-partial"
+
 // server is one MySQL server (and database) of OLD or NEW in the cutover.
 type server struct {
 	id       string
@@ -120,6 +124,11 @@ func (r *Reshard) cutover(ctx context.Context, f *filler) (time.Duration, error)
 			return 0, fmt.Errorf("%s: %w", fencedSrv[i].id, err)
 		}
 		fenced[i] = nil
+		if r.o.PauseAt == pausePartial && len(fenced) > 1 {
+			r.o.Log.Warn("reshard: paused for a test", "phase", r.o.PauseAt)
+			<-ctx.Done()
+			return 0, ctx.Err()
+		}
 	}
 	var fence time.Duration
 	if len(fenced) > 0 {

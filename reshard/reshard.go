@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/readside/readside/projections"
@@ -47,7 +48,8 @@ type Options struct {
 	CheckRounds int
 	// PauseAt, when set (tests only), makes the run wait there until its
 	// context ends: "filling" after the first copied chunk, "cutover"
-	// with the fence held.
+	// with the fence held, "cutover-partial" once the first of several OLD
+	// servers took the new generation.
 	PauseAt string
 }
 
@@ -58,8 +60,10 @@ type Reshard struct {
 	o      Options
 	pieces []Piece
 	st     *store
-	pr     *Progress
 	phase  string
+	// mu guards pr while pieces are copied at once.
+	mu sync.Mutex
+	pr *Progress
 }
 
 // Refuse says why p cannot be resharded online (nil: it can). No I/O.
