@@ -458,7 +458,7 @@ func TestReshardFillRates(t *testing.T) {
 		return total == 2*(rows+1), fmt.Sprintf("%d of %d rows applied", total, 2*(rows+1))
 	})
 	for i, fill := range []string{"copy", "topics"} {
-		r := rb.startReshardOf(names[i], "", "--fill", fill)
+		r := rb.startReshardOf(names[i], "", "--fill", fill, "--chunk-rows", fmt.Sprint(envInt("E2E_RESHARD_CHUNK_ROWS", 10000)))
 		<-r.done
 		out := r.out.String()
 		if r.cmd.ProcessState.ExitCode() != 0 {

@@ -10,6 +10,10 @@ import (
 	"github.com/readside/readside/sinks"
 )
 
+// lookupKeys bounds the keys one lookup names (a statement of that many
+// key conditions stays small for the server's range optimizer).
+const lookupKeys = 500
+
 // checkPieces verifies the moved pieces while both projectors run: every
 // row of a piece on its OLD shard must be on the NEW shard with the same
 // values, and the NEW shard must hold no other row of the piece. A row
@@ -91,13 +95,15 @@ func (r *Reshard) differing(ctx context.Context, c *sinks.Chunk, to sinks.Shard,
 	for i := range keys {
 		keys[i] = c.Key(i)
 	}
-	theirs, err := to.ScanKeys(ctx, ts, keys)
-	if err != nil {
-		return nil, err
-	}
 	have := map[string]string{}
-	for i := range theirs.Rows {
-		have[rowText(theirs.Columns, theirs.Key(i))] = rowText(theirs.Columns, theirs.Rows[i])
+	for start := 0; start < len(keys); start += lookupKeys {
+		theirs, err := to.ScanKeys(ctx, ts, keys[start:min(start+lookupKeys, len(keys))])
+		if err != nil {
+			return nil, err
+		}
+		for i := range theirs.Rows {
+			have[rowText(theirs.Columns, theirs.Key(i))] = rowText(theirs.Columns, theirs.Rows[i])
+		}
 	}
 	var out [][]any
 	for i := range c.Rows {
@@ -127,8 +133,8 @@ func (r *Reshard) recheck(ctx context.Context, src, dst sinks.Shard, in func(uin
 		case <-time.After(time.Second):
 		}
 		var still [][]any
-		for start := 0; start < len(keys); start += 500 {
-			part := keys[start:min(start+500, len(keys))]
+		for start := 0; start < len(keys); start += lookupKeys {
+			part := keys[start:min(start+lookupKeys, len(keys))]
 			a, err := src.ScanKeys(ctx, ts, part)
 			if err != nil {
 				return err

@@ -93,7 +93,7 @@ func New(p *projections.Projection, o Options) (*Reshard, error) {
 		return nil, fmt.Errorf("--fill %q: want copy or topics", o.Fill)
 	}
 	if o.ChunkRows == 0 {
-		o.ChunkRows = 2000
+		o.ChunkRows = 10000
 	}
 	if o.CheckRounds == 0 {
 		o.CheckRounds = 30

@@ -66,7 +66,7 @@ func runReshard(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.cleanup, "cleanup", false, "after the cutover (now or later), delete the rows the old sink's servers no longer serve")
 	fs.BoolVar(&f.yes, "yes", false, "do not ask before starting")
 	fs.DurationVar(&f.progressEvery, "progress-every", 5*time.Second, "progress line period when stderr is not a terminal")
-	fs.IntVar(&f.chunkRows, "chunk-rows", 2000, "rows read at a time by the copy, the check and the cleanup")
+	fs.IntVar(&f.chunkRows, "chunk-rows", 10000, "rows read at a time by the copy, the check and the cleanup")
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
 		return code
 	}
