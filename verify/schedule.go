@@ -55,11 +55,11 @@ func Schedule(ctx context.Context, cfg config.Config, ps []*projections.Projecti
 			drift.WithLabelValues(p.Name).Set(float64(rep.Drift()))
 			last.WithLabelValues(p.Name).Set(float64(time.Now().Unix()))
 			lvl := slog.LevelInfo
-			if rep.Drift() > 0 {
+			if !rep.Equal() {
 				lvl = slog.LevelWarn
 			}
 			log.Log(ctx, lvl, "verified", "projection", p.Name, "rows", rep.SourceRows, "missing", rep.Missing, "extra", rep.Extra,
-				"different", rep.Different, "misplaced", rep.Misplaced, "unsettled", rep.Unsettled, "seconds", rep.Seconds)
+				"different", rep.Different, "misplaced", rep.Misplaced, "behind", rep.Behind, "unsettled", rep.Unsettled, "seconds", rep.Seconds)
 		}
 	}
 }

@@ -58,34 +58,43 @@ func suspectKeys(m map[string]*suspect) []Key {
 
 // settle re-checks suspects until each is equal (dropped), confirmed (the
 // same difference seen on three re-checks spanning at least the quiet
-// time, one of them after the projection caught up), or Settle runs out
-// (then it is unsettled: the row is being written right now, and the
+// time, one of them after the projection caught up), or Settle runs out.
+// Then a suspect whose difference stayed the same while the projection
+// never caught up is behind (a projection stalled or far behind: the
+// table is not equal, and waiting longer is what tells which), and any
+// other is unsettled (the row is being written right now, and the
 // projector will rewrite it anyway).
-func (v *Verifier) settle(ctx context.Context, suspects map[string]*suspect) ([]Diff, int, error) {
+func (v *Verifier) settle(ctx context.Context, suspects map[string]*suspect) (confirmed []Diff, unsettled, behind int, err error) {
 	if len(suspects) == 0 {
-		return nil, 0, nil
+		return nil, 0, 0, nil
 	}
 	var cl *kgo.Client
 	if len(v.opts.Brokers) > 0 {
 		var err error
 		if cl, err = kgo.NewClient(kgo.SeedBrokers(v.opts.Brokers...)); err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		defer cl.Close()
 	}
 	deadline := time.Now().Add(v.opts.Settle)
 	quiet := min(v.opts.Settle/3, 3*time.Second)
 	backoff := 200 * time.Millisecond
-	var confirmed []Diff
-	unsettled := 0
 	for round := 1; ; round++ {
-		caught := v.waitCaughtUp(ctx, cl, deadline)
+		// Each wait is bounded by the quiet time, not the whole settle
+		// time: a projection that never catches up still gets the
+		// re-checks that tell a row it left behind from one being
+		// written now.
+		wait := deadline
+		if w := time.Now().Add(quiet); w.Before(wait) {
+			wait = w
+		}
+		caught := v.waitCaughtUp(ctx, cl, wait)
 		if ctx.Err() != nil {
-			return nil, 0, ctx.Err()
+			return nil, 0, 0, ctx.Err()
 		}
 		diffs, err := v.compareKeys(ctx, suspectKeys(suspects))
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		byKey := map[string][]Diff{}
 		for _, d := range diffs {
@@ -116,11 +125,18 @@ func (v *Verifier) settle(ctx context.Context, suspects map[string]*suspect) ([]
 		}
 		if now.After(deadline) {
 			for _, s := range suspects {
-				if s.stable >= 2 && s.caughtUp && now.Sub(s.since) >= quiet {
+				settled := s.stable >= 2 && now.Sub(s.since) >= quiet
+				switch {
+				case settled && s.caughtUp:
 					confirmed = append(confirmed, s.diffs...)
-				} else {
+				case settled:
+					behind++
+				default:
 					unsettled++
 				}
+			}
+			if behind > 0 {
+				v.opts.Log.Warn("verify: rows differed the same way on every re-check while the projection never caught up with its topics", "projection", v.p.Name, "rows", behind, "settle", v.opts.Settle)
 			}
 			if unsettled > 0 {
 				v.opts.Log.Warn("verify: rows still changing when the settle time ran out; not counted as drift", "projection", v.p.Name, "rows", unsettled, "settle", v.opts.Settle)
@@ -129,12 +145,12 @@ func (v *Verifier) settle(ctx context.Context, suspects map[string]*suspect) ([]
 		}
 		select {
 		case <-ctx.Done():
-			return nil, 0, ctx.Err()
+			return nil, 0, 0, ctx.Err()
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 2*time.Second)
 	}
-	return confirmed, unsettled, nil
+	return confirmed, unsettled, behind, nil
 }
 
 // waitCaughtUp waits until every shard has applied everything published

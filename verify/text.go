@@ -12,8 +12,11 @@ import (
 // WriteText prints a report for people.
 func (r *Report) WriteText(w io.Writer) {
 	verdict := "EQUAL"
-	if r.Drift() > 0 {
+	switch {
+	case r.Drift() > 0:
 		verdict = "DRIFT"
+	case r.Behind > 0:
+		verdict = "BEHIND"
 	}
 	fmt.Fprintf(w, "%s: %s (read table %s on sink %s, %d shard(s))\n", r.Projection, verdict, r.Table, r.Sink, r.Shards)
 	fmt.Fprintf(w, "  compared %d source rows with %d sink rows in %d chunks (%d differed) in %.1fs\n",
@@ -28,6 +31,9 @@ func (r *Report) WriteText(w io.Writer) {
 			parts = append(parts, fmt.Sprintf("%d on shard %s", r.MisplacedByShard[sh], sh))
 		}
 		fmt.Fprintf(w, "  misplaced (on a shard whose key range does not hold their keyspace id): %s; `readside verify --repair` moves them\n", strings.Join(parts, ", "))
+	}
+	if r.Behind > 0 {
+		fmt.Fprintf(w, "  %d row(s) differed the same way on every re-check while the projection never caught up with its topics: it is stalled or far behind (see readside status); verify again once it has caught up\n", r.Behind)
 	}
 	if r.Unsettled > 0 {
 		fmt.Fprintf(w, "  %d row(s) kept changing during the re-checks (being written now): not counted as drift\n", r.Unsettled)

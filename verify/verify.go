@@ -165,9 +165,13 @@ type Report struct {
 	MisplacedByShard map[string]int64 `json:"misplaced_by_shard,omitempty"`
 	// Unsettled keys changed on every re-check until Settle ran out: they
 	// are being written right now, so their difference is not drift.
-	Unsettled int64  `json:"unsettled"`
-	Samples   []Diff `json:"samples"`
-	Resumed   bool   `json:"resumed,omitempty"`
+	Unsettled int64 `json:"unsettled"`
+	// Behind keys differed the same way on every re-check while the
+	// projection never caught up with its topics: it is stalled or far
+	// behind, so the table is not equal (Equal), though not drift either.
+	Behind  int64  `json:"behind"`
+	Samples []Diff `json:"samples"`
+	Resumed bool   `json:"resumed,omitempty"`
 	// Repair, when --repair ran.
 	Repair *RepairResult `json:"repair,omitempty"`
 
@@ -176,6 +180,10 @@ type Report struct {
 
 // Drift is the number of differing rows.
 func (r *Report) Drift() int64 { return r.Missing + r.Extra + r.Different + r.Misplaced }
+
+// Equal: no drift, and no difference left that only a projection which
+// never caught up could explain.
+func (r *Report) Equal() bool { return r.Drift() == 0 && r.Behind == 0 }
 
 // srcRow and sinkRow are fetched rows: cells in plan.cols order (nil:
 // NULL).
@@ -241,6 +249,7 @@ func (r *Report) merge(o *Report, samples int) {
 		r.MisplacedByShard[sh] += n
 	}
 	r.Unsettled += o.Unsettled
+	r.Behind += o.Behind
 	r.Resumed = r.Resumed || o.Resumed
 	r.diffs = append(r.diffs, o.diffs...)
 	r.Samples = sampleDiffs(r.diffs, samples)
@@ -318,11 +327,11 @@ func (v *Verifier) run(ctx context.Context) (*Report, error) {
 		}
 	}
 	prog.done()
-	diffs, unsettled, err := v.settle(ctx, suspects)
+	diffs, unsettled, behind, err := v.settle(ctx, suspects)
 	if err != nil {
 		return nil, err
 	}
-	rep.Unsettled = int64(unsettled)
+	rep.Unsettled, rep.Behind = int64(unsettled), int64(behind)
 	rep.diffs = diffs
 	for _, d := range diffs {
 		switch d.Kind {

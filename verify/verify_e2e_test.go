@@ -9,11 +9,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
@@ -115,30 +118,42 @@ func (s *shop) load(t *testing.T, customers, orders int) {
 	}
 }
 
-// run starts the tailer and a projector for the test's lifetime.
-func (s *shop) run(t *testing.T) {
+// run starts the tailer and a projector for the test's lifetime; the
+// function it returns stops the projector alone (a stalled projection).
+func (s *shop) run(t *testing.T) (stopProjector func()) {
 	t.Helper()
 	tl, err := cdc.New(s.cfg, s.cfg.Kafka.Brokers, logger(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 2)
-	go func() { done <- tl.Run(ctx) }()
+	pctx, pstop := context.WithCancel(ctx)
+	tailerDone, projectorDone := make(chan error, 1), make(chan error, 1)
+	go func() { tailerDone <- tl.Run(ctx) }()
 	pr, err := projections.NewProjector(s.p, s.sink, projections.Options{Brokers: s.cfg.Kafka.Brokers, Log: logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { done <- pr.Run(ctx) }()
+	go func() { projectorDone <- pr.Run(pctx) }()
+	var projectorErr error
+	var once sync.Once
+	stopProjector = func() {
+		once.Do(func() {
+			pstop()
+			projectorErr = <-projectorDone
+		})
+	}
 	t.Cleanup(func() {
 		stop()
-		for range 2 {
-			if err := <-done; err != nil && ctx.Err() == nil {
+		stopProjector()
+		for _, err := range []error{<-tailerDone, projectorErr} {
+			if err != nil && ctx.Err() == nil {
 				t.Errorf("stopped: %v", err)
 			}
 		}
 	})
 	s.waitTailer(t)
+	return stopProjector
 }
 
 // waitTailer waits for the tailer's first checkpoint.
@@ -490,4 +505,59 @@ func TestVerifySchedule(t *testing.T) {
 	}
 	s.shardExec(t, s.home(7), "INSERT INTO orders_by_customer (customer_id, id, status, total_cents, created_at, _rs_version) VALUES (7, 888888, 'new', 1, '2026-01-01 00:00:00', 1)")
 	waitFor("drift of one row", func() bool { v, _ := gauge("readside_verify_drift_rows"); return v == 1 })
+}
+
+// TestVerifyBehindStalledProjection: a projection that stopped applying
+// while its source moved on is not reported EQUAL: the rows it has not
+// applied differ the same way on every re-check while it never catches
+// up with its topics, so verify says BEHIND (Behind, not Equal), and
+// counts no drift.
+func TestVerifyBehindStalledProjection(t *testing.T) {
+	bed := testbed.Get(t)
+	s := newShop(t, bed)
+	stopProjector := s.run(t)
+	s.load(t, 20, 400)
+	s.waitConverged(t, 3*time.Minute)
+	stopProjector()
+	before := s.published(t)
+	db := bed.MySQL.DB()
+	if _, err := db.ExecContext(t.Context(), "UPDATE `"+s.src+"`.orders SET total_cents = total_cents + 1 WHERE id <= 40 AND status <> 'draft'"); err != nil {
+		t.Fatal(err)
+	}
+	// The tailer published the 30 updates the stalled projector will not
+	// apply (else the projector would look caught up with its topics).
+	testbed.Eventually(t, time.Minute, func() (bool, string) {
+		n := s.published(t)
+		return n >= before+30, fmt.Sprintf("%d of 30 updates on the orders topic", n-before)
+	})
+
+	rep, err := s.verifier(t, verify.Options{ChunkRows: 100, Settle: 4 * time.Second, StateFile: t.TempDir() + "/state.json"}).Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	rep.WriteText(&text)
+	if rep.Behind == 0 || rep.Equal() || rep.Drift() != 0 || !strings.Contains(text.String(), ": BEHIND") {
+		t.Fatalf("a stalled projection with 30 unapplied updates: want BEHIND (behind > 0, no drift, not equal); got behind %d, drift %d, unsettled %d, equal %v:\n%s",
+			rep.Behind, rep.Drift(), rep.Unsettled, rep.Equal(), text.String())
+	}
+	t.Logf("stalled projection: %d row(s) behind\n%s", rep.Behind, text.String())
+}
+
+// published is the sum of the end offsets of the orders topic's
+// partitions (commit markers included).
+func (s *shop) published(t *testing.T) int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Kafka.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(t.Context(), s.p.Topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
+	return n
 }

@@ -18,7 +18,8 @@ import (
 
 // runVerify compares projections' read tables with the source (and with
 // --repair fixes them). Exit 0: equal; 1: drift (after a repair: drift
-// left); 2: error.
+// left) or behind (rows that differed while the projection never caught
+// up); 2: error.
 func runVerify(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("verify")
 	var common commonFlags
@@ -105,7 +106,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		switch {
 		case rep.Repair != nil && rep.Repair.Remaining > 0:
 			code = exitProblem
-		case rep.Repair == nil && rep.Drift() > 0:
+		case rep.Repair == nil && !rep.Equal():
 			code = exitProblem
 		}
 		reports = append(reports, rep)
