@@ -42,6 +42,16 @@ func TestReshardUnshardedToTwo(t *testing.T) {
 	r.run(envInt("RESHARD_ROWS", 40_000) / 2)
 }
 
+// TestReshardTwoToUnsharded is the way back, a merge of ranges: -80 on A
+// and 80- on B become "-" on A, and the cleanup leaves nothing of the
+// projection on B.
+func TestReshardTwoToUnsharded(t *testing.T) {
+	r := newReshardRig(t, "rs21",
+		sinkLayout{{"-80", 0}, {"80-", 1}},
+		sinkLayout{{"-", 0}})
+	r.run(envInt("RESHARD_ROWS", 40_000) / 4)
+}
+
 // sinkLayout is a sink's shards in order: each a key range on one of the
 // rig's sink servers (an index into reshardRig.servers).
 type sinkLayout []struct {
@@ -356,6 +366,17 @@ func (r *reshardRig) checkPlacement() {
 			r.t.Errorf("shard %s: %d of %d rows are outside its range", sh.keyrange, bad, len(ids))
 		} else {
 			r.t.Logf("shard %s holds %d rows, all in its range", sh.keyrange, len(ids))
+		}
+	}
+	// An old server the new sink does not use keeps no row of the
+	// projection after the cleanup.
+	used := map[int]bool{}
+	for _, sh := range r.new {
+		used[sh.server] = true
+	}
+	for _, sh := range r.old {
+		if ids := r.ids(sh.server); !used[sh.server] && len(ids) > 0 {
+			r.t.Errorf("server %c, which the new sink does not use, still holds %d rows after the cleanup", 'A'+sh.server, len(ids))
 		}
 	}
 }
