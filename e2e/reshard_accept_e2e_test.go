@@ -52,6 +52,61 @@ func TestReshardTwoToUnsharded(t *testing.T) {
 	r.run(envInt("RESHARD_ROWS", 40_000) / 4)
 }
 
+// TestReshardReplicatedToSharded: a projection replicated on two servers
+// becomes one split by its shard_by over three. The operator edits the
+// declaration (no `replicated`, a shard_by) and runs the reshard with it;
+// the daemon, still running the replicated declaration, stops that
+// projection at the cutover instead of copying every row to every new
+// shard, and the restart the command asks for resumes it on the new
+// sink. Rows written between the cutover and the restart arrive.
+func TestReshardReplicatedToSharded(t *testing.T) {
+	r := newReshardRig(t, "rsrep",
+		sinkLayout{{"-80", 0}, {"80-", 1}},
+		sinkLayout{{"-80", 0}, {"80-c0", 1}, {"c0-", 2}})
+	r.replicated = true
+	r.writeConfig("old")
+	ctx := t.Context()
+	rows := envInt("RESHARD_ROWS", 40_000) / 4
+	logPath := filepath.Join(r.dir, "readside.log")
+	d := startDaemon(t, logPath, "run", "-c", r.cfgPath)
+	waitForCheckpoint(t, r.bed, r.prefix)
+	if err := loadItems(ctx, r.bed.MySQL.DB(), r.src, rows); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(t, 5*time.Minute, func() (bool, string) {
+		a, b := len(r.ids(0)), len(r.ids(1))
+		return a == rows && b == rows, fmt.Sprintf("replicated: %d and %d of %d rows on A and B; log:\n%s", a, b, rows, tail(logPath))
+	})
+
+	r.replicated = false
+	r.writeConfig("old")
+	expectReadside(t, r.cfgPath, "replicated → sharded", "reshard --projection "+reshardProj+" --to "+r.new.ranges()+" --sink new --yes", 0,
+		reshardProj+" now applies through sink new (generation 1)")
+	// The next apply meets the new generation.
+	if _, err := r.bed.MySQL.DB().ExecContext(ctx, "INSERT INTO `"+r.src+"`.items (id, grp, v, note, commit_us) SELECT id + 10000000, grp, v, 'after the cutover', commit_us FROM `"+r.src+"`.items WHERE id <= 200"); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(t, 2*time.Minute, func() (bool, string) {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), "this process declares it replicated"),
+			"the daemon running the replicated declaration does not stop the projection at the cutover; log:\n" + tail(logPath)
+	})
+	d.stop(30 * time.Second)
+	d = startDaemon(t, logPath, "run", "-c", r.cfgPath)
+	expectReadside(t, r.cfgPath, "cleanup", "reshard --projection "+reshardProj+" --to "+r.new.ranges()+" --sink new --yes --cleanup", 0)
+	want := r.sourceCount()
+	testbed.Eventually(t, 3*time.Minute, func() (bool, string) {
+		got := r.count(r.new)
+		return got == want, fmt.Sprintf("the new shards hold %d rows in their ranges, the source %d; log:\n%s", got, want, tail(logPath))
+	})
+	r.checkPlacement()
+	expectReadside(t, r.cfgPath, "after the restart", "verify", 0,
+		fmt.Sprintf("%s: EQUAL (read table %s on sink new, %d shard(s))", reshardProj, reshardProj, len(r.new)))
+	if code := d.stop(30 * time.Second); code != 0 {
+		t.Errorf("readside run exit %d after SIGTERM; log:\n%s", code, tail(logPath))
+	}
+}
+
 // sinkLayout is a sink's shards in order: each a key range on one of the
 // rig's sink servers (an index into reshardRig.servers).
 type sinkLayout []struct {
@@ -81,7 +136,9 @@ type reshardRig struct {
 	servers  []*testbed.MySQL
 	dbs      []string // the sink database on each server
 	old, new sinkLayout
-	cfgPath  string
+	// replicated declares the projection replicated (no shard_by).
+	replicated bool
+	cfgPath    string
 	prefix   string
 	dir      string
 }
@@ -124,6 +181,10 @@ func newReshardRig(t *testing.T, name string, old, new sinkLayout) *reshardRig {
 
 // writeConfig writes the config with the projection on sink serving.
 func (r *reshardRig) writeConfig(serving string) {
+	placement := "shard_by: id"
+	if r.replicated {
+		placement = "replicated: true"
+	}
 	sink := func(l sinkLayout) string {
 		if len(l) == 1 && l[0].keyrange == "-" {
 			return fmt.Sprintf("    dsn: %q\n", r.dsn(l[0].server))
@@ -153,10 +214,10 @@ sinks:
     from: %s.items
     sink: %s
     key: [id]
-    shard_by: id
+    %s
     columns: {id: id, grp: grp, v: v, note: note, commit_us: commit_us}
 `, r.bed.MySQL.ReplDSN(), testbed.NewServerID(), r.src, strings.Join(r.bed.Kafka.Brokers(), ", "), r.prefix,
-		filepath.Join(r.dir, "data"), sink(r.old), sink(r.new), reshardProj, r.src, serving)
+		filepath.Join(r.dir, "data"), sink(r.old), sink(r.new), reshardProj, r.src, serving, placement)
 	if err := os.WriteFile(r.cfgPath, []byte(cfg), 0o600); err != nil {
 		r.t.Fatal(err)
 	}

@@ -120,7 +120,7 @@ func (r *Reshard) cutover(ctx context.Context, f *filler) (time.Duration, error)
 				return 0, fmt.Errorf("%s: %w", fencedSrv[i].id, err)
 			}
 		}
-		if err := c.Route(ctx, gen, r.o.New.Name, ranges); err != nil {
+		if err := c.Route(ctx, gen, r.o.New.Name, ranges, r.p.Replicated); err != nil {
 			return 0, fmt.Errorf("%s: %w", fencedSrv[i].id, err)
 		}
 		fenced[i] = nil
@@ -153,7 +153,7 @@ func (r *Reshard) cutover(ctx context.Context, f *filler) (time.Duration, error)
 				return fence, fmt.Errorf("%s: %w", s.id, err)
 			}
 		}
-		if err := c.Route(ctx, gen, r.o.New.Name, ranges); err != nil {
+		if err := c.Route(ctx, gen, r.o.New.Name, ranges, r.p.Replicated); err != nil {
 			return fence, fmt.Errorf("%s: %w", s.id, err)
 		}
 	}

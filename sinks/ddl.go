@@ -31,7 +31,7 @@ var bookkeeping = []string{
 // routingDDL creates `_readside_routing`: the generation every live apply
 // transaction checks under a share lock, and the sink (and its ranges) a
 // reshard's cutover recorded for that generation.
-const routingDDL = "CREATE TABLE IF NOT EXISTS `_readside_routing` (projection VARCHAR(190) NOT NULL PRIMARY KEY, generation BIGINT UNSIGNED NOT NULL, sink VARCHAR(190) NOT NULL, ranges TEXT NOT NULL, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))"
+const routingDDL = "CREATE TABLE IF NOT EXISTS `_readside_routing` (projection VARCHAR(190) NOT NULL PRIMARY KEY, generation BIGINT UNSIGNED NOT NULL, sink VARCHAR(190) NOT NULL, ranges TEXT NOT NULL, replicated BOOLEAN NOT NULL DEFAULT FALSE, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))"
 
 // Bookkeeping is the DDL of readside's own tables on a sink.
 func Bookkeeping() []string { return append([]string{}, bookkeeping...) }

@@ -206,10 +206,11 @@ func MinOffsets(a, b projections.Offsets) projections.Offsets {
 }
 
 // Route records the projection's new routing row and commits: from here
-// this server says sink (with ranges) serves it at generation.
-func (c *Cutover) Route(ctx context.Context, generation uint64, sink string, ranges []string) error {
-	if _, err := c.tx.ExecContext(ctx, "UPDATE `_readside_routing` SET generation = ?, sink = ?, ranges = ? WHERE projection = ?",
-		generation, sink, RangesText(ranges), c.projection); err != nil {
+// this server says sink (with ranges) serves it at generation, copied to
+// every shard (replicated) or split by its shard_by.
+func (c *Cutover) Route(ctx context.Context, generation uint64, sink string, ranges []string, replicated bool) error {
+	if _, err := c.tx.ExecContext(ctx, "UPDATE `_readside_routing` SET generation = ?, sink = ?, ranges = ?, replicated = ? WHERE projection = ?",
+		generation, sink, RangesText(ranges), replicated, c.projection); err != nil {
 		_ = c.tx.Rollback()
 		return fmt.Errorf("recording routing generation %d of %s: %w", generation, c.projection, err)
 	}

@@ -65,7 +65,7 @@ func TestCutoverFence(t *testing.T) {
 			cancel()
 			t.Fatalf("generation %d: a live apply went through while the cutover held the routing row (err %v): no fence", gen, early)
 		}
-		if err := c.Route(ctx, gen+1, "elsewhere", []string{"-"}); err != nil {
+		if err := c.Route(ctx, gen+1, "elsewhere", []string{"-"}, false); err != nil {
 			t.Fatal(err)
 		}
 		err = <-applied
@@ -139,7 +139,7 @@ func TestMergeFill(t *testing.T) {
 		if err := c.MergeFill(ctx, fill.OffsetsName(), tc.served); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Route(ctx, c.Generation+1, "next", []string{"-"}); err != nil {
+		if err := c.Route(ctx, c.Generation+1, "next", []string{"-"}, false); err != nil {
 			t.Fatal(err)
 		}
 		if got := fmt.Sprint(get(p)); got != tc.want {

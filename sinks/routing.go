@@ -29,6 +29,9 @@ type Routing struct {
 	Generation uint64
 	Sink       string   // the config sink serving the projection at Generation
 	Ranges     []string // that sink's key ranges, in shard order
+	// Replicated: the projection is copied to every shard of Sink rather
+	// than split by its shard_by (the declaration the reshard ran with).
+	Replicated bool
 }
 
 // RoutingChanged is a live apply refused because the projection's routing
@@ -114,8 +117,8 @@ func (s *Sharded) Routing(ctx context.Context, projection string) ([]Routing, er
 	out := make([]Routing, len(s.Shards))
 	for i, sh := range s.Shards {
 		var ranges string
-		err := sh.db.QueryRowContext(ctx, "SELECT generation, sink, ranges FROM `_readside_routing` WHERE projection = ?", projection).
-			Scan(&out[i].Generation, &out[i].Sink, &ranges)
+		err := sh.db.QueryRowContext(ctx, "SELECT generation, sink, ranges, replicated FROM `_readside_routing` WHERE projection = ?", projection).
+			Scan(&out[i].Generation, &out[i].Sink, &ranges, &out[i].Replicated)
 		var me *driver.MySQLError
 		switch {
 		case errors.Is(err, sql.ErrNoRows), errors.As(err, &me) && me.Number == 1146:
@@ -190,6 +193,9 @@ func Resolve(ctx context.Context, cfg config.Config, p *projections.Projection, 
 				if err := sameRanges(p.Name, name, s.Ranges(), rows); err != nil {
 					return ResolvedSink{}, err
 				}
+				if err := samePlacement(p, name, gen, rows); err != nil {
+					return ResolvedSink{}, err
+				}
 			}
 			return ResolvedSink{Name: name, Sink: s, Generation: gen}, nil
 		}
@@ -240,6 +246,28 @@ func sameRanges(projection, sink string, have []string, rows []Routing) error {
 		if !slices.Equal(r.Ranges, have) {
 			return routingError(projection, "sink %s serves %s with ranges %s (routing generation %d), but the config gives it %s: restore sinks.%s.shards as they were, or move %s with readside reshard",
 				sink, projection, RangesText(r.Ranges), r.Generation, RangesText(have), sink, projection)
+		}
+	}
+	return nil
+}
+
+// samePlacement checks that p is declared replicated, or split by its
+// shard_by, as the reshard that recorded the routing declared it: a
+// process still running the other declaration (a reshard that turned a
+// replicated projection into a sharded one, run with the edited config
+// while the daemon kept the old one) would put every row on the wrong
+// shards.
+func samePlacement(p *projections.Projection, sink string, gen uint64, rows []Routing) error {
+	placement := func(replicated bool) string {
+		if replicated {
+			return "replicated (copied to every shard)"
+		}
+		return "sharded by its shard_by"
+	}
+	for _, r := range rows {
+		if r.Generation == gen && r.Replicated != p.Replicated {
+			return routingError(p.Name, "projection %s is %s on sink %s at routing generation %d (the declaration readside reshard ran with), but this process declares it %s: run readside with the config the reshard ran with (restart the daemon after editing projections.%s)",
+				p.Name, placement(r.Replicated), sink, gen, placement(p.Replicated), p.Name)
 		}
 	}
 	return nil

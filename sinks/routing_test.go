@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/readside/readside/projections"
 )
 
 // TestRoutingStep: which sink the routing rows of one sink's shards name,
@@ -72,5 +74,36 @@ func TestSplitRanges(t *testing.T) {
 	}
 	if got := SplitRanges(""); got != nil {
 		t.Errorf("empty text gave %v", got)
+	}
+}
+
+// TestSamePlacement: a process whose declaration places the projection
+// otherwise than the reshard that recorded the routing (replicated against
+// sharded) must not write through it.
+func TestSamePlacement(t *testing.T) {
+	sharded := &projections.Projection{Name: "p", ShardBy: "id"}
+	replicated := &projections.Projection{Name: "p", Replicated: true}
+	for _, tc := range []struct {
+		why  string
+		p    *projections.Projection
+		rows []Routing
+		err  string
+	}{
+		{why: "a reshard of a replicated projection into a sharded one, and a daemon still declaring it replicated",
+			p: replicated, rows: []Routing{{Generation: 1, Sink: "b"}, {Generation: 1, Sink: "b"}}, err: "is sharded by its shard_by on sink b at routing generation 1"},
+		{why: "the daemon restarted with the config the reshard ran with", p: sharded, rows: []Routing{{Generation: 1, Sink: "b"}}},
+		{why: "a replicated projection moved onto more servers, still replicated", p: replicated,
+			rows: []Routing{{Generation: 1, Sink: "b", Replicated: true}}},
+		{why: "recorded replicated, declared sharded", p: sharded, rows: []Routing{{Generation: 1, Sink: "b", Replicated: true}},
+			err: "this process declares it sharded by its shard_by"},
+	} {
+		err := samePlacement(tc.p, "b", 1, tc.rows)
+		var re *RoutingError
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.why, err)
+		case tc.err != "" && (!errors.As(err, &re) || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: got %v, want a RoutingError saying %q", tc.why, err, tc.err)
+		}
 	}
 }
