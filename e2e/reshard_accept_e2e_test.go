@@ -139,8 +139,8 @@ type reshardRig struct {
 	// replicated declares the projection replicated (no shard_by).
 	replicated bool
 	cfgPath    string
-	prefix   string
-	dir      string
+	prefix     string
+	dir        string
 }
 
 func newReshardRig(t *testing.T, name string, old, new sinkLayout) *reshardRig {
