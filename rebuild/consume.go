@@ -54,7 +54,7 @@ func (r *Rebuild) consumeUntil(ctx context.Context, p *projections.Projection, s
 			_ = stop()
 			return err
 		}
-		n, total, ok := caughtUp(stored, pr.Applied(), goal)
+		n, total, ok := CaughtUp(stored, pr.Applied(), goal)
 		if ok && rounds > 1 && time.Since(roundStart) > r.followAfter {
 			rounds--
 			if goal, err = target(ctx); err != nil {
@@ -97,15 +97,15 @@ func liveTarget(shards []projections.Offsets) projections.Offsets {
 	return want
 }
 
-// caughtUp decides whether the shadow has applied everything before
-// target on every partition, and how far it is (offsets summed over the
+// CaughtUp decides whether a fill (a rebuild's shadow, a reshard's fill
+// projector) has applied everything before target on every partition, and how far it is (offsets summed over the
 // partitions). A partition's position is the further of the offset the
-// shadow stored on every shard (the lowest of them: a shard without one
+// fill stored on every shard (the lowest of them: a shard without one
 // is at 0) and where its running projector has applied through
 // (applied). The stored offset alone never reaches an end offset whose
 // last record is a commit marker; applied alone is unknown on a
 // partition the projector found nothing new on.
-func caughtUp(stored []projections.Offsets, applied, target projections.Offsets) (done, total int64, ok bool) {
+func CaughtUp(stored []projections.Offsets, applied, target projections.Offsets) (done, total int64, ok bool) {
 	ok = true
 	for topic, parts := range target {
 		for part, next := range parts {

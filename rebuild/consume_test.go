@@ -41,7 +41,7 @@ func TestRebuildCaughtUp(t *testing.T) {
 			[]O{{"t": {0: 5}, "p": {0: 2}}}, O{"t": {0: 6}}, O{"t": {0: 6}, "p": {0: 3}}, 8, 9, false},
 	}
 	for _, c := range cases {
-		done, total, ok := caughtUp(c.stored, c.applied, c.target)
+		done, total, ok := CaughtUp(c.stored, c.applied, c.target)
 		if done != c.done || total != c.total || ok != c.ok {
 			t.Errorf("%s: got %d of %d, caught up %v; want %d of %d, %v", c.why, done, total, ok, c.done, c.total, c.ok)
 		}

@@ -1,7 +1,6 @@
 package reshard
 
 import (
-	"github.com/readside/readside/projections"
 	"strings"
 	"testing"
 )
@@ -35,44 +34,4 @@ func TestDecide(t *testing.T) {
 			t.Errorf("%s: Decide = %v, %v; want %v", tc.why, got, err, tc.want)
 		}
 	}
-}
-
-func TestCaughtUp(t *testing.T) {
-	// A partition's position is the further of the lowest stored offset
-	// and what the running projector applied.
-	target := offs("t", 0, 10, "t", 1, 5)
-	for _, tc := range []struct {
-		why     string
-		stored  []map[int32]int64
-		applied map[int32]int64
-		ok      bool
-	}{
-		{"every shard stored past the target", []map[int32]int64{{0: 10, 1: 5}, {0: 12, 1: 6}}, nil, true},
-		{"one shard behind on a partition holds it back", []map[int32]int64{{0: 10, 1: 5}, {0: 9, 1: 6}}, nil, false},
-		{"applied covers a partition whose end is a commit marker", []map[int32]int64{{0: 9, 1: 5}}, map[int32]int64{0: 10}, true},
-		{"a shard with nothing stored is at 0", []map[int32]int64{{0: 10, 1: 5}, {}}, nil, false},
-	} {
-		var stored []map[string]map[int32]int64
-		for _, s := range tc.stored {
-			stored = append(stored, map[string]map[int32]int64{"t": s})
-		}
-		st := make([]projOffsets, len(stored))
-		for i := range stored {
-			st[i] = stored[i]
-		}
-		_, _, ok := caughtUp(st, projOffsets{"t": tc.applied}, target)
-		if ok != tc.ok {
-			t.Errorf("%s: caughtUp = %v, want %v", tc.why, ok, tc.ok)
-		}
-	}
-}
-
-type projOffsets = projections.Offsets
-
-func offs(kv ...any) projections.Offsets {
-	o := projections.Offsets{}
-	for i := 0; i < len(kv); i += 3 {
-		o.Set(kv[i].(string), int32(kv[i+1].(int)), int64(kv[i+2].(int)))
-	}
-	return o
 }

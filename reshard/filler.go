@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/rebuild"
 )
 
 // filler runs the fill projector: the projection under the fill identity
@@ -71,7 +72,7 @@ func (f *filler) waitFor(ctx context.Context, target projections.Offsets, what s
 			}
 			stored[i] = o
 		}
-		n, total, ok := caughtUp(stored, f.pr.Applied(), target)
+		n, total, ok := rebuild.CaughtUp(stored, f.pr.Applied(), target)
 		f.r.o.Progress.draw(what, n, total, "offsets", started, ok)
 		if ok {
 			return nil
@@ -88,33 +89,4 @@ func (f *filler) waitFor(ctx context.Context, target projections.Offsets, what s
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// caughtUp decides whether the fill has applied everything before target
-// on every partition, and how far it is (offsets summed over the
-// partitions). A partition's position is the further of the lowest
-// offset stored on the shards (a shard without one is at 0) and where the
-// running projector has applied through: the stored offset alone never
-// reaches an end offset whose last record is a commit marker, and applied
-// alone is unknown on a partition the projector found nothing new on.
-func caughtUp(stored []projections.Offsets, applied, target projections.Offsets) (done, total int64, ok bool) {
-	ok = true
-	for topic, parts := range target {
-		for part, next := range parts {
-			low := int64(0)
-			for i, h := range stored {
-				v := h[topic][part]
-				if i == 0 || v < low {
-					low = v
-				}
-			}
-			pos := max(low, applied[topic][part])
-			total += next
-			done += min(pos, next)
-			if pos < next {
-				ok = false
-			}
-		}
-	}
-	return done, total, ok
 }

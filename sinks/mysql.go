@@ -282,9 +282,17 @@ func (s *MySQL) Offsets(ctx context.Context, p *projections.Projection) (project
 }
 
 func (s *MySQL) offsets(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT topic, part, next_offset FROM `_readside_offsets` WHERE projection = ?", p.OffsetsName())
+	return readOffsets(ctx, s.db, p.OffsetsName())
+}
+
+// readOffsets reads the offsets stored under name, through a connection
+// pool or inside a transaction (a cutover's, under its fence).
+func readOffsets(ctx context.Context, q interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}, name string) (projections.Offsets, error) {
+	rows, err := q.QueryContext(ctx, "SELECT topic, part, next_offset FROM `_readside_offsets` WHERE projection = ?", name)
 	if err != nil {
-		return nil, fmt.Errorf("reading offsets of %s: %w", p.OffsetsName(), err)
+		return nil, fmt.Errorf("reading offsets of %s: %w", name, err)
 	}
 	defer rows.Close()
 	out := projections.Offsets{}

@@ -127,22 +127,7 @@ func (s *MySQL) EnsureRouting(ctx context.Context, projection string, generation
 // Offsets are the projection's offsets on the server, read in the
 // transaction (under the fence nothing moves them).
 func (c *Cutover) Offsets(ctx context.Context, name string) (projections.Offsets, error) {
-	rows, err := c.tx.QueryContext(ctx, "SELECT topic, part, next_offset FROM `_readside_offsets` WHERE projection = ?", name)
-	if err != nil {
-		return nil, fmt.Errorf("reading offsets of %s: %w", name, err)
-	}
-	defer rows.Close()
-	out := projections.Offsets{}
-	for rows.Next() {
-		var topic string
-		var part int32
-		var off int64
-		if err := rows.Scan(&topic, &part, &off); err != nil {
-			return nil, err
-		}
-		out.Set(topic, part, off)
-	}
-	return out, rows.Err()
+	return readOffsets(ctx, c.tx, name)
 }
 
 // MergeFill makes the fill identity's offsets and watermarks
