@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/readside/readside/e2e/testbed"
@@ -127,26 +129,57 @@ func waitForCheckpoint(t *testing.T, bed *testbed.Bed, prefix string) {
 	testbed.WaitForTailer(t, bed.MySQL, bed.Kafka.Brokers(), prefix+"._readside_checkpoints")
 }
 
-// consumeEvents reads change events (not tombstones) read-committed until
-// want have arrived and no more come for a moment (so duplicates show), or
-// nothing new has come for 20 seconds (so losses show as a short count).
+// consumeEvents reads every record of topics from the start with a
+// read-committed consumer until want have arrived (and 3 s more bring
+// nothing new), or nothing new arrived for 20 s. A stall is reported with
+// each partition's position against its last stable offset and high
+// watermark and the fetch errors seen; when the broker holds committed
+// records past the positions (the consumer, not the topics, stalled) a
+// fresh client goes on from the same positions, so every record is still
+// read exactly once.
 func consumeEvents(t *testing.T, bed *testbed.Bed, want int, timeout time.Duration, topics ...string) []envelope {
 	t.Helper()
-	cl := newClient(t, bed, kgo.ConsumeTopics(topics...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxBytes(64<<20))
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
+	next := map[string]map[int32]int64{} // per topic, partition: the next offset to read
+	consumer := func() *kgo.Client {
+		opts := []kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxBytes(64 << 20)}
+		if len(next) == 0 {
+			opts = append(opts, kgo.ConsumeTopics(topics...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		} else {
+			from := map[string]map[int32]kgo.Offset{}
+			for topic, ps := range next {
+				from[topic] = map[int32]kgo.Offset{}
+				for p, o := range ps {
+					from[topic][p] = kgo.NewOffset().At(o)
+				}
+			}
+			opts = append(opts, kgo.ConsumePartitions(from))
+		}
+		return newClient(t, bed, opts...)
+	}
+	cl := consumer()
 	var out []envelope
 	quietUntil := time.Time{}
 	lastNew := time.Now()
-	for {
+	fetchErrs := map[string]int{}
+	for restarts := 0; ; {
 		pctx, pcancel := context.WithTimeout(ctx, time.Second)
 		fetches := cl.PollFetches(pctx)
 		pcancel()
 		if ctx.Err() != nil {
 			t.Fatalf("consumed %d of %d events before the timeout", len(out), want)
 		}
+		fetches.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				fetchErrs[fmt.Sprintf("%s/%d: %v", topic, p, err)]++
+			}
+		})
 		fetches.EachRecord(func(r *kgo.Record) {
+			if next[r.Topic] == nil {
+				next[r.Topic] = map[int32]int64{}
+			}
+			next[r.Topic][r.Partition] = r.Offset + 1
 			if r.Value == nil {
 				return
 			}
@@ -160,8 +193,27 @@ func consumeEvents(t *testing.T, bed *testbed.Bed, want int, timeout time.Durati
 			lastNew = time.Now()
 		})
 		if time.Since(lastNew) > 20*time.Second {
-			t.Errorf("only %d of %d events arrived; nothing new for 20s", len(out), want)
-			return out
+			behind := reportConsumerStall(t, bed, next, topics, fetchErrs)
+			if !behind || restarts == 2 {
+				t.Errorf("only %d of %d events arrived; nothing new for 20s", len(out), want)
+				return out
+			}
+			// A partition nothing was read from starts at its beginning.
+			for topic, ps := range partitionsOf(t, bed, topics) {
+				if next[topic] == nil {
+					next[topic] = map[int32]int64{}
+				}
+				for _, p := range ps {
+					if _, ok := next[topic][p]; !ok {
+						next[topic][p] = 0
+					}
+				}
+			}
+			restarts++
+			t.Logf("consumer stalled with committed records left to read: a fresh client goes on from its positions (restart %d)", restarts)
+			cl.Close()
+			cl, lastNew = consumer(), time.Now()
+			continue
 		}
 		if len(out) >= want {
 			if quietUntil.IsZero() {
@@ -171,6 +223,57 @@ func consumeEvents(t *testing.T, bed *testbed.Bed, want int, timeout time.Durati
 			}
 		}
 	}
+}
+
+// reportConsumerStall logs, per partition of topics, the consumer's
+// position against the last stable offset (what read-committed consumers
+// may read) and the high watermark, and the fetch errors seen; it reports
+// whether some partition holds committed records past the position.
+func reportConsumerStall(t *testing.T, bed *testbed.Bed, next map[string]map[int32]int64, topics []string, fetchErrs map[string]int) bool {
+	t.Helper()
+	adm := kadm.NewClient(newClient(t, bed))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	stable, err := adm.ListCommittedOffsets(ctx, topics...)
+	if err != nil {
+		t.Logf("consumer stall: listing last stable offsets: %v", err)
+		return false
+	}
+	hwm, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		t.Logf("consumer stall: listing high watermarks: %v", err)
+		return false
+	}
+	behind := false
+	stable.Each(func(o kadm.ListedOffset) {
+		h, _ := hwm.Lookup(o.Topic, o.Partition)
+		at := next[o.Topic][o.Partition] // 0 when nothing was read
+		t.Logf("consumer stall: %s/%d position %d, last stable offset %d (%v), high watermark %d", o.Topic, o.Partition, at, o.Offset, o.Err, h.Offset)
+		if o.Err == nil && o.Offset > at+1 {
+			behind = true
+		}
+	})
+	for e, n := range fetchErrs {
+		t.Logf("consumer stall: fetch error ×%d: %s", n, e)
+	}
+	return behind
+}
+
+// partitionsOf lists the partitions of topics.
+func partitionsOf(t *testing.T, bed *testbed.Bed, topics []string) map[string][]int32 {
+	t.Helper()
+	adm := kadm.NewClient(newClient(t, bed))
+	td, err := adm.ListTopics(t.Context(), topics...)
+	if err != nil {
+		t.Fatalf("listing the partitions of %v: %v", topics, err)
+	}
+	out := map[string][]int32{}
+	for _, d := range td.Sorted() {
+		for _, p := range d.Partitions.Sorted() {
+			out[d.Topic] = append(out[d.Topic], p.Partition)
+		}
+	}
+	return out
 }
 
 // checkAgainstModel: per key, exactly the committed changes in commit order,
