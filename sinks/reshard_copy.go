@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/readside/readside/projections"
 )
 
@@ -295,16 +297,48 @@ func (s *MySQL) UpsertChunk(ctx context.Context, table string, key []string, gua
 		}
 		return n
 	}
-	for _, sp := range spans(c.Len(), size, s.stmtLimit()) {
-		var args []any
-		for _, row := range c.Rows[sp[0]:sp[1]] {
-			args = append(args, row...)
-		}
-		if _, err := s.db.ExecContext(ctx, stmt.text(sp[1]-sp[0]), args...); err != nil {
-			return fmt.Errorf("copying rows into %s: %w", table, err)
-		}
+	runs := spans(c.Len(), size, s.stmtLimit())
+	// The statements are shared by upsertWriters transactions, each a run
+	// of whole statements (disjoint keys); each is retried alone on a
+	// deadlock or a lost connection: rewriting rows is harmless.
+	g, gctx := errgroup.WithContext(ctx)
+	per := (len(runs) + upsertWriters - 1) / upsertWriters
+	for start := 0; start < len(runs); start += per {
+		part := runs[start:min(start+per, len(runs))]
+		g.Go(func() error {
+			return retrying(gctx, func() error { return s.upsertSpans(gctx, &stmt, c, part) })
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("copying rows into %s: %w", table, err)
 	}
 	return nil
+}
+
+// upsertWriters is how many transactions UpsertChunk writes a chunk in at
+// once: the copy's rate follows the server's, which a second connection
+// raises on the test machine as it does B2's (docs/benchmarks.md).
+const upsertWriters = 2
+
+// upsertSpans runs stmt over the rows of c in the spans sp, in one
+// transaction: one commit (and log flush) for the run, not one per
+// statement.
+func (s *MySQL) upsertSpans(ctx context.Context, stmt *multiRow, c *Chunk, sp [][2]int) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() // after Commit it does nothing
+	for _, r := range sp {
+		var args []any
+		for _, row := range c.Rows[r[0]:r[1]] {
+			args = append(args, row...)
+		}
+		if _, err := tx.ExecContext(ctx, stmt.text(r[1]-r[0]), args...); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 // DeleteKeys deletes the rows of table with the given keys.
