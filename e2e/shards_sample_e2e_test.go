@@ -51,18 +51,9 @@ func TestShardsAnalyzeDefaultSample(t *testing.T) {
 	}
 	// One session without binlog: no tailer reads this table, and 1.2
 	// million row images would only load the shared disk.
-	conn, err := bed.MySQL.DB().Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, st := range []string{"SET SESSION sql_log_bin = 0",
-		"CREATE TABLE `" + src + "`.events (id INT PRIMARY KEY, tenant INT NOT NULL, user_id INT NOT NULL)",
-		insert(0), insert(1_000_000), "ANALYZE TABLE `" + src + "`.events"} {
-		if _, err := conn.ExecContext(ctx, st); err != nil {
-			t.Fatalf("%.80s: %v", st, err)
-		}
-	}
-	conn.Close()
+	testbed.Unlogged(t, bed.MySQL.DB(),
+		"CREATE TABLE `"+src+"`.events (id INT PRIMARY KEY, tenant INT NOT NULL, user_id INT NOT NULL)",
+		insert(0), insert(1_000_000), "ANALYZE TABLE `"+src+"`.events")
 	cfgPath := filepath.Join(t.TempDir(), "readside.yaml")
 	cfg := fmt.Sprintf(`source:
   dsn: %q

@@ -149,7 +149,7 @@ func (a *applier) lockChildren(b *projections.Batch) error {
 		add := func(vals []projections.Value) {
 			if t := valuesText(vals); !seen[t] {
 				seen[t] = true
-				cl.links = append(cl.links, parentKey{t, vals})
+				cl.links = append(cl.links, parentKey{text: t, values: vals})
 			}
 		}
 		var keys []string

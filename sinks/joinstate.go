@@ -13,6 +13,10 @@ import (
 type parentKey struct {
 	text   string
 	values []projections.Value
+	// changed: the batch changes this parent (a parent write of the join),
+	// so every read row of it may need the new columns; otherwise only
+	// the batch's own rows point at it.
+	changed bool
 }
 
 // parentKeys collects, per join, the distinct parent keys of the batch's
@@ -20,10 +24,10 @@ type parentKey struct {
 // transaction locks them in the same order.
 func (a *applier) parentKeys(b *projections.Batch) [][]parentKey {
 	out := make([][]parentKey, len(a.p.Joins))
-	seen := make([]map[string]bool, len(a.p.Joins))
-	add := func(j int, text string, values []projections.Value) {
+	seen := make([]map[string]int, len(a.p.Joins)) // index in out
+	add := func(j int, text string, values []projections.Value, changed bool) {
 		if seen[j] == nil {
-			seen[j] = map[string]bool{}
+			seen[j] = map[string]int{}
 		}
 		if text == "" {
 			return
@@ -31,27 +35,28 @@ func (a *applier) parentKeys(b *projections.Batch) [][]parentKey {
 		if a.p.Joins[j].Via != nil {
 			text = valuesText(values) // as its keys read from state (viaKeys)
 		}
-		if seen[j][text] {
+		if i, ok := seen[j][text]; ok {
+			out[j][i].changed = out[j][i].changed || changed
 			return
 		}
-		seen[j][text] = true
-		out[j] = append(out[j], parentKey{text, values})
+		seen[j][text] = len(out[j])
+		out[j] = append(out[j], parentKey{text, values, changed})
 	}
 	for _, w := range b.Parents {
 		if !w.Truncate {
-			add(w.Join, w.Key, w.KeyValues)
+			add(w.Join, w.Key, w.KeyValues, true)
 		}
 	}
 	for _, w := range b.Writes {
 		if w.Kind == projections.Upsert {
 			for j, ref := range w.Parents {
-				add(j, ref.Key, ref.Values)
+				add(j, ref.Key, ref.Values, false)
 			}
 		}
 	}
 	for _, c := range b.Contributions {
 		for j, ref := range c.Parents {
-			add(j, ref.Key, ref.Values)
+			add(j, ref.Key, ref.Values, false)
 		}
 	}
 	for j := range out {
@@ -96,7 +101,13 @@ func (a *applier) fanOuts(keys [][]parentKey) error {
 				}
 			}
 		}
-		if err := a.fanOut(i, keys[i]); err != nil {
+		if j.Via == nil {
+			if err := a.fanOut(i, keys[i]); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := a.fanOutVia(i, keys); err != nil {
 			return err
 		}
 	}
@@ -129,6 +140,15 @@ func joinStatementsOf(p *projections.Projection, j *projections.Join, d dialect)
 			sep:  ", ",
 			tail: d.onDuplicate() + keys[0] + " = " + keys[0],
 		},
+		// The same placeholder, but an existing row is only share-locked
+		// (a duplicate key under IGNORE): batches that only read a parent
+		// run at once, and still meet its changes, which lock it
+		// exclusively, at the lock.
+		share: multiRow{
+			head: "INSERT IGNORE INTO " + state + " (" + strings.Join(keys, ", ") + ", `_rs_version`) VALUES ",
+			row:  "(" + strings.Repeat("?, ", len(keys)) + "0)",
+			sep:  ", ",
+		},
 		state: multiRow{
 			head: "INSERT INTO " + state + " (" + strings.Join(cols, ", ") + ", `_rs_version`) VALUES ",
 			row:  "(" + strings.Repeat("?, ", len(cols)) + "?)",
@@ -146,12 +166,27 @@ func joinStatementsOf(p *projections.Projection, j *projections.Join, d dialect)
 	return st
 }
 
-// lockParents takes an exclusive lock on each key's state row of join
-// ji, inserting a placeholder where the parent was never seen.
+// lockParents locks each key's state row of join ji, inserting a
+// placeholder where the parent was never seen: exclusively where the
+// batch changes the parent, shared where only its rows point at it. The
+// keys are locked in their sorted order whatever the mode, a run of one
+// mode per statement, so every transaction takes them in one order.
 func (a *applier) lockParents(ji int, keys []parentKey) error {
-	if err := a.execKeys(&a.st.joins[ji].lock, keys); err != nil {
-		j := a.p.Joins[ji]
-		return fmt.Errorf("locking the join state of %s.%s: %w", j.ParentDB, j.ParentTbl, err)
+	st := &a.st.joins[ji]
+	for start := 0; start < len(keys); {
+		end := start + 1
+		for end < len(keys) && keys[end].changed == keys[start].changed {
+			end++
+		}
+		stmt := &st.share
+		if keys[start].changed {
+			stmt = &st.lock
+		}
+		if err := a.execKeys(stmt, keys[start:end]); err != nil {
+			j := a.p.Joins[ji]
+			return fmt.Errorf("locking the join state of %s.%s: %w", j.ParentDB, j.ParentTbl, err)
+		}
+		start = end
 	}
 	return nil
 }

@@ -40,6 +40,18 @@ type viaStatements struct {
 	// detach clears this join's (and its dependents') columns in the read
 	// rows that the via join's fan-out is about to move to another key.
 	detach multiRow
+	// fills fill this join's columns in the read rows of given keys of
+	// an earlier join of its chain (fillBy), not of this join's keys.
+	fills []fillBy
+}
+
+// fillBy is a via join's fill of the read rows found by the keys of
+// another join of its chain (ancestor, an index into the projection's
+// joins): the rows a batch wrote or moved, without reading every row of
+// every parent-of-parent those rows point at.
+type fillBy struct {
+	ancestor int
+	stmt     multiRow
 }
 
 // viaStatementsOf renders j's via statements (j.Via != nil).
@@ -72,7 +84,79 @@ func viaStatementsOf(p *projections.Projection, j *projections.Join) viaStatemen
 			sep:  " OR ",
 			tail: ")",
 		},
+		fills: viaFills(p, j),
 	}
+}
+
+// viaFills renders j's fills by each join of its chain (j.Via, its via,
+// … the root): j's columns copied from its state into the read rows whose
+// column of that join's key matches, where j's version is older.
+func viaFills(p *projections.Projection, j *projections.Join) []fillBy {
+	var on, sets []string
+	for _, o := range j.On {
+		on = append(on, fmt.Sprintf("r.%s = s.%s", q(o.Read), q(stateKey(o.Parent))))
+	}
+	for _, c := range j.Columns {
+		sets = append(sets, fmt.Sprintf("r.%s = s.%s", q(c.Name), q(stateCol(c.Name))))
+	}
+	v := q(j.VersionColumn())
+	sets = append(sets, "r."+v+" = s.`_rs_version`")
+	var out []fillBy
+	for k := j.Via; k != nil; k = k.Via {
+		var match []string
+		for _, o := range k.On {
+			match = append(match, fmt.Sprintf("r.%s = ?", q(o.Read)))
+		}
+		out = append(out, fillBy{ancestor: slices.Index(p.Joins, k), stmt: multiRow{
+			head: "UPDATE " + q(p.Table) + " AS r JOIN " + q(j.StateTable(p)) + " AS s ON " + strings.Join(on, " AND ") +
+				" SET " + strings.Join(sets, ", ") + " WHERE r." + v + " < s.`_rs_version` AND (",
+			row:  "(" + strings.Join(match, " AND ") + ")",
+			sep:  " OR ",
+			tail: ")",
+		}})
+	}
+	return out
+}
+
+// fanOutVia brings join ji (which hangs off another) up to date in every
+// read row that may show an older version of its parent after the batch:
+//   - the rows of the parents the batch changes (a fan-out over ji's
+//     changed keys);
+//   - the rows the batch writes or moves to another parent, found by the
+//     root join's keys (the batch's rows point at them; a changed root
+//     parent may have moved its rows' carried keys);
+//   - the rows whose carried key of ji may have moved because a join
+//     between the root and ji changed their parent (its changed keys).
+//
+// ji's keys that only the batch's rows point at (read from the via
+// join's state) are locked but not fanned out over: every read row of
+// such a parent outside the batch's rows already shows its newest version.
+func (a *applier) fanOutVia(ji int, keys [][]parentKey) error {
+	j := a.p.Joins[ji]
+	if err := a.fanOut(ji, changedKeys(keys[ji])); err != nil {
+		return err
+	}
+	for _, f := range a.st.joins[ji].via.fills {
+		by := keys[f.ancestor]
+		if a.p.Joins[f.ancestor].Via != nil {
+			by = changedKeys(by)
+		}
+		if err := a.execKeys(&f.stmt, by); err != nil {
+			return fmt.Errorf("copying %s.%s into the rows of %s that point at it: %w", j.ParentDB, j.ParentTbl, a.p.Table, err)
+		}
+	}
+	return nil
+}
+
+// changedKeys are the keys of ks that the batch changes.
+func changedKeys(ks []parentKey) []parentKey {
+	var out []parentKey
+	for _, k := range ks {
+		if k.changed {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // detachSets are the assignments that leave each of joins showing no

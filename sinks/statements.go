@@ -62,7 +62,8 @@ type statements struct {
 
 // joinStatements are the statements of one join (joinstate.go, fanout.go).
 type joinStatements struct {
-	lock          multiRow
+	lock          multiRow // exclusive: keys the batch changes
+	share         multiRow // shared: keys only the batch's rows point at
 	state         multiRow
 	truncateState string
 	truncateRead  string

@@ -358,26 +358,15 @@ func TestVerifyAggregates(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	unlogged, err := r.bed.MySQL.DB().Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unlogged.Close()
 	o := "`" + r.src + "`.orders"
-	for _, q := range []string{
-		"SET SESSION sql_log_bin = 0",
-		"DELETE FROM " + o + " WHERE status <> 'draft' AND customer_id = " + lostDel + " ORDER BY id LIMIT 1",
-		"INSERT INTO " + o + " VALUES (100000, " + lostIns + ", 'paid', 123456, '2020-01-01 00:00:00')",
-		"UPDATE " + o + " SET customer_id = " + moveTo + " WHERE status <> 'draft' AND customer_id = " + moveFrom + " ORDER BY id LIMIT 1",
+	testbed.Unlogged(t, r.bed.MySQL.DB(),
+		"DELETE FROM "+o+" WHERE status <> 'draft' AND customer_id = "+lostDel+" ORDER BY id LIMIT 1",
+		"INSERT INTO "+o+" VALUES (100000, "+lostIns+", 'paid', 123456, '2020-01-01 00:00:00')",
+		"UPDATE "+o+" SET customer_id = "+moveTo+" WHERE status <> 'draft' AND customer_id = "+moveFrom+" ORDER BY id LIMIT 1",
 		// Out of the filter and into a group that does not change: only the
 		// sink's contribution says where this order was.
-		"UPDATE " + o + " SET customer_id = " + draftTo + ", status = 'draft' WHERE status <> 'draft' AND customer_id = " + leftFilter + " ORDER BY id LIMIT 1",
-		"SET SESSION sql_log_bin = 1",
-	} {
-		if _, err := unlogged.ExecContext(t.Context(), q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+		"UPDATE "+o+" SET customer_id = "+draftTo+", status = 'draft' WHERE status <> 'draft' AND customer_id = "+leftFilter+" ORDER BY id LIMIT 1",
+	)
 	rep := runVerify(t, stats)
 	var got []string
 	for _, d := range rep.Samples {
@@ -452,22 +441,10 @@ func TestVerifyChildren(t *testing.T) {
 	r.shardExec(t, r.shardOf(oid), "UPDATE orders_with_lines SET `lines` = JSON_ARRAY(JSON_OBJECT('qty', 1, 'sku', 'forged')) WHERE id = ?", oid)
 	fmt.Sscan(countOf, &oid)
 	r.shardExec(t, r.shardOf(oid), "UPDATE orders_with_lines SET lines_count = lines_count + 5 WHERE id = ?", oid)
-	unlogged, err := r.bed.MySQL.DB().Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unlogged.Close()
 	l := "`" + r.src + "`.order_lines"
-	for _, q := range []string{
-		"SET SESSION sql_log_bin = 0",
-		"DELETE FROM " + l + " WHERE order_id = " + lostDel + " ORDER BY line_no LIMIT 1",
-		"INSERT INTO " + l + " VALUES (" + lostIns + ", -1, 'unlogged', 7)",
-		"SET SESSION sql_log_bin = 1",
-	} {
-		if _, err := unlogged.ExecContext(t.Context(), q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	testbed.Unlogged(t, r.bed.MySQL.DB(),
+		"DELETE FROM "+l+" WHERE order_id = "+lostDel+" ORDER BY line_no LIMIT 1",
+		"INSERT INTO "+l+" VALUES ("+lostIns+", -1, 'unlogged', 7)")
 	rep := runVerify(t, lines)
 	var got []string
 	for _, d := range rep.Samples {
