@@ -42,6 +42,9 @@ func (r *Reshard) runFill(ctx context.Context, f *filler) error {
 // copyConcurrency bounds the piece copies that run at once.
 const copyConcurrency = 4
 
+// saveEvery is how often a copy records its cursors while it runs.
+const saveEvery = time.Second
+
 // readScan is how the copy reads p's read table.
 func (r *Reshard) readScan() sinks.TableScan {
 	ts := sinks.TableScan{Table: r.p.Table, Key: r.p.Key}
@@ -156,6 +159,7 @@ func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceP
 		return 0, err
 	}
 	var n int64
+	var saved time.Time
 	chunks, stopReading := r.readAhead(ctx, src, ts, after)
 	defer stopReading()
 	for {
@@ -186,13 +190,19 @@ func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceP
 		sp.Rows += int64(c.Len())
 		r.pr.RowsCopied += int64(c.Len())
 		sp.Cursor = sinks.EncodeCursor(after)
-		err = r.st.save(ctx, r.phase, r.pr)
+		pause := r.o.PauseAt == PhaseFilling
+		// The cursor is recorded every saveEvery, not after every chunk:
+		// a save writes to every NEW server, and a rerun that copies a
+		// few chunks again changes nothing (version guards).
+		if pause || time.Since(saved) >= saveEvery {
+			err, saved = r.st.save(ctx, r.phase, r.pr), time.Now()
+		}
 		r.o.Progress.draw(what, r.pr.RowsRead, max(r.pr.RowsTotal, r.pr.RowsRead), "rows read", started, false)
 		r.mu.Unlock()
 		if err != nil {
 			return n, err
 		}
-		if r.o.PauseAt == PhaseFilling {
+		if pause {
 			r.o.Log.Warn("reshard: paused for a test", "phase", r.o.PauseAt)
 			<-ctx.Done()
 			return n, ctx.Err()

@@ -139,13 +139,31 @@ func (s *MySQL) scan(ctx context.Context, ts TableScan, conds []string, args []a
 	for i := range raw {
 		dest[i] = &raw[i]
 	}
+	kinds := make([]cellKind, len(cols))
+	for i, t := range types {
+		kinds[i] = kindOf(t.DatabaseTypeName())
+	}
+	var text []byte
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("reading %s: %w", ts.Table, err)
 		}
+		// The row's text cells share one string: one allocation a row,
+		// not one a cell (a copy reads every row of its source shards).
+		text = text[:0]
+		for i, b := range raw {
+			if kinds[i] == textCell {
+				text = append(text, b...)
+			}
+		}
+		all := string(text)
 		row := make([]any, len(cols))
 		for i, b := range raw {
-			row[i] = cellValue(types[i].DatabaseTypeName(), b)
+			if kinds[i] == textCell && b != nil {
+				row[i], all = all[:len(b)], all[len(b):]
+				continue
+			}
+			row[i] = cellValue(kinds[i], b)
 		}
 		var id uint64
 		if shard >= 0 {
@@ -167,20 +185,39 @@ func indexOf(cols []string, name string) int {
 	return -1
 }
 
+// cellKind is how a column's cells are passed back to the server.
+type cellKind uint8
+
+const (
+	textCell cellKind = iota
+	binaryCell
+	bitCell
+)
+
+// kindOf is the cellKind of a column of database type typ.
+func kindOf(typ string) cellKind {
+	switch t := strings.ToUpper(typ); {
+	case t == "BIT":
+		return bitCell
+	case binaryType(t):
+		return binaryCell
+	}
+	return textCell
+}
+
 // cellValue is a scanned cell as a parameter that stores it again: text
 // as a string (the server converts it to the column's type as it would
 // its own output), binary as bytes, BIT as its number.
-func cellValue(typ string, b sql.RawBytes) any {
+func cellValue(kind cellKind, b sql.RawBytes) any {
 	if b == nil {
 		return nil
 	}
-	t := strings.ToUpper(typ)
-	switch {
-	case t == "BIT":
+	switch kind {
+	case bitCell:
 		var pad [8]byte
 		copy(pad[8-min(len(b), 8):], b[max(len(b)-8, 0):])
 		return binary.BigEndian.Uint64(pad[:])
-	case binaryType(t):
+	case binaryCell:
 		return append([]byte{}, b...)
 	}
 	return string(b)
