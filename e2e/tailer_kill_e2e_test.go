@@ -193,21 +193,9 @@ func consumeEvents(t *testing.T, bed *testbed.Bed, want int, timeout time.Durati
 			lastNew = time.Now()
 		})
 		if time.Since(lastNew) > 20*time.Second {
-			behind := reportConsumerStall(t, bed, next, topics, fetchErrs)
-			if !behind || restarts == 2 {
+			if !reportConsumerStall(t, bed, next, topics, fetchErrs) || restarts == 2 {
 				t.Errorf("only %d of %d events arrived; nothing new for 20s", len(out), want)
 				return out
-			}
-			// A partition nothing was read from starts at its beginning.
-			for topic, ps := range partitionsOf(t, bed, topics) {
-				if next[topic] == nil {
-					next[topic] = map[int32]int64{}
-				}
-				for _, p := range ps {
-					if _, ok := next[topic][p]; !ok {
-						next[topic][p] = 0
-					}
-				}
 			}
 			restarts++
 			t.Logf("consumer stalled with committed records left to read: a fresh client goes on from its positions (restart %d)", restarts)
@@ -228,7 +216,9 @@ func consumeEvents(t *testing.T, bed *testbed.Bed, want int, timeout time.Durati
 // reportConsumerStall logs, per partition of topics, the consumer's
 // position against the last stable offset (what read-committed consumers
 // may read) and the high watermark, and the fetch errors seen; it reports
-// whether some partition holds committed records past the position.
+// whether some partition holds committed records past the position. A
+// partition nothing was read from gets position 0 in next, where a fresh
+// client starts it.
 func reportConsumerStall(t *testing.T, bed *testbed.Bed, next map[string]map[int32]int64, topics []string, fetchErrs map[string]int) bool {
 	t.Helper()
 	adm := kadm.NewClient(newClient(t, bed))
@@ -247,7 +237,11 @@ func reportConsumerStall(t *testing.T, bed *testbed.Bed, next map[string]map[int
 	behind := false
 	stable.Each(func(o kadm.ListedOffset) {
 		h, _ := hwm.Lookup(o.Topic, o.Partition)
-		at := next[o.Topic][o.Partition] // 0 when nothing was read
+		if next[o.Topic] == nil {
+			next[o.Topic] = map[int32]int64{}
+		}
+		at := next[o.Topic][o.Partition]
+		next[o.Topic][o.Partition] = at // 0 when nothing was read
 		t.Logf("consumer stall: %s/%d position %d, last stable offset %d (%v), high watermark %d", o.Topic, o.Partition, at, o.Offset, o.Err, h.Offset)
 		if o.Err == nil && o.Offset > at+1 {
 			behind = true
@@ -257,23 +251,6 @@ func reportConsumerStall(t *testing.T, bed *testbed.Bed, next map[string]map[int
 		t.Logf("consumer stall: fetch error ×%d: %s", n, e)
 	}
 	return behind
-}
-
-// partitionsOf lists the partitions of topics.
-func partitionsOf(t *testing.T, bed *testbed.Bed, topics []string) map[string][]int32 {
-	t.Helper()
-	adm := kadm.NewClient(newClient(t, bed))
-	td, err := adm.ListTopics(t.Context(), topics...)
-	if err != nil {
-		t.Fatalf("listing the partitions of %v: %v", topics, err)
-	}
-	out := map[string][]int32{}
-	for _, d := range td.Sorted() {
-		for _, p := range d.Partitions.Sorted() {
-			out[d.Topic] = append(out[d.Topic], p.Partition)
-		}
-	}
-	return out
 }
 
 // checkAgainstModel: per key, exactly the committed changes in commit order,

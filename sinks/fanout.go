@@ -14,10 +14,20 @@ import (
 // parent keys (one placeholder group per key) wherever the row shows an
 // older parent version.
 func fanOutStatement(p *projections.Projection, j *projections.Join) multiRow {
-	var on, sets, match []string
+	var match []string
+	for _, o := range j.On {
+		match = append(match, fmt.Sprintf("s.%s = ?", q(stateKey(o.Parent))))
+	}
+	return copyState(p, j, match)
+}
+
+// copyState is the statement copying join j's state into the read rows
+// that match one of its groups of conditions (one group a key; match is
+// a group's conditions), wherever the row shows an older parent version.
+func copyState(p *projections.Projection, j *projections.Join, match []string) multiRow {
+	var on, sets []string
 	for _, o := range j.On {
 		on = append(on, fmt.Sprintf("r.%s = s.%s", q(o.Read), q(stateKey(o.Parent))))
-		match = append(match, fmt.Sprintf("s.%s = ?", q(stateKey(o.Parent))))
 	}
 	for _, c := range j.Columns {
 		sets = append(sets, fmt.Sprintf("r.%s = s.%s", q(c.Name), q(stateCol(c.Name))))

@@ -89,31 +89,16 @@ func viaStatementsOf(p *projections.Projection, j *projections.Join) viaStatemen
 }
 
 // viaFills renders j's fills by each join of its chain (j.Via, its via,
-// … the root): j's columns copied from its state into the read rows whose
-// column of that join's key matches, where j's version is older.
+// … the root): j's state copied into the read rows whose column of that
+// join's key matches (copyState).
 func viaFills(p *projections.Projection, j *projections.Join) []fillBy {
-	var on, sets []string
-	for _, o := range j.On {
-		on = append(on, fmt.Sprintf("r.%s = s.%s", q(o.Read), q(stateKey(o.Parent))))
-	}
-	for _, c := range j.Columns {
-		sets = append(sets, fmt.Sprintf("r.%s = s.%s", q(c.Name), q(stateCol(c.Name))))
-	}
-	v := q(j.VersionColumn())
-	sets = append(sets, "r."+v+" = s.`_rs_version`")
 	var out []fillBy
 	for k := j.Via; k != nil; k = k.Via {
 		var match []string
 		for _, o := range k.On {
 			match = append(match, fmt.Sprintf("r.%s = ?", q(o.Read)))
 		}
-		out = append(out, fillBy{ancestor: slices.Index(p.Joins, k), stmt: multiRow{
-			head: "UPDATE " + q(p.Table) + " AS r JOIN " + q(j.StateTable(p)) + " AS s ON " + strings.Join(on, " AND ") +
-				" SET " + strings.Join(sets, ", ") + " WHERE r." + v + " < s.`_rs_version` AND (",
-			row:  "(" + strings.Join(match, " AND ") + ")",
-			sep:  " OR ",
-			tail: ")",
-		}})
+		out = append(out, fillBy{ancestor: slices.Index(p.Joins, k), stmt: copyState(p, j, match)})
 	}
 	return out
 }

@@ -1,7 +1,6 @@
 package testbed
 
 import (
-	"context"
 	"database/sql"
 	"database/sql/driver"
 	"testing"
@@ -14,7 +13,7 @@ import (
 // a later test's writes from every tailer.
 func Unlogged(t testing.TB, db *sql.DB, statements ...string) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
