@@ -78,7 +78,7 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 	if err := a.children(b); err != nil {
 		return err
 	}
-	if err := a.fanOuts(keys); err != nil {
+	if err := a.fanOuts(keys, a.writtenRows(b.Writes)); err != nil {
 		return err
 	}
 	if err := a.offsets(b.Offsets); err != nil {

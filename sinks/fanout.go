@@ -21,6 +21,17 @@ func fanOutStatement(p *projections.Projection, j *projections.Join) multiRow {
 	return copyState(p, j, match)
 }
 
+// fillRowsStatement copies join j's state into the read rows of given
+// read keys (one placeholder group per row, p.Key's columns) wherever
+// the row shows an older parent version: the rows a batch writes.
+func fillRowsStatement(p *projections.Projection, j *projections.Join) multiRow {
+	var match []string
+	for _, k := range p.Key {
+		match = append(match, fmt.Sprintf("r.%s = ?", q(k)))
+	}
+	return copyState(p, j, match)
+}
+
 // copyState is the statement copying join j's state into the read rows
 // that match one of its groups of conditions (one group a key; match is
 // a group's conditions), wherever the row shows an older parent version.
@@ -41,6 +52,18 @@ func copyState(p *projections.Projection, j *projections.Join, match []string) m
 		sep:  " OR ",
 		tail: ")",
 	}
+}
+
+// fillRows copies join ji's state into the read rows of the batch's
+// upserts (fillRowsStatement): rows that are new, or that a newer change
+// moved to another parent (the upsert cleared their copy), or that
+// already show their parent's newest version.
+func (a *applier) fillRows(ji int, rows []parentKey) error {
+	if err := a.execKeys(&a.st.joins[ji].fillRows, rows); err != nil {
+		j := a.p.Joins[ji]
+		return fmt.Errorf("copying %s.%s into the rows %s writes: %w", j.ParentDB, j.ParentTbl, a.p.Table, err)
+	}
+	return nil
 }
 
 // fanOut copies join ji's state into the read rows of the given parent

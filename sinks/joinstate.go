@@ -89,29 +89,73 @@ func (a *applier) joinState(b *projections.Batch) ([][]parentKey, error) {
 	return keys, nil
 }
 
-// fanOuts runs every join's fan-out over its keys (step 4 of apply), in
-// declaration order, so a join's carried keys are in the rows before the
-// joins hanging off it fill them.
-func (a *applier) fanOuts(keys [][]parentKey) error {
+// fanOuts runs every join's fan-out (step 4 of apply), in declaration
+// order, so a join's carried keys are in the rows before the joins
+// hanging off it fill them. rows are the read keys of the batch's upserts
+// (writtenRows). After the batch, a read row may show an older version of
+// a parent only if the batch changed that parent, or wrote the row (a new
+// row, or one moved to another parent, shows none), or moved the row's
+// carried key; so a join fans out over the keys the batch changes and
+// fills the rows it writes. Every other row points at a parent the batch
+// only reads, and already shows its newest version: whoever wrote the row
+// filled it under that parent's state lock. With rows nil (an aggregate,
+// whose group rows come from its contributions) a join fans out over
+// every key the batch touches.
+func (a *applier) fanOuts(keys [][]parentKey, rows []parentKey) error {
 	for i, j := range a.p.Joins {
 		for k, d := range a.p.Joins {
-			if d.Via == j {
-				if err := a.detach(k, keys[i]); err != nil {
-					return err
-				}
+			if d.Via != j {
+				continue
+			}
+			// Rows move to another of d's parents where j's fan-out moves
+			// them to another j parent. At the root, that is only in the
+			// rows of the parents the batch changes: an upsert that moves
+			// a row to another root parent has cleared d's copy already.
+			moving := keys[i]
+			if rows != nil && j.Via == nil {
+				moving = changedKeys(moving)
+			}
+			if err := a.detach(k, moving); err != nil {
+				return err
 			}
 		}
-		if j.Via == nil {
+		if j.Via != nil {
+			if err := a.fanOutVia(i, keys, rows); err != nil {
+				return err
+			}
+			continue
+		}
+		if rows == nil {
 			if err := a.fanOut(i, keys[i]); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := a.fanOutVia(i, keys); err != nil {
+		if err := a.fanOut(i, changedKeys(keys[i])); err != nil {
+			return err
+		}
+		if err := a.fillRows(i, rows); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writtenRows are the read keys of the batch's upserts (the first
+// len(p.Key) values of each, p.Columns' order), which the fan-out fills
+// by key; nil for an aggregate projection, whose group rows are written
+// from contributions, not upserts.
+func (a *applier) writtenRows(writes []projections.Write) []parentKey {
+	if a.p.Aggregation != nil || len(a.p.Joins) == 0 {
+		return nil
+	}
+	rows := []parentKey{}
+	for _, w := range writes {
+		if w.Kind == projections.Upsert {
+			rows = append(rows, parentKey{values: w.Values[:len(a.p.Key)]})
+		}
+	}
+	return rows
 }
 
 // joinStatementsOf renders join j's statements of p for d.
@@ -159,6 +203,7 @@ func joinStatementsOf(p *projections.Projection, j *projections.Join, d dialect)
 		// The joins hanging off this one lose their parent with it.
 		truncateRead: "UPDATE " + q(p.Table) + " SET " + strings.Join(append(readNulls, detachSets("", p.Dependents(j)...)...), ", ") + ", " + v + " = ? WHERE " + v + " < ?",
 		fanOut:       fanOutStatement(p, j),
+		fillRows:     fillRowsStatement(p, j),
 	}
 	if j.Via != nil {
 		st.via = viaStatementsOf(p, j)

@@ -68,6 +68,7 @@ type joinStatements struct {
 	truncateState string
 	truncateRead  string
 	fanOut        multiRow
+	fillRows      multiRow      // fanout.go
 	via           viaStatements // joinvia.go; zero unless the join hangs off another
 }
 

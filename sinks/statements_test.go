@@ -95,6 +95,7 @@ func statementList(st *statements) []namedStatement {
 			namedStatement{pre + "truncate state", j.truncateState},
 			namedStatement{pre + "truncate read copies", j.truncateRead},
 			namedStatement{pre + "fan-out", j.fanOut.text(2)},
+			namedStatement{pre + "fill the rows the batch writes", j.fillRows.text(2)},
 		)
 		if st.p.Joins[i].Via != nil {
 			list = append(list,

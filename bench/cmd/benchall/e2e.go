@@ -232,13 +232,8 @@ func (e *env) runEndToEnd(ctx context.Context, w workload, fractions []float64, 
 	}
 	offered = append(offered, 0.5*res.Rate.PerS)
 	if fixedRates != "" {
-		offered = nil
-		for _, r := range strings.Split(fixedRates, ",") {
-			v, err := strconv.ParseFloat(strings.TrimSpace(r), 64)
-			if err != nil {
-				return nil, fmt.Errorf("-latency-rates: %w", err)
-			}
-			offered = append(offered, v)
+		if offered, err = parseRates(fixedRates); err != nil {
+			return nil, err
 		}
 	}
 	probe, err := e.startAckProbe(proj.Topic)
@@ -496,4 +491,17 @@ func (e *env) poolReads(ctx context.Context) (int64, error) {
 	var n int64
 	err := e.sink.DB().QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_reads'").Scan(&name, &n)
 	return n, err
+}
+
+// parseRates reads -latency-rates: comma-separated rows/s.
+func parseRates(list string) ([]float64, error) {
+	var out []float64
+	for _, r := range strings.Split(list, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(r), 64)
+		if err != nil {
+			return nil, fmt.Errorf("-latency-rates: %w", err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

@@ -43,7 +43,7 @@ func main() {
 	profile := flag.String("cpuprofile", "", "run the tailer drains in-process and write a CPU profile of them here (pprof)")
 	skipLatency := flag.Bool("skip-e2e", false, "skip the end-to-end and latency steps (the workloads' own latency steps too)")
 	flag.BoolVar(&narrowE2E, "narrow-e2e", true, "run the end-to-end step on narrow inserts (backlog, live capacity, latency steps, outage); false keeps only the workloads' own latency steps")
-	flag.StringVar(&fixedRates, "latency-rates", "", "comma-separated offered rows/s for the latency steps instead of 25/50/75% of the measured end-to-end rate (same-conditions A/B runs)")
+	flag.StringVar(&fixedRates, "latency-rates", "", "comma-separated offered rows/s for the latency steps (the end-to-end step's and each workload's own) instead of fractions of the measured live capacity (same-conditions A/B runs)")
 	flag.StringVar(&readsideEnv, "readside-env", "", "space-separated VAR=value for the readside processes only, e.g. GOMEMLIMIT=64MiB (A/B of runtime settings; the limit programs keep the default)")
 	flag.DurationVar(&profileAfter, "profile-after", 300*time.Millisecond, "with -heapprofile: start the 3 s CPU profile this long after each readside process starts (the default catches a drain; ~25s catches the first latency step)")
 	flag.StringVar(&logDir, "logdir", "", "write the readside processes' logs here instead of the test bed's directory, which is removed at the end")

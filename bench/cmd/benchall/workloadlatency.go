@@ -80,9 +80,19 @@ func (e *env) runWorkloadLatency(ctx context.Context, w workload, src *source, p
 	if err := e.waitApplied(ctx, cl, proj, 5*time.Minute); err != nil {
 		return nil, err
 	}
-	for _, f := range plan.fractions {
+	rates := make([]float64, len(plan.fractions))
+	for i, f := range plan.fractions {
+		rates[i] = f * res.Live.PerS
+	}
+	if fixedRates != "" {
+		var err error
+		if rates, err = parseRates(fixedRates); err != nil {
+			return nil, err
+		}
+	}
+	for _, rate := range rates {
 		time.Sleep(2 * time.Second)
-		rate := f * res.Live.PerS
+		f := rate / res.Live.PerS
 		e.settle(ctx, fmt.Sprintf("%s: latency at %.0f rows/s", w.Name, rate))
 		st, err := e.workloadStep(ctx, cl, p, src, f, rate, plan.step)
 		if err != nil {

@@ -28,6 +28,9 @@ UPDATE `orders_with_region` SET `customer_name` = NULL, `_rs_j1_region_id` = NUL
 -- join shop.customers: fan-out
 UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_1` AS s ON r.`customer_id` = s.`k_id` SET r.`customer_name` = s.`c_customer_name`, r.`_rs_j1_region_id` = s.`c__rs_j1_region_id`, r.`_rs_v_join1` = s.`_rs_version` WHERE r.`_rs_v_join1` < s.`_rs_version` AND ((s.`k_id` = ?) OR (s.`k_id` = ?))
 
+-- join shop.customers: fill the rows the batch writes
+UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_1` AS s ON r.`customer_id` = s.`k_id` SET r.`customer_name` = s.`c_customer_name`, r.`_rs_j1_region_id` = s.`c__rs_j1_region_id`, r.`_rs_v_join1` = s.`_rs_version` WHERE r.`_rs_v_join1` < s.`_rs_version` AND ((r.`customer_id` = ? AND r.`id` = ?) OR (r.`customer_id` = ? AND r.`id` = ?))
+
 -- join shop.regions: lock parents
 INSERT INTO `_readside_join_orders_with_region_2` (`k_id`, `_rs_version`) VALUES (?, 0), (?, 0) ON DUPLICATE KEY UPDATE `k_id` = `k_id`
 
@@ -42,6 +45,9 @@ UPDATE `orders_with_region` SET `region_name` = NULL, `_rs_v_join2` = ? WHERE `_
 
 -- join shop.regions: fan-out
 UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_2` AS s ON r.`_rs_j1_region_id` = s.`k_id` SET r.`region_name` = s.`c_region_name`, r.`_rs_v_join2` = s.`_rs_version` WHERE r.`_rs_v_join2` < s.`_rs_version` AND ((s.`k_id` = ?) OR (s.`k_id` = ?))
+
+-- join shop.regions: fill the rows the batch writes
+UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_2` AS s ON r.`_rs_j1_region_id` = s.`k_id` SET r.`region_name` = s.`c_region_name`, r.`_rs_v_join2` = s.`_rs_version` WHERE r.`_rs_v_join2` < s.`_rs_version` AND ((r.`customer_id` = ? AND r.`id` = ?) OR (r.`customer_id` = ? AND r.`id` = ?))
 
 -- join shop.regions: keys carried by the via join's state
 SELECT DISTINCT `c__rs_j1_region_id` FROM `_readside_join_orders_with_region_1` AS s WHERE `c__rs_j1_region_id` IS NOT NULL AND ((s.`k_id` = ?) OR (s.`k_id` = ?))
@@ -63,4 +69,7 @@ UPDATE `orders_with_region` SET `warehouse_city` = NULL, `_rs_v_join3` = ? WHERE
 
 -- join shop.warehouses: fan-out
 UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_3` AS s ON r.`warehouse_id` = s.`k_id` SET r.`warehouse_city` = s.`c_warehouse_city`, r.`_rs_v_join3` = s.`_rs_version` WHERE r.`_rs_v_join3` < s.`_rs_version` AND ((s.`k_id` = ?) OR (s.`k_id` = ?))
+
+-- join shop.warehouses: fill the rows the batch writes
+UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_3` AS s ON r.`warehouse_id` = s.`k_id` SET r.`warehouse_city` = s.`c_warehouse_city`, r.`_rs_v_join3` = s.`_rs_version` WHERE r.`_rs_v_join3` < s.`_rs_version` AND ((r.`customer_id` = ? AND r.`id` = ?) OR (r.`customer_id` = ? AND r.`id` = ?))
 
