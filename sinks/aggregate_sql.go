@@ -189,26 +189,21 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 		notNull = append(notNull, g+" IS NOT NULL")
 	}
 	for _, j := range p.Joins {
-		fo := fanOutStatement(p, j)
-		st.fillJoins = append(st.fillJoins, strings.TrimSuffix(fo.head, " AND ("))
+		st.fillJoins = append(st.fillJoins, copyStateEverywhere(p, j))
 	}
 	st.rebuildGroups = "INSERT INTO " + t + " (" + strings.Join(all, ", ") + ") SELECT " + strings.Join(sel, ", ") + " FROM " + c +
 		" WHERE " + strings.Join(notNull, " AND ") + " GROUP BY " + strings.Join(cgcols, ", ")
 	return st
 }
 
-// groupMatch is a statement matching groups: head, then per group
-// `col IN (…)` for one group column or `(a = ? AND b = ?)` joined by OR,
-// then tail. Its row is one group's match.
+// groupMatch is a statement matching groups by the columns key
+// (prefixed by alias): keyIn.
 func groupMatch(head, alias string, key []string, tail string) multiRow {
-	if len(key) == 1 {
-		return multiRow{head: head + alias + q(key[0]) + " IN (", row: "?", sep: ", ", tail: ")" + tail}
+	cols := make([]string, len(key))
+	for i, k := range key {
+		cols[i] = alias + q(k)
 	}
-	var eq []string
-	for _, k := range key {
-		eq = append(eq, alias+q(k)+" = ?")
-	}
-	return multiRow{head: head + "(", row: "(" + strings.Join(eq, " AND ") + ")", sep: " OR ", tail: ")" + tail}
+	return keyIn(head, cols, tail)
 }
 
 func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }

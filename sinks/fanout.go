@@ -16,7 +16,7 @@ import (
 func fanOutStatement(p *projections.Projection, j *projections.Join) multiRow {
 	var match []string
 	for _, o := range j.On {
-		match = append(match, fmt.Sprintf("s.%s = ?", q(stateKey(o.Parent))))
+		match = append(match, "s."+q(stateKey(o.Parent)))
 	}
 	return copyState(p, j, match)
 }
@@ -27,15 +27,21 @@ func fanOutStatement(p *projections.Projection, j *projections.Join) multiRow {
 func fillRowsStatement(p *projections.Projection, j *projections.Join) multiRow {
 	var match []string
 	for _, k := range p.Key {
-		match = append(match, fmt.Sprintf("r.%s = ?", q(k)))
+		match = append(match, "r."+q(k))
 	}
 	return copyState(p, j, match)
 }
 
 // copyState is the statement copying join j's state into the read rows
-// that match one of its groups of conditions (one group a key; match is
-// a group's conditions), wherever the row shows an older parent version.
+// whose columns match (of r, the read table, or s, j's state) equal one
+// of its keys (keyIn), wherever the row shows an older parent version.
 func copyState(p *projections.Projection, j *projections.Join, match []string) multiRow {
+	return keyIn(copyStateEverywhere(p, j)+" AND ", match, "")
+}
+
+// copyStateEverywhere copies join j's state into every read row that
+// shows an older version of its parent.
+func copyStateEverywhere(p *projections.Projection, j *projections.Join) string {
 	var on, sets []string
 	for _, o := range j.On {
 		on = append(on, fmt.Sprintf("r.%s = s.%s", q(o.Read), q(stateKey(o.Parent))))
@@ -45,13 +51,8 @@ func copyState(p *projections.Projection, j *projections.Join, match []string) m
 	}
 	v := q(j.VersionColumn())
 	sets = append(sets, "r."+v+" = s.`_rs_version`")
-	return multiRow{
-		head: "UPDATE " + q(p.Table) + " AS r JOIN " + q(j.StateTable(p)) + " AS s ON " + strings.Join(on, " AND ") +
-			" SET " + strings.Join(sets, ", ") + " WHERE r." + v + " < s.`_rs_version` AND (",
-		row:  "(" + strings.Join(match, " AND ") + ")",
-		sep:  " OR ",
-		tail: ")",
-	}
+	return "UPDATE " + q(p.Table) + " AS r JOIN " + q(j.StateTable(p)) + " AS s ON " + strings.Join(on, " AND ") +
+		" SET " + strings.Join(sets, ", ") + " WHERE r." + v + " < s.`_rs_version`"
 }
 
 // fillRows copies join ji's state into the read rows of the batch's

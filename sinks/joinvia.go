@@ -65,25 +65,15 @@ func viaStatementsOf(p *projections.Projection, j *projections.Join) viaStatemen
 		same = append(same, fmt.Sprintf("r.%s <=> s.%s", q(o.Read), c))
 	}
 	for _, o := range v.On {
-		match = append(match, fmt.Sprintf("s.%s = ?", q(stateKey(o.Parent))))
+		match = append(match, "s."+q(stateKey(o.Parent)))
 		on = append(on, fmt.Sprintf("r.%s = s.%s", q(o.Read), q(stateKey(o.Parent))))
 	}
 	vv := q(v.VersionColumn())
 	return viaStatements{
-		keys: multiRow{
-			head: "SELECT DISTINCT " + strings.Join(carried, ", ") + " FROM " + q(v.StateTable(p)) + " AS s WHERE " + strings.Join(notNull, " AND ") + " AND (",
-			row:  "(" + strings.Join(match, " AND ") + ")",
-			sep:  " OR ",
-			tail: ")",
-		},
-		detach: multiRow{
-			head: "UPDATE " + q(p.Table) + " AS r JOIN " + q(v.StateTable(p)) + " AS s ON " + strings.Join(on, " AND ") +
-				" SET " + strings.Join(detachSets("r.", append([]*projections.Join{j}, p.Dependents(j)...)...), ", ") +
-				" WHERE r." + vv + " < s.`_rs_version` AND NOT (" + strings.Join(same, " AND ") + ") AND (",
-			row:  "(" + strings.Join(match, " AND ") + ")",
-			sep:  " OR ",
-			tail: ")",
-		},
+		keys: keyIn("SELECT DISTINCT "+strings.Join(carried, ", ")+" FROM "+q(v.StateTable(p))+" AS s WHERE "+strings.Join(notNull, " AND ")+" AND ", match, ""),
+		detach: keyIn("UPDATE "+q(p.Table)+" AS r JOIN "+q(v.StateTable(p))+" AS s ON "+strings.Join(on, " AND ")+
+			" SET "+strings.Join(detachSets("r.", append([]*projections.Join{j}, p.Dependents(j)...)...), ", ")+
+			" WHERE r."+vv+" < s.`_rs_version` AND NOT ("+strings.Join(same, " AND ")+") AND ", match, ""),
 		fills: viaFills(p, j),
 	}
 }
@@ -96,7 +86,7 @@ func viaFills(p *projections.Projection, j *projections.Join) []fillBy {
 	for k := j.Via; k != nil; k = k.Via {
 		var match []string
 		for _, o := range k.On {
-			match = append(match, fmt.Sprintf("r.%s = ?", q(o.Read)))
+			match = append(match, "r."+q(o.Read))
 		}
 		out = append(out, fillBy{ancestor: slices.Index(p.Joins, k), stmt: copyState(p, j, match)})
 	}

@@ -41,5 +41,5 @@ INSERT INTO `_readside_join_customer_stats_1` (`k_id`, `_rs_version`) VALUES (?,
 INSERT INTO `_readside_join_customer_stats_1` (`k_id`, `c_customer_name`, `_rs_version`) VALUES (?, ?, ?), (?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE `c_customer_name` = IF(_rs_new.`_rs_version` > `_rs_version`, _rs_new.`c_customer_name`, `c_customer_name`), `_rs_version` = GREATEST(`_rs_version`, _rs_new.`_rs_version`)
 
 -- join shop.customers: fan-out
-UPDATE `customer_stats` AS r JOIN `_readside_join_customer_stats_1` AS s ON r.`customer_id` = s.`k_id` SET r.`customer_name` = s.`c_customer_name`, r.`_rs_v_join1` = s.`_rs_version` WHERE r.`_rs_v_join1` < s.`_rs_version` AND ((s.`k_id` = ?) OR (s.`k_id` = ?))
+UPDATE `customer_stats` AS r JOIN `_readside_join_customer_stats_1` AS s ON r.`customer_id` = s.`k_id` SET r.`customer_name` = s.`c_customer_name`, r.`_rs_v_join1` = s.`_rs_version` WHERE r.`_rs_v_join1` < s.`_rs_version` AND s.`k_id` IN (?, ?)
 

@@ -17,7 +17,7 @@ INSERT INTO `_readside_agg_daily_stats` (`key_text`, `_rs_version`, `g_customer_
 INSERT INTO `daily_stats` (`customer_id`, `date_created_at`, `orders`, `total`, `_rs_n_total`, `_rs_rows`, `_rs_version`) VALUES (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE `orders` = `orders` + _rs_new.`orders`, `_rs_n_total` = `_rs_n_total` + _rs_new.`_rs_n_total`, `total` = IF(`_rs_n_total` = 0, NULL, COALESCE(`total`, 0) + COALESCE(_rs_new.`total`, 0)), `_rs_rows` = `_rs_rows` + _rs_new.`_rs_rows`, `_rs_version` = GREATEST(`_rs_version`, _rs_new.`_rs_version`)
 
 -- aggregate: remove empty groups
-DELETE FROM `daily_stats` WHERE `_rs_rows` <= 0 AND ((`customer_id` = ? AND `date_created_at` = ?) OR (`customer_id` = ? AND `date_created_at` = ?))
+DELETE FROM `daily_stats` WHERE `_rs_rows` <= 0 AND (`customer_id`, `date_created_at`) IN ((?, ?), (?, ?))
 
 -- aggregate truncation: withdraw older contributions
 UPDATE `_readside_agg_daily_stats` SET `g_customer_id` = NULL, `g_date_created_at` = NULL, `v_total` = NULL, `_rs_version` = ? WHERE `_rs_version` < ?

@@ -26,10 +26,10 @@ UPDATE `_readside_join_orders_with_region_1` SET `c_customer_name` = NULL, `c__r
 UPDATE `orders_with_region` SET `customer_name` = NULL, `_rs_j1_region_id` = NULL, `region_name` = NULL, `_rs_v_join2` = 0, `_rs_v_join1` = ? WHERE `_rs_v_join1` < ?
 
 -- join shop.customers: fan-out
-UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_1` AS s ON r.`customer_id` = s.`k_id` SET r.`customer_name` = s.`c_customer_name`, r.`_rs_j1_region_id` = s.`c__rs_j1_region_id`, r.`_rs_v_join1` = s.`_rs_version` WHERE r.`_rs_v_join1` < s.`_rs_version` AND ((s.`k_id` = ?) OR (s.`k_id` = ?))
+UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_1` AS s ON r.`customer_id` = s.`k_id` SET r.`customer_name` = s.`c_customer_name`, r.`_rs_j1_region_id` = s.`c__rs_j1_region_id`, r.`_rs_v_join1` = s.`_rs_version` WHERE r.`_rs_v_join1` < s.`_rs_version` AND s.`k_id` IN (?, ?)
 
 -- join shop.customers: fill the rows the batch writes
-UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_1` AS s ON r.`customer_id` = s.`k_id` SET r.`customer_name` = s.`c_customer_name`, r.`_rs_j1_region_id` = s.`c__rs_j1_region_id`, r.`_rs_v_join1` = s.`_rs_version` WHERE r.`_rs_v_join1` < s.`_rs_version` AND ((r.`customer_id` = ? AND r.`id` = ?) OR (r.`customer_id` = ? AND r.`id` = ?))
+UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_1` AS s ON r.`customer_id` = s.`k_id` SET r.`customer_name` = s.`c_customer_name`, r.`_rs_j1_region_id` = s.`c__rs_j1_region_id`, r.`_rs_v_join1` = s.`_rs_version` WHERE r.`_rs_v_join1` < s.`_rs_version` AND (r.`customer_id`, r.`id`) IN ((?, ?), (?, ?))
 
 -- join shop.regions: lock parents
 INSERT INTO `_readside_join_orders_with_region_2` (`k_id`, `_rs_version`) VALUES (?, 0), (?, 0) ON DUPLICATE KEY UPDATE `k_id` = `k_id`
@@ -44,16 +44,16 @@ UPDATE `_readside_join_orders_with_region_2` SET `c_region_name` = NULL, `_rs_ve
 UPDATE `orders_with_region` SET `region_name` = NULL, `_rs_v_join2` = ? WHERE `_rs_v_join2` < ?
 
 -- join shop.regions: fan-out
-UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_2` AS s ON r.`_rs_j1_region_id` = s.`k_id` SET r.`region_name` = s.`c_region_name`, r.`_rs_v_join2` = s.`_rs_version` WHERE r.`_rs_v_join2` < s.`_rs_version` AND ((s.`k_id` = ?) OR (s.`k_id` = ?))
+UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_2` AS s ON r.`_rs_j1_region_id` = s.`k_id` SET r.`region_name` = s.`c_region_name`, r.`_rs_v_join2` = s.`_rs_version` WHERE r.`_rs_v_join2` < s.`_rs_version` AND s.`k_id` IN (?, ?)
 
 -- join shop.regions: fill the rows the batch writes
-UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_2` AS s ON r.`_rs_j1_region_id` = s.`k_id` SET r.`region_name` = s.`c_region_name`, r.`_rs_v_join2` = s.`_rs_version` WHERE r.`_rs_v_join2` < s.`_rs_version` AND ((r.`customer_id` = ? AND r.`id` = ?) OR (r.`customer_id` = ? AND r.`id` = ?))
+UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_2` AS s ON r.`_rs_j1_region_id` = s.`k_id` SET r.`region_name` = s.`c_region_name`, r.`_rs_v_join2` = s.`_rs_version` WHERE r.`_rs_v_join2` < s.`_rs_version` AND (r.`customer_id`, r.`id`) IN ((?, ?), (?, ?))
 
 -- join shop.regions: keys carried by the via join's state
-SELECT DISTINCT `c__rs_j1_region_id` FROM `_readside_join_orders_with_region_1` AS s WHERE `c__rs_j1_region_id` IS NOT NULL AND ((s.`k_id` = ?) OR (s.`k_id` = ?))
+SELECT DISTINCT `c__rs_j1_region_id` FROM `_readside_join_orders_with_region_1` AS s WHERE `c__rs_j1_region_id` IS NOT NULL AND s.`k_id` IN (?, ?)
 
 -- join shop.regions: detach (before the via join's fan-out)
-UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_1` AS s ON r.`customer_id` = s.`k_id` SET r.`region_name` = NULL, r.`_rs_v_join2` = 0 WHERE r.`_rs_v_join1` < s.`_rs_version` AND NOT (r.`_rs_j1_region_id` <=> s.`c__rs_j1_region_id`) AND ((s.`k_id` = ?) OR (s.`k_id` = ?))
+UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_1` AS s ON r.`customer_id` = s.`k_id` SET r.`region_name` = NULL, r.`_rs_v_join2` = 0 WHERE r.`_rs_v_join1` < s.`_rs_version` AND NOT (r.`_rs_j1_region_id` <=> s.`c__rs_j1_region_id`) AND s.`k_id` IN (?, ?)
 
 -- join shop.warehouses: lock parents
 INSERT INTO `_readside_join_orders_with_region_3` (`k_id`, `_rs_version`) VALUES (?, 0), (?, 0) ON DUPLICATE KEY UPDATE `k_id` = `k_id`
@@ -68,8 +68,8 @@ UPDATE `_readside_join_orders_with_region_3` SET `c_warehouse_city` = NULL, `_rs
 UPDATE `orders_with_region` SET `warehouse_city` = NULL, `_rs_v_join3` = ? WHERE `_rs_v_join3` < ?
 
 -- join shop.warehouses: fan-out
-UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_3` AS s ON r.`warehouse_id` = s.`k_id` SET r.`warehouse_city` = s.`c_warehouse_city`, r.`_rs_v_join3` = s.`_rs_version` WHERE r.`_rs_v_join3` < s.`_rs_version` AND ((s.`k_id` = ?) OR (s.`k_id` = ?))
+UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_3` AS s ON r.`warehouse_id` = s.`k_id` SET r.`warehouse_city` = s.`c_warehouse_city`, r.`_rs_v_join3` = s.`_rs_version` WHERE r.`_rs_v_join3` < s.`_rs_version` AND s.`k_id` IN (?, ?)
 
 -- join shop.warehouses: fill the rows the batch writes
-UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_3` AS s ON r.`warehouse_id` = s.`k_id` SET r.`warehouse_city` = s.`c_warehouse_city`, r.`_rs_v_join3` = s.`_rs_version` WHERE r.`_rs_v_join3` < s.`_rs_version` AND ((r.`customer_id` = ? AND r.`id` = ?) OR (r.`customer_id` = ? AND r.`id` = ?))
+UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_3` AS s ON r.`warehouse_id` = s.`k_id` SET r.`warehouse_city` = s.`c_warehouse_city`, r.`_rs_v_join3` = s.`_rs_version` WHERE r.`_rs_v_join3` < s.`_rs_version` AND (r.`customer_id`, r.`id`) IN ((?, ?), (?, ?))
 
