@@ -18,7 +18,7 @@ func fanOutStatement(p *projections.Projection, j *projections.Join) multiRow {
 	for _, o := range j.On {
 		match = append(match, "s."+q(stateKey(o.Parent)))
 	}
-	return copyState(p, j, match)
+	return copyState(p, j, match, false)
 }
 
 // fillRowsStatement copies join j's state into the read rows of given
@@ -29,19 +29,32 @@ func fillRowsStatement(p *projections.Projection, j *projections.Join) multiRow 
 	for _, k := range p.Key {
 		match = append(match, "r."+q(k))
 	}
-	return copyState(p, j, match)
+	return copyState(p, j, match, true)
 }
 
 // copyState is the statement copying join j's state into the read rows
 // whose columns match (of r, the read table, or s, j's state) equal one
 // of its keys (keyIn), wherever the row shows an older parent version.
-func copyState(p *projections.Projection, j *projections.Join, match []string) multiRow {
-	return keyIn(copyStateEverywhere(p, j)+" AND ", match, "")
+// byRead: match is of r, whose rows are then found first (STRAIGHT_JOIN);
+// left to itself, the optimizer would rather reach r from the state keys
+// its join condition implies, and read every row of each parent, several
+// times the rows matched.
+func copyState(p *projections.Projection, j *projections.Join, match []string, byRead bool) multiRow {
+	join := " JOIN "
+	if byRead {
+		join = " STRAIGHT_JOIN "
+	}
+	return keyIn(copyStateJoined(p, j, join)+" AND ", match, "")
 }
 
 // copyStateEverywhere copies join j's state into every read row that
 // shows an older version of its parent.
 func copyStateEverywhere(p *projections.Projection, j *projections.Join) string {
+	return copyStateJoined(p, j, " JOIN ")
+}
+
+// copyStateJoined is copyStateEverywhere with its tables joined by join.
+func copyStateJoined(p *projections.Projection, j *projections.Join, join string) string {
 	var on, sets []string
 	for _, o := range j.On {
 		on = append(on, fmt.Sprintf("r.%s = s.%s", q(o.Read), q(stateKey(o.Parent))))
@@ -51,7 +64,7 @@ func copyStateEverywhere(p *projections.Projection, j *projections.Join) string 
 	}
 	v := q(j.VersionColumn())
 	sets = append(sets, "r."+v+" = s.`_rs_version`")
-	return "UPDATE " + q(p.Table) + " AS r JOIN " + q(j.StateTable(p)) + " AS s ON " + strings.Join(on, " AND ") +
+	return "UPDATE " + q(p.Table) + " AS r" + join + q(j.StateTable(p)) + " AS s ON " + strings.Join(on, " AND ") +
 		" SET " + strings.Join(sets, ", ") + " WHERE r." + v + " < s.`_rs_version`"
 }
 

@@ -88,7 +88,7 @@ func viaFills(p *projections.Projection, j *projections.Join) []fillBy {
 		for _, o := range k.On {
 			match = append(match, "r."+q(o.Read))
 		}
-		out = append(out, fillBy{ancestor: slices.Index(p.Joins, k), stmt: copyState(p, j, match)})
+		out = append(out, fillBy{ancestor: slices.Index(p.Joins, k), stmt: copyState(p, j, match, true)})
 	}
 	return out
 }

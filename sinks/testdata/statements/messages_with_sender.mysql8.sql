@@ -29,5 +29,5 @@ UPDATE `messages_with_sender` SET `sender_name` = NULL, `_rs_v_join1` = ? WHERE 
 UPDATE `messages_with_sender` AS r JOIN `_readside_join_messages_with_sender_1` AS s ON r.`sender_id` = s.`k_id` SET r.`sender_name` = s.`c_sender_name`, r.`_rs_v_join1` = s.`_rs_version` WHERE r.`_rs_v_join1` < s.`_rs_version` AND s.`k_id` IN (?, ?)
 
 -- join chat.users: fill the rows the batch writes
-UPDATE `messages_with_sender` AS r JOIN `_readside_join_messages_with_sender_1` AS s ON r.`sender_id` = s.`k_id` SET r.`sender_name` = s.`c_sender_name`, r.`_rs_v_join1` = s.`_rs_version` WHERE r.`_rs_v_join1` < s.`_rs_version` AND r.`id` IN (?, ?)
+UPDATE `messages_with_sender` AS r STRAIGHT_JOIN `_readside_join_messages_with_sender_1` AS s ON r.`sender_id` = s.`k_id` SET r.`sender_name` = s.`c_sender_name`, r.`_rs_v_join1` = s.`_rs_version` WHERE r.`_rs_v_join1` < s.`_rs_version` AND r.`id` IN (?, ?)
 

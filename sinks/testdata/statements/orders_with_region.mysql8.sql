@@ -29,7 +29,7 @@ UPDATE `orders_with_region` SET `customer_name` = NULL, `_rs_j1_region_id` = NUL
 UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_1` AS s ON r.`customer_id` = s.`k_id` SET r.`customer_name` = s.`c_customer_name`, r.`_rs_j1_region_id` = s.`c__rs_j1_region_id`, r.`_rs_v_join1` = s.`_rs_version` WHERE r.`_rs_v_join1` < s.`_rs_version` AND s.`k_id` IN (?, ?)
 
 -- join shop.customers: fill the rows the batch writes
-UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_1` AS s ON r.`customer_id` = s.`k_id` SET r.`customer_name` = s.`c_customer_name`, r.`_rs_j1_region_id` = s.`c__rs_j1_region_id`, r.`_rs_v_join1` = s.`_rs_version` WHERE r.`_rs_v_join1` < s.`_rs_version` AND (r.`customer_id`, r.`id`) IN ((?, ?), (?, ?))
+UPDATE `orders_with_region` AS r STRAIGHT_JOIN `_readside_join_orders_with_region_1` AS s ON r.`customer_id` = s.`k_id` SET r.`customer_name` = s.`c_customer_name`, r.`_rs_j1_region_id` = s.`c__rs_j1_region_id`, r.`_rs_v_join1` = s.`_rs_version` WHERE r.`_rs_v_join1` < s.`_rs_version` AND (r.`customer_id`, r.`id`) IN ((?, ?), (?, ?))
 
 -- join shop.regions: lock parents
 INSERT INTO `_readside_join_orders_with_region_2` (`k_id`, `_rs_version`) VALUES (?, 0), (?, 0) AS _rs_new ON DUPLICATE KEY UPDATE `k_id` = `k_id`
@@ -47,7 +47,7 @@ UPDATE `orders_with_region` SET `region_name` = NULL, `_rs_v_join2` = ? WHERE `_
 UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_2` AS s ON r.`_rs_j1_region_id` = s.`k_id` SET r.`region_name` = s.`c_region_name`, r.`_rs_v_join2` = s.`_rs_version` WHERE r.`_rs_v_join2` < s.`_rs_version` AND s.`k_id` IN (?, ?)
 
 -- join shop.regions: fill the rows the batch writes
-UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_2` AS s ON r.`_rs_j1_region_id` = s.`k_id` SET r.`region_name` = s.`c_region_name`, r.`_rs_v_join2` = s.`_rs_version` WHERE r.`_rs_v_join2` < s.`_rs_version` AND (r.`customer_id`, r.`id`) IN ((?, ?), (?, ?))
+UPDATE `orders_with_region` AS r STRAIGHT_JOIN `_readside_join_orders_with_region_2` AS s ON r.`_rs_j1_region_id` = s.`k_id` SET r.`region_name` = s.`c_region_name`, r.`_rs_v_join2` = s.`_rs_version` WHERE r.`_rs_v_join2` < s.`_rs_version` AND (r.`customer_id`, r.`id`) IN ((?, ?), (?, ?))
 
 -- join shop.regions: keys carried by the via join's state
 SELECT DISTINCT `c__rs_j1_region_id` FROM `_readside_join_orders_with_region_1` AS s WHERE `c__rs_j1_region_id` IS NOT NULL AND s.`k_id` IN (?, ?)
@@ -71,5 +71,5 @@ UPDATE `orders_with_region` SET `warehouse_city` = NULL, `_rs_v_join3` = ? WHERE
 UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_3` AS s ON r.`warehouse_id` = s.`k_id` SET r.`warehouse_city` = s.`c_warehouse_city`, r.`_rs_v_join3` = s.`_rs_version` WHERE r.`_rs_v_join3` < s.`_rs_version` AND s.`k_id` IN (?, ?)
 
 -- join shop.warehouses: fill the rows the batch writes
-UPDATE `orders_with_region` AS r JOIN `_readside_join_orders_with_region_3` AS s ON r.`warehouse_id` = s.`k_id` SET r.`warehouse_city` = s.`c_warehouse_city`, r.`_rs_v_join3` = s.`_rs_version` WHERE r.`_rs_v_join3` < s.`_rs_version` AND (r.`customer_id`, r.`id`) IN ((?, ?), (?, ?))
+UPDATE `orders_with_region` AS r STRAIGHT_JOIN `_readside_join_orders_with_region_3` AS s ON r.`warehouse_id` = s.`k_id` SET r.`warehouse_city` = s.`c_warehouse_city`, r.`_rs_v_join3` = s.`_rs_version` WHERE r.`_rs_v_join3` < s.`_rs_version` AND (r.`customer_id`, r.`id`) IN ((?, ?), (?, ?))
 
