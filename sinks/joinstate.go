@@ -98,10 +98,11 @@ func (a *applier) joinState(b *projections.Batch) ([][]parentKey, error) {
 // carried key; so a join fans out over the keys the batch changes and
 // fills the rows it writes. Every other row points at a parent the batch
 // only reads, and already shows its newest version: whoever wrote the row
-// filled it under that parent's state lock. With rows nil (an aggregate,
-// whose group rows come from its contributions) a join fans out over
-// every key the batch touches.
+// filled it under that parent's state lock. An aggregate's group rows
+// come from its contributions, not upserts (byRow false): there a join
+// fans out over every key the batch touches.
 func (a *applier) fanOuts(keys [][]parentKey, rows []parentKey) error {
+	byRow := a.p.Aggregation == nil
 	for i, j := range a.p.Joins {
 		for k, d := range a.p.Joins {
 			if d.Via != j {
@@ -112,7 +113,7 @@ func (a *applier) fanOuts(keys [][]parentKey, rows []parentKey) error {
 			// rows of the parents the batch changes: an upsert that moves
 			// a row to another root parent has cleared d's copy already.
 			moving := keys[i]
-			if rows != nil && j.Via == nil {
+			if byRow && j.Via == nil {
 				moving = changedKeys(moving)
 			}
 			if err := a.detach(k, moving); err != nil {
@@ -120,18 +121,16 @@ func (a *applier) fanOuts(keys [][]parentKey, rows []parentKey) error {
 			}
 		}
 		if j.Via != nil {
-			if err := a.fanOutVia(i, keys, rows); err != nil {
+			if err := a.fanOutVia(i, keys, rows, byRow); err != nil {
 				return err
 			}
 			continue
 		}
-		if rows == nil {
-			if err := a.fanOut(i, keys[i]); err != nil {
-				return err
-			}
-			continue
+		over := keys[i]
+		if byRow {
+			over = changedKeys(over)
 		}
-		if err := a.fanOut(i, changedKeys(keys[i])); err != nil {
+		if err := a.fanOut(i, over); err != nil {
 			return err
 		}
 		if err := a.fillRows(i, rows); err != nil {
@@ -143,13 +142,12 @@ func (a *applier) fanOuts(keys [][]parentKey, rows []parentKey) error {
 
 // writtenRows are the read keys of the batch's upserts (the first
 // len(p.Key) values of each, p.Columns' order), which the fan-out fills
-// by key; nil for an aggregate projection, whose group rows are written
-// from contributions, not upserts.
+// by key; none for an aggregate, whose rows are not upserts.
 func (a *applier) writtenRows(writes []projections.Write) []parentKey {
-	if a.p.Aggregation != nil || len(a.p.Joins) == 0 {
+	if len(a.p.Joins) == 0 || a.p.Aggregation != nil {
 		return nil
 	}
-	rows := []parentKey{}
+	var rows []parentKey
 	for _, w := range writes {
 		if w.Kind == projections.Upsert {
 			rows = append(rows, parentKey{values: w.Values[:len(a.p.Key)]})

@@ -98,7 +98,7 @@ func viaFills(p *projections.Projection, j *projections.Join) []fillBy {
 //   - the rows of the parents the batch changes (a fan-out over ji's
 //     changed keys);
 //   - the rows the batch writes: by their read keys (rows, fanOuts), or,
-//     when rows is nil, by every key of the root join the batch touches
+//     when not byRow, by every key of the root join the batch touches
 //     (the batch's rows point at them);
 //   - the rows whose carried key of ji may have moved because a join
 //     between the root and ji, the root included, changed their parent
@@ -107,24 +107,21 @@ func viaFills(p *projections.Projection, j *projections.Join) []fillBy {
 // ji's keys that only the batch's rows point at (read from the via
 // join's state) are locked but not fanned out over: every read row of
 // such a parent outside the batch's rows already shows its newest version.
-func (a *applier) fanOutVia(ji int, keys [][]parentKey, rows []parentKey) error {
+func (a *applier) fanOutVia(ji int, keys [][]parentKey, rows []parentKey, byRow bool) error {
 	j := a.p.Joins[ji]
 	if err := a.fanOut(ji, changedKeys(keys[ji])); err != nil {
 		return err
 	}
 	for _, f := range a.st.joins[ji].via.fills {
 		by := keys[f.ancestor]
-		if a.p.Joins[f.ancestor].Via != nil || rows != nil {
+		if a.p.Joins[f.ancestor].Via != nil || byRow {
 			by = changedKeys(by)
 		}
 		if err := a.execKeys(&f.stmt, by); err != nil {
 			return fmt.Errorf("copying %s.%s into the rows of %s that point at it: %w", j.ParentDB, j.ParentTbl, a.p.Table, err)
 		}
 	}
-	if rows != nil {
-		return a.fillRows(ji, rows)
-	}
-	return nil
+	return a.fillRows(ji, rows)
 }
 
 // changedKeys are the keys of ks that the batch changes.
