@@ -181,6 +181,11 @@ type Projection struct {
 	// ApplyConcurrency is how many sink transactions apply one polled
 	// batch at once, each over its own partitions. 0: the default (2).
 	ApplyConcurrency int `koanf:"apply_concurrency"`
+	// FanOut is when a parent change reaches the read rows of the
+	// parent's other children: in_batch (the default: in the batch's own
+	// transaction) or background (right after it, in short transactions
+	// of their own; docs/ARCHITECTURE.md, "Fan-out in the background").
+	FanOut string `koanf:"fan_out"`
 	// ColumnTypes overrides the read column definition worked out for a
 	// computed column (a `columns` value that is an expression rather
 	// than a source column's name), e.g. {month: "char(7)"}, where the

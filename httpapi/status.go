@@ -58,6 +58,10 @@ type Projection struct {
 	Sinks  []SinkDSN
 	// Here is true when this process runs its projector.
 	Here bool
+	// FanOutPending are its joins' pending tables when its fan-out runs
+	// in the background (projections.Join.PendingTable); /wait waits for
+	// them too.
+	FanOutPending []string
 }
 
 // Route is the sink a projection applies through, at a routing

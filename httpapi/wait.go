@@ -18,19 +18,30 @@ package httpapi
 //     is the commit marker of the tailer's transaction), every event of G
 //     is applied and committed in the read table: a read after the 200
 //     sees it.
+//  4. Under a background fan-out (fan_out: background) a parent change
+//     reaches its other rows after its batch commits: the batch notes
+//     the parent in a pending table (the note keeps the time of the
+//     oldest change not copied yet) and the copy drops the note. Once no
+//     note older than the moment step 3 ended is left on any server,
+//     every parent change of step 3's batches is in every row.
 // A GTID that touched none of P's rows waits only for P to reach the end
 // offsets of step 2, never for an event that will not come.
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
+	driver "github.com/go-sql-driver/mysql"
+
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/readside/readside/cdc"
+	"github.com/readside/readside/internal/sqlquote"
 )
 
 // maxWait bounds the timeout a caller may ask for.
@@ -149,7 +160,7 @@ func (c *Collector) Wait(ctx context.Context, p Projection, gtid string) (waitin
 	for {
 		behind, err := c.behind(ctx, p, topics, ends)
 		if err == nil && len(behind) == 0 {
-			return "", nil
+			break
 		}
 		if ctx.Err() != nil {
 			return waitingFor, ctx.Err()
@@ -163,6 +174,65 @@ func (c *Collector) Wait(ctx context.Context, p Projection, gtid string) (waitin
 			return waitingFor, err
 		}
 	}
+	// 4: the background fan-out has copied every parent change applied
+	// before now.
+	if len(p.FanOutPending) == 0 {
+		return "", nil
+	}
+	r, err := c.route(ctx, p)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range r.Servers {
+		db, err := c.db(s)
+		if err != nil {
+			return waitingFor, err
+		}
+		var now string
+		for {
+			err := db.QueryRowContext(ctx, "SELECT NOW(6)").Scan(&now)
+			if err == nil {
+				break
+			}
+			waitingFor = fmt.Sprintf("sink %s to read its clock: %v", s.Name, err)
+			if err := sleep(ctx, 100*time.Millisecond); err != nil {
+				return waitingFor, err
+			}
+		}
+		for {
+			left, err := pendingBefore(ctx, db, p.FanOutPending, now)
+			if err == nil && left == "" {
+				break
+			}
+			if err != nil {
+				waitingFor = fmt.Sprintf("the sink's pending fan-out: %v", err)
+			} else {
+				waitingFor = "projection " + p.Name + " to copy the parents noted in " + left + " before " + now + " into their rows (sink " + s.Name + ")"
+			}
+			if err := sleep(ctx, 20*time.Millisecond); err != nil {
+				return waitingFor, err
+			}
+		}
+	}
+	return "", nil
+}
+
+// pendingBefore names the first of tables that holds a note from before
+// since ("" when none does; a table not created yet holds none).
+func pendingBefore(ctx context.Context, db *sql.DB, tables []string, since string) (string, error) {
+	for _, t := range tables {
+		var one int
+		err := db.QueryRowContext(ctx, "SELECT 1 FROM "+sqlquote.Ident(t)+" WHERE marked_at <= ? LIMIT 1", since).Scan(&one)
+		var me *driver.MySQLError
+		switch {
+		case errors.Is(err, sql.ErrNoRows), errors.As(err, &me) && me.Number == 1146: // ER_NO_SUCH_TABLE
+		case err != nil:
+			return "", fmt.Errorf("reading %s: %w", t, err)
+		default:
+			return t, nil
+		}
+	}
+	return "", nil
 }
 
 // stableBeyond reports whether every partition's last stable offset has

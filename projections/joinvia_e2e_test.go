@@ -59,6 +59,12 @@ func regionProjection(src, key, shardBy string) config.Projection {
 
 func newRegionShop(t *testing.T, bed *testbed.Bed, keyranges ...string) *regionShop {
 	t.Helper()
+	return newRegionShopFanOut(t, bed, "", keyranges...)
+}
+
+// newRegionShopFanOut is newRegionShop with both projections' fan_out.
+func newRegionShopFanOut(t *testing.T, bed *testbed.Bed, fanOut string, keyranges ...string) *regionShop {
+	t.Helper()
 	ctx := t.Context()
 	s := &regionShop{bed: bed}
 	var err error
@@ -74,6 +80,10 @@ func newRegionShop(t *testing.T, bed *testbed.Bed, keyranges ...string) *regionS
 	cfg.Projections = map[string]config.Projection{
 		"orders_with_region":  regionProjection(s.src, "customer_id", "customer_id"),
 		"orders_region_by_id": regionProjection(s.src, "id", "id"),
+	}
+	for name, p := range cfg.Projections {
+		p.FanOut = fanOut
+		cfg.Projections[name] = p
 	}
 	s.cfg = cfg
 	s.openSink(t, keyranges...)
@@ -189,9 +199,12 @@ func (s *regionShop) projectors(t *testing.T) (stop func()) {
 // every customer in it, a customer moving to another region, an order
 // moving to another customer, deletes at either level, and truncation of
 // either parent table.
-func TestJoinViaSteps(t *testing.T) {
+func TestJoinViaSteps(t *testing.T) { joinViaSteps(t, "") }
+
+// joinViaSteps is TestJoinViaSteps with the projections' fan_out.
+func joinViaSteps(t *testing.T, fanOut string) {
 	bed := testbed.Get(t)
-	s := newRegionShop(t, bed, "-80", "80-")
+	s := newRegionShopFanOut(t, bed, fanOut, "-80", "80-")
 	runTailer(t, bed, s.cfg)
 	defer s.projectors(t)()
 
@@ -309,9 +322,12 @@ func (s *regionShop) viaWatch(t *testing.T, ctx context.Context) (stop func()) {
 // SQL join, no row goes back in version, `readside verify` says EQUAL for
 // both, and a wrong region name put into the sink by hand is found and
 // repaired (the region row re-published, its state fanned out again).
-func TestJoinViaLive(t *testing.T) {
+func TestJoinViaLive(t *testing.T) { joinViaLive(t, "") }
+
+// joinViaLive is TestJoinViaLive with the projections' fan_out.
+func joinViaLive(t *testing.T, fanOut string) {
 	bed := testbed.Get(t)
-	s := newRegionShop(t, bed, "-80", "80-")
+	s := newRegionShopFanOut(t, bed, fanOut, "-80", "80-")
 	ctx := t.Context()
 	runTailer(t, bed, s.cfg)
 	watch := s.viaWatch(t, ctx)

@@ -46,6 +46,9 @@ type Projection struct {
 	// ApplyConcurrency is how many sink transactions apply one polled
 	// batch at once, each over a disjoint set of partitions.
 	ApplyConcurrency int
+	// FanOut is when a parent change reaches the read rows of its other
+	// children (fanout.go).
+	FanOut FanOut
 	// SourceTypes reads the source's current column definitions of this
 	// projection's tables (SourceColumns); nil when the process cannot
 	// read the source. The projector calls it, rarely, to follow a source
@@ -260,6 +263,7 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 				p.Joins = append(p.Joins, j)
 			}
 		}
+		errs = append(errs, compileFanOut(p, d, key)...)
 		out = append(out, p)
 	}
 	return out, errors.Join(errs...)

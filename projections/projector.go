@@ -113,6 +113,11 @@ func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return apply.run(applyCtx) })
 	g.Go(func() error { return poll.run(gctx) })
+	if r, ok := pr.sink.(FanOutRunner); ok && pr.p.FanOut == FanOutBackground {
+		// Beside the batches, for as long as the membership: a copy that
+		// cannot succeed stops the projector as a failing batch would.
+		g.Go(func() error { return r.RunFanOuts(gctx, pr.p) })
+	}
 	err = g.Wait()
 	switch {
 	case errors.Is(err, errRejoin):

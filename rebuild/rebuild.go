@@ -147,6 +147,10 @@ func OldTable(p *projections.Projection) string { return p.Table + OldSuffix }
 func (r *Rebuild) shadow(table string) *projections.Projection {
 	s := r.p.WithName(r.p.Name + RebuildSuffix)
 	s.Table = table
+	// Copied in its own batches: at the swap every row of the shadow
+	// shows its parents, with no copy left waiting in a pending table
+	// that the swap would leave behind.
+	s.FanOut = projections.FanOutInBatch
 	return s
 }
 

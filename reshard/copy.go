@@ -273,6 +273,14 @@ func (r *Reshard) copyState(ctx context.Context, src, dst sinks.Shard) error {
 			ts    sinks.TableScan
 			guard string
 		}{sinks.TableScan{Table: j.StateTable(r.p), Key: key}, "_rs_version"})
+		if r.p.FanOut == projections.FanOutBackground {
+			// The parents whose rows on the old shard still wait for their
+			// copy: the new shard's projector copies them there.
+			tables = append(tables, struct {
+				ts    sinks.TableScan
+				guard string
+			}{sinks.TableScan{Table: j.PendingTable(r.p), Key: key}, "marked_at"})
+		}
 	}
 	for _, t := range tables {
 		var after []any

@@ -105,7 +105,11 @@ func New(p *projections.Projection, o Options) (*Reshard, error) {
 	for i, sh := range o.New.Shards {
 		new = append(new, Shard{Range: sh.Range, Server: o.NewServers[i]})
 	}
-	r := &Reshard{p: p, fill: p.WithProgressName(p.Name + FillSuffix), o: o,
+	fill := p.WithProgressName(p.Name + FillSuffix)
+	// The fill copies parents into the rows it moves in its own batches:
+	// its sink runs no background fan-out.
+	fill.FanOut = projections.FanOutInBatch
+	r := &Reshard{p: p, fill: fill, o: o,
 		pieces: Pieces(old, new, p.Replicated, p.Replicated)}
 	r.st = &store{new: o.New, state: sinks.ReshardState{Projection: p.Name, FromGeneration: o.OldGeneration,
 		ToSink: o.New.Name, ToRanges: sinks.RangesText(o.New.Ranges())}}

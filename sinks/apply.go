@@ -66,6 +66,12 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 	if err != nil {
 		return err
 	}
+	if p.FanOut == projections.FanOutBackground {
+		a.fanOutLater = true
+		if err := a.markPending(keys); err != nil {
+			return err
+		}
+	}
 	if err := a.lockChildren(b); err != nil {
 		return err
 	}
@@ -110,6 +116,9 @@ type applier struct {
 	shard *projections.KeyRange
 	// childLinks are, per children entry, the links lockChildren locked.
 	childLinks []childLinks
+	// fanOutLater: the parents the batch changes are copied into their
+	// rows in the background (fanout_background.go), not in step 4.
+	fanOutLater bool
 }
 
 // exec runs a statement whose result is not read. Its error may come

@@ -136,6 +136,9 @@ func joinStateDDL(p *projections.Projection, types projections.Types) []string {
 			"PRIMARY KEY ("+strings.Join(skey, ", ")+")")
 		out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s",
 			q(j.StateTable(p)), strings.Join(sdefs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside join state: latest %s.%s rows for projection %s", j.ParentDB, j.ParentTbl, p.Name))))
+		if p.FanOut == projections.FanOutBackground {
+			out = append(out, pendingDDL(p, j, types.JoinKey[i]))
+		}
 	}
 	return out
 }

@@ -103,10 +103,21 @@ func (a *applier) joinState(b *projections.Batch) ([][]parentKey, error) {
 // fans out over every key the batch touches.
 func (a *applier) fanOuts(keys [][]parentKey, rows []parentKey) error {
 	byRow := a.p.Aggregation == nil
+	if a.fanOutLater {
+		keys = withoutChanges(keys)
+	}
 	for i, j := range a.p.Joins {
 		for k, d := range a.p.Joins {
 			if d.Via != j {
 				continue
+			}
+			// In the background, the rows of a parent the batch changes
+			// may still show its old carried key; the fill of the batch's
+			// rows below then moves them.
+			if a.fanOutLater {
+				if err := a.detachRows(k, rows); err != nil {
+					return err
+				}
 			}
 			// Rows move to another of d's parents where j's fan-out moves
 			// them to another j parent. At the root, that is only in the
@@ -205,6 +216,9 @@ func joinStatementsOf(p *projections.Projection, j *projections.Join, d dialect)
 	}
 	if j.Via != nil {
 		st.via = viaStatementsOf(p, j)
+	}
+	if p.FanOut == projections.FanOutBackground {
+		st.pending = pendingStatementsOf(p, j)
 	}
 	return st
 }

@@ -40,6 +40,10 @@ type viaStatements struct {
 	// detach clears this join's (and its dependents') columns in the read
 	// rows that the via join's fan-out is about to move to another key.
 	detach multiRow
+	// detachRows is detach for the read rows of given read keys (the
+	// rows a batch writes), found first: under a background fan-out
+	// their fill may move them to another key.
+	detachRows multiRow
 	// fills fill this join's columns in the read rows of given keys of
 	// an earlier join of its chain (fillBy), not of this join's keys.
 	fills []fillBy
@@ -69,12 +73,20 @@ func viaStatementsOf(p *projections.Projection, j *projections.Join) viaStatemen
 		on = append(on, fmt.Sprintf("r.%s = s.%s", q(o.Read), q(stateKey(o.Parent))))
 	}
 	vv := q(v.VersionColumn())
+	var readKey []string
+	for _, k := range p.Key {
+		readKey = append(readKey, "r."+q(k))
+	}
+	detach := func(join string) string {
+		return "UPDATE " + q(p.Table) + " AS r" + join + q(v.StateTable(p)) + " AS s ON " + strings.Join(on, " AND ") +
+			" SET " + strings.Join(detachSets("r.", append([]*projections.Join{j}, p.Dependents(j)...)...), ", ") +
+			" WHERE r." + vv + " < s.`_rs_version` AND NOT (" + strings.Join(same, " AND ") + ") AND "
+	}
 	return viaStatements{
-		keys: keyIn("SELECT DISTINCT "+strings.Join(carried, ", ")+" FROM "+q(v.StateTable(p))+" AS s WHERE "+strings.Join(notNull, " AND ")+" AND ", match, ""),
-		detach: keyIn("UPDATE "+q(p.Table)+" AS r JOIN "+q(v.StateTable(p))+" AS s ON "+strings.Join(on, " AND ")+
-			" SET "+strings.Join(detachSets("r.", append([]*projections.Join{j}, p.Dependents(j)...)...), ", ")+
-			" WHERE r."+vv+" < s.`_rs_version` AND NOT ("+strings.Join(same, " AND ")+") AND ", match, ""),
-		fills: viaFills(p, j),
+		keys:       keyIn("SELECT DISTINCT "+strings.Join(carried, ", ")+" FROM "+q(v.StateTable(p))+" AS s WHERE "+strings.Join(notNull, " AND ")+" AND ", match, ""),
+		detach:     keyIn(detach(" JOIN "), match, ""),
+		detachRows: keyIn(detach(" STRAIGHT_JOIN "), readKey, ""),
+		fills:      viaFills(p, j),
 	}
 }
 
@@ -251,6 +263,16 @@ func (a *applier) detach(ji int, viaKeys []parentKey) error {
 	if err := a.execKeys(&a.st.joins[ji].via.detach, viaKeys); err != nil {
 		j := a.p.Joins[ji]
 		return fmt.Errorf("clearing %s.%s in the rows of %s that move to another %s.%s: %w", j.ParentDB, j.ParentTbl, a.p.Table, j.ParentDB, j.ParentTbl, err)
+	}
+	return nil
+}
+
+// detachRows runs join ji's detach for the read rows of the given read
+// keys (viaStatements.detachRows).
+func (a *applier) detachRows(ji int, rows []parentKey) error {
+	if err := a.execKeys(&a.st.joins[ji].via.detachRows, rows); err != nil {
+		j := a.p.Joins[ji]
+		return fmt.Errorf("clearing %s.%s in the rows of %s that the batch moves to another %s.%s: %w", j.ParentDB, j.ParentTbl, a.p.Table, j.Via.ParentDB, j.Via.ParentTbl, err)
 	}
 	return nil
 }

@@ -95,13 +95,13 @@ func (r *Rebuilder) Drop(ctx context.Context, p *projections.Projection, table s
 
 // Forget removes everything readside keeps for projection p on every
 // shard: its offsets, tombstones, truncation floors, replay requests and
-// join state tables. A finished rebuild forgets its shadow projection.
+// join state and pending tables. A finished rebuild forgets its shadow projection.
 // The state tables named after the read table (StateTables) are not
 // p's identity but its table's: they go with the table (Swap, Drop).
 func (r *Rebuilder) Forget(ctx context.Context, p *projections.Projection) error {
 	stmts := []string{}
 	for _, j := range p.Joins {
-		stmts = append(stmts, "DROP TABLE IF EXISTS "+q(j.StateTable(p)))
+		stmts = append(stmts, "DROP TABLE IF EXISTS "+q(j.StateTable(p)), "DROP TABLE IF EXISTS "+q(j.PendingTable(p)))
 	}
 	for _, sh := range r.s.Shards {
 		if err := sh.Exec(ctx, stmts); err != nil {

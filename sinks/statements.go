@@ -88,6 +88,9 @@ type joinStatements struct {
 	fanOut        multiRow
 	fillRows      multiRow      // fanout.go
 	via           viaStatements // joinvia.go; zero unless the join hangs off another
+	// pending: fanout_background.go; zero unless the projection's fan-out
+	// runs in the background.
+	pending pendingStatements
 }
 
 // newStatements renders every statement of p for d.

@@ -240,6 +240,11 @@ func statusOptions(cfg config.Config, role string) (httpapi.Options, error) {
 	for _, p := range ps {
 		sp := httpapi.Projection{Name: p.Name, Topic: p.Topic, Topics: p.Topics(), Group: p.Group, Here: role == "all" || role == "projector"}
 		sp.Sinks = sinkServers(p.Sink, cfg.Sinks[p.Sink])
+		if p.FanOut == projections.FanOutBackground {
+			for _, j := range p.Joins {
+				sp.FanOutPending = append(sp.FanOutPending, j.PendingTable(p))
+			}
+		}
 		opts.Projections = append(opts.Projections, sp)
 	}
 	// Where a reshard moved a projection (routing.go); serve adds the

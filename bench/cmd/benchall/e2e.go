@@ -39,6 +39,10 @@ type latencyStep struct {
 	// SourceInsert is the generator's INSERT round trip (commit included)
 	// of each row: the share of the latency before the binlog has it.
 	SourceInsert percentiles `json:"source_insert"`
+	// FanOutPendingAge is, under a background fan-out, the age of the
+	// oldest parent change not yet copied into its rows, sampled every
+	// 50 ms through the step (workloadlatency.go, sampleFanOutAge).
+	FanOutPendingAge *percentiles `json:"fan_out_pending_age,omitempty"`
 	CPUPer1000   float64     `json:"cpu_s_per_1000"`
 	RSSMiB       float64     `json:"rss_mib_at_end"`
 	Load1        float64     `json:"load1"`

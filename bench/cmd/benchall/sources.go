@@ -412,6 +412,30 @@ func (e *env) appliedAll(ctx context.Context, p *projections.Projection) (map[st
 	return out, total, nil
 }
 
+// fanOutPending is, for a projection whose fan-out runs in the
+// background, how many parents wait for their copy into the read rows and
+// the age of the oldest note in µs (0, 0 for an in_batch projection).
+func (e *env) fanOutPending(ctx context.Context, p *projections.Projection) (n, oldestUs int64, err error) {
+	if p.FanOut != projections.FanOutBackground {
+		return 0, 0, nil
+	}
+	for _, j := range p.Joins {
+		var c, age int64
+		if err := e.sink.DB().QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(TIMESTAMPDIFF(MICROSECOND, MIN(marked_at), NOW(6)), 0) FROM `"+j.PendingTable(p)+"`").Scan(&c, &age); err != nil {
+			return 0, 0, fmt.Errorf("reading %s: %w", j.PendingTable(p), err)
+		}
+		n, oldestUs = n+c, max(oldestUs, age)
+	}
+	return n, oldestUs, nil
+}
+
+// fanOutsDone reports whether a background fan-out has copied every
+// parent noted (always true in_batch).
+func (e *env) fanOutsDone(ctx context.Context, p *projections.Projection) (bool, error) {
+	n, _, err := e.fanOutPending(ctx, p)
+	return n == 0, err
+}
+
 func caughtUpAll(applied, ends map[string]map[int32]int64) bool {
 	for t, end := range ends {
 		if !caughtUp(applied[t], end) {

@@ -30,8 +30,9 @@ func (e *env) messagesMonthSource(ctx context.Context, w workload, prefix string
 
 // ordersRegionSource is a join through a parent's parent: orders carry
 // their customer's name and their customer's region's name
-// (orders → customers → regions). The backlog: 3% region renames, which
-// fan out to every order of every customer in the region; 5% customer
+// (orders → customers → regions), its fan-out in the background. The
+// backlog: 3% region renames, which fan out to every order of every
+// customer in the region; 5% customer
 // updates, half of them (an even new region) moving the customer to
 // another region; the rest
 // orders, 60% of them new.
@@ -51,6 +52,7 @@ func (e *env) ordersRegionSource(ctx context.Context, w workload, prefix string,
     table: r_orders_with_region
     key: [customer_id, id]
     shard_by: customer_id
+    fan_out: background
     columns: {customer_id: customer_id, id: id, status: status, total_cents: total_cents, created_at: created_at, commit_us: commit_us}
     join:
       - from: $src.owr_customers

@@ -480,7 +480,15 @@ func (e *env) projectorDrain(ctx context.Context, cfgPath string, proj *projecti
 			t0, s0, cpu0, rows0 = time.Now(), sum, p.cpuSeconds(), p.metric("readside_projection_applied_rows_total")
 		}
 		if caughtUpAll(applied, ends) {
-			break
+			// Under a background fan-out the drain ends when the parents
+			// are copied too.
+			done, err := e.fanOutsDone(ctx, proj)
+			if err != nil {
+				return r, 0, err
+			}
+			if done {
+				break
+			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

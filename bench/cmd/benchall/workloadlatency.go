@@ -179,7 +179,10 @@ func (e *env) waitApplied(ctx context.Context, cl *kgo.Client, proj *projections
 			return err
 		}
 		if caughtUpAll(applied, ends) {
-			return nil
+			done, err := e.fanOutsDone(ctx, proj)
+			if err != nil || done {
+				return err
+			}
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s did not apply what the tailer published within %v", proj.Name, limit)
@@ -199,7 +202,9 @@ func (e *env) workloadStep(ctx context.Context, cl *kgo.Client, p *proc, src *so
 	cpu0 := p.cpuSeconds()
 	from := time.Now().UnixMicro()
 	var execUs []int64
+	stopSampling := e.sampleFanOutAge(ctx, src.proj, &st)
 	sent, err := offerOpenLoop(ctx, src.live, offered, dur, nil, &execUs)
+	stopSampling()
 	if err != nil {
 		return st, err
 	}
@@ -242,4 +247,39 @@ func (e *env) workloadStep(ctx context.Context, cl *kgo.Client, p *proc, src *so
 	st.Samples = len(lat)
 	st.P50ms, st.P95ms, st.P99ms, st.Maxms = pc.P50ms, pc.P95ms, pc.P99ms, pc.Maxms
 	return st, nil
+}
+
+// sampleFanOutAge reads, every 50 ms until the returned stop, the age of
+// the oldest parent change a background fan-out has not copied yet, and
+// stop puts its percentiles in st (FanOutPendingAge): how long after its
+// batch a parent change waits to reach its other rows, the copy
+// included. Nothing for an in_batch projection.
+func (e *env) sampleFanOutAge(ctx context.Context, proj *projections.Projection, st *latencyStep) (stop func()) {
+	if proj.FanOut != projections.FanOutBackground {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var ages []int64
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if _, age, err := e.fanOutPending(ctx, proj); err == nil {
+				ages = append(ages, age)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		pc := percentilesOf(ages)
+		st.FanOutPendingAge = &pc
+	}
 }
