@@ -99,6 +99,9 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 	if a.stale != nil {
 		a.stale.Add(a.skipped)
 	}
+	if a.noted > 0 {
+		s.wakeFanOut(p.Name)
+	}
 	return nil
 }
 
@@ -119,6 +122,7 @@ type applier struct {
 	// fanOutLater: the parents the batch changes are copied into their
 	// rows in the background (fanout_background.go), not in step 4.
 	fanOutLater bool
+	noted       int // parent keys noted for the background fan-out
 }
 
 // exec runs a statement whose result is not read. Its error may come

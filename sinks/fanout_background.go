@@ -27,9 +27,13 @@ import (
 	"github.com/readside/readside/projections"
 )
 
-// fanOutRound is how often RunFanOuts looks for noted parents: every
-// change of a parent within a round costs one copy.
-const fanOutRound = 250 * time.Millisecond
+// fanOutGap is the least time between the starts of two rounds of
+// copies: every change of a parent within it costs one copy.
+const fanOutGap = 100 * time.Millisecond
+
+// fanOutIdle is how often RunFanOuts looks for notes no batch of this
+// process told it about (another process's, or left by a crash).
+const fanOutIdle = time.Second
 
 // pendingRead is how many noted keys of a join one look reads.
 const pendingRead = 10_000
@@ -83,7 +87,9 @@ func pendingDDL(p *projections.Projection, j *projections.Join, keyTypes map[str
 // their exclusive state-row locks, taken in step 1).
 func (a *applier) markPending(keys [][]parentKey) error {
 	for i, ks := range keys {
-		if err := a.execKeys(&a.st.joins[i].pending.mark, changedKeys(ks)); err != nil {
+		changed := changedKeys(ks)
+		a.noted += len(changed)
+		if err := a.execKeys(&a.st.joins[i].pending.mark, changed); err != nil {
 			j := a.p.Joins[i]
 			return fmt.Errorf("noting the changed %s.%s rows for the background fan-out: %w", j.ParentDB, j.ParentTbl, err)
 		}
@@ -109,10 +115,26 @@ func withoutChanges(keys [][]parentKey) [][]parentKey {
 // that cannot succeed (transient ones are retried), which stops the
 // projector as a failing batch would.
 func (s *MySQL) RunFanOuts(ctx context.Context, p *projections.Projection) error {
-	tick := time.NewTicker(fanOutRound)
-	defer tick.Stop()
+	wake := s.fanOutWake(p.Name)
+	idle := time.NewTicker(fanOutIdle)
+	defer idle.Stop()
 	sizes := make([]int, len(p.Joins))
+	var last time.Time
 	for {
+		if wait := time.Until(last.Add(fanOutGap)); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
+		}
+		last = time.Now()
+		// Taken before the notes are read: a batch that notes a parent
+		// after the read wakes the next round.
+		select {
+		case <-wake:
+		default:
+		}
 		if _, err := s.fanOutPending(ctx, p, sizes); err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -122,8 +144,24 @@ func (s *MySQL) RunFanOuts(ctx context.Context, p *projections.Projection) error
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-tick.C:
+		case <-wake:
+		case <-idle.C:
 		}
+	}
+}
+
+// fanOutWake is the channel a batch of projection that noted a parent
+// wakes RunFanOuts with.
+func (s *MySQL) fanOutWake(projection string) chan struct{} {
+	c, _ := s.fanOutWakes.LoadOrStore(projection, make(chan struct{}, 1))
+	return c.(chan struct{})
+}
+
+// wakeFanOut tells RunFanOuts that a committed batch noted parents.
+func (s *MySQL) wakeFanOut(projection string) {
+	select {
+	case s.fanOutWake(projection) <- struct{}{}:
+	default:
 	}
 }
 
@@ -156,9 +194,9 @@ func (s *MySQL) fanOutPending(ctx context.Context, p *projections.Projection, si
 				return copied, err
 			}
 			switch took := time.Since(began); {
-			case took < 10*time.Millisecond:
+			case took < 5*time.Millisecond:
 				sizes[ji] = min(2*max(sizes[ji], 1), maxKeysPerCopy)
-			case took > 40*time.Millisecond:
+			case took > 20*time.Millisecond:
 				sizes[ji] = max(sizes[ji]/2, 1)
 			}
 			start += n

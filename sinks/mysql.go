@@ -38,6 +38,8 @@ type MySQL struct {
 	mariadb    bool
 	enumZero   sync.Map // read table → enumZeroColumns
 	statements sync.Map // projection name → *statements (statementsFor)
+	// fanOutWakes: projection name → chan struct{} (fanOutWake).
+	fanOutWakes sync.Map
 	// Log, when set, reports retried batches.
 	Log *slog.Logger
 }

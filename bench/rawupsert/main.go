@@ -210,6 +210,15 @@ func applyAll(ctx context.Context, sink *sinks.MySQL, p *projections.Projection,
 					errs <- err
 					return
 				}
+				// A background fan-out's copies, after each batch: the
+				// coalescing window of in_batch's fan-out, so the point's
+				// batch size sets both alike.
+				if p.FanOut == projections.FanOutBackground {
+					if err := sink.DrainFanOuts(ctx, p); err != nil {
+						errs <- err
+						return
+					}
+				}
 			}
 			errs <- nil
 		}()
