@@ -43,9 +43,9 @@ type latencyStep struct {
 	// oldest parent change not yet copied into its rows, sampled every
 	// 50 ms through the step (workloadlatency.go, sampleFanOutAge).
 	FanOutPendingAge *percentiles `json:"fan_out_pending_age,omitempty"`
-	CPUPer1000   float64     `json:"cpu_s_per_1000"`
-	RSSMiB       float64     `json:"rss_mib_at_end"`
-	Load1        float64     `json:"load1"`
+	CPUPer1000       float64      `json:"cpu_s_per_1000"`
+	RSSMiB           float64      `json:"rss_mib_at_end"`
+	Load1            float64      `json:"load1"`
 	// Where the time went, from readside's own histograms over the step:
 	// the tailer's Kafka commits (flush and EndTxn) and the projector's
 	// batches (poll to sink commit, the wait for the previous one
