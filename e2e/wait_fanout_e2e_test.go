@@ -19,7 +19,8 @@ import (
 // each of a series of region renames and customers moving region, /wait
 // with the write's GTID answers 200 and the read table right after equals
 // the SQL join over every order: the rename's copy into the region's
-// ~1,000 other orders runs after its batch, and /wait waits for it.
+// ~1,000 other orders runs after its batch, and /wait waits for it. The
+// copies' lag gauges are exposed and fall back to 0.
 func TestWaitBackgroundFanOut(t *testing.T) {
 	bed := testbed.Get(t)
 	p := newOpsPipeline(t, "waitfo", bed.Kafka.Brokers(), "")
@@ -90,6 +91,13 @@ func TestWaitBackgroundFanOut(t *testing.T) {
 		check(fmt.Sprintf("rename %d of region %d", i, rid), writeGTID(t, bed.MySQL, "UPDATE "+src+"regions SET name = ? WHERE id = ?", fmt.Sprintf("region %d v%d", rid, i), rid))
 	}
 	t.Logf("12 region renames and customer moves: each in all 2,000 rows when /wait answered")
+	// The copies' own lag is exposed, and back to nothing once caught up.
+	for _, sample := range []string{`readside_projection_fan_out_pending{projection="orders_with_region"}`, `readside_projection_fan_out_pending_seconds{projection="orders_with_region"}`} {
+		testbed.Eventually(t, 10*time.Second, func() (bool, string) {
+			v := metric(ctx, t, p.httpAddr, sample)
+			return v == 0, fmt.Sprintf("%s = %v, want 0 once every parent is copied (-1: not exposed)", sample, v)
+		})
+	}
 	if code := d.stop(30 * time.Second); code != 0 {
 		t.Errorf("exit %d after SIGTERM", code)
 	}

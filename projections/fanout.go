@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/readside/readside/config"
 )
@@ -69,6 +70,8 @@ func (j *Join) PendingTable(p *Projection) string {
 // FanOutRunner is a sink that runs a background fan-out: RunFanOuts
 // copies p's changed parents into their read rows until ctx ends (nil),
 // or returns the error of a copy that cannot succeed.
+// After each round it calls observe (when set) with the parents still
+// noted when the round began and the age of the oldest note.
 type FanOutRunner interface {
-	RunFanOuts(ctx context.Context, p *Projection) error
+	RunFanOuts(ctx context.Context, p *Projection, observe func(pending int64, oldest time.Duration)) error
 }

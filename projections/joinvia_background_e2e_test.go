@@ -44,7 +44,7 @@ func TestJoinViaBackgroundShuffledHistory(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, p := range s.ps {
 		wg.Go(func() {
-			if err := s.sink.RunFanOuts(ctx, p); err != nil {
+			if err := s.sink.RunFanOuts(ctx, p, nil); err != nil {
 				t.Errorf("background fan-out of %s: %v", p.Name, err)
 			}
 		})

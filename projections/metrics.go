@@ -21,6 +21,8 @@ type Metrics struct {
 	allDeadG     *prometheus.GaugeVec
 	dlq          *deadLetterTracker
 	alters       *prometheus.CounterVec
+	fanOutN      *prometheus.GaugeVec
+	fanOutAge    *prometheus.GaugeVec
 }
 
 // NewMetrics registers the projector metrics on reg.
@@ -48,9 +50,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		dlq: newDeadLetterTracker(time.Now),
 		alters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_read_table_alters_total",
 			Help: "ALTERs the projector ran on its read table (per shard) so that rows of a widened source column fit."}, []string{"projection"}),
+		fanOutN: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readside_projection_fan_out_pending",
+			Help: "fan_out: background: parent rows changed and not yet copied into their other read rows, as the last round of copies began (summed over shards)."}, []string{"projection"}),
+		fanOutAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readside_projection_fan_out_pending_seconds",
+			Help: "fan_out: background: age of the oldest parent change not yet copied into its other read rows, as the last round of copies began (the largest over shards)."}, []string{"projection"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.appliedRows, m.parentRows, m.stale, m.lag, m.batchSeconds, m.consumerLagG, m.deadLetters, m.errors, m.stoppedG, m.allDeadG, m.alters)
+		reg.MustRegister(m.appliedRows, m.parentRows, m.stale, m.lag, m.batchSeconds, m.consumerLagG, m.deadLetters, m.errors, m.stoppedG, m.allDeadG, m.alters, m.fanOutN, m.fanOutAge)
 	}
 	return m
 }
@@ -72,6 +78,13 @@ func (m *Metrics) applied(p *Projection, b *Batch, took time.Duration) {
 	m.parentRows.WithLabelValues(p.Name).Add(float64(len(b.Parents)))
 	m.stale.WithLabelValues(p.Name).Add(float64(b.Coalesced + b.Stale.Load()))
 	m.batchSeconds.WithLabelValues(p.Name).Observe(took.Seconds())
+}
+
+func (m *Metrics) fanOutPending(p *Projection, n int64, oldest time.Duration) {
+	if m != nil {
+		m.fanOutN.WithLabelValues(p.Name).Set(float64(n))
+		m.fanOutAge.WithLabelValues(p.Name).Set(oldest.Seconds())
+	}
 }
 
 func (m *Metrics) consumerLag(p *Projection, topic string, part int32, n int64) {

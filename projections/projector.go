@@ -116,7 +116,9 @@ func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 	if r, ok := pr.sink.(FanOutRunner); ok && pr.p.FanOut == FanOutBackground {
 		// Beside the batches, for as long as the membership: a copy that
 		// cannot succeed stops the projector as a failing batch would.
-		g.Go(func() error { return r.RunFanOuts(gctx, pr.p) })
+		g.Go(func() error {
+			return r.RunFanOuts(gctx, pr.p, func(n int64, oldest time.Duration) { pr.o.Metrics.fanOutPending(pr.p, n, oldest) })
+		})
 	}
 	err = g.Wait()
 	switch {

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -114,7 +115,7 @@ func withoutChanges(keys [][]parentKey) [][]parentKey {
 // fanOutRound until ctx ends (nil then). It returns the error of a copy
 // that cannot succeed (transient ones are retried), which stops the
 // projector as a failing batch would.
-func (s *MySQL) RunFanOuts(ctx context.Context, p *projections.Projection) error {
+func (s *MySQL) RunFanOuts(ctx context.Context, p *projections.Projection, observe func(pending int64, oldest time.Duration)) error {
 	wake := s.fanOutWake(p.Name)
 	idle := time.NewTicker(fanOutIdle)
 	defer idle.Stop()
@@ -134,6 +135,12 @@ func (s *MySQL) RunFanOuts(ctx context.Context, p *projections.Projection) error
 		select {
 		case <-wake:
 		default:
+		}
+		if observe != nil {
+			n, oldest, err := s.PendingFanOuts(ctx, p)
+			if err == nil {
+				observe(n, oldest)
+			}
 		}
 		if _, err := s.fanOutPending(ctx, p, sizes); err != nil {
 			if ctx.Err() != nil {
@@ -163,6 +170,19 @@ func (s *MySQL) wakeFanOut(projection string) {
 	case s.fanOutWake(projection) <- struct{}{}:
 	default:
 	}
+}
+
+// PendingFanOuts counts the noted parents of p's joins and the age of the
+// oldest note.
+func (s *MySQL) PendingFanOuts(ctx context.Context, p *projections.Projection) (n int64, oldest time.Duration, err error) {
+	for _, j := range p.Joins {
+		var c, us int64
+		if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(TIMESTAMPDIFF(MICROSECOND, MIN(`marked_at`), NOW(6)), 0) FROM "+q(j.PendingTable(p))).Scan(&c, &us); err != nil {
+			return 0, 0, err
+		}
+		n, oldest = n+c, max(oldest, time.Duration(us)*time.Microsecond)
+	}
+	return n, oldest, nil
 }
 
 // DrainFanOuts copies every noted parent of p now, until none is left.
@@ -260,11 +280,30 @@ func (s *MySQL) fanOutKeys(ctx context.Context, p *projections.Projection, ji in
 
 // RunFanOuts runs every shard's (MySQL.RunFanOuts) until ctx ends or one
 // fails.
-func (s *Sharded) RunFanOuts(ctx context.Context, p *projections.Projection) error {
+// observe gets the noted parents summed over the shards and the oldest
+// note's age, the largest over them (each shard's as of its last round).
+func (s *Sharded) RunFanOuts(ctx context.Context, p *projections.Projection, observe func(pending int64, oldest time.Duration)) error {
 	g, gctx := errgroup.WithContext(ctx)
-	for _, sh := range s.Shards {
+	var mu sync.Mutex
+	counts := make([]int64, len(s.Shards))
+	ages := make([]time.Duration, len(s.Shards))
+	for i, sh := range s.Shards {
+		shardObserve := func(n int64, oldest time.Duration) {
+			if observe == nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			counts[i], ages[i] = n, oldest
+			var sum int64
+			var most time.Duration
+			for k := range counts {
+				sum, most = sum+counts[k], max(most, ages[k])
+			}
+			observe(sum, most)
+		}
 		g.Go(func() error {
-			if err := sh.RunFanOuts(gctx, p); err != nil {
+			if err := sh.RunFanOuts(gctx, p, shardObserve); err != nil {
 				return fmt.Errorf("shard %s: %w", sh.Range.Text, err)
 			}
 			return nil
