@@ -29,6 +29,10 @@ type Batch struct {
 	// (children.go).
 	ChildWrites []ChildWrite
 	Offsets     Offsets
+	// CaughtUp: the projector had fewer than caughtUpBelow records left
+	// to apply after this batch when it built it, so readers are waiting
+	// for its rows (a background fan-out's copies give way to it).
+	CaughtUp bool
 	// Shard, when set, is the key range of the shard this part of a batch
 	// is for (Sharded.Apply): an aggregate's contributions go to every
 	// shard, its groups only to the one their keyspace id routes to.

@@ -181,6 +181,10 @@ func (pr *Projector) prepare(records []*kgo.Record, before, after []partitionLag
 		pr.o.Metrics.consumerLag(pr.p, l.topic, l.part, l.lag)
 	}
 	stale := new(atomic.Int64)
+	var behind int64
+	for _, l := range after {
+		behind += l.lag
+	}
 	var oldest int64
 	groups := pr.p.ApplyConcurrency
 	if len(records) < splitFrom {
@@ -189,6 +193,7 @@ func (pr *Projector) prepare(records []*kgo.Record, before, after []partitionLag
 	for _, recs := range splitByPartition(records, groups) {
 		b, bad := pr.p.Build(recs)
 		b.Stale = stale
+		b.CaughtUp = behind < caughtUpBelow
 		if pr.dlq == nil {
 			// Only dead-lettering needs a write's record. Dropped, the
 			// polled records are garbage once the batch is built, not

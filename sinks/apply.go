@@ -41,6 +41,11 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 	// READ COMMITTED (every sink connection's level, session): each
 	// statement reads the latest committed rows, which step 4 relies on
 	// after step 1's locks; no gap locks between batches.
+	if p.FanOut == projections.FanOutBackground && b.CaughtUp {
+		n := s.batchesInFlight(p.Name)
+		n.Add(1)
+		defer n.Add(-1)
+	}
 	a, err := s.beginApplier(ctx, p)
 	if err != nil {
 		return err

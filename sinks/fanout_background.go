@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -35,6 +36,15 @@ const fanOutGap = 100 * time.Millisecond
 // fanOutIdle is how often RunFanOuts looks for notes no batch of this
 // process told it about (another process's, or left by a crash).
 const fanOutIdle = time.Second
+
+// idleShare is how long the copies pause after each transaction, as a
+// share of its length, while more are waiting and a caught-up batch of
+// the projection is being applied (Batch.CaughtUp: readers wait for its
+// rows): at 1 they then take at most half of their connection's time and
+// leave the rest of the server to the batch. With no such batch in flight
+// (idle, or draining a backlog, whose rows are late anyway) they run back
+// to back.
+const idleShare = 1.0
 
 // pendingRead is how many noted keys of a join one look reads.
 const pendingRead = 10_000
@@ -142,7 +152,7 @@ func (s *MySQL) RunFanOuts(ctx context.Context, p *projections.Projection, obser
 				observe(n, oldest)
 			}
 		}
-		if _, err := s.fanOutPending(ctx, p, sizes); err != nil {
+		if _, err := s.fanOutPending(ctx, p, sizes, true); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -162,6 +172,13 @@ func (s *MySQL) RunFanOuts(ctx context.Context, p *projections.Projection, obser
 func (s *MySQL) fanOutWake(projection string) chan struct{} {
 	c, _ := s.fanOutWakes.LoadOrStore(projection, make(chan struct{}, 1))
 	return c.(chan struct{})
+}
+
+// batchesInFlight counts the caught-up batch transactions of projection
+// being applied through s (apply), which the copies pause for.
+func (s *MySQL) batchesInFlight(projection string) *atomic.Int32 {
+	c, _ := s.inFlight.LoadOrStore(projection, new(atomic.Int32))
+	return c.(*atomic.Int32)
 }
 
 // wakeFanOut tells RunFanOuts that a committed batch noted parents.
@@ -189,7 +206,7 @@ func (s *MySQL) PendingFanOuts(ctx context.Context, p *projections.Projection) (
 func (s *MySQL) DrainFanOuts(ctx context.Context, p *projections.Projection) error {
 	sizes := make([]int, len(p.Joins))
 	for {
-		n, err := s.fanOutPending(ctx, p, sizes)
+		n, err := s.fanOutPending(ctx, p, sizes, false)
 		if err != nil || n == 0 {
 			return err
 		}
@@ -198,8 +215,10 @@ func (s *MySQL) DrainFanOuts(ctx context.Context, p *projections.Projection) err
 
 // fanOutPending copies the noted parents of every join of p, in join
 // order, up to pendingRead of each, and returns how many it copied.
-// sizes are the keys per transaction of each join, adapted as it goes.
-func (s *MySQL) fanOutPending(ctx context.Context, p *projections.Projection, sizes []int) (int, error) {
+// sizes are the keys per transaction of each join, adapted as it goes;
+// yield: pause between transactions while batches are applied
+// (idleShare).
+func (s *MySQL) fanOutPending(ctx context.Context, p *projections.Projection, sizes []int, yield bool) (int, error) {
 	copied := 0
 	for ji := range p.Joins {
 		keys, err := s.pendingKeys(ctx, p, ji)
@@ -213,7 +232,8 @@ func (s *MySQL) fanOutPending(ctx context.Context, p *projections.Projection, si
 			if err := retrying(ctx, func() error { return s.fanOutKeys(ctx, p, ji, group) }); err != nil {
 				return copied, err
 			}
-			switch took := time.Since(began); {
+			took := time.Since(began)
+			switch {
 			case took < 5*time.Millisecond:
 				sizes[ji] = min(2*max(sizes[ji], 1), maxKeysPerCopy)
 			case took > 20*time.Millisecond:
@@ -221,6 +241,13 @@ func (s *MySQL) fanOutPending(ctx context.Context, p *projections.Projection, si
 			}
 			start += n
 			copied += n
+			if yield && start < len(keys) && s.batchesInFlight(p.Name).Load() > 0 {
+				select {
+				case <-ctx.Done():
+					return copied, ctx.Err()
+				case <-time.After(time.Duration(float64(took) * idleShare)):
+				}
+			}
 		}
 	}
 	return copied, nil

@@ -40,6 +40,8 @@ type MySQL struct {
 	statements sync.Map // projection name → *statements (statementsFor)
 	// fanOutWakes: projection name → chan struct{} (fanOutWake).
 	fanOutWakes sync.Map
+	// inFlight: projection name → *atomic.Int32 (batchesInFlight).
+	inFlight sync.Map
 	// Log, when set, reports retried batches.
 	Log *slog.Logger
 }
