@@ -73,4 +73,18 @@ func workloadLatencyMarkdown(b *strings.Builder, ws []workloadResult) {
 				s.P50ms, s.P95ms, s.P99ms, s.Maxms, s.Batches, s.BatchMs, s.BatchRows, s.CPUPer1000, s.Load1)
 		}
 	}
+	// A background fan-out's copies lag their batches: the samples above
+	// are the rows the batches wrote, so say how far the parents' other
+	// rows were behind.
+	for _, w := range ws {
+		if w.Latency == nil {
+			continue
+		}
+		for _, s := range w.Latency.Steps {
+			if a := s.FanOutPendingAge; a != nil {
+				fmt.Fprintf(b, "\n%s at %s (`fan_out: background`): the oldest parent change not yet copied into its other rows was p50 %.0f / p99 %.0f / max %.0f ms old (sampled every 50 ms over the step).\n",
+					w.Workload.Name, s.label(), a.P50ms, a.P99ms, a.Maxms)
+			}
+		}
+	}
 }
