@@ -102,7 +102,26 @@ func computedExpectations(src, sink string) []struct{ name, want, got string } {
 // shuffled with a fifth of it duplicated, is consumed from topics of its
 // own by a projector SIGKILLed three more times, into a second sink: it
 // converges to the same expectation.
-func TestComputedKill9ShuffledVerify(t *testing.T) {
+func TestComputedKill9ShuffledVerify(t *testing.T) { computedKill9(t, computedProjections) }
+
+// TestComputedKill9ShuffledVerifyBackground is the same with the
+// two-level join's fan-out in the background (fan_out: background): the
+// parents noted and not yet copied when a kill lands are copied by the
+// next process.
+func TestComputedKill9ShuffledVerifyBackground(t *testing.T) {
+	background := strings.Replace(computedProjections, "    shard_by: customer_id\n", "    shard_by: customer_id\n    fan_out: background\n", 1)
+	if background == computedProjections {
+		t.Fatal("no shard_by line to put fan_out: background after")
+	}
+	computedKill9(t, background)
+}
+
+// computedKill9 runs TestComputedKill9ShuffledVerify with projections (a
+// format of the source database, as computedProjections).
+func computedKill9(t *testing.T, projections string) {
+	if !strings.Contains(projections, "orders_by_customer_month:") {
+		t.Fatal("the projections lack orders_by_customer_month")
+	}
 	bed := testbed.Get(t)
 	ctx := t.Context()
 	src, sink := sourceAndSinkDBs(t, bed, "comp")
@@ -117,7 +136,7 @@ func TestComputedKill9ShuffledVerify(t *testing.T) {
 	tables := []string{src + ".regions", src + ".customers", src + ".orders"}
 	head := bedConfigHead(bed, tables, "comp", filepath.Join(dir, "data"), sink)
 	cfgPath := filepath.Join(dir, "readside.yaml")
-	if err := os.WriteFile(cfgPath, []byte(head+fmt.Sprintf(computedProjections, src)), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(head+fmt.Sprintf(projections, src)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "run.log")
@@ -146,7 +165,7 @@ func TestComputedKill9ShuffledVerify(t *testing.T) {
 
 	// The same history, shuffled with duplicates, through topics of its own.
 	p, log2, sink2 := shuffledRun{seed: seed, dir: dir, prefix: prefix, src: src, sink: sink, sink2: "comp_r2", head: head,
-		projections: computedProjections, tables: []string{"regions", "customers", "orders"}}.run(t, bed)
+		projections: projections, tables: []string{"regions", "customers", "orders"}}.run(t, bed)
 	waitExpected(t, utc, computedExpectations(src, sink2), log2)
 	if code := p.stop(30 * time.Second); code != 0 {
 		t.Errorf("exit %d after SIGTERM; log:\n%s", code, tail(log2))

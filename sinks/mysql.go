@@ -410,8 +410,8 @@ func (s *MySQL) stmtLimit() int { return max(s.maxPacket/2, 1024) }
 // parents it touches, so any split leaves every array rebuilt from the
 // state as of the later half.
 func halve(b *projections.Batch) (*projections.Batch, *projections.Batch) {
-	first := &projections.Batch{Stale: b.Stale, Shard: b.Shard}
-	second := &projections.Batch{Offsets: b.Offsets, NewestTS: b.NewestTS, Stale: b.Stale, Marks: b.Marks, Shard: b.Shard}
+	first := &projections.Batch{Stale: b.Stale, Shard: b.Shard, CaughtUp: b.CaughtUp}
+	second := &projections.Batch{Offsets: b.Offsets, NewestTS: b.NewestTS, Stale: b.Stale, Marks: b.Marks, Shard: b.Shard, CaughtUp: b.CaughtUp}
 	if len(b.Contributions) > 0 {
 		// An aggregate projection's contributions each apply on their own
 		// (their source key's version decides), so any split is exact; its

@@ -172,7 +172,7 @@ func (s *Sharded) Apply(ctx context.Context, p *projections.Projection, b *proje
 	parts := make([]*projections.Batch, len(s.Shards))
 	for i := range parts {
 		parts[i] = &projections.Batch{Parents: b.Parents, Contributions: b.Contributions, ChildWrites: b.ChildWrites,
-			Offsets: b.Offsets, Stale: b.Stale, Marks: b.Marks, Shard: &s.Shards[i].Range,
+			Offsets: b.Offsets, Stale: b.Stale, Marks: b.Marks, Shard: &s.Shards[i].Range, CaughtUp: b.CaughtUp,
 			Writes: make([]projections.Write, 0, len(b.Writes)/len(s.Shards)+16)}
 	}
 	for _, w := range b.Writes {
