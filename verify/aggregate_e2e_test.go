@@ -478,12 +478,14 @@ func TestVerifyChildren(t *testing.T) {
 	}
 
 	// The next live changes to the repaired order are exact.
+	// The new lines go before the first and after the last line the
+	// order has (the churn may have used any line number).
 	fmt.Sscan(arrayOf, &oid)
-	r.exec(t, "INSERT INTO `"+r.src+"`.order_lines VALUES (?, 0, 'first', 9)", oid)
+	r.exec(t, "INSERT INTO "+l+" SELECT ?, COALESCE(MIN(line_no), 1) - 1, 'first', 9 FROM "+l+" WHERE order_id = ?", oid, oid)
 	fmt.Sscan(countOf, &oid)
-	r.exec(t, "DELETE FROM `"+r.src+"`.order_lines WHERE order_id = ? LIMIT 1", oid)
+	r.exec(t, "DELETE FROM "+l+" WHERE order_id = ? LIMIT 1", oid)
 	fmt.Sscan(lostDel, &oid)
-	r.exec(t, "INSERT INTO `"+r.src+"`.order_lines VALUES (?, 99, 'last', 1)", oid)
+	r.exec(t, "INSERT INTO "+l+" SELECT ?, COALESCE(MAX(line_no), 98) + 1, 'last', 1 FROM "+l+" WHERE order_id = ?", oid, oid)
 	testbed.Eventually(t, time.Minute, func() (bool, string) {
 		want, got := r.expectedLines(t), r.actualLines(t)
 		return want == got, "orders_with_lines after repair and a live change:" + testbed.FirstDifference(got, want)
