@@ -124,11 +124,7 @@ func joinIndexDefs(p *projections.Projection, key []string) []string {
 func joinStateDDL(p *projections.Projection, types projections.Types) []string {
 	var out []string
 	for i, j := range p.Joins {
-		var sdefs, skey []string
-		for _, on := range j.On {
-			sdefs = append(sdefs, q(stateKey(on.Parent))+" "+types.JoinKey[i][on.Parent])
-			skey = append(skey, q(stateKey(on.Parent)))
-		}
+		sdefs, skey := stateKeyDefs(j, types.JoinKey[i])
 		for _, c := range j.Columns {
 			sdefs = append(sdefs, q(stateCol(c.Name))+" "+types.Read[c.Name])
 		}
@@ -141,4 +137,14 @@ func joinStateDDL(p *projections.Projection, types projections.Types) []string {
 		}
 	}
 	return out
+}
+
+// stateKeyDefs are the definitions and quoted names of join j's parent key
+// columns in its state and pending tables (keyTypes: their types).
+func stateKeyDefs(j *projections.Join, keyTypes map[string]string) (defs, key []string) {
+	for _, on := range j.On {
+		defs = append(defs, q(stateKey(on.Parent))+" "+keyTypes[on.Parent])
+		key = append(key, q(stateKey(on.Parent)))
+	}
+	return defs, key
 }

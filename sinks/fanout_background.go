@@ -83,11 +83,7 @@ func pendingStatementsOf(p *projections.Projection, j *projections.Join) pending
 // pendingDDL creates join j's pending table, keyed like its state table
 // (keyTypes: the parent key columns' definitions).
 func pendingDDL(p *projections.Projection, j *projections.Join, keyTypes map[string]string) string {
-	var defs, key []string
-	for _, on := range j.On {
-		defs = append(defs, q(stateKey(on.Parent))+" "+keyTypes[on.Parent])
-		key = append(key, q(stateKey(on.Parent)))
-	}
+	defs, key := stateKeyDefs(j, keyTypes)
 	defs = append(defs, "`marked_at` TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) COMMENT 'readside: when the oldest change not copied yet was applied'",
 		"PRIMARY KEY ("+strings.Join(key, ", ")+")")
 	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s", q(j.PendingTable(p)), strings.Join(defs, ",\n  "),
@@ -121,8 +117,9 @@ func withoutChanges(keys [][]parentKey) [][]parentKey {
 	return out
 }
 
-// RunFanOuts copies the noted parents of p into their read rows every
-// fanOutRound until ctx ends (nil then). It returns the error of a copy
+// RunFanOuts copies the noted parents of p into their read rows until
+// ctx ends (nil then): a round as soon as a batch of this process notes a
+// parent, at most every fanOutGap, else every fanOutIdle. It returns the error of a copy
 // that cannot succeed (transient ones are retried), which stops the
 // projector as a failing batch would.
 func (s *MySQL) RunFanOuts(ctx context.Context, p *projections.Projection, observe func(pending int64, oldest time.Duration)) error {
@@ -170,6 +167,9 @@ func (s *MySQL) RunFanOuts(ctx context.Context, p *projections.Projection, obser
 // fanOutWake is the channel a batch of projection that noted a parent
 // wakes RunFanOuts with.
 func (s *MySQL) fanOutWake(projection string) chan struct{} {
+	if c, ok := s.fanOutWakes.Load(projection); ok {
+		return c.(chan struct{})
+	}
 	c, _ := s.fanOutWakes.LoadOrStore(projection, make(chan struct{}, 1))
 	return c.(chan struct{})
 }
@@ -177,6 +177,9 @@ func (s *MySQL) fanOutWake(projection string) chan struct{} {
 // batchesInFlight counts the caught-up batch transactions of projection
 // being applied through s (apply), which the copies pause for.
 func (s *MySQL) batchesInFlight(projection string) *atomic.Int32 {
+	if c, ok := s.inFlight.Load(projection); ok {
+		return c.(*atomic.Int32)
+	}
 	c, _ := s.inFlight.LoadOrStore(projection, new(atomic.Int32))
 	return c.(*atomic.Int32)
 }

@@ -419,14 +419,8 @@ func (e *env) fanOutPending(ctx context.Context, p *projections.Projection) (n, 
 	if p.FanOut != projections.FanOutBackground {
 		return 0, 0, nil
 	}
-	for _, j := range p.Joins {
-		var c, age int64
-		if err := e.sink.DB().QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(TIMESTAMPDIFF(MICROSECOND, MIN(marked_at), NOW(6)), 0) FROM `"+j.PendingTable(p)+"`").Scan(&c, &age); err != nil {
-			return 0, 0, fmt.Errorf("reading %s: %w", j.PendingTable(p), err)
-		}
-		n, oldestUs = n+c, max(oldestUs, age)
-	}
-	return n, oldestUs, nil
+	n, oldest, err := e.sink.PendingFanOuts(ctx, p)
+	return n, oldest.Microseconds(), err
 }
 
 // fanOutsDone reports whether a background fan-out has copied every
