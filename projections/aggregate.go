@@ -76,6 +76,38 @@ func (a Aggregate) SQL(col func(name string) string) string {
 	return map[AggFunc]string{AggSum: "SUM", AggMin: "MIN", AggMax: "MAX", AggAvg: "AVG"}[a.Func] + "(" + a.Arg.SQL(col) + ")"
 }
 
+// ValueOrder is how the sink may order an aggregate's values by their
+// text alone, without asking the server (a MIN or MAX that only gains
+// values is then kept without reading the group's contributions).
+type ValueOrder uint8
+
+const (
+	OrderUnknown ValueOrder = iota // only the server orders them (strings by collation, doubles, times, JSON)
+	OrderNumeric                   // integers and decimals, by value
+	// OrderText: dates and datetimes, whose text is "YYYY-MM-DD[ HH:MM:SS[.f]]":
+	// a value before another in byte order is not after it in time (a
+	// shorter fraction may equal a longer one, never exceed it).
+	OrderText
+)
+
+// Order is how the values of Aggregates[i] may be ordered by their text.
+func (ag *Aggregation) Order(i int) ValueOrder {
+	if ag.typed == nil {
+		return OrderUnknown
+	}
+	t := ag.typed.Load()
+	if t == nil || i >= len(t.aggs) || t.aggs[i].arg == nil {
+		return OrderUnknown
+	}
+	switch t.aggs[i].argT.Kind {
+	case expr.KindInt, expr.KindUint, expr.KindDecimal:
+		return OrderNumeric
+	case expr.KindDate, expr.KindDatetime:
+		return OrderText
+	}
+	return OrderUnknown
+}
+
 // Contribution is what one source row change does to an aggregate
 // projection: the row's new contribution under its source key, applied
 // by the sink only when Version is newer than the stored one.

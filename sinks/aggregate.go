@@ -3,20 +3,25 @@ package sinks
 // Applying an aggregate projection's contributions, in the batch's
 // transaction (docs/ARCHITECTURE.md, "Aggregates"):
 //
-//  1. lock every source key's contribution row, in sorted order,
-//     creating version-0 placeholders for rows never seen (so two
-//     transactions with one key meet at the lock, not both at "none");
-//  2. read the stored contributions; for each change newer than its
-//     stored one, withdraw the old contribution from the old group and
-//     add the new one to the new group, coalesced per group;
-//  3. write the new contributions;
+//  1. read the stored contributions of the batch's source keys, locking
+//     them (in key order); a key not stored locks nothing under READ
+//     COMMITTED;
+//  2. for each change newer than its stored one, withdraw the old
+//     contribution from the old group and add the new one to the new
+//     group, coalesced per group;
+//  3. write the new contributions: an upsert of the stored ones, a plain
+//     INSERT of the first ones. Two transactions that both read a key as
+//     never seen meet at that INSERT: the second fails on the duplicate
+//     key and is retried (contention), and then reads the first's row;
 //  4. apply the group deltas in one multi-row upsert (counts and sums
-//     added in SQL, exact), remove groups with no rows left, and set
-//     MIN, MAX (from the contributions, through their index) and AVG
-//     (from the hidden sum and count) of the touched groups — in a
-//     statement after step 4's upsert has locked their rows, so two
-//     transactions touching one group take turns, and the second
-//     recomputes from what the first committed.
+//     added in SQL, exact; a MIN or MAX kept as LEAST or GREATEST of the
+//     stored one and the furthest added, when nothing further left),
+//     remove groups with no rows left, and set the other MINs and MAXs
+//     (from the contributions, through their index) and AVG (from the
+//     hidden sum and count) of the touched groups — in statements after
+//     the upsert has locked their rows, so two transactions touching one
+//     group take turns, and the second starts from what the first
+//     committed.
 
 import (
 	"fmt"
@@ -52,29 +57,19 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 	if len(live) == 0 {
 		return nil
 	}
-	kept := live
+	kept := projections.CoalesceContributions(live)
 	slices.SortFunc(kept, func(x, y projections.Contribution) int { return strings.Compare(x.SourceKey, y.SourceKey) })
 	st := a.st.agg
-	keys := func(part []projections.Contribution) []any {
-		args := make([]any, len(part))
-		for i, c := range part {
-			args[i] = []byte(c.SourceKey)
-		}
-		return args
-	}
-	spansOf := cut(len(kept), chunk, func(i int) int { return len(kept[i].SourceKey) + 9 }, a.limit)
-	for _, sp := range spansOf {
-		part := kept[sp[0]:sp[1]]
-		if err := a.exec(st.lock.text(len(part)), keys(part)...); err != nil {
-			return fmt.Errorf("locking the contributions of %s: %w", a.p.Name, err)
-		}
-	}
 	// The truncation floor comes with the first read, under the key ""
 	// (no record key is empty): one round trip less per batch.
 	stored := map[string]storedContribution{}
-	for i, sp := range spansOf {
+	for i, sp := range cut(len(kept), chunk, func(i int) int { return len(kept[i].SourceKey) + 9 }, a.limit) {
 		part := kept[sp[0]:sp[1]]
-		q, args := st.read.text(len(part)), keys(part)
+		args := make([]any, len(part), len(part)+1)
+		for j, c := range part {
+			args[j] = []byte(c.SourceKey)
+		}
+		q := st.read.text(len(part))
 		if i == 0 {
 			q, args = st.readFirst.text(len(part)), append(args, a.p.Name)
 		}
@@ -85,9 +80,9 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 	floor := stored[""].version
 	ag := a.p.Aggregation
 	ds := newDeltas(ag)
-	writes := make([][]any, 0, len(kept))
+	var writes, inserts [][]any
 	for _, c := range kept {
-		old := stored[c.SourceKey]
+		old, seen := stored[c.SourceKey]
 		if c.Version <= old.version || c.Version <= floor {
 			a.skipped++
 			continue
@@ -122,7 +117,15 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 				}
 			}
 		}
-		writes = append(writes, row)
+		if seen {
+			writes = append(writes, row)
+		} else {
+			inserts = append(inserts, row)
+		}
+	}
+	a.firstContributions = len(inserts) > 0
+	if err := a.execRows(&st.insert, inserts); err != nil {
+		return fmt.Errorf("writing the first contributions of %s: %w", a.p.Name, err)
 	}
 	if err := a.execRows(&st.write, writes); err != nil {
 		return fmt.Errorf("writing the contributions of %s: %w", a.p.Name, err)
@@ -234,12 +237,26 @@ func (a *applier) applyDeltas(ds *deltas) error {
 	ag := a.p.Aggregation
 	rows := make([][]any, 0, len(ds.order))
 	groups := make([][]any, 0, len(ds.order))
+	var dives [][]any
 	for _, k := range ds.order {
 		d := ds.by[k]
 		row := appendValues(nil, d.group)
 		groups = append(groups, appendValues(nil, d.group))
+		dive := false
+		for i, x := range ag.Aggregates {
+			if e := d.extremes[i]; e != nil && e.needsDive(ds.orders[i], x.Func == projections.AggMax) {
+				dive = true
+			}
+		}
+		if dive {
+			dives = append(dives, appendValues(nil, d.group))
+		}
 		for i, x := range ag.Aggregates {
 			switch {
+			case extreme(x) && !dive && d.extremes[i].adds && ds.orders[i] != projections.OrderUnknown:
+				// The delta keeps the extreme: LEAST or GREATEST of the
+				// stored one and the furthest added.
+				row = append(row, &d.extremes[i].added)
 			case x.Counts():
 				row = append(row, d.counts[i])
 			case sums(x):
@@ -264,9 +281,14 @@ func (a *applier) applyDeltas(ds *deltas) error {
 	if err := a.execRows(&st.deleteEmpty, groups); err != nil {
 		return fmt.Errorf("removing empty groups of %s: %w", a.p.Table, err)
 	}
-	if st.recompute.head != "" {
-		if err := a.execRows(&st.recompute, groups); err != nil {
-			return fmt.Errorf("recomputing MIN, MAX and AVG of %s: %w", a.p.Table, err)
+	if st.recomputeExtremes.head != "" {
+		if err := a.execRows(&st.recomputeExtremes, dives); err != nil {
+			return fmt.Errorf("recomputing MIN and MAX of %s: %w", a.p.Table, err)
+		}
+	}
+	if st.recomputeAvg.head != "" {
+		if err := a.execRows(&st.recomputeAvg, groups); err != nil {
+			return fmt.Errorf("recomputing AVG of %s: %w", a.p.Table, err)
 		}
 	}
 	return nil
@@ -301,9 +323,10 @@ func (a *applier) truncateAggregate(at uint64) error {
 
 // deltas are a batch's changes per group (applyDeltas writes them in key order).
 type deltas struct {
-	ag    *projections.Aggregation
-	by    map[string]*delta
-	order []string
+	ag     *projections.Aggregation
+	orders []projections.ValueOrder // per aggregate: Aggregation.Order
+	by     map[string]*delta
+	order  []string
 }
 
 // delta is one group's change: counts and sums to add (negative to
@@ -314,11 +337,57 @@ type delta struct {
 	counts  []int64
 	nonNull []int64
 	sums    []*decimal
-	version uint64
+	// extremes are, per MIN or MAX aggregate (nil for the others), the
+	// most extreme value added and withdrawn.
+	extremes []*extremeDelta
+	version  uint64
+}
+
+// extremeDelta is what a batch does to one group's MIN or MAX: the
+// furthest value (lowest for MIN, highest for MAX) it adds and the
+// furthest it withdraws, non-NULL ones only.
+type extremeDelta struct {
+	added, withdrawn projections.Value
+	adds, withdraws  bool
+}
+
+// needsDive reports whether the group's new extreme must be read from its
+// contributions. Without withdrawals it is the old one or the furthest
+// added; with them too as long as the furthest added is at least as far
+// as the furthest withdrawn (what left is then no further than what
+// came). Values only the server can order always dive.
+func (e *extremeDelta) needsDive(order projections.ValueOrder, isMax bool) bool {
+	if order == projections.OrderUnknown {
+		return e.adds || e.withdraws
+	}
+	if !e.withdraws {
+		return false
+	}
+	if !e.adds {
+		return true
+	}
+	c := compareValues(order, e.withdrawn.Bytes(), e.added.Bytes())
+	return (isMax && c > 0) || (!isMax && c < 0)
+}
+
+// compareValues orders two values' texts as order says.
+func compareValues(order projections.ValueOrder, x, y []byte) int {
+	if order == projections.OrderNumeric {
+		a, b := &decimal{u: new(big.Int)}, &decimal{u: new(big.Int)}
+		if a.add(string(x), 1) != nil || b.add(string(y), 1) != nil {
+			return strings.Compare(string(x), string(y)) // not reached: the values are typed numbers
+		}
+		return a.cmp(b)
+	}
+	return strings.Compare(string(x), string(y))
 }
 
 func newDeltas(ag *projections.Aggregation) *deltas {
-	return &deltas{ag: ag, by: map[string]*delta{}}
+	ds := &deltas{ag: ag, by: map[string]*delta{}, orders: make([]projections.ValueOrder, len(ag.Aggregates))}
+	for i := range ag.Aggregates {
+		ds.orders[i] = ag.Order(i)
+	}
+	return ds
 }
 
 // add adds (sign 1) or withdraws (sign -1) a contribution's values from
@@ -328,9 +397,14 @@ func (ds *deltas) add(group, values []projections.Value, sign int64, version uin
 	d := ds.by[k]
 	if d == nil {
 		n := len(ds.ag.Aggregates)
-		d = &delta{group: group, counts: make([]int64, n), nonNull: make([]int64, n), sums: make([]*decimal, n)}
-		for i := range d.sums {
-			d.sums[i] = &decimal{u: new(big.Int)}
+		d = &delta{group: group, counts: make([]int64, n), nonNull: make([]int64, n), sums: make([]*decimal, n), extremes: make([]*extremeDelta, n)}
+		for i, x := range ds.ag.Aggregates {
+			if sums(x) {
+				d.sums[i] = &decimal{u: new(big.Int)}
+			}
+			if extreme(x) {
+				d.extremes[i] = &extremeDelta{}
+			}
 		}
 		ds.by[k] = d
 		ds.order = append(ds.order, k)
@@ -351,6 +425,25 @@ func (ds *deltas) add(group, values []projections.Value, sign int64, version uin
 			d.nonNull[i] += sign
 			if err := d.sums[i].add(string(v.Bytes()), sign); err != nil {
 				return fmt.Errorf("aggregate %s: %w", x.Column, err)
+			}
+		case extreme(x):
+			if v.Kind() == projections.NullValue {
+				continue
+			}
+			e := d.extremes[i]
+			further := func(cur projections.Value) bool {
+				if ds.orders[i] == projections.OrderUnknown {
+					return false // only the server orders them: needsDive decides
+				}
+				c := compareValues(ds.orders[i], v.Bytes(), cur.Bytes())
+				return (x.Func == projections.AggMax && c > 0) || (x.Func == projections.AggMin && c < 0)
+			}
+			if sign > 0 {
+				if !e.adds || further(e.added) {
+					e.added, e.adds = *v, true
+				}
+			} else if !e.withdraws || further(e.withdrawn) {
+				e.withdrawn, e.withdraws = *v, true
 			}
 		}
 	}
@@ -382,6 +475,17 @@ func (d *decimal) add(s string, sign int64) error {
 	}
 	d.u.Add(d.u, x)
 	return nil
+}
+
+// cmp compares two decimals by value.
+func (d *decimal) cmp(o *decimal) int {
+	x, y := new(big.Int).Set(d.u), new(big.Int).Set(o.u)
+	if d.scale < o.scale {
+		x.Mul(x, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(o.scale-d.scale)), nil))
+	} else if o.scale < d.scale {
+		y.Mul(y, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(d.scale-o.scale)), nil))
+	}
+	return x.Cmp(y)
 }
 
 // Sign is the sign of the value.

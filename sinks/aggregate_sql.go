@@ -15,17 +15,18 @@ import (
 
 // aggStatements are an aggregate projection's statements.
 type aggStatements struct {
-	lock, read, write multiRow // the contributions table
+	read, write, insert multiRow // the contributions table
 	// readFirst is read with the truncation floor as one more row, of
 	// key "" (its last parameter is the projection's name).
 	readFirst multiRow
 	delta     multiRow // group deltas into the read table
-	// deleteEmpty, recompute: head + one group match per group, joined by
-	// sep, + tail.
-	deleteEmpty, recompute multiRow
-	withdraw               string // truncation: contributions older than ? become none
-	clearGroups            string
-	rebuildGroups          string
+	// deleteEmpty, recomputeExtremes (MIN and MAX from the contributions,
+	// for the groups whose delta cannot keep them), recomputeAvg: head +
+	// one group match per group, joined by sep, + tail.
+	deleteEmpty, recomputeExtremes, recomputeAvg multiRow
+	withdraw                                     string // truncation: contributions older than ? become none
+	clearGroups                                  string
+	rebuildGroups                                string
 	// fillJoins copy each join's state into every group row (after
 	// rebuildGroups made them afresh).
 	fillJoins []string
@@ -78,18 +79,24 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 		stateSets = append(stateSets, col+" = "+d.newRow(col))
 	}
 	st := &aggStatements{
-		// A placeholder (version 0, no group) for a source row never seen;
-		// an existing row is only locked.
-		lock: multiRow{head: "INSERT INTO " + c + " (`key_text`, `_rs_version`) VALUES ", row: "(?, 0)", sep: ", ",
-			tail: d.onDuplicate() + "`key_text` = `key_text`"},
-		read: multiRow{head: "SELECT " + strings.Join(stateCols, ", ") + " FROM " + c + " WHERE `key_text` IN (", row: "?", sep: ", ", tail: ")"},
+		// The stored rows, locked (in key order: the primary key's range
+		// scan). A key not there locks nothing under READ COMMITTED: the
+		// plain INSERT of its first contribution (insert) is what two
+		// transactions with one new key meet at.
+		read: multiRow{head: "SELECT " + strings.Join(stateCols, ", ") + " FROM " + c + " WHERE `key_text` IN (", row: "?", sep: ", ", tail: ") FOR UPDATE"},
 		// Unconditional: the rows are locked and only newer ones are written.
 		write: multiRow{head: "INSERT INTO " + c + " (" + strings.Join(stateCols, ", ") + ") VALUES ",
 			row: "(" + placeholders(len(stateCols)) + ")", sep: ", ", tail: d.onDuplicate() + strings.Join(stateSets, ", ")},
+		// A source row's first contribution: a duplicate key means another
+		// transaction wrote it since the read, and this batch's deltas were
+		// computed without it (the batch is retried: contention).
+		insert: multiRow{head: "INSERT INTO " + c + " (" + strings.Join(stateCols, ", ") + ") VALUES ",
+			row: "(" + placeholders(len(stateCols)) + ")", sep: ", "},
 	}
 	nulls := strings.Repeat(", NULL", len(stateCols)-2)
 	st.readFirst = st.read
-	st.readFirst.tail = ") UNION ALL SELECT '', version" + nulls + " FROM `_readside_truncations` WHERE projection = ?"
+	st.readFirst.head = "(" + st.read.head
+	st.readFirst.tail = ") FOR UPDATE) UNION ALL SELECT '', version" + nulls + " FROM `_readside_truncations` WHERE projection = ?"
 	dcols := aggDeltaColumns(ag)
 	var sets []string
 	for _, a := range ag.Aggregates {
@@ -106,6 +113,14 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 			}
 			// Assignments run left to right: n is already the new count.
 			sets = append(sets, fmt.Sprintf("%[1]s = IF(%[2]s = 0, NULL, COALESCE(%[1]s, 0) + COALESCE(%[3]s, 0))", s, n, d.newRow(s)))
+		case extreme(a):
+			// The delta's value is the furthest added when that keeps the
+			// extreme (NULL otherwise: recomputeExtremes reads it).
+			fn := "LEAST"
+			if a.Func == projections.AggMax {
+				fn = "GREATEST"
+			}
+			sets = append(sets, fmt.Sprintf("%[1]s = COALESCE(%[2]s(%[1]s, %[3]s), %[3]s, %[1]s)", col, fn, d.newRow(col)))
 		}
 	}
 	sets = append(sets, "`_rs_rows` = `_rs_rows` + "+d.newRow("`_rs_rows`"),
@@ -114,7 +129,7 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 	st.delta = multiRow{head: "INSERT INTO " + t + " (" + strings.Join(all, ", ") + ") VALUES ",
 		row: "(" + placeholders(len(all)) + ")", sep: ", ", tail: d.onDuplicate() + strings.Join(sets, ", ")}
 	st.deleteEmpty = groupMatch("DELETE FROM "+t+" WHERE `_rs_rows` <= 0 AND ", "", p.Key, "")
-	var re []string
+	var re, avg []string
 	var on []string
 	for i, g := range p.Key {
 		on = append(on, "c."+cgcols[i]+" = r."+q(g))
@@ -143,11 +158,14 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 			re = append(re, fmt.Sprintf("r.%s = %s", col, first))
 		case a.Func == projections.AggAvg:
 			n, s := q(projections.NonNullColumn(a.Column)), q(projections.AvgSumColumn(a.Column))
-			re = append(re, fmt.Sprintf("r.%s = IF(r.%s = 0, NULL, r.%s / r.%s)", col, n, s, n))
+			avg = append(avg, fmt.Sprintf("r.%s = IF(r.%s = 0, NULL, r.%s / r.%s)", col, n, s, n))
 		}
 	}
 	if len(re) > 0 {
-		st.recompute = groupMatch("UPDATE "+t+" AS r SET "+strings.Join(re, ", ")+" WHERE ", "r.", p.Key, "")
+		st.recomputeExtremes = groupMatch("UPDATE "+t+" AS r SET "+strings.Join(re, ", ")+" WHERE ", "r.", p.Key, "")
+	}
+	if len(avg) > 0 {
+		st.recomputeAvg = groupMatch("UPDATE "+t+" AS r SET "+strings.Join(avg, ", ")+" WHERE ", "r.", p.Key, "")
 	}
 	// Truncation: withdraw what is older, then rebuild every group from
 	// the contributions left.

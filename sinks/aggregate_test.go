@@ -69,3 +69,80 @@ func TestGroupDeltasCoalesce(t *testing.T) {
 		t.Errorf("hot group delta: rows %d count %d non-NULL %d sum %s version %d", d.rows, d.counts[0], d.nonNull[1], d.sums[1], d.version)
 	}
 }
+
+// TestExtremeNeedsDive: a group's MIN or MAX is read back from its
+// contributions only when the batch may have withdrawn it: a withdrawal
+// further than everything the batch adds, or any change to values only
+// the server can order.
+func TestExtremeNeedsDive(t *testing.T) {
+	num, text, unknown := projections.OrderNumeric, projections.OrderText, projections.OrderUnknown
+	v := projections.ValueOf
+	cases := []struct {
+		why       string
+		order     projections.ValueOrder
+		isMax     bool
+		adds      []string
+		withdraws []string
+		want      bool
+	}{
+		{"adds only", num, true, []string{"5", "9"}, nil, false},
+		{"an update that keeps the value", text, false, []string{"2026-01-01 00:00:00"}, []string{"2026-01-01 00:00:00"}, false},
+		{"MAX: the added reach past the withdrawn", num, true, []string{"7", "12"}, []string{"11"}, false},
+		{"MAX: a withdrawal past every added", num, true, []string{"7"}, []string{"11", "3"}, true},
+		{"MIN: a withdrawal below every added", num, false, []string{"7"}, []string{"6.5"}, true},
+		{"MIN: an added value below the withdrawn", num, false, []string{"-1", "8"}, []string{"0"}, false},
+		{"withdrawals only", text, false, nil, []string{"2026-01-01"}, true},
+		{"numbers by value, not text: 10 > 9", num, true, []string{"10"}, []string{"9"}, false},
+		{"equal values of other scales", num, true, []string{"1.5"}, []string{"1.50"}, false},
+		{"a shorter fraction is never after a longer one", text, true, []string{"2026-01-01 00:00:00"}, []string{"2026-01-01 00:00:00.000001"}, true},
+		{"the server's order: any added value", unknown, true, []string{"b"}, nil, true},
+		{"the server's order: only NULLs", unknown, true, []string{"NULL"}, []string{"NULL"}, false},
+	}
+	for _, c := range cases {
+		ag := &projections.Aggregation{Aggregates: []projections.Aggregate{{Column: "x", Func: projections.AggMin}}}
+		if c.isMax {
+			ag.Aggregates[0].Func = projections.AggMax
+		}
+		ds := newDeltas(ag)
+		ds.orders[0] = c.order
+		group := []projections.Value{v("g")}
+		value := func(s string) []projections.Value {
+			if s == "NULL" {
+				return []projections.Value{{}}
+			}
+			return []projections.Value{v(s)}
+		}
+		for _, s := range c.adds {
+			if err := ds.add(group, value(s), 1, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, s := range c.withdraws {
+			if err := ds.add(group, value(s), -1, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d := ds.by[ds.order[0]]
+		if got := d.extremes[0].needsDive(c.order, c.isMax); got != c.want {
+			t.Errorf("%s: needs a dive %v, want %v", c.why, got, c.want)
+		}
+	}
+}
+
+// TestExtremeAdded: the value a delta keeps is the furthest added, by
+// value for numbers.
+func TestExtremeAdded(t *testing.T) {
+	ag := &projections.Aggregation{Aggregates: []projections.Aggregate{{Column: "lo", Func: projections.AggMin}, {Column: "hi", Func: projections.AggMax}}}
+	ds := newDeltas(ag)
+	ds.orders[0], ds.orders[1] = projections.OrderNumeric, projections.OrderNumeric
+	group := []projections.Value{projections.ValueOf("g")}
+	for _, s := range []string{"9", "-2.5", "10", "3"} {
+		if err := ds.add(group, []projections.Value{projections.ValueOf(s), projections.ValueOf(s)}, 1, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := ds.by[ds.order[0]]
+	if lo, hi := string(d.extremes[0].added.Bytes()), string(d.extremes[1].added.Bytes()); lo != "-2.5" || hi != "10" {
+		t.Errorf("furthest added: MIN %s, MAX %s; want -2.5, 10", lo, hi)
+	}
+}

@@ -51,6 +51,13 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 		return err
 	}
 	defer a.rollbackOnError(&err)
+	defer func() {
+		// The one plain INSERT of a batch: its error may come with a later
+		// statement or the commit (pipeline).
+		if err != nil && a.firstContributions && isDuplicateKey(err) {
+			err = contention{err}
+		}
+	}()
 	if generation != nil {
 		if err := a.checkRouting(*generation); err != nil {
 			return err
@@ -128,6 +135,9 @@ type applier struct {
 	// rows in the background (fanout_background.go), not in step 4.
 	fanOutLater bool
 	noted       int // parent keys noted for the background fan-out
+	// firstContributions: the batch inserts contributions of source rows
+	// it read as never seen (aggregate.go); a duplicate key is contention.
+	firstContributions bool
 }
 
 // exec runs a statement whose result is not read. Its error may come

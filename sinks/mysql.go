@@ -317,6 +317,9 @@ func readOffsets(ctx context.Context, q interface {
 // that says the connection was lost or refused, so a sink outage stalls
 // the projector until the sink is back instead of stopping it.
 func retryable(err error) bool {
+	if errors.As(err, new(contention)) {
+		return true
+	}
 	var me *driver.MySQLError
 	if errors.As(err, &me) {
 		switch me.Number {
@@ -328,6 +331,21 @@ func retryable(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, driver.ErrInvalidConn) || errors.Is(err, sqldriver.ErrBadConn) ||
 		errors.Is(err, sql.ErrConnDone) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// contention is an error that says another transaction wrote what this
+// one had read as absent: the batch is retried, as after a deadlock.
+type contention struct{ err error }
+
+func (c contention) Error() string {
+	return c.err.Error() + " (written by another transaction since it was read: retried)"
+}
+func (c contention) Unwrap() error { return c.err }
+
+// isDuplicateKey reports MySQL's duplicate-key error (1062).
+func isDuplicateKey(err error) bool {
+	var me *driver.MySQLError
+	return errors.As(err, &me) && me.Number == 1062
 }
 
 // retrying runs f until it succeeds, fails with an error retrying cannot
@@ -454,7 +472,7 @@ func halve(b *projections.Batch) (*projections.Batch, *projections.Batch) {
 // to the dead-letter topic (on_error: dlq).
 func Rejected(err error) bool {
 	var me *driver.MySQLError
-	if !errors.As(err, &me) {
+	if errors.As(err, new(contention)) || !errors.As(err, &me) {
 		return false
 	}
 	switch me.Number {

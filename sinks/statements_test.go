@@ -113,18 +113,21 @@ func aggregateList(st *statements) []namedStatement {
 	a := st.agg
 	list := []namedStatement{{"comment", st.comment}}
 	list = append(list,
-		namedStatement{"aggregate: lock contributions", a.lock.text(2)},
-		namedStatement{"aggregate: read contributions", a.read.text(2)},
+		namedStatement{"aggregate: read contributions, locking them", a.read.text(2)},
 		namedStatement{"aggregate: read contributions and the truncation floor", a.readFirst.text(2)},
 		namedStatement{"aggregate: write contributions", a.write.text(2)},
+		namedStatement{"aggregate: insert first contributions", a.insert.text(2)},
 		namedStatement{"aggregate: group deltas", a.delta.text(2)},
 		namedStatement{"aggregate: remove empty groups", a.deleteEmpty.text(2)},
 		namedStatement{"aggregate truncation: withdraw older contributions", a.withdraw},
 		namedStatement{"aggregate truncation: clear groups", a.clearGroups},
 		namedStatement{"aggregate truncation: rebuild groups", a.rebuildGroups},
 	)
-	if a.recompute.head != "" {
-		list = append(list, namedStatement{"aggregate: recompute MIN, MAX, AVG", a.recompute.text(2)})
+	if a.recomputeExtremes.head != "" {
+		list = append(list, namedStatement{"aggregate: recompute MIN, MAX", a.recomputeExtremes.text(2)})
+	}
+	if a.recomputeAvg.head != "" {
+		list = append(list, namedStatement{"aggregate: recompute AVG", a.recomputeAvg.text(2)})
 	}
 	for i, fill := range a.fillJoins {
 		list = append(list, namedStatement{fmt.Sprintf("aggregate truncation: fill join %d", i+1), fill})

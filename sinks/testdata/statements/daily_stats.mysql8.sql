@@ -1,17 +1,17 @@
 -- comment
 /* readside daily_stats */ 
 
--- aggregate: lock contributions
-INSERT INTO `_readside_agg_daily_stats` (`key_text`, `_rs_version`) VALUES (?, 0), (?, 0) AS _rs_new ON DUPLICATE KEY UPDATE `key_text` = `key_text`
-
--- aggregate: read contributions
-SELECT `key_text`, `_rs_version`, `g_customer_id`, `g_date_created_at`, `v_total` FROM `_readside_agg_daily_stats` WHERE `key_text` IN (?, ?)
+-- aggregate: read contributions, locking them
+SELECT `key_text`, `_rs_version`, `g_customer_id`, `g_date_created_at`, `v_total` FROM `_readside_agg_daily_stats` WHERE `key_text` IN (?, ?) FOR UPDATE
 
 -- aggregate: read contributions and the truncation floor
-SELECT `key_text`, `_rs_version`, `g_customer_id`, `g_date_created_at`, `v_total` FROM `_readside_agg_daily_stats` WHERE `key_text` IN (?, ?) UNION ALL SELECT '', version, NULL, NULL, NULL FROM `_readside_truncations` WHERE projection = ?
+(SELECT `key_text`, `_rs_version`, `g_customer_id`, `g_date_created_at`, `v_total` FROM `_readside_agg_daily_stats` WHERE `key_text` IN (?, ?) FOR UPDATE) UNION ALL SELECT '', version, NULL, NULL, NULL FROM `_readside_truncations` WHERE projection = ?
 
 -- aggregate: write contributions
 INSERT INTO `_readside_agg_daily_stats` (`key_text`, `_rs_version`, `g_customer_id`, `g_date_created_at`, `v_total`) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE `_rs_version` = _rs_new.`_rs_version`, `g_customer_id` = _rs_new.`g_customer_id`, `g_date_created_at` = _rs_new.`g_date_created_at`, `v_total` = _rs_new.`v_total`
+
+-- aggregate: insert first contributions
+INSERT INTO `_readside_agg_daily_stats` (`key_text`, `_rs_version`, `g_customer_id`, `g_date_created_at`, `v_total`) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)
 
 -- aggregate: group deltas
 INSERT INTO `daily_stats` (`customer_id`, `date_created_at`, `orders`, `total`, `_rs_n_total`, `_rs_rows`, `_rs_version`) VALUES (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE `orders` = `orders` + _rs_new.`orders`, `_rs_n_total` = `_rs_n_total` + _rs_new.`_rs_n_total`, `total` = IF(`_rs_n_total` = 0, NULL, COALESCE(`total`, 0) + COALESCE(_rs_new.`total`, 0)), `_rs_rows` = `_rs_rows` + _rs_new.`_rs_rows`, `_rs_version` = GREATEST(`_rs_version`, _rs_new.`_rs_version`)
