@@ -232,14 +232,11 @@ func Compile(cfg config.Config) ([]*Projection, error) {
 		}
 		p.ApplyConcurrency = d.ApplyConcurrency
 		if p.ApplyConcurrency == 0 {
+			// An aggregate too: its transactions queue only for the group
+			// rows they share, after the contributions (most of the work,
+			// each over its own partitions' keys) are written side by side
+			// (docs/benchmarks.md, tuning log 51).
 			p.ApplyConcurrency = DefaultApplyConcurrency
-			if aggregate {
-				// Groups are shared by every partition: concurrent
-				// transactions would queue on each hot group's row lock, and
-				// one transaction coalesces a group's changes of the whole
-				// poll into one row write.
-				p.ApplyConcurrency = 1
-			}
 		}
 		// The shard key leads the primary key (co-locates what is read together).
 		if d.ShardBy != "" {
