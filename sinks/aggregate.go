@@ -24,9 +24,11 @@ package sinks
 //     committed.
 
 import (
+	"cmp"
 	"fmt"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/readside/readside/projections"
@@ -213,7 +215,11 @@ func (a *applier) readContributions(query string, args []any, out map[string]sto
 // chunk rows and about a.limit bytes.
 func (a *applier) execRows(stmt *multiRow, rows [][]any) error {
 	for _, sp := range spans(len(rows), func(i int) int { return argBytes(rows[i]) }, a.limit) {
-		var args []any
+		n := 0
+		for _, r := range rows[sp[0]:sp[1]] {
+			n += len(r)
+		}
+		args := make([]any, 0, n)
 		for _, r := range rows[sp[0]:sp[1]] {
 			args = append(args, r...)
 		}
@@ -373,6 +379,11 @@ func (e *extremeDelta) needsDive(order projections.ValueOrder, isMax bool) bool 
 // compareValues orders two values' texts as order says.
 func compareValues(order projections.ValueOrder, x, y []byte) int {
 	if order == projections.OrderNumeric {
+		if a, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			if b, err := strconv.ParseInt(string(y), 10, 64); err == nil {
+				return cmp.Compare(a, b)
+			}
+		}
 		a, b := &decimal{u: new(big.Int)}, &decimal{u: new(big.Int)}
 		if a.add(string(x), 1) != nil || b.add(string(y), 1) != nil {
 			return strings.Compare(string(x), string(y)) // not reached: the values are typed numbers
@@ -454,10 +465,24 @@ func (ds *deltas) add(group, values []projections.Value, sign int64, version uin
 type decimal struct {
 	u     *big.Int
 	scale int
+	// small is a sum of integers not yet added to u (|small| < 2^62):
+	// most values are integers of a BIGINT or INT column, and adding them
+	// as int64 costs no allocation.
+	small int64
 }
 
 // add adds sign × the decimal text s.
 func (d *decimal) add(s string, sign int64) error {
+	if len(s) <= 18 && !strings.Contains(s, ".") {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil { // |n| < 10^18 < 2^60
+			if d.small >= 1<<61 || d.small <= -(1<<61) {
+				d.fold()
+			}
+			d.small += sign * n
+			return nil
+		}
+	}
+	d.fold()
 	neg := strings.HasPrefix(s, "-")
 	digits := strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+")
 	intPart, frac, _ := strings.Cut(digits, ".")
@@ -477,8 +502,23 @@ func (d *decimal) add(s string, sign int64) error {
 	return nil
 }
 
+// fold adds small to u.
+func (d *decimal) fold() {
+	if d.small == 0 {
+		return
+	}
+	x := big.NewInt(d.small)
+	if d.scale > 0 {
+		x.Mul(x, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(d.scale)), nil))
+	}
+	d.u.Add(d.u, x)
+	d.small = 0
+}
+
 // cmp compares two decimals by value.
 func (d *decimal) cmp(o *decimal) int {
+	d.fold()
+	o.fold()
 	x, y := new(big.Int).Set(d.u), new(big.Int).Set(o.u)
 	if d.scale < o.scale {
 		x.Mul(x, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(o.scale-d.scale)), nil))
@@ -489,10 +529,14 @@ func (d *decimal) cmp(o *decimal) int {
 }
 
 // Sign is the sign of the value.
-func (d *decimal) Sign() int { return d.u.Sign() }
+func (d *decimal) Sign() int {
+	d.fold()
+	return d.u.Sign()
+}
 
 // String is the value's text with its scale.
 func (d *decimal) String() string {
+	d.fold()
 	s := new(big.Int).Abs(d.u).String()
 	if d.scale > 0 {
 		if len(s) <= d.scale {
