@@ -59,6 +59,9 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 	if len(live) == 0 {
 		return nil
 	}
+	// One contribution per source key (Build's batches already are): two
+	// first contributions of one key would meet at their own INSERT and
+	// be retried without end.
 	kept := projections.CoalesceContributions(live)
 	slices.SortFunc(kept, func(x, y projections.Contribution) int { return strings.Compare(x.SourceKey, y.SourceKey) })
 	st := a.st.agg
@@ -259,7 +262,7 @@ func (a *applier) applyDeltas(ds *deltas) error {
 		}
 		for i, x := range ag.Aggregates {
 			switch {
-			case extreme(x) && !dive && d.extremes[i].adds && ds.orders[i] != projections.OrderUnknown:
+			case extreme(x) && !dive && d.extremes[i].adds:
 				// The delta keeps the extreme: LEAST or GREATEST of the
 				// stored one and the furthest added.
 				row = append(row, &d.extremes[i].added)

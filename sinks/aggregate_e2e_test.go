@@ -141,7 +141,7 @@ func TestApplyContributionsSameNewKeysConcurrently(t *testing.T) {
 	ctx := t.Context()
 	src, sinkDB := sourceAndSink(t, bed, "aggnew", "id INT PRIMARY KEY, g INT NOT NULL, amount DECIMAL(8,2)")
 	p, sink := aggregateSink(t, bed, src, sinkDB)
-	var retried atomic.Int64
+	var stale atomic.Int64
 	const rounds, writers, keys = 25, 4, 20
 	actx, cancel := context.WithTimeout(ctx, 120*time.Second)
 	defer cancel()
@@ -153,7 +153,7 @@ func TestApplyContributionsSameNewKeysConcurrently(t *testing.T) {
 				for k := range keys {
 					cs = append(cs, contribution(fmt.Sprintf("r%d-%d", round, k), uint64(round+1), 1, "1.00"))
 				}
-				errs <- sink.Apply(actx, p, &projections.Batch{Contributions: cs, Stale: &retried})
+				errs <- sink.Apply(actx, p, &projections.Batch{Contributions: cs, Stale: &stale})
 			}()
 		}
 		for range writers {
@@ -168,8 +168,8 @@ func TestApplyContributionsSameNewKeysConcurrently(t *testing.T) {
 	}
 	// Every writer but the first of a round finds the rows stored (stale):
 	// only then are its contributions skipped.
-	if want := int64(rounds * (writers - 1) * keys); retried.Load() != want {
-		t.Errorf("%d contributions counted stale, want %d", retried.Load(), want)
+	if want := int64(rounds * (writers - 1) * keys); stale.Load() != want {
+		t.Errorf("%d contributions counted stale, want %d", stale.Load(), want)
 	}
 }
 
