@@ -5,18 +5,22 @@ package sinks
 //
 //  1. before the read table's own writes (lockChildren): read, locking
 //     them, the stored links of the child rows the batch changes (their
-//     old parents), then lock the link row of every parent the batch
-//     touches — old and new parents of its child changes and the parents
-//     it upserts — in sorted order, creating the rows not there yet;
-//  2. after them (children): apply the truncation and the child state
-//     changes, each only when newer than the stored state;
-//  3. rebuild the array and count of every read row of those links from
-//     the state, in SQL: JSON_ARRAYAGG(JSON_OBJECT(…) ORDER BY …, <pk> LIMIT n).
+//     old parents); apply the child state changes, each only when newer
+//     than the stored state; then lock the link row of every parent the
+//     batch touches — old and new parents of its child changes and the
+//     parents it upserts — in sorted order, creating the rows not there
+//     yet;
+//  2. after them (children): rebuild the array and count of every read
+//     row of those links from the state, in SQL:
+//     JSON_ARRAYAGG(JSON_OBJECT(…) ORDER BY …, <pk> LIMIT n).
 //
 // A parent write and a child write of one link in two transactions meet
-// at step 1's lock, so the one that commits second refreshes after the
+// at step 1's lock, so the one that takes it second refreshes after the
 // other's commit, and sees it: READ COMMITTED reads the latest committed
-// rows in every statement.
+// rows in every statement. Each transaction's own state writes come
+// before the lock, so the state writes of two transactions run side by
+// side. A batch that truncates the child table locks every link first
+// and writes the state after the truncation's floor.
 
 import (
 	"database/sql"
@@ -187,6 +191,8 @@ func (a *applier) lockChildren(b *projections.Batch) error {
 			if err := a.drain(st.lockAll); err != nil {
 				return err
 			}
+		} else if err := a.writeChildStates(ci, b); err != nil {
+			return err
 		}
 		if err := a.execKeys(&st.lock, cl.links); err != nil {
 			return fmt.Errorf("locking the children links of %s.%s: %w", c.SourceDB, c.SourceTbl, err)
@@ -270,11 +276,11 @@ func (a *applier) drain(query string) error {
 	return rows.Err()
 }
 
-// children applies the child state changes of a batch (each only when
-// newer than the stored state of its child row) and rebuilds the arrays
-// and counts of every parent read row the batch touched: the old and new
-// parents of the child changes and the parent rows the batch wrote
-// (docs/ARCHITECTURE.md, "Nested children").
+// children rebuilds the arrays and counts of every parent read row the
+// batch touched: the old and new parents of the child changes and the
+// parent rows the batch wrote (docs/ARCHITECTURE.md, "Nested children").
+// A batch that truncates the child table applies the truncation and its
+// child state changes here, under the lock of every link.
 func (a *applier) children(b *projections.Batch) error {
 	for ci, c := range a.p.Children {
 		st := &a.st.children[ci]
@@ -288,30 +294,10 @@ func (a *applier) children(b *projections.Batch) error {
 				return err
 			}
 		}
-		var ws []projections.ChildWrite
-		for _, w := range b.ChildWrites {
-			if w.Child == ci && !w.Truncate {
-				ws = append(ws, w)
-			}
-		}
-		if len(ws) > 0 {
-			floor, err := a.truncatedAt(name)
-			if err != nil {
+		if cl.truncateAt > 0 {
+			if err := a.writeChildStates(ci, b); err != nil {
 				return err
 			}
-			kept := ws[:0:0]
-			for _, w := range ws {
-				if w.Version > floor {
-					kept = append(kept, w)
-				} else {
-					a.skipped++
-				}
-			}
-			if err := a.writeChildState(ci, kept); err != nil {
-				return fmt.Errorf("updating the children state of %s.%s: %w", c.SourceDB, c.SourceTbl, err)
-			}
-		}
-		if cl.truncateAt > 0 {
 			if err := a.exec(st.refreshAll); err != nil {
 				return err
 			}
@@ -320,6 +306,38 @@ func (a *applier) children(b *projections.Batch) error {
 		if err := a.execKeys(&st.refresh, cl.links); err != nil {
 			return fmt.Errorf("refreshing %s of %s: %w", c.Name, a.p.Table, err)
 		}
+	}
+	return nil
+}
+
+// writeChildStates applies the batch's child state changes of children
+// entry ci, each only when newer than the stored state of its child row
+// and than the child table's last truncation.
+func (a *applier) writeChildStates(ci int, b *projections.Batch) error {
+	c := a.p.Children[ci]
+	var ws []projections.ChildWrite
+	for _, w := range b.ChildWrites {
+		if w.Child == ci && !w.Truncate {
+			ws = append(ws, w)
+		}
+	}
+	if len(ws) == 0 {
+		return nil
+	}
+	floor, err := a.truncatedAt(c.TruncationName(a.p))
+	if err != nil {
+		return err
+	}
+	kept := ws[:0:0]
+	for _, w := range ws {
+		if w.Version > floor {
+			kept = append(kept, w)
+		} else {
+			a.skipped++
+		}
+	}
+	if err := a.writeChildState(ci, kept); err != nil {
+		return fmt.Errorf("updating the children state of %s.%s: %w", c.SourceDB, c.SourceTbl, err)
 	}
 	return nil
 }

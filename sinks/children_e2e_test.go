@@ -137,3 +137,53 @@ func TestApplyChildWritesShrinkOversizedBatch(t *testing.T) {
 		t.Fatalf("after the shrunk batch: %q, want %q", got, want)
 	}
 }
+
+// TestApplyChildStateBeforeLinkLock: a transaction writes its child state
+// before it waits for a link another transaction holds, so the two
+// transactions of a poll (an order and its lines arrive on different
+// topics, so in different ones) write their state side by side and queue
+// only for the refresh. The test holds parent 1's link row; a batch of a
+// child of parent 1 must be seen waiting with its state row already
+// written.
+func TestApplyChildStateBeforeLinkLock(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, sinkDB := sourceAndSink(t, bed, "chb", "id INT PRIMARY KEY, pid INT NULL, v VARCHAR(10) NOT NULL")
+	p, sink := childrenSink(t, bed, src, sinkDB)
+	db := sink.Shards[0].DB()
+	// The link row exists once a batch has locked it.
+	parent := projections.Write{Kind: projections.Upsert, Key: "1", Version: 5, Values: projections.ValuesOf(1)}
+	if err := sink.Apply(ctx, p, &projections.Batch{Writes: []projections.Write{parent}, ChildWrites: []projections.ChildWrite{item(1, 10, 1, "a")}}); err != nil {
+		t.Fatal(err)
+	}
+	hold, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback()
+	var link int
+	if err := hold.QueryRowContext(ctx, "SELECT * FROM `"+p.Children[0].LinkTable(p)+"` FOR UPDATE").Scan(&link); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- sink.Apply(ctx, p, &projections.Batch{ChildWrites: []projections.ChildWrite{item(2, 11, 1, "b")}})
+	}()
+	var modified int
+	testbed.Eventually(t, 60*time.Second, func() (bool, string) {
+		err := db.QueryRowContext(ctx, "SELECT trx_rows_modified FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'").Scan(&modified)
+		return err == nil, fmt.Sprintf("the batch never waited for the held link (%v)", err)
+	})
+	if modified < 1 {
+		t.Errorf("the batch waits for the link with %d rows modified: its child state is written after the lock", modified)
+	}
+	if err := hold.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got, want := testbed.RowsText(t, db, "SELECT id, items, items_count FROM parents"), `1|[{"v": "a"},{"v": "b"}]|2|`+"\n"; got != want {
+		t.Errorf("after the wait: %s", testbed.FirstDifference(got, want))
+	}
+}
