@@ -324,17 +324,9 @@ func (a *applier) writeChildStates(ci int, b *projections.Batch) error {
 	if len(ws) == 0 {
 		return nil
 	}
-	floor, err := a.truncatedAt(c.TruncationName(a.p))
+	kept, err := newerThanTruncation(a, c.TruncationName(a.p), ws, func(w projections.ChildWrite) uint64 { return w.Version })
 	if err != nil {
 		return err
-	}
-	kept := ws[:0:0]
-	for _, w := range ws {
-		if w.Version > floor {
-			kept = append(kept, w)
-		} else {
-			a.skipped++
-		}
 	}
 	if err := a.writeChildState(ci, kept); err != nil {
 		return fmt.Errorf("updating the children state of %s.%s: %w", c.SourceDB, c.SourceTbl, err)

@@ -290,17 +290,9 @@ func (a *applier) parentState(ji int, all []projections.ParentWrite) error {
 	if len(ws) == 0 {
 		return nil
 	}
-	floor, err := a.truncatedAt(name)
+	kept, err := newerThanTruncation(a, name, ws, func(w projections.ParentWrite) uint64 { return w.Version })
 	if err != nil {
 		return err
-	}
-	kept := ws[:0:0]
-	for _, w := range ws {
-		if w.Version > floor {
-			kept = append(kept, w)
-		} else {
-			a.skipped++
-		}
 	}
 	return a.writeParentState(ji, kept)
 }
@@ -341,6 +333,24 @@ func (a *applier) writeParentState(ji int, ws []projections.ParentWrite) error {
 		}
 	}
 	return nil
+}
+
+// newerThanTruncation keeps the state writes newer than the truncation
+// recorded under name; the others are stale, counted as such.
+func newerThanTruncation[W any](a *applier, name string, ws []W, version func(W) uint64) ([]W, error) {
+	floor, err := a.truncatedAt(name)
+	if err != nil {
+		return nil, err
+	}
+	kept := ws[:0:0]
+	for _, w := range ws {
+		if version(w) > floor {
+			kept = append(kept, w)
+		} else {
+			a.skipped++
+		}
+	}
+	return kept, nil
 }
 
 // truncatedAt is the version of the truncation recorded under name (0:
