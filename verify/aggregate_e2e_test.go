@@ -304,10 +304,12 @@ func runVerify(t *testing.T, v *verify.Verifier) *verify.Report {
 // Group rows corrupted on the sink (a changed total, a deleted group, a
 // group the source does not have) and groups whose contributions are
 // stale (orders deleted, inserted and moved on the source without the
-// binlog: events the projector never got) are each named. --repair
-// rebuilds those groups from their contributions, withdraws the deleted
-// order's and re-publishes the rest; then verify is EQUAL and the next
-// live changes are still exact.
+// binlog: events the projector never got) are each named, and so are a
+// group's joined column edited on the sink and a customer renamed on the
+// source without the binlog. --repair rebuilds those groups from their
+// contributions, withdraws the deleted order's, re-publishes the rest and
+// the renamed customer; then verify is EQUAL and the next live changes
+// are still exact.
 func TestVerifyAggregates(t *testing.T) {
 	bed := testbed.Get(t)
 	r := newRollup(t, bed, "customer_stats")
@@ -332,7 +334,7 @@ func TestVerifyAggregates(t *testing.T) {
 	// moved to another customer as a draft — the contributions the sink
 	// keeps for them are stale.
 	groups := column(rowsText(t, "SELECT customer_id FROM `"+r.src+"`.orders WHERE status <> 'draft' GROUP BY customer_id HAVING COUNT(*) > 2 ORDER BY 1"))
-	if len(groups) < 10 {
+	if len(groups) < 12 {
 		t.Fatalf("only %d customers with 3 orders or more", len(groups))
 	}
 	atoi := func(s string) int {
@@ -341,7 +343,15 @@ func TestVerifyAggregates(t *testing.T) {
 		return n
 	}
 	changed, gone, copied, lostDel, lostIns, moveFrom, moveTo, leftFilter, draftTo := groups[1], groups[2], groups[3], groups[4], groups[5], groups[6], groups[7], groups[8], groups[9]
+	// Customers with odd ids exist (load): the renamed one must.
+	rest := groups[10:]
+	i := slices.IndexFunc(rest, func(g string) bool { return atoi(g)%2 == 1 })
+	if i < 0 {
+		t.Fatalf("no existing customer among %q", rest)
+	}
+	renamed, relabeled := rest[i], rest[(i+1)%len(rest)]
 	r.shardExec(t, r.shardOf(atoi(changed)), "UPDATE customer_stats SET total_cents = total_cents + 1 WHERE customer_id = ?", changed)
+	r.shardExec(t, r.shardOf(atoi(relabeled)), "UPDATE customer_stats SET customer_name = 'edited on the sink' WHERE customer_id = ?", relabeled)
 	r.shardExec(t, r.shardOf(atoi(gone)), "DELETE FROM customer_stats WHERE customer_id = ?", gone)
 	const ghost = 999
 	conn, err := r.sink.Shards[r.shardOf(atoi(copied))].DB().Conn(t.Context())
@@ -366,17 +376,22 @@ func TestVerifyAggregates(t *testing.T) {
 		// Out of the filter and into a group that does not change: only the
 		// sink's contribution says where this order was.
 		"UPDATE "+o+" SET customer_id = "+draftTo+", status = 'draft' WHERE status <> 'draft' AND customer_id = "+leftFilter+" ORDER BY id LIMIT 1",
+		// A parent change the projector never gets: only re-publishing the
+		// customer fixes the join's state.
+		"UPDATE `"+r.src+"`.customers SET name = 'renamed unlogged' WHERE id = "+renamed,
 	)
 	rep := runVerify(t, stats)
 	var got []string
 	for _, d := range rep.Samples {
 		got = append(got, d.Kind+" "+d.Key["customer_id"])
-		if d.Key["customer_id"] == changed && (len(d.Columns) != 1 || d.Columns[0].Name != "total_cents") {
-			t.Errorf("customer %s: differing columns %+v, want total_cents only", changed, d.Columns)
+		for id, col := range map[string]string{changed: "total_cents", renamed: "customer_name", relabeled: "customer_name"} {
+			if d.Key["customer_id"] == id && (len(d.Columns) != 1 || d.Columns[0].Name != col) {
+				t.Errorf("customer %s: differing columns %+v, want %s only", id, d.Columns, col)
+			}
 		}
 	}
 	slices.Sort(got)
-	want := []string{"different " + changed, "different " + lostDel, "different " + lostIns, "different " + moveFrom, "different " + moveTo, "different " + leftFilter, "extra 999", "missing " + gone}
+	want := []string{"different " + changed, "different " + lostDel, "different " + lostIns, "different " + moveFrom, "different " + moveTo, "different " + leftFilter, "different " + renamed, "different " + relabeled, "extra 999", "missing " + gone}
 	slices.Sort(want)
 	if rep.Drift() != int64(len(want)) || strings.Join(got, ";") != strings.Join(want, ";") {
 		t.Fatalf("corrupted customer_stats: got %q, want %q", got, want)
@@ -386,9 +401,9 @@ func TestVerifyAggregates(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("repair of customer_stats: %+v", *res)
-	if res.Remaining != 0 || res.Rebuilt != len(want) || res.Withdrawn != 1 {
-		t.Fatalf("repair of customer_stats: %d keys left differing, %d groups rebuilt (want %d), %d contributions withdrawn (want 1: the order deleted without the binlog)",
-			res.Remaining, res.Rebuilt, len(want), res.Withdrawn)
+	if res.Remaining != 0 || res.Rebuilt != len(want) || res.Withdrawn != 1 || res.ParentKeys != 2 {
+		t.Fatalf("repair of customer_stats: %d keys left differing, %d groups rebuilt (want %d), %d contributions withdrawn (want 1: the order deleted without the binlog), %d customers re-published (want 2: the renamed one, the edited one)",
+			res.Remaining, res.Rebuilt, len(want), res.Withdrawn, res.ParentKeys)
 	}
 	if rep := runVerify(t, stats); rep.Drift() != 0 {
 		t.Fatalf("customer_stats after repair: drift %d", rep.Drift())

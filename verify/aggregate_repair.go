@@ -17,7 +17,9 @@ package verify
 //     are re-published: a stored
 //     contribution that is stale (an event the sink never got) is
 //     replaced at a new version, and the projector moves the difference
-//     between the groups.
+//     between the groups;
+//  4. the parent rows of groups whose joined columns differ are
+//     re-published: the join's state changes only with a parent event.
 //
 // After 2 a group row agrees with the contributions and after 3 the
 // contributions agree with the source; deltas keep the first true in
@@ -110,6 +112,9 @@ func (v *Verifier) repairAggregate(ctx context.Context, rep *Report, request Req
 		}
 		res.SnapshotRequests++
 		res.Published += len(part)
+	}
+	if err := v.republishParents(ctx, rep.diffs, request, res); err != nil {
+		return nil, err
 	}
 	if err := v.recheck(ctx, keys, res, wait); err != nil {
 		return nil, err

@@ -60,10 +60,6 @@ func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, w
 	res := &RepairResult{}
 	start := time.Now()
 	var publish []Key
-	parents := make([]map[string]bool, len(v.p.Joins))
-	for i := range parents {
-		parents[i] = map[string]bool{}
-	}
 	children := make([]map[string]bool, len(v.p.Children))
 	for i := range children {
 		children[i] = map[string]bool{}
@@ -83,11 +79,6 @@ func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, w
 			keys = append(keys, d.key)
 			if d.publish {
 				publish = append(publish, d.key)
-			}
-		}
-		for _, j := range d.parentDiff {
-			if w := v.parentWhere(j, d.srcRow); w != "" {
-				parents[j][w] = true
 			}
 		}
 	}
@@ -127,20 +118,8 @@ func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, w
 		res.SnapshotRequests++
 		res.Published += len(part)
 	}
-	for j, set := range parents {
-		var conds []string
-		for w := range set {
-			conds = append(conds, w)
-		}
-		join := v.p.Joins[j]
-		for start := 0; start < len(conds); start += keysPerRequest {
-			part := conds[start:min(start+keysPerRequest, len(conds))]
-			if err := request(ctx, join.ParentDB+"."+join.ParentTbl, strings.Join(part, " OR ")); err != nil {
-				return nil, fmt.Errorf("requesting a snapshot of %d rows of %s.%s: %w", len(part), join.ParentDB, join.ParentTbl, err)
-			}
-			res.SnapshotRequests++
-			res.ParentKeys += len(part)
-		}
+	if err := v.republishParents(ctx, rep.diffs, request, res); err != nil {
+		return nil, err
 	}
 	for i, set := range children {
 		c := v.p.Children[i]
@@ -196,6 +175,36 @@ func (v *Verifier) recheck(ctx context.Context, keys []Key, res *RepairResult, w
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// republishParents asks for a snapshot of the parent rows whose copied
+// columns differ somewhere in diffs: a parent change the projector never
+// got is in the join's state, which only a new parent event replaces.
+func (v *Verifier) republishParents(ctx context.Context, diffs []Diff, request Requester, res *RepairResult) error {
+	parents := make([]map[string]bool, len(v.p.Joins))
+	for i := range parents {
+		parents[i] = map[string]bool{}
+	}
+	for _, d := range diffs {
+		for _, j := range d.parentDiff {
+			if w := v.parentWhere(j, d.srcRow); w != "" {
+				parents[j][w] = true
+			}
+		}
+	}
+	for j, set := range parents {
+		conds := slices.Sorted(maps.Keys(set))
+		join := v.p.Joins[j]
+		for start := 0; start < len(conds); start += keysPerRequest {
+			part := conds[start:min(start+keysPerRequest, len(conds))]
+			if err := request(ctx, join.ParentDB+"."+join.ParentTbl, strings.Join(part, " OR ")); err != nil {
+				return fmt.Errorf("requesting a snapshot of %d rows of %s.%s: %w", len(part), join.ParentDB, join.ParentTbl, err)
+			}
+			res.SnapshotRequests++
+			res.ParentKeys += len(part)
 		}
 	}
 	return nil
