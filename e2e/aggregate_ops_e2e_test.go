@@ -36,28 +36,50 @@ const ordersByStatus = `  orders_by_status:
     aggregates: {orders: "count(*)", total_cents: "sum(total_cents)", last_order_at: "max(created_at)"}
 `
 
-func ordersByStatusExpectation(src, sink string) []struct{ name, want, got string } {
+// orderSkus is the projection with children SIGHUP adds: each order's
+// skus in sku order, no limit.
+const orderSkus = `  order_skus:
+    from: %[1]s.orders
+    sink: reads
+    key: [id]
+    columns: {id: id}
+    children:
+      skus:
+        from: %[1]s.order_lines
+        on: {order_id: id}
+        columns: {sku: sku}
+        order_by: [sku]
+`
+
+func sighupExpectations(src, sink string) []struct{ name, want, got string } {
 	return []struct{ name, want, got string }{{"orders_by_status",
 		"SELECT status, COUNT(*), SUM(total_cents), MAX(created_at) FROM `" + src + "`.orders GROUP BY status ORDER BY 1",
-		"SELECT status, orders, total_cents, last_order_at FROM `" + sink + "`.orders_by_status ORDER BY 1"}}
+		"SELECT status, orders, total_cents, last_order_at FROM `" + sink + "`.orders_by_status ORDER BY 1"},
+		{"order_skus",
+			"SELECT o.id, (SELECT JSON_ARRAYAGG(JSON_OBJECT('sku', l.sku) ORDER BY l.sku, l.id) FROM `" + src + "`.order_lines l WHERE l.order_id = o.id)," +
+				" (SELECT COUNT(*) FROM `" + src + "`.order_lines l WHERE l.order_id = o.id) FROM `" + src + "`.orders o ORDER BY 1",
+			"SELECT id, skus, skus_count FROM `" + sink + "`.order_skus ORDER BY 1"}}
 }
 
-// TestAggregatesChildrenOps: with customer_order_stats (on_error: dlq)
-// and orders_with_lines running in one daemon on real Kafka:
+// TestAggregatesChildrenOps: with customer_order_stats and
+// orders_with_lines (both on_error: dlq) running in one daemon on real
+// Kafka:
 //   - a history with TRUNCATEs of both source tables in the middle
 //     converges to the SQL expectation;
 //   - `readside status` lists both as consuming with no lag;
 //   - /wait with a write's GTID answers 200 and the group row or the
 //     parent's array shows the write right after;
 //   - a row whose group the sink rejects (a CHECK the operator added)
-//     goes to the dead-letter topic and the other groups go on;
+//     goes to the dead-letter topic and the other groups go on; its
+//     next change applies whole; a line whose child state the sink
+//     rejects goes there too, and the other arrays go on;
 //   - `replay --from earliest` re-applies the whole history and both read
 //     tables stay exactly as they were throughout (not doubled);
 //   - `replay --rebuild` of both, after their state tables were damaged,
 //     swaps in tables and state that later changes apply to exactly;
-//   - an aggregate projection added by SIGHUP fills from the topic's
-//     whole history (truncations included);
-//   - `readside verify` says EQUAL for all three.
+//   - an aggregate projection and one with children added by SIGHUP
+//     fill from the topics' whole history (truncations included);
+//   - `readside verify` says EQUAL for all four.
 func TestAggregatesChildrenOps(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -67,7 +89,7 @@ func TestAggregatesChildrenOps(t *testing.T) {
 	dir := t.TempDir()
 	head := bedConfigHead(bed, tables, "aggops", filepath.Join(dir, "data"), sink)
 	addr := freeAddr(t)
-	decl := strings.Replace(fmt.Sprintf(shopAggProjections, src), "    sink: reads\n", "    sink: reads\n    on_error: dlq\n", 1)
+	decl := strings.Replace(fmt.Sprintf(shopAggProjections, src), "    sink: reads\n", "    sink: reads\n    on_error: dlq\n", 2)
 	cfgPath := filepath.Join(dir, "readside.yaml")
 	tailCfg := "http:\n  listen: " + addr + "\n"
 	if err := os.WriteFile(cfgPath, []byte(head+decl+tailCfg), 0o600); err != nil {
@@ -148,9 +170,60 @@ func TestAggregatesChildrenOps(t *testing.T) {
 	if len(dl) != 1 || !strings.Contains(string(dl[0].Value), "500000000") {
 		t.Errorf("dead-letter topic holds %d records, want the whale's order", len(dl))
 	}
-	// Its delete retracts nothing (it never contributed): the group
-	// stays absent, as the source's GROUP BY says.
+	// Its next change applies whole: the group counts it from then on.
+	if err := bed.MySQL.Exec(ctx, "UPDATE `"+src+"`.orders SET total_cents = 4321 WHERE id = 9100"); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(t, time.Minute, func() (bool, string) {
+		got := testbed.RowsText(t, db, "SELECT orders, total_cents, paid_orders FROM `"+sink+"`.customer_order_stats WHERE customer_id = 999")
+		return got == "1|4321|1|\n", "the dead-lettered order's next change, want group 999 at 1|4321|1|: " + got + "\n" + tail(logPath)
+	})
+	// Its delete retracts its one contribution: the group disappears, as
+	// the source's GROUP BY says.
 	if err := bed.MySQL.Exec(ctx, "DELETE FROM `"+src+"`.orders WHERE id = 9100"); err != nil {
+		t.Fatal(err)
+	}
+	waitExpected(t, utc, expect, logPath)
+
+	// The dead-letter topic: a line whose child state the sink rejects.
+	// The other line of that poll fills its order's array; the rejected
+	// line's next change applies whole.
+	startCfg, err := config.Load(cfgPath, os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	atStart, err := projections.Compile(startCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var linesState string
+	for _, cp := range atStart {
+		if cp.Name == "orders_with_lines" {
+			linesState = cp.Children[0].StateTable(cp)
+		}
+	}
+	if err := bed.MySQL.Exec(ctx, "ALTER TABLE `"+sink+"`.`"+linesState+"` ADD CONSTRAINT no_rejects CHECK (c_sku IS NULL OR c_sku <> 'reject-me')"); err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx,
+		"INSERT INTO `"+src+"`.orders VALUES (9200, 1, 'paid', 10, '2024-06-03 00:00:00'), (9201, 1, 'paid', 10, '2024-06-03 00:00:00')",
+		"INSERT INTO `"+src+"`.order_lines VALUES (9200, 9200, 1, 'reject-me', 1)",
+		"INSERT INTO `"+src+"`.order_lines VALUES (9201, 9201, 1, 'fine', 2)"); err != nil {
+		t.Fatal(err)
+	}
+	lineLabels := map[string]string{"projection": "orders_with_lines"}
+	testbed.Eventually(t, time.Minute, func() (bool, string) {
+		got := testbed.RowsText(t, db, "SELECT id, `lines`, lines_count FROM `"+sink+"`.orders_with_lines WHERE id IN (9200, 9201) ORDER BY id")
+		return got == "9200|<nil>|0|\n9201|[{\"qty\": 2, \"sku\": \"fine\"}]|1|\n", "the line after the rejected one was not applied: " + got + "\n" + tail(logPath)
+	})
+	if n := gauge(t, p.scrape(ctx), "readside_projection_dead_letters_total", lineLabels); n != 1 {
+		t.Errorf("%v dead letters of orders_with_lines, want 1 (the rejected line)", n)
+	}
+	dl = testbed.TopicRecords(t, bed.Kafka.Brokers(), event.DLQTopic(prefix, "orders_with_lines"))
+	if len(dl) != 1 || !strings.Contains(string(dl[0].Value), "reject-me") {
+		t.Errorf("dead-letter topic of orders_with_lines holds %d records, want the rejected line", len(dl))
+	}
+	if err := bed.MySQL.Exec(ctx, "UPDATE `"+src+"`.order_lines SET sku = 'accepted' WHERE id = 9200"); err != nil {
 		t.Fatal(err)
 	}
 	waitExpected(t, utc, expect, logPath)
@@ -228,14 +301,7 @@ func TestAggregatesChildrenOps(t *testing.T) {
 
 	// replay --rebuild, over damaged state: the swap brings the shadow's
 	// state with the shadow's table, and later changes apply exactly.
-	cfg, err := config.Load(cfgPath, os.Environ())
-	if err != nil {
-		t.Fatal(err)
-	}
-	compiled, err := projections.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	compiled := atStart
 	var damaged []string
 	for _, cp := range compiled {
 		if cp.Aggregation != nil {
@@ -298,19 +364,22 @@ func TestAggregatesChildrenOps(t *testing.T) {
 		}
 	}
 
-	// SIGHUP adds an aggregate projection: it fills from the history.
-	if err := os.WriteFile(cfgPath, []byte(head+decl+fmt.Sprintf(ordersByStatus, src)+tailCfg), 0o600); err != nil {
+	// SIGHUP adds an aggregate projection and one with children: they
+	// fill from the history.
+	if err := os.WriteFile(cfgPath, []byte(head+decl+fmt.Sprintf(ordersByStatus, src)+fmt.Sprintf(orderSkus, src)+tailCfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	testbed.Eventually(t, 30*time.Second, func() (bool, string) {
-		return strings.Contains(p.log(), `SIGHUP: started the projector of a new projection" projection=orders_by_status`), "no new projector after SIGHUP:\n" + tail(logPath)
+		log := p.log()
+		return strings.Contains(log, `SIGHUP: started the projector of a new projection" projection=orders_by_status`) &&
+			strings.Contains(log, `SIGHUP: started the projector of a new projection" projection=order_skus`), "no new projectors after SIGHUP:\n" + tail(logPath)
 	})
-	waitExpected(t, utc, ordersByStatusExpectation(src, sink), logPath)
+	waitExpected(t, utc, sighupExpectations(src, sink), logPath)
 
-	expectReadside(t, cfgPath, "at the end", "verify", 0, "customer_order_stats: EQUAL", "orders_with_lines: EQUAL", "orders_by_status: EQUAL")
+	expectReadside(t, cfgPath, "at the end", "verify", 0, "customer_order_stats: EQUAL", "orders_with_lines: EQUAL", "orders_by_status: EQUAL", "order_skus: EQUAL")
 	if code := d.stop(30 * time.Second); code != 0 {
 		t.Errorf("exit %d after SIGTERM; log:\n%s", code, tail(logPath))
 	}
