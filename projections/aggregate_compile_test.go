@@ -96,6 +96,10 @@ func TestCompileAggregateErrors(t *testing.T) {
 			p.Children = map[string]config.Children{"lines": {From: "shop.orders", On: map[string]string{"id": "id"}}}
 		}, "projections.stats.children: an aggregate projection cannot nest children"},
 		{"replicated refused", func(p *config.Projection) { p.Replicated = true }, "projections.stats: an aggregate projection cannot be replicated"},
+		{"no background fan-out", func(p *config.Projection) {
+			p.FanOut = "background"
+			p.Join = []config.Join{{From: "shop.customers", On: map[string]string{"id": "customer_id"}, Columns: map[string]string{"name": "name"}}}
+		}, "projections.stats.fan_out: background: an aggregate's group rows take their joined columns in the batch"},
 	}
 	for _, c := range cases {
 		cfg := aggConfig()

@@ -170,13 +170,14 @@ func TestAggregateSchemaErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, g INT, name VARCHAR(10), f DOUBLE, y YEAR)"); err != nil {
+	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, g INT, name VARCHAR(10), f DOUBLE, y YEAR, bits BIT(8), d DATE)"); err != nil {
 		t.Fatal(err)
 	}
 	cfg := bed.Config("agge", src+".t")
 	cfg.Sinks = map[string]config.Sink{"reads": {DSN: config.Secret(bed.MySQL.AdminDSN() + src)}}
 	cfg.Projections = map[string]config.Projection{"bad": {From: src + ".t", Sink: "reads", GroupBy: []string{"g"},
-		Aggregates: map[string]string{"a": "sum(name)", "b": "sum(f)", "c": "min(ghost)", "d": "avg(y)", "e": "sum(CAST(f AS DECIMAL(20,6)))"}}}
+		Aggregates: map[string]string{"a": "sum(name)", "b": "sum(f)", "c": "min(ghost)", "d": "avg(y)", "e": "sum(CAST(f AS DECIMAL(20,6)))",
+			"h": "sum(bits)", "i": "avg(d)"}}}
 	ps, err := projections.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -190,6 +191,7 @@ func TestAggregateSchemaErrors(t *testing.T) {
 		`projections.bad.aggregates.b "sum(f)": sum over double: FLOAT and DOUBLE sums depend on the order`, "CAST it to DECIMAL",
 		`projections.bad.aggregates.c "min(ghost)"`, "ghost",
 		`projections.bad.aggregates.d "avg(y)"`,
+		`projections.bad.aggregates.h "sum(bits)"`, `projections.bad.aggregates.i "avg(d)"`,
 		"projections.bad.group_by column g copies", `add where: "g IS NOT NULL"`,
 	} {
 		if !strings.Contains(err.Error(), want) {

@@ -510,10 +510,11 @@ func TestChildrenSchemaErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.orders (tenant INT NOT NULL, id INT NOT NULL, PRIMARY KEY (tenant, id))",
-		"CREATE TABLE `"+src+"`.order_lines (id INT PRIMARY KEY, order_id INT NULL, sku VARCHAR(10) NULL, raw VARBINARY(10) NULL)"); err != nil {
+		"CREATE TABLE `"+src+"`.order_lines (id INT PRIMARY KEY, order_id INT NULL, sku VARCHAR(10) NULL, raw VARBINARY(10) NULL)",
+		"CREATE TABLE `"+src+"`.notes (order_id INT NULL, body VARCHAR(10) NULL)"); err != nil {
 		t.Fatal(err)
 	}
-	cfg := bed.Config("ce", src+".orders", src+".order_lines", src+".gone")
+	cfg := bed.Config("ce", src+".orders", src+".order_lines", src+".gone", src+".notes")
 	cfg.Sinks = map[string]config.Sink{"reads": {DSN: "u:p@tcp(h:1)/reads"}}
 	cfg.Projections = map[string]config.Projection{"orders": {
 		From: src + ".orders", Sink: "reads", Key: []string{"tenant", "id"}, Columns: map[string]string{"tenant": "tenant", "id": "id"},
@@ -522,6 +523,7 @@ func TestChildrenSchemaErrors(t *testing.T) {
 				Columns: map[string]string{"sku": "sku", "raw": "raw", "what": "nothing"}, OrderBy: []string{"nope"}},
 			"halves": {From: src + ".order_lines", On: map[string]string{"order_id": "id"}, Columns: map[string]string{"sku": "sku"}},
 			"others": {From: src + ".gone", On: map[string]string{"order_id": "id"}, Columns: map[string]string{"sku": "sku"}},
+			"notes":  {From: src + ".notes", On: map[string]string{"order_id": "id", "body": "tenant"}, Columns: map[string]string{"body": "body"}},
 		},
 	}}
 	ps, err := projections.Compile(cfg)
@@ -536,6 +538,7 @@ func TestChildrenSchemaErrors(t *testing.T) {
 		`projections.orders.children.lines.columns.what: column "nothing" does not exist`,
 		`projections.orders.children.lines.columns.raw: ` + src + `.order_lines.raw is varbinary(10), binary: MariaDB's JSON_OBJECT writes its bytes unescaped, which is no JSON`,
 		`projections.orders.children.others.from: ` + src + `.gone does not exist on the source`,
+		`projections.orders.children.notes.from: ` + src + `.notes has no primary key: readside cannot tell its rows apart; add a primary key to the child table`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("want %q among the errors, got:\n%v", want, err)
