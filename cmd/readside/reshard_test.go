@@ -14,7 +14,7 @@ func TestReshardRefusals(t *testing.T) {
 	cfg := `source:
   dsn: "u:p@tcp(127.0.0.1:1)/"
   server_id: 7
-  tables: [shop.orders]
+  tables: [shop.orders, shop.order_lines]
 kafka:
   brokers: ["127.0.0.1:1"]
 sinks:
@@ -37,6 +37,14 @@ projections:
     group_by: [customer_id]
     shard_by: customer_id
     aggregates: {n: count(*)}
+  with_lines:
+    from: shop.orders
+    sink: reads
+    key: [customer_id, id]
+    shard_by: customer_id
+    columns: {customer_id: customer_id, id: id}
+    children:
+      lines: {from: shop.order_lines, on: {customer_id: customer_id, order_id: id}, columns: {sku: sku}}
 `
 	path := filepath.Join(t.TempDir(), "readside.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -52,6 +60,7 @@ projections:
 		{"--to that is not the sink's ranges shows both", []string{"--projection", "orders", "--sink", "reads2", "--to", "-40,40-"}, "--to -40,40- is not sink reads2's key ranges in the config (-80,80-): give --to -80,80-"},
 		{"an unknown --fill", []string{"--projection", "orders", "--sink", "reads2", "--to", "-80,80-", "--fill", "rsync"}, `--fill "rsync": want copy`},
 		{"an aggregate is refused, with the way to move it", []string{"--projection", "totals", "--sink", "reads2", "--to", "-80,80-"}, "is an aggregate: its groups' state is on every shard"},
+		{"children are refused, with the way to move them", []string{"--projection", "with_lines", "--sink", "reads2", "--to", "-80,80-"}, "nests children: their state is on every shard"},
 		{"an undeclared projection lists the declared", []string{"--projection", "x", "--sink", "reads2", "--to", "-80,80-"}, "declared: "},
 	} {
 		var out, errb bytes.Buffer
