@@ -421,8 +421,9 @@ func TestVerifyAggregates(t *testing.T) {
 // TestVerifyChildren: after a live workload that adds, changes, moves and
 // deletes order lines, orders_with_lines verifies EQUAL (chunked by order
 // id over two shards). An array and a count edited by hand on the sink,
-// and orders whose child state is stale (a line deleted and one added on
-// the source without the binlog) are each named; --repair re-publishes
+// a row deleted there, and orders whose child state is stale (a line
+// deleted and one added on the source without the binlog) are each
+// named; --repair re-publishes
 // those orders and their lines through the tailer and withdraws the
 // deleted line's state; then verify is EQUAL and the next live changes
 // are still exact.
@@ -443,11 +444,11 @@ func TestVerifyChildren(t *testing.T) {
 	}
 
 	// Corrupt the children. On the sink: the array of one order, the count
-	// of another. On the source, without the binlog (events the projector
+	// of another, the whole row of a fifth. On the source, without the binlog (events the projector
 	// never gets): a line of a third order deleted, a line added to a
 	// fourth — the sink's child state of those is stale.
 	withLines := column(rowsText(t, "SELECT l.order_id FROM `"+r.src+"`.order_lines l JOIN `"+r.src+"`.orders o ON o.id = l.order_id GROUP BY l.order_id HAVING COUNT(*) > 1 ORDER BY 1"))
-	if len(withLines) < 4 {
+	if len(withLines) < 5 {
 		t.Fatalf("only %d orders with 2 lines or more", len(withLines))
 	}
 	arrayOf, countOf, lostDel, lostIns := withLines[1], withLines[len(withLines)-1], withLines[2], withLines[3]
@@ -456,6 +457,9 @@ func TestVerifyChildren(t *testing.T) {
 	r.shardExec(t, r.shardOf(oid), "UPDATE orders_with_lines SET `lines` = JSON_ARRAY(JSON_OBJECT('qty', 1, 'sku', 'forged')) WHERE id = ?", oid)
 	fmt.Sscan(countOf, &oid)
 	r.shardExec(t, r.shardOf(oid), "UPDATE orders_with_lines SET lines_count = lines_count + 5 WHERE id = ?", oid)
+	rowGone := withLines[4]
+	fmt.Sscan(rowGone, &oid)
+	r.shardExec(t, r.shardOf(oid), "DELETE FROM orders_with_lines WHERE id = ?", oid)
 	l := "`" + r.src + "`.order_lines"
 	testbed.Unlogged(t, r.bed.MySQL.DB(),
 		"DELETE FROM "+l+" WHERE order_id = "+lostDel+" ORDER BY line_no LIMIT 1",
@@ -472,9 +476,9 @@ func TestVerifyChildren(t *testing.T) {
 		got = append(got, line)
 	}
 	slices.Sort(got)
-	want := []string{"different " + arrayOf + " lines", "different " + countOf + " lines_count", "different " + lostDel, "different " + lostIns}
+	want := []string{"different " + arrayOf + " lines", "different " + countOf + " lines_count", "different " + lostDel, "different " + lostIns, "missing " + rowGone}
 	slices.Sort(want)
-	if rep.Drift() != 4 || strings.Join(got, ";") != strings.Join(want, ";") {
+	if rep.Drift() != 5 || strings.Join(got, ";") != strings.Join(want, ";") {
 		t.Fatalf("corrupted orders_with_lines: got %q, want %q", got, want)
 	}
 	res, err := lines.Repair(t.Context(), rep, request, 2*time.Minute)
@@ -484,8 +488,8 @@ func TestVerifyChildren(t *testing.T) {
 	t.Logf("repair of orders_with_lines: %+v", *res)
 	// Every shard keeps every child's state: the deleted line's is
 	// withdrawn on each.
-	if res.Remaining != 0 || res.ChildParents != 4 || res.Withdrawn != len(r.shards) {
-		t.Fatalf("repair of orders_with_lines: %d keys left differing, lines of %d orders re-published (want 4), %d child states withdrawn (want %d: the unlogged delete's, per shard)",
+	if res.Remaining != 0 || res.ChildParents != 5 || res.Withdrawn != len(r.shards) {
+		t.Fatalf("repair of orders_with_lines: %d keys left differing, lines of %d orders re-published (want 5), %d child states withdrawn (want %d: the unlogged delete's, per shard)",
 			res.Remaining, res.ChildParents, res.Withdrawn, len(r.shards))
 	}
 	if rep := runVerify(t, lines); rep.Drift() != 0 {
