@@ -301,7 +301,8 @@ func runVerify(t *testing.T, v *verify.Verifier) *verify.Report {
 // TestVerifyAggregates: after a live workload that moves orders between
 // customers, changes amounts and deletes and re-inserts orders,
 // customer_stats verifies EQUAL (chunked by group key over two shards).
-// Group rows corrupted on the sink (a changed total, a deleted group, a
+// Group rows corrupted on the sink (a changed total, an average off in
+// its last digit, a deleted group, a
 // group the source does not have) and groups whose contributions are
 // stale (orders deleted, inserted and moved on the source without the
 // binlog: events the projector never got) are each named, and so are a
@@ -352,6 +353,9 @@ func TestVerifyAggregates(t *testing.T) {
 	renamed, relabeled := rest[i], rest[(i+1)%len(rest)]
 	r.shardExec(t, r.shardOf(atoi(changed)), "UPDATE customer_stats SET total_cents = total_cents + 1 WHERE customer_id = ?", changed)
 	r.shardExec(t, r.shardOf(atoi(relabeled)), "UPDATE customer_stats SET customer_name = 'edited on the sink' WHERE customer_id = ?", relabeled)
+	// The last digit of an average's scale: compared as exact text.
+	lastDigit := groups[0]
+	r.shardExec(t, r.shardOf(atoi(lastDigit)), "UPDATE customer_stats SET avg_cents = avg_cents + 0.0001 WHERE customer_id = ?", lastDigit)
 	r.shardExec(t, r.shardOf(atoi(gone)), "DELETE FROM customer_stats WHERE customer_id = ?", gone)
 	const ghost = 999
 	conn, err := r.sink.Shards[r.shardOf(atoi(copied))].DB().Conn(t.Context())
@@ -384,14 +388,14 @@ func TestVerifyAggregates(t *testing.T) {
 	var got []string
 	for _, d := range rep.Samples {
 		got = append(got, d.Kind+" "+d.Key["customer_id"])
-		for id, col := range map[string]string{changed: "total_cents", renamed: "customer_name", relabeled: "customer_name"} {
+		for id, col := range map[string]string{changed: "total_cents", renamed: "customer_name", relabeled: "customer_name", lastDigit: "avg_cents"} {
 			if d.Key["customer_id"] == id && (len(d.Columns) != 1 || d.Columns[0].Name != col) {
 				t.Errorf("customer %s: differing columns %+v, want %s only", id, d.Columns, col)
 			}
 		}
 	}
 	slices.Sort(got)
-	want := []string{"different " + changed, "different " + lostDel, "different " + lostIns, "different " + moveFrom, "different " + moveTo, "different " + leftFilter, "different " + renamed, "different " + relabeled, "extra 999", "missing " + gone}
+	want := []string{"different " + changed, "different " + lostDel, "different " + lostIns, "different " + moveFrom, "different " + moveTo, "different " + leftFilter, "different " + renamed, "different " + relabeled, "different " + lastDigit, "extra 999", "missing " + gone}
 	slices.Sort(want)
 	if rep.Drift() != int64(len(want)) || strings.Join(got, ";") != strings.Join(want, ";") {
 		t.Fatalf("corrupted customer_stats: got %q, want %q", got, want)
