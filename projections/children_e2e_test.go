@@ -3,6 +3,7 @@ package projections_test
 import (
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
+	"github.com/readside/readside/verify"
 )
 
 // lineShop is orders and their lines, nested: orders_with_lines keyed
@@ -495,6 +497,22 @@ func TestChildrenElementTypes(t *testing.T) {
 		got := testbed.RowsText(t, bed.MySQL.DB(), "SELECT items_count, JSON_LENGTH(items), JSON_VALID(items), LENGTH(items) > 3000000 FROM `"+sinkDB+"`.parents_with_items WHERE id = 50")
 		return got == "1500|1500|1|1|\n", "an array of 1,500 elements of 2,000 bytes: count, elements, valid, longer than 3 MB: " + got
 	})
+	// verify computes that array on the source whole too (its source
+	// session raises group_concat_max_len as the sink's does).
+	vsrc, err := verify.OpenSource(cfg.Source.DSN.Reveal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vsrc.Close()
+	rep, err := verify.New(p, vsrc, sink, verify.Options{Settle: 5 * time.Second, Brokers: cfg.Kafka.Brokers, Log: slog.New(slog.DiscardHandler)}).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Drift() != 0 || rep.Unsettled != 0 {
+		var text strings.Builder
+		rep.WriteText(&text)
+		t.Fatalf("verify of the 3 MB array: drift %d, unsettled %d:\n%.3000s", rep.Drift(), rep.Unsettled, text.String())
+	}
 }
 
 // TestChildrenSchemaErrors: what only the live source schema tells —
