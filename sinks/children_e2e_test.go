@@ -189,3 +189,27 @@ func TestApplyChildStateBeforeLinkLock(t *testing.T) {
 		t.Errorf("after the wait: %s", testbed.FirstDifference(got, want))
 	}
 }
+
+// TestChildrenRefusedOnMySQLSink: `readside check` (CheckChildren) and
+// every projector start (CheckReadTable) refuse children on a sink that
+// is not MariaDB, naming the fix; the same tables on MariaDB pass.
+func TestChildrenRefusedOnMySQLSink(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, sinkDB := sourceAndSink(t, bed, "chmy", "id INT PRIMARY KEY, pid INT NULL, v VARCHAR(10) NOT NULL")
+	p, sink := childrenSink(t, bed, src, sinkDB)
+	if err := sink.CheckChildren(p); err != nil {
+		t.Fatalf("children on MariaDB: %v", err)
+	}
+	if err := sink.CheckReadTable(ctx, p); err != nil {
+		t.Fatalf("the read table on MariaDB: %v", err)
+	}
+	sink.PretendMySQL()
+	const want = "projection parents nests children (items), which need a MariaDB sink"
+	if err := sink.CheckChildren(p); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("readside check on a MySQL sink: %v, want %q", err, want)
+	}
+	if err := sink.CheckReadTable(ctx, p); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a projector's start on a MySQL sink: %v, want %q", err, want)
+	}
+}

@@ -5,3 +5,11 @@ import "database/sql"
 // BatchDB is the pool batches are applied through (nil when they go one
 // statement per round trip), for tests.
 func (s *MySQL) BatchDB() *sql.DB { return s.pipe }
+
+// PretendMySQL makes every shard of s answer as a MySQL server would
+// (a test cannot start one here) for the checks that depend on it.
+func (s *Sharded) PretendMySQL() {
+	for _, sh := range s.Shards {
+		sh.mariadb = false
+	}
+}
