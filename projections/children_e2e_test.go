@@ -312,55 +312,11 @@ func TestChildrenRace(t *testing.T) {
 	if err := apply(&projections.Batch{Writes: []projections.Write{order(fCustomer, fID)}}); err != nil {
 		t.Fatal(err)
 	}
-	waits := func() int {
-		var n int
-		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
 	const rounds = 10
 	for r := 1; r <= rounds; r++ {
 		oid, lid := 100000+r, 1000000+r
-		hold, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := hold.ExecContext(ctx, "SELECT id FROM orders_with_lines WHERE customer_id = ? AND id = ? FOR UPDATE", fCustomer, fID); err != nil {
-			t.Fatal(err)
-		}
 		line := &projections.Batch{ChildWrites: []projections.ChildWrite{s.childWrite(lid, oid, next()), s.childWrite(2000000, fID, next())}}
-		lineDone, orderDone := make(chan error, 1), make(chan error, 1)
-		go func() { lineDone <- apply(line) }()
-		testbed.Eventually(t, 60*time.Second, func() (bool, string) {
-			return waits() >= 1, fmt.Sprintf("round %d: the line's transaction never waited for order F's row", r)
-		})
-		go func() { orderDone <- apply(&projections.Batch{Writes: []projections.Write{order(r, oid)}}) }()
-		// The order's transaction either commits (nothing makes it wait
-		// for the line's) or waits for the line's link lock.
-		var orderErr error
-		settled := false
-		testbed.Eventually(t, 60*time.Second, func() (bool, string) {
-			select {
-			case orderErr = <-orderDone:
-				settled = true
-				return true, ""
-			default:
-			}
-			return waits() >= 2, fmt.Sprintf("round %d: the order's transaction neither committed nor waited", r)
-		})
-		if err := hold.Rollback(); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-lineDone; err != nil {
-			t.Fatal(err)
-		}
-		if !settled {
-			orderErr = <-orderDone
-		}
-		if orderErr != nil {
-			t.Fatal(orderErr)
-		}
+		s.raceBehindF(t, fCustomer, fID, line, &projections.Batch{Writes: []projections.Write{order(r, oid)}})
 		var n int
 		var lines *string
 		if err := db.QueryRowContext(ctx, "SELECT lines_count, `lines` FROM orders_with_lines WHERE customer_id = ? AND id = ?", r, oid).Scan(&n, &lines); err != nil {
@@ -371,6 +327,99 @@ func TestChildrenRace(t *testing.T) {
 		}
 	}
 	t.Logf("%d rounds: every order applied beside its first line shows it", rounds)
+}
+
+// TestChildrenRaceOldParent: a line moved away from an order whose read
+// row does not exist yet (its lines came first), and that order's first
+// upsert, applied at the same moment by two sink transactions, round
+// after round. The line's transaction refreshes the old order (no row:
+// nothing to lock), the new one and order F, whose read row the test
+// holds locked. The order's transaction then upserts the old order and
+// reads its lines as last committed, the moved line still among them.
+// Without the lock of the old parent's link, which makes the order's
+// transaction wait for the line's, the old order keeps the line for
+// good.
+func TestChildrenRaceOldParent(t *testing.T) {
+	bed := testbed.Get(t)
+	s := newLineShop(t, bed, "-")
+	ctx := t.Context()
+	db := s.sink.Shards[0].DB()
+	v := uint64(time.Now().Unix()) << 20
+	next := func() uint64 { v++; return v }
+	apply := func(b *projections.Batch) {
+		t.Helper()
+		if err := s.sink.Apply(ctx, s.p, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const fCustomer, fID = 1000000, 5000000
+	apply(&projections.Batch{Writes: []projections.Write{{Kind: projections.Upsert, Key: fmt.Sprint(fCustomer, "\x00", fID), Version: next(), Values: projections.ValuesOf(fCustomer, fID, "new")}}})
+	const rounds = 10
+	for r := 1; r <= rounds; r++ {
+		from, to, lid := 100000+2*r, 100001+2*r, 1000000+r
+		apply(&projections.Batch{ChildWrites: []projections.ChildWrite{s.childWrite(lid, from, next())}})
+		move := &projections.Batch{ChildWrites: []projections.ChildWrite{s.childWrite(lid, to, next()), s.childWrite(2000000+r, fID, next())}}
+		upsert := &projections.Batch{Writes: []projections.Write{{Kind: projections.Upsert, Key: fmt.Sprint(r, "\x00", from), Version: next(), Values: projections.ValuesOf(r, from, "new")}}}
+		s.raceBehindF(t, fCustomer, fID, move, upsert)
+		if got := testbed.RowsText(t, db, "SELECT lines_count, `lines` FROM orders_with_lines WHERE customer_id = ? AND id = ?", r, from); got != "0|<nil>|\n" {
+			t.Fatalf("round %d: the order its line left, upserted beside the move, shows %q, want no lines", r, got)
+		}
+	}
+	t.Logf("%d rounds: every order upserted beside a move of its line away shows none", rounds)
+}
+
+// raceBehindF applies first and then second in two sink transactions at
+// the same moment, with order F's read row held locked: first waits at F
+// (its array is refreshed last), and second either commits or waits for
+// first; then F is released and both must succeed.
+func (s *lineShop) raceBehindF(t *testing.T, fCustomer, fID int, first, second *projections.Batch) {
+	t.Helper()
+	ctx := t.Context()
+	db := s.sink.Shards[0].DB()
+	waits := func() int {
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	hold, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback()
+	if _, err := hold.ExecContext(ctx, "SELECT id FROM orders_with_lines WHERE customer_id = ? AND id = ? FOR UPDATE", fCustomer, fID); err != nil {
+		t.Fatal(err)
+	}
+	firstDone, secondDone := make(chan error, 1), make(chan error, 1)
+	go func() { firstDone <- s.sink.Apply(ctx, s.p, first) }()
+	testbed.Eventually(t, 60*time.Second, func() (bool, string) {
+		return waits() >= 1, "the first transaction never waited for order F's row"
+	})
+	go func() { secondDone <- s.sink.Apply(ctx, s.p, second) }()
+	var secondErr error
+	settled := false
+	testbed.Eventually(t, 60*time.Second, func() (bool, string) {
+		select {
+		case secondErr = <-secondDone:
+			settled = true
+			return true, ""
+		default:
+		}
+		return waits() >= 2, "the second transaction neither committed nor waited"
+	})
+	if err := hold.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-firstDone; err != nil {
+		t.Fatal(err)
+	}
+	if !settled {
+		secondErr = <-secondDone
+	}
+	if secondErr != nil {
+		t.Fatal(secondErr)
+	}
 }
 
 // childBinary are the type matrix's binary columns (BINARY, VARBINARY,
