@@ -390,3 +390,31 @@ func NonNullColumn(col string) string { return "_rs_n_" + col }
 // RowsColumn is an aggregate read table's hidden count of contributing
 // source rows: the group disappears when it reaches 0.
 const RowsColumn = "_rs_rows"
+
+// checkShardCollation refuses an aggregate sharded by a string group
+// column whose collation calls values with different bytes equal ('A'
+// and 'a' under a _ci collation; 'a' and 'a ' under every PAD SPACE one,
+// _bin included): the source's GROUP BY makes them one group, but a
+// group's shard is chosen by its bytes, so the group would be split over
+// rows on two shards. read are the read columns' definitions.
+func (p *Projection) checkShardCollation(read map[string]string) error {
+	if p.Aggregation == nil || p.ShardBy == "" {
+		return nil
+	}
+	def := strings.ToLower(read[p.ShardBy])
+	base, _, _ := strings.Cut(def, "(")
+	base, _, _ = strings.Cut(base, " ")
+	switch base {
+	case "char", "varchar", "tinytext", "text", "mediumtext", "longtext":
+	default:
+		return nil
+	}
+	_, coll, ok := strings.Cut(def, " collate ")
+	coll, _, _ = strings.Cut(coll, " ")
+	if !ok || strings.HasSuffix(coll, "_nopad_bin") {
+		return nil
+	}
+	return fmt.Errorf("projections.%s.shard_by %q: the group column is %s, a collation under which values with different bytes are equal ('A' and 'a' under _ci collations, 'a' and 'a ' under PAD SPACE ones, _bin included): the source's GROUP BY makes them one group, but a group's shard is picked by its bytes, so that group would be split over two shards; "+
+		"shard by another group column (a number such as a tenant or customer id, listed in group_by), give the column a byte-exact collation (e.g. utf8mb4_nopad_bin), or put the projection on a sink with one shard without shard_by",
+		p.Name, p.ShardBy, coll)
+}

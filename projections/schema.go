@@ -137,6 +137,9 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 		errs = append(errs, fmt.Errorf("projections.%s.from: %s.%s has no primary key: readside cannot tell its rows apart; add a primary key to the source table", p.Name, p.SourceDB, p.SourceTbl))
 	} else if p.Aggregation != nil {
 		errs = append(errs, p.typeAggregates(src, &out)...)
+		if err := p.checkShardCollation(out.Read); err != nil {
+			errs = append(errs, err)
+		}
 	} else if err := p.CheckSourceKey(src.pk); err != nil {
 		errs = append(errs, err)
 	}
