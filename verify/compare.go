@@ -70,9 +70,9 @@ func (v *Verifier) compare(ctx context.Context, srcWhere string, srcArgs []any, 
 		if v.pl.whereSQL != "" {
 			r.passes = passesSQL(cells[len(v.pl.cols)])
 		}
-		k := v.keyOf(r.cells)
-		src[k.text()] = r
-		order = append(order, k.text())
+		k := v.matchText(r.cells)
+		src[k] = r
+		order = append(order, k)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -94,7 +94,7 @@ func (v *Verifier) compare(ctx context.Context, srcWhere string, srcArgs []any, 
 			}
 			ver, _ := strconv.ParseUint(*cells[len(cells)-1], 10, 64)
 			c := sinkCopy{cells: cells[:len(cells)-1], version: ver, shard: i}
-			k := v.keyOf(c.cells).text()
+			k := v.matchText(c.cells)
 			if _, ok := sink[k]; !ok && src[k] == nil {
 				order = append(order, k)
 			}
@@ -179,7 +179,7 @@ func (v *Verifier) classify(s *srcRow, copies []sinkCopy) []Diff {
 		d := mk("different", home)
 		d.sinkVer = right.version
 		for i, c := range v.pl.cols {
-			if !sameCell(s.cells[i], right.cells[i]) {
+			if !v.sameCell(i, s.cells[i], right.cells[i]) {
 				d.Columns = append(d.Columns, ColumnDiff{Name: c.Read, Source: s.cells[i], Sink: right.cells[i]})
 				if j := v.joinOf(i); j >= 0 {
 					d.parentDiff = append(d.parentDiff, j)
@@ -208,11 +208,4 @@ func (v *Verifier) joinOf(i int) int {
 		i -= len(j.Columns)
 	}
 	return -1
-}
-
-func sameCell(a, b *string) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return *a == *b
 }

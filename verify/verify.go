@@ -77,6 +77,10 @@ type Verifier struct {
 	keyKinds  keyBinder // learned from the first source rows
 	shardIdx  int       // index of the shard_by column in the key; -1: none
 	shardBits int       // the width of a BIT shard_by column
+	// collate is, per compared column of an aggregate, the collation its
+	// cells are matched and compared under ("": byte for byte;
+	// collation.go).
+	collate []string
 }
 
 // OpenSource connects to the source for verification: text literals and
@@ -204,6 +208,9 @@ func (v *Verifier) Run(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	if err := v.learnChildKeys(ctx); err != nil {
+		return nil, err
+	}
+	if err := v.learnCollations(ctx); err != nil {
 		return nil, err
 	}
 	rep := &Report{Projection: v.p.Name, Table: v.p.Table, Sink: v.sink.Name, Shards: len(v.sink.Shards), Started: time.Now().UTC()}
