@@ -249,4 +249,3 @@ func TestAggregateShardCollation(t *testing.T) {
 		}
 	}
 }
-
