@@ -120,21 +120,23 @@ func (c *collation) equalRune(a, b rune) bool {
 	return c.weight != nil && c.weight(a) == c.weight(b)
 }
 
-// CollationKey is s as the named collation compares it: two strings are
-// equal under the collation exactly when their keys are equal (each
+// CollationKeyer is the named collation's key function: two strings
+// are equal under the collation exactly when their keys are equal (each
 // character's weight, trailing space weights dropped: PAD SPACE). ok is
 // false for a collation this package does not know.
-func CollationKey(collation, s string) (key string, ok bool) {
+func CollationKeyer(collation string) (key func(string) string, ok bool) {
 	c, ok := findCollation(collation)
 	if !ok {
-		return "", false
+		return nil, false
 	}
-	ws := make([]rune, 0, len(s))
-	for _, r := range s {
-		ws = append(ws, c.w(r))
-	}
-	for len(ws) > 0 && ws[len(ws)-1] == ' ' {
-		ws = ws[:len(ws)-1]
-	}
-	return string(ws), true
+	return func(s string) string {
+		ws := make([]rune, 0, len(s))
+		for _, r := range s {
+			ws = append(ws, c.w(r))
+		}
+		for len(ws) > 0 && ws[len(ws)-1] == ' ' {
+			ws = ws[:len(ws)-1]
+		}
+		return string(ws)
+	}, true
 }

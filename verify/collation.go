@@ -3,7 +3,6 @@ package verify
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/readside/readside/expr"
 )
@@ -17,10 +16,11 @@ import (
 // cells compared, under their collation; every other column compares
 // byte for byte (a copy holds its source row's own bytes).
 
-// learnCollations sets, for an aggregate, the collation of each group and
-// aggregate column whose collation calls different bytes equal, from the
-// read table's definition on the first shard (read columns have the
-// source's collations). A collation expr has no weights for stays exact.
+// learnCollations sets, for an aggregate, the key function of each group
+// and aggregate column's collation, from the read table's definition on
+// the first shard (read columns have the source's collations). A
+// collation expr has no weights for (the _nopad_ ones among them) stays
+// byte for byte.
 func (v *Verifier) learnCollations(ctx context.Context) error {
 	if v.p.Aggregation == nil || v.collate != nil {
 		return nil
@@ -42,22 +42,17 @@ func (v *Verifier) learnCollations(ctx context.Context) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	v.collate = make([]string, len(v.pl.cols))
+	v.collate = make([]func(string) string, len(v.pl.cols))
 	for i, c := range v.pl.cols[:v.pl.joinStart] {
-		coll := byName[c.Read]
-		if _, known := expr.CollationKey(coll, ""); known && !strings.HasSuffix(coll, "_nopad_bin") {
-			v.collate[i] = coll
-		}
+		v.collate[i], _ = expr.CollationKeyer(byName[c.Read])
 	}
 	return nil
 }
 
 // cellKey is cell i as its column's collation compares it.
 func (v *Verifier) cellKey(i int, cell string) string {
-	if i < len(v.collate) && v.collate[i] != "" {
-		if k, ok := expr.CollationKey(v.collate[i], cell); ok {
-			return k
-		}
+	if i < len(v.collate) && v.collate[i] != nil {
+		return v.collate[i](cell)
 	}
 	return cell
 }

@@ -77,10 +77,10 @@ type Verifier struct {
 	keyKinds  keyBinder // learned from the first source rows
 	shardIdx  int       // index of the shard_by column in the key; -1: none
 	shardBits int       // the width of a BIT shard_by column
-	// collate is, per compared column of an aggregate, the collation its
-	// cells are matched and compared under ("": byte for byte;
-	// collation.go).
-	collate []string
+	// collate is, per compared column of an aggregate, the key function
+	// of the collation its cells are matched and compared under (nil:
+	// byte for byte; collation.go).
+	collate []func(string) string
 }
 
 // OpenSource connects to the source for verification: text literals and
