@@ -27,23 +27,7 @@ func childrenSink(t *testing.T, bed *testbed.Bed, src, sinkDB string) (*projecti
 	cfg.Sinks = map[string]config.Sink{"s": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB)}}
 	cfg.Projections = map[string]config.Projection{"parents": {From: src + ".p", Sink: "s", Key: []string{"id"}, Columns: map[string]string{"id": "id"},
 		Children: map[string]config.Children{"items": {From: src + ".t", On: map[string]string{"pid": "id"}, Columns: map[string]string{"v": "v"}}}}}
-	ps, err := projections.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	types, err := ps[0].SourceColumns(t.Context(), bed.MySQL.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink, err := sinks.OpenSharded(t.Context(), "s", cfg.Sinks["s"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sink.Close() })
-	if err := sink.Exec(t.Context(), sinks.DDL(ps[0], types)); err != nil {
-		t.Fatal(err)
-	}
-	return ps[0], sink
+	return openProjection(t, bed, cfg)
 }
 
 // item is child id's state at version v: under parent pid with value v,

@@ -320,6 +320,13 @@ func copyTableAs(t testing.TB, bed *testbed.Bed, src, sinkDB, name string, cols 
 	cfg.Source.Tables = []string{src + ".t"}
 	cfg.Sinks = map[string]config.Sink{"s": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB + params)}}
 	cfg.Projections = map[string]config.Projection{name: {From: src + ".t", Sink: "s", Key: []string{"id"}, Columns: cols}}
+	return openProjection(t, bed, cfg)
+}
+
+// openProjection compiles cfg's one projection, types it against the
+// source, opens its sink "s" and creates its tables there.
+func openProjection(t testing.TB, bed *testbed.Bed, cfg config.Config) (*projections.Projection, *sinks.Sharded) {
+	t.Helper()
 	ps, err := projections.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/projections"
-	"github.com/readside/readside/sinks"
 )
 
 // TestApplyParentWritesUnderTruncation: a truncation of a join's parent
@@ -29,23 +28,7 @@ func TestApplyParentWritesUnderTruncation(t *testing.T) {
 	cfg.Projections = map[string]config.Projection{"t_named": {From: src + ".t", Sink: "s", Key: []string{"id"},
 		Columns: map[string]string{"id": "id", "cid": "cid"},
 		Join:    []config.Join{{From: src + ".c", On: map[string]string{"id": "cid"}, Columns: map[string]string{"name": "name"}}}}}
-	ps, err := projections.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := ps[0]
-	types, err := p.SourceColumns(ctx, bed.MySQL.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink, err := sinks.OpenSharded(ctx, "s", cfg.Sinks["s"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sink.Close() })
-	if err := sink.Exec(ctx, sinks.DDL(p, types)); err != nil {
-		t.Fatal(err)
-	}
+	p, sink := openProjection(t, bed, cfg)
 
 	var stale atomic.Int64
 	apply := func(b *projections.Batch) {
