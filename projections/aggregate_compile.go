@@ -167,6 +167,13 @@ func groupColumnName(text string) string {
 // aggArity is each function's number of arguments.
 var aggArity = map[AggFunc]int{AggCount: 1, AggSum: 1, AggMin: 1, AggMax: 1, AggCountIf: 1, AggSumIf: 2, AggAvg: 1}
 
+// aggForms lists the aggregate forms parseAggregate accepts, for the
+// messages refusing the others.
+const aggForms = "count(*), count(expr), sum(expr), min(expr), max(expr), avg(expr), count_if(cond) and sum_if(cond, expr)"
+
+// distinctArg matches an argument list that starts with DISTINCT.
+var distinctArg = regexp.MustCompile(`(?i)^distinct\b`)
+
 // parseAggregate parses one `aggregates` value, e.g. "sum_if(status =
 // 'paid', total_cents)".
 func parseAggregate(col, text string) (Aggregate, error) {
@@ -174,16 +181,19 @@ func parseAggregate(col, text string) (Aggregate, error) {
 	t := strings.TrimSpace(text)
 	open := strings.IndexByte(t, '(')
 	if open < 0 || !strings.HasSuffix(t, ")") {
-		return a, errors.New("want a function call: count(*), count(col), sum(col), min(col), max(col), count_if(cond), sum_if(cond, col) or avg(col)")
+		return a, errors.New("want a function call; the supported aggregates are " + aggForms)
 	}
 	a.Func = AggFunc(strings.ToLower(strings.TrimSpace(t[:open])))
 	n, ok := aggArity[a.Func]
 	if !ok {
-		return a, fmt.Errorf("unknown aggregate function %q: use count, sum, min, max, count_if, sum_if or avg", t[:open])
+		return a, fmt.Errorf("unknown aggregate function %q: the supported aggregates are %s", strings.TrimSpace(t[:open]), aggForms)
 	}
 	inner := strings.TrimSpace(t[open+1 : len(t)-1])
 	if a.Func == AggCount && inner == "*" {
 		return a, nil
+	}
+	if distinctArg.MatchString(inner) {
+		return a, fmt.Errorf("%s(DISTINCT …) is not supported yet: the supported aggregates are %s", a.Func, aggForms)
 	}
 	args := splitArgs(inner)
 	if len(args) != n || slices.Contains(args, "") {

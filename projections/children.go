@@ -33,6 +33,9 @@ type Children struct {
 	// (SourceColumns): the state table keeps its columns to break ties in
 	// the array's order as the source's ORDER BY … , <pk> does.
 	key atomic.Pointer[[]string]
+	// fromBroken and onBroken: from or on did not compile (Compile said
+	// why), so SourceColumns leaves out the checks that read them.
+	fromBroken, onBroken bool
 }
 
 // ChildOn is one pair of Children.On.

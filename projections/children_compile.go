@@ -65,12 +65,14 @@ func compileChildren(cfg config.Config, p *Projection, d config.Projection, key 
 		switch {
 		case !ok:
 			bad("%s.from %q: want db.table, e.g. shop.order_lines", ck, cd.From)
+			c.fromBroken = true
 		case !captured[cd.From]:
 			bad("%s.from %s is not in source.tables: add it there so its changes reach the array", ck, cd.From)
 		}
 		c.SourceDB, c.SourceTbl, c.Topic = db, tbl, event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl)
 		if len(cd.On) == 0 {
 			bad("%s.on is empty: map each child column to the parent column it references, e.g. {order_id: id}", ck)
+			c.onBroken = true
 		}
 		childCols := make([]string, 0, len(cd.On))
 		for cc := range cd.On {
@@ -87,7 +89,8 @@ func compileChildren(cfg config.Config, p *Projection, d config.Projection, key 
 				}
 			}
 			if read == "" {
-				bad("%s.on.%s: parent column %q is not copied into a read column of %s.columns: add %s: %s there (the arrays are found by it)", ck, cc, pc, key, pc, pc)
+				bad("%s.on.%s: parent column %q is not copied into a read column of %s.columns: add %s: %s there (the arrays are found by it)%s", ck, cc, pc, key, pc, pc, copiesInstead(key, d, pc))
+				c.onBroken = true
 				continue
 			}
 			c.On = append(c.On, ChildOn{Child: cc, Parent: pc, Read: read})
@@ -151,6 +154,9 @@ func (p *Projection) checkChildren(read func(db, tbl string) (*sourceTable, erro
 		ct := ChildTypes{State: map[string]string{}, Link: map[string]string{}, JSON: map[string]bool{}}
 		out = append(out, ct)
 		ck := fmt.Sprintf("projections.%s.children.%s", p.Name, c.Name)
+		if c.fromBroken {
+			continue // no child table to check against
+		}
 		var on []string
 		for _, o := range c.On {
 			on = append(on, o.Parent)
@@ -164,7 +170,7 @@ func (p *Projection) checkChildren(read func(db, tbl string) (*sourceTable, erro
 				missing = append(missing, pk)
 			}
 		}
-		if len(src.pk) > 0 && len(missing) > 0 {
+		if len(src.pk) > 0 && len(missing) > 0 && !c.onBroken {
 			bad("%s.on names parent column(s) %v, but %s.%s's primary key is %v: map a child column to each of %v, so each child belongs to at most one parent row", ck, on, p.SourceDB, p.SourceTbl, src.pk, missing)
 		}
 		child, err := read(c.SourceDB, c.SourceTbl)

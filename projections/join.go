@@ -32,6 +32,9 @@ type Join struct {
 	// copied like the others, so a read row always holds the key of the
 	// parent's parent it shows.
 	Columns []Column
+	// onBroken: on did not compile (Compile said why), so SourceColumns
+	// does not check that it names the parent's primary key.
+	onBroken bool
 }
 
 // JoinOn is one column pair of a join condition.
@@ -127,11 +130,13 @@ func compileJoin(cfg config.Config, p *Projection, d config.Projection, i int, j
 	}
 	if len(jd.On) == 0 {
 		bad("%s.on is empty: map each parent key column to this projection's source column, e.g. {id: customer_id}", key)
+		j.onBroken = true
 	}
 	var via *Join
 	if jd.Via != "" {
 		if via = resolveVia(p, d, i, jd, bad); via == nil {
 			jd.On = nil // its columns are not the source's: nothing to check
+			j.onBroken = true
 		}
 	}
 	parents := make([]string, 0, len(jd.On))
@@ -154,8 +159,9 @@ func compileJoin(cfg config.Config, p *Projection, d config.Projection, i int, j
 		}
 		if read == "" {
 			if p.Aggregation == nil { // compileAggregate names its own fix
-				bad("%s.on.%s: source column %q is not mapped in projections.%s.columns: add it (fan-out finds the read rows by it)", key, pc, child, p.Name)
+				bad("%s.on.%s: source column %q is not mapped in projections.%s.columns: add it (fan-out finds the read rows by it)%s", key, pc, child, p.Name, copiesInstead("projections."+p.Name, d, child))
 			}
+			j.onBroken = true
 			continue
 		}
 		j.On = append(j.On, JoinOn{Parent: pc, Child: child, Read: read})
@@ -170,8 +176,8 @@ func compileJoin(cfg config.Config, p *Projection, d config.Projection, i int, j
 	}
 	sort.Strings(names)
 	for _, c := range names {
-		if _, clash := d.Columns[c]; clash || p.column(c).Name != "" {
-			bad("%s.columns.%s: %s is already a column of projections.%s.columns: rename one of them", key, c, c, p.Name)
+		if where := declaredColumn(p, d, c); where != "" {
+			bad("%s.columns.%s: %s is already a column of %s: rename one of them (or leave it out of this join's columns, when it holds the same value)", key, c, c, where)
 			continue
 		}
 		if why := readColumnProblem(c); why != "" {
@@ -188,6 +194,33 @@ func compileJoin(cfg config.Config, p *Projection, d config.Projection, i int, j
 		j.Columns = append(j.Columns, Column{Name: c, Source: jd.Columns[c]})
 	}
 	return j, errs
+}
+
+// declaredColumn is the key that already declares read column c of p
+// ("" when none does): its columns, or an aggregate's group_by (whose
+// group columns need not be in columns). A key column missing from
+// columns declares nothing: Compile names that problem.
+func declaredColumn(p *Projection, d config.Projection, c string) string {
+	key := "projections." + p.Name
+	if _, ok := d.Columns[c]; ok {
+		return key + ".columns"
+	}
+	if p.Aggregation != nil && p.column(c).Name != "" {
+		return key + ".group_by (a group column)"
+	}
+	return ""
+}
+
+// copiesInstead is the hint for a source column col that no read column
+// of d copies while a read column named col copies another source column
+// ({author_id: authr_id}): a misspelt source column there is the likelier
+// cause ("" otherwise).
+func copiesInstead(key string, d config.Projection, col string) string {
+	v, ok := d.Columns[col]
+	if !ok || strings.TrimSpace(v) == col {
+		return ""
+	}
+	return fmt.Sprintf("; %s.columns.%s copies source column %q, not %s: if %q is misspelt, map %s: %s", key, col, v, col, v, col, col)
 }
 
 // resolveVia finds the earlier join that join i hangs off (jd.Via), or

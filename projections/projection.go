@@ -148,122 +148,160 @@ type Column struct {
 }
 
 // Compile validates the declarations that need no live schema and
-// compiles them. Every problem is reported, each naming its key.
+// compiles them. Every problem of every projection is reported, each
+// naming its key; a projection whose from is not db.table is left out.
 func Compile(cfg config.Config) ([]*Projection, error) {
+	var out []*Projection
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	for _, d := range CompileEach(cfg) {
+		if j, ok := d.Err.(interface{ Unwrap() []error }); ok {
+			errs = append(errs, j.Unwrap()...) // one flat list, as before
+		}
+		if d.P != nil {
+			out = append(out, d.P)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// Declared is one projection as Compile makes it, with its own problems.
+type Declared struct {
+	Name string
+	// P is the compiled projection, nil when its from is not db.table.
+	// With Err set it is incomplete (what failed is left out or marked),
+	// but SourceColumns may still check it against the source: it skips
+	// only the checks that depend on what failed, so that `readside
+	// check` lists every problem in one run.
+	P   *Projection
+	Err error // every declaration problem of the projection, joined
+}
+
+// CompileEach compiles every projection on its own, in name order: one
+// projection's problems never hide another's.
+func CompileEach(cfg config.Config) []Declared {
 	names := make([]string, 0, len(cfg.Projections))
 	for name := range cfg.Projections {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	var out []*Projection
 	captured := map[string]bool{}
 	for _, t := range cfg.Source.Tables {
 		captured[t] = true
 	}
+	out := make([]Declared, 0, len(names))
 	for _, name := range names {
-		d := cfg.Projections[name]
-		key := "projections." + name
-		db, tbl, ok := config.SplitTable(d.From)
-		if !ok {
-			bad("%s.from %q: want db.table, e.g. shop.orders", key, d.From)
-			continue
-		}
-		if !captured[d.From] {
-			bad("%s.from %s is not in source.tables: add it there", key, d.From)
-		}
-		if _, ok := cfg.Sinks[d.Sink]; !ok {
-			bad("%s.sink %q is not a configured sink: declare it under sinks.%s or use one of the configured sinks", key, d.Sink, d.Sink)
-		}
-		var where *Filter
-		if d.Where != "" {
-			var err error
-			if where, err = compileWhere(d.Where); err != nil {
-				bad("%s.where %q: %v (a SQL condition on the source row, e.g. status <> 'draft')", key, d.Where, err)
-			}
-		}
-		if d.Replicated && d.ShardBy != "" {
-			bad("%s: replicated projections are copied to every shard and take no shard_by: remove one of them", key)
-		}
-		if d.Replicated && len(d.Join) > 0 {
-			bad("%s: a replicated (reference) projection cannot have joins: join the reference table from the projections that read it instead", key)
-		}
-		if sink, ok := cfg.Sinks[d.Sink]; ok && len(sink.Shards) > 1 && d.ShardBy == "" && !d.Replicated {
-			bad("%s: sink %s has %d shards: set shard_by (one of the key columns) or replicated: true", key, d.Sink, len(sink.Shards))
-		}
-		aggregate := len(d.GroupBy) > 0 || len(d.Aggregates) > 0
-		if len(d.Key) == 0 && !aggregate {
-			bad("%s.key is empty: list the read table's primary key columns", key)
-		}
-		if len(d.Columns) == 0 && !aggregate {
-			bad("%s.columns is empty: map read columns to source columns, e.g. {id: id}", key)
-		}
-		for c := range d.Columns {
-			if why := readColumnProblem(c); why != "" {
-				bad("%s.columns.%s: %s: rename the column", key, c, why)
-			}
-		}
-		if table := cmp.Or(d.Table, name); identProblem(table) != "" {
-			bad("%s: read table %q: %s: set %s.table to a valid name", key, table, identProblem(table), key)
-		}
-		for _, k := range d.Key {
-			if _, ok := d.Columns[k]; !ok {
-				bad("%s.key column %q is not in %s.columns: add it there", key, k, key)
-			}
-		}
-		if d.ShardBy != "" && !slices.Contains(d.Key, d.ShardBy) && !aggregate {
-			bad("%s.shard_by %q must be one of its key columns %v: add it to key or shard by a key column", key, d.ShardBy, d.Key)
-		}
-		if err := d.OnError.Check(); err != nil {
-			bad("%s.on_error %v", key, err)
-		}
-		if d.ApplyConcurrency < 0 || d.ApplyConcurrency > maxApplyConcurrency {
-			bad("%s.apply_concurrency %d: want 1 to %d (0 or unset: %d)", key, d.ApplyConcurrency, maxApplyConcurrency, DefaultApplyConcurrency)
-		}
-		p := &Projection{Name: name, SourceDB: db, SourceTbl: tbl, Topic: event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl),
-			Group: event.Group(cfg.Kafka.TopicPrefix, name), DLQTopic: event.DLQTopic(cfg.Kafka.TopicPrefix, name), prefix: cfg.Kafka.TopicPrefix,
-			Sink: d.Sink, Table: d.Table, ShardBy: d.ShardBy, Where: where, Replicated: d.Replicated, OnError: d.OnError}
-		if p.Table == "" {
-			p.Table = name
-		}
-		if p.OnError == "" {
-			p.OnError = config.OnErrorStop
-		}
-		p.ApplyConcurrency = d.ApplyConcurrency
-		if p.ApplyConcurrency == 0 {
-			// An aggregate too: its transactions queue only for the group
-			// rows they share, after the contributions (most of the work,
-			// each over its own partitions' keys) are written side by side
-			// (docs/benchmarks.md, tuning log 51).
-			p.ApplyConcurrency = DefaultApplyConcurrency
-		}
-		// The shard key leads the primary key (co-locates what is read together).
-		if d.ShardBy != "" {
-			p.Key = append(p.Key, d.ShardBy)
-		}
-		for _, k := range d.Key {
-			if k != d.ShardBy {
-				p.Key = append(p.Key, k)
-			}
-		}
-		if aggregate {
-			errs = append(errs, compileAggregate(p, d, key)...)
-		} else {
-			errs = append(errs, compileColumns(p, d, key)...)
-		}
-		errs = append(errs, compileChildren(cfg, p, d, key, captured)...)
-		for i, jd := range d.Join {
-			j, jerrs := compileJoin(cfg, p, d, i, jd, captured)
-			errs = append(errs, jerrs...)
-			if j != nil {
-				p.Joins = append(p.Joins, j)
-			}
-		}
-		errs = append(errs, compileFanOut(p, d, key)...)
-		out = append(out, p)
+		p, errs := compileOne(cfg, name, captured)
+		out = append(out, Declared{Name: name, P: p, Err: errors.Join(errs...)})
 	}
-	return out, errors.Join(errs...)
+	return out
+}
+
+// compileOne compiles projection name; p is nil when its from is not
+// db.table (nothing can be checked against the source then), yet every
+// other declaration problem is still returned.
+func compileOne(cfg config.Config, name string, captured map[string]bool) (*Projection, []error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	d := cfg.Projections[name]
+	key := "projections." + name
+	db, tbl, fromOK := config.SplitTable(d.From)
+	if !fromOK {
+		bad("%s.from %q: want db.table, e.g. shop.orders", key, d.From)
+	} else if !captured[d.From] {
+		bad("%s.from %s is not in source.tables: add it there", key, d.From)
+	}
+	if _, ok := cfg.Sinks[d.Sink]; !ok {
+		bad("%s.sink %q is not a configured sink: declare it under sinks.%s or use one of the configured sinks", key, d.Sink, d.Sink)
+	}
+	var where *Filter
+	if d.Where != "" {
+		var err error
+		if where, err = compileWhere(d.Where); err != nil {
+			bad("%s.where %q: %v (a SQL condition on the source row, e.g. status <> 'draft')", key, d.Where, err)
+		}
+	}
+	if d.Replicated && d.ShardBy != "" {
+		bad("%s: replicated projections are copied to every shard and take no shard_by: remove one of them", key)
+	}
+	if d.Replicated && len(d.Join) > 0 {
+		bad("%s: a replicated (reference) projection cannot have joins: join the reference table from the projections that read it instead", key)
+	}
+	if sink, ok := cfg.Sinks[d.Sink]; ok && len(sink.Shards) > 1 && d.ShardBy == "" && !d.Replicated {
+		bad("%s: sink %s has %d shards: set shard_by (one of the key columns) or replicated: true", key, d.Sink, len(sink.Shards))
+	}
+	aggregate := len(d.GroupBy) > 0 || len(d.Aggregates) > 0
+	if len(d.Key) == 0 && !aggregate {
+		bad("%s.key is empty: list the read table's primary key columns", key)
+	}
+	if len(d.Columns) == 0 && !aggregate {
+		bad("%s.columns is empty: map read columns to source columns, e.g. {id: id}", key)
+	}
+	for c := range d.Columns {
+		if why := readColumnProblem(c); why != "" {
+			bad("%s.columns.%s: %s: rename the column", key, c, why)
+		}
+	}
+	if table := cmp.Or(d.Table, name); identProblem(table) != "" {
+		bad("%s: read table %q: %s: set %s.table to a valid name", key, table, identProblem(table), key)
+	}
+	for _, k := range d.Key {
+		if _, ok := d.Columns[k]; !ok {
+			bad("%s.key column %q is not in %s.columns: add it there", key, k, key)
+		}
+	}
+	if d.ShardBy != "" && !slices.Contains(d.Key, d.ShardBy) && !aggregate {
+		bad("%s.shard_by %q must be one of its key columns %v: add it to key or shard by a key column", key, d.ShardBy, d.Key)
+	}
+	if err := d.OnError.Check(); err != nil {
+		bad("%s.on_error %v", key, err)
+	}
+	if d.ApplyConcurrency < 0 || d.ApplyConcurrency > maxApplyConcurrency {
+		bad("%s.apply_concurrency %d: want 1 to %d (0 or unset: %d)", key, d.ApplyConcurrency, maxApplyConcurrency, DefaultApplyConcurrency)
+	}
+	p := &Projection{Name: name, SourceDB: db, SourceTbl: tbl, Topic: event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl),
+		Group: event.Group(cfg.Kafka.TopicPrefix, name), DLQTopic: event.DLQTopic(cfg.Kafka.TopicPrefix, name), prefix: cfg.Kafka.TopicPrefix,
+		Sink: d.Sink, Table: d.Table, ShardBy: d.ShardBy, Where: where, Replicated: d.Replicated, OnError: d.OnError}
+	if p.Table == "" {
+		p.Table = name
+	}
+	if p.OnError == "" {
+		p.OnError = config.OnErrorStop
+	}
+	p.ApplyConcurrency = d.ApplyConcurrency
+	if p.ApplyConcurrency == 0 {
+		// An aggregate too: its transactions queue only for the group
+		// rows they share, after the contributions (most of the work,
+		// each over its own partitions' keys) are written side by side
+		// (docs/benchmarks.md, tuning log 51).
+		p.ApplyConcurrency = DefaultApplyConcurrency
+	}
+	// The shard key leads the primary key (co-locates what is read together).
+	if d.ShardBy != "" {
+		p.Key = append(p.Key, d.ShardBy)
+	}
+	for _, k := range d.Key {
+		if k != d.ShardBy {
+			p.Key = append(p.Key, k)
+		}
+	}
+	if aggregate {
+		errs = append(errs, compileAggregate(p, d, key)...)
+	} else {
+		errs = append(errs, compileColumns(p, d, key)...)
+	}
+	errs = append(errs, compileChildren(cfg, p, d, key, captured)...)
+	for i, jd := range d.Join {
+		j, jerrs := compileJoin(cfg, p, d, i, jd, captured)
+		errs = append(errs, jerrs...)
+		if j != nil {
+			p.Joins = append(p.Joins, j)
+		}
+	}
+	errs = append(errs, compileFanOut(p, d, key)...)
+	if !fromOK {
+		return nil, errs
+	}
+	return p, errs
 }
 
 // CheckSourceKey verifies, against the source table's primary key, that

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -88,6 +89,10 @@ func (t *sourceTable) has(col string) (bool, string) {
 	return false, " (its columns: " + strings.Join(t.columns, ", ") + ")"
 }
 
+// unresolved reports a column Compile could not make (its problem is
+// Compile's): no source column and no expression.
+func (c Column) unresolved() bool { return c.Source == "" && c.typed == nil }
+
 func (t *sourceTable) def(col string, forceNull bool) string {
 	if forceNull || t.nullable[col] {
 		return t.types[col] + " NULL"
@@ -109,6 +114,9 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 	}
 	var errs []error
 	for i, c := range p.Columns {
+		if c.unresolved() {
+			continue // Compile named its problem: nothing to look up
+		}
 		if c.typed != nil {
 			def, err := p.typeComputed(c, src, i < len(p.Key))
 			if err == nil {
@@ -140,8 +148,11 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 		if err := p.checkShardCollation(out.Read); err != nil {
 			errs = append(errs, err)
 		}
-	} else if err := p.CheckSourceKey(src.pk); err != nil {
-		errs = append(errs, err)
+	} else if len(p.Key) > 0 && !slices.ContainsFunc(p.Key, func(k string) bool { return p.column(k).unresolved() }) {
+		// (A key Compile refused would only repeat its problem here.)
+		if err := p.CheckSourceKey(src.pk); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if p.Where != nil {
 		for _, c := range p.Where.Columns() {
@@ -199,7 +210,7 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 				missing = append(missing, pk)
 			}
 		}
-		if len(parent.pk) == 0 || len(missing) > 0 {
+		if (len(parent.pk) == 0 || len(missing) > 0) && !j.onBroken {
 			errs = append(errs, fmt.Errorf("%s.on names %v, but the parent %s.%s's primary key is %v: join on the parent's whole primary key, so each child has at most one parent row",
 				key, on, j.ParentDB, j.ParentTbl, parent.pk))
 		}
