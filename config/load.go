@@ -93,11 +93,24 @@ func Load(path string, environ []string) (Config, error) {
 	if err := cfg.readSecretFiles(); err != nil {
 		return Config{}, errors.Join(modeErrs, err)
 	}
-	if modeErrs != nil {
-		return Config{}, errors.Join(modeErrs, cfg.Validate())
+	if err := errors.Join(modeErrs, cfg.Validate()); err != nil {
+		return Config{}, &Invalid{Config: cfg, Err: err}
 	}
-	return cfg, cfg.Validate()
+	return cfg, nil
 }
+
+// Invalid is Load's error for a config that decodes but does not
+// validate. Config is what was decoded (a bad mode value left at its
+// default), for `readside check` to go on listing the problems of the
+// projections; nothing may run with it.
+type Invalid struct {
+	Config Config
+	Err    error // every problem, joined
+}
+
+func (e *Invalid) Error() string { return e.Err.Error() }
+
+func (e *Invalid) Unwrap() error { return e.Err }
 
 // modeErrors picks the decoder's errors about mode values (choiceError)
 // out of err and names each by its key as Validate does

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,33 +27,61 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
 		return code
 	}
-	cfg, err := config.Load(common.configPath, os.Environ())
-	if err != nil {
-		// Config errors are check's first findings, not a usage error.
-		fmt.Fprintf(stdout, "ERROR   config       %v\n", strings.ReplaceAll(err.Error(), "\n", "\n                     "))
-		fmt.Fprintln(stdout, "\nreadside check: the config does not load; fix it first (docs/config.md lists every key)")
-		return exitProblem
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	cfg, err := config.Load(common.configPath, os.Environ())
 	var findings []preflight.Finding
+	if err != nil {
+		// Config errors are check's first findings, not a usage error.
+		var invalid *config.Invalid
+		if !errors.As(err, &invalid) {
+			fmt.Fprintf(stdout, "ERROR   config       %v\n", strings.ReplaceAll(err.Error(), "\n", "\n                     "))
+			fmt.Fprintln(stdout, "\nreadside check: the config does not load; fix it first (docs/config.md lists every key)")
+			return exitProblem
+		}
+		// It decodes but does not validate: every problem is listed, and
+		// the projections are still checked (their declarations, and the
+		// source schema when source.dsn is usable); the servers are
+		// checked once the config validates.
+		for _, e := range unjoin(invalid.Err) {
+			findings = append(findings, preflight.Finding{Area: "config", Finding: cdc.Finding{Severity: "error", What: e.Error()}})
+		}
+		findings = append(findings, projectionFindings(ctx, invalid.Config, false)...)
+		return printFindings(stdout, findings, *quiet, "the source, broker and sinks are checked once the config validates (docs/config.md lists every key)")
+	}
 	for _, f := range cdc.CheckSource(ctx, cfg) {
 		findings = append(findings, preflight.Finding{Area: "source", Finding: f})
 	}
 	findings = append(findings, preflight.Broker(ctx, cfg)...)
 	findings = append(findings, addedTableFindings(ctx, cfg)...)
 	findings = append(findings, preflight.Sinks(ctx, cfg)...)
-	if len(cfg.Projections) > 0 {
-		planned, err := planProjections(ctx, cfg)
-		if err != nil {
-			for _, e := range strings.Split(err.Error(), "\n") {
-				findings = append(findings, preflight.Finding{Area: "projections", Finding: cdc.Finding{Severity: "error", What: e, Fix: "fix the declaration in projections: (docs/config.md); `readside plan` shows the read tables"}})
-			}
-		} else {
-			findings = append(findings, preflight.Finding{Area: "projections", Finding: cdc.Finding{Severity: "ok", What: fmt.Sprintf("%d projection(s) compile and plan against the source schema", len(planned))}})
-			findings = append(findings, driftFindings(ctx, cfg, planned)...)
-		}
+	findings = append(findings, projectionFindings(ctx, cfg, true)...)
+	return printFindings(stdout, findings, *quiet, "")
+}
+
+// projectionFindings are every problem of every projection in one run
+// (checkProjections), then, with drift, each planned projection's read
+// tables compared with its plan on the sink.
+func projectionFindings(ctx context.Context, cfg config.Config, drift bool) []preflight.Finding {
+	if len(cfg.Projections) == 0 {
+		return nil
 	}
+	var out []preflight.Finding
+	planned, problems := checkProjections(ctx, cfg)
+	for _, e := range problems {
+		out = append(out, preflight.Finding{Area: "projections", Finding: cdc.Finding{Severity: "error", What: e.Error(), Fix: "fix the declaration in projections: (docs/config.md); `readside plan` shows the read tables"}})
+	}
+	out = append(out, preflight.Finding{Area: "projections", Finding: cdc.Finding{Severity: "ok", What: fmt.Sprintf("%d of %d projection(s) compile and plan against the source schema", len(planned), len(cfg.Projections))}})
+	if drift {
+		out = append(out, driftFindings(ctx, cfg, planned)...)
+	}
+	return out
+}
+
+// printFindings prints findings (with quiet, only problems and warnings)
+// and the summary, with note after it when set, and returns the exit
+// code: 1 when any finding is an error.
+func printFindings(stdout io.Writer, findings []preflight.Finding, quiet bool, note string) int {
 	errs, warns := 0, 0
 	for _, f := range findings {
 		label := map[string]string{"error": "ERROR", "warning": "WARNING", "ok": "ok"}[f.Severity]
@@ -62,7 +91,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		case "warning":
 			warns++
 		case "ok":
-			if *quiet {
+			if quiet {
 				continue
 			}
 		}
@@ -72,6 +101,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stdout, "\nreadside check: %d problem(s), %d warning(s)\n", errs, warns)
+	if note != "" {
+		fmt.Fprintf(stdout, "readside check: %s\n", note)
+	}
 	if errs > 0 {
 		return exitProblem
 	}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -27,39 +28,116 @@ type plannedProjection struct {
 	ddl   []string
 }
 
-// planProjections compiles the declarations and derives each read table's
-// DDL from the live source schema. Every problem is reported at once.
-func planProjections(ctx context.Context, cfg config.Config) ([]plannedProjection, error) {
-	out, failed, err := planEach(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	var errs []error
-	for _, p := range failed {
-		errs = append(errs, p.err)
-	}
-	return out, errors.Join(errs...)
-}
-
 // unplanned is a projection that does not fit the live source schema.
 type unplanned struct {
 	name string
 	err  error
 }
 
-// planEach is planProjections with the projections that do not fit the
-// source apart (in declaration order); err is what no projection can run
-// with (the config, the source DSN).
+// planEach compiles the declarations and plans each projection against
+// the live source schema, the projections that do not fit the source
+// apart (in declaration order); err is what no projection can run with
+// (any declaration problem, a sink's key ranges, the source DSN), for
+// `run` refuses a config with one.
 func planEach(ctx context.Context, cfg config.Config) (planned []plannedProjection, failed []unplanned, err error) {
-	ps, err := projections.Compile(cfg)
-	for name, sink := range cfg.Sinks {
-		if _, rerr := sinks.ShardRanges(name, sink); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
+	ds := projections.CompileEach(cfg)
+	errs := sinkRangeProblems(cfg)
+	for _, d := range ds {
+		errs = append(errs, unjoin(d.Err)...)
 	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	src, connector, err := openSource(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
+	defer src.Close()
+	for _, d := range ds {
+		pp, err := planOne(ctx, src, connector, d.P)
+		if err != nil {
+			if ctx.Err() != nil || reachingSource(err) {
+				return nil, nil, err
+			}
+			failed = append(failed, unplanned{name: d.Name, err: err})
+			continue
+		}
+		planned = append(planned, pp)
+	}
+	return planned, failed, nil
+}
+
+// checkProjections is what `check` and `plan` know of the projections in
+// one run: those that plan, and every problem of every projection — its
+// declaration's (Compile) and, wherever its from names a table, the live
+// source schema's, which SourceColumns checks even beside declaration
+// problems, leaving out only the checks that depend on what failed to
+// compile — plus the sinks' key ranges. One projection's problems never
+// keep another's from being checked.
+func checkProjections(ctx context.Context, cfg config.Config) ([]plannedProjection, []error) {
+	problems := sinkRangeProblems(cfg)
+	var src *sql.DB
+	var connector sqldriver.Connector
+	srcErr := errors.New("source.dsn is empty") // (an invalid config: check goes on with it)
+	if cfg.Source.DSN != "" {
+		src, connector, srcErr = openSource(cfg)
+	}
+	if srcErr == nil {
+		defer src.Close()
+	}
+	var planned []plannedProjection
+	for _, d := range projections.CompileEach(cfg) {
+		errs := unjoin(d.Err)
+		if d.P == nil || srcErr != nil {
+			problems = append(problems, errs...)
+			continue
+		}
+		pp, err := planOne(ctx, src, connector, d.P)
+		switch {
+		case err == nil && len(errs) == 0:
+			planned = append(planned, pp)
+			continue
+		case err == nil:
+		case ctx.Err() != nil:
+			return planned, append(problems, ctx.Err())
+		case reachingSource(err):
+			if me := new(driver.MySQLError); errors.As(err, &me) {
+				errs = append(errs, fmt.Errorf("projections.%s: reading its tables' schema on the source: %w: grant the source user SELECT on the tables it reads", d.Name, err))
+				break
+			}
+			// The server is out of reach (the source's own finding says
+			// so): the rest is checked without it.
+			srcErr = err
+		default:
+			errs = append(errs, unjoin(err)...)
+		}
+		problems = append(problems, errs...)
+	}
+	if srcErr != nil {
+		problems = append(problems, fmt.Errorf("projections: not checked against the source schema: %w", srcErr))
+	}
+	return planned, problems
+}
+
+// sinkRangeProblems are the sinks' key-range problems (sinks.ShardRanges),
+// in sink name order.
+func sinkRangeProblems(cfg config.Config) []error {
+	names := make([]string, 0, len(cfg.Sinks))
+	for name := range cfg.Sinks {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var errs []error
+	for _, name := range names {
+		if _, err := sinks.ShardRanges(name, cfg.Sinks[name]); err != nil {
+			errs = append(errs, unjoin(err)...)
+		}
+	}
+	return errs
+}
+
+// openSource opens a pool on the source for reading its schema.
+func openSource(cfg config.Config) (*sql.DB, sqldriver.Connector, error) {
 	dcfg, err := driver.ParseDSN(cfg.Source.DSN.Reveal())
 	if err != nil {
 		return nil, nil, fmt.Errorf("source.dsn: %w", err)
@@ -68,21 +146,35 @@ func planEach(ctx context.Context, cfg config.Config) (planned []plannedProjecti
 	if err != nil {
 		return nil, nil, err
 	}
-	src := sql.OpenDB(connector)
-	defer src.Close()
-	for _, p := range ps {
-		cols, err := p.SourceColumns(ctx, src)
-		if err != nil {
-			if ctx.Err() != nil || reachingSource(err) {
-				return nil, nil, err
-			}
-			failed = append(failed, unplanned{name: p.Name, err: err})
-			continue
-		}
-		p.SourceTypes = sourceTypesOf(p, connector)
-		planned = append(planned, plannedProjection{p: p, types: cols, ddl: sinks.DDL(p, cols)})
+	return sql.OpenDB(connector), connector, nil
+}
+
+// planOne checks p against the live source schema and derives its read
+// table's DDL.
+func planOne(ctx context.Context, src *sql.DB, connector sqldriver.Connector, p *projections.Projection) (plannedProjection, error) {
+	cols, err := p.SourceColumns(ctx, src)
+	if err != nil {
+		return plannedProjection{}, err
 	}
-	return planned, failed, nil
+	p.SourceTypes = sourceTypesOf(p, connector)
+	return plannedProjection{p: p, types: cols, ddl: sinks.DDL(p, cols)}, nil
+}
+
+// unjoin is err's problems one by one: errors.Join's flattened, nil for
+// nil.
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, unjoin(e)...)
+	}
+	return out
 }
 
 // reachingSource tells an error reading the source's schema (the server,
@@ -119,9 +211,10 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	planned, err := planProjections(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "readside plan:\n%v\n", err)
+	planned, problems := checkProjections(ctx, cfg)
+	if len(problems) > 0 {
+		// Every problem of every projection, so that one run shows them all.
+		fmt.Fprintf(stderr, "readside plan:\n%v\n", errors.Join(problems...))
 		return exitProblem
 	}
 	unsafe := 0
