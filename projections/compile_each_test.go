@@ -53,8 +53,8 @@ func TestCompileEachProblems(t *testing.T) {
 				"d_fine": posts(func(*config.Projection) {}),
 			},
 			want: map[string][]string{
-				"a_stats": {`projections.a_stats.aggregates.n "median(id)": unknown aggregate function "median": the supported aggregates are count(*), count(expr), sum(expr), min(expr), max(expr), avg(expr), count_if(cond) and sum_if(cond, expr)`},
-				"b_typo": {`projections.b_typo.join[0].on.id: source column "author_id" is not mapped in projections.b_typo.columns: add it (fan-out finds the read rows by it); projections.b_typo.columns.author_id copies source column "authr_id", not author_id: if "authr_id" is misspelt, map author_id: author_id`},
+				"a_stats":    {`projections.a_stats.aggregates.n "median(id)": unknown aggregate function "median": the supported aggregates are count(*), count(expr), sum(expr), min(expr), max(expr), avg(expr), count_if(cond) and sum_if(cond, expr)`},
+				"b_typo":     {`projections.b_typo.join[0].on.id: source column "author_id" is not mapped in projections.b_typo.columns: add it (fan-out finds the read rows by it); projections.b_typo.columns.author_id copies source column "authr_id", not author_id: if "authr_id" is misspelt, map author_id: author_id`},
 				"c_comments": {`projections.c_comments.children.comments.order_by[0] "created_at desc": order_by lists child columns by name (ascending)`},
 			},
 		},
