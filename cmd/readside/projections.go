@@ -204,13 +204,20 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	if code, done := parseFlags(fs, args, stdout, stderr); done {
 		return code
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	cfg, err := config.Load(common.configPath, os.Environ())
+	if invalid := new(config.Invalid); errors.As(err, &invalid) {
+		// A config that decodes but does not validate: its problems and
+		// every projection's, in one run, as check lists them.
+		_, problems := checkProjections(ctx, invalid.Config)
+		fmt.Fprintf(stderr, "readside plan:\n%v\n", errors.Join(append(unjoin(invalid.Err), problems...)...))
+		return exitProblem
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "readside plan: %v\n", err)
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	planned, problems := checkProjections(ctx, cfg)
 	if len(problems) > 0 {
 		// Every problem of every projection, so that one run shows them all.
