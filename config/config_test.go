@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +118,59 @@ func TestTopicPrefixMustBeAKafkaName(t *testing.T) {
 		c.Kafka.TopicPrefix = bad
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "kafka.topic_prefix") {
 			t.Errorf("topic_prefix %q: %v", bad, err)
+		}
+	}
+}
+
+// TestLoadInvalid: a config that decodes but does not validate is an
+// *Invalid holding the decoded config, so that `readside check` can go
+// on listing the projections' problems; what does not decode is not.
+func TestLoadInvalid(t *testing.T) {
+	projections := "sinks:\n  reads:\n    dsn: \"u:p@tcp(h:1)/r\"\nprojections:\n" +
+		"  a:\n    from: shop.orders\n    sink: reads\n    key: [id]\n    colums: {id: id}\n" +
+		"  b:\n    from: shop.orders\n    sink: reads\n    key: [id]\n    columns: {id: id}\n    on_error: skip\n" +
+		"  c:\n    from: shop.orders\n    sink: reads\n    key: [id]\n    columns: {id: id}\n"
+	cases := []struct {
+		why     string
+		body    string
+		env     []string
+		invalid bool
+		want    []string // each a whole problem line
+		kept    []string // projections decoded
+	}{
+		{"an unknown projection key, another's bad mode value and Validate's problems: all listed, one per line, each by its key; the projections without one decoded",
+			minimal + projections, []string{"PW=x", "READSIDE_KAFKA__PARTITIONS=0"}, true,
+			[]string{
+				`projections.b.on_error "skip": want dlq or stop`,
+				"projections.a has unknown keys: colums: correct or remove them (docs/config.md lists every key)",
+				"kafka.partitions must be positive, e.g. 6",
+			}, []string{"c"}},
+		{"an unknown top-level key names the config",
+			minimal + "kafak: {}\n", []string{"PW=x"}, true,
+			[]string{"the config has unknown keys: kafak: correct or remove them (docs/config.md lists every key)"}, nil},
+		{"a value of the wrong shape does not decode: no config to go on with",
+			minimal + "projections: [a, b]\n", []string{"PW=x"}, false, nil, nil},
+	}
+	for _, c := range cases {
+		_, err := Load(writeConfig(t, c.body), c.env)
+		inv, ok := err.(*Invalid)
+		if ok != c.invalid {
+			t.Errorf("%s: error %T %v, want *Invalid %v", c.why, err, err, c.invalid)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		lines := strings.Split(err.Error(), "\n")
+		for _, w := range c.want {
+			if !slices.Contains(lines, w) {
+				t.Errorf("%s: problems\n%s\nlack the line %q", c.why, err, w)
+			}
+		}
+		for _, name := range c.kept {
+			if _, ok := inv.Config.Projections[name]; !ok {
+				t.Errorf("%s: projection %s not decoded", c.why, name)
+			}
 		}
 	}
 }

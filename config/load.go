@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -85,7 +86,9 @@ func Load(path string, environ []string) (Config, error) {
 		},
 	})
 	// A bad mode value leaves its field at the default and the rest
-	// decoded, so it is reported together with every other problem.
+	// decoded, and an unknown key is left out (a map entry holding either
+	// is left out whole), so they are reported together with every other
+	// problem.
 	modeErrs, other := modeErrors(err)
 	if other {
 		return Config{}, fmt.Errorf("config: %w (see docs/config.md for every key)", err)
@@ -113,9 +116,9 @@ func (e *Invalid) Error() string { return e.Err.Error() }
 func (e *Invalid) Unwrap() error { return e.Err }
 
 // modeErrors picks the decoder's errors about mode values (choiceError)
-// out of err and names each by its key as Validate does
+// and unknown keys out of err and names each by its key as Validate does
 // ("projections.orders.on_error"), joined; other reports any error that
-// is not one.
+// is neither.
 func modeErrors(err error) (modes error, other bool) {
 	var found []error
 	var walk func(error)
@@ -123,9 +126,16 @@ func modeErrors(err error) (modes error, other bool) {
 		var ce *choiceError
 		switch x := e.(type) {
 		case *mapstructure.DecodeError:
-			if errors.As(x.Unwrap(), &ce) {
-				found = append(found, fmt.Errorf("%s %w", mapKey.ReplaceAllString(x.Name(), ".$1"), ce))
-			} else {
+			key := mapKey.ReplaceAllString(x.Name(), ".$1")
+			switch keys, unknown := strings.CutPrefix(x.Unwrap().Error(), "has invalid keys: "); {
+			case errors.As(x.Unwrap(), &ce):
+				found = append(found, fmt.Errorf("%s %w", key, ce))
+			case unknown:
+				if key == "config.Config" { // the decoder's name of the top level
+					key = ""
+				}
+				found = append(found, fmt.Errorf("%s has unknown keys: %s: correct or remove them (docs/config.md lists every key)", cmp.Or(key, "the config"), keys))
+			default:
 				other = true
 			}
 		case interface{ Unwrap() []error }:
