@@ -118,7 +118,7 @@ func compileAggregate(p *Projection, d config.Projection, key string) []error {
 		for _, pc := range pcs {
 			child := j.On[pc]
 			if !slices.ContainsFunc(p.Columns, func(c Column) bool { return c.Source == child && c.Expr == nil }) {
-				bad("%s.join[%d].on.%s: %q is not a group_by column copying a source column: an aggregate projection's join finds a group's parent by its group columns (add %s to group_by, or join on a group column)", key, i, pc, child, child)
+				bad("%s.join[%d].on.%s: %q is not a group_by column copying a source column: an aggregate projection's join finds a group's parent by its group columns (add %s to group_by, or join on a group column)%s", key, i, pc, child, child, copiesInstead(key, d, child))
 			}
 		}
 	}

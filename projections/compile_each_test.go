@@ -83,6 +83,16 @@ func TestCompileEachProblems(t *testing.T) {
 			},
 		},
 		{
+			why: "an aggregate's misspelt group column mapping is named by the join on it",
+			decls: map[string]config.Projection{
+				"by_author": {From: "blog.posts", Sink: "reads", GroupBy: []string{"author_id"}, Columns: map[string]string{"author_id": "authr_id"},
+					Aggregates: map[string]string{"posts": "count(*)"}, Join: []config.Join{authors}},
+			},
+			want: map[string][]string{
+				"by_author": {`projections.by_author.join[0].on.id: "author_id" is not a group_by column copying a source column: an aggregate projection's join finds a group's parent by its group columns (add author_id to group_by, or join on a group column); projections.by_author.columns.author_id copies source column "authr_id", not author_id: if "authr_id" is misspelt, map author_id: author_id`},
+			},
+		},
+		{
 			why: "a key column missing from columns is that problem only: a join column of the same name is no clash with columns",
 			decls: map[string]config.Projection{
 				"keyed": posts(func(d *config.Projection) {
