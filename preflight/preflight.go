@@ -8,8 +8,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,7 +66,9 @@ func Broker(ctx context.Context, cfg config.Config) []Finding {
 // Sinks checks every sink (and shard) is reachable and writable.
 func Sinks(ctx context.Context, cfg config.Config) []Finding {
 	var out []Finding
-	for name, s := range cfg.Sinks {
+	// In name order, so that two runs list their findings alike.
+	for _, name := range slices.Sorted(maps.Keys(cfg.Sinks)) {
+		s := cfg.Sinks[name]
 		if s.DSN != "" {
 			out = append(out, sink(ctx, name, s.DSN)...)
 		}
