@@ -148,8 +148,11 @@ func TestLoadInvalid(t *testing.T) {
 		{"an unknown top-level key names the config",
 			minimal + "kafak: {}\n", []string{"PW=x"}, true,
 			[]string{"the config has unknown keys: kafak: correct or remove them (docs/config.md lists every key)"}, nil},
-		{"a value of the wrong shape does not decode: no config to go on with",
-			minimal + "projections: [a, b]\n", []string{"PW=x"}, false, nil, nil},
+		{"a value of another shape names its key, and the projection beside it decodes",
+			minimal + "projections:\n  p:\n    from: shop.orders\n    columns: [id]\n  q:\n    from: shop.orders\n", []string{"PW=x"}, true,
+			[]string{"projections.p.columns.0: expected type 'map[string]string', got unconvertible type 'string': give it the form docs/config.md shows"}, []string{"q"}},
+		{"YAML that does not parse: no config to go on with",
+			minimal + "kafka: {}\n", []string{"PW=x"}, false, nil, nil},
 	}
 	for _, c := range cases {
 		_, err := Load(writeConfig(t, c.body), c.env)

@@ -136,7 +136,9 @@ func modeErrors(err error) (modes error, other bool) {
 				}
 				found = append(found, fmt.Errorf("%s has unknown keys: %s: correct or remove them (docs/config.md lists every key)", cmp.Or(key, "the config"), keys))
 			default:
-				other = true
+				// A value of another shape or type: the decoder went on
+				// with the rest, and leaves this one at its default.
+				found = append(found, fmt.Errorf("%s: %w: give it the form docs/config.md shows", cmp.Or(key, "the config"), x.Unwrap()))
 			}
 		case interface{ Unwrap() []error }:
 			for _, c := range x.Unwrap() {
