@@ -102,10 +102,11 @@ func Load(path string, environ []string) (Config, error) {
 	return cfg, nil
 }
 
-// Invalid is Load's error for a config that decodes but does not
-// validate. Config is what was decoded (a bad mode value left at its
-// default), for `readside check` to go on listing the problems of the
-// projections; nothing may run with it.
+// Invalid is Load's error for a config that parses but does not decode
+// whole or does not validate. Config is what was decoded (a bad mode
+// value at its default; a map entry with an unknown key or a value of
+// another shape left out), for `readside check` and `plan` to go on
+// listing the projections' problems; nothing may run with it.
 type Invalid struct {
 	Config Config
 	Err    error // every problem, joined
