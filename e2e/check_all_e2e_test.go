@@ -18,9 +18,9 @@ import (
 // cause, and both exit 1. A projection with a declaration problem is
 // still checked against the source, without the checks that depend on
 // what failed (no "on names [] but the primary key is [id]" after its join
-// on was refused). With a config that decodes but does not validate (a
-// projection's on_error), check and plan list that problem and every
-// projection's still.
+// on was refused). With a config that does not validate (a projection's
+// on_error, an unknown key), check and plan list those problems and every
+// other projection's still.
 func TestCheckListsEveryProblem(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -125,22 +125,31 @@ func TestCheckListsEveryProblem(t *testing.T) {
 		t.Errorf("plan reports %d problems, want exactly %d:\n%s", n, len(wants), errOut)
 	}
 
-	// A mode value the config does not accept: the config is invalid,
-	// and still every projection's problem is listed beside it.
-	invalid := strings.Replace(head+decls, "  g_fine:\n", "  g_fine:\n    on_error: skip\n", 1)
-	onError := `projections.g_fine.on_error "skip"`
+	// A mode value the config does not accept and a key it does not
+	// know: the config is invalid, and still every projection's problem
+	// is listed beside them.
+	invalid := strings.Replace(head+decls, "  g_fine:\n", "  g_fine:\n    on_error: skip\n    colour: red\n", 1)
+	configWants := []string{`projections.g_fine.on_error "skip": want dlq or stop`,
+		"projections.g_fine has unknown keys: colour: correct or remove them (docs/config.md lists every key)"}
 	code, out, _ = runVerb(t, "check", invalid)
 	t.Logf("readside check of an invalid config:\n%s", out)
 	if code != 1 {
 		t.Errorf("check of an invalid config: exit %d, want 1", code)
 	}
-	if !strings.Contains(out, "ERROR   config       "+onError) {
-		t.Errorf("check of an invalid config lacks %q", onError)
+	for _, w := range configWants {
+		if !strings.Contains(out, "ERROR   config       "+w+"\n") {
+			t.Errorf("check of an invalid config lacks %q", w)
+		}
 	}
 	assertAll("check's output of an invalid config", out, "ERROR   projections  ")
 	code, _, errOut = runVerb(t, "plan", invalid)
-	if code != 1 || !strings.Contains(errOut, onError) {
-		t.Errorf("plan of an invalid config: exit %d, want 1 naming %q:\n%s", code, onError, errOut)
+	if code != 1 {
+		t.Errorf("plan of an invalid config: exit %d, want 1", code)
 	}
 	assertAll("plan's stderr of an invalid config", errOut, "")
+	for _, w := range configWants {
+		if !strings.Contains(errOut, w+"\n") {
+			t.Errorf("plan of an invalid config lacks %q:\n%s", w, errOut)
+		}
+	}
 }
