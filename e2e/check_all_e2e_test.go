@@ -13,12 +13,14 @@ import (
 // join column clashing with an aggregate's group column, a join on a
 // source column that a misspelt mapping does not copy) and live-schema
 // ones (a child order_by column, a source column and that misspelt source
-// column, none of which exist on the server) — are all listed by one run
-// of `readside check` and of `readside plan`, each under its key with its
+// column, none of which exist on the server; a source table that does not
+// exist and a parent column of its join) — are all listed by one run of
+// `readside check` and of `readside plan`, each under its key with its
 // cause, and both exit 1. A projection with a declaration problem is
 // still checked against the source, without the checks that depend on
 // what failed (no "on names [] but the primary key is [id]" after its join
-// on was refused). With a config that does not validate (a projection's
+// on was refused), and a projection whose own table is missing still has
+// its join checked. With a config that does not validate (a projection's
 // on_error, an unknown key), check and plan list those problems and every
 // other projection's still.
 func TestCheckListsEveryProblem(t *testing.T) {
@@ -77,6 +79,15 @@ func TestCheckListsEveryProblem(t *testing.T) {
       - from: %[1]s.authors
         on: {id: author_id}
         columns: {author_id: id, author_name: name}
+  h_no_table:
+    from: %[1]s.drafts
+    sink: reads
+    key: [id]
+    columns: {id: id, author_id: author_id}
+    join:
+      - from: %[1]s.authors
+        on: {id: author_id}
+        columns: {author_name: nam}
   g_fine:
     from: %[1]s.posts
     sink: reads
@@ -93,6 +104,9 @@ func TestCheckListsEveryProblem(t *testing.T) {
 		`projections.d_missing_column.columns.subtitle: source column "subtitle" does not exist in ` + db + `.posts (its columns: id, author_id, title): map subtitle to one of them`,
 		`projections.e_distinct.aggregates.readers "count(distinct id)": count(DISTINCT …) is not supported yet: the supported aggregates are ` + forms,
 		`projections.f_group_clash.join[0].columns.author_id: author_id is already a column of projections.f_group_clash.group_by (a group column): rename one of them`,
+		`projections.h_no_table.from ` + db + `.drafts is not in source.tables: add it there`,
+		`projections.h_no_table.from: ` + db + `.drafts does not exist on the source: correct from, create the table, or grant the source user SELECT on it`,
+		`projections.h_no_table.join[0].columns.author_name: parent column "nam" does not exist in ` + db + `.authors (its columns: id, name): map author_name to one of them`,
 	}
 
 	assertAll := func(what, out, prefix string) {
@@ -112,7 +126,7 @@ func TestCheckListsEveryProblem(t *testing.T) {
 	if n := strings.Count(out, "ERROR   projections"); n != len(wants) {
 		t.Errorf("check reports %d projection errors, want exactly %d (nothing repeated, nothing derived from a refused declaration)", n, len(wants))
 	}
-	if !strings.Contains(out, "ok      projections  1 of 7 projection(s) compile and plan against the source schema") {
+	if !strings.Contains(out, "ok      projections  1 of 8 projection(s) compile and plan against the source schema") {
 		t.Errorf("check does not count g_fine as the one projection that plans")
 	}
 

@@ -144,7 +144,8 @@ type ChildTypes struct {
 }
 
 // checkChildren checks the children of p against the source schema (the
-// parent table src and each child table) and returns their sink types.
+// parent table src, nil when it does not exist, and each child table) and
+// returns their sink types.
 // Every problem names its key and its fix.
 func (p *Projection) checkChildren(read func(db, tbl string) (*sourceTable, error), src *sourceTable) ([]ChildTypes, []error, error) {
 	var out []ChildTypes
@@ -160,17 +161,22 @@ func (p *Projection) checkChildren(read func(db, tbl string) (*sourceTable, erro
 		var on []string
 		for _, o := range c.On {
 			on = append(on, o.Parent)
+			if src == nil {
+				continue // no parent table: SourceColumns says so
+			}
 			if ok, cols := src.has(o.Parent); !ok {
 				bad("%s.on.%s: parent column %q does not exist in %s.%s%s: name the parent's primary key column", ck, o.Child, o.Parent, p.SourceDB, p.SourceTbl, cols)
 			}
 		}
 		var missing []string
-		for _, pk := range src.pk {
-			if !slices.Contains(on, pk) {
-				missing = append(missing, pk)
+		if src != nil {
+			for _, pk := range src.pk {
+				if !slices.Contains(on, pk) {
+					missing = append(missing, pk)
+				}
 			}
 		}
-		if len(src.pk) > 0 && len(missing) > 0 && !c.onBroken {
+		if len(missing) > 0 && !c.onBroken {
 			bad("%s.on names parent column(s) %v, but %s.%s's primary key is %v: map a child column to each of %v, so each child belongs to at most one parent row", ck, on, p.SourceDB, p.SourceTbl, src.pk, missing)
 		}
 		child, err := read(c.SourceDB, c.SourceTbl)

@@ -177,24 +177,32 @@ func TestCheckChildrenSkipsBroken(t *testing.T) {
 	cases := []struct {
 		why      string
 		children config.Children
+		noParent bool     // the projection's own table does not exist
 		want     []string // each a substring of one problem, all of them
 	}{
 		{"on names an uncopied parent column: only the missing order_by column, no 'on names [] but the primary key is [id]'",
 			config.Children{From: "blog.comments", On: map[string]string{"post_id": "post_ref"}, Columns: map[string]string{"body": "body"}, OrderBy: []string{"posted_at"}},
-			[]string{`projections.p.children.comments.order_by[0]: column "posted_at" does not exist in blog.comments (its columns: id, post_id, body)`}},
+			false, []string{`projections.p.children.comments.order_by[0]: column "posted_at" does not exist in blog.comments (its columns: id, post_id, body)`}},
 		{"from malformed: no 'does not exist on the source' for a table named by nothing",
 			config.Children{From: "comments", On: map[string]string{"post_id": "id"}, Columns: map[string]string{"body": "body"}},
-			nil},
+			false, nil},
 		{"on fine: the primary-key coverage is still checked (a broken entry elsewhere does not switch it off)",
 			config.Children{From: "blog.comments", On: map[string]string{"post_id": "title"}, Columns: map[string]string{"body": "body"}},
-			[]string{`projections.p.children.comments.on names parent column(s) [title], but blog.posts's primary key is [id]`}},
+			false, []string{`projections.p.children.comments.on names parent column(s) [title], but blog.posts's primary key is [id]`}},
+		{"no parent table (SourceColumns names it): the child table is still checked",
+			config.Children{From: "blog.comments", On: map[string]string{"post_id": "id"}, Columns: map[string]string{"body": "body"}, OrderBy: []string{"posted_at"}}, true,
+			[]string{`projections.p.children.comments.order_by[0]: column "posted_at" does not exist in blog.comments`}},
 	}
 	for _, c := range cases {
 		cfg := blogConfig()
 		cfg.Projections["p"] = config.Projection{From: "blog.posts", Sink: "reads", Key: []string{"id"}, Columns: map[string]string{"id": "id", "title": "title"},
 			Children: map[string]config.Children{"comments": c.children}}
 		ds := CompileEach(cfg)
-		_, errs, err := ds[0].P.checkChildren(read, parent)
+		src := parent
+		if c.noParent {
+			src = nil
+		}
+		_, errs, err := ds[0].P.checkChildren(read, src)
 		if err != nil {
 			t.Fatal(err)
 		}

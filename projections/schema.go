@@ -109,60 +109,12 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 	if err != nil {
 		return out, err
 	}
-	if src == nil {
-		return out, fmt.Errorf("projections.%s.from: %s.%s does not exist on the source: correct from, create the table, or grant the source user SELECT on it", p.Name, p.SourceDB, p.SourceTbl)
-	}
 	var errs []error
-	for i, c := range p.Columns {
-		if c.unresolved() {
-			continue // Compile named its problem: nothing to look up
-		}
-		if c.typed != nil {
-			def, err := p.typeComputed(c, src, i < len(p.Key))
-			if err == nil {
-				out.Read[c.Name] = def
-				continue
-			}
-			if !errors.Is(err, errCopy) {
-				errs = append(errs, fmt.Errorf("projections.%s.columns.%s %q: %w", p.Name, c.Name, c.Source, err))
-				continue
-			}
-		}
-		if ok, cols := src.has(c.Source); !ok {
-			errs = append(errs, fmt.Errorf("projections.%s.columns.%s: source column %q does not exist in %s.%s%s: map %s to one of them", p.Name, c.Name, c.Source, p.SourceDB, p.SourceTbl, cols, c.Name))
-			continue
-		}
-		if i < len(p.Key) {
-			// A read key is never NULL: the source column is NOT NULL, or
-			// the filter keeps rows with NULL there out (NullableKeys).
-			out.Read[c.Name] = src.types[c.Source] + " NOT NULL"
-			continue
-		}
-		out.Read[c.Name] = src.def(c.Source, false)
-	}
-	errs = append(errs, p.NullableKeys(func(col string) bool { return src.nullable[col] })...)
-	if len(src.pk) == 0 {
-		errs = append(errs, fmt.Errorf("projections.%s.from: %s.%s has no primary key: readside cannot tell its rows apart; add a primary key to the source table", p.Name, p.SourceDB, p.SourceTbl))
-	} else if p.Aggregation != nil {
-		errs = append(errs, p.typeAggregates(src, &out)...)
-		if err := p.checkShardCollation(out.Read); err != nil {
-			errs = append(errs, err)
-		}
-	} else if len(p.Key) > 0 && !slices.ContainsFunc(p.Key, func(k string) bool { return p.column(k).unresolved() }) {
-		// (A key Compile refused would only repeat its problem here.)
-		if err := p.CheckSourceKey(src.pk); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if p.Where != nil {
-		for _, c := range p.Where.Columns() {
-			if ok, cols := src.has(c); !ok {
-				errs = append(errs, fmt.Errorf("projections.%s.where: column %q does not exist in %s.%s%s: the filter reads source columns; use one of them", p.Name, c, p.SourceDB, p.SourceTbl, cols))
-			}
-		}
-		if err := p.Where.typeExpr(src); err != nil {
-			errs = append(errs, fmt.Errorf("projections.%s.where %q: %w", p.Name, p.Where.String(), err))
-		}
+	if src == nil {
+		// The checks of the joins and of the child tables do not need it.
+		errs = append(errs, fmt.Errorf("projections.%s.from: %s.%s does not exist on the source: correct from, create the table, or grant the source user SELECT on it", p.Name, p.SourceDB, p.SourceTbl))
+	} else {
+		errs = p.checkOwnTable(src, &out)
 	}
 	children, cerrs, err := p.checkChildren(func(schema, tbl string) (*sourceTable, error) {
 		t, err := readSourceTable(ctx, db, schema, tbl)
@@ -226,6 +178,64 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// checkOwnTable checks p's columns, key, aggregates and filter against its
+// own source table src, putting their read column definitions in out.
+func (p *Projection) checkOwnTable(src *sourceTable, out *Types) []error {
+	var errs []error
+	for i, c := range p.Columns {
+		if c.unresolved() {
+			continue // Compile named its problem: nothing to look up
+		}
+		if c.typed != nil {
+			def, err := p.typeComputed(c, src, i < len(p.Key))
+			if err == nil {
+				out.Read[c.Name] = def
+				continue
+			}
+			if !errors.Is(err, errCopy) {
+				errs = append(errs, fmt.Errorf("projections.%s.columns.%s %q: %w", p.Name, c.Name, c.Source, err))
+				continue
+			}
+		}
+		if ok, cols := src.has(c.Source); !ok {
+			errs = append(errs, fmt.Errorf("projections.%s.columns.%s: source column %q does not exist in %s.%s%s: map %s to one of them", p.Name, c.Name, c.Source, p.SourceDB, p.SourceTbl, cols, c.Name))
+			continue
+		}
+		if i < len(p.Key) {
+			// A read key is never NULL: the source column is NOT NULL, or
+			// the filter keeps rows with NULL there out (NullableKeys).
+			out.Read[c.Name] = src.types[c.Source] + " NOT NULL"
+			continue
+		}
+		out.Read[c.Name] = src.def(c.Source, false)
+	}
+	errs = append(errs, p.NullableKeys(func(col string) bool { return src.nullable[col] })...)
+	if len(src.pk) == 0 {
+		errs = append(errs, fmt.Errorf("projections.%s.from: %s.%s has no primary key: readside cannot tell its rows apart; add a primary key to the source table", p.Name, p.SourceDB, p.SourceTbl))
+	} else if p.Aggregation != nil {
+		errs = append(errs, p.typeAggregates(src, out)...)
+		if err := p.checkShardCollation(out.Read); err != nil {
+			errs = append(errs, err)
+		}
+	} else if len(p.Key) > 0 && !slices.ContainsFunc(p.Key, func(k string) bool { return p.column(k).unresolved() }) {
+		// (A key Compile refused would only repeat its problem here.)
+		if err := p.CheckSourceKey(src.pk); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if p.Where != nil {
+		for _, c := range p.Where.Columns() {
+			if ok, cols := src.has(c); !ok {
+				errs = append(errs, fmt.Errorf("projections.%s.where: column %q does not exist in %s.%s%s: the filter reads source columns; use one of them", p.Name, c, p.SourceDB, p.SourceTbl, cols))
+			}
+		}
+		if err := p.Where.typeExpr(src); err != nil {
+			errs = append(errs, fmt.Errorf("projections.%s.where %q: %w", p.Name, p.Where.String(), err))
+		}
+	}
+	return errs
 }
 
 // NullableKeys checks that no read key column can be NULL: each key column
