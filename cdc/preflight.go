@@ -91,6 +91,7 @@ func CheckSource(ctx context.Context, cfg config.Config) []Finding {
 	}
 
 	out = append(out, src.checkGrants(ctx, cfg)...)
+	out = append(out, src.checkCascades(ctx, cfg)...)
 
 	missing, err := src.checkTables(ctx, cfg.Source.Tables)
 	if err != nil {
