@@ -189,7 +189,7 @@ func cascadeFindings(fks []foreignKey, projections map[string]config.Projection)
 			}
 			verifyCmd = strings.Join(cmds, "; ")
 		}
-		fix := fmt.Sprintf("make the application do the cascade in SQL, in the parent's transaction (UPDATE/DELETE the rows of %s before changing %s), so it is binlogged, and the rule RESTRICT or NO ACTION; "+
+		fix := fmt.Sprintf("make the application do the cascade in SQL, in the parent's transaction (UPDATE/DELETE the rows of %s before changing %s), so it is binlogged, and make the rule RESTRICT or NO ACTION; "+
 			"or repair on a schedule: %s from cron (the daemon's verify.every finds the drift and reports it, it does not repair); docs/operations.md, \"Foreign-key cascades\"",
 			fk.Child, fk.Parent, verifyCmd)
 		out = append(out, Finding{Severity: "warning", What: what, Fix: fix})

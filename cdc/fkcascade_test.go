@@ -85,6 +85,9 @@ func TestForeignKeyRules(t *testing.T) {
 		"  CONSTRAINT `pe``ts_ibfk_2` FOREIGN KEY (`o2`) REFERENCES `scr_19423_2`.`o2` (`id`) ON DELETE NO ACTION,\n" +
 		"  CONSTRAINT `pets ON DELETE CASCADE` FOREIGN KEY (`owner_id`, `o)b`) REFERENCES `owners` (`id`, `b`) ON DELETE SET NULL ON UPDATE CASCADE\n" +
 		") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci"
+	// A column whose name reads like a rule (written by hand, in the
+	// server's format).
+	create += "\n  CONSTRAINT `c3` FOREIGN KEY (`x`) REFERENCES `p` (`ON DELETE CASCADE`) ON UPDATE NO ACTION"
 	ansi := "CREATE TABLE \"t\" (\n  CONSTRAINT \"a\"\"b\" FOREIGN KEY (\"x\") REFERENCES \"p\" (\"id\") ON DELETE CASCADE\n)"
 	got := foreignKeyRules(create)
 	for k, v := range foreignKeyRules(ansi) {
@@ -95,6 +98,7 @@ func TestForeignKeyRules(t *testing.T) {
 		"pe`ts_ibfk_2":           {"NO ACTION", "RESTRICT"}, // ON UPDATE left out
 		"pets ON DELETE CASCADE": {"SET NULL", "CASCADE"},   // a name that reads like a rule is not one
 		"a\"b":                   {"CASCADE", "RESTRICT"},   // ANSI_QUOTES
+		"c3":                     {"RESTRICT", "NO ACTION"}, // a quoted column named like a rule is not one
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("rules %v, want %v", got, want)
