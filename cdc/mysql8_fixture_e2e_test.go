@@ -118,14 +118,22 @@ func rowImage(id int32, doc []byte) []byte {
 }
 
 func (f *binlogFixture) rows(typ replication.EventType, images [][]byte, valueOptions []byte, inner bool) []byte {
+	return f.rowsPresent(typ, 0x03, 0x03, images, valueOptions, inner) // both columns in every image
+}
+
+// rowsPresent writes a rows event whose images hold the columns set in
+// present (the before image's, or the only one's) and presentAfter (an
+// update's after image's): binlog_row_image=FULL sets every bit, MINIMAL
+// and NOBLOB leave some out, and the images then hold only those columns.
+func (f *binlogFixture) rowsPresent(typ replication.EventType, present, presentAfter byte, images [][]byte, valueOptions []byte, inner bool) []byte {
 	b := make([]byte, 6)
 	binary.LittleEndian.PutUint32(b, 42)
 	b = binary.LittleEndian.AppendUint16(b, 1) // STMT_END
 	b = binary.LittleEndian.AppendUint16(b, 2) // no extra data
-	b = append(b, 2, 0x03)                     // 2 columns, all present
+	b = append(b, 2, present)                  // 2 columns
 	update := typ == replication.UPDATE_ROWS_EVENTv2 || typ == replication.PARTIAL_UPDATE_ROWS_EVENT
 	if update {
-		b = append(b, 0x03)
+		b = append(b, presentAfter)
 	}
 	for i, img := range images {
 		if typ == replication.PARTIAL_UPDATE_ROWS_EVENT && i%2 == 1 {
