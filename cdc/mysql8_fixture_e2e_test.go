@@ -330,3 +330,36 @@ func TestMySQL8PartialJSONRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestMySQL8CompressedTransactionFilePos: on a source without GTIDs the
+// file offset is the whole position, so the checkpoint after a compressed
+// transaction must be the payload's end offset: offset 0 (the inner
+// events' own LogPos) would replay the file from its start, and a
+// transaction end at 0 stops the tailer (go-mysql #1153 class).
+func TestMySQL8CompressedTransactionFilePos(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	var f binlogFixture
+	fde := f.formatDescription()
+	payload := f.payload(t, f.query("BEGIN", true), f.tableMap(true),
+		f.rows(replication.WRITE_ROWS_EVENTv2, [][]byte{rowImage(7, jsonString("x"))}, nil, true), f.xid(true))
+	end := f.pos
+	s, cons := fixtureStream(t, bed)
+	s.gtids = nil
+	s.cp.Position.GTID, s.sched.pos.GTID = "", ""
+	for _, ev := range parseFixture(t, fde, payload) {
+		if err := s.handle(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e := cons.next(1, 30*time.Second); fmt.Sprint(e[0].After) != `map[id:7 j:"x"]` {
+		t.Errorf("event %v", e[0].After)
+	}
+	cp := lastCheckpoint(t, bed, s.t.cfg)
+	if cp.Position.Pos != end || cp.Position.File != "binlog.000007" || cp.Position.GTID != "" {
+		t.Errorf("checkpoint %s, want binlog.000007:%d without GTID", cp.Position, end)
+	}
+}
