@@ -110,7 +110,7 @@ func TestMySQL8RowImagesRefused(t *testing.T) {
 				t.Errorf("%s (compressed %v): %v, want a fatal error", c.why, compressed, err)
 				continue
 			}
-			for _, want := range []string{"shop.docs", c.setting, "Fix: SET GLOBAL binlog_row_", "re-snapshot", "binlog.000007:"} {
+			for _, want := range []string{"shop.docs", c.setting, "Fix: SET GLOBAL binlog_row_", "start over from a fresh snapshot", "binlog.000007:"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("%s (compressed %v): %q lacks %q", c.why, compressed, err, want)
 				}

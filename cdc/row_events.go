@@ -22,7 +22,7 @@ func (s *stream) rows(ctx context.Context, h *replication.EventHeader, e *replic
 	}
 	if h.EventType == replication.PARTIAL_UPDATE_ROWS_EVENT {
 		return fatalf("partial JSON update of %s at %s:%d (binlog_row_value_options=PARTIAL_JSON in some session): the event holds a diff of the JSON, not its value, and readside publishes whole rows. "+
-			"Fix: SET GLOBAL binlog_row_value_options='' (and in the writer's session and my.cnf); every restart meets this event again, so re-snapshot %s from a new start (docs/operations.md, \"MySQL 8 binlog options\")", name, s.file, h.LogPos, name)
+			"Fix: SET GLOBAL binlog_row_value_options='' (and in the writer's session and my.cnf); every restart meets this event again: start over from a fresh snapshot (docs/operations.md, \"MySQL 8 binlog options\")", name, s.file, h.LogPos)
 	}
 	tbl, err := s.tableOf(h, e, name, topic)
 	if err != nil {
@@ -30,7 +30,7 @@ func (s *stream) rows(ctx context.Context, h *replication.EventHeader, e *replic
 	}
 	if !fullImage(e.ColumnBitmap1, int(e.ColumnCount)) || (e.ColumnBitmap2 != nil && !fullImage(e.ColumnBitmap2, int(e.ColumnCount))) {
 		return fatalf("row image of %s at %s:%d is not FULL (a session set binlog_row_image=MINIMAL or NOBLOB?): readside would publish incomplete rows. "+
-			"Fix: SET GLOBAL binlog_row_image=FULL (and in the writer's session and my.cnf); every restart meets this event again, so re-snapshot %s from a new start (docs/operations.md, \"MySQL 8 binlog options\")", name, s.file, h.LogPos, name)
+			"Fix: SET GLOBAL binlog_row_image=FULL (and in the writer's session and my.cnf); every restart meets this event again: start over from a fresh snapshot (docs/operations.md, \"MySQL 8 binlog options\")", name, s.file, h.LogPos)
 	}
 	if err := s.touched(tbl, e.Rows); err != nil {
 		return &FatalError{err}
