@@ -88,11 +88,11 @@ func TestForeignKeyCascadeDrift(t *testing.T) {
 	// The control: the read model still holds what the cascade changed.
 	wait("after the parent's delete", "1 1\n2 2\n3 2\n")
 
-	expectReadside(t, cfgPath, "SET NULL drift", "verify --projection pets_null_copy", 1,
+	expectReadside(t, cfgPath, "SET NULL drift", "verify --projection pets_null_copy --settle 3s", 1,
 		"pets_null_copy: DRIFT", "missing 0, extra 0, different 1", "owner_id: source NULL, sink \"1\"")
-	expectReadside(t, cfgPath, "CASCADE drift", "verify --projection pets_gone_copy", 1,
+	expectReadside(t, cfgPath, "CASCADE drift", "verify --projection pets_gone_copy --settle 3s", 1,
 		"pets_gone_copy: DRIFT", "missing 0, extra 1, different 0")
-	expectReadside(t, cfgPath, "repair", "verify --repair", 0,
+	expectReadside(t, cfgPath, "repair", "verify --repair --settle 3s", 0,
 		"pets_null_copy: DRIFT", "pets_gone_copy: DRIFT", "0 key(s) still differ")
 	expectReadside(t, cfgPath, "after the repair", "verify", 0, "pets_null_copy: EQUAL", "pets_gone_copy: EQUAL")
 	if got := read("pets_null_copy") + read("pets_gone_copy"); got != "1 <nil>\n2 2\n3 2\n2 2\n3 2\n" {
