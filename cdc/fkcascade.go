@@ -181,17 +181,18 @@ func cascadeFindings(fks []foreignKey, projections map[string]config.Projection)
 		what := fmt.Sprintf("foreign key %s of captured table %s (%s) references %s (%s): %s. InnoDB makes these changes without writing them to the binlog "+
 			"(MariaDB; MySQL up to 8.4), so readside never sees them: the topic of %s keeps the values the source changed and %s; only `readside verify` finds them",
 			fk.Name, fk.Child, strings.Join(fk.Columns, ", "), fk.Parent, strings.Join(fk.RefColumns, ", "), strings.Join(effects, "; "), fk.Child, read)
-		verifyCmd := "readside verify --repair"
+		// With no projection to verify, the topic can only be re-published
+		// (rows a cascade deleted stay in it).
+		repair := fmt.Sprintf("or re-publish the table on a schedule: readside snapshot --table %s (rows a cascade deleted stay in the topic)", fk.Child)
 		if len(readers) > 0 {
 			var cmds []string
 			for _, p := range readers {
 				cmds = append(cmds, "readside verify --projection "+p+" --repair")
 			}
-			verifyCmd = strings.Join(cmds, "; ")
+			repair = "or repair on a schedule, from cron with the daemon running: " + strings.Join(cmds, "; ") + " (the daemon's verify.every finds the drift and reports it, it does not repair)"
 		}
-		fix := fmt.Sprintf("make the application do the cascade in SQL, in the parent's transaction (UPDATE/DELETE the rows of %s before changing %s), so it is binlogged, and make the rule RESTRICT or NO ACTION; "+
-			"or repair on a schedule: %s from cron (the daemon's verify.every finds the drift and reports it, it does not repair); docs/operations.md, \"Foreign-key cascades\"",
-			fk.Child, fk.Parent, verifyCmd)
+		fix := fmt.Sprintf("make the application do the cascade in SQL, in the parent's transaction (UPDATE/DELETE the rows of %s before changing %s), so it is binlogged, and make the rule RESTRICT or NO ACTION; %s; docs/operations.md, \"Foreign-key cascades\"",
+			fk.Child, fk.Parent, repair)
 		out = append(out, Finding{Severity: "warning", What: what, Fix: fix})
 	}
 	if len(out) == 0 {
