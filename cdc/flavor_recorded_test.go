@@ -156,3 +156,81 @@ func TestRecordedReplicaUpdates(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordedBinlogOptions: `check` (checkBinlogSettings) and the
+// tailer's start (checkSettings) on each MySQL release readside supports
+// (and MariaDB 10.11 for binlog_row_image),
+// through its recorded answers with one global setting changed: an image
+// that is not the whole row (binlog_row_image MINIMAL or NOBLOB) and JSON
+// diffs (binlog_row_value_options=PARTIAL_JSON) are errors naming the
+// setting and its fix; compressed transactions (decoded) are no problem.
+func TestRecordedBinlogOptions(t *testing.T) {
+	cases := []struct {
+		why, variable, value string
+		since                [3]int // the first release that has the value
+		want                 string // "error", or "" for no problem
+		names, fix           string
+	}{
+		{"the recording as is: nothing to refuse", "", "", [3]int{5, 7, 0}, "", "", ""},
+		{"MINIMAL images hold the key and the changed columns only", "binlog_row_image", "MINIMAL", [3]int{5, 7, 0}, "error", "binlog_row_image is MINIMAL, readside needs FULL", "SET GLOBAL binlog_row_image=FULL"},
+		{"NOBLOB images leave out unchanged BLOB/TEXT/JSON columns", "binlog_row_image", "NOBLOB", [3]int{5, 7, 0}, "error", "binlog_row_image is NOBLOB, readside needs FULL", "SET GLOBAL binlog_row_image=FULL"},
+		{"PARTIAL_JSON logs JSON updates as diffs", "binlog_row_value_options", "PARTIAL_JSON", [3]int{8, 0, 3}, "error", "binlog_row_value_options is PARTIAL_JSON", "SET GLOBAL binlog_row_value_options=''"},
+		{"compressed transactions are decoded", "binlog_transaction_compression", "ON", [3]int{8, 0, 20}, "", "binlog_transaction_compression is ON: compressed transactions (TRANSACTION_PAYLOAD events) are decoded", ""},
+	}
+	servers, err := recorded.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, server := range servers {
+		for _, c := range cases {
+			rs, err := recorded.Load(server.Name) // a fresh copy to change
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.variable != "" {
+				v := c.value
+				rs.Variables[c.variable] = &v
+			}
+			db, _ := recorded.Open(rs)
+			src, err := newSourceDB(t.Context(), db, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// MariaDB has binlog_row_image (and the recording as is), not the others.
+			onMariaDB := c.variable == "" || c.variable == "binlog_row_image"
+			if (src.flavor == "mysql" && !src.dialect.Server.AtLeast(c.since[0], c.since[1], c.since[2])) || (src.flavor != "mysql" && !onMariaDB) {
+				db.Close()
+				continue
+			}
+			ran++
+			findings := src.checkBinlogSettings(t.Context())
+			startErr := src.checkSettings(t.Context())
+			db.Close()
+			var problems []Finding
+			found := c.names == ""
+			for _, f := range findings {
+				if f.Severity == "error" {
+					problems = append(problems, f)
+				}
+				if c.names != "" && strings.Contains(f.What, c.names) {
+					found = true
+				}
+			}
+			switch {
+			case c.want == "" && (len(problems) > 0 || startErr != nil):
+				t.Errorf("%s, %s: problems %+v, start: %v; want none", rs.Name, c.why, problems, startErr)
+			case c.want == "error" && (len(problems) != 1 || !strings.Contains(problems[0].Fix, c.fix)):
+				t.Errorf("%s, %s: problems %+v, want one naming the fix %q", rs.Name, c.why, problems, c.fix)
+			case c.want == "error" && (startErr == nil || !strings.Contains(startErr.Error(), c.value) || !strings.Contains(startErr.Error(), c.fix)):
+				t.Errorf("%s, %s: the tailer's start check says %v, want the setting and %q", rs.Name, c.why, startErr, c.fix)
+			}
+			if !found {
+				t.Errorf("%s, %s: no finding says %q: %+v", rs.Name, c.why, c.names, findings)
+			}
+		}
+	}
+	if ran < 23 {
+		t.Errorf("%d release/setting pairs checked, want the 5 MySQL recordings under each case their release has and MariaDB under binlog_row_image", ran)
+	}
+}

@@ -118,14 +118,22 @@ func rowImage(id int32, doc []byte) []byte {
 }
 
 func (f *binlogFixture) rows(typ replication.EventType, images [][]byte, valueOptions []byte, inner bool) []byte {
+	return f.rowsPresent(typ, 0x03, 0x03, images, valueOptions, inner) // both columns in every image
+}
+
+// rowsPresent writes a rows event whose images hold the columns set in
+// present (the before image's, or the only one's) and presentAfter (an
+// update's after image's): binlog_row_image=FULL sets every bit, MINIMAL
+// and NOBLOB leave some out, and the images then hold only those columns.
+func (f *binlogFixture) rowsPresent(typ replication.EventType, present, presentAfter byte, images [][]byte, valueOptions []byte, inner bool) []byte {
 	b := make([]byte, 6)
 	binary.LittleEndian.PutUint32(b, 42)
 	b = binary.LittleEndian.AppendUint16(b, 1) // STMT_END
 	b = binary.LittleEndian.AppendUint16(b, 2) // no extra data
-	b = append(b, 2, 0x03)                     // 2 columns, all present
+	b = append(b, 2, present)                  // 2 columns
 	update := typ == replication.UPDATE_ROWS_EVENTv2 || typ == replication.PARTIAL_UPDATE_ROWS_EVENT
 	if update {
-		b = append(b, 0x03)
+		b = append(b, presentAfter)
 	}
 	for i, img := range images {
 		if typ == replication.PARTIAL_UPDATE_ROWS_EVENT && i%2 == 1 {
@@ -320,5 +328,38 @@ func TestMySQL8PartialJSONRefused(t *testing.T) {
 			}
 			t.Logf("refused: %v", err)
 		})
+	}
+}
+
+// TestMySQL8CompressedTransactionFilePos: on a source without GTIDs the
+// file offset is the whole position, so the checkpoint after a compressed
+// transaction must be the payload's end offset: offset 0 (the inner
+// events' own LogPos) would replay the file from its start, and a
+// transaction end at 0 stops the tailer (go-mysql #1153 class).
+func TestMySQL8CompressedTransactionFilePos(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	var f binlogFixture
+	fde := f.formatDescription()
+	payload := f.payload(t, f.query("BEGIN", true), f.tableMap(true),
+		f.rows(replication.WRITE_ROWS_EVENTv2, [][]byte{rowImage(7, jsonString("x"))}, nil, true), f.xid(true))
+	end := f.pos
+	s, cons := fixtureStream(t, bed)
+	s.gtids = nil
+	s.cp.Position.GTID, s.sched.pos.GTID = "", ""
+	for _, ev := range parseFixture(t, fde, payload) {
+		if err := s.handle(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e := cons.next(1, 30*time.Second); fmt.Sprint(e[0].After) != `map[id:7 j:"x"]` {
+		t.Errorf("event %v", e[0].After)
+	}
+	cp := lastCheckpoint(t, bed, s.t.cfg)
+	if cp.Position.Pos != end || cp.Position.File != "binlog.000007" || cp.Position.GTID != "" {
+		t.Errorf("checkpoint %s, want binlog.000007:%d without GTID", cp.Position, end)
 	}
 }

@@ -42,42 +42,7 @@ func CheckSource(ctx context.Context, cfg config.Config) []Finding {
 	defer src.Close()
 	add("ok", "", "connected to the source at %s:%d (%s, %s, flavor %s)", src.host, src.port, src.dialect.Server, src.dialect.Server.Version, src.flavor)
 
-	mycnf := "and set it under [mysqld] in the server's my.cnf so a restart keeps it; sessions opened before SET GLOBAL keep the old value until they reconnect"
-	settings := []struct{ name, want, fix string }{
-		{"log_bin", "ON", "start the server with log_bin (log-bin=mysql-bin under [mysqld] in my.cnf) and restart it"},
-		{"binlog_format", "ROW", "SET GLOBAL binlog_format=ROW; " + mycnf},
-		{"binlog_row_image", "FULL", "SET GLOBAL binlog_row_image=FULL; " + mycnf},
-		{"binlog_row_metadata", "FULL", "SET GLOBAL binlog_row_metadata=FULL; " + mycnf},
-	}
-	for _, s := range settings {
-		v, err := src.variable(ctx, s.name)
-		switch {
-		case err != nil:
-			add("error", "", "reading @@%s: %v", s.name, err)
-		case strings.EqualFold(v, s.want) || (s.name == "log_bin" && v == "1"):
-			add("ok", "", "%s is %s", s.name, s.want)
-		case s.name == "binlog_row_metadata":
-			rateRowMetadata(add, v, s.fix)
-		default:
-			add("error", s.fix, "source %s is %s, readside needs %s", s.name, v, s.want)
-		}
-	}
-	if src.flavor == "mysql" {
-		if v, err := src.variable(ctx, "binlog_row_value_options"); err == nil && strings.Contains(strings.ToUpper(v), "PARTIAL_JSON") {
-			add("error", "SET GLOBAL binlog_row_value_options=''; "+mycnf, "source binlog_row_value_options is PARTIAL_JSON: readside needs full JSON images")
-		}
-		if v, _ := src.variable(ctx, src.dialect.GTIDMode); !strings.EqualFold(v, "ON") {
-			add("warning", "enable GTIDs (gtid_mode=ON and enforce_gtid_consistency=ON, in steps: see the MySQL manual, \"Enabling GTID Transactions Online\")", "source gtid_mode is %s: positions are file:offset and do not survive a failover to another server", v)
-		} else {
-			add("ok", "", "gtid_mode is ON")
-		}
-	} else {
-		if v, _ := src.variable(ctx, src.dialect.GTIDMode); v != "1" && !strings.EqualFold(v, "ON") {
-			add("warning", "SET GLOBAL gtid_strict_mode=ON; "+mycnf, "source gtid_strict_mode is off: an out-of-order GTID (e.g. after a botched failover) could make a resume position ambiguous")
-		} else {
-			add("ok", "", "gtid_strict_mode is ON")
-		}
-	}
+	out = append(out, src.checkBinlogSettings(ctx)...)
 	out = append(out, src.checkReplicaUpdates(ctx)...)
 	if ret, err := src.retentionSeconds(ctx); err != nil {
 		add("warning", "", "reading the binlog retention: %v", err)
@@ -91,6 +56,7 @@ func CheckSource(ctx context.Context, cfg config.Config) []Finding {
 	}
 
 	out = append(out, src.checkGrants(ctx, cfg)...)
+	out = append(out, src.checkCascades(ctx, cfg)...)
 
 	missing, err := src.checkTables(ctx, cfg.Source.Tables)
 	if err != nil {
@@ -103,6 +69,67 @@ func CheckSource(ctx context.Context, cfg config.Config) []Finding {
 	}
 	if err == nil && len(missing) == 0 {
 		add("ok", "", "all %d captured tables exist and have a primary key", len(cfg.Source.Tables))
+	}
+	return out
+}
+
+// mycnf is the second half of every SET GLOBAL fix.
+const mycnf = "and set it under [mysqld] in the server's my.cnf so a restart keeps it; sessions opened before SET GLOBAL keep the old value until they reconnect"
+
+// checkBinlogSettings rates the source's binlog settings and GTID mode.
+// Every setting that would make an event carry less than the whole row
+// is an error here; the same settings changed later in one session make
+// the tailer stop at that session's first event of a captured table
+// (row_events.go), so no value is ever guessed.
+func (s *sourceDB) checkBinlogSettings(ctx context.Context) []Finding {
+	var out []Finding
+	add := func(sev, fix, format string, args ...any) {
+		out = append(out, Finding{Severity: sev, What: fmt.Sprintf(format, args...), Fix: fix})
+	}
+	settings := []struct{ name, want, fix, why string }{
+		{"log_bin", "ON", "start the server with log_bin (log-bin=mysql-bin under [mysqld] in my.cnf) and restart it", ""},
+		{"binlog_format", "ROW", "SET GLOBAL binlog_format=ROW; " + mycnf, ""},
+		{"binlog_row_image", "FULL", "SET GLOBAL binlog_row_image=FULL; " + mycnf,
+			": MINIMAL logs only the key before and the changed columns after, NOBLOB leaves out unchanged BLOB, TEXT and JSON columns; readside publishes whole rows and stops at the first such event of a captured table"},
+		{"binlog_row_metadata", "FULL", "SET GLOBAL binlog_row_metadata=FULL; " + mycnf, ""},
+	}
+	for _, c := range settings {
+		v, err := s.variable(ctx, c.name)
+		switch {
+		case err != nil:
+			add("error", "", "reading @@%s: %v", c.name, err)
+		case strings.EqualFold(v, c.want) || (c.name == "log_bin" && v == "1"):
+			add("ok", "", "%s is %s", c.name, c.want)
+		case c.name == "binlog_row_metadata":
+			rateRowMetadata(add, v, c.fix)
+		default:
+			add("error", c.fix, "source %s is %s, readside needs %s%s", c.name, v, c.want, c.why)
+		}
+	}
+	if s.flavor == "mysql" {
+		switch v, err := s.variable(ctx, "binlog_row_value_options"); {
+		case err != nil:
+			add("error", "", "reading @@binlog_row_value_options: %v", err)
+		case strings.Contains(strings.ToUpper(v), "PARTIAL_JSON"):
+			add("error", "SET GLOBAL binlog_row_value_options=''; "+mycnf,
+				"source binlog_row_value_options is PARTIAL_JSON: updates of JSON columns are logged as diffs (PARTIAL_UPDATE_ROWS_EVENT), readside needs whole JSON values and stops at the first such event of a captured table")
+		}
+		// Decoded (TRANSACTION_PAYLOAD_EVENT, zstd): worth saying, as other
+		// binlog readers skip such transactions.
+		if v, err := s.variable(ctx, "binlog_transaction_compression"); err == nil && (v == "1" || strings.EqualFold(v, "ON")) {
+			add("ok", "", "binlog_transaction_compression is ON: compressed transactions (TRANSACTION_PAYLOAD events) are decoded")
+		}
+		if v, _ := s.variable(ctx, s.dialect.GTIDMode); !strings.EqualFold(v, "ON") {
+			add("warning", "enable GTIDs (gtid_mode=ON and enforce_gtid_consistency=ON, in steps: see the MySQL manual, \"Enabling GTID Transactions Online\")", "source gtid_mode is %s: positions are file:offset and do not survive a failover to another server", v)
+		} else {
+			add("ok", "", "gtid_mode is ON")
+		}
+	} else {
+		if v, _ := s.variable(ctx, s.dialect.GTIDMode); v != "1" && !strings.EqualFold(v, "ON") {
+			add("warning", "SET GLOBAL gtid_strict_mode=ON; "+mycnf, "source gtid_strict_mode is off: an out-of-order GTID (e.g. after a botched failover) could make a resume position ambiguous")
+		} else {
+			add("ok", "", "gtid_strict_mode is ON")
+		}
 	}
 	return out
 }

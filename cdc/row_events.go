@@ -21,14 +21,16 @@ func (s *stream) rows(ctx context.Context, h *replication.EventHeader, e *replic
 		return nil // its rows were not even decoded (readsRows)
 	}
 	if h.EventType == replication.PARTIAL_UPDATE_ROWS_EVENT {
-		return fatalf("partial JSON update of %s at %s:%d (binlog_row_value_options=PARTIAL_JSON in some session): readside needs full row images; turn it off and re-snapshot %s", name, s.file, h.LogPos, name)
+		return fatalf("partial JSON update of %s at %s:%d (binlog_row_value_options=PARTIAL_JSON in some session): the event holds a diff of the JSON, not its value, and readside publishes whole rows. "+
+			"Fix: SET GLOBAL binlog_row_value_options='' (and in the writer's session and my.cnf); every restart meets this event again: start over from a fresh snapshot (docs/operations.md, \"MySQL 8 binlog options\")", name, s.file, h.LogPos)
 	}
 	tbl, err := s.tableOf(h, e, name, topic)
 	if err != nil {
 		return err
 	}
 	if !fullImage(e.ColumnBitmap1, int(e.ColumnCount)) || (e.ColumnBitmap2 != nil && !fullImage(e.ColumnBitmap2, int(e.ColumnCount))) {
-		return fatalf("row image of %s at %s:%d is not FULL (a session set binlog_row_image=MINIMAL or NOBLOB?): readside would publish incomplete rows. Set it back to FULL and re-snapshot %s", name, s.file, h.LogPos, name)
+		return fatalf("row image of %s at %s:%d is not FULL (a session set binlog_row_image=MINIMAL or NOBLOB?): readside would publish incomplete rows. "+
+			"Fix: SET GLOBAL binlog_row_image=FULL (and in the writer's session and my.cnf); every restart meets this event again: start over from a fresh snapshot (docs/operations.md, \"MySQL 8 binlog options\")", name, s.file, h.LogPos)
 	}
 	if err := s.touched(tbl, e.Rows); err != nil {
 		return &FatalError{err}
