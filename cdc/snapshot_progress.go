@@ -215,8 +215,8 @@ type loadTracker struct {
 	// known: the stream has read the checkpoint, so a nil view means
 	// there is no initial load (not that it is not known yet).
 	known bool
-	now  func() time.Time
-	log  *slog.Logger
+	now   func() time.Time
+	log   *slog.Logger
 
 	// The head of the snapshot queue as the stream last saw it, and when
 	// its snapshot started here; the stream's goroutine only.
