@@ -101,6 +101,8 @@ func TestInitialLoadVisible(t *testing.T) {
 	// one of its outputs showed the big table running.
 	bigRunning := regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(big) + `\s+running\s+\d+\s+~\d+`)
 	var reports []loadReport
+	const pendingMetric = "readside_source_initial_snapshot_pending_tables"
+	pendingAtStart := -1.0
 	var runningOut string
 	statusDone := make(chan struct{})
 	go func() {
@@ -132,6 +134,9 @@ func TestInitialLoadVisible(t *testing.T) {
 			return false
 		}
 		reports = append(reports, r)
+		if len(reports) == 1 && r.Source.InitialSnapshot.TablesDone == 0 {
+			pendingAtStart = gauge(t, p.scrape(pctx), pendingMetric, nil)
+		}
 		return r.Source.InitialSnapshot.Complete
 	}) {
 		t.Fatalf("/status never said the initial snapshot is complete\nlog:\n%s", tail(p.logPath))
@@ -191,6 +196,12 @@ func TestInitialLoadVisible(t *testing.T) {
 		t.Errorf("the load was never seen running part-way (running %v, partial rows %v, not ready %v) in %d reports", sawRunning, sawPartial, sawNotReady, len(reports))
 	}
 	t.Logf("%d /status reports during the load", len(reports))
+	if pendingAtStart != -1 && pendingAtStart < 2 {
+		t.Errorf("%s was %g as the load began, want 2 or 3", pendingMetric, pendingAtStart)
+	}
+	if got := gauge(t, p.scrape(ctx), pendingMetric, nil); got != 0 {
+		t.Errorf("%s is %g after the load, want 0", pendingMetric, got)
+	}
 
 	// `readside status` while it ran, from the daemon.
 	t.Logf("readside status during the load:\n%s", runningOut)
@@ -211,7 +222,12 @@ func TestInitialLoadVisible(t *testing.T) {
 	}
 	p.waitReady(time.Minute)
 
-	// The log.
+	// The log, once the projection's caught-up line is in it (written
+	// within a second of its lag falling, which a loaded box delays).
+	caughtRe := regexp.MustCompile(`msg="caught up: the read table is current with the topics" projection=messages_by_sender`)
+	lctx, lcancel := context.WithTimeout(ctx, time.Minute)
+	defer lcancel()
+	testbed.Poll(lctx, 200*time.Millisecond, func() bool { return caughtRe.MatchString(p.log()) })
 	logText := p.log()
 	var story []string
 	for _, l := range strings.Split(logText, "\n") {
@@ -241,7 +257,7 @@ func TestInitialLoadVisible(t *testing.T) {
 		t.Errorf("%d completion lines, want 1", n)
 	}
 	msgsDone := lineAt(`msg="snapshot done".* table=` + regexp.QuoteMeta(msgs) + ` `)
-	caught := lineAt(`msg="caught up: the read table is current with the topics" projection=messages_by_sender`)
+	caught := lineAt(caughtRe.String())
 	if caught >= 0 && caught < msgsDone {
 		t.Errorf("messages_by_sender logged caught up before the snapshot of %s was done:\n%s", msgs, logText)
 	}
