@@ -145,3 +145,58 @@ func TestLoadTracker(t *testing.T) {
 		t.Errorf("completion logged before the last table's line:\n%s", log)
 	}
 }
+
+// TestLoadResume: a restart carries the load on from its checkpoint (what
+// was done stays done, with its times), a table added after a finished
+// load starts a new one that does not hold readiness (First false), and a
+// table dropped from source.tables leaves the load.
+func TestLoadResume(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) *time.Time { v := t0.Add(time.Duration(s) * time.Second); return &v }
+	captured := map[string]string{"d.a": "", "d.b": "", "d.c": ""}
+	for _, c := range []struct {
+		why   string
+		cp    Checkpoint
+		found bool
+		want  string // started first tables...
+	}{
+		{"first start: a new load of every queued table, first",
+			Checkpoint{Snapshots: []SnapshotTask{{Table: "d.a"}, {Table: "d.b"}}}, false,
+			"2026-01-01T00:01:40Z first=true [d.a: d.b:]"},
+		{"restart mid-load: the done table and the running one's start are kept",
+			Checkpoint{Snapshots: []SnapshotTask{{Table: "d.b", Rows: 40}}, InitialLoad: &InitialLoad{StartedAt: t0, First: true, Tables: []TableLoad{
+				{Table: "d.a", StartedAt: at(1), FinishedAt: at(2), State: "done", Rows: 9}, {Table: "d.b", StartedAt: at(2)}}}}, true,
+			"2026-01-01T00:00:00Z first=true [d.a:done d.b:]"},
+		{"a table added after a finished load: a new load of it alone, not first",
+			Checkpoint{Snapshots: []SnapshotTask{{Table: "d.c"}}, InitialLoad: &InitialLoad{StartedAt: t0, First: true, CompletedAt: at(5), TableCount: 2, Rows: 9}}, true,
+			"2026-01-01T00:01:40Z first=false [d.c:]"},
+		{"a requested snapshot queued after a finished load: the load stays finished",
+			Checkpoint{Snapshots: []SnapshotTask{{ID: 3, Table: "d.c"}}, InitialLoad: &InitialLoad{StartedAt: t0, First: true, CompletedAt: at(5), TableCount: 2, Rows: 9}}, true,
+			"2026-01-01T00:00:00Z first=true []"},
+		{"a table dropped from source.tables mid-load leaves it",
+			Checkpoint{Snapshots: []SnapshotTask{{Table: "d.x"}, {Table: "d.b"}}, InitialLoad: &InitialLoad{StartedAt: t0, First: true, Tables: []TableLoad{{Table: "d.x"}, {Table: "d.b"}}}}, true,
+			"2026-01-01T00:00:00Z first=true [d.b:]"},
+	} {
+		var l loadTracker
+		l.now, l.log = func() time.Time { return t0.Add(100 * time.Second) }, slog.New(slog.DiscardHandler)
+		cp := c.cp
+		l.resume(t.Context(), nil, &cp, captured, !c.found)
+		got := "none"
+		if rec := l.cur; rec != nil {
+			got = fmt.Sprintf("%s first=%v [", rec.StartedAt.Format(time.RFC3339), rec.First)
+			for i, tl := range rec.Tables {
+				if i > 0 {
+					got += " "
+				}
+				got += tl.Table + ":" + tl.State
+			}
+			got += "]"
+		}
+		if got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.why, got, c.want)
+		}
+		if cp.InitialLoad == nil && l.cur != nil {
+			t.Errorf("%s: the checkpoint the stream starts from lacks the record", c.why)
+		}
+	}
+}
