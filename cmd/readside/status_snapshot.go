@@ -38,8 +38,10 @@ func printInitialSnapshot(w io.Writer, s *cdc.InitialSnapshot) {
 			est = fmt.Sprintf("~%d", *t.RowsEstimate)
 		}
 		secs := "-"
-		if t.Seconds > 0 {
-			secs = time.Duration(t.Seconds * float64(time.Second)).Round(100 * time.Millisecond).String()
+		if d := time.Duration(t.Seconds * float64(time.Second)); d >= time.Second {
+			secs = d.Round(100 * time.Millisecond).String()
+		} else if d > 0 {
+			secs = d.Round(time.Millisecond).String()
 		}
 		fmt.Fprintf(tw, "    %s\t%s\t%d\t%s\t%s\n", t.Table, t.State, t.Rows, est, secs)
 	}
