@@ -30,6 +30,9 @@ type Checkpoint struct {
 	// LastRequest is the id of the last snapshot request read from the
 	// binlog: rows above it are not read yet (readside snapshot --pending).
 	LastRequest uint64 `json:"last_request,omitempty"`
+	// InitialLoad is how far the initial snapshot got
+	// (cdc/snapshot_progress.go); nil when there was none.
+	InitialLoad *InitialLoad `json:"initial_load,omitempty"`
 	// SchemaHistory: the schema history topic holds the schema as of
 	// Position (the tailer kept it up to here).
 	SchemaHistory bool `json:"schema_history,omitempty"`

@@ -184,6 +184,6 @@ func (s *stream) checkpoint() Checkpoint {
 	if s.gtids != nil {
 		pos.GTID = s.gtids.String()
 	}
-	return Checkpoint{Position: pos, LastVersion: s.clock.Last(), WrittenAt: s.t.now().UTC(), Snapshots: slices.Clone(s.snapshots), Tables: slices.Clone(s.covered), LastRequest: s.lastRequest, SchemaHistory: s.schema != nil,
+	return Checkpoint{Position: pos, LastVersion: s.clock.Last(), WrittenAt: s.t.now().UTC(), Snapshots: slices.Clone(s.snapshots), Tables: slices.Clone(s.covered), LastRequest: s.lastRequest, InitialLoad: s.t.load.record(), SchemaHistory: s.schema != nil,
 		ServerID: s.src.serverID, ServerUUID: s.src.serverUUID}
 }

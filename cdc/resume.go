@@ -40,6 +40,8 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 		}
 	}
 	s.cp, s.clock = cp, NewClock(cp.LastVersion)
+	t.load.resume(ctx, env.src, &cp, env.captured, !found)
+	s.cp = cp
 	s.snapshots, s.covered, s.lastRequest = slices.Clone(cp.Snapshots), slices.Clone(cp.Tables), cp.LastRequest
 	s.sched = newCommitScheduler(t.cfg.Kafka)
 	return s, nil

@@ -341,7 +341,7 @@ func (s *stream) publishChunk(ctx context.Context, h *replication.EventHeader) e
 		task.After = c.lastKey
 	}
 	if c.complete {
-		s.t.log.Info("snapshot done", "table", task.Table, "rows", task.Rows)
+		s.snapshotDone(task)
 		s.snapshots = s.snapshots[1:]
 	} else if task.Rows/int64(s.t.cfg.Source.Snapshot.ChunkRows)%50 == 0 {
 		s.t.log.Info("snapshot progress", "table", task.Table, "rows", task.Rows)

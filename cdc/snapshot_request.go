@@ -61,6 +61,7 @@ func (s *stream) chunkFailed(ctx context.Context, err error) error {
 		return fmt.Errorf("reading snapshot chunk of %s: %w", task.Table, err)
 	}
 	s.snapshots = s.snapshots[1:]
+	s.snapshotDropped(task, "failed")
 	s.t.log.Error("snapshot request failed and was skipped; the tailer goes on streaming",
 		"request", task.ID, "table", task.Table, "where", task.Where, "err", err,
 		"fix", "fix the table or --where and request it again with readside snapshot; failed requests are in "+
@@ -92,6 +93,7 @@ func (s *stream) cancelled(rows [][]any) {
 				if i == 0 {
 					s.chunk = nil // its high watermark is then ignored
 				}
+				s.snapshotDropped(task, "cancelled")
 				s.t.log.Info("snapshot request cancelled", "request", id, "table", task.Table, "rows_published", task.Rows)
 				continue
 			}

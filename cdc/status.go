@@ -18,6 +18,10 @@ type Status struct {
 	// LastHeard is when the source last sent anything (an event or a
 	// heartbeat); a live stream hears something every heartbeat period.
 	LastHeard time.Time
+	// InitialSnapshot is the initial load as far as committed; nil before
+	// the checkpoint is read, or when there is none
+	// (cdc/snapshot_progress.go).
+	InitialSnapshot *InitialSnapshot
 }
 
 // tailerState is the tailer's side of Status, written by the stream.
@@ -30,9 +34,10 @@ type tailerState struct {
 // Status reports the tailer's state; safe to call from any goroutine.
 func (t *Tailer) Status() Status {
 	s := Status{
-		Connected:  t.state.connected.Load(),
-		Checkpoint: t.state.checkpoint.Load(),
-		LagSeconds: t.LagSeconds(),
+		Connected:       t.state.connected.Load(),
+		Checkpoint:      t.state.checkpoint.Load(),
+		LagSeconds:      t.LagSeconds(),
+		InitialSnapshot: t.load.status(),
 	}
 	if n := t.state.lastHeard.Load(); n != 0 {
 		s.LastHeard = time.Unix(0, n)
@@ -42,4 +47,7 @@ func (t *Tailer) Status() Status {
 
 func (t *Tailer) heard() { t.state.lastHeard.Store(t.now().UnixNano()) }
 
-func (t *Tailer) committed(cp Checkpoint) { t.state.checkpoint.Store(&cp) }
+func (t *Tailer) committed(cp Checkpoint) {
+	t.state.checkpoint.Store(&cp)
+	t.load.committed(cp)
+}

@@ -234,6 +234,7 @@ func (s *stream) beforeRead(ctx context.Context) error {
 	if err := s.maybeStartChunk(ctx); err != nil {
 		return err
 	}
+	s.snapshotStarted()
 	if s.pub.commitOver() {
 		if err := s.pub.settle(ctx); err != nil {
 			return err

@@ -50,6 +50,7 @@ type Tailer struct {
 	needsFrom atomic.Int64 // Unix seconds
 
 	state tailerState // for Status
+	load  loadTracker // the initial load, for Status and its log lines
 	lag   lagClock    // for readside_source_lag_seconds
 
 	// embedded: the broker is the embedded one (EmbeddedBroker).
@@ -81,6 +82,10 @@ func New(cfg config.Config, brokers []string, log *slog.Logger, reg prometheus.R
 		return nil, err
 	}
 	t.metrics = m
+	t.load.now, t.load.log = t.now, t.log
+	if err := t.load.register(reg); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 

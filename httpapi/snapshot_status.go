@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/readside/readside/cdc"
@@ -37,4 +38,16 @@ func (c *Collector) closeSnapshotLog() {
 	if cl, ok := c.opts.SnapshotLog.(io.Closer); ok {
 		_ = cl.Close()
 	}
+}
+
+// initialLoadReady holds readiness back while the first start's initial
+// load runs: the read tables do not hold the source's rows yet. A load of
+// tables added to source.tables later does not: every replica loads the
+// same tables, so unready would take them all out of service for tables
+// that no reader relied on yet (their progress is in the report).
+func initialLoadReady(s *cdc.InitialSnapshot, notReady func(string, ...any)) {
+	if s == nil || s.Complete || !s.First {
+		return
+	}
+	notReady("initial snapshot running: %d of %d tables loaded, %d rows so far (loading: %s)", s.TablesDone, s.TableCount, s.Rows, strings.Join(s.Loading(), ", "))
 }

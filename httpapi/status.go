@@ -120,6 +120,10 @@ type SourceStatus struct {
 	// skipped recently (cdc.FailureWindow), newest first, each with its fix.
 	SnapshotFailures      []cdc.SnapshotFailure `json:"snapshot_failures,omitempty"`
 	SnapshotFailuresError string                `json:"snapshot_failures_error,omitempty"`
+	// InitialSnapshot is the initial load (per table and overall) as far
+	// as the tailer's last committed checkpoint says; absent when there
+	// was none (docs/operations.md, "The initial load").
+	InitialSnapshot *cdc.InitialSnapshot `json:"initial_snapshot,omitempty"`
 }
 
 // ProjectionStatus is one projection's applied position and lag.
@@ -338,7 +342,9 @@ func (c *Collector) source(ctx context.Context, notReady func(string, ...any)) S
 			s.Error = fmt.Sprintf("reading the checkpoint topic %s: %v", c.opts.CheckpointTopic, err)
 		case found:
 			setCheckpoint(&s, &cp)
+			s.InitialSnapshot = cdc.InitialSnapshotOf(cp, time.Now())
 		}
+		initialLoadReady(s.InitialSnapshot, notReady)
 		return s
 	}
 	st := c.tailer.Status()
@@ -349,6 +355,8 @@ func (c *Collector) source(ctx context.Context, notReady func(string, ...any)) S
 		notReady("tailer is not connected to the source's binlog")
 	}
 	setCheckpoint(&s, st.Checkpoint)
+	s.InitialSnapshot = st.InitialSnapshot
+	initialLoadReady(s.InitialSnapshot, notReady)
 	lag := st.LagSeconds
 	s.LagSeconds = &lag
 	if lag > c.opts.ReadyMaxLag.Seconds() {

@@ -2,7 +2,10 @@ package main
 
 // readside's own INFO story of a run, between "starting" and "stopped":
 // "caught up" once the tailer reads the source's present and once each
-// projection's read table is within catchUpLag of the source, then every
+// projection's read table is within catchUpLag of the source (and the
+// initial snapshot of every table it reads is complete: between two
+// chunks of a snapshot nothing waits, so the lag alone said "caught up"
+// while the larger tables were still loading), then every
 // log.progress_every a "committed" line with what was committed since the
 // previous one. The numbers are read from the run's metrics registry, so
 // the log and /metrics never disagree, and nothing is logged per
@@ -18,6 +21,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/readside/readside/cdc"
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 )
 
 // catchUpLag is the lag under which the tailer or a projection counts as
@@ -34,6 +39,11 @@ type progressLog struct {
 	every       time.Duration
 	log         *slog.Logger
 	poll        time.Duration // how often catching up is checked
+	// reads are the source tables (db.table) each projection reads.
+	reads map[string][]string
+	// load is the initial load (known false: not known yet, so a
+	// projection's caught-up line waits); nil: not asked.
+	load func(ctx context.Context) (s *cdc.InitialSnapshot, known bool)
 }
 
 // progressTotals are the counters a committed line reports, summed.
@@ -71,12 +81,23 @@ func (p *progressLog) run(ctx context.Context) error {
 				if s.Checkpoint != nil {
 					attrs = append(attrs, "position", s.Checkpoint.Position)
 				}
+				if loading := s.InitialSnapshot.Loading(); len(loading) > 0 {
+					// True of the binlog, not of the tables: say so.
+					attrs = append(attrs, "initial_snapshot", "running", "tables_loading", loading)
+				}
 				p.log.Info("caught up: reading the source's binlog as it is written", attrs...)
 			}
 		}
 		lags := perProjection(families, "readside_projection_lag_seconds")
+		var loading map[string]bool
 		for _, name := range p.projections {
 			if lag, ok := lags[name]; ok && !projUp[name] && lag < catchUpLag.Seconds() {
+				if loading == nil {
+					loading = p.loading(ctx)
+				}
+				if p.waitsForLoad(name, loading) {
+					continue
+				}
 				projUp[name] = true
 				p.log.Info("caught up: the read table is current with the topics", "projection", name, "lag_seconds", lag)
 			}
@@ -90,6 +111,39 @@ func (p *progressLog) run(ctx context.Context) error {
 		}
 		prev, last = now, time.Now()
 	}
+}
+
+// loading are the tables whose initial snapshot is pending or running; a
+// nil key ("") stands for "not known yet".
+func (p *progressLog) loading(ctx context.Context) map[string]bool {
+	out := map[string]bool{}
+	if p.load == nil {
+		return out
+	}
+	s, known := p.load(ctx)
+	if !known {
+		out[""] = true
+		return out
+	}
+	for _, t := range s.Loading() {
+		out[t] = true
+	}
+	return out
+}
+
+// waitsForLoad reports whether projection name's caught-up line waits:
+// a table it reads is still in its initial snapshot, or that is not
+// known yet.
+func (p *progressLog) waitsForLoad(name string, loading map[string]bool) bool {
+	if loading[""] {
+		return true
+	}
+	for _, t := range p.reads[name] {
+		if loading[t] {
+			return true
+		}
+	}
+	return false
 }
 
 // committed returns the attributes of a committed line, or nil when
@@ -176,4 +230,52 @@ func sortedNames(planned []plannedProjection) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// readTables maps each planned projection to the captured tables it reads
+// (its topics').
+func readTables(cfg config.Config, planned []plannedProjection) map[string][]string {
+	byTopic := map[string]string{}
+	for _, name := range cfg.Source.Tables {
+		db, tbl, _ := config.SplitTable(name)
+		byTopic[event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl)] = name
+	}
+	out := map[string][]string{}
+	for _, pp := range planned {
+		for _, topic := range pp.p.Topics() {
+			if t, ok := byTopic[topic]; ok {
+				out[pp.p.Name] = append(out[pp.p.Name], t)
+			}
+		}
+	}
+	return out
+}
+
+// storedLoad reads the initial load from the tailer's checkpoint in the
+// broker, for a process that runs no tailer; at most every 5 s, and only
+// until it is complete (it is asked only while a caught-up line waits).
+// No checkpoint yet with source.snapshot.mode initial is not known (the
+// tailer is about to queue the load); a checkpoint that cannot be read
+// counts as known with no load: the line is then written as before rather
+// than never.
+func storedLoad(cfg config.Config) func(ctx context.Context) (*cdc.InitialSnapshot, bool) {
+	var last *cdc.InitialSnapshot
+	var at time.Time
+	return func(ctx context.Context) (*cdc.InitialSnapshot, bool) {
+		if !at.IsZero() && time.Since(at) < 5*time.Second {
+			return last, true
+		}
+		at = time.Now()
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		cp, found, err := cdc.ReadCheckpoint(rctx, cfg.Kafka.Brokers, event.CheckpointTopic(cfg.Kafka.TopicPrefix), cfg.TransactionalID())
+		last = nil
+		if err == nil && !found && cfg.Source.Snapshot.Mode == config.SnapshotInitial {
+			return nil, false
+		}
+		if err == nil && found {
+			last = cdc.InitialSnapshotOf(cp, time.Now())
+		}
+		return last, true
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -114,6 +115,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 		}
 		ops.tailer = tailer
 		progress.tailer = tailer
+		progress.load = func(context.Context) (*cdc.InitialSnapshot, bool) { return tailer.InitialSnapshot() }
 		g.Go(ops.track("tailer", func() error { return tailer.Run(gctx) }))
 	}
 	if *role != "tailer" {
@@ -126,6 +128,10 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		progress.projections = sortedNames(planned)
+		progress.reads = readTables(cfg, planned)
+		if progress.load == nil {
+			progress.load = storedLoad(cfg)
+		}
 		starter := newProjectorStarter(cfg, g, gctx, ops, log, reg)
 		defer starter.close()
 		// A projection that no longer fits the source or its read table

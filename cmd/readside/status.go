@@ -204,6 +204,7 @@ func printStatus(w io.Writer, r httpapi.Report, note string) {
 	if s.Error != "" {
 		fmt.Fprintln(w, "  "+wrap("error: "+s.Error, helpWidth-2, "\n    "))
 	}
+	printInitialSnapshot(w, s.InitialSnapshot)
 	printSnapshotFailures(w, s.SnapshotFailures, s.SnapshotFailuresError)
 	if len(r.Projections) == 0 {
 		return
