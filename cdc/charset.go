@@ -3,6 +3,7 @@ package cdc
 import (
 	"embed"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -61,7 +62,25 @@ func charsetDecoder(charset string) (textDecoder, error) {
 	if d, ok := charsetDecoders[charset]; ok {
 		return d, nil
 	}
-	return nil, fmt.Errorf("character set %q cannot be decoded by readside: convert the column to utf8mb4 (ALTER TABLE ... CONVERT TO CHARACTER SET utf8mb4, or MODIFY the column) or exclude it (source.exclude_columns)", charset)
+	return nil, undecodableCharsetError{charset}
+}
+
+// undecodableCharsetError is a charset without a decoder: fatal for a
+// published column, ignored for an excluded one (never decoded).
+type undecodableCharsetError struct{ charset string }
+
+func (e undecodableCharsetError) Error() string {
+	if e.charset == "" {
+		return "its collation is not in the source's information_schema.COLLATIONS, so its character set is unknown: convert the column to utf8mb4 or exclude it (source.exclude_columns)"
+	}
+	return fmt.Sprintf("character set %q cannot be decoded by readside: convert the column to utf8mb4 (ALTER TABLE ... MODIFY the column ... CHARACTER SET utf8mb4) or exclude it (source.exclude_columns)", e.charset)
+}
+
+// excludedUndecodable says whether err only says an excluded column's
+// charset has no decoder: its values are never published.
+func excludedUndecodable(err error, excluded bool) bool {
+	var u undecodableCharsetError
+	return excluded && errors.As(err, &u)
 }
 
 // appendCode appends r as the server writes it in utf8mb4: surrogate code
