@@ -31,6 +31,9 @@ type textDecoder func(s string) string
 // rules; gb18030 (MySQL only) by the GB 18030 standard (gb18030.go).
 var charsetDecoders = map[string]textDecoder{}
 
+// multiByteTables are the CJK charsets' tables, by name.
+var multiByteTables = map[string]*multiByteTable{}
+
 //go:generate go run ../e2e/cmd/charsetgen -out .
 
 //go:embed charsetdata/*.bin
@@ -45,7 +48,9 @@ func init() {
 		if err != nil {
 			panic(err)
 		}
-		charsetDecoders[name] = newMultiByte(data, name == "ujis" || name == "eucjpms").decode
+		t := newMultiByte(data, name == "ujis" || name == "eucjpms")
+		multiByteTables[name] = t
+		charsetDecoders[name] = t.decode
 	}
 	charsetDecoders["utf8mb4"] = func(s string) string { return decodeUTF8(s, true) }
 	charsetDecoders["utf8mb3"] = func(s string) string { return decodeUTF8(s, false) }
@@ -126,7 +131,7 @@ func singleByteDecoder(t *[256]rune) textDecoder {
 type multiByteTable struct {
 	single [256]rune
 	pair   [128]*[256]rune // lead 0x80–0xFF, trail 0x00–0xFF
-	triple [128]*[128]rune // after 0x8F: second 0x80–0xFF, third 0x80–0xFF
+	triple [256]*[256]rune // after 0x8F: second and third byte
 }
 
 func newMultiByte(data []byte, triples bool) *multiByteTable {
@@ -150,11 +155,11 @@ func newMultiByte(data []byte, triples bool) *multiByteTable {
 			t.pair[lead] = row
 		}
 	}
-	for second := 0; triples && second < 128; second++ {
+	for second := 0; triples && second < 256; second++ {
 		flag := data[0]
 		data = data[1:]
 		if flag == 1 {
-			row := new([128]rune)
+			row := new([256]rune)
 			for i := range row {
 				row[i] = next()
 			}
@@ -175,9 +180,9 @@ func (t *multiByteTable) decode(s string) string {
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b >= 0x80 {
-			if b == 0x8F && i+2 < len(s) && s[i+1] >= 0x80 && s[i+2] >= 0x80 {
-				if row := t.triple[s[i+1]-0x80]; row != nil && row[s[i+2]-0x80] != 0 {
-					out = appendCode(out, row[s[i+2]-0x80])
+			if b == 0x8F && i+2 < len(s) {
+				if row := t.triple[s[i+1]]; row != nil && row[s[i+2]] != 0 {
+					out = appendCode(out, row[s[i+2]])
 					i += 3
 					continue
 				}
@@ -303,8 +308,8 @@ func decodeUTF32(s string) string {
 	out := make([]byte, 0, len(s))
 	for i := 0; i < len(s); {
 		if i+3 < len(s) {
-			if r := rune(binary.BigEndian.Uint32([]byte(s[i : i+4]))); r <= 0x10FFFF {
-				out = appendCode(out, r)
+			if r := binary.BigEndian.Uint32([]byte(s[i : i+4])); r <= 0x10FFFF {
+				out = appendCode(out, rune(r))
 				i += 4
 				continue
 			}

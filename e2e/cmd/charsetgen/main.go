@@ -19,7 +19,8 @@
 //   - multi-byte (CJK) charsets: the code point of each byte on its own, of
 //     every two-byte sequence with a lead byte from 0x80 (0 when the server
 //     takes the two bytes as two steps), and for ujis and eucjpms of every
-//     0x8F-prefixed three-byte sequence (cdc/charsetdata/<name>.bin).
+//     0x8F-prefixed three-byte sequence — MariaDB converts 8F 00 41 to 'A'
+//     (cdc/charsetdata/<name>.bin).
 //
 // The Unicode charsets (utf8mb3, utf8mb4, ucs2, utf16, utf16le, utf32) are
 // decoded by their definition in cdc/charset.go, and binary is bytes.
@@ -277,8 +278,8 @@ func (s *server) singles(ctx context.Context) (*[256]rune, error) {
 // multiTable builds the step table of a multi-byte charset:
 // single[256], then for each lead byte 0x80–0xFF a flag byte and, when 1,
 // the 256 code points of lead+trail (0: two steps); with triples, for each
-// second byte 0x80–0xFF after 0x8F a flag and the 128 code points of
-// 0x8F+second+third with third 0x80–0xFF (0: not one step). Code points
+// second byte after 0x8F a flag and, when 1, the 256 code points of
+// 0x8F+second+third (0: not one step). Code points
 // are uint16 little-endian: these charsets have none beyond the BMP.
 func (s *server) multiTable(ctx context.Context, single *[256]rune, triples bool) ([]byte, error) {
 	var data []byte
@@ -355,16 +356,16 @@ func (s *server) multiTable(ctx context.Context, single *[256]rune, triples bool
 		}
 		return []rune{single[a], single[b]}
 	}
-	for second := 0x80; second <= 0xFF; second++ {
-		in := make([][]byte, 128)
+	for second := 0; second <= 0xFF; second++ {
+		in := make([][]byte, 256)
 		for t := range in {
-			in[t] = []byte{0x8F, byte(second), byte(0x80 + t)}
+			in[t] = []byte{0x8F, byte(second), byte(t)}
 		}
 		outs, err := s.convert(ctx, in)
 		if err != nil {
 			return nil, err
 		}
-		row := make([]rune, 128)
+		row := make([]rune, 256)
 		any := false
 		for t, o := range outs {
 			rs, err := runes(o)
@@ -377,9 +378,9 @@ func (s *server) multiTable(ctx context.Context, single *[256]rune, triples bool
 				continue
 			}
 			// Otherwise 0x8F is one step on its own, then the rest.
-			want := append([]rune{single[0x8F]}, step2(byte(second), byte(0x80+t))...)
+			want := append([]rune{single[0x8F]}, step2(byte(second), byte(t))...)
 			if string(rs) != string(want) {
-				return nil, fmt.Errorf("8F%02X%02X converts to %X, not 0x8F on its own then the rest", second, 0x80+t, o)
+				return nil, fmt.Errorf("8F%02X%02X converts to %X, not 0x8F on its own then the rest", second, t, o)
 			}
 		}
 		if !any {
