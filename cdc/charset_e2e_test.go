@@ -293,7 +293,7 @@ func TestCharsetColumnsThroughBothPaths(t *testing.T) {
 			invalid = "FF80A1"
 		}
 		if row == 1 {
-			return fmt.Sprintf("CONCAT(CONVERT(_utf8mb4'%s' USING %s), _binary x'%s')", sample, cs, invalid)
+			return fmt.Sprintf("CONCAT(CAST(CONVERT(_utf8mb4'%s' USING %s) AS BINARY), x'%s')", sample, cs, invalid)
 		}
 		var unmapped []byte
 		if t, ok := multiByteTables[cs]; ok {
@@ -305,7 +305,7 @@ func TestCharsetColumnsThroughBothPaths(t *testing.T) {
 				}
 			}
 		}
-		return fmt.Sprintf("CONCAT(_binary x'%X', CONVERT(_utf8mb4'%s' USING %s))", unmapped, sample, cs)
+		return fmt.Sprintf("CONCAT(x'%X', CAST(CONVERT(_utf8mb4'%s' USING %s) AS BINARY))", unmapped, sample, cs)
 	}
 	insert := func(id, row int) string {
 		var vals []string
