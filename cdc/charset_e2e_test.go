@@ -1,6 +1,7 @@
 package cdc
 
 import (
+	"context"
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
@@ -407,4 +408,73 @@ func TestCharsetColumnsThroughBothPaths(t *testing.T) {
 		t.Errorf("live events %s, want c3 c4 u1", got)
 	}
 	t.Logf("%d columns in %d character sets, ENUM and SET in %d, compared through the snapshot and the binlog", len(cols), len(names), len(enumCharsets))
+}
+
+// TestUndecodableCharsetRefused: should a server ever have a character
+// set readside cannot decode (simulated by taking armscii8 and geostd8 out
+// of the registry), check refuses each captured column in it, naming the
+// table, the column, the charset and the fix, but not an excluded column;
+// and the tailer, run anyway, stops at the table's first binlog row with
+// an error naming them too, instead of publishing wrong text.
+func TestUndecodableCharsetRefused(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	db, err := bed.MySQL.CreateDatabase(ctx, "undecodable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.t (id INT PRIMARY KEY, ok TEXT CHARACTER SET latin2, a VARCHAR(10) CHARACTER SET armscii8, e ENUM('x','y') CHARACTER SET armscii8, g TEXT CHARACTER SET geostd8)", db)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := tailerConfig(t, bed, db+".t")
+	cfg.Source.ExcludeColumns = []string{db + ".t.g"}
+
+	findings := func() (errs []Finding) {
+		for _, f := range CheckSource(ctx, cfg) {
+			if f.Severity == "error" {
+				errs = append(errs, f)
+			}
+		}
+		return errs
+	}
+	if errs := findings(); len(errs) != 0 {
+		t.Fatalf("check with every charset decodable: %v", errs)
+	}
+	for _, cs := range []string{"armscii8", "geostd8"} {
+		saved := charsetDecoders[cs]
+		delete(charsetDecoders, cs)
+		t.Cleanup(func() { charsetDecoders[cs] = saved })
+	}
+	errs := findings()
+	if len(errs) != 2 {
+		t.Fatalf("check found %d errors, want one for each of columns a and e: %v", len(errs), errs)
+	}
+	for i, col := range []string{"a", "e"} {
+		what := fmt.Sprintf("table %s.t column %s is in character set armscii8", db, col)
+		if !strings.Contains(errs[i].What, what) || !strings.Contains(errs[i].Fix, "utf8mb4") || !strings.Contains(errs[i].Fix, db+".t."+col) {
+			t.Errorf("check says %q (fix %q), want %q and the fix naming utf8mb4 and source.exclude_columns", errs[i].What, errs[i].Fix, what)
+		}
+	}
+
+	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- tl.Run(runCtx) }()
+	waitForTailer(t, bed, cfg)
+	if err := bed.MySQL.Exec(ctx, fmt.Sprintf("INSERT INTO `%s`.t VALUES (1, 'ł', 'a', 'x', 'g')", db)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		want := fmt.Sprintf("table %s.t: column a: character set \"armscii8\" cannot be decoded", db)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "utf8mb4") {
+			t.Errorf("tailer stopped with %v, want %q and the fix", err, want)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the tailer did not stop at a row in a charset it cannot decode")
+	}
 }
