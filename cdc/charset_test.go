@@ -176,3 +176,21 @@ func FuzzCharsetDecoders(f *testing.F) {
 		}
 	})
 }
+
+// TestExcludedColumnCharsetNotDecoded: a column in source.exclude_columns
+// is never published, so a charset readside cannot decode does not stop
+// its table; the same column published does, naming it.
+func TestExcludedColumnCharsetNotDecoded(t *testing.T) {
+	tm := &replication.TableMapEvent{Schema: []byte("db"), Table: []byte("t"), ColumnCount: 2,
+		ColumnType: []byte{mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_VARCHAR}, ColumnMeta: []uint16{0, 40},
+		ColumnName: [][]byte{[]byte("id"), []byte("g")}, PrimaryKey: []uint64{0},
+		DefaultCharset: []uint64{99}, NullBitmap: []byte{0}, SignednessBitmap: []byte{0}}
+	charsetOf := func(uint64) string { return "utf64" }
+	if _, err := newTable(tm, "topic", map[string]bool{"g": true}, charsetOf); err != nil {
+		t.Errorf("excluded column in an undecodable charset: %v", err)
+	}
+	_, err := newTable(tm, "topic", nil, charsetOf)
+	if err == nil || !strings.Contains(err.Error(), `table db.t: column g: character set "utf64" cannot be decoded`) {
+		t.Errorf("published column in an undecodable charset: %v, want it refused by name", err)
+	}
+}
