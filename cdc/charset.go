@@ -394,7 +394,7 @@ func ddlText(e *replication.QueryEvent, charsetOf func(uint64) string) (string, 
 	}
 	charset := charsetOf(coll)
 	switch charset {
-	case "", "binary", "utf8mb4", "utf8mb3", "utf8":
+	case "", "binary", "utf8mb4", "utf8mb3", "utf8", "ascii":
 		// Taken as they are: a statement's string literals may carry bytes
 		// of other charsets (_binary, _latin1), which the schema history
 		// reads as the server does.
