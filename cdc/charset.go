@@ -124,11 +124,12 @@ func singleByteDecoder(t *[256]rune) textDecoder {
 	}
 }
 
-// multiByte is the step table of a CJK charset (e2e/cmd/charsetgen): the
+// multiByteTable is the step table of a CJK charset (e2e/cmd/charsetgen): the
 // server converts a lead byte and its trail as one character when pair
 // says so (non-zero), else the byte on its own (single); ujis and eucjpms
 // also have three-byte characters after 0x8F (triple).
 type multiByteTable struct {
+	ascii  bool // every byte below 0x80 is itself
 	single [256]rune
 	pair   [128]*[256]rune // lead 0x80–0xFF, trail 0x00–0xFF
 	triple [256]*[256]rune // after 0x8F: second and third byte
@@ -141,8 +142,10 @@ func newMultiByte(data []byte, triples bool) *multiByteTable {
 		data = data[2:]
 		return r
 	}
+	t.ascii = true
 	for b := range t.single {
 		t.single[b] = next()
+		t.ascii = t.ascii && (b >= 0x80 || t.single[b] == rune(b))
 	}
 	for lead := range t.pair {
 		flag := data[0]
@@ -173,7 +176,7 @@ func newMultiByte(data []byte, triples bool) *multiByteTable {
 }
 
 func (t *multiByteTable) decode(s string) string {
-	if asciiOnly(s) {
+	if t.ascii && asciiOnly(s) {
 		return s
 	}
 	out := make([]byte, 0, len(s)*3/2)
