@@ -70,6 +70,7 @@ func CheckSource(ctx context.Context, cfg config.Config) []Finding {
 	if err == nil && len(missing) == 0 {
 		add("ok", "", "all %d captured tables exist and have a primary key", len(cfg.Source.Tables))
 	}
+	out = append(out, src.checkCharsets(ctx, cfg)...)
 	return out
 }
 

@@ -51,7 +51,7 @@ func trackedTable(tm *replication.TableMapEvent, def *tableDef, topic string, ex
 		}
 		switch col.kind {
 		case kindText:
-			if col.decoder, err = charsetDecoder(charset); err != nil {
+			if col.decoder, err = charsetDecoder(charset); err != nil && !excludedUndecodable(err, excluded[cd.Name]) {
 				return nil, fmt.Errorf("table %s column %s: %w", qualified, cd.Name, err)
 			}
 		case kindEnum, kindSet:

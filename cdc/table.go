@@ -62,6 +62,9 @@ func newTable(tm *replication.TableMapEvent, topic string, excluded map[string]b
 	}
 	for i, name := range t.colNames {
 		col, err := newColumn(tm, i, name, charsetOf)
+		if excludedUndecodable(err, excluded[name]) {
+			col, err = column{name: name, kind: kindText}, nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("table %s: %w", qualified, err)
 		}

@@ -11,7 +11,6 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/shopspring/decimal"
-	"golang.org/x/text/encoding"
 )
 
 // valueKind says how a column's binlog value becomes JSON.
@@ -36,11 +35,11 @@ type column struct {
 	name     string
 	typeName string // for the envelope's schema, e.g. "bigint unsigned"
 	kind     valueKind
-	fraction int               // decimal scale, or fractional second digits
-	padTo    int               // BINARY(n): restore the \0 padding the binlog drops
-	decoder  *encoding.Decoder // text in a charset other than UTF-8
-	members  []string          // ENUM and SET member names
-	excluded bool              // source.exclude_columns: never published
+	fraction int         // decimal scale, or fractional second digits
+	padTo    int         // BINARY(n): restore the \0 padding the binlog drops
+	decoder  textDecoder // text from its charset to UTF-8 (charsetDecoders)
+	members  []string    // ENUM and SET member names
+	excluded bool        // source.exclude_columns: never published
 	// unsignedBits is the width of an unsigned integer column. The binlog
 	// decoder reads every integer as signed (rowdecode.Signless); negative
 	// values are reinterpreted at that width.
@@ -121,11 +120,7 @@ func (col *column) appendValue(buf []byte, v any) ([]byte, error) {
 			return nil, fmt.Errorf("column %s: unexpected %T for text", col.name, v)
 		}
 		if col.decoder != nil {
-			out, err := col.decoder.String(s)
-			if err != nil {
-				return nil, fmt.Errorf("column %s: decoding its charset: %w", col.name, err)
-			}
-			s = out
+			s = col.decoder(s)
 		}
 		return appendJSONString(buf, s), nil
 	case kindBinary:
