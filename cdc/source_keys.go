@@ -286,7 +286,10 @@ func (g *keyGuard) load(ctx context.Context, src *sourceDB) error {
 			return err
 		}
 		if ti.exists {
-			g.indexes[t] = ti.unique
+			g.set(t, "", ti.unique)
+			if _, lost := g.lost[t]; lost {
+				g.lost[t] = "the schema information_schema showed when the stream started"
+			}
 		} else {
 			g.lost[t] = "the table did not exist when the stream started"
 		}
@@ -305,9 +308,6 @@ func (g *keyGuard) check(table string) error {
 		return nil
 	}
 	why := g.lost[table]
-	if why == "" {
-		why = "no DDL readside followed gave it one"
-	}
 	return fmt.Errorf("table %s is keyed by source.keys (%s), but no UNIQUE index covers those columns any more (after %s): its rows may no longer be told apart by them. "+
 		"Fix: add a UNIQUE index on them again (ALTER TABLE %s ADD UNIQUE (%s)) or change source.keys, then restart readside with a new checkpoint and snapshot the table (%s)",
 		table, strings.Join(cols, ", "), why, qualifiedIdent(table), identList(cols), keysDoc)
@@ -377,7 +377,7 @@ func (g *keyGuard) apply(defaultDB, sql string) {
 			}
 			if st.ReferTable != nil {
 				if ix, ok := g.indexes[qual(st.ReferTable)]; ok {
-					g.set(t, slices.Clone(ix))
+					g.set(t, sql, slices.Clone(ix))
 				} else {
 					g.forget(t, sql)
 				}
@@ -390,7 +390,7 @@ func (g *keyGuard) apply(defaultDB, sql string) {
 			for _, c := range st.Constraints {
 				ix = addConstraint(ix, c)
 			}
-			g.set(t, ix)
+			g.set(t, sql, ix)
 		case *ast.AlterTableStmt:
 			t := qual(st.Table)
 			if !g.tracks(t) {
@@ -446,17 +446,17 @@ func (g *keyGuard) apply(defaultDB, sql string) {
 				}
 			}
 			if g.tracks(t) {
-				g.set(t, ix)
+				g.set(t, sql, ix)
 			}
 		case *ast.CreateIndexStmt:
 			t := qual(st.Table)
 			if ix, ok := g.indexes[t]; ok && st.KeyType == ast.IndexKeyTypeUnique {
-				g.set(t, addIndex(slices.Clone(ix), st.IndexName, st.IndexPartSpecifications))
+				g.set(t, sql, addIndex(slices.Clone(ix), st.IndexName, st.IndexPartSpecifications))
 			}
 		case *ast.DropIndexStmt:
 			t := qual(st.Table)
 			if ix, ok := g.indexes[t]; ok {
-				g.set(t, dropIndex(slices.Clone(ix), st.IndexName))
+				g.set(t, sql, dropIndex(slices.Clone(ix), st.IndexName))
 			}
 		case *ast.RenameTableStmt:
 			// All pairs move at once: t TO old, new TO t swaps.
@@ -476,7 +476,7 @@ func (g *keyGuard) apply(defaultDB, sql string) {
 					continue
 				}
 				if known[to] {
-					g.set(to, moved[to])
+					g.set(to, sql, moved[to])
 				} else {
 					g.forget(to, sql)
 				}
@@ -504,9 +504,13 @@ func (g *keyGuard) tracks(t string) bool {
 	return g.dbs[db]
 }
 
-func (g *keyGuard) set(t string, ix []uniqueIndex) {
+// set records t's unique indexes after statement sql.
+func (g *keyGuard) set(t, sql string, ix []uniqueIndex) {
 	g.indexes[t] = ix
 	delete(g.lost, t)
+	if cols, keyed := g.keys[t]; keyed && !slices.ContainsFunc(ix, func(u uniqueIndex) bool { return u.within(cols) }) {
+		g.lost[t] = fmt.Sprintf("%q", sql)
+	}
 }
 
 // forget makes t's indexes unknown since sql (a keyed table's rows then
