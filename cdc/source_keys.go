@@ -54,7 +54,7 @@ func (t *table) setKey(pk []int, keyCols []string, nullable func(i int) bool) er
 			if nullable != nil && nullable(i) {
 				return fmt.Errorf("table %s: key column %s (source.keys.%s) is nullable now: rows with NULL there would share one key. "+
 					"Make it NOT NULL again (ALTER TABLE %s MODIFY %s … NOT NULL) or key the table by other columns, then re-snapshot it (%s)",
-					qualified, t.columns[i].name, qualified, qualified, quoteIdent(t.columns[i].name), keysDoc)
+					qualified, t.columns[i].name, qualified, qualifiedIdent(qualified), quoteIdent(t.columns[i].name), keysDoc)
 			}
 			idx = append(idx, i)
 		}
