@@ -216,3 +216,59 @@ func expectStop(t *testing.T, done <-chan error, fragments ...string) {
 		t.Fatal("the tailer kept running")
 	}
 }
+
+// TestCheckSourceKeys: `readside check` (CheckSource) refuses a captured
+// table with neither a primary key nor source.keys, naming its unique
+// indexes and the exact fix; refuses source.keys with a nullable column or
+// without a unique index over them; accepts them right.
+func TestCheckSourceKeys(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	db, err := bed.MySQL.CreateDatabase(ctx, "checkkeys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"CREATE TABLE `%s`.audit (a INT NOT NULL, b VARCHAR(10) NOT NULL, c INT NULL, UNIQUE KEY uq_ab (a, b), UNIQUE KEY uq_c (c))",
+		"CREATE TABLE `%s`.bare (x INT NOT NULL, y INT)",
+	} {
+		if err := bed.MySQL.Exec(ctx, fmt.Sprintf(q, db)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	audit, bare := db+".audit", db+".bare"
+	cases := []struct {
+		why    string
+		keys   config.TableKeys
+		errors []string // each fragment in some error finding (what or fix)
+		clean  string   // in no error finding
+	}{
+		{"neither key: the table is refused with its unique indexes and the source.keys line", nil, []string{
+			audit + " has no primary key and no source.keys entry", "uq_ab (a, b; all NOT NULL)", "uq_c (c; nullable)", "add source.keys: {" + audit + ": [a, b]}",
+			bare + " has no primary key and no source.keys entry", "it has no unique index", "ALTER TABLE `" + db + "`.`bare` ADD PRIMARY KEY"}, ""},
+		{"a nullable key column", config.TableKeys{audit: {"c"}, bare: {"x"}}, []string{
+			"source.keys." + audit + " names column c, which is nullable", "MODIFY `c` … NOT NULL",
+			"source.keys." + bare + ": columns (x) of " + bare + " contain no UNIQUE index", "ADD UNIQUE (`x`)"}, ""},
+		{"the unique NOT NULL columns", config.TableKeys{audit: {"a", "b"}}, []string{bare + " has no primary key"}, audit},
+	}
+	for _, c := range cases {
+		cfg := tailerConfig(t, bed, audit, bare)
+		cfg.Source.Keys = c.keys
+		var errs []string
+		for _, f := range CheckSource(ctx, cfg) {
+			if f.Severity == "error" {
+				errs = append(errs, f.What+" | fix: "+f.Fix)
+			}
+		}
+		all := strings.Join(errs, "\n")
+		for _, w := range c.errors {
+			if !strings.Contains(all, w) {
+				t.Errorf("%s: no error finding holds %q; errors:\n%s", c.why, w, all)
+			}
+		}
+		if c.clean != "" && strings.Contains(all, c.clean) {
+			t.Errorf("%s: an error names %s:\n%s", c.why, c.clean, all)
+		}
+		t.Logf("%s:\n%s", c.why, all)
+	}
+}
