@@ -194,7 +194,7 @@ func checkTableKeys(table string, ti tableKeyInfo, keyCols []string) []keyProble
 			usable = false
 			out = append(out, keyProblem{fmt.Sprintf("%s names column %s, which %s does not have (columns %s)", key, k, table, strings.Join(ti.columns, ", ")),
 				"name the columns of a UNIQUE NOT NULL index of " + table})
-		case null && false:
+		case null:
 			usable = false
 			out = append(out, keyProblem{fmt.Sprintf("%s names column %s, which is nullable: rows with NULL there would share one key", key, k),
 				fmt.Sprintf("make it NOT NULL (ALTER TABLE %s MODIFY %s … NOT NULL), or name other columns", qualifiedIdent(table), quoteIdent(k))})

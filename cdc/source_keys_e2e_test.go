@@ -62,7 +62,9 @@ func testSourceKeys(t *testing.T, bed *testbed.Bed, src *testbed.MySQL) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = tl.Run(ctx)
+	runCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err = tl.Run(runCtx)
 	var fatal *FatalError
 	if !errors.As(err, &fatal) || !strings.Contains(err.Error(), db+".audit_log has no primary key") || !strings.Contains(err.Error(), "uq_req (request_id, seq; all NOT NULL)") ||
 		!strings.Contains(err.Error(), "source.keys: {"+db+".audit_log: [request_id, seq]}") {
@@ -166,7 +168,9 @@ func testSourceKeys(t *testing.T, bed *testbed.Bed, src *testbed.MySQL) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tl.Run(ctx); !errors.As(err, &fatal) || !strings.Contains(err.Error(), "source.keys."+db+".audit_log names column seq, which is nullable") {
+	runCtx, cancel = context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := tl.Run(runCtx); !errors.As(err, &fatal) || !strings.Contains(err.Error(), "source.keys."+db+".audit_log names column seq, which is nullable") {
 		t.Fatalf("run with a nullable key column: %v; want a refusal naming the column", err)
 	}
 
@@ -270,5 +274,50 @@ func TestCheckSourceKeys(t *testing.T) {
 			t.Errorf("%s: an error names %s:\n%s", c.why, c.clean, all)
 		}
 		t.Logf("%s:\n%s", c.why, all)
+	}
+}
+
+// TestSourceKeysOverridePrimaryKey: on a table that has a primary key,
+// source.keys (unique NOT NULL columns) replaces it as the key, as
+// Debezium's message.key.columns does: snapshot reads and live changes
+// are keyed by them, and a change of them (the primary key unchanged) is
+// a delete and a create with one version.
+func TestSourceKeysOverridePrimaryKey(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	db, err := bed.MySQL.CreateDatabase(ctx, "keyspk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(q string) {
+		t.Helper()
+		if err := bed.MySQL.Exec(ctx, strings.ReplaceAll(q, "$t", "`"+db+"`.t")); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec("CREATE TABLE $t (id INT PRIMARY KEY, code VARCHAR(10) NOT NULL, v INT, UNIQUE KEY uq_code (code))")
+	exec("INSERT INTO $t VALUES (1, 'a', 1)")
+	cfg := tailerConfig(t, bed, db+".t")
+	cfg.Source.Snapshot.Mode = config.SnapshotInitial
+	cfg.Source.Keys = config.TableKeys{db + ".t": {"code"}}
+	runTailer(t, cfg)
+	waitForTailerOn(t, bed, bed.MySQL, cfg)
+	exec("INSERT INTO $t VALUES (2, 'b', 2)")
+	exec("UPDATE $t SET code = 'c' WHERE id = 2")
+	exec("UPDATE $t SET id = 3 WHERE id = 1") // the primary key moves, the key does not
+	evs := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "t")).next(5, 60*time.Second)
+	slices.SortStableFunc(evs, func(a, b testEvent) int {
+		return cmp.Or(cmp.Compare(a.Version, b.Version), cmp.Compare(b.Op, a.Op))
+	})
+	var got []string
+	for _, e := range evs {
+		got = append(got, fmt.Sprintf("%s %s %s", e.Op, e.recKey, e.Key))
+	}
+	want := []string{`r {"code":"a"} {"code":"a"}`, `c {"code":"b"} {"code":"b"}`, `d {"code":"b"} {"code":"b"}`, `c {"code":"c"} {"code":"c"}`, `u {"code":"a"} {"code":"a"}`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if evs[2].Version != evs[3].Version {
+		t.Errorf("the key move's delete and create have versions %d and %d; want one", evs[2].Version, evs[3].Version)
 	}
 }
