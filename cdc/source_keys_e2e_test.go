@@ -83,7 +83,7 @@ func testSourceKeys(t *testing.T, bed *testbed.Bed, src *testbed.MySQL) {
 	exec("INSERT INTO $t VALUES ('r11', 1, 'new')")
 	exec("UPDATE $t SET note = 'edited' WHERE request_id = 'r2' AND seq = 1")
 	exec("DELETE FROM $t WHERE request_id = 'r3' AND seq = 2")
-	exec("UPDATE $t SET seq = 7 WHERE request_id = 'r4' AND seq = 1")             // one key column changes
+	exec("UPDATE $t SET seq = 7 WHERE request_id = 'r4' AND seq = 1")                // one key column changes
 	exec("UPDATE $t SET request_id = 'r5b', note = 'moved' WHERE request_id = 'r5'") // two rows move, each keeps its seq
 	live := cons.next(1+1+1+2+4, 60*time.Second)
 

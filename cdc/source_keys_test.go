@@ -8,7 +8,7 @@ import (
 func TestCheckTableKeys(t *testing.T) {
 	audit := tableKeyInfo{exists: true, columns: []string{"request_id", "seq", "note", "opt"},
 		nullable: map[string]bool{"request_id": false, "seq": false, "note": true, "opt": true},
-		unique: []uniqueIndex{{name: "uq_req", cols: []string{"request_id", "seq"}, notNull: true}, {name: "uq_opt", cols: []string{"opt"}}}}
+		unique:   []uniqueIndex{{name: "uq_req", cols: []string{"request_id", "seq"}, notNull: true}, {name: "uq_opt", cols: []string{"opt"}}}}
 	nullableOnly := tableKeyInfo{exists: true, columns: []string{"a", "b"}, nullable: map[string]bool{"a": true, "b": false},
 		unique: []uniqueIndex{{name: "ua", cols: []string{"a"}}}}
 	bare := tableKeyInfo{exists: true, columns: []string{"a"}, nullable: map[string]bool{"a": false}}

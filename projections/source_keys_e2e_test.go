@@ -58,7 +58,7 @@ func TestTableWithoutPrimaryKey(t *testing.T) {
 			Columns: map[string]string{"actor": "actor", "request_id": "request_id", "seq": "seq", "note": "note"}},
 		"events_noted": {From: src + ".events", Sink: "one", Key: []string{"id"},
 			Columns: map[string]string{"id": "id", "request_id": "request_id", "seq": "seq", "kind": "kind"},
-			Join: []config.Join{{From: src + ".audit_log", On: map[string]string{"request_id": "request_id", "seq": "seq"}, Columns: map[string]string{"note": "note"}}}},
+			Join:    []config.Join{{From: src + ".audit_log", On: map[string]string{"request_id": "request_id", "seq": "seq"}, Columns: map[string]string{"note": "note"}}}},
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
