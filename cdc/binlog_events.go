@@ -87,6 +87,13 @@ func (s *stream) endTxn(ctx context.Context, h *replication.EventHeader) error {
 // DML that touches a captured table.
 func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *replication.QueryEvent) error {
 	st := parseStatement(string(e.Schema), string(e.Query))
+	if s.guard != nil && st.kind != "begin" && st.kind != "commit" && st.kind != "dml" {
+		sql, err := ddlText(e, s.charsetOf)
+		if err != nil {
+			sql = string(e.Query)
+		}
+		s.guard.apply(string(e.Schema), sql)
+	}
 	if s.schema != nil && st.kind != "begin" && st.kind != "commit" && st.kind != "dml" {
 		sql, err := ddlText(e, s.charsetOf)
 		if err != nil {

@@ -186,10 +186,10 @@ func TestExcludedColumnCharsetNotDecoded(t *testing.T) {
 		ColumnName: [][]byte{[]byte("id"), []byte("g")}, PrimaryKey: []uint64{0},
 		DefaultCharset: []uint64{99}, NullBitmap: []byte{0}, SignednessBitmap: []byte{0}}
 	charsetOf := func(uint64) string { return "utf64" }
-	if _, err := newTable(tm, "topic", map[string]bool{"g": true}, charsetOf); err != nil {
+	if _, err := newTable(tm, "topic", map[string]bool{"g": true}, nil, charsetOf); err != nil {
 		t.Errorf("excluded column in an undecodable charset: %v", err)
 	}
-	_, err := newTable(tm, "topic", nil, charsetOf)
+	_, err := newTable(tm, "topic", nil, nil, charsetOf)
 	if err == nil || !strings.Contains(err.Error(), `table db.t: column g: character set "utf64" cannot be decoded`) {
 		t.Errorf("published column in an undecodable charset: %v, want it refused by name", err)
 	}

@@ -26,7 +26,7 @@ func TestEnvelopesGolden(t *testing.T) {
 	def := &tableDef{Columns: []colDef{{Name: "id", Type: "int"}, {Name: "status", Type: "varchar", Charset: "utf8mb4"}, {Name: "total", Type: "decimal", Prec: 10, Scale: 2}}, PK: []string{"id"}}
 	tm := &replication.TableMapEvent{Schema: []byte("shop"), Table: []byte("orders"), ColumnCount: 3,
 		ColumnType: []byte{mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_NEWDECIMAL}, ColumnMeta: []uint16{0, 400, 10<<8 | 2}}
-	tbl, err := trackedTable(tm, def, "readside.shop.orders", nil, func(uint64) string { return "utf8mb4" })
+	tbl, err := trackedTable(tm, def, "readside.shop.orders", nil, nil, func(uint64) string { return "utf8mb4" })
 	if err != nil {
 		t.Fatal(err)
 	}

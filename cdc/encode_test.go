@@ -19,7 +19,7 @@ func TestAppendChangeMatchesAppendEvent(t *testing.T) {
 	def := &tableDef{Columns: []colDef{{Name: "id", Type: "int"}, {Name: "amount", Type: "decimal", Prec: 10, Scale: 2}, {Name: "name", Type: "varchar", Charset: "utf8mb4"}}, PK: []string{"id"}}
 	tm := &replication.TableMapEvent{Schema: []byte("shop"), Table: []byte("d"), ColumnCount: 3,
 		ColumnType: []byte{mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_VARCHAR}, ColumnMeta: []uint16{0, 10<<8 | 2, 400}}
-	tbl, err := trackedTable(tm, def, "topic", nil, func(uint64) string { return "utf8mb4" })
+	tbl, err := trackedTable(tm, def, "topic", nil, nil, func(uint64) string { return "utf8mb4" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func BenchmarkAppendChange(b *testing.B) {
 		ColumnType: []byte{mysql.MYSQL_TYPE_LONGLONG, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_VARCHAR,
 			mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_DATETIME2, mysql.MYSQL_TYPE_LONGLONG},
 		ColumnMeta: []uint16{0, 0, 0, 240, 12<<8 | 2, 6, 0}}
-	tbl, err := trackedTable(tm, def, "topic", nil, func(uint64) string { return "utf8mb4" })
+	tbl, err := trackedTable(tm, def, "topic", nil, nil, func(uint64) string { return "utf8mb4" })
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -58,17 +58,18 @@ func CheckSource(ctx context.Context, cfg config.Config) []Finding {
 	out = append(out, src.checkGrants(ctx, cfg)...)
 	out = append(out, src.checkCascades(ctx, cfg)...)
 
-	missing, err := src.checkTables(ctx, cfg.Source.Tables)
+	missing, problems, err := src.checkTables(ctx, cfg.Source.Tables, cfg.Source.Keys)
 	if err != nil {
-		for _, e := range strings.Split(err.Error(), "\n") {
-			add("error", "add a primary key to the table (ALTER TABLE ... ADD PRIMARY KEY (...)), or remove it from source.tables", "%s", e)
-		}
+		add("error", "", "reading the captured tables' keys: %v", err)
+	}
+	for _, p := range problems {
+		add("error", p.fix, "%s", p.what)
 	}
 	for _, t := range missing {
 		add("error", "create the table, fix the name, or remove it from source.tables", "captured table %s does not exist on the source", t)
 	}
-	if err == nil && len(missing) == 0 {
-		add("ok", "", "all %d captured tables exist and have a primary key", len(cfg.Source.Tables))
+	if err == nil && len(problems) == 0 && len(missing) == 0 {
+		add("ok", "", "all %d captured tables exist and have a primary key or a unique NOT NULL source.keys", len(cfg.Source.Tables))
 	}
 	out = append(out, src.checkCharsets(ctx, cfg)...)
 	return out

@@ -22,7 +22,13 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 	s := &stream{
 		t: t, pub: env.pub, src: env.src, cp: cp,
 		captured: env.captured, partitions: env.partitions, excluded: env.excluded, charsets: env.charsets,
-		tables: map[uint64]*table{},
+		tables: map[uint64]*table{}, keys: t.cfg.Source.Keys,
+	}
+	if len(s.keys) > 0 {
+		s.guard = newKeyGuard(s.keys)
+		if err := s.guard.load(ctx, env.src); err != nil {
+			return nil, err
+		}
 	}
 	// What the stream needs, not the server's current setting: a
 	// checkpoint taken while the tailer kept a schema history is followed

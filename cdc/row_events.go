@@ -32,6 +32,11 @@ func (s *stream) rows(ctx context.Context, h *replication.EventHeader, e *replic
 		return fatalf("row image of %s at %s:%d is not FULL (a session set binlog_row_image=MINIMAL or NOBLOB?): readside would publish incomplete rows. "+
 			"Fix: SET GLOBAL binlog_row_image=FULL (and in the writer's session and my.cnf); every restart meets this event again: start over from a fresh snapshot (docs/operations.md, \"MySQL 8 binlog options\")", name, s.file, h.LogPos)
 	}
+	if s.guard != nil {
+		if err := s.guard.check(name); err != nil {
+			return fatalf("at %s:%d: %w", s.file, h.LogPos, err)
+		}
+	}
 	if err := s.touched(tbl, e.Rows); err != nil {
 		return &FatalError{err}
 	}
@@ -57,9 +62,9 @@ func (s *stream) tableOf(h *replication.EventHeader, e *replication.RowsEvent, n
 	}
 	var err error
 	if s.schema != nil && len(e.Table.ColumnName) == 0 {
-		tbl, err = trackedTable(e.Table, s.schema.def(string(e.Table.Schema), string(e.Table.Table)), topic, s.excluded[name], s.charsetOf)
+		tbl, err = trackedTable(e.Table, s.schema.def(string(e.Table.Schema), string(e.Table.Table)), topic, s.excluded[name], s.keys[name], s.charsetOf)
 	} else {
-		tbl, err = newTable(e.Table, topic, s.excluded[name], s.charsetOf)
+		tbl, err = newTable(e.Table, topic, s.excluded[name], s.keys[name], s.charsetOf)
 	}
 	if err != nil {
 		return nil, &FatalError{fmt.Errorf("at %s:%d: %w", s.file, h.LogPos, err)}

@@ -11,7 +11,7 @@ import (
 
 // trackedTable builds the table of a TABLE_MAP event from its tracked
 // definition, after checking that the two agree column by column.
-func trackedTable(tm *replication.TableMapEvent, def *tableDef, topic string, excluded map[string]bool, charsetOf func(uint64) string) (*table, error) {
+func trackedTable(tm *replication.TableMapEvent, def *tableDef, topic string, excluded map[string]bool, keyCols []string, charsetOf func(uint64) string) (*table, error) {
 	qualified := string(tm.Schema) + "." + string(tm.Table)
 	fix := "set binlog_row_metadata=FULL on the source, or re-snapshot the schema history (docs/operations.md, \"schema history\")"
 	if def == nil {
@@ -24,11 +24,8 @@ func trackedTable(tm *replication.TableMapEvent, def *tableDef, topic string, ex
 		return nil, fmt.Errorf("table %s: the binlog has %d columns but readside's schema history has %d (%s): refusing to guess which value belongs to which column; %s",
 			qualified, tm.ColumnCount, len(def.Columns), colNames(def), fix)
 	}
-	if len(def.PK) == 0 {
-		return nil, fmt.Errorf("table %s has no primary key: readside keys every event by it; add a primary key or remove the table from source.tables", qualified)
-	}
 	t := &table{db: string(tm.Schema), name: string(tm.Table), topic: topic, tracked: true,
-		colTypes: slices.Clone(tm.ColumnType), colMeta: slices.Clone(tm.ColumnMeta)}
+		colTypes: slices.Clone(tm.ColumnType), colMeta: slices.Clone(tm.ColumnMeta), nullBits: slices.Clone(tm.NullBitmap)}
 	collations := tm.CollationMap()
 	signedness := tm.UnsignedMap()
 	for i, cd := range def.Columns {
@@ -71,15 +68,16 @@ func trackedTable(tm *replication.TableMapEvent, def *tableDef, topic string, ex
 		t.columns = append(t.columns, col)
 		t.colNames = append(t.colNames, cd.Name)
 	}
+	var pk []int
 	for _, k := range def.PK {
 		i := def.col(k)
 		if i < 0 {
 			return nil, fmt.Errorf("table %s: primary key column %s is not among its columns in the schema history: %s", qualified, k, fix)
 		}
-		if t.columns[i].excluded {
-			return nil, fmt.Errorf("table %s: column %s is excluded (source.exclude_columns) but part of the primary key; keep it", qualified, k)
-		}
-		t.pk = append(t.pk, i)
+		pk = append(pk, i)
+	}
+	if err := t.setKey(pk, keyCols, mapNullable(tm)); err != nil {
+		return nil, err
 	}
 	t.encodeSchema()
 	return t, nil

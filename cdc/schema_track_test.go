@@ -105,7 +105,7 @@ func TestTrackedTableChecksTypes(t *testing.T) {
 		return &replication.TableMapEvent{Schema: []byte("shop"), Table: []byte("d"), ColumnCount: uint64(len(types)), ColumnType: types, ColumnMeta: meta}
 	}
 	ok := tm([]byte{mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_TINY}, []uint16{0, 10<<8 | 2, 0})
-	tbl, err := trackedTable(ok, def, "topic", nil, func(uint64) string { return "utf8mb4" })
+	tbl, err := trackedTable(ok, def, "topic", nil, nil, func(uint64) string { return "utf8mb4" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestTrackedTableChecksTypes(t *testing.T) {
 		"another scale":   tm([]byte{mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_TINY}, []uint16{0, 10<<8 | 3, 0}),
 		"a wider integer": tm([]byte{mysql.MYSQL_TYPE_LONG, mysql.MYSQL_TYPE_NEWDECIMAL, mysql.MYSQL_TYPE_SHORT}, []uint16{0, 10<<8 | 2, 0}),
 	} {
-		if _, err := trackedTable(bad, def, "topic", nil, nil); err == nil || !strings.Contains(err.Error(), "binlog_row_metadata=FULL") {
+		if _, err := trackedTable(bad, def, "topic", nil, nil, nil); err == nil || !strings.Contains(err.Error(), "binlog_row_metadata=FULL") {
 			t.Errorf("%s: %v; want a refusal naming the fix", why, err)
 		}
 	}

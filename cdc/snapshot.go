@@ -139,7 +139,7 @@ func (s *stream) maybeStartChunk(ctx context.Context) error {
 		s.snapshots = s.snapshots[1:]
 		return nil
 	}
-	tbl, err := s.src.schemaTable(ctx, db, name, topic, s.excluded[task.Table])
+	tbl, err := s.src.schemaTable(ctx, db, name, topic, s.excluded[task.Table], s.keys[task.Table])
 	if err != nil {
 		return s.chunkFailed(ctx, err)
 	}

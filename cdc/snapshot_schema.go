@@ -22,19 +22,21 @@ import (
 // schemaTable reads a table's columns and primary key from
 // information_schema and builds the same table shape the binlog path builds
 // from a TABLE_MAP event.
-func (s *sourceDB) schemaTable(ctx context.Context, db, name, topic string, excluded map[string]bool) (*table, error) {
+// keyCols are its source.keys columns, nil to key it by its primary key.
+func (s *sourceDB) schemaTable(ctx context.Context, db, name, topic string, excluded map[string]bool, keyCols []string) (*table, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, ''),
-		COALESCE(NUMERIC_PRECISION, 0), COALESCE(NUMERIC_SCALE, 0), COALESCE(DATETIME_PRECISION, 0), COALESCE(CHARACTER_MAXIMUM_LENGTH, 0)
+		COALESCE(NUMERIC_PRECISION, 0), COALESCE(NUMERIC_SCALE, 0), COALESCE(DATETIME_PRECISION, 0), COALESCE(CHARACTER_MAXIMUM_LENGTH, 0), IS_NULLABLE
 		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, db, name)
 	if err != nil {
 		return nil, fmt.Errorf("reading columns of %s.%s: %w", db, name, err)
 	}
 	defer rows.Close()
 	t := &table{db: db, name: name, topic: topic}
+	var nullable []bool
 	for rows.Next() {
-		var colName, dataType, colType, charset string
+		var colName, dataType, colType, charset, isNullable string
 		var prec, scale, dtPrec, maxLen int64
-		if err := rows.Scan(&colName, &dataType, &colType, &charset, &prec, &scale, &dtPrec, &maxLen); err != nil {
+		if err := rows.Scan(&colName, &dataType, &colType, &charset, &prec, &scale, &dtPrec, &maxLen, &isNullable); err != nil {
 			return nil, err
 		}
 		col, err := schemaColumn(colName, strings.ToLower(dataType), strings.ToLower(colType), charset, prec, scale, dtPrec, maxLen)
@@ -44,6 +46,7 @@ func (s *sourceDB) schemaTable(ctx context.Context, db, name, topic string, excl
 		col.excluded = excluded[colName]
 		t.columns = append(t.columns, col)
 		t.colNames = append(t.colNames, colName)
+		nullable = append(nullable, isNullable == "YES")
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -57,6 +60,7 @@ func (s *sourceDB) schemaTable(ctx context.Context, db, name, topic string, excl
 		return nil, err
 	}
 	defer pk.Close()
+	var pkIdx []int
 	for pk.Next() {
 		var c string
 		if err := pk.Scan(&c); err != nil {
@@ -64,12 +68,15 @@ func (s *sourceDB) schemaTable(ctx context.Context, db, name, topic string, excl
 		}
 		for i, n := range t.colNames {
 			if n == c {
-				t.pk = append(t.pk, i)
+				pkIdx = append(pkIdx, i)
 			}
 		}
 	}
-	if len(t.pk) == 0 {
-		return nil, &unsnapshottable{fmt.Sprintf("table %s.%s has no primary key: add one, or remove the table from source.tables", db, name)}
+	if err := pk.Err(); err != nil {
+		return nil, err
+	}
+	if err := t.setKey(pkIdx, keyCols, func(i int) bool { return nullable[i] }); err != nil {
+		return nil, &unsnapshottable{err.Error()}
 	}
 	t.encodeSchema()
 	return t, nil

@@ -218,31 +218,25 @@ func (s *sourceDB) currentPosition(ctx context.Context) (Position, error) {
 	return p, nil
 }
 
-// checkTables verifies every captured table that exists has a primary key,
-// and returns the ones that do not exist (yet, or any more: after a RENAME
-// the old name stays captured so the events before it still count).
-func (s *sourceDB) checkTables(ctx context.Context, tables []string) (missing []string, err error) {
-	var errs []error
+// checkTables verifies every captured table that exists can be keyed:
+// by its primary key, or by the unique NOT NULL columns source.keys names
+// (source_keys.go). It returns the problems, each with its fix, and the
+// tables that do not exist (yet, or any more: after a RENAME the old name
+// stays captured so the events before it still count).
+func (s *sourceDB) checkTables(ctx context.Context, tables []string, keys config.TableKeys) (missing []string, problems []keyProblem, err error) {
 	for _, t := range tables {
 		db, name, _ := strings.Cut(t, ".")
-		var n int
-		err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?`, db, name).Scan(&n)
+		ti, err := s.keyInfo(ctx, db, name)
 		if err != nil {
-			return nil, fmt.Errorf("reading information_schema: %w", err)
+			return nil, nil, err
 		}
-		if n == 0 {
+		if !ti.exists {
 			missing = append(missing, t)
 			continue
 		}
-		err = s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY'`, db, name).Scan(&n)
-		if err != nil {
-			return nil, fmt.Errorf("reading information_schema: %w", err)
-		}
-		if n == 0 {
-			errs = append(errs, fmt.Errorf("source.tables: %s has no primary key: add one, or remove the table", t))
-		}
+		problems = append(problems, checkTableKeys(t, ti, keys[t])...)
 	}
-	return missing, errors.Join(errs...)
+	return missing, problems, nil
 }
 
 // ErrPurged means the source no longer has the binlog a position needs.

@@ -24,6 +24,11 @@ type stream struct {
 	excluded   map[string]map[string]bool
 	charsets   map[uint64]string
 	tables     map[uint64]*table
+	keys       map[string][]string // source.keys: db.table -> key columns
+
+	// guard follows the unique indexes of the source.keys tables through
+	// DDL (nil without source.keys; source_keys.go).
+	guard *keyGuard
 
 	// schema is the tracked schema when the binlog does not name columns
 	// (nil with binlog_row_metadata=FULL); historyKeys are its entries to

@@ -22,7 +22,7 @@ type table struct {
 	db, name string
 	topic    string
 	columns  []column
-	pk       []int // column indexes of the primary key
+	pk       []int // column indexes of the key: the primary key, or source.keys
 	allIdx   []int // 0..len(columns)-1, built once
 
 	// What the cache compares to tell whether a new TABLE_MAP describes the
@@ -31,6 +31,7 @@ type table struct {
 	colTypes []byte
 	colMeta  []uint16
 	colNames []string
+	nullBits []byte // the map's column nullability: a key column made nullable rebuilds the table
 	// tracked: built from the schema history, not from names in the map
 	// (which has none); the cache then compares types only, and a DDL
 	// clears it.
@@ -50,15 +51,13 @@ type table struct {
 }
 
 // newTable builds the table from a TABLE_MAP event.
-func newTable(tm *replication.TableMapEvent, topic string, excluded map[string]bool, charsetOf func(uint64) string) (*table, error) {
+// keyCols are its source.keys columns, nil to key it by its primary key.
+func newTable(tm *replication.TableMapEvent, topic string, excluded map[string]bool, keyCols []string, charsetOf func(uint64) string) (*table, error) {
 	t := &table{db: string(tm.Schema), name: string(tm.Table), topic: topic,
-		colTypes: bytes.Clone(tm.ColumnType), colMeta: slices.Clone(tm.ColumnMeta), colNames: tm.ColumnNameString()}
+		colTypes: bytes.Clone(tm.ColumnType), colMeta: slices.Clone(tm.ColumnMeta), colNames: tm.ColumnNameString(), nullBits: bytes.Clone(tm.NullBitmap)}
 	qualified := t.db + "." + t.name
 	if len(t.colNames) != int(tm.ColumnCount) {
 		return nil, fmt.Errorf("table %s: the binlog carries no column names: set binlog_row_metadata=FULL on the source (MySQL >= 8.0.1, MariaDB >= 10.5)", qualified)
-	}
-	if len(tm.PrimaryKey) == 0 {
-		return nil, fmt.Errorf("table %s has no primary key: readside keys every event by it; add a primary key or remove the table from source.tables", qualified)
 	}
 	for i, name := range t.colNames {
 		col, err := newColumn(tm, i, name, charsetOf)
@@ -71,17 +70,27 @@ func newTable(tm *replication.TableMapEvent, topic string, excluded map[string]b
 		col.excluded = excluded[name]
 		t.columns = append(t.columns, col)
 	}
+	var pk []int
 	for _, i := range tm.PrimaryKey {
 		if int(i) >= len(t.columns) {
 			return nil, fmt.Errorf("table %s: primary key column %d out of range", qualified, i)
 		}
-		if t.columns[i].excluded {
-			return nil, fmt.Errorf("table %s: column %s is excluded (source.exclude_columns) but part of the primary key; keep it", qualified, t.columns[i].name)
-		}
-		t.pk = append(t.pk, int(i))
+		pk = append(pk, int(i))
+	}
+	if err := t.setKey(pk, keyCols, mapNullable(tm)); err != nil {
+		return nil, err
 	}
 	t.encodeSchema()
 	return t, nil
+}
+
+// mapNullable is the column nullability a TABLE_MAP carries (in every
+// binlog_row_metadata mode).
+func mapNullable(tm *replication.TableMapEvent) func(int) bool {
+	return func(i int) bool {
+		known, null := tm.Nullable(i)
+		return known && null
+	}
 }
 
 // counter is the events counter for op on this table.
@@ -99,7 +108,7 @@ func (t *table) counter(vec *prometheus.CounterVec, op event.Op) prometheus.Coun
 
 // sameShape reports whether tm describes the table this was built from.
 func (t *table) sameShape(tm *replication.TableMapEvent) bool {
-	if !bytes.Equal(t.colTypes, tm.ColumnType) || !slices.Equal(t.colMeta, tm.ColumnMeta) {
+	if !bytes.Equal(t.colTypes, tm.ColumnType) || !slices.Equal(t.colMeta, tm.ColumnMeta) || !bytes.Equal(t.nullBits, tm.NullBitmap) {
 		return false
 	}
 	if t.tracked {

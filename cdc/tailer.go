@@ -156,8 +156,15 @@ func (t *Tailer) run(ctx context.Context) error {
 // checkSource checks the source's settings and tables and reads what every
 // stream of this Run shares from it.
 func (t *Tailer) checkSource(ctx context.Context, src *sourceDB) (*runEnv, error) {
-	missing, err := src.checkTables(ctx, t.cfg.Source.Tables)
-	if err := errors.Join(src.checkSettings(ctx), err); err != nil {
+	missing, problems, err := src.checkTables(ctx, t.cfg.Source.Tables, t.cfg.Source.Keys)
+	if err != nil {
+		return nil, err
+	}
+	errs := []error{src.checkSettings(ctx)}
+	for _, p := range problems {
+		errs = append(errs, p)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, &FatalError{err}
 	}
 	if len(missing) > 0 {

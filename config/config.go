@@ -69,6 +69,15 @@ type Source struct {
 	Tables []string `koanf:"tables"`
 	// ExcludeColumns are never published (PII), "db.table.column".
 	ExcludeColumns []string `koanf:"exclude_columns"`
+	// Keys names, per captured table ("db.table"), the columns that key
+	// its change events instead of a primary key: for tables that have
+	// none, the columns of a UNIQUE index (or a superset of one), every
+	// one NOT NULL — `readside check` and the tailer verify both on the
+	// source. They are the Kafka record key, the row a version belongs
+	// to, the snapshot's chunk order and the source key projections
+	// check, join and delete by. On a table that has a primary key they
+	// replace it, as Debezium's message.key.columns does. Default: none.
+	Keys TableKeys `koanf:"keys"`
 	// Flavor is "mariadb" or "mysql"; empty detects it from VERSION().
 	Flavor Flavor `koanf:"flavor"`
 	// HeartbeatPeriod asks the source for a heartbeat when idle; a dead

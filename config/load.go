@@ -82,6 +82,7 @@ func Load(path string, environ []string) (Config, error) {
 				mapstructure.StringToTimeDurationHookFunc(),
 				mapstructure.StringToSliceHookFunc(","),
 				mapstructure.TextUnmarshallerHookFunc(),
+				tableKeysHook,
 			),
 		},
 	})

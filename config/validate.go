@@ -46,6 +46,7 @@ func (c Config) Validate() error {
 			bad("source.exclude_columns entry %q: want db.table.column", col)
 		}
 	}
+	errs = append(errs, c.Source.validateKeys()...)
 	if err := c.Source.Flavor.Check(); err != nil {
 		bad("source.flavor %v", err)
 	}

@@ -61,6 +61,9 @@ type Projection struct {
 	// prefix is kafka.topic_prefix, which names Group and DLQTopic
 	// (WithName).
 	prefix string
+	// sourceKeys is source.keys: the tables keyed by unique NOT NULL
+	// columns instead of a primary key (SourceKeyOf).
+	sourceKeys config.TableKeys
 	// progressName, when set, is the identity offsets, watermarks and
 	// replay requests are kept under instead of Name (WithProgressName).
 	progressName string
@@ -260,7 +263,8 @@ func compileOne(cfg config.Config, name string, captured map[string]bool) (*Proj
 	}
 	p := &Projection{Name: name, SourceDB: db, SourceTbl: tbl, Topic: event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl),
 		Group: event.Group(cfg.Kafka.TopicPrefix, name), DLQTopic: event.DLQTopic(cfg.Kafka.TopicPrefix, name), prefix: cfg.Kafka.TopicPrefix,
-		Sink: d.Sink, Table: d.Table, ShardBy: d.ShardBy, Where: where, Replicated: d.Replicated, OnError: d.OnError}
+		Sink: d.Sink, Table: d.Table, ShardBy: d.ShardBy, Where: where, Replicated: d.Replicated, OnError: d.OnError,
+		sourceKeys: cfg.Source.Keys}
 	if p.Table == "" {
 		p.Table = name
 	}
@@ -302,6 +306,12 @@ func compileOne(cfg config.Config, name string, captured map[string]bool) (*Proj
 		return nil, errs
 	}
 	return p, errs
+}
+
+// SourceKeyOf is the source.keys columns of db.table, nil when the tailer
+// keys that table's events by its primary key.
+func (p *Projection) SourceKeyOf(db, table string) []string {
+	return p.sourceKeys[db+"."+table]
 }
 
 // CheckSourceKey verifies, against the source table's primary key, that

@@ -80,6 +80,19 @@ func readSourceTable(ctx context.Context, db *sql.DB, schema, table string) (*so
 	return t, pkRows.Err()
 }
 
+// readSourceTable is readSourceTable with the table's source.keys, when
+// it has some, as its key: the tailer keys its events by them, so they are
+// what a projection must key, join and delete by.
+func (p *Projection) readSourceTable(ctx context.Context, db *sql.DB, schema, table string) (*sourceTable, error) {
+	t, err := readSourceTable(ctx, db, schema, table)
+	if t != nil {
+		if k := p.SourceKeyOf(schema, table); k != nil {
+			t.pk = k
+		}
+	}
+	return t, err
+}
+
 // has reports whether col exists; when not, it is "; its columns are …"
 // for the message naming the fix.
 func (t *sourceTable) has(col string) (bool, string) {
@@ -105,7 +118,7 @@ func (t *sourceTable) def(col string, forceNull bool) string {
 // them — every problem at once — and returns the sink column types.
 func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, error) {
 	out := Types{Read: map[string]string{}}
-	src, err := readSourceTable(ctx, db, p.SourceDB, p.SourceTbl)
+	src, err := p.readSourceTable(ctx, db, p.SourceDB, p.SourceTbl)
 	if err != nil {
 		return out, err
 	}
@@ -117,7 +130,7 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 		errs = p.checkOwnTable(src, &out)
 	}
 	children, cerrs, err := p.checkChildren(func(schema, tbl string) (*sourceTable, error) {
-		t, err := readSourceTable(ctx, db, schema, tbl)
+		t, err := p.readSourceTable(ctx, db, schema, tbl)
 		if err == nil {
 			err = readJSONColumns(ctx, db, schema, tbl, t)
 		}
@@ -133,7 +146,7 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 		keyTypes := map[string]string{}
 		out.JoinKey = append(out.JoinKey, keyTypes)
 		key := fmt.Sprintf("projections.%s.join[%d]", p.Name, j.N-1)
-		parent, err := readSourceTable(ctx, db, j.ParentDB, j.ParentTbl)
+		parent, err := p.readSourceTable(ctx, db, j.ParentDB, j.ParentTbl)
 		if err != nil {
 			return out, err
 		}
@@ -213,7 +226,7 @@ func (p *Projection) checkOwnTable(src *sourceTable, out *Types) []error {
 	}
 	errs = append(errs, p.NullableKeys(func(col string) bool { return src.nullable[col] })...)
 	if len(src.pk) == 0 {
-		errs = append(errs, fmt.Errorf("projections.%s.from: %s.%s has no primary key: readside cannot tell its rows apart; add a primary key to the source table", p.Name, p.SourceDB, p.SourceTbl))
+		errs = append(errs, fmt.Errorf("projections.%s.from: %s.%s has no primary key: readside cannot tell its rows apart; add a primary key to the source table, or name its unique NOT NULL columns in source.keys", p.Name, p.SourceDB, p.SourceTbl))
 	} else if p.Aggregation != nil {
 		errs = append(errs, p.typeAggregates(src, out)...)
 		if err := p.checkShardCollation(out.Read); err != nil {

@@ -93,9 +93,14 @@ func Scan(ctx context.Context, db *sql.DB, p *projections.Projection, by project
 		opts.Chunk = 5000
 	}
 	info := SampleInfo{All: opts.All, Every: 1}
-	pk, err := primaryKey(ctx, db, p.SourceDB, p.SourceTbl)
-	if err != nil {
-		return info, err
+	// A table keyed by source.keys is read in the order of those unique
+	// NOT NULL columns.
+	var err error
+	pk := p.SourceKeyOf(p.SourceDB, p.SourceTbl)
+	if pk == nil {
+		if pk, err = primaryKey(ctx, db, p.SourceDB, p.SourceTbl); err != nil {
+			return info, err
+		}
 	}
 	if err := db.QueryRowContext(ctx, "SELECT COALESCE(MAX(TABLE_ROWS), 0) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
 		p.SourceDB, p.SourceTbl).Scan(&info.Estimate); err != nil {

@@ -143,11 +143,13 @@ type sourcePK struct {
 }
 
 func (v *Verifier) sourceKey(ctx context.Context) (*sourcePK, error) {
-	return sourceKeyOf(ctx, v.src, v.p.SourceDB, v.p.SourceTbl)
+	return sourceKeyOf(ctx, v.src, v.p.SourceDB, v.p.SourceTbl, v.p.SourceKeyOf(v.p.SourceDB, v.p.SourceTbl))
 }
 
-func sourceKeyOf(ctx context.Context, src *sql.DB, db, table string) (*sourcePK, error) {
-	cols, err := primaryKey(ctx, src, db, table)
+// sourceKeyOf reads the types of db.table's key: configured (source.keys)
+// when set, else its primary key.
+func sourceKeyOf(ctx context.Context, src *sql.DB, db, table string, configured []string) (*sourcePK, error) {
+	cols, err := keyColumns(ctx, src, db, table, configured)
 	if err != nil {
 		return nil, err
 	}

@@ -90,13 +90,22 @@ func (v *Verifier) learnChildKeys(ctx context.Context) error {
 	keys := make([][]string, len(v.p.Children))
 	for i, c := range v.p.Children {
 		var err error
-		if keys[i], err = primaryKey(ctx, v.src, c.SourceDB, c.SourceTbl); err != nil {
+		if keys[i], err = keyColumns(ctx, v.src, c.SourceDB, c.SourceTbl, v.p.SourceKeyOf(c.SourceDB, c.SourceTbl)); err != nil {
 			return fmt.Errorf("projections.%s.children.%s: %w", v.p.Name, c.Name, err)
 		}
 	}
 	v.pl.childKeys = keys
 	v.pl = newPlan(v.p, keys)
 	return nil
+}
+
+// keyColumns are the columns the tailer keys db.table's events by: the
+// configured ones (source.keys) when set, else its primary key.
+func keyColumns(ctx context.Context, src *sql.DB, db, table string, configured []string) ([]string, error) {
+	if configured != nil {
+		return configured, nil
+	}
+	return primaryKey(ctx, src, db, table)
 }
 
 // primaryKey reads the primary key columns of db.table on the source.
@@ -184,7 +193,7 @@ func (v *Verifier) repairChildState(ctx context.Context, links map[int][][]strin
 	withdrawn := 0
 	for i, ls := range links {
 		c := v.p.Children[i]
-		pk, err := sourceKeyOf(ctx, v.src, c.SourceDB, c.SourceTbl)
+		pk, err := sourceKeyOf(ctx, v.src, c.SourceDB, c.SourceTbl, v.p.SourceKeyOf(c.SourceDB, c.SourceTbl))
 		if err != nil {
 			return withdrawn, err
 		}
