@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 )
 
@@ -370,7 +371,7 @@ func (r *reshardRig) phase() string {
 func (r *reshardRig) count(l sinkLayout) int {
 	total := 0
 	for _, sh := range l {
-		rg, err := projections.ParseKeyRange(sh.keyrange)
+		rg, err := keyspace.ParseRange(sh.keyrange)
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -411,7 +412,7 @@ func (r *reshardRig) ids(server int) []int64 {
 // hold its keyspace id (after the cleanup none may be left).
 func (r *reshardRig) checkPlacement() {
 	for _, sh := range r.new {
-		rg, err := projections.ParseKeyRange(sh.keyrange)
+		rg, err := keyspace.ParseRange(sh.keyrange)
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -452,7 +453,7 @@ func (r *reshardRig) sourceCount() int {
 
 // keyspaceID routes an id as the projector does (shard_by id, a BIGINT).
 func keyspaceID(id int64) uint64 {
-	return projections.KeyspaceID(projections.ShardValue(projections.ValueOf(id), 0))
+	return keyspace.ID(projections.ShardValue(projections.ValueOf(id), 0))
 }
 
 // loadItems inserts ids 1..rows in multi-row statements.

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/keyspace"
 )
 
 // reshardLoad is what runs beside a reshard: a writer (inserts, updates,
@@ -230,7 +230,7 @@ func quantiles(ds []time.Duration) string {
 type route struct {
 	generation uint64
 	layout     sinkLayout
-	ranges     []projections.KeyRange
+	ranges     []keyspace.Range
 }
 
 func (rt route) shardOf(id int64) (server int, keyrange string) {
@@ -269,7 +269,7 @@ func (r *reshardRig) routing(ctx context.Context) (route, error) {
 		return rt, fmt.Errorf("_readside_routing says sink %s has ranges %q, the config %q", sink, ranges, rt.layout.ranges())
 	}
 	for _, s := range rt.layout {
-		rg, err := projections.ParseKeyRange(s.keyrange)
+		rg, err := keyspace.ParseRange(s.keyrange)
 		if err != nil {
 			return rt, err
 		}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 	"github.com/readside/readside/verify"
@@ -353,9 +354,9 @@ func (rb *reshardBed) checkPlaced() {
 	ranges := [][]string{{"-40"}, {"40-c0"}, {"c0-"}}
 	total := 0
 	for i, m := range rb.servers {
-		var rs []projections.KeyRange
+		var rs []keyspace.Range
 		for _, text := range ranges[i] {
-			r, _ := projections.ParseKeyRange(text)
+			r, _ := keyspace.ParseRange(text)
 			rs = append(rs, r)
 		}
 		rows, err := m.DB().QueryContext(rb.t.Context(), "SELECT sender_id FROM `"+rb.dbs[i]+"`.messages_by_sender")
@@ -368,7 +369,7 @@ func (rb *reshardBed) checkPlaced() {
 			if err := rows.Scan(&s); err != nil {
 				rb.t.Fatal(err)
 			}
-			id := projections.KeyspaceID([]byte(s))
+			id := keyspace.ID([]byte(s))
 			ok := false
 			for _, r := range rs {
 				ok = ok || r.Contains(id)

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/readside/readside/e2e/testbed"
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/shards"
 )
 
@@ -124,7 +124,7 @@ projections:
 // values are not UTF-8, is paged through whole in chunks (12,000 rows,
 // 5,000 a query), each value routed by its bytes; --by a latin1 column
 // routes its UTF-8 text, as the projector does. The expected shards are
-// computed here with projections.KeyspaceID.
+// computed here with keyspace.ID.
 func TestShardsAnalyzeBinaryKey(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -167,7 +167,7 @@ projections:
 	}
 	byID, byOwner := make([]int64, 4), make([]int64, 4)
 	shardOf := func(v []byte) int {
-		id := projections.KeyspaceID(v)
+		id := keyspace.ID(v)
 		for i, r := range four {
 			if r.Contains(id) {
 				return i

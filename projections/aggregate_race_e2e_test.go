@@ -10,6 +10,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
@@ -90,7 +91,7 @@ func TestAggregateConcurrentHotGroups(t *testing.T) {
 		for rows.Next() {
 			var c int
 			rows.Scan(&c)
-			if ks := projections.KeyspaceID(projections.ShardValue(projections.ValueOf(c), 0)); !sh.Range.Contains(ks) {
+			if ks := keyspace.ID(projections.ShardValue(projections.ValueOf(c), 0)); !sh.Range.Contains(ks) {
 				t.Errorf("shard %s holds group %d, whose keyspace id %x it does not own", sh.Range.Text, c, ks)
 			}
 			held++

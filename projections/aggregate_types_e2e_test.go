@@ -8,6 +8,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
@@ -91,7 +92,7 @@ func TestAggregateTypes(t *testing.T) {
 	}
 	// The drift check plans both tables as DDL made them, and finds a
 	// narrowed aggregate column and a narrowed contribution.
-	whole, _ := projections.ParseKeyRange("-")
+	whole, _ := keyspace.ParseRange("-")
 	sharded := &sinks.Sharded{Name: "reads", Shards: []sinks.Shard{{Range: whole, MySQL: sink}}}
 	if ds, err := sharded.Drifts(ctx, p, types); err != nil || len(ds) != 0 {
 		t.Fatalf("drifts right after DDL: %+v, %v", ds, err)

@@ -3,6 +3,8 @@ package projections
 import (
 	"context"
 	"sync/atomic"
+
+	"github.com/readside/readside/keyspace"
 )
 
 // Offsets are next offsets to consume, by topic and partition.
@@ -36,7 +38,7 @@ type Batch struct {
 	// Shard, when set, is the key range of the shard this part of a batch
 	// is for (Sharded.Apply): an aggregate's contributions go to every
 	// shard, its groups only to the one their keyspace id routes to.
-	Shard *KeyRange
+	Shard *keyspace.Range
 	// NewestTS is the newest source commit time (Unix seconds) among the
 	// batch's events.
 	NewestTS int64

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/keyspace"
 )
 
 // computedSource is a source table for typing computed columns without a
@@ -236,7 +237,7 @@ func TestWritesComputedKeyMoves(t *testing.T) {
 			if w.Version != 42 {
 				t.Errorf("%s: version %d, want the event's", c.why, w.Version)
 			}
-			if w.KeyspaceID != KeyspaceID([]byte("7")) {
+			if w.KeyspaceID != keyspace.ID([]byte("7")) {
 				t.Errorf("%s: keyspace id %x, want sender 7's", c.why, w.KeyspaceID)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
@@ -156,7 +157,7 @@ func (s *shop) table(t *testing.T, table, shardBy, order string) string {
 		if err := rows.Scan(&key, &shard); err != nil {
 			t.Fatal(err)
 		}
-		if r := s.sink.Shards[shard].Range; !r.Contains(projections.KeyspaceID([]byte(strconv.Itoa(key)))) {
+		if r := s.sink.Shards[shard].Range; !r.Contains(keyspace.ID([]byte(strconv.Itoa(key)))) {
 			t.Errorf("%s row with %s %d is on shard %s, outside its key range", table, shardBy, key, r.Text)
 		}
 	}

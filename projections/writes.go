@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/readside/readside/event"
+	"github.com/readside/readside/keyspace"
 )
 
 // MaxKeyBytes bounds a read key's encoded text (the tombstone table's key).
@@ -299,7 +300,7 @@ func (p *Projection) keyspaceID(vals []Value, sc *eventSchema) uint64 {
 	if sc != nil && vals[0].kind == UintValue {
 		width = bitWidth(sc.Columns[p.Columns[0].Source])
 	}
-	return KeyspaceID(ShardValue(vals[0], width))
+	return keyspace.ID(ShardValue(vals[0], width))
 }
 
 // nullKey reports whether one of img's read key values is NULL.

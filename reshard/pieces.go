@@ -12,13 +12,13 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/keyspace"
 )
 
 // Shard is one shard of a sink as pieces sees it: its range and its
 // server (Server).
 type Shard struct {
-	Range  projections.KeyRange
+	Range  keyspace.Range
 	Server string
 }
 
@@ -36,17 +36,17 @@ func Server(dsn string) (string, error) {
 // Piece is a key range to fill on NEW shard To, copied from (or sharing
 // offsets with) the OLD shards From that hold rows of it.
 type Piece struct {
-	To    int                  `json:"to"`
-	Range projections.KeyRange `json:"-"`
-	Text  string               `json:"range"`
-	From  []int                `json:"from"`
+	To    int            `json:"to"`
+	Range keyspace.Range `json:"-"`
+	Text  string         `json:"range"`
+	From  []int          `json:"from"`
 }
 
 // span is an inclusive range of keyspace ids [lo, hi]: with inclusive
 // bounds the top of the space needs no special case.
 type span struct{ lo, hi uint64 }
 
-func spanOf(r projections.KeyRange) span {
+func spanOf(r keyspace.Range) span {
 	if r.Open {
 		return span{r.Start, math.MaxUint64}
 	}
@@ -72,7 +72,7 @@ func (s span) minus(o span) []span {
 
 // keyRange is s as a Vitess key range, its bounds in hex trimmed of
 // trailing zero bytes ("c0-", "-80", "-").
-func (s span) keyRange() projections.KeyRange {
+func (s span) keyRange() keyspace.Range {
 	bound := func(v uint64) string {
 		h := fmt.Sprintf("%016x", v)
 		for strings.HasSuffix(h, "00") {
@@ -80,7 +80,7 @@ func (s span) keyRange() projections.KeyRange {
 		}
 		return h
 	}
-	r := projections.KeyRange{Start: s.lo, Open: s.hi == math.MaxUint64}
+	r := keyspace.Range{Start: s.lo, Open: s.hi == math.MaxUint64}
 	start := ""
 	if s.lo > 0 {
 		start = bound(s.lo)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/keyspace"
 )
 
 // shards builds shards from "range@server" items.
@@ -14,7 +14,7 @@ func shards(t *testing.T, spec string) []Shard {
 	var out []Shard
 	for _, item := range strings.Split(spec, ",") {
 		rng, server, _ := strings.Cut(item, "@")
-		r, err := projections.ParseKeyRange(rng)
+		r, err := keyspace.ParseRange(rng)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,9 +73,9 @@ func TestPieceRangesParse(t *testing.T) {
 	// A piece's text parses back to the same range, so it can name the
 	// range in progress and in verify's output.
 	for _, p := range Pieces(shards(t, "-40@a,40-80@b,80-@c"), shards(t, "-@b"), false, false) {
-		r, err := projections.ParseKeyRange(p.Text)
+		r, err := keyspace.ParseRange(p.Text)
 		if err != nil || r != p.Range {
-			t.Errorf("ParseKeyRange(%q) = %+v, %v; want %+v", p.Text, r, err, p.Range)
+			t.Errorf("keyspace.ParseRange(%q) = %+v, %v; want %+v", p.Text, r, err, p.Range)
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/rebuild"
 	"github.com/readside/readside/sinks"
@@ -112,7 +113,7 @@ func New(p *projections.Projection, o Options) (*Reshard, error) {
 	r := &Reshard{p: p, fill: fill, o: o,
 		pieces: Pieces(old, new, p.Replicated, p.Replicated)}
 	r.st = &store{new: o.New, state: sinks.ReshardState{Projection: p.Name, FromGeneration: o.OldGeneration,
-		ToSink: o.New.Name, ToRanges: sinks.RangesText(o.New.Ranges())}}
+		ToSink: o.New.Name, ToRanges: keyspace.RangesText(o.New.Ranges())}}
 	return r, nil
 }
 

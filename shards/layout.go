@@ -3,7 +3,7 @@
 // gets, the skew, the hottest shard_by values, and the rows a reshard to
 // other ranges would move (`readside shards analyze`, and `readside
 // plan`'s warnings about a weak shard_by). Rows are routed exactly as the
-// projector routes them (projections.ShardValue, projections.KeyspaceID);
+// projector routes them (projections.ShardValue, keyspace.ID);
 // the statistics here are pure, source.go reads the rows.
 package shards
 
@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/keyspace"
 )
 
 // MaxEvenShards bounds EvenRanges: Vitess's two-hex-digit boundaries give
@@ -21,11 +21,11 @@ const MaxEvenShards = 256
 // EvenRanges are n shards of equal width over the keyspace, with the
 // boundaries Vitess's key.GenerateShardRanges prints: i·256/n as two hex
 // digits (4 shards: -40,40-80,80-c0,c0-; 1 shard: -).
-func EvenRanges(n int) ([]projections.KeyRange, error) {
+func EvenRanges(n int) ([]keyspace.Range, error) {
 	if n < 1 || n > MaxEvenShards {
 		return nil, fmt.Errorf("%d shards: an even split takes 1 to %d shards", n, MaxEvenShards)
 	}
-	out := make([]projections.KeyRange, n)
+	out := make([]keyspace.Range, n)
 	for i := range n {
 		lo, hi := "", ""
 		if i > 0 {
@@ -34,7 +34,7 @@ func EvenRanges(n int) ([]projections.KeyRange, error) {
 		if i < n-1 {
 			hi = fmt.Sprintf("%02x", (i+1)*256/n)
 		}
-		r, err := projections.ParseKeyRange(lo + "-" + hi)
+		r, err := keyspace.ParseRange(lo + "-" + hi)
 		if err != nil {
 			return nil, err
 		}
@@ -45,24 +45,24 @@ func EvenRanges(n int) ([]projections.KeyRange, error) {
 
 // ParseRanges parses comma-separated key ranges ("-80,80-c0,c0-") that
 // must cover the keyspace exactly once, as a sink's shards must.
-func ParseRanges(text string) ([]projections.KeyRange, error) {
-	var out []projections.KeyRange
+func ParseRanges(text string) ([]keyspace.Range, error) {
+	var out []keyspace.Range
 	for _, s := range strings.Split(text, ",") {
-		r, err := projections.ParseKeyRange(strings.TrimSpace(s))
+		r, err := keyspace.ParseRange(strings.TrimSpace(s))
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, r)
 	}
-	if err := projections.CheckKeyRanges(out); err != nil {
+	if err := keyspace.CheckRanges(out); err != nil {
 		return nil, fmt.Errorf("%s: %w", text, err)
 	}
 	return out, nil
 }
 
 // shardOf is the index of the range holding id (-1: none, which ranges
-// checked by CheckKeyRanges never give).
-func shardOf(ranges []projections.KeyRange, id uint64) int {
+// checked by keyspace.CheckRanges never give).
+func shardOf(ranges []keyspace.Range, id uint64) int {
 	for i, r := range ranges {
 		if r.Contains(id) {
 			return i
@@ -72,7 +72,7 @@ func shardOf(ranges []projections.KeyRange, id uint64) int {
 }
 
 // rangesText is ranges as a sink's config lists them, comma separated.
-func rangesText(ranges []projections.KeyRange) string {
+func rangesText(ranges []keyspace.Range) string {
 	texts := make([]string, len(ranges))
 	for i, r := range ranges {
 		texts[i] = r.Text

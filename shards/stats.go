@@ -7,14 +7,14 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/keyspace"
 )
 
 // Layout is a named set of key ranges to measure: the sink's current
 // shards, an even split, or a reshard's target.
 type Layout struct {
 	Name   string
-	Ranges []projections.KeyRange
+	Ranges []keyspace.Range
 }
 
 // Counter routes rows into every layout at once and counts the shard_by
@@ -27,13 +27,13 @@ type Counter struct {
 	total   int64
 	size    int64
 	// moves: rows by (shard of layouts[0], shard of to); nil without to.
-	to    []projections.KeyRange
+	to    []keyspace.Range
 	moves map[[2]int]int64
 }
 
 // NewCounter counts into layouts; with to, it also counts the rows that
 // would move from layouts[0]'s shards to to's.
-func NewCounter(layouts []Layout, to []projections.KeyRange) *Counter {
+func NewCounter(layouts []Layout, to []keyspace.Range) *Counter {
 	c := &Counter{layouts: layouts, values: map[string]int64{}, to: to}
 	for _, l := range layouts {
 		c.rows = append(c.rows, make([]int64, len(l.Ranges)))
@@ -48,7 +48,7 @@ func NewCounter(layouts []Layout, to []projections.KeyRange) *Counter {
 // Add counts one read row: value is what the projector hashes for its
 // shard_by (projections.ShardValue), size its bytes (source.go says which).
 func (c *Counter) Add(value []byte, size int64) {
-	id := projections.KeyspaceID(value)
+	id := keyspace.ID(value)
 	c.total++
 	c.size += size
 	c.values[string(value)]++
@@ -212,8 +212,8 @@ func (c *Counter) moved() *Moves {
 
 // rangeLess orders range texts by where they start ("-40" first).
 func rangeLess(a, b string) bool {
-	ra, _ := projections.ParseKeyRange(a)
-	rb, _ := projections.ParseKeyRange(b)
+	ra, _ := keyspace.ParseRange(a)
+	rb, _ := keyspace.ParseRange(b)
 	if ra.Start != rb.Start {
 		return ra.Start < rb.Start
 	}

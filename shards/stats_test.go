@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/keyspace"
 )
 
 func TestEvenRanges(t *testing.T) {
@@ -28,7 +28,7 @@ func TestEvenRanges(t *testing.T) {
 		if got := rangesText(rs); got != c.want {
 			t.Errorf("EvenRanges(%d) = %s, want %s (%s)", c.n, got, c.want, c.why)
 		}
-		if err := projections.CheckKeyRanges(rs); err != nil {
+		if err := keyspace.CheckRanges(rs); err != nil {
 			t.Errorf("EvenRanges(%d) does not cover the keyspace once: %v", c.n, err)
 		}
 	}
@@ -62,7 +62,7 @@ func TestSkew(t *testing.T) {
 }
 
 // TestCounterRoutesAsTheProjector: each value lands in the range holding
-// projections.KeyspaceID of it, in every layout; bytes and shares follow.
+// keyspace.ID of it, in every layout; bytes and shares follow.
 func TestCounterRoutesAsTheProjector(t *testing.T) {
 	two, _ := EvenRanges(2)
 	four, _ := EvenRanges(4)
@@ -71,7 +71,7 @@ func TestCounterRoutesAsTheProjector(t *testing.T) {
 	want4 := make([]int64, 4)
 	for i := range 1000 {
 		v := []byte(strconv.Itoa(i % 100))
-		id := projections.KeyspaceID(v)
+		id := keyspace.ID(v)
 		want2[shardOf(two, id)]++
 		want4[shardOf(four, id)]++
 		c.Add(v, 10)
@@ -114,7 +114,7 @@ func TestMovesStay(t *testing.T) {
 	var stay, move int64
 	for i := range 500 {
 		v := []byte(strconv.Itoa(i))
-		if projections.KeyspaceID(v) < 0x8000000000000000 {
+		if keyspace.ID(v) < 0x8000000000000000 {
 			stay++
 		} else {
 			move++

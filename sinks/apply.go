@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 )
 
@@ -128,7 +129,7 @@ type applier struct {
 	skipped int64 // counted into stale only when the transaction commits
 	// shard is the key range of the shard this transaction writes (nil:
 	// the only one), where an aggregate's groups are kept (aggregate.go).
-	shard *projections.KeyRange
+	shard *keyspace.Range
 	// childLinks are, per children entry, the links lockChildren locked.
 	childLinks []childLinks
 	// fanOutLater: the parents the batch changes are copied into their

@@ -16,6 +16,7 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 )
 
@@ -117,7 +118,7 @@ func (s *MySQL) BeginCutover(ctx context.Context, projection string) (*Cutover, 
 // apply share-locks that row, so a cutover's FOR UPDATE waits for the
 // applies in flight.
 func (s *MySQL) EnsureRouting(ctx context.Context, projection string, generation uint64, sink string, ranges []string) error {
-	_, err := s.db.ExecContext(ctx, "INSERT IGNORE INTO `_readside_routing` (projection, generation, sink, ranges) VALUES (?, ?, ?, ?)", projection, generation, sink, RangesText(ranges))
+	_, err := s.db.ExecContext(ctx, "INSERT IGNORE INTO `_readside_routing` (projection, generation, sink, ranges) VALUES (?, ?, ?, ?)", projection, generation, sink, keyspace.RangesText(ranges))
 	if err != nil {
 		return fmt.Errorf("recording the routing of %s: %w", projection, err)
 	}
@@ -195,7 +196,7 @@ func MinOffsets(a, b projections.Offsets) projections.Offsets {
 // every shard (replicated) or split by its shard_by.
 func (c *Cutover) Route(ctx context.Context, generation uint64, sink string, ranges []string, replicated bool) error {
 	if _, err := c.tx.ExecContext(ctx, "UPDATE `_readside_routing` SET generation = ?, sink = ?, ranges = ?, replicated = ? WHERE projection = ?",
-		generation, sink, RangesText(ranges), replicated, c.projection); err != nil {
+		generation, sink, keyspace.RangesText(ranges), replicated, c.projection); err != nil {
 		_ = c.tx.Rollback()
 		return fmt.Errorf("recording routing generation %d of %s: %w", generation, c.projection, err)
 	}

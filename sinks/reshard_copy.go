@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/keyspace"
 )
 
 // Chunk is rows of one table read in primary-key order.
@@ -24,7 +24,7 @@ type Chunk struct {
 	Columns []string
 	Rows    [][]any // per row, per column: string (text), []byte (binary), uint64 (BIT) or nil (NULL)
 	// IDs are the keyspace ids of the rows' shard_by values, as the
-	// projector computes them (projections.KeyspaceID of ShardValue); 0
+	// projector computes them (keyspace.ID of ShardValue); 0
 	// without a shard column.
 	IDs []uint64
 	key []int // indexes of the key columns in Columns
@@ -169,7 +169,7 @@ func (s *MySQL) scan(ctx context.Context, ts TableScan, conds []string, args []a
 		if shard >= 0 {
 			// The server's text of the value, or its bytes (binary, BIT):
 			// what projections.ShardValue hashes.
-			id = projections.KeyspaceID(raw[shard])
+			id = keyspace.ID(raw[shard])
 		}
 		c.Rows, c.IDs = append(c.Rows, row), append(c.IDs, id)
 	}

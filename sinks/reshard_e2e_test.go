@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
@@ -70,7 +71,7 @@ func TestCutoverFence(t *testing.T) {
 		}
 		err = <-applied
 		cancel()
-		var changed *sinks.RoutingChanged
+		var changed *keyspace.RoutingChanged
 		if !errors.As(err, &changed) || changed.Want != gen || changed.Have != gen+1 {
 			t.Fatalf("generation %d: the apply held by the fence returned %v, want RoutingChanged %d → %d", gen, err, gen, gen+1)
 		}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
-	"github.com/readside/readside/sinks"
 )
 
 // TestRoutingFence: a live apply waits on a reshard's SELECT … FOR UPDATE
@@ -72,7 +72,7 @@ func TestRoutingFence(t *testing.T) {
 			case <-time.After(2 * time.Minute):
 				t.Fatal("the apply blocked on the fence did not return after the fence committed")
 			}
-			var changed *sinks.RoutingChanged
+			var changed *keyspace.RoutingChanged
 			if !errors.As(applyErr, &changed) || changed.Want != 0 || changed.Have != 1 || changed.Projection != p.Name {
 				t.Fatalf("the apply blocked on the fence returned %v, want RoutingChanged from 0 to 1", applyErr)
 			}

@@ -7,12 +7,13 @@ import (
 	"sync"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 )
 
 // Shard is one key range of a sink and its server.
 type Shard struct {
-	Range projections.KeyRange
+	Range keyspace.Range
 	*MySQL
 }
 
@@ -29,15 +30,15 @@ type Sharded struct {
 }
 
 // ShardRanges parses and checks a sink's key ranges; errors name the key.
-func ShardRanges(name string, cfg config.Sink) ([]projections.KeyRange, error) {
+func ShardRanges(name string, cfg config.Sink) ([]keyspace.Range, error) {
 	if len(cfg.Shards) == 0 {
-		r, _ := projections.ParseKeyRange("-")
-		return []projections.KeyRange{r}, nil
+		r, _ := keyspace.ParseRange("-")
+		return []keyspace.Range{r}, nil
 	}
-	var rs []projections.KeyRange
+	var rs []keyspace.Range
 	var errs []error
 	for i, sh := range cfg.Shards {
-		r, err := projections.ParseKeyRange(sh.KeyRange)
+		r, err := keyspace.ParseRange(sh.KeyRange)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("sinks.%s.shards[%d].keyrange: %v", name, i, err))
 			continue
@@ -45,7 +46,7 @@ func ShardRanges(name string, cfg config.Sink) ([]projections.KeyRange, error) {
 		rs = append(rs, r)
 	}
 	if len(errs) == 0 {
-		if err := projections.CheckKeyRanges(rs); err != nil {
+		if err := keyspace.CheckRanges(rs); err != nil {
 			errs = append(errs, fmt.Errorf("sinks.%s.shards: %v", name, err))
 		}
 	}
@@ -154,7 +155,7 @@ func (s *Sharded) Route(p *projections.Projection, w projections.Write) []int {
 			return []int{i}
 		}
 	}
-	return nil // unreachable: CheckKeyRanges proved the ranges cover the space
+	return nil // unreachable: keyspace.CheckRanges proved the ranges cover the space
 }
 
 // Apply splits a batch by shard and applies the parts concurrently. Parent

@@ -13,6 +13,7 @@ import (
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/event"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 	"github.com/readside/readside/verify"
@@ -269,7 +270,7 @@ func (r *rollup) verifier(t *testing.T, p *projections.Projection) *verify.Verif
 // shardOf is the shard holding a read row whose shard_by value is v.
 func (r *rollup) shardOf(v int) int {
 	for i, sh := range r.sink.Shards {
-		if sh.Range.Contains(projections.KeyspaceID([]byte(fmt.Sprint(v)))) {
+		if sh.Range.Contains(keyspace.ID([]byte(fmt.Sprint(v)))) {
 			return i
 		}
 	}

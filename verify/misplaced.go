@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/keyspace"
 )
 
 // Misplaced rows are copies on a shard whose key range does not hold the
 // row's keyspace id. Tables sharded before readside routed by Vitess's
-// keyspace ids (projections.KeyspaceID) hold about half their rows on the
+// keyspace ids (keyspace.ID) hold about half their rows on the
 // other shard of a two-shard sink; verify finds them by routing every
 // shard_by value it reads exactly as the projector does, and --repair
 // moves them (Repair, moveMisplaced).
@@ -43,7 +43,7 @@ func (v *Verifier) home(shardBy string) int {
 	if v.shardIdx < 0 {
 		return 0
 	}
-	id := projections.KeyspaceID(shardValue(v.keyKinds[v.shardIdx], shardBy, v.shardBits))
+	id := keyspace.ID(shardValue(v.keyKinds[v.shardIdx], shardBy, v.shardBits))
 	for i, sh := range v.sink.Shards {
 		if sh.Range.Contains(id) {
 			return i

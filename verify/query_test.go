@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 )
 
@@ -80,7 +81,7 @@ func TestShardValueMatchesProjector(t *testing.T) {
 		if err != nil || len(ws) != 1 {
 			t.Fatalf("%s: writes %+v, %v", c.why, ws, err)
 		}
-		if got := projections.KeyspaceID(shardValue(c.k, c.cell, c.bits)); got != ws[0].KeyspaceID {
+		if got := keyspace.ID(shardValue(c.k, c.cell, c.bits)); got != ws[0].KeyspaceID {
 			t.Errorf("%s: verify routes %q to %016x, the projector %s to %016x", c.why, c.cell, got, c.event, ws[0].KeyspaceID)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/event"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 	"github.com/readside/readside/verify"
@@ -205,7 +206,7 @@ func (s *shop) verifier(t *testing.T, opts verify.Options) *verify.Verifier {
 // home is the shard index a customer's rows belong on.
 func (s *shop) home(cid int) int {
 	for i, sh := range s.sink.Shards {
-		if sh.Range.Contains(projections.KeyspaceID([]byte(strconv.Itoa(cid)))) {
+		if sh.Range.Contains(keyspace.ID([]byte(strconv.Itoa(cid)))) {
 			return i
 		}
 	}

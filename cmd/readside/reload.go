@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
@@ -68,7 +69,7 @@ func newProjectorStarter(cfg config.Config, g *errgroup.Group, gctx context.Cont
 // is what `run` exits with for it at start-up.
 func (s *projectorStarter) start(ctx context.Context, pp plannedProjection) (exitCode int, err error) {
 	at, err := sinks.Resolve(ctx, s.cfg, pp.p, s.open)
-	if errors.As(err, new(*sinks.RoutingUnsettled)) {
+	if errors.As(err, new(*keyspace.RoutingUnsettled)) {
 		// A reshard's cutover under way: the projection waits for it
 		// under the supervisor, beside the others.
 		s.log.Info("the routing of a projection is unsettled; it starts once it settles", "projection", pp.p.Name, "err", err)

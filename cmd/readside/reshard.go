@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/rebuild"
 	"github.com/readside/readside/reshard"
@@ -157,7 +158,7 @@ func reshardTarget(cfg config.Config, f reshardFlags) string {
 	want := strings.Split(f.to, ",")
 	same := len(want) == len(ranges)
 	for i := 0; same && i < len(want); i++ {
-		r, err := projections.ParseKeyRange(strings.TrimSpace(want[i]))
+		r, err := keyspace.ParseRange(strings.TrimSpace(want[i]))
 		same = err == nil && r.Start == ranges[i].Start && r.End == ranges[i].End && r.Open == ranges[i].Open
 	}
 	if !same {
@@ -196,7 +197,7 @@ func reshardRun(ctx context.Context, cfg config.Config, p *projections.Projectio
 	}
 	served, gen := "", uint64(0)
 	res, err := sinks.Resolve(ctx, cfg, p, open)
-	var unsettled *sinks.RoutingUnsettled
+	var unsettled *keyspace.RoutingUnsettled
 	switch {
 	case errors.As(err, &unsettled):
 	case err != nil:

@@ -2,7 +2,7 @@ package main
 
 // A projection's projector follows its routing generation: when a reshard
 // moves the projection to another sink, the projector's next transaction
-// gets sinks.RoutingChanged, and instead of stopping the projection the
+// gets keyspace.RoutingChanged, and instead of stopping the projection the
 // daemon resolves the sink that serves it now and runs a new projector
 // there, resuming at that sink's offsets (docs/operations.md,
 // "Resharding").
@@ -17,6 +17,7 @@ import (
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/httpapi"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/preflight"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
@@ -49,7 +50,7 @@ func (s *projectorStarter) follow(ctx context.Context, pp plannedProjection, at 
 		}
 		s.routes.set(pp.p.Name, at)
 		err := pr.Run(ctx)
-		var changed *sinks.RoutingChanged
+		var changed *keyspace.RoutingChanged
 		if ctx.Err() != nil || !errors.As(err, &changed) {
 			return err
 		}
@@ -61,7 +62,7 @@ func (s *projectorStarter) follow(ctx context.Context, pp plannedProjection, at 
 // resolveFollowing resolves pp's sink, retrying with backoff while its
 // servers disagree on the generation (a cutover in progress finishes in a
 // moment, an interrupted one when its reshard is run again) or a sink is
-// out of reach; a routing the config cannot follow (sinks.RoutingError)
+// out of reach; a routing the config cannot follow (keyspace.RoutingError)
 // stops pp with its fix.
 func (s *projectorStarter) resolveFollowing(ctx context.Context, pp plannedProjection) (sinks.ResolvedSink, error) {
 	backoff := routingBackoffMin
@@ -73,7 +74,7 @@ func (s *projectorStarter) resolveFollowing(ctx context.Context, pp plannedProje
 		if ctx.Err() != nil {
 			return at, ctx.Err()
 		}
-		var bad *sinks.RoutingError
+		var bad *keyspace.RoutingError
 		if errors.As(err, &bad) {
 			return at, &projections.StopError{Projection: pp.p.Name, Reason: err,
 				Fix: "the reason says it; then send SIGHUP or restart readside to resume"}
@@ -196,12 +197,12 @@ func sinkServers(name string, s config.Sink) []httpapi.SinkDSN {
 // cannot be resolved because of its routing; false for a sink out of
 // reach, which preflight reports already.
 func routingFinding(projection string, err error) (preflight.Finding, bool) {
-	var unsettled *sinks.RoutingUnsettled
+	var unsettled *keyspace.RoutingUnsettled
 	if errors.As(err, &unsettled) {
 		return preflight.Finding{Area: "projections", Finding: cdc.Finding{Severity: "warning", What: err.Error(),
 			Fix: "wait for the reshard of " + projection + " to finish, or run it again"}}, true
 	}
-	var bad *sinks.RoutingError
+	var bad *keyspace.RoutingError
 	if errors.As(err, &bad) {
 		return preflight.Finding{Area: "projections", Finding: cdc.Finding{Severity: "error", What: err.Error(),
 			Fix: "the reason says it; `SELECT * FROM _readside_routing` on the sink's servers shows what the reshard recorded"}}, true

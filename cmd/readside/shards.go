@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/shards"
 	"github.com/readside/readside/sinks"
@@ -72,7 +73,7 @@ func runShards(args []string, stdout, stderr io.Writer) int {
 		}
 		splits = append(splits, shards.Layout{Name: fmt.Sprintf("%d shards", n), Ranges: rs})
 	}
-	var target []projections.KeyRange
+	var target []keyspace.Range
 	if *to != "" {
 		var err error
 		if target, err = shards.ParseRanges(*to); err != nil {
@@ -104,7 +105,7 @@ func runShards(args []string, stdout, stderr io.Writer) int {
 // analyze measures projection name of cfg: routed by its shard_by, or by
 // the expression by; over the current ranges of its sink, then splits;
 // with the rows moving to target when it is set.
-func analyze(ctx context.Context, cfg config.Config, name, by string, splits []shards.Layout, target []projections.KeyRange, opts shards.Options, stderr io.Writer) (shards.Report, error) {
+func analyze(ctx context.Context, cfg config.Config, name, by string, splits []shards.Layout, target []keyspace.Range, opts shards.Options, stderr io.Writer) (shards.Report, error) {
 	rep := shards.Report{Projection: name}
 	decl, ok := cfg.Projections[name]
 	if !ok {
@@ -195,7 +196,7 @@ func analyze(ctx context.Context, cfg config.Config, name, by string, splits []s
 // config makes another than p.Sink. When the sinks cannot be read, they
 // are the config's sink's ranges, with the error that kept the routing
 // unread (nil ranges: the config's are wrong too).
-func currentRanges(ctx context.Context, cfg config.Config, p *projections.Projection) (string, []projections.KeyRange, error) {
+func currentRanges(ctx context.Context, cfg config.Config, p *projections.Projection) (string, []keyspace.Range, error) {
 	ranges, err := sinks.ShardRanges(p.Sink, cfg.Sinks[p.Sink])
 	if err != nil {
 		return p.Sink, nil, err
@@ -205,7 +206,7 @@ func currentRanges(ctx context.Context, cfg config.Config, p *projections.Projec
 	if err != nil {
 		return p.Sink, ranges, fmt.Errorf("reading the routing of %s: %w", p.Name, err)
 	}
-	out := make([]projections.KeyRange, len(at.Sink.Shards))
+	out := make([]keyspace.Range, len(at.Sink.Shards))
 	for i, sh := range at.Sink.Shards {
 		out[i] = sh.Range
 	}

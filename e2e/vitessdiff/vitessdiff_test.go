@@ -20,6 +20,7 @@ import (
 	"vitess.io/vitess/go/vt/vtgate/vindexes"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
@@ -71,7 +72,7 @@ func TestVitessXXHash(t *testing.T) {
 			var vranges []*topodatapb.KeyRange
 			for _, r := range strings.Split(set, ",") {
 				start, end, _ := strings.Cut(r, "-")
-				kr, err := key.ParseKeyRangeParts(start, end)
+				kr, err := key.keyspace.ParseRangeParts(start, end)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -110,7 +111,7 @@ func TestVitessNull(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := vitessID(t, vdx.(vindexes.SingleColumn), sqltypes.NULL)
-	if got := idBytes(projections.KeyspaceID(projections.ShardValue(projections.ValueOf(nil), 0))); !bytes.Equal(got, want) {
+	if got := idBytes(keyspace.ID(projections.ShardValue(projections.ValueOf(nil), 0))); !bytes.Equal(got, want) {
 		t.Errorf("NULL: readside %x, Vitess %x", got, want)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 )
 
@@ -338,7 +339,7 @@ func (p *reshardProber) probe(ctx context.Context) {
 			if err == nil && sink == "new" {
 				layout, rs = reshardNew, new
 			}
-			ks := projections.KeyspaceID(projections.ShardValue(projections.ValueOf(id), 0))
+			ks := keyspace.ID(projections.ShardValue(projections.ValueOf(id), 0))
 			target := ""
 			for i, r := range rs {
 				if r.Contains(ks) {
@@ -377,10 +378,10 @@ func (p *reshardProber) summary() reshardProbe {
 	return reshardProbe{Samples: len(s), P50: ms(s[len(s)/2]), P99: ms(s[min(len(s)-1, len(s)*99/100)]), Max: ms(s[len(s)-1])}
 }
 
-func ranges(l []reshardShard) []projections.KeyRange {
-	var rs []projections.KeyRange
+func ranges(l []reshardShard) []keyspace.Range {
+	var rs []keyspace.Range
 	for _, s := range l {
-		r, err := projections.ParseKeyRange(s.keyrange)
+		r, err := keyspace.ParseRange(s.keyrange)
 		if err != nil {
 			panic(err)
 		}

@@ -1,24 +1,27 @@
-package projections
+// Package keyspace is shard routing as Vitess does it: a row's keyspace id
+// (ID, the xxhash vindex), the key ranges a sink's shards own (Range:
+// parse, contains, cover checks) and the routing generations that say
+// which sink serves a projection (routing.go). The projector, the sinks,
+// verify, reshard and the shards report all route through here.
+package keyspace
 
 import (
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"math"
 	"math/bits"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
 )
 
-// KeyRange is a Vitess shard range over keyspace ids (KeyspaceID): "-80"
+// Range is a Vitess shard range over keyspace ids (ID): "-80"
 // is [0x00…, 0x80…), "80-" is [0x80…, end], "-" is everything. End is
 // exclusive; Open means the range runs to the end of the space. Bounds
 // and ids are the big-endian numbers of their 8 bytes, so Contains
 // compares bytes lexicographically, as Vitess's key.KeyRangeContains does.
-type KeyRange struct {
+type Range struct {
 	Text  string
 	Start uint64
 	End   uint64
@@ -26,19 +29,19 @@ type KeyRange struct {
 }
 
 // Contains reports whether a keyspace id lies in the range.
-func (r KeyRange) Contains(id uint64) bool {
+func (r Range) Contains(id uint64) bool {
 	return id >= r.Start && (r.Open || id < r.End)
 }
 
-// ParseKeyRange parses "start-end" where each side is up to 16 hex digits,
+// ParseRange parses "start-end" where each side is up to 16 hex digits,
 // left-aligned (Vitess: "8" = "80" = 0x8000000000000000), and either may be
 // empty.
-func ParseKeyRange(s string) (KeyRange, error) {
+func ParseRange(s string) (Range, error) {
 	lo, hi, ok := strings.Cut(s, "-")
 	if !ok {
-		return KeyRange{}, fmt.Errorf("keyrange %q: want hex start-end like -80, 80- or 40-80", s)
+		return Range{}, fmt.Errorf("keyrange %q: want hex start-end like -80, 80- or 40-80", s)
 	}
-	r := KeyRange{Text: s}
+	r := Range{Text: s}
 	var err error
 	if r.Start, err = hexPrefix(lo); err != nil {
 		return r, fmt.Errorf("keyrange %q: %v", s, err)
@@ -72,10 +75,10 @@ func hexPrefix(s string) (uint64, error) {
 	return v, nil
 }
 
-// CheckKeyRanges verifies that ranges cover the whole keyspace exactly
+// CheckRanges verifies that ranges cover the whole keyspace exactly
 // once, so every row has exactly one shard.
-func CheckKeyRanges(rs []KeyRange) error {
-	sorted := append([]KeyRange(nil), rs...)
+func CheckRanges(rs []Range) error {
+	sorted := append([]Range(nil), rs...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Start < sorted[j].Start })
 	var next uint64
 	for i, r := range sorted {
@@ -97,46 +100,13 @@ func CheckKeyRanges(rs []KeyRange) error {
 	return nil
 }
 
-// KeyspaceID is the keyspace id Vitess's xxhash vindex gives a value
+// ID is the keyspace id Vitess's xxhash vindex gives a value
 // (vindexes/xxhash.go, vXXHash): the 8 bytes of xxhash64(value),
 // little-endian. It is returned as the big-endian number of those 8 bytes,
 // so comparing ids as numbers compares the bytes as Vitess compares them
 // with a shard's key range, and %016x prints them as Vitess does. value is
-// what VTGate hashes for the column: ShardValue. Every component that
+// what VTGate hashes for the column: projections.ShardValue. Every component that
 // routes a row (projector, verify) goes through here.
-func KeyspaceID(value []byte) uint64 {
+func ID(value []byte) uint64 {
 	return bits.ReverseBytes64(xxhash.Sum64(value))
 }
-
-// ShardValue is the bytes Vitess hashes for a value of a shard_by column:
-// MySQL's text for the column's type, as a client reads it and as VTGate
-// receives it when a client writes that canonical text. Integers, DECIMAL
-// (with its scale), date-time types and strings (UTF-8: VTGate talks
-// utf8mb4) are their text, binary types their bytes, BIT(n) its pattern in
-// ceil(n/8) big-endian bytes (bitWidth is n; ignored for other values).
-// NULL hashes no bytes, as sqltypes.NULL does in Vitess (the same id as
-// ”); read keys are never NULL, so it reaches no sink.
-func ShardValue(v Value, bitWidth int) []byte {
-	switch v.kind {
-	case TextValue, BytesValue:
-		return v.b
-	case UintValue:
-		n := max((bitWidth+7)/8, 1)
-		var b [8]byte
-		binary.BigEndian.PutUint64(b[:], v.u)
-		return b[8-min(n, 8):]
-	}
-	return nil
-}
-
-// bitWidth is n of an event schema type "bit(n)" (0 for any other type).
-func bitWidth(typ string) int {
-	inner, ok := strings.CutPrefix(typ, "bit(")
-	if !ok {
-		return 0
-	}
-	n, _ := strconv.Atoi(strings.TrimSuffix(inner, ")"))
-	return n
-}
-
-func xxhashString(s string) uint64 { return xxhash.Sum64String(s) }

@@ -1,16 +1,14 @@
-package sinks
+package keyspace
 
 import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/readside/readside/projections"
 )
 
-// TestRoutingStep: which sink the routing rows of one sink's shards name,
+// TestStep: which sink the routing rows of one sink's shards name,
 // and when they are unsettled or contradict each other.
-func TestRoutingStep(t *testing.T) {
+func TestStep(t *testing.T) {
 	b1 := Routing{Generation: 1, Sink: "b", Ranges: []string{"-80", "80-"}}
 	a2 := Routing{Generation: 2, Sink: "a", Ranges: []string{"-"}}
 	for _, tc := range []struct {
@@ -35,7 +33,7 @@ func TestRoutingStep(t *testing.T) {
 		{why: "two sinks at one generation: a corrupt routing table, not a cutover",
 			rows: []Routing{b1, {Generation: 1, Sink: "c"}}, err: "name two sinks"},
 	} {
-		next, gen, err := routingStep("p", "a", tc.came, tc.rows)
+		next, gen, err := Step("p", "a", tc.came, tc.rows)
 		var unsettled *RoutingUnsettled
 		switch {
 		case tc.unsettled:
@@ -56,10 +54,10 @@ func TestRoutingStep(t *testing.T) {
 // recorded, else readers and readside would route differently.
 func TestSameRanges(t *testing.T) {
 	rows := []Routing{{Generation: 3, Sink: "b", Ranges: []string{"-80", "80-"}}}
-	if err := sameRanges("p", "b", []string{"-80", "80-"}, rows); err != nil {
+	if err := SameRanges("p", "b", []string{"-80", "80-"}, rows); err != nil {
 		t.Errorf("equal ranges refused: %v", err)
 	}
-	err := sameRanges("p", "b", []string{"-40", "40-"}, rows)
+	err := SameRanges("p", "b", []string{"-40", "40-"}, rows)
 	if err == nil || !strings.Contains(err.Error(), "-80,80-") || !strings.Contains(err.Error(), "-40,40-") || !strings.Contains(err.Error(), "readside reshard") {
 		t.Errorf("changed ranges gave %v, want an error showing both and the fix", err)
 	}
@@ -81,11 +79,10 @@ func TestSplitRanges(t *testing.T) {
 // otherwise than the reshard that recorded the routing (replicated against
 // sharded) must not write through it.
 func TestSamePlacement(t *testing.T) {
-	sharded := &projections.Projection{Name: "p", ShardBy: "id"}
-	replicated := &projections.Projection{Name: "p", Replicated: true}
+	const sharded, replicated = false, true
 	for _, tc := range []struct {
 		why  string
-		p    *projections.Projection
+		p    bool // declared replicated
 		rows []Routing
 		err  string
 	}{
@@ -97,7 +94,7 @@ func TestSamePlacement(t *testing.T) {
 		{why: "recorded replicated, declared sharded", p: sharded, rows: []Routing{{Generation: 1, Sink: "b", Replicated: true}},
 			err: "this process declares it sharded by its shard_by"},
 	} {
-		err := samePlacement(tc.p, "b", 1, tc.rows)
+		err := SamePlacement("p", tc.p, "b", 1, tc.rows)
 		var re *RoutingError
 		switch {
 		case tc.err == "" && err != nil:

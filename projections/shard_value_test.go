@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/keyspace"
 )
 
 // shardWrite routes one insert of value (JSON, as the tailer writes it) in
@@ -52,7 +53,7 @@ func TestKeyspaceIDVitessVectors(t *testing.T) {
 		}
 	}
 	// Vitess hashes NULL as no bytes.
-	if got := fmt.Sprintf("%016x", KeyspaceID(ShardValue(Value{}, 0))); got != "99e9d85137db46ef" {
+	if got := fmt.Sprintf("%016x", keyspace.ID(ShardValue(Value{}, 0))); got != "99e9d85137db46ef" {
 		t.Errorf("NULL has keyspace id %s, Vitess 99e9d85137db46ef", got)
 	}
 }
@@ -73,7 +74,7 @@ func TestShardValue(t *testing.T) {
 		{"BIT(64) all eight", "bit(64)", `18446744073709551615`, "\xff\xff\xff\xff\xff\xff\xff\xff"},
 	} {
 		w := shardWrite(t, c.typ, c.value)
-		if want := KeyspaceID([]byte(c.want)); w.KeyspaceID != want {
+		if want := keyspace.ID([]byte(c.want)); w.KeyspaceID != want {
 			t.Errorf("%s: %s %s routes as %016x, want the id of %q, %016x", c.why, c.typ, c.value, w.KeyspaceID, c.want, want)
 		}
 	}
@@ -83,9 +84,9 @@ func TestShardValue(t *testing.T) {
 // hex bounds from the first byte on, as Vitess does (not the hash as a
 // little-endian number).
 func TestKeyRangeBytes(t *testing.T) {
-	lo, _ := ParseKeyRange("-80")
-	hi, _ := ParseKeyRange("80-")
-	mid, _ := ParseKeyRange("40-80")
+	lo, _ := keyspace.ParseRange("-80")
+	hi, _ := keyspace.ParseRange("80-")
+	mid, _ := keyspace.ParseRange("40-80")
 	// "test1" is d0 1a …: first byte 0xd0, so 80-, though its xxhash64
 	// (0x0b8f97d6e4b71ad0) is below 2^63.
 	id := shardWrite(t, "varchar", `"test1"`).KeyspaceID
