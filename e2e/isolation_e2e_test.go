@@ -20,7 +20,7 @@ import (
 
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/httpapi"
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 )
 
 // isolationRig is an opsPipeline (messages_by_sender, the healthy
@@ -295,13 +295,13 @@ func TestRejectedRowsStopOrDeadLetterAlone(t *testing.T) {
 		r.sinkExec(ctx, "ALTER TABLE `"+r.sink+"`."+table+" ADD CONSTRAINT short_body CHECK (CHAR_LENGTH(body) <= 12)")
 	}
 	// Every new body is 40 characters: each row is rejected by both.
-	r.insert(11, 10+projections.AllDeadLetteredAfter+20, 40)
+	r.insert(11, 10+projector.AllDeadLetteredAfter+20, 40)
 	stopped := r.waitState("by_id_stop", "stopped", 2*time.Minute)
 	if !strings.Contains(stopped.StopReason, "short_body") || !strings.Contains(stopped.Fix, "on_error: dlq") {
 		t.Errorf("/status of by_id_stop: reason %q, fix %q: want the sink's rejection and a fix naming on_error: dlq", stopped.StopReason, stopped.Fix)
 	}
 	dl := r.waitState("by_id_dlq", "dead-lettering", 2*time.Minute)
-	if dl.DeadLetters == nil || dl.DeadLetters.Total < projections.AllDeadLetteredAfter || !dl.DeadLetters.All || dl.Fix == "" {
+	if dl.DeadLetters == nil || dl.DeadLetters.Total < projector.AllDeadLetteredAfter || !dl.DeadLetters.All || dl.Fix == "" {
 		t.Errorf("/status of by_id_dlq: %+v, dead letters %+v: want every row dead-lettered and a fix", dl, dl.DeadLetters)
 	}
 	r.converge(2 * time.Minute)

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/readside/readside/cdc"
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/reshard"
 )
 
@@ -35,7 +35,7 @@ type Options struct {
 	ProjectionLag func(projection string) (float64, bool)
 	// DeadLetters is the dead-lettering of a projection this process
 	// runs; nil when none runs here.
-	DeadLetters func(projection string) projections.DeadLetterStatus
+	DeadLetters func(projection string) projector.DeadLetterStatus
 	Projections []Projection
 	// Route is the sink that serves a projection now and its routing
 	// generation (a reshard may have moved it off the sink the config
@@ -151,7 +151,7 @@ type ProjectionStatus struct {
 	StopReason string            `json:"stop_reason,omitempty"`
 	Fix        string            `json:"fix,omitempty"`
 	// DeadLetters: where the projector runs here.
-	DeadLetters *projections.DeadLetterStatus `json:"dead_letters,omitempty"`
+	DeadLetters *projector.DeadLetterStatus `json:"dead_letters,omitempty"`
 }
 
 // PartitionStatus compares a sink's applied offset with the topic's end.

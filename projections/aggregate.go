@@ -5,8 +5,6 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/readside/readside/event"
 	"github.com/readside/readside/expr"
 )
@@ -128,7 +126,7 @@ type Contribution struct {
 	// Parents is, per join (Projection.Joins order), the group's parent:
 	// the join key read from the group's columns ("" when NULL).
 	Parents []ParentRef
-	From    *kgo.Record
+	From    *Record
 }
 
 // MaxSourceKeyBytes bounds a source key's text (the contributions table's
@@ -159,7 +157,7 @@ var one, zero = Value{kind: TextValue, b: []byte("1")}, Value{kind: TextValue, b
 // collectContribution adds e's contribution to b: the after image's group
 // and values when the row exists and passes the filter, else none (a
 // delete, or a row that left the filter, withdraws what it added).
-func (p *Projection) collectContribution(b *Batch, r *kgo.Record, e Event, ps *plans) error {
+func (p *Projection) collectContribution(b *Batch, r *Record, e Event, ps *plans) error {
 	if e.Op == event.OpTruncate {
 		b.Contributions = append(b.Contributions, Contribution{Truncate: true, Version: e.Version, From: r})
 		return nil

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/keyspace"
@@ -43,9 +41,9 @@ func TestAggregateConcurrentHotGroups(t *testing.T) {
 	if err := sink.Exec(ctx, sinks.DDL(s.p, s.types)); err != nil {
 		t.Fatal(err)
 	}
-	byPart := map[int32][]*kgo.Record{}
+	byPart := map[int32][]projections.Record{}
 	for _, r := range records {
-		byPart[r.Partition] = append(byPart[r.Partition], r)
+		byPart[r.Partition] = append(byPart[r.Partition], projections.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value})
 	}
 	t.Logf("%d records in %d partitions, applied concurrently", len(records), len(byPart))
 	var wg sync.WaitGroup

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // aggProjection is aggConfig's projection per customer and day, filtered
@@ -62,7 +60,7 @@ func TestCollectContribution(t *testing.T) {
 	for _, c := range cases {
 		v := fmt.Sprintf(`{"op":%q,"version":77,"key":{"id":5},"before":%s,"after":%s,"schema":{"version":"s","columns":{"id":"bigint","customer_id":"int","total_cents":"decimal","status":"varchar","created_at":"datetime"}}}`,
 			c.op, c.before, c.after)
-		b, bad := p.Build([]*kgo.Record{{Topic: p.Topic, Key: []byte(`{"id":5}`), Value: []byte(v)}})
+		b, bad := p.Build([]Record{{Topic: p.Topic, Key: []byte(`{"id":5}`), Value: []byte(v)}})
 		if len(bad) > 0 {
 			t.Errorf("%s: %v", c.why, bad[0].Reason)
 			continue
@@ -80,7 +78,7 @@ func TestCollectContribution(t *testing.T) {
 		}
 	}
 	trunc := `{"op":"t","version":99,"key":null,"before":null,"after":null}`
-	tb, bad := p.Build([]*kgo.Record{{Topic: p.Topic, Value: []byte(trunc)}})
+	tb, bad := p.Build([]Record{{Topic: p.Topic, Value: []byte(trunc)}})
 	if len(bad) > 0 || len(tb.Contributions) != 1 || !tb.Contributions[0].Truncate || tb.Contributions[0].Version != 99 {
 		t.Errorf("a truncate: %+v %v", tb.Contributions, bad)
 	}

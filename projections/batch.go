@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/readside/readside/keyspace"
@@ -140,4 +141,75 @@ func coalesceNewest[T any, K comparable](ws, out []T, key func(T) (K, bool), ver
 		out = append(out, w)
 	}
 	return out
+}
+
+// Size is how many changes b holds.
+func (b *Batch) Size() int {
+	return len(b.Writes) + len(b.Parents) + len(b.Contributions) + len(b.ChildWrites)
+}
+
+// Single is the record of b's one change, if it has exactly one.
+func (b *Batch) Single() (rec *Record, ok bool) {
+	if b.Size() != 1 {
+		return nil, false
+	}
+	switch {
+	case len(b.Writes) == 1:
+		return b.Writes[0].From, true
+	case len(b.Parents) == 1:
+		return b.Parents[0].From, true
+	case len(b.Contributions) == 1:
+		return b.Contributions[0].From, true
+	default:
+		return b.ChildWrites[0].From, true
+	}
+}
+
+// Halves splits a batch of two or more changes: parent state apart from
+// the rest first (as the sink applies it first), then each kind apart,
+// then one kind's changes in two halves.
+func (b *Batch) Halves() (lo, hi *Batch) {
+	kinds := 0
+	for _, n := range []int{len(b.Parents), len(b.Writes), len(b.Contributions), len(b.ChildWrites)} {
+		if n > 0 {
+			kinds++
+		}
+	}
+	switch {
+	case kinds > 1 && len(b.Parents) > 0:
+		return &Batch{Parents: b.Parents}, &Batch{Writes: b.Writes, Contributions: b.Contributions, ChildWrites: b.ChildWrites}
+	case kinds > 1 && len(b.Writes) > 0:
+		return &Batch{Writes: b.Writes}, &Batch{Contributions: b.Contributions, ChildWrites: b.ChildWrites}
+	case kinds > 1:
+		return &Batch{Contributions: b.Contributions}, &Batch{ChildWrites: b.ChildWrites}
+	case len(b.Parents) > 0:
+		return &Batch{Parents: b.Parents[:len(b.Parents)/2]}, &Batch{Parents: b.Parents[len(b.Parents)/2:]}
+	case len(b.Writes) > 0:
+		return &Batch{Writes: b.Writes[:len(b.Writes)/2]}, &Batch{Writes: b.Writes[len(b.Writes)/2:]}
+	case len(b.Contributions) > 0:
+		return &Batch{Contributions: b.Contributions[:len(b.Contributions)/2]}, &Batch{Contributions: b.Contributions[len(b.Contributions)/2:]}
+	default:
+		return &Batch{ChildWrites: b.ChildWrites[:len(b.ChildWrites)/2]}, &Batch{ChildWrites: b.ChildWrites[len(b.ChildWrites)/2:]}
+	}
+}
+
+// Describe counts b's changes by kind for messages: "3 writes and 1
+// parent changes", with contributions and child changes when there are.
+func (b *Batch) Describe() string {
+	s := fmt.Sprintf("%d writes and %d parent changes", len(b.Writes), len(b.Parents))
+	if len(b.Contributions) > 0 {
+		s += fmt.Sprintf(", %d contributions", len(b.Contributions))
+	}
+	if len(b.ChildWrites) > 0 {
+		s += fmt.Sprintf(", %d child changes", len(b.ChildWrites))
+	}
+	return s
+}
+
+// OlderTS is the older of two source commit times, 0 meaning none.
+func OlderTS(a, b int64) int64 {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }

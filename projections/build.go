@@ -1,18 +1,17 @@
 package projections
 
-import "github.com/twmb/franz-go/pkg/kgo"
-
 // Build maps polled records to a batch: the newest write per read key and
 // per parent key, and the next offsets. A record that cannot be mapped is
 // returned in bad with the reason (the caller dead-letters it or stops).
-func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
+func (p *Projection) Build(records []Record) (b *Batch, bad []Rejected) {
 	b = &Batch{Offsets: Offsets{}, Writes: make([]Write, 0, len(records))}
 	var d Decoder
 	var plans plans
 	// Records come a partition at a time: its next offset is recorded
 	// when the run ends, not looked up in the map for every record.
-	var run *kgo.Record
-	for _, r := range records {
+	var run *Record
+	for i := range records {
+		r := &records[i]
 		if run != nil && (r.Partition != run.Partition || r.Topic != run.Topic) {
 			b.Offsets.Set(run.Topic, run.Partition, run.Offset+1)
 		}
@@ -46,7 +45,7 @@ func (p *Projection) Build(records []*kgo.Record) (b *Batch, bad []Rejected) {
 	return b, bad
 }
 
-func (p *Projection) collect(b *Batch, r *kgo.Record, e Event, ps *plans) error {
+func (p *Projection) collect(b *Batch, r *Record, e Event, ps *plans) error {
 	if r.Topic == p.Topic && p.Aggregation != nil {
 		if err := p.collectContribution(b, r, e, ps); err != nil {
 			return err
@@ -85,7 +84,7 @@ func (p *Projection) collect(b *Batch, r *kgo.Record, e Event, ps *plans) error 
 	if e.SourceTS > 0 && e.SourceTS > b.NewestTS {
 		b.NewestTS = e.SourceTS
 	}
-	b.OldestTS = oldestTS(b.OldestTS, e.SourceTS)
+	b.OldestTS = OlderTS(b.OldestTS, e.SourceTS)
 	if b.Marks == nil {
 		b.Marks = map[string]map[int32]Mark{}
 	}
@@ -104,6 +103,6 @@ func (p *Projection) collect(b *Batch, r *kgo.Record, e Event, ps *plans) error 
 
 // Rejected is a record the projection refused, with why.
 type Rejected struct {
-	Record *kgo.Record
+	Record *Record
 	Reason error
 }

@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/readside/readside/config"
 )
 
@@ -39,13 +37,13 @@ func TestBuildMatchesEventByEvent(t *testing.T) {
 		}
 		return s + "}"
 	}
-	var records []*kgo.Record
+	var records []Record
 	version := uint64(100)
 	add := func(topic, op, key, before, after, schema, gtid string) {
 		version++
 		v := fmt.Sprintf(`{"op":%q,"version":%d,"key":%s,"before":%s,"after":%s,"source":{"flavor":"mariadb","server_id":1,"gtid":%q,"ts_sec":%d},"schema":%s}`,
 			op, version, key, before, after, gtid, 1700000000+version/4, schema)
-		records = append(records, &kgo.Record{Topic: topic, Partition: int32(len(records) % 3), Offset: int64(len(records)), Value: []byte(v)})
+		records = append(records, Record{Topic: topic, Partition: int32(len(records) % 3), Offset: int64(len(records)), Value: []byte(v)})
 	}
 	msgs, users := p.Topic, p.Joins[0].Topic
 	add(msgs, "c", `{"id":1}`, "null", msg(1, 10, "hello", false), schemaV1, "0-1-1")
@@ -58,7 +56,7 @@ func TestBuildMatchesEventByEvent(t *testing.T) {
 	add(users, "u", `{"id":10}`, `{"id":10,"name":"ann"}`, `{"id":11,"name":"bo\u00e9"}`, `{"version":"u1","columns":{"id":"int","name":"varchar(20)"}}`, "0-1-6")
 	add(msgs, "c", `{"id":3}`, "null", msg(3, 10, "YSAicXVvdGVkIiBcIGJvZHk=", true), schemaV2, "0-1-7") // body as a blob from here on
 	add(msgs, "d", `{"id":3}`, msg(3, 10, "YSAicXVvdGVkIiBcIGJvZHk=", true), "null", schemaV2, "0-1-8")
-	records = append(records, &kgo.Record{Topic: msgs, Partition: 1, Offset: int64(len(records))}) // the tombstone after a delete
+	records = append(records, Record{Topic: msgs, Partition: 1, Offset: int64(len(records))}) // the tombstone after a delete
 	add(msgs, "c", `{"id":4}`, "null", msg(4, 13, "w6kgw7w=", true), schemaV2, "0-1-8")
 	add(msgs, "u", `{"id":2}`, msg(2, 11, "w6kgw7w=", true), msg(2, 11, "AP8gYmluYXJ5", true), schemaV2, "0-1-9")
 	// The same schema with the columns in another order, then back: the
@@ -71,7 +69,8 @@ func TestBuildMatchesEventByEvent(t *testing.T) {
 		t.Fatalf("rejected: %v", bad[0].Reason)
 	}
 	want := &Batch{Offsets: Offsets{}}
-	for _, r := range records {
+	for k := range records {
+		r := &records[k]
 		want.Offsets.Set(r.Topic, r.Partition, r.Offset+1)
 		if r.Value == nil {
 			continue

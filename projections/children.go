@@ -6,8 +6,6 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/readside/readside/event"
 )
 
@@ -61,7 +59,7 @@ type ChildWrite struct {
 	LinkKey string
 	// Values are the child's StateColumns, nil when Link is.
 	Values []Value
-	From   *kgo.Record
+	From   *Record
 }
 
 // SourceKey is the child table's primary key columns (nil until
@@ -147,7 +145,7 @@ func (c *Children) TruncationName(p *Projection) string {
 // collectChild adds the effect of an event of child table i to b: the
 // child's new state under its primary key (the record key), a tombstone
 // when deleted, or the table's truncation.
-func (p *Projection) collectChild(b *Batch, i int, r *kgo.Record, e Event) error {
+func (p *Projection) collectChild(b *Batch, i int, r *Record, e Event) error {
 	c := p.Children[i]
 	if e.Op == event.OpTruncate {
 		b.ChildWrites = append(b.ChildWrites, ChildWrite{Child: i, Truncate: true, Version: e.Version, From: r})

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/readside/readside/config"
 )
 
@@ -146,8 +144,8 @@ func TestCollectChild(t *testing.T) {
 	}
 	p := ps[0]
 	p.Children[0].SetSourceKey([]string{"id"})
-	rec := func(key, value string) *kgo.Record {
-		return &kgo.Record{Topic: "readside.shop.order_lines", Key: []byte(key), Value: []byte(value)}
+	rec := func(key, value string) Record {
+		return Record{Topic: "readside.shop.order_lines", Key: []byte(key), Value: []byte(value)}
 	}
 	line := func(op string, v int, before, after string) string {
 		return `{"op":"` + op + `","version":` + strconv.Itoa(v) + `,"before":` + before + `,"after":` + after + `,"source":{"ts_sec":1}}`
@@ -155,14 +153,14 @@ func TestCollectChild(t *testing.T) {
 	const l7 = `{"id":7,"order_id":3,"line_no":2,"sku":"it's","qty":1}`
 	cases := []struct {
 		why  string
-		recs []*kgo.Record
+		recs []Record
 		want string // per write: key version link values
 	}{
-		{"an insert links to its order", []*kgo.Record{rec(`{"id":7}`, line("c", 5, "null", l7))},
+		{"an insert links to its order", []Record{rec(`{"id":7}`, line("c", 5, "null", l7))},
 			`{"id":7} 5 ["3"] ["3" "2" "7" "1" "it's"]`},
-		{"a delete is a tombstone", []*kgo.Record{rec(`{"id":7}`, line("d", 6, l7, "null"))}, `{"id":7} 6 [] []`},
-		{"a NULL link has no parent", []*kgo.Record{rec(`{"id":7}`, line("u", 6, l7, `{"id":7,"order_id":null,"line_no":2,"sku":"x","qty":1}`))}, `{"id":7} 6 [] []`},
-		{"the newest per key wins, in any order", []*kgo.Record{
+		{"a delete is a tombstone", []Record{rec(`{"id":7}`, line("d", 6, l7, "null"))}, `{"id":7} 6 [] []`},
+		{"a NULL link has no parent", []Record{rec(`{"id":7}`, line("u", 6, l7, `{"id":7,"order_id":null,"line_no":2,"sku":"x","qty":1}`))}, `{"id":7} 6 [] []`},
+		{"the newest per key wins, in any order", []Record{
 			rec(`{"id":7}`, line("c", 5, "null", l7)),
 			rec(`{"id":7}`, line("u", 9, l7, `{"id":7,"order_id":4,"line_no":2,"sku":"x","qty":1}`)),
 			rec(`{"id":7}`, line("d", 6, l7, "null")),
@@ -181,12 +179,12 @@ func TestCollectChild(t *testing.T) {
 			t.Errorf("%s: got\n%s\nwant\n%s", tc.why, strings.Join(got, "\n"), tc.want)
 		}
 	}
-	_, bad := p.Build([]*kgo.Record{rec("", line("c", 5, "null", l7))})
+	_, bad := p.Build([]Record{rec("", line("c", 5, "null", l7))})
 	if len(bad) != 1 || !strings.Contains(bad[0].Reason.Error(), "without a record key") {
 		t.Errorf("a child event without a record key: %v", bad)
 	}
 	var mc *missingColumn
-	_, bad = p.Build([]*kgo.Record{rec(`{"id":7}`, line("c", 5, "null", `{"id":7,"line_no":2,"sku":"x","qty":1}`))})
+	_, bad = p.Build([]Record{rec(`{"id":7}`, line("c", 5, "null", `{"id":7,"line_no":2,"sku":"x","qty":1}`))})
 	if len(bad) != 1 || !errors.As(bad[0].Reason, &mc) {
 		t.Errorf("a child event without its link column must say the column is missing (schemafollow stops on it): %v", bad)
 	}
@@ -208,7 +206,7 @@ func TestChildColumnDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := ps[0]
-	err = p.droppedColumn("readside.shop.order_lines", &missingColumn{"sku"})
+	err = p.DroppedColumn("readside.shop.order_lines", &missingColumn{"sku"})
 	if err == nil || !strings.Contains(err.Error(), "source column shop.order_lines.sku, which projections.orders_with_lines.children.lines.columns.sku maps, is missing") {
 		t.Errorf("got %v", err)
 	}

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/readside/readside/config"
 )
 
@@ -171,9 +169,9 @@ func benchBuild(b *testing.B, p *Projection) {
 }
 
 // narrowInserts are n records of BenchmarkBuild's narrow inserts on topic.
-func narrowInserts(topic string, n int) []*kgo.Record {
+func narrowInserts(topic string, n int) []Record {
 	const rowsPerEvent = 100
-	records := make([]*kgo.Record, n)
+	records := make([]Record, n)
 	for i := range records {
 		id := strconv.Itoa(i + 1)
 		gtid := "0-1-" + strconv.Itoa(4242+i/200)
@@ -182,7 +180,7 @@ func narrowInserts(topic string, n int) []*kgo.Record {
 			`"source":{"flavor":"mariadb","server_id":1,"file":"binlog.000001","pos":` + strconv.Itoa(123456+i/rowsPerEvent*8300) + `,"gtid":"` + gtid + `","ts_sec":1780000001},` +
 			`"txn":{"id":"` + gtid + `","seq":` + strconv.Itoa(i%200) + `},` +
 			`"schema":{"version":"9f0c1d2e3a4b5c6d","columns":{"id":"bigint","k":"int","a":"int","b":"varchar(60)","c":"decimal(12,2)","d":"datetime(6)","commit_us":"bigint"}}}`
-		records[i] = &kgo.Record{Topic: topic, Partition: int32(i % 6), Offset: int64(i / 6), Key: []byte(`{"id":` + id + `}`), Value: []byte(v)}
+		records[i] = Record{Topic: topic, Partition: int32(i % 6), Offset: int64(i / 6), Key: []byte(`{"id":` + id + `}`), Value: []byte(v)}
 	}
 	return records
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/readside/readside/e2e/testbed"
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/sinks"
 )
 
@@ -46,7 +46,7 @@ func TestDeadLetters(t *testing.T) {
 	if err := bed.MySQL.Exec(ctx, stmts...); err != nil {
 		t.Fatal(err)
 	}
-	pr, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers,
+	pr, err := projector.New(p, sink, projector.Options{Brokers: cfg.Kafka.Brokers,
 		Rejected: sinks.Rejected, Log: logger()})
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func TestDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.OnError = "stop"
-	stopper, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers,
+	stopper, err := projector.New(p, sink, projector.Options{Brokers: cfg.Kafka.Brokers,
 		Rejected: sinks.Rejected, Log: logger()})
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestDeadLetterOfALargeRow(t *testing.T) {
 		t.Fatalf("creating the dead-letter topic at 1 MiB: %v %v", err, resp.Err)
 	}
 	runTailer(t, bed, cfg)
-	pr, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers,
+	pr, err := projector.New(p, sink, projector.Options{Brokers: cfg.Kafka.Brokers,
 		MaxMessageBytes: cfg.Kafka.MaxMessageBytes, Rejected: sinks.Rejected, Log: logger()})
 	if err != nil {
 		t.Fatal(err)

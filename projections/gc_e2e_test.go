@@ -8,6 +8,7 @@ import (
 
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 )
 
 // TestTombstoneCollection: after the topics' older half is deleted
@@ -24,7 +25,7 @@ func TestTombstoneCollection(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	writeMessages(t, bed, src, seed, 3000)
-	pr, err := projections.NewProjector(p, sink, projections.Options{Brokers: cfg.Kafka.Brokers, Log: logger()})
+	pr, err := projector.New(p, sink, projector.Options{Brokers: cfg.Kafka.Brokers, Log: logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestTombstoneCollection(t *testing.T) {
 
 	// Retention: delete the older half of every partition.
 	dropOlderHalf(t, cfg.Kafka.Brokers, p.Topic)
-	h, ok, err := projections.Horizon(ctx, cfg.Kafka.Brokers, p)
+	h, ok, err := projector.Horizon(ctx, cfg.Kafka.Brokers, p)
 	if err != nil || !ok {
 		t.Fatalf("horizon: %v %v", ok, err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/readside/readside/e2e/testbed"
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 )
 
 // TestProjectorCollectsTombstonesEvery: a running projector collects the
@@ -31,7 +31,7 @@ func TestProjectorCollectsTombstonesEvery(t *testing.T) {
 
 	// Tombstones fall below the horizon as retention deletes records.
 	dropOlderHalf(t, cfg.Kafka.Brokers, p.Topic)
-	h, ok, err := projections.Horizon(ctx, cfg.Kafka.Brokers, p)
+	h, ok, err := projector.Horizon(ctx, cfg.Kafka.Brokers, p)
 	if err != nil || !ok {
 		t.Fatalf("horizon: %v %v", ok, err)
 	}
@@ -47,7 +47,7 @@ func TestProjectorCollectsTombstonesEvery(t *testing.T) {
 		t.Fatalf("no tombstone below the horizon %d: the workload deleted too little to test collection", h)
 	}
 
-	stop = startProjectorWith(t, p, sink, projections.Options{Brokers: cfg.Kafka.Brokers, GCInterval: 200 * time.Millisecond})
+	stop = startProjectorWith(t, p, sink, projector.Options{Brokers: cfg.Kafka.Brokers, GCInterval: 200 * time.Millisecond})
 	defer stop()
 	testbed.Eventually(t, 90*time.Second, func() (bool, string) {
 		left := below()

@@ -8,7 +8,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 )
 
 // TestTwoDeploymentsOneProjectionName: two deployments on one broker —
@@ -36,8 +36,8 @@ func TestTwoDeploymentsOneProjectionName(t *testing.T) {
 	runTailer(t, bed, cfgA)
 	runTailer(t, bed, cfgB)
 	host := "host-" + strconv.Itoa(rand.IntN(1e9))
-	defer startProjectorWith(t, pA, sa, projections.Options{Brokers: cfgA.Kafka.Brokers, InstanceID: host, Log: logger()})()
-	defer startProjectorWith(t, pB, sb, projections.Options{Brokers: cfgB.Kafka.Brokers, InstanceID: host, Log: logger()})()
+	defer startProjectorWith(t, pA, sa, projector.Options{Brokers: cfgA.Kafka.Brokers, InstanceID: host, Log: logger()})()
+	defer startProjectorWith(t, pB, sb, projector.Options{Brokers: cfgB.Kafka.Brokers, InstanceID: host, Log: logger()})()
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	writeMessages(t, bed, src, seed, 600)

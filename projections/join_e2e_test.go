@@ -16,6 +16,7 @@ import (
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/sinks"
 )
 
@@ -240,7 +241,7 @@ func TestOrdersByCustomerJoin(t *testing.T) {
 		pctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 2)
 		for _, p := range []*projections.Projection{s.p, s.byID} {
-			pr, err := projections.NewProjector(p, s.sink, projections.Options{Brokers: s.cfg.Kafka.Brokers, Log: logger()})
+			pr, err := projector.New(p, s.sink, projector.Options{Brokers: s.cfg.Kafka.Brokers, Log: logger()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -321,7 +322,7 @@ func applyShuffled(t *testing.T, sink projections.Sink, ps []*projections.Projec
 	for start := 0; start < len(shuffled); {
 		n := 1 + rng.IntN(150)
 		for _, p := range ps {
-			b, bad := p.Build(shuffled[start:min(start+n, len(shuffled))])
+			b, bad := p.Build(projector.Records(shuffled[start:min(start+n, len(shuffled))]))
 			if len(bad) > 0 {
 				t.Fatalf("record refused: %v", bad[0].Reason)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/sinks"
 )
 
@@ -199,14 +200,14 @@ func TestMessagesBySender(t *testing.T) {
 // startProjector runs a projector until stop, which reports its error.
 func startProjector(t *testing.T, p *projections.Projection, sink projections.Sink, brokers []string) (stop func()) {
 	t.Helper()
-	return startProjectorWith(t, p, sink, projections.Options{Brokers: brokers})
+	return startProjectorWith(t, p, sink, projector.Options{Brokers: brokers})
 }
 
 // startProjectorWith is startProjector with options (o.Log: logger()).
-func startProjectorWith(t *testing.T, p *projections.Projection, sink projections.Sink, o projections.Options) (stop func()) {
+func startProjectorWith(t *testing.T, p *projections.Projection, sink projections.Sink, o projector.Options) (stop func()) {
 	t.Helper()
 	o.Log = logger()
-	pr, err := projections.NewProjector(p, sink, o)
+	pr, err := projector.New(p, sink, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +367,7 @@ func TestStopLetsTheBatchInFlightCommit(t *testing.T) {
 	writeMessages(t, bed, src, rand.Uint64(), 300)
 
 	held := &heldSink{Sink: sink, entered: make(chan struct{}), release: make(chan struct{})}
-	pr, err := projections.NewProjector(p, held, projections.Options{Brokers: cfg.Kafka.Brokers, Log: logger()})
+	pr, err := projector.New(p, held, projector.Options{Brokers: cfg.Kafka.Brokers, Log: logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

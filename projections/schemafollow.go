@@ -1,21 +1,7 @@
 package projections
 
-// Following the source's schema. A source DDL that widens a projected
-// column (VARCHAR(16) → VARCHAR(200), INT → BIGINT, TEXT → MEDIUMTEXT, a
-// new ENUM or SET member, latin1 → utf8mb4) leaves the read column as it
-// was created, and the first row that needs the new width is refused by
-// the sink. That refusal is the trigger: the projector reads the source's
-// current column definitions, has the sink run the ALTERs that keep every
-// stored value (the ones `readside plan --apply` runs) on every shard,
-// and applies the same batch again in a new transaction — the refused one
-// was rolled back, so nothing was applied in between, and with on_error:
-// dlq nothing was dead-lettered yet. A change the read table cannot follow
-// without losing values stops the projection naming the column and the
-// rebuild. docs/ARCHITECTURE.md, "Schema changes", argues the trigger.
-//
-// A source column the projection maps that is gone from the events
-// (dropped, renamed, excluded) is no bad row to dead-letter: every later
-// row lacks it. It stops the projection naming the config key to change.
+// The sink's side of following the source's schema (the projector's side,
+// and why a refused value is the trigger: projector/schemafollow.go).
 
 import (
 	"context"
@@ -23,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 )
 
 // SchemaFollower is a Sink whose read table can follow the source's
@@ -50,96 +35,14 @@ type SchemaChange struct {
 	Alter  string
 }
 
-// follower serializes a projector's schema following: its partition
-// groups are applied concurrently and may be refused together.
-type follower struct {
-	mu sync.Mutex
-	// altered counts follows that ran an ALTER: a group refused before
-	// another group's ALTER retries without comparing again.
-	altered int
-}
-
-// maxFollows bounds how often one batch is applied again after ALTERs;
-// each round must have run an ALTER, so this only guards against a sink
-// that reports ALTERs it did not make.
-const maxFollows = 3
-
-// applyFollowing applies b, following the source's schema when the sink
-// refuses a value a widened read column would take.
-func (pr *Projector) applyFollowing(ctx context.Context, b *Batch) error {
-	sf, ok := pr.sink.(SchemaFollower)
-	for round := 0; ; round++ {
-		pr.follow.mu.Lock()
-		seen := pr.follow.altered
-		pr.follow.mu.Unlock()
-		err := pr.sink.Apply(ctx, pr.p, b)
-		if err == nil || !ok || round == maxFollows || !sf.SchemaRejection(err) || ctx.Err() != nil {
-			return err
-		}
-		retry, ferr := pr.followSchema(ctx, sf, seen, err)
-		if ferr != nil {
-			return ferr
-		}
-		if !retry {
-			return err
-		}
-	}
-}
-
-// followSchema brings the read table to the source's current column
-// definitions after the sink refused a value (cause). retry: ALTERs ran
-// since the refused attempt (seen), so applying again may pass.
-func (pr *Projector) followSchema(ctx context.Context, sf SchemaFollower, seen int, cause error) (retry bool, err error) {
-	pr.follow.mu.Lock()
-	defer pr.follow.mu.Unlock()
-	if pr.follow.altered != seen {
-		return true, nil
-	}
-	if pr.p.SourceTypes == nil {
-		return false, nil
-	}
-	types, err := pr.p.SourceTypes(ctx)
-	if err != nil {
-		return false, &StopError{Projection: pr.p.Name,
-			Reason: fmt.Errorf("the sink refuses a value (%v) and the source's column definitions, which say how to widen the read table, cannot be read: %w", cause, err),
-			Fix:    "give this process read access to the source (source.dsn, SELECT on the projected tables), or run `readside plan --apply` where the source is readable; then restart readside"}
-	}
-	ran, refused, err := sf.FollowSchema(ctx, pr.p, types)
-	for _, c := range ran {
-		pr.log.Info("read table altered to follow the source's schema", "table", pr.p.Table, "column", c.Column, "why", c.Why, "alter", c.Alter)
-		pr.o.Metrics.altered(pr.p)
-	}
-	if len(ran) > 0 {
-		pr.follow.altered++
-	}
-	if err != nil {
-		return false, fmt.Errorf("altering read table %s to follow the source's schema: %w", pr.p.Table, err)
-	}
-	if len(ran) > 0 {
-		return true, nil
-	}
-	if len(refused) == 0 {
-		// The read table matches the source: the value is bad data, for
-		// on_error to deal with.
-		return false, nil
-	}
-	var whys []string
-	for _, c := range refused {
-		whys = append(whys, fmt.Sprintf("%s: %s (%s)", pr.columnKey(c.Column), c.Why, c.Alter))
-	}
-	return false, &StopError{Projection: pr.p.Name,
-		Reason: fmt.Errorf("the sink refuses a value (%v) and read table %s cannot follow the source's schema without losing values: %s", cause, pr.p.Table, strings.Join(whys, "; ")),
-		Fix:    fmt.Sprintf("rebuild the read table from the source's current schema: readside replay --projection %s --rebuild (or change the source column back)", pr.p.Name)}
-}
-
-// columnKey is the config key that declares read column col.
-func (pr *Projector) columnKey(col string) string {
-	for _, j := range pr.p.Joins {
+// ColumnKey is the config key that declares read column col.
+func (p *Projection) ColumnKey(col string) string {
+	for _, j := range p.Joins {
 		if i := slices.IndexFunc(j.Columns, func(c Column) bool { return c.Name == col }); i >= 0 {
-			return pr.p.joinColumnKey(j, j.Columns[i])
+			return p.joinColumnKey(j, j.Columns[i])
 		}
 	}
-	return fmt.Sprintf("projections.%s.columns.%s", pr.p.Name, col)
+	return fmt.Sprintf("projections.%s.columns.%s", p.Name, col)
 }
 
 // missingColumn: an event lacks a source column the projection maps.
@@ -147,13 +50,17 @@ type missingColumn struct {
 	source string
 }
 
+// MissingColumn is the error of an event that lacks source column
+// source, as mapping it gives (DroppedColumn turns it into a stop).
+func MissingColumn(source string) error { return &missingColumn{source} }
+
 func (e *missingColumn) Error() string {
 	return fmt.Sprintf("source column %q is missing from the event (dropped or renamed by DDL, or excluded)", e.source)
 }
 
-// droppedColumn is the StopError for a record whose event lacks a mapped
+// DroppedColumn is the StopError for a record whose event lacks a mapped
 // source column, nil when reason is something else.
-func (p *Projection) droppedColumn(topic string, reason error) error {
+func (p *Projection) DroppedColumn(topic string, reason error) error {
 	var mc *missingColumn
 	if !errors.As(reason, &mc) {
 		return nil

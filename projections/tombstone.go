@@ -7,38 +7,13 @@ package projections
 // duplicate) finds a newer version and changes nothing. The tailer
 // follows each delete event with a Kafka tombstone record (a nil value)
 // so compacted topics can drop the key: it carries nothing to apply
-// (kafkaTombstone). Tombstones below the topics' horizon (gc.go) decide
-// nothing any more and are collected (collectTombstones).
+// (kafkaTombstone). Tombstones below the topics' horizon decide nothing
+// any more and are collected (projector/gc.go, collectTombstones).
 
 import (
 	"context"
 	"fmt"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// collectTombstones drops tombstones below the topics' horizon (see
-// Horizon). Failures are logged and retried next interval: tombstones
-// only cost space.
-func (pr *Projector) collectTombstones(ctx context.Context) {
-	tc, ok := pr.sink.(TombstoneCollector)
-	if !ok {
-		return
-	}
-	h, ok, err := Horizon(ctx, pr.o.Brokers, pr.p)
-	if err != nil || !ok {
-		if err != nil {
-			pr.log.Warn("tombstone collection: cannot read the horizon", "err", err)
-		}
-		return
-	}
-	n, err := tc.CollectTombstones(ctx, pr.p, h)
-	if err != nil {
-		pr.log.Warn("tombstone collection failed", "err", err)
-		return
-	}
-	pr.log.Info("tombstones collected", "deleted", n, "horizon_version", h)
-}
 
 // delete is the Delete write of img's read key at e's version.
 func (p *Projection) delete(e Event, img *Image, ps *plans) (Write, error) {
@@ -62,7 +37,7 @@ func (p *Projection) delete(e Event, img *Image, ps *plans) (Write, error) {
 
 // kafkaTombstone reports whether r is the Kafka tombstone after a delete
 // event: the event already deleted the row.
-func kafkaTombstone(r *kgo.Record) bool { return r.Value == nil }
+func kafkaTombstone(r *Record) bool { return r.Value == nil }
 
 // TombstoneCollector is a Sink that can drop tombstones no replay can
 // need any more (see Projector's garbage collection).

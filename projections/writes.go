@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/readside/readside/event"
 	"github.com/readside/readside/keyspace"
 )
@@ -22,13 +20,13 @@ type Write struct {
 	Values  []Value // every read column in Projection.Columns order (upserts), or the key columns (deletes)
 	Version uint64
 	// KeyspaceID routes the row to a shard: Vitess's keyspace id of its
-	// shard_by value (KeyspaceID; 0 when the projection has no shard_by).
+	// shard_by value (keyspace.ID; 0 when the projection has no shard_by).
 	KeyspaceID uint64
 	// Parents holds, for upserts, the child's reference to each join's
 	// parent, in Projection.Joins order.
 	Parents []ParentRef
 	// From is the record the write came from (for dead-lettering).
-	From *kgo.Record
+	From *Record
 }
 
 // ParentRef is a child row's join key for one join.
@@ -47,7 +45,7 @@ type ParentWrite struct {
 	Values    []Value // in Join.Columns order; nil: no parent row
 	Version   uint64
 	Truncate  bool
-	From      *kgo.Record
+	From      *Record
 }
 
 // WriteKind says what a Write does.

@@ -137,7 +137,7 @@ func (p *steppingProjector) Applied() projections.Offsets {
 func TestConsumeUntilWaitsForTheTarget(t *testing.T) {
 	b := newBed(t, newFakeSink([]string{"orders_read"}))
 	pr := &steppingProjector{}
-	b.r.newProjector = func(*projections.Projection, projections.Sink) (projector, error) { return pr, nil }
+	b.r.newProjector = func(*projections.Projection, projections.Sink) (filler, error) { return pr, nil }
 	if err := b.r.consumeUntil(t.Context(), b.r.p, namedSink{"apply"}, fixed(projections.Offsets{"rs.shop.orders": {0: 4}}), 1, "filling x"); err != nil {
 		t.Fatal(err)
 	}

@@ -238,7 +238,7 @@ func newBed(t *testing.T, sink *fakeSink) *bed {
 		t.Fatal(err)
 	}
 	r.poll = time.Millisecond
-	r.newProjector = func(p *projections.Projection, s projections.Sink) (projector, error) {
+	r.newProjector = func(p *projections.Projection, s projections.Sink) (filler, error) {
 		b.runs = append(b.runs, fmt.Sprintf("%s/%s via %s", p.Name, p.Table, s.(namedSink).name))
 		return &fakeProjector{applied: b.applied, err: b.runErr}, nil
 	}

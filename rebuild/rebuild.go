@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 )
 
 const (
@@ -89,7 +90,7 @@ type Options struct {
 	SourceTypes func(context.Context) (projections.Types, error)
 	// Projector are the options of the projectors a rebuild runs; its Log
 	// is replaced by ProjectorLog's.
-	Projector projections.Options
+	Projector projector.Options
 	// ProjectorLog makes the logger of each projector when it starts.
 	ProjectorLog func() *slog.Logger
 	// Log takes the run's own lines.
@@ -104,13 +105,13 @@ type Rebuild struct {
 	sink Sink
 	o    Options
 
-	newProjector func(*projections.Projection, projections.Sink) (projector, error)
+	newProjector func(*projections.Projection, projections.Sink) (filler, error)
 	poll         time.Duration // how often a fill's progress is read
 	followAfter  time.Duration // a fill round longer than this is followed by another
 }
 
-// projector is what a fill needs of projections.Projector.
-type projector interface {
+// filler is what a fill needs of projector.Projector.
+type filler interface {
 	Run(ctx context.Context) error
 	Applied() projections.Offsets
 }
@@ -131,10 +132,10 @@ func New(p *projections.Projection, sink Sink, o Options) (*Rebuild, error) {
 		return nil, err
 	}
 	r := &Rebuild{p: p, sink: sink, o: o, poll: 250 * time.Millisecond, followAfter: followAfter}
-	r.newProjector = func(p *projections.Projection, sink projections.Sink) (projector, error) {
+	r.newProjector = func(p *projections.Projection, sink projections.Sink) (filler, error) {
 		po := r.o.Projector
 		po.Log = r.o.ProjectorLog()
-		return projections.NewProjector(p, sink, po)
+		return projector.New(p, sink, po)
 	}
 	return r, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/rebuild"
 )
 
@@ -16,7 +17,7 @@ import (
 type filler struct {
 	r      *Reshard
 	sink   *fillSink
-	pr     *projections.Projector
+	pr     *projector.Projector
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -32,7 +33,7 @@ func (f *filler) start(ctx context.Context) error {
 	}
 	po := f.r.o.Projector
 	po.Log = f.r.o.ProjectorLog()
-	pr, err := projections.NewProjector(f.r.fill, f.sink, po)
+	pr, err := projector.New(f.r.fill, f.sink, po)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/rebuild"
 	"github.com/readside/readside/sinks"
 )
@@ -39,7 +40,7 @@ type Options struct {
 	// SourceTypes reads the source column definitions NEW's read table
 	// is typed from.
 	SourceTypes  func(context.Context) (projections.Types, error)
-	Projector    projections.Options // its Log is replaced by ProjectorLog's
+	Projector    projector.Options // its Log is replaced by ProjectorLog's
 	ProjectorLog func() *slog.Logger
 	Log          *slog.Logger
 	Progress     Bar

@@ -15,6 +15,7 @@ import (
 	"github.com/readside/readside/event"
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/sinks"
 	"github.com/readside/readside/verify"
 )
@@ -126,7 +127,7 @@ func (r *rollup) run(t *testing.T) {
 	done := make(chan error, 1+len(ps))
 	go func() { done <- tl.Run(ctx) }()
 	for _, p := range ps {
-		pr, err := projections.NewProjector(p, r.sink, projections.Options{Brokers: r.cfg.Kafka.Brokers, Log: logger()})
+		pr, err := projector.New(p, r.sink, projector.Options{Brokers: r.cfg.Kafka.Brokers, Log: logger()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/readside/readside/event"
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/sinks"
 	"github.com/readside/readside/verify"
 )
@@ -131,7 +132,7 @@ func (s *shop) run(t *testing.T) (stopProjector func()) {
 	pctx, pstop := context.WithCancel(ctx)
 	tailerDone, projectorDone := make(chan error, 1), make(chan error, 1)
 	go func() { tailerDone <- tl.Run(ctx) }()
-	pr, err := projections.NewProjector(s.p, s.sink, projections.Options{Brokers: s.cfg.Kafka.Brokers, Log: logger()})
+	pr, err := projector.New(s.p, s.sink, projector.Options{Brokers: s.cfg.Kafka.Brokers, Log: logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

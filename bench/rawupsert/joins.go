@@ -12,6 +12,7 @@ import (
 	"github.com/readside/readside/bench/internal/benchio"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/sinks"
 )
 
@@ -134,7 +135,7 @@ func buildBatches(p *projections.Projection, recs []*kgo.Record, pt benchio.Poin
 	for _, group := range dealPartitions(recs, pt.Connections) {
 		var batches []*projections.Batch
 		for lo := 0; lo < len(group); lo += pt.BatchRows {
-			b, bad := p.Build(group[lo:min(lo+pt.BatchRows, len(group))])
+			b, bad := p.Build(projector.Records(group[lo:min(lo+pt.BatchRows, len(group))]))
 			if len(bad) > 0 {
 				r := bad[0].Record
 				return nil, 0, 0, fmt.Errorf("%d records the projection refuses, the first %s/%d@%d: %w", len(bad), r.Topic, r.Partition, r.Offset, bad[0].Reason)

@@ -25,6 +25,7 @@ import (
 	"github.com/readside/readside/event"
 	"github.com/readside/readside/httpapi"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 )
 
 // lifecycle turns signals into a cancelled context and enforces the
@@ -128,7 +129,7 @@ type ops struct {
 	tailer *cdc.Tailer // set when this process runs one
 	// projMetrics: the projectors' metrics, when this process runs them
 	// (their lag counts for /readyz).
-	projMetrics *projections.Metrics
+	projMetrics *projector.Metrics
 	// routes: the sink each projector here applies through (routing.go).
 	routes *routes
 	srv    *httpapi.Server

@@ -23,7 +23,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/keyspace"
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/sinks"
 )
 
@@ -39,7 +39,7 @@ type projectorStarter struct {
 	gctx    context.Context
 	ops     *ops
 	log     *slog.Logger
-	metrics *projections.Metrics
+	metrics *projector.Metrics
 
 	mu     sync.Mutex
 	opened map[string]*sinks.Sharded
@@ -48,7 +48,7 @@ type projectorStarter struct {
 }
 
 func newProjectorStarter(cfg config.Config, g *errgroup.Group, gctx context.Context, o *ops, log *slog.Logger, reg prometheus.Registerer) *projectorStarter {
-	m := projections.NewMetrics(reg)
+	m := projector.NewMetrics(reg)
 	if o.tailer != nil {
 		// A projection is as far behind as what has not reached its topics.
 		m.SetUpstreamLag(o.tailer.LagSeconds)
@@ -89,7 +89,7 @@ func (s *projectorStarter) start(ctx context.Context, pp plannedProjection) (exi
 
 // projectorOn creates pp's read table on the sink at and makes its
 // projector, checking at's routing generation in every transaction.
-func (s *projectorStarter) projectorOn(ctx context.Context, pp plannedProjection, at sinks.ResolvedSink) (*projections.Projector, int, error) {
+func (s *projectorStarter) projectorOn(ctx context.Context, pp plannedProjection, at sinks.ResolvedSink) (*projector.Projector, int, error) {
 	// A read table that cannot be made to fit stops its projection alone
 	// (unfitReadTable); the caller decides.
 	if err := at.Sink.Exec(ctx, pp.ddl); err != nil {
@@ -102,7 +102,7 @@ func (s *projectorStarter) projectorOn(ctx context.Context, pp plannedProjection
 	if instance == "" {
 		instance, _ = os.Hostname()
 	}
-	pr, err := projections.NewProjector(pp.p, at.Sink.Routed(at.Generation), projections.Options{Brokers: s.cfg.Kafka.Brokers, InstanceID: instance,
+	pr, err := projector.New(pp.p, at.Sink.Routed(at.Generation), projector.Options{Brokers: s.cfg.Kafka.Brokers, InstanceID: instance,
 		MaxMessageBytes: s.cfg.Kafka.MaxMessageBytes, Metrics: s.metrics, Rejected: sinks.Rejected, Log: s.log})
 	if err != nil {
 		return nil, exitUsage, err

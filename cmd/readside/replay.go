@@ -24,6 +24,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/rebuild"
 	"github.com/readside/readside/sinks"
 )
@@ -185,7 +186,7 @@ func newRebuild(cfg config.Config, p *projections.Projection, sink *sinks.Sharde
 		},
 		Topics:      rebuild.Kafka{Brokers: cfg.Kafka.Brokers},
 		SourceTypes: func(ctx context.Context) (projections.Types, error) { return sourceTypes(ctx, cfg, p) },
-		Projector: projections.Options{Brokers: cfg.Kafka.Brokers,
+		Projector: projector.Options{Brokers: cfg.Kafka.Brokers,
 			MaxMessageBytes: cfg.Kafka.MaxMessageBytes, Rejected: sinks.Rejected},
 		// Made as each projector starts: newLogger sets the level of
 		// every logger of the process (logLevel), including log's.

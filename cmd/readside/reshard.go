@@ -21,6 +21,7 @@ import (
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/rebuild"
 	"github.com/readside/readside/reshard"
 	"github.com/readside/readside/sinks"
@@ -267,7 +268,7 @@ func reshardRun(ctx context.Context, cfg config.Config, p *projections.Projectio
 		Old: oldSink, New: newSink, OldGeneration: gen, OldServers: oldServers, NewServers: newServers,
 		Fill: fill, Topics: rebuild.Kafka{Brokers: cfg.Kafka.Brokers},
 		SourceTypes: func(ctx context.Context) (projections.Types, error) { return sourceTypes(ctx, cfg, p) },
-		Projector: projections.Options{Brokers: cfg.Kafka.Brokers,
+		Projector: projector.Options{Brokers: cfg.Kafka.Brokers,
 			MaxMessageBytes: cfg.Kafka.MaxMessageBytes, Rejected: sinks.Rejected},
 		ProjectorLog: func() *slog.Logger { return projLog },
 		Log:          log,

@@ -20,6 +20,7 @@ import (
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/preflight"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/sinks"
 )
 
@@ -34,7 +35,7 @@ const (
 // on a routing change, a new projector on the sink that serves pp now,
 // which resumes at that sink's offsets. pr nil: resolve first. Any other
 // error stops pp (the supervisor records it).
-func (s *projectorStarter) follow(ctx context.Context, pp plannedProjection, at sinks.ResolvedSink, pr *projections.Projector) error {
+func (s *projectorStarter) follow(ctx context.Context, pp plannedProjection, at sinks.ResolvedSink, pr *projector.Projector) error {
 	for {
 		if pr == nil {
 			next, err := s.resolveFollowing(ctx, pp)

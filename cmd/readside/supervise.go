@@ -20,13 +20,14 @@ import (
 	"github.com/readside/readside/event"
 	"github.com/readside/readside/httpapi"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/sinks"
 )
 
 // supervisor runs projectors and keeps what stopped them.
 type supervisor struct {
 	health  *httpapi.Health
-	metrics *projections.Metrics
+	metrics *projector.Metrics
 	log     *slog.Logger
 	wg      sync.WaitGroup
 
@@ -37,7 +38,7 @@ type supervisor struct {
 	draining bool
 }
 
-func newSupervisor(h *httpapi.Health, m *projections.Metrics, log *slog.Logger) *supervisor {
+func newSupervisor(h *httpapi.Health, m *projector.Metrics, log *slog.Logger) *supervisor {
 	return &supervisor{health: h, metrics: m, log: log, stopped: map[string]error{}}
 }
 
@@ -127,7 +128,7 @@ func (s *supervisor) wait(ctx context.Context) error {
 // deadLettering reports the projections this process runs whose every
 // record goes to the dead-letter topic: their projector runs, yet their
 // read table no longer follows the source.
-func deadLettering(opts httpapi.Options, m *projections.Metrics, topicPrefix string) func() []httpapi.Degradation {
+func deadLettering(opts httpapi.Options, m *projector.Metrics, topicPrefix string) func() []httpapi.Degradation {
 	return func() []httpapi.Degradation {
 		var out []httpapi.Degradation
 		for _, p := range opts.Projections {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/readside/readside/httpapi"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 )
 
 // TestSupervisorStopsOneAlone: a projector that returns an error stops
@@ -24,7 +25,7 @@ import (
 // clears that, and a clean stop drains every projector.
 func TestSupervisorStopsOneAlone(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := projections.NewMetrics(reg)
+	m := projector.NewMetrics(reg)
 	h := httpapi.NewHealth()
 	sup := newSupervisor(h, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx, stop := context.WithCancel(t.Context())

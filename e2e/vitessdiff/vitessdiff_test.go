@@ -72,7 +72,7 @@ func TestVitessXXHash(t *testing.T) {
 			var vranges []*topodatapb.KeyRange
 			for _, r := range strings.Split(set, ",") {
 				start, end, _ := strings.Cut(r, "-")
-				kr, err := key.keyspace.ParseRangeParts(start, end)
+				kr, err := key.ParseKeyRangeParts(start, end)
 				if err != nil {
 					t.Fatal(err)
 				}

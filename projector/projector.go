@@ -1,4 +1,11 @@
-package projections
+// Package projector is the Kafka consumer runtime of a projection: it
+// polls the projection's topics in a consumer group, has projections build
+// each poll's batch, applies it through the sink with the offsets, and
+// deals with what the sink refuses (schema following, isolating and
+// dead-lettering a bad record), lag and replays. projections is the layer
+// below (declarations, events to writes); it knows no Kafka client, so the
+// sinks, verify and shards link none.
+package projector
 
 import (
 	"context"
@@ -12,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/projections"
 )
 
 // Projector keeps one projection's read table up to date from its topics
@@ -20,8 +28,8 @@ import (
 // group; the offsets live in the sink, committed with the rows, and are
 // where consumption resumes on every assignment.
 type Projector struct {
-	p    *Projection
-	sink Sink
+	p    *projections.Projection
+	sink projections.Sink
 	o    Options
 	log  *slog.Logger
 	dlq  *kgo.Client
@@ -50,8 +58,8 @@ type Options struct {
 	GCInterval time.Duration
 }
 
-// NewProjector validates and does no I/O.
-func NewProjector(p *Projection, sink Sink, o Options) (*Projector, error) {
+// New validates and does no I/O.
+func New(p *projections.Projection, sink projections.Sink, o Options) (*Projector, error) {
 	if len(o.Brokers) == 0 {
 		return nil, errors.New("projector: no Kafka brokers")
 	}
@@ -113,7 +121,7 @@ func (pr *Projector) consume(ctx context.Context) (rejoin bool, err error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return apply.run(applyCtx) })
 	g.Go(func() error { return poll.run(gctx) })
-	if r, ok := pr.sink.(FanOutRunner); ok && pr.p.FanOut == FanOutBackground {
+	if r, ok := pr.sink.(projections.FanOutRunner); ok && pr.p.FanOut == projections.FanOutBackground {
 		// Beside the batches, for as long as the membership: a copy that
 		// cannot succeed stops the projector as a failing batch would.
 		g.Go(func() error {

@@ -1,4 +1,4 @@
-package projections
+package projector
 
 import (
 	"context"
@@ -6,19 +6,21 @@ import (
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/projections"
 )
 
 // unmapped deals with the records a job could not map: under on_error:
 // dlq they go to the dead-letter topic before the offsets that pass them
 // are committed, so nothing is lost; under stop, the projector stops on
 // the first. A record that lacks a mapped column stops it either way.
-func (pr *Projector) unmapped(ctx context.Context, bad []Rejected) error {
+func (pr *Projector) unmapped(ctx context.Context, bad []projections.Rejected) error {
 	if len(bad) == 0 {
 		return nil
 	}
 	for _, r := range bad {
 		// Not bad data but a DDL: every later row lacks the column too.
-		if err := pr.p.droppedColumn(r.Record.Topic, r.Reason); err != nil {
+		if err := pr.p.DroppedColumn(r.Record.Topic, r.Reason); err != nil {
 			return err
 		}
 	}
@@ -32,7 +34,7 @@ func (pr *Projector) unmapped(ctx context.Context, bad []Rejected) error {
 // deadLetter publishes rejected records to the dead-letter topic and waits
 // for the broker to acknowledge them. The record keeps its key and value;
 // headers say where it came from and why it was rejected.
-func (pr *Projector) deadLetter(ctx context.Context, rs []Rejected) error {
+func (pr *Projector) deadLetter(ctx context.Context, rs []projections.Rejected) error {
 	topic := pr.p.DLQTopic
 	var out []*kgo.Record
 	for _, r := range rs {

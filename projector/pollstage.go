@@ -1,4 +1,4 @@
-package projections
+package projector
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/projections"
 )
 
 // caughtUpBelow is the queue length under which the projector counts as
@@ -144,8 +146,8 @@ func (pr *Projector) queueFetches(q *pollQueue, fetches kgo.Fetches) {
 // job is a polled and mapped batch waiting to be applied: one Batch per
 // set of partitions, applied concurrently (apply_concurrency).
 type job struct {
-	parts []*Batch
-	bad   []Rejected
+	parts []*projections.Batch
+	bad   []projections.Rejected
 	start time.Time
 	// lagAfter is each polled partition's consumer lag once the job
 	// commits. The job keeps no polled record: see prepare.
@@ -191,7 +193,7 @@ func (pr *Projector) prepare(records []*kgo.Record, before, after []partitionLag
 		groups = 1
 	}
 	for _, recs := range splitByPartition(records, groups) {
-		b, bad := pr.p.Build(recs)
+		b, bad := pr.p.Build(Records(recs))
 		b.Stale = stale
 		b.CaughtUp = behind < caughtUpBelow
 		if pr.dlq == nil {
@@ -207,7 +209,7 @@ func (pr *Projector) prepare(records []*kgo.Record, before, after []partitionLag
 		}
 		j.parts = append(j.parts, b)
 		j.bad = append(j.bad, bad...)
-		oldest = oldestTS(oldest, b.OldestTS)
+		oldest = projections.OlderTS(oldest, b.OldestTS)
 	}
 	j.waiting = pr.o.Metrics.waiting(pr.p, oldest, j.start)
 	return j

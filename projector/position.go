@@ -1,6 +1,10 @@
-package projections
+package projector
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/readside/readside/projections"
+)
 
 // positions are, per partition, how far a projector has applied its
 // topics, commit markers included. The offsets it stores in the sink stop
@@ -11,7 +15,7 @@ import "sync"
 // rebuild) compares the position instead.
 type positions struct {
 	mu sync.Mutex
-	m  Offsets
+	m  projections.Offsets
 }
 
 // advance records where each partition of a committed job stands.
@@ -19,7 +23,7 @@ func (pr *Projector) advance(ls []partitionLag) {
 	pr.pos.mu.Lock()
 	defer pr.pos.mu.Unlock()
 	if pr.pos.m == nil {
-		pr.pos.m = Offsets{}
+		pr.pos.m = projections.Offsets{}
 	}
 	for _, l := range ls {
 		pr.pos.m.Set(l.topic, l.part, l.next)
@@ -30,10 +34,10 @@ func (pr *Projector) advance(ls []partitionLag) {
 // the last record (data or commit marker) applied to the sink: the next
 // offset it would fetch there. Partitions it has read nothing from since
 // it started are absent (their stored offsets say where they stand).
-func (pr *Projector) Applied() Offsets {
+func (pr *Projector) Applied() projections.Offsets {
 	pr.pos.mu.Lock()
 	defer pr.pos.mu.Unlock()
-	out := Offsets{}
+	out := projections.Offsets{}
 	for topic, parts := range pr.pos.m {
 		for part, next := range parts {
 			out.Set(topic, part, next)

@@ -1,8 +1,10 @@
-package projections
+package projector
 
 import (
 	"testing"
 	"time"
+
+	"github.com/readside/readside/projections"
 )
 
 func TestProjectionLag(t *testing.T) {
@@ -32,7 +34,7 @@ func TestProjectionLag(t *testing.T) {
 // a new membership forgets jobs of the last one.
 func TestLagCollectorJobs(t *testing.T) {
 	m := NewMetrics(nil)
-	p := &Projection{Name: "p"}
+	p := &projections.Projection{Name: "p"}
 	if _, known := m.LagSeconds("p"); known {
 		t.Fatal("a projection no projector started has a lag")
 	}

@@ -1,9 +1,11 @@
-package projections
+package projector
 
 import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/projections"
 )
 
 // splitFrom is the smallest poll dealt into concurrent transactions. A
@@ -54,6 +56,15 @@ func splitByPartition(records []*kgo.Record, n int) [][]*kgo.Record {
 	for _, r := range records {
 		g := group[tp{r.Topic, r.Partition}]
 		out[g] = append(out[g], r)
+	}
+	return out
+}
+
+// Records are recs as the projection layer reads them (projections.Build).
+func Records(recs []*kgo.Record) []projections.Record {
+	out := make([]projections.Record, len(recs))
+	for i, r := range recs {
+		out[i] = projections.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value}
 	}
 	return out
 }

@@ -1,8 +1,10 @@
-package projections
+package projector
 
 import (
 	"testing"
 	"time"
+
+	"github.com/readside/readside/projections"
 )
 
 func TestGCIntervalOption(t *testing.T) {
@@ -15,7 +17,7 @@ func TestGCIntervalOption(t *testing.T) {
 		{"a set interval is kept as given", 200 * time.Millisecond, 200 * time.Millisecond},
 	}
 	for _, c := range cases {
-		pr, err := NewProjector(&Projection{Name: "p", Group: "g", DLQTopic: "d"}, nil, Options{Brokers: []string{"127.0.0.1:9092"}, GCInterval: c.set})
+		pr, err := New(&projections.Projection{Name: "p", Group: "g", DLQTopic: "d"}, nil, Options{Brokers: []string{"127.0.0.1:9092"}, GCInterval: c.set})
 		if err != nil {
 			t.Fatal(err)
 		}

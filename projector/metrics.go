@@ -1,10 +1,12 @@
-package projections
+package projector
 
 import (
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/readside/readside/projections"
 )
 
 // Metrics are the projector's Prometheus metrics (docs/metrics.md).
@@ -61,7 +63,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) applied(p *Projection, b *Batch, took time.Duration) {
+func (m *Metrics) applied(p *projections.Projection, b *projections.Batch, took time.Duration) {
 	if m == nil {
 		return
 	}
@@ -80,20 +82,20 @@ func (m *Metrics) applied(p *Projection, b *Batch, took time.Duration) {
 	m.batchSeconds.WithLabelValues(p.Name).Observe(took.Seconds())
 }
 
-func (m *Metrics) fanOutPending(p *Projection, n int64, oldest time.Duration) {
+func (m *Metrics) fanOutPending(p *projections.Projection, n int64, oldest time.Duration) {
 	if m != nil {
 		m.fanOutN.WithLabelValues(p.Name).Set(float64(n))
 		m.fanOutAge.WithLabelValues(p.Name).Set(oldest.Seconds())
 	}
 }
 
-func (m *Metrics) consumerLag(p *Projection, topic string, part int32, n int64) {
+func (m *Metrics) consumerLag(p *projections.Projection, topic string, part int32, n int64) {
 	if m != nil {
 		m.consumerLagG.WithLabelValues(p.Name, topic, strconv.Itoa(int(part))).Set(float64(max(0, n)))
 	}
 }
 
-func (m *Metrics) deadLettered(p *Projection, n int) {
+func (m *Metrics) deadLettered(p *projections.Projection, n int) {
 	if m != nil {
 		m.deadLetters.WithLabelValues(p.Name).Add(float64(n))
 		if m.dlq.deadLettered(p.Name, n) {
@@ -102,7 +104,7 @@ func (m *Metrics) deadLettered(p *Projection, n int) {
 	}
 }
 
-func (m *Metrics) error(p *Projection) {
+func (m *Metrics) error(p *projections.Projection) {
 	if m != nil {
 		m.errors.WithLabelValues(p.Name).Inc()
 	}
@@ -132,7 +134,7 @@ func (m *Metrics) DeadLetters(projection string) DeadLetterStatus {
 	return m.dlq.status(projection)
 }
 
-func (m *Metrics) altered(p *Projection) {
+func (m *Metrics) altered(p *projections.Projection) {
 	if m != nil {
 		m.alters.WithLabelValues(p.Name).Inc()
 	}

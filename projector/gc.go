@@ -1,4 +1,4 @@
-package projections
+package projector
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/projections"
 )
 
 // defaultGCInterval is how often a projector collects tombstones unless
@@ -20,7 +22,7 @@ const defaultGCInterval = 10 * time.Minute
 // tailer assigns them in log order from one clock that travels with its
 // checkpoint), so nothing retained is older. ok is false when a partition
 // is empty or holds no event to read a version from.
-func Horizon(ctx context.Context, brokers []string, p *Projection) (uint64, bool, error) {
+func Horizon(ctx context.Context, brokers []string, p *projections.Projection) (uint64, bool, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		return 0, false, err
@@ -86,7 +88,7 @@ func Horizon(ctx context.Context, brokers []string, p *Projection) (uint64, bool
 			}
 			// Aborted records count too: they hold versions the clock
 			// handed out, so they are a lower bound as well.
-			e, err := DecodeEvent(r.Value)
+			e, err := projections.DecodeEvent(r.Value)
 			if r.Value == nil || err != nil {
 				return // a tombstone record: read on to the next one
 			}
@@ -103,4 +105,27 @@ func Horizon(ctx context.Context, brokers []string, p *Projection) (uint64, bool
 		}
 	}
 	return h, true, nil
+}
+
+// collectTombstones drops tombstones below the topics' horizon (see
+// Horizon). Failures are logged and retried next interval: tombstones
+// only cost space.
+func (pr *Projector) collectTombstones(ctx context.Context) {
+	tc, ok := pr.sink.(projections.TombstoneCollector)
+	if !ok {
+		return
+	}
+	h, ok, err := Horizon(ctx, pr.o.Brokers, pr.p)
+	if err != nil || !ok {
+		if err != nil {
+			pr.log.Warn("tombstone collection: cannot read the horizon", "err", err)
+		}
+		return
+	}
+	n, err := tc.CollectTombstones(ctx, pr.p, h)
+	if err != nil {
+		pr.log.Warn("tombstone collection failed", "err", err)
+		return
+	}
+	pr.log.Info("tombstones collected", "deleted", n, "horizon_version", h)
 }

@@ -1,4 +1,4 @@
-package projections
+package projector
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/readside/readside/projections"
 )
 
 // orderSink records the order batches are applied in (by the next offset
@@ -21,15 +21,17 @@ type orderSink struct {
 	mu      sync.Mutex
 	applied []int64
 	failAt  int64
-	pending Offsets // replay requests (ReplaySink)
+	pending projections.Offsets // replay requests (ReplaySink)
 	// release, when set, holds each Apply until it is closed.
 	release chan struct{}
 }
 
 var errSinkDown = errors.New("sink down")
 
-func (s *orderSink) Offsets(context.Context, *Projection) (Offsets, error) { return nil, nil }
-func (s *orderSink) Apply(_ context.Context, _ *Projection, b *Batch) error {
+func (s *orderSink) Offsets(context.Context, *projections.Projection) (projections.Offsets, error) {
+	return nil, nil
+}
+func (s *orderSink) Apply(_ context.Context, _ *projections.Projection, b *projections.Batch) error {
 	if s.release != nil {
 		<-s.release
 	}
@@ -42,21 +44,21 @@ func (s *orderSink) Apply(_ context.Context, _ *Projection, b *Batch) error {
 	s.applied = append(s.applied, next)
 	return nil
 }
-func (s *orderSink) PendingReplays(context.Context, *Projection) (Offsets, error) {
+func (s *orderSink) PendingReplays(context.Context, *projections.Projection) (projections.Offsets, error) {
 	return s.pending, nil
 }
-func (s *orderSink) TakeReplays(context.Context, *Projection, map[string][]int32) (Offsets, error) {
+func (s *orderSink) TakeReplays(context.Context, *projections.Projection, map[string][]int32) (projections.Offsets, error) {
 	return nil, nil
 }
 
-func stageProjector(sink Sink) *Projector {
-	return &Projector{p: &Projection{Name: "p", Table: "t"}, sink: sink, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+func stageProjector(sink projections.Sink) *Projector {
+	return &Projector{p: &projections.Projection{Name: "p", Table: "t"}, sink: sink, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
 func offsetJob(next int64) *job {
-	b := &Batch{Offsets: Offsets{}}
+	b := &projections.Batch{Offsets: projections.Offsets{}}
 	b.Offsets.Set("t", 0, next)
-	return &job{parts: []*Batch{b}}
+	return &job{parts: []*projections.Batch{b}}
 }
 
 func TestApplyStage(t *testing.T) {
@@ -157,17 +159,17 @@ func TestCheckReplays(t *testing.T) {
 	held.add(map[string][]int32{"t": {0}})
 	cases := []struct {
 		why     string
-		pending Offsets
+		pending projections.Offsets
 		recent  bool // looked for within replayCheckEvery
 		want    error
 	}{
 		{why: "a request for a partition held here ends the membership to rejoin",
-			pending: Offsets{"t": {0: 5}}, want: errRejoin},
+			pending: projections.Offsets{"t": {0: 5}}, want: errRejoin},
 		{why: "a request for a partition held elsewhere is left to its owner",
-			pending: Offsets{"t": {1: 5}}},
+			pending: projections.Offsets{"t": {1: 5}}},
 		{why: "no request: the membership goes on"},
 		{why: "within the interval the sink is not asked again",
-			pending: Offsets{"t": {0: 5}}, recent: true},
+			pending: projections.Offsets{"t": {0: 5}}, recent: true},
 	}
 	for _, c := range cases {
 		s := &pollStage{pr: stageProjector(&orderSink{pending: c.pending}), owned: held}
@@ -181,19 +183,19 @@ func TestCheckReplays(t *testing.T) {
 }
 
 func TestUnmapped(t *testing.T) {
-	p := &Projection{Name: "p", Topic: "t", SourceDB: "db", SourceTbl: "t", Columns: []Column{{Name: "id", Source: "id"}}}
-	rec := &kgo.Record{Topic: "t", Partition: 2, Offset: 7}
+	p := &projections.Projection{Name: "p", Topic: "t", SourceDB: "db", SourceTbl: "t", Columns: []projections.Column{{Name: "id", Source: "id"}}}
+	rec := &projections.Record{Topic: "t", Partition: 2, Offset: 7}
 	cases := []struct {
 		why  string
-		bad  []Rejected
+		bad  []projections.Rejected
 		want []string // nil: no error
 		stop bool     // a *StopError
 	}{
 		{why: "nothing unmapped: nothing to do"},
 		{why: "bad data under on_error: stop names the record and the dead-letter setting",
-			bad: []Rejected{{Record: rec, Reason: errors.New("not base64")}}, want: []string{"t/2@7", "not base64", "set on_error: dlq"}},
+			bad: []projections.Rejected{{Record: rec, Reason: errors.New("not base64")}}, want: []string{"t/2@7", "not base64", "set on_error: dlq"}},
 		{why: "a mapped column missing from the event is a DDL, which stops the projection naming the key",
-			bad: []Rejected{{Record: rec, Reason: &missingColumn{"id"}}}, want: []string{"projections.p.columns.id"}, stop: true},
+			bad: []projections.Rejected{{Record: rec, Reason: projections.MissingColumn("id")}}, want: []string{"projections.p.columns.id"}, stop: true},
 	}
 	for _, c := range cases {
 		pr := stageProjector(nil)
@@ -202,7 +204,7 @@ func TestUnmapped(t *testing.T) {
 		if (err == nil) != (c.want == nil) {
 			t.Fatalf("%s: %v, want an error with %q", c.why, err, c.want)
 		}
-		var se *StopError
+		var se *projections.StopError
 		if errors.As(err, &se) != c.stop {
 			t.Errorf("%s: %v: StopError %v, want %v", c.why, err, !c.stop, c.stop)
 		}

@@ -1,10 +1,12 @@
-package projections
+package projector
 
 import (
 	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/readside/readside/projections"
 )
 
 // TestAppliedCountsContributionsAndChildren: the applied-rows counter
@@ -13,16 +15,16 @@ import (
 func TestAppliedCountsContributionsAndChildren(t *testing.T) {
 	for _, c := range []struct {
 		why  string
-		b    *Batch
+		b    *projections.Batch
 		want float64
 	}{
-		{"read rows count, as before", &Batch{Writes: make([]Write, 3)}, 3},
-		{"an aggregate projection's batch holds contributions only: they are its progress", &Batch{Contributions: make([]Contribution, 4)}, 4},
-		{"child states count beside the parent's own rows", &Batch{Writes: make([]Write, 1), ChildWrites: make([]ChildWrite, 2)}, 3},
+		{"read rows count, as before", &projections.Batch{Writes: make([]projections.Write, 3)}, 3},
+		{"an aggregate projection's batch holds contributions only: they are its progress", &projections.Batch{Contributions: make([]projections.Contribution, 4)}, 4},
+		{"child states count beside the parent's own rows", &projections.Batch{Writes: make([]projections.Write, 1), ChildWrites: make([]projections.ChildWrite, 2)}, 3},
 	} {
 		t.Run(c.why, func(t *testing.T) {
 			m := NewMetrics(nil)
-			p := &Projection{Name: "p"}
+			p := &projections.Projection{Name: "p"}
 			for range 100 {
 				m.deadLettered(p, 1)
 			}

@@ -1,7 +1,7 @@
 // The dead-letter topic: created (or raised) so that it holds any record
 // readside publishes, kafka.max_message_bytes plus the headers.
 
-package projections
+package projector
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package projections
+package projector
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/readside/readside/projections"
 )
 
 // applyStage commits jobs to the sink one after another, in the order
@@ -110,11 +112,11 @@ func (pr *Projector) commit(ctx context.Context, j *job) error {
 }
 
 // apply writes one partition group's batch with its offsets.
-func (pr *Projector) apply(ctx context.Context, b *Batch) error {
+func (pr *Projector) apply(ctx context.Context, b *projections.Batch) error {
 	// Widening the read table comes first: a row it lets in is no row to
 	// dead-letter.
 	err := pr.applyFollowing(ctx, b)
-	var stop *StopError
+	var stop *projections.StopError
 	if errors.As(err, &stop) {
 		return err
 	}
@@ -126,7 +128,7 @@ func (pr *Projector) apply(ctx context.Context, b *Batch) error {
 		if pr.dlq == nil && pr.o.Rejected != nil && pr.o.Rejected(err) {
 			hint = " (the sink rejects a row: fix the read table or the data, or set on_error: dlq to dead-letter such rows and go on)"
 		}
-		return fmt.Errorf("projection %s: applying a batch of %s: %w%s", pr.p.Name, b.describe(), err, hint)
+		return fmt.Errorf("projection %s: applying a batch of %s: %w%s", pr.p.Name, b.Describe(), err, hint)
 	}
 	return nil
 }

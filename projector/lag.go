@@ -1,10 +1,12 @@
-package projections
+package projector
 
 import (
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/readside/readside/projections"
 )
 
 // Projection lag (readside_projection_lag_seconds) is how old the oldest
@@ -119,14 +121,6 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// oldestTS is the older of two source commit times, 0 meaning none.
-func oldestTS(a, b int64) int64 {
-	if a == 0 || (b > 0 && b < a) {
-		return b
-	}
-	return a
-}
-
 // SetUpstreamLag makes every projection's lag at least the source lag f
 // reports: the tailer of this process (cdc.Tailer.LagSeconds). Call it
 // before the metrics are served.
@@ -149,7 +143,7 @@ func (m *Metrics) LagSeconds(projection string) (float64, bool) {
 }
 
 // started resets a projection's waiting jobs when a membership begins.
-func (m *Metrics) started(p *Projection) {
+func (m *Metrics) started(p *projections.Projection) {
 	if m != nil {
 		m.lag.reset(p.Name)
 	}
@@ -157,7 +151,7 @@ func (m *Metrics) started(p *Projection) {
 
 // waiting counts a prepared job in the lag until done; oldest is its
 // oldest source commit time (0: none known, the job's start counts).
-func (m *Metrics) waiting(p *Projection, oldest int64, start time.Time) bool {
+func (m *Metrics) waiting(p *projections.Projection, oldest int64, start time.Time) bool {
 	if m == nil {
 		return false
 	}
@@ -169,7 +163,7 @@ func (m *Metrics) waiting(p *Projection, oldest int64, start time.Time) bool {
 }
 
 // done takes a committed job out of the lag.
-func (m *Metrics) done(p *Projection) {
+func (m *Metrics) done(p *projections.Projection) {
 	if m != nil {
 		m.lag.pop(p.Name)
 	}
