@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// TestStep: which sink the routing rows of one sink's shards name,
+// TestRoutingStep: which sink the routing rows of one sink's shards name,
 // and when they are unsettled or contradict each other.
-func TestStep(t *testing.T) {
+func TestRoutingStep(t *testing.T) {
 	b1 := Routing{Generation: 1, Sink: "b", Ranges: []string{"-80", "80-"}}
 	a2 := Routing{Generation: 2, Sink: "a", Ranges: []string{"-"}}
 	for _, tc := range []struct {
