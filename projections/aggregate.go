@@ -157,7 +157,7 @@ var one, zero = Value{kind: TextValue, b: []byte("1")}, Value{kind: TextValue, b
 // collectContribution adds e's contribution to b: the after image's group
 // and values when the row exists and passes the filter, else none (a
 // delete, or a row that left the filter, withdraws what it added).
-func (p *Projection) collectContribution(b *Batch, r *Record, e Event, ps *plans) error {
+func (p *Projection) collectContribution(b *Batch, r *Record, e event.Event, ps *plans) error {
 	if e.Op == event.OpTruncate {
 		b.Contributions = append(b.Contributions, Contribution{Truncate: true, Version: e.Version, From: r})
 		return nil
@@ -188,7 +188,7 @@ func (p *Projection) collectContribution(b *Batch, r *Record, e Event, ps *plans
 }
 
 // contribute fills c's group and values from e's after image.
-func (p *Projection) contribute(c *Contribution, e Event, ps *plans) error {
+func (p *Projection) contribute(c *Contribution, e event.Event, ps *plans) error {
 	img := e.After
 	t := p.Aggregation.typed.Load()
 	if t == nil {
@@ -262,7 +262,7 @@ func (p *Projection) contribute(c *Contribution, e Event, ps *plans) error {
 
 // groupParent is join j's key for the group of img, whose on columns are
 // group columns (compileAggregate), as an upsert's ParentRef has it.
-func groupParent(img *Image, j *Join, e Event) (ParentRef, error) {
+func groupParent(img *event.Image, j *Join, e event.Event) (ParentRef, error) {
 	var ref ParentRef
 	var b strings.Builder
 	for i, on := range j.On {
@@ -285,7 +285,7 @@ func groupParent(img *Image, j *Join, e Event) (ParentRef, error) {
 }
 
 // evalOn evaluates e over img's columns, read as the types args.
-func evalOn(img *Image, e *expr.Expr, args []expr.Type) (expr.Datum, error) {
+func evalOn(img *event.Image, e *expr.Expr, args []expr.Type) (expr.Datum, error) {
 	row := make([]expr.Datum, len(args))
 	for j, name := range e.Columns() {
 		raw, ok := img.Get(name)

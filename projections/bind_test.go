@@ -1,6 +1,10 @@
 package projections
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/readside/readside/event"
+)
 
 // TestBindValue: how an event value becomes a sink parameter, by the
 // column's type in the event's schema.
@@ -8,7 +12,7 @@ func TestBindValue(t *testing.T) {
 	ev := `{"op":"c","version":1,"key":{"id":1},"before":null,"after":{"id":1,"y0":0,"y1":1901,"y2":2155,"n":0,"ny":null,"b":"AP8=","bt":5,"d":"-0.500"},` +
 		`"source":{"flavor":"mariadb","server_id":1,"gtid":"0-1-1","ts_sec":1},` +
 		`"schema":{"version":"v","columns":{"id":"int","y0":"year","y1":"year","y2":"year","n":"int","ny":"year","b":"varbinary","bt":"bit(8)","d":"decimal(10,3)"}}}`
-	e, err := DecodeEvent([]byte(ev))
+	e, err := event.DecodeEvent([]byte(ev))
 	if err != nil {
 		t.Fatal(err)
 	}

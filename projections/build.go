@@ -1,11 +1,13 @@
 package projections
 
+import "github.com/readside/readside/event"
+
 // Build maps polled records to a batch: the newest write per read key and
 // per parent key, and the next offsets. A record that cannot be mapped is
 // returned in bad with the reason (the caller dead-letters it or stops).
 func (p *Projection) Build(records []Record) (b *Batch, bad []Rejected) {
 	b = &Batch{Offsets: Offsets{}, Writes: make([]Write, 0, len(records))}
-	var d Decoder
+	var d event.Decoder
 	var plans plans
 	// Records come a partition at a time: its next offset is recorded
 	// when the run ends, not looked up in the map for every record.
@@ -22,7 +24,7 @@ func (p *Projection) Build(records []Record) (b *Batch, bad []Rejected) {
 		e, err := d.Decode(r.Value)
 		if err == nil {
 			err = p.collect(b, r, e, &plans)
-			d.recycle(e) // collect keeps copies of what it needs
+			d.Recycle(e) // collect keeps copies of what it needs
 		}
 		if err != nil {
 			bad = append(bad, Rejected{Record: r, Reason: err})
@@ -45,7 +47,7 @@ func (p *Projection) Build(records []Record) (b *Batch, bad []Rejected) {
 	return b, bad
 }
 
-func (p *Projection) collect(b *Batch, r *Record, e Event, ps *plans) error {
+func (p *Projection) collect(b *Batch, r *Record, e event.Event, ps *plans) error {
 	if r.Topic == p.Topic && p.Aggregation != nil {
 		if err := p.collectContribution(b, r, e, ps); err != nil {
 			return err

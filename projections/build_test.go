@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 )
 
 // TestBuildMatchesEventByEvent: Build decodes a poll with one Decoder that
@@ -75,7 +76,7 @@ func TestBuildMatchesEventByEvent(t *testing.T) {
 		if r.Value == nil {
 			continue
 		}
-		e, err := DecodeEvent(r.Value)
+		e, err := event.DecodeEvent(r.Value)
 		if err != nil {
 			t.Fatal(err)
 		}

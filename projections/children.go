@@ -145,7 +145,7 @@ func (c *Children) TruncationName(p *Projection) string {
 // collectChild adds the effect of an event of child table i to b: the
 // child's new state under its primary key (the record key), a tombstone
 // when deleted, or the table's truncation.
-func (p *Projection) collectChild(b *Batch, i int, r *Record, e Event) error {
+func (p *Projection) collectChild(b *Batch, i int, r *Record, e event.Event) error {
 	c := p.Children[i]
 	if e.Op == event.OpTruncate {
 		b.ChildWrites = append(b.ChildWrites, ChildWrite{Child: i, Truncate: true, Version: e.Version, From: r})
@@ -185,7 +185,7 @@ func (p *Projection) collectChild(b *Batch, i int, r *Record, e Event) error {
 }
 
 // link is img's parent link, nil when a link column is NULL.
-func (c *Children) link(img *Image, e Event) ([]Value, string, error) {
+func (c *Children) link(img *event.Image, e event.Event) ([]Value, string, error) {
 	var b strings.Builder
 	link := make([]Value, 0, len(c.On))
 	for k, on := range c.On {

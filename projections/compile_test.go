@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 )
 
 func baseConfig() config.Config {
@@ -118,7 +119,7 @@ func TestWritesKeyMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := ps[0]
-	e, err := DecodeEvent([]byte(`{"op":"u","version":42,
+	e, err := event.DecodeEvent([]byte(`{"op":"u","version":42,
 		"before":{"id":1,"sender_id":7,"created_at":"2026-01-01 00:00:00.000000","body":"a"},
 		"after":{"id":1,"sender_id":8,"created_at":"2026-01-01 00:00:00.000000","body":"a"},
 		"schema":{"version":"x","columns":{"id":"int","sender_id":"int","created_at":"datetime(6)","body":"varchar"}}}`))
@@ -135,13 +136,13 @@ func TestWritesKeyMove(t *testing.T) {
 	// An in-place update is one upsert.
 	after := e.After.Map()
 	after["sender_id"], _ = e.Before.Get("sender_id")
-	e.After = ImageOf(after)
+	e.After = event.ImageOf(after)
 	if ws, _ := p.Writes(e); len(ws) != 1 || ws[0].Kind != Upsert {
 		t.Errorf("in-place update gave %+v", ws)
 	}
 	// Hostile input fails closed with a reason.
 	for _, bad := range []string{`{`, `{"op":"x","version":1}`, `{"op":"c"}`} {
-		if _, err := DecodeEvent([]byte(bad)); err == nil {
+		if _, err := event.DecodeEvent([]byte(bad)); err == nil {
 			t.Errorf("accepted %s", bad)
 		}
 	}
@@ -155,7 +156,7 @@ func TestWritesKeyMove(t *testing.T) {
 		`{"op":"d","version":5}`,
 		`{"op":"c","version":5,"after":null}`,
 	} {
-		e, err := DecodeEvent([]byte(bad))
+		e, err := event.DecodeEvent([]byte(bad))
 		if err != nil {
 			t.Fatalf("%s: %v", bad, err)
 		}
@@ -192,7 +193,7 @@ func TestWritesFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := ps[0]
-	ev := func(op, before, after string) Event {
+	ev := func(op, before, after string) event.Event {
 		t.Helper()
 		img := func(body string) string {
 			if body == "" {
@@ -200,7 +201,7 @@ func TestWritesFilter(t *testing.T) {
 			}
 			return `{"id":1,"sender_id":7,"created_at":"2026-01-01 00:00:00.000000","body":"` + body + `"}`
 		}
-		e, err := DecodeEvent([]byte(`{"op":"` + op + `","version":9,"before":` + img(before) + `,"after":` + img(after) + `}`))
+		e, err := event.DecodeEvent([]byte(`{"op":"` + op + `","version":9,"before":` + img(before) + `,"after":` + img(after) + `}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +215,7 @@ func TestWritesFilter(t *testing.T) {
 		return strings.Join(s, ",")
 	}
 	cases := []struct {
-		e    Event
+		e    event.Event
 		want string
 	}{
 		{ev("c", "", "hi"), "upsert"},
@@ -377,7 +378,7 @@ func TestWritesNullableKey(t *testing.T) {
 		{"d", "5", "", "delete", "deleting a non-NULL row"},
 	}
 	for _, c := range cases {
-		e, err := DecodeEvent([]byte(`{"op":"` + c.op + `","version":9,"before":` + img(c.before) + `,"after":` + img(c.after) + `}`))
+		e, err := event.DecodeEvent([]byte(`{"op":"` + c.op + `","version":9,"before":` + img(c.before) + `,"after":` + img(c.after) + `}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -400,7 +401,7 @@ func TestWritesNullableKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := DecodeEvent([]byte(`{"op":"c","version":9,"after":` + img("null") + `}`))
+	e, err := event.DecodeEvent([]byte(`{"op":"c","version":9,"after":` + img("null") + `}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/expr"
 )
 
@@ -234,7 +235,7 @@ func firstMissing(cols []string, src *sourceTable) string {
 
 // computedValue evaluates computed column i on img, reading its columns
 // at the positions pos (imagePlan.args).
-func (p *Projection) computedValue(img *Image, i int, pos []int) (Value, error) {
+func (p *Projection) computedValue(img *event.Image, i int, pos []int) (Value, error) {
 	c := p.Columns[i]
 	t := c.typed.Load()
 	if t == nil {
@@ -242,7 +243,7 @@ func (p *Projection) computedValue(img *Image, i int, pos []int) (Value, error) 
 	}
 	row := make([]expr.Datum, len(pos))
 	for j, at := range pos {
-		raw, ok := img.at(at)
+		raw, ok := img.At(at)
 		if !ok {
 			return Value{}, fmt.Errorf("projections.%s.columns.%s: %w", p.Name, c.Name, &missingColumn{t.e.Columns()[j]})
 		}
@@ -268,7 +269,7 @@ func (p *Projection) computedValue(img *Image, i int, pos []int) (Value, error) 
 
 // appendComputedKey appends computed key column i's value to a read
 // key's text: vals[i], or computed from img when vals is nil.
-func (p *Projection) appendComputedKey(b *strings.Builder, img *Image, pl *imagePlan, i int, vals []Value) error {
+func (p *Projection) appendComputedKey(b *strings.Builder, img *event.Image, pl *imagePlan, i int, vals []Value) error {
 	var v Value
 	if vals != nil {
 		v = vals[i]

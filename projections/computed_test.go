@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/keyspace"
 )
 
@@ -184,10 +185,10 @@ func compileComputed(t *testing.T, d config.Projection) *Projection {
 
 // computedEvent is an update of a messages row from before to after
 // (JSON objects of the changed members over a base row).
-func computedEvent(t *testing.T, before, after string) Event {
+func computedEvent(t *testing.T, before, after string) event.Event {
 	t.Helper()
 	const base = `"id":1,"sender_id":7,"i-j":3,"body":"x"`
-	e, err := DecodeEvent([]byte(`{"op":"u","version":42,"before":{` + base + `,` + before + `},"after":{` + base + `,` + after + `},
+	e, err := event.DecodeEvent([]byte(`{"op":"u","version":42,"before":{` + base + `,` + before + `},"after":{` + base + `,` + after + `},
 		"schema":{"version":"x","columns":{"id":"bigint","sender_id":"int","score":"int","i-j":"int","status":"varchar","created_at":"datetime"}}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +253,7 @@ func TestWritesComputedKeyMoves(t *testing.T) {
 	e := computedEvent(t, jan+","+urgent+","+fine, jan+","+urgent+",\"score\":12")
 	after := e.After.Map()
 	after["id"] = []byte("2")
-	e.After = ImageOf(after)
+	e.After = event.ImageOf(after)
 	if _, err := p.Writes(e); err == nil || !strings.Contains(err.Error(), `projections.by_month.columns.big "id * 4611686018427387904" cannot be computed for this row`) {
 		t.Errorf("BIGINT overflow: error %v, want one naming the column and the expression", err)
 	}
@@ -278,7 +279,7 @@ func TestWritesComputedKeyNull(t *testing.T) {
 func TestWhereTyped(t *testing.T) {
 	src := computedSource()
 	src.types["code"] = "varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
-	img := ImageOf(map[string]json.RawMessage{"code": json.RawMessage(`"paid"`), "status": json.RawMessage(`"paid"`)})
+	img := event.ImageOf(map[string]json.RawMessage{"code": json.RawMessage(`"paid"`), "status": json.RawMessage(`"paid"`)})
 	cases := []struct {
 		why, where     string
 		untyped, typed bool

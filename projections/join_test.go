@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 )
 
 // viaConfig is the SPEC's orders_with_region, with a warehouse join
@@ -167,7 +168,7 @@ func TestWritesVia(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := DecodeEvent([]byte(`{"op":"c","version":7,"after":{"id":1,"customer_id":5,"warehouse_id":2,"region_id":9},
+	e, err := event.DecodeEvent([]byte(`{"op":"c","version":7,"after":{"id":1,"customer_id":5,"warehouse_id":2,"region_id":9},
 		"schema":{"version":"x","columns":{"id":"int","customer_id":"int","warehouse_id":"int","region_id":"int"}}}`))
 	if err != nil {
 		t.Fatal(err)

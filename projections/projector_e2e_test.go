@@ -320,7 +320,7 @@ func writesOf(t *testing.T, p *projections.Projection, records []*kgo.Record) []
 		if r.Value == nil {
 			continue
 		}
-		e, err := projections.DecodeEvent(r.Value)
+		e, err := event.DecodeEvent(r.Value)
 		if err != nil {
 			t.Fatal(err)
 		}

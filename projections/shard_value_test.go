@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/keyspace"
 )
 
@@ -20,7 +21,7 @@ func shardWrite(t *testing.T, typ, value string) Write {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := DecodeEvent([]byte(`{"op":"c","version":1,"after":{"k":` + value + `},"schema":{"version":"x","columns":{"k":"` + typ + `"}}}`))
+	e, err := event.DecodeEvent([]byte(`{"op":"c","version":1,"after":{"k":` + value + `},"schema":{"version":"x","columns":{"k":"` + typ + `"}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}

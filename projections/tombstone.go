@@ -13,10 +13,12 @@ package projections
 import (
 	"context"
 	"fmt"
+
+	"github.com/readside/readside/event"
 )
 
 // delete is the Delete write of img's read key at e's version.
-func (p *Projection) delete(e Event, img *Image, ps *plans) (Write, error) {
+func (p *Projection) delete(e event.Event, img *event.Image, ps *plans) (Write, error) {
 	if img == nil {
 		return Write{}, fmt.Errorf("%s event without a before image", e.Op)
 	}

@@ -74,12 +74,12 @@ const (
 //     image's read key if that passed and the key moved or the after image
 //     fails.
 //   - d deletes the before image's read key if it passed.
-func (p *Projection) Writes(e Event) ([]Write, error) { return p.appendWrites(nil, e, nil) }
+func (p *Projection) Writes(e event.Event) ([]Write, error) { return p.appendWrites(nil, e, nil) }
 
 // appendWrites appends Writes(e) to dst (a batch's writes: no slice per
 // event); after an error dst comes back as it was. ps, when not nil,
 // carries the image plan from event to event.
-func (p *Projection) appendWrites(dst []Write, e Event, ps *plans) ([]Write, error) {
+func (p *Projection) appendWrites(dst []Write, e event.Event, ps *plans) ([]Write, error) {
 	if e.Op == event.OpTruncate {
 		return append(dst, Write{Kind: Truncate, Version: e.Version}), nil
 	}
@@ -150,7 +150,7 @@ func (p *Projection) appendWrites(dst []Write, e Event, ps *plans) ([]Write, err
 	return dst, nil
 }
 
-func (p *Projection) passes(img *Image, which string) (bool, error) {
+func (p *Projection) passes(img *event.Image, which string) (bool, error) {
 	if p.Where == nil {
 		return true, nil
 	}
@@ -168,7 +168,7 @@ func (p *Projection) passes(img *Image, which string) (bool, error) {
 // state changes it makes: the new parent row under its join key, the old
 // key left without a parent when the key itself changed (same version),
 // or a truncation.
-func (p *Projection) ParentWrites(j int, e Event) ([]ParentWrite, error) {
+func (p *Projection) ParentWrites(j int, e event.Event) ([]ParentWrite, error) {
 	join := p.Joins[j]
 	switch e.Op {
 	case event.OpTruncate:
@@ -194,7 +194,7 @@ func (p *Projection) ParentWrites(j int, e Event) ([]ParentWrite, error) {
 	return []ParentWrite{old, up}, nil
 }
 
-func (join *Join) state(j int, e Event, img *Image, present bool) (ParentWrite, error) {
+func (join *Join) state(j int, e event.Event, img *event.Image, present bool) (ParentWrite, error) {
 	if img == nil {
 		return ParentWrite{}, fmt.Errorf("%s event of %s.%s without the image it needs", e.Op, join.ParentDB, join.ParentTbl)
 	}
@@ -233,7 +233,7 @@ func (join *Join) state(j int, e Event, img *Image, present bool) (ParentWrite, 
 	return w, nil
 }
 
-func (p *Projection) upsert(e Event, img *Image, ps *plans) (Write, error) {
+func (p *Projection) upsert(e event.Event, img *event.Image, ps *plans) (Write, error) {
 	if img == nil {
 		return Write{}, fmt.Errorf("%s event without an after image", e.Op)
 	}
@@ -259,7 +259,7 @@ func (p *Projection) upsert(e Event, img *Image, ps *plans) (Write, error) {
 		}
 		var b strings.Builder
 		for i, on := range j.On {
-			raw, _ := img.at(pl.joins[ji][i])
+			raw, _ := img.At(pl.joins[ji][i])
 			if raw == nil || string(raw) == "null" {
 				ref = ParentRef{} // a NULL reference has no parent, as in a LEFT JOIN
 				break
@@ -281,7 +281,7 @@ func (p *Projection) upsert(e Event, img *Image, ps *plans) (Write, error) {
 }
 
 // plan is the image plan of img under schema sc, kept in ps when not nil.
-func (p *Projection) plan(ps *plans, img *Image, sc *eventSchema) *imagePlan {
+func (p *Projection) plan(ps *plans, img *event.Image, sc *event.Schema) *imagePlan {
 	if ps == nil {
 		ps = new(plans)
 	}
@@ -290,7 +290,7 @@ func (p *Projection) plan(ps *plans, img *Image, sc *eventSchema) *imagePlan {
 
 // keyspaceID routes a row by its shard_by value, vals[0] (shard_by leads
 // the key, so it is the first column of upserts and deletes alike).
-func (p *Projection) keyspaceID(vals []Value, sc *eventSchema) uint64 {
+func (p *Projection) keyspaceID(vals []Value, sc *event.Schema) uint64 {
 	if p.ShardBy == "" {
 		return 0
 	}
@@ -302,7 +302,7 @@ func (p *Projection) keyspaceID(vals []Value, sc *eventSchema) uint64 {
 }
 
 // nullKey reports whether one of img's read key values is NULL.
-func (p *Projection) nullKey(img *Image, sc *eventSchema, ps *plans) bool {
+func (p *Projection) nullKey(img *event.Image, sc *event.Schema, ps *plans) bool {
 	if img == nil {
 		return false
 	}
@@ -315,7 +315,7 @@ func (p *Projection) nullKey(img *Image, sc *eventSchema, ps *plans) bool {
 			}
 			continue
 		}
-		if raw, ok := img.at(pl.pos[i]); ok && string(raw) == "null" {
+		if raw, ok := img.At(pl.pos[i]); ok && string(raw) == "null" {
 			return true
 		}
 	}
@@ -324,7 +324,7 @@ func (p *Projection) nullKey(img *Image, sc *eventSchema, ps *plans) bool {
 
 // value is read column i's value in img: a plain column's event text as
 // is, a computed column's expression evaluated.
-func (p *Projection) value(img *Image, pl *imagePlan, i int) (Value, error) {
+func (p *Projection) value(img *event.Image, pl *imagePlan, i int) (Value, error) {
 	if pl.args != nil && pl.args[i] != nil {
 		return p.computedValue(img, i, pl.args[i])
 	}
@@ -335,7 +335,7 @@ func (p *Projection) value(img *Image, pl *imagePlan, i int) (Value, error) {
 // tailer's encoding is canonical, so equal keys have equal text. A
 // computed key value is taken from vals (the row's read values, nil:
 // computed here) as its quoted bound text.
-func (p *Projection) keyText(img *Image, pl *imagePlan, vals []Value) (string, error) {
+func (p *Projection) keyText(img *event.Image, pl *imagePlan, vals []Value) (string, error) {
 	var b strings.Builder
 	for i := range p.Key {
 		if pl.args != nil && pl.args[i] != nil {
@@ -344,7 +344,7 @@ func (p *Projection) keyText(img *Image, pl *imagePlan, vals []Value) (string, e
 			}
 			continue
 		}
-		raw, ok := img.at(pl.pos[i])
+		raw, ok := img.At(pl.pos[i])
 		if !ok {
 			return "", fmt.Errorf("key column %q: %w", p.Key[i], &missingColumn{p.Columns[i].Source})
 		}
@@ -366,8 +366,8 @@ func (p *Projection) keyText(img *Image, pl *imagePlan, vals []Value) (string, e
 
 // bindValue turns an event value into a SQL parameter: numbers keep their
 // exact text, binary columns (base64 in events) become bytes.
-func bindValue(img *Image, col string, e Event) (Value, error) {
-	return bindRaw(img, img.cols.pos(col), col, kindOf(e.Schema, col))
+func bindValue(img *event.Image, col string, e event.Event) (Value, error) {
+	return bindRaw(img, img.Layout().Pos(col), col, kindOf(e.Schema, col))
 }
 
 // bindKind is how a column's event value becomes a SQL parameter, by the
@@ -381,7 +381,7 @@ const (
 	bindYear                   // a number: as four digits, so 0 stays 0000
 )
 
-func kindOf(sc *eventSchema, col string) bindKind {
+func kindOf(sc *event.Schema, col string) bindKind {
 	if sc == nil {
 		return bindText
 	}
@@ -398,8 +398,8 @@ func kindOf(sc *eventSchema, col string) bindKind {
 
 // bindRaw binds column col, at position i of img (-1: absent), as kind.
 // Text that needs no decoding is a slice of the record (see Value).
-func bindRaw(img *Image, i int, col string, kind bindKind) (Value, error) {
-	raw, ok := img.at(i)
+func bindRaw(img *event.Image, i int, col string, kind bindKind) (Value, error) {
+	raw, ok := img.At(i)
 	if !ok {
 		return Value{}, &missingColumn{col}
 	}
@@ -424,8 +424,8 @@ func bindRaw(img *Image, i int, col string, kind bindKind) (Value, error) {
 		return Value{kind: TextValue, b: raw}, nil // a JSON number, bound as its exact text
 	}
 	text := raw[1 : len(raw)-1]
-	if !plainString(text) {
-		s, err := unquote(raw)
+	if !event.PlainString(text) {
+		s, err := event.Unquote(raw)
 		if err != nil {
 			return Value{}, fmt.Errorf("column %q: %w", col, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 )
@@ -73,7 +74,7 @@ func TestShardValueMatchesProjector(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := projections.DecodeEvent([]byte(`{"op":"c","version":1,"after":{"k":` + c.event + `},"schema":{"version":"x","columns":{"k":"` + c.typ + `"}}}`))
+		e, err := event.DecodeEvent([]byte(`{"op":"c","version":1,"after":{"k":` + c.event + `},"schema":{"version":"x","columns":{"k":"` + c.typ + `"}}}`))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/readside/readside/bench/internal/benchio"
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 )
 
@@ -95,7 +96,7 @@ func runAggregate(ctx context.Context, cfg config.Config, name string, recs []*k
 		if rec.Topic != p.Topic || rec.Value == nil {
 			continue
 		}
-		ev, err := projections.DecodeEvent(rec.Value)
+		ev, err := event.DecodeEvent(rec.Value)
 		if err != nil {
 			return err
 		}

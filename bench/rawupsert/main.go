@@ -43,6 +43,7 @@ import (
 
 	"github.com/readside/readside/bench/internal/benchio"
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
@@ -118,7 +119,7 @@ func run(cfgPath, name, recPath, sweepText string, joins, aggregate bool) error 
 		if rec.Topic != "" && rec.Topic != p.Topic {
 			continue // a join's parent records
 		}
-		ev, err := projections.DecodeEvent(rec.Value)
+		ev, err := event.DecodeEvent(rec.Value)
 		if err != nil {
 			return err
 		}

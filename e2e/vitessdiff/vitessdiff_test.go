@@ -20,6 +20,7 @@ import (
 	"vitess.io/vitess/go/vt/vtgate/vindexes"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
@@ -79,7 +80,7 @@ func TestVitessXXHash(t *testing.T) {
 				vranges = append(vranges, kr)
 			}
 			for _, v := range col.values {
-				e, err := projections.DecodeEvent([]byte(`{"op":"c","version":1,"after":{"k":` + v.event + `},"schema":{"version":"x","columns":{"k":` + strconv.Quote(col.event) + `}}}`))
+				e, err := event.DecodeEvent([]byte(`{"op":"c","version":1,"after":{"k":` + v.event + `},"schema":{"version":"x","columns":{"k":` + strconv.Quote(col.event) + `}}}`))
 				if err != nil {
 					t.Fatalf("%s %s: %v", col.event, v.event, err)
 				}

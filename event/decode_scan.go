@@ -1,4 +1,4 @@
-package projections
+package event
 
 import (
 	"encoding/json"
@@ -245,7 +245,7 @@ func (s *scanner) stringInto(dst *string) (raw []byte, err error) {
 	if raw[0] != '"' {
 		return nil, s.errorf("want a string")
 	}
-	v, err := unquote(raw)
+	v, err := Unquote(raw)
 	*dst = v
 	return raw, err
 }
@@ -300,7 +300,7 @@ func (s *scanner) null() (bool, error) {
 
 // plainString reports whether a JSON string's contents (between the
 // quotes) are its text as they stand: no escapes, valid UTF-8.
-func plainString(inner []byte) bool {
+func PlainString(inner []byte) bool {
 	ascii := true
 	for _, c := range inner {
 		if c == '\\' {
@@ -315,7 +315,7 @@ func plainString(inner []byte) bool {
 // column name and almost every value) is a plain conversion; anything
 // else goes through encoding/json, for its exact semantics (escapes,
 // invalid UTF-8 replaced).
-func unquote(raw []byte) (string, error) {
+func Unquote(raw []byte) (string, error) {
 	inner := raw[1 : len(raw)-1]
 	ascii := true
 	for _, c := range inner {

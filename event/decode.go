@@ -1,4 +1,4 @@
-package projections
+package event
 
 import (
 	"bytes"
@@ -8,14 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-
-	"github.com/readside/readside/event"
 )
 
 // Event is the part of a change envelope (docs/events.md) the projector
 // reads.
 type Event struct {
-	Op      event.Op
+	Op      Op
 	Version uint64
 	// Before and After are the row images, nil when absent or null:
 	// the columns' JSON values as the tailer wrote them (slices of the
@@ -23,13 +21,13 @@ type Event struct {
 	Before *Image
 	After  *Image
 	// Schema is shared by the events of one table shape: read-only.
-	Schema   *eventSchema
-	Source   *EventSource
+	Schema   *Schema
+	Source   *Source
 	SourceTS int64 // Source.TS, 0 when absent
 }
 
-// EventSource is the part of an event's source position the projector uses.
-type EventSource struct {
+// Source is the part of an event's source position the projector uses.
+type Source struct {
 	TS   int64  `json:"ts_sec"`
 	GTID string `json:"gtid"`
 }
@@ -55,17 +53,17 @@ func DecodeEvent(b []byte) (Event, error) {
 // ready.
 type Decoder struct {
 	schemaRaw []byte // the last schema member decoded (a validated JSON object)
-	schema    *eventSchema
+	schema    *Schema
 	gtidRaw   []byte // the last source.gtid member, raw, and its value
 	gtid      string
-	source    *EventSource      // the last source decoded: read-only, shared by events equal to it
+	source    *Source           // the last source decoded: read-only, shared by events equal to it
 	sourceRaw []byte            // source's member, raw (a validated JSON object), when decoded alone
 	names     map[string]string // raw (quoted) column name → name
 	// layouts are the column lists of the last images decoded, the most
 	// recent first: a table's images name their columns in the same
 	// order, so an image's names are one comparison each with the
 	// layout's, and its images share it.
-	layouts []*layout
+	layouts []*Layout
 	built   []colName // an image's names while they differ from layouts[0]
 	// single: this Decoder decodes one event (DecodeEvent), so keeping
 	// anything for the next would only cost copies and a map.
@@ -86,7 +84,7 @@ func (d *Decoder) newImage() *Image {
 // recycle takes e's row images back for the events decoded after it. Its
 // caller is done with e and with anything that could hold its images:
 // what Projection.Writes and ParentWrites keep of an image is copied.
-func (d *Decoder) recycle(e Event) {
+func (d *Decoder) Recycle(e Event) {
 	for _, im := range [2]*Image{e.Before, e.After} {
 		if im != nil && len(d.spare) < 2 {
 			clear(im.vals)
@@ -108,26 +106,26 @@ func (d *Decoder) Decode(b []byte) (Event, error) {
 	var e Event
 	s := scanner{b: b, d: d}
 	var schema []byte
-	var known *eventSchema
+	var known *Schema
 	var op string // checked by finish, with the rest
 	err := s.object(func(key []byte) error {
 		switch string(key) {
-		case `"` + event.FieldOp + `"`:
+		case `"` + FieldOp + `"`:
 			_, err := s.stringInto(&op)
 			return err
-		case `"` + event.FieldVersion + `"`:
+		case `"` + FieldVersion + `"`:
 			return s.uintInto(&e.Version)
-		case `"` + event.FieldBefore + `"`:
+		case `"` + FieldBefore + `"`:
 			return s.image(&e.Before)
-		case `"` + event.FieldAfter + `"`:
+		case `"` + FieldAfter + `"`:
 			return s.image(&e.After)
-		case `"` + event.FieldSource + `"`:
+		case `"` + FieldSource + `"`:
 			return s.source(&e.Source)
-		case `"` + event.FieldSchema + `"`:
+		case `"` + FieldSchema + `"`:
 			raw, sc, err := s.schemaValue()
 			schema, known = raw, sc
 			return err
-		case `"` + event.FieldDB + `"`, `"` + event.FieldTable + `"`, `"` + event.FieldKey + `"`, `"` + event.FieldTxn + `"`:
+		case `"` + FieldDB + `"`, `"` + FieldTable + `"`, `"` + FieldKey + `"`, `"` + FieldTxn + `"`:
 			// Members the projector does not read, named as the tailer
 			// writes them: skipped without the case-folding check below.
 			_, err := s.value()
@@ -172,7 +170,7 @@ func decodeEventStd(b []byte) (Event, error) {
 		Version uint64                     `json:"version"`
 		Before  map[string]json.RawMessage `json:"before"`
 		After   map[string]json.RawMessage `json:"after"`
-		Source  *EventSource               `json:"source"`
+		Source  *Source                    `json:"source"`
 		Schema  json.RawMessage            `json:"schema"`
 	}
 	if err := json.Unmarshal(b, &w); err != nil {
@@ -191,7 +189,7 @@ func (e Event) finish(op string, schema []byte) (Event, error) {
 		e.Schema = sc
 	}
 	var ok bool
-	if e.Op, ok = event.ParseOp(op); !ok {
+	if e.Op, ok = ParseOp(op); !ok {
 		return e, fmt.Errorf("change event with unknown op %q", op)
 	}
 	if e.Version == 0 {
@@ -217,8 +215,8 @@ func keyFolds(raw []byte) bool {
 	return false
 }
 
-// eventSchema is the schema member of an event.
-type eventSchema = struct {
+// Schema is the schema member of an event.
+type Schema = struct {
 	Columns map[string]string `json:"columns"`
 }
 
@@ -227,17 +225,17 @@ type eventSchema = struct {
 // a third of an event's decoding. Read-only once cached.
 type schemaCache struct {
 	mu sync.Mutex
-	m  map[string]*eventSchema
+	m  map[string]*Schema
 }
 
-var schemas = &schemaCache{m: map[string]*eventSchema{}}
+var schemas = &schemaCache{m: map[string]*Schema{}}
 
 // schemaValue scans the schema member. When its bytes are those of the
 // schema the decoder last decoded — a complete JSON object already
 // validated, and a JSON object ends where its bytes end — they are taken
 // without a second scan, with that schema (sc): the schema is a third of
 // a narrow event's bytes.
-func (s *scanner) schemaValue() (raw []byte, sc *eventSchema, err error) {
+func (s *scanner) schemaValue() (raw []byte, sc *Schema, err error) {
 	s.ws()
 	if d := s.d; d.schema != nil && bytes.HasPrefix(s.b[s.i:], d.schemaRaw) {
 		raw = s.b[s.i : s.i+len(d.schemaRaw)]
@@ -248,14 +246,14 @@ func (s *scanner) schemaValue() (raw []byte, sc *eventSchema, err error) {
 	return raw, nil, err
 }
 
-func (c *schemaCache) get(raw []byte) (*eventSchema, error) {
+func (c *schemaCache) get(raw []byte) (*Schema, error) {
 	c.mu.Lock()
 	s, ok := c.m[string(raw)]
 	c.mu.Unlock()
 	if ok {
 		return s, nil
 	}
-	s = new(eventSchema)
+	s = new(Schema)
 	if err := json.Unmarshal(raw, s); err != nil {
 		return nil, err
 	}
@@ -283,7 +281,7 @@ func (s *scanner) image(dst **Image) error {
 	}
 	// The names are compared with the last layout's while they match;
 	// from the first that differs they are collected in d.built.
-	var last *layout
+	var last *Layout
 	if len(d.layouts) > 0 {
 		last = d.layouts[0]
 	}
@@ -333,7 +331,7 @@ func (s *scanner) image(dst **Image) error {
 
 // layout returns the kept layout with cols' names, moved to the front, or
 // a new one (kept when the Decoder keeps anything).
-func (d *Decoder) layout(cols []colName) *layout {
+func (d *Decoder) layout(cols []colName) *Layout {
 	for i, l := range d.layouts {
 		if l.sameRaw(cols) {
 			copy(d.layouts[1:i+1], d.layouts[:i])
@@ -354,8 +352,8 @@ func (d *Decoder) layout(cols []colName) *layout {
 
 // source decodes the source member's ts_sec and gtid. An event whose
 // source equals the previous one's (the events of a source transaction)
-// shares its EventSource.
-func (s *scanner) source(dst **EventSource) error {
+// shares its Source.
+func (s *scanner) source(dst **Source) error {
 	s.ws()
 	d, start, first := s.d, s.i, *dst == nil
 	if first && len(d.sourceRaw) > 0 && bytes.HasPrefix(s.b[s.i:], d.sourceRaw) {
@@ -370,13 +368,13 @@ func (s *scanner) source(dst **EventSource) error {
 		*dst = nil
 		return err
 	}
-	var src EventSource
+	var src Source
 	if !first { // a repeated member adds to the first, as in encoding/json
 		src = **dst
 	}
 	err := s.object(func(key []byte) error {
 		switch string(key) {
-		case `"` + event.SourceTSSec + `"`:
+		case `"` + SourceTSSec + `"`:
 			raw, err := s.value()
 			if err != nil || string(raw) == "null" {
 				return err
@@ -387,7 +385,7 @@ func (s *scanner) source(dst **EventSource) error {
 			}
 			src.TS = v
 			return nil
-		case `"` + event.SourceGTID + `"`:
+		case `"` + SourceGTID + `"`:
 			return s.gtidInto(&src.GTID)
 		}
 		if keyFolds(key) {
@@ -402,7 +400,7 @@ func (s *scanner) source(dst **EventSource) error {
 	if d.source != nil && *d.source == src {
 		*dst = d.source
 	} else {
-		p := new(EventSource) // allocated here, not as src: most events share the last one
+		p := new(Source) // allocated here, not as src: most events share the last one
 		*p = src
 		d.source, *dst = p, p
 	}
@@ -436,7 +434,7 @@ func (d *Decoder) name(raw []byte) (string, error) {
 	if n, ok := d.names[string(raw)]; ok {
 		return n, nil
 	}
-	n, err := unquote(raw)
+	n, err := Unquote(raw)
 	if err != nil || d.single {
 		return n, err
 	}
