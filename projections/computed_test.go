@@ -236,4 +236,3 @@ func TestWritesComputedKeyNull(t *testing.T) {
 		t.Errorf("NULL computed key: error %v", err)
 	}
 }
-
