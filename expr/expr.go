@@ -79,7 +79,9 @@ func Parse(text string) (*Expr, error) {
 // evaluated as `(text) IS TRUE`, so that a row passes exactly when
 // MySQL's WHERE would keep it (NULL and zero do not pass) and Eval gives
 // 1 or 0, never NULL. Errors are *Error at positions in text as written.
-// String and SQL render the expression as written, without the IS TRUE.
+// String is the text as written; SQL renders the condition with its IS
+// TRUE, so that its value on the server equals Eval's, as for any
+// expression.
 func ParseCondition(text string) (*Expr, error) {
 	e, err := Parse(text)
 	if err != nil {
@@ -131,7 +133,7 @@ func (e *Expr) String() string { return e.text }
 
 // SQL renders the expression as MySQL text whose value on the source
 // equals Eval's; col renders a column reference (quoted, qualified).
-func (e *Expr) SQL(col func(name string) string) string { return e.written().sql(col) }
+func (e *Expr) SQL(col func(name string) string) string { return e.root.sql(col) }
 
 // written is the tree of the text as written.
 func (e *Expr) written() node {

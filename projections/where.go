@@ -52,8 +52,9 @@ func (f *Filter) Expression() bool { return f != nil }
 // computes it in SQL.
 func (f *Filter) Typed() bool { return f != nil && f.typed.Load() != nil }
 
-// SQL is the filter as MySQL text, as written (without IS TRUE); col
-// renders a column reference.
+// SQL is the filter as MySQL text whose value is Match's: 1 when the
+// row passes, else 0 (the condition IS TRUE); col renders a column
+// reference.
 func (f *Filter) SQL(col func(name string) string) string { return f.e.SQL(col) }
 
 // ExcludesNull reports whether the filter is never TRUE for a row whose

@@ -152,16 +152,16 @@ func TestFilterErrors(t *testing.T) {
 	}
 }
 
-// TestFilterSQL: the filter's SQL is the text as written, each column
-// rendered by the caller, without the IS TRUE Match adds (verify and
-// shards add their own).
+// TestFilterSQL: the filter's SQL computes on the source what Match
+// computes (the condition IS TRUE), each column rendered by the caller:
+// verify and shards run it there.
 func TestFilterSQL(t *testing.T) {
 	f, err := compileWhere("status <> 'draft' AND total > 1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := f.SQL(func(n string) string { return "s.`" + n + "`" })
-	if want := "((s.`status` <> 'draft') AND (s.`total` > 1))"; got != want {
+	if want := "(((s.`status` <> 'draft') AND (s.`total` > 1)) IS TRUE)"; got != want {
 		t.Errorf("SQL = %s, want %s", got, want)
 	}
 }
