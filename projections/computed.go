@@ -297,7 +297,7 @@ func (p *Projection) appendComputedKey(b *strings.Builder, img *Image, pl *image
 // filter (an expression too): what SourceColumns must type before the
 // projection is evaluated or verified.
 func (p *Projection) Computes() bool {
-	return p.Where.Expression() || slices.ContainsFunc(p.Columns, Column.Computed)
+	return p.Where != nil || slices.ContainsFunc(p.Columns, Column.Computed)
 }
 
 // argTypes are the value types of source columns cols, for

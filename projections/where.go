@@ -43,10 +43,6 @@ func (f *Filter) Columns() []string { return f.e.Columns() }
 
 func (f *Filter) String() string { return f.text }
 
-// Expression reports whether there is a filter, which SourceColumns
-// must type before Match: every filter is an expression.
-func (f *Filter) Expression() bool { return f != nil }
-
 // Typed reports whether the filter has been typed against the source
 // (SourceColumns): then Match and SQL compute the same, and verify
 // computes it in SQL.
