@@ -95,6 +95,7 @@ func TestFilterMatchesLikeSQLWhere(t *testing.T) {
 		{"code = 'PAID'", false, "a *_bin column compares case-sensitively, as the source's WHERE"},
 		{"code = 'paid  '", true, "a *_bin PAD SPACE column ignores trailing spaces"},
 		{"COALESCE(note, 'n') = 'N' AND total * 2 > 2500", true, "functions and arithmetic: the same language as columns"},
+		{"CASE WHEN status = 'x' THEN 1 ELSE 0 END", false, "CASE: the same language as columns"},
 	}
 	for _, c := range cases {
 		got, err := typedWhere(t, c.where).Match(ImageOf(whereRow))
