@@ -19,8 +19,8 @@ import (
 // Filter is a compiled `where:` row filter.
 type Filter struct {
 	text string
-	// e is the condition as parsed, untyped: the columns it reads, its
-	// SQL and the NULL analysis of key columns (ExcludesNull).
+	// e is the text as written, untyped: the columns it reads, its SQL
+	// and the NULL analysis of key columns (ExcludesNull).
 	e *expr.Expr
 	// typed is the condition checked against the source; each typing
 	// parses afresh, so that a DDL's re-typing never changes a tree a
@@ -31,7 +31,7 @@ type Filter struct {
 // compileWhere reads a `where:` value. Its errors are *expr.Error: the
 // position in the text and the fix.
 func compileWhere(text string) (*Filter, error) {
-	e, err := expr.ParseCondition(text)
+	e, err := expr.Parse(text)
 	if err != nil {
 		return nil, err
 	}
@@ -48,9 +48,9 @@ func (f *Filter) String() string { return f.text }
 // computes it in SQL.
 func (f *Filter) Typed() bool { return f != nil && f.typed.Load() != nil }
 
-// SQL is the filter as MySQL text whose value is Match's: 1 when the
-// row passes, else 0 (the condition IS TRUE); col renders a column
-// reference.
+// SQL is the filter as MySQL text, as written: a row passes where it
+// IS TRUE, as in a WHERE clause (verify and shards wrap it so); col
+// renders a column reference.
 func (f *Filter) SQL(col func(name string) string) string { return f.e.SQL(col) }
 
 // ExcludesNull reports whether the filter is never TRUE for a row whose
