@@ -120,7 +120,7 @@ func driftFindings(ctx context.Context, cfg config.Config, planned []plannedProj
 	for _, pp := range planned {
 		// The sink that serves the projection now (a reshard may have
 		// moved it off the one the config names).
-		at, closeSinks, err := sinks.OpenResolved(ctx, cfg, pp.p)
+		at, closeSinks, err := sinks.OpenResolved(ctx, cfg.Sinks, pp.p)
 		if err != nil {
 			closeSinks()
 			if f, ok := routingFinding(pp.p.Name, err); ok {

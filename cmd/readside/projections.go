@@ -255,7 +255,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		// uncompared, said on stderr so that stdout stays the DDL. The
 		// table compared is on the sink that serves the projection now (a
 		// reshard may have moved it off the one the config names).
-		at, closeSinks, err := sinks.OpenResolved(ctx, cfg, pp.p)
+		at, closeSinks, err := sinks.OpenResolved(ctx, cfg.Sinks, pp.p)
 		sink := at.Sink
 		if err != nil {
 			closeSinks()

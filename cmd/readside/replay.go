@@ -98,7 +98,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	// The sink that serves p now: a reshard may have moved it off the
 	// one the config names.
-	at, closeSinks, err := sinks.OpenResolved(ctx, cfg, p)
+	at, closeSinks, err := sinks.OpenResolved(ctx, cfg.Sinks, p)
 	defer closeSinks()
 	if err != nil {
 		fmt.Fprintf(stderr, "readside replay: %v\n", err)

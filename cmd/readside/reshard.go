@@ -195,7 +195,7 @@ func reshardRun(ctx context.Context, cfg config.Config, p *projections.Projectio
 		return exitProblem, err
 	}
 	served, gen := "", uint64(0)
-	res, err := sinks.Resolve(ctx, cfg, p, open)
+	res, err := sinks.Resolve(ctx, cfg.Sinks, p, open)
 	var unsettled *sinks.RoutingUnsettled
 	switch {
 	case errors.As(err, &unsettled):

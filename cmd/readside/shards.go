@@ -200,7 +200,7 @@ func currentRanges(ctx context.Context, cfg config.Config, p *projections.Projec
 	if err != nil {
 		return p.Sink, nil, err
 	}
-	at, closeSinks, err := sinks.OpenResolved(ctx, cfg, p)
+	at, closeSinks, err := sinks.OpenResolved(ctx, cfg.Sinks, p)
 	defer closeSinks()
 	if err != nil {
 		return p.Sink, ranges, fmt.Errorf("reading the routing of %s: %w", p.Name, err)
