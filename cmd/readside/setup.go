@@ -12,9 +12,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/projections"
 )
 
 // commonFlags are the flags every verb takes.
@@ -94,6 +96,8 @@ type env struct {
 	log  *slog.Logger
 	ctx  context.Context // cancelled by SIGINT or SIGTERM
 	stop context.CancelFunc
+	// stderr is where the verb's log and progress go.
+	stderr io.Writer
 }
 
 // client loads the config and sets up the logger and the signal context
@@ -105,7 +109,7 @@ func (c *command) client() (*env, int) {
 		return nil, code
 	}
 	cfg.Kafka.Brokers = cfg.Kafka.ClientBrokers()
-	e := &env{cfg: cfg, log: newLogger(cfg.Log, c.stderr)}
+	e := &env{cfg: cfg, log: newLogger(cfg.Log, c.stderr), stderr: c.stderr}
 	e.ctx, e.stop = signalContext()
 	return e, exitOK
 }
@@ -119,4 +123,22 @@ func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// projection is the compiled projection --projection names, or nil and
+// the exit code after saying why not (the declarations' problems, or the
+// names declared).
+func (c *command) projection(cfg config.Config, name string) (*projections.Projection, int) {
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		return nil, c.failLines(exitUsage, err)
+	}
+	var names []string
+	for _, p := range ps {
+		names = append(names, p.Name)
+		if p.Name == name {
+			return p, exitOK
+		}
+	}
+	return nil, c.failf(exitUsage, "--projection %q is not declared; declared: %s", name, strings.Join(names, ", "))
 }
