@@ -34,7 +34,7 @@ type replayFlags struct {
 }
 
 // check returns what is wrong with the flags' combination ("": nothing).
-func (f replayFlags) check() string {
+func (f *replayFlags) check() string {
 	switch {
 	case f.name == "":
 		return "--projection is required (a name under projections: in the config)"
@@ -63,15 +63,9 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.cancel, "cancel", false, "remove the projection's pending replay requests (those no projector has taken yet)")
 	fs.BoolVar(&f.pending, "pending", false, "list the projection's pending replay requests")
 	fs.DurationVar(&f.progressEvery, "progress-every", 5*time.Second, "progress line period when stderr is not a terminal")
-	if code, done := c.parse(args); done {
-		return code
-	}
-	if problem := f.check(); problem != "" {
-		return c.failf(exitUsage, "%s", problem)
-	}
 	// The daemon's embedded broker, when the config names no brokers:
 	// replay is a client of it.
-	e, code := c.client()
+	e, code := c.setup(args, f.check)
 	if e == nil {
 		return code
 	}

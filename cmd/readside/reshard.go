@@ -32,7 +32,7 @@ type reshardFlags struct {
 }
 
 // check returns what is wrong with the flags ("": nothing).
-func (f reshardFlags) check() string {
+func (f *reshardFlags) check() string {
 	switch {
 	case f.name == "":
 		return "--projection is required (a name under projections: in the config)"
@@ -64,13 +64,7 @@ func runReshard(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.yes, "yes", false, "do not ask before starting")
 	fs.DurationVar(&f.progressEvery, "progress-every", 5*time.Second, "progress line period when stderr is not a terminal")
 	fs.IntVar(&f.chunkRows, "chunk-rows", 10000, "rows read at a time by the copy, the check and the cleanup")
-	if code, done := c.parse(args); done {
-		return code
-	}
-	if problem := f.check(); problem != "" {
-		return c.failf(exitUsage, "%s", problem)
-	}
-	e, code := c.client()
+	e, code := c.setup(args, f.check)
 	if e == nil {
 		return code
 	}

@@ -114,6 +114,23 @@ func (c *command) client() (*env, int) {
 	return e, exitOK
 }
 
+// setup parses args, then, when check (nil: none) finds nothing wrong
+// with the flags' combination, sets up the client (client). check reads
+// the parsed flags: a method value of a pointer receiver, or a closure. nil: the verb
+// returns code at once (after --help, a bad invocation, a config that
+// does not load).
+func (c *command) setup(args []string, check func() string) (*env, int) {
+	if code, done := c.parse(args); done {
+		return nil, code
+	}
+	if check != nil {
+		if problem := check(); problem != "" {
+			return nil, c.failf(exitUsage, "%s", problem)
+		}
+	}
+	return c.client()
+}
+
 // newLogger is the process's logger as cfg sets it; its level is
 // logLevel, which SIGHUP changes (reload.go).
 func newLogger(cfg config.Log, w io.Writer) *slog.Logger {

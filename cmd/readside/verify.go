@@ -32,10 +32,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.samples, "samples", 10, "keys listed per kind of difference")
 	fs.DurationVar(&f.repairWait, "repair-wait", 2*time.Minute, "how long --repair waits for the re-published rows to arrive")
 	fs.BoolVar(&f.fresh, "restart", false, "ignore the progress of an interrupted run and start from the beginning")
-	if code, done := c.parse(args); done {
-		return code
-	}
-	e, code := c.client()
+	e, code := c.setup(args, nil)
 	if e == nil {
 		return code
 	}
