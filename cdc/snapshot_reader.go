@@ -1,0 +1,302 @@
+package cdc
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// The reader reads and encodes the chunks of the head snapshot task ahead
+// of the stream, so that the round trips of a chunk (its table's columns,
+// two watermark writes, the SELECT) and the encoding of its rows overlap
+// the stream's wait for the high watermark before it and the producing of
+// the chunks before that. The stream publishes chunks in the order they
+// were read, each at its own high watermark, as before.
+//
+// Order is what keeps DBLog's guarantee: the reader announces a chunk
+// (its id) to the stream before writing its low watermark, so the stream
+// knows every watermark it meets; it writes a chunk's low watermark only
+// after the previous chunk's high watermark is committed, so at most one
+// chunk is between its watermarks at any point of the binlog; and it
+// hands over the rows before writing the high watermark, so they are there
+// when the stream meets it.
+
+// snapshotReadAhead bounds the chunks read and not yet published (the
+// memory of a snapshot: about snapshotReadAhead × chunk_rows encoded rows).
+const snapshotReadAhead = 4
+
+// chunk is one chunk of a snapshot: filled by the reader, then published
+// by the stream.
+type chunk struct {
+	id    string
+	task  taskRef
+	table *table
+
+	// The stream's, from the low watermark on.
+	lowSeen bool
+	dropped map[string]bool // keys a live change touched between the watermarks
+
+	// The reader's until read is closed (before the high watermark is
+	// written); the stream's after.
+	read     chan struct{}
+	keys     [][]byte // encoded keys in primary key order
+	afters   [][]byte // each row's after image, same order
+	lastKey  [][]byte
+	complete bool // fewer rows than asked: the table is done after this chunk
+}
+
+// taskRef names the task a chunk belongs to.
+type taskRef struct {
+	id           uint64
+	table, where string
+}
+
+func refOf(t SnapshotTask) taskRef { return taskRef{t.ID, t.Table, t.Where} }
+
+// chunkReader is the goroutine reading one task's chunks.
+type chunkReader struct {
+	task   taskRef
+	chunks chan *chunk   // announced, in order, before their low watermark
+	slots  chan struct{} // one per chunk read and not yet published
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the goroutine is over; err is then set
+	err    error
+}
+
+// startReader starts reading the head task's chunks when nothing reads
+// them, and stops a reader whose task is no longer the head one
+// (cancelled, failed or done).
+func (s *stream) startReader(ctx context.Context) {
+	if s.reader != nil && (len(s.snapshots) == 0 || s.reader.task != refOf(s.snapshots[0])) {
+		s.stopReader()
+	}
+	if s.reader != nil || len(s.snapshots) == 0 {
+		return
+	}
+	task := s.snapshots[0]
+	topic, ok := s.captured[task.Table]
+	if !ok {
+		s.t.log.Warn("snapshot request for a table that is not in source.tables; ignored", "table", task.Table)
+		s.snapshots = s.snapshots[1:]
+		return
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	r := &chunkReader{task: refOf(task), chunks: make(chan *chunk, snapshotReadAhead), slots: make(chan struct{}, snapshotReadAhead),
+		cancel: cancel, done: make(chan struct{})}
+	cfg := s.t.cfg.Source
+	read := func(ctx context.Context, c *chunk, after [][]byte) error {
+		return s.src.readChunk(ctx, c, task, after, topic, s.excluded[task.Table], cfg.Snapshot.SignalDB, cfg.ServerID, cfg.Snapshot.ChunkRows)
+	}
+	go func() {
+		defer close(r.done)
+		r.err = r.run(rctx, task.After, read)
+	}()
+	s.reader = r
+}
+
+// run reads chunks from after on until one is the last or ctx ends.
+func (r *chunkReader) run(ctx context.Context, after [][]byte, read func(context.Context, *chunk, [][]byte) error) error {
+	for {
+		select {
+		case r.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		var idb [16]byte
+		_, _ = rand.Read(idb[:])
+		c := &chunk{id: hex.EncodeToString(idb[:]), task: r.task, dropped: map[string]bool{}, read: make(chan struct{})}
+		r.chunks <- c // never blocks: a slot is held
+		if err := read(ctx, c, after); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if c.complete {
+			return nil
+		}
+		after = c.lastKey
+	}
+}
+
+// stopReader ends the reader and forgets its chunks: watermarks met later
+// are then of chunks the stream does not know, and ignored.
+func (s *stream) stopReader() {
+	if s.reader == nil {
+		return
+	}
+	s.reader.cancel()
+	<-s.reader.done
+	s.reader, s.inflight = nil, nil
+}
+
+// readerOver is ready when the reader failed: its done channel, or nil
+// (never ready) without a reader or when it read its task's last chunk,
+// which then waits for the stream to publish it.
+func (s *stream) readerOver() <-chan struct{} {
+	if s.reader == nil {
+		return nil
+	}
+	select {
+	case <-s.reader.done:
+		if s.reader.err == nil {
+			return nil
+		}
+	default:
+	}
+	return s.reader.done
+}
+
+// readerFailed takes up a reader that is over: an error of the request
+// fails the task (chunkFailed); any other is the stream's, which retries.
+// A reader over without an error read the task's last chunk.
+func (s *stream) readerFailed(ctx context.Context) error {
+	r := s.reader
+	if r == nil {
+		return nil
+	}
+	select {
+	case <-r.done:
+	default:
+		return nil
+	}
+	if r.err == nil {
+		return nil
+	}
+	s.stopReader()
+	if len(s.snapshots) == 0 || refOf(s.snapshots[0]) != r.task {
+		return nil
+	}
+	return s.chunkFailed(ctx, r.err)
+}
+
+// take moves the chunks the reader announced into the stream's list.
+func (s *stream) take() {
+	if s.reader == nil {
+		return
+	}
+	for {
+		select {
+		case c := <-s.reader.chunks:
+			s.inflight = append(s.inflight, c)
+		default:
+			return
+		}
+	}
+}
+
+// watermarked is the chunk in flight a watermark row names: the head one,
+// or nil for a chunk the stream does not know (one of a stream before a
+// restart, or of a reader stopped since). A watermark of a later chunk
+// while the head one waits would mean the windows overlap: the stream
+// stops rather than publish what it cannot vouch for.
+func (s *stream) watermarked(id string) (*chunk, error) {
+	s.take()
+	for i, c := range s.inflight {
+		if c.id != id {
+			continue
+		}
+		if i > 0 {
+			return nil, fmt.Errorf("snapshot chunk %s met a watermark before chunk %s was published: the chunks' windows overlap (a bug); the stream restarts from its checkpoint", id, s.inflight[0].id)
+		}
+		return c, nil
+	}
+	return nil, nil
+}
+
+// popChunk takes the head chunk in flight, waiting for its rows (handed
+// over before its high watermark was written: in practice no wait).
+func (s *stream) popChunk(ctx context.Context) (*chunk, error) {
+	c := s.inflight[0]
+	select {
+	case <-c.read:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	s.inflight = s.inflight[1:]
+	<-s.reader.slots
+	return c, nil
+}
+
+// readChunk reads one chunk of task after the key after: the table's
+// columns, the low watermark, the rows (encoded as they are scanned), then
+// the rows handed over (c.read) and the high watermark.
+func (src *sourceDB) readChunk(ctx context.Context, c *chunk, task SnapshotTask, after [][]byte, topic string, excluded map[string]bool, signalDB string, serverID uint32, limit int) error {
+	db, name, _ := strings.Cut(task.Table, ".")
+	tbl, err := src.schemaTable(ctx, db, name, topic, excluded)
+	if err != nil {
+		return err
+	}
+	c.table = tbl
+	if err := src.writeWatermark(ctx, signalDB, serverID, c.id, "low"); err != nil {
+		return err
+	}
+	t := task
+	t.After = after
+	query, args := chunkQuery(tbl, &t, limit)
+	rows, err := src.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	vals := make([]sql.RawBytes, len(tbl.columns))
+	ptrs := make([]any, len(vals))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	// Keys and images share a few large buffers: one allocation per
+	// 64 KiB rather than two per row.
+	var buf slab
+	var last []byte // the key columns of the last row read, end to end
+	var ends []int
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			rows.Close()
+			return err
+		}
+		key, err := tbl.appendSQLKey(buf.room(64), vals)
+		if err != nil {
+			rows.Close()
+			return &FatalError{fmt.Errorf("snapshot of %s: %w", task.Table, err)}
+		}
+		key = buf.keep(key)
+		img, err := tbl.appendSQLRow(buf.room(256), vals)
+		if err != nil {
+			rows.Close()
+			return &FatalError{fmt.Errorf("snapshot of %s: %w", task.Table, err)}
+		}
+		c.keys = append(c.keys, key)
+		c.afters = append(c.afters, buf.keep(img))
+		// vals hold this row only until the next Scan.
+		last, ends = last[:0], ends[:0]
+		for _, i := range tbl.pk {
+			last = append(last, vals[i]...)
+			ends = append(ends, len(last))
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	c.complete = len(c.keys) < limit
+	for i, end := range ends {
+		from := 0
+		if i > 0 {
+			from = ends[i-1]
+		}
+		c.lastKey = append(c.lastKey, append([]byte{}, last[from:end]...))
+	}
+	close(c.read)
+	return src.writeWatermark(ctx, signalDB, serverID, c.id, "high")
+}
+
+func (src *sourceDB) writeWatermark(ctx context.Context, signalDB string, serverID uint32, id, mark string) error {
+	_, err := src.db.ExecContext(ctx, "REPLACE INTO "+quoteIdent(signalDB)+"."+watermarkTable+
+		" (server_id, chunk, mark, at) VALUES (?, ?, ?, NOW(6))", serverID, id, mark)
+	if err != nil {
+		return fmt.Errorf("writing snapshot %s watermark: %w", mark, err)
+	}
+	return nil
+}
