@@ -39,13 +39,15 @@ type chunk struct {
 	lowSeen bool
 	dropped map[string]bool // keys a live change touched between the watermarks
 
-	// The reader's until read is closed (before the high watermark is
-	// written); the stream's after.
-	read     chan struct{}
-	keys     [][]byte // encoded keys in primary key order
-	afters   [][]byte // each row's after image, same order
+	// The reader's until it writes the high watermark.
 	lastKey  [][]byte
 	complete bool // fewer rows than asked: the table is done after this chunk
+
+	// The encoder's until read is closed; the stream's after.
+	read   chan struct{}
+	keys   [][]byte // encoded keys in primary key order
+	afters [][]byte // each row's after image, same order
+	err    error    // a row readside cannot encode
 }
 
 // taskRef names the task a chunk belongs to.
@@ -207,8 +209,8 @@ func (s *stream) watermarked(id string) (*chunk, error) {
 	return nil, nil
 }
 
-// popChunk takes the head chunk in flight, waiting for its rows (handed
-// over before its high watermark was written: in practice no wait).
+// popChunk takes the head chunk in flight, waiting for its rows to be
+// encoded (read before its high watermark was written, encoded since).
 func (s *stream) popChunk(ctx context.Context) (*chunk, error) {
 	c := s.inflight[0]
 	select {
@@ -216,14 +218,17 @@ func (s *stream) popChunk(ctx context.Context) (*chunk, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	if c.err != nil {
+		return nil, c.err
+	}
 	s.inflight = s.inflight[1:]
 	<-s.reader.slots
 	return c, nil
 }
 
 // readChunk reads one chunk of task after the key after: the table's
-// columns, the low watermark, the rows (encoded as they are scanned), then
-// the rows handed over (c.read) and the high watermark.
+// columns, the low watermark, the rows (handed to c.encode), then the high
+// watermark.
 func (src *sourceDB) readChunk(ctx context.Context, c *chunk, task SnapshotTask, after [][]byte, topic string, excluded map[string]bool, signalDB string, serverID uint32, limit int) error {
 	db, name, _ := strings.Cut(task.Table, ".")
 	tbl, err := src.schemaTable(ctx, db, name, topic, excluded)
@@ -241,55 +246,72 @@ func (src *sourceDB) readChunk(ctx context.Context, c *chunk, task SnapshotTask,
 	if err != nil {
 		return err
 	}
-	vals := make([]sql.RawBytes, len(tbl.columns))
-	ptrs := make([]any, len(vals))
+	// The rows are copied as they are scanned, end to end in a few large
+	// buffers (vals hold a row only until the next Scan), and encoded by
+	// a goroutine of their own: the high watermark and the next chunk's
+	// reads need not wait for the encoding.
+	ncol := len(tbl.columns)
+	vals := make([]sql.RawBytes, ncol)
+	ptrs := make([]any, ncol)
 	for i := range vals {
 		ptrs[i] = &vals[i]
 	}
-	// Keys and images share a few large buffers: one allocation per
-	// 64 KiB rather than two per row.
 	var buf slab
-	var last []byte // the key columns of the last row read, end to end
-	var ends []int
+	var raw []sql.RawBytes // row after row, ncol values each
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
 			rows.Close()
 			return err
 		}
-		key, err := tbl.appendSQLKey(buf.room(64), vals)
-		if err != nil {
-			rows.Close()
-			return &FatalError{fmt.Errorf("snapshot of %s: %w", task.Table, err)}
-		}
-		key = buf.keep(key)
-		img, err := tbl.appendSQLRow(buf.room(256), vals)
-		if err != nil {
-			rows.Close()
-			return &FatalError{fmt.Errorf("snapshot of %s: %w", task.Table, err)}
-		}
-		c.keys = append(c.keys, key)
-		c.afters = append(c.afters, buf.keep(img))
-		// vals hold this row only until the next Scan.
-		last, ends = last[:0], ends[:0]
-		for _, i := range tbl.pk {
-			last = append(last, vals[i]...)
-			ends = append(ends, len(last))
+		for _, v := range vals {
+			switch {
+			case len(v) > 0:
+				v = buf.keep(append(buf.room(len(v)), v...))
+			case v != nil:
+				v = sql.RawBytes{} // '' is not NULL
+			}
+			raw = append(raw, v)
 		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	c.complete = len(c.keys) < limit
-	for i, end := range ends {
-		from := 0
-		if i > 0 {
-			from = ends[i-1]
+	n := len(raw) / max(ncol, 1)
+	c.complete = n < limit
+	if n > 0 {
+		for _, i := range tbl.pk {
+			c.lastKey = append(c.lastKey, []byte(raw[(n-1)*ncol+i]))
 		}
-		c.lastKey = append(c.lastKey, append([]byte{}, last[from:end]...))
 	}
-	close(c.read)
+	go c.encode(raw, ncol, task.Table)
 	return src.writeWatermark(ctx, signalDB, serverID, c.id, "high")
+}
+
+// encode encodes the chunk's rows (key and after image of each) and then
+// closes c.read.
+func (c *chunk) encode(raw []sql.RawBytes, ncol int, table string) {
+	defer close(c.read)
+	// Keys and images share a few large buffers: one allocation per
+	// 64 KiB rather than two per row.
+	var buf slab
+	n := len(raw) / max(ncol, 1)
+	c.keys, c.afters = make([][]byte, 0, n), make([][]byte, 0, n)
+	for r := range n {
+		vals := raw[r*ncol : (r+1)*ncol]
+		key, err := c.table.appendSQLKey(buf.room(64), vals)
+		if err != nil {
+			c.err = &FatalError{fmt.Errorf("snapshot of %s: %w", table, err)}
+			return
+		}
+		c.keys = append(c.keys, buf.keep(key))
+		img, err := c.table.appendSQLRow(buf.room(256), vals)
+		if err != nil {
+			c.err = &FatalError{fmt.Errorf("snapshot of %s: %w", table, err)}
+			return
+		}
+		c.afters = append(c.afters, buf.keep(img))
+	}
 }
 
 func (src *sourceDB) writeWatermark(ctx context.Context, signalDB string, serverID uint32, id, mark string) error {
