@@ -24,6 +24,11 @@ import (
 // hands over the rows before writing the high watermark, so they are there
 // when the stream meets it.
 
+// chunkRead, when set (by tests), is called with the key of a chunk's
+// first row after the chunk is read and before its high watermark is
+// written: a change it makes lands between the chunk's watermarks.
+var chunkRead func(table string, firstKey [][]byte)
+
 // snapshotReadAhead bounds the chunks read and not yet published (the
 // memory of a snapshot: about snapshotReadAhead × chunk_rows encoded rows).
 const snapshotReadAhead = 4
@@ -283,6 +288,13 @@ func (src *sourceDB) readChunk(ctx context.Context, c *chunk, task SnapshotTask,
 		for _, i := range tbl.pk {
 			c.lastKey = append(c.lastKey, []byte(raw[(n-1)*ncol+i]))
 		}
+	}
+	if chunkRead != nil && n > 0 {
+		var first [][]byte
+		for _, i := range tbl.pk {
+			first = append(first, raw[i])
+		}
+		chunkRead(task.Table, first)
 	}
 	go c.encode(raw, ncol, task.Table)
 	return src.writeWatermark(ctx, signalDB, serverID, c.id, "high")
