@@ -31,7 +31,7 @@ var chunkRead func(table string, firstKey [][]byte)
 
 // snapshotReadAhead bounds the chunks read and not yet published (the
 // memory of a snapshot: about snapshotReadAhead × chunk_rows encoded rows).
-const snapshotReadAhead = 4
+const snapshotReadAhead = 3
 
 // chunk is one chunk of a snapshot: filled by the reader, then published
 // by the stream.
