@@ -25,8 +25,9 @@ import (
 // when the stream meets it.
 
 // chunkRead, when set (by tests), is called with the key of a chunk's
-// first row after the chunk is read and before its high watermark is
-// written: a change it makes lands between the chunk's watermarks.
+// first row once it is read and before the chunk's high watermark is
+// written: a change it makes lands between the chunk's watermarks, after
+// the chunk's read view.
 var chunkRead func(table string, firstKey [][]byte)
 
 // snapshotReadAhead bounds the chunks read and not yet published (the
@@ -44,7 +45,7 @@ type chunk struct {
 	lowSeen bool
 	dropped map[string]bool // keys a live change touched between the watermarks
 
-	// The reader's until it writes the high watermark.
+	// The reader's until it starts the encoder.
 	lastKey  [][]byte
 	complete bool // fewer rows than asked: the table is done after this chunk
 
@@ -52,7 +53,7 @@ type chunk struct {
 	read   chan struct{}
 	keys   [][]byte // encoded keys in primary key order
 	afters [][]byte // each row's after image, same order
-	err    error    // a row readside cannot encode
+	err    error    // a row readside cannot encode, or the read failed after the high watermark
 }
 
 // taskRef names the task a chunk belongs to.
@@ -232,8 +233,8 @@ func (s *stream) popChunk(ctx context.Context) (*chunk, error) {
 }
 
 // readChunk reads one chunk of task after the key after: the table's
-// columns, the low watermark, the rows (handed to c.encode), then the high
-// watermark.
+// columns, the low watermark, the rows (handed to c.encode) and the high
+// watermark, written once the read view is open.
 func (src *sourceDB) readChunk(ctx context.Context, c *chunk, task SnapshotTask, after [][]byte, topic string, excluded map[string]bool, signalDB string, serverID uint32, limit int) error {
 	db, name, _ := strings.Cut(task.Table, ".")
 	tbl, err := src.schemaTable(ctx, db, name, topic, excluded)
@@ -253,8 +254,8 @@ func (src *sourceDB) readChunk(ctx context.Context, c *chunk, task SnapshotTask,
 	}
 	// The rows are copied as they are scanned, end to end in a few large
 	// buffers (vals hold a row only until the next Scan), and encoded by
-	// a goroutine of their own: the high watermark and the next chunk's
-	// reads need not wait for the encoding.
+	// a goroutine of their own: the next chunk's reads need not wait for
+	// the encoding.
 	ncol := len(tbl.columns)
 	vals := make([]sql.RawBytes, ncol)
 	ptrs := make([]any, ncol)
@@ -263,10 +264,36 @@ func (src *sourceDB) readChunk(ctx context.Context, c *chunk, task SnapshotTask,
 	}
 	var buf slab
 	var raw []sql.RawBytes // row after row, ncol values each
+	// The high watermark is written while the rest of the rows arrive:
+	// InnoDB opened the statement's read view before it returned the first
+	// row, and every row comes from that view, so the read lies between
+	// the watermarks. A chunk whose high watermark is written gets its
+	// c.read closed whatever happens (encoded, or c.err), as the stream
+	// waits for it when it meets that watermark.
+	var high chan error
+	startHigh := func() {
+		if chunkRead != nil && len(raw) > 0 {
+			var first [][]byte
+			for _, i := range tbl.pk {
+				first = append(first, raw[i])
+			}
+			chunkRead(task.Table, first)
+		}
+		high = make(chan error, 1)
+		go func() { high <- src.writeWatermark(ctx, signalDB, serverID, c.id, "high") }()
+	}
+	fail := func(err error) error {
+		if high != nil {
+			c.err = err
+			close(c.read)
+			<-high
+		}
+		return err
+	}
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
 			rows.Close()
-			return err
+			return fail(err)
 		}
 		for _, v := range vals {
 			switch {
@@ -277,10 +304,16 @@ func (src *sourceDB) readChunk(ctx context.Context, c *chunk, task SnapshotTask,
 			}
 			raw = append(raw, v)
 		}
+		if high == nil {
+			startHigh()
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return err
+		return fail(err)
+	}
+	if high == nil { // no rows: the statement is over
+		startHigh()
 	}
 	n := len(raw) / max(ncol, 1)
 	c.complete = n < limit
@@ -289,15 +322,9 @@ func (src *sourceDB) readChunk(ctx context.Context, c *chunk, task SnapshotTask,
 			c.lastKey = append(c.lastKey, []byte(raw[(n-1)*ncol+i]))
 		}
 	}
-	if chunkRead != nil && n > 0 {
-		var first [][]byte
-		for _, i := range tbl.pk {
-			first = append(first, raw[i])
-		}
-		chunkRead(task.Table, first)
-	}
 	go c.encode(raw, ncol, task.Table)
-	return src.writeWatermark(ctx, signalDB, serverID, c.id, "high")
+	// The next chunk's low watermark only after this high one committed.
+	return <-high
 }
 
 // encode encodes the chunk's rows (key and after image of each) and then
