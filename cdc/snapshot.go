@@ -220,7 +220,7 @@ func (s *stream) touched(tbl *table, rows [][]any) error {
 		return nil
 	}
 	c := s.inflight[0]
-	if !c.lowSeen || c.table.db != tbl.db || c.table.name != tbl.name {
+	if !c.lowSeen || c.db != tbl.db || c.name != tbl.name {
 		return nil
 	}
 	for _, r := range rows {

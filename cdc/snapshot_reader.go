@@ -37,9 +37,10 @@ const snapshotReadAhead = 3
 // chunk is one chunk of a snapshot: filled by the reader, then published
 // by the stream.
 type chunk struct {
-	id    string
-	task  taskRef
-	table *table
+	id       string
+	task     taskRef
+	db, name string // the task's table, known when the chunk is announced
+	table    *table // the reader's until it starts the encoder
 
 	// The stream's, from the low watermark on.
 	lowSeen bool
@@ -116,6 +117,7 @@ func (r *chunkReader) run(ctx context.Context, after [][]byte, read func(context
 		var idb [16]byte
 		_, _ = rand.Read(idb[:])
 		c := &chunk{id: hex.EncodeToString(idb[:]), task: r.task, dropped: map[string]bool{}, read: make(chan struct{})}
+		c.db, c.name, _ = strings.Cut(r.task.table, ".")
 		r.chunks <- c // never blocks: a slot is held
 		if err := read(ctx, c, after); err != nil {
 			if ctx.Err() != nil {
