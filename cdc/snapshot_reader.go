@@ -95,9 +95,9 @@ func (s *stream) startReader(ctx context.Context) {
 	rctx, cancel := context.WithCancel(ctx)
 	r := &chunkReader{task: refOf(task), chunks: make(chan *chunk, snapshotReadAhead), slots: make(chan struct{}, snapshotReadAhead),
 		cancel: cancel, done: make(chan struct{})}
-	cfg := s.t.cfg.Source
+	cfg, excluded := s.t.cfg.Source, s.excluded[task.Table]
 	read := func(ctx context.Context, c *chunk, after [][]byte) error {
-		return s.src.readChunk(ctx, c, task, after, topic, s.excluded[task.Table], cfg.Snapshot.SignalDB, cfg.ServerID, cfg.Snapshot.ChunkRows)
+		return s.src.readChunk(ctx, c, task, after, topic, excluded, cfg.Snapshot.SignalDB, cfg.ServerID, cfg.Snapshot.ChunkRows)
 	}
 	go func() {
 		defer close(r.done)
