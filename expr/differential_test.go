@@ -63,6 +63,13 @@ type serverValue struct {
 // differential runs every expression over the table on both sides.
 func differential(t *testing.T, tbl diffTable, exprs []string) {
 	t.Helper()
+	differentialParsed(t, tbl, exprs, expr.Parse)
+}
+
+// differentialParsed is differential with the texts read by parse
+// (expr.ParseCondition for where filters).
+func differentialParsed(t *testing.T, tbl diffTable, exprs []string, parse func(string) (*expr.Expr, error)) {
+	t.Helper()
 	conn, db := session(t)
 	var ddl []string
 	for _, c := range tbl.cols {
@@ -84,7 +91,7 @@ func differential(t *testing.T, tbl diffTable, exprs []string) {
 	events := readEvents(t, conn, cols, len(tbl.rows))
 
 	for _, text := range exprs {
-		e, err := expr.Parse(text)
+		e, err := parse(text)
 		if err != nil {
 			t.Errorf("%s: %v", text, err)
 			continue

@@ -14,6 +14,8 @@ type Expr struct {
 	checked bool
 	// root is the expression tree (ast.go).
 	root node
+	// cond: root is the text's tree under IS TRUE (ParseCondition).
+	cond bool
 }
 
 // node is one operator, function call, column reference or literal of an
@@ -73,6 +75,23 @@ func Parse(text string) (*Expr, error) {
 	return e, nil
 }
 
+// ParseCondition reads a WHERE condition: the expression as written,
+// evaluated as `(text) IS TRUE`, so that a row passes exactly when
+// MySQL's WHERE would keep it (NULL and zero do not pass) and Eval gives
+// 1 or 0, never NULL. Errors are *Error at positions in text as written.
+// String is the text as written; SQL renders the condition with its IS
+// TRUE, so that its value on the server equals Eval's, as for any
+// expression.
+func ParseCondition(text string) (*Expr, error) {
+	e, err := Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	e.cond = true
+	e.root = &isTruth{x: e.root, want: truthTrue}
+	return e, nil
+}
+
 // Check types the expression against the source columns and gives its
 // result type. Errors name the position and the fix.
 func (e *Expr) Check(s Schema) (Type, error) {
@@ -95,7 +114,7 @@ func (e *Expr) Columns() []string { return e.columns }
 // Column reports whether the expression is a plain column reference, and
 // which: such a column is copied as is, without evaluation.
 func (e *Expr) Column() (string, bool) {
-	n := e.root
+	n := e.written()
 	for {
 		p, ok := n.(*paren)
 		if !ok {
@@ -115,6 +134,14 @@ func (e *Expr) String() string { return e.text }
 // SQL renders the expression as MySQL text whose value on the source
 // equals Eval's; col renders a column reference (quoted, qualified).
 func (e *Expr) SQL(col func(name string) string) string { return e.root.sql(col) }
+
+// written is the tree of the text as written.
+func (e *Expr) written() node {
+	if e.cond {
+		return e.root.(*isTruth).x
+	}
+	return e.root
+}
 
 // Eval computes the expression on a row: the values of Columns, in order.
 func (e *Expr) Eval(row []Datum) (Datum, error) {

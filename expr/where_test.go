@@ -5,9 +5,10 @@ import (
 	"testing"
 )
 
-// TestWhereCompatibility runs the where: filter's own cases
-// (projections/where_test.go) through expr: every text that grammar
-// accepts parses and means the same here.
+// TestWhereCompatibility runs the where: filter cases users rely on
+// (projections/where_test.go runs them through the projector's Filter)
+// through expr alone: Parse, Check, Eval and Datum.True, the truth a
+// WHERE keeps a row by.
 func TestWhereCompatibility(t *testing.T) {
 	defs := map[string]string{
 		"status":  "varchar(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci",

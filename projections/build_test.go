@@ -27,6 +27,7 @@ func TestBuildMatchesEventByEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := ps[0]
+	typeWhere(t, p, messagesDefs)
 	schemaV1 := `{"version":"v1","columns":{"id":"bigint","sender_id":"int","created_at":"datetime","body":"text"}}`
 	// Version 2 makes body a blob (base64 in events, bound as bytes): the
 	// kinds Build keeps per schema must follow.

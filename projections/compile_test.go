@@ -59,7 +59,7 @@ func TestCompileErrors(t *testing.T) {
 		{"shard_by outside the key", func(p *config.Projection, _ *config.Config) { p.ShardBy = "body" }, `shard_by "body" must be one of its key columns`},
 		{"empty columns", func(p *config.Projection, _ *config.Config) { p.Columns = nil }, "projections.messages_by_sender.columns is empty"},
 		{"bad on_error", func(p *config.Projection, _ *config.Config) { p.OnError = "ignore" }, `on_error "ignore": want dlq or stop`},
-		{"where does not parse", func(p *config.Projection, _ *config.Config) { p.Where = "body = 'x" }, `projections.messages_by_sender.where "body = 'x": unterminated string`},
+		{"where does not parse", func(p *config.Projection, _ *config.Config) { p.Where = "body = 'x" }, `projections.messages_by_sender.where "body = 'x": at offset 7: unterminated string: close it with '`},
 		{"join parent not captured", func(p *config.Projection, _ *config.Config) {
 			p.Join = []config.Join{{From: "chat.users", On: map[string]string{"id": "sender_id"}, Columns: map[string]string{"sender_name": "name"}}}
 		}, "projections.messages_by_sender.join[0].from chat.users is not in source.tables: add it there"},
@@ -136,7 +136,7 @@ func TestWritesKeyMove(t *testing.T) {
 	// An in-place update is one upsert.
 	after := e.After.Map()
 	after["sender_id"], _ = e.Before.Get("sender_id")
-	e.After = event.ImageOf(after)
+	e.After = ImageOf(after)
 	if ws, _ := p.Writes(e); len(ws) != 1 || ws[0].Kind != Upsert {
 		t.Errorf("in-place update gave %+v", ws)
 	}
@@ -193,6 +193,7 @@ func TestWritesFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := ps[0]
+	typeWhere(t, p, messagesDefs)
 	ev := func(op, before, after string) event.Event {
 		t.Helper()
 		img := func(body string) string {
@@ -356,6 +357,7 @@ func TestWritesNullableKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := ps[0]
+	typeWhere(t, p, messagesDefs)
 	img := func(sender string) string {
 		if sender == "" {
 			return "null"

@@ -294,11 +294,11 @@ func (p *Projection) appendComputedKey(b *strings.Builder, img *event.Image, pl 
 }
 
 // Computes reports whether the projection has a computed column (or a
-// value that may be one until SourceColumns resolves it) or an
-// expression filter: what SourceColumns must type before the projection
-// is evaluated or verified.
+// value that may be one until SourceColumns resolves it) or a where
+// filter (an expression too): what SourceColumns must type before the
+// projection is evaluated or verified.
 func (p *Projection) Computes() bool {
-	return p.Where.Expression() || slices.ContainsFunc(p.Columns, Column.Computed)
+	return p.Where != nil || slices.ContainsFunc(p.Columns, Column.Computed)
 }
 
 // argTypes are the value types of source columns cols, for

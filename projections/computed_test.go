@@ -1,14 +1,13 @@
 package projections
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/readside/readside/config"
-	"github.com/readside/readside/event"
 	"github.com/readside/readside/keyspace"
+	"github.com/readside/readside/event"
 )
 
 // computedSource is a source table for typing computed columns without a
@@ -119,39 +118,6 @@ func TestTypeComputed(t *testing.T) {
 	}
 }
 
-// TestCompileWhereExpression: a where the classic grammar reads stays
-// classic (same meaning as before); one it does not is an expression;
-// an error comes from the parser that read further.
-func TestCompileWhereExpression(t *testing.T) {
-	cases := []struct {
-		why, where string
-		expression bool
-		err        string
-	}{
-		{"a classic condition stays classic", "status <> 'draft' AND score > 3", false, ""},
-		{"arithmetic is an expression", "COALESCE(score, 0) * 2 < 150", true, ""},
-		{"CASE is an expression", "CASE WHEN status = 'x' THEN 1 ELSE 0 END", true, ""},
-		{"a classic typo keeps the classic message", "status = 'x", false, "unterminated string"},
-		{"an expression's typo gets the expression's position", "COALESCE(score, 0) * (2 +", false, "at offset 25"},
-	}
-	for _, c := range cases {
-		f, err := compileWhere(c.where)
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("%s: %q: error %v, want %q", c.why, c.where, err, c.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%s: %q: %v", c.why, c.where, err)
-			continue
-		}
-		if f.Expression() != c.expression {
-			t.Errorf("%s: %q: expression %v", c.why, c.where, f.Expression())
-		}
-	}
-}
-
 // typeAll types p's computed columns and filter against src, as
 // SourceColumns does with the live source.
 func typeAll(t testing.TB, p *Projection, src *sourceTable) {
@@ -253,7 +219,7 @@ func TestWritesComputedKeyMoves(t *testing.T) {
 	e := computedEvent(t, jan+","+urgent+","+fine, jan+","+urgent+",\"score\":12")
 	after := e.After.Map()
 	after["id"] = []byte("2")
-	e.After = event.ImageOf(after)
+	e.After = ImageOf(after)
 	if _, err := p.Writes(e); err == nil || !strings.Contains(err.Error(), `projections.by_month.columns.big "id * 4611686018427387904" cannot be computed for this row`) {
 		t.Errorf("BIGINT overflow: error %v, want one naming the column and the expression", err)
 	}
@@ -270,37 +236,5 @@ func TestWritesComputedKeyNull(t *testing.T) {
 	e := computedEvent(t, `"created_at":"2026-01-01 00:00:00.000000","status":"x","score":1`, `"created_at":"2026-01-01 00:00:00.000000","status":"x","score":2`)
 	if _, err := p.Writes(e); err == nil || !strings.Contains(err.Error(), `key column "month" = sender_id DIV (id - 1) is NULL for this row: a read key cannot be NULL; wrap it in COALESCE`) {
 		t.Errorf("NULL computed key: error %v", err)
-	}
-}
-
-// TestWhereTyped: a classic where, once typed against the source, is
-// evaluated by expr with the column's collation, as the source's WHERE;
-// untyped, it keeps the classic evaluator (case-insensitive).
-func TestWhereTyped(t *testing.T) {
-	src := computedSource()
-	src.types["code"] = "varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
-	img := event.ImageOf(map[string]json.RawMessage{"code": json.RawMessage(`"paid"`), "status": json.RawMessage(`"paid"`)})
-	cases := []struct {
-		why, where     string
-		untyped, typed bool
-	}{
-		{"a _bin column compares case-sensitively once typed", "code = 'PAID'", true, false},
-		{"a _ci column compares case-insensitively either way", "status = 'PAID'", true, true},
-		{"a _bin column ignores trailing spaces (PAD SPACE)", "code = 'paid  '", true, true},
-	}
-	for _, c := range cases {
-		f, err := compileWhere(c.where)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, err := f.Match(img); err != nil || got != c.untyped {
-			t.Errorf("%s: untyped %q = %v (%v), want %v", c.why, c.where, got, err, c.untyped)
-		}
-		if err := f.typeExpr(src); err != nil {
-			t.Fatal(err)
-		}
-		if got, err := f.Match(img); err != nil || got != c.typed {
-			t.Errorf("%s: typed %q = %v (%v), want %v", c.why, c.where, got, err, c.typed)
-		}
 	}
 }

@@ -1,137 +1,113 @@
 package projections
 
+// A `where:` filter is an expression of the expression language (expr),
+// the same one computed columns use: parsed once by expr.ParseCondition,
+// typed against the source columns by SourceColumns (typeExpr) and
+// evaluated as MySQL's WHERE does: a row passes when the condition IS
+// TRUE, strings compared by their column's collation, numbers exactly.
+// Its Go value equals the source's by expr's differential tests, so
+// verify and shards compute the same filter in SQL (SQL).
+
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 
 	"github.com/readside/readside/expr"
 )
 
-// Filter is a compiled `where:` row filter, evaluated on a source row
-// image in the projector. It is a small SQL subset — comparisons, IS
-// [NOT] NULL, [NOT] IN, [NOT] BETWEEN, [NOT] LIKE, AND, OR, NOT and
-// parentheses over columns and literals — with SQL's three-valued logic:
-// only rows for which it is TRUE pass, so a comparison with NULL drops the
-// row as a WHERE clause would.
-//
-// Strings compare the way MySQL's default *_ci PAD SPACE collations do for
-// the common cases: case-insensitively and ignoring trailing spaces.
-// Numbers compare exactly (as decimals, never floats). A string compared
-// with a number is converted to a number as MySQL does when it looks like
-// one.
+// Filter is a compiled `where:` row filter.
 type Filter struct {
-	text    string
-	root    node
-	columns []string
-	// e is the filter as an expression (where_expr.go), typed its IS
-	// TRUE form checked against the source; root is nil for a text only
-	// the expression language reads.
-	e     *expr.Expr
+	text string
+	// e is the text as written, untyped: the columns it reads, its SQL
+	// and the NULL analysis of key columns (ExcludesNull).
+	e *expr.Expr
+	// typed is the condition checked against the source; each typing
+	// parses afresh, so that a DDL's re-typing never changes a tree a
+	// projector goroutine is evaluating.
 	typed *atomic.Pointer[typedExpr]
 }
 
+// compileWhere reads a `where:` value. Its errors are *expr.Error: the
+// position in the text and the fix.
+func compileWhere(text string) (*Filter, error) {
+	e, err := expr.Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	return &Filter{text: text, e: e, typed: new(atomic.Pointer[typedExpr])}, nil
+}
+
 // Columns are the source columns the filter reads.
-func (f *Filter) Columns() []string { return f.columns }
+func (f *Filter) Columns() []string { return f.e.Columns() }
 
 func (f *Filter) String() string { return f.text }
 
+// Typed reports whether the filter has been typed against the source
+// (SourceColumns): then Match and SQL compute the same, and verify
+// computes it in SQL.
+func (f *Filter) Typed() bool { return f != nil && f.typed.Load() != nil }
+
+// SQL is the filter as MySQL text, as written: a row passes where it
+// IS TRUE, as in a WHERE clause (verify and shards wrap it so); col
+// renders a column reference.
+func (f *Filter) SQL(col func(name string) string) string { return f.e.SQL(col) }
+
+// ExcludesNull reports whether the filter is never TRUE for a row whose
+// column col is NULL, whatever the row's other columns hold: then a
+// nullable source column may be a read key (NullableKeys). The forms it
+// understands are listed in docs/config.md.
+func (f *Filter) ExcludesNull(col string) bool { return f != nil && f.e.ExcludesNull(col) }
+
+// typeExpr checks the filter against the source table.
+func (f *Filter) typeExpr(src *sourceTable) error {
+	if f == nil || firstMissing(f.Columns(), src) != "" { // a missing column: SourceColumns says so
+		return nil
+	}
+	e, err := expr.ParseCondition(f.text)
+	if err != nil {
+		return err
+	}
+	typ, err := e.Check(func(name string) (expr.Column, bool) {
+		def, ok := src.types[name]
+		return expr.Column{Name: name, Def: def, Nullable: src.nullable[name]}, ok
+	})
+	if err != nil {
+		return err
+	}
+	t := &typedExpr{e: e, typ: typ}
+	if t.args, err = src.argTypes(e.Columns()); err != nil {
+		return err
+	}
+	f.typed.Store(t)
+	return nil
+}
+
+// errUntyped: Match before SourceColumns, which every command that runs
+// a projection calls first.
+var errUntyped = errors.New("has not been typed against the source table: plan the projection (readside plan) before running it")
+
 // Match evaluates the filter on a row image.
 func (f *Filter) Match(img *Image) (bool, error) {
-	if f.root == nil || f.Typed() {
-		return f.matchExpr(img)
+	t := f.typed.Load()
+	if t == nil {
+		return false, fmt.Errorf("where %q %w", f.text, errUntyped)
 	}
-	v, err := f.root.eval(img)
-	if err != nil {
-		return false, err
-	}
-	t, known := truth(v)
-	return known && t, nil
-}
-
-// ParseFilter compiles a where expression.
-func ParseFilter(text string) (*Filter, error) {
-	toks, err := lex(text)
-	if err != nil {
-		return nil, err
-	}
-	p := &parser{toks: toks}
-	root, err := p.or()
-	if err != nil {
-		return nil, err
-	}
-	if p.peek().kind != tEOF {
-		return nil, fmt.Errorf("unexpected %q at offset %d", p.peek().text, p.peek().pos)
-	}
-	f := &Filter{text: text, root: root}
-	seen := map[string]bool{}
-	walk(root, func(n node) {
-		if c, ok := n.(colRef); ok && !seen[string(c)] {
-			seen[string(c)] = true
-			f.columns = append(f.columns, string(c))
+	row := make([]expr.Datum, len(t.args))
+	for i, name := range t.e.Columns() {
+		raw, ok := img.Get(name)
+		if !ok {
+			return false, &missingColumn{name}
 		}
-	})
-	return f, nil
-}
-
-// ---- AST ----
-
-type node interface {
-	eval(img *Image) (value, error)
-}
-
-type colRef string
-type literal value
-type cmpNode struct {
-	op   string
-	l, r node
-}
-type logicNode struct {
-	op   string // AND, OR
-	l, r node
-}
-type notNode struct{ x node }
-type isNullNode struct {
-	x   node
-	not bool
-}
-type inNode struct {
-	x    node
-	list []node
-	not  bool
-}
-type betweenNode struct {
-	x, lo, hi node
-	not       bool
-}
-type likeNode struct {
-	x       node
-	pattern string
-	not     bool
-}
-
-func walk(n node, fn func(node)) {
-	fn(n)
-	switch t := n.(type) {
-	case cmpNode:
-		walk(t.l, fn)
-		walk(t.r, fn)
-	case logicNode:
-		walk(t.l, fn)
-		walk(t.r, fn)
-	case notNode:
-		walk(t.x, fn)
-	case isNullNode:
-		walk(t.x, fn)
-	case inNode:
-		walk(t.x, fn)
-		for _, e := range t.list {
-			walk(e, fn)
+		d, err := expr.FromEventType(raw, t.args[i])
+		if err != nil {
+			return false, fmt.Errorf("source column %q: %w", name, err)
 		}
-	case betweenNode:
-		walk(t.x, fn)
-		walk(t.lo, fn)
-		walk(t.hi, fn)
-	case likeNode:
-		walk(t.x, fn)
+		row[i] = d
 	}
+	d, err := t.e.Eval(row)
+	if err != nil {
+		return false, fmt.Errorf("%q cannot be computed for this row: %w", f.text, err)
+	}
+	return d.True(), nil
 }

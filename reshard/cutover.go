@@ -59,47 +59,14 @@ func (r *Reshard) servers() []*server {
 func (r *Reshard) cutover(ctx context.Context, f *filler) (time.Duration, error) {
 	gen := r.Generation()
 	all := r.servers()
-	var fenced []*sinks.Cutover
-	var fencedSrv []*server
-	defer func() {
-		for _, c := range fenced {
-			if c != nil {
-				c.Rollback()
-			}
-		}
-	}()
-	var acquired time.Time
-	target := projections.Offsets{}
-	for _, s := range all {
-		if !s.old {
-			continue
-		}
-		c, err := s.db.BeginCutover(ctx, r.p.Name)
-		if err != nil {
-			return 0, fmt.Errorf("the fence on %s: %w", s.id, err)
-		}
-		if c.Generation >= gen {
-			c.Rollback() // moved by an earlier run
-			continue
-		}
-		if acquired.IsZero() {
-			acquired = time.Now()
-		}
-		fenced, fencedSrv = append(fenced, c), append(fencedSrv, s)
-		offs, err := c.Offsets(ctx, r.p.Name)
-		if err != nil {
-			return 0, err
-		}
-		for topic, parts := range offs {
-			for part, next := range parts {
-				if cur, ok := target[topic][part]; !ok || next > cur {
-					target.Set(topic, part, next)
-				}
-			}
-		}
+	h := &heldFence{}
+	defer h.rollback()
+	target, err := r.takeFence(ctx, gen, all, h)
+	if err != nil {
+		return 0, err
 	}
-	if len(fenced) > 0 {
-		r.o.Log.Info("reshard: fence held; the fill catches up with the live projector", "projection", r.p.Name, "servers", len(fenced))
+	if len(h.txs) > 0 {
+		r.o.Log.Info("reshard: fence held; the fill catches up with the live projector", "projection", r.p.Name, "servers", len(h.txs))
 		if err := f.waitFor(ctx, target, "cutover: catching up under the fence"); err != nil {
 			return 0, err
 		}
@@ -112,36 +79,109 @@ func (r *Reshard) cutover(ctx context.Context, f *filler) (time.Duration, error)
 		<-ctx.Done()
 		return 0, ctx.Err()
 	}
+	if err := r.routeFenced(ctx, gen, h); err != nil {
+		return 0, err
+	}
+	var fence time.Duration
+	if len(h.txs) > 0 {
+		fence = time.Since(h.acquired)
+	}
+	h.txs = nil
+	return fence, r.routeNew(ctx, gen, all)
+}
+
+// heldFence is the fence on OLD's servers: one open cutover transaction
+// per server not yet moved, in server order, and when the first was
+// taken. A transaction routed (committed) is nil; rollback ends the rest.
+type heldFence struct {
+	txs      []*sinks.Cutover
+	srv      []*server
+	acquired time.Time
+}
+
+func (h *heldFence) rollback() {
+	for _, c := range h.txs {
+		if c != nil {
+			c.Rollback()
+		}
+	}
+}
+
+// takeFence opens the cutover transaction on every OLD server that does
+// not have generation gen yet (which fences its live projector) and
+// returns the offsets the fill must reach: the highest on any of them,
+// per partition.
+func (r *Reshard) takeFence(ctx context.Context, gen uint64, all []*server, h *heldFence) (projections.Offsets, error) {
+	target := projections.Offsets{}
+	for _, s := range all {
+		if !s.old {
+			continue
+		}
+		c, err := s.db.BeginCutover(ctx, r.p.Name)
+		if err != nil {
+			return nil, fmt.Errorf("the fence on %s: %w", s.id, err)
+		}
+		if c.Generation >= gen {
+			c.Rollback() // moved by an earlier run
+			continue
+		}
+		if h.acquired.IsZero() {
+			h.acquired = time.Now()
+		}
+		h.txs, h.srv = append(h.txs, c), append(h.srv, s)
+		offs, err := c.Offsets(ctx, r.p.Name)
+		if err != nil {
+			return nil, err
+		}
+		for topic, parts := range offs {
+			for part, next := range parts {
+				if cur, ok := target[topic][part]; !ok || next > cur {
+					target.Set(topic, part, next)
+				}
+			}
+		}
+	}
+	return target, nil
+}
+
+// routeFenced commits the fenced OLD servers one by one: each merges the
+// fill's offsets (where it received pieces) and records generation gen
+// naming NEW.
+func (r *Reshard) routeFenced(ctx context.Context, gen uint64, h *heldFence) error {
 	fillName := r.fill.OffsetsName()
 	ranges := r.o.New.Ranges()
-	for i, c := range fenced {
-		if fencedSrv[i].received {
+	for i, c := range h.txs {
+		if h.srv[i].received {
 			if err := c.MergeFill(ctx, fillName, true); err != nil {
-				return 0, fmt.Errorf("%s: %w", fencedSrv[i].id, err)
+				return fmt.Errorf("%s: %w", h.srv[i].id, err)
 			}
 		}
 		if err := c.Route(ctx, gen, r.o.New.Name, ranges, r.p.Replicated); err != nil {
-			return 0, fmt.Errorf("%s: %w", fencedSrv[i].id, err)
+			return fmt.Errorf("%s: %w", h.srv[i].id, err)
 		}
-		fenced[i] = nil
-		if r.o.PauseAt == pausePartial && len(fenced) > 1 {
+		h.txs[i] = nil
+		if r.o.PauseAt == pausePartial && len(h.txs) > 1 {
 			r.o.Log.Warn("reshard: paused for a test", "phase", r.o.PauseAt)
 			<-ctx.Done()
-			return 0, ctx.Err()
+			return ctx.Err()
 		}
 	}
-	var fence time.Duration
-	if len(fenced) > 0 {
-		fence = time.Since(acquired)
-	}
-	fenced = nil
+	return nil
+}
+
+// routeNew records generation gen on the servers only NEW uses, last (a
+// projector that resolves NEW finds it agreed only once every server has
+// it), then forgets the fill identity's offsets everywhere.
+func (r *Reshard) routeNew(ctx context.Context, gen uint64, all []*server) error {
+	fillName := r.fill.OffsetsName()
+	ranges := r.o.New.Ranges()
 	for _, s := range all {
 		if s.old {
 			continue
 		}
 		c, err := s.db.BeginCutover(ctx, r.p.Name)
 		if err != nil {
-			return fence, fmt.Errorf("%s: %w", s.id, err)
+			return fmt.Errorf("%s: %w", s.id, err)
 		}
 		if c.Generation >= gen {
 			c.Rollback()
@@ -150,19 +190,19 @@ func (r *Reshard) cutover(ctx context.Context, f *filler) (time.Duration, error)
 		if s.received {
 			if err := c.MergeFill(ctx, fillName, false); err != nil {
 				c.Rollback()
-				return fence, fmt.Errorf("%s: %w", s.id, err)
+				return fmt.Errorf("%s: %w", s.id, err)
 			}
 		}
 		if err := c.Route(ctx, gen, r.o.New.Name, ranges, r.p.Replicated); err != nil {
-			return fence, fmt.Errorf("%s: %w", s.id, err)
+			return fmt.Errorf("%s: %w", s.id, err)
 		}
 	}
 	// A rerun's fill may have written the fill identity again where an
 	// earlier run had already merged it.
 	for _, s := range all {
 		if err := s.db.ForgetOffsets(ctx, fillName); err != nil {
-			return fence, fmt.Errorf("%s: %w", s.id, err)
+			return fmt.Errorf("%s: %w", s.id, err)
 		}
 	}
-	return fence, nil
+	return nil
 }

@@ -7,9 +7,11 @@
 // names NEW everywhere, and the live projectors follow it (the daemon
 // re-resolves the projection's sink). --cleanup deletes the rows OLD's
 // servers no longer serve. Every phase is recorded in `_readside_reshards`
-// and every step is safe to repeat, so a rerun after kill -9 resumes. The
-// argument is in docs/ARCHITECTURE.md, "Resharding"; the operator's view
-// in docs/operations.md.
+// and every step is safe to repeat, so a rerun after kill -9 resumes.
+// Prepare (move.go) is the entry point of a run: it decides the step from
+// the routing and what is recorded. The argument is in
+// docs/ARCHITECTURE.md, "Resharding"; the operator's view in
+// docs/operations.md.
 package reshard
 
 import (

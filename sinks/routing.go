@@ -111,10 +111,11 @@ const maxRoutingHops = 8
 // p.Sink and follows the routing rows (the highest generation on a sink's
 // shards names the next sink) until a sink whose rows name itself, or that
 // has none. open opens a config sink by name; the sinks it opened along
-// the way are the caller's to close. A sink the rows name must be in cfg
-// with the ranges the rows record. Servers that disagree (a cutover under
+// the way are the caller's to close. A sink the rows name must be in
+// configured (the config's sinks, by name) with the ranges the rows
+// record. Servers that disagree (a cutover under
 // way) give *RoutingUnsettled.
-func Resolve(ctx context.Context, cfg config.Config, p *projections.Projection, open func(ctx context.Context, name string) (*Sharded, error)) (ResolvedSink, error) {
+func Resolve(ctx context.Context, configured map[string]config.Sink, p *projections.Projection, open func(ctx context.Context, name string) (*Sharded, error)) (ResolvedSink, error) {
 	name, via := p.Sink, ""
 	var came uint64 // the generation that named name
 	for range maxRoutingHops {
@@ -141,7 +142,7 @@ func Resolve(ctx context.Context, cfg config.Config, p *projections.Projection, 
 			}
 			return ResolvedSink{Name: name, Sink: s, Generation: gen}, nil
 		}
-		if _, ok := cfg.Sinks[next]; !ok {
+		if _, ok := configured[next]; !ok {
 			return ResolvedSink{}, routingError(p.Name, "projection %s is served by sink %s (routing generation %d, recorded on sink %s), which the config does not name: add sinks.%s back to the config as it was when the reshard ran", p.Name, next, gen, name, next)
 		}
 		name, via, came = next, name, gen
@@ -149,21 +150,22 @@ func Resolve(ctx context.Context, cfg config.Config, p *projections.Projection, 
 	return ResolvedSink{}, routingError(p.Name, "the routing of %s names a sink more than %d times over (last %s, via %s): check `_readside_routing` on its servers", p.Name, maxRoutingHops, name, via)
 }
 
-// OpenResolved is Resolve opening the sinks on the way from cfg, for a
-// command that works on one projection; closeAll closes every sink it
-// opened, the resolved one included (also after an error).
-func OpenResolved(ctx context.Context, cfg config.Config, p *projections.Projection) (at ResolvedSink, closeAll func(), err error) {
+// OpenResolved is Resolve opening the sinks on the way from configured
+// (the config's sinks, by name), for a command that works on one
+// projection; closeAll closes every sink it opened, the resolved one
+// included (also after an error).
+func OpenResolved(ctx context.Context, configured map[string]config.Sink, p *projections.Projection) (at ResolvedSink, closeAll func(), err error) {
 	opened := map[string]*Sharded{}
 	closeAll = func() {
 		for _, s := range opened {
 			s.Close()
 		}
 	}
-	at, err = Resolve(ctx, cfg, p, func(ctx context.Context, name string) (*Sharded, error) {
+	at, err = Resolve(ctx, configured, p, func(ctx context.Context, name string) (*Sharded, error) {
 		if s := opened[name]; s != nil {
 			return s, nil
 		}
-		s, err := OpenSharded(ctx, name, cfg.Sinks[name])
+		s, err := OpenSharded(ctx, name, configured[name])
 		if err != nil {
 			return nil, fmt.Errorf("sink %s: %w", name, err)
 		}

@@ -13,12 +13,21 @@ import (
 	"github.com/readside/readside/sinks"
 )
 
-// Schedule verifies every projection each cfg.Verify.Every (never
-// repairing) until ctx ends, exporting readside_verify_drift_rows and
+// Scheduled is what scheduled verification takes of the config.
+type Scheduled struct {
+	Every     time.Duration          // verify.every
+	SourceDSN string                 // source.dsn, revealed
+	Brokers   []string               // the brokers to dial (config.Kafka.ClientBrokers)
+	DataDir   string                 // data_dir: each projection's state file
+	Sinks     map[string]config.Sink // sinks: where each projection is served
+}
+
+// Schedule verifies every projection each s.Every (never repairing)
+// until ctx ends, exporting readside_verify_drift_rows and
 // readside_verify_last_run_timestamp_seconds per projection. A failed run
 // is logged and retried at the next tick: verification must never stop
 // the daemon.
-func Schedule(ctx context.Context, cfg config.Config, ps []*projections.Projection, reg prometheus.Registerer, log *slog.Logger) error {
+func Schedule(ctx context.Context, s Scheduled, ps []*projections.Projection, reg prometheus.Registerer, log *slog.Logger) error {
 	drift := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readside_verify_drift_rows",
 		Help: "Rows that differed (missing + extra + different + misplaced) in the projection's last verification run."}, []string{"projection"})
 	last := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "readside_verify_last_run_timestamp_seconds",
@@ -26,16 +35,12 @@ func Schedule(ctx context.Context, cfg config.Config, ps []*projections.Projecti
 	if reg != nil {
 		reg.MustRegister(drift, last)
 	}
-	brokers := cfg.Kafka.Brokers
-	if len(brokers) == 0 {
-		brokers = []string{cfg.Kafka.EmbeddedListen}
-	}
-	src, err := OpenSource(cfg.Source.DSN.Reveal())
+	src, err := OpenSource(s.SourceDSN)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	tick := time.NewTicker(cfg.Verify.Every)
+	tick := time.NewTicker(s.Every)
 	defer tick.Stop()
 	for {
 		select {
@@ -44,7 +49,7 @@ func Schedule(ctx context.Context, cfg config.Config, ps []*projections.Projecti
 		case <-tick.C:
 		}
 		for _, p := range ps {
-			rep, err := runOnce(ctx, cfg, p, src, brokers, log)
+			rep, err := runOnce(ctx, s, p, src, log)
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -64,14 +69,14 @@ func Schedule(ctx context.Context, cfg config.Config, ps []*projections.Projecti
 	}
 }
 
-func runOnce(ctx context.Context, cfg config.Config, p *projections.Projection, src *sql.DB, brokers []string, log *slog.Logger) (*Report, error) {
+func runOnce(ctx context.Context, s Scheduled, p *projections.Projection, src *sql.DB, log *slog.Logger) (*Report, error) {
 	// The sink that serves p now: a reshard may have moved it off the
 	// one the config names.
-	at, closeSinks, err := sinks.OpenResolved(ctx, cfg, p)
+	at, closeSinks, err := sinks.OpenResolved(ctx, s.Sinks, p)
 	defer closeSinks()
 	if err != nil {
 		return nil, err
 	}
-	v := New(p, src, at.Sink, Options{StateFile: StateFile(cfg.DataDir, p.Name), Brokers: brokers, Log: log})
+	v := New(p, src, at.Sink, Options{StateFile: StateFile(s.DataDir, p.Name), Brokers: s.Brokers, Log: log})
 	return v.Run(ctx)
 }

@@ -468,13 +468,12 @@ func TestVerifySchedule(t *testing.T) {
 	s.run(t)
 	s.load(t, 50, 2000)
 	s.waitConverged(t, 2*time.Minute)
-	cfg := s.cfg
-	cfg.Verify.Every = 300 * time.Millisecond
-	cfg.DataDir = t.TempDir()
+	sched := verify.Scheduled{Every: 300 * time.Millisecond, SourceDSN: s.cfg.Source.DSN.Reveal(),
+		Brokers: s.cfg.Kafka.ClientBrokers(), DataDir: t.TempDir(), Sinks: s.cfg.Sinks}
 	reg := prometheus.NewRegistry()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- verify.Schedule(ctx, cfg, []*projections.Projection{s.p}, reg, logger()) }()
+	go func() { done <- verify.Schedule(ctx, sched, []*projections.Projection{s.p}, reg, logger()) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
@@ -20,16 +17,14 @@ import (
 // sinks, prints every finding (problems with their fix) and exits 1 when
 // any is an error.
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("check")
-	var common commonFlags
-	common.register(fs)
-	quiet := fs.Bool("q", false, "print only problems and warnings")
-	if code, done := parseFlags(fs, args, stdout, stderr); done {
+	c := newCommand("check", stdout, stderr)
+	quiet := c.fs.Bool("q", false, "print only problems and warnings")
+	if code, done := c.parse(args); done {
 		return code
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
-	cfg, err := config.Load(common.configPath, os.Environ())
+	cfg, err := c.load()
 	var findings []preflight.Finding
 	if err != nil {
 		// Config errors are check's first findings, not a usage error.
@@ -120,7 +115,7 @@ func driftFindings(ctx context.Context, cfg config.Config, planned []plannedProj
 	for _, pp := range planned {
 		// The sink that serves the projection now (a reshard may have
 		// moved it off the one the config names).
-		at, closeSinks, err := sinks.OpenResolved(ctx, cfg, pp.p)
+		at, closeSinks, err := sinks.OpenResolved(ctx, cfg.Sinks, pp.p)
 		if err != nil {
 			closeSinks()
 			if f, ok := routingFinding(pp.p.Name, err); ok {

@@ -8,11 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 
 	driver "github.com/go-sql-driver/mysql"
 
@@ -197,32 +194,27 @@ func sourceTypesOf(p *projections.Projection, connector sqldriver.Connector) fun
 }
 
 func runPlan(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("plan")
-	var common commonFlags
-	common.register(fs)
-	apply := fs.Bool("apply", false, "create the tables and run the safe ALTERs of drifted ones on the sinks")
-	if code, done := parseFlags(fs, args, stdout, stderr); done {
+	c := newCommand("plan", stdout, stderr)
+	apply := c.fs.Bool("apply", false, "create the tables and run the safe ALTERs of drifted ones on the sinks")
+	if code, done := c.parse(args); done {
 		return code
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
-	cfg, err := config.Load(common.configPath, os.Environ())
+	cfg, err := c.load()
 	if invalid := new(config.Invalid); errors.As(err, &invalid) {
 		// A config that decodes but does not validate: its problems and
 		// every projection's, in one run, as check lists them.
 		_, problems := checkProjections(ctx, invalid.Config)
-		fmt.Fprintf(stderr, "readside plan:\n%v\n", errors.Join(append(unjoin(invalid.Err), problems...)...))
-		return exitProblem
+		return c.failLines(exitProblem, errors.Join(append(unjoin(invalid.Err), problems...)...))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "readside plan: %v\n", err)
-		return exitUsage
+		return c.failf(exitUsage, "%v", err)
 	}
 	planned, problems := checkProjections(ctx, cfg)
 	if len(problems) > 0 {
 		// Every problem of every projection, so that one run shows them all.
-		fmt.Fprintf(stderr, "readside plan:\n%v\n", errors.Join(problems...))
-		return exitProblem
+		return c.failLines(exitProblem, errors.Join(problems...))
 	}
 	unsafe := 0
 	for _, pp := range planned {
@@ -255,7 +247,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		// uncompared, said on stderr so that stdout stays the DDL. The
 		// table compared is on the sink that serves the projection now (a
 		// reshard may have moved it off the one the config names).
-		at, closeSinks, err := sinks.OpenResolved(ctx, cfg, pp.p)
+		at, closeSinks, err := sinks.OpenResolved(ctx, cfg.Sinks, pp.p)
 		sink := at.Sink
 		if err != nil {
 			closeSinks()

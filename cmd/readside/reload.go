@@ -68,7 +68,7 @@ func newProjectorStarter(cfg config.Config, g *errgroup.Group, gctx context.Cont
 // from then on (routing.go). The error says which step failed; exitCode
 // is what `run` exits with for it at start-up.
 func (s *projectorStarter) start(ctx context.Context, pp plannedProjection) (exitCode int, err error) {
-	at, err := sinks.Resolve(ctx, s.cfg, pp.p, s.open)
+	at, err := sinks.Resolve(ctx, s.cfg.Sinks, pp.p, s.open)
 	if errors.As(err, new(*keyspace.RoutingUnsettled)) {
 		// A reshard's cutover under way: the projection waits for it
 		// under the supervisor, beside the others.

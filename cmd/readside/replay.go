@@ -15,9 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
@@ -37,7 +35,7 @@ type replayFlags struct {
 }
 
 // check returns what is wrong with the flags' combination ("": nothing).
-func (f replayFlags) check() string {
+func (f *replayFlags) check() string {
 	switch {
 	case f.name == "":
 		return "--projection is required (a name under projections: in the config)"
@@ -54,9 +52,8 @@ func (f replayFlags) check() string {
 }
 
 func runReplay(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("replay")
-	var common commonFlags
-	common.register(fs)
+	c := newCommand("replay", stdout, stderr)
+	fs := c.fs
 	var f replayFlags
 	fs.StringVar(&f.name, "projection", "", "the projection to replay (required)")
 	fs.StringVar(&f.from, "from", "", "earliest, an RFC3339 time, or partition:offset,... (topic/partition:offset for a joined parent's or a child table's topic)")
@@ -67,77 +64,43 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.cancel, "cancel", false, "remove the projection's pending replay requests (those no projector has taken yet)")
 	fs.BoolVar(&f.pending, "pending", false, "list the projection's pending replay requests")
 	fs.DurationVar(&f.progressEvery, "progress-every", 5*time.Second, "progress line period when stderr is not a terminal")
-	if code, done := parseFlags(fs, args, stdout, stderr); done {
+	// The daemon's embedded broker, when the config names no brokers:
+	// replay is a client of it.
+	e, code := c.setup(args, f.check)
+	if e == nil {
 		return code
 	}
-	if problem := f.check(); problem != "" {
-		fmt.Fprintln(stderr, "readside replay: "+problem)
-		return exitUsage
-	}
-	cfg, err := config.Load(common.configPath, os.Environ())
-	if err != nil {
-		fmt.Fprintf(stderr, "readside replay: %v\n", err)
-		return exitUsage
-	}
-	if len(cfg.Kafka.Brokers) == 0 {
-		// The daemon's embedded broker: replay is a client of it.
-		cfg.Kafka.Brokers = []string{cfg.Kafka.EmbeddedListen}
-	}
-	log := newLogger(cfg.Log, stderr)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	p, code := replayProjection(cfg, f.name, stderr)
+	defer e.stop()
+	ctx, cfg := e.ctx, e.cfg
+	p, code := c.projection(cfg, f.name)
 	if p == nil {
 		return code
 	}
 	if p.Computes() {
 		// Computed columns are evaluated as typed against the source.
 		if _, err := sourceTypes(ctx, cfg, p); err != nil {
-			fmt.Fprintf(stderr, "readside replay: %v\n", err)
-			return exitProblem
+			return c.failf(exitProblem, "%v", err)
 		}
 	}
 	// The sink that serves p now: a reshard may have moved it off the
 	// one the config names.
-	at, closeSinks, err := sinks.OpenResolved(ctx, cfg, p)
+	at, closeSinks, err := sinks.OpenResolved(ctx, cfg.Sinks, p)
 	defer closeSinks()
 	if err != nil {
-		fmt.Fprintf(stderr, "readside replay: %v\n", err)
-		return exitProblem
+		return c.failf(exitProblem, "%v", err)
 	}
 	sink := at.Sink
 	if err := sink.Exec(ctx, sinks.Bookkeeping()); err != nil {
-		fmt.Fprintf(stderr, "readside replay: %v\n", err)
-		return exitProblem
+		return c.failf(exitProblem, "%v", err)
 	}
-	r, err := newRebuild(cfg, p, sink, log, stderr, f.progressEvery)
+	r, err := newRebuild(cfg, p, sink, e.log, stderr, f.progressEvery)
 	if err == nil {
 		err = replay(ctx, f, cfg, p, sink, r, stdout)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "readside replay: %v\n", err)
-		return exitProblem
+		return c.failf(exitProblem, "%v", err)
 	}
 	return exitOK
-}
-
-// replayProjection is the projection the operator named, or nil and the
-// exit code after saying why not.
-func replayProjection(cfg config.Config, name string, stderr io.Writer) (*projections.Projection, int) {
-	ps, err := projections.Compile(cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "readside replay:\n%v\n", err)
-		return nil, exitUsage
-	}
-	var names []string
-	for _, c := range ps {
-		names = append(names, c.Name)
-		if c.Name == name {
-			return c, exitOK
-		}
-	}
-	fmt.Fprintf(stderr, "readside replay: --projection %q is not declared; declared: %s\n", name, strings.Join(names, ", "))
-	return nil, exitUsage
 }
 
 // replay runs what the flags ask and prints what it did.

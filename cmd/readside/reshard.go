@@ -13,9 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/readside/readside/config"
@@ -36,7 +34,7 @@ type reshardFlags struct {
 }
 
 // check returns what is wrong with the flags ("": nothing).
-func (f reshardFlags) check() string {
+func (f *reshardFlags) check() string {
 	switch {
 	case f.name == "":
 		return "--projection is required (a name under projections: in the config)"
@@ -57,9 +55,8 @@ func (f reshardFlags) check() string {
 const reshardPauseEnv = "RS_TEST_RESHARD_PAUSE"
 
 func runReshard(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("reshard")
-	var common commonFlags
-	common.register(fs)
+	c := newCommand("reshard", stdout, stderr)
+	fs := c.fs
 	var f reshardFlags
 	fs.StringVar(&f.name, "projection", "", "the projection to move (required)")
 	fs.StringVar(&f.sink, "sink", "", "the sink to move it to, as in the config (required)")
@@ -69,35 +66,20 @@ func runReshard(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.yes, "yes", false, "do not ask before starting")
 	fs.DurationVar(&f.progressEvery, "progress-every", 5*time.Second, "progress line period when stderr is not a terminal")
 	fs.IntVar(&f.chunkRows, "chunk-rows", 10000, "rows read at a time by the copy, the check and the cleanup")
-	if code, done := parseFlags(fs, args, stdout, stderr); done {
+	e, code := c.setup(args, f.check)
+	if e == nil {
 		return code
 	}
-	if problem := f.check(); problem != "" {
-		fmt.Fprintln(stderr, "readside reshard: "+problem)
-		return exitUsage
-	}
-	cfg, err := config.Load(common.configPath, os.Environ())
-	if err != nil {
-		fmt.Fprintf(stderr, "readside reshard: %v\n", err)
-		return exitUsage
-	}
-	if len(cfg.Kafka.Brokers) == 0 {
-		cfg.Kafka.Brokers = []string{cfg.Kafka.EmbeddedListen}
-	}
-	log := newLogger(cfg.Log, stderr)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	p, code := reshardProjection(cfg, f.name, stderr)
+	defer e.stop()
+	p, code := c.projection(e.cfg, f.name)
 	if p == nil {
 		return code
 	}
-	if problem := reshardTarget(cfg, f); problem != "" {
-		fmt.Fprintln(stderr, "readside reshard: "+problem)
-		return exitUsage
+	if problem := reshardTarget(e.cfg, f); problem != "" {
+		return c.failf(exitUsage, "%s", problem)
 	}
 	if err := reshard.Refuse(p); err != nil {
-		fmt.Fprintf(stderr, "readside reshard: %v\n", err)
-		return exitUsage
+		return c.failf(exitUsage, "%v", err)
 	}
 	opened := map[string]*sinks.Sharded{}
 	defer func() {
@@ -109,37 +91,18 @@ func runReshard(args []string, stdout, stderr io.Writer) int {
 		if s := opened[name]; s != nil {
 			return s, nil
 		}
-		s, err := sinks.OpenSharded(ctx, name, cfg.Sinks[name])
+		s, err := sinks.OpenSharded(ctx, name, e.cfg.Sinks[name])
 		if err != nil {
 			return nil, fmt.Errorf("sink %s: %w", name, err)
 		}
 		opened[name] = s
 		return s, nil
 	}
-	code, err = reshardRun(ctx, cfg, p, f, open, log, stdout, stderr)
+	code, err := reshardRun(e.ctx, e.cfg, p, f, open, e.log, stdout, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "readside reshard: %v\n", err)
+		return c.failf(code, "%v", err)
 	}
 	return code
-}
-
-// reshardProjection is the projection the operator named, or nil and the
-// exit code after saying why not.
-func reshardProjection(cfg config.Config, name string, stderr io.Writer) (*projections.Projection, int) {
-	ps, err := projections.Compile(cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "readside reshard:\n%v\n", err)
-		return nil, exitUsage
-	}
-	var names []string
-	for _, c := range ps {
-		names = append(names, c.Name)
-		if c.Name == name {
-			return c, exitOK
-		}
-	}
-	fmt.Fprintf(stderr, "readside reshard: --projection %q is not declared; declared: %s\n", name, strings.Join(names, ", "))
-	return nil, exitUsage
 }
 
 // reshardTarget checks --sink and --to against the config ("": fine).
@@ -168,138 +131,36 @@ func reshardTarget(cfg config.Config, f reshardFlags) string {
 	return ""
 }
 
-// servers are the server of each shard of a config sink.
-func servers(cfg config.Config, name string) ([]string, error) {
-	sc := cfg.Sinks[name]
-	dsns := []string{sc.DSN.Reveal()}
-	if len(sc.Shards) > 0 {
-		dsns = dsns[:0]
-		for _, sh := range sc.Shards {
-			dsns = append(dsns, sh.DSN.Reveal())
-		}
-	}
-	var out []string
-	for _, d := range dsns {
-		s, err := reshard.Server(d)
-		if err != nil {
-			return nil, fmt.Errorf("sinks.%s: %w", name, err)
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
-// reshardRun decides what to do (reshard.Decide) and does it.
+// reshardRun runs the reshard the flags ask (reshard.Prepare decides the
+// step) and prints what it does.
 func reshardRun(ctx context.Context, cfg config.Config, p *projections.Projection, f reshardFlags,
 	open func(context.Context, string) (*sinks.Sharded, error), log *slog.Logger, stdout, stderr io.Writer) (int, error) {
-	newSink, err := open(ctx, f.sink)
+	m, err := reshard.Prepare(ctx, p, reshardRequest(cfg, p, f, open, log, stderr))
 	if err != nil {
-		return exitProblem, err
-	}
-	served, gen := "", uint64(0)
-	res, err := sinks.Resolve(ctx, cfg, p, open)
-	var unsettled *keyspace.RoutingUnsettled
-	switch {
-	case errors.As(err, &unsettled):
-	case err != nil:
-		return exitProblem, err
-	default:
-		served, gen = res.Name, res.Generation
-	}
-	if err := newSink.Exec(ctx, sinks.ReshardDDL()); err != nil {
-		return exitProblem, fmt.Errorf("sink %s: %w", f.sink, err)
-	}
-	st, pr, err := reshard.Load(ctx, newSink, p.Name)
-	if err != nil {
-		return exitProblem, err
-	}
-	recordedTo, phase := "", ""
-	if st != nil {
-		recordedTo, phase = st.ToSink, st.Phase
-	}
-	if !reshard.Active(phase) {
-		// A reshard of p towards another sink keeps its row on that
-		// sink's servers.
-		rr := newReshardReader(cfg)
-		others, _ := rr.read(ctx)
-		rr.close()
-		for _, o := range others {
-			if o.Projection == p.Name && o.ToSink != f.sink && reshard.Active(o.Phase) {
-				recordedTo, phase = o.ToSink, o.Phase
-			}
+		if errors.As(err, new(*reshard.ConfigError)) {
+			return exitUsage, err
 		}
-	}
-	step, err := reshard.Decide(p.Name, served, f.sink, recordedTo, phase, f.cleanup)
-	if err != nil {
 		return exitProblem, err
 	}
-	if step == reshard.StepServed {
-		fmt.Fprintf(stdout, "%s is already served by sink %s (routing generation %d): nothing to do\n", p.Name, f.sink, gen)
+	switch m.Step {
+	case reshard.StepServed:
+		fmt.Fprintf(stdout, "%s is already served by sink %s (routing generation %d): nothing to do\n", p.Name, f.sink, m.Generation)
 		return exitOK, nil
-	}
-	oldName := served
-	if step != reshard.StepStart {
-		oldName, gen = pr.FromSink, st.FromGeneration
-		if _, ok := cfg.Sinks[oldName]; !ok {
-			return exitUsage, fmt.Errorf("the reshard of %s moves it from sink %s, which the config no longer names: add sinks.%s back as it was", p.Name, oldName, oldName)
-		}
-	}
-	oldSink, err := open(ctx, oldName)
-	if err != nil {
-		return exitProblem, err
-	}
-	if pr != nil && step != reshard.StepStart && strings.Join(oldSink.Ranges(), ",") != strings.Join(pr.FromRanges, ",") {
-		return exitUsage, fmt.Errorf("sink %s has ranges %s in the config, but the reshard of %s recorded %s: restore sinks.%s as it was", oldName, strings.Join(oldSink.Ranges(), ","), p.Name, strings.Join(pr.FromRanges, ","), oldName)
-	}
-	oldServers, err := servers(cfg, oldName)
-	if err != nil {
-		return exitUsage, err
-	}
-	newServers, err := servers(cfg, f.sink)
-	if err != nil {
-		return exitUsage, err
-	}
-	fill := f.fill
-	if pr != nil && step == reshard.StepResume {
-		fill = pr.Fill // a resumed fill goes on as it began
-	}
-	projLog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	r, err := reshard.New(p, reshard.Options{
-		Old: oldSink, New: newSink, OldGeneration: gen, OldServers: oldServers, NewServers: newServers,
-		Fill: fill, Topics: rebuild.Kafka{Brokers: cfg.Kafka.Brokers},
-		SourceTypes: func(ctx context.Context) (projections.Types, error) { return sourceTypes(ctx, cfg, p) },
-		Projector: projector.Options{Brokers: cfg.Kafka.Brokers,
-			MaxMessageBytes: cfg.Kafka.MaxMessageBytes, Rejected: sinks.Rejected},
-		ProjectorLog: func() *slog.Logger { return projLog },
-		Log:          log,
-		Progress:     reshard.Bar{Out: stderr, Every: f.progressEvery, TTY: isTerminal(stderr)},
-		ChunkRows:    f.chunkRows,
-		PauseAt:      os.Getenv(reshardPauseEnv),
-	})
-	if err != nil {
-		return exitUsage, err
-	}
-	if step == reshard.StepCleanup {
-		return reshardCleanup(ctx, r, p, pr, stdout)
-	}
-	if step == reshard.StepStart {
-		describeReshard(stdout, p, oldName, f.sink, r.Pieces(), oldSink, newSink)
+	case reshard.StepCleanup:
+		return reshardCleanup(ctx, m, p, stdout)
+	case reshard.StepStart:
+		describeReshard(stdout, p, m.From, f.sink, m.Pieces(), m.Old, m.New)
 		if !f.yes && !confirm(stdout) {
 			return exitUsage, errors.New("not confirmed: give --yes to run without asking")
 		}
-		pr = nil
 	}
-	result, err := r.Run(ctx, pr, phase)
+	result, err := m.Run(ctx)
 	if err != nil {
 		return exitProblem, err
 	}
 	fmt.Fprintf(stdout, "%s now applies through sink %s (generation %d); set projections.%s.sink: %s in the config\n", p.Name, f.sink, result.Generation, p.Name, f.sink)
 	if f.cleanup {
-		_, pr, err := reshard.Load(ctx, newSink, p.Name)
-		if err != nil {
-			return exitProblem, err
-		}
-		if code, err := reshardCleanup(ctx, r, p, pr, stdout); err != nil {
+		if code, err := reshardCleanup(ctx, m, p, stdout); err != nil {
 			return code, err
 		}
 	}
@@ -307,11 +168,36 @@ func reshardRun(ctx context.Context, cfg config.Config, p *projections.Projectio
 	return exitOK, nil
 }
 
-func reshardCleanup(ctx context.Context, r *reshard.Reshard, p *projections.Projection, pr *reshard.Progress, stdout io.Writer) (int, error) {
-	if err := r.Cleanup(ctx, pr); err != nil {
+// reshardRequest wires the reshard of p that the flags ask.
+func reshardRequest(cfg config.Config, p *projections.Projection, f reshardFlags,
+	open func(context.Context, string) (*sinks.Sharded, error), log *slog.Logger, stderr io.Writer) reshard.Request {
+	projLog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return reshard.Request{To: f.sink, Fill: f.fill, Cleanup: f.cleanup, Sinks: cfg.Sinks, Open: open,
+		Recorded: func(ctx context.Context) []reshard.Status {
+			rr := newReshardReader(cfg)
+			defer rr.close()
+			others, _ := rr.read(ctx)
+			return others
+		},
+		Options: reshard.Options{
+			Topics:      rebuild.Kafka{Brokers: cfg.Kafka.Brokers},
+			SourceTypes: func(ctx context.Context) (projections.Types, error) { return sourceTypes(ctx, cfg, p) },
+			Projector: projector.Options{Brokers: cfg.Kafka.Brokers,
+				MaxMessageBytes: cfg.Kafka.MaxMessageBytes, Rejected: sinks.Rejected},
+			ProjectorLog: func() *slog.Logger { return projLog },
+			Log:          log,
+			Progress:     reshard.Bar{Out: stderr, Every: f.progressEvery, TTY: isTerminal(stderr)},
+			ChunkRows:    f.chunkRows,
+			PauseAt:      os.Getenv(reshardPauseEnv),
+		}}
+}
+
+func reshardCleanup(ctx context.Context, m *reshard.Move, p *projections.Projection, stdout io.Writer) (int, error) {
+	deleted, err := m.Cleanup(ctx)
+	if err != nil {
 		return exitProblem, err
 	}
-	fmt.Fprintf(stdout, "cleaned up %s: %d rows deleted from the servers that no longer serve them\n", p.Name, pr.RowsDeleted)
+	fmt.Fprintf(stdout, "cleaned up %s: %d rows deleted from the servers that no longer serve them\n", p.Name, deleted)
 	return exitOK, nil
 }
 

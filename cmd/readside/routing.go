@@ -68,7 +68,7 @@ func (s *projectorStarter) follow(ctx context.Context, pp plannedProjection, at 
 func (s *projectorStarter) resolveFollowing(ctx context.Context, pp plannedProjection) (sinks.ResolvedSink, error) {
 	backoff := routingBackoffMin
 	for {
-		at, err := sinks.Resolve(ctx, s.cfg, pp.p, s.open)
+		at, err := sinks.Resolve(ctx, s.cfg.Sinks, pp.p, s.open)
 		if err == nil {
 			return at, nil
 		}
@@ -141,7 +141,7 @@ func (o *sinkOpener) open(ctx context.Context, name string) (*sinks.Sharded, err
 
 // resolve is sinks.Resolve over the sinks o opened.
 func (o *sinkOpener) resolve(ctx context.Context, p *projections.Projection) (sinks.ResolvedSink, error) {
-	return sinks.Resolve(ctx, o.cfg, p, o.open)
+	return sinks.Resolve(ctx, o.cfg.Sinks, p, o.open)
 }
 
 func (o *sinkOpener) close() {

@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sort"
 	"time"
 
@@ -20,153 +17,170 @@ import (
 	"github.com/readside/readside/verify"
 )
 
-// commonFlags are the flags every verb takes.
-type commonFlags struct {
-	configPath string
-}
-
-func (c *commonFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.configPath, "c", "readside.yaml", "read the config from `FILE`")
-	fs.StringVar(&c.configPath, "config", "readside.yaml", "read the config from `FILE`")
-}
-
-func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
-	logLevel.Set(cfg.Level.Slog()) // SIGHUP changes it (reload.go)
-	opts := &slog.HandlerOptions{Level: logLevel}
-	if cfg.Format == config.LogJSON {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
 func runDaemon(args []string, stdout, stderr io.Writer) int {
 	// Signals first: a SIGTERM during start-up must stop cleanly too.
 	lc := newLifecycle(stderr)
 	defer lc.stop()
-	ctx := lc.ctx
-	fs := newFlagSet("run")
-	var common commonFlags
-	common.register(fs)
-	role := fs.String("role", "all", "run as `ROLE`: all (the tailer and the projectors), tailer or projector")
-	httpAddr := fs.String("http", "", "serve /metrics, /healthz, /readyz and /status on `ADDR`, e.g. :9100 (default: http.listen in the config)")
-	if code, done := parseFlags(fs, args, stdout, stderr); done {
+	c := newCommand("run", stdout, stderr)
+	role := c.fs.String("role", "all", "run as `ROLE`: all (the tailer and the projectors), tailer or projector")
+	httpAddr := c.fs.String("http", "", "serve /metrics, /healthz, /readyz and /status on `ADDR`, e.g. :9100 (default: http.listen in the config)")
+	if code, done := c.parse(args); done {
 		return code
 	}
-	cfg, err := config.Load(common.configPath, os.Environ())
-	if err != nil {
-		fmt.Fprintf(stderr, "readside run: %v\n", err)
-		return exitUsage
+	cfg, code, ok := c.loadOrFail()
+	if !ok {
+		return code
 	}
 	log := newLogger(cfg.Log, stderr)
 	lc.configure(cfg.ShutdownTimeout, log)
 	switch *role {
 	case "all", "tailer", "projector":
 	default:
-		fmt.Fprintf(stderr, "readside run: --role %q: want all, tailer or projector\n", *role)
-		return exitUsage
+		return c.failf(exitUsage, "--role %q: want all, tailer or projector", *role)
 	}
-	ops := newOps(log)
+	d := &daemonRun{c: c, ctx: lc.ctx, role: *role, loaded: cfg, cfg: cfg, log: log, ops: newOps(log)}
 	if *httpAddr == "" {
 		*httpAddr = cfg.HTTP.Listen
 	}
-	if err := ops.listen(*httpAddr); err != nil {
-		fmt.Fprintf(stderr, "readside run: %v\n", err)
-		return exitUsage
+	if err := d.ops.listen(*httpAddr); err != nil {
+		return c.failf(exitUsage, "%v", err)
 	}
-	defer ops.close()
+	defer d.ops.close()
 	// /healthz answers from here on, so a probe sees what start-up waits for.
-	ops.serveHealth()
+	d.ops.serveHealth()
 	brokers, closeBroker, err := startBroker(cfg, *role, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "readside run: %v\n", err)
-		return exitUsage
+		return c.failf(exitUsage, "%v", err)
 	}
 	defer closeBroker()
-	loaded := cfg
-	cfg.Kafka.Brokers = brokers
-	if err := waitForServers(ctx, cfg, *role, len(loaded.Kafka.Brokers) > 0, ops, log); err != nil {
-		if ctx.Err() != nil {
+	d.cfg.Kafka.Brokers = brokers
+	if err := waitForServers(d.ctx, d.cfg, *role, len(cfg.Kafka.Brokers) > 0, d.ops, log); err != nil {
+		if d.ctx.Err() != nil {
 			log.Info("stopped during start-up", "interrupted", err)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "readside run: %v\n", err)
-		return exitUsage
+		return c.failf(exitUsage, "%v", err)
 	}
-	reg := prometheus.NewRegistry()
-	g, gctx := errgroup.WithContext(ctx)
+	return d.run()
+}
+
+// daemonRun is readside run once its servers answer: the pipeline's
+// parts started in one errgroup, which its outcome is waited on.
+type daemonRun struct {
+	c        *command
+	ctx      context.Context
+	role     string
+	loaded   config.Config // as loaded: no brokers means the embedded one
+	cfg      config.Config // with the brokers dialled
+	log      *slog.Logger
+	ops      *ops
+	reg      *prometheus.Registry
+	g        *errgroup.Group
+	gctx     context.Context
+	progress *progressLog
+}
+
+// run starts the tailer, the projectors, the scheduled verification and
+// the HTTP endpoint as the role asks, and waits until they stop.
+func (d *daemonRun) run() int {
+	cfg := d.cfg
+	d.reg = prometheus.NewRegistry()
+	d.g, d.gctx = errgroup.WithContext(d.ctx)
 	var declared []string
-	if *role != "tailer" {
+	if d.role != "tailer" {
 		for name := range cfg.Projections {
 			declared = append(declared, name)
 		}
 		sort.Strings(declared)
 	}
-	log.Info("starting", "role", *role, "source", cfg.Source.DSN, "brokers", cfg.Kafka.Brokers, "tables", cfg.Source.Tables, "projections", declared)
-	progress := &progressLog{reg: reg, every: cfg.Log.ProgressEvery, log: log, poll: time.Second}
-	if *role != "projector" {
-		var opts []cdc.Option
-		if len(loaded.Kafka.Brokers) == 0 {
-			opts = append(opts, cdc.EmbeddedBroker())
+	d.log.Info("starting", "role", d.role, "source", cfg.Source.DSN, "brokers", cfg.Kafka.Brokers, "tables", cfg.Source.Tables, "projections", declared)
+	d.progress = &progressLog{reg: d.reg, every: cfg.Log.ProgressEvery, log: d.log, poll: time.Second}
+	if d.role != "projector" {
+		if err := d.startTailer(); err != nil {
+			return d.c.failf(exitUsage, "%v", err)
 		}
-		tailer, err := cdc.New(cfg, cfg.Kafka.Brokers, log, reg, opts...)
-		if err != nil {
-			fmt.Fprintf(stderr, "readside run: %v\n", err)
-			return exitUsage
-		}
-		ops.tailer = tailer
-		progress.tailer = tailer
-		progress.load = func(context.Context) (*cdc.InitialSnapshot, bool) { return tailer.InitialSnapshot() }
-		g.Go(ops.track("tailer", func() error { return tailer.Run(gctx) }))
 	}
-	if *role != "tailer" {
-		planned, failed, err := planEach(ctx, cfg)
-		if err != nil {
-			if ctx.Err() != nil {
-				return stoppedDuringStartup(g, log, err)
-			}
-			fmt.Fprintf(stderr, "readside run:\n%v\n", err)
-			return exitUsage
+	if d.role != "tailer" {
+		starter, code, ok := d.startProjectors()
+		if starter != nil {
+			defer starter.close()
 		}
-		progress.projections = sortedNames(planned)
-		progress.reads = readTables(cfg, planned)
-		if progress.load == nil {
-			progress.load = storedLoad(cfg)
+		if !ok {
+			return code
 		}
-		starter := newProjectorStarter(cfg, g, gctx, ops, log, reg)
-		defer starter.close()
-		// A projection that no longer fits the source or its read table
-		// (a DDL broke it, maybe before a restart) stops alone: the
-		// others start (supervise.go).
-		for _, f := range failed {
-			starter.sup.halt(f.name, unfitSource(f.name, f.err))
-		}
-		for _, pp := range planned {
-			if code, err := starter.start(ctx, pp); err != nil {
-				if ctx.Err() != nil {
-					return stoppedDuringStartup(g, log, err)
-				}
-				if errors.As(err, new(*projections.StopError)) {
-					starter.sup.halt(pp.p.Name, err)
-					continue
-				}
-				fmt.Fprintf(stderr, "readside run: %v\n", err)
-				return code
-			}
-		}
-		watchReload(gctx, &reloader{path: common.configPath, role: *role, current: loaded, starter: starter, log: log})
+		watchReload(d.gctx, &reloader{path: d.c.common.configPath, role: d.role, current: d.loaded, starter: starter, log: d.log})
 	} else {
-		watchReload(gctx, &reloader{path: common.configPath, role: *role, current: loaded, log: log})
+		watchReload(d.gctx, &reloader{path: d.c.common.configPath, role: d.role, current: d.loaded, log: d.log})
 	}
-	if cfg.Verify.Every > 0 && *role != "tailer" {
+	if cfg.Verify.Every > 0 && d.role != "tailer" {
 		// Scheduled verification (verify.every): read-only, logs and metrics.
 		ps, _ := projections.Compile(cfg)
-		g.Go(ops.track("verify", func() error { return verify.Schedule(gctx, cfg, ps, reg, log) }))
+		d.g.Go(d.ops.track("verify", func() error { return verify.Schedule(d.gctx, scheduled(cfg), ps, d.reg, d.log) }))
 	}
-	if err := ops.serve(cfg, *role, reg); err != nil {
-		log.Error("http endpoint", "err", err)
+	if err := d.ops.serve(cfg, d.role, d.reg); err != nil {
+		d.log.Error("http endpoint", "err", err)
 	}
-	g.Go(func() error { return progress.run(gctx) })
-	return waitStopped(g, log)
+	d.g.Go(func() error { return d.progress.run(d.gctx) })
+	return waitStopped(d.g, d.log)
+}
+
+// startTailer starts the tailer (the embedded broker's when the config
+// names no brokers).
+func (d *daemonRun) startTailer() error {
+	var opts []cdc.Option
+	if len(d.loaded.Kafka.Brokers) == 0 {
+		opts = append(opts, cdc.EmbeddedBroker())
+	}
+	tailer, err := cdc.New(d.cfg, d.cfg.Kafka.Brokers, d.log, d.reg, opts...)
+	if err != nil {
+		return err
+	}
+	d.ops.tailer = tailer
+	d.progress.tailer = tailer
+	d.progress.load = func(context.Context) (*cdc.InitialSnapshot, bool) { return tailer.InitialSnapshot() }
+	d.g.Go(d.ops.track("tailer", func() error { return tailer.Run(d.gctx) }))
+	return nil
+}
+
+// startProjectors plans every projection and starts those that fit; one
+// that does not fit the source or its read table stops alone. ok false:
+// the run ends with code (the starter, when not nil, is the caller's to
+// close either way).
+func (d *daemonRun) startProjectors() (starter *projectorStarter, code int, ok bool) {
+	planned, failed, err := planEach(d.ctx, d.cfg)
+	if err != nil {
+		if d.ctx.Err() != nil {
+			return nil, stoppedDuringStartup(d.g, d.log, err), false
+		}
+		return nil, d.c.failLines(exitUsage, err), false
+	}
+	d.progress.projections = sortedNames(planned)
+	d.progress.reads = readTables(d.cfg, planned)
+	if d.progress.load == nil {
+		d.progress.load = storedLoad(d.cfg)
+	}
+	starter = newProjectorStarter(d.cfg, d.g, d.gctx, d.ops, d.log, d.reg)
+	// A projection that no longer fits the source or its read table
+	// (a DDL broke it, maybe before a restart) stops alone: the
+	// others start (supervise.go).
+	for _, f := range failed {
+		starter.sup.halt(f.name, unfitSource(f.name, f.err))
+	}
+	for _, pp := range planned {
+		code, err := starter.start(d.ctx, pp)
+		if err == nil {
+			continue
+		}
+		if d.ctx.Err() != nil {
+			return starter, stoppedDuringStartup(d.g, d.log, err), false
+		}
+		if errors.As(err, new(*projections.StopError)) {
+			starter.sup.halt(pp.p.Name, err)
+			continue
+		}
+		return starter, d.c.failf(code, "%v", err), false
+	}
+	return starter, exitOK, true
 }
 
 // waitStopped waits for the pipeline's goroutines and maps their outcome
@@ -187,4 +201,10 @@ func waitStopped(g *errgroup.Group, log *slog.Logger) int {
 func stoppedDuringStartup(g *errgroup.Group, log *slog.Logger, cause error) int {
 	log.Info("stopped during start-up", "interrupted", cause)
 	return waitStopped(g, log)
+}
+
+// scheduled is what scheduled verification takes of cfg.
+func scheduled(cfg config.Config) verify.Scheduled {
+	return verify.Scheduled{Every: cfg.Verify.Every, SourceDSN: cfg.Source.DSN.Reveal(), Brokers: cfg.Kafka.ClientBrokers(),
+		DataDir: cfg.DataDir, Sinks: cfg.Sinks}
 }

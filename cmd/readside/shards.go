@@ -7,11 +7,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/keyspace"
@@ -27,9 +24,8 @@ const byColumn = "readside_analyze_by__"
 // runShards is `readside shards analyze`: how a projection's rows spread
 // over its sink's shards and over even splits (package shards).
 func runShards(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("shards")
-	var common commonFlags
-	common.register(fs)
+	c := newCommand("shards", stdout, stderr)
+	fs := c.fs
 	name := fs.String("projection", "", "`NAME` of the projection to analyze")
 	counts := fs.String("shards", "2,4,8,16", "even splits to measure, as shard `COUNTS`")
 	by := fs.String("by", "", "route by this `EXPR` over the source row instead of shard_by (a candidate key)")
@@ -43,13 +39,11 @@ func runShards(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "readside shards: want the subcommand analyze, e.g. readside shards analyze --projection NAME\nrun 'readside shards --help' for its flags\n")
 		return exitUsage
 	}
-	if code, done := parseFlags(fs, args, stdout, stderr); done {
+	if code, done := c.parse(args); done {
 		return code
 	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "readside shards analyze: "+format+"\n", a...)
-		return exitUsage
-	}
+	c.prefix = "readside shards analyze"
+	fail := func(format string, a ...any) int { return c.failf(exitUsage, format, a...) }
 	if *name == "" {
 		return fail("--projection is required: name the projection to analyze (projections.<name>)")
 	}
@@ -80,11 +74,11 @@ func runShards(args []string, stdout, stderr io.Writer) int {
 			return fail("--to: %v: give ranges that cover the keyspace once, like a sink's shards (-80,80-)", err)
 		}
 	}
-	cfg, err := config.Load(common.configPath, os.Environ())
-	if err != nil {
-		return fail("%v", err)
+	cfg, code, ok := c.loadOrFail()
+	if !ok {
+		return code
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	rep, err := analyze(ctx, cfg, *name, *by, splits, target, shards.Options{Sample: *sample, All: *all}, stderr)
 	if err != nil {
@@ -201,7 +195,7 @@ func currentRanges(ctx context.Context, cfg config.Config, p *projections.Projec
 	if err != nil {
 		return p.Sink, nil, err
 	}
-	at, closeSinks, err := sinks.OpenResolved(ctx, cfg, p)
+	at, closeSinks, err := sinks.OpenResolved(ctx, cfg.Sinks, p)
 	defer closeSinks()
 	if err != nil {
 		return p.Sink, ranges, fmt.Errorf("reading the routing of %s: %w", p.Name, err)

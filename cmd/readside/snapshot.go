@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/readside/readside/cdc"
@@ -17,20 +14,17 @@ import (
 // server_id) to snapshot a table. The request travels through the source's
 // binlog, so it is ordered with every change and survives restarts.
 func runSnapshot(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("snapshot")
-	var common commonFlags
-	common.register(fs)
-	table := fs.String("table", "", "table to snapshot, db.table (must be in source.tables)")
-	where := fs.String("where", "", "only rows matching this SQL condition")
-	cancel := fs.Bool("cancel", false, "delete the pending snapshot requests of --table instead (the tailer drops them, even one it has begun)")
-	pending := fs.Bool("pending", false, "list the tailer's queued and running snapshots, requests it has not read yet, and recent failures")
-	if code, done := parseFlags(fs, args, stdout, stderr); done {
+	c := newCommand("snapshot", stdout, stderr)
+	table := c.fs.String("table", "", "table to snapshot, db.table (must be in source.tables)")
+	where := c.fs.String("where", "", "only rows matching this SQL condition")
+	cancel := c.fs.Bool("cancel", false, "delete the pending snapshot requests of --table instead (the tailer drops them, even one it has begun)")
+	pending := c.fs.Bool("pending", false, "list the tailer's queued and running snapshots, requests it has not read yet, and recent failures")
+	if code, done := c.parse(args); done {
 		return code
 	}
-	cfg, err := config.Load(common.configPath, os.Environ())
-	if err != nil {
-		fmt.Fprintf(stderr, "readside snapshot: %v\n", err)
-		return exitUsage
+	cfg, code, ok := c.loadOrFail()
+	if !ok {
+		return code
 	}
 	if *pending {
 		if *table != "" || *where != "" || *cancel {
@@ -54,7 +48,7 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "readside snapshot: %s is not in source.tables: add it first\n", *table)
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	if err := cdc.RequestSnapshot(ctx, cfg.Source.DSN.Reveal(), cfg.Source.TLS, cfg.Source.Snapshot.SignalDB, cfg.Source.ServerID, *table, *where); err != nil {
 		fmt.Fprintf(stderr, "readside snapshot: %v\n", err)
@@ -71,7 +65,7 @@ func cancelSnapshot(cfg config.Config, table, where string, stdout, stderr io.Wr
 		fmt.Fprintln(stderr, "readside snapshot: --cancel takes --table only: it cancels every request of that table")
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	n, err := cdc.CancelSnapshot(ctx, cfg.Source.DSN.Reveal(), cfg.Source.TLS, cfg.Source.Snapshot.SignalDB, cfg.Source.ServerID, table)
 	if err != nil {

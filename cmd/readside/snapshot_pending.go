@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/readside/readside/cdc"
@@ -21,16 +18,13 @@ import (
 // request rows it has not read from the binlog yet, and the requests it
 // failed recently, each with its fix.
 func listSnapshots(cfg config.Config, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	log := cdc.NewSnapshotLog(cfg)
 	defer log.Close()
 	fmt.Fprintf(stdout, "snapshots of the tailer with server_id %d:\n", cfg.Source.ServerID)
 
-	brokers := cfg.Kafka.Brokers
-	if len(brokers) == 0 {
-		brokers = []string{cfg.Kafka.EmbeddedListen}
-	}
+	brokers := cfg.Kafka.ClientBrokers()
 	var cp cdc.Checkpoint
 	found := false
 	err := brokerAnswers(ctx, brokers)
@@ -101,10 +95,7 @@ func whereNote(where string) string {
 // tailer's checkpoint; when no broker answers (the embedded one runs
 // inside readside run) the broker's own finding says so.
 func addedTableFindings(ctx context.Context, cfg config.Config) []preflight.Finding {
-	brokers := cfg.Kafka.Brokers
-	if len(brokers) == 0 {
-		brokers = []string{cfg.Kafka.EmbeddedListen}
-	}
+	brokers := cfg.Kafka.ClientBrokers()
 	if brokerAnswers(ctx, brokers) != nil {
 		return nil
 	}

@@ -7,17 +7,13 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/readside/readside/config"
 	"github.com/readside/readside/httpapi"
 )
 
@@ -27,17 +23,15 @@ import (
 // embedded broker runs inside the daemon), what the sinks store, saying
 // once what it cannot show.
 func runStatus(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("status")
-	var common commonFlags
-	common.register(fs)
-	addr := fs.String("http", "", "ask the daemon at `ADDR` (default: http.listen in the config, else 127.0.0.1:9100)")
-	asJSON := fs.Bool("json", false, "print the JSON report")
-	if code, done := parseFlags(fs, args, stdout, stderr); done {
+	c := newCommand("status", stdout, stderr)
+	addr := c.fs.String("http", "", "ask the daemon at `ADDR` (default: http.listen in the config, else 127.0.0.1:9100)")
+	asJSON := c.fs.Bool("json", false, "print the JSON report")
+	if code, done := c.parse(args); done {
 		return code
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
-	cfg, cfgErr := config.Load(common.configPath, os.Environ())
+	cfg, cfgErr := c.load()
 	if *addr == "" {
 		*addr = "127.0.0.1:9100"
 		if cfgErr == nil && cfg.HTTP.Listen != "" {
@@ -53,9 +47,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		embedded := len(cfg.Kafka.Brokers) == 0
-		if embedded {
-			cfg.Kafka.Brokers = []string{cfg.Kafka.EmbeddedListen}
-		}
+		cfg.Kafka.Brokers = cfg.Kafka.ClientBrokers()
 		if err := brokerAnswers(ctx, cfg.Kafka.Brokers); err != nil {
 			what := fmt.Sprintf("no broker at %s (%s)", strings.Join(cfg.Kafka.Brokers, ", "), briefly(err))
 			if embedded {

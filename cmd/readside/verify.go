@@ -2,16 +2,14 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/readside/readside/cdc"
-	"github.com/readside/readside/config"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/verify"
 )
@@ -21,87 +19,53 @@ import (
 // left) or behind (rows that differed while the projection never caught
 // up); 2: error.
 func runVerify(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("verify")
-	var common commonFlags
-	common.register(fs)
-	name := fs.String("projection", "", "`NAME` of the projection to verify (default: every projection)")
-	repair := fs.Bool("repair", false, "re-publish the differing source rows through the tailer, delete rows the source does not have, move rows on a shard their key range does not name, rebuild differing aggregate groups from their contributions and withdraw the sink's state of source rows that are gone, then verify those keys again")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	chunk := fs.Int("chunk-rows", 1000, "source rows per checksummed chunk")
-	maxRate := fs.Int("max-rows-per-second", 0, "throttle the scan (0: unthrottled)")
-	maxLag := fs.Duration("max-source-lag", 0, "pause while the source replica's lag is above this (0: no ceiling)")
-	settle := fs.Duration("settle", 30*time.Second, "how long differing rows are re-checked before they count as drift")
-	samples := fs.Int("samples", 10, "keys listed per kind of difference")
-	repairWait := fs.Duration("repair-wait", 2*time.Minute, "how long --repair waits for the re-published rows to arrive")
-	fresh := fs.Bool("restart", false, "ignore the progress of an interrupted run and start from the beginning")
-	if code, done := parseFlags(fs, args, stdout, stderr); done {
+	c := newCommand("verify", stdout, stderr)
+	fs := c.fs
+	var f verifyFlags
+	fs.StringVar(&f.name, "projection", "", "`NAME` of the projection to verify (default: every projection)")
+	fs.BoolVar(&f.repair, "repair", false, "re-publish the differing source rows through the tailer, delete rows the source does not have, move rows on a shard their key range does not name, rebuild differing aggregate groups from their contributions and withdraw the sink's state of source rows that are gone, then verify those keys again")
+	fs.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
+	fs.IntVar(&f.chunk, "chunk-rows", 1000, "source rows per checksummed chunk")
+	fs.IntVar(&f.maxRate, "max-rows-per-second", 0, "throttle the scan (0: unthrottled)")
+	fs.DurationVar(&f.maxLag, "max-source-lag", 0, "pause while the source replica's lag is above this (0: no ceiling)")
+	fs.DurationVar(&f.settle, "settle", 30*time.Second, "how long differing rows are re-checked before they count as drift")
+	fs.IntVar(&f.samples, "samples", 10, "keys listed per kind of difference")
+	fs.DurationVar(&f.repairWait, "repair-wait", 2*time.Minute, "how long --repair waits for the re-published rows to arrive")
+	fs.BoolVar(&f.fresh, "restart", false, "ignore the progress of an interrupted run and start from the beginning")
+	e, code := c.setup(args, nil)
+	if e == nil {
 		return code
 	}
-	cfg, err := config.Load(common.configPath, os.Environ())
+	defer e.stop()
+	ps, err := projections.Compile(e.cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "readside verify: %v\n", err)
-		return exitUsage
-	}
-	ps, err := projections.Compile(cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "readside verify:\n%v\n", err)
-		return exitUsage
+		return c.failLines(exitUsage, err)
 	}
 	var chosen []*projections.Projection
 	for _, p := range ps {
-		if *name == "" || p.Name == *name {
+		if f.name == "" || p.Name == f.name {
 			chosen = append(chosen, p)
 		}
 	}
 	if len(chosen) == 0 {
-		fmt.Fprintf(stderr, "readside verify: no projection %q in the config (projections.<name>)\n", *name)
-		return exitUsage
+		return c.failf(exitUsage, "no projection %q in the config (projections.<name>)", f.name)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	src, err := verify.OpenSource(cfg.Source.DSN.Reveal())
+	src, err := verify.OpenSource(e.cfg.Source.DSN.Reveal())
 	if err != nil {
-		fmt.Fprintf(stderr, "readside verify: %v\n", err)
-		return exitUsage
+		return c.failf(exitUsage, "%v", err)
 	}
 	defer src.Close()
-	brokers := cfg.Kafka.Brokers
-	if len(brokers) == 0 {
-		brokers = []string{cfg.Kafka.EmbeddedListen}
-	}
-	log := newLogger(cfg.Log, stderr)
-	request := func(ctx context.Context, table, where string) error {
-		return cdc.RequestSnapshot(ctx, cfg.Source.DSN.Reveal(), cfg.Source.TLS, cfg.Source.Snapshot.SignalDB, cfg.Source.ServerID, table, where)
-	}
-	code := exitOK
-	var reports []*verify.Report
 	// Each projection is verified on the sink that serves it now (a
 	// reshard may have moved it off the one the config names).
-	opener := newSinkOpener(cfg)
+	opener := newSinkOpener(e.cfg)
 	defer opener.close()
+	code = exitOK
+	var reports []*verify.Report
 	for _, p := range chosen {
-		at, err := opener.resolve(ctx, p)
+		rep, err := verifyOne(e, f, p, src, opener)
 		if err != nil {
 			fmt.Fprintf(stderr, "readside verify %s: %v\n", p.Name, err)
 			return exitUsage
-		}
-		sink := at.Sink
-		stateFile := verify.StateFile(cfg.DataDir, p.Name)
-		if *fresh {
-			_ = os.Remove(stateFile)
-		}
-		v := verify.New(p, src, sink, verify.Options{ChunkRows: *chunk, MaxRowsPerSecond: *maxRate, MaxSourceLag: *maxLag,
-			Settle: *settle, Samples: *samples, StateFile: stateFile, Progress: stderr, Brokers: brokers, Log: log})
-		rep, err := v.Run(ctx)
-		if err != nil {
-			fmt.Fprintf(stderr, "readside verify %s: %v\n", p.Name, err)
-			return exitUsage
-		}
-		if *repair && rep.Drift() > 0 {
-			if rep.Repair, err = v.Repair(ctx, rep, request, *repairWait); err != nil {
-				fmt.Fprintf(stderr, "readside verify %s: repair: %v\n", p.Name, err)
-				return exitUsage
-			}
 		}
 		switch {
 		case rep.Repair != nil && rep.Repair.Remaining > 0:
@@ -110,14 +74,49 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 			code = exitProblem
 		}
 		reports = append(reports, rep)
-		if !*asJSON {
+		if !f.asJSON {
 			rep.WriteText(stdout)
 		}
 	}
-	if *asJSON {
+	if f.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(reports)
 	}
 	return code
+}
+
+// verifyFlags are verify's flags.
+type verifyFlags struct {
+	name                       string
+	repair, asJSON, fresh      bool
+	chunk, maxRate, samples    int
+	maxLag, settle, repairWait time.Duration
+}
+
+// verifyOne verifies p on the sink that serves it now and, with
+// --repair, repairs its drift.
+func verifyOne(e *env, f verifyFlags, p *projections.Projection, src *sql.DB, opener *sinkOpener) (*verify.Report, error) {
+	at, err := opener.resolve(e.ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	stateFile := verify.StateFile(e.cfg.DataDir, p.Name)
+	if f.fresh {
+		_ = os.Remove(stateFile)
+	}
+	v := verify.New(p, src, at.Sink, verify.Options{ChunkRows: f.chunk, MaxRowsPerSecond: f.maxRate, MaxSourceLag: f.maxLag,
+		Settle: f.settle, Samples: f.samples, StateFile: stateFile, Progress: e.stderr, Brokers: e.cfg.Kafka.Brokers, Log: e.log})
+	rep, err := v.Run(e.ctx)
+	if err != nil || !f.repair || rep.Drift() == 0 {
+		return rep, err
+	}
+	cfg := e.cfg
+	request := func(ctx context.Context, table, where string) error {
+		return cdc.RequestSnapshot(ctx, cfg.Source.DSN.Reveal(), cfg.Source.TLS, cfg.Source.Snapshot.SignalDB, cfg.Source.ServerID, table, where)
+	}
+	if rep.Repair, err = v.Repair(e.ctx, rep, request, f.repairWait); err != nil {
+		return nil, fmt.Errorf("repair: %w", err)
+	}
+	return rep, nil
 }
