@@ -29,6 +29,7 @@ import (
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/sinks"
 	"github.com/readside/readside/verify"
 )
@@ -411,7 +412,7 @@ func (rb *reshardBed) verifyEqual(p *projections.Projection) {
 	}
 	defer sink.Close()
 	testbed.Eventually(rb.t, time.Minute, func() (bool, string) {
-		rep, err := verify.New(p, src, sink, verify.Options{Settle: 5 * time.Second, Brokers: rb.bed.Kafka.Brokers()}).Run(ctx)
+		rep, err := verify.New(p, src, sink, verify.Options{Settle: 5 * time.Second, Ends: projector.Ends(rb.bed.Kafka.Brokers())}).Run(ctx)
 		if err != nil {
 			return false, err.Error()
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/sinks"
 	"github.com/readside/readside/verify"
 )
@@ -553,7 +554,7 @@ func TestChildrenElementTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer vsrc.Close()
-	rep, err := verify.New(p, vsrc, sink, verify.Options{Settle: 5 * time.Second, Brokers: cfg.Kafka.Brokers, Log: slog.New(slog.DiscardHandler)}).Run(ctx)
+	rep, err := verify.New(p, vsrc, sink, verify.Options{Settle: 5 * time.Second, Ends: projector.Ends(cfg.Kafka.Brokers), Log: slog.New(slog.DiscardHandler)}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

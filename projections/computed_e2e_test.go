@@ -10,6 +10,7 @@ import (
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/sinks"
 	"github.com/readside/readside/verify"
 )
@@ -124,7 +125,7 @@ func TestComputedColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { vsrc.Close() })
-	v := verify.New(p, vsrc, sink, verify.Options{Brokers: cfg.Kafka.Brokers, Log: logger(), ChunkRows: 200, Settle: 5 * time.Second, StateFile: t.TempDir() + "/state.json"})
+	v := verify.New(p, vsrc, sink, verify.Options{Ends: projector.Ends(cfg.Kafka.Brokers), Log: logger(), ChunkRows: 200, Settle: 5 * time.Second, StateFile: t.TempDir() + "/state.json"})
 	rep, err := v.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +149,7 @@ func TestComputedColumns(t *testing.T) {
 	if !changed {
 		t.Fatal("no read row to change")
 	}
-	v = verify.New(p, vsrc, sink, verify.Options{Brokers: cfg.Kafka.Brokers, Log: logger(), ChunkRows: 200, Settle: time.Second, StateFile: t.TempDir() + "/state.json"})
+	v = verify.New(p, vsrc, sink, verify.Options{Ends: projector.Ends(cfg.Kafka.Brokers), Log: logger(), ChunkRows: 200, Settle: time.Second, StateFile: t.TempDir() + "/state.json"})
 	if rep, err = v.Run(ctx); err != nil {
 		t.Fatal(err)
 	}

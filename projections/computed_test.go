@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/readside/readside/config"
-	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/event"
+	"github.com/readside/readside/keyspace"
 )
 
 // computedSource is a source table for typing computed columns without a

@@ -13,6 +13,7 @@ import (
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/sinks"
 	"github.com/readside/readside/verify"
 )
@@ -351,7 +352,7 @@ func joinViaLive(t *testing.T, fanOut string) {
 	defer src.Close()
 	var withRegion *verify.Verifier
 	for _, p := range s.ps {
-		v := verify.New(p, src, s.sink, verify.Options{Brokers: s.cfg.Kafka.Brokers, Log: logger(), ChunkRows: 100, Settle: 5 * time.Second, StateFile: t.TempDir() + "/state.json"})
+		v := verify.New(p, src, s.sink, verify.Options{Ends: projector.Ends(s.cfg.Kafka.Brokers), Log: logger(), ChunkRows: 100, Settle: 5 * time.Second, StateFile: t.TempDir() + "/state.json"})
 		rep, err := v.Run(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/sinks"
 	"github.com/readside/readside/verify"
 )
@@ -147,7 +148,7 @@ func TestNullableForeignKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srcDB.Close()
-	rep, err := verify.New(p, srcDB, sk, verify.Options{ChunkRows: 100, Settle: 5 * time.Second, Brokers: cfg.Kafka.Brokers, Log: logger()}).Run(ctx)
+	rep, err := verify.New(p, srcDB, sk, verify.Options{ChunkRows: 100, Settle: 5 * time.Second, Ends: projector.Ends(cfg.Kafka.Brokers), Log: logger()}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

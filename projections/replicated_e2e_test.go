@@ -10,6 +10,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/verify"
 )
 
@@ -117,7 +118,7 @@ func TestReplicatedOnTwoServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srcDB.Close()
-	rep, err := verify.New(p, srcDB, sk, verify.Options{ChunkRows: 20, Settle: 5 * time.Second, Brokers: cfg.Kafka.Brokers, Log: logger()}).Run(ctx)
+	rep, err := verify.New(p, srcDB, sk, verify.Options{ChunkRows: 20, Settle: 5 * time.Second, Ends: projector.Ends(cfg.Kafka.Brokers), Log: logger()}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/sinks"
 	"github.com/readside/readside/verify"
 )
@@ -144,7 +145,7 @@ func TestTableWithoutPrimaryKey(t *testing.T) {
 	}
 	defer srcDB.Close()
 	for _, p := range ps {
-		rep, err := verify.New(p, srcDB, sinksOf[p.Name], verify.Options{ChunkRows: 100, Settle: 5 * time.Second, Brokers: cfg.Kafka.Brokers, Log: logger()}).Run(ctx)
+		rep, err := verify.New(p, srcDB, sinksOf[p.Name], verify.Options{ChunkRows: 100, Settle: 5 * time.Second, Ends: projector.Ends(cfg.Kafka.Brokers), Log: logger()}).Run(ctx)
 		if err != nil {
 			t.Fatalf("verify %s: %v", p.Name, err)
 		}

@@ -265,7 +265,7 @@ func (r *rollup) verifier(t *testing.T, p *projections.Projection) *verify.Verif
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { src.Close() })
-	return verify.New(p, src, r.sink, verify.Options{ChunkRows: 40, Settle: 8 * time.Second, Brokers: r.cfg.Kafka.Brokers, Log: logger()})
+	return verify.New(p, src, r.sink, verify.Options{ChunkRows: 40, Settle: 8 * time.Second, Ends: projector.Ends(r.cfg.Kafka.Brokers), Log: logger()})
 }
 
 // shardOf is the shard holding a read row whose shard_by value is v.

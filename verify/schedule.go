@@ -17,7 +17,7 @@ import (
 type Scheduled struct {
 	Every     time.Duration          // verify.every
 	SourceDSN string                 // source.dsn, revealed
-	Brokers   []string               // the brokers to dial (config.Kafka.ClientBrokers)
+	Ends      Ends                   // the topics' ends (projector.Ends of config.Kafka.ClientBrokers)
 	DataDir   string                 // data_dir: each projection's state file
 	Sinks     map[string]config.Sink // sinks: where each projection is served
 }
@@ -77,6 +77,6 @@ func runOnce(ctx context.Context, s Scheduled, p *projections.Projection, src *s
 	if err != nil {
 		return nil, err
 	}
-	v := New(p, src, at.Sink, Options{StateFile: StateFile(s.DataDir, p.Name), Brokers: s.Brokers, Log: log})
+	v := New(p, src, at.Sink, Options{StateFile: StateFile(s.DataDir, p.Name), Ends: s.Ends, Log: log})
 	return v.Run(ctx)
 }

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // suspect is a key that differed when its chunk was compared. Both sides
@@ -68,14 +65,6 @@ func (v *Verifier) settle(ctx context.Context, suspects map[string]*suspect) (co
 	if len(suspects) == 0 {
 		return nil, 0, 0, nil
 	}
-	var cl *kgo.Client
-	if len(v.opts.Brokers) > 0 {
-		var err error
-		if cl, err = kgo.NewClient(kgo.SeedBrokers(v.opts.Brokers...)); err != nil {
-			return nil, 0, 0, err
-		}
-		defer cl.Close()
-	}
 	deadline := time.Now().Add(v.opts.Settle)
 	quiet := min(v.opts.Settle/3, 3*time.Second)
 	backoff := 200 * time.Millisecond
@@ -88,7 +77,7 @@ func (v *Verifier) settle(ctx context.Context, suspects map[string]*suspect) (co
 		if w := time.Now().Add(quiet); w.Before(wait) {
 			wait = w
 		}
-		caught := v.waitCaughtUp(ctx, cl, wait)
+		caught := v.waitCaughtUp(ctx, wait)
 		if ctx.Err() != nil {
 			return nil, 0, 0, ctx.Err()
 		}
@@ -156,12 +145,12 @@ func (v *Verifier) settle(ctx context.Context, suspects map[string]*suspect) (co
 // waitCaughtUp waits until every shard has applied everything published
 // to the projection's topics when it was called (the last stable offset,
 // less the commit marker that ends a Kafka transaction), or until the
-// deadline. Without brokers it reports true: re-checks then rely on time.
-func (v *Verifier) waitCaughtUp(ctx context.Context, cl *kgo.Client, deadline time.Time) bool {
-	if cl == nil {
+// deadline. Without Ends it reports true: re-checks then rely on time.
+func (v *Verifier) waitCaughtUp(ctx context.Context, deadline time.Time) bool {
+	if v.opts.Ends == nil {
 		return true
 	}
-	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, v.p.Topics()...)
+	ends, err := v.opts.Ends(ctx, v.p.Topics()...)
 	if err != nil {
 		v.opts.Log.Warn("verify: reading the topics' end offsets; re-checking by time only", "err", err)
 		return false
@@ -170,15 +159,17 @@ func (v *Verifier) waitCaughtUp(ctx context.Context, cl *kgo.Client, deadline ti
 		applied, err := v.sink.Offsets(ctx, v.p)
 		if err == nil {
 			behind := false
-			ends.Each(func(o kadm.ListedOffset) {
-				if o.Err != nil || o.Offset <= 0 {
-					return
+			for topic, parts := range ends {
+				for part, end := range parts {
+					if end <= 0 {
+						continue
+					}
+					next, ok := applied[topic][part]
+					if !ok || next < end-1 {
+						behind = true
+					}
 				}
-				next, ok := applied[o.Topic][o.Partition]
-				if !ok || next < o.Offset-1 {
-					behind = true
-				}
-			})
+			}
 			if !behind {
 				return true
 			}

@@ -45,11 +45,18 @@ type Options struct {
 	StateFile string
 	// Progress receives a one-line progress display (nil: none).
 	Progress io.Writer
-	// Brokers, when set, let re-checks wait until the projection has
+	// Ends, when set, let re-checks wait until the projection has
 	// applied everything published so far (else they wait by time only).
-	Brokers []string
-	Log     *slog.Logger
+	Ends Ends
+	Log  *slog.Logger
 }
+
+// Ends reads the last stable offsets of topics, per partition: what a
+// projection that applied everything published so far has consumed up
+// to, less the commit marker that ends a Kafka transaction. The Kafka
+// client that reads them is the caller's (projector.Ends), so verify
+// links none.
+type Ends func(ctx context.Context, topics ...string) (projections.Offsets, error)
 
 func (o *Options) defaults() {
 	if o.ChunkRows <= 0 {

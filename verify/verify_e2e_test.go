@@ -199,7 +199,7 @@ func (s *shop) verifier(t *testing.T, opts verify.Options) *verify.Verifier {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { src.Close() })
-	opts.Brokers = s.cfg.Kafka.Brokers
+	opts.Ends = projector.Ends(s.cfg.Kafka.Brokers)
 	opts.Log = logger()
 	return verify.New(s.p, src, s.sink, opts)
 }
@@ -469,7 +469,7 @@ func TestVerifySchedule(t *testing.T) {
 	s.load(t, 50, 2000)
 	s.waitConverged(t, 2*time.Minute)
 	sched := verify.Scheduled{Every: 300 * time.Millisecond, SourceDSN: s.cfg.Source.DSN.Reveal(),
-		Brokers: s.cfg.Kafka.ClientBrokers(), DataDir: t.TempDir(), Sinks: s.cfg.Sinks}
+		Ends: projector.Ends(s.cfg.Kafka.ClientBrokers()), DataDir: t.TempDir(), Sinks: s.cfg.Sinks}
 	reg := prometheus.NewRegistry()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

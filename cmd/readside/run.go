@@ -14,6 +14,7 @@ import (
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/verify"
 )
 
@@ -205,6 +206,6 @@ func stoppedDuringStartup(g *errgroup.Group, log *slog.Logger, cause error) int 
 
 // scheduled is what scheduled verification takes of cfg.
 func scheduled(cfg config.Config) verify.Scheduled {
-	return verify.Scheduled{Every: cfg.Verify.Every, SourceDSN: cfg.Source.DSN.Reveal(), Brokers: cfg.Kafka.ClientBrokers(),
+	return verify.Scheduled{Every: cfg.Verify.Every, SourceDSN: cfg.Source.DSN.Reveal(), Ends: projector.Ends(cfg.Kafka.ClientBrokers()),
 		DataDir: cfg.DataDir, Sinks: cfg.Sinks}
 }

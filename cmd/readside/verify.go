@@ -11,6 +11,7 @@ import (
 
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/verify"
 )
 
@@ -106,7 +107,7 @@ func verifyOne(e *env, f verifyFlags, p *projections.Projection, src *sql.DB, op
 		_ = os.Remove(stateFile)
 	}
 	v := verify.New(p, src, at.Sink, verify.Options{ChunkRows: f.chunk, MaxRowsPerSecond: f.maxRate, MaxSourceLag: f.maxLag,
-		Settle: f.settle, Samples: f.samples, StateFile: stateFile, Progress: e.stderr, Brokers: e.cfg.Kafka.Brokers, Log: e.log})
+		Settle: f.settle, Samples: f.samples, StateFile: stateFile, Progress: e.stderr, Ends: projector.Ends(e.cfg.Kafka.Brokers), Log: e.log})
 	rep, err := v.Run(e.ctx)
 	if err != nil || !f.repair || rep.Drift() == 0 {
 		return rep, err
