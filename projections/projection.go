@@ -2,7 +2,10 @@
 // into what the projector does with each change event: which read table,
 // which read key, which columns, and — when an update moves a row to
 // another read key — the delete of the old read row and the write of the
-// new one with the same version.
+// new one with the same version. It is the layer between the event
+// contract (event/, which decodes the records) and the Kafka consumer
+// runtime (projector/, which polls, applies and dead-letters), and links
+// no Kafka client, so the sinks that import it link none either.
 package projections
 
 import (
