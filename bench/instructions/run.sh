@@ -28,8 +28,8 @@ fi
 
 # package:benchmark:iterations:events per iteration:what an event is
 BENCHES=(
-	"./projections:DecodeEvent\$:20000:1:a narrow update event decoded (DecodeEvent)"
-	"./projections:DecodeEventWide\$:20000:1:a wide insert event (~1.2 KB of row) decoded (DecodeEvent)"
+	"./event:DecodeEvent\$:20000:1:a narrow update event decoded (DecodeEvent)"
+	"./event:DecodeEventWide\$:20000:1:a wide insert event (~1.2 KB of row) decoded (DecodeEvent)"
 	"./projections:Build\$:10:5000:a narrow insert record of a 5,000-record poll built into its batch (decode, writes, coalescing)"
 	"./projections:BuildComputed\$:10:5000:the same record mapped by a projection with a month-bucket key, computed columns and an expression filter"
 	"./cdc:AppendChange\$:20000:1:a narrow insert's key and envelope encoded by the tailer (from go-mysql's decoded row)"
