@@ -1,0 +1,283 @@
+// Package docs holds no code: its tests keep the documentation true to the
+// tree. docs/ARCHITECTURE.md is the map a newcomer reads first, so every
+// file and test it names must exist, and no markdown link or quoted section
+// reference anywhere may point at a heading that moved away.
+package docs
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// root is the repository root, one level up from this package.
+const root = ".."
+
+// TestArchitectureNamesExist: every backticked path and TestName in the
+// map exists. A bare file name (`stream.go`) in a package-map row is looked
+// up in that row's packages; a path with a slash is looked up from the root.
+// Backticked words that are not paths (config keys, verbs, /endpoints) are
+// left alone.
+func TestArchitectureNamesExist(t *testing.T) {
+	text := read(t, "docs/ARCHITECTURE.md")
+	tests := testNames(t)
+	var problems []error
+	for n, line := range strings.Split(text, "\n") {
+		dirs := rowDirs(line)
+		for _, m := range backticked.FindAllStringSubmatch(line, -1) {
+			tok := m[1]
+			switch {
+			case testName.MatchString(tok):
+				if !tests[tok] {
+					problems = append(problems, fmt.Errorf("docs/ARCHITECTURE.md:%d: test %s is named but no func %s exists in any _test.go; fix the name or the map", n+1, tok, tok))
+				}
+			case isPath(tok):
+				if !pathExists(tok, dirs) {
+					problems = append(problems, fmt.Errorf("docs/ARCHITECTURE.md:%d: %s does not exist (looked in %v and the root); fix the path or the map", n+1, tok, dirs))
+				}
+			}
+		}
+	}
+	report(t, problems)
+}
+
+// TestMarkdownLinksResolve: every relative markdown link in the tree's
+// markdown files names a file that exists and, with #anchor, a heading of
+// that file under GitHub's anchor rules.
+func TestMarkdownLinksResolve(t *testing.T) {
+	var problems []error
+	for _, md := range files(t, ".md") {
+		text := read(t, md)
+		for _, m := range mdLink.FindAllStringSubmatch(stripCode(text), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			dest := md
+			if file != "" {
+				dest = filepath.ToSlash(filepath.Join(filepath.Dir(md), file))
+			}
+			if _, err := os.Stat(filepath.Join(root, dest)); err != nil {
+				problems = append(problems, fmt.Errorf("%s: link %q: %s does not exist", md, target, dest))
+				continue
+			}
+			if anchor == "" || !strings.HasSuffix(dest, ".md") {
+				continue
+			}
+			if !anchors(t, dest)[anchor] {
+				problems = append(problems, fmt.Errorf("%s: link %q: %s has no heading with anchor #%s", md, target, dest, anchor))
+			}
+		}
+	}
+	report(t, problems)
+}
+
+// TestQuotedSectionsExist: a reference in prose or a code comment of the
+// form docs/<file>.md, "<Section>" names a heading of docs/x.md that starts with
+// the quoted text (a comment may quote a heading's first words).
+func TestQuotedSectionsExist(t *testing.T) {
+	var problems []error
+	for _, f := range append(files(t, ".md"), files(t, ".go")...) {
+		text := commentJoin.ReplaceAllString(read(t, f), " ")
+		for _, m := range quotedRef.FindAllStringSubmatch(text, -1) {
+			doc, section := m[1], strings.Join(strings.Fields(m[2]), " ")
+			if _, err := os.Stat(filepath.Join(root, doc)); err != nil {
+				problems = append(problems, fmt.Errorf("%s: reference to %s %q: the file does not exist", f, doc, section))
+				continue
+			}
+			if !hasHeadingPrefix(t, doc, section) {
+				problems = append(problems, fmt.Errorf("%s: reference to %s %q: no heading there starts so; point it at the file that holds the section", f, doc, section))
+			}
+		}
+	}
+	report(t, problems)
+}
+
+func TestSlug(t *testing.T) {
+	for _, c := range []struct{ heading, want, why string }{
+		{"Fan-out in the background", "fan-out-in-the-background", "hyphens stay, spaces become hyphens"},
+		{"The embedded broker under `kill -9`", "the-embedded-broker-under-kill--9", "backticks drop, each space is a hyphen"},
+		{"Snapshots without locks (DBLog)", "snapshots-without-locks-dblog", "punctuation drops, letters lower-case"},
+		{"The projector: newest version wins", "the-projector-newest-version-wins", "a colon drops"},
+		{"invariant → file", "invariant--file", "a symbol drops and leaves its spaces"},
+	} {
+		if got := slug(c.heading); got != c.want {
+			t.Errorf("slug(%q) = %q, want %q (%s)", c.heading, got, c.want, c.why)
+		}
+	}
+}
+
+var (
+	backticked  = regexp.MustCompile("`([^`\n]+)`")
+	testName    = regexp.MustCompile(`^Test[A-Z][A-Za-z0-9_]*$`)
+	mdLink      = regexp.MustCompile(`\]\(([^()\s]+)\)`)
+	heading     = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *#*$`)
+	commentJoin = regexp.MustCompile(`\s*\n\s*(//)?\s*`)
+	quotedRef   = regexp.MustCompile(`(docs/[A-Za-z0-9_/-]+\.md),? +"([^"]+)"`)
+	fence       = regexp.MustCompile("(?s)```.*?```")
+	pathExts    = []string{".go", ".md", ".yaml", ".yml", ".json", ".sql", ".mod", ".golden", ".png", ".properties"}
+)
+
+// isPath tells a backticked file or directory name from other code text.
+func isPath(tok string) bool {
+	if strings.ContainsAny(tok, " =()<>") || strings.HasPrefix(tok, "/") || strings.HasPrefix(tok, "-") {
+		return false
+	}
+	if strings.Contains(tok, "/") {
+		return true
+	}
+	for _, e := range pathExts {
+		if strings.HasSuffix(tok, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// rowDirs are the package paths in the first cell of a package-map row.
+func rowDirs(line string) []string {
+	if !strings.HasPrefix(line, "| `") {
+		return nil
+	}
+	cell := strings.SplitN(line, "|", 3)[1]
+	var dirs []string
+	for _, m := range backticked.FindAllStringSubmatch(cell, -1) {
+		dirs = append(dirs, strings.TrimSuffix(m[1], "/"))
+	}
+	return dirs
+}
+
+func pathExists(tok string, dirs []string) bool {
+	candidates := []string{tok}
+	for _, d := range dirs {
+		candidates = append(candidates, filepath.Join(d, tok))
+	}
+	for _, c := range candidates {
+		if matches, _ := filepath.Glob(filepath.Join(root, c)); len(matches) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// testNames are the Test functions of every _test.go in the tree.
+func testNames(t *testing.T) map[string]bool {
+	decl := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]*)\(`)
+	names := map[string]bool{}
+	for _, f := range files(t, "_test.go") {
+		for _, m := range decl.FindAllStringSubmatch(read(t, f), -1) {
+			names[m[1]] = true
+		}
+	}
+	return names
+}
+
+// files are the tree's files ending in suffix, slash paths from the root,
+// without .git and test data.
+func files(t *testing.T, suffix string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(p, suffix) {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var anchorCache = map[string]map[string]bool{}
+
+// anchors are the GitHub anchors of a markdown file's headings, with the
+// -1, -2 suffixes GitHub gives repeated headings.
+func anchors(t *testing.T, md string) map[string]bool {
+	if a, ok := anchorCache[md]; ok {
+		return a
+	}
+	a := map[string]bool{}
+	for _, h := range headings(t, md) {
+		s := slug(h)
+		if !a[s] {
+			a[s] = true
+			continue
+		}
+		for i := 1; ; i++ {
+			if s2 := fmt.Sprintf("%s-%d", s, i); !a[s2] {
+				a[s2] = true
+				break
+			}
+		}
+	}
+	anchorCache[md] = a
+	return a
+}
+
+func headings(t *testing.T, md string) []string {
+	var hs []string
+	for _, m := range heading.FindAllStringSubmatch(stripCode(read(t, md)), -1) {
+		hs = append(hs, m[1])
+	}
+	return hs
+}
+
+func hasHeadingPrefix(t *testing.T, md, section string) bool {
+	for _, h := range headings(t, md) {
+		if strings.HasPrefix(strings.ReplaceAll(h, "`", ""), strings.ReplaceAll(section, "`", "")) {
+			return true
+		}
+	}
+	return false
+}
+
+// slug is GitHub's heading anchor: lower case, letters, digits, '-' and
+// '_' kept, each space a '-', everything else dropped.
+func slug(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(h) {
+		switch {
+		case unicode.IsLetter(r), unicode.IsDigit(r), r == '-', r == '_':
+			b.WriteRune(r)
+		case r == ' ':
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+// stripCode drops fenced code blocks, whose lines are neither headings nor
+// links.
+func stripCode(s string) string { return fence.ReplaceAllString(s, "") }
+
+func read(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatalf("read %s: %v", rel, err)
+	}
+	return string(b)
+}
+
+func report(t *testing.T, problems []error) {
+	t.Helper()
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
