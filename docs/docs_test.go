@@ -281,3 +281,22 @@ func report(t *testing.T, problems []error) {
 		t.Error(p)
 	}
 }
+
+// TestOperationsContents: docs/operations.md is long, so its contents at
+// the top link every ## section, in order (links that resolve are
+// TestMarkdownLinksResolve's).
+func TestOperationsContents(t *testing.T) {
+	const doc = "docs/operations.md"
+	text := stripCode(read(t, doc))
+	top, _, _ := strings.Cut(text, "\n## ")
+	var want, got []string
+	for _, m := range regexp.MustCompile(`(?m)^## +(.+?) *$`).FindAllStringSubmatch(text, -1) {
+		want = append(want, slug(m[1]))
+	}
+	for _, m := range regexp.MustCompile(`\]\(#([^)]+)\)`).FindAllStringSubmatch(top, -1) {
+		got = append(got, m[1])
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("%s: the contents at the top link %v; the ## sections are %v: regenerate the contents", doc, got, want)
+	}
+}
