@@ -157,7 +157,7 @@ type Kafka struct {
 	MaxMessageBytes int `koanf:"max_message_bytes"`
 	// Compression of the tailer's record batches: lz4 (default), snappy,
 	// zstd, gzip or none. lz4 took a third less tailer CPU than snappy on
-	// update events (docs/benchmarks.md, tuning log).
+	// update events (bench/results/history/tuning-log.md).
 	Compression Compression `koanf:"compression"`
 }
 
