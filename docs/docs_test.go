@@ -25,26 +25,45 @@ const root = ".."
 // Backticked words that are not paths (config keys, verbs, /endpoints) are
 // left alone.
 func TestArchitectureNamesExist(t *testing.T) {
-	text := read(t, "docs/ARCHITECTURE.md")
+	report(t, namesExist(t, "docs/ARCHITECTURE.md", testNames(t), true))
+}
+
+// TestDesignNamesExist: the design arguments name the tests that fail
+// without their invariant; those tests and every path with a slash exist.
+// A bare file name there is read in the package the prose is about, so it
+// is not checked.
+func TestDesignNamesExist(t *testing.T) {
 	tests := testNames(t)
 	var problems []error
-	for n, line := range strings.Split(text, "\n") {
+	for _, f := range files(t, ".md") {
+		if strings.HasPrefix(f, "docs/design/") {
+			problems = append(problems, namesExist(t, f, tests, false)...)
+		}
+	}
+	report(t, problems)
+}
+
+// namesExist checks the backticked tests and paths of one markdown file;
+// bare file names are checked only when bare is set.
+func namesExist(t *testing.T, doc string, tests map[string]bool, bare bool) []error {
+	var problems []error
+	for n, line := range strings.Split(read(t, doc), "\n") {
 		dirs := rowDirs(line)
 		for _, m := range backticked.FindAllStringSubmatch(line, -1) {
 			tok := m[1]
 			switch {
 			case testName.MatchString(tok):
 				if !tests[tok] {
-					problems = append(problems, fmt.Errorf("docs/ARCHITECTURE.md:%d: test %s is named but no func %s exists in any _test.go; fix the name or the map", n+1, tok, tok))
+					problems = append(problems, fmt.Errorf("%s:%d: test %s is named but no func %s exists in any _test.go; fix the name or the text", doc, n+1, tok, tok))
 				}
-			case isPath(tok):
+			case isPath(tok) && (bare || strings.Contains(tok, "/") && inTree(tok)):
 				if !pathExists(tok, dirs) {
-					problems = append(problems, fmt.Errorf("docs/ARCHITECTURE.md:%d: %s does not exist (looked in %v and the root); fix the path or the map", n+1, tok, dirs))
+					problems = append(problems, fmt.Errorf("%s:%d: %s does not exist (looked in %v and the root); fix the path or the text", doc, n+1, tok, dirs))
 				}
 			}
 		}
 	}
-	report(t, problems)
+	return problems
 }
 
 // TestMarkdownLinksResolve: every relative markdown link in the tree's
@@ -130,15 +149,23 @@ func isPath(tok string) bool {
 	if strings.ContainsAny(tok, " =()<>") || strings.HasPrefix(tok, "/") || strings.HasPrefix(tok, "-") {
 		return false
 	}
-	if strings.Contains(tok, "/") {
-		return true
-	}
+	last := tok[strings.LastIndex(tok, "/")+1:]
 	for _, e := range pathExts {
-		if strings.HasSuffix(tok, e) {
+		if strings.HasSuffix(last, e) {
 			return true
 		}
 	}
-	return false
+	// A directory, or a file without an extension; a dot left means an
+	// identifier such as internal/startup.IsConfigError.
+	return strings.Contains(tok, "/") && !strings.Contains(last, ".")
+}
+
+// inTree tells a path of this repository (its first directory exists) from
+// one of another project quoted in prose (vindexes/xxhash.go).
+func inTree(tok string) bool {
+	first, _, _ := strings.Cut(tok, "/")
+	_, err := os.Stat(filepath.Join(root, first))
+	return err == nil
 }
 
 // rowDirs are the package paths in the first cell of a package-map row.
