@@ -2,9 +2,7 @@ package cdc
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -28,9 +26,16 @@ import (
 //     of the chunk as 'r' events with versions from the clock at that
 //     point, which are above every version published before it.
 //
+// A reader goroutine does step 1 (and encodes the rows) for the next
+// chunks while the stream waits for the high watermark of the one before
+// (snapshot_reader.go): it writes a chunk's low watermark only after the
+// previous chunk's high watermark committed, so the chunks' windows follow
+// each other in the binlog and step 2 applies to one chunk at a time, the
+// head of the chunks in flight, exactly as with one chunk.
+//
 // Progress (the last key of the last published chunk) travels in the
 // checkpoint, committed with the chunk's events, so a crash redoes at most
-// one chunk and a restart resumes where it stopped.
+// the chunks in flight and a restart resumes where it stopped.
 
 // SnapshotTask is one table's snapshot, queued in the checkpoint.
 type SnapshotTask struct {
@@ -113,89 +118,6 @@ func (s *sourceDB) checkSnapshotRequest(ctx context.Context, table, where string
 	return fmt.Errorf("reading %s on the source: %w", table, err)
 }
 
-// chunk is a snapshot read between its watermarks.
-type chunk struct {
-	id       string
-	lowSeen  bool
-	table    *table
-	keys     []string         // encoded keys in primary key order
-	rows     [][]sql.RawBytes // the rows, same order
-	dropped  map[string]bool  // keys a live change touched between the watermarks
-	lastKey  [][]byte
-	complete bool // fewer rows than asked: the table is done after this chunk
-}
-
-// maybeStartChunk reads the next chunk of the first queued snapshot when
-// none is in flight and the stream is between transactions.
-func (s *stream) maybeStartChunk(ctx context.Context) error {
-	if s.chunk != nil || len(s.snapshots) == 0 || s.txnBegun || s.txnGTID != "" {
-		return nil
-	}
-	task := &s.snapshots[0]
-	db, name, _ := strings.Cut(task.Table, ".")
-	topic, ok := s.captured[task.Table]
-	if !ok {
-		s.t.log.Warn("snapshot request for a table that is not in source.tables; ignored", "table", task.Table)
-		s.snapshots = s.snapshots[1:]
-		return nil
-	}
-	tbl, err := s.src.schemaTable(ctx, db, name, topic, s.excluded[task.Table], s.keys[task.Table])
-	if err != nil {
-		return s.chunkFailed(ctx, err)
-	}
-	var idb [16]byte
-	_, _ = rand.Read(idb[:])
-	c := &chunk{id: hex.EncodeToString(idb[:]), table: tbl, dropped: map[string]bool{}}
-
-	if err := s.writeWatermark(ctx, c.id, "low"); err != nil {
-		return err
-	}
-	query, args := chunkQuery(tbl, task, s.t.cfg.Source.Snapshot.ChunkRows)
-	rows, err := s.src.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return s.chunkFailed(ctx, err)
-	}
-	for rows.Next() {
-		vals := make([]sql.RawBytes, len(tbl.columns))
-		ptrs := make([]any, len(vals))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			rows.Close()
-			return err
-		}
-		// RawBytes are only valid until the next Scan: keep copies.
-		for i, v := range vals {
-			if v != nil {
-				vals[i] = append(sql.RawBytes{}, v...)
-			}
-		}
-		key, err := tbl.appendSQLKey(nil, vals)
-		if err != nil {
-			rows.Close()
-			return &FatalError{fmt.Errorf("snapshot of %s: %w", task.Table, err)}
-		}
-		c.keys = append(c.keys, string(key))
-		c.rows = append(c.rows, vals)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return s.chunkFailed(ctx, err)
-	}
-	c.complete = len(c.rows) < s.t.cfg.Source.Snapshot.ChunkRows
-	if n := len(c.rows); n > 0 {
-		for _, i := range tbl.pk {
-			c.lastKey = append(c.lastKey, []byte(c.rows[n-1][i]))
-		}
-	}
-	if err := s.writeWatermark(ctx, c.id, "high"); err != nil {
-		return err
-	}
-	s.chunk = c
-	return nil
-}
-
 // chunkQuery selects the rows after task.After in primary key order.
 func chunkQuery(tbl *table, task *SnapshotTask, limit int) (string, []any) {
 	var cols, pk []string
@@ -239,15 +161,6 @@ func chunkQuery(tbl *table, task *SnapshotTask, limit int) (string, []any) {
 	return q, args
 }
 
-func (s *stream) writeWatermark(ctx context.Context, id, mark string) error {
-	_, err := s.src.db.ExecContext(ctx, "REPLACE INTO "+quoteIdent(s.t.cfg.Source.Snapshot.SignalDB)+"."+watermarkTable+
-		" (server_id, chunk, mark, at) VALUES (?, ?, ?, NOW(6))", s.t.cfg.Source.ServerID, id, mark)
-	if err != nil {
-		return fmt.Errorf("writing snapshot %s watermark: %w", mark, err)
-	}
-	return nil
-}
-
 // signal handles a rows event of readside's own source tables.
 func (s *stream) signal(ctx context.Context, h *replication.EventHeader, e *replication.RowsEvent, table string) error {
 	switch h.EventType {
@@ -268,12 +181,16 @@ func (s *stream) signal(ctx context.Context, h *replication.EventHeader, e *repl
 		}
 		switch table {
 		case watermarkTable:
-			if fmt.Sprint(row[0]) != fmt.Sprint(s.t.cfg.Source.ServerID) || s.chunk == nil || fmt.Sprint(row[1]) != s.chunk.id {
-				continue // another tailer's, or a chunk from before a restart
+			if fmt.Sprint(row[0]) != fmt.Sprint(s.t.cfg.Source.ServerID) {
+				continue // another tailer's
+			}
+			c, err := s.watermarked(fmt.Sprint(row[1]))
+			if err != nil || c == nil {
+				return err // nil: a chunk from before a restart or a cancel
 			}
 			switch fmt.Sprint(row[2]) {
 			case "low":
-				s.chunk.lowSeen = true
+				c.lowSeen = true
 			case "high":
 				if err := s.publishChunk(ctx, h); err != nil {
 					return err
@@ -295,10 +212,15 @@ func (s *stream) signal(ctx context.Context, h *replication.EventHeader, e *repl
 	return nil
 }
 
-// touched drops the keys of a live change from the chunk in flight.
+// touched drops the keys of a live change from the chunk between its
+// watermarks: the head of the chunks in flight, once its low watermark
+// was seen (the windows of the chunks follow each other in the binlog).
 func (s *stream) touched(tbl *table, rows [][]any) error {
-	c := s.chunk
-	if c == nil || !c.lowSeen || c.table.db != tbl.db || c.table.name != tbl.name {
+	if len(s.inflight) == 0 {
+		return nil
+	}
+	c := s.inflight[0]
+	if !c.lowSeen || c.db != tbl.db || c.name != tbl.name {
 		return nil
 	}
 	for _, r := range rows {
@@ -311,24 +233,26 @@ func (s *stream) touched(tbl *table, rows [][]any) error {
 	return nil
 }
 
-// publishChunk emits the chunk's surviving rows as 'r' events.
+// publishChunk emits what is left of the chunk in flight whose high
+// watermark the stream met as 'r' events, at versions from the clock now.
+// When it returns, the chunk's rows of its table are published: the
+// task's After and Rows say so, and the checkpoint carries them.
 func (s *stream) publishChunk(ctx context.Context, h *replication.EventHeader) error {
-	c := s.chunk
-	s.chunk = nil
+	c, err := s.popChunk(ctx)
+	if err != nil {
+		return err
+	}
 	task := &s.snapshots[0]
 	src := s.source(h)
 	emitted := 0
-	for i, row := range c.rows {
-		if c.dropped[c.keys[i]] {
+	for i, key := range c.keys {
+		if c.dropped[string(key)] {
 			continue
 		}
-		after, err := c.table.appendSQLRow(nil, row)
-		if err != nil {
-			return &FatalError{fmt.Errorf("snapshot of %s: %w", task.Table, err)}
-		}
-		key := []byte(c.keys[i])
-		value := appendEvent(make([]byte, 0, len(key)+len(after)+len(c.table.schema)+256), c.table,
+		after := c.afters[i]
+		value := appendEvent(s.slab.room(len(key)+len(after)+len(c.table.schema)+256), c.table,
 			envelope{op: event.OpRead, version: s.clock.Next(h.Timestamp), src: src, txnSeq: s.txnEvents}, key, nil, after)
+		value = s.slab.keep(value)
 		s.txnEvents++
 		if err := s.pub.produce(ctx, newRecord(c.table.topic, key, value, 0)); err != nil {
 			return err
@@ -343,6 +267,7 @@ func (s *stream) publishChunk(ctx context.Context, h *replication.EventHeader) e
 	if c.complete {
 		s.snapshotDone(task)
 		s.snapshots = s.snapshots[1:]
+		s.stopReader()
 	} else if task.Rows/int64(s.t.cfg.Source.Snapshot.ChunkRows)%50 == 0 {
 		s.t.log.Info("snapshot progress", "table", task.Table, "rows", task.Rows)
 	}

@@ -423,9 +423,9 @@ func (l *loadTracker) update(table string, f func(*TableLoad)) {
 }
 
 // snapshotStarted notes when the queue's head began: called before each
-// event, it does nothing until a chunk of a new head is in flight.
+// event, it does nothing until the reader of a new head is running.
 func (s *stream) snapshotStarted() {
-	if s.chunk == nil || len(s.snapshots) == 0 {
+	if s.reader == nil || len(s.snapshots) == 0 {
 		return
 	}
 	l, task := &s.t.load, &s.snapshots[0]

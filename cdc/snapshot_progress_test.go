@@ -102,7 +102,7 @@ func TestLoadTracker(t *testing.T) {
 	}
 	complete := func() bool { v, _ := tl.InitialSnapshot(); return v != nil && v.Complete }
 
-	s.chunk = &chunk{}
+	s.reader = &chunkReader{}
 	s.snapshotStarted()
 	clock = clock.Add(2 * time.Second)
 	s.snapshots[0].Rows = 5

@@ -57,6 +57,7 @@ func isRequestError(err error) bool {
 // for the stream to retry.
 func (s *stream) chunkFailed(ctx context.Context, err error) error {
 	task := s.snapshots[0]
+	s.stopReader()
 	if !isRequestError(err) {
 		return fmt.Errorf("reading snapshot chunk of %s: %w", task.Table, err)
 	}
@@ -91,7 +92,7 @@ func (s *stream) cancelled(rows [][]any) {
 		for i, task := range s.snapshots {
 			if task.ID == id || task.ID == 0 && task.Table == table {
 				if i == 0 {
-					s.chunk = nil // its high watermark is then ignored
+					s.stopReader() // its chunks' watermarks are then ignored
 				}
 				s.snapshotDropped(task, "cancelled")
 				s.t.log.Info("snapshot request cancelled", "request", id, "table", task.Table, "rows_published", task.Rows)

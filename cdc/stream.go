@@ -50,10 +50,12 @@ type stream struct {
 	txnBegun  bool // a BEGIN (or a non-standalone GTID) opened it: it ends at XID/COMMIT
 	txnEvents int
 
-	// Snapshots: the queue (its head in progress) and the chunk between
-	// its watermarks.
+	// Snapshots: the queue (its head in progress), the goroutine reading
+	// the head's chunks ahead (snapshot_reader.go) and the chunks it
+	// announced, oldest first, not yet published.
 	snapshots []SnapshotTask
-	chunk     *chunk
+	reader    *chunkReader
+	inflight  []*chunk
 	covered   []string // Checkpoint.Tables
 	// lastRequest is Checkpoint.LastRequest.
 	lastRequest uint64
@@ -200,6 +202,7 @@ func watch(ctx context.Context, streamer *replication.BinlogStreamer) error {
 func (s *stream) process(ctx, stages context.Context, events <-chan *replication.BinlogEvent) error {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	defer s.stopReader()
 	for {
 		if err := s.beforeRead(ctx); err != nil {
 			return err
@@ -218,6 +221,9 @@ func (s *stream) process(ctx, stages context.Context, events <-chan *replication
 			}
 		case <-s.pub.commitDone():
 			// Taken up by beforeRead.
+		case <-s.readerOver():
+			// A snapshot reader that failed is taken up by beforeRead; one
+			// that read its task's last chunk is left to the stream.
 		case <-due:
 			if err := s.maybeCommit(ctx, true); err != nil {
 				return err
@@ -231,14 +237,15 @@ func (s *stream) process(ctx, stages context.Context, events <-chan *replication
 	}
 }
 
-// beforeRead does what is due before the next event: the next snapshot
-// chunk, the outcome of a background commit that is over (even when the
+// beforeRead does what is due before the next event: a failed snapshot
+// reader taken up and the next task's reader started, the outcome of a background commit that is over (even when the
 // source is idle: a failed commit restarts the stream from the checkpoint
 // in Kafka at once, not at the next source write), and a deferred commit.
 func (s *stream) beforeRead(ctx context.Context) error {
-	if err := s.maybeStartChunk(ctx); err != nil {
+	if err := s.readerFailed(ctx); err != nil {
 		return err
 	}
+	s.startReader(ctx)
 	s.snapshotStarted()
 	if s.pub.commitOver() {
 		if err := s.pub.settle(ctx); err != nil {

@@ -101,7 +101,7 @@ type Snapshot struct {
 	// start; "never" starts at the end of the binlog only.
 	// Default initial.
 	Mode SnapshotMode `koanf:"mode"`
-	// ChunkRows is the number of rows read per chunk. Default 2000.
+	// ChunkRows is the number of rows read per chunk. Default 10000.
 	ChunkRows int `koanf:"chunk_rows"`
 	// SignalDB is the source database holding readside's watermark and
 	// snapshot-request tables; the tailer's user needs INSERT, UPDATE and
@@ -259,7 +259,7 @@ type Log struct {
 func Default() Config {
 	return Config{
 		Source: Source{HeartbeatPeriod: 2 * time.Second, TLS: TLS{Mode: TLSDisabled}, MaxEventBytes: 64 << 20,
-			Snapshot: Snapshot{Mode: SnapshotInitial, ChunkRows: 2000, SignalDB: "readside"}},
+			Snapshot: Snapshot{Mode: SnapshotInitial, ChunkRows: 10000, SignalDB: "readside"}},
 		Kafka: Kafka{
 			TopicPrefix:       "readside",
 			Partitions:        6,

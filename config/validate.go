@@ -57,7 +57,7 @@ func (c Config) Validate() error {
 		bad("source.snapshot.mode %v", err)
 	}
 	if c.Source.Snapshot.ChunkRows <= 0 {
-		bad("source.snapshot.chunk_rows must be positive, e.g. 2000")
+		bad("source.snapshot.chunk_rows must be positive, e.g. 10000")
 	}
 	if c.Source.Snapshot.SignalDB == "" {
 		bad("source.snapshot.signal_db is empty: name a database readside may write its watermark table to, e.g. readside")

@@ -59,6 +59,7 @@ func main() {
 	flag.StringVar(&mariadbArgs, "mariadb-args", "--innodb-buffer-pool-size=2G", "space-separated extra mariadbd options for the test bed's server, after its own (named in the report; \"\" for the test bed's server as is)")
 	flag.DurationVar(&quietWait, "quiet-wait", 90*time.Second, "wait up to this long for a 1-minute load below 1.5 before starting")
 	flag.DurationVar(&settleLimit, "settle", time.Minute, "before each stage, wait up to this long for MariaDB to flush its dirty pages and purge its undo history, so a stage does not pay for the writes of the one before (20s at most with -quick; 0: do not wait)")
+	flag.IntVar(&snapshotRows, "snapshot-rows", 0, "rows of the snapshot step's table (default 2,000,000, 200,000 with -quick)")
 	flag.StringVar(&reshardFill, "reshard-fill", "", "the reshard step's --fill (copy or topics; default: the command's own)")
 	chartFrom := flag.String("chart-from", "", "only redraw the PNG chart from this latest.json (into -out)")
 	peersRun := flag.Bool("peers", false, "make bench-peers: Debezium (Kafka Connect standalone) next to readside on the narrow workloads; writes peers.json and peers.md")
@@ -135,6 +136,7 @@ type results struct {
 	Skipped    []string         `json:"skipped_workloads,omitempty"`
 	EndToEnd   *e2eResult       `json:"end_to_end,omitempty"`
 	Reshard    *reshardResult   `json:"reshard,omitempty"`
+	Snapshot   *snapshotResult  `json:"snapshot,omitempty"`
 	DurationS  float64          `json:"duration_s"`
 	LoadBefore float64          `json:"load1_before"`
 	LoadAfter  float64          `json:"load1_after"`
@@ -242,6 +244,24 @@ func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 			return fmt.Errorf("reshard: %w", err)
 		}
 		res.Reshard = r
+		b, _ := json.Marshal(r)
+		logf("%s", b)
+	}
+	// The snapshot step (snapshotstep.go); -workloads names it "snapshot".
+	if only == "" || strings.Contains(","+only+",", ",snapshot,") {
+		rows := 2_000_000
+		if quick {
+			rows = 200_000
+		}
+		if snapshotRows > 0 {
+			rows = snapshotRows
+		}
+		logf("snapshot: %d rows", rows)
+		r, err := e.runSnapshotStep(ctx, rows)
+		if err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		res.Snapshot = r
 		b, _ := json.Marshal(r)
 		logf("%s", b)
 	}

@@ -101,6 +101,7 @@ func markdown(res *results) string {
 	}
 	workloadLatencyMarkdown(&b, res.Workloads)
 	reshardMarkdown(&b, res.Reshard)
+	snapshotMarkdown(&b, res.Snapshot)
 	if e := res.EndToEnd; e != nil {
 		fmt.Fprintf(&b, "\n## End to end (`readside run`, tailer and projector in one process), %s\n\n", e.Workload.Name)
 		fmt.Fprintf(&b, "Backlog of %d events drained at **%.0f events/s**", e.Workload.Events, e.Rate.PerS)

@@ -1,0 +1,365 @@
+package cdc
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// The reader reads and encodes the chunks of the head snapshot task ahead
+// of the stream, so that the round trips of a chunk (its table's columns,
+// two watermark writes, the SELECT) and the encoding of its rows overlap
+// the stream's wait for the high watermark before it and the producing of
+// the chunks before that. The stream publishes chunks in the order they
+// were read, each at its own high watermark, as before.
+//
+// Order is what keeps DBLog's guarantee: the reader announces a chunk
+// (its id) to the stream before writing its low watermark, so the stream
+// knows every watermark it meets; it writes a chunk's low watermark only
+// after the previous chunk's high watermark is committed, so at most one
+// chunk is between its watermarks at any point of the binlog; and it
+// hands over the rows before writing the high watermark, so they are there
+// when the stream meets it.
+
+// chunkRead, when set (by tests), is called with the key of a chunk's
+// first row once it is read and before the chunk's high watermark is
+// written: a change it makes lands between the chunk's watermarks, after
+// the chunk's read view.
+var chunkRead func(table string, firstKey [][]byte)
+
+// snapshotReadAhead bounds the chunks read and not yet published (the
+// memory of a snapshot: about snapshotReadAhead × chunk_rows encoded rows).
+const snapshotReadAhead = 3
+
+// chunk is one chunk of a snapshot: filled by the reader, then published
+// by the stream.
+type chunk struct {
+	id       string
+	task     taskRef
+	db, name string // the task's table, known when the chunk is announced
+	table    *table // the reader's until it starts the encoder
+
+	// The stream's, from the low watermark on.
+	lowSeen bool
+	dropped map[string]bool // keys a live change touched between the watermarks
+
+	// The reader's until it starts the encoder.
+	lastKey  [][]byte
+	complete bool // fewer rows than asked: the table is done after this chunk
+
+	// The encoder's until read is closed; the stream's after.
+	read   chan struct{}
+	keys   [][]byte // encoded keys in primary key order
+	afters [][]byte // each row's after image, same order
+	err    error    // a row readside cannot encode, or the read failed after the high watermark
+}
+
+// taskRef names the task a chunk belongs to.
+type taskRef struct {
+	id           uint64
+	table, where string
+}
+
+func refOf(t SnapshotTask) taskRef { return taskRef{t.ID, t.Table, t.Where} }
+
+// chunkReader is the goroutine reading one task's chunks.
+type chunkReader struct {
+	task   taskRef
+	chunks chan *chunk   // announced, in order, before their low watermark
+	slots  chan struct{} // one per chunk read and not yet published
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the goroutine is over; err is then set
+	err    error
+}
+
+// startReader starts reading the head task's chunks when nothing reads
+// them, and stops a reader whose task is no longer the head one
+// (cancelled, failed or done).
+func (s *stream) startReader(ctx context.Context) {
+	if s.reader != nil && (len(s.snapshots) == 0 || s.reader.task != refOf(s.snapshots[0])) {
+		s.stopReader()
+	}
+	if s.reader != nil || len(s.snapshots) == 0 {
+		return
+	}
+	task := s.snapshots[0]
+	topic, ok := s.captured[task.Table]
+	if !ok {
+		s.t.log.Warn("snapshot request for a table that is not in source.tables; ignored", "table", task.Table)
+		s.snapshots = s.snapshots[1:]
+		return
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	r := &chunkReader{task: refOf(task), chunks: make(chan *chunk, snapshotReadAhead), slots: make(chan struct{}, snapshotReadAhead),
+		cancel: cancel, done: make(chan struct{})}
+	cfg, excluded, keyCols := s.t.cfg.Source, s.excluded[task.Table], s.keys[task.Table]
+	read := func(ctx context.Context, c *chunk, after [][]byte) error {
+		return s.src.readChunk(ctx, c, task, after, topic, excluded, keyCols, cfg.Snapshot.SignalDB, cfg.ServerID, cfg.Snapshot.ChunkRows)
+	}
+	go func() {
+		defer close(r.done)
+		r.err = r.run(rctx, task.After, read)
+	}()
+	s.reader = r
+}
+
+// run reads chunks from after on until one is the last or ctx ends.
+func (r *chunkReader) run(ctx context.Context, after [][]byte, read func(context.Context, *chunk, [][]byte) error) error {
+	for {
+		select {
+		case r.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		var idb [16]byte
+		_, _ = rand.Read(idb[:])
+		c := &chunk{id: hex.EncodeToString(idb[:]), task: r.task, dropped: map[string]bool{}, read: make(chan struct{})}
+		c.db, c.name, _ = strings.Cut(r.task.table, ".")
+		r.chunks <- c // never blocks: a slot is held
+		if err := read(ctx, c, after); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if c.complete {
+			return nil
+		}
+		after = c.lastKey
+	}
+}
+
+// stopReader ends the reader and forgets its chunks: watermarks met later
+// are then of chunks the stream does not know, and ignored.
+func (s *stream) stopReader() {
+	if s.reader == nil {
+		return
+	}
+	s.reader.cancel()
+	<-s.reader.done
+	s.reader, s.inflight = nil, nil
+}
+
+// readerOver is ready when the reader failed: its done channel, or nil
+// (never ready) without a reader or when it read its task's last chunk,
+// which then waits for the stream to publish it.
+func (s *stream) readerOver() <-chan struct{} {
+	if s.reader == nil {
+		return nil
+	}
+	select {
+	case <-s.reader.done:
+		if s.reader.err == nil {
+			return nil
+		}
+	default:
+	}
+	return s.reader.done
+}
+
+// readerFailed takes up a reader that is over: an error of the request
+// fails the task (chunkFailed); any other is the stream's, which retries.
+// A reader over without an error read the task's last chunk.
+func (s *stream) readerFailed(ctx context.Context) error {
+	r := s.reader
+	if r == nil {
+		return nil
+	}
+	select {
+	case <-r.done:
+	default:
+		return nil
+	}
+	if r.err == nil {
+		return nil
+	}
+	s.stopReader()
+	if len(s.snapshots) == 0 || refOf(s.snapshots[0]) != r.task {
+		return nil
+	}
+	return s.chunkFailed(ctx, r.err)
+}
+
+// take moves the chunks the reader announced into the stream's list.
+func (s *stream) take() {
+	if s.reader == nil {
+		return
+	}
+	for {
+		select {
+		case c := <-s.reader.chunks:
+			s.inflight = append(s.inflight, c)
+		default:
+			return
+		}
+	}
+}
+
+// watermarked is the chunk in flight a watermark row names: the head one,
+// or nil for a chunk the stream does not know (one of a stream before a
+// restart, or of a reader stopped since). A watermark of a later chunk
+// while the head one waits would mean the windows overlap: the stream
+// stops rather than publish what it cannot vouch for.
+func (s *stream) watermarked(id string) (*chunk, error) {
+	s.take()
+	for i, c := range s.inflight {
+		if c.id != id {
+			continue
+		}
+		if i > 0 {
+			return nil, fmt.Errorf("snapshot chunk %s met a watermark before chunk %s was published: the chunks' windows overlap (a bug); the stream restarts from its checkpoint", id, s.inflight[0].id)
+		}
+		return c, nil
+	}
+	return nil, nil
+}
+
+// popChunk takes the head chunk in flight, waiting for its rows to be
+// encoded (read before its high watermark was written, encoded since).
+func (s *stream) popChunk(ctx context.Context) (*chunk, error) {
+	c := s.inflight[0]
+	select {
+	case <-c.read:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	s.inflight = s.inflight[1:]
+	<-s.reader.slots
+	return c, nil
+}
+
+// readChunk reads one chunk of task after the key after: the table's
+// columns, the low watermark, the rows (handed to c.encode) and the high
+// watermark, written once the read view is open.
+func (src *sourceDB) readChunk(ctx context.Context, c *chunk, task SnapshotTask, after [][]byte, topic string, excluded map[string]bool, keyCols []string, signalDB string, serverID uint32, limit int) error {
+	db, name, _ := strings.Cut(task.Table, ".")
+	tbl, err := src.schemaTable(ctx, db, name, topic, excluded, keyCols)
+	if err != nil {
+		return err
+	}
+	c.table = tbl
+	if err := src.writeWatermark(ctx, signalDB, serverID, c.id, "low"); err != nil {
+		return err
+	}
+	t := task
+	t.After = after
+	query, args := chunkQuery(tbl, &t, limit)
+	rows, err := src.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	// The rows are copied as they are scanned, end to end in a few large
+	// buffers (vals hold a row only until the next Scan), and encoded by
+	// a goroutine of their own: the next chunk's reads need not wait for
+	// the encoding.
+	ncol := len(tbl.columns)
+	vals := make([]sql.RawBytes, ncol)
+	ptrs := make([]any, ncol)
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	var buf slab
+	var raw []sql.RawBytes // row after row, ncol values each
+	// The high watermark is written while the rest of the rows arrive:
+	// InnoDB opened the statement's read view before it returned the first
+	// row, and every row comes from that view, so the read lies between
+	// the watermarks. A chunk whose high watermark is written gets its
+	// c.read closed whatever happens (encoded, or c.err), as the stream
+	// waits for it when it meets that watermark.
+	var high chan error
+	startHigh := func() {
+		if chunkRead != nil && len(raw) > 0 {
+			var first [][]byte
+			for _, i := range tbl.pk {
+				first = append(first, raw[i])
+			}
+			chunkRead(task.Table, first)
+		}
+		high = make(chan error, 1)
+		go func() { high <- src.writeWatermark(ctx, signalDB, serverID, c.id, "high") }()
+	}
+	fail := func(err error) error {
+		if high != nil {
+			c.err = err
+			close(c.read)
+			<-high
+		}
+		return err
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			rows.Close()
+			return fail(err)
+		}
+		for _, v := range vals {
+			switch {
+			case len(v) > 0:
+				v = buf.keep(append(buf.room(len(v)), v...))
+			case v != nil:
+				v = sql.RawBytes{} // '' is not NULL
+			}
+			raw = append(raw, v)
+		}
+		if high == nil {
+			startHigh()
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	if high == nil { // no rows: the statement is over
+		startHigh()
+	}
+	n := len(raw) / max(ncol, 1)
+	c.complete = n < limit
+	if n > 0 {
+		for _, i := range tbl.pk {
+			c.lastKey = append(c.lastKey, []byte(raw[(n-1)*ncol+i]))
+		}
+	}
+	go c.encode(raw, ncol, task.Table)
+	// The next chunk's low watermark only after this high one committed.
+	return <-high
+}
+
+// encode encodes the chunk's rows (key and after image of each) and then
+// closes c.read.
+func (c *chunk) encode(raw []sql.RawBytes, ncol int, table string) {
+	defer close(c.read)
+	// Keys and images share a few large buffers: one allocation per
+	// 64 KiB rather than two per row.
+	var buf slab
+	n := len(raw) / max(ncol, 1)
+	c.keys, c.afters = make([][]byte, 0, n), make([][]byte, 0, n)
+	for r := range n {
+		vals := raw[r*ncol : (r+1)*ncol]
+		key, err := c.table.appendSQLKey(buf.room(64), vals)
+		if err != nil {
+			c.err = &FatalError{fmt.Errorf("snapshot of %s: %w", table, err)}
+			return
+		}
+		c.keys = append(c.keys, buf.keep(key))
+		img, err := c.table.appendSQLRow(buf.room(256), vals)
+		if err != nil {
+			c.err = &FatalError{fmt.Errorf("snapshot of %s: %w", table, err)}
+			return
+		}
+		c.afters = append(c.afters, buf.keep(img))
+	}
+}
+
+func (src *sourceDB) writeWatermark(ctx context.Context, signalDB string, serverID uint32, id, mark string) error {
+	_, err := src.db.ExecContext(ctx, "REPLACE INTO "+quoteIdent(signalDB)+"."+watermarkTable+
+		" (server_id, chunk, mark, at) VALUES (?, ?, ?, NOW(6))", serverID, id, mark)
+	if err != nil {
+		return fmt.Errorf("writing snapshot %s watermark: %w", mark, err)
+	}
+	return nil
+}
