@@ -206,8 +206,9 @@ func testNames(t *testing.T) map[string]bool {
 	return names
 }
 
-// files are the tree's files ending in suffix, slash paths from the root,
-// without .git and test data.
+// files are the tree's files ending in suffix, slash paths from the root:
+// what git tracks, so neither test data nor what a run leaves behind
+// (.gitignore: the test bed's and demo's data, benchall's latest results).
 func files(t *testing.T, suffix string) []string {
 	t.Helper()
 	var out []string
@@ -215,12 +216,16 @@ func files(t *testing.T, suffix string) []string {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || d.Name() == "node_modules") {
-			return filepath.SkipDir
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel != "." && strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || untracked[rel] {
+				return filepath.SkipDir
+			}
+			return nil
 		}
-		if !d.IsDir() && strings.HasSuffix(p, suffix) {
-			rel, _ := filepath.Rel(root, p)
-			out = append(out, filepath.ToSlash(rel))
+		if strings.HasSuffix(rel, suffix) && !(strings.HasPrefix(rel, "bench/results/") && !strings.HasPrefix(rel, "bench/results/history/")) {
+			out = append(out, rel)
 		}
 		return nil
 	})
@@ -230,6 +235,9 @@ func files(t *testing.T, suffix string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// untracked are the directories .gitignore names.
+var untracked = map[string]bool{"bin": true, "data": true}
 
 var anchorCache = map[string]map[string]bool{}
 
