@@ -335,3 +335,17 @@ func TestOperationsContents(t *testing.T) {
 		t.Errorf("%s: the contents at the top link %v; the ## sections are %v: regenerate the contents", doc, got, want)
 	}
 }
+
+// TestMapsStayShort: the map and the benchmarks page are read whole, so
+// they stay under 400 lines; an argument belongs in docs/design/, a past
+// figure or tuning entry in bench/results/history/.
+func TestMapsStayShort(t *testing.T) {
+	for doc, fix := range map[string]string{
+		"docs/ARCHITECTURE.md": "move the argument to a file under docs/design/ and link it",
+		"docs/benchmarks.md":   "move past runs, tuning entries and session analyses to bench/results/history/",
+	} {
+		if n := strings.Count(read(t, doc), "\n"); n > 400 {
+			t.Errorf("%s has %d lines, over 400: %s", doc, n, fix)
+		}
+	}
+}
