@@ -15,25 +15,8 @@ import (
 func (tr *schemaTracker) colFromAST(cd *ast.ColumnDef, tableCS string) (colDef, bool, error) {
 	ft := cd.Tp
 	c := colDef{Name: cd.Name.Name.O, Unsigned: pmysql.HasUnsignedFlag(ft.GetFlag())}
-	pk := false
-	for _, o := range cd.Options {
-		switch o.Tp {
-		case ast.ColumnOptionPrimaryKey:
-			pk = true
-		case ast.ColumnOptionCollate:
-			c.Charset = tr.charsetOfCollation(o.StrValue)
-		}
-	}
-	charset := strings.ToLower(ft.GetCharset())
-	if charset == "" && ft.GetCollate() != "" {
-		charset = tr.charsetOfCollation(ft.GetCollate())
-	}
-	if c.Charset == "" {
-		c.Charset = charset
-	}
-	if c.Charset == "" {
-		c.Charset = tableCS
-	}
+	var pk bool
+	c.Charset, pk = tr.columnCharset(cd, tableCS)
 	flen, dec := ft.GetFlen(), ft.GetDecimal()
 	fsp := int64(max(dec, 0))
 	text := func(base string) {
@@ -104,21 +87,7 @@ func (tr *schemaTracker) colFromAST(cd *ast.ColumnDef, tableCS string) (colDef, 
 	case pmysql.TypeLongBlob:
 		text("longtext")
 	case pmysql.TypeBlob:
-		// TEXT(n)/BLOB(n) is the smallest type that holds n characters.
-		bytes := int64(flen)
-		if c.Charset != "binary" {
-			bytes *= mbMaxLen(c.Charset)
-		}
-		switch {
-		case flen <= 0 || bytes > 255 && bytes <= 65535:
-			text("text")
-		case bytes <= 255:
-			text("tinytext")
-		case bytes <= 1<<24-1:
-			text("mediumtext")
-		default:
-			text("longtext")
-		}
+		text(sizedTextType(c.Charset, flen))
 	default:
 		return c, false, fmt.Errorf("column %s: type %s is not tracked", c.Name, types.TypeToStr(ft.GetType(), ft.GetCharset()))
 	}
@@ -129,6 +98,52 @@ func (tr *schemaTracker) colFromAST(cd *ast.ColumnDef, tableCS string) (colDef, 
 		c.Charset = ""
 	}
 	return c, pk, nil
+}
+
+// columnCharset is a column definition's charset: its COLLATE option, its
+// CHARACTER SET or COLLATE type attribute, else the table default (as the
+// server does). It also says whether the definition declares itself the
+// primary key.
+func (tr *schemaTracker) columnCharset(cd *ast.ColumnDef, tableCS string) (cs string, pk bool) {
+	for _, o := range cd.Options {
+		switch o.Tp {
+		case ast.ColumnOptionPrimaryKey:
+			pk = true
+		case ast.ColumnOptionCollate:
+			cs = tr.charsetOfCollation(o.StrValue)
+		}
+	}
+	ft := cd.Tp
+	charset := strings.ToLower(ft.GetCharset())
+	if charset == "" && ft.GetCollate() != "" {
+		charset = tr.charsetOfCollation(ft.GetCollate())
+	}
+	if cs == "" {
+		cs = charset
+	}
+	if cs == "" {
+		cs = tableCS
+	}
+	return cs, pk
+}
+
+// sizedTextType is the type TEXT(n)/BLOB(n) declares: the smallest type
+// that holds n characters.
+func sizedTextType(charset string, flen int) string {
+	bytes := int64(flen)
+	if charset != "binary" {
+		bytes *= mbMaxLen(charset)
+	}
+	switch {
+	case flen <= 0 || bytes > 255 && bytes <= 65535:
+		return "text"
+	case bytes <= 255:
+		return "tinytext"
+	case bytes <= 1<<24-1:
+		return "mediumtext"
+	default:
+		return "longtext"
+	}
 }
 
 // mbMaxLen is the longest character of a charset in bytes, for TEXT(n).

@@ -125,96 +125,116 @@ func (s *sourceDB) snapshotSchema(ctx context.Context, tr *schemaTracker) error 
 		if err == nil {
 			tr.dbCharset[db] = cs
 		}
-		rows, err := s.db.QueryContext(ctx, `SELECT t.TABLE_NAME, COALESCE(cl.CHARACTER_SET_NAME, '') FROM information_schema.TABLES t
-			LEFT JOIN information_schema.COLLATIONS cl ON cl.COLLATION_NAME = t.TABLE_COLLATION
-			WHERE t.TABLE_SCHEMA = ? AND t.TABLE_TYPE = 'BASE TABLE'`, db)
-		if err != nil {
-			return fmt.Errorf("reading tables of %s: %w", db, err)
-		}
-		for rows.Next() {
-			var name, charset string
-			if err := rows.Scan(&name, &charset); err != nil {
-				rows.Close()
-				return err
-			}
-			tr.tables[tableKey(db, name)] = &tableDef{Charset: charset}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err := s.snapshotTables(ctx, tr, db); err != nil {
 			return err
 		}
-		cols, err := s.db.QueryContext(ctx, `SELECT TABLE_NAME, COLUMN_NAME, LOWER(DATA_TYPE), LOWER(COLUMN_TYPE), COALESCE(CHARACTER_SET_NAME, ''),
-			COALESCE(NUMERIC_PRECISION, 0), COALESCE(NUMERIC_SCALE, 0), COALESCE(DATETIME_PRECISION, 0), COALESCE(CHARACTER_MAXIMUM_LENGTH, 0)
-			FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME, ORDINAL_POSITION`, db)
-		if err != nil {
-			return fmt.Errorf("reading columns of %s: %w", db, err)
-		}
-		for cols.Next() {
-			var tname string
-			var c colDef
-			var colType string
-			if err := cols.Scan(&tname, &c.Name, &c.Type, &colType, &c.Charset, &c.Prec, &c.Scale, &c.FSP, &c.Length); err != nil {
-				cols.Close()
-				return err
-			}
-			def := tr.tables[tableKey(db, tname)]
-			if def == nil {
-				continue // a view
-			}
-			c.Unsigned = strings.Contains(colType, "unsigned")
-			switch c.Type {
-			case "enum", "set":
-				c.Members = parseMembers(colType)
-			}
-			switch c.Type {
-			case "char", "binary":
-			default:
-				c.Length = 0
-			}
-			switch c.Type {
-			case "decimal", "numeric", "bit":
-			default:
-				c.Prec, c.Scale = 0, 0
-			}
-			switch c.Type {
-			case "datetime", "timestamp", "time":
-			default:
-				c.FSP = 0
-			}
-			switch c.Type {
-			case "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob":
-				c.Charset = "binary"
-			case "char", "varchar", "tinytext", "text", "mediumtext", "longtext":
-			default:
-				c.Charset = ""
-			}
-			def.Columns = append(def.Columns, c)
-		}
-		cols.Close()
-		if err := cols.Err(); err != nil {
+		if err := s.snapshotColumns(ctx, tr, db); err != nil {
 			return err
 		}
-		pk, err := s.db.QueryContext(ctx, `SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.STATISTICS
-			WHERE TABLE_SCHEMA = ? AND INDEX_NAME = 'PRIMARY' ORDER BY TABLE_NAME, SEQ_IN_INDEX`, db)
-		if err != nil {
-			return err
-		}
-		for pk.Next() {
-			var tname, col string
-			if err := pk.Scan(&tname, &col); err != nil {
-				pk.Close()
-				return err
-			}
-			if def := tr.tables[tableKey(db, tname)]; def != nil {
-				def.PK = append(def.PK, col)
-			}
-		}
-		pk.Close()
-		if err := pk.Err(); err != nil {
+		if err := s.snapshotPrimaryKeys(ctx, tr, db); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// snapshotTables reads db's base tables and their default charsets.
+func (s *sourceDB) snapshotTables(ctx context.Context, tr *schemaTracker, db string) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT t.TABLE_NAME, COALESCE(cl.CHARACTER_SET_NAME, '') FROM information_schema.TABLES t
+		LEFT JOIN information_schema.COLLATIONS cl ON cl.COLLATION_NAME = t.TABLE_COLLATION
+		WHERE t.TABLE_SCHEMA = ? AND t.TABLE_TYPE = 'BASE TABLE'`, db)
+	if err != nil {
+		return fmt.Errorf("reading tables of %s: %w", db, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, charset string
+		if err := rows.Scan(&name, &charset); err != nil {
+			return err
+		}
+		tr.tables[tableKey(db, name)] = &tableDef{Charset: charset}
+	}
+	return rows.Err()
+}
+
+// snapshotColumns reads the columns of db's tables, in order.
+func (s *sourceDB) snapshotColumns(ctx context.Context, tr *schemaTracker, db string) error {
+	cols, err := s.db.QueryContext(ctx, `SELECT TABLE_NAME, COLUMN_NAME, LOWER(DATA_TYPE), LOWER(COLUMN_TYPE), COALESCE(CHARACTER_SET_NAME, ''),
+		COALESCE(NUMERIC_PRECISION, 0), COALESCE(NUMERIC_SCALE, 0), COALESCE(DATETIME_PRECISION, 0), COALESCE(CHARACTER_MAXIMUM_LENGTH, 0)
+		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME, ORDINAL_POSITION`, db)
+	if err != nil {
+		return fmt.Errorf("reading columns of %s: %w", db, err)
+	}
+	defer cols.Close()
+	for cols.Next() {
+		var tname string
+		var c colDef
+		var colType string
+		if err := cols.Scan(&tname, &c.Name, &c.Type, &colType, &c.Charset, &c.Prec, &c.Scale, &c.FSP, &c.Length); err != nil {
+			return err
+		}
+		def := tr.tables[tableKey(db, tname)]
+		if def == nil {
+			continue // a view
+		}
+		c.Unsigned = strings.Contains(colType, "unsigned")
+		switch c.Type {
+		case "enum", "set":
+			c.Members = parseMembers(colType)
+		}
+		keepTypeAttributes(&c)
+		def.Columns = append(def.Columns, c)
+	}
+	return cols.Err()
+}
+
+// keepTypeAttributes clears the attributes information_schema reports
+// for a column whose type does not carry them (a length beside CHAR and
+// BINARY, a precision beside DECIMAL and BIT, ...); a binary type's
+// charset is "binary".
+func keepTypeAttributes(c *colDef) {
+	switch c.Type {
+	case "char", "binary":
+	default:
+		c.Length = 0
+	}
+	switch c.Type {
+	case "decimal", "numeric", "bit":
+	default:
+		c.Prec, c.Scale = 0, 0
+	}
+	switch c.Type {
+	case "datetime", "timestamp", "time":
+	default:
+		c.FSP = 0
+	}
+	switch c.Type {
+	case "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob":
+		c.Charset = "binary"
+	case "char", "varchar", "tinytext", "text", "mediumtext", "longtext":
+	default:
+		c.Charset = ""
+	}
+}
+
+// snapshotPrimaryKeys reads the primary key columns of db's tables.
+func (s *sourceDB) snapshotPrimaryKeys(ctx context.Context, tr *schemaTracker, db string) error {
+	pk, err := s.db.QueryContext(ctx, `SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.STATISTICS
+		WHERE TABLE_SCHEMA = ? AND INDEX_NAME = 'PRIMARY' ORDER BY TABLE_NAME, SEQ_IN_INDEX`, db)
+	if err != nil {
+		return err
+	}
+	defer pk.Close()
+	for pk.Next() {
+		var tname, col string
+		if err := pk.Scan(&tname, &col); err != nil {
+			return err
+		}
+		if def := tr.tables[tableKey(db, tname)]; def != nil {
+			def.PK = append(def.PK, col)
+		}
+	}
+	return pk.Err()
 }
 
 // schemaFacts reads what following DDL needs from the server and is not

@@ -111,136 +111,166 @@ func (tr *schemaTracker) apply(defaultDB, sql string) (changed []string, err err
 		}
 		return nil, nil
 	}
-	qual := func(tn *ast.TableName) (string, string) {
-		db := tn.Schema.O
-		if db == "" {
-			db = defaultDB
-		}
-		return db, tn.Name.O
-	}
 	for _, stmt := range stmts {
 		switch st := stmt.(type) {
 		case *ast.CreateTableStmt:
-			db, name := qual(st.Table)
-			if !tr.dbs[db] || st.TemporaryKeyword != ast.TemporaryNone {
-				continue
-			}
-			key := tableKey(db, name)
-			if tr.tables[key] != nil && st.IfNotExists {
-				continue
-			}
-			var def *tableDef
-			switch {
-			case st.ReferTable != nil:
-				rdb, rname := qual(st.ReferTable)
-				src := tr.def(rdb, rname)
-				if src == nil {
-					def = &tableDef{Unknown: sql}
-				} else {
-					def = src.clone()
-				}
-			case st.Select != nil:
-				def = &tableDef{Unknown: sql}
-			default:
-				if def, err = tr.createDef(db, st); err != nil {
-					return nil, ddlError(sql, err)
-				}
-			}
-			tr.tables[key] = def
-			changed = append(changed, key)
+			changed, err = tr.applyCreateTable(defaultDB, sql, st, changed)
 		case *ast.AlterTableStmt:
-			db, name := qual(st.Table)
-			if !tr.dbs[db] {
-				continue
-			}
-			key := tableKey(db, name)
-			def := tr.tables[key]
-			if def == nil || def.Unknown != "" {
-				// Not tracked (created before the snapshot in another
-				// database, or already unknown): it stays unknown.
-				tr.tables[key] = &tableDef{Unknown: sql}
-				changed = append(changed, key)
-				continue
-			}
-			def = def.clone()
-			newKey, err := tr.alter(db, def, st.Specs)
-			if err != nil {
-				return nil, ddlError(sql, err)
-			}
-			if newKey != "" && newKey != key {
-				delete(tr.tables, key)
-				changed = append(changed, key)
-				key = newKey
-			}
-			tr.tables[key] = def
-			changed = append(changed, key)
+			changed, err = tr.applyAlterTable(defaultDB, sql, st, changed)
 		case *ast.RenameTableStmt:
-			for _, tt := range st.TableToTables {
-				odb, oname := qual(tt.OldTable)
-				ndb, nname := qual(tt.NewTable)
-				okey, nkey := tableKey(odb, oname), tableKey(ndb, nname)
-				def := tr.tables[okey]
-				if tr.dbs[odb] {
-					delete(tr.tables, okey)
-					changed = append(changed, okey)
-				}
-				if tr.dbs[ndb] {
-					if def == nil {
-						def = &tableDef{Unknown: sql}
-					}
-					tr.tables[nkey] = def
-					changed = append(changed, nkey)
-				}
-			}
+			changed = tr.applyRenameTable(defaultDB, sql, st, changed)
 		case *ast.DropTableStmt:
 			if st.IsView {
 				continue
 			}
 			for _, tn := range st.Tables {
-				db, name := qual(tn)
+				db, name := qualify(defaultDB, tn)
 				if tr.dbs[db] {
 					delete(tr.tables, tableKey(db, name))
 					changed = append(changed, tableKey(db, name))
 				}
 			}
 		case *ast.DropDatabaseStmt:
+			changed = tr.applyDropDatabase(st.Name.O, changed)
+		case *ast.CreateDatabaseStmt:
+			changed = tr.applyDatabaseOptions(st.Name.O, st.Options, changed)
+		case *ast.AlterDatabaseStmt:
 			db := st.Name.O
-			if !tr.dbs[db] {
-				continue
+			if db == "" {
+				db = defaultDB
 			}
-			for key := range tr.tables {
-				if strings.HasPrefix(key, db+"\x00") {
-					delete(tr.tables, key)
-					changed = append(changed, key)
-				}
-			}
-		case *ast.CreateDatabaseStmt, *ast.AlterDatabaseStmt:
-			var db string
-			var opts []*ast.DatabaseOption
-			if c, ok := st.(*ast.CreateDatabaseStmt); ok {
-				db, opts = c.Name.O, c.Options
-			} else {
-				a := st.(*ast.AlterDatabaseStmt)
-				db, opts = a.Name.O, a.Options
-				if db == "" {
-					db = defaultDB
-				}
-			}
-			if !tr.dbs[db] {
-				continue
-			}
-			for _, o := range opts {
-				switch o.Tp {
-				case ast.DatabaseOptionCharset:
-					tr.dbCharset[db] = strings.ToLower(o.Value)
-				case ast.DatabaseOptionCollate:
-					tr.dbCharset[db] = tr.charsetOfCollation(o.Value)
-				}
-			}
-			changed = append(changed, db+"\x00")
+			changed = tr.applyDatabaseOptions(db, st.Options, changed)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	return changed, nil
+}
+
+// qualify names tn's database, the statement's default one if it names
+// none.
+func qualify(defaultDB string, tn *ast.TableName) (db, name string) {
+	db = tn.Schema.O
+	if db == "" {
+		db = defaultDB
+	}
+	return db, tn.Name.O
+}
+
+// applyCreateTable follows CREATE TABLE. A copy (LIKE) of an untracked
+// table or a table created from a SELECT is unknown.
+func (tr *schemaTracker) applyCreateTable(defaultDB, sql string, st *ast.CreateTableStmt, changed []string) ([]string, error) {
+	db, name := qualify(defaultDB, st.Table)
+	if !tr.dbs[db] || st.TemporaryKeyword != ast.TemporaryNone {
+		return changed, nil
+	}
+	key := tableKey(db, name)
+	if tr.tables[key] != nil && st.IfNotExists {
+		return changed, nil
+	}
+	var def *tableDef
+	switch {
+	case st.ReferTable != nil:
+		src := tr.def(qualify(defaultDB, st.ReferTable))
+		if src == nil {
+			def = &tableDef{Unknown: sql}
+		} else {
+			def = src.clone()
+		}
+	case st.Select != nil:
+		def = &tableDef{Unknown: sql}
+	default:
+		var err error
+		if def, err = tr.createDef(db, st); err != nil {
+			return nil, ddlError(sql, err)
+		}
+	}
+	tr.tables[key] = def
+	return append(changed, key), nil
+}
+
+// applyAlterTable follows ALTER TABLE on a copy of the table's definition.
+func (tr *schemaTracker) applyAlterTable(defaultDB, sql string, st *ast.AlterTableStmt, changed []string) ([]string, error) {
+	db, name := qualify(defaultDB, st.Table)
+	if !tr.dbs[db] {
+		return changed, nil
+	}
+	key := tableKey(db, name)
+	def := tr.tables[key]
+	if def == nil || def.Unknown != "" {
+		// Not tracked (created before the snapshot in another
+		// database, or already unknown): it stays unknown.
+		tr.tables[key] = &tableDef{Unknown: sql}
+		return append(changed, key), nil
+	}
+	def = def.clone()
+	newKey, err := tr.alter(db, def, st.Specs)
+	if err != nil {
+		return nil, ddlError(sql, err)
+	}
+	if newKey != "" && newKey != key {
+		delete(tr.tables, key)
+		changed = append(changed, key)
+		key = newKey
+	}
+	tr.tables[key] = def
+	return append(changed, key), nil
+}
+
+// applyRenameTable follows RENAME TABLE: a table renamed out of a
+// captured database is dropped, one renamed into it from elsewhere is
+// unknown.
+func (tr *schemaTracker) applyRenameTable(defaultDB, sql string, st *ast.RenameTableStmt, changed []string) []string {
+	for _, tt := range st.TableToTables {
+		odb, oname := qualify(defaultDB, tt.OldTable)
+		ndb, nname := qualify(defaultDB, tt.NewTable)
+		okey, nkey := tableKey(odb, oname), tableKey(ndb, nname)
+		def := tr.tables[okey]
+		if tr.dbs[odb] {
+			delete(tr.tables, okey)
+			changed = append(changed, okey)
+		}
+		if tr.dbs[ndb] {
+			if def == nil {
+				def = &tableDef{Unknown: sql}
+			}
+			tr.tables[nkey] = def
+			changed = append(changed, nkey)
+		}
+	}
+	return changed
+}
+
+// applyDropDatabase follows DROP DATABASE: its tables go.
+func (tr *schemaTracker) applyDropDatabase(db string, changed []string) []string {
+	if !tr.dbs[db] {
+		return changed
+	}
+	for key := range tr.tables {
+		if strings.HasPrefix(key, db+"\x00") {
+			delete(tr.tables, key)
+			changed = append(changed, key)
+		}
+	}
+	return changed
+}
+
+// applyDatabaseOptions follows CREATE and ALTER DATABASE: the database's
+// default charset, which new text columns take.
+func (tr *schemaTracker) applyDatabaseOptions(db string, opts []*ast.DatabaseOption, changed []string) []string {
+	if !tr.dbs[db] {
+		return changed
+	}
+	for _, o := range opts {
+		switch o.Tp {
+		case ast.DatabaseOptionCharset:
+			tr.dbCharset[db] = strings.ToLower(o.Value)
+		case ast.DatabaseOptionCollate:
+			tr.dbCharset[db] = tr.charsetOfCollation(o.Value)
+		}
+	}
+	return append(changed, db+"\x00")
 }
 
 // mayTouch reports whether an unparsable DDL could concern a tracked
@@ -329,102 +359,20 @@ func (tr *schemaTracker) createDef(db string, st *ast.CreateTableStmt) (*tableDe
 // alter applies ALTER TABLE specs in order; it returns the table's new key
 // after a RENAME.
 func (tr *schemaTracker) alter(db string, def *tableDef, specs []*ast.AlterTableSpec) (newKey string, err error) {
-	place := func(c colDef, pos *ast.ColumnPosition, at int) error {
-		// at: the column's current index (-1 if new); without a position
-		// a new column goes last and an existing one stays.
-		if at >= 0 {
-			def.Columns = slices.Delete(def.Columns, at, at+1)
-		}
-		i := len(def.Columns)
-		if at >= 0 {
-			i = at
-		}
-		if pos != nil {
-			switch pos.Tp {
-			case ast.ColumnPositionFirst:
-				i = 0
-			case ast.ColumnPositionAfter:
-				j := def.col(pos.RelativeColumn.Name.O)
-				if j < 0 {
-					return fmt.Errorf("AFTER %s: no such column", pos.RelativeColumn.Name.O)
-				}
-				i = j + 1
-			}
-		}
-		def.Columns = slices.Insert(def.Columns, i, c)
-		return nil
-	}
-	renamePK := func(from, to string) {
-		for i, k := range def.PK {
-			if strings.EqualFold(k, from) {
-				def.PK[i] = to
-			}
-		}
-	}
 	for _, sp := range specs {
 		switch sp.Tp {
 		case ast.AlterTableAddColumns:
-			for _, cd := range sp.NewColumns {
-				if def.col(cd.Name.Name.O) >= 0 {
-					if sp.IfNotExists {
-						continue
-					}
-					return "", fmt.Errorf("ADD COLUMN %s: the column already exists", cd.Name.Name.O)
-				}
-				c, pk, err := tr.colFromAST(cd, def.Charset)
-				if err != nil {
-					return "", err
-				}
-				if err := place(c, sp.Position, -1); err != nil {
-					return "", err
-				}
-				if pk {
-					def.PK = []string{c.Name}
-				}
-			}
+			err = tr.alterAddColumns(def, sp)
 		case ast.AlterTableDropColumn:
-			i := def.col(sp.OldColumnName.Name.O)
-			if i < 0 {
-				if sp.IfExists {
-					continue
-				}
-				return "", fmt.Errorf("DROP COLUMN %s: no such column", sp.OldColumnName.Name.O)
-			}
-			name := def.Columns[i].Name
-			def.Columns = slices.Delete(def.Columns, i, i+1)
-			def.PK = slices.DeleteFunc(def.PK, func(k string) bool { return strings.EqualFold(k, name) })
+			err = alterDropColumn(def, sp)
 		case ast.AlterTableModifyColumn, ast.AlterTableChangeColumn:
-			cd := sp.NewColumns[0]
-			old := cd.Name.Name.O
-			if sp.Tp == ast.AlterTableChangeColumn {
-				old = sp.OldColumnName.Name.O
-			}
-			i := def.col(old)
-			if i < 0 {
-				if sp.IfExists {
-					continue
-				}
-				return "", fmt.Errorf("column %s: no such column", old)
-			}
-			c, pk, err := tr.colFromAST(cd, def.Charset)
-			if err != nil {
-				return "", err
-			}
-			// Without a charset of its own the column takes the table
-			// default, as the server does.
-			renamePK(def.Columns[i].Name, c.Name)
-			if err := place(c, sp.Position, i); err != nil {
-				return "", err
-			}
-			if pk {
-				def.PK = []string{c.Name}
-			}
+			err = tr.alterModifyColumn(def, sp)
 		case ast.AlterTableRenameColumn:
 			i := def.col(sp.OldColumnName.Name.O)
 			if i < 0 {
 				return "", fmt.Errorf("RENAME COLUMN %s: no such column", sp.OldColumnName.Name.O)
 			}
-			renamePK(def.Columns[i].Name, sp.NewColumnName.Name.O)
+			def.renamePK(def.Columns[i].Name, sp.NewColumnName.Name.O)
 			def.Columns[i].Name = sp.NewColumnName.Name.O
 		case ast.AlterTableRenameTable:
 			ndb := sp.NewTable.Schema.O
@@ -436,33 +384,11 @@ func (tr *schemaTracker) alter(db string, def *tableDef, specs []*ast.AlterTable
 			}
 			newKey = tableKey(ndb, sp.NewTable.Name.O)
 		case ast.AlterTableAddConstraint:
-			if sp.Constraint.Tp == ast.ConstraintPrimaryKey {
-				def.PK = nil
-				for _, k := range sp.Constraint.Keys {
-					if k.Column == nil {
-						return "", fmt.Errorf("primary key on an expression")
-					}
-					def.PK = append(def.PK, def.Columns[max(0, def.col(k.Column.Name.O))].Name)
-				}
-			}
+			err = alterAddPrimaryKey(def, sp.Constraint)
 		case ast.AlterTableDropPrimaryKey:
 			def.PK = nil
 		case ast.AlterTableOption:
-			for _, o := range sp.Options {
-				switch o.Tp {
-				case ast.TableOptionCharset, ast.TableOptionCollate:
-					cs := tableCharset(tr, []*ast.TableOption{o})
-					if o.UintValue == ast.TableOptionCharsetWithConvertTo {
-						// CONVERT TO CHARACTER SET converts every text column.
-						for i := range def.Columns {
-							if def.Columns[i].Charset != "" && def.Columns[i].Charset != "binary" {
-								def.Columns[i].Charset = cs
-							}
-						}
-					}
-					def.Charset = cs
-				}
-			}
+			tr.alterTableCharset(def, sp.Options)
 		case ast.AlterTableDropIndex, ast.AlterTableDropForeignKey, ast.AlterTableLock, ast.AlterTableAlgorithm,
 			ast.AlterTableRenameIndex, ast.AlterTableForce, ast.AlterTableEnableKeys, ast.AlterTableDisableKeys,
 			ast.AlterTableAlterCheck, ast.AlterTableDropCheck, ast.AlterTableIndexInvisible, ast.AlterTableOrderByColumns,
@@ -477,6 +403,150 @@ func (tr *schemaTracker) alter(db string, def *tableDef, specs []*ast.AlterTable
 		default:
 			return "", fmt.Errorf("ALTER TABLE clause type %d is not followed", sp.Tp)
 		}
+		if err != nil {
+			return "", err
+		}
 	}
 	return newKey, nil
+}
+
+// placeColumn puts c into def's columns at pos. at is the column's current
+// index (-1 if new); without a position a new column goes last and an
+// existing one stays.
+func placeColumn(def *tableDef, c colDef, pos *ast.ColumnPosition, at int) error {
+	if at >= 0 {
+		def.Columns = slices.Delete(def.Columns, at, at+1)
+	}
+	i := len(def.Columns)
+	if at >= 0 {
+		i = at
+	}
+	if pos != nil {
+		switch pos.Tp {
+		case ast.ColumnPositionFirst:
+			i = 0
+		case ast.ColumnPositionAfter:
+			j := def.col(pos.RelativeColumn.Name.O)
+			if j < 0 {
+				return fmt.Errorf("AFTER %s: no such column", pos.RelativeColumn.Name.O)
+			}
+			i = j + 1
+		}
+	}
+	def.Columns = slices.Insert(def.Columns, i, c)
+	return nil
+}
+
+// renamePK follows a column rename into the primary key.
+func (d *tableDef) renamePK(from, to string) {
+	for i, k := range d.PK {
+		if strings.EqualFold(k, from) {
+			d.PK[i] = to
+		}
+	}
+}
+
+// alterAddColumns follows ADD COLUMN.
+func (tr *schemaTracker) alterAddColumns(def *tableDef, sp *ast.AlterTableSpec) error {
+	for _, cd := range sp.NewColumns {
+		if def.col(cd.Name.Name.O) >= 0 {
+			if sp.IfNotExists {
+				continue
+			}
+			return fmt.Errorf("ADD COLUMN %s: the column already exists", cd.Name.Name.O)
+		}
+		c, pk, err := tr.colFromAST(cd, def.Charset)
+		if err != nil {
+			return err
+		}
+		if err := placeColumn(def, c, sp.Position, -1); err != nil {
+			return err
+		}
+		if pk {
+			def.PK = []string{c.Name}
+		}
+	}
+	return nil
+}
+
+// alterDropColumn follows DROP COLUMN, which also drops the column from
+// the primary key.
+func alterDropColumn(def *tableDef, sp *ast.AlterTableSpec) error {
+	i := def.col(sp.OldColumnName.Name.O)
+	if i < 0 {
+		if sp.IfExists {
+			return nil
+		}
+		return fmt.Errorf("DROP COLUMN %s: no such column", sp.OldColumnName.Name.O)
+	}
+	name := def.Columns[i].Name
+	def.Columns = slices.Delete(def.Columns, i, i+1)
+	def.PK = slices.DeleteFunc(def.PK, func(k string) bool { return strings.EqualFold(k, name) })
+	return nil
+}
+
+// alterModifyColumn follows MODIFY COLUMN and CHANGE COLUMN (which may
+// also rename it).
+func (tr *schemaTracker) alterModifyColumn(def *tableDef, sp *ast.AlterTableSpec) error {
+	cd := sp.NewColumns[0]
+	old := cd.Name.Name.O
+	if sp.Tp == ast.AlterTableChangeColumn {
+		old = sp.OldColumnName.Name.O
+	}
+	i := def.col(old)
+	if i < 0 {
+		if sp.IfExists {
+			return nil
+		}
+		return fmt.Errorf("column %s: no such column", old)
+	}
+	// Without a charset of its own the column takes the table
+	// default, as the server does.
+	c, pk, err := tr.colFromAST(cd, def.Charset)
+	if err != nil {
+		return err
+	}
+	def.renamePK(def.Columns[i].Name, c.Name)
+	if err := placeColumn(def, c, sp.Position, i); err != nil {
+		return err
+	}
+	if pk {
+		def.PK = []string{c.Name}
+	}
+	return nil
+}
+
+// alterAddPrimaryKey follows ADD PRIMARY KEY; other constraints do not
+// change the row image.
+func alterAddPrimaryKey(def *tableDef, con *ast.Constraint) error {
+	if con.Tp != ast.ConstraintPrimaryKey {
+		return nil
+	}
+	def.PK = nil
+	for _, k := range con.Keys {
+		if k.Column == nil {
+			return fmt.Errorf("primary key on an expression")
+		}
+		def.PK = append(def.PK, def.Columns[max(0, def.col(k.Column.Name.O))].Name)
+	}
+	return nil
+}
+
+// alterTableCharset follows the table options that change its default
+// charset; CONVERT TO CHARACTER SET also converts every text column.
+func (tr *schemaTracker) alterTableCharset(def *tableDef, opts []*ast.TableOption) {
+	for _, o := range opts {
+		switch o.Tp {
+		case ast.TableOptionCharset, ast.TableOptionCollate:
+			cs := tableCharset(tr, []*ast.TableOption{o})
+			if o.UintValue == ast.TableOptionCharsetWithConvertTo {
+				for i := range def.Columns {
+					if def.Columns[i].Charset != "" && def.Columns[i].Charset != "binary" {
+						def.Columns[i].Charset = cs
+					}
+				}
+			}
+			def.Charset = cs
+		}
+	}
 }

@@ -348,142 +348,30 @@ func (g *keyGuard) apply(defaultDB, sql string) {
 	}
 	stmts, _, err := g.parser.Parse(sql, "", "")
 	if err != nil {
-		for t := range g.keys {
-			db, name, _ := strings.Cut(t, ".")
-			for _, tok := range toks {
-				if tok == t || tok == name && db == defaultDB {
-					g.forget(t, sql)
-				}
-			}
-		}
+		g.forgetNamed(defaultDB, sql, toks)
 		return
-	}
-	qual := func(tn *ast.TableName) string {
-		db := tn.Schema.O
-		if db == "" {
-			db = defaultDB
-		}
-		return db + "." + tn.Name.O
 	}
 	for _, stmt := range stmts {
 		switch st := stmt.(type) {
 		case *ast.CreateTableStmt:
-			t := qual(st.Table)
-			if !g.tracks(t) || st.TemporaryKeyword != ast.TemporaryNone {
-				continue
-			}
-			if _, exists := g.indexes[t]; exists && st.IfNotExists {
-				continue
-			}
-			if st.ReferTable != nil {
-				if ix, ok := g.indexes[qual(st.ReferTable)]; ok {
-					g.set(t, sql, slices.Clone(ix))
-				} else {
-					g.forget(t, sql)
-				}
-				continue
-			}
-			var ix []uniqueIndex
-			for _, cd := range st.Cols {
-				ix = addColumnIndexes(ix, cd)
-			}
-			for _, c := range st.Constraints {
-				ix = addConstraint(ix, c)
-			}
-			g.set(t, sql, ix)
+			g.createTable(defaultDB, sql, st)
 		case *ast.AlterTableStmt:
-			t := qual(st.Table)
-			if !g.tracks(t) {
-				continue
-			}
-			ix, known := g.indexes[t]
-			if !known {
-				continue // stays unknown
-			}
-			ix = slices.Clone(ix)
-			for _, sp := range st.Specs {
-				switch sp.Tp {
-				case ast.AlterTableAddConstraint:
-					ix = addConstraint(ix, sp.Constraint)
-				case ast.AlterTableAddColumns:
-					for _, cd := range sp.NewColumns {
-						ix = addColumnIndexes(ix, cd)
-					}
-				case ast.AlterTableDropIndex:
-					ix = dropIndex(ix, sp.Name)
-				case ast.AlterTableDropPrimaryKey:
-					ix = dropIndex(ix, "PRIMARY")
-				case ast.AlterTableRenameIndex:
-					for i := range ix {
-						if strings.EqualFold(ix[i].name, sp.FromKey.O) {
-							ix[i].name = sp.ToKey.O
-						}
-					}
-				case ast.AlterTableDropColumn:
-					ix = dropColumn(ix, sp.OldColumnName.Name.O)
-				case ast.AlterTableChangeColumn, ast.AlterTableRenameColumn:
-					from, to := sp.OldColumnName.Name.O, ""
-					if sp.Tp == ast.AlterTableRenameColumn {
-						to = sp.NewColumnName.Name.O
-					} else {
-						to = sp.NewColumns[0].Name.Name.O
-						ix = addColumnIndexes(ix, sp.NewColumns[0])
-					}
-					for i := range ix {
-						ix[i].cols = slices.Clone(ix[i].cols)
-						for j, c := range ix[i].cols {
-							if strings.EqualFold(c, from) {
-								ix[i].cols[j] = to
-							}
-						}
-					}
-				case ast.AlterTableModifyColumn:
-					ix = addColumnIndexes(ix, sp.NewColumns[0])
-				case ast.AlterTableRenameTable:
-					delete(g.indexes, t)
-					g.forget(t, sql)
-					t = qual(sp.NewTable)
-				}
-			}
-			if g.tracks(t) {
-				g.set(t, sql, ix)
-			}
+			g.alterTable(defaultDB, sql, st)
 		case *ast.CreateIndexStmt:
-			t := qual(st.Table)
+			t := keyedName(defaultDB, st.Table)
 			if ix, ok := g.indexes[t]; ok && st.KeyType == ast.IndexKeyTypeUnique {
 				g.set(t, sql, addIndex(slices.Clone(ix), st.IndexName, st.IndexPartSpecifications))
 			}
 		case *ast.DropIndexStmt:
-			t := qual(st.Table)
+			t := keyedName(defaultDB, st.Table)
 			if ix, ok := g.indexes[t]; ok {
 				g.set(t, sql, dropIndex(slices.Clone(ix), st.IndexName))
 			}
 		case *ast.RenameTableStmt:
-			// All pairs move at once: t TO old, new TO t swaps.
-			moved := map[string][]uniqueIndex{}
-			known := map[string]bool{}
-			for _, tt := range st.TableToTables {
-				from := qual(tt.OldTable)
-				if ix, ok := g.indexes[from]; ok {
-					moved[qual(tt.NewTable)], known[qual(tt.NewTable)] = ix, true
-				}
-				delete(g.indexes, from)
-				g.forget(from, sql)
-			}
-			for _, tt := range st.TableToTables {
-				to := qual(tt.NewTable)
-				if !g.tracks(to) {
-					continue
-				}
-				if known[to] {
-					g.set(to, sql, moved[to])
-				} else {
-					g.forget(to, sql)
-				}
-			}
+			g.renameTables(defaultDB, sql, st)
 		case *ast.DropTableStmt:
 			for _, tn := range st.Tables {
-				t := qual(tn)
+				t := keyedName(defaultDB, tn)
 				delete(g.indexes, t)
 				g.forget(t, sql)
 			}
@@ -494,6 +382,134 @@ func (g *keyGuard) apply(defaultDB, sql string) {
 					g.forget(t, sql)
 				}
 			}
+		}
+	}
+}
+
+// keyedName is tn as source.keys names tables: db.table, in the
+// statement's default database if it names none.
+func keyedName(defaultDB string, tn *ast.TableName) string {
+	db := tn.Schema.O
+	if db == "" {
+		db = defaultDB
+	}
+	return db + "." + tn.Name.O
+}
+
+// forgetNamed forgets the indexes of every keyed table an unparsable
+// statement's tokens name.
+func (g *keyGuard) forgetNamed(defaultDB, sql string, toks []string) {
+	for t := range g.keys {
+		db, name, _ := strings.Cut(t, ".")
+		for _, tok := range toks {
+			if tok == t || tok == name && db == defaultDB {
+				g.forget(t, sql)
+			}
+		}
+	}
+}
+
+// createTable follows CREATE TABLE: the indexes it declares, or those of
+// the table it copies (LIKE).
+func (g *keyGuard) createTable(defaultDB, sql string, st *ast.CreateTableStmt) {
+	t := keyedName(defaultDB, st.Table)
+	if !g.tracks(t) || st.TemporaryKeyword != ast.TemporaryNone {
+		return
+	}
+	if _, exists := g.indexes[t]; exists && st.IfNotExists {
+		return
+	}
+	if st.ReferTable != nil {
+		if ix, ok := g.indexes[keyedName(defaultDB, st.ReferTable)]; ok {
+			g.set(t, sql, slices.Clone(ix))
+		} else {
+			g.forget(t, sql)
+		}
+		return
+	}
+	var ix []uniqueIndex
+	for _, cd := range st.Cols {
+		ix = addColumnIndexes(ix, cd)
+	}
+	for _, c := range st.Constraints {
+		ix = addConstraint(ix, c)
+	}
+	g.set(t, sql, ix)
+}
+
+// alterTable follows ALTER TABLE's clauses in order on a table whose
+// indexes are known; an unknown table stays unknown.
+func (g *keyGuard) alterTable(defaultDB, sql string, st *ast.AlterTableStmt) {
+	t := keyedName(defaultDB, st.Table)
+	if !g.tracks(t) {
+		return
+	}
+	ix, known := g.indexes[t]
+	if !known {
+		return // stays unknown
+	}
+	ix = slices.Clone(ix)
+	for _, sp := range st.Specs {
+		switch sp.Tp {
+		case ast.AlterTableAddConstraint:
+			ix = addConstraint(ix, sp.Constraint)
+		case ast.AlterTableAddColumns:
+			for _, cd := range sp.NewColumns {
+				ix = addColumnIndexes(ix, cd)
+			}
+		case ast.AlterTableDropIndex:
+			ix = dropIndex(ix, sp.Name)
+		case ast.AlterTableDropPrimaryKey:
+			ix = dropIndex(ix, "PRIMARY")
+		case ast.AlterTableRenameIndex:
+			for i := range ix {
+				if strings.EqualFold(ix[i].name, sp.FromKey.O) {
+					ix[i].name = sp.ToKey.O
+				}
+			}
+		case ast.AlterTableDropColumn:
+			ix = dropColumn(ix, sp.OldColumnName.Name.O)
+		case ast.AlterTableChangeColumn:
+			ix = addColumnIndexes(ix, sp.NewColumns[0])
+			ix = renameColumn(ix, sp.OldColumnName.Name.O, sp.NewColumns[0].Name.Name.O)
+		case ast.AlterTableRenameColumn:
+			ix = renameColumn(ix, sp.OldColumnName.Name.O, sp.NewColumnName.Name.O)
+		case ast.AlterTableModifyColumn:
+			ix = addColumnIndexes(ix, sp.NewColumns[0])
+		case ast.AlterTableRenameTable:
+			delete(g.indexes, t)
+			g.forget(t, sql)
+			t = keyedName(defaultDB, sp.NewTable)
+		}
+	}
+	if g.tracks(t) {
+		g.set(t, sql, ix)
+	}
+}
+
+// renameTables follows RENAME TABLE. All pairs move at once: t TO old,
+// new TO t swaps.
+func (g *keyGuard) renameTables(defaultDB, sql string, st *ast.RenameTableStmt) {
+	moved := map[string][]uniqueIndex{}
+	known := map[string]bool{}
+	for _, tt := range st.TableToTables {
+		from := keyedName(defaultDB, tt.OldTable)
+		if ix, ok := g.indexes[from]; ok {
+			to := keyedName(defaultDB, tt.NewTable)
+			moved[to], known[to] = ix, true
+		}
+		delete(g.indexes, from)
+		g.forget(from, sql)
+	}
+	for _, tt := range st.TableToTables {
+		to := keyedName(defaultDB, tt.NewTable)
+		if !g.tracks(to) {
+			continue
+		}
+		if known[to] {
+			g.set(to, sql, moved[to])
+		} else {
+			g.forget(to, sql)
 		}
 	}
 }
@@ -579,6 +595,20 @@ func freeIndexName(ix []uniqueIndex, base string) string {
 
 func dropIndex(ix []uniqueIndex, name string) []uniqueIndex {
 	return slices.DeleteFunc(ix, func(u uniqueIndex) bool { return strings.EqualFold(u.name, name) })
+}
+
+// renameColumn follows a column rename (CHANGE or RENAME COLUMN) into the
+// indexes that hold it.
+func renameColumn(ix []uniqueIndex, from, to string) []uniqueIndex {
+	for i := range ix {
+		ix[i].cols = slices.Clone(ix[i].cols)
+		for j, c := range ix[i].cols {
+			if strings.EqualFold(c, from) {
+				ix[i].cols[j] = to
+			}
+		}
+	}
+	return ix
 }
 
 // dropColumn removes a dropped column from the indexes, as the server

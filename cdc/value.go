@@ -124,41 +124,57 @@ func (col *column) appendValue(buf []byte, v any) ([]byte, error) {
 		}
 		return appendJSONString(buf, s), nil
 	case kindBinary:
-		var b []byte
-		switch t := v.(type) {
-		case string:
-			b = []byte(t)
-		case []byte:
-			b = t
-		}
-		if len(b) < col.padTo {
-			b = append(b, make([]byte, col.padTo-len(b))...)
-		}
-		buf = append(buf, '"')
-		buf = base64.StdEncoding.AppendEncode(buf, b)
-		return append(buf, '"'), nil
+		return col.appendBinary(buf, v), nil
 	case kindEnum:
 		if i, ok := v.(int64); ok {
-			if i == 0 { // MySQL's "invalid value" member
-				return append(buf, `""`...), nil
-			}
-			if i > 0 && i <= int64(len(col.members)) {
-				return appendJSONString(buf, col.members[i-1]), nil
-			}
-			return nil, fmt.Errorf("column %s: ENUM index %d beyond its %d members", col.name, i, len(col.members))
+			return col.appendEnum(buf, i)
 		}
 	case kindSet:
 		if bits, ok := v.(int64); ok {
-			var names []string
-			for i, m := range col.members {
-				if bits&(1<<i) != 0 {
-					names = append(names, m)
-				}
-			}
-			return appendJSONString(buf, strings.Join(names, ",")), nil
+			return col.appendSet(buf, bits), nil
 		}
 	}
 	return nil, fmt.Errorf("column %s (%s): unexpected value %T from the binlog decoder", col.name, col.typeName, v)
+}
+
+// appendBinary appends a binary column's bytes as base64, padded to a
+// BINARY(n) column's length: the binlog drops its trailing zero bytes.
+func (col *column) appendBinary(buf []byte, v any) []byte {
+	var b []byte
+	switch t := v.(type) {
+	case string:
+		b = []byte(t)
+	case []byte:
+		b = t
+	}
+	if len(b) < col.padTo {
+		b = append(b, make([]byte, col.padTo-len(b))...)
+	}
+	buf = append(buf, '"')
+	buf = base64.StdEncoding.AppendEncode(buf, b)
+	return append(buf, '"')
+}
+
+// appendEnum appends the name of ENUM member i (1-based).
+func (col *column) appendEnum(buf []byte, i int64) ([]byte, error) {
+	if i == 0 { // MySQL's "invalid value" member
+		return append(buf, `""`...), nil
+	}
+	if i > 0 && i <= int64(len(col.members)) {
+		return appendJSONString(buf, col.members[i-1]), nil
+	}
+	return nil, fmt.Errorf("column %s: ENUM index %d beyond its %d members", col.name, i, len(col.members))
+}
+
+// appendSet appends the SET members whose bits are set, comma-separated.
+func (col *column) appendSet(buf []byte, bits int64) []byte {
+	var names []string
+	for i, m := range col.members {
+		if bits&(1<<i) != 0 {
+			names = append(names, m)
+		}
+	}
+	return appendJSONString(buf, strings.Join(names, ","))
 }
 
 // appendDatetime appends t as YYYY-MM-DD hh:mm:ss with digits fractional
@@ -260,6 +276,30 @@ func intWidth(typ byte) int {
 	return 64
 }
 
+// realStringType decodes the metadata of a MYSQL_TYPE_STRING column:
+// CHAR/BINARY, ENUM and SET share this type; the real one is in meta, with
+// the column's length.
+func realStringType(meta uint16) (typ byte, length int) {
+	b0, b1 := byte(meta>>8), byte(meta&0xff)
+	if b0&0x30 != 0x30 {
+		return b0 | 0x30, int(uint16(b1) | uint16((b0&0x30)^0x30)<<4)
+	}
+	return b0, int(b1)
+}
+
+// columnMembers decodes an ENUM or SET column's member names, which the
+// binlog carries only with binlog_row_metadata=FULL.
+func columnMembers(name, kind string, members []string, collation uint64, charsetOf func(uint64) string) ([]string, error) {
+	if members == nil {
+		return nil, fmt.Errorf("column %s: %s member names missing from the binlog: set binlog_row_metadata=FULL", name, kind)
+	}
+	names, err := memberNames(members, collation, charsetOf)
+	if err != nil {
+		return nil, fmt.Errorf("column %s: %w", name, err)
+	}
+	return names, nil
+}
+
 // newColumn builds column i of a table map. charsetOf maps a collation id to
 // its charset name (from the source's information_schema).
 func newColumn(tm *replication.TableMapEvent, i int, name string, charsetOf func(uint64) string) (column, error) {
@@ -267,15 +307,7 @@ func newColumn(tm *replication.TableMapEvent, i int, name string, charsetOf func
 	typ, meta := tm.ColumnType[i], tm.ColumnMeta[i]
 	length := 0
 	if typ == mysql.MYSQL_TYPE_STRING && meta >= 256 {
-		// CHAR/BINARY, ENUM and SET share this type; the real one is in meta.
-		b0, b1 := byte(meta>>8), byte(meta&0xff)
-		if b0&0x30 != 0x30 {
-			length = int(uint16(b1) | uint16((b0&0x30)^0x30)<<4)
-			typ = b0 | 0x30
-		} else {
-			length = int(b1)
-			typ = b0
-		}
+		typ, length = realStringType(meta)
 	}
 	unsigned := tm.UnsignedMap()[i]
 	switch typ {
@@ -307,23 +339,15 @@ func newColumn(tm *replication.TableMapEvent, i int, name string, charsetOf func
 		col.kind, col.typeName = kindTemporal, "time"
 	case mysql.MYSQL_TYPE_ENUM:
 		col.kind, col.typeName = kindEnum, "enum"
-		members := tm.EnumStrValueMap()[i]
-		if members == nil {
-			return col, fmt.Errorf("column %s: ENUM member names missing from the binlog: set binlog_row_metadata=FULL", name)
-		}
 		var err error
-		if col.members, err = memberNames(members, tm.EnumSetCollationMap()[i], charsetOf); err != nil {
-			return col, fmt.Errorf("column %s: %w", name, err)
+		if col.members, err = columnMembers(name, "ENUM", tm.EnumStrValueMap()[i], tm.EnumSetCollationMap()[i], charsetOf); err != nil {
+			return col, err
 		}
 	case mysql.MYSQL_TYPE_SET:
 		col.kind, col.typeName = kindSet, "set"
-		members := tm.SetStrValueMap()[i]
-		if members == nil {
-			return col, fmt.Errorf("column %s: SET member names missing from the binlog: set binlog_row_metadata=FULL", name)
-		}
 		var err error
-		if col.members, err = memberNames(members, tm.EnumSetCollationMap()[i], charsetOf); err != nil {
-			return col, fmt.Errorf("column %s: %w", name, err)
+		if col.members, err = columnMembers(name, "SET", tm.SetStrValueMap()[i], tm.EnumSetCollationMap()[i], charsetOf); err != nil {
+			return col, err
 		}
 	case mysql.MYSQL_TYPE_JSON:
 		col.kind, col.typeName = kindJSON, "json"

@@ -109,7 +109,10 @@ func TestInitialLoadVisible(t *testing.T) {
 		defer close(statusDone)
 		for runningOut == "" && ctx.Err() == nil {
 			out, _ := p.status(t)
-			if strings.Contains(out, "initial snapshot: RUNNING") && bigRunning.MatchString(out) {
+			// The daemon serves /status once its parts have started, and
+			// the load may begin before that: until then this prints the
+			// stores' report, which has no readiness to check.
+			if strings.Contains(out, "from the daemon at") && strings.Contains(out, "initial snapshot: RUNNING") && bigRunning.MatchString(out) {
 				runningOut = out
 				return
 			}

@@ -220,10 +220,8 @@ func (c *caseNode) result(n node, t Type, row []Datum) (Datum, error) {
 // aggregate is the type of a result that may come from any of nodes, as
 // MySQL aggregates the types of CASE's and IF's branches.
 func aggregate(nodes []node, types []Type, at int) (Type, error) {
-	var out Type
 	nullable := false
-	first := true
-	var kinds [KindJSON + 1]bool
+	var kinds branchKinds
 	for _, t := range types {
 		nullable = nullable || t.Nullable
 		if t.Kind == KindNull {
@@ -249,80 +247,98 @@ func aggregate(nodes []node, types []Type, at int) (Type, error) {
 	}
 	switch {
 	case numericOnly:
-		switch {
-		case kinds[KindDouble]:
-			out = doubleType(nullable)
-		case kinds[KindDecimal]:
-			ip, sc := 0, 0
-			for _, i := range live {
-				_, d, s := numeric(types[i])
-				ip, sc = max(ip, d-s), max(sc, s)
-			}
-			out = decimalType(ip+sc, sc, nullable)
-		default:
-			k, digits := KindUint, 0
-			for _, i := range live {
-				if types[i].Kind == KindInt {
-					k = KindInt
-				}
-				digits = max(digits, types[i].prec)
-			}
-			if kinds[KindInt] && kinds[KindUint] {
-				// a signed and an unsigned integer: MySQL widens to DECIMAL
-				out = decimalType(digits, 0, nullable)
-			} else {
-				out = aggregateInts(types, live, k, digits, nullable)
-			}
-		}
+		return aggregateNumeric(types, live, kinds, nullable), nil
 	case temporalOnly:
-		frac := 0
-		for _, i := range live {
-			frac = max(frac, int(types[i].Frac))
-		}
-		switch {
-		case kinds[KindDatetime] || kinds[KindDate] && kinds[KindTime]:
-			out = temporalType(KindDatetime, frac, nullable)
-		case kinds[KindDate]:
-			out = temporalType(KindDate, 0, nullable)
-		default:
-			out = temporalType(KindTime, frac, nullable)
-		}
+		return aggregateTemporal(types, live, kinds, nullable), nil
 	default:
-		n := 0
-		for _, i := range live {
-			n = max(n, textLength(types[i]))
-		}
-		if kinds[KindBytes] {
-			return bytesType(n, nullable), nil
-		}
-		if kinds[KindJSON] && len(live) == countKind(types, KindJSON) {
-			t := types[live[0]]
-			t.Nullable = nullable
-			return t, nil
-		}
-		coll, lit := "", true
-		for _, i := range live {
-			t := types[i]
-			if t.Kind != KindString && t.Kind != KindJSON {
-				continue
-			}
-			c := t.Coll
-			if t.Kind == KindJSON {
-				c = "utf8mb4_bin"
-			}
-			var err error
-			if coll, err = pickCollation(coll, c, lit, coercible(nodes[i])); err != nil {
-				return Type{}, errAt(at, "%v", err)
-			}
-			lit = lit && coercible(nodes[i])
-		}
-		if coll == "" {
-			coll = connCollation
-		}
-		out = stringType(n, coll, nullable)
+		return aggregateMixed(nodes, types, live, kinds, nullable, at)
 	}
-	_ = first
-	return out, nil
+}
+
+// branchKinds says which kinds the branches that are not NULL have.
+type branchKinds [KindJSON + 1]bool
+
+// aggregateNumeric is the type of branches that are all numbers: DOUBLE
+// if one is, else DECIMAL wide enough for every one, else an integer.
+func aggregateNumeric(types []Type, live []int, kinds branchKinds, nullable bool) Type {
+	switch {
+	case kinds[KindDouble]:
+		return doubleType(nullable)
+	case kinds[KindDecimal]:
+		ip, sc := 0, 0
+		for _, i := range live {
+			_, d, s := numeric(types[i])
+			ip, sc = max(ip, d-s), max(sc, s)
+		}
+		return decimalType(ip+sc, sc, nullable)
+	}
+	k, digits := KindUint, 0
+	for _, i := range live {
+		if types[i].Kind == KindInt {
+			k = KindInt
+		}
+		digits = max(digits, types[i].prec)
+	}
+	if kinds[KindInt] && kinds[KindUint] {
+		// a signed and an unsigned integer: MySQL widens to DECIMAL
+		return decimalType(digits, 0, nullable)
+	}
+	return aggregateInts(types, live, k, digits, nullable)
+}
+
+// aggregateTemporal is the type of branches that are all dates and
+// times, with the most fractional digits of any.
+func aggregateTemporal(types []Type, live []int, kinds branchKinds, nullable bool) Type {
+	frac := 0
+	for _, i := range live {
+		frac = max(frac, int(types[i].Frac))
+	}
+	switch {
+	case kinds[KindDatetime] || kinds[KindDate] && kinds[KindTime]:
+		return temporalType(KindDatetime, frac, nullable)
+	case kinds[KindDate]:
+		return temporalType(KindDate, 0, nullable)
+	default:
+		return temporalType(KindTime, frac, nullable)
+	}
+}
+
+// aggregateMixed is the type of branches of mixed kinds: a string as long
+// as the longest branch's text, in the collation MySQL's coercibility
+// rules pick (binary if any branch is bytes; JSON if all are).
+func aggregateMixed(nodes []node, types []Type, live []int, kinds branchKinds, nullable bool, at int) (Type, error) {
+	n := 0
+	for _, i := range live {
+		n = max(n, textLength(types[i]))
+	}
+	if kinds[KindBytes] {
+		return bytesType(n, nullable), nil
+	}
+	if kinds[KindJSON] && len(live) == countKind(types, KindJSON) {
+		t := types[live[0]]
+		t.Nullable = nullable
+		return t, nil
+	}
+	coll, lit := "", true
+	for _, i := range live {
+		t := types[i]
+		if t.Kind != KindString && t.Kind != KindJSON {
+			continue
+		}
+		c := t.Coll
+		if t.Kind == KindJSON {
+			c = "utf8mb4_bin"
+		}
+		var err error
+		if coll, err = pickCollation(coll, c, lit, coercible(nodes[i])); err != nil {
+			return Type{}, errAt(at, "%v", err)
+		}
+		lit = lit && coercible(nodes[i])
+	}
+	if coll == "" {
+		coll = connCollation
+	}
+	return stringType(n, coll, nullable), nil
 }
 
 // intNames are MySQL's integer types, narrowest first.

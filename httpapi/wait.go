@@ -95,13 +95,41 @@ func (c *Collector) serveWait(w http.ResponseWriter, r *http.Request) {
 
 // Wait returns nil once p has applied every event up to gtid; on a
 // timeout (ctx) it returns ctx's error and says what it was waiting for.
-// Any other error is the caller's (an unparsable GTID).
+// Any other error is the caller's (an unparsable GTID). Each step's
+// waitingFor carries into the next, so a timeout names the last thing
+// seen missing.
 func (c *Collector) Wait(ctx context.Context, p Projection, gtid string) (waitingFor string, err error) {
 	topics := p.Topics
 	if len(topics) == 0 {
 		topics = []string{p.Topic}
 	}
 	// 1: the tailer has committed past gtid.
+	if waitingFor, err = c.waitCheckpoint(ctx, gtid); err != nil {
+		return waitingFor, err
+	}
+	// 2: the end offsets now: the high watermark holds gtid's records (they
+	// were produced before the transaction committed), but the commit
+	// markers are written after EndTxn returns, so the last stable offset
+	// may still stop short of them. Wait until it has passed the high
+	// watermark seen first; then every record before it is decided.
+	var ends kadm.ListedOffsets
+	if ends, waitingFor, err = c.waitStableOffsets(ctx, topics, gtid, waitingFor); err != nil {
+		return waitingFor, err
+	}
+	// 3: the applied offsets reach them on every partition and shard.
+	if waitingFor, err = c.waitApplied(ctx, p, topics, ends, waitingFor); err != nil {
+		return waitingFor, err
+	}
+	// 4: the background fan-out has copied every parent change applied
+	// before now.
+	if len(p.FanOutPending) == 0 {
+		return "", nil
+	}
+	return c.waitFanOut(ctx, p, waitingFor)
+}
+
+// waitCheckpoint is Wait's step 1: the tailer's checkpoint contains gtid.
+func (c *Collector) waitCheckpoint(ctx context.Context, gtid string) (waitingFor string, err error) {
 	waitingFor = "the tailer to commit a checkpoint past " + gtid
 	for {
 		cp, err := c.checkpoint(ctx)
@@ -111,7 +139,7 @@ func (c *Collector) Wait(ctx context.Context, p Projection, gtid string) (waitin
 				return waitingFor, fmt.Errorf("gtid %q: %v", gtid, cerr)
 			}
 			if ok {
-				break
+				return waitingFor, nil
 			}
 			waitingFor = fmt.Sprintf("the tailer to commit a checkpoint past %s (at %s)", gtid, cp.Position.GTID)
 		}
@@ -119,13 +147,13 @@ func (c *Collector) Wait(ctx context.Context, p Projection, gtid string) (waitin
 			return waitingFor, err
 		}
 	}
-	// 2: the end offsets now: the high watermark holds gtid's records (they
-	// were produced before the transaction committed), but the commit
-	// markers are written after EndTxn returns, so the last stable offset
-	// may still stop short of them. Wait until it has passed the high
-	// watermark seen first; then every record before it is decided.
-	var ends kadm.ListedOffsets
+}
+
+// waitStableOffsets is Wait's step 2: it returns the topics' last stable
+// offsets once they have passed the high watermarks seen first.
+func (c *Collector) waitStableOffsets(ctx context.Context, topics []string, gtid, waitingFor string) (kadm.ListedOffsets, string, error) {
 	var hwm kadm.ListedOffsets
+	var err error
 	for {
 		hwm, err = c.adm.ListEndOffsets(ctx, topics...)
 		if err == nil {
@@ -136,16 +164,16 @@ func (c *Collector) Wait(ctx context.Context, p Projection, gtid string) (waitin
 		}
 		waitingFor = fmt.Sprintf("the broker to list end offsets: %v", err)
 		if err := sleep(ctx, 100*time.Millisecond); err != nil {
-			return waitingFor, err
+			return nil, waitingFor, err
 		}
 	}
 	for {
-		ends, err = c.adm.ListCommittedOffsets(ctx, topics...)
+		ends, err := c.adm.ListCommittedOffsets(ctx, topics...)
 		if err == nil {
 			err = ends.Error()
 		}
 		if err == nil && stableBeyond(ends, hwm) {
-			break
+			return ends, waitingFor, nil
 		}
 		if err != nil {
 			waitingFor = fmt.Sprintf("the broker to list stable offsets: %v", err)
@@ -153,14 +181,18 @@ func (c *Collector) Wait(ctx context.Context, p Projection, gtid string) (waitin
 			waitingFor = "the broker to write the commit markers of " + gtid
 		}
 		if err := sleep(ctx, 20*time.Millisecond); err != nil {
-			return waitingFor, err
+			return nil, waitingFor, err
 		}
 	}
-	// 3: the applied offsets reach them on every partition and shard.
+}
+
+// waitApplied is Wait's step 3: p's applied offsets reach ends on every
+// partition and shard.
+func (c *Collector) waitApplied(ctx context.Context, p Projection, topics []string, ends kadm.ListedOffsets, waitingFor string) (string, error) {
 	for {
 		behind, err := c.behind(ctx, p, topics, ends)
 		if err == nil && len(behind) == 0 {
-			break
+			return waitingFor, nil
 		}
 		if ctx.Err() != nil {
 			return waitingFor, ctx.Err()
@@ -174,11 +206,11 @@ func (c *Collector) Wait(ctx context.Context, p Projection, gtid string) (waitin
 			return waitingFor, err
 		}
 	}
-	// 4: the background fan-out has copied every parent change applied
-	// before now.
-	if len(p.FanOutPending) == 0 {
-		return "", nil
-	}
+}
+
+// waitFanOut is Wait's step 4: on every server of p's sink, the pending
+// fan-out noted before the server's clock now has been copied.
+func (c *Collector) waitFanOut(ctx context.Context, p Projection, waitingFor string) (string, error) {
 	r, err := c.route(ctx, p)
 	if err != nil {
 		return "", err

@@ -26,6 +26,39 @@ func compileAggregate(p *Projection, d config.Projection, key string) []error {
 	if len(d.GroupBy) == 0 && len(d.Aggregates) == 0 {
 		return nil
 	}
+	errs := aggregateShapeErrors(d, key)
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	agg := &Aggregation{typed: new(atomic.Pointer[aggTyped])}
+	p.Key, p.Columns = nil, nil
+	byName, order, gerrs := compileGroupBy(d, key)
+	errs = append(errs, gerrs...)
+	if d.ShardBy != "" {
+		if _, ok := byName[d.ShardBy]; !ok {
+			bad("%s.shard_by %q must be one of its group columns %v: shard by a group column", key, d.ShardBy, order)
+		} else {
+			p.Key = append(p.Key, d.ShardBy)
+		}
+	}
+	for _, n := range order {
+		if n != d.ShardBy {
+			p.Key = append(p.Key, n)
+		}
+	}
+	for _, n := range p.Key {
+		p.Columns = append(p.Columns, byName[n])
+	}
+	agg.GroupBy = slices.Clone(p.Key)
+	errs = append(errs, aggregateJoinErrors(p, d, key)...)
+	var aerrs []error
+	agg.Aggregates, aerrs = compileAggregates(d, key, byName)
+	errs = append(errs, aerrs...)
+	p.Aggregation = agg
+	return errs
+}
+
+// aggregateShapeErrors are the keys an aggregate projection must have
+// (group_by and aggregates) or cannot have.
+func aggregateShapeErrors(d config.Projection, key string) []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if len(d.Key) > 0 {
@@ -43,10 +76,16 @@ func compileAggregate(p *Projection, d config.Projection, key string) []error {
 	if d.Replicated {
 		bad("%s: an aggregate projection cannot be replicated: remove replicated (shard it by a group column with shard_by)", key)
 	}
-	agg := &Aggregation{typed: new(atomic.Pointer[aggTyped])}
-	p.Key, p.Columns = nil, nil
-	byName := map[string]Column{}
-	var order []string
+	return errs
+}
+
+// compileGroupBy compiles the group columns, by read column name, in
+// group_by's order. A group_by entry is a read column of columns, a source
+// column, or an expression (whose read column is named after it); columns
+// may hold nothing else.
+func compileGroupBy(d config.Projection, key string) (byName map[string]Column, order []string, errs []error) {
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	byName = map[string]Column{}
 	used := map[string]bool{}
 	for i, g := range d.GroupBy {
 		name, text := g, g
@@ -87,22 +126,14 @@ func compileAggregate(p *Projection, d config.Projection, key string) []error {
 			bad("%s.columns.%s: an aggregate projection's columns may hold only its group columns: add %s to group_by, or remove it", key, c, c)
 		}
 	}
-	if d.ShardBy != "" {
-		if _, ok := byName[d.ShardBy]; !ok {
-			bad("%s.shard_by %q must be one of its group columns %v: shard by a group column", key, d.ShardBy, order)
-		} else {
-			p.Key = append(p.Key, d.ShardBy)
-		}
-	}
-	for _, n := range order {
-		if n != d.ShardBy {
-			p.Key = append(p.Key, n)
-		}
-	}
-	for _, n := range p.Key {
-		p.Columns = append(p.Columns, byName[n])
-	}
-	agg.GroupBy = slices.Clone(p.Key)
+	return byName, order, errs
+}
+
+// aggregateJoinErrors checks an aggregate projection's joins: each finds
+// a group's parent by group columns that copy a source column.
+func aggregateJoinErrors(p *Projection, d config.Projection, key string) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	for i, j := range d.Join {
 		// A group's parent is found by the group's own columns; a parent's
 		// parent (via) would need a carried key per group.
@@ -129,6 +160,14 @@ func compileAggregate(p *Projection, d config.Projection, key string) []error {
 			}
 		}
 	}
+	return errs
+}
+
+// compileAggregates parses the aggregates, in column name order.
+func compileAggregates(d config.Projection, key string, groups map[string]Column) ([]Aggregate, []error) {
+	var aggs []Aggregate
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	cols := make([]string, 0, len(d.Aggregates))
 	for c := range d.Aggregates {
 		cols = append(cols, c)
@@ -140,7 +179,7 @@ func compileAggregate(p *Projection, d config.Projection, key string) []error {
 			bad("%s.aggregates.%s: %s: rename the column", key, c, why)
 			continue
 		}
-		if _, clash := byName[c]; clash {
+		if _, clash := groups[c]; clash {
 			bad("%s.aggregates.%s: %s is also a group column: rename one of them", key, c, c)
 			continue
 		}
@@ -149,10 +188,9 @@ func compileAggregate(p *Projection, d config.Projection, key string) []error {
 			bad("%s.aggregates.%s %q: %v", key, c, text, err)
 			continue
 		}
-		agg.Aggregates = append(agg.Aggregates, a)
+		aggs = append(aggs, a)
 	}
-	p.Aggregation = agg
-	return errs
+	return aggs, errs
 }
 
 var nonIdent = regexp.MustCompile(`[^a-z0-9_]+`)

@@ -24,16 +24,26 @@ func compileChildren(cfg config.Config, p *Projection, d config.Projection, key 
 		return nil
 	}
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if d.Replicated {
-		bad("%s.children: a replicated (reference) projection cannot nest children: nest them in a projection that is not replicated", key)
+		errs = append(errs, fmt.Errorf("%s.children: a replicated (reference) projection cannot nest children: nest them in a projection that is not replicated", key))
 	}
 	names := make([]string, 0, len(d.Children))
 	for n := range d.Children {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	// Every read column name the children columns could clash with.
+	taken := takenReadColumns(d, key)
+	for _, name := range names {
+		c, cerrs := compileChild(cfg, p, d, key, name, taken, captured)
+		errs = append(errs, cerrs...)
+		p.Children = append(p.Children, c)
+	}
+	return errs
+}
+
+// takenReadColumns is every read column name the children columns could
+// clash with, and the key that declares it.
+func takenReadColumns(d config.Projection, key string) map[string]string {
 	taken := map[string]string{}
 	for c := range d.Columns {
 		taken[c] = key + ".columns"
@@ -46,83 +56,105 @@ func compileChildren(cfg config.Config, p *Projection, d config.Projection, key 
 	for c := range d.Aggregates {
 		taken[c] = key + ".aggregates"
 	}
-	for _, name := range names {
-		cd := d.Children[name]
-		ck := key + ".children." + name
-		c := &Children{Name: name, CountColumn: name + "_count", OrderBy: cd.OrderBy, Limit: cd.Limit}
-		for _, col := range []string{c.Name, c.CountColumn} {
-			if why := readColumnProblem(col); why != "" {
-				bad("%s: read column %q: %s: rename the children entry", ck, col, why)
-				continue
-			}
-			if where, clash := taken[col]; clash {
-				bad("%s: its read column %s is already a column of %s: rename one of them", ck, col, where)
-				continue
-			}
-			taken[col] = ck
+	return taken
+}
+
+// compileChild compiles one children entry; its read columns (the array
+// and its count) join taken.
+func compileChild(cfg config.Config, p *Projection, d config.Projection, key, name string, taken map[string]string, captured map[string]bool) (*Children, []error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	cd := d.Children[name]
+	ck := key + ".children." + name
+	c := &Children{Name: name, CountColumn: name + "_count", OrderBy: cd.OrderBy, Limit: cd.Limit}
+	for _, col := range []string{c.Name, c.CountColumn} {
+		if why := readColumnProblem(col); why != "" {
+			bad("%s: read column %q: %s: rename the children entry", ck, col, why)
+			continue
 		}
-		db, tbl, ok := config.SplitTable(cd.From)
-		switch {
-		case !ok:
-			bad("%s.from %q: want db.table, e.g. shop.order_lines", ck, cd.From)
-			c.fromBroken = true
-		case !captured[cd.From]:
-			bad("%s.from %s is not in source.tables: add it there so its changes reach the array", ck, cd.From)
+		if where, clash := taken[col]; clash {
+			bad("%s: its read column %s is already a column of %s: rename one of them", ck, col, where)
+			continue
 		}
-		c.SourceDB, c.SourceTbl, c.Topic = db, tbl, event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl)
-		if len(cd.On) == 0 {
-			bad("%s.on is empty: map each child column to the parent column it references, e.g. {order_id: id}", ck)
+		taken[col] = ck
+	}
+	db, tbl, ok := config.SplitTable(cd.From)
+	switch {
+	case !ok:
+		bad("%s.from %q: want db.table, e.g. shop.order_lines", ck, cd.From)
+		c.fromBroken = true
+	case !captured[cd.From]:
+		bad("%s.from %s is not in source.tables: add it there so its changes reach the array", ck, cd.From)
+	}
+	c.SourceDB, c.SourceTbl, c.Topic = db, tbl, event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl)
+	errs = append(errs, compileChildOn(c, p, d, key, ck, cd)...)
+	errs = append(errs, compileChildElements(c, ck, cd)...)
+	if cd.Limit < 0 {
+		bad("%s.limit %d: want the most elements an array holds, or 0 (or unset) for all of them", ck, cd.Limit)
+	}
+	return c, errs
+}
+
+// compileChildOn compiles a child's on: each child column references a
+// parent column that a read column copies, by which the arrays are found.
+func compileChildOn(c *Children, p *Projection, d config.Projection, key, ck string, cd config.Children) []error {
+	var errs []error
+	if len(cd.On) == 0 {
+		errs = append(errs, fmt.Errorf("%s.on is empty: map each child column to the parent column it references, e.g. {order_id: id}", ck))
+		c.onBroken = true
+	}
+	childCols := make([]string, 0, len(cd.On))
+	for cc := range cd.On {
+		childCols = append(childCols, cc)
+	}
+	sort.Strings(childCols)
+	for _, cc := range childCols {
+		pc := cd.On[cc]
+		read := ""
+		for _, col := range p.Columns {
+			if col.Source == pc && col.typed == nil {
+				read = col.Name
+				break
+			}
+		}
+		if read == "" {
+			errs = append(errs, fmt.Errorf("%s.on.%s: parent column %q is not copied into a read column of %s.columns: add %s: %s there (the arrays are found by it)%s", ck, cc, pc, key, pc, pc, copiesInstead(key, d, pc)))
 			c.onBroken = true
+			continue
 		}
-		childCols := make([]string, 0, len(cd.On))
-		for cc := range cd.On {
-			childCols = append(childCols, cc)
+		c.On = append(c.On, ChildOn{Child: cc, Parent: pc, Read: read})
+	}
+	return errs
+}
+
+// compileChildElements compiles what an array element holds (columns,
+// each copying one child column) and its order (order_by).
+func compileChildElements(c *Children, ck string, cd config.Children) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(cd.Columns) == 0 {
+		bad("%s.columns is empty: map each element member to a child column, e.g. {sku: sku, qty: qty}", ck)
+	}
+	members := make([]string, 0, len(cd.Columns))
+	for m := range cd.Columns {
+		members = append(members, m)
+	}
+	sort.Strings(members)
+	for _, m := range members {
+		src := strings.TrimSpace(cd.Columns[m])
+		if identProblem(src) != "" || strings.ContainsAny(src, "()'\" ") {
+			bad("%s.columns.%s %q: an element member copies one child column by name: name a column of %s", ck, m, cd.Columns[m], cd.From)
+			continue
 		}
-		sort.Strings(childCols)
-		for _, cc := range childCols {
-			pc := cd.On[cc]
-			read := ""
-			for _, col := range p.Columns {
-				if col.Source == pc && col.typed == nil {
-					read = col.Name
-					break
-				}
-			}
-			if read == "" {
-				bad("%s.on.%s: parent column %q is not copied into a read column of %s.columns: add %s: %s there (the arrays are found by it)%s", ck, cc, pc, key, pc, pc, copiesInstead(key, d, pc))
-				c.onBroken = true
-				continue
-			}
-			c.On = append(c.On, ChildOn{Child: cc, Parent: pc, Read: read})
+		c.Columns = append(c.Columns, Column{Name: m, Source: src})
+	}
+	c.OrderBy = nil
+	for k, o := range cd.OrderBy {
+		if identProblem(o) != "" || strings.ContainsAny(o, "()'\" ") {
+			bad("%s.order_by[%d] %q: order_by lists child columns by name (ascending): name a column of %s", ck, k, o, cd.From)
+			continue
 		}
-		if len(cd.Columns) == 0 {
-			bad("%s.columns is empty: map each element member to a child column, e.g. {sku: sku, qty: qty}", ck)
-		}
-		members := make([]string, 0, len(cd.Columns))
-		for m := range cd.Columns {
-			members = append(members, m)
-		}
-		sort.Strings(members)
-		for _, m := range members {
-			src := strings.TrimSpace(cd.Columns[m])
-			if identProblem(src) != "" || strings.ContainsAny(src, "()'\" ") {
-				bad("%s.columns.%s %q: an element member copies one child column by name: name a column of %s", ck, m, cd.Columns[m], cd.From)
-				continue
-			}
-			c.Columns = append(c.Columns, Column{Name: m, Source: src})
-		}
-		c.OrderBy = nil
-		for k, o := range cd.OrderBy {
-			if identProblem(o) != "" || strings.ContainsAny(o, "()'\" ") {
-				bad("%s.order_by[%d] %q: order_by lists child columns by name (ascending): name a column of %s", ck, k, o, cd.From)
-				continue
-			}
-			c.OrderBy = append(c.OrderBy, o)
-		}
-		if cd.Limit < 0 {
-			bad("%s.limit %d: want the most elements an array holds, or 0 (or unset) for all of them", ck, cd.Limit)
-		}
-		p.Children = append(p.Children, c)
+		c.OrderBy = append(c.OrderBy, o)
 	}
 	return errs
 }

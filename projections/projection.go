@@ -223,6 +223,35 @@ func compileOne(cfg config.Config, name string, captured map[string]bool) (*Proj
 			bad("%s.where %q: %v (a SQL condition on the source row, e.g. status <> 'draft')", key, d.Where, err)
 		}
 	}
+	errs = append(errs, declarationErrors(cfg, d, name, key)...)
+	p := newProjection(cfg, name, d, db, tbl, where)
+	aggregate := len(d.GroupBy) > 0 || len(d.Aggregates) > 0
+	if aggregate {
+		errs = append(errs, compileAggregate(p, d, key)...)
+	} else {
+		errs = append(errs, compileColumns(p, d, key)...)
+	}
+	errs = append(errs, compileChildren(cfg, p, d, key, captured)...)
+	for i, jd := range d.Join {
+		j, jerrs := compileJoin(cfg, p, d, i, jd, captured)
+		errs = append(errs, jerrs...)
+		if j != nil {
+			p.Joins = append(p.Joins, j)
+		}
+	}
+	errs = append(errs, compileFanOut(p, d, key)...)
+	if !fromOK {
+		return nil, errs
+	}
+	return p, errs
+}
+
+// declarationErrors are the problems of a projection's own keys that need
+// nothing compiled: sharding, key and columns, names, on_error and
+// apply_concurrency.
+func declarationErrors(cfg config.Config, d config.Projection, name, key string) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if d.Replicated && d.ShardBy != "" {
 		bad("%s: replicated projections are copied to every shard and take no shard_by: remove one of them", key)
 	}
@@ -261,6 +290,13 @@ func compileOne(cfg config.Config, name string, captured map[string]bool) (*Proj
 	if d.ApplyConcurrency < 0 || d.ApplyConcurrency > maxApplyConcurrency {
 		bad("%s.apply_concurrency %d: want 1 to %d (0 or unset: %d)", key, d.ApplyConcurrency, maxApplyConcurrency, DefaultApplyConcurrency)
 	}
+	return errs
+}
+
+// newProjection is projection name with its declared settings and their
+// defaults, and its key with the shard key first; its columns are
+// compileColumns' or compileAggregate's.
+func newProjection(cfg config.Config, name string, d config.Projection, db, tbl string, where *Filter) *Projection {
 	p := &Projection{Name: name, SourceDB: db, SourceTbl: tbl, Topic: event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl),
 		Group: event.Group(cfg.Kafka.TopicPrefix, name), DLQTopic: event.DLQTopic(cfg.Kafka.TopicPrefix, name), prefix: cfg.Kafka.TopicPrefix,
 		Sink: d.Sink, Table: d.Table, ShardBy: d.ShardBy, Where: where, Replicated: d.Replicated, OnError: d.OnError,
@@ -288,24 +324,7 @@ func compileOne(cfg config.Config, name string, captured map[string]bool) (*Proj
 			p.Key = append(p.Key, k)
 		}
 	}
-	if aggregate {
-		errs = append(errs, compileAggregate(p, d, key)...)
-	} else {
-		errs = append(errs, compileColumns(p, d, key)...)
-	}
-	errs = append(errs, compileChildren(cfg, p, d, key, captured)...)
-	for i, jd := range d.Join {
-		j, jerrs := compileJoin(cfg, p, d, i, jd, captured)
-		errs = append(errs, jerrs...)
-		if j != nil {
-			p.Joins = append(p.Joins, j)
-		}
-	}
-	errs = append(errs, compileFanOut(p, d, key)...)
-	if !fromOK {
-		return nil, errs
-	}
-	return p, errs
+	return p
 }
 
 // SourceKeyOf is the source.keys columns of db.table, nil when the tailer

@@ -109,13 +109,46 @@ func Scan(ctx context.Context, db *sql.DB, p *projections.Projection, by project
 	if !opts.All && info.Estimate > int64(opts.Sample) {
 		info.Every = (info.Estimate + int64(opts.Sample) - 1) / int64(opts.Sample)
 	}
-	byCell := by.SQL(sourceColumn)
-	width := 0
-	if !by.Computed() {
-		if width, err = bitWidth(ctx, db, p.SourceDB, p.SourceTbl, by.Source); err != nil {
-			return info, err
+	q, err := planScan(ctx, db, p, by, pk, info.Every, opts.Chunk)
+	if err != nil {
+		return info, err
+	}
+	for {
+		n, err := q.readChunk(ctx, db, &info, c)
+		if err != nil {
+			return info, fmt.Errorf("reading %s.%s: %w", p.SourceDB, p.SourceTbl, err)
 		}
-		if width > 0 {
+		if n < opts.Chunk {
+			return info, nil
+		}
+	}
+}
+
+// scan is the keyset walk Scan makes over a source table: the query's
+// fixed parts and where the walk stands.
+type scan struct {
+	pkCols      []string
+	head, order string
+	sample      string // the sampling condition, "" when every row is read
+	width       int    // the shard_by column's BIT width, 0 when not a BIT
+	last        []any  // the primary key of the last row read, nil before the first
+	binary      []bool // per primary key column: bound as bytes, not text
+	cells       []sql.NullString
+	dest        []any
+}
+
+// planScan builds the query that reads, per source row in primary key
+// order, its key, its routed by value, its read row's size and whether
+// p's filter passes it.
+func planScan(ctx context.Context, db *sql.DB, p *projections.Projection, by projections.Column, pk []string, every int64, chunk int) (*scan, error) {
+	q := &scan{}
+	byCell := by.SQL(sourceColumn)
+	if !by.Computed() {
+		var err error
+		if q.width, err = bitWidth(ctx, db, p.SourceDB, p.SourceTbl, by.Source); err != nil {
+			return nil, err
+		}
+		if q.width > 0 {
 			byCell = "(" + byCell + ") + 0" // a BIT's number: its pattern is routed
 		}
 	}
@@ -127,88 +160,81 @@ func Scan(ctx context.Context, db *sql.DB, p *projections.Projection, by project
 	if p.Where != nil {
 		where = "((" + p.Where.SQL(sourceColumn) + ") IS TRUE)"
 	}
-	pkCols := make([]string, len(pk))
+	q.pkCols = make([]string, len(pk))
 	for i, k := range pk {
-		pkCols[i] = sourceColumn(k)
+		q.pkCols[i] = sourceColumn(k)
 	}
-	sample := ""
-	if info.Every > 1 {
-		sample = fmt.Sprintf("MOD(CRC32(CONCAT_WS(0x00, %s)), %d) = 0", strings.Join(pkCols, ", "), info.Every)
+	if every > 1 {
+		q.sample = fmt.Sprintf("MOD(CRC32(CONCAT_WS(0x00, %s)), %d) = 0", strings.Join(q.pkCols, ", "), every)
 	}
 	from := sqlquote.Ident(p.SourceDB) + "." + sqlquote.Ident(p.SourceTbl) + " s"
-	head := "SELECT " + strings.Join(pkCols, ", ") + ", " + byCell + ", " + strings.Join(sizes, " + ") + ", " + where + " FROM " + from
-	order := " ORDER BY " + strings.Join(pkCols, ", ") + fmt.Sprintf(" LIMIT %d", opts.Chunk)
+	q.head = "SELECT " + strings.Join(q.pkCols, ", ") + ", " + byCell + ", " + strings.Join(sizes, " + ") + ", " + where + " FROM " + from
+	q.order = " ORDER BY " + strings.Join(q.pkCols, ", ") + fmt.Sprintf(" LIMIT %d", chunk)
+	q.cells = make([]sql.NullString, len(pk)+3)
+	q.dest = make([]any, len(q.cells))
+	for i := range q.cells {
+		q.dest[i] = &q.cells[i]
+	}
+	return q, nil
+}
 
-	var last []any
-	var binary []bool // per primary key column: bound as bytes, not text
-	cells := make([]sql.NullString, len(pk)+3)
-	dest := make([]any, len(cells))
-	for i := range cells {
-		dest[i] = &cells[i]
+// readChunk reads the next chunk after q.last, counts its rows into info
+// and c, and returns how many it read.
+func (q *scan) readChunk(ctx context.Context, db *sql.DB, info *SampleInfo, c *Counter) (int, error) {
+	var conds []string
+	var args []any
+	if q.sample != "" {
+		conds = append(conds, q.sample)
 	}
-	for {
-		var conds []string
-		var args []any
-		if sample != "" {
-			conds = append(conds, sample)
-		}
-		if last != nil {
-			cond, a := after(pkCols, last)
-			conds = append(conds, cond)
-			args = a
-		}
-		query := head
-		if len(conds) > 0 {
-			query += " WHERE " + strings.Join(conds, " AND ")
-		}
-		rows, err := db.QueryContext(ctx, query+order, args...)
-		if err != nil {
-			return info, fmt.Errorf("reading %s.%s: %w", p.SourceDB, p.SourceTbl, err)
-		}
-		if binary == nil {
-			if binary, err = binaryColumns(rows, len(pk)); err != nil {
-				rows.Close()
-				return info, fmt.Errorf("reading %s.%s: %w", p.SourceDB, p.SourceTbl, err)
-			}
-		}
-		n := 0
-		for rows.Next() {
-			if err := rows.Scan(dest...); err != nil {
-				rows.Close()
-				return info, fmt.Errorf("reading %s.%s: %w", p.SourceDB, p.SourceTbl, err)
-			}
-			n++
-			info.Read++
-			if last == nil {
-				last = make([]any, len(pk))
-			}
-			for i := range pk {
-				if binary[i] {
-					last[i] = []byte(cells[i].String)
-				} else {
-					last[i] = cells[i].String
-				}
-			}
-			value, size, pass := cells[len(pk)], cells[len(pk)+1], cells[len(pk)+2]
-			switch {
-			case pass.String != "1":
-				info.Filtered++
-			case !value.Valid:
-				info.NullKeys++
-			default:
-				bytes, _ := strconv.ParseInt(size.String, 10, 64)
-				c.Add(routedValue(value.String, width), bytes)
-			}
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return info, fmt.Errorf("reading %s.%s: %w", p.SourceDB, p.SourceTbl, err)
-		}
-		if n < opts.Chunk {
-			return info, nil
+	if q.last != nil {
+		cond, a := after(q.pkCols, q.last)
+		conds = append(conds, cond)
+		args = a
+	}
+	query := q.head
+	if len(conds) > 0 {
+		query += " WHERE " + strings.Join(conds, " AND ")
+	}
+	rows, err := db.QueryContext(ctx, query+q.order, args...)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	nk := len(q.pkCols)
+	if q.binary == nil {
+		if q.binary, err = binaryColumns(rows, nk); err != nil {
+			return 0, err
 		}
 	}
+	n := 0
+	for rows.Next() {
+		if err := rows.Scan(q.dest...); err != nil {
+			return n, err
+		}
+		n++
+		info.Read++
+		if q.last == nil {
+			q.last = make([]any, nk)
+		}
+		for i := range nk {
+			if q.binary[i] {
+				q.last[i] = []byte(q.cells[i].String)
+			} else {
+				q.last[i] = q.cells[i].String
+			}
+		}
+		value, size, pass := q.cells[nk], q.cells[nk+1], q.cells[nk+2]
+		switch {
+		case pass.String != "1":
+			info.Filtered++
+		case !value.Valid:
+			info.NullKeys++
+		default:
+			bytes, _ := strconv.ParseInt(size.String, 10, 64)
+			c.Add(routedValue(value.String, q.width), bytes)
+		}
+	}
+	return n, rows.Err()
 }
 
 // routedValue is what the projector hashes for a shard_by cell read as

@@ -60,6 +60,7 @@ func extreme(a projections.Aggregate) bool {
 	return a.Func == projections.AggMin || a.Func == projections.AggMax
 }
 
+// aggStatementsOf renders p's statements in dialect d.
 func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 	ag := p.Aggregation
 	c, t := q(p.ContributionsTable()), q(p.Table)
@@ -97,7 +98,31 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 	st.readFirst = st.read
 	st.readFirst.head = "(" + st.read.head
 	st.readFirst.tail = ") FOR UPDATE) UNION ALL SELECT '', version" + nulls + " FROM `_readside_truncations` WHERE projection = ?"
-	dcols := aggDeltaColumns(ag)
+	all := append(append([]string{}, gcols...), quoteAll(aggDeltaColumns(ag))...)
+	st.delta = multiRow{head: "INSERT INTO " + t + " (" + strings.Join(all, ", ") + ") VALUES ",
+		row: "(" + placeholders(len(all)) + ")", sep: ", ", tail: d.onDuplicate() + strings.Join(aggDeltaSets(ag, d), ", ")}
+	st.deleteEmpty = groupMatch("DELETE FROM "+t+" WHERE `_rs_rows` <= 0 AND ", "", p.Key, "")
+	re, avg := aggRecomputeSets(p, c, cgcols)
+	if len(re) > 0 {
+		st.recomputeExtremes = groupMatch("UPDATE "+t+" AS r SET "+strings.Join(re, ", ")+" WHERE ", "r.", p.Key, "")
+	}
+	if len(avg) > 0 {
+		st.recomputeAvg = groupMatch("UPDATE "+t+" AS r SET "+strings.Join(avg, ", ")+" WHERE ", "r.", p.Key, "")
+	}
+	// Truncation: withdraw what is older, then rebuild every group from
+	// the contributions left.
+	st.withdraw = aggWithdraw(ag, c, cgcols)
+	st.clearGroups = "DELETE FROM " + t
+	for _, j := range p.Joins {
+		st.fillJoins = append(st.fillJoins, copyStateEverywhere(p, j))
+	}
+	st.rebuildGroups = aggRebuildGroups(ag, c, t, all, cgcols)
+	return st
+}
+
+// aggDeltaSets are the assignments that add a group delta (the new row)
+// to a stored group row.
+func aggDeltaSets(ag *projections.Aggregation, d dialect) []string {
 	var sets []string
 	for _, a := range ag.Aggregates {
 		col := q(a.Column)
@@ -123,18 +148,19 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 			sets = append(sets, fmt.Sprintf("%[1]s = COALESCE(%[2]s(%[1]s, %[3]s), %[3]s, %[1]s)", col, fn, d.newRow(col)))
 		}
 	}
-	sets = append(sets, "`_rs_rows` = `_rs_rows` + "+d.newRow("`_rs_rows`"),
+	return append(sets, "`_rs_rows` = `_rs_rows` + "+d.newRow("`_rs_rows`"),
 		"`_rs_version` = GREATEST(`_rs_version`, "+d.newRow("`_rs_version`")+")")
-	all := append(append([]string{}, gcols...), quoteAll(dcols)...)
-	st.delta = multiRow{head: "INSERT INTO " + t + " (" + strings.Join(all, ", ") + ") VALUES ",
-		row: "(" + placeholders(len(all)) + ")", sep: ", ", tail: d.onDuplicate() + strings.Join(sets, ", ")}
-	st.deleteEmpty = groupMatch("DELETE FROM "+t+" WHERE `_rs_rows` <= 0 AND ", "", p.Key, "")
-	var re, avg []string
+}
+
+// aggRecomputeSets are the assignments of a group row r that recompute
+// MIN and MAX from the contributions table c, and AVG from its running
+// sum and count.
+func aggRecomputeSets(p *projections.Projection, c string, cgcols []string) (re, avg []string) {
 	var on []string
 	for i, g := range p.Key {
 		on = append(on, "c."+cgcols[i]+" = r."+q(g))
 	}
-	for _, a := range ag.Aggregates {
+	for _, a := range p.Aggregation.Aggregates {
 		col := q(a.Column)
 		switch {
 		case extreme(a):
@@ -161,14 +187,12 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 			avg = append(avg, fmt.Sprintf("r.%s = IF(r.%s = 0, NULL, r.%s / r.%s)", col, n, s, n))
 		}
 	}
-	if len(re) > 0 {
-		st.recomputeExtremes = groupMatch("UPDATE "+t+" AS r SET "+strings.Join(re, ", ")+" WHERE ", "r.", p.Key, "")
-	}
-	if len(avg) > 0 {
-		st.recomputeAvg = groupMatch("UPDATE "+t+" AS r SET "+strings.Join(avg, ", ")+" WHERE ", "r.", p.Key, "")
-	}
-	// Truncation: withdraw what is older, then rebuild every group from
-	// the contributions left.
+	return re, avg
+}
+
+// aggWithdraw is the truncation's first step: every contribution older
+// than the truncation becomes none (no group, a zero count, NULL values).
+func aggWithdraw(ag *projections.Aggregation, c string, cgcols []string) string {
 	var none []string
 	for _, col := range cgcols {
 		none = append(none, col+" = NULL")
@@ -183,8 +207,12 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 			}
 		}
 	}
-	st.withdraw = "UPDATE " + c + " SET " + strings.Join(none, ", ") + ", `_rs_version` = ? WHERE `_rs_version` < ?"
-	st.clearGroups = "DELETE FROM " + t
+	return "UPDATE " + c + " SET " + strings.Join(none, ", ") + ", `_rs_version` = ? WHERE `_rs_version` < ?"
+}
+
+// aggRebuildGroups is the truncation's last step: every group row of t
+// afresh from the contributions left in c, into the delta's columns all.
+func aggRebuildGroups(ag *projections.Aggregation, c, t string, all, cgcols []string) string {
 	sel := append([]string(nil), cgcols...)
 	for _, a := range ag.Aggregates {
 		v := q(projections.ContributionColumn(a.Column))
@@ -206,12 +234,8 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 	for _, g := range cgcols {
 		notNull = append(notNull, g+" IS NOT NULL")
 	}
-	for _, j := range p.Joins {
-		st.fillJoins = append(st.fillJoins, copyStateEverywhere(p, j))
-	}
-	st.rebuildGroups = "INSERT INTO " + t + " (" + strings.Join(all, ", ") + ") SELECT " + strings.Join(sel, ", ") + " FROM " + c +
+	return "INSERT INTO " + t + " (" + strings.Join(all, ", ") + ") SELECT " + strings.Join(sel, ", ") + " FROM " + c +
 		" WHERE " + strings.Join(notNull, " AND ") + " GROUP BY " + strings.Join(cgcols, ", ")
-	return st
 }
 
 // groupMatch is a statement matching groups by the columns key
