@@ -147,27 +147,25 @@ func newMultiByte(data []byte, triples bool) *multiByteTable {
 		t.single[b] = next()
 		t.ascii = t.ascii && (b >= 0x80 || t.single[b] == rune(b))
 	}
-	for lead := range t.pair {
+	// A row of 256 code points follows its flag byte 1; flag 0 means no
+	// character has that prefix.
+	nextRow := func() *[256]rune {
 		flag := data[0]
 		data = data[1:]
-		if flag == 1 {
-			row := new([256]rune)
-			for i := range row {
-				row[i] = next()
-			}
-			t.pair[lead] = row
+		if flag != 1 {
+			return nil
 		}
+		row := new([256]rune)
+		for i := range row {
+			row[i] = next()
+		}
+		return row
+	}
+	for lead := range t.pair {
+		t.pair[lead] = nextRow()
 	}
 	for second := 0; triples && second < 256; second++ {
-		flag := data[0]
-		data = data[1:]
-		if flag == 1 {
-			row := new([256]rune)
-			for i := range row {
-				row[i] = next()
-			}
-			t.triple[second] = row
-		}
+		t.triple[second] = nextRow()
 	}
 	if len(data) != 0 {
 		panic("charset table has trailing bytes")

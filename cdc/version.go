@@ -11,7 +11,7 @@ package cdc
 // If the checkpoint is lost, a fresh start begins above every old version
 // because the commit clock has moved on. version >> 20 is roughly the commit
 // time in Unix seconds. The clock only runs ahead of commit time above about
-// one million changes per second sustained. docs/ARCHITECTURE.md has the
+// one million changes per second sustained. docs/design/version.md has the
 // whole argument.
 type Clock struct {
 	last uint64

@@ -157,7 +157,7 @@ type Kafka struct {
 	MaxMessageBytes int `koanf:"max_message_bytes"`
 	// Compression of the tailer's record batches: lz4 (default), snappy,
 	// zstd, gzip or none. lz4 took a third less tailer CPU than snappy on
-	// update events (docs/benchmarks.md, tuning log).
+	// update events (bench/results/history/tuning-log.md).
 	Compression Compression `koanf:"compression"`
 }
 
@@ -193,7 +193,7 @@ type Projection struct {
 	// FanOut is when a parent change reaches the read rows of the
 	// parent's other children: in_batch (the default: in the batch's own
 	// transaction) or background (right after it, in short transactions
-	// of their own; docs/ARCHITECTURE.md, "Fan-out in the background").
+	// of their own; docs/design/joins.md, "Fan-out in the background").
 	FanOut string `koanf:"fan_out"`
 	// ColumnTypes overrides the read column definition worked out for a
 	// computed column (a `columns` value that is an expression rather

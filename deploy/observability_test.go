@@ -15,7 +15,8 @@ const (
 	alertsFile     = "prometheus/alerts.yaml"
 	alertTestsFile = "prometheus/alerts_test.yaml"
 	dashboardFile  = "grafana/readside.json"
-	operationsDoc  = "../docs/operations.md"
+	runbookFile    = "prometheus/RUNBOOK.md"
+	runbookLink    = "deploy/prometheus/RUNBOOK.md"
 	metricsDoc     = "../docs/metrics.md"
 )
 
@@ -63,7 +64,7 @@ func alertRules(t *testing.T) []rule {
 var promDuration = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
 
 func TestAlertRules(t *testing.T) {
-	anchors := headingAnchors(t, operationsDoc)
+	sections := runbookSections(t, runbookFile)
 	names := map[string]bool{}
 	for _, r := range alertRules(t) {
 		name := str(r.m, "alert")
@@ -96,9 +97,17 @@ func TestAlertRules(t *testing.T) {
 				t.Errorf("%s: annotations.%s is empty", where, a)
 			}
 		}
+		// The runbook sits beside the rules: the annotation is its
+		// repository path and a heading's anchor, and that section names
+		// the alert, so an operator following the link reads about this
+		// alert and not a neighbour's.
 		doc, anchor, _ := strings.Cut(str(r.m, "annotations", "runbook"), "#")
-		if doc != "docs/operations.md" || !anchors[anchor] {
-			t.Errorf("%s: runbook %q: want docs/operations.md#<a heading there>", where, str(r.m, "annotations", "runbook"))
+		section, ok := sections[anchor]
+		switch {
+		case doc != runbookLink || !ok:
+			t.Errorf("%s: runbook %q: want %s#<a heading there>", where, str(r.m, "annotations", "runbook"), runbookLink)
+		case !strings.Contains(section, name):
+			t.Errorf("%s: runbook %q: the section does not name %s; say there what this alert means", where, str(r.m, "annotations", "runbook"), name)
 		}
 	}
 	// What the alerts must watch (SPEC.md, Observability).
@@ -138,20 +147,23 @@ func alertExprs(t *testing.T) string {
 	return b.String()
 }
 
-// headingAnchors returns the GitHub anchors of a Markdown file's headings.
-func headingAnchors(t *testing.T, path string) map[string]bool {
+// runbookSections returns a Markdown file's sections by the GitHub anchor
+// of their heading: the heading line and the text up to the next heading.
+func runbookSections(t *testing.T, path string) map[string]string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]bool{}
+	out := map[string]string{}
 	drop := regexp.MustCompile(`[^a-z0-9 _-]`)
+	anchor := ""
 	for _, line := range strings.Split(string(b), "\n") {
 		if h, ok := strings.CutPrefix(line, "#"); ok {
 			h = strings.TrimSpace(strings.TrimLeft(h, "#"))
-			out[strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(h), ""), " ", "-")] = true
+			anchor = strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(h), ""), " ", "-")
 		}
+		out[anchor] += line + "\n"
 	}
 	return out
 }

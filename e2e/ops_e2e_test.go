@@ -281,7 +281,7 @@ func TestEmbeddedBrokerKill9(t *testing.T) {
 	if c := strings.Count(l, "no checkpoint: starting at the end"); c != 1 {
 		t.Errorf("%d starts found no checkpoint, want only the first: the checkpoint topic did not survive a kill", c)
 	}
-	// How often a kill cut a transaction (docs/ARCHITECTURE.md, "The
+	// How often a kill cut a transaction (docs/design/exactly-once.md, "The
 	// embedded broker under kill -9"): logged, not asserted, since a kill
 	// between two commits cuts none.
 	t.Logf("transactions cut by a kill and aborted at the next start: %d partitions", strings.Count(l, "aborted a transaction cut by a crash"))

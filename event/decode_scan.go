@@ -100,7 +100,7 @@ func (s *scanner) str() ([]byte, error) {
 		// one byte at a time: eight at a time past the first sixteen
 		// takes a wide event from 34.1k to 31.9k instructions, but a
 		// narrow poll's Build from 29.3k to 30.5k per event
-		// (docs/benchmarks.md, tuning log 29).
+		// (bench/results/history/tuning-log.md, entry 29).
 		for i < len(b) && plainByte[b[i]] {
 			i++
 		}

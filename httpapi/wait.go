@@ -4,7 +4,7 @@ package httpapi
 // once projection P has applied every event of every source transaction
 // up to GTID G, 504 when that does not happen within the timeout.
 //
-// The argument (docs/ARCHITECTURE.md, "Read your writes"):
+// The argument (docs/design/read-your-writes.md, "Read your writes"):
 //  1. The tailer commits its checkpoint in the same Kafka transaction as
 //     the events it covers. Once a committed checkpoint's GTID set
 //     contains G, every event of G and of every transaction before it is

@@ -14,7 +14,7 @@ import (
 // group columns (Projection.Key), with one column per Aggregate. Each
 // source row's last contribution — its version, group and the values it
 // adds — is kept on the sink, so a change applies new − old exactly once
-// whatever the order and repetition of events (docs/ARCHITECTURE.md,
+// whatever the order and repetition of events (docs/design/aggregates.md,
 // "Aggregates").
 type Aggregation struct {
 	// GroupBy are the read columns of the group key, in declaration order

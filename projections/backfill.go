@@ -3,7 +3,7 @@ package projections
 // A backfill fills read columns added to a projection's `columns` into
 // the rows already in its read table, from the projection's own topic,
 // without a rebuild: `readside replay --projection P --backfill col,...`.
-// The design and its argument are in docs/ARCHITECTURE.md, "Backfilling
+// The design and its argument are in docs/design/backfill.md, "Backfilling
 // an added column".
 
 import (

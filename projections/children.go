@@ -14,7 +14,7 @@ import (
 // per child, ordered, capped), and a count column of all of them. Each
 // child row's last state is kept on the sink like a contribution, and the
 // arrays of the parents a batch touches are rebuilt from it in the same
-// transaction (docs/ARCHITECTURE.md, "Nested children").
+// transaction (docs/design/children.md, "Nested children").
 type Children struct {
 	Name        string // the JSON array read column
 	CountColumn string // Name + "_count"
@@ -124,7 +124,7 @@ func (c *Children) StateTable(p *Projection) string {
 // LinkTable is the sink table of one row per parent link a batch ever
 // touched: a transaction locks the rows of the links it refreshes, so a
 // parent write and a child write of one link in two transactions meet
-// there (docs/ARCHITECTURE.md, "Nested children").
+// there (docs/design/children.md, "Nested children").
 func (c *Children) LinkTable(p *Projection) string {
 	return childTableName("_readside_childlink_", p.Table, c.Name)
 }

@@ -24,7 +24,7 @@ const (
 	// parent) in its transaction, and copies each noted parent into its
 	// other rows right after, in short transactions of their own that
 	// take every change of the parent since its last copy at once
-	// (docs/ARCHITECTURE.md, "Fan-out in the background").
+	// (docs/design/joins.md, "Fan-out in the background").
 	FanOutBackground
 )
 

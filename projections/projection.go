@@ -315,7 +315,7 @@ func newProjection(cfg config.Config, name string, d config.Projection, db, tbl 
 		// An aggregate too: its transactions queue only for the group
 		// rows they share, after the contributions (most of the work,
 		// each over its own partitions' keys) are written side by side
-		// (docs/benchmarks.md, tuning log 51).
+		// (bench/results/history/tuning-log.md, entry 51).
 		p.ApplyConcurrency = DefaultApplyConcurrency
 	}
 	// The shard key leads the primary key (co-locates what is read together).

@@ -12,8 +12,8 @@ import (
 //
 // Text is usually a slice of the polled record's value rather than a
 // copy: a decoded value was one allocation and one interface conversion
-// per column, the projector's largest share of garbage (docs/
-// benchmarks.md, tuning log 32). So a batch's values keep the polled
+// per column, the projector's largest share of garbage
+// (bench/results/history/tuning-log.md, entry 32). So a batch's values keep the polled
 // records' bytes (the decompressed fetch buffers) alive until the batch
 // is applied, even where the writes drop their records (Write.From, see
 // prepare): ~20 MiB more at the projector's narrow-insert drain peak.

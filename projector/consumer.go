@@ -28,7 +28,7 @@ func (pr *Projector) newConsumer(owned *owned) (*kgo.Client, error) {
 		// a narrow-row fetch of 6 partitions is then ~12,000 records
 		// instead of ~50,000, all of them decompressed and held at once.
 		// Drain peak RSS 173–186 → 104–113 MiB on narrow inserts, rate
-		// within the noise (docs/benchmarks.md, tuning log 17).
+		// within the noise (bench/results/history/tuning-log.md, entry 17).
 		kgo.FetchMaxPartitionBytes(256 << 10),
 		kgo.DisableAutoCommit(), // offsets are committed in the sink, with the rows
 		kgo.RetryBackoffFn(retryBackoff),

@@ -98,7 +98,7 @@ func (s *pollStage) nextJob(ctx context.Context) (*job, error) {
 		// meanwhile: the fetches franz-go holds, without waiting for one
 		// more (at 38,500 rows/s such a wait made the batches fewer but
 		// longer: commit → visible p50 85–123 ms against 60–64,
-		// docs/benchmarks.md, tuning log 33). A backlog keeps mapping the
+		// bench/results/history/tuning-log.md, entry 33). A backlog keeps mapping the
 		// next job while the previous one is applied.
 		if err := s.apply.wait(); err != nil {
 			return nil, err

@@ -166,7 +166,7 @@ const stopGrace = 10 * time.Second
 // doubles up to 1 s. franz-go's default starts at ~250 ms, and a Kafka
 // broker answers the first JoinGroup of a new group with
 // COORDINATOR_NOT_AVAILABLE: every first start of a projection spent
-// ~300 ms there before reading a record (docs/benchmarks.md, tuning log).
+// ~300 ms there before reading a record (bench/results/history/tuning-log.md).
 // The jitter keeps many workers from retrying in step.
 func retryBackoff(tries int) time.Duration {
 	d := 20 * time.Millisecond << min(max(tries-1, 0), 6)

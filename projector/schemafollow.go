@@ -11,7 +11,7 @@ package projector
 // was rolled back, so nothing was applied in between, and with on_error:
 // dlq nothing was dead-lettered yet. A change the read table cannot follow
 // without losing values stops the projection naming the column and the
-// rebuild. docs/ARCHITECTURE.md, "Schema changes", argues the trigger.
+// rebuild. docs/design/schema-changes.md, "Schema changes", argues the trigger.
 //
 // A source column the projection maps that is gone from the events
 // (dropped, renamed, excluded) is no bad row to dead-letter: every later

@@ -2,7 +2,7 @@ package rebuild
 
 // readside replay --backfill: read columns added to a projection filled
 // into the rows already in its read table, from the topics, while the
-// daemon goes on applying live. The design is in docs/ARCHITECTURE.md,
+// daemon goes on applying live. The design is in docs/design/backfill.md,
 // "Backfilling an added column"; the operator's steps in
 // docs/operations.md.
 

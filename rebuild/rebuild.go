@@ -6,7 +6,7 @@
 // (from.go). Both fills are a projector under an identity of their own,
 // run until it has applied the topics up to offsets fixed when it started
 // (consume.go). The design and the argument for the swap are in
-// docs/ARCHITECTURE.md, "Replay and rebuild" and "Backfilling an added
+// docs/design/replay.md, "Replay and rebuild" and "Backfilling an added
 // column"; the operator's view in docs/operations.md.
 package rebuild
 

@@ -10,7 +10,7 @@
 // and every step is safe to repeat, so a rerun after kill -9 resumes.
 // Prepare (move.go) is the entry point of a run: it decides the step from
 // the routing and what is recorded. The argument is in
-// docs/ARCHITECTURE.md, "Resharding"; the operator's view in
+// docs/design/resharding.md, "Resharding"; the operator's view in
 // docs/operations.md.
 package reshard
 

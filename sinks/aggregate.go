@@ -1,7 +1,7 @@
 package sinks
 
 // Applying an aggregate projection's contributions, in the batch's
-// transaction (docs/ARCHITECTURE.md, "Aggregates"):
+// transaction (docs/design/aggregates.md, "Aggregates"):
 //
 //  1. read the stored contributions of the batch's source keys, locking
 //     them (in key order); a key not stored locks nothing under READ
@@ -37,7 +37,7 @@ import (
 // contributions applies an aggregate projection's contributions: each one
 // only when newer than the stored contribution of its source row, the
 // difference to the old and new groups coalesced per group, groups with
-// no rows left removed (docs/ARCHITECTURE.md, "Aggregates").
+// no rows left removed (docs/design/aggregates.md, "Aggregates").
 func (a *applier) contributions(cs []projections.Contribution) error {
 	if len(cs) == 0 || a.p.Aggregation == nil {
 		return nil

@@ -11,7 +11,7 @@ import (
 )
 
 // apply runs one batch in one transaction, in an order that makes joins
-// race-free (docs/ARCHITECTURE.md, "Joins"):
+// race-free (docs/design/joins.md, "Joins"):
 //
 //  1. per join in declaration order: lock, in sorted order, the state
 //     row of every parent key the batch touches — from parent changes,

@@ -3,7 +3,7 @@ package sinks
 // The sink side of a backfill (`readside replay --backfill`): read columns
 // added to a projection filled into the rows already there, from the
 // records of the projection's topic. The argument is in
-// docs/ARCHITECTURE.md, "Backfilling an added column".
+// docs/design/backfill.md, "Backfilling an added column".
 
 import (
 	"context"

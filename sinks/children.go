@@ -1,6 +1,6 @@
 package sinks
 
-// Nested children on the sink (docs/ARCHITECTURE.md, "Nested children").
+// Nested children on the sink (docs/design/children.md, "Nested children").
 // Per children entry, in the batch's transaction:
 //
 //  1. before the read table's own writes (lockChildren): read, locking
@@ -278,7 +278,7 @@ func (a *applier) drain(query string) error {
 
 // children rebuilds the arrays and counts of every parent read row the
 // batch touched: the old and new parents of the child changes and the
-// parent rows the batch wrote (docs/ARCHITECTURE.md, "Nested children").
+// parent rows the batch wrote (docs/design/children.md, "Nested children").
 // A batch that truncates the child table applies the truncation and its
 // child state changes here, under the lock of every link.
 func (a *applier) children(b *projections.Batch) error {

@@ -1,7 +1,7 @@
 package sinks
 
 // Fan-out in the background (config `fan_out: background`;
-// docs/ARCHITECTURE.md, "Fan-out in the background"). A batch's
+// docs/design/joins.md, "Fan-out in the background"). A batch's
 // transaction applies the parents' state and the rows it writes, filled
 // from that state, as in_batch does, and instead of copying each changed
 // parent into its other rows it notes the parent's key in the join's

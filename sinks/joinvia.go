@@ -1,6 +1,6 @@
 package sinks
 
-// Joins through a parent's parent (config `via`; docs/ARCHITECTURE.md,
+// Joins through a parent's parent (config `via`; docs/design/joins.md,
 // "Joins through a parent's parent"). A join J that hangs off join V
 // finds its parent by a column of V's parent, which V carries into every
 // read row (a hidden column, projections.Column.Carried) and into its

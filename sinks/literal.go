@@ -11,7 +11,7 @@ import (
 // written in as SQL literals. The driver can do the same
 // (interpolateParams), but only after database/sql has copied, converted
 // and checked every argument: for upserts of 40,000 values that was ~15%
-// of a projector's CPU in a narrow drain (docs/benchmarks.md, tuning log
+// of a projector's CPU in a narrow drain (bench/results/history/tuning-log.md, entry
 // 32). The literals are what the driver writes for the same values, for
 // a session without NO_BACKSLASH_ESCAPES (pipeline connections clear it:
 // session's literals) and a connection charset in which no multibyte

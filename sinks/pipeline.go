@@ -65,7 +65,7 @@ func (t txStmts) rollback()                    { _ = t.tx.Rollback() }
 // and the tombstone lookup; the upserts, deletes, offsets, watermarks and
 // COMMIT) instead of six. On a busy sink each round trip costs a few
 // milliseconds, which is most of a small batch's commit → visible time
-// (docs/benchmarks.md, tuning log 24).
+// (bench/results/history/tuning-log.md, entry 24).
 //
 // It is one transaction with the same statements in the same order as
 // one statement per round trip: the server runs a packet's statements in

@@ -3,7 +3,7 @@ package sinks
 // The sink side of a rebuild and a backfill (package rebuild): the shadow
 // table's operations on every shard, the phase kept in _readside_rebuilds
 // so a rerun resumes, and forgetting a finished shadow's or backfill's
-// identity. The design is in docs/ARCHITECTURE.md, "Replay and rebuild".
+// identity. The design is in docs/design/replay.md, "Replay and rebuild".
 
 import (
 	"context"

@@ -1,7 +1,7 @@
 package sinks
 
 // Offset resets (`readside replay --from`): the replay requests an operator
-// records and a projector takes; the design is in docs/ARCHITECTURE.md,
+// records and a projector takes; the design is in docs/design/replay.md,
 // "Replay and rebuild".
 
 import (

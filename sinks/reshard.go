@@ -4,7 +4,7 @@ package sinks
 // state in `_readside_reshards`, the cutover transaction of one server
 // (the fence, the merge of the fill's offsets into the projection's, the
 // new routing generation) and forgetting a projection on a server it
-// left. The design and the argument are in docs/ARCHITECTURE.md,
+// left. The design and the argument are in docs/design/resharding.md,
 // "Resharding".
 
 import (

@@ -36,8 +36,7 @@ func (m *multiRow) text(n int) string {
 // for one column or `(a, b) IN ((?, ?), …)` for more (cols as written,
 // one placeholder group a key), then tail. The optimizer reads a long IN
 // list as ranges of an index in about a third of the time it takes for
-// the same keys as equalities joined by OR (docs/benchmarks.md, tuning
-// log 49).
+// the same keys as equalities joined by OR (bench/results/history/tuning-log.md, entry 49).
 func keyIn(head string, cols []string, tail string) multiRow {
 	if len(cols) == 1 {
 		return multiRow{head: head + cols[0] + " IN (", row: "?", sep: ", ", tail: ")" + tail}

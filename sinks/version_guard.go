@@ -119,7 +119,7 @@ func (a *applier) upsertText(tt textStmts, stmt *multiRow, part []projections.Wr
 func (a *applier) upsertParams(stmt *multiRow, part []projections.Write) error {
 	// Sized up front: a backlog's statements are thousands of rows,
 	// and growing this slice row by row was 5% of the projector's CPU
-	// in a drain (docs/benchmarks.md, tuning log 27).
+	// in a drain (bench/results/history/tuning-log.md, entry 27).
 	args := make([]any, 0, len(part)*(len(a.p.Columns)+1))
 	for i := range part {
 		args = appendValues(args, part[i].Values)

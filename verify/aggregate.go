@@ -88,7 +88,7 @@ func groupSQL(p *projections.Projection, name string, col func(string) string) s
 }
 
 // aggregateSQL is the aggregate's MySQL text over the source row s: the
-// definition of each function (docs/config.md, "Aggregates").
+// definition of each function (docs/config.md, `projections.<name>.aggregates`).
 func aggregateSQL(a projections.Aggregate) string {
 	arg := func() string {
 		if a.Arg == nil {

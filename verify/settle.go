@@ -10,7 +10,7 @@ import (
 // suspect is a key that differed when its chunk was compared. Both sides
 // take writes while verify runs, so a difference is only drift once it
 // survives re-checks made after the projection caught up with what was
-// published (docs/ARCHITECTURE.md, "Verification").
+// published (docs/design/verification.md, "Verification").
 type suspect struct {
 	key      Key
 	sig      string    // what differed, last time

@@ -2,7 +2,7 @@
 // its sink, with what the projection's declaration computes from the
 // source (columns, where filter, joins, shard placement), and repairs the
 // differences through the normal projection path. docs/operations.md
-// ("Verifying a read table") is the user's guide, docs/ARCHITECTURE.md the
+// ("Verifying a read table") is the user's guide, docs/design/verification.md the
 // argument.
 package verify
 

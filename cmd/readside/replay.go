@@ -5,7 +5,7 @@ package main
 // batches (replay_request.go), its --from resolved by
 // rebuild.ReplayOffsets; --rebuild, --backfill and --drop-old are package
 // rebuild, wired here. The design and the argument for the swap are in
-// docs/ARCHITECTURE.md, "Replay and rebuild"; the operator's view in
+// docs/design/replay.md, "Replay and rebuild"; the operator's view in
 // docs/operations.md.
 
 import (

@@ -2,7 +2,7 @@ package main
 
 // readside reshard: its flags, its checks and what it prints. The phases
 // are package reshard's; the design and the argument are in
-// docs/ARCHITECTURE.md, "Resharding"; the operator's view in
+// docs/design/resharding.md, "Resharding"; the operator's view in
 // docs/operations.md, "Resharding".
 
 import (

@@ -39,7 +39,7 @@ func Option(name config.Compression) kgo.Opt {
 // Frames carry no content checksum, like Kafka's own Java producer
 // writes them: the record batch's CRC-32C already covers the compressed
 // bytes, and the xxHash of every batch was 3% of the tailer's CPU on a
-// backlog drain (docs/benchmarks.md, tuning log 26).
+// backlog drain (bench/results/history/tuning-log.md, entry 26).
 type lz4Compressor struct{ pool sync.Pool }
 
 func newLz4Compressor() *lz4Compressor {

@@ -36,7 +36,7 @@ func Options(c *replication.BinlogSyncerConfig) {
 // Signless decodes the rows of e, whose header ends at pos, with every
 // integer read as signed: go-mysql builds a map of the table's signedness
 // for every row it decodes (5% of the tailer's CPU on a backlog drain,
-// docs/benchmarks.md tuning log 26), and without it reads every integer as
+// bench/results/history/tuning-log.md, entry 26), and without it reads every integer as
 // signed, which the tailer's columns reinterpret at their width. A shallow
 // copy of the table map per rows event: the table map itself is shared and
 // keeps its signedness for building the columns.

@@ -50,12 +50,12 @@ func main() {
 	flag.StringVar(&heapDir, "heapprofile", "", "serve pprof in the readside processes and keep each one's heap profile at its largest RSS (<role>-<pid>.heap) and a CPU profile of 3 s (<role>-<pid>.cpu; see -profile-after) here")
 	flag.StringVar(&prebuilt, "readside", "", "use this readside binary instead of building ./cmd/readside (before/after comparisons)")
 	flag.StringVar(&outageFlag, "outage", "", "length of the sink outage in the end-to-end step (default 2m, 10s with -quick; 0 skips it)")
-	flag.StringVar(&brokerJVM, "broker-jvm", "test", "JVM settings of the Kafka broker: test (the e2e tests' serial GC and C1 JIT only; the default: on 2 cores it leaves the most CPU to the rest, docs/benchmarks.md tuning log 21) or production (Kafka's start scripts: G1, 1 GiB heap, full JIT)")
+	flag.StringVar(&brokerJVM, "broker-jvm", "test", "JVM settings of the Kafka broker: test (the e2e tests' serial GC and C1 JIT only; the default: on 2 cores it leaves the most CPU to the rest, bench/results/history/tuning-log.md, entry 21) or production (Kafka's start scripts: G1, 1 GiB heap, full JIT)")
 	// The test bed's 256 MiB buffer pool is sized for the tests; a bench
 	// writes millions of rows (the end-to-end step's read table alone
 	// grows past 3M, keyed at random), and with it every upsert past the
 	// pool's reach read its page from disk: commit → visible then measured
-	// the test bed's page misses (docs/benchmarks.md, tuning log 33).
+	// the test bed's page misses (bench/results/history/tuning-log.md, entry 33).
 	flag.StringVar(&mariadbArgs, "mariadb-args", "--innodb-buffer-pool-size=2G", "space-separated extra mariadbd options for the test bed's server, after its own (named in the report; \"\" for the test bed's server as is)")
 	flag.DurationVar(&quietWait, "quiet-wait", 90*time.Second, "wait up to this long for a 1-minute load below 1.5 before starting")
 	flag.DurationVar(&settleLimit, "settle", time.Minute, "before each stage, wait up to this long for MariaDB to flush its dirty pages and purge its undo history, so a stage does not pay for the writes of the one before (20s at most with -quick; 0: do not wait)")

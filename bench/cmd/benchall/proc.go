@@ -70,7 +70,7 @@ func startReadside(bin, cfgPath, role, logPath, httpAddr string) (*proc, error) 
 // memory at the peak RSS the bench reports rather than at the end. RSS
 // comes from /proc, not from the text heap profile (?debug=1): formatting
 // every sampled stack took ~20% of the process's CPU in a latency step's
-// profile (docs/benchmarks.md, tuning log 34).
+// profile (bench/results/history/tuning-log.md, entry 34).
 func keepLargestHeap(ctx context.Context, pid int, addr, path string) {
 	var largest float64
 	for ctx.Err() == nil {

@@ -36,8 +36,8 @@ const (
 // full `make bench` the end-to-end step ran after nine workloads had written
 // millions of rows; InnoDB's checkpoint age sat at 92–106 MB of its 128 MB
 // redo log through the latency steps, and the sink's batches took 29 ms for
-// 521 rows where a fresh test bed took 17–22 ms for ~450 (docs/benchmarks.md,
-// tuning log 36). A stage should measure its own work, not the flushing
+// 521 rows where a fresh test bed took 17–22 ms for ~450 (bench/results/history/tuning-log.md,
+// entry 36). A stage should measure its own work, not the flushing
 // debt of the stage before.
 //
 // How: innodb_max_dirty_pages_pct = 0 makes the page cleaner flush every
