@@ -87,17 +87,24 @@ func (s *stream) endTxn(ctx context.Context, h *replication.EventHeader) error {
 // DML that touches a captured table.
 func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *replication.QueryEvent) error {
 	st := parseStatement(string(e.Schema), string(e.Query))
-	if s.guard != nil && st.kind != "begin" && st.kind != "commit" && st.kind != "dml" {
-		sql, err := ddlText(e, s.charsetOf)
-		if err != nil {
-			sql = string(e.Query)
-		}
-		s.guard.apply(string(e.Schema), sql)
+	ddl := st.kind != "begin" && st.kind != "commit" && st.kind != "dml"
+	var sql string
+	var textErr error
+	if ddl && (s.guard != nil || s.schema != nil) {
+		sql, textErr = ddlText(e, s.charsetOf)
 	}
-	if s.schema != nil && st.kind != "begin" && st.kind != "commit" && st.kind != "dml" {
-		sql, err := ddlText(e, s.charsetOf)
-		if err != nil {
-			return fatalf("at %s:%d: %w", s.file, h.LogPos, err)
+	if ddl && s.guard != nil {
+		// The guard only looks for index and column names: the bytes as
+		// sent serve when the client's charset cannot be decoded.
+		text := sql
+		if textErr != nil {
+			text = string(e.Query)
+		}
+		s.guard.apply(string(e.Schema), text)
+	}
+	if ddl && s.schema != nil {
+		if textErr != nil {
+			return fatalf("at %s:%d: %w", s.file, h.LogPos, textErr)
 		}
 		changed, err := s.schema.apply(string(e.Schema), sql)
 		if err != nil {
