@@ -166,6 +166,9 @@ type Sink struct {
 	DSN     Secret  `koanf:"dsn"`
 	DSNFile string  `koanf:"dsn_file"`
 	Shards  []Shard `koanf:"shards"`
+	// Consistency is row (the default) or transaction
+	// (docs/design/consistent-sinks.md).
+	Consistency Consistency `koanf:"consistency"`
 }
 
 // Shard is one key range of a sharded sink (Vitess-style hex ranges).

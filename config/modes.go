@@ -158,6 +158,33 @@ func (v LogFormat) Check() error { return oneOf(v, "text or json", LogText, LogJ
 // UnmarshalText accepts text or json.
 func (v *LogFormat) UnmarshalText(b []byte) error { return setChecked(v, b) }
 
+// Consistency is sinks.<name>.consistency: what a reader of the sink's
+// read tables may see between source transactions. Empty is
+// ConsistencyRow.
+type Consistency string
+
+const (
+	// ConsistencyRow: every row is correct and converges; a reader may see
+	// part of a source transaction (the default, and the fastest).
+	ConsistencyRow Consistency = "row"
+	// ConsistencyTransaction: every committed state of the sink's read
+	// tables (per shard) is what the projections compute from the source
+	// at one prefix of its committed transactions
+	// (docs/design/consistent-sinks.md).
+	ConsistencyTransaction Consistency = "transaction"
+)
+
+// Check names a value outside the accepted ones and the choices.
+func (v Consistency) Check() error {
+	return oneOf(v, "row or transaction", "", ConsistencyRow, ConsistencyTransaction)
+}
+
+// UnmarshalText accepts row, transaction or empty.
+func (v *Consistency) UnmarshalText(b []byte) error { return setChecked(v, b) }
+
+// Transactional reports consistency: transaction.
+func (v Consistency) Transactional() bool { return v == ConsistencyTransaction }
+
 // oneOf reports v outside accepted as an error quoting it and saying what
 // to write instead (want); the caller puts the key in front.
 func oneOf[T ~string](v T, want string, accepted ...T) error {

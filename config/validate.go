@@ -3,7 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -82,6 +84,11 @@ func (c Config) Validate() error {
 	}
 	if err := c.Kafka.Compression.Check(); err != nil {
 		bad("kafka.compression %v", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Sinks)) {
+		if err := c.Sinks[name].Consistency.Check(); err != nil {
+			bad("sinks.%s.consistency %v", name, err)
+		}
 	}
 	if err := c.Log.Level.Check(); err != nil {
 		bad("log.level %v", err)
