@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/readside/readside/event"
 )
 
 // Checkpoint is the tailer's durable state: the position after the last
@@ -43,34 +44,26 @@ type Checkpoint struct {
 	ServerUUID string `json:"server_uuid,omitempty"` // MySQL only
 }
 
-// checkpointRecord is the stored form: the body plus a CRC32 of it, so a
-// garbled record is refused instead of silently resuming from nonsense.
-type checkpointRecord struct {
-	Body  json.RawMessage `json:"checkpoint"`
-	CRC32 uint32          `json:"crc32"`
-}
-
 // ErrCorruptCheckpoint means the stored checkpoint failed its checksum.
-var ErrCorruptCheckpoint = errors.New("checkpoint is corrupt")
+var ErrCorruptCheckpoint = event.ErrCorruptCheckpoint
 
+// encodeCheckpoint is the stored form (event.SealCheckpoint): readers of
+// the checkpoint topic other than the tailer decode it as an event.Cut.
 func encodeCheckpoint(c Checkpoint) ([]byte, error) {
 	body, err := json.Marshal(c)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(checkpointRecord{Body: body, CRC32: crc32.ChecksumIEEE(body)})
+	return event.SealCheckpoint(body)
 }
 
 func decodeCheckpoint(b []byte) (Checkpoint, error) {
-	var rec checkpointRecord
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return Checkpoint{}, fmt.Errorf("%w: %v", ErrCorruptCheckpoint, err)
-	}
-	if crc32.ChecksumIEEE(rec.Body) != rec.CRC32 {
-		return Checkpoint{}, fmt.Errorf("%w: checksum mismatch", ErrCorruptCheckpoint)
+	body, err := event.OpenCheckpoint(b)
+	if err != nil {
+		return Checkpoint{}, err
 	}
 	var c Checkpoint
-	if err := json.Unmarshal(rec.Body, &c); err != nil {
+	if err := json.Unmarshal(body, &c); err != nil {
 		return Checkpoint{}, fmt.Errorf("%w: %v", ErrCorruptCheckpoint, err)
 	}
 	return c, nil
