@@ -1,0 +1,461 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/readside/readside/e2e/testbed"
+)
+
+// ledgerSchema is a shop whose every source transaction keeps invariants
+// at commit: balances that sum to a constant, an order's total and line
+// count equal to its lines. %[1]s is the source database.
+var ledgerSchema = []string{
+	"CREATE TABLE `%[1]s`.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL)",
+	"CREATE TABLE `%[1]s`.orders (id BIGINT PRIMARY KEY, customer_id INT NOT NULL, total BIGINT NOT NULL, n_lines INT NOT NULL)",
+	"CREATE TABLE `%[1]s`.order_lines (id BIGINT PRIMARY KEY, order_id BIGINT NOT NULL, amount BIGINT NOT NULL, KEY (order_id))",
+}
+
+// consistencyProjections put every kind of projection on the one sink:
+// copies, a nested children array, an aggregate and a join. Everything
+// about an order is sharded by the order's id, so an order, its lines,
+// its aggregate row and its joined lines share a shard; the accounts are
+// a reference table, whole on every shard.
+const consistencyProjections = `  acct:
+    from: %[1]s.accounts
+    sink: reads
+    key: [id]
+    replicated: true
+    columns: {id: id, balance: balance}
+  ord:
+    from: %[1]s.orders
+    sink: reads
+    key: [id]
+    shard_by: id
+    columns: {id: id, customer_id: customer_id, total: total, n_lines: n_lines}
+  line:
+    from: %[1]s.order_lines
+    sink: reads
+    key: [order_id, id]
+    shard_by: order_id
+    columns: {order_id: order_id, id: id, amount: amount}
+  ord_nested:
+    from: %[1]s.orders
+    sink: reads
+    key: [id]
+    shard_by: id
+    columns: {id: id, total: total, n_lines: n_lines}
+    children:
+      lines:
+        from: %[1]s.order_lines
+        on: {order_id: id}
+        columns: {amount: amount}
+        order_by: [id]
+  line_sums:
+    from: %[1]s.order_lines
+    sink: reads
+    group_by: [order_id]
+    shard_by: order_id
+    aggregates: {amount_sum: "sum(amount)", n: "count(*)"}
+  line_cust:
+    from: %[1]s.order_lines
+    sink: reads
+    key: [order_id, id]
+    shard_by: order_id
+    columns: {order_id: order_id, id: id, amount: amount}
+    join:
+      - from: %[1]s.orders
+        on: {id: order_id}
+        columns: {customer_id: customer_id}
+`
+
+// ledgerExpectations are the read tables of database sink as SQL on the
+// source computes them (one shard: the whole of each).
+func ledgerExpectations(src, sink string) []struct{ name, want, got string } {
+	q := func(t string) string { return "`" + src + "`." + t }
+	r := func(t string) string { return "`" + sink + "`." + t }
+	return []struct{ name, want, got string }{
+		{"acct", "SELECT id, balance FROM " + q("accounts") + " ORDER BY 1", "SELECT id, balance FROM " + r("acct") + " ORDER BY 1"},
+		{"ord", "SELECT id, customer_id, total, n_lines FROM " + q("orders") + " ORDER BY 1",
+			"SELECT id, customer_id, total, n_lines FROM " + r("ord") + " ORDER BY 1"},
+		{"line", "SELECT id, order_id, amount FROM " + q("order_lines") + " ORDER BY 1", "SELECT id, order_id, amount FROM " + r("line") + " ORDER BY 1"},
+		{"ord_nested", "SELECT o.id, o.total, o.n_lines," +
+			" (SELECT JSON_ARRAYAGG(JSON_OBJECT('amount', l.amount) ORDER BY l.id) FROM " + q("order_lines") + " l WHERE l.order_id = o.id)," +
+			" (SELECT COUNT(*) FROM " + q("order_lines") + " l WHERE l.order_id = o.id) FROM " + q("orders") + " o ORDER BY 1",
+			"SELECT id, total, n_lines, `lines`, lines_count FROM " + r("ord_nested") + " ORDER BY 1"},
+		{"line_sums", "SELECT order_id, SUM(amount), COUNT(*) FROM " + q("order_lines") + " GROUP BY order_id ORDER BY 1",
+			"SELECT order_id, amount_sum, n FROM " + r("line_sums") + " ORDER BY 1"},
+		{"line_cust", "SELECT l.id, l.order_id, l.amount, o.customer_id FROM " + q("order_lines") + " l LEFT JOIN " + q("orders") + " o ON o.id = l.order_id ORDER BY 1",
+			"SELECT id, order_id, amount, customer_id FROM " + r("line_cust") + " ORDER BY 1"},
+	}
+}
+
+const (
+	ledgerAccounts = 40
+	ledgerOpening  = 1000 // each account's opening balance
+)
+
+// TestConsistencyRowModeTears is the control of issue 42's checker: with
+// `consistency: row` (each projection commits its own partitions on its
+// own schedule) readers reading all read tables in one REPEATABLE READ
+// transaction while the ledger workload runs must see states the source
+// never had. A checker that sees none here could not see them anywhere.
+func TestConsistencyRowModeTears(t *testing.T) {
+	r := runLedger(t, "consrow", "row", 0)
+	if r.snapshots < 20 {
+		t.Errorf("the readers took %d snapshots, too few to say anything", r.snapshots)
+	}
+	if r.torn == 0 {
+		t.Errorf("row mode: no torn state in %d snapshots; the checker cannot see what it is meant to", r.snapshots)
+	}
+}
+
+// TestConsistencyTransactionKill9 is issue 42's guarantee on the real
+// binary: with `consistency: transaction`, readers reading all read tables
+// of the sink in one REPEATABLE READ transaction never see a state the
+// source never had — not while the ledger workload runs, not while
+// `readside run` is SIGKILLed and restarted — and the read tables converge
+// to the source with `readside verify` EQUAL.
+func TestConsistencyTransactionKill9(t *testing.T) {
+	r := runLedger(t, "constx", "transaction", 3)
+	if r.snapshots < 20 {
+		t.Errorf("the readers took %d snapshots, too few to say anything", r.snapshots)
+	}
+	if r.torn != 0 {
+		t.Errorf("transaction mode: %d of %d snapshots held a state the source never had:\n%s", r.torn, r.snapshots, r.text)
+	}
+}
+
+type ledgerResult struct {
+	snapshots, torn int
+	text            string
+}
+
+// runLedger runs the ledger shop into one sink of the given consistency
+// under readers, SIGKILLing readside at least kills times while the
+// workload runs, waits for the read tables to equal the source and for
+// verify to say EQUAL, and returns what the readers saw.
+func runLedger(t *testing.T, name, consistency string, kills int) ledgerResult {
+	began := time.Now()
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, sink := sourceAndSinkDBs(t, bed, name)
+	createLedger(t, bed, src)
+	dir := t.TempDir()
+	head := bedConfigHead(bed, []string{src + ".accounts", src + ".orders", src + ".order_lines"}, name, filepath.Join(dir, "data"), sink)
+	head = strings.Replace(head, "\nprojections:\n", "\n    consistency: "+consistency+"\nprojections:\n", 1)
+	cfgPath := filepath.Join(dir, "readside.yaml")
+	if err := os.WriteFile(cfgPath, []byte(head+fmt.Sprintf(consistencyProjections, src)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "run.log")
+	d := startDaemon(t, logPath, "run", "-c", cfgPath)
+	waitForCheckpoint(t, bed, topicPrefixOf(t, head))
+	utc := utcDB(t, bed)
+	// The opening balances arrive by the initial snapshot; the readers
+	// start once they are all there (the guarantee starts after the load).
+	waitExpected(t, utc, ledgerExpectations(src, sink)[:1], logPath)
+
+	seed := seedFromEnv(t)
+	checker := &ledgerChecker{accounts: ledgerAccounts, balance: ledgerAccounts * ledgerOpening}
+	rctx, stopReaders := context.WithCancel(ctx)
+	readers, _ := errgroup.WithContext(rctx)
+	for range 3 {
+		readers.Go(func() error { return checker.read(rctx, utc, sink) })
+	}
+	txns := envInt("E2E_CONSISTENCY_TXNS", 3000)
+	werr, wdone := make(chan error, 1), make(chan int, 1)
+	wstart := time.Now()
+	go func() {
+		n, err := ledgerWorkload(ctx, bed.MySQL.DB(), src, seed, 2, txns)
+		wdone <- n
+		werr <- err
+	}()
+	if kills > 0 {
+		kills = d.killWhile(rand.New(rand.NewPCG(seed, 43)), werr, kills)
+	} else if err := <-werr; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d source transactions in %s by 2 writers, %d SIGKILLs of readside run", <-wdone, time.Since(wstart).Round(time.Millisecond), kills)
+
+	waitExpected(t, utc, ledgerExpectations(src, sink), logPath)
+	stopReaders()
+	if err := readers.Wait(); err != nil {
+		t.Fatalf("reader: %v", err)
+	}
+	snapshots, torn, text := checker.report()
+	t.Logf("consistency: %s: %s", consistency, text)
+	expectReadside(t, cfgPath, "after the workload", "verify", 0,
+		"acct: EQUAL", "ord: EQUAL", "line: EQUAL", "ord_nested: EQUAL", "line_sums: EQUAL", "line_cust: EQUAL")
+	if code := d.stop(30 * time.Second); code != 0 {
+		t.Errorf("exit %d after SIGTERM; log:\n%s", code, tail(logPath))
+	}
+	t.Logf("%s ran %s", t.Name(), time.Since(began).Round(time.Second))
+	return ledgerResult{snapshots, torn, text}
+}
+
+// createLedger creates ledgerSchema in src with the accounts opened.
+func createLedger(t *testing.T, bed *testbed.Bed, src string) {
+	t.Helper()
+	var stmts []string
+	for _, s := range ledgerSchema {
+		stmts = append(stmts, fmt.Sprintf(s, src))
+	}
+	stmts = append(stmts, fmt.Sprintf("INSERT INTO `%s`.accounts SELECT seq, %d FROM %s", src, ledgerOpening, testbed.Seq(ledgerAccounts)))
+	if err := bed.MySQL.Exec(t.Context(), stmts...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ledgerWriter is one writer of the ledger workload. It owns the orders
+// and lines whose ids are its own (id % writers), so its model of them is
+// exact; the accounts are shared and only moved by deltas.
+type ledgerWriter struct {
+	db        *sql.DB
+	src       string
+	rng       *rand.Rand
+	me, of    int64 // writer me of of
+	nextOrder int64
+	nextLine  int64
+	orders    map[int64]*modelOrder
+}
+
+type modelOrder struct {
+	customer int64
+	lines    map[int64]int64 // line id → amount
+}
+
+func (o *modelOrder) total() (sum int64) {
+	for _, a := range o.lines {
+		sum += a
+	}
+	return sum
+}
+
+type ledgerStmt struct {
+	q    string
+	args []any
+}
+
+// ledgerWorkload runs txns source transactions over writers concurrent
+// writers and returns how many committed.
+func ledgerWorkload(ctx context.Context, db *sql.DB, src string, seed uint64, writers, txns int) (int, error) {
+	var mu sync.Mutex
+	done := 0
+	g, gctx := errgroup.WithContext(ctx)
+	for w := range writers {
+		lw := &ledgerWriter{db: db, src: src, rng: rand.New(rand.NewPCG(seed, uint64(100+w))), me: int64(w), of: int64(writers), orders: map[int64]*modelOrder{}}
+		g.Go(func() error {
+			for i := 0; i < txns/writers && gctx.Err() == nil; i++ {
+				if err := lw.txn(gctx); err != nil {
+					return err
+				}
+				mu.Lock()
+				done++
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	if ctx.Err() != nil {
+		err = nil
+	}
+	return done, err
+}
+
+func (w *ledgerWriter) orderID() int64 { w.nextOrder++; return w.nextOrder*w.of + w.me }
+func (w *ledgerWriter) lineID() int64  { w.nextLine++; return w.nextLine*w.of + w.me }
+
+// pick is a random order of this writer's, with at least minLines lines,
+// or 0.
+func (w *ledgerWriter) pick(minLines int) int64 {
+	ids := make([]int64, 0, len(w.orders))
+	for id, o := range w.orders {
+		if len(o.lines) >= minLines {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return 0
+	}
+	slices.Sort(ids)
+	return ids[w.rng.IntN(len(ids))]
+}
+
+func pickLine(rng *rand.Rand, o *modelOrder) int64 {
+	ids := make([]int64, 0, len(o.lines))
+	for id := range o.lines {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids[rng.IntN(len(ids))]
+}
+
+// txn commits one source transaction that keeps every invariant: its
+// statements and the change to the model (applied after the commit).
+// A deadlock between the writers is retried.
+func (w *ledgerWriter) txn(ctx context.Context) error {
+	o, a, l := "`"+w.src+"`.orders", "`"+w.src+"`.accounts", "`"+w.src+"`.order_lines"
+	var stmts []ledgerStmt
+	var after []func()
+	add := func(q string, args ...any) { stmts = append(stmts, ledgerStmt{q, args}) }
+	setOrder := func(id int64, m *modelOrder) {
+		add("UPDATE "+o+" SET total = ?, n_lines = ? WHERE id = ?", m.total(), len(m.lines), id)
+	}
+	transfer := func() {
+		ids := map[int64]bool{}
+		for n := 2 + w.rng.IntN(3); len(ids) < n; {
+			ids[1+int64(w.rng.IntN(ledgerAccounts))] = true
+		}
+		sorted := sortedKeys(ids) // one lock order: no deadlock between writers
+		var sum int64
+		for i, id := range sorted {
+			d := int64(w.rng.IntN(200) - 100)
+			if i == len(sorted)-1 {
+				d = -sum
+			}
+			sum += d
+			add("UPDATE "+a+" SET balance = balance + ? WHERE id = ?", d, id)
+		}
+	}
+	// Each case edits a copy of the order it changes, so a retried
+	// transaction starts from the committed model.
+	clone := func(id int64) *modelOrder {
+		m := &modelOrder{customer: w.orders[id].customer, lines: map[int64]int64{}}
+		for k, v := range w.orders[id].lines {
+			m.lines[k] = v
+		}
+		after = append(after, func() { w.orders[id] = m })
+		return m
+	}
+	x := w.rng.IntN(100)
+	switch {
+	case x < 30:
+		transfer()
+	case x < 45 || len(w.orders) < 10:
+		if len(w.orders) > 80 {
+			id := w.pick(0)
+			add("DELETE FROM "+l+" WHERE order_id = ?", id)
+			add("DELETE FROM "+o+" WHERE id = ?", id)
+			after = append(after, func() { delete(w.orders, id) })
+			break
+		}
+		id := w.orderID()
+		m := &modelOrder{customer: 1 + int64(w.rng.IntN(20)), lines: map[int64]int64{}}
+		var lines []ledgerStmt
+		for range 1 + w.rng.IntN(4) {
+			lid, amt := w.lineID(), 1+int64(w.rng.IntN(500))
+			m.lines[lid] = amt
+			lines = append(lines, ledgerStmt{"INSERT INTO " + l + " VALUES (?, ?, ?)", []any{lid, id, amt}})
+		}
+		order := ledgerStmt{"INSERT INTO " + o + " VALUES (?, ?, ?, ?)", []any{id, m.customer, m.total(), len(m.lines)}}
+		if w.rng.IntN(2) == 0 { // the lines before their order, or after
+			stmts = append(append(stmts, lines...), order)
+		} else {
+			stmts = append(append(stmts, order), lines...)
+		}
+		after = append(after, func() { w.orders[id] = m })
+	case x < 55:
+		id := w.pick(0)
+		m := clone(id)
+		lid, amt := w.lineID(), 1+int64(w.rng.IntN(500))
+		m.lines[lid] = amt
+		add("INSERT INTO "+l+" VALUES (?, ?, ?)", lid, id, amt)
+		setOrder(id, m)
+	case x < 63:
+		id := w.pick(1)
+		if id == 0 {
+			transfer()
+			break
+		}
+		m := clone(id)
+		lid := pickLine(w.rng, m)
+		delete(m.lines, lid)
+		setOrder(id, m)
+		add("DELETE FROM "+l+" WHERE id = ?", lid)
+	case x < 73, x >= 93:
+		id := w.pick(1)
+		if id == 0 {
+			transfer()
+			break
+		}
+		m := clone(id)
+		lid := pickLine(w.rng, m)
+		m.lines[lid] = 1 + int64(w.rng.IntN(500))
+		add("UPDATE "+l+" SET amount = ? WHERE id = ?", m.lines[lid], lid)
+		setOrder(id, m)
+		if x >= 93 { // money and orders in one transaction
+			transfer()
+		}
+	case x < 81:
+		from, to := w.pick(1), w.pick(0)
+		if from == 0 || from == to {
+			transfer()
+			break
+		}
+		mf, mt := clone(from), clone(to)
+		lid := pickLine(w.rng, mf)
+		mt.lines[lid] = mf.lines[lid]
+		delete(mf.lines, lid)
+		setOrder(from, mf)
+		add("UPDATE "+l+" SET order_id = ? WHERE id = ?", to, lid)
+		setOrder(to, mt)
+	case x < 87:
+		id := w.pick(0)
+		if w.rng.IntN(2) == 0 {
+			add("DELETE FROM "+o+" WHERE id = ?", id)
+			add("DELETE FROM "+l+" WHERE order_id = ?", id)
+		} else {
+			add("DELETE FROM "+l+" WHERE order_id = ?", id)
+			add("DELETE FROM "+o+" WHERE id = ?", id)
+		}
+		after = append(after, func() { delete(w.orders, id) })
+	default:
+		id := w.pick(0)
+		m := clone(id)
+		m.customer = 1 + int64(w.rng.IntN(20))
+		add("UPDATE "+o+" SET customer_id = ? WHERE id = ?", m.customer, id)
+	}
+	for attempt := 0; ; attempt++ {
+		err := w.exec(ctx, stmts)
+		var me *mysql.MySQLError
+		if err != nil && errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205) && attempt < 10 {
+			continue // deadlock or lock wait: the transaction rolled back whole
+		}
+		if err != nil {
+			return err
+		}
+		for _, f := range after {
+			f()
+		}
+		return nil
+	}
+}
+
+func (w *ledgerWriter) exec(ctx context.Context, stmts []ledgerStmt) error {
+	tx, err := w.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for _, s := range stmts {
+		if _, err := tx.ExecContext(ctx, s.q, s.args...); err != nil {
+			_ = tx.Rollback()
+			return fmt.Errorf("%s: %w", s.q, err)
+		}
+	}
+	return tx.Commit()
+}
