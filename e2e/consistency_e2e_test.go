@@ -114,10 +114,7 @@ const (
 // transaction while the ledger workload runs must see states the source
 // never had. A checker that sees none here could not see them anywhere.
 func TestConsistencyRowModeTears(t *testing.T) {
-	r := runLedger(t, "consrow", "row", 0)
-	if r.snapshots < 20 {
-		t.Errorf("the readers took %d snapshots, too few to say anything", r.snapshots)
-	}
+	r := runLedger(t, ledgerRun{name: "consrow", consistency: "row"})
 	if r.torn == 0 {
 		t.Errorf("row mode: no torn state in %d snapshots; the checker cannot see what it is meant to", r.snapshots)
 	}
@@ -130,13 +127,30 @@ func TestConsistencyRowModeTears(t *testing.T) {
 // `readside run` is SIGKILLed and restarted — and the read tables converge
 // to the source with `readside verify` EQUAL.
 func TestConsistencyTransactionKill9(t *testing.T) {
-	r := runLedger(t, "constx", "transaction", 3)
-	if r.snapshots < 20 {
-		t.Errorf("the readers took %d snapshots, too few to say anything", r.snapshots)
-	}
+	r := runLedger(t, ledgerRun{name: "constx", consistency: "transaction", kills: 3})
 	if r.torn != 0 {
 		t.Errorf("transaction mode: %d of %d snapshots held a state the source never had:\n%s", r.torn, r.snapshots, r.text)
 	}
+}
+
+// TestConsistencyShardedKill9 is the guarantee per shard: the ledger shop
+// on a sink of two shards (two databases of the test bed's MariaDB), an
+// order, its lines, its aggregate row and its joined lines on the order's
+// shard and the accounts whole on each. Readers of each shard never see a
+// state the source never had, under SIGKILLs; the shards converge.
+func TestConsistencyShardedKill9(t *testing.T) {
+	r := runLedger(t, ledgerRun{name: "conssh", consistency: "transaction", kills: 3, shards: 2})
+	if r.torn != 0 {
+		t.Errorf("transaction mode, two shards: %d of %d snapshots held a state the source never had:\n%s", r.torn, r.snapshots, r.text)
+	}
+}
+
+// ledgerRun is one run of the ledger shop: its databases' name, the
+// sink's consistency, the SIGKILLs of readside at least, and the sink's
+// shards (0: one server).
+type ledgerRun struct {
+	name, consistency string
+	kills, shards     int
 }
 
 type ledgerResult struct {
@@ -144,19 +158,30 @@ type ledgerResult struct {
 	text            string
 }
 
-// runLedger runs the ledger shop into one sink of the given consistency
-// under readers, SIGKILLing readside at least kills times while the
-// workload runs, waits for the read tables to equal the source and for
-// verify to say EQUAL, and returns what the readers saw.
-func runLedger(t *testing.T, name, consistency string, kills int) ledgerResult {
+// runLedger runs the ledger shop into one sink under readers, SIGKILLing
+// readside at least r.kills times while the workload runs, waits for the
+// read tables to equal the source and for verify to say EQUAL, and
+// returns what the readers saw.
+func runLedger(t *testing.T, r ledgerRun) ledgerResult {
 	began := time.Now()
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	src, sink := sourceAndSinkDBs(t, bed, name)
+	src, sink := sourceAndSinkDBs(t, bed, r.name)
 	createLedger(t, bed, src)
 	dir := t.TempDir()
-	head := bedConfigHead(bed, []string{src + ".accounts", src + ".orders", src + ".order_lines"}, name, filepath.Join(dir, "data"), sink)
-	head = strings.Replace(head, "\nprojections:\n", "\n    consistency: "+consistency+"\nprojections:\n", 1)
+	head := bedConfigHead(bed, []string{src + ".accounts", src + ".orders", src + ".order_lines"}, r.name, filepath.Join(dir, "data"), sink)
+	sinkYAML := fmt.Sprintf("    consistency: %s\n    dsn: %q\n", r.consistency, bed.MySQL.AdminDSN()+sink)
+	shards := []string{sink}
+	if r.shards == 2 {
+		sink2, err := bed.MySQL.CreateDatabase(ctx, r.name+"_r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		shards = append(shards, sink2)
+		sinkYAML = fmt.Sprintf("    consistency: %s\n    shards:\n      - {keyrange: \"-80\", dsn: %q}\n      - {keyrange: \"80-\", dsn: %q}\n",
+			r.consistency, bed.MySQL.AdminDSN()+sink, bed.MySQL.AdminDSN()+sink2)
+	}
+	head = strings.Replace(head, fmt.Sprintf("    dsn: %q\n", bed.MySQL.AdminDSN()+sink), sinkYAML, 1)
 	cfgPath := filepath.Join(dir, "readside.yaml")
 	if err := os.WriteFile(cfgPath, []byte(head+fmt.Sprintf(consistencyProjections, src)), 0o600); err != nil {
 		t.Fatal(err)
@@ -167,14 +192,24 @@ func runLedger(t *testing.T, name, consistency string, kills int) ledgerResult {
 	utc := utcDB(t, bed)
 	// The opening balances arrive by the initial snapshot; the readers
 	// start once they are all there (the guarantee starts after the load).
-	waitExpected(t, utc, ledgerExpectations(src, sink)[:1], logPath)
+	for _, db := range shards {
+		testbed.Eventually(t, 2*time.Minute, func() (bool, string) {
+			var n int
+			err := utc.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?"+
+				" AND TABLE_NAME IN ('acct', 'ord', 'line', 'ord_nested', 'line_sums', 'line_cust')", db).Scan(&n)
+			return err == nil && n == 6, fmt.Sprintf("%d of the 6 read tables in %s (%v); log:\n%s", n, db, err, tail(logPath))
+		})
+		waitExpected(t, utc, ledgerExpectations(src, db)[:1], logPath)
+	}
 
 	seed := seedFromEnv(t)
 	checker := &ledgerChecker{accounts: ledgerAccounts, balance: ledgerAccounts * ledgerOpening}
 	rctx, stopReaders := context.WithCancel(ctx)
 	readers, _ := errgroup.WithContext(rctx)
-	for range 3 {
-		readers.Go(func() error { return checker.read(rctx, utc, sink) })
+	for range 4 - len(shards) { // 3 readers of one server, 2 of each of two shards
+		for _, db := range shards {
+			readers.Go(func() error { return checker.read(rctx, utc, db) })
+		}
 	}
 	txns := envInt("E2E_CONSISTENCY_TXNS", 3000)
 	werr, wdone := make(chan error, 1), make(chan int, 1)
@@ -184,20 +219,28 @@ func runLedger(t *testing.T, name, consistency string, kills int) ledgerResult {
 		wdone <- n
 		werr <- err
 	}()
-	if kills > 0 {
-		kills = d.killWhile(rand.New(rand.NewPCG(seed, 43)), werr, kills)
+	kills := 0
+	if r.kills > 0 {
+		kills = d.killWhile(rand.New(rand.NewPCG(seed, 43)), werr, r.kills)
 	} else if err := <-werr; err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d source transactions in %s by 2 writers, %d SIGKILLs of readside run", <-wdone, time.Since(wstart).Round(time.Millisecond), kills)
 
-	waitExpected(t, utc, ledgerExpectations(src, sink), logPath)
+	if len(shards) == 1 {
+		waitExpected(t, utc, ledgerExpectations(src, sink), logPath)
+	} else {
+		waitExpected(t, utc, shardedLedgerExpectations(src, shards), logPath)
+	}
 	stopReaders()
 	if err := readers.Wait(); err != nil {
 		t.Fatalf("reader: %v", err)
 	}
 	snapshots, torn, text := checker.report()
-	t.Logf("consistency: %s: %s", consistency, text)
+	t.Logf("consistency: %s, %d shard(s): %s", r.consistency, len(shards), text)
+	if snapshots < 20 {
+		t.Errorf("the readers took %d snapshots, too few to say anything", snapshots)
+	}
 	expectReadside(t, cfgPath, "after the workload", "verify", 0,
 		"acct: EQUAL", "ord: EQUAL", "line: EQUAL", "ord_nested: EQUAL", "line_sums: EQUAL", "line_cust: EQUAL")
 	if code := d.stop(30 * time.Second); code != 0 {
@@ -205,6 +248,25 @@ func runLedger(t *testing.T, name, consistency string, kills int) ledgerResult {
 	}
 	t.Logf("%s ran %s", t.Name(), time.Since(began).Round(time.Second))
 	return ledgerResult{snapshots, torn, text}
+}
+
+// shardedLedgerExpectations are ledgerExpectations over the union of the
+// shards' databases, and the accounts, a reference table, whole on each.
+func shardedLedgerExpectations(src string, shards []string) []struct{ name, want, got string } {
+	var out []struct{ name, want, got string }
+	for _, db := range shards {
+		out = append(out, ledgerExpectations(src, db)[0])
+		out[len(out)-1].name += " on " + db
+	}
+	for i, c := range ledgerExpectations(src, shards[0])[1:] {
+		var parts []string
+		for _, db := range shards {
+			parts = append(parts, strings.TrimSuffix(ledgerExpectations(src, db)[i+1].got, " ORDER BY 1"))
+		}
+		c.got = "SELECT * FROM (" + strings.Join(parts, " UNION ALL ") + ") AS shards ORDER BY 1"
+		out = append(out, c)
+	}
+	return out
 }
 
 // createLedger creates ledgerSchema in src with the accounts opened.
