@@ -1,14 +1,17 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -520,4 +523,173 @@ func (w *ledgerWriter) exec(ctx context.Context, stmts []ledgerStmt) error {
 		}
 	}
 	return tx.Commit()
+}
+
+// TestConsistencyHugeTransaction: one source transaction inserts
+// 1,000,000 rows and sets a marker row to that count. On a transactional
+// sink a reader, counting the copy and reading the marker's copy in one
+// snapshot, sees both before or both after — never part of the rows —
+// and readside's peak RSS (VmHWM: the tailer and the applier are one
+// process) stays within 300 MiB: the transaction is streamed, not held.
+func TestConsistencyHugeTransaction(t *testing.T) {
+	began := time.Now()
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	rows := envInt("E2E_HUGE_TXN_ROWS", 1_000_000)
+	src, sink := sourceAndSinkDBs(t, bed, "conshuge")
+	if err := bed.MySQL.Exec(ctx,
+		"CREATE TABLE `"+src+"`.big (id INT PRIMARY KEY, x INT NOT NULL, pad VARCHAR(100) NOT NULL)",
+		"CREATE TABLE `"+src+"`.marker (id INT PRIMARY KEY, n BIGINT NOT NULL)",
+		"INSERT INTO `"+src+"`.marker VALUES (1, 0)"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	head := bedConfigHead(bed, []string{src + ".big", src + ".marker"}, "conshuge", filepath.Join(dir, "data"), sink)
+	head = strings.Replace(head, "\nprojections:\n", "\n    consistency: "+envString("E2E_HUGE_TXN_CONSISTENCY", "transaction")+"\nprojections:\n", 1)
+	projs := fmt.Sprintf(`  big_copy:
+    from: %[1]s.big
+    sink: reads
+    key: [id]
+    columns: {id: id, x: x, pad: pad}
+  marker_copy:
+    from: %[1]s.marker
+    sink: reads
+    key: [id]
+    columns: {id: id, n: n}
+`, src)
+	cfgPath := filepath.Join(dir, "readside.yaml")
+	if err := os.WriteFile(cfgPath, []byte(head+projs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "run.log")
+	d := startDaemon(t, logPath, "run", "-c", cfgPath)
+	waitForCheckpoint(t, bed, topicPrefixOf(t, head))
+	db := bed.MySQL.DB()
+	copyOf := func(table string) string { return "`" + sink + "`." + table }
+	testbed.Eventually(t, 2*time.Minute, func() (bool, string) {
+		var n int64
+		err := db.QueryRowContext(ctx, "SELECT n FROM "+copyOf("marker_copy")+" WHERE id = 1").Scan(&n)
+		return err == nil, fmt.Sprintf("the marker's copy: %v; log:\n%s", err, tail(logPath))
+	})
+
+	// The reader: every snapshot's (marker, count) pair.
+	type seen struct{ marker, count int64 }
+	rctx, stopReader := context.WithCancel(ctx)
+	pairs := make(chan map[seen]int, 1)
+	rerr := make(chan error, 1)
+	go func() {
+		got := map[seen]int{}
+		defer func() { pairs <- got }()
+		conn, err := db.Conn(rctx)
+		if err != nil {
+			rerr <- err
+			return
+		}
+		defer conn.Close()
+		for rctx.Err() == nil {
+			var s seen
+			err := func() error {
+				if _, err := conn.ExecContext(rctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
+					return err
+				}
+				defer conn.ExecContext(context.WithoutCancel(rctx), "ROLLBACK") //nolint:errcheck // read only
+				if err := conn.QueryRowContext(rctx, "SELECT n FROM "+copyOf("marker_copy")+" WHERE id = 1").Scan(&s.marker); err != nil {
+					return err
+				}
+				return conn.QueryRowContext(rctx, "SELECT COUNT(*) FROM "+copyOf("big_copy")).Scan(&s.count)
+			}()
+			if err != nil {
+				if rctx.Err() == nil {
+					rerr <- err
+				}
+				return
+			}
+			got[s]++
+			time.Sleep(50 * time.Millisecond)
+		}
+		rerr <- nil
+	}()
+
+	start := time.Now()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("INSERT INTO `%s`.big SELECT seq, seq, REPEAT('x', 100) FROM %s", src, testbed.Seq(rows))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE `"+src+"`.marker SET n = ? WHERE id = 1", rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("source: one %d-row transaction committed in %s", rows, time.Since(start).Round(time.Millisecond))
+	testbed.Eventually(t, 10*time.Minute, func() (bool, string) {
+		var n int64
+		err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+copyOf("big_copy")).Scan(&n)
+		return err == nil && n == int64(rows), fmt.Sprintf("%d of %d rows in the copy (%v); log:\n%s", n, rows, err, tail(logPath))
+	})
+	visible := time.Since(start)
+	peak := peakRSS(t, d.cmd.Process.Pid)
+	stopReader()
+	got := <-pairs
+	if err := <-rerr; err != nil {
+		t.Fatalf("reader: %v", err)
+	}
+	var torn, whole int
+	var samples []string
+	for _, s := range slices.SortedFunc(maps.Keys(got), func(a, b seen) int { return cmp.Compare(a.count, b.count) }) {
+		if s.count == s.marker && (s.count == 0 || s.count == int64(rows)) {
+			whole += got[s]
+			continue
+		}
+		torn += got[s]
+		if len(samples) < 5 {
+			samples = append(samples, fmt.Sprintf("%d rows with the marker at %d (%d snapshots)", s.count, s.marker, got[s]))
+		}
+	}
+	t.Logf("%d rows visible %s after the commit; readside's peak RSS (VmHWM) %d MiB; %d snapshots saw none or all of the transaction, %d part of it",
+		rows, visible.Round(time.Millisecond), peak>>20, whole, torn)
+	if torn > 0 {
+		t.Errorf("%d snapshots saw part of the %d-row source transaction, e.g. %s", torn, rows, strings.Join(samples, "; "))
+	}
+	if len(got) < 2 {
+		t.Errorf("the reader saw only %v: it never saw the state before or after the transaction", got)
+	}
+	const bound = 300 << 20
+	if rows >= 1_000_000 && peak > bound {
+		t.Errorf("peak RSS %d MiB exceeds %d MiB: the transaction was held, not streamed", peak>>20, bound>>20)
+	}
+	if code := d.stop(30 * time.Second); code != 0 {
+		t.Errorf("exit %d after SIGTERM; log:\n%s", code, tail(logPath))
+	}
+	t.Logf("%s ran %s", t.Name(), time.Since(began).Round(time.Second))
+}
+
+// peakRSS is the process's peak resident set (VmHWM) in bytes.
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmHWM in /proc/%d/status", pid)
+	return 0
+}
+
+func envString(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
