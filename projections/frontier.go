@@ -15,6 +15,7 @@ type Frontier struct {
 	// topic; -1 before the first commit. It orders cuts: the frontier
 	// only ever moves to a higher one.
 	Checkpoint int64
+	Flavor     string // mysql or mariadb: how GTID reads
 	GTID       string // the source's GTID set at the cut
 	File       string
 	Pos        uint32

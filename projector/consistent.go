@@ -65,6 +65,9 @@ type Applier struct {
 	topics []string
 	// reads: the projections that read each topic.
 	reads map[string][]*projections.Projection
+	// followers follow the source's schema for each projection
+	// (schemafollow.go), between commits.
+	followers map[*projections.Projection]*Projector
 }
 
 // NewApplier validates and does no I/O.
@@ -88,8 +91,9 @@ func NewApplier(sink string, ps []*projections.Projection, to projections.Consis
 		o.Retryable = func(error) bool { return false }
 	}
 	a := &Applier{sink: sink, ps: ps, to: to, o: o, reads: map[string][]*projections.Projection{},
-		log: o.Log.With("component", "applier", "sink", sink)}
+		log: o.Log.With("component", "applier", "sink", sink), followers: map[*projections.Projection]*Projector{}}
 	for _, p := range ps {
+		a.followers[p] = &Projector{p: p, log: a.log.With("projection", p.Name)}
 		for _, t := range p.Topics() {
 			if len(a.reads[t]) == 0 {
 				a.topics = append(a.topics, t)
@@ -117,7 +121,7 @@ func (a *Applier) Run(ctx context.Context) error {
 		if committed {
 			backoff = 100 * time.Millisecond
 		}
-		if err != nil && !a.o.Retryable(err) && !errors.Is(err, errMembershipLost) && !errors.Is(err, errTopicsMissing) {
+		if err != nil && !a.o.Retryable(err) && !errors.Is(err, errMembershipLost) && !errors.Is(err, errTopicsMissing) && !errors.Is(err, errSchemaFollowed) {
 			a.o.Metrics.failed(a.sink)
 			return fmt.Errorf("sink %s (consistency: transaction): %w", a.sink, err)
 		}
@@ -266,7 +270,7 @@ func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client,
 	rows, err := a.fill(ctx, s, data, c, target)
 	if err != nil {
 		c.Rollback()
-		return err
+		return a.followSchema(ctx, err)
 	}
 	next := projections.Offsets{}
 	for t, parts := range s.next {
@@ -284,7 +288,7 @@ func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client,
 			}
 		}
 	}
-	f := projections.Frontier{Checkpoint: target.offset, GTID: target.cut.Position.GTID, File: target.cut.Position.File,
+	f := projections.Frontier{Checkpoint: target.offset, Flavor: target.cut.Position.Flavor, GTID: target.cut.Position.GTID, File: target.cut.Position.File,
 		Pos: target.cut.Position.Pos, SourceTS: target.cut.SourceTS, CutWrittenAt: target.cut.WrittenAt,
 		Transactions: target.cut.Transactions, Loading: target.cut.Loading(), Next: next}
 	if err := c.Commit(f); err != nil {
@@ -390,8 +394,42 @@ func (a *Applier) applyChunk(c projections.SinkCommit, chunk []*kgo.Record) erro
 				Fix: "a transaction-consistent sink stops rather than skip a change: fix the projection (readside check) or the source row, then restart"}
 		}
 		if err := c.Apply(p, b); err != nil {
-			return err
+			return &applyError{p: p, err: err}
 		}
 	}
 	return nil
+}
+
+// applyError is a projection's batch the sink refused.
+type applyError struct {
+	p   *projections.Projection
+	err error
+}
+
+func (e *applyError) Error() string { return e.err.Error() }
+func (e *applyError) Unwrap() error { return e.err }
+
+// errSchemaFollowed: a read table was altered to follow the source's
+// schema after the sink refused a value; the commit starts again.
+var errSchemaFollowed = errors.New("a read table was altered to follow the source's schema")
+
+// followSchema answers a commit that failed with err, rolled back: when the
+// sink refused a value a widened read column would take, it runs the
+// ALTERs (between transactions, since DDL commits implicitly in MySQL) and
+// returns errSchemaFollowed so the commit starts again; else err.
+func (a *Applier) followSchema(ctx context.Context, err error) error {
+	var ae *applyError
+	sf, ok := a.to.(projections.SchemaFollower)
+	if !errors.As(err, &ae) || !ok || !sf.SchemaRejection(err) {
+		return err
+	}
+	pr := a.followers[ae.p]
+	retry, ferr := pr.followSchema(ctx, sf, pr.follow.altered, err)
+	switch {
+	case ferr != nil:
+		return ferr
+	case retry:
+		return errSchemaFollowed
+	}
+	return err
 }

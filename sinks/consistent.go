@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"time"
 
+	driver "github.com/go-sql-driver/mysql"
+
 	"github.com/readside/readside/projections"
 )
 
@@ -23,7 +25,7 @@ import (
 // partition resumes.
 const frontierDDL = "CREATE TABLE IF NOT EXISTS `_readside_frontier` (sink VARCHAR(190) NOT NULL PRIMARY KEY," +
 	" checkpoint_offset BIGINT NOT NULL COMMENT 'readside: offset of the applied cut in the checkpoint topic; -1: none yet'," +
-	" gtid TEXT NOT NULL, file VARCHAR(255) NOT NULL DEFAULT '', pos BIGINT UNSIGNED NOT NULL DEFAULT 0," +
+	" flavor VARCHAR(10) NOT NULL DEFAULT '', gtid TEXT NOT NULL, file VARCHAR(255) NOT NULL DEFAULT '', pos BIGINT UNSIGNED NOT NULL DEFAULT 0," +
 	" source_ts BIGINT NOT NULL DEFAULT 0 COMMENT 'readside: source commit time (Unix seconds) of the last transaction applied'," +
 	" cut_written_at TIMESTAMP(6) NULL, applied_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)," +
 	" transactions BIGINT UNSIGNED NOT NULL DEFAULT 0, loading BOOLEAN NOT NULL DEFAULT FALSE," +
@@ -37,19 +39,32 @@ func Retryable(err error) bool { return retryable(err) || errors.Is(err, project
 // Frontier reads the frontier of sink on s (Checkpoint -1 and no offsets
 // when it has none).
 func (s *MySQL) Frontier(ctx context.Context, sink string) (projections.Frontier, error) {
+	return ReadFrontier(ctx, s.db, sink)
+}
+
+// ReadFrontier reads the frontier of sink from a sink database (status
+// and /wait read it through connections of their own). A database without
+// the table has no frontier yet.
+func ReadFrontier(ctx context.Context, db *sql.DB, sink string) (projections.Frontier, error) {
 	f := projections.Frontier{Checkpoint: -1, Next: projections.Offsets{}}
 	var next string
-	var cutAt sql.NullTime
-	err := s.db.QueryRowContext(ctx, "SELECT checkpoint_offset, gtid, file, pos, source_ts, cut_written_at, applied_at, transactions, loading, commits, next_offsets"+
-		" FROM `_readside_frontier` WHERE sink = ?", sink).Scan(&f.Checkpoint, &f.GTID, &f.File, &f.Pos, &f.SourceTS, &cutAt, &f.AppliedAt,
-		&f.Transactions, &f.Loading, &f.Commits, &next)
-	if errors.Is(err, sql.ErrNoRows) {
+	var cutAt sql.NullFloat64
+	var appliedAt float64
+	// Times as Unix seconds: the sink DSN decides whether the driver
+	// parses DATETIMEs, and the session's time_zone how TIMESTAMPs read.
+	err := db.QueryRowContext(ctx, "SELECT checkpoint_offset, flavor, gtid, file, pos, source_ts, UNIX_TIMESTAMP(cut_written_at), UNIX_TIMESTAMP(applied_at),"+
+		" transactions, loading, commits, next_offsets FROM `_readside_frontier` WHERE sink = ?", sink).Scan(&f.Checkpoint, &f.Flavor, &f.GTID, &f.File, &f.Pos,
+		&f.SourceTS, &cutAt, &appliedAt, &f.Transactions, &f.Loading, &f.Commits, &next)
+	if errors.Is(err, sql.ErrNoRows) || isNoSuchTable(err) {
 		return f, nil
 	}
 	if err != nil {
 		return f, fmt.Errorf("reading the frontier of sink %s: %w", sink, err)
 	}
-	f.CutWrittenAt = cutAt.Time
+	if cutAt.Valid {
+		f.CutWrittenAt = unixTime(cutAt.Float64)
+	}
+	f.AppliedAt = unixTime(appliedAt)
 	if err := json.Unmarshal([]byte(next), &f.Next); err != nil {
 		return f, fmt.Errorf("the frontier of sink %s holds offsets that do not decode (%v): restore the row or rebuild the sink", sink, err)
 	}
@@ -135,13 +150,13 @@ func (c *ShardCommit) Commit(f projections.Frontier) error {
 	if err != nil {
 		return err
 	}
-	var cutAt any
+	var cutAt any // Unix seconds with microseconds
 	if !f.CutWrittenAt.IsZero() {
-		cutAt = f.CutWrittenAt.UTC()
+		cutAt = fmt.Sprintf("%d.%06d", f.CutWrittenAt.Unix(), f.CutWrittenAt.Nanosecond()/1000)
 	}
-	err = c.run.exec(c.ctx, "UPDATE `_readside_frontier` SET checkpoint_offset = ?, gtid = ?, file = ?, pos = ?, source_ts = ?, cut_written_at = ?,"+
+	err = c.run.exec(c.ctx, "UPDATE `_readside_frontier` SET checkpoint_offset = ?, flavor = ?, gtid = ?, file = ?, pos = ?, source_ts = ?, cut_written_at = FROM_UNIXTIME(?),"+
 		" applied_at = CURRENT_TIMESTAMP(6), transactions = ?, loading = ?, commits = commits + 1, next_offsets = ? WHERE sink = ?",
-		[]any{f.Checkpoint, f.GTID, f.File, f.Pos, f.SourceTS, cutAt, f.Transactions, f.Loading, string(next), c.sink})
+		[]any{f.Checkpoint, f.Flavor, f.GTID, f.File, f.Pos, f.SourceTS, cutAt, f.Transactions, f.Loading, string(next), c.sink})
 	if err != nil {
 		c.run.rollback()
 		return err
@@ -239,4 +254,16 @@ func (c *Commit) Rollback() {
 			c.shards[i] = nil
 		}
 	}
+}
+
+// isNoSuchTable reports MySQL's "table doesn't exist" (1146).
+func isNoSuchTable(err error) bool {
+	var me *driver.MySQLError
+	return errors.As(err, &me) && me.Number == 1146
+}
+
+// unixTime is Unix seconds (with a fraction) as a time.
+func unixTime(s float64) time.Time {
+	sec := int64(s)
+	return time.Unix(sec, int64((s-float64(sec))*1e6)*1000).UTC()
 }
