@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -44,8 +45,8 @@ type applySession struct {
 	// fetched until then.
 	pending map[topicPart][]*kgo.Record
 	paused  map[string][]int32
-	// unmarked: a checkpoint without published offsets was seen.
-	unmarked bool
+	// warned is when a recent checkpoint without a cut was last reported.
+	warned time.Time
 }
 
 func newApplySession(a *Applier, fronts []projections.Frontier) *applySession {
@@ -122,10 +123,12 @@ func (s *applySession) read(fetches kgo.Fetches) error {
 			return
 		}
 		if c.Published == nil {
-			if !s.unmarked {
-				s.a.log.Warn("a checkpoint of the tailer carries no published offsets, so no commit can end there: the tailer's config must name this sink with consistency: transaction (a restart of the tailer with it fixes this)",
+			// Checkpoints written before the tailer wrote cuts are passed
+			// over; a tailer that goes on writing none is worth a warning.
+			if time.Since(c.WrittenAt) < time.Minute && time.Since(s.warned) > time.Minute {
+				s.a.log.Warn("the tailer writes checkpoints without a cut (published offsets), so no commit can end at them: the tailer's config must name this sink with consistency: transaction; restart the tailer with it",
 					"tailer", s.a.o.TailerID, "offset", r.Offset)
-				s.unmarked = true
+				s.warned = time.Now()
 			}
 			return
 		}
