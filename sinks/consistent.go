@@ -84,8 +84,11 @@ type ShardCommit struct {
 // group membership blocks here behind the one that took over, then finds
 // the frontier moved (ErrFrontierMoved) and never commits.
 func (s *MySQL) BeginCommit(ctx context.Context, sink string, from int64) (*ShardCommit, error) {
-	if _, err := s.db.ExecContext(ctx, "INSERT IGNORE INTO `_readside_frontier` (sink, checkpoint_offset, gtid, next_offsets) VALUES (?, -1, '', '{}')", sink); err != nil {
-		return nil, fmt.Errorf("creating the frontier row of sink %s: %w", sink, err)
+	if from < 0 {
+		// The first commit: the row the lock below needs.
+		if _, err := s.db.ExecContext(ctx, "INSERT IGNORE INTO `_readside_frontier` (sink, checkpoint_offset, gtid, next_offsets) VALUES (?, -1, '', '{}')", sink); err != nil {
+			return nil, fmt.Errorf("creating the frontier row of sink %s: %w", sink, err)
+		}
 	}
 	run, err := s.begin(ctx)
 	if err != nil {
