@@ -42,6 +42,20 @@ type Checkpoint struct {
 	// replication topology.
 	ServerID   uint32 `json:"server_id,omitempty"`
 	ServerUUID string `json:"server_uuid,omitempty"` // MySQL only
+	// SourceTS is the source commit time (Unix seconds) of the last
+	// source transaction the checkpoint covers; 0 before the first one.
+	SourceTS int64 `json:"source_ts,omitempty"`
+	// Transactions counts the source transactions the tailer has read
+	// through the checkpoint since its first start (every transaction of
+	// the binlog it followed, with or without a captured row), carried
+	// from checkpoint to checkpoint across restarts.
+	Transactions uint64 `json:"transactions,omitempty"`
+	// Published is, per table topic and partition, the offset after the
+	// last record the tailer published there up to and including this
+	// checkpoint, for every partition of every table topic, not only those
+	// of this Kafka transaction (cdc/published.go). Only when a sink is
+	// transactional (docs/design/consistent-sinks.md); nil otherwise.
+	Published event.Offsets `json:"published,omitempty"`
 }
 
 // ErrCorruptCheckpoint means the stored checkpoint failed its checksum.

@@ -184,6 +184,10 @@ func (s *stream) checkpoint() Checkpoint {
 	if s.gtids != nil {
 		pos.GTID = s.gtids.String()
 	}
+	sourceTS := s.sched.ts
+	if sourceTS == 0 {
+		sourceTS = s.cp.SourceTS // nothing completed since the stream started
+	}
 	return Checkpoint{Position: pos, LastVersion: s.clock.Last(), WrittenAt: s.t.now().UTC(), Snapshots: slices.Clone(s.snapshots), Tables: slices.Clone(s.covered), LastRequest: s.lastRequest, InitialLoad: s.t.load.record(), SchemaHistory: s.schema != nil,
-		ServerID: s.src.serverID, ServerUUID: s.src.serverUUID}
+		ServerID: s.src.serverID, ServerUUID: s.src.serverUUID, SourceTS: sourceTS, Transactions: s.cp.Transactions + uint64(s.sched.txns)}
 }

@@ -62,9 +62,9 @@ func testLogger(t *testing.T) *slog.Logger {
 }
 
 // startTailer runs a tailer in the background until the test ends.
-func startTailer(t *testing.T, cfg config.Config) (stop func() error) {
+func startTailer(t *testing.T, cfg config.Config, opts ...Option) (stop func() error) {
 	t.Helper()
-	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil)
+	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,10 @@ type publisher struct {
 	// own after the events' (the embedded broker; see commitAsync).
 	separateCheckpoint bool
 
+	// published keeps Checkpoint.Published when a sink is transactional
+	// (nil otherwise: commits then take no extra flush round trip).
+	published *publishedOffsets
+
 	inflight  *pendingCommit // the commit running in the background, if any
 	held      []*kgo.Record  // produced while it runs, in order
 	heldBytes int
@@ -257,16 +261,24 @@ func (p *publisher) send(ctx context.Context, r *kgo.Record) error {
 		}
 		p.inTxn = true
 	}
-	p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
-		if err != nil {
-			p.mu.Lock()
-			if p.firstErr == nil {
-				p.firstErr = fmt.Errorf("producing to %s: %w", r.Topic, err)
-			}
-			p.mu.Unlock()
-		}
-	})
+	p.cl.Produce(ctx, r, p.produced)
 	return nil
+}
+
+// produced is every record's produce callback: the first failure fails
+// the transaction; an acknowledged table record moves the cut.
+func (p *publisher) produced(r *kgo.Record, err error) {
+	if err != nil {
+		p.mu.Lock()
+		if p.firstErr == nil {
+			p.firstErr = fmt.Errorf("producing to %s: %w", r.Topic, err)
+		}
+		p.mu.Unlock()
+		return
+	}
+	if p.published != nil {
+		p.published.acked(r)
+	}
 }
 
 // settle waits for the commit running in the background, then sends the
@@ -315,27 +327,9 @@ func (p *publisher) commitAsync(ctx context.Context, cp Checkpoint, after func(t
 	if err := p.settle(ctx); err != nil {
 		return err
 	}
-	value, err := encodeCheckpoint(cp)
+	commit, err := p.commitSteps(ctx, cp)
 	if err != nil {
 		return err
-	}
-	checkpoint := &kgo.Record{Topic: p.checkpointTopic, Key: []byte(p.txnID), Value: value}
-	// The embedded broker (kfake) writes a commit's markers partition by
-	// partition with no transaction log to finish them after a crash: a
-	// kill -9 in the middle leaves some partitions committed and the rest
-	// aborted. With the checkpoint in the events' transaction, it could
-	// survive while events it covers did not — lost for good. So there
-	// the events commit first and the checkpoint after, alone (one
-	// partition: all or nothing); a crash in between publishes the events
-	// again from the previous checkpoint, with the same versions, which
-	// every sink ignores as stale. With Kafka the commit is atomic and the
-	// checkpoint rides in the events' transaction (exactly once).
-	events := p.inTxn
-	if !p.separateCheckpoint || !events {
-		if err := p.send(ctx, checkpoint); err != nil {
-			return err
-		}
-		checkpoint = nil
 	}
 	p.inTxn, p.records = false, 0
 	begun := time.Now()
@@ -349,10 +343,7 @@ func (p *publisher) commitAsync(ctx context.Context, cp Checkpoint, after func(t
 		defer close(c.done) // last: err is set (defers run last-in, first-out)
 		defer cancel()
 		defer stop()
-		c.err = p.finish(cctx)
-		if c.err == nil && checkpoint != nil {
-			c.err = p.commitAlone(cctx, checkpoint)
-		}
+		c.err = commit(cctx)
 		if c.err == nil && after != nil {
 			after(time.Since(begun))
 		}
@@ -360,9 +351,92 @@ func (p *publisher) commitAsync(ctx context.Context, cp Checkpoint, after func(t
 	return nil
 }
 
+// commitSteps returns what the background commit of the open transaction
+// with cp runs.
+//
+// The embedded broker (kfake) writes a commit's markers partition by
+// partition with no transaction log to finish them after a crash: a kill
+// -9 in the middle leaves some partitions committed and the rest aborted.
+// With the checkpoint in the events' transaction, it could survive while
+// events it covers did not — lost for good. So there the events commit
+// first and the checkpoint after, alone (one partition: all or nothing); a
+// crash in between publishes the events again from the previous
+// checkpoint, with the same versions, which every sink ignores as stale.
+// With Kafka the commit is atomic and the checkpoint rides in the events'
+// transaction (exactly once).
+func (p *publisher) commitSteps(ctx context.Context, cp Checkpoint) (func(context.Context) error, error) {
+	events := p.inTxn
+	alone := p.separateCheckpoint && events
+	if p.published != nil {
+		return func(ctx context.Context) error { return p.commitWithCut(ctx, cp, events, alone) }, nil
+	}
+	value, err := encodeCheckpoint(cp)
+	if err != nil {
+		return nil, err
+	}
+	checkpoint := &kgo.Record{Topic: p.checkpointTopic, Key: []byte(p.txnID), Value: value}
+	if !alone {
+		if err := p.send(ctx, checkpoint); err != nil {
+			return nil, err
+		}
+		return p.finish, nil
+	}
+	return func(ctx context.Context) error {
+		if err := p.finish(ctx); err != nil {
+			return err
+		}
+		return p.commitAlone(ctx, checkpoint)
+	}, nil
+}
+
+// commitWithCut is the background commit when checkpoints carry
+// Published: the cut is only known once every record of the transaction
+// is acknowledged, so the events are flushed (and, alone, committed)
+// first, then the checkpoint is produced with the cut and committed. The
+// cut becomes the next commit's base only once its checkpoint committed.
+func (p *publisher) commitWithCut(ctx context.Context, cp Checkpoint, events, alone bool) error {
+	if events {
+		step := p.flushChecked
+		if alone {
+			step = p.finish
+		}
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	cp.Published = p.published.next()
+	value, err := encodeCheckpoint(cp)
+	if err != nil {
+		return err
+	}
+	checkpoint := &kgo.Record{Topic: p.checkpointTopic, Key: []byte(p.txnID), Value: value}
+	if events && !alone {
+		p.cl.Produce(ctx, checkpoint, p.produced)
+		err = p.finish(ctx)
+	} else {
+		err = p.commitAlone(ctx, checkpoint)
+	}
+	if err == nil {
+		p.published.committed(cp.Published)
+	}
+	return err
+}
+
 // finish flushes the ended transaction, checks every record's outcome and
 // commits it (or aborts it when a record failed).
 func (p *publisher) finish(ctx context.Context) error {
+	if err := p.flushChecked(ctx); err != nil {
+		return err
+	}
+	if err := p.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("committing Kafka transaction (outcome unknown; resuming from the stored checkpoint): %w", err)
+	}
+	return nil
+}
+
+// flushChecked flushes the open transaction and checks every record's
+// outcome, aborting it when one failed.
+func (p *publisher) flushChecked(ctx context.Context) error {
 	if err := p.cl.Flush(ctx); err != nil {
 		return p.endAbort(ctx, fmt.Errorf("flushing: %w", err))
 	}
@@ -371,9 +445,6 @@ func (p *publisher) finish(ctx context.Context) error {
 	p.mu.Unlock()
 	if perr != nil {
 		return p.endAbort(ctx, perr)
-	}
-	if err := p.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		return fmt.Errorf("committing Kafka transaction (outcome unknown; resuming from the stored checkpoint): %w", err)
 	}
 	return nil
 }
@@ -384,15 +455,7 @@ func (p *publisher) commitAlone(ctx context.Context, r *kgo.Record) error {
 	if err := p.cl.BeginTransaction(); err != nil {
 		return fmt.Errorf("beginning Kafka transaction: %w", err)
 	}
-	p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
-		if err != nil {
-			p.mu.Lock()
-			if p.firstErr == nil {
-				p.firstErr = fmt.Errorf("producing to %s: %w", r.Topic, err)
-			}
-			p.mu.Unlock()
-		}
-	})
+	p.cl.Produce(ctx, r, p.produced)
 	return p.finish(ctx)
 }
 
@@ -441,6 +504,9 @@ func (p *publisher) endAbort(ctx context.Context, cause error) error {
 	}
 	if err := p.cl.AbortBufferedRecords(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("dropping buffered records: %w", err))
+	}
+	if p.published != nil {
+		p.published.dropPending()
 	}
 	if err := p.cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		errs = append(errs, fmt.Errorf("aborting Kafka transaction: %w", err))

@@ -19,6 +19,9 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 	if err := checkResumable(ctx, env.src, cp); err != nil {
 		return nil, err
 	}
+	if err := env.pub.startPublished(ctx, cp, env.topics, env.partitions); err != nil {
+		return nil, err
+	}
 	s := &stream{
 		t: t, pub: env.pub, src: env.src, cp: cp,
 		captured: env.captured, partitions: env.partitions, excluded: env.excluded, charsets: env.charsets,

@@ -55,6 +55,9 @@ type Tailer struct {
 
 	// embedded: the broker is the embedded one (EmbeddedBroker).
 	embedded bool
+	// cuts: checkpoints carry Checkpoint.Published, because a sink is
+	// transactional (config.Sink.Consistency).
+	cuts bool
 }
 
 // FatalError is a condition a restart cannot fix: the tailer stops and the
@@ -74,6 +77,9 @@ func New(cfg config.Config, brokers []string, log *slog.Logger, reg prometheus.R
 		return nil, errors.New("tailer: no Kafka brokers")
 	}
 	t := &Tailer{cfg: cfg, brokers: brokers, log: log.With("component", "tailer"), now: time.Now}
+	for _, sink := range cfg.Sinks {
+		t.cuts = t.cuts || sink.Consistency.Transactional()
+	}
 	for _, o := range opts {
 		o(t)
 	}
@@ -142,6 +148,9 @@ func (t *Tailer) run(ctx context.Context) error {
 	defer pub.Close()
 	if t.embedded {
 		pub.separateCheckpoints()
+	}
+	if t.cuts {
+		pub.trackPublished()
 	}
 	if !env.full {
 		pub.keepSchemaHistory(event.SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix))

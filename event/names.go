@@ -41,3 +41,9 @@ func DLQTopic(prefix, projection string) string {
 // escaped: for one projection name, different prefixes always give
 // different groups.
 func Group(prefix, projection string) string { return prefix + "-projection-" + projection }
+
+// SinkGroup is the consumer group of a transaction-consistent sink's
+// appliers: the member holding the checkpoint topic's one partition is the
+// sink's active applier, the others wait to take over
+// (docs/design/consistent-sinks.md).
+func SinkGroup(prefix, sink string) string { return prefix + "-sink-" + sink }

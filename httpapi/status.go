@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -45,6 +46,9 @@ type Options struct {
 	SnapshotLog SnapshotLog
 	// Reshards reads the reshards recorded on the sinks; nil: not reported.
 	Reshards func(ctx context.Context) ([]reshard.Status, error)
+	// ConsistentSinks are the transaction-consistent sinks: /status shows
+	// their frontiers, /wait?sink= waits for them.
+	ConsistentSinks []ConsistentSink
 }
 
 // Projection is one declared projection as the report sees it.
@@ -58,6 +62,10 @@ type Projection struct {
 	Sinks  []SinkDSN
 	// Here is true when this process runs its projector.
 	Here bool
+	// Worker is the supervised component that applies it: the
+	// projection's own projector, or "sink:<name>", the applier of a
+	// transaction-consistent sink (empty: Name).
+	Worker string
 	// FanOutPending are its joins' pending tables when its fan-out runs
 	// in the background (projections.Join.PendingTable); /wait waits for
 	// them too.
@@ -99,6 +107,9 @@ type Report struct {
 	// phase and progress (`_readside_reshards`).
 	Reshards      []reshard.Status `json:"reshards,omitempty"`
 	ReshardsError string           `json:"reshards_error,omitempty"`
+	// Sinks are the transaction-consistent sinks with every shard's
+	// frontier (docs/design/consistent-sinks.md).
+	Sinks []SinkStatus `json:"sinks,omitempty"`
 }
 
 // SourceStatus is the tailer's position and lag.
@@ -280,6 +291,10 @@ func (c *Collector) Collect(ctx context.Context) Report {
 		}
 	}
 
+	for _, cs := range c.opts.ConsistentSinks {
+		r.Sinks = append(r.Sinks, c.sinkStatus(ctx, cs))
+	}
+
 	topics := map[string]bool{}
 	for _, p := range c.opts.Projections {
 		topics[p.Topic] = true
@@ -403,7 +418,7 @@ func (c *Collector) projection(ctx context.Context, p Projection, ends kadm.List
 	}
 	if p.Here && c.health != nil {
 		// This process's own projector overrides what the group says.
-		switch st, err := c.health.State("projector " + p.Name); st {
+		switch st, err := c.health.State(ProjectorPrefix + cmp.Or(p.Worker, p.Name)); st {
 		case StateFailed:
 			ps.State = "failed"
 			errs = append(errs, err)

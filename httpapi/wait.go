@@ -59,6 +59,14 @@ func (c *Collector) serveWait(w http.ResponseWriter, r *http.Request) {
 		}
 		timeout = d
 	}
+	if sink := q.Get("sink"); sink != "" {
+		if gtid == "" {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "gtid is required: the GTID of your write (MariaDB: SELECT @@last_gtid; MySQL: the session's gtid_executed after the commit)"})
+			return
+		}
+		c.serveSinkWait(w, r, sink, gtid, timeout)
+		return
+	}
 	var p *Projection
 	var names []string
 	for i := range c.opts.Projections {

@@ -255,6 +255,16 @@ func compileOne(cfg config.Config, name string, captured map[string]bool) (*Proj
 func declarationErrors(cfg config.Config, d config.Projection, name, key string) []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if sink, ok := cfg.Sinks[d.Sink]; ok && sink.Consistency.Transactional() {
+		// A row held back or applied later is a state the source never
+		// had (docs/design/consistent-sinks.md).
+		if d.OnError == config.OnErrorDLQ {
+			bad("%s.on_error: dlq cannot be used on sink %s (consistency: transaction): a dead-lettered row leaves the read tables in a state the source never had; remove on_error (a row the sink rejects then stops the sink's applier, naming it) or put the projection on a sink with consistency: row", key, d.Sink)
+		}
+		if d.FanOut == FanOutBackground.String() {
+			bad("%s.fan_out: background cannot be used on sink %s (consistency: transaction): the copies would land after the commit that changed the parent; remove fan_out (the copies then go in the same transaction)", key, d.Sink)
+		}
+	}
 	if d.Replicated && d.ShardBy != "" {
 		bad("%s: replicated projections are copied to every shard and take no shard_by: remove one of them", key)
 	}

@@ -64,7 +64,32 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 			return err
 		}
 	}
-	zero, err := s.enumZeroColumns(ctx, p)
+	if err := s.writeBatch(a, b); err != nil {
+		return err
+	}
+	if err := a.offsets(b.Offsets); err != nil {
+		return err
+	}
+	if err := a.watermarks(b.Marks); err != nil {
+		return err
+	}
+	if err := a.run.commit(ctx); err != nil {
+		return fmt.Errorf("writing a batch to %s: %w", p.Table, err)
+	}
+	if a.stale != nil {
+		a.stale.Add(a.skipped)
+	}
+	if a.noted > 0 {
+		s.wakeFanOut(p.Name)
+	}
+	return nil
+}
+
+// writeBatch runs steps 1–4 of apply (every write of b but the offsets and
+// watermarks) in a's open transaction.
+func (s *MySQL) writeBatch(a *applier, b *projections.Batch) (err error) {
+	p := a.p
+	zero, err := s.enumZeroColumns(a.ctx, p)
 	if err != nil {
 		return err
 	}
@@ -97,25 +122,7 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 	if err := a.children(b); err != nil {
 		return err
 	}
-	if err := a.fanOuts(keys, a.writtenRows(b.Writes)); err != nil {
-		return err
-	}
-	if err := a.offsets(b.Offsets); err != nil {
-		return err
-	}
-	if err := a.watermarks(b.Marks); err != nil {
-		return err
-	}
-	if err := a.run.commit(ctx); err != nil {
-		return fmt.Errorf("writing a batch to %s: %w", p.Table, err)
-	}
-	if a.stale != nil {
-		a.stale.Add(a.skipped)
-	}
-	if a.noted > 0 {
-		s.wakeFanOut(p.Name)
-	}
-	return nil
+	return a.fanOuts(keys, a.writtenRows(b.Writes))
 }
 
 type applier struct {

@@ -26,6 +26,7 @@ var bookkeeping = []string{
 	// The routing generation of each projection: which sink serves it
 	// (routing.go). No row is generation 0, the sink the config names.
 	routingDDL,
+	frontierDDL,
 }
 
 // routingDDL creates `_readside_routing`: the generation every live apply

@@ -170,6 +170,25 @@ func (s *Sharded) Apply(ctx context.Context, p *projections.Projection, b *proje
 	if len(s.Shards) == 1 { // nothing to split (Route would send every row there)
 		return s.applyShard(ctx, 0, p, b)
 	}
+	parts := s.split(p, b)
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, part := range parts {
+		wg.Go(func() {
+			if err := s.applyShard(ctx, i, p, part); err != nil {
+				errs[i] = fmt.Errorf("shard %s: %w", s.Shards[i].Range.Text, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// split is b's part for each shard (see Apply).
+func (s *Sharded) split(p *projections.Projection, b *projections.Batch) []*projections.Batch {
+	if len(s.Shards) == 1 {
+		return []*projections.Batch{b}
+	}
 	parts := make([]*projections.Batch, len(s.Shards))
 	for i := range parts {
 		parts[i] = &projections.Batch{Parents: b.Parents, Contributions: b.Contributions, ChildWrites: b.ChildWrites,
@@ -187,17 +206,7 @@ func (s *Sharded) Apply(ctx context.Context, p *projections.Projection, b *proje
 			parts[i].Writes = append(parts[i].Writes, w)
 		}
 	}
-	errs := make([]error, len(parts))
-	var wg sync.WaitGroup
-	for i, part := range parts {
-		wg.Go(func() {
-			if err := s.applyShard(ctx, i, p, part); err != nil {
-				errs[i] = fmt.Errorf("shard %s: %w", s.Shards[i].Range.Text, err)
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return parts
 }
 
 // applyShard applies shard i's part of a batch, checking the routing

@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -241,12 +243,21 @@ func statusOptions(cfg config.Config, role string) (httpapi.Options, error) {
 	for _, p := range ps {
 		sp := httpapi.Projection{Name: p.Name, Topic: p.Topic, Topics: p.Topics(), Group: p.Group, Here: role == "all" || role == "projector"}
 		sp.Sinks = sinkServers(p.Sink, cfg.Sinks[p.Sink])
+		if cfg.Sinks[p.Sink].Consistency.Transactional() {
+			// Applied by the sink's applier, in its group.
+			sp.Worker, sp.Group = applierName(p.Sink), event.SinkGroup(cfg.Kafka.TopicPrefix, p.Sink)
+		}
 		if p.FanOut == projections.FanOutBackground {
 			for _, j := range p.Joins {
 				sp.FanOutPending = append(sp.FanOutPending, j.PendingTable(p))
 			}
 		}
 		opts.Projections = append(opts.Projections, sp)
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Sinks)) {
+		if cfg.Sinks[name].Consistency.Transactional() {
+			opts.ConsistentSinks = append(opts.ConsistentSinks, httpapi.ConsistentSink{Name: name, Shards: sinkServers(name, cfg.Sinks[name])})
+		}
 	}
 	// Where a reshard moved a projection (routing.go); serve adds the
 	// projectors' own.

@@ -40,6 +40,9 @@ type projectorStarter struct {
 	ops     *ops
 	log     *slog.Logger
 	metrics *projector.Metrics
+	reg     prometheus.Registerer
+	// consistentMetrics: the appliers' (made with the first of them).
+	consistentMetrics *projector.ConsistentMetrics
 
 	mu     sync.Mutex
 	opened map[string]*sinks.Sharded
@@ -57,7 +60,7 @@ func newProjectorStarter(cfg config.Config, g *errgroup.Group, gctx context.Cont
 	sup := newSupervisor(o.health, m, log)
 	// A clean stop waits for every projector to drain.
 	g.Go(func() error { return sup.wait(gctx) })
-	s := &projectorStarter{cfg: cfg, sup: sup, gctx: gctx, ops: o, log: log, metrics: m, opened: map[string]*sinks.Sharded{}}
+	s := &projectorStarter{cfg: cfg, sup: sup, gctx: gctx, ops: o, log: log, metrics: m, reg: reg, opened: map[string]*sinks.Sharded{}}
 	o.routes = &s.routes
 	return s
 }
@@ -68,6 +71,10 @@ func newProjectorStarter(cfg config.Config, g *errgroup.Group, gctx context.Cont
 // from then on (routing.go). The error says which step failed; exitCode
 // is what `run` exits with for it at start-up.
 func (s *projectorStarter) start(ctx context.Context, pp plannedProjection) (exitCode int, err error) {
+	if s.cfg.Sinks[pp.p.Sink].Consistency.Transactional() {
+		// One applier commits all of the sink's projections together.
+		return exitProblem, fmt.Errorf("projection %s is on sink %s (consistency: transaction), whose applier started with the projections it had: restart to apply", pp.p.Name, pp.p.Sink)
+	}
 	at, err := sinks.Resolve(ctx, s.cfg.Sinks, pp.p, s.open)
 	if errors.As(err, new(*keyspace.RoutingUnsettled)) {
 		// A reshard's cutover under way: the projection waits for it

@@ -75,6 +75,11 @@ func runReshard(args []string, stdout, stderr io.Writer) int {
 	if p == nil {
 		return code
 	}
+	for _, sink := range []string{p.Sink, f.sink} {
+		if e.cfg.Sinks[sink].Consistency.Transactional() {
+			return c.failf(exitUsage, "sink %s has consistency: transaction, which readside reshard does not move projections to or from yet: its cutover is per projection, not at one cut of the source for the whole sink. Reshard with consistency: row on both sinks, then set it back (docs/operations.md, \"Transaction-consistent sinks\")", sink)
+		}
+	}
 	if problem := reshardTarget(e.cfg, f); problem != "" {
 		return c.failf(exitUsage, "%s", problem)
 	}

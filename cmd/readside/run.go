@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -167,7 +169,22 @@ func (d *daemonRun) startProjectors() (starter *projectorStarter, code int, ok b
 	for _, f := range failed {
 		starter.sup.halt(f.name, unfitSource(f.name, f.err))
 	}
-	for _, pp := range planned {
+	rows, consistent := byConsistency(d.cfg, planned)
+	for _, sink := range slices.Sorted(maps.Keys(consistent)) {
+		code, err := starter.startApplier(d.ctx, sink, consistent[sink])
+		if err == nil {
+			continue
+		}
+		if d.ctx.Err() != nil {
+			return starter, stoppedDuringStartup(d.g, d.log, err), false
+		}
+		if errors.As(err, new(*projections.StopError)) {
+			starter.sup.halt(applierName(sink), err)
+			continue
+		}
+		return starter, d.c.failf(code, "%v", err), false
+	}
+	for _, pp := range rows {
 		code, err := starter.start(d.ctx, pp)
 		if err == nil {
 			continue

@@ -198,6 +198,7 @@ func printStatus(w io.Writer, r httpapi.Report, note string) {
 	}
 	printInitialSnapshot(w, s.InitialSnapshot)
 	printSnapshotFailures(w, s.SnapshotFailures, s.SnapshotFailuresError)
+	printFrontiers(w, r.Sinks)
 	if len(r.Projections) == 0 {
 		return
 	}
@@ -225,4 +226,29 @@ func printStatus(w io.Writer, r httpapi.Report, note string) {
 		}
 	}
 	printReshards(w, r.Reshards)
+}
+
+// printFrontiers shows where each shard of a transaction-consistent sink
+// is: the cut of the source its read tables are at.
+func printFrontiers(w io.Writer, sinks []httpapi.SinkStatus) {
+	for _, sk := range sinks {
+		for _, f := range sk.Frontiers {
+			line := fmt.Sprintf("sink %s (consistency: transaction) shard %s: ", sk.Name, f.Shard)
+			switch {
+			case f.Error != "":
+				line += "error: " + f.Error
+			case f.CheckpointOffset < 0:
+				line += "nothing committed yet"
+			default:
+				line += fmt.Sprintf("frontier gtid %s, %d source transactions, %d commits", f.GTID, f.Transactions, f.Commits)
+				if f.AppliedAt != nil {
+					line += fmt.Sprintf(", applied %s ago", time.Since(*f.AppliedAt).Round(100*time.Millisecond))
+				}
+				if f.Loading {
+					line += " (initial load under way: some read tables hold part of their rows)"
+				}
+			}
+			fmt.Fprintln(w, wrap(line, helpWidth, "\n    "))
+		}
+	}
 }

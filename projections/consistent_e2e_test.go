@@ -1,0 +1,374 @@
+package projections_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
+	"github.com/readside/readside/sinks"
+)
+
+// The ledger: accounts and the transfers between them. Every source
+// transaction moves money between accounts and records each move in
+// transfers, so at every committed state of the source
+//   - the balances sum to accounts × 1000, and
+//   - each balance is 1000 plus what its account received, less what it
+//     sent, by the transfers — held in two more read tables, aggregates
+//     of transfers per receiving and per sending account.
+// A reader of the four read tables that sees anything else sees a state
+// the source never had.
+const ledgerAccounts = 40
+
+func ledgerConfig(t *testing.T, bed *testbed.Bed, consistency config.Consistency) (cfg config.Config, src, sinkDB string) {
+	t.Helper()
+	ctx := t.Context()
+	src, err := bed.MySQL.CreateDatabase(ctx, "bank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sinkDB, err = bed.MySQL.CreateDatabase(ctx, "ledger"); err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx,
+		"CREATE TABLE `"+src+"`.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL)",
+		"CREATE TABLE `"+src+"`.transfers (id BIGINT AUTO_INCREMENT PRIMARY KEY, from_id INT NOT NULL, to_id INT NOT NULL, amount BIGINT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	cfg = bed.Config("c", src+".accounts", src+".transfers")
+	cfg.Sinks = map[string]config.Sink{"ledger": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB), Consistency: consistency}}
+	cfg.Projections = map[string]config.Projection{
+		"accounts": {From: src + ".accounts", Sink: "ledger", Key: []string{"id"}, Columns: map[string]string{"id": "id", "balance": "balance"}},
+		"transfers": {From: src + ".transfers", Sink: "ledger", Key: []string{"id"},
+			Columns: map[string]string{"id": "id", "from_id": "from_id", "to_id": "to_id", "amount": "amount"}},
+		"received": {From: src + ".transfers", Sink: "ledger", GroupBy: []string{"to_id"}, Aggregates: map[string]string{"amount": "sum(amount)", "n": "count(*)"}},
+		"sent":     {From: src + ".transfers", Sink: "ledger", GroupBy: []string{"from_id"}, Aggregates: map[string]string{"amount": "sum(amount)", "n": "count(*)"}},
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, src, sinkDB
+}
+
+// ledgerTables compiles the projections and creates their read tables.
+func ledgerTables(t *testing.T, bed *testbed.Bed, cfg config.Config) (*sinks.Sharded, []*projections.Projection) {
+	t.Helper()
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := sinks.OpenSharded(t.Context(), "ledger", cfg.Sinks["ledger"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sink.Close() })
+	for _, p := range ps {
+		cols, err := p.SourceColumns(t.Context(), bed.MySQL.DB())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sink.Exec(t.Context(), sinks.DDL(p, cols)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sink, ps
+}
+
+// ledgerWorkload opens the accounts in one transaction, then runs transfer
+// transactions of 1–4 moves until ctx ends or n transactions committed;
+// one in 50 is a batch of 500 moves (several chunks of the applier).
+func ledgerWorkload(ctx context.Context, db *sql.DB, src string, seed uint64, n int) (int, error) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	for id := 1; id <= ledgerAccounts; id++ {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO `"+src+"`.accounts VALUES (?, 1000)", id); err != nil {
+			tx.Rollback()
+			return 0, err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, err
+	}
+	done := 0
+	for ; done < n && ctx.Err() == nil; done++ {
+		moves := 1 + rng.IntN(4)
+		if rng.IntN(50) == 0 {
+			moves = 500
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return done, err
+		}
+		for range moves {
+			from, to, amount := 1+rng.IntN(ledgerAccounts), 1+rng.IntN(ledgerAccounts), 1+rng.IntN(50)
+			for _, q := range []struct {
+				sql  string
+				args []any
+			}{
+				{"UPDATE `" + src + "`.accounts SET balance = balance - ? WHERE id = ?", []any{amount, from}},
+				{"UPDATE `" + src + "`.accounts SET balance = balance + ? WHERE id = ?", []any{amount, to}},
+				{"INSERT INTO `" + src + "`.transfers (from_id, to_id, amount) VALUES (?, ?, ?)", []any{from, to, amount}},
+			} {
+				if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
+					tx.Rollback()
+					return done, err
+				}
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// ledgerCheck reads the four read tables in one REPEATABLE READ
+// transaction and returns what in them no source state had ("" if
+// nothing), and the frontier's checkpoint offset it read with them (-1
+// without one).
+func ledgerCheck(ctx context.Context, db *sql.DB, sinkDB string, withFrontier bool) (string, int64, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return "", 0, err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
+		return "", 0, err
+	}
+	if _, err := conn.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
+		return "", 0, err
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+	sums := func(q string) (map[int]int64, error) {
+		rows, err := conn.QueryContext(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		out := map[int]int64{}
+		for rows.Next() {
+			var id int
+			var v int64
+			if err := rows.Scan(&id, &v); err != nil {
+				return nil, err
+			}
+			out[id] = v
+		}
+		return out, rows.Err()
+	}
+	d := "`" + sinkDB + "`."
+	balances, err := sums("SELECT id, balance FROM " + d + "accounts")
+	if err != nil {
+		return "", 0, err
+	}
+	received, err := sums("SELECT to_id, amount FROM " + d + "received")
+	if err != nil {
+		return "", 0, err
+	}
+	sent, err := sums("SELECT from_id, amount FROM " + d + "sent")
+	if err != nil {
+		return "", 0, err
+	}
+	in, err := sums("SELECT to_id, SUM(amount) FROM " + d + "transfers GROUP BY to_id")
+	if err != nil {
+		return "", 0, err
+	}
+	frontier := int64(-1)
+	if withFrontier {
+		err := conn.QueryRowContext(ctx, "SELECT checkpoint_offset FROM "+d+"`_readside_frontier` WHERE sink = 'ledger'").Scan(&frontier)
+		if err != nil && err != sql.ErrNoRows {
+			return "", 0, err
+		}
+	}
+	var why []string
+	if len(balances) != 0 && len(balances) != ledgerAccounts {
+		why = append(why, fmt.Sprintf("%d of the %d accounts opened in one transaction", len(balances), ledgerAccounts))
+	}
+	var total int64
+	for id, b := range balances {
+		total += b
+		if want := 1000 + received[id] - sent[id]; b != want {
+			why = append(why, fmt.Sprintf("account %d: balance %d, but 1000 + received %d - sent %d = %d", id, b, received[id], sent[id], want))
+		}
+		if received[id] != in[id] {
+			why = append(why, fmt.Sprintf("account %d: the aggregate received %d, the transfers table %d", id, received[id], in[id]))
+		}
+	}
+	if len(balances) > 0 && total != 1000*ledgerAccounts {
+		why = append(why, fmt.Sprintf("the balances sum to %d, not %d", total, 1000*ledgerAccounts))
+	}
+	if len(why) > 3 {
+		why = append(why[:3], fmt.Sprintf("and %d more", len(why)-3))
+	}
+	return strings.Join(why, "; "), frontier, nil
+}
+
+// ledgerReaders run the check over and over until stop, and count the
+// snapshots read and those holding a state the source never had.
+type ledgerReaders struct {
+	snapshots, torn atomic.Int64
+	mu              sync.Mutex
+	first           []string
+	backwards       atomic.Int64
+}
+
+func (r *ledgerReaders) run(ctx context.Context, t *testing.T, db *sql.DB, sinkDB string, withFrontier bool, readers int) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Go(func() {
+			last := int64(-1)
+			for ctx.Err() == nil {
+				why, frontier, err := ledgerCheck(ctx, db, sinkDB, withFrontier)
+				if err != nil {
+					if ctx.Err() == nil && !strings.Contains(err.Error(), "doesn't exist") {
+						t.Errorf("reader: %v", err)
+					}
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+				r.snapshots.Add(1)
+				if frontier < last {
+					r.backwards.Add(1)
+				}
+				last = frontier
+				if why != "" {
+					r.torn.Add(1)
+					r.mu.Lock()
+					if len(r.first) < 3 {
+						r.first = append(r.first, why)
+					}
+					r.mu.Unlock()
+				}
+			}
+		})
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// TestConsistentSinkShowsOnlySourceStates: readers read the ledger's four
+// read tables in one REPEATABLE READ transaction while transfers run.
+// Under consistency: transaction no snapshot ever holds a state the
+// source never had, and the frontier never moves back, while the applier
+// is stopped and started again twice; under row (the control, with one
+// projector per projection) the same readers see torn states. Both end
+// equal to the source.
+func TestConsistentSinkShowsOnlySourceStates(t *testing.T) {
+	bed := testbed.Get(t)
+	for _, mode := range []config.Consistency{config.ConsistencyTransaction, config.ConsistencyRow} {
+		t.Run(string(mode), func(t *testing.T) {
+			cfg, src, sinkDB := ledgerConfig(t, bed, mode)
+			sink, ps := ledgerTables(t, bed, cfg)
+			runTailer(t, bed, cfg)
+			var readers ledgerReaders
+			stopReaders := readers.run(t.Context(), t, bed.MySQL.DB(), sinkDB, mode.Transactional(), 3)
+			start := func() (stop func()) {
+				if mode.Transactional() {
+					return startApplier(t, cfg, sink, ps)
+				}
+				var stops []func()
+				for _, p := range ps {
+					stops = append(stops, startProjector(t, p, sink, cfg.Kafka.Brokers))
+				}
+				return func() {
+					for _, s := range stops {
+						s()
+					}
+				}
+			}
+			seed := rand.Uint64()
+			t.Logf("seed %d", seed)
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			wrote := make(chan int, 1)
+			go func() {
+				n, err := ledgerWorkload(ctx, bed.MySQL.DB(), src, seed, 600)
+				if err != nil && ctx.Err() == nil {
+					t.Errorf("workload: %v", err)
+				}
+				wrote <- n
+			}()
+			stop := start()
+			for range 2 {
+				time.Sleep(2 * time.Second)
+				stop()
+				stop = start()
+			}
+			n := <-wrote
+			waitLedgerEqual(t, bed, src, sinkDB)
+			stop()
+			stopReaders()
+			t.Logf("%s: %d transfer transactions; %d snapshots read, %d torn (first: %q), frontier backwards %d times",
+				mode, n, readers.snapshots.Load(), readers.torn.Load(), readers.first, readers.backwards.Load())
+			if readers.snapshots.Load() < 50 {
+				t.Errorf("only %d snapshots read: the check saw too little to say anything", readers.snapshots.Load())
+			}
+			if mode.Transactional() {
+				if readers.torn.Load() > 0 || readers.backwards.Load() > 0 {
+					t.Errorf("consistency: transaction showed %d torn snapshots (%q) and moved its frontier back %d times", readers.torn.Load(), readers.first, readers.backwards.Load())
+				}
+			} else if readers.torn.Load() == 0 {
+				t.Errorf("the control: row mode showed no torn state in %d snapshots, so the check cannot see one", readers.snapshots.Load())
+			}
+		})
+	}
+}
+
+// startApplier runs the sink's applier until stop, which reports its
+// error.
+func startApplier(t *testing.T, cfg config.Config, sink *sinks.Sharded, ps []*projections.Projection) (stop func()) {
+	t.Helper()
+	a, err := projector.NewApplier("ledger", ps, sink, projector.ApplierOptions{Brokers: cfg.Kafka.Brokers,
+		CheckpointTopic: event.CheckpointTopic(cfg.Kafka.TopicPrefix), TailerID: cfg.TransactionalID(),
+		Group: event.SinkGroup(cfg.Kafka.TopicPrefix, "ledger"), ChunkRecords: 300, Retryable: sinks.Retryable, Log: logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("applier: %v", err)
+		}
+	}
+}
+
+// waitLedgerEqual waits until the read tables equal the source.
+func waitLedgerEqual(t *testing.T, bed *testbed.Bed, src, sinkDB string) {
+	t.Helper()
+	db := bed.MySQL.DB()
+	s, r := "`"+src+"`.", "`"+sinkDB+"`."
+	pairs := [][2]string{
+		{"SELECT id, balance FROM " + s + "accounts ORDER BY id", "SELECT id, balance FROM " + r + "accounts ORDER BY id"},
+		{"SELECT id, from_id, to_id, amount FROM " + s + "transfers ORDER BY id", "SELECT id, from_id, to_id, amount FROM " + r + "transfers ORDER BY id"},
+		{"SELECT to_id, SUM(amount), COUNT(*) FROM " + s + "transfers GROUP BY to_id ORDER BY 1", "SELECT to_id, amount, n FROM " + r + "received ORDER BY 1"},
+		{"SELECT from_id, SUM(amount), COUNT(*) FROM " + s + "transfers GROUP BY from_id ORDER BY 1", "SELECT from_id, amount, n FROM " + r + "sent ORDER BY 1"},
+	}
+	testbed.Eventually(t, 120*time.Second, func() (bool, string) {
+		for _, p := range pairs {
+			want, got := testbed.RowsText(t, db, p[0]), testbed.RowsText(t, db, p[1])
+			if want != got {
+				return false, fmt.Sprintf("%s differs:\nsource:\n%.600s\nread:\n%.600s", p[1], want, got)
+			}
+		}
+		return true, ""
+	})
+}

@@ -1,0 +1,435 @@
+package projector
+
+// The applier of a transaction-consistent sink
+// (docs/design/consistent-sinks.md). One per sink replaces the sink's
+// per-projection projectors: it reads every partition of every topic the
+// sink's projections need, and the tailer's checkpoints, whose `published`
+// offsets cut the topics at a source transaction boundary. A commit takes
+// the newest cut it may, has every projection build its writes from the
+// records below the cut, applies them chunk by chunk into one open
+// transaction per shard, and commits them with the frontier that names
+// the cut. Nothing of a cut is visible before its commit, and a cut is
+// never split.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/internal/kafkalog"
+	"github.com/readside/readside/projections"
+)
+
+// ApplierOptions configure an Applier.
+type ApplierOptions struct {
+	Brokers []string
+	// CheckpointTopic and TailerID: the tailer's checkpoints are the
+	// records keyed TailerID (its transactional id) there.
+	CheckpointTopic, TailerID string
+	// Group is the consumer group whose one member holding the checkpoint
+	// topic's partition is the active applier of the sink.
+	Group string
+	// ChunkRecords is how many records are mapped and written at a time
+	// into the open transactions (0: pollRecords).
+	ChunkRecords int
+	// CommitRecords bounds how many records one commit takes when several
+	// cuts are waiting (0: defaultCommitRecords); one cut is never split,
+	// however large.
+	CommitRecords int64
+	// Retryable tells a transient failure (the sink away, a deadlock, a
+	// frontier another applier moved), after which the applier starts
+	// again from the stored frontiers, from one that stops it.
+	Retryable func(error) bool
+	Metrics   *ConsistentMetrics // nil: not exported
+	Log       *slog.Logger
+}
+
+// defaultCommitRecords: a backlog is applied in commits of about this many
+// records, so that one failure does not throw away all of it and readers
+// see progress.
+const defaultCommitRecords = 200_000
+
+// Applier keeps the read tables of every projection of one
+// transaction-consistent sink.
+type Applier struct {
+	sink   string
+	ps     []*projections.Projection
+	to     projections.ConsistentSink
+	o      ApplierOptions
+	log    *slog.Logger
+	topics []string
+	// reads: the projections that read each topic.
+	reads map[string][]*projections.Projection
+	// followers follow the source's schema for each projection
+	// (schemafollow.go), between commits.
+	followers map[*projections.Projection]*Projector
+}
+
+// NewApplier validates and does no I/O.
+func NewApplier(sink string, ps []*projections.Projection, to projections.ConsistentSink, o ApplierOptions) (*Applier, error) {
+	if len(o.Brokers) == 0 || o.CheckpointTopic == "" || o.TailerID == "" || o.Group == "" {
+		return nil, errors.New("applier: brokers, checkpoint topic, tailer id and group are required")
+	}
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("applier of sink %s: no projection", sink)
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.ChunkRecords <= 0 {
+		o.ChunkRecords = pollRecords
+	}
+	if o.CommitRecords <= 0 {
+		o.CommitRecords = defaultCommitRecords
+	}
+	if o.Retryable == nil {
+		o.Retryable = func(error) bool { return false }
+	}
+	a := &Applier{sink: sink, ps: ps, to: to, o: o, reads: map[string][]*projections.Projection{},
+		log: o.Log.With("component", "applier", "sink", sink), followers: map[*projections.Projection]*Projector{}}
+	for _, p := range ps {
+		a.followers[p] = &Projector{p: p, log: a.log.With("projection", p.Name)}
+		for _, t := range p.Topics() {
+			if len(a.reads[t]) == 0 {
+				a.topics = append(a.topics, t)
+			}
+			if !slices.Contains(a.reads[t], p) {
+				a.reads[t] = append(a.reads[t], p)
+			}
+		}
+	}
+	slices.Sort(a.topics)
+	return a, nil
+}
+
+// Run applies cuts until ctx is cancelled (nil) or a commit fails for a
+// reason that retrying cannot cure. After a transient failure it starts
+// again from the frontiers stored in the sink.
+func (a *Applier) Run(ctx context.Context) error {
+	a.o.Metrics.started(a.sink)
+	backoff := 100 * time.Millisecond
+	for {
+		committed, err := a.session(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if committed {
+			backoff = 100 * time.Millisecond
+		}
+		if err != nil && !a.o.Retryable(err) && !errors.Is(err, errMembershipLost) && !errors.Is(err, errTopicsMissing) && !errors.Is(err, errSchemaFollowed) {
+			a.o.Metrics.failed(a.sink)
+			return fmt.Errorf("sink %s (consistency: transaction): %w", a.sink, err)
+		}
+		a.log.Warn("consistent commit interrupted; starting again from the stored frontier", "in", backoff, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+var (
+	errMembershipLost = errors.New("the checkpoint topic's partition was taken over by another applier of this sink")
+	errTopicsMissing  = errors.New("a topic of the sink's projections does not exist yet (the tailer creates it on its start)")
+)
+
+// session is one run from the stored frontiers: it lasts as long as this
+// process holds the group's partition and every commit succeeds.
+func (a *Applier) session(ctx context.Context) (committed bool, err error) {
+	fronts, err := a.to.Frontiers(ctx)
+	if err != nil {
+		return false, err
+	}
+	s := newApplySession(a, fronts)
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	cuts, err := a.cutReader(sctx, s, cancel)
+	if err != nil {
+		return false, err
+	}
+	defer cuts.Close()
+	var data *kgo.Client
+	defer func() {
+		if data != nil {
+			data.Close()
+		}
+	}()
+	for {
+		target, err := s.nextTarget(sctx, cuts)
+		if err != nil {
+			return committed, cause(sctx, err)
+		}
+		if data == nil {
+			if data, err = a.dataReader(sctx, s); err != nil {
+				return committed, err
+			}
+		}
+		if err := a.commit(sctx, s, data, target); err != nil {
+			return committed, cause(sctx, err)
+		}
+		committed = true
+	}
+}
+
+// cause is why ctx ended when it did (a lost membership), else err.
+func cause(ctx context.Context, err error) error {
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+		return c
+	}
+	return err
+}
+
+// cutReader is the group member that reads the tailer's checkpoints from
+// the one after the lowest frontier on. Losing the partition ends the
+// session: another process is the active applier now.
+func (a *Applier) cutReader(ctx context.Context, s *applySession, lost context.CancelCauseFunc) (*kgo.Client, error) {
+	start := s.lowest()
+	revoked := func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+		if len(m[a.o.CheckpointTopic]) > 0 {
+			lost(errMembershipLost)
+		}
+	}
+	return kgo.NewClient(
+		kgo.SeedBrokers(a.o.Brokers...),
+		kgo.ConsumerGroup(a.o.Group),
+		kgo.ConsumeTopics(a.o.CheckpointTopic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.DisableAutoCommit(), // where to resume is the frontier, in the sink
+		kgo.SessionTimeout(10*time.Second),
+		kgo.RetryBackoffFn(retryBackoff),
+		kgo.AdjustFetchOffsetsFn(func(_ context.Context, m map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+			for _, parts := range m {
+				for part := range parts {
+					if start < 0 {
+						parts[part] = kgo.NewOffset().AtStart()
+					} else {
+						parts[part] = kgo.NewOffset().At(start + 1)
+					}
+				}
+			}
+			return m, nil
+		}),
+		kgo.OnPartitionsRevoked(revoked),
+		kgo.OnPartitionsLost(revoked),
+		kgo.WithLogger(kafkalog.New(a.log)),
+	)
+}
+
+// dataReader reads every partition of the sink's topics, each from the
+// lowest frontier's next offset (its start when the frontier has none).
+func (a *Applier) dataReader(ctx context.Context, s *applySession) (*kgo.Client, error) {
+	parts, err := partitionsOf(ctx, a.o.Brokers, a.topics)
+	if err != nil {
+		return nil, err
+	}
+	assign := map[string]map[int32]kgo.Offset{}
+	for _, t := range a.topics {
+		n, ok := parts[t]
+		if !ok {
+			return nil, fmt.Errorf("%w: %s", errTopicsMissing, t)
+		}
+		assign[t] = map[int32]kgo.Offset{}
+		for p := range int32(n) {
+			k := topicPart{t, p}
+			if next, ok := s.next[t][p]; ok {
+				assign[t][p] = kgo.NewOffset().At(next)
+				s.pos[k] = next
+			} else {
+				assign[t][p] = kgo.NewOffset().AtStart()
+			}
+			s.parts = append(s.parts, k)
+		}
+	}
+	return kgo.NewClient(
+		kgo.SeedBrokers(a.o.Brokers...),
+		kgo.ConsumePartitions(assign),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Commit markers tell how far a partition was read when its last
+		// record below the cut is one.
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxPartitionBytes(256<<10),
+		kgo.RetryBackoffFn(retryBackoff),
+		kgo.WithLogger(kafkalog.New(a.log)),
+	)
+}
+
+// commit applies everything below target's cut in one consistent commit.
+func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client, target cutAt) error {
+	start := time.Now()
+	c, err := a.to.BeginCommit(ctx, s.from, target.offset)
+	if err != nil {
+		return err
+	}
+	rows, err := a.fill(ctx, s, data, c, target)
+	if err != nil {
+		c.Rollback()
+		return a.followSchema(ctx, err)
+	}
+	next := projections.Offsets{}
+	for t, parts := range s.next {
+		for p, off := range parts {
+			next.Set(t, p, off)
+		}
+	}
+	for t, parts := range target.cut.Published {
+		if len(a.reads[t]) == 0 {
+			continue
+		}
+		for p, off := range parts {
+			if off > next[t][p] {
+				next.Set(t, p, off)
+			}
+		}
+	}
+	f := projections.Frontier{Checkpoint: target.offset, Flavor: target.cut.Position.Flavor, GTID: target.cut.Position.GTID, File: target.cut.Position.File,
+		Pos: target.cut.Position.Pos, SourceTS: target.cut.SourceTS, CutWrittenAt: target.cut.WrittenAt,
+		Transactions: target.cut.Transactions, Loading: target.cut.Loading(), Next: next}
+	if err := c.Commit(f); err != nil {
+		return err
+	}
+	a.o.Metrics.committed(a.sink, f, s.applied, rows, time.Since(start))
+	if s.applied.Checkpoint < 0 {
+		a.log.Info("first consistent commit", "gtid", f.GTID, "rows", rows, "took", time.Since(start))
+	}
+	s.committed(f)
+	return nil
+}
+
+// fill reads every partition up to the cut and writes what it reads into
+// c, a chunk at a time; records past the cut wait in the session for the
+// next commit. rows is how many records it applied.
+func (a *Applier) fill(ctx context.Context, s *applySession, data *kgo.Client, c projections.SinkCommit, target cutAt) (rows int, err error) {
+	need := target.cut.Published
+	below := func(k topicPart) int64 { return need[k.topic][k.part] }
+	data.ResumeFetchPartitions(s.paused)
+	s.paused = map[string][]int32{}
+	chunk := make([]*kgo.Record, 0, a.o.ChunkRecords)
+	flush := func() error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		rows += len(chunk)
+		err := a.applyChunk(c, chunk)
+		clear(chunk)
+		chunk = chunk[:0]
+		return err
+	}
+	take := func(r *kgo.Record) error {
+		chunk = append(chunk, r)
+		if len(chunk) >= a.o.ChunkRecords {
+			return flush()
+		}
+		return nil
+	}
+	for k, q := range s.pending {
+		n := 0
+		for n < len(q) && q[n].Offset < below(k) {
+			if err := take(q[n]); err != nil {
+				return rows, err
+			}
+			n++
+		}
+		s.pending[k] = q[n:]
+		if len(s.pending[k]) > 0 {
+			s.pause(data, k)
+		}
+	}
+	for !s.reached(below) {
+		fetches := data.PollRecords(ctx, a.o.ChunkRecords)
+		if ctx.Err() != nil {
+			return rows, ctx.Err()
+		}
+		for _, fe := range fetches.Errors() {
+			if !errors.Is(fe.Err, context.Canceled) {
+				a.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
+			}
+		}
+		var terr error
+		fetches.EachRecord(func(r *kgo.Record) {
+			k := topicPart{r.Topic, r.Partition}
+			s.pos[k] = max(s.pos[k], r.Offset+1)
+			switch {
+			case r.Attrs.IsControl():
+			case r.Offset < below(k) && len(s.pending[k]) == 0:
+				if terr == nil {
+					terr = take(r)
+				}
+			default:
+				s.pending[k] = append(s.pending[k], r)
+				s.pause(data, k)
+			}
+		})
+		if terr != nil {
+			return rows, terr
+		}
+	}
+	return rows, flush()
+}
+
+// applyChunk has every projection build its batch from the chunk's
+// records of its topics and writes it into c.
+func (a *Applier) applyChunk(c projections.SinkCommit, chunk []*kgo.Record) error {
+	for _, p := range a.ps {
+		var recs []*kgo.Record
+		for _, r := range chunk {
+			if slices.Contains(a.reads[r.Topic], p) {
+				recs = append(recs, r)
+			}
+		}
+		if len(recs) == 0 {
+			continue
+		}
+		b, bad := p.Build(Records(recs))
+		if len(bad) > 0 {
+			r := bad[0].Record
+			return &projections.StopError{Projection: p.Name,
+				Reason: fmt.Errorf("the record at %s/%d offset %d cannot be mapped: %v", r.Topic, r.Partition, r.Offset, bad[0].Reason),
+				Fix: "a transaction-consistent sink stops rather than skip a change: fix the projection (readside check) or the source row, then restart"}
+		}
+		if err := c.Apply(p, b); err != nil {
+			return &applyError{p: p, err: err}
+		}
+	}
+	return nil
+}
+
+// applyError is a projection's batch the sink refused.
+type applyError struct {
+	p   *projections.Projection
+	err error
+}
+
+func (e *applyError) Error() string { return e.err.Error() }
+func (e *applyError) Unwrap() error { return e.err }
+
+// errSchemaFollowed: a read table was altered to follow the source's
+// schema after the sink refused a value; the commit starts again.
+var errSchemaFollowed = errors.New("a read table was altered to follow the source's schema")
+
+// followSchema answers a commit that failed with err, rolled back: when the
+// sink refused a value a widened read column would take, it runs the
+// ALTERs (between transactions, since DDL commits implicitly in MySQL) and
+// returns errSchemaFollowed so the commit starts again; else err.
+func (a *Applier) followSchema(ctx context.Context, err error) error {
+	var ae *applyError
+	sf, ok := a.to.(projections.SchemaFollower)
+	if !errors.As(err, &ae) || !ok || !sf.SchemaRejection(err) {
+		return err
+	}
+	pr := a.followers[ae.p]
+	retry, ferr := pr.followSchema(ctx, sf, pr.follow.altered, err)
+	switch {
+	case ferr != nil:
+		return ferr
+	case retry:
+		return errSchemaFollowed
+	}
+	return err
+}

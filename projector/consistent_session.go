@@ -1,0 +1,205 @@
+package projector
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/event"
+	"github.com/readside/readside/projections"
+)
+
+// topicPart names a partition.
+type topicPart struct {
+	topic string
+	part  int32
+}
+
+// cutAt is a tailer checkpoint read as a cut, with its offset in the
+// checkpoint topic (which orders cuts).
+type cutAt struct {
+	offset int64
+	cut    event.Cut
+}
+
+// applySession is what an Applier knows between commits of one session.
+type applySession struct {
+	a *Applier
+	// from is each shard's frontier (checkpoint offset); applied is the
+	// lowest shard's, next where its partitions resume.
+	from    []int64
+	applied projections.Frontier
+	next    projections.Offsets
+	// cuts are the cuts read past the lowest frontier, oldest first.
+	cuts []cutAt
+	// parts are the partitions read; pos the offset after the last record
+	// (commit markers included) read from each.
+	parts []topicPart
+	pos   map[topicPart]int64
+	// pending are records read past the cut being applied, in order,
+	// for the next commit; paused the partitions they came from, not
+	// fetched until then.
+	pending map[topicPart][]*kgo.Record
+	paused  map[string][]int32
+	// warned is when a recent checkpoint without a cut was last reported.
+	warned time.Time
+}
+
+func newApplySession(a *Applier, fronts []projections.Frontier) *applySession {
+	s := &applySession{a: a, pos: map[topicPart]int64{}, pending: map[topicPart][]*kgo.Record{}, paused: map[string][]int32{}}
+	low := 0
+	for i, f := range fronts {
+		s.from = append(s.from, f.Checkpoint)
+		if f.Checkpoint < fronts[low].Checkpoint {
+			low = i
+		}
+	}
+	s.applied = fronts[low]
+	s.next = fronts[low].Next
+	if s.next == nil {
+		s.next = projections.Offsets{}
+	}
+	return s
+}
+
+// lowest is the lowest shard's frontier: cuts after it are read.
+func (s *applySession) lowest() int64 { return slices.Min(s.from) }
+
+// committed moves the session to f, which every shard now is at or past.
+func (s *applySession) committed(f projections.Frontier) {
+	for i := range s.from {
+		s.from[i] = max(s.from[i], f.Checkpoint)
+	}
+	s.applied, s.next = f, f.Next
+	n := 0
+	for n < len(s.cuts) && s.cuts[n].offset <= f.Checkpoint {
+		n++
+	}
+	s.cuts = s.cuts[n:]
+}
+
+// nextTarget is the cut the next commit goes to: the newest cut read
+// whose records past the frontier stay within CommitRecords, and at least
+// the first one (a cut is never split). It waits for one when none is
+// past the frontier.
+func (s *applySession) nextTarget(ctx context.Context, cuts *kgo.Client) (cutAt, error) {
+	for {
+		// Take what has arrived without waiting, so a commit reaches the
+		// newest cut there is.
+		//lint:ignore SA1012 franz-go polls without blocking when the context is nil: only what is already buffered.
+		if err := s.read(cuts.PollFetches(nil)); err != nil {
+			return cutAt{}, err
+		}
+		if len(s.cuts) > 0 {
+			return s.pick(), nil
+		}
+		fetches := cuts.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return cutAt{}, ctx.Err()
+		}
+		if err := s.read(fetches); err != nil {
+			return cutAt{}, err
+		}
+		if len(s.cuts) > 0 {
+			return s.pick(), nil
+		}
+	}
+}
+
+// read keeps the tailer's cuts past the frontier from a poll.
+func (s *applySession) read(fetches kgo.Fetches) error {
+	var bad error
+	fetches.EachRecord(func(r *kgo.Record) {
+		if string(r.Key) != s.a.o.TailerID || r.Offset <= s.lowest() || bad != nil {
+			return
+		}
+		c, err := event.DecodeCut(r.Value)
+		if err != nil {
+			bad = fmt.Errorf("the checkpoint at offset %d of %s: %w", r.Offset, r.Topic, err)
+			return
+		}
+		if c.Published == nil {
+			// Checkpoints written before the tailer wrote cuts are passed
+			// over; a tailer that goes on writing none is worth a warning.
+			if time.Since(c.WrittenAt) < time.Minute && time.Since(s.warned) > time.Minute {
+				s.a.log.Warn("the tailer writes checkpoints without a cut (published offsets), so no commit can end at them: the tailer's config must name this sink with consistency: transaction; restart the tailer with it",
+					"tailer", s.a.o.TailerID, "offset", r.Offset)
+				s.warned = time.Now()
+			}
+			return
+		}
+		s.cuts = append(s.cuts, cutAt{offset: r.Offset, cut: c})
+	})
+	return bad
+}
+
+// pick is the newest cut within CommitRecords of the frontier (the first
+// one whatever its size).
+func (s *applySession) pick() cutAt {
+	best := s.cuts[0]
+	for _, c := range s.cuts[1:] {
+		if s.records(c) > s.a.o.CommitRecords {
+			break
+		}
+		best = c
+	}
+	return best
+}
+
+// records is about how many records lie between the frontier and c.
+func (s *applySession) records(c cutAt) int64 {
+	var n int64
+	for t, parts := range c.cut.Published {
+		if len(s.a.reads[t]) == 0 {
+			continue
+		}
+		for p, off := range parts {
+			n += max(0, off-s.next[t][p])
+		}
+	}
+	return n
+}
+
+// reached reports every partition read up to its offset below the cut.
+func (s *applySession) reached(below func(topicPart) int64) bool {
+	for _, k := range s.parts {
+		if s.pos[k] < below(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// pause stops fetching k until the next commit: what was read of it past
+// the cut waits in pending.
+func (s *applySession) pause(data *kgo.Client, k topicPart) {
+	if slices.Contains(s.paused[k.topic], k.part) {
+		return
+	}
+	s.paused[k.topic] = append(s.paused[k.topic], k.part)
+	data.PauseFetchPartitions(map[string][]int32{k.topic: {k.part}})
+}
+
+// partitionsOf is how many partitions each existing topic has.
+func partitionsOf(ctx context.Context, brokers []string, topics []string) (map[string]int, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	md, err := kadm.NewClient(cl).Metadata(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("reading the partitions of %v: %w", topics, err)
+	}
+	out := map[string]int{}
+	for _, td := range md.Topics {
+		if td.Err == nil && len(td.Partitions) > 0 {
+			out[td.Topic] = len(td.Partitions)
+		}
+	}
+	return out, nil
+}
