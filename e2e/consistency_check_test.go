@@ -48,6 +48,9 @@ type ledgerSnapshot struct {
 	nested   map[int64]ledgerNested
 	sums     map[int64]ledgerSum // order_id → sum(amount), count(*)
 	joined   map[int64]ledgerJoined
+	// frontier: the applied cut's checkpoint offset and source
+	// transactions (read on a transactional sink only).
+	frontier [2]int64
 }
 
 // violations lists each invariant the snapshot breaks, at most a few
@@ -161,7 +164,8 @@ func sortedKeys[V any](m map[int64]V) []int64 {
 
 // readLedger reads every read table of the ledger shop in database db in
 // one transaction with a consistent snapshot.
-func readLedger(ctx context.Context, conn *sql.Conn, db string) (ledgerSnapshot, error) {
+// With frontier, it also reads the sink's _readside_frontier row.
+func readLedger(ctx context.Context, conn *sql.Conn, db string, frontier bool) (ledgerSnapshot, error) {
 	s := ledgerSnapshot{accounts: map[int64]int64{}, orders: map[int64]ledgerOrder{}, lines: map[int64]ledgerLine{},
 		nested: map[int64]ledgerNested{}, sums: map[int64]ledgerSum{}, joined: map[int64]ledgerJoined{}}
 	if _, err := conn.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
@@ -245,6 +249,12 @@ func readLedger(ctx context.Context, conn *sql.Conn, db string) (ledgerSnapshot,
 			return err
 		})
 	}
+	if err == nil && frontier {
+		err = conn.QueryRowContext(ctx, "SELECT checkpoint_offset, transactions FROM `"+db+"`.`_readside_frontier` WHERE sink = 'reads'").Scan(&s.frontier[0], &s.frontier[1])
+		if err != nil {
+			err = fmt.Errorf("reading %s._readside_frontier: %w", db, err)
+		}
+	}
 	return s, err
 }
 
@@ -253,8 +263,10 @@ func readLedger(ctx context.Context, conn *sql.Conn, db string) (ledgerSnapshot,
 type ledgerChecker struct {
 	accounts int
 	balance  int64
+	frontier bool // a transactional sink: its frontier only moves forward
 
 	mu        sync.Mutex
+	frontiers map[[2]int64]bool // distinct frontiers the readers saw
 	snapshots int
 	torn      int
 	byKind    map[string]int
@@ -272,15 +284,21 @@ func (c *ledgerChecker) read(ctx context.Context, sink *sql.DB, db string) error
 	if _, err := conn.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
 		return err
 	}
+	var last [2]int64
 	for ctx.Err() == nil {
-		s, err := readLedger(ctx, conn, db)
+		s, err := readLedger(ctx, conn, db, c.frontier)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		c.record(db, s.violations(c.accounts, c.balance))
+		vs := s.violations(c.accounts, c.balance)
+		if s.frontier[0] < last[0] || s.frontier[1] < last[1] {
+			vs = append(vs, fmt.Sprintf("frontier: moved back from offset %d, %d transactions to %d, %d", last[0], last[1], s.frontier[0], s.frontier[1]))
+		}
+		last = s.frontier
+		c.record(db, s.frontier, vs)
 		// A breath between snapshots: the readers share two cores with
 		// the daemon, the source and the broker.
 		select {
@@ -291,11 +309,15 @@ func (c *ledgerChecker) read(ctx context.Context, sink *sql.DB, db string) error
 	return nil
 }
 
-func (c *ledgerChecker) record(db string, vs []string) {
+func (c *ledgerChecker) record(db string, frontier [2]int64, vs []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byKind == nil {
 		c.byKind = map[string]int{}
+		c.frontiers = map[[2]int64]bool{}
+	}
+	if c.frontier {
+		c.frontiers[frontier] = true
 	}
 	c.snapshots++
 	if len(vs) == 0 {
@@ -324,6 +346,13 @@ func (c *ledgerChecker) report() (snapshots, torn int, text string) {
 	defer c.mu.Unlock()
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d snapshots, %d with a state the source never had", c.snapshots, c.torn)
+	if c.frontier {
+		var most int64
+		for f := range c.frontiers {
+			most = max(most, f[1])
+		}
+		fmt.Fprintf(&b, "; %d distinct frontiers seen, the last at %d source transactions", len(c.frontiers), most)
+	}
 	kinds := make([]string, 0, len(c.byKind))
 	for k := range c.byKind {
 		kinds = append(kinds, k)

@@ -205,8 +205,9 @@ func runLedger(t *testing.T, r ledgerRun) ledgerResult {
 		waitExpected(t, utc, ledgerExpectations(src, db)[:1], logPath)
 	}
 
+	t.Logf("read tables ready %s after the start", time.Since(began).Round(time.Millisecond))
 	seed := seedFromEnv(t)
-	checker := &ledgerChecker{accounts: ledgerAccounts, balance: ledgerAccounts * ledgerOpening}
+	checker := &ledgerChecker{accounts: ledgerAccounts, balance: ledgerAccounts * ledgerOpening, frontier: r.consistency == "transaction"}
 	rctx, stopReaders := context.WithCancel(ctx)
 	readers, _ := errgroup.WithContext(rctx)
 	for range 4 - len(shards) { // 3 readers of one server, 2 of each of two shards
@@ -218,16 +219,32 @@ func runLedger(t *testing.T, r ledgerRun) ledgerResult {
 	werr, wdone := make(chan error, 1), make(chan int, 1)
 	wstart := time.Now()
 	go func() {
-		n, err := ledgerWorkload(ctx, bed.MySQL.DB(), src, seed, 2, txns)
+		n, err := ledgerWorkload(ctx, bed.MySQL.DB(), src, seed, 2, txns, time.Duration(envInt("E2E_CONSISTENCY_PAUSE_MS", 12))*time.Millisecond)
 		wdone <- n
 		werr <- err
 	}()
 	kills := 0
-	if r.kills > 0 {
-		kills = d.killWhile(rand.New(rand.NewPCG(seed, 43)), werr, r.kills)
-	} else if err := <-werr; err != nil {
-		t.Fatal(err)
+	krng := rand.New(rand.NewPCG(seed, 43))
+	for done := false; !done || kills < r.kills; {
+		// SIGKILLs far enough apart for the restarted applier to get the
+		// sink back (a killed member holds its group for its session
+		// timeout) and commit between them; after the workload, until
+		// there were r.kills.
+		select {
+		case err := <-werr:
+			if err != nil {
+				t.Fatal(err)
+			}
+			done, werr = true, nil
+		case <-time.After(time.Duration(6000+krng.IntN(6000)) * time.Millisecond):
+			if kills < r.kills {
+				d.kill9()
+				kills++
+				d.start()
+			}
+		}
 	}
+	wend := time.Now()
 	t.Logf("%d source transactions in %s by 2 writers, %d SIGKILLs of readside run", <-wdone, time.Since(wstart).Round(time.Millisecond), kills)
 
 	if len(shards) == 1 {
@@ -235,6 +252,7 @@ func runLedger(t *testing.T, r ledgerRun) ledgerResult {
 	} else {
 		waitExpected(t, utc, shardedLedgerExpectations(src, shards), logPath)
 	}
+	t.Logf("converged %s after the workload's end", time.Since(wend).Round(time.Millisecond))
 	stopReaders()
 	if err := readers.Wait(); err != nil {
 		t.Fatalf("reader: %v", err)
@@ -316,8 +334,9 @@ type ledgerStmt struct {
 }
 
 // ledgerWorkload runs txns source transactions over writers concurrent
-// writers and returns how many committed.
-func ledgerWorkload(ctx context.Context, db *sql.DB, src string, seed uint64, writers, txns int) (int, error) {
+// writers, each pausing between its transactions, and returns how many
+// committed.
+func ledgerWorkload(ctx context.Context, db *sql.DB, src string, seed uint64, writers, txns int, pause time.Duration) (int, error) {
 	var mu sync.Mutex
 	done := 0
 	g, gctx := errgroup.WithContext(ctx)
@@ -331,6 +350,7 @@ func ledgerWorkload(ctx context.Context, db *sql.DB, src string, seed uint64, wr
 				mu.Lock()
 				done++
 				mu.Unlock()
+				time.Sleep(pause)
 			}
 			return nil
 		})
