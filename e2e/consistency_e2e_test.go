@@ -223,7 +223,7 @@ func runLedger(t *testing.T, r ledgerRun) ledgerResult {
 		wdone <- n
 		werr <- err
 	}()
-	kills := 0
+	kills, wend := 0, time.Time{}
 	krng := rand.New(rand.NewPCG(seed, 43))
 	for done := false; !done || kills < r.kills; {
 		// SIGKILLs far enough apart for the restarted applier to get the
@@ -235,7 +235,7 @@ func runLedger(t *testing.T, r ledgerRun) ledgerResult {
 			if err != nil {
 				t.Fatal(err)
 			}
-			done, werr = true, nil
+			done, werr, wend = true, nil, time.Now()
 		case <-time.After(time.Duration(6000+krng.IntN(6000)) * time.Millisecond):
 			if kills < r.kills {
 				d.kill9()
@@ -244,7 +244,6 @@ func runLedger(t *testing.T, r ledgerRun) ledgerResult {
 			}
 		}
 	}
-	wend := time.Now()
 	t.Logf("%d source transactions in %s by 2 writers, %d SIGKILLs of readside run", <-wdone, time.Since(wstart).Round(time.Millisecond), kills)
 
 	if len(shards) == 1 {
