@@ -117,7 +117,7 @@ const (
 // transaction while the ledger workload runs must see states the source
 // never had. A checker that sees none here could not see them anywhere.
 func TestConsistencyRowModeTears(t *testing.T) {
-	r := runLedger(t, ledgerRun{name: "consrow", consistency: "row"})
+	r := runLedger(t, ledgerRun{name: "consrow", consistency: "row", txns: 1500})
 	if r.torn == 0 {
 		t.Errorf("row mode: no torn state in %d snapshots; the checker cannot see what it is meant to", r.snapshots)
 	}
@@ -149,11 +149,11 @@ func TestConsistencyShardedKill9(t *testing.T) {
 }
 
 // ledgerRun is one run of the ledger shop: its databases' name, the
-// sink's consistency, the SIGKILLs of readside at least, and the sink's
-// shards (0: one server).
+// sink's consistency, the SIGKILLs of readside at least, the sink's
+// shards (0: one server) and the source transactions.
 type ledgerRun struct {
-	name, consistency string
-	kills, shards     int
+	name, consistency   string
+	kills, shards, txns int // txns 0: E2E_CONSISTENCY_TXNS, default 3,000
 }
 
 type ledgerResult struct {
@@ -215,7 +215,10 @@ func runLedger(t *testing.T, r ledgerRun) ledgerResult {
 			readers.Go(func() error { return checker.read(rctx, utc, db) })
 		}
 	}
-	txns := envInt("E2E_CONSISTENCY_TXNS", 3000)
+	txns := r.txns
+	if txns == 0 {
+		txns = envInt("E2E_CONSISTENCY_TXNS", 3000)
+	}
 	werr, wdone := make(chan error, 1), make(chan int, 1)
 	wstart := time.Now()
 	go func() {
