@@ -209,7 +209,7 @@ func runLedger(t *testing.T, r ledgerRun) ledgerResult {
 	seed := seedFromEnv(t)
 	checker := &ledgerChecker{accounts: ledgerAccounts, balance: ledgerAccounts * ledgerOpening, frontier: r.consistency == "transaction"}
 	rctx, stopReaders := context.WithCancel(ctx)
-	readers, _ := errgroup.WithContext(rctx)
+	var readers errgroup.Group
 	for range 4 - len(shards) { // 3 readers of one server, 2 of each of two shards
 		for _, db := range shards {
 			readers.Go(func() error { return checker.read(rctx, utc, db) })
