@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -599,6 +600,7 @@ func TestConsistencyHugeTransaction(t *testing.T) {
 	rctx, stopReader := context.WithCancel(ctx)
 	pairs := make(chan map[seen]int, 1)
 	rerr := make(chan error, 1)
+	var sawAll atomic.Bool // a snapshot after the transaction, whole
 	go func() {
 		got := map[seen]int{}
 		defer func() { pairs <- got }()
@@ -628,6 +630,9 @@ func TestConsistencyHugeTransaction(t *testing.T) {
 				return
 			}
 			got[s]++
+			if s.count == int64(rows) && s.marker == int64(rows) {
+				sawAll.Store(true)
+			}
 			time.Sleep(50 * time.Millisecond)
 		}
 		rerr <- nil
@@ -655,6 +660,9 @@ func TestConsistencyHugeTransaction(t *testing.T) {
 	})
 	visible := time.Since(start)
 	peak := peakRSS(t, d.cmd.Process.Pid)
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	testbed.Poll(wctx, 100*time.Millisecond, sawAll.Load) // the reader's own look at the state after
+	cancel()
 	stopReader()
 	got := <-pairs
 	if err := <-rerr; err != nil {
