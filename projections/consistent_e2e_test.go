@@ -266,7 +266,8 @@ func (r *ledgerReaders) run(ctx context.Context, t *testing.T, db *sql.DB, sinkD
 // read tables in one REPEATABLE READ transaction while transfers run.
 // Under consistency: transaction no snapshot ever holds a state the
 // source never had, and the frontier never moves back, while the applier
-// is stopped and started again twice; under row (the control, with one
+// is stopped and started again twice and a zombie applier runs beside it;
+// under row (the control, with one
 // projector per projection) the same readers see torn states. Both end
 // equal to the source.
 func TestConsistentSinkShowsOnlySourceStates(t *testing.T) {
@@ -305,6 +306,12 @@ func TestConsistentSinkShowsOnlySourceStates(t *testing.T) {
 				wrote <- n
 			}()
 			stop := start()
+			if mode.Transactional() {
+				// A second applier in a group of its own: a zombie that
+				// never learns it lost its membership. Only the frontier
+				// lock keeps the two from moving the frontier back.
+				defer startApplierIn(t, cfg, sink, ps, "zombie-"+cfg.Kafka.TopicPrefix)()
+			}
 			for range 2 {
 				time.Sleep(2 * time.Second)
 				stop()
@@ -334,9 +341,15 @@ func TestConsistentSinkShowsOnlySourceStates(t *testing.T) {
 // error.
 func startApplier(t *testing.T, cfg config.Config, sink *sinks.Sharded, ps []*projections.Projection) (stop func()) {
 	t.Helper()
+	return startApplierIn(t, cfg, sink, ps, event.SinkGroup(cfg.Kafka.TopicPrefix, "ledger"))
+}
+
+// startApplierIn is startApplier in consumer group group.
+func startApplierIn(t *testing.T, cfg config.Config, sink *sinks.Sharded, ps []*projections.Projection, group string) (stop func()) {
+	t.Helper()
 	a, err := projector.NewApplier("ledger", ps, sink, projector.ApplierOptions{Brokers: cfg.Kafka.Brokers,
 		CheckpointTopic: event.CheckpointTopic(cfg.Kafka.TopicPrefix), TailerID: cfg.TransactionalID(),
-		Group: event.SinkGroup(cfg.Kafka.TopicPrefix, "ledger"), ChunkRecords: 300, Retryable: sinks.Retryable, Log: logger()})
+		Group: group, ChunkRecords: 300, Retryable: sinks.Retryable, Log: logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
