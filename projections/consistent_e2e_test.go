@@ -3,6 +3,7 @@ package projections_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -30,14 +31,16 @@ import (
 // the source never had.
 const ledgerAccounts = 40
 
-func ledgerConfig(t *testing.T, bed *testbed.Bed, consistency config.Consistency) (cfg config.Config, src, sinkDB string) {
+// ledgerConfig declares the ledger's projections on the sink "ledger", a
+// database of its own on sinkServer.
+func ledgerConfig(t *testing.T, bed *testbed.Bed, consistency config.Consistency, sinkServer *testbed.MySQL) (cfg config.Config, src, sinkDB string) {
 	t.Helper()
 	ctx := t.Context()
 	src, err := bed.MySQL.CreateDatabase(ctx, "bank")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sinkDB, err = bed.MySQL.CreateDatabase(ctx, "ledger"); err != nil {
+	if sinkDB, err = sinkServer.CreateDatabase(ctx, "ledger"); err != nil {
 		t.Fatal(err)
 	}
 	if err := bed.MySQL.Exec(ctx,
@@ -46,7 +49,7 @@ func ledgerConfig(t *testing.T, bed *testbed.Bed, consistency config.Consistency
 		t.Fatal(err)
 	}
 	cfg = bed.Config("c", src+".accounts", src+".transfers")
-	cfg.Sinks = map[string]config.Sink{"ledger": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB), Consistency: consistency}}
+	cfg.Sinks = map[string]config.Sink{"ledger": {DSN: config.Secret(sinkServer.AdminDSN() + sinkDB), Consistency: consistency}}
 	cfg.Projections = map[string]config.Projection{
 		"accounts": {From: src + ".accounts", Sink: "ledger", Key: []string{"id"}, Columns: map[string]string{"id": "id", "balance": "balance"}},
 		"transfers": {From: src + ".transfers", Sink: "ledger", Key: []string{"id"},
@@ -223,6 +226,10 @@ type ledgerReaders struct {
 	mu              sync.Mutex
 	first           []string
 	backwards       atomic.Int64
+	// outages: errors are expected (the sink server goes away), counted
+	// in failed instead of failing the test.
+	outages bool
+	failed  atomic.Int64
 }
 
 func (r *ledgerReaders) run(ctx context.Context, t *testing.T, db *sql.DB, sinkDB string, withFrontier bool, readers int) (stop func()) {
@@ -234,7 +241,8 @@ func (r *ledgerReaders) run(ctx context.Context, t *testing.T, db *sql.DB, sinkD
 			for ctx.Err() == nil {
 				why, frontier, err := ledgerCheck(ctx, db, sinkDB, withFrontier)
 				if err != nil {
-					if ctx.Err() == nil && !strings.Contains(err.Error(), "doesn't exist") {
+					r.failed.Add(1)
+					if ctx.Err() == nil && !r.outages && !strings.Contains(err.Error(), "doesn't exist") {
 						t.Errorf("reader: %v", err)
 					}
 					time.Sleep(20 * time.Millisecond)
@@ -274,7 +282,7 @@ func TestConsistentSinkShowsOnlySourceStates(t *testing.T) {
 	bed := testbed.Get(t)
 	for _, mode := range []config.Consistency{config.ConsistencyTransaction, config.ConsistencyRow} {
 		t.Run(string(mode), func(t *testing.T) {
-			cfg, src, sinkDB := ledgerConfig(t, bed, mode)
+			cfg, src, sinkDB := ledgerConfig(t, bed, mode, bed.MySQL)
 			sink, ps := ledgerTables(t, bed, cfg)
 			runTailer(t, bed, cfg)
 			var readers ledgerReaders
@@ -318,7 +326,7 @@ func TestConsistentSinkShowsOnlySourceStates(t *testing.T) {
 				stop = start()
 			}
 			n := <-wrote
-			waitLedgerEqual(t, bed, src, sinkDB)
+			waitLedgerEqual(t, bed.MySQL, src, sinkDB, bed.MySQL)
 			stop()
 			stopReaders()
 			t.Logf("%s: %d transfer transactions; %d snapshots read, %d torn (first: %q), frontier backwards %d times",
@@ -334,6 +342,67 @@ func TestConsistentSinkShowsOnlySourceStates(t *testing.T) {
 				t.Errorf("the control: row mode showed no torn state in %d snapshots, so the check cannot see one", readers.snapshots.Load())
 			}
 		})
+	}
+}
+
+// TestConsistentSinkThroughFaults: the ledger on a sink server of its
+// own, under consistency: transaction, while the sink server is killed
+// (SIGKILL: InnoDB recovers what was committed) and restarted, and then
+// the broker is restarted. No reader ever sees a state the source never
+// had, the frontier never moves back, and the read tables end equal to
+// the source with no restart of the applier.
+func TestConsistentSinkThroughFaults(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	server, err := testbed.StartMariaDB(ctx, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	cfg, src, sinkDB := ledgerConfig(t, bed, config.ConsistencyTransaction, server)
+	sink, ps := ledgerTables(t, bed, cfg)
+	runTailer(t, bed, cfg)
+	readers := ledgerReaders{outages: true}
+	stopReaders := readers.run(ctx, t, server.DB(), sinkDB, true, 2)
+	stop := startApplier(t, cfg, sink, ps)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	wctx, cancel := context.WithTimeout(ctx, 25*time.Second)
+	defer cancel()
+	wrote := make(chan int, 1)
+	go func() {
+		n, err := ledgerWorkload(wctx, bed.MySQL.DB(), src, seed, 500)
+		if err != nil && wctx.Err() == nil {
+			t.Errorf("workload: %v", err)
+		}
+		wrote <- n
+	}()
+	time.Sleep(3 * time.Second)
+	if err := server.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := server.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	switch err := bed.Kafka.Restart(ctx, 0); {
+	case errors.Is(err, testbed.ErrNotControllable):
+		t.Log("the broker is not the test bed's to restart: the sink outage only")
+	case err != nil:
+		t.Fatal(err)
+	}
+	n := <-wrote
+	waitLedgerEqual(t, server, src, sinkDB, bed.MySQL)
+	stop()
+	stopReaders()
+	t.Logf("%d transfer transactions; %d snapshots read (%d failed during the outage), %d torn (first: %q), frontier backwards %d times",
+		n, readers.snapshots.Load(), readers.failed.Load(), readers.torn.Load(), readers.first, readers.backwards.Load())
+	if readers.torn.Load() > 0 || readers.backwards.Load() > 0 {
+		t.Errorf("%d torn snapshots (%q), the frontier moved back %d times", readers.torn.Load(), readers.first, readers.backwards.Load())
+	}
+	if readers.snapshots.Load() < 50 {
+		t.Errorf("only %d snapshots read", readers.snapshots.Load())
 	}
 }
 
@@ -364,10 +433,10 @@ func startApplierIn(t *testing.T, cfg config.Config, sink *sinks.Sharded, ps []*
 	}
 }
 
-// waitLedgerEqual waits until the read tables equal the source.
-func waitLedgerEqual(t *testing.T, bed *testbed.Bed, src, sinkDB string) {
+// waitLedgerEqual waits until the read tables on sinkServer equal the
+// source on source.
+func waitLedgerEqual(t *testing.T, sinkServer *testbed.MySQL, src, sinkDB string, source *testbed.MySQL) {
 	t.Helper()
-	db := bed.MySQL.DB()
 	s, r := "`"+src+"`.", "`"+sinkDB+"`."
 	pairs := [][2]string{
 		{"SELECT id, balance FROM " + s + "accounts ORDER BY id", "SELECT id, balance FROM " + r + "accounts ORDER BY id"},
@@ -377,7 +446,7 @@ func waitLedgerEqual(t *testing.T, bed *testbed.Bed, src, sinkDB string) {
 	}
 	testbed.Eventually(t, 120*time.Second, func() (bool, string) {
 		for _, p := range pairs {
-			want, got := testbed.RowsText(t, db, p[0]), testbed.RowsText(t, db, p[1])
+			want, got := testbed.RowsText(t, source.DB(), p[0]), testbed.RowsText(t, sinkServer.DB(), p[1])
 			if want != got {
 				return false, fmt.Sprintf("%s differs:\nsource:\n%.600s\nread:\n%.600s", p[1], want, got)
 			}
