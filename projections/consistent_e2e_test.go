@@ -15,6 +15,7 @@ import (
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/event"
+	"github.com/readside/readside/httpapi"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/projector"
 	"github.com/readside/readside/sinks"
@@ -326,6 +327,9 @@ func TestConsistentSinkShowsOnlySourceStates(t *testing.T) {
 				stop = start()
 			}
 			n := <-wrote
+			if mode.Transactional() {
+				readYourWrites(t, bed, cfg, src, sinkDB)
+			}
 			waitLedgerEqual(t, bed.MySQL, src, sinkDB, bed.MySQL)
 			stop()
 			stopReaders()
@@ -403,6 +407,62 @@ func TestConsistentSinkThroughFaults(t *testing.T) {
 	}
 	if readers.snapshots.Load() < 50 {
 		t.Errorf("only %d snapshots read", readers.snapshots.Load())
+	}
+}
+
+// readYourWrites: after each of a few transfers, /wait?sink= (the
+// collector's WaitSink) returns once the sink shows it, in every read
+// table at once: the transfer and both aggregates that count it.
+func readYourWrites(t *testing.T, bed *testbed.Bed, cfg config.Config, src, sinkDB string) {
+	t.Helper()
+	ctx := t.Context()
+	col, err := httpapi.NewCollector(httpapi.Options{Brokers: cfg.Kafka.Brokers}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer col.Close()
+	cs := httpapi.ConsistentSink{Name: "ledger", Shards: []httpapi.SinkDSN{{Name: "ledger", DSN: cfg.Sinks["ledger"].DSN.Reveal()}}}
+	conn, err := bed.MySQL.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for i := range 10 {
+		// A transfer like the workload's, so the readers' invariants hold.
+		var id int64
+		for _, q := range []string{"BEGIN", "UPDATE `" + src + "`.accounts SET balance = balance - ? WHERE id = 1",
+			"UPDATE `" + src + "`.accounts SET balance = balance + ? WHERE id = 2",
+			"INSERT INTO `" + src + "`.transfers (from_id, to_id, amount) VALUES (1, 2, ?)", "COMMIT"} {
+			var args []any
+			if strings.Contains(q, "?") {
+				args = append(args, 1000+i)
+			}
+			res, err := conn.ExecContext(ctx, q, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(q, "INSERT") {
+				id, _ = res.LastInsertId()
+			}
+		}
+		gtid, err := bed.MySQL.LastGTID(ctx, conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		waiting, err := col.WaitSink(wctx, cs, gtid)
+		cancel()
+		if err != nil {
+			t.Fatalf("/wait?sink=ledger&gtid=%s: %v (%s)", gtid, err, waiting)
+		}
+		var seen int
+		q := "SELECT COUNT(*) FROM `" + sinkDB + "`.transfers WHERE id = ? AND amount = ?"
+		if err := bed.MySQL.DB().QueryRowContext(ctx, q, id, 1000+i).Scan(&seen); err != nil {
+			t.Fatal(err)
+		}
+		if seen != 1 {
+			t.Fatalf("transfer %d (gtid %s) is not in the read table after /wait?sink= answered", id, gtid)
+		}
 	}
 }
 
