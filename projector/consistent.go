@@ -66,8 +66,10 @@ type Applier struct {
 	// reads: the projections that read each topic.
 	reads map[string][]*projections.Projection
 	// followers follow the source's schema for each projection
-	// (schemafollow.go), between commits.
+	// (schemafollow.go) and collect its tombstones (gc.go), between
+	// commits.
 	followers map[*projections.Projection]*Projector
+	lastGC    time.Time
 }
 
 // NewApplier validates and does no I/O.
@@ -93,7 +95,11 @@ func NewApplier(sink string, ps []*projections.Projection, to projections.Consis
 	a := &Applier{sink: sink, ps: ps, to: to, o: o, reads: map[string][]*projections.Projection{},
 		log: o.Log.With("component", "applier", "sink", sink), followers: map[*projections.Projection]*Projector{}}
 	for _, p := range ps {
-		a.followers[p] = &Projector{p: p, log: a.log.With("projection", p.Name)}
+		var sink projections.Sink
+		if s, ok := to.(projections.Sink); ok {
+			sink = s
+		}
+		a.followers[p] = &Projector{p: p, sink: sink, o: Options{Brokers: o.Brokers}, log: a.log.With("projection", p.Name)}
 		for _, t := range p.Topics() {
 			if len(a.reads[t]) == 0 {
 				a.topics = append(a.topics, t)
@@ -162,6 +168,7 @@ func (a *Applier) session(ctx context.Context) (committed bool, err error) {
 		}
 	}()
 	for {
+		a.collectTombstones(sctx)
 		target, err := s.nextTarget(sctx, cuts)
 		if err != nil {
 			return committed, cause(sctx, err)
@@ -175,6 +182,21 @@ func (a *Applier) session(ctx context.Context) (committed bool, err error) {
 			return committed, cause(sctx, err)
 		}
 		committed = true
+	}
+}
+
+// collectTombstones drops every projection's tombstones below its topics'
+// horizon (gc.go) on the interval, between commits.
+func (a *Applier) collectTombstones(ctx context.Context) {
+	if a.lastGC.IsZero() {
+		a.lastGC = time.Now()
+	}
+	if time.Since(a.lastGC) < defaultGCInterval {
+		return
+	}
+	a.lastGC = time.Now()
+	for _, p := range a.ps {
+		a.followers[p].collectTombstones(ctx)
 	}
 }
 
