@@ -28,6 +28,7 @@ import (
 //   - each balance is 1000 plus what its account received, less what it
 //     sent, by the transfers — held in two more read tables, aggregates
 //     of transfers per receiving and per sending account.
+//
 // A reader of the four read tables that sees anything else sees a state
 // the source never had.
 const ledgerAccounts = 40
