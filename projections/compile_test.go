@@ -136,7 +136,7 @@ func TestWritesKeyMove(t *testing.T) {
 	// An in-place update is one upsert.
 	after := e.After.Map()
 	after["sender_id"], _ = e.Before.Get("sender_id")
-	e.After = ImageOf(after)
+	e.After = event.ImageOf(after)
 	if ws, _ := p.Writes(e); len(ws) != 1 || ws[0].Kind != Upsert {
 		t.Errorf("in-place update gave %+v", ws)
 	}

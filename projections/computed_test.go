@@ -219,7 +219,7 @@ func TestWritesComputedKeyMoves(t *testing.T) {
 	e := computedEvent(t, jan+","+urgent+","+fine, jan+","+urgent+",\"score\":12")
 	after := e.After.Map()
 	after["id"] = []byte("2")
-	e.After = ImageOf(after)
+	e.After = event.ImageOf(after)
 	if _, err := p.Writes(e); err == nil || !strings.Contains(err.Error(), `projections.by_month.columns.big "id * 4611686018427387904" cannot be computed for this row`) {
 		t.Errorf("BIGINT overflow: error %v, want one naming the column and the expression", err)
 	}

@@ -3,6 +3,7 @@ package projections_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/event"
+	"github.com/readside/readside/httpapi"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/projector"
 	"github.com/readside/readside/sinks"
@@ -26,18 +28,21 @@ import (
 //   - each balance is 1000 plus what its account received, less what it
 //     sent, by the transfers — held in two more read tables, aggregates
 //     of transfers per receiving and per sending account.
+//
 // A reader of the four read tables that sees anything else sees a state
 // the source never had.
 const ledgerAccounts = 40
 
-func ledgerConfig(t *testing.T, bed *testbed.Bed, consistency config.Consistency) (cfg config.Config, src, sinkDB string) {
+// ledgerConfig declares the ledger's projections on the sink "ledger", a
+// database of its own on sinkServer.
+func ledgerConfig(t *testing.T, bed *testbed.Bed, consistency config.Consistency, sinkServer *testbed.MySQL) (cfg config.Config, src, sinkDB string) {
 	t.Helper()
 	ctx := t.Context()
 	src, err := bed.MySQL.CreateDatabase(ctx, "bank")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sinkDB, err = bed.MySQL.CreateDatabase(ctx, "ledger"); err != nil {
+	if sinkDB, err = sinkServer.CreateDatabase(ctx, "ledger"); err != nil {
 		t.Fatal(err)
 	}
 	if err := bed.MySQL.Exec(ctx,
@@ -46,7 +51,7 @@ func ledgerConfig(t *testing.T, bed *testbed.Bed, consistency config.Consistency
 		t.Fatal(err)
 	}
 	cfg = bed.Config("c", src+".accounts", src+".transfers")
-	cfg.Sinks = map[string]config.Sink{"ledger": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB), Consistency: consistency}}
+	cfg.Sinks = map[string]config.Sink{"ledger": {DSN: config.Secret(sinkServer.AdminDSN() + sinkDB), Consistency: consistency}}
 	cfg.Projections = map[string]config.Projection{
 		"accounts": {From: src + ".accounts", Sink: "ledger", Key: []string{"id"}, Columns: map[string]string{"id": "id", "balance": "balance"}},
 		"transfers": {From: src + ".transfers", Sink: "ledger", Key: []string{"id"},
@@ -223,6 +228,10 @@ type ledgerReaders struct {
 	mu              sync.Mutex
 	first           []string
 	backwards       atomic.Int64
+	// outages: errors are expected (the sink server goes away), counted
+	// in failed instead of failing the test.
+	outages bool
+	failed  atomic.Int64
 }
 
 func (r *ledgerReaders) run(ctx context.Context, t *testing.T, db *sql.DB, sinkDB string, withFrontier bool, readers int) (stop func()) {
@@ -234,7 +243,8 @@ func (r *ledgerReaders) run(ctx context.Context, t *testing.T, db *sql.DB, sinkD
 			for ctx.Err() == nil {
 				why, frontier, err := ledgerCheck(ctx, db, sinkDB, withFrontier)
 				if err != nil {
-					if ctx.Err() == nil && !strings.Contains(err.Error(), "doesn't exist") {
+					r.failed.Add(1)
+					if ctx.Err() == nil && !r.outages && !strings.Contains(err.Error(), "doesn't exist") {
 						t.Errorf("reader: %v", err)
 					}
 					time.Sleep(20 * time.Millisecond)
@@ -266,14 +276,15 @@ func (r *ledgerReaders) run(ctx context.Context, t *testing.T, db *sql.DB, sinkD
 // read tables in one REPEATABLE READ transaction while transfers run.
 // Under consistency: transaction no snapshot ever holds a state the
 // source never had, and the frontier never moves back, while the applier
-// is stopped and started again twice; under row (the control, with one
+// is stopped and started again twice and a zombie applier runs beside it;
+// under row (the control, with one
 // projector per projection) the same readers see torn states. Both end
 // equal to the source.
 func TestConsistentSinkShowsOnlySourceStates(t *testing.T) {
 	bed := testbed.Get(t)
 	for _, mode := range []config.Consistency{config.ConsistencyTransaction, config.ConsistencyRow} {
 		t.Run(string(mode), func(t *testing.T) {
-			cfg, src, sinkDB := ledgerConfig(t, bed, mode)
+			cfg, src, sinkDB := ledgerConfig(t, bed, mode, bed.MySQL)
 			sink, ps := ledgerTables(t, bed, cfg)
 			runTailer(t, bed, cfg)
 			var readers ledgerReaders
@@ -305,13 +316,22 @@ func TestConsistentSinkShowsOnlySourceStates(t *testing.T) {
 				wrote <- n
 			}()
 			stop := start()
+			if mode.Transactional() {
+				// A second applier in a group of its own: a zombie that
+				// never learns it lost its membership. Only the frontier
+				// lock keeps the two from moving the frontier back.
+				defer startApplierIn(t, cfg, sink, ps, "zombie-"+cfg.Kafka.TopicPrefix)()
+			}
 			for range 2 {
 				time.Sleep(2 * time.Second)
 				stop()
 				stop = start()
 			}
 			n := <-wrote
-			waitLedgerEqual(t, bed, src, sinkDB)
+			if mode.Transactional() {
+				readYourWrites(t, bed, cfg, src, sinkDB)
+			}
+			waitLedgerEqual(t, bed.MySQL, src, sinkDB, bed.MySQL)
 			stop()
 			stopReaders()
 			t.Logf("%s: %d transfer transactions; %d snapshots read, %d torn (first: %q), frontier backwards %d times",
@@ -330,13 +350,136 @@ func TestConsistentSinkShowsOnlySourceStates(t *testing.T) {
 	}
 }
 
+// TestConsistentSinkThroughFaults: the ledger on a sink server of its
+// own, under consistency: transaction, while the sink server is killed
+// (SIGKILL: InnoDB recovers what was committed) and restarted, and then
+// the broker is restarted. No reader ever sees a state the source never
+// had, the frontier never moves back, and the read tables end equal to
+// the source with no restart of the applier.
+func TestConsistentSinkThroughFaults(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	server, err := testbed.StartMariaDB(ctx, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	cfg, src, sinkDB := ledgerConfig(t, bed, config.ConsistencyTransaction, server)
+	sink, ps := ledgerTables(t, bed, cfg)
+	runTailer(t, bed, cfg)
+	readers := ledgerReaders{outages: true}
+	stopReaders := readers.run(ctx, t, server.DB(), sinkDB, true, 2)
+	stop := startApplier(t, cfg, sink, ps)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	wctx, cancel := context.WithTimeout(ctx, 25*time.Second)
+	defer cancel()
+	wrote := make(chan int, 1)
+	go func() {
+		n, err := ledgerWorkload(wctx, bed.MySQL.DB(), src, seed, 500)
+		if err != nil && wctx.Err() == nil {
+			t.Errorf("workload: %v", err)
+		}
+		wrote <- n
+	}()
+	time.Sleep(3 * time.Second)
+	if err := server.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if err := server.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	switch err := bed.Kafka.Restart(ctx, 0); {
+	case errors.Is(err, testbed.ErrNotControllable):
+		t.Log("the broker is not the test bed's to restart: the sink outage only")
+	case err != nil:
+		t.Fatal(err)
+	}
+	n := <-wrote
+	waitLedgerEqual(t, server, src, sinkDB, bed.MySQL)
+	stop()
+	stopReaders()
+	t.Logf("%d transfer transactions; %d snapshots read (%d failed during the outage), %d torn (first: %q), frontier backwards %d times",
+		n, readers.snapshots.Load(), readers.failed.Load(), readers.torn.Load(), readers.first, readers.backwards.Load())
+	if readers.torn.Load() > 0 || readers.backwards.Load() > 0 {
+		t.Errorf("%d torn snapshots (%q), the frontier moved back %d times", readers.torn.Load(), readers.first, readers.backwards.Load())
+	}
+	if readers.snapshots.Load() < 50 {
+		t.Errorf("only %d snapshots read", readers.snapshots.Load())
+	}
+}
+
+// readYourWrites: after each of a few transfers, /wait?sink= (the
+// collector's WaitSink) returns once the sink shows it, in every read
+// table at once: the transfer and both aggregates that count it.
+func readYourWrites(t *testing.T, bed *testbed.Bed, cfg config.Config, src, sinkDB string) {
+	t.Helper()
+	ctx := t.Context()
+	col, err := httpapi.NewCollector(httpapi.Options{Brokers: cfg.Kafka.Brokers}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer col.Close()
+	cs := httpapi.ConsistentSink{Name: "ledger", Shards: []httpapi.SinkDSN{{Name: "ledger", DSN: cfg.Sinks["ledger"].DSN.Reveal()}}}
+	conn, err := bed.MySQL.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for i := range 10 {
+		// A transfer like the workload's, so the readers' invariants hold.
+		var id int64
+		for _, q := range []string{"BEGIN", "UPDATE `" + src + "`.accounts SET balance = balance - ? WHERE id = 1",
+			"UPDATE `" + src + "`.accounts SET balance = balance + ? WHERE id = 2",
+			"INSERT INTO `" + src + "`.transfers (from_id, to_id, amount) VALUES (1, 2, ?)", "COMMIT"} {
+			var args []any
+			if strings.Contains(q, "?") {
+				args = append(args, 1000+i)
+			}
+			res, err := conn.ExecContext(ctx, q, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(q, "INSERT") {
+				id, _ = res.LastInsertId()
+			}
+		}
+		gtid, err := bed.MySQL.LastGTID(ctx, conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		waiting, err := col.WaitSink(wctx, cs, gtid)
+		cancel()
+		if err != nil {
+			t.Fatalf("/wait?sink=ledger&gtid=%s: %v (%s)", gtid, err, waiting)
+		}
+		var seen int
+		q := "SELECT COUNT(*) FROM `" + sinkDB + "`.transfers WHERE id = ? AND amount = ?"
+		if err := bed.MySQL.DB().QueryRowContext(ctx, q, id, 1000+i).Scan(&seen); err != nil {
+			t.Fatal(err)
+		}
+		if seen != 1 {
+			t.Fatalf("transfer %d (gtid %s) is not in the read table after /wait?sink= answered", id, gtid)
+		}
+	}
+}
+
 // startApplier runs the sink's applier until stop, which reports its
 // error.
 func startApplier(t *testing.T, cfg config.Config, sink *sinks.Sharded, ps []*projections.Projection) (stop func()) {
 	t.Helper()
+	return startApplierIn(t, cfg, sink, ps, event.SinkGroup(cfg.Kafka.TopicPrefix, "ledger"))
+}
+
+// startApplierIn is startApplier in consumer group group.
+func startApplierIn(t *testing.T, cfg config.Config, sink *sinks.Sharded, ps []*projections.Projection, group string) (stop func()) {
+	t.Helper()
 	a, err := projector.NewApplier("ledger", ps, sink, projector.ApplierOptions{Brokers: cfg.Kafka.Brokers,
 		CheckpointTopic: event.CheckpointTopic(cfg.Kafka.TopicPrefix), TailerID: cfg.TransactionalID(),
-		Group: event.SinkGroup(cfg.Kafka.TopicPrefix, "ledger"), ChunkRecords: 300, Retryable: sinks.Retryable, Log: logger()})
+		Group: group, ChunkRecords: 300, Retryable: sinks.Retryable, Log: logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,10 +494,10 @@ func startApplier(t *testing.T, cfg config.Config, sink *sinks.Sharded, ps []*pr
 	}
 }
 
-// waitLedgerEqual waits until the read tables equal the source.
-func waitLedgerEqual(t *testing.T, bed *testbed.Bed, src, sinkDB string) {
+// waitLedgerEqual waits until the read tables on sinkServer equal the
+// source on source.
+func waitLedgerEqual(t *testing.T, sinkServer *testbed.MySQL, src, sinkDB string, source *testbed.MySQL) {
 	t.Helper()
-	db := bed.MySQL.DB()
 	s, r := "`"+src+"`.", "`"+sinkDB+"`."
 	pairs := [][2]string{
 		{"SELECT id, balance FROM " + s + "accounts ORDER BY id", "SELECT id, balance FROM " + r + "accounts ORDER BY id"},
@@ -364,7 +507,7 @@ func waitLedgerEqual(t *testing.T, bed *testbed.Bed, src, sinkDB string) {
 	}
 	testbed.Eventually(t, 120*time.Second, func() (bool, string) {
 		for _, p := range pairs {
-			want, got := testbed.RowsText(t, db, p[0]), testbed.RowsText(t, db, p[1])
+			want, got := testbed.RowsText(t, source.DB(), p[0]), testbed.RowsText(t, sinkServer.DB(), p[1])
 			if want != got {
 				return false, fmt.Sprintf("%s differs:\nsource:\n%.600s\nread:\n%.600s", p[1], want, got)
 			}

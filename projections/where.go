@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/expr"
 )
 
@@ -88,7 +89,7 @@ func (f *Filter) typeExpr(src *sourceTable) error {
 var errUntyped = errors.New("has not been typed against the source table: plan the projection (readside plan) before running it")
 
 // Match evaluates the filter on a row image.
-func (f *Filter) Match(img *Image) (bool, error) {
+func (f *Filter) Match(img *event.Image) (bool, error) {
 	t := f.typed.Load()
 	if t == nil {
 		return false, fmt.Errorf("where %q %w", f.text, errUntyped)

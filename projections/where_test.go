@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/readside/readside/event"
 )
 
 // whereSource is a source table for the where cases: each column typed
@@ -98,7 +100,7 @@ func TestFilterMatchesLikeSQLWhere(t *testing.T) {
 		{"CASE WHEN status = 'x' THEN 1 ELSE 0 END", false, "CASE: the same language as columns"},
 	}
 	for _, c := range cases {
-		got, err := typedWhere(t, c.where).Match(ImageOf(whereRow))
+		got, err := typedWhere(t, c.where).Match(event.ImageOf(whereRow))
 		if err != nil {
 			t.Errorf("%s: %v", c.where, err)
 			continue
@@ -143,11 +145,11 @@ func TestFilterErrors(t *testing.T) {
 	}
 
 	f = typedWhere(t, "status = 'paid'")
-	if _, err := f.Match(ImageOf(map[string]json.RawMessage{})); err == nil {
+	if _, err := f.Match(event.ImageOf(map[string]json.RawMessage{})); err == nil {
 		t.Error("a column missing from the event must be an error, not a silent false")
 	}
 	f, _ = compileWhere("status = 'paid'")
-	if _, err := f.Match(ImageOf(whereRow)); !errors.Is(err, errUntyped) {
+	if _, err := f.Match(event.ImageOf(whereRow)); !errors.Is(err, errUntyped) {
 		t.Errorf("an untyped filter: %v, want errUntyped (plan it first)", err)
 	}
 	f, _ = compileWhere("a = 1 AND (b IS NULL OR a IN (c, 2))")

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/readside/readside/internal/kafkalog"
 	"github.com/readside/readside/projections"
@@ -66,8 +67,10 @@ type Applier struct {
 	// reads: the projections that read each topic.
 	reads map[string][]*projections.Projection
 	// followers follow the source's schema for each projection
-	// (schemafollow.go), between commits.
+	// (schemafollow.go) and collect its tombstones (gc.go), between
+	// commits.
 	followers map[*projections.Projection]*Projector
+	lastGC    time.Time
 }
 
 // NewApplier validates and does no I/O.
@@ -93,7 +96,11 @@ func NewApplier(sink string, ps []*projections.Projection, to projections.Consis
 	a := &Applier{sink: sink, ps: ps, to: to, o: o, reads: map[string][]*projections.Projection{},
 		log: o.Log.With("component", "applier", "sink", sink), followers: map[*projections.Projection]*Projector{}}
 	for _, p := range ps {
-		a.followers[p] = &Projector{p: p, log: a.log.With("projection", p.Name)}
+		var sink projections.Sink
+		if s, ok := to.(projections.Sink); ok {
+			sink = s
+		}
+		a.followers[p] = &Projector{p: p, sink: sink, o: Options{Brokers: o.Brokers}, log: a.log.With("projection", p.Name)}
 		for _, t := range p.Topics() {
 			if len(a.reads[t]) == 0 {
 				a.topics = append(a.topics, t)
@@ -162,6 +169,7 @@ func (a *Applier) session(ctx context.Context) (committed bool, err error) {
 		}
 	}()
 	for {
+		a.collectTombstones(sctx)
 		target, err := s.nextTarget(sctx, cuts)
 		if err != nil {
 			return committed, cause(sctx, err)
@@ -175,6 +183,21 @@ func (a *Applier) session(ctx context.Context) (committed bool, err error) {
 			return committed, cause(sctx, err)
 		}
 		committed = true
+	}
+}
+
+// collectTombstones drops every projection's tombstones below its topics'
+// horizon (gc.go) on the interval, between commits.
+func (a *Applier) collectTombstones(ctx context.Context) {
+	if a.lastGC.IsZero() {
+		a.lastGC = time.Now()
+	}
+	if time.Since(a.lastGC) < defaultGCInterval {
+		return
+	}
+	a.lastGC = time.Now()
+	for _, p := range a.ps {
+		a.followers[p].collectTombstones(ctx)
 	}
 }
 
@@ -304,24 +327,67 @@ func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client,
 
 // fill reads every partition up to the cut and writes what it reads into
 // c, a chunk at a time; records past the cut wait in the session for the
-// next commit. rows is how many records it applied.
+// next commit. rows is how many records it applied. A chunk is mapped
+// (decoded, built into every projection's batch) while the one before it
+// is written, so the sink's round trips and the decoding overlap.
 func (a *Applier) fill(ctx context.Context, s *applySession, data *kgo.Client, c projections.SinkCommit, target cutAt) (rows int, err error) {
+	g, gctx := errgroup.WithContext(ctx)
+	work := make(chan []projectionBatch, 1)
+	g.Go(func() error {
+		for batches := range work {
+			for _, pb := range batches {
+				if err := c.Apply(pb.p, pb.b); err != nil {
+					return &applyError{p: pb.p, err: err}
+				}
+			}
+		}
+		return nil
+	})
+	rows, err = a.read(gctx, s, data, target, func(chunk []*kgo.Record) error {
+		batches, err := a.mapChunk(chunk)
+		if err != nil {
+			return err
+		}
+		select {
+		case work <- batches:
+			return nil
+		case <-gctx.Done():
+			return gctx.Err()
+		}
+	})
+	close(work)
+	if werr := g.Wait(); werr != nil {
+		// The writer's failure is the cause; the reader only saw its
+		// context end.
+		return rows, werr
+	}
+	return rows, err
+}
+
+// read hands every record below the cut to apply, in chunks of at most
+// ChunkRecords, in each partition's order; records past it wait in the
+// session, their partitions paused, for the next commit.
+func (a *Applier) read(ctx context.Context, s *applySession, data *kgo.Client, target cutAt, apply func([]*kgo.Record) error) (rows int, err error) {
 	need := target.cut.Published
 	below := func(k topicPart) int64 { return need[k.topic][k.part] }
 	data.ResumeFetchPartitions(s.paused)
 	s.paused = map[string][]int32{}
-	chunk := make([]*kgo.Record, 0, a.o.ChunkRecords)
+	var chunk []*kgo.Record
 	flush := func() error {
 		if len(chunk) == 0 {
 			return nil
 		}
 		rows += len(chunk)
-		err := a.applyChunk(c, chunk)
-		clear(chunk)
-		chunk = chunk[:0]
-		return err
+		// A new slice each time: the one handed over is mapped while
+		// this one fills.
+		full := chunk
+		chunk = nil
+		return apply(full)
 	}
 	take := func(r *kgo.Record) error {
+		if chunk == nil {
+			chunk = make([]*kgo.Record, 0, a.o.ChunkRecords)
+		}
 		chunk = append(chunk, r)
 		if len(chunk) >= a.o.ChunkRecords {
 			return flush()
@@ -373,9 +439,16 @@ func (a *Applier) fill(ctx context.Context, s *applySession, data *kgo.Client, c
 	return rows, flush()
 }
 
-// applyChunk has every projection build its batch from the chunk's
-// records of its topics and writes it into c.
-func (a *Applier) applyChunk(c projections.SinkCommit, chunk []*kgo.Record) error {
+// projectionBatch is one projection's batch of a chunk.
+type projectionBatch struct {
+	p *projections.Projection
+	b *projections.Batch
+}
+
+// mapChunk has every projection build its batch from the chunk's records
+// of its topics.
+func (a *Applier) mapChunk(chunk []*kgo.Record) ([]projectionBatch, error) {
+	var out []projectionBatch
 	for _, p := range a.ps {
 		var recs []*kgo.Record
 		for _, r := range chunk {
@@ -389,15 +462,21 @@ func (a *Applier) applyChunk(c projections.SinkCommit, chunk []*kgo.Record) erro
 		b, bad := p.Build(Records(recs))
 		if len(bad) > 0 {
 			r := bad[0].Record
-			return &projections.StopError{Projection: p.Name,
+			return nil, &projections.StopError{Projection: p.Name,
 				Reason: fmt.Errorf("the record at %s/%d offset %d cannot be mapped: %v", r.Topic, r.Partition, r.Offset, bad[0].Reason),
-				Fix: "a transaction-consistent sink stops rather than skip a change: fix the projection (readside check) or the source row, then restart"}
+				Fix:    "a transaction-consistent sink stops rather than skip a change: fix the projection (readside check) or the source row, then restart"}
 		}
-		if err := c.Apply(p, b); err != nil {
-			return &applyError{p: p, err: err}
+		// Nothing is dead-lettered here: the records are garbage once
+		// the batch is built.
+		for i := range b.Writes {
+			b.Writes[i].From = nil
 		}
+		for i := range b.Parents {
+			b.Parents[i].From = nil
+		}
+		out = append(out, projectionBatch{p: p, b: b})
 	}
-	return nil
+	return out, nil
 }
 
 // applyError is a projection's batch the sink refused.

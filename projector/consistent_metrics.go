@@ -32,7 +32,7 @@ func NewConsistentMetrics(reg prometheus.Registerer) *ConsistentMetrics {
 		rows: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "readside_sink_commit_records",
 			Help: "Change records one consistent commit applied.", Buckets: perCommit}, []string{"sink"}),
 		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "readside_sink_commit_seconds",
-			Help: "Time from opening a consistent commit to its COMMIT on every shard (reading the records included).",
+			Help:    "Time from opening a consistent commit to its COMMIT on every shard (reading the records included).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, []string{"sink"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_sink_commit_failures_total",
 			Help: "Consistent commits rolled back (a sink or broker fault, a frontier another applier moved, or an error that stops the sink's applier)."}, []string{"sink"}),

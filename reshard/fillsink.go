@@ -42,21 +42,9 @@ func newFillSink(newSink *sinks.Sharded, pieces []Piece) *fillSink {
 	return fs
 }
 
-// Offsets are the lowest over the shards (Sharded.Offsets).
+// Offsets are the lowest over the shards (sinks.LowestOffsets).
 func (fs *fillSink) Offsets(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
-	var out projections.Offsets
-	for i, sh := range fs.shards {
-		o, err := sh.Offsets(ctx, p)
-		if err != nil {
-			return nil, fmt.Errorf("shard %s: %w", sh.Range.Text, err)
-		}
-		if i == 0 {
-			out = o
-			continue
-		}
-		out = sinks.MinOffsets(out, o)
-	}
-	return out, nil
+	return sinks.LowestOffsets(ctx, fs.shards, p)
 }
 
 // Apply keeps, per shard, the writes of its pieces (and every

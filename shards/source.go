@@ -27,8 +27,8 @@ import (
 	"strconv"
 	"strings"
 
-	driver "github.com/go-sql-driver/mysql"
-
+	"github.com/readside/readside/internal/keyset"
+	"github.com/readside/readside/internal/sourcedb"
 	"github.com/readside/readside/internal/sqlquote"
 	"github.com/readside/readside/projections"
 )
@@ -58,27 +58,11 @@ type SampleInfo struct {
 	NullKeys int64 `json:"null_keys"` // read rows whose shard_by value is NULL
 }
 
-// OpenSource connects to the source as Scan needs: text protocol,
-// TIMESTAMPs in UTC, MySQL's default sql_mode for the expressions' text.
+// OpenSource connects to the source as Scan needs: the text protocol,
+// so every value arrives as MySQL's text for its type (what the projector
+// hashes), and every reader's session settings (sourcedb).
 func OpenSource(dsn string) (*sql.DB, error) {
-	cfg, err := driver.ParseDSN(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("source DSN: %w", err)
-	}
-	if cfg.Params == nil {
-		cfg.Params = map[string]string{}
-	}
-	cfg.Params["time_zone"] = "'+00:00'"
-	cfg.Params["sql_mode"] = "'NO_ENGINE_SUBSTITUTION'"
-	cfg.InterpolateParams = true
-	cfg.DBName = ""
-	conn, err := driver.NewConnector(cfg)
-	if err != nil {
-		return nil, err
-	}
-	db := sql.OpenDB(conn)
-	db.SetMaxOpenConns(2)
-	return db, nil
+	return sourcedb.Open(dsn, sourcedb.Options{MaxConns: 2, TextProtocol: true})
 }
 
 // Scan reads p's source rows (a sample, or all of them) and adds each
@@ -113,44 +97,46 @@ func Scan(ctx context.Context, db *sql.DB, p *projections.Projection, by project
 	if err != nil {
 		return info, err
 	}
-	for {
-		n, err := q.readChunk(ctx, db, &info, c)
-		if err != nil {
-			return info, fmt.Errorf("reading %s.%s: %w", p.SourceDB, p.SourceTbl, err)
-		}
-		if n < opts.Chunk {
-			return info, nil
-		}
+	err = keyset.Each(ctx, db, q.page, nil, func(rows *sql.Rows) (int, []any, error) {
+		return q.readChunk(rows, &info, c)
+	})
+	if err != nil {
+		return info, fmt.Errorf("reading %s.%s: %w", p.SourceDB, p.SourceTbl, err)
 	}
+	return info, nil
 }
 
-// scan is the keyset walk Scan makes over a source table: the query's
-// fixed parts and where the walk stands.
+// scan is the keyset walk Scan makes over a source table: its query and
+// where the walk stands.
 type scan struct {
-	pkCols      []string
-	head, order string
-	sample      string // the sampling condition, "" when every row is read
-	width       int    // the shard_by column's BIT width, 0 when not a BIT
-	last        []any  // the primary key of the last row read, nil before the first
-	binary      []bool // per primary key column: bound as bytes, not text
-	cells       []sql.NullString
-	dest        []any
+	page   keyset.Page
+	width  int    // the shard_by column's BIT width, 0 when not a BIT
+	last   []any  // the primary key of the last row read, nil before the first
+	binary []bool // per primary key column: bound as bytes, not text
+	cells  []sql.NullString
+	dest   []any
 }
 
 // planScan builds the query that reads, per source row in primary key
 // order, its key, its routed by value, its read row's size and whether
 // p's filter passes it.
 func planScan(ctx context.Context, db *sql.DB, p *projections.Projection, by projections.Column, pk []string, every int64, chunk int) (*scan, error) {
-	q := &scan{}
-	byCell := by.SQL(sourceColumn)
+	width := 0
 	if !by.Computed() {
 		var err error
-		if q.width, err = bitWidth(ctx, db, p.SourceDB, p.SourceTbl, by.Source); err != nil {
+		if width, err = bitWidth(ctx, db, p.SourceDB, p.SourceTbl, by.Source); err != nil {
 			return nil, err
 		}
-		if q.width > 0 {
-			byCell = "(" + byCell + ") + 0" // a BIT's number: its pattern is routed
-		}
+	}
+	return newScan(p, by, width, pk, every, chunk), nil
+}
+
+// newScan is planScan's query once the by column's BIT width is known.
+func newScan(p *projections.Projection, by projections.Column, width int, pk []string, every int64, chunk int) *scan {
+	q := &scan{width: width}
+	byCell := by.SQL(sourceColumn)
+	if width > 0 {
+		byCell = "(" + byCell + ") + 0" // a BIT's number: its pattern is routed
 	}
 	sizes := make([]string, len(p.Columns))
 	for i, col := range p.Columns {
@@ -160,56 +146,41 @@ func planScan(ctx context.Context, db *sql.DB, p *projections.Projection, by pro
 	if p.Where != nil {
 		where = "((" + p.Where.SQL(sourceColumn) + ") IS TRUE)"
 	}
-	q.pkCols = make([]string, len(pk))
+	pkCols := make([]string, len(pk))
 	for i, k := range pk {
-		q.pkCols[i] = sourceColumn(k)
+		pkCols[i] = sourceColumn(k)
+	}
+	q.page = keyset.Page{
+		Select: strings.Join(pkCols, ", ") + ", " + byCell + ", " + strings.Join(sizes, " + ") + ", " + where,
+		From:   sqlquote.Ident(p.SourceDB) + "." + sqlquote.Ident(p.SourceTbl) + " s",
+		Key:    pkCols,
+		Limit:  chunk,
 	}
 	if every > 1 {
-		q.sample = fmt.Sprintf("MOD(CRC32(CONCAT_WS(0x00, %s)), %d) = 0", strings.Join(q.pkCols, ", "), every)
+		q.page.Where = []string{fmt.Sprintf("MOD(CRC32(CONCAT_WS(0x00, %s)), %d) = 0", strings.Join(pkCols, ", "), every)}
 	}
-	from := sqlquote.Ident(p.SourceDB) + "." + sqlquote.Ident(p.SourceTbl) + " s"
-	q.head = "SELECT " + strings.Join(q.pkCols, ", ") + ", " + byCell + ", " + strings.Join(sizes, " + ") + ", " + where + " FROM " + from
-	q.order = " ORDER BY " + strings.Join(q.pkCols, ", ") + fmt.Sprintf(" LIMIT %d", chunk)
 	q.cells = make([]sql.NullString, len(pk)+3)
 	q.dest = make([]any, len(q.cells))
 	for i := range q.cells {
 		q.dest[i] = &q.cells[i]
 	}
-	return q, nil
+	return q
 }
 
-// readChunk reads the next chunk after q.last, counts its rows into info
-// and c, and returns how many it read.
-func (q *scan) readChunk(ctx context.Context, db *sql.DB, info *SampleInfo, c *Counter) (int, error) {
-	var conds []string
-	var args []any
-	if q.sample != "" {
-		conds = append(conds, q.sample)
-	}
-	if q.last != nil {
-		cond, a := after(q.pkCols, q.last)
-		conds = append(conds, cond)
-		args = a
-	}
-	query := q.head
-	if len(conds) > 0 {
-		query += " WHERE " + strings.Join(conds, " AND ")
-	}
-	rows, err := db.QueryContext(ctx, query+q.order, args...)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	nk := len(q.pkCols)
+// readChunk counts a chunk's rows into info and c, and returns how many
+// it read and the key of the last one.
+func (q *scan) readChunk(rows *sql.Rows, info *SampleInfo, c *Counter) (int, []any, error) {
+	nk := len(q.page.Key)
 	if q.binary == nil {
+		var err error
 		if q.binary, err = binaryColumns(rows, nk); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	n := 0
 	for rows.Next() {
 		if err := rows.Scan(q.dest...); err != nil {
-			return n, err
+			return n, nil, err
 		}
 		n++
 		info.Read++
@@ -234,7 +205,7 @@ func (q *scan) readChunk(ctx context.Context, db *sql.DB, info *SampleInfo, c *C
 			c.Add(routedValue(value.String, q.width), bytes)
 		}
 	}
-	return n, rows.Err()
+	return n, q.last, nil
 }
 
 // routedValue is what the projector hashes for a shard_by cell read as
@@ -264,24 +235,6 @@ func binaryColumns(rows *sql.Rows, n int) ([]bool, error) {
 		out[i] = strings.Contains(t, "BINARY") || strings.Contains(t, "BLOB")
 	}
 	return out, nil
-}
-
-// after is the keyset condition "(cols) > (vals)" spelled out, which
-// both flavors run as a range over the primary key.
-func after(cols []string, vals []any) (string, []any) {
-	var ors []string
-	var args []any
-	for i := range cols {
-		var ands []string
-		for j := range i {
-			ands = append(ands, cols[j]+" = ?")
-			args = append(args, vals[j])
-		}
-		ands = append(ands, cols[i]+" > ?")
-		args = append(args, vals[i])
-		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
-	}
-	return "(" + strings.Join(ors, " OR ") + ")", args
 }
 
 func sourceColumn(name string) string { return "s." + sqlquote.Ident(name) }

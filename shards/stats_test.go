@@ -178,14 +178,6 @@ func TestWeaknesses(t *testing.T) {
 	}
 }
 
-// TestAfter: the keyset condition is the tuple comparison spelled out.
-func TestAfter(t *testing.T) {
-	cond, args := after([]string{"a", "b"}, []any{"1", "2"})
-	if cond != "((a > ?) OR (a = ? AND b > ?))" || len(args) != 3 || args[0] != "1" || args[1] != "1" || args[2] != "2" {
-		t.Errorf("after = %q %v", cond, args)
-	}
-}
-
 func TestSkewBound(t *testing.T) {
 	for _, c := range []struct {
 		n    int

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/readside/readside/internal/keyset"
 	"github.com/readside/readside/keyspace"
 )
 
@@ -77,36 +78,47 @@ type TableScan struct {
 
 // ScanChunk reads up to limit rows of ts after the key after (nil: from
 // the start), in key order. Values keep the server's text, so writing
-// them back to a table of the same definition stores what was read.
+// them back to a table of the same definition stores what was read; a
+// key read back (Chunk.Last) is bound as it was read (cellValue), so it
+// compares as ORDER BY orders.
 func (s *MySQL) ScanChunk(ctx context.Context, ts TableScan, after []any, limit int) (*Chunk, error) {
-	var conds []string
-	var args []any
-	if ts.Where != "" {
-		conds, args = append(conds, "("+ts.Where+")"), append(args, ts.Args...)
-	}
-	if after != nil {
-		c, a := keyAfter(ts.Key, after)
-		conds, args = append(conds, c), append(args, a...)
-	}
-	return s.scan(ctx, ts, conds, args, limit)
+	stmt, args := ts.chunkSQL(after, limit)
+	return s.scan(ctx, ts, stmt, args)
 }
 
 // ScanKeys reads the rows of ts with the given keys.
 func (s *MySQL) ScanKeys(ctx context.Context, ts TableScan, keys [][]any) (*Chunk, error) {
-	c, a := keysIn(ts.Key, keys)
-	return s.scan(ctx, ts, []string{c}, a, len(keys))
+	stmt, args := ts.keysSQL(keys)
+	return s.scan(ctx, ts, stmt, args)
 }
 
-func (s *MySQL) scan(ctx context.Context, ts TableScan, conds []string, args []any, limit int) (*Chunk, error) {
-	var order []string
-	for _, k := range ts.Key {
-		order = append(order, q(k))
+// chunkSQL is ScanChunk's query: a keyset page of every column of ts's
+// table, in key order.
+func (ts TableScan) chunkSQL(after []any, limit int) (string, []any) {
+	pg := ts.page(limit)
+	if ts.Where != "" {
+		pg.Where, pg.Args = []string{ts.Where}, ts.Args
 	}
-	stmt := "SELECT * FROM " + q(ts.Table)
-	if len(conds) > 0 {
-		stmt += " WHERE " + strings.Join(conds, " AND ")
+	return pg.SQL(after)
+}
+
+// keysSQL is ScanKeys' query.
+func (ts TableScan) keysSQL(keys [][]any) (string, []any) {
+	pg := ts.page(len(keys))
+	c, a := keysIn(ts.Key, keys)
+	pg.Where, pg.Args = []string{c}, a
+	return pg.SQL(nil)
+}
+
+func (ts TableScan) page(limit int) keyset.Page {
+	key := make([]string, len(ts.Key))
+	for i, k := range ts.Key {
+		key[i] = q(k)
 	}
-	stmt += " ORDER BY " + strings.Join(order, ", ") + " LIMIT " + strconv.Itoa(limit)
+	return keyset.Page{Select: "*", From: q(ts.Table), Key: key, Limit: limit}
+}
+
+func (s *MySQL) scan(ctx context.Context, ts TableScan, stmt string, args []any) (*Chunk, error) {
 	rows, err := s.db.QueryContext(ctx, stmt, args...)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", ts.Table, err)
@@ -221,25 +233,6 @@ func cellValue(kind cellKind, b sql.RawBytes) any {
 		return append([]byte{}, b...)
 	}
 	return string(b)
-}
-
-// keyAfter is the condition "key > after" spelled out column by column,
-// which every server's range optimizer uses (a row constructor is not
-// always).
-func keyAfter(key []string, after []any) (string, []any) {
-	var ors []string
-	var args []any
-	for i := range key {
-		var ands []string
-		for k := range i {
-			ands = append(ands, q(key[k])+" = ?")
-			args = append(args, after[k])
-		}
-		ands = append(ands, q(key[i])+" > ?")
-		args = append(args, after[i])
-		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
-	}
-	return "(" + strings.Join(ors, " OR ") + ")", args
 }
 
 // keysIn is the condition "key is one of keys".

@@ -107,13 +107,18 @@ func (s *Sharded) CheckReadTable(ctx context.Context, p *projections.Projection)
 	return nil
 }
 
-// Offsets are, per topic and partition, the lowest next offset over the
-// shards; a partition some shard has never committed starts from the
-// beginning. Records a shard already has are applied to it again, which
-// the version guards make harmless.
+// Offsets are the lowest over the shards (LowestOffsets).
 func (s *Sharded) Offsets(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
+	return LowestOffsets(ctx, s.Shards, p)
+}
+
+// LowestOffsets are, per topic and partition, the lowest next offset of
+// p over shards; a partition some shard has never committed starts from
+// the beginning. Records a shard already has are applied to it again,
+// which the version guards make harmless.
+func LowestOffsets(ctx context.Context, shards []Shard, p *projections.Projection) (projections.Offsets, error) {
 	var out projections.Offsets
-	for i, sh := range s.Shards {
+	for i, sh := range shards {
 		o, err := sh.Offsets(ctx, p)
 		if err != nil {
 			return nil, fmt.Errorf("shard %s: %w", sh.Range.Text, err)
@@ -122,16 +127,7 @@ func (s *Sharded) Offsets(ctx context.Context, p *projections.Projection) (proje
 			out = o
 			continue
 		}
-		for topic, parts := range out {
-			for part, next := range parts {
-				theirs, ok := o[topic][part]
-				if !ok {
-					delete(parts, part)
-				} else if theirs < next {
-					parts[part] = theirs
-				}
-			}
-		}
+		out = MinOffsets(out, o)
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/readside/readside/internal/keyset"
 	"github.com/readside/readside/internal/sqlquote"
 	"github.com/readside/readside/projections"
 )
@@ -198,36 +199,6 @@ func (b keyBinder) bind(k Key) []any {
 	return out
 }
 
-// after is "key > k" over cols, spelled out as ORs so every server uses
-// the index; atMost is "key <= k".
-func after(cols []string, args []any) (string, []any) {
-	return tupleCmp(cols, args, ">", ">")
-}
-
-func atMost(cols []string, args []any) (string, []any) {
-	return tupleCmp(cols, args, "<", "<=")
-}
-
-func tupleCmp(cols []string, vals []any, strict, last string) (string, []any) {
-	var ors []string
-	var args []any
-	for i := range cols {
-		var ands []string
-		for j := range i {
-			ands = append(ands, cols[j]+" = ?")
-			args = append(args, vals[j])
-		}
-		op := strict
-		if i == len(cols)-1 {
-			op = last
-		}
-		ands = append(ands, cols[i]+" "+op+" ?")
-		args = append(args, vals[i])
-		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
-	}
-	return "(" + strings.Join(ors, " OR ") + ")", args
-}
-
 // keyIn is "key IN (keys)" as ORs of equalities.
 func keyIn(cols []string, keys []Key, b keyBinder) (string, []any) {
 	var ors []string
@@ -244,15 +215,18 @@ func keyIn(cols []string, keys []Key, b keyBinder) (string, []any) {
 }
 
 // rangeWhere is the chunk (lo, hi]: lo nil is the start, hi nil the end.
+// The key cells are bound by their kind (keyBinder), so a text key
+// compares under its column's collation as ORDER BY orders it, and a
+// binary one byte for byte.
 func rangeWhere(cols []string, b keyBinder, lo, hi Key) (string, []any) {
 	var conds []string
 	var args []any
 	if lo != nil {
-		c, a := after(cols, b.bind(lo))
+		c, a := keyset.After(cols, b.bind(lo))
 		conds, args = append(conds, c), append(args, a...)
 	}
 	if hi != nil {
-		c, a := atMost(cols, b.bind(hi))
+		c, a := keyset.AtMost(cols, b.bind(hi))
 		conds, args = append(conds, c), append(args, a...)
 	}
 	if len(conds) == 0 {

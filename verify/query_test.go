@@ -10,17 +10,51 @@ import (
 	"github.com/readside/readside/projections"
 )
 
-func TestTupleComparisons(t *testing.T) {
-	c, args := after([]string{"a", "b"}, []any{1, "x"})
-	if c != "((a > ?) OR (a = ? AND b > ?))" || !reflect.DeepEqual(args, []any{1, 1, "x"}) {
-		t.Errorf("after: %s %v", c, args)
+// TestChunkSQL: verify's chunks (lo, hi] and their boundaries, golden.
+// Key cells are bound by their column's kind: an integer as a number, a
+// text key as a string (compared under its collation, as ORDER BY
+// orders), a binary one as bytes.
+func TestChunkSQL(t *testing.T) {
+	cols := []string{"s.`tenant`", "s.`id`"}
+	b := keyBinder{kText, kInt}
+	for _, c := range []struct {
+		why    string
+		lo, hi Key
+		want   string
+		args   []any
+	}{
+		{"the whole table", nil, nil, "TRUE", nil},
+		{"the first chunk: up to its boundary", nil, Key{"acme", "7"},
+			"((s.`tenant` < ?) OR (s.`tenant` = ? AND s.`id` <= ?))", []any{"acme", "acme", int64(7)}},
+		{"a chunk between two boundaries", Key{"acme", "7"}, Key{"zeta", "1"},
+			"((s.`tenant` > ?) OR (s.`tenant` = ? AND s.`id` > ?)) AND ((s.`tenant` < ?) OR (s.`tenant` = ? AND s.`id` <= ?))",
+			[]any{"acme", "acme", int64(7), "zeta", "zeta", int64(1)}},
+		{"the last chunk: after its lower boundary", Key{"zeta", "1"}, nil,
+			"((s.`tenant` > ?) OR (s.`tenant` = ? AND s.`id` > ?))", []any{"zeta", "zeta", int64(1)}},
+	} {
+		got, args := rangeWhere(cols, b, c.lo, c.hi)
+		if got != c.want || !reflect.DeepEqual(args, c.args) {
+			t.Errorf("%s:\n got %s %#v\nwant %s %#v", c.why, got, args, c.want, c.args)
+		}
 	}
-	c, args = atMost([]string{"a", "b"}, []any{1, "x"})
-	if c != "((a < ?) OR (a = ? AND b <= ?))" || !reflect.DeepEqual(args, []any{1, 1, "x"}) {
-		t.Errorf("atMost: %s %v", c, args)
-	}
-	if c, _ := rangeWhere([]string{"a"}, keyBinder{kInt}, nil, nil); c != "TRUE" {
-		t.Errorf("open range: %s", c)
+	p := &projections.Projection{SourceDB: "shop", SourceTbl: "orders", Key: []string{"uuid"},
+		Columns: []projections.Column{{Name: "uuid", Source: "uuid"}, {Name: "total", Source: "total"}}}
+	v := &Verifier{p: p, pl: newPlan(p, nil), keyKinds: keyBinder{kBinary}, opts: Options{ChunkRows: 1000}}
+	for _, c := range []struct {
+		why  string
+		lo   Key
+		want string
+		args []any
+	}{
+		{"the first boundary: the 1000th key", nil,
+			"SELECT s.`uuid` FROM `shop`.`orders` s ORDER BY s.`uuid` LIMIT 1 OFFSET 999", nil},
+		{"the next: 1000 keys after the last, a binary key bound as bytes", Key{"\x00\xff"},
+			"SELECT s.`uuid` FROM `shop`.`orders` s WHERE ((s.`uuid` > ?)) ORDER BY s.`uuid` LIMIT 1 OFFSET 999", []any{[]byte{0, 0xff}}},
+	} {
+		got, args := v.boundarySQL(c.lo)
+		if got != c.want || !reflect.DeepEqual(args, c.args) {
+			t.Errorf("%s:\n got %s %#v\nwant %s %#v", c.why, got, args, c.want, c.args)
+		}
 	}
 }
 

@@ -19,8 +19,8 @@ import (
 	"strings"
 	"time"
 
-	driver "github.com/go-sql-driver/mysql"
-
+	"github.com/readside/readside/internal/keyset"
+	"github.com/readside/readside/internal/sourcedb"
 	"github.com/readside/readside/internal/sqlflavor"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
@@ -90,31 +90,13 @@ type Verifier struct {
 	collate []func(string) string
 }
 
-// OpenSource connects to the source for verification: text literals and
-// double quotes as MySQL's defaults read them (the where filter is sent as
-// written), TIMESTAMPs in UTC as the tailer publishes them, and
-// group_concat_max_len as the sink's sessions have it (1 GiB, the largest
+// OpenSource connects to the source for verification with every
+// reader's session settings (sourcedb: the where filter's text read as
+// MySQL's defaults read it, TIMESTAMPs in UTC) and group_concat_max_len as the sink's sessions have it (1 GiB, the largest
 // max_allowed_packet): JSON_ARRAYAGG is cut at it, and a children array
 // must come out whole on both sides (children.go).
 func OpenSource(dsn string) (*sql.DB, error) {
-	cfg, err := driver.ParseDSN(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("source DSN: %w", err)
-	}
-	if cfg.Params == nil {
-		cfg.Params = map[string]string{}
-	}
-	cfg.Params["time_zone"] = "'+00:00'"
-	cfg.Params["sql_mode"] = "'NO_ENGINE_SUBSTITUTION'"
-	cfg.Params["group_concat_max_len"] = "1073741824"
-	cfg.DBName = ""
-	conn, err := driver.NewConnector(cfg)
-	if err != nil {
-		return nil, err
-	}
-	db := sql.OpenDB(conn)
-	db.SetMaxOpenConns(4)
-	return db, nil
+	return sourcedb.Open(dsn, sourcedb.Options{MaxConns: 4, GroupConcatMax: 1 << 30})
 }
 
 // New prepares a verifier; it does no I/O.
@@ -394,9 +376,7 @@ func (v *Verifier) estimateRows(ctx context.Context) int64 {
 // boundary is the last key of the chunk after lo (nil: the chunk runs to
 // the end of the table).
 func (v *Verifier) boundary(ctx context.Context, lo Key) (Key, error) {
-	where, args := rangeWhere(v.pl.srcKey, v.keyKinds, lo, nil)
-	query := "SELECT " + strings.Join(v.pl.srcKey, ", ") + " FROM " + v.pl.sourceFrom(true, false) + " WHERE " + where +
-		" ORDER BY " + strings.Join(v.pl.srcKey, ", ") + fmt.Sprintf(" LIMIT 1 OFFSET %d", v.opts.ChunkRows-1)
+	query, args := v.boundarySQL(lo)
 	rows, err := v.src.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("finding the next chunk of %s.%s: %w", v.p.SourceDB, v.p.SourceTbl, err)
@@ -414,6 +394,18 @@ func (v *Verifier) boundary(ctx context.Context, lo Key) (Key, error) {
 		k[i] = *c
 	}
 	return k, rows.Err()
+}
+
+// boundarySQL reads the key ChunkRows rows after lo: a keyset page of
+// one row at offset ChunkRows-1, which reads the key's index only.
+func (v *Verifier) boundarySQL(lo Key) (string, []any) {
+	pg := keyset.Page{Select: strings.Join(v.pl.srcKey, ", "), From: v.pl.sourceFrom(true, false), Key: v.pl.srcKey,
+		Limit: 1, Offset: v.opts.ChunkRows - 1}
+	var after []any
+	if lo != nil {
+		after = v.keyKinds.bind(lo)
+	}
+	return pg.SQL(after)
 }
 
 func (v *Verifier) sourceChecksum(ctx context.Context, lo, hi Key) (int64, uint64, error) {

@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -249,6 +251,11 @@ func (r *reloader) reload(ctx context.Context) {
 			applied.Projections[name] = next.Projections[name]
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(stopped)) {
+		if sink, ok := strings.CutPrefix(name, applierName("")); ok {
+			r.resumeApplier(ctx, next, sink, &applied)
+		}
+	}
 	r.current = applied
 	if len(restart) > 0 {
 		r.log.Warn("SIGHUP: not reloaded, restart to apply", "changed", restart)
@@ -319,6 +326,36 @@ func (r *reloader) resume(ctx context.Context, next config.Config, names []strin
 		r.log.Info("SIGHUP: restarted a stopped projection", "projection", name)
 	}
 	return started
+}
+
+// resumeApplier restarts the stopped applier of a transaction-consistent
+// sink with the declarations in next of the projections on it (the edit
+// may be the fix); one that still cannot start stays stopped with the new
+// reason.
+func (r *reloader) resumeApplier(ctx context.Context, next config.Config, sink string, applied *config.Config) {
+	name := applierName(sink)
+	plan := r.current
+	plan.Projections = map[string]config.Projection{}
+	for pname, d := range next.Projections {
+		if d.Sink == sink && contains(r.current.Source.Tables, d.From) {
+			plan.Projections[pname] = d
+		}
+	}
+	planned, failed, err := planEach(ctx, plan)
+	if err == nil && len(failed) > 0 {
+		err = unfitSource(failed[0].name, failed[0].err)
+	}
+	if err == nil {
+		_, err = r.starter.startApplier(ctx, sink, planned)
+	}
+	if err != nil {
+		r.starter.sup.halt(name, err)
+		return
+	}
+	for pname, d := range plan.Projections {
+		applied.Projections[pname] = d
+	}
+	r.log.Info("SIGHUP: restarted the stopped applier of a transaction-consistent sink", "sink", sink)
 }
 
 func contains(list []string, s string) bool {
