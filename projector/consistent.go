@@ -35,6 +35,10 @@ type ApplierOptions struct {
 	// Group is the consumer group whose one member holding the checkpoint
 	// topic's partition is the active applier of the sink.
 	Group string
+	// InstanceID, when set, makes the applier a static group member (see
+	// config kafka.group_instance_id): restarted after a crash, it takes
+	// its partition back at once instead of after the session timeout.
+	InstanceID string
 	// ChunkRecords is how many records are mapped and written at a time
 	// into the open transactions (0: pollRecords).
 	ChunkRecords int
@@ -219,7 +223,7 @@ func (a *Applier) cutReader(ctx context.Context, s *applySession, lost context.C
 			lost(errMembershipLost)
 		}
 	}
-	return kgo.NewClient(
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(a.o.Brokers...),
 		kgo.ConsumerGroup(a.o.Group),
 		kgo.ConsumeTopics(a.o.CheckpointTopic),
@@ -242,7 +246,11 @@ func (a *Applier) cutReader(ctx context.Context, s *applySession, lost context.C
 		kgo.OnPartitionsRevoked(revoked),
 		kgo.OnPartitionsLost(revoked),
 		kgo.WithLogger(kafkalog.New(a.log)),
-	)
+	}
+	if a.o.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(a.o.InstanceID+"-sink-"+a.sink))
+	}
+	return kgo.NewClient(opts...)
 }
 
 // dataReader reads every partition of the sink's topics, each from the
@@ -394,18 +402,12 @@ func (a *Applier) read(ctx context.Context, s *applySession, data *kgo.Client, t
 		}
 		return nil
 	}
-	for k, q := range s.pending {
-		n := 0
-		for n < len(q) && q[n].Offset < below(k) {
-			if err := take(q[n]); err != nil {
-				return rows, err
-			}
-			n++
-		}
-		s.pending[k] = q[n:]
-		if len(s.pending[k]) > 0 {
-			s.pause(data, k)
-		}
+	still, err := s.release(below, take)
+	if err != nil {
+		return rows, err
+	}
+	for _, k := range still {
+		s.pause(data, k)
 	}
 	for !s.reached(below) {
 		fetches := data.PollRecords(ctx, a.o.ChunkRecords)
@@ -419,17 +421,13 @@ func (a *Applier) read(ctx context.Context, s *applySession, data *kgo.Client, t
 		}
 		var terr error
 		fetches.EachRecord(func(r *kgo.Record) {
-			k := topicPart{r.Topic, r.Partition}
-			s.pos[k] = max(s.pos[k], r.Offset+1)
-			switch {
-			case r.Attrs.IsControl():
-			case r.Offset < below(k) && len(s.pending[k]) == 0:
+			switch s.admit(r, below) {
+			case admitTake:
 				if terr == nil {
 					terr = take(r)
 				}
-			default:
-				s.pending[k] = append(s.pending[k], r)
-				s.pause(data, k)
+			case admitHold:
+				s.pause(data, topicPart{r.Topic, r.Partition})
 			}
 		})
 		if terr != nil {

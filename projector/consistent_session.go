@@ -1,8 +1,10 @@
 package projector
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -162,6 +164,58 @@ func (s *applySession) records(c cutAt) int64 {
 		}
 	}
 	return n
+}
+
+// admission is what read does with a fetched record.
+type admission int
+
+const (
+	admitSkip admission = iota // a commit marker: it only moves the position
+	admitTake                  // below the cut: into this commit
+	admitHold                  // past the cut (or behind a held one): kept for a later commit
+)
+
+// admit moves the partition's position past r and decides whether it
+// belongs to the commit to the cut below gives: only records below the
+// cut do, and once one record of a partition is held every later one is,
+// so each partition is applied in order and a commit never takes a record
+// of a transaction past its cut.
+func (s *applySession) admit(r *kgo.Record, below func(topicPart) int64) admission {
+	k := topicPart{r.Topic, r.Partition}
+	s.pos[k] = max(s.pos[k], r.Offset+1)
+	switch {
+	case r.Attrs.IsControl():
+		return admitSkip
+	case r.Offset < below(k) && len(s.pending[k]) == 0:
+		return admitTake
+	}
+	s.pending[k] = append(s.pending[k], r)
+	return admitHold
+}
+
+// release hands take the held records below the cut below gives, each
+// partition's in order, and returns the partitions that still hold some
+// (they stay paused).
+func (s *applySession) release(below func(topicPart) int64, take func(*kgo.Record) error) (still []topicPart, err error) {
+	for _, k := range slices.SortedFunc(maps.Keys(s.pending), func(a, b topicPart) int {
+		return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.part, b.part))
+	}) {
+		q := s.pending[k]
+		n := 0
+		for n < len(q) && q[n].Offset < below(k) {
+			if err := take(q[n]); err != nil {
+				return nil, err
+			}
+			n++
+		}
+		s.pending[k] = q[n:]
+		if len(s.pending[k]) > 0 {
+			still = append(still, k)
+		} else {
+			delete(s.pending, k)
+		}
+	}
+	return still, nil
 }
 
 // reached reports every partition read up to its offset below the cut.

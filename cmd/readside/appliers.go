@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"slices"
 
 	"github.com/readside/readside/config"
@@ -58,7 +59,11 @@ func (s *projectorStarter) startApplier(ctx context.Context, sink string, pps []
 		s.consistentMetrics = projector.NewConsistentMetrics(s.reg)
 	}
 	prefix := s.cfg.Kafka.TopicPrefix
-	a, err := projector.NewApplier(sink, ps, sh, projector.ApplierOptions{Brokers: s.cfg.Kafka.Brokers,
+	instance := s.cfg.Kafka.GroupInstanceID
+	if instance == "" {
+		instance, _ = os.Hostname()
+	}
+	a, err := projector.NewApplier(sink, ps, sh, projector.ApplierOptions{Brokers: s.cfg.Kafka.Brokers, InstanceID: instance,
 		CheckpointTopic: event.CheckpointTopic(prefix), TailerID: s.cfg.TransactionalID(), Group: event.SinkGroup(prefix, sink),
 		Retryable: sinks.Retryable, Metrics: s.consistentMetrics, Log: s.log})
 	if err != nil {
