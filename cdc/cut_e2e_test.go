@@ -48,28 +48,11 @@ func TestCheckpointCut(t *testing.T) {
 }
 
 func testCheckpointCut(t *testing.T, bed *testbed.Bed, rng *rand.Rand, embedded bool) {
-	ctx := t.Context()
-	db, err := bed.MySQL.CreateDatabase(ctx, "cut")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables := []string{"a", "b", "c"}
-	var names []string
-	for _, tbl := range tables {
-		if err := bed.MySQL.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.`%s` (id INT PRIMARY KEY, n INT)", db, tbl)); err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, db+"."+tbl)
-	}
-	cfg := tailerConfig(t, bed, names...)
-	cfg.Kafka.CommitEvery = 25 // a Kafka transaction of one to a few source transactions
-	cfg.Sinks = map[string]config.Sink{"read": {DSN: config.Secret(bed.MySQL.AdminDSN()), Consistency: config.ConsistencyTransaction}}
+	cfg, w, topics := cutSetup(t, bed, rng)
 	var opts []Option
 	if embedded {
 		opts = append(opts, EmbeddedBroker())
 	}
-	w := &cutWorkload{db: bed.MySQL.DB(), schema: db, tables: tables, rng: rng}
-
 	stop := startTailer(t, cfg, opts...)
 	waitForTailer(t, bed, cfg)
 	w.run(t, 150)
@@ -85,18 +68,46 @@ func testCheckpointCut(t *testing.T, bed *testbed.Bed, rng *rand.Rand, embedded 
 		}
 		stop = killDuring(t, bed, cfg, opts, func() { w.run(t, 200) })
 	}
-	waitCaughtUp(t, bed, cfg, w.mark(t))
+	waitCaughtUp(t, cfg, w.mark(t))
 	if err := stop(); err != nil {
 		t.Fatalf("tailer: %v", err)
 	}
+	checkCuts(t, cfg, topics, w)
+}
 
-	var topics []string
+// cutSetup creates three tables and a config capturing them for a
+// transactional sink, and a workload over them.
+func cutSetup(t *testing.T, bed *testbed.Bed, rng *rand.Rand) (config.Config, *cutWorkload, []string) {
+	t.Helper()
+	ctx := t.Context()
+	db, err := bed.MySQL.CreateDatabase(ctx, "cut")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := []string{"a", "b", "c"}
+	var names, topics []string
+	for _, tbl := range tables {
+		if err := bed.MySQL.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.`%s` (id INT PRIMARY KEY, n INT)", db, tbl)); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, db+"."+tbl)
+	}
+	cfg := tailerConfig(t, bed, names...)
 	for _, tbl := range tables {
 		topics = append(topics, event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl))
 	}
-	cuts := readCuts(t, bed, cfg)
+	cfg.Kafka.CommitEvery = 25 // a Kafka transaction of one to a few source transactions
+	cfg.Sinks = map[string]config.Sink{"read": {DSN: config.Secret(bed.MySQL.AdminDSN()), Consistency: config.ConsistencyTransaction}}
+	return cfg, &cutWorkload{db: bed.MySQL.DB(), schema: db, tables: tables, rng: rng}, topics
+}
+
+// checkCuts reads every checkpoint and every table record once the
+// tailer stopped and checks (a), (b) and (c) of TestCheckpointCut.
+func checkCuts(t *testing.T, cfg config.Config, topics []string, w *cutWorkload) []cutRecord {
+	t.Helper()
+	cuts := readCuts(t, cfg)
 	last := cuts[len(cuts)-1]
-	recs := readCutRecords(t, bed, topics, last.Published)
+	recs := readCutRecords(t, cfg.Kafka.Brokers, topics, last.Published)
 	checkCutsMonotone(t, cuts, topics, cfg.Kafka.Partitions)
 	checkCutsWhole(t, cuts, recs)
 	checkLastCut(t, last, recs)
@@ -104,6 +115,7 @@ func testCheckpointCut(t *testing.T, bed *testbed.Bed, rng *rand.Rand, embedded 
 		t.Errorf("the last checkpoint counts %d source transactions, the workload committed %d: the count was not carried across restarts", last.Transactions, w.txns)
 	}
 	t.Logf("%d checkpoints, %d records, %d source transactions, %d records published again after a restart", len(cuts), len(recs), w.txns, republished(recs))
+	return recs
 }
 
 // cutWorkload commits source transactions of several statements over
@@ -218,10 +230,10 @@ func killDuring(t *testing.T, bed *testbed.Bed, cfg config.Config, opts []Option
 }
 
 // waitCaughtUp waits until the tailer's committed checkpoint covers gtid.
-func waitCaughtUp(t *testing.T, bed *testbed.Bed, cfg config.Config, gtid string) {
+func waitCaughtUp(t *testing.T, cfg config.Config, gtid string) {
 	t.Helper()
 	testbed.Eventually(t, 90*time.Second, func() (bool, string) {
-		cp, found, err := ReadCheckpoint(t.Context(), bed.Kafka.Brokers(), event.CheckpointTopic(cfg.Kafka.TopicPrefix), cfg.TransactionalID())
+		cp, found, err := ReadCheckpoint(t.Context(), cfg.Kafka.Brokers, event.CheckpointTopic(cfg.Kafka.TopicPrefix), cfg.TransactionalID())
 		if err != nil || !found {
 			return false, fmt.Sprintf("no checkpoint yet (%v)", err)
 		}
@@ -232,15 +244,15 @@ func waitCaughtUp(t *testing.T, bed *testbed.Bed, cfg config.Config, gtid string
 
 // readCuts reads every committed checkpoint of the tailer, oldest first,
 // as a reader does (event.Cut).
-func readCuts(t *testing.T, bed *testbed.Bed, cfg config.Config) []event.Cut {
+func readCuts(t *testing.T, cfg config.Config) []event.Cut {
 	t.Helper()
 	topic := event.CheckpointTopic(cfg.Kafka.TopicPrefix)
-	want, found, err := ReadCheckpoint(t.Context(), bed.Kafka.Brokers(), topic, cfg.TransactionalID())
+	want, found, err := ReadCheckpoint(t.Context(), cfg.Kafka.Brokers, topic, cfg.TransactionalID())
 	if err != nil || !found {
 		t.Fatalf("reading the last checkpoint: found %v, %v", found, err)
 	}
 	var cuts []event.Cut
-	pollAll(t, bed, []string{topic}, func(r *kgo.Record) {
+	pollAll(t, cfg.Kafka.Brokers, []string{topic}, func(r *kgo.Record) {
 		if string(r.Key) != cfg.TransactionalID() {
 			return
 		}
@@ -270,12 +282,12 @@ type cutRecord struct {
 
 // readCutRecords reads the table topics until every partition reached
 // the cut end, and a little longer to see anything past it.
-func readCutRecords(t *testing.T, bed *testbed.Bed, topics []string, end event.Offsets) []cutRecord {
+func readCutRecords(t *testing.T, brokers []string, topics []string, end event.Offsets) []cutRecord {
 	t.Helper()
 	var recs []cutRecord
 	seen := event.Offsets{}
 	lastGTID := map[string]string{} // topic/partition/key -> the GTID of its last event (for its tombstone)
-	pollAll(t, bed, topics, func(r *kgo.Record) {
+	pollAll(t, brokers, topics, func(r *kgo.Record) {
 		seen.Set(r.Topic, r.Partition, r.Offset+1)
 		where := fmt.Sprintf("%s/%d/%s", r.Topic, r.Partition, r.Key)
 		gtid, version := lastGTID[where], uint64(0) // a tombstone follows its delete
@@ -308,9 +320,9 @@ func readCutRecords(t *testing.T, bed *testbed.Bed, topics []string, end event.O
 
 // pollAll reads topics read-committed from the start until done, then a
 // second more.
-func pollAll(t *testing.T, bed *testbed.Bed, topics []string, each func(*kgo.Record), done func() (bool, string)) {
+func pollAll(t *testing.T, brokers []string, topics []string, each func(*kgo.Record), done func() (bool, string)) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bed.Kafka.Brokers()...), kgo.ConsumeTopics(topics...),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
 		t.Fatal(err)
