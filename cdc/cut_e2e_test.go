@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -53,8 +54,18 @@ func testCheckpointCut(t *testing.T, bed *testbed.Bed, rng *rand.Rand, embedded 
 	if embedded {
 		opts = append(opts, EmbeddedBroker())
 	}
-	stop := startTailer(t, cfg, opts...)
-	waitForTailer(t, bed, cfg)
+	var stop func() error
+	// The broker is killed before the tailer is ever stopped: a kfake
+	// broker restarted from its data directory after a stop and start of
+	// the tailer reported a range of committed records as an aborted
+	// transaction with no end, hiding them from every read-committed
+	// reader (seen about one run in three; not the tailer's doing).
+	if embedded && bed.Kafka.Kind == "kfake" {
+		stop = killDuring(t, bed, cfg, opts, func() { w.run(t, 200) })
+	} else {
+		stop = startTailer(t, cfg, opts...)
+		waitForTailer(t, bed, cfg)
+	}
 	w.run(t, 150)
 	if err := stop(); err != nil {
 		t.Fatalf("tailer: %v", err)
@@ -62,12 +73,6 @@ func testCheckpointCut(t *testing.T, bed *testbed.Bed, rng *rand.Rand, embedded 
 	w.run(t, 30) // while the tailer is down
 	stop = startTailer(t, cfg, opts...)
 	w.run(t, 150)
-	if embedded && bed.Kafka.Kind == "kfake" {
-		if err := stop(); err != nil {
-			t.Fatalf("tailer: %v", err)
-		}
-		stop = killDuring(t, bed, cfg, opts, func() { w.run(t, 200) })
-	}
 	waitCaughtUp(t, cfg, w.mark(t))
 	if err := stop(); err != nil {
 		t.Fatalf("tailer: %v", err)
@@ -206,6 +211,7 @@ func killDuring(t *testing.T, bed *testbed.Bed, cfg config.Config, opts []Option
 	ctx, cancel := context.WithCancel(t.Context())
 	ran := make(chan error, 1)
 	go func() { ran <- tl.Run(ctx) }()
+	waitForTailer(t, bed, cfg)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -336,11 +342,21 @@ func pollAll(t *testing.T, brokers []string, topics []string, each func(*kgo.Rec
 			adm := kadm.NewClient(cl)
 			hwm, _ := adm.ListEndOffsets(t.Context(), topics...)
 			lso, _ := adm.ListCommittedOffsets(t.Context(), topics...)
-			t.Fatalf("reading %v: not done after 60s: %s (high watermarks %v, last stable offsets %v)", topics, why, hwm.Offsets(), lso.Offsets())
+			var ends []string
+			hwm.Each(func(o kadm.ListedOffset) {
+				l, _ := lso.Lookup(o.Topic, o.Partition)
+				ends = append(ends, fmt.Sprintf("%s/%d: high watermark %d, last stable offset %d", o.Topic, o.Partition, o.Offset, l.Offset))
+			})
+			t.Fatalf("reading %v: not done after 60s: %s; %v", topics, why, ends)
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 		fetches := cl.PollFetches(ctx)
 		cancel()
+		for _, fe := range fetches.Errors() {
+			if !errors.Is(fe.Err, context.DeadlineExceeded) {
+				t.Logf("fetch %s/%d: %v", fe.Topic, fe.Partition, fe.Err)
+			}
+		}
 		fetches.EachRecord(each)
 		if ok, _ := done(); extra.IsZero() && ok {
 			extra = time.Now().Add(time.Second)
