@@ -27,9 +27,10 @@ import (
 // source transactions: every transaction has all its records below the
 // cut in their partitions, or none; (c) the last one covers exactly what
 // the topics hold. A workload of multi-table, multi-row transactions runs
-// across a stop and start of the tailer and, on the kfake broker with
-// the checkpoint committed alone (the embedded broker's way), a kill -9
-// of the broker. CUT_SEED replays a workload.
+// across a stop and start of the tailer, with the checkpoint in the
+// events' transaction and committed alone (the embedded broker's way).
+// CUT_SEED replays a workload. The embedded broker's crash between the
+// two commits is TestCheckpointCutAfterOrphans's.
 func TestCheckpointCut(t *testing.T) {
 	bed := testbed.Get(t)
 	seed := uint64(time.Now().UnixNano())
@@ -54,25 +55,22 @@ func testCheckpointCut(t *testing.T, bed *testbed.Bed, rng *rand.Rand, embedded 
 	if embedded {
 		opts = append(opts, EmbeddedBroker())
 	}
-	var stop func() error
-	// The broker is killed before the tailer is ever stopped: a kfake
-	// broker restarted from its data directory after a stop and start of
-	// the tailer reported a range of committed records as an aborted
-	// transaction with no end, hiding them from every read-committed
-	// reader (seen about one run in three; not the tailer's doing).
-	if embedded && bed.Kafka.Kind == "kfake" {
-		stop = killDuring(t, bed, cfg, opts, func() { w.run(t, 200) })
-	} else {
-		stop = startTailer(t, cfg, opts...)
-		waitForTailer(t, bed, cfg)
-	}
-	w.run(t, 150)
+	stop := startTailer(t, cfg, opts...)
+	waitForTailer(t, bed, cfg)
+	w.run(t, 100)
+	// Stopped and started again while the workload runs.
+	wrote := make(chan error, 1)
+	go func() { wrote <- w.runErr(t.Context(), 200) }()
+	time.Sleep(300 * time.Millisecond)
 	if err := stop(); err != nil {
 		t.Fatalf("tailer: %v", err)
 	}
-	w.run(t, 30) // while the tailer is down
+	time.Sleep(200 * time.Millisecond)
 	stop = startTailer(t, cfg, opts...)
-	w.run(t, 150)
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	w.run(t, 50)
 	waitCaughtUp(t, cfg, w.mark(t))
 	if err := stop(); err != nil {
 		t.Fatalf("tailer: %v", err)
@@ -135,11 +133,18 @@ type cutWorkload struct {
 
 func (w *cutWorkload) run(t *testing.T, n int) {
 	t.Helper()
+	if err := w.runErr(t.Context(), n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (w *cutWorkload) runErr(ctx context.Context, n int) error {
 	for range n {
-		if err := w.txn(t.Context()); err != nil {
-			t.Fatal(err)
+		if err := w.txn(ctx); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 func (w *cutWorkload) txn(ctx context.Context) error {
@@ -196,43 +201,6 @@ func (w *cutWorkload) mark(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return gtid
-}
-
-// killDuring runs a tailer while work runs, kills the broker with
-// SIGKILL under it and starts it again, then replaces the tailer by a new
-// one: a kill -9 of a process with its embedded broker, as far as what
-// stays in the topics goes. It returns the new tailer's stop.
-func killDuring(t *testing.T, bed *testbed.Bed, cfg config.Config, opts []Option, work func()) (stop func() error) {
-	t.Helper()
-	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	ran := make(chan error, 1)
-	go func() { ran <- tl.Run(ctx) }()
-	waitForTailer(t, bed, cfg)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		time.Sleep(300 * time.Millisecond)
-		if err := bed.Kafka.Kill(0); err != nil {
-			t.Error(err)
-			return
-		}
-		if err := bed.Kafka.Restart(context.WithoutCancel(t.Context()), 0); err != nil {
-			t.Error(err)
-		}
-		// Whatever the tailer that lived through the kill did since (it
-		// may also have been fenced: kfake forgets producer epochs), its
-		// successor starts from the checkpoint in the topic.
-		cancel()
-		<-ran
-		stop = startTailer(t, cfg, opts...)
-	}()
-	work()
-	<-done
-	return stop
 }
 
 // waitCaughtUp waits until the tailer's committed checkpoint covers gtid.
