@@ -132,29 +132,44 @@ func readCheckpoint(ctx context.Context, adm *kadm.Client, brokers []string, top
 }
 
 // readLastValue returns the value of the last committed record keyed key
-// in partition 0 of topic below end, reading with read_committed fetches
-// whose next offset comes from the fetched batches themselves.
+// in partition 0 of topic below end.
 func readLastValue(ctx context.Context, adm *kadm.Client, brokers []string, topic, key string, end int64) ([]byte, error) {
-	md, err := adm.Metadata(ctx, topic)
-	if err != nil {
-		return nil, fmt.Errorf("metadata of %s: %w", topic, err)
-	}
-	td, ok := md.Topics[topic]
-	if !ok || td.Err != nil || len(td.Partitions) == 0 {
-		return nil, fmt.Errorf("metadata of %s: %v", topic, td.Err)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	var offset int64
+	var start int64
 	if starts, err := adm.ListStartOffsets(ctx, topic); err == nil {
 		if so, ok := starts.Lookup(topic, 0); ok && so.Err == nil {
-			offset = so.Offset
+			start = so.Offset
 		}
 	}
 	var last []byte
+	err := scanCommitted(ctx, adm, brokers, topic, 0, start, end, func(r *kgo.Record) {
+		if string(r.Key) == key {
+			last = r.Value
+		}
+	})
+	return last, err
+}
+
+// scanCommitted hands each committed record of topic/part from offset
+// from up to end (and maybe a few past it) to each, reading with read_committed fetches whose next
+// offset comes from the fetched batches themselves.
+func scanCommitted(ctx context.Context, adm *kadm.Client, brokers []string, topic string, part int32, from, end int64, each func(*kgo.Record)) error {
+	md, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("metadata of %s: %w", topic, err)
+	}
+	td, ok := md.Topics[topic]
+	if !ok || td.Err != nil || len(td.Partitions) == 0 {
+		return fmt.Errorf("metadata of %s: %v", topic, td.Err)
+	}
+	if _, ok := td.Partitions[part]; !ok {
+		return fmt.Errorf("metadata of %s: no partition %d", topic, part)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	offset := from
 	for offset < end {
 		req := kmsg.NewPtrFetchRequest()
 		req.MaxWaitMillis = 500
@@ -163,28 +178,28 @@ func readLastValue(ctx context.Context, adm *kadm.Client, brokers []string, topi
 		rt := kmsg.NewFetchRequestTopic()
 		rt.Topic, rt.TopicID = topic, td.ID
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = 0, offset, 8<<20
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = part, offset, 8<<20
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 		// The partition's leader, looked up again on every round: it may
 		// move while the read goes on.
-		leader := td.Partitions[0].Leader
+		leader := td.Partitions[part].Leader
 		if md, err := adm.Metadata(ctx, topic); err == nil {
-			if p, ok := md.Topics[topic].Partitions[0]; ok {
+			if p, ok := md.Topics[topic].Partitions[part]; ok {
 				leader = p.Leader
 			}
 		}
 		resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", topic, err)
+			return fmt.Errorf("reading %s: %w", topic, err)
 		}
 		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", topic, err)
+			return fmt.Errorf("reading %s: %w", topic, err)
 		}
 		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			return nil, fmt.Errorf("reading %s: unexpected fetch response shape", topic)
+			return fmt.Errorf("reading %s: unexpected fetch response shape", topic)
 		}
-		fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: offset, IsolationLevel: kgo.ReadCommitted(), Topic: topic},
+		fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: offset, IsolationLevel: kgo.ReadCommitted(), Topic: topic, Partition: part},
 			&resp.Topics[0].Partitions[0], kgo.DefaultDecompressor(), nil)
 		if fp.Err != nil {
 			switch {
@@ -195,17 +210,15 @@ func readLastValue(ctx context.Context, adm *kadm.Client, brokers []string, topi
 				offset = fp.LogStartOffset // the log start moved on
 				continue
 			}
-			return nil, fmt.Errorf("reading %s at offset %d: %w", topic, offset, fp.Err)
+			return fmt.Errorf("reading %s/%d at offset %d: %w", topic, part, offset, fp.Err)
 		}
 		for _, r := range fp.Records {
-			if string(r.Key) == key {
-				last = r.Value
-			}
+			each(r)
 		}
 		// Nothing readable yet (an open transaction holds the last
 		// stable offset back) leaves next where it was: fetch again,
 		// the broker waits MaxWaitMillis for it.
 		offset = max(offset, next)
 	}
-	return last, nil
+	return nil
 }

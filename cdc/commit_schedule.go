@@ -52,6 +52,7 @@ type batchState struct {
 	firstRecord  time.Time // when the first of them was produced
 	commitActive bool      // a previous commit still runs in the background
 	inTxn        bool      // a source transaction is open
+	behind       bool      // orphans past the resumed cut are not published again yet
 }
 
 // commitVerdict is what the scheduler decides.
@@ -81,7 +82,7 @@ func (c *commitScheduler) completed(now time.Time, file string, offset uint32, t
 // decide says whether the next commit is due. deadline: a commit time
 // passed (commit_interval, an idle source) or the stream stops.
 func (c *commitScheduler) decide(now time.Time, b batchState, deadline bool) commitVerdict {
-	if c.txns == 0 || b.inTxn {
+	if c.txns == 0 || b.inTxn || b.behind {
 		return commitNotDue
 	}
 	full := b.records >= c.every
@@ -97,7 +98,7 @@ func (c *commitScheduler) decide(now time.Time, b batchState, deadline bool) com
 // commitAt is when the next commit falls due by time; zero when it waits
 // for nothing but the running commit (deferred) or nothing is complete.
 func (c *commitScheduler) commitAt(now time.Time, b batchState) time.Time {
-	if c.txns == 0 || (c.wanted && b.commitActive) {
+	if c.txns == 0 || b.behind || (c.wanted && b.commitActive) {
 		return time.Time{}
 	}
 	at := c.batchStart(b).Add(c.interval)
@@ -131,8 +132,12 @@ func (c *commitScheduler) committed() { c.txns, c.wanted = 0, false }
 // batch is the stream's batchState now.
 func (s *stream) batch() batchState {
 	records, first := s.pub.batch()
-	return batchState{records: records, firstRecord: first, commitActive: s.pub.commitRunning(), inTxn: s.inTxn()}
+	return batchState{records: records, firstRecord: first, commitActive: s.pub.commitRunning(), inTxn: s.inTxn(), behind: s.behind()}
 }
+
+// behind reports events committed past the resumed checkpoint's cut that
+// the stream has not published again yet (publisher.startPublished).
+func (s *stream) behind() bool { return s.orphans > s.clock.Last() }
 
 // inTxn reports an open source transaction.
 func (s *stream) inTxn() bool { return s.txnBegun || s.txnGTID != "" }

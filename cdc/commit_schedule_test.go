@@ -28,6 +28,7 @@ func TestCommitSchedulerDecide(t *testing.T) {
 		{"owed from before: due at the next transaction end", 1, now, true, batchState{records: 1, firstRecord: now}, false, commitDue},
 		{"due by time while one runs: deferred, the stream reads on", 1, now, false, batchState{records: 1, firstRecord: now, commitActive: true}, true, commitDeferred},
 		{"due by size while one runs: waits for it, bounding what a backlog holds", 1, now, false, batchState{records: every, firstRecord: now, commitActive: true}, false, commitDue},
+		{"orphans past the resumed cut not yet published again: a cut now would split their transactions", 1, now.Add(-time.Hour), true, batchState{records: every, firstRecord: now, behind: true}, true, commitNotDue},
 	} {
 		s := commitScheduler{every: every, interval: interval, txns: c.txns, since: c.since, wanted: c.wanted}
 		if got := s.decide(now, c.b, c.deadline); got != c.want {
@@ -53,6 +54,7 @@ func TestCommitSchedulerCommitAt(t *testing.T) {
 		{"inside a source transaction: at commit_interval from the batch's start", 1, false, batchState{inTxn: true}, now.Add(-time.Millisecond).Add(interval)},
 		{"the batch's start is its first record when that came first", 1, false, batchState{inTxn: true, records: 1, firstRecord: now.Add(-time.Minute)}, now.Add(-time.Minute).Add(interval)},
 		{"an old batch between transactions: at once (its interval passed)", 1, false, batchState{records: 1, firstRecord: now.Add(-time.Minute)}, now.Add(-time.Minute).Add(interval)},
+		{"behind orphans: no wake-up (a timer would only spin), the next event decides", 1, false, batchState{behind: true}, time.Time{}},
 	} {
 		s := commitScheduler{interval: interval, txns: c.txns, since: now.Add(-time.Millisecond), wanted: c.wanted}
 		if got := s.commitAt(now, c.b); !got.Equal(c.want) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -26,9 +27,10 @@ import (
 // source transactions: every transaction has all its records below the
 // cut in their partitions, or none; (c) the last one covers exactly what
 // the topics hold. A workload of multi-table, multi-row transactions runs
-// across a stop and start of the tailer and, on the kfake broker with
-// the checkpoint committed alone (the embedded broker's way), a kill -9
-// of the broker. CUT_SEED replays a workload.
+// across a stop and start of the tailer, with the checkpoint in the
+// events' transaction and committed alone (the embedded broker's way).
+// CUT_SEED replays a workload. The embedded broker's crash between the
+// two commits is TestCheckpointCutAfterOrphans's.
 func TestCheckpointCut(t *testing.T) {
 	bed := testbed.Get(t)
 	seed := uint64(time.Now().UnixNano())
@@ -48,13 +50,45 @@ func TestCheckpointCut(t *testing.T) {
 }
 
 func testCheckpointCut(t *testing.T, bed *testbed.Bed, rng *rand.Rand, embedded bool) {
+	cfg, w, topics := cutSetup(t, bed, rng)
+	var opts []Option
+	if embedded {
+		opts = append(opts, EmbeddedBroker())
+	}
+	stop := startTailer(t, cfg, opts...)
+	waitForTailer(t, bed, cfg)
+	w.run(t, 100)
+	// Stopped and started again while the workload runs.
+	wrote := make(chan error, 1)
+	go func() { wrote <- w.runErr(t.Context(), 200) }()
+	time.Sleep(300 * time.Millisecond)
+	if err := stop(); err != nil {
+		t.Fatalf("tailer: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	stop = startTailer(t, cfg, opts...)
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	w.run(t, 50)
+	waitCaughtUp(t, cfg, w.mark(t))
+	if err := stop(); err != nil {
+		t.Fatalf("tailer: %v", err)
+	}
+	checkCuts(t, cfg, topics, w)
+}
+
+// cutSetup creates three tables and a config capturing them for a
+// transactional sink, and a workload over them.
+func cutSetup(t *testing.T, bed *testbed.Bed, rng *rand.Rand) (config.Config, *cutWorkload, []string) {
+	t.Helper()
 	ctx := t.Context()
 	db, err := bed.MySQL.CreateDatabase(ctx, "cut")
 	if err != nil {
 		t.Fatal(err)
 	}
 	tables := []string{"a", "b", "c"}
-	var names []string
+	var names, topics []string
 	for _, tbl := range tables {
 		if err := bed.MySQL.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.`%s` (id INT PRIMARY KEY, n INT)", db, tbl)); err != nil {
 			t.Fatal(err)
@@ -62,41 +96,21 @@ func testCheckpointCut(t *testing.T, bed *testbed.Bed, rng *rand.Rand, embedded 
 		names = append(names, db+"."+tbl)
 	}
 	cfg := tailerConfig(t, bed, names...)
-	cfg.Kafka.CommitEvery = 25 // a Kafka transaction of one to a few source transactions
-	cfg.Sinks = map[string]config.Sink{"read": {DSN: config.Secret(bed.MySQL.AdminDSN()), Consistency: config.ConsistencyTransaction}}
-	var opts []Option
-	if embedded {
-		opts = append(opts, EmbeddedBroker())
-	}
-	w := &cutWorkload{db: bed.MySQL.DB(), schema: db, tables: tables, rng: rng}
-
-	stop := startTailer(t, cfg, opts...)
-	waitForTailer(t, bed, cfg)
-	w.run(t, 150)
-	if err := stop(); err != nil {
-		t.Fatalf("tailer: %v", err)
-	}
-	w.run(t, 30) // while the tailer is down
-	stop = startTailer(t, cfg, opts...)
-	w.run(t, 150)
-	if embedded && bed.Kafka.Kind == "kfake" {
-		if err := stop(); err != nil {
-			t.Fatalf("tailer: %v", err)
-		}
-		stop = killDuring(t, bed, cfg, opts, func() { w.run(t, 200) })
-	}
-	waitCaughtUp(t, bed, cfg, w.mark(t))
-	if err := stop(); err != nil {
-		t.Fatalf("tailer: %v", err)
-	}
-
-	var topics []string
 	for _, tbl := range tables {
 		topics = append(topics, event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl))
 	}
-	cuts := readCuts(t, bed, cfg)
+	cfg.Kafka.CommitEvery = 25 // a Kafka transaction of one to a few source transactions
+	cfg.Sinks = map[string]config.Sink{"read": {DSN: config.Secret(bed.MySQL.AdminDSN()), Consistency: config.ConsistencyTransaction}}
+	return cfg, &cutWorkload{db: bed.MySQL.DB(), schema: db, tables: tables, rng: rng}, topics
+}
+
+// checkCuts reads every checkpoint and every table record once the
+// tailer stopped and checks (a), (b) and (c) of TestCheckpointCut.
+func checkCuts(t *testing.T, cfg config.Config, topics []string, w *cutWorkload) []cutRecord {
+	t.Helper()
+	cuts := readCuts(t, cfg)
 	last := cuts[len(cuts)-1]
-	recs := readCutRecords(t, bed, topics, last.Published)
+	recs := readCutRecords(t, cfg.Kafka.Brokers, topics, last.Published)
 	checkCutsMonotone(t, cuts, topics, cfg.Kafka.Partitions)
 	checkCutsWhole(t, cuts, recs)
 	checkLastCut(t, last, recs)
@@ -104,6 +118,7 @@ func testCheckpointCut(t *testing.T, bed *testbed.Bed, rng *rand.Rand, embedded 
 		t.Errorf("the last checkpoint counts %d source transactions, the workload committed %d: the count was not carried across restarts", last.Transactions, w.txns)
 	}
 	t.Logf("%d checkpoints, %d records, %d source transactions, %d records published again after a restart", len(cuts), len(recs), w.txns, republished(recs))
+	return recs
 }
 
 // cutWorkload commits source transactions of several statements over
@@ -118,11 +133,18 @@ type cutWorkload struct {
 
 func (w *cutWorkload) run(t *testing.T, n int) {
 	t.Helper()
+	if err := w.runErr(t.Context(), n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (w *cutWorkload) runErr(ctx context.Context, n int) error {
 	for range n {
-		if err := w.txn(t.Context()); err != nil {
-			t.Fatal(err)
+		if err := w.txn(ctx); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 func (w *cutWorkload) txn(ctx context.Context) error {
@@ -181,47 +203,11 @@ func (w *cutWorkload) mark(t *testing.T) string {
 	return gtid
 }
 
-// killDuring runs a tailer while work runs, kills the broker with
-// SIGKILL under it and starts it again, then replaces the tailer by a new
-// one: a kill -9 of a process with its embedded broker, as far as what
-// stays in the topics goes. It returns the new tailer's stop.
-func killDuring(t *testing.T, bed *testbed.Bed, cfg config.Config, opts []Option, work func()) (stop func() error) {
-	t.Helper()
-	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	ran := make(chan error, 1)
-	go func() { ran <- tl.Run(ctx) }()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		time.Sleep(300 * time.Millisecond)
-		if err := bed.Kafka.Kill(0); err != nil {
-			t.Error(err)
-			return
-		}
-		if err := bed.Kafka.Restart(context.WithoutCancel(t.Context()), 0); err != nil {
-			t.Error(err)
-		}
-		// Whatever the tailer that lived through the kill did since (it
-		// may also have been fenced: kfake forgets producer epochs), its
-		// successor starts from the checkpoint in the topic.
-		cancel()
-		<-ran
-		stop = startTailer(t, cfg, opts...)
-	}()
-	work()
-	<-done
-	return stop
-}
-
 // waitCaughtUp waits until the tailer's committed checkpoint covers gtid.
-func waitCaughtUp(t *testing.T, bed *testbed.Bed, cfg config.Config, gtid string) {
+func waitCaughtUp(t *testing.T, cfg config.Config, gtid string) {
 	t.Helper()
 	testbed.Eventually(t, 90*time.Second, func() (bool, string) {
-		cp, found, err := ReadCheckpoint(t.Context(), bed.Kafka.Brokers(), event.CheckpointTopic(cfg.Kafka.TopicPrefix), cfg.TransactionalID())
+		cp, found, err := ReadCheckpoint(t.Context(), cfg.Kafka.Brokers, event.CheckpointTopic(cfg.Kafka.TopicPrefix), cfg.TransactionalID())
 		if err != nil || !found {
 			return false, fmt.Sprintf("no checkpoint yet (%v)", err)
 		}
@@ -232,15 +218,15 @@ func waitCaughtUp(t *testing.T, bed *testbed.Bed, cfg config.Config, gtid string
 
 // readCuts reads every committed checkpoint of the tailer, oldest first,
 // as a reader does (event.Cut).
-func readCuts(t *testing.T, bed *testbed.Bed, cfg config.Config) []event.Cut {
+func readCuts(t *testing.T, cfg config.Config) []event.Cut {
 	t.Helper()
 	topic := event.CheckpointTopic(cfg.Kafka.TopicPrefix)
-	want, found, err := ReadCheckpoint(t.Context(), bed.Kafka.Brokers(), topic, cfg.TransactionalID())
+	want, found, err := ReadCheckpoint(t.Context(), cfg.Kafka.Brokers, topic, cfg.TransactionalID())
 	if err != nil || !found {
 		t.Fatalf("reading the last checkpoint: found %v, %v", found, err)
 	}
 	var cuts []event.Cut
-	pollAll(t, bed, []string{topic}, func(r *kgo.Record) {
+	pollAll(t, cfg.Kafka.Brokers, []string{topic}, func(r *kgo.Record) {
 		if string(r.Key) != cfg.TransactionalID() {
 			return
 		}
@@ -270,12 +256,12 @@ type cutRecord struct {
 
 // readCutRecords reads the table topics until every partition reached
 // the cut end, and a little longer to see anything past it.
-func readCutRecords(t *testing.T, bed *testbed.Bed, topics []string, end event.Offsets) []cutRecord {
+func readCutRecords(t *testing.T, brokers []string, topics []string, end event.Offsets) []cutRecord {
 	t.Helper()
 	var recs []cutRecord
 	seen := event.Offsets{}
 	lastGTID := map[string]string{} // topic/partition/key -> the GTID of its last event (for its tombstone)
-	pollAll(t, bed, topics, func(r *kgo.Record) {
+	pollAll(t, brokers, topics, func(r *kgo.Record) {
 		seen.Set(r.Topic, r.Partition, r.Offset+1)
 		where := fmt.Sprintf("%s/%d/%s", r.Topic, r.Partition, r.Key)
 		gtid, version := lastGTID[where], uint64(0) // a tombstone follows its delete
@@ -308,9 +294,9 @@ func readCutRecords(t *testing.T, bed *testbed.Bed, topics []string, end event.O
 
 // pollAll reads topics read-committed from the start until done, then a
 // second more.
-func pollAll(t *testing.T, bed *testbed.Bed, topics []string, each func(*kgo.Record), done func() (bool, string)) {
+func pollAll(t *testing.T, brokers []string, topics []string, each func(*kgo.Record), done func() (bool, string)) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bed.Kafka.Brokers()...), kgo.ConsumeTopics(topics...),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
 		t.Fatal(err)
@@ -324,11 +310,21 @@ func pollAll(t *testing.T, bed *testbed.Bed, topics []string, each func(*kgo.Rec
 			adm := kadm.NewClient(cl)
 			hwm, _ := adm.ListEndOffsets(t.Context(), topics...)
 			lso, _ := adm.ListCommittedOffsets(t.Context(), topics...)
-			t.Fatalf("reading %v: not done after 60s: %s (high watermarks %v, last stable offsets %v)", topics, why, hwm.Offsets(), lso.Offsets())
+			var ends []string
+			hwm.Each(func(o kadm.ListedOffset) {
+				l, _ := lso.Lookup(o.Topic, o.Partition)
+				ends = append(ends, fmt.Sprintf("%s/%d: high watermark %d, last stable offset %d", o.Topic, o.Partition, o.Offset, l.Offset))
+			})
+			t.Fatalf("reading %v: not done after 60s: %s; %v", topics, why, ends)
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 		fetches := cl.PollFetches(ctx)
 		cancel()
+		for _, fe := range fetches.Errors() {
+			if !errors.Is(fe.Err, context.DeadlineExceeded) {
+				t.Logf("fetch %s/%d: %v", fe.Topic, fe.Partition, fe.Err)
+			}
+		}
 		fetches.EachRecord(each)
 		if ok, _ := done(); extra.IsZero() && ok {
 			extra = time.Now().Add(time.Second)

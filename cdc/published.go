@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -104,41 +105,100 @@ func (p *publisher) trackPublished() { p.published = &publishedOffsets{} }
 // InitProducerID fenced the previous producer and ended its open
 // transaction, so nothing of ours can still commit below that end.
 //
-// Records past the resumed checkpoint's cut may be committed (a kill -9 of
-// the embedded broker between the events' commit and the checkpoint's, or
-// in the middle of its partition-by-partition commit): the stream
-// publishes them again from the checkpoint's position, and they stay
-// harmless because the first commit after the restart only comes once the
-// stream has re-read every source transaction they belong to
-// (orphanHorizon): its cut covers the orphans and their copies together,
-// and the copies, with the same versions, are stale against the orphans.
-func (p *publisher) startPublished(ctx context.Context, cp Checkpoint, tables []string, partitions map[string]int) error {
+// It returns the orphan horizon: the highest version of a committed table
+// record past cp's cut, 0 when there is none. Such records exist only
+// with the checkpoint committed alone (the embedded broker): a kill -9
+// between the events' commit and the checkpoint's, or in the middle of
+// the events' partition-by-partition commit. On Kafka a record past the
+// cut belongs to a transaction that never committed, which no
+// read-committed reader sees. The stream publishes the orphans' source
+// transactions again from cp's position, with the same versions, and does
+// not commit before its clock has passed the horizon (stream.behind), so
+// the first cut past an orphan also holds the copies of every source
+// transaction with an orphan: a reader applies them together, the copies
+// stale against the orphans (version guard), and never sees part of one.
+// Without that wait, a first commit holding fewer source transactions
+// than the lost one would put the orphans of the rest, which may be only
+// some of their records, below its cut.
+func (p *publisher) startPublished(ctx context.Context, cp Checkpoint, tables []string, partitions map[string]int) (horizon uint64, err error) {
 	if p.published == nil {
-		return nil
+		return 0, nil
 	}
 	p.published.reset(cp.Published, tables)
-	var missing []string
+	base := cloneOffsets(cp.Published)
+	var missing, named []string
 	for _, t := range tables {
 		if len(cp.Published[t]) < partitions[t] {
 			missing = append(missing, t)
 		}
+		if len(cp.Published[t]) > 0 {
+			named = append(named, t)
+		}
 	}
-	if len(missing) == 0 {
-		return nil
+	if len(missing) > 0 {
+		ends, err := p.adm.ListEndOffsets(ctx, missing...)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err != nil {
+			return 0, fmt.Errorf("listing end offsets of %v: %w", missing, err)
+		}
+		ends.Each(func(e kadm.ListedOffset) {
+			if _, ok := base[e.Topic][e.Partition]; !ok {
+				base.Set(e.Topic, e.Partition, e.Offset)
+			}
+		})
 	}
-	ends, err := p.adm.ListEndOffsets(ctx, missing...)
+	if p.separateCheckpoint && len(named) > 0 {
+		if horizon, err = p.orphansPast(ctx, cp.Published, named); err != nil {
+			return 0, err
+		}
+	}
+	p.published.committed(base)
+	return horizon, nil
+}
+
+// orphansPast is the highest version of a committed record past cut in
+// the partitions of topics; 0 when there is none. It reads up to the last
+// stable offsets: what a read-committed reader can see.
+func (p *publisher) orphansPast(ctx context.Context, cut event.Offsets, topics []string) (uint64, error) {
+	ends, err := p.adm.ListCommittedOffsets(ctx, topics...)
+	if err == nil {
+		err = ends.Error()
+	}
 	if err != nil {
-		return fmt.Errorf("listing end offsets of %v: %w", missing, err)
+		return 0, fmt.Errorf("listing the last stable offsets of %v: %w", topics, err)
 	}
-	if err := ends.Error(); err != nil {
-		return fmt.Errorf("listing end offsets of %v: %w", missing, err)
-	}
-	base := cloneOffsets(cp.Published)
+	var horizon uint64
+	var errs []error
 	ends.Each(func(e kadm.ListedOffset) {
-		if _, ok := base[e.Topic][e.Partition]; !ok {
-			base.Set(e.Topic, e.Partition, e.Offset)
+		if from, ok := cut[e.Topic][e.Partition]; ok && e.Offset > from {
+			h, err := p.orphanHorizon(ctx, e.Topic, e.Partition, from, e.Offset)
+			errs = append(errs, err)
+			horizon = max(horizon, h)
 		}
 	})
-	p.published.committed(base)
-	return nil
+	return horizon, errors.Join(errs...)
+}
+
+// orphanHorizon is the highest version of a committed record of
+// topic/part from offset from to end.
+func (p *publisher) orphanHorizon(ctx context.Context, topic string, part int32, from, end int64) (uint64, error) {
+	var horizon uint64
+	var errs []error
+	err := scanCommitted(ctx, p.adm, p.brokers, topic, part, from, end, func(r *kgo.Record) {
+		if r.Value == nil || r.Offset >= end {
+			return // a tombstone follows its delete
+		}
+		e, err := event.DecodeEvent(r.Value)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("record %s/%d@%d: %w", topic, part, r.Offset, err))
+			return
+		}
+		horizon = max(horizon, e.Version)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reading the records past the checkpoint's cut: %w", err)
+	}
+	return horizon, errors.Join(errs...)
 }

@@ -19,13 +19,18 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 	if err := checkResumable(ctx, env.src, cp); err != nil {
 		return nil, err
 	}
-	if err := env.pub.startPublished(ctx, cp, env.topics, env.partitions); err != nil {
+	orphans, err := env.pub.startPublished(ctx, cp, env.topics, env.partitions)
+	if err != nil {
 		return nil, err
+	}
+	if orphans > cp.LastVersion {
+		t.log.Info("committed events past the checkpoint (a crash between committing events and their checkpoint): the first commit waits until they are published again",
+			"checkpoint_version", cp.LastVersion, "orphan_version", orphans)
 	}
 	s := &stream{
 		t: t, pub: env.pub, src: env.src, cp: cp,
 		captured: env.captured, partitions: env.partitions, excluded: env.excluded, charsets: env.charsets,
-		tables: map[uint64]*table{}, keys: t.cfg.Source.Keys,
+		tables: map[uint64]*table{}, keys: t.cfg.Source.Keys, orphans: orphans,
 	}
 	if len(s.keys) > 0 {
 		s.guard = newKeyGuard(s.keys)

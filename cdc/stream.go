@@ -62,6 +62,10 @@ type stream struct {
 
 	// sched decides when the Kafka transaction commits.
 	sched commitScheduler
+	// orphans is the highest version of a committed event past the cut of
+	// the checkpoint the stream resumed from (publisher.startPublished):
+	// nothing commits before the clock has passed it.
+	orphans uint64
 
 	slab slab // the records' keys and values
 }
@@ -262,7 +266,7 @@ func (s *stream) beforeRead(ctx context.Context) error {
 func (s *stream) drain(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 	defer cancel()
-	if s.sched.txns > 0 && !s.inTxn() {
+	if s.sched.txns > 0 && !s.inTxn() && !s.behind() {
 		return s.commitNow(dctx)
 	}
 	// A part of a source transaction is never committed; a commit still
