@@ -17,6 +17,9 @@ func TestCompareModes(t *testing.T) {
 	other := workloadResult{Workload: workload{Name: "stats"}, Projector: rate{PerS: 9999}}
 	noLatency := txn
 	noLatency.Latency = nil
+	joinTxn := workloadResult{Workload: workload{Name: "region_txn", Base: "region", Consistency: "transaction", InBatch: true}, Projector: rate{PerS: 600}, Tailer: rate{PerS: 1}}
+	joinRow := workloadResult{Workload: workload{Name: "region"}, Projector: rate{PerS: 1000}, Tailer: rate{PerS: 1}}
+	joinTwin := workloadResult{Workload: workload{Name: "region_inbatch", Base: "region", InBatch: true}, Projector: rate{PerS: 500}, Tailer: rate{PerS: 1}}
 	for _, c := range []struct {
 		why  string
 		ws   []workloadResult
@@ -27,6 +30,10 @@ func TestCompareModes(t *testing.T) {
 				RowLive: 1000, TxnLive: 900, Offered: 500, RowP99: 100, TxnP99: 150, P99Ratio: 1.5, RowDrainRSS: 50, TxnDrainRSS: 70, RowLiveRSS: 60, TxnLiveRSS: 80}}},
 		{"no base in the run: nothing to set it against", []workloadResult{txn, other}, nil},
 		{"row workloads alone are not compared", []workloadResult{row, other}, nil},
+		{"a join in_batch against its in_batch twin when that ran, not the background base", []workloadResult{joinRow, joinTwin, joinTxn},
+			[]modeComparison{{Workload: "region_txn", Base: "region_inbatch", RowDrain: 500, TxnDrain: 600, DrainRatio: 1.2, RowTailer: 1, TxnTailer: 1, TailerRatio: 1}}},
+		{"without the twin, against the base", []workloadResult{joinRow, joinTxn},
+			[]modeComparison{{Workload: "region_txn", Base: "region", RowDrain: 1000, TxnDrain: 600, DrainRatio: 0.6, RowTailer: 1, TxnTailer: 1, TailerRatio: 1}}},
 		{"no latency step (-skip-e2e): the drains only", []workloadResult{row, noLatency},
 			[]modeComparison{{Workload: "lines_txn", Base: "lines", RowDrain: 1000, TxnDrain: 800, DrainRatio: 0.8, RowTailer: 4000, TxnTailer: 2000, TailerRatio: 0.5, RowDrainRSS: 50, TxnDrainRSS: 70}}},
 	} {

@@ -540,7 +540,7 @@ func (e *env) projectorDrain(ctx context.Context, cfgPath string, proj *projecti
 			// The applier's first commit takes everything up to the newest
 			// cut, often the whole backlog: the drain starts when that
 			// commit began, and counts every record.
-			t0, s0, rows0 = time.Now().Add(-time.Duration(p.metric("readside_sink_commit_seconds_sum")*float64(time.Second))), 0, 0
+			t0, s0, rows0 = time.Now().Add(-firstCommit(p)), 0, 0
 		case t0.IsZero() && sum > 0:
 			t0, s0, cpu0, rows0 = time.Now(), sum, p.cpuSeconds(), p.metric(rowsMetric)
 		case t0.IsZero() && transactional && cpu0 == 0:
@@ -566,6 +566,19 @@ func (e *env) projectorDrain(ctx context.Context, cfgPath string, proj *projecti
 	ev := float64(events) * share
 	r.drained(ev, t1.Sub(t0), cpu1-cpu0)
 	return r, (rows1 - rows0) / r.Seconds, nil
+}
+
+// firstCommit is how long the applier's first commit took: its offsets
+// are in the sink as soon as it commits, its metric a moment later.
+func firstCommit(p *proc) time.Duration {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if n := p.metric("readside_sink_commit_seconds_count"); n > 0 {
+			// More than one by now (rare): their mean.
+			return time.Duration(p.metric("readside_sink_commit_seconds_sum") / n * float64(time.Second))
+		}
+	}
+	logf("warning: the applier's first commit took an unknown time (no readside_sink_commit_seconds): the drain is timed from its end")
+	return 0
 }
 
 // appliedOffsets reads the projection's committed next offsets from the sink.
