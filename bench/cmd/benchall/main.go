@@ -139,27 +139,28 @@ func workloads(quick bool) []workload {
 }
 
 type results struct {
-	StartedAt time.Time        `json:"started_at"`
-	Quick     bool             `json:"quick"`
-	Host      hostInfo         `json:"host"`
-	Broker    string           `json:"broker"`
-	MariaDB   string           `json:"mariadb"`
-	Workloads []workloadResult `json:"workloads"`
-	Skipped   []string         `json:"skipped_workloads,omitempty"`
-	EndToEnd  *e2eResult       `json:"end_to_end,omitempty"`
-	Reshard   *reshardResult   `json:"reshard,omitempty"`
-	Snapshot  *snapshotResult  `json:"snapshot,omitempty"`
-	// Consistency sets each transactional workload against its row-mode
-	// base; BigTxn is the one large source transaction (consistency.go).
-	Consistency []modeComparison `json:"consistency,omitempty"`
-	BigTxn      *bigTxnResult    `json:"big_transaction,omitempty"`
-	DurationS   float64          `json:"duration_s"`
-	LoadBefore  float64          `json:"load1_before"`
-	LoadAfter   float64          `json:"load1_after"`
+	StartedAt  time.Time        `json:"started_at"`
+	Quick      bool             `json:"quick"`
+	Host       hostInfo         `json:"host"`
+	Broker     string           `json:"broker"`
+	MariaDB    string           `json:"mariadb"`
+	Workloads  []workloadResult `json:"workloads"`
+	Skipped    []string         `json:"skipped_workloads,omitempty"`
+	EndToEnd   *e2eResult       `json:"end_to_end,omitempty"`
+	Reshard    *reshardResult   `json:"reshard,omitempty"`
+	Snapshot   *snapshotResult  `json:"snapshot,omitempty"`
+	DurationS  float64          `json:"duration_s"`
+	LoadBefore float64          `json:"load1_before"`
+	LoadAfter  float64          `json:"load1_after"`
 	// SettleLimitS is -settle; Settles are the waits for MariaDB to flush
 	// and purge before each stage.
 	SettleLimitS float64          `json:"settle_limit_s"`
 	Settles      []benchio.Settle `json:"settles,omitempty"`
+
+	// Consistency sets each transactional workload against its row-mode
+	// base; BigTxn is the one large source transaction (consistency.go).
+	Consistency []modeComparison `json:"consistency,omitempty"`
+	BigTxn      *bigTxnResult    `json:"big_transaction,omitempty"`
 }
 
 type hostInfo struct {
