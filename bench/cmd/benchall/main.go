@@ -60,6 +60,7 @@ func main() {
 	flag.DurationVar(&quietWait, "quiet-wait", 90*time.Second, "wait up to this long for a 1-minute load below 1.5 before starting")
 	flag.DurationVar(&settleLimit, "settle", time.Minute, "before each stage, wait up to this long for MariaDB to flush its dirty pages and purge its undo history, so a stage does not pay for the writes of the one before (20s at most with -quick; 0: do not wait)")
 	flag.IntVar(&snapshotRows, "snapshot-rows", 0, "rows of the snapshot step's table (default 2,000,000, 200,000 with -quick)")
+	flag.IntVar(&bigTxnRows, "bigtxn-rows", 1_000_000, "rows of the txn_1m step's one source transaction into a transactional sink")
 	flag.StringVar(&reshardFill, "reshard-fill", "", "the reshard step's --fill (copy or topics; default: the command's own)")
 	chartFrom := flag.String("chart-from", "", "only redraw the PNG chart from this latest.json (into -out)")
 	peersRun := flag.Bool("peers", false, "make bench-peers: Debezium (Kafka Connect standalone) next to readside on the narrow workloads; writes peers.json and peers.md")
@@ -96,6 +97,7 @@ var (
 	mariadbArgs  string
 	settleLimit  time.Duration
 	narrowE2E    bool
+	bigTxnRows   int
 )
 
 func workloads(quick bool) []workload {
@@ -118,10 +120,20 @@ func workloads(quick bool) []workload {
 		// with computed columns; a join through a parent's parent.
 		{Name: "messages_by_sender_month", Kind: "messages_by_sender_month", Updates: 0.1, Events: mix, Preload: 20_000, TxnRows: 200, RowBytes: 300, Live: true},
 		{Name: "orders_with_region", Kind: "orders_with_region", Updates: 0.35, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
+		{Name: "orders_with_region_txn", Base: "orders_with_region", Consistency: "transaction", InBatch: true, Kind: "orders_with_region", Updates: 0.35, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
+		{Name: "orders_with_region_inbatch", Base: "orders_with_region", InBatch: true, Optional: true, Kind: "orders_with_region", Updates: 0.35, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
 		// Aggregates on Zipfian groups and nested children (issue 27:
 		// sources_aggregate.go, sources_children.go), each with its own B2.
+		// Each …_txn (the join, the aggregate, the children) is its base
+		// right before it again on a sink with consistency: transaction
+		// (consistency.go): the same stream, set against the base's
+		// figures; the join in_batch (a transactional sink refuses a
+		// background fan-out), orders_with_region_inbatch its row-mode
+		// twin when named.
 		{Name: "customer_order_stats", Kind: "customer_order_stats", Updates: 0.45, Zipf: true, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
+		{Name: "customer_order_stats_txn", Base: "customer_order_stats", Consistency: "transaction", Kind: "customer_order_stats", Updates: 0.45, Zipf: true, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
 		{Name: "orders_with_lines", Kind: "orders_with_lines", Updates: 0.6, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
+		{Name: "orders_with_lines_txn", Base: "orders_with_lines", Consistency: "transaction", Kind: "orders_with_lines", Updates: 0.6, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
 		{Name: "sysbench_write_only", Kind: "sysbench", Events: sb, Preload: 10_000, RowBytes: 250},
 	}
 }
@@ -144,6 +156,11 @@ type results struct {
 	// and purge before each stage.
 	SettleLimitS float64          `json:"settle_limit_s"`
 	Settles      []benchio.Settle `json:"settles,omitempty"`
+
+	// Consistency sets each transactional workload against its row-mode
+	// base; BigTxn is the one large source transaction (consistency.go).
+	Consistency []modeComparison `json:"consistency,omitempty"`
+	BigTxn      *bigTxnResult    `json:"big_transaction,omitempty"`
 }
 
 type hostInfo struct {
@@ -178,6 +195,12 @@ type env struct {
 	// settles is every wait for MariaDB to settle before a stage, the limit
 	// programs' included (benchio.SettleInnoDB).
 	settles []benchio.Settle
+	// consistency is the sink's consistency in the configs written now
+	// ("": row); ownDatabases sets it (consistency.go).
+	consistency string
+	// capacities is each workload's live capacity measured so far: a
+	// variant's latency step offers its fractions of its base's.
+	capacities map[string]float64
 }
 
 func run(quick bool, outDir, only, profile string, skipE2E bool) error {
@@ -210,7 +233,8 @@ func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 	}
 	start := time.Now()
 	for _, w := range workloads(quick) {
-		if only != "" && !strings.Contains(","+only+",", ","+w.Name+",") {
+		named := strings.Contains(","+only+",", ","+w.Name+",")
+		if (only != "" || w.Optional) && !named {
 			continue
 		}
 		logf("workload %s: %d events", w.Name, w.Events)
@@ -224,6 +248,19 @@ func run(quick bool, outDir, only, profile string, skipE2E bool) error {
 			return fmt.Errorf("workload %s: %w", w.Name, err)
 		}
 		res.Workloads = append(res.Workloads, r)
+		b, _ := json.Marshal(r)
+		logf("%s", b)
+	}
+	res.Consistency = compareModes(res.Workloads)
+	// One large source transaction into a transactional sink
+	// (consistency.go); -workloads names it "txn_1m".
+	if only == "" || strings.Contains(","+only+",", ",txn_1m,") {
+		logf("txn_1m: one source transaction of %d rows", bigTxnRows)
+		r, err := e.runBigTxn(ctx, bigTxnRows)
+		if err != nil {
+			return fmt.Errorf("txn_1m: %w", err)
+		}
+		res.BigTxn = r
 		b, _ := json.Marshal(r)
 		logf("%s", b)
 	}
@@ -383,7 +420,7 @@ func (e *env) config(name, table, prefix string, withProjection bool) (string, e
 	fmt.Fprintf(&b, "source:\n  dsn: %q\n  server_id: %d\n  tables: [%s.%s]\n  snapshot:\n    mode: never\n", e.bed.MySQL.ReplDSN(), e.serverID, e.srcDB, table)
 	fmt.Fprintf(&b, "kafka:\n  brokers: [%s]\n  topic_prefix: %s\n  partitions: 6\n", strings.Join(e.bed.Kafka.Brokers(), ", "), prefix)
 	if withProjection {
-		fmt.Fprintf(&b, "sinks:\n  reads:\n    dsn: %q\n", e.bed.MySQL.AdminDSN()+e.sinkDB)
+		fmt.Fprintf(&b, "sinks:\n  reads:\n    dsn: %q\n%s", e.bed.MySQL.AdminDSN()+e.sinkDB, e.consistencyLine())
 		fmt.Fprintf(&b, "projections:\n  %s:\n    from: %s.%s\n    sink: reads\n    table: r_%s\n    key: [k, id]\n    shard_by: k\n    columns: {", name, e.srcDB, table, table)
 		cols := []string{"id", "k", "a", "b", "c", "d", "commit_us"}
 		if strings.HasPrefix(table, "wide") {

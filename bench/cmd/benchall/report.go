@@ -62,6 +62,10 @@ func markdown(res *results) string {
 		if w.B2Join != nil {
 			join, vsJoin = fmt.Sprintf("%.0f", w.B2Join.PerS), fmt.Sprintf("**%.2f**", w.ProjectorVsB2Join)
 		}
+		if w.B0.PerS == 0 { // a transactional variant: its base's limits (consistency.go)
+			fmt.Fprintf(&b, "| %s | %d | – | – | – | %.0f | – | – | %.0f | %.0f (records) | – | – | – |\n", w.Workload.Name, w.Workload.Events, w.Tailer.PerS, w.Projector.PerS, w.ProjectorRows)
+			continue
+		}
 		fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.0f | %.0f | **%.2f** | %.0f | %.0f | %.0f | **%.2f** | %s | %s |\n", w.Workload.Name, w.Workload.Events, w.AvgRecordBytes,
 			w.B0.PerS, w.B1.PerS, w.Tailer.PerS, w.TailerVsLimit, w.B2.PerS, w.Projector.PerS, w.ProjectorRows, w.ProjectorVsB2, join, vsJoin)
 	}
@@ -100,6 +104,7 @@ func markdown(res *results) string {
 		fmt.Fprintf(&b, "| %s | %.3f | %.0f | %.3f | %.0f | %s | %s |\n", w.Workload.Name, w.Tailer.CPUPer1000, w.Tailer.PeakRSSMiB, w.Projector.CPUPer1000, w.Projector.PeakRSSMiB, w.B2.Description, join)
 	}
 	workloadLatencyMarkdown(&b, res.Workloads)
+	consistencyMarkdown(&b, res)
 	reshardMarkdown(&b, res.Reshard)
 	snapshotMarkdown(&b, res.Snapshot)
 	if e := res.EndToEnd; e != nil {

@@ -111,7 +111,7 @@ func (e *env) writeConfig(name, prefix string, tables []string, projection strin
 	}
 	fmt.Fprintf(&b, "source:\n  dsn: %q\n  server_id: %d\n  tables: [%s]\n  snapshot:\n    mode: never\n", e.bed.MySQL.ReplDSN(), e.serverID, strings.Join(qualified, ", "))
 	fmt.Fprintf(&b, "kafka:\n  brokers: [%s]\n  topic_prefix: %s\n  partitions: 6\n", strings.Join(e.bed.Kafka.Brokers(), ", "), prefix)
-	fmt.Fprintf(&b, "sinks:\n  reads:\n    dsn: %q\n", e.bed.MySQL.AdminDSN()+e.sinkDB)
+	fmt.Fprintf(&b, "sinks:\n  reads:\n    dsn: %q\n%s", e.bed.MySQL.AdminDSN()+e.sinkDB, e.consistencyLine())
 	b.WriteString("projections:\n" + strings.ReplaceAll(projection, "$src", e.srcDB))
 	b.WriteString("log:\n  level: warn\n")
 	path := filepath.Join(e.dir, name)

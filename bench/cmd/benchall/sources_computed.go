@@ -45,14 +45,19 @@ func (e *env) ordersRegionSource(ctx context.Context, w workload, prefix string,
 		"CREATE TABLE "+src+"owr_orders (id BIGINT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(20) NOT NULL, total_cents BIGINT NOT NULL, created_at DATETIME(6) NOT NULL, commit_us BIGINT NOT NULL, KEY (customer_id))"); err != nil {
 		return err
 	}
+	// A transactional sink refuses a background fan-out (its copy would
+	// land after the commit): in_batch there, and in its row-mode twin.
+	fanOut := "\n    fan_out: background"
+	if w.InBatch {
+		fanOut = ""
+	}
 	var err error
 	s.cfgPath, err = e.customConfig(prefix, []string{"owr_regions", "owr_customers", "owr_orders"}, `  orders_with_region:
     from: $src.owr_orders
     sink: reads
     table: r_orders_with_region
     key: [customer_id, id]
-    shard_by: customer_id
-    fan_out: background
+    shard_by: customer_id`+fanOut+`
     columns: {customer_id: customer_id, id: id, status: status, total_cents: total_cents, created_at: created_at, commit_us: commit_us}
     join:
       - from: $src.owr_customers

@@ -84,7 +84,15 @@ func tableName(w workload) string { return w.Name }
 func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, error) {
 	r := workloadResult{Workload: w}
 	prefix := prefixFor(tableName(w))
-	src, err := e.newSource(ctx, w, prefix)
+	if w.Base != "" {
+		// Its base's tables again, in databases of its own.
+		restore, err := e.ownDatabases(ctx, w.Name, w.Consistency)
+		if err != nil {
+			return r, err
+		}
+		defer restore()
+	}
+	src, err := e.newSource(ctx, w.stream(), prefix)
 	if err != nil {
 		return r, err
 	}
@@ -111,6 +119,11 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 	// B0 and the tailer read the binlog the backlog just wrote; its pages
 	// are flushed first so neither competes with InnoDB's page cleaner.
 	e.settle(ctx, w.Name+": B0 and the tailer drain")
+	if w.transactional() && counts != nil {
+		// Its limits are its base's (the same stream): the figures that
+		// matter are its drains and latency against the base's.
+		return e.runTransactional(ctx, w, r, src, counts, end)
+	}
 
 	// B0 (bench/rawparse): go-mysql's raw parse of the same binlog range,
 	// rows decoded and discarded, best of three (one run lasts about a
@@ -192,7 +205,7 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 		return r, err
 	}
 	e.settle(ctx, w.Name+": the projector drain")
-	if r.Projector, r.ProjectorRows, err = e.projectorDrain(ctx, cfgPath, proj, w.Events); err != nil {
+	if r.Projector, r.ProjectorRows, err = e.projectorDrain(ctx, cfgPath, proj, w.Events, false); err != nil {
 		return r, err
 	}
 	// The same records must leave the same rows: B2-join did the
@@ -223,10 +236,8 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 			return r, err
 		}
 	}
-	if w.Live && e.latency != nil && src.live != nil {
-		if r.Latency, err = e.runWorkloadLatency(ctx, w, src, *e.latency); err != nil {
-			return r, fmt.Errorf("latency step: %w", err)
-		}
+	if err := e.workloadLatencyStep(ctx, w, src, &r); err != nil {
+		return r, err
 	}
 	r.TailerVsLimit = r.Tailer.PerS / min(r.B0.PerS, r.B1.PerS)
 	r.ProjectorVsB2 = r.Projector.PerS / r.B2.PerS
@@ -238,6 +249,46 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 
 // primeTailer runs the tailer once until it checkpoints at the end of the
 // binlog, then stops it.
+// runTransactional is runWorkload's rest for a transactional variant:
+// the tailer and projector drains, the children check and the latency
+// step, no limits (its base measured them on the same stream).
+func (e *env) runTransactional(ctx context.Context, w workload, r workloadResult, src *source, counts map[string]int, end testbed.BinlogPosition) (workloadResult, error) {
+	events := 0
+	for _, n := range counts {
+		events += n
+	}
+	w.Events, r.Workload = events, w
+	var err error
+	if r.Tailer, err = e.tailerDrain(ctx, src.cfgPath, src.cfg.Kafka.TopicPrefix, src.proj.Topic, end, w); err != nil {
+		return r, err
+	}
+	if err := e.createReadTable(ctx, src.proj); err != nil {
+		return r, err
+	}
+	e.settle(ctx, w.Name+": the projector drain")
+	if r.Projector, r.ProjectorRows, err = e.projectorDrain(ctx, src.cfgPath, src.proj, w.Events, true); err != nil {
+		return r, err
+	}
+	if d := src.cfg.Projections[src.proj.Name]; len(d.Children) > 0 {
+		if r.ChildrenCheck, err = e.childrenCheck(ctx, src.proj, d); err != nil {
+			return r, err
+		}
+	}
+	return r, e.workloadLatencyStep(ctx, w, src, &r)
+}
+
+// workloadLatencyStep runs the workload's own latency step when it has one.
+func (e *env) workloadLatencyStep(ctx context.Context, w workload, src *source, r *workloadResult) error {
+	if !w.Live || e.latency == nil || src.live == nil {
+		return nil
+	}
+	var err error
+	if r.Latency, err = e.runWorkloadLatency(ctx, w, src, *e.latency); err != nil {
+		return fmt.Errorf("latency step: %w", err)
+	}
+	return nil
+}
+
 func (e *env) primeTailer(ctx context.Context, cfgPath, prefix string) error {
 	p, err := startReadside(e.bin, cfgPath, "tailer", cfgPath+".log", freeAddr())
 	if err != nil {
@@ -451,7 +502,15 @@ func (e *env) readTopic(ctx context.Context, topic string, n int) ([]*kgo.Record
 // its first committed batch to the last record applied. The rate counts
 // source events; appliedRows is read-table writes per second after
 // coalescing (readside_projection_applied_rows_total).
-func (e *env) projectorDrain(ctx context.Context, cfgPath string, proj *projections.Projection, events int) (rate, float64, error) {
+//
+// A transactional sink's applier counts the records its commits applied
+// (readside_sink_commit_records), not read-table writes: appliedRows is
+// then records/s.
+func (e *env) projectorDrain(ctx context.Context, cfgPath string, proj *projections.Projection, events int, transactional bool) (rate, float64, error) {
+	rowsMetric := "readside_projection_applied_rows_total"
+	if transactional {
+		rowsMetric = "readside_sink_commit_records_sum"
+	}
 	var r rate
 	r.Load1 = loadavg()
 	ends, total := e.topicEnds(ctx, proj)
@@ -476,8 +535,16 @@ func (e *env) projectorDrain(ctx context.Context, cfgPath string, proj *projecti
 		if err != nil {
 			return r, 0, err
 		}
-		if t0.IsZero() && sum > 0 {
-			t0, s0, cpu0, rows0 = time.Now(), sum, p.cpuSeconds(), p.metric("readside_projection_applied_rows_total")
+		switch {
+		case t0.IsZero() && sum > 0 && transactional:
+			// The applier's first commit takes everything up to the newest
+			// cut, often the whole backlog: the drain starts when that
+			// commit began, and counts every record.
+			t0, s0, rows0 = time.Now().Add(-firstCommit(p)), 0, 0
+		case t0.IsZero() && sum > 0:
+			t0, s0, cpu0, rows0 = time.Now(), sum, p.cpuSeconds(), p.metric(rowsMetric)
+		case t0.IsZero() && transactional && cpu0 == 0:
+			cpu0 = p.cpuSeconds() // its start-up's CPU, not its first commit's
 		}
 		if caughtUpAll(applied, ends) {
 			// Under a background fan-out the drain ends when the parents
@@ -492,13 +559,26 @@ func (e *env) projectorDrain(ctx context.Context, cfgPath string, proj *projecti
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t1, cpu1, rows1 := time.Now(), p.cpuSeconds(), p.metric("readside_projection_applied_rows_total")
+	t1, cpu1, rows1 := time.Now(), p.cpuSeconds(), p.metric(rowsMetric)
 	r.PeakRSSMiB = p.end()
 	p = nil
 	share := 1 - float64(s0)/float64(max(total, 1))
 	ev := float64(events) * share
 	r.drained(ev, t1.Sub(t0), cpu1-cpu0)
 	return r, (rows1 - rows0) / r.Seconds, nil
+}
+
+// firstCommit is how long the applier's first commit took: its offsets
+// are in the sink as soon as it commits, its metric a moment later.
+func firstCommit(p *proc) time.Duration {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if n := p.metric("readside_sink_commit_seconds_count"); n > 0 {
+			// More than one by now (rare): their mean.
+			return time.Duration(p.metric("readside_sink_commit_seconds_sum") / n * float64(time.Second))
+		}
+	}
+	logf("warning: the applier's first commit took an unknown time (no readside_sink_commit_seconds): the drain is timed from its end")
+	return 0
 }
 
 // appliedOffsets reads the projection's committed next offsets from the sink.

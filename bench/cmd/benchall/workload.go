@@ -24,7 +24,29 @@ type workload struct {
 	// Live: after its drains, the workload's own mix live for its own
 	// commit → visible step (workloadlatency.go).
 	Live bool `json:"live_latency,omitempty"`
+	// Consistency is the sink's consistency ("": row, the default;
+	// "transaction": consistency.go); Base names the row-mode workload
+	// whose stream this one writes again and whose figures it is set
+	// against.
+	Consistency string `json:"consistency,omitempty"`
+	Base        string `json:"base,omitempty"`
+	// InBatch drops a join's fan_out: background (a transactional sink
+	// refuses it), so the row side of a comparison can match.
+	InBatch bool `json:"in_batch,omitempty"`
+	// Optional: run only when -workloads names it.
+	Optional bool `json:"optional,omitempty"`
 }
+
+// stream is the workload its generator is seeded from: the base's name,
+// so a consistency variant writes the base's very stream.
+func (w workload) stream() workload {
+	if w.Base != "" {
+		w.Name = w.Base
+	}
+	return w
+}
+
+func (w workload) transactional() bool { return w.Consistency == "transaction" }
 
 const seed = 20260601
 

@@ -57,6 +57,12 @@ func (e *env) runWorkloadLatency(ctx context.Context, w workload, src *source, p
 	if err := e.sink.Exec(ctx, benchio.StampTriggers(proj.Table, src.stamp.column, src.stamp.onEqual)); err != nil {
 		return nil, fmt.Errorf("adding the stamp trigger: %w", err)
 	}
+	if w.transactional() {
+		// The applier made its frontier row in the drain.
+		if err := e.sink.Exec(ctx, frontierLogDDL); err != nil {
+			return nil, fmt.Errorf("adding the frontier trigger: %w", err)
+		}
+	}
 	cl, err := checkpointClient(e.bed, src.cfg.Kafka.TopicPrefix)
 	if err != nil {
 		return nil, err
@@ -80,9 +86,19 @@ func (e *env) runWorkloadLatency(ctx context.Context, w workload, src *source, p
 	if err := e.waitApplied(ctx, cl, proj, 5*time.Minute); err != nil {
 		return nil, err
 	}
+	if e.capacities == nil {
+		e.capacities = map[string]float64{}
+	}
+	e.capacities[w.Name] = res.Live.PerS
+	// A variant is offered its base's load, so both modes are measured at
+	// the same rows/s.
+	capacity := res.Live.PerS
+	if c, ok := e.capacities[w.Base]; ok && w.Base != "" {
+		capacity = c
+	}
 	rates := make([]float64, len(plan.fractions))
 	for i, f := range plan.fractions {
-		rates[i] = f * res.Live.PerS
+		rates[i] = f * capacity
 	}
 	if fixedRates != "" {
 		var err error
@@ -148,6 +164,15 @@ func (e *env) workloadCapacity(ctx context.Context, write txnWriter, proj *proje
 	if err != nil {
 		return c, err
 	}
+	// A transactional sink's commit can outlast the window (each takes
+	// all that is published): the window then ends at the next commit.
+	for deadline := end.Add(30 * time.Second); midApplied >= 0 && sum-applied0 == midApplied && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		if _, sum, err = e.appliedAll(ctx, proj); err != nil {
+			return c, err
+		}
+		end = time.Now()
+	}
 	c.Seconds = end.Sub(start).Seconds()
 	c.SourcePerS = float64(sent) / c.Seconds
 	c.PerS = float64(sum-applied0-midApplied) / end.Sub(mid).Seconds()
@@ -195,7 +220,14 @@ func (e *env) waitApplied(ctx context.Context, cl *kgo.Client, proj *projections
 // every read row stamped with a commit in the step.
 func (e *env) workloadStep(ctx context.Context, cl *kgo.Client, p *proc, src *source, fraction, offered float64, dur time.Duration) (latencyStep, error) {
 	st := latencyStep{Fraction: fraction, OfferedPerS: offered, Load1: loadavg()}
-	h0, err := scrape(ctx, p.httpAddr, stepHistograms...)
+	transactional := src.cfg.Sinks[src.proj.Sink].Consistency.Transactional()
+	histograms := stepHistograms
+	if transactional {
+		// The applier's commits stand in for the projector's batches.
+		histograms = []string{stepHistograms[0], stepHistograms[1],
+			"readside_sink_commit_seconds_sum", "readside_sink_commit_seconds_count", "readside_sink_commit_records_sum"}
+	}
+	h0, err := scrape(ctx, p.httpAddr, histograms...)
 	if err != nil {
 		return st, err
 	}
@@ -217,7 +249,7 @@ func (e *env) workloadStep(ctx context.Context, cl *kgo.Client, p *proc, src *so
 	}
 	st.CPUPer1000 = (p.cpuSeconds() - cpu0) / float64(max(sent, 1)) * 1000
 	st.RSSMiB = currentRSS(p.cmd.Process.Pid)
-	if h1, err := scrape(ctx, p.httpAddr, stepHistograms...); err == nil {
+	if h1, err := scrape(ctx, p.httpAddr, histograms...); err == nil {
 		d := make([]float64, len(h1))
 		for i := range h1 {
 			d[i] = h1[i] - h0[i]
@@ -227,20 +259,12 @@ func (e *env) workloadStep(ctx context.Context, cl *kgo.Client, p *proc, src *so
 		st.BatchMs = d[2] / max(d[3], 1) * 1000
 		st.BatchRows = d[4] / max(d[3], 1)
 	}
-	rows, err := e.sink.DB().QueryContext(ctx, fmt.Sprintf("SELECT %s - _bench_stamped_us FROM `%s` WHERE _bench_stamped_us BETWEEN ? AND ?", visibleUS, src.proj.Table), from, to)
+	rows, err := e.sink.DB().QueryContext(ctx, visibleQuery(src.proj.Table, transactional), from, to)
 	if err != nil {
 		return st, err
 	}
-	defer rows.Close()
-	var lat []int64
-	for rows.Next() {
-		var us int64
-		if err := rows.Scan(&us); err != nil {
-			return st, err
-		}
-		lat = append(lat, us)
-	}
-	if err := rows.Err(); err != nil {
+	lat, err := scanLatencies(rows)
+	if err != nil {
 		return st, err
 	}
 	pc := percentilesOf(lat)
