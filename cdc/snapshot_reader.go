@@ -43,7 +43,7 @@ type chunk struct {
 	// opensAtPrev: the chunk's window opens at the previous chunk's high
 	// watermark; the task's first chunk writes a low watermark of its own.
 	opensAtPrev bool
-	table    *table // the reader's until it starts the encoder
+	table       *table // the reader's until it starts the encoder
 
 	// The stream's, from the low watermark on.
 	lowSeen bool
@@ -326,7 +326,7 @@ func (rd *chunkReads) read(ctx context.Context, c *chunk, tbl *table, after [][]
 		ptrs[i] = &vals[i]
 	}
 	var buf slab
-	var raw []sql.RawBytes // row after row, ncol values each
+	raw := make([]sql.RawBytes, 0, rd.limit*ncol) // row after row, ncol values each
 	// The high watermark is written while the rest of the rows arrive:
 	// InnoDB opened the statement's read view before it returned the first
 	// row, and every row comes from that view, so the read lies between

@@ -39,3 +39,26 @@ func TestChunkQuery(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendSQLValueInteger(t *testing.T) {
+	col := &column{name: "n", kind: kindInt}
+	cases := []struct {
+		why, in, want string
+		bad           bool
+	}{
+		{"a plain integer is copied", "42", "42", false},
+		{"a negative one too", "-9223372036854775808", "-9223372036854775808", false},
+		{"the largest unsigned BIGINT (20 digits) is checked the long way", "18446744073709551615", "18446744073709551615", false},
+		{"zero stays zero", "0", "0", false},
+		{"a ZEROFILL column's padding is dropped: 00042 is no JSON number, and the binlog path publishes 42", "00042", "42", false},
+		{"text is refused, not published as a number", "4x", "", true},
+		{"nor an empty value", "", "", true},
+		{"a sign alone is no number", "-", "", true},
+	}
+	for _, c := range cases {
+		got, err := col.appendSQLValue(nil, []byte(c.in))
+		if (err != nil) != c.bad || string(got) != c.want {
+			t.Errorf("%s: appendSQLValue(%q) = %q, %v; want %q (error %v)", c.why, c.in, got, err, c.want, c.bad)
+		}
+	}
+}
