@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -136,16 +137,26 @@ func chunkQuery(tbl *table, task *SnapshotTask, limit int) (string, []any) {
 	var where []string
 	var args []any
 	if len(task.After) == len(pk) {
+		// An integer key is written into the statement: without
+		// parameters it is not prepared first (a round trip) and its rows
+		// come in the text protocol, as they are encoded from. Other keys
+		// are parameters, compared as the strings they were read as.
+		inline := integerKey(tbl, task.After)
+		value := func(j int) string {
+			if inline {
+				return string(task.After[j])
+			}
+			args = append(args, task.After[j])
+			return "?"
+		}
 		// (a, b) > (x, y) spelled out so every server uses the index.
 		var ors []string
 		for i := range pk {
 			var ands []string
 			for j := range i {
-				ands = append(ands, pk[j]+" = ?")
-				args = append(args, task.After[j])
+				ands = append(ands, pk[j]+" = "+value(j))
 			}
-			ands = append(ands, pk[i]+" > ?")
-			args = append(args, task.After[i])
+			ands = append(ands, pk[i]+" > "+value(i))
 			ors = append(ors, "("+strings.Join(ands, " AND ")+")")
 		}
 		where = append(where, "("+strings.Join(ors, " OR ")+")")
@@ -159,6 +170,22 @@ func chunkQuery(tbl *table, task *SnapshotTask, limit int) (string, []any) {
 	}
 	q += " ORDER BY " + strings.Join(pk, ", ") + fmt.Sprintf(" LIMIT %d", limit)
 	return q, args
+}
+
+// integerKey reports a key of integer columns whose values are integers
+// (as the text protocol writes them), safe to write into a statement.
+func integerKey(tbl *table, key [][]byte) bool {
+	for j, i := range tbl.pk {
+		if tbl.columns[i].kind != kindInt {
+			return false
+		}
+		if _, err := strconv.ParseInt(string(key[j]), 10, 64); err != nil {
+			if _, err := strconv.ParseUint(string(key[j]), 10, 64); err != nil {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // signal handles a rows event of readside's own source tables.
@@ -190,6 +217,9 @@ func (s *stream) signal(ctx context.Context, h *replication.EventHeader, e *repl
 			}
 			switch fmt.Sprint(row[2]) {
 			case "low":
+				if c.opensAtPrev {
+					return fmt.Errorf("snapshot chunk %s met a low watermark, but its window opens at the previous chunk's high one (a bug); the stream restarts from its checkpoint", c.id)
+				}
 				c.lowSeen = true
 			case "high":
 				if err := s.publishChunk(ctx, h); err != nil {
@@ -268,8 +298,32 @@ func (s *stream) publishChunk(ctx context.Context, h *replication.EventHeader) e
 		s.snapshotDone(task)
 		s.snapshots = s.snapshots[1:]
 		s.stopReader()
-	} else if task.Rows/int64(s.t.cfg.Source.Snapshot.ChunkRows)%50 == 0 {
+		return nil
+	}
+	if task.Rows/int64(s.t.cfg.Source.Snapshot.ChunkRows)%50 == 0 {
 		s.t.log.Info("snapshot progress", "table", task.Table, "rows", task.Rows)
 	}
+	return s.openNext(c)
+}
+
+// openNext opens the window of the chunk after c at c's high watermark,
+// the binlog point the stream is at. The reader announced that chunk
+// before it handed over c's rows, so it is there unless the reader is
+// over (stopped, or failed: the stream takes that up next).
+func (s *stream) openNext(c *chunk) error {
+	s.take()
+	if len(s.inflight) == 0 {
+		select {
+		case <-s.reader.done:
+			return nil
+		default:
+		}
+		return fmt.Errorf("snapshot chunk %s of %s was published and the reader announced no next chunk to open at its high watermark (a bug); the stream restarts from its checkpoint", c.id, c.task.table)
+	}
+	next := s.inflight[0]
+	if !next.opensAtPrev || next.lowSeen {
+		return fmt.Errorf("snapshot chunk %s follows chunk %s but has a low watermark of its own (a bug); the stream restarts from its checkpoint", next.id, c.id)
+	}
+	next.lowSeen = true
 	return nil
 }

@@ -40,7 +40,10 @@ type chunk struct {
 	id       string
 	task     taskRef
 	db, name string // the task's table, known when the chunk is announced
-	table    *table // the reader's until it starts the encoder
+	// opensAtPrev: the chunk's window opens at the previous chunk's high
+	// watermark; the task's first chunk writes a low watermark of its own.
+	opensAtPrev bool
+	table       *table // the reader's until it starts the encoder
 
 	// The stream's, from the low watermark on.
 	lowSeen bool
@@ -95,41 +98,80 @@ func (s *stream) startReader(ctx context.Context) {
 	rctx, cancel := context.WithCancel(ctx)
 	r := &chunkReader{task: refOf(task), chunks: make(chan *chunk, snapshotReadAhead), slots: make(chan struct{}, snapshotReadAhead),
 		cancel: cancel, done: make(chan struct{})}
-	cfg, excluded, keyCols := s.t.cfg.Source, s.excluded[task.Table], s.keys[task.Table]
-	read := func(ctx context.Context, c *chunk, after [][]byte) error {
-		return s.src.readChunk(ctx, c, task, after, topic, excluded, keyCols, cfg.Snapshot.SignalDB, cfg.ServerID, cfg.Snapshot.ChunkRows)
-	}
+	cfg := s.t.cfg.Source
+	rd := &chunkReads{src: s.src, task: task, topic: topic, excluded: s.excluded[task.Table], keyCols: s.keys[task.Table],
+		signalDB: cfg.Snapshot.SignalDB, serverID: cfg.ServerID, limit: cfg.Snapshot.ChunkRows}
 	go func() {
 		defer close(r.done)
-		r.err = r.run(rctx, task.After, read)
+		r.err = r.run(rctx, task.After, rd)
 	}()
 	s.reader = r
 }
 
-// run reads chunks from after on until one is the last or ctx ends.
-func (r *chunkReader) run(ctx context.Context, after [][]byte, read func(context.Context, *chunk, [][]byte) error) error {
-	for {
-		select {
-		case r.slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil
-		}
-		var idb [16]byte
-		_, _ = rand.Read(idb[:])
-		c := &chunk{id: hex.EncodeToString(idb[:]), task: r.task, dropped: map[string]bool{}, read: make(chan struct{})}
-		c.db, c.name, _ = strings.Cut(r.task.table, ".")
-		r.chunks <- c // never blocks: a slot is held
-		if err := read(ctx, c, after); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		if c.complete {
-			return nil
-		}
-		after = c.lastKey
+// run reads chunks from after on until one is the last or ctx ends. The
+// first chunk's window opens at a low watermark of its own, each later
+// one's at the high watermark of the chunk before: that write already
+// lies after the previous read and before the next, which is all a low
+// watermark has to.
+func (r *chunkReader) run(ctx context.Context, after [][]byte, rd *chunkReads) error {
+	c := r.announce(ctx, false)
+	if c == nil {
+		return nil
 	}
+	tbl, err := rd.columns(ctx)
+	if err != nil {
+		return quiet(ctx, err)
+	}
+	if err := rd.watermark(ctx, c.id, "low"); err != nil {
+		return quiet(ctx, err)
+	}
+	for {
+		raw, next, err := rd.read(ctx, c, tbl, after)
+		if err != nil {
+			return quiet(ctx, err)
+		}
+		// The next chunk is announced before this one's rows are handed
+		// over: the stream, once it has published this chunk at its high
+		// watermark, finds the next one there to open its window.
+		var nc *chunk
+		if !c.complete && next.err == nil {
+			nc = r.announce(ctx, true)
+		}
+		go c.encode(raw, len(tbl.columns), rd.task.Table)
+		switch {
+		case c.complete:
+			return nil
+		case next.err != nil:
+			return quiet(ctx, next.err)
+		case nc == nil:
+			return nil // ctx ended
+		}
+		after, c, tbl = c.lastKey, nc, next.tbl
+	}
+}
+
+// announce hands the stream a new chunk once a slot is free: nil when
+// ctx ends first.
+func (r *chunkReader) announce(ctx context.Context, opensAtPrev bool) *chunk {
+	select {
+	case r.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil
+	}
+	var idb [16]byte
+	_, _ = rand.Read(idb[:])
+	c := &chunk{id: hex.EncodeToString(idb[:]), task: r.task, opensAtPrev: opensAtPrev, dropped: map[string]bool{}, read: make(chan struct{})}
+	c.db, c.name, _ = strings.Cut(r.task.table, ".")
+	r.chunks <- c // never blocks: a slot is held
+	return c
+}
+
+// quiet is err, or nil once ctx ended (the reader was stopped).
+func quiet(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 // stopReader ends the reader and forgets its chunks: watermarks met later
@@ -234,25 +276,44 @@ func (s *stream) popChunk(ctx context.Context) (*chunk, error) {
 	return c, nil
 }
 
-// readChunk reads one chunk of task after the key after: the table's
-// columns, the low watermark, the rows (handed to c.encode) and the high
-// watermark, written once the read view is open.
-func (src *sourceDB) readChunk(ctx context.Context, c *chunk, task SnapshotTask, after [][]byte, topic string, excluded map[string]bool, keyCols []string, signalDB string, serverID uint32, limit int) error {
-	db, name, _ := strings.Cut(task.Table, ".")
-	tbl, err := src.schemaTable(ctx, db, name, topic, excluded, keyCols)
-	if err != nil {
-		return err
-	}
+// chunkReads is what the reader reads one task's chunks with.
+type chunkReads struct {
+	src      *sourceDB
+	task     SnapshotTask // its After is where the reader started
+	topic    string
+	excluded map[string]bool
+	keyCols  []string
+	signalDB string
+	serverID uint32
+	limit    int
+}
+
+// columns reads the task's table's columns and key.
+func (rd *chunkReads) columns(ctx context.Context) (*table, error) {
+	db, name, _ := strings.Cut(rd.task.Table, ".")
+	return rd.src.schemaTable(ctx, db, name, rd.topic, rd.excluded, rd.keyCols)
+}
+
+// nextColumns is the columns read for the next chunk, or why not.
+type nextColumns struct {
+	tbl *table
+	err error
+}
+
+// read reads chunk c, the rows after the key after, with the columns
+// tbl: the SELECT, and the high watermark written once the read view is
+// open, while the rest of the rows arrive and the columns for the next
+// chunk are read (after this chunk's read and before the next one's, as
+// before). It returns the rows, row after row, once they are in and the
+// watermark is committed: the next chunk's SELECT only after that.
+func (rd *chunkReads) read(ctx context.Context, c *chunk, tbl *table, after [][]byte) ([]sql.RawBytes, nextColumns, error) {
 	c.table = tbl
-	if err := src.writeWatermark(ctx, signalDB, serverID, c.id, "low"); err != nil {
-		return err
-	}
-	t := task
+	t := rd.task
 	t.After = after
-	query, args := chunkQuery(tbl, &t, limit)
-	rows, err := src.db.QueryContext(ctx, query, args...)
+	query, args := chunkQuery(tbl, &t, rd.limit)
+	rows, err := rd.src.db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return err
+		return nil, nextColumns{}, err
 	}
 	// The rows are copied as they are scanned, end to end in a few large
 	// buffers (vals hold a row only until the next Scan), and encoded by
@@ -265,7 +326,7 @@ func (src *sourceDB) readChunk(ctx context.Context, c *chunk, task SnapshotTask,
 		ptrs[i] = &vals[i]
 	}
 	var buf slab
-	var raw []sql.RawBytes // row after row, ncol values each
+	raw := make([]sql.RawBytes, 0, rd.limit*ncol) // row after row, ncol values each
 	// The high watermark is written while the rest of the rows arrive:
 	// InnoDB opened the statement's read view before it returned the first
 	// row, and every row comes from that view, so the read lies between
@@ -273,29 +334,35 @@ func (src *sourceDB) readChunk(ctx context.Context, c *chunk, task SnapshotTask,
 	// c.read closed whatever happens (encoded, or c.err), as the stream
 	// waits for it when it meets that watermark.
 	var high chan error
+	next := make(chan nextColumns, 1)
 	startHigh := func() {
 		if chunkRead != nil && len(raw) > 0 {
 			var first [][]byte
 			for _, i := range tbl.pk {
 				first = append(first, raw[i])
 			}
-			chunkRead(task.Table, first)
+			chunkRead(rd.task.Table, first)
 		}
 		high = make(chan error, 1)
-		go func() { high <- src.writeWatermark(ctx, signalDB, serverID, c.id, "high") }()
+		go func() { high <- rd.watermark(ctx, c.id, "high") }()
+		go func() {
+			tbl, err := rd.columns(ctx)
+			next <- nextColumns{tbl, err}
+		}()
 	}
 	fail := func(err error) error {
 		if high != nil {
 			c.err = err
 			close(c.read)
 			<-high
+			<-next
 		}
 		return err
 	}
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
 			rows.Close()
-			return fail(err)
+			return nil, nextColumns{}, fail(err)
 		}
 		for _, v := range vals {
 			switch {
@@ -312,21 +379,25 @@ func (src *sourceDB) readChunk(ctx context.Context, c *chunk, task SnapshotTask,
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fail(err)
+		return nil, nextColumns{}, fail(err)
 	}
 	if high == nil { // no rows: the statement is over
 		startHigh()
 	}
 	n := len(raw) / max(ncol, 1)
-	c.complete = n < limit
+	c.complete = n < rd.limit
 	if n > 0 {
 		for _, i := range tbl.pk {
 			c.lastKey = append(c.lastKey, []byte(raw[(n-1)*ncol+i]))
 		}
 	}
-	go c.encode(raw, ncol, task.Table)
-	// The next chunk's low watermark only after this high one committed.
-	return <-high
+	nc := <-next
+	if err := <-high; err != nil {
+		c.err = err
+		close(c.read)
+		return nil, nextColumns{}, err
+	}
+	return raw, nc, nil
 }
 
 // encode encodes the chunk's rows (key and after image of each) and then
@@ -355,9 +426,12 @@ func (c *chunk) encode(raw []sql.RawBytes, ncol int, table string) {
 	}
 }
 
-func (src *sourceDB) writeWatermark(ctx context.Context, signalDB string, serverID uint32, id, mark string) error {
-	_, err := src.db.ExecContext(ctx, "REPLACE INTO "+quoteIdent(signalDB)+"."+watermarkTable+
-		" (server_id, chunk, mark, at) VALUES (?, ?, ?, NOW(6))", serverID, id, mark)
+// watermark writes a watermark row. Its values are a number, the chunk's
+// hex id and "low" or "high", spelled out in the statement: one round
+// trip, where a statement with parameters is prepared first.
+func (rd *chunkReads) watermark(ctx context.Context, id, mark string) error {
+	_, err := rd.src.db.ExecContext(ctx, fmt.Sprintf("REPLACE INTO %s.%s (server_id, chunk, mark, at) VALUES (%d, '%s', '%s', NOW(6))",
+		quoteIdent(rd.signalDB), watermarkTable, rd.serverID, id, mark))
 	if err != nil {
 		return fmt.Errorf("writing snapshot %s watermark: %w", mark, err)
 	}
