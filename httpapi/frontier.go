@@ -100,22 +100,9 @@ func (c *Collector) serveSinkWait(w http.ResponseWriter, r *http.Request, name, 
 			name, strings.Join(names, ", "))})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
-	start := time.Now()
-	res, err := c.WaitSink(ctx, *cs, gtid)
-	body := map[string]any{"sink": cs.Name, "gtid": gtid, "waited_ms": time.Since(start).Milliseconds()}
-	switch {
-	case err == nil:
-		body["applied"] = true
-		writeJSON(w, http.StatusOK, body)
-	case ctx.Err() != nil && r.Context().Err() == nil:
-		body["applied"], body["error"] = false, fmt.Sprintf("not applied within %s: %s", timeout, res)
-		writeJSON(w, http.StatusGatewayTimeout, body)
-	default:
-		body["applied"], body["error"] = false, err.Error()
-		writeJSON(w, http.StatusBadRequest, body)
-	}
+	serveWaitFor(w, r, timeout, map[string]any{"sink": cs.Name, "gtid": gtid}, func(ctx context.Context) (string, error) {
+		return c.WaitSink(ctx, *cs, gtid)
+	})
 }
 
 // WaitSink returns nil once every shard's frontier of cs contains gtid;

@@ -83,11 +83,20 @@ func (c *Collector) serveWait(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "gtid is required: the GTID of your write (MariaDB: SELECT @@last_gtid; MySQL: the session's gtid_executed after the commit)"})
 		return
 	}
+	serveWaitFor(w, r, timeout, map[string]any{"projection": p.Name, "gtid": gtid}, func(ctx context.Context) (string, error) {
+		return c.Wait(ctx, *p, gtid)
+	})
+}
+
+// serveWaitFor runs wait within timeout and answers with body and the
+// outcome: 200 applied, 504 not within the timeout (naming what it was
+// waiting for), 400 for the caller's mistake.
+func serveWaitFor(w http.ResponseWriter, r *http.Request, timeout time.Duration, body map[string]any, wait func(context.Context) (string, error)) {
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	start := time.Now()
-	res, err := c.Wait(ctx, *p, gtid)
-	body := map[string]any{"projection": p.Name, "gtid": gtid, "waited_ms": time.Since(start).Milliseconds()}
+	res, err := wait(ctx)
+	body["waited_ms"] = time.Since(start).Milliseconds()
 	switch {
 	case err == nil:
 		body["applied"] = true
