@@ -47,7 +47,7 @@ func ledgerConfig(t *testing.T, bed *testbed.Bed, consistency config.Consistency
 	}
 	if err := bed.MySQL.Exec(ctx,
 		"CREATE TABLE `"+src+"`.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL)",
-		"CREATE TABLE `"+src+"`.transfers (id BIGINT AUTO_INCREMENT PRIMARY KEY, from_id INT NOT NULL, to_id INT NOT NULL, amount BIGINT NOT NULL)"); err != nil {
+		"CREATE TABLE `"+src+"`.transfers (id BIGINT AUTO_INCREMENT PRIMARY KEY, from_id INT NOT NULL, to_id INT NOT NULL, amount BIGINT NOT NULL, memo VARCHAR(8) NULL)"); err != nil {
 		t.Fatal(err)
 	}
 	cfg = bed.Config("c", src+".accounts", src+".transfers")
@@ -55,7 +55,7 @@ func ledgerConfig(t *testing.T, bed *testbed.Bed, consistency config.Consistency
 	cfg.Projections = map[string]config.Projection{
 		"accounts": {From: src + ".accounts", Sink: "ledger", Key: []string{"id"}, Columns: map[string]string{"id": "id", "balance": "balance"}},
 		"transfers": {From: src + ".transfers", Sink: "ledger", Key: []string{"id"},
-			Columns: map[string]string{"id": "id", "from_id": "from_id", "to_id": "to_id", "amount": "amount"}},
+			Columns: map[string]string{"id": "id", "from_id": "from_id", "to_id": "to_id", "amount": "amount", "memo": "memo"}},
 		"received": {From: src + ".transfers", Sink: "ledger", GroupBy: []string{"to_id"}, Aggregates: map[string]string{"amount": "sum(amount)", "n": "count(*)"}},
 		"sent":     {From: src + ".transfers", Sink: "ledger", GroupBy: []string{"from_id"}, Aggregates: map[string]string{"amount": "sum(amount)", "n": "count(*)"}},
 	}
@@ -82,6 +82,9 @@ func ledgerTables(t *testing.T, bed *testbed.Bed, cfg config.Config) (*sinks.Sha
 		if err != nil {
 			t.Fatal(err)
 		}
+		// What the daemon's planning sets: how the applier learns a
+		// widened source column (schema following).
+		p.SourceTypes = func(ctx context.Context) (projections.Types, error) { return p.SourceColumns(ctx, bed.MySQL.DB()) }
 		if err := sink.Exec(t.Context(), sinks.DDL(p, cols)); err != nil {
 			t.Fatal(err)
 		}
@@ -467,6 +470,58 @@ func readYourWrites(t *testing.T, bed *testbed.Bed, cfg config.Config, src, sink
 	}
 }
 
+// TestConsistentSinkFollowsSchema: a source DDL widens a projected column
+// while transfers run, and transfers with longer values follow. The sink
+// refuses the first of them; the applier rolls the commit back, widens the
+// read column (DDL commits implicitly in MySQL, so never inside a commit)
+// and commits the cut again. Readers never see a torn state; the read
+// tables end equal to the source, long values included.
+func TestConsistentSinkFollowsSchema(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	cfg, src, sinkDB := ledgerConfig(t, bed, config.ConsistencyTransaction, bed.MySQL)
+	sink, ps := ledgerTables(t, bed, cfg)
+	runTailer(t, bed, cfg)
+	var readers ledgerReaders
+	stopReaders := readers.run(ctx, t, bed.MySQL.DB(), sinkDB, true, 2)
+	stop := startApplier(t, cfg, sink, ps)
+	if _, err := ledgerWorkload(ctx, bed.MySQL.DB(), src, rand.Uint64(), 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, "ALTER TABLE `"+src+"`.transfers MODIFY memo VARCHAR(64) NULL"); err != nil {
+		t.Fatal(err)
+	}
+	memo := strings.Repeat("wide memo ", 4)
+	for i := range 20 {
+		tx, err := bed.MySQL.DB().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{"UPDATE `" + src + "`.accounts SET balance = balance - 5 WHERE id = ?", []any{1 + i%ledgerAccounts}},
+			{"UPDATE `" + src + "`.accounts SET balance = balance + 5 WHERE id = ?", []any{1 + (i+7)%ledgerAccounts}},
+			{"INSERT INTO `" + src + "`.transfers (from_id, to_id, amount, memo) VALUES (?, ?, 5, ?)", []any{1 + i%ledgerAccounts, 1 + (i+7)%ledgerAccounts, memo}},
+		} {
+			if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitLedgerEqual(t, bed.MySQL, src, sinkDB, bed.MySQL)
+	stop()
+	stopReaders()
+	t.Logf("%d snapshots read, %d torn (first: %q), frontier backwards %d times", readers.snapshots.Load(), readers.torn.Load(), readers.first, readers.backwards.Load())
+	if readers.torn.Load() > 0 || readers.backwards.Load() > 0 {
+		t.Errorf("%d torn snapshots, the frontier moved back %d times", readers.torn.Load(), readers.backwards.Load())
+	}
+}
+
 // startApplier runs the sink's applier until stop, which reports its
 // error.
 func startApplier(t *testing.T, cfg config.Config, sink *sinks.Sharded, ps []*projections.Projection) (stop func()) {
@@ -485,7 +540,15 @@ func startApplierIn(t *testing.T, cfg config.Config, sink *sinks.Sharded, ps []*
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
+	go func() {
+		err := a.Run(ctx)
+		if err != nil {
+			// Said at once: a test waiting for the read tables would
+			// otherwise only time out.
+			t.Logf("applier stopped: %v", err)
+		}
+		done <- err
+	}()
 	return func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -501,7 +564,7 @@ func waitLedgerEqual(t *testing.T, sinkServer *testbed.MySQL, src, sinkDB string
 	s, r := "`"+src+"`.", "`"+sinkDB+"`."
 	pairs := [][2]string{
 		{"SELECT id, balance FROM " + s + "accounts ORDER BY id", "SELECT id, balance FROM " + r + "accounts ORDER BY id"},
-		{"SELECT id, from_id, to_id, amount FROM " + s + "transfers ORDER BY id", "SELECT id, from_id, to_id, amount FROM " + r + "transfers ORDER BY id"},
+		{"SELECT id, from_id, to_id, amount, memo FROM " + s + "transfers ORDER BY id", "SELECT id, from_id, to_id, amount, memo FROM " + r + "transfers ORDER BY id"},
 		{"SELECT to_id, SUM(amount), COUNT(*) FROM " + s + "transfers GROUP BY to_id ORDER BY 1", "SELECT to_id, amount, n FROM " + r + "received ORDER BY 1"},
 		{"SELECT from_id, SUM(amount), COUNT(*) FROM " + s + "transfers GROUP BY from_id ORDER BY 1", "SELECT from_id, amount, n FROM " + r + "sent ORDER BY 1"},
 	}

@@ -323,7 +323,7 @@ func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client,
 		Pos: target.cut.Position.Pos, SourceTS: target.cut.SourceTS, CutWrittenAt: target.cut.WrittenAt,
 		Transactions: target.cut.Transactions, Loading: target.cut.Loading(), Next: next}
 	if err := c.Commit(f); err != nil {
-		return err
+		return a.followSchema(ctx, err)
 	}
 	a.o.Metrics.committed(a.sink, f, s.applied, rows, time.Since(start))
 	if s.applied.Checkpoint < 0 {
@@ -493,19 +493,30 @@ var errSchemaFollowed = errors.New("a read table was altered to follow the sourc
 // followSchema answers a commit that failed with err, rolled back: when the
 // sink refused a value a widened read column would take, it runs the
 // ALTERs (between transactions, since DDL commits implicitly in MySQL) and
-// returns errSchemaFollowed so the commit starts again; else err.
+// returns errSchemaFollowed so the commit starts again; else err. A
+// refusal that surfaced with a later statement or the COMMIT (statements
+// are sent together) names no projection: then every projection's read
+// table is compared with the source.
 func (a *Applier) followSchema(ctx context.Context, err error) error {
-	var ae *applyError
 	sf, ok := a.to.(projections.SchemaFollower)
-	if !errors.As(err, &ae) || !ok || !sf.SchemaRejection(err) {
+	if !ok || !sf.SchemaRejection(err) {
 		return err
 	}
-	pr := a.followers[ae.p]
-	retry, ferr := pr.followSchema(ctx, sf, pr.follow.altered, err)
-	switch {
-	case ferr != nil:
-		return ferr
-	case retry:
+	suspects := a.ps
+	var ae *applyError
+	if errors.As(err, &ae) {
+		suspects = []*projections.Projection{ae.p}
+	}
+	followed := false
+	for _, p := range suspects {
+		pr := a.followers[p]
+		retry, ferr := pr.followSchema(ctx, sf, pr.follow.altered, err)
+		if ferr != nil {
+			return ferr
+		}
+		followed = followed || retry
+	}
+	if followed {
 		return errSchemaFollowed
 	}
 	return err
