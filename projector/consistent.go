@@ -229,7 +229,7 @@ func (a *Applier) cutReader(ctx context.Context, s *applySession, lost context.C
 		kgo.ConsumeTopics(a.o.CheckpointTopic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.DisableAutoCommit(), // where to resume is the frontier, in the sink
-		kgo.SessionTimeout(10*time.Second),
+		kgo.SessionTimeout(10 * time.Second),
 		kgo.RetryBackoffFn(retryBackoff),
 		kgo.AdjustFetchOffsetsFn(func(_ context.Context, m map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 			for _, parts := range m {

@@ -76,4 +76,3 @@ func TestCutAdmission(t *testing.T) {
 		t.Fatalf("cut 3 took %v (reached %v), want %v", taken, s.reached(c3), want)
 	}
 }
-
