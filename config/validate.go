@@ -85,11 +85,7 @@ func (c Config) Validate() error {
 	if err := c.Kafka.Compression.Check(); err != nil {
 		bad("kafka.compression %v", err)
 	}
-	for _, name := range slices.Sorted(maps.Keys(c.Sinks)) {
-		if err := c.Sinks[name].Consistency.Check(); err != nil {
-			bad("sinks.%s.consistency %v", name, err)
-		}
-	}
+	errs = append(errs, c.sinkModeErrors()...)
 	if err := c.Log.Level.Check(); err != nil {
 		bad("log.level %v", err)
 	}
@@ -166,4 +162,16 @@ func validTopicPart(s string) bool {
 		}
 	}
 	return true
+}
+
+// sinkModeErrors are the sinks' enumerated settings that are out of their
+// choices, in sink name order.
+func (c Config) sinkModeErrors() []error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(c.Sinks)) {
+		if err := c.Sinks[name].Consistency.Check(); err != nil {
+			errs = append(errs, fmt.Errorf("sinks.%s.consistency %v", name, err))
+		}
+	}
+	return errs
 }
