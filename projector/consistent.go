@@ -132,8 +132,11 @@ func (a *Applier) Run(ctx context.Context) error {
 		if committed {
 			backoff = 100 * time.Millisecond
 		}
-		if err != nil && !a.o.Retryable(err) && !errors.Is(err, errMembershipLost) && !errors.Is(err, errTopicsMissing) && !errors.Is(err, errSchemaFollowed) {
+		if err != nil {
+			// Whatever ended the session rolled its open commit back.
 			a.o.Metrics.failed(a.sink)
+		}
+		if err != nil && !a.o.Retryable(err) && !errors.Is(err, errMembershipLost) && !errors.Is(err, errTopicsMissing) && !errors.Is(err, errSchemaFollowed) {
 			return fmt.Errorf("sink %s (consistency: transaction): %w", a.sink, err)
 		}
 		a.log.Warn("consistent commit interrupted; starting again from the stored frontier", "in", backoff, "err", err)

@@ -5,7 +5,8 @@ package sinks
 // the source, applied chunk by chunk, and commits with the frontier row
 // that names the cut. The open transaction is where a source transaction
 // of any size waits: nothing of it is visible until the commit, and the
-// process holds one chunk at a time.
+// process holds two chunks at a time (one mapped while the other is
+// written).
 
 import (
 	"context"
@@ -194,14 +195,13 @@ var _ projections.ConsistentSink = (*Sharded)(nil)
 type Commit struct {
 	s      *Sharded
 	shards []*ShardCommit // nil: the shard is at or past the target already
-	Began  time.Time
 }
 
 // BeginCommit opens the transactions of a commit to the cut at checkpoint
 // offset target. from is each shard's frontier as last read; a shard
 // already at or past target takes no part (its frontier never moves back).
 func (s *Sharded) BeginCommit(ctx context.Context, from []int64, target int64) (projections.SinkCommit, error) {
-	c := &Commit{s: s, shards: make([]*ShardCommit, len(s.Shards)), Began: time.Now()}
+	c := &Commit{s: s, shards: make([]*ShardCommit, len(s.Shards))}
 	for i, sh := range s.Shards {
 		if from[i] >= target {
 			continue
