@@ -213,7 +213,8 @@ func runLedger(t *testing.T, r ledgerRun) ledgerResult {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "run.log")
-	d := startDaemon(t, logPath, "run", "-c", cfgPath)
+	httpAddr := freeAddr(t)
+	d := startDaemon(t, logPath, "run", "-c", cfgPath, "--http", httpAddr)
 	testbed.WaitForTailer(t, bed.MySQL, brokers, topicPrefixOf(t, head)+"._readside_checkpoints")
 	utc := utcDB(t, bed)
 	// The opening balances arrive by the initial snapshot; the readers
@@ -286,6 +287,9 @@ func runLedger(t *testing.T, r ledgerRun) ledgerResult {
 	t.Logf("consistency: %s, %d shard(s): %s", r.consistency, len(shards), text)
 	if snapshots < 20 {
 		t.Errorf("the readers took %d snapshots, too few to say anything", snapshots)
+	}
+	if r.consistency == "transaction" {
+		checkFrontierSurfaces(t, bed, cfgPath, httpAddr, src, shards)
 	}
 	expectReadside(t, cfgPath, "after the workload", "verify", 0,
 		"acct: EQUAL", "ord: EQUAL", "line: EQUAL", "ord_nested: EQUAL", "line_sums: EQUAL", "line_cust: EQUAL")
