@@ -29,9 +29,21 @@ import (
 //     sent, by the transfers — held in two more read tables, aggregates
 //     of transfers per receiving and per sending account.
 //
-// A reader of the four read tables that sees anything else sees a state
-// the source never had.
+// Each transfer also has a kind, and each kind a group with a label; now
+// and then a transaction relabels a group or moves a kind to another group.
+// transfers_labeled carries each transfer's group and label through a join
+// and a join hanging off it (`via`), so at every committed state of the
+// source
+//   - a transfer's group is its kind's group in kinds, and its label that
+//     group's label in kgroups (a relabelling reaches every transfer below
+//     the group in the same state).
+//
+// A reader of the read tables that sees anything else sees a state the
+// source never had.
 const ledgerAccounts = 40
+
+// ledgerKinds and ledgerGroups: the kinds of transfer, and their groups.
+const ledgerKinds, ledgerGroups = 10, 4
 
 // ledgerConfig declares the ledger's projections on the sink "ledger", a
 // database of its own on sinkServer.
@@ -47,10 +59,12 @@ func ledgerConfig(t *testing.T, bed *testbed.Bed, consistency config.Consistency
 	}
 	if err := bed.MySQL.Exec(ctx,
 		"CREATE TABLE `"+src+"`.accounts (id INT PRIMARY KEY, balance BIGINT NOT NULL)",
-		"CREATE TABLE `"+src+"`.transfers (id BIGINT AUTO_INCREMENT PRIMARY KEY, from_id INT NOT NULL, to_id INT NOT NULL, amount BIGINT NOT NULL, memo VARCHAR(8) NULL)"); err != nil {
+		"CREATE TABLE `"+src+"`.transfers (id BIGINT AUTO_INCREMENT PRIMARY KEY, from_id INT NOT NULL, to_id INT NOT NULL, amount BIGINT NOT NULL, memo VARCHAR(8) NULL, kind_id INT NULL)",
+		"CREATE TABLE `"+src+"`.kinds (id INT PRIMARY KEY, group_id INT NOT NULL)",
+		"CREATE TABLE `"+src+"`.kgroups (id INT PRIMARY KEY, label VARCHAR(16) NOT NULL)"); err != nil {
 		t.Fatal(err)
 	}
-	cfg = bed.Config("c", src+".accounts", src+".transfers")
+	cfg = bed.Config("c", src+".accounts", src+".transfers", src+".kinds", src+".kgroups")
 	cfg.Sinks = map[string]config.Sink{"ledger": {DSN: config.Secret(sinkServer.AdminDSN() + sinkDB), Consistency: consistency}}
 	cfg.Projections = map[string]config.Projection{
 		"accounts": {From: src + ".accounts", Sink: "ledger", Key: []string{"id"}, Columns: map[string]string{"id": "id", "balance": "balance"}},
@@ -58,6 +72,13 @@ func ledgerConfig(t *testing.T, bed *testbed.Bed, consistency config.Consistency
 			Columns: map[string]string{"id": "id", "from_id": "from_id", "to_id": "to_id", "amount": "amount", "memo": "memo"}},
 		"received": {From: src + ".transfers", Sink: "ledger", GroupBy: []string{"to_id"}, Aggregates: map[string]string{"amount": "sum(amount)", "n": "count(*)"}},
 		"sent":     {From: src + ".transfers", Sink: "ledger", GroupBy: []string{"from_id"}, Aggregates: map[string]string{"amount": "sum(amount)", "n": "count(*)"}},
+		"kinds":    {From: src + ".kinds", Sink: "ledger", Key: []string{"id"}, Columns: map[string]string{"id": "id", "group_id": "group_id"}},
+		"kgroups":  {From: src + ".kgroups", Sink: "ledger", Key: []string{"id"}, Columns: map[string]string{"id": "id", "label": "label"}},
+		"transfers_labeled": {From: src + ".transfers", Sink: "ledger", Key: []string{"id"}, Columns: map[string]string{"id": "id", "kind_id": "kind_id"},
+			Join: []config.Join{
+				{From: src + ".kinds", As: "k", On: map[string]string{"id": "kind_id"}, Columns: map[string]string{"group_id": "group_id"}},
+				{From: src + ".kgroups", Via: "k", On: map[string]string{"id": "group_id"}, Columns: map[string]string{"label": "label"}},
+			}},
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -107,6 +128,21 @@ func ledgerWorkload(ctx context.Context, db *sql.DB, src string, seed uint64, n 
 			return 0, err
 		}
 	}
+	for id := 1; id <= max(ledgerKinds, ledgerGroups); id++ {
+		var q []string
+		if id <= ledgerKinds {
+			q = append(q, fmt.Sprintf("INSERT INTO `%s`.kinds VALUES (%d, %d)", src, id, 1+id%ledgerGroups))
+		}
+		if id <= ledgerGroups {
+			q = append(q, fmt.Sprintf("INSERT INTO `%s`.kgroups VALUES (%d, 'g%d')", src, id, id))
+		}
+		for _, q := range q {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				tx.Rollback()
+				return 0, err
+			}
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return 0, err
 	}
@@ -115,6 +151,18 @@ func ledgerWorkload(ctx context.Context, db *sql.DB, src string, seed uint64, n 
 		moves := 1 + rng.IntN(4)
 		if rng.IntN(50) == 0 {
 			moves = 500
+		}
+		if rng.IntN(25) == 0 {
+			// A relabelling or a kind moved to another group: fans out
+			// to every transfer below it through the joins.
+			q := fmt.Sprintf("UPDATE `%s`.kgroups SET label = 'g%d-%d' WHERE id = %d", src, 1+rng.IntN(ledgerGroups), done, 1+rng.IntN(ledgerGroups))
+			if rng.IntN(2) == 0 {
+				q = fmt.Sprintf("UPDATE `%s`.kinds SET group_id = %d WHERE id = %d", src, 1+rng.IntN(ledgerGroups), 1+rng.IntN(ledgerKinds))
+			}
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				return done, err
+			}
+			continue
 		}
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
@@ -128,7 +176,7 @@ func ledgerWorkload(ctx context.Context, db *sql.DB, src string, seed uint64, n 
 			}{
 				{"UPDATE `" + src + "`.accounts SET balance = balance - ? WHERE id = ?", []any{amount, from}},
 				{"UPDATE `" + src + "`.accounts SET balance = balance + ? WHERE id = ?", []any{amount, to}},
-				{"INSERT INTO `" + src + "`.transfers (from_id, to_id, amount) VALUES (?, ?, ?)", []any{from, to, amount}},
+				{"INSERT INTO `" + src + "`.transfers (from_id, to_id, amount, kind_id) VALUES (?, ?, ?, ?)", []any{from, to, amount, 1 + rng.IntN(ledgerKinds)}},
 			} {
 				if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
 					tx.Rollback()
@@ -194,6 +242,10 @@ func ledgerCheck(ctx context.Context, db *sql.DB, sinkDB string, withFrontier bo
 	if err != nil {
 		return "", 0, err
 	}
+	labels, err := joinedLabels(ctx, conn, d)
+	if err != nil {
+		return "", 0, err
+	}
 	frontier := int64(-1)
 	if withFrontier {
 		err := conn.QueryRowContext(ctx, "SELECT checkpoint_offset FROM "+d+"`_readside_frontier` WHERE sink = 'ledger'").Scan(&frontier)
@@ -218,10 +270,35 @@ func ledgerCheck(ctx context.Context, db *sql.DB, sinkDB string, withFrontier bo
 	if len(balances) > 0 && total != 1000*ledgerAccounts {
 		why = append(why, fmt.Sprintf("the balances sum to %d, not %d", total, 1000*ledgerAccounts))
 	}
+	why = append(why, labels...)
 	if len(why) > 3 {
 		why = append(why[:3], fmt.Sprintf("and %d more", len(why)-3))
 	}
 	return strings.Join(why, "; "), frontier, nil
+}
+
+// joinedLabels checks transfers_labeled against kinds and kgroups in the
+// reader's snapshot (d: the sink database, quoted, with its dot): each
+// transfer's group and label through the joins are its kind's group and
+// that group's label.
+func joinedLabels(ctx context.Context, conn *sql.Conn, d string) ([]string, error) {
+	rows, err := conn.QueryContext(ctx, "SELECT t.id, COALESCE(t.group_id, -1), COALESCE(t.label, ''), COALESCE(k.group_id, -1), COALESCE(g.label, '')"+
+		" FROM "+d+"transfers_labeled t LEFT JOIN "+d+"kinds k ON k.id = t.kind_id LEFT JOIN "+d+"kgroups g ON g.id = k.group_id"+
+		" WHERE NOT (t.group_id <=> k.group_id AND t.label <=> g.label) LIMIT 3")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var why []string
+	for rows.Next() {
+		var id, group, kindGroup int64
+		var label, groupLabel string
+		if err := rows.Scan(&id, &group, &label, &kindGroup, &groupLabel); err != nil {
+			return nil, err
+		}
+		why = append(why, fmt.Sprintf("transfer %d: joined group %d label %q, but its kind is in group %d labelled %q", id, group, label, kindGroup, groupLabel))
+	}
+	return why, rows.Err()
 }
 
 // ledgerReaders run the check over and over until stop, and count the
@@ -567,6 +644,8 @@ func waitLedgerEqual(t *testing.T, sinkServer *testbed.MySQL, src, sinkDB string
 		{"SELECT id, from_id, to_id, amount, memo FROM " + s + "transfers ORDER BY id", "SELECT id, from_id, to_id, amount, memo FROM " + r + "transfers ORDER BY id"},
 		{"SELECT to_id, SUM(amount), COUNT(*) FROM " + s + "transfers GROUP BY to_id ORDER BY 1", "SELECT to_id, amount, n FROM " + r + "received ORDER BY 1"},
 		{"SELECT from_id, SUM(amount), COUNT(*) FROM " + s + "transfers GROUP BY from_id ORDER BY 1", "SELECT from_id, amount, n FROM " + r + "sent ORDER BY 1"},
+		{"SELECT t.id, t.kind_id, k.group_id, g.label FROM " + s + "transfers t LEFT JOIN " + s + "kinds k ON k.id = t.kind_id LEFT JOIN " + s + "kgroups g ON g.id = k.group_id ORDER BY t.id",
+			"SELECT id, kind_id, group_id, label FROM " + r + "transfers_labeled ORDER BY id"},
 	}
 	testbed.Eventually(t, 120*time.Second, func() (bool, string) {
 		for _, p := range pairs {

@@ -496,31 +496,37 @@ var errSchemaFollowed = errors.New("a read table was altered to follow the sourc
 // followSchema answers a commit that failed with err, rolled back: when the
 // sink refused a value a widened read column would take, it runs the
 // ALTERs (between transactions, since DDL commits implicitly in MySQL) and
-// returns errSchemaFollowed so the commit starts again; else err. A
-// refusal that surfaced with a later statement or the COMMIT (statements
-// are sent together) names no projection: then every projection's read
-// table is compared with the source.
+// returns errSchemaFollowed so the commit starts again; else err.
+// Statements are sent together, so a refusal can surface with a later
+// statement — another projection's, or the COMMIT: the projection the
+// error names is only the first suspect, and when its read table already
+// matches the source every projection's is compared
+// (TestConsistentSinkFollowsSchema: a refused transfers row surfaced with
+// the next projection's join query).
 func (a *Applier) followSchema(ctx context.Context, err error) error {
 	sf, ok := a.to.(projections.SchemaFollower)
 	if !ok || !sf.SchemaRejection(err) {
 		return err
 	}
-	suspects := a.ps
+	var suspects [][]*projections.Projection
 	var ae *applyError
 	if errors.As(err, &ae) {
-		suspects = []*projections.Projection{ae.p}
+		suspects = append(suspects, []*projections.Projection{ae.p})
 	}
-	followed := false
-	for _, p := range suspects {
-		pr := a.followers[p]
-		retry, ferr := pr.followSchema(ctx, sf, pr.follow.altered, err)
-		if ferr != nil {
-			return ferr
+	suspects = append(suspects, a.ps)
+	for _, ps := range suspects {
+		followed := false
+		for _, p := range ps {
+			pr := a.followers[p]
+			retry, ferr := pr.followSchema(ctx, sf, pr.follow.altered, err)
+			if ferr != nil {
+				return ferr
+			}
+			followed = followed || retry
 		}
-		followed = followed || retry
-	}
-	if followed {
-		return errSchemaFollowed
+		if followed {
+			return errSchemaFollowed
+		}
 	}
 	return err
 }
