@@ -14,6 +14,7 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/internal/sourcedb"
 	"github.com/readside/readside/internal/sqlflavor"
 )
 
@@ -44,7 +45,7 @@ func openSource(ctx context.Context, dsn string, flavor config.Flavor, tlsCfg co
 		return nil, fmt.Errorf("source.dsn address %q: %w", cfg.Addr, err)
 	}
 	port, _ := strconv.Atoi(portStr)
-	tc, err := sourceTLS(tlsCfg, host)
+	tc, err := sourcedb.TLS(tlsCfg, host)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"database/sql"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -19,6 +20,7 @@ import (
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/event"
+	"github.com/readside/readside/internal/sourcedb"
 )
 
 // testCA issues certificates for the TLS tests.
@@ -128,6 +130,31 @@ func TestSourceTLS(t *testing.T) {
 	// verify_ca checks the chain but not the name.
 	if err := connect(dsnFor("localhost", src.Port), config.TLS{Mode: "verify_ca", CAFile: caFile}); err != nil {
 		t.Errorf("verify_ca to localhost with the right CA: %v", err)
+	}
+	// The readers' pools (verify, the shard-key report) connect as the
+	// tailer does: over TLS, refusing what it refuses.
+	readerPing := func(dsn string, tc config.TLS) error {
+		db, err := sourcedb.Open(dsn, sourcedb.Options{TLS: tc})
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		var cipher sql.NullString
+		if err := db.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE 'Ssl_cipher'").Scan(new(string), &cipher); err != nil {
+			return err
+		}
+		if cipher.String == "" {
+			return fmt.Errorf("connected in plaintext")
+		}
+		return nil
+	}
+	if err := readerPing(dsnFor("127.0.0.1", src.Port), good); err != nil {
+		t.Errorf("a reader's pool, verify_identity with the right CA: %v", err)
+	}
+	for _, r := range refusals {
+		if err := readerPing(r.dsn, r.tc); err == nil {
+			t.Errorf("a reader's pool connected despite %s", r.why)
+		}
 	}
 
 	// The whole tailer streams over TLS.

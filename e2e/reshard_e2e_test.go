@@ -401,7 +401,7 @@ func (rb *reshardBed) checkPlaced() {
 func (rb *reshardBed) verifyEqual(p *projections.Projection) {
 	rb.t.Helper()
 	ctx := rb.t.Context()
-	src, err := verify.OpenSource(rb.bed.MySQL.AdminDSN())
+	src, err := verify.OpenSource(config.Source{DSN: config.Secret(rb.bed.MySQL.AdminDSN())})
 	if err != nil {
 		rb.t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestAggregateCaseInsensitiveGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sink.Close()
-	src, err := verify.OpenSource(s.cfg.Source.DSN.Reveal())
+	src, err := verify.OpenSource(s.cfg.Source)
 	if err != nil {
 		t.Fatal(err)
 	}

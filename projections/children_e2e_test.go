@@ -549,7 +549,7 @@ func TestChildrenElementTypes(t *testing.T) {
 	})
 	// verify computes that array on the source whole too (its source
 	// session raises group_concat_max_len as the sink's does).
-	vsrc, err := verify.OpenSource(cfg.Source.DSN.Reveal())
+	vsrc, err := verify.OpenSource(cfg.Source)
 	if err != nil {
 		t.Fatal(err)
 	}

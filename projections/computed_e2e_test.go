@@ -120,7 +120,7 @@ func TestComputedColumns(t *testing.T) {
 	})
 	t.Logf("read table equals the source's SELECT of the expressions: %d rows", rows)
 
-	vsrc, err := verify.OpenSource(cfg.Source.DSN.Reveal())
+	vsrc, err := verify.OpenSource(cfg.Source)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -345,7 +345,7 @@ func joinViaLive(t *testing.T, fanOut string) {
 	watch()
 	t.Logf("converged: %d rows per read table", strings.Count(s.expected(t), "\n")/2)
 
-	src, err := verify.OpenSource(s.cfg.Source.DSN.Reveal())
+	src, err := verify.OpenSource(s.cfg.Source)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,7 +143,7 @@ func TestNullableForeignKey(t *testing.T) {
 	}
 	t.Logf("read table equals the source's %d non-NULL rows (%d NULL rows left out)", strings.Count(want(), "\n"), nulls)
 
-	srcDB, err := verify.OpenSource(cfg.Source.DSN.Reveal())
+	srcDB, err := verify.OpenSource(cfg.Source)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,7 +113,7 @@ func TestReplicatedOnTwoServers(t *testing.T) {
 		}
 	}
 
-	srcDB, err := verify.OpenSource(cfg.Source.DSN.Reveal())
+	srcDB, err := verify.OpenSource(cfg.Source)
 	if err != nil {
 		t.Fatal(err)
 	}

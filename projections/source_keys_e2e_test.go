@@ -139,7 +139,7 @@ func TestTableWithoutPrimaryKey(t *testing.T) {
 	})
 	t.Logf("audit_by_actor equals the source's %d rows, events_noted its %d", strings.Count(wantAudit(), "\n"), strings.Count(wantEvents(), "\n"))
 
-	srcDB, err := verify.OpenSource(cfg.Source.DSN.Reveal())
+	srcDB, err := verify.OpenSource(cfg.Source)
 	if err != nil {
 		t.Fatal(err)
 	}

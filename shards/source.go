@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/readside/readside/config"
 	"github.com/readside/readside/internal/keyset"
 	"github.com/readside/readside/internal/sourcedb"
 	"github.com/readside/readside/internal/sqlquote"
@@ -61,8 +62,9 @@ type SampleInfo struct {
 // OpenSource connects to the source as Scan needs: the text protocol,
 // so every value arrives as MySQL's text for its type (what the projector
 // hashes), and every reader's session settings (sourcedb).
-func OpenSource(dsn string) (*sql.DB, error) {
-	return sourcedb.Open(dsn, sourcedb.Options{MaxConns: 2, TextProtocol: true})
+// It connects as the tailer does: source.dsn with source.tls.
+func OpenSource(src config.Source) (*sql.DB, error) {
+	return sourcedb.Open(src.DSN.Reveal(), sourcedb.Options{MaxConns: 2, TextProtocol: true, TLS: src.TLS})
 }
 
 // Scan reads p's source rows (a sample, or all of them) and adds each

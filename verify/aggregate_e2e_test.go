@@ -260,7 +260,7 @@ func (r *rollup) waitConverged(t *testing.T, within time.Duration) {
 }
 
 func (r *rollup) verifier(t *testing.T, p *projections.Projection) *verify.Verifier {
-	src, err := verify.OpenSource(r.cfg.Source.DSN.Reveal())
+	src, err := verify.OpenSource(r.cfg.Source)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,11 @@ import (
 
 // Scheduled is what scheduled verification takes of the config.
 type Scheduled struct {
-	Every     time.Duration          // verify.every
-	SourceDSN string                 // source.dsn, revealed
-	Ends      Ends                   // the topics' ends (projector.Ends of config.Kafka.ClientBrokers)
-	DataDir   string                 // data_dir: each projection's state file
-	Sinks     map[string]config.Sink // sinks: where each projection is served
+	Every   time.Duration          // verify.every
+	Source  config.Source          // source: its dsn and tls
+	Ends    Ends                   // the topics' ends (projector.Ends of config.Kafka.ClientBrokers)
+	DataDir string                 // data_dir: each projection's state file
+	Sinks   map[string]config.Sink // sinks: where each projection is served
 }
 
 // Schedule verifies every projection each s.Every (never repairing)
@@ -35,7 +35,7 @@ func Schedule(ctx context.Context, s Scheduled, ps []*projections.Projection, re
 	if reg != nil {
 		reg.MustRegister(drift, last)
 	}
-	src, err := OpenSource(s.SourceDSN)
+	src, err := OpenSource(s.Source)
 	if err != nil {
 		return err
 	}

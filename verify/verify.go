@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/readside/readside/config"
 	"github.com/readside/readside/internal/keyset"
 	"github.com/readside/readside/internal/sourcedb"
 	"github.com/readside/readside/internal/sqlflavor"
@@ -95,8 +96,9 @@ type Verifier struct {
 // MySQL's defaults read it, TIMESTAMPs in UTC) and group_concat_max_len as the sink's sessions have it (1 GiB, the largest
 // max_allowed_packet): JSON_ARRAYAGG is cut at it, and a children array
 // must come out whole on both sides (children.go).
-func OpenSource(dsn string) (*sql.DB, error) {
-	return sourcedb.Open(dsn, sourcedb.Options{MaxConns: 4, GroupConcatMax: 1 << 30})
+// It connects as the tailer does: source.dsn with source.tls.
+func OpenSource(src config.Source) (*sql.DB, error) {
+	return sourcedb.Open(src.DSN.Reveal(), sourcedb.Options{MaxConns: 4, GroupConcatMax: 1 << 30, TLS: src.TLS})
 }
 
 // New prepares a verifier; it does no I/O.

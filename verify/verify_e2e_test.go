@@ -194,7 +194,7 @@ func (s *shop) waitConverged(t *testing.T, within time.Duration) {
 }
 
 func (s *shop) verifier(t *testing.T, opts verify.Options) *verify.Verifier {
-	src, err := verify.OpenSource(s.cfg.Source.DSN.Reveal())
+	src, err := verify.OpenSource(s.cfg.Source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +468,7 @@ func TestVerifySchedule(t *testing.T) {
 	s.run(t)
 	s.load(t, 50, 2000)
 	s.waitConverged(t, 2*time.Minute)
-	sched := verify.Scheduled{Every: 300 * time.Millisecond, SourceDSN: s.cfg.Source.DSN.Reveal(),
+	sched := verify.Scheduled{Every: 300 * time.Millisecond, Source: s.cfg.Source,
 		Ends: projector.Ends(s.cfg.Kafka.ClientBrokers()), DataDir: t.TempDir(), Sinks: s.cfg.Sinks}
 	reg := prometheus.NewRegistry()
 	ctx, cancel := context.WithCancel(t.Context())

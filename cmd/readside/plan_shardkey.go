@@ -30,7 +30,7 @@ func shardKeyWarnings(ctx context.Context, cfg config.Config, p *projections.Pro
 	if len(ranges) < 2 {
 		return nil
 	}
-	src, err := shards.OpenSource(cfg.Source.DSN.Reveal())
+	src, err := shards.OpenSource(cfg.Source)
 	if err == nil {
 		defer src.Close()
 		c := shards.NewCounter(nil, nil)

@@ -223,6 +223,6 @@ func stoppedDuringStartup(g *errgroup.Group, log *slog.Logger, cause error) int 
 
 // scheduled is what scheduled verification takes of cfg.
 func scheduled(cfg config.Config) verify.Scheduled {
-	return verify.Scheduled{Every: cfg.Verify.Every, SourceDSN: cfg.Source.DSN.Reveal(), Ends: projector.Ends(cfg.Kafka.ClientBrokers()),
+	return verify.Scheduled{Every: cfg.Verify.Every, Source: cfg.Source, Ends: projector.Ends(cfg.Kafka.ClientBrokers()),
 		DataDir: cfg.DataDir, Sinks: cfg.Sinks}
 }

@@ -141,7 +141,7 @@ func analyze(ctx context.Context, cfg config.Config, name, by string, splits []s
 		fmt.Fprintf(stderr, "readside shards analyze: %v: the current ranges are those the config gives sink %s, which a reshard may have replaced\n", err, sink)
 	}
 	rep.Sink = sink
-	src, err := shards.OpenSource(cfg.Source.DSN.Reveal())
+	src, err := shards.OpenSource(cfg.Source)
 	if err != nil {
 		return rep, err
 	}

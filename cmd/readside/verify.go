@@ -51,7 +51,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	if len(chosen) == 0 {
 		return c.failf(exitUsage, "no projection %q in the config (projections.<name>)", f.name)
 	}
-	src, err := verify.OpenSource(e.cfg.Source.DSN.Reveal())
+	src, err := verify.OpenSource(e.cfg.Source)
 	if err != nil {
 		return c.failf(exitUsage, "%v", err)
 	}

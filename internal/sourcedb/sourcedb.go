@@ -10,16 +10,20 @@
 //   - no default database: every statement names its schema, so the
 //     DSN's database need not be the projection's.
 //
-// The tailer's own connection (cdc) adds TLS from source.tls and checks
-// the server's settings; it is opened there.
+// Every connection, the tailer's own included, takes TLS from source.tls
+// (TLS); the tailer's connection also checks the server's settings and
+// is opened in cdc.
 package sourcedb
 
 import (
 	"database/sql"
 	"fmt"
+	"net"
 	"strconv"
 
 	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/readside/readside/config"
 )
 
 // Options are what a reader asks of its sessions beyond the settings
@@ -34,6 +38,9 @@ type Options struct {
 	// GroupConcatMax is group_concat_max_len in bytes; 0 keeps the
 	// server's.
 	GroupConcatMax int64
+	// TLS is source.tls: a reader connects as the tailer does, never in
+	// plaintext where the tailer would not.
+	TLS config.TLS
 }
 
 // Open makes a pool on the source at dsn with every reader's session
@@ -75,5 +82,18 @@ func driverConfig(dsn string, o Options) (*driver.Config, error) {
 		cfg.InterpolateParams = true
 	}
 	cfg.DBName = ""
+	host, _, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		host = cfg.Addr
+	}
+	tc, err := TLS(o.TLS, host)
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		cfg.TLS = tc
+		// Never send a password the server would reveal over plaintext.
+		cfg.AllowCleartextPasswords = false
+	}
 	return cfg, nil
 }

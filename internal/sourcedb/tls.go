@@ -1,4 +1,4 @@
-package cdc
+package sourcedb
 
 import (
 	"crypto/tls"
@@ -10,12 +10,13 @@ import (
 	"github.com/readside/readside/config"
 )
 
-// sourceTLS builds the TLS configuration for the source connection. There
+// TLS builds the TLS configuration of every connection to the source
+// (the tailer's and every reader's pool) from source.tls. There
 // is no "preferred" mode: once TLS is on, a server that offers no TLS, a
 // certificate from an unknown CA, an expired one or (in verify_identity)
 // one for another host refuses the connection. Debezium's default falls
 // back to plaintext; readside never does.
-func sourceTLS(c config.TLS, host string) (*tls.Config, error) {
+func TLS(c config.TLS, host string) (*tls.Config, error) {
 	if c.Mode == "" || c.Mode == config.TLSDisabled {
 		return nil, nil
 	}
