@@ -38,6 +38,15 @@ import (
 //     group's label in kgroups (a relabelling reaches every transfer below
 //     the group in the same state).
 //
+// Two more read tables hold what the ledger has under a key that moves and
+// under a filter: tiers keys each account by its balance's hundreds (an
+// account moves key when its balance crosses one: a delete and an insert),
+// and big holds the transfers of 25 or more (where). So at every committed
+// state
+//   - each account is in tiers exactly once, under its balance's tier,
+//     with its balance, and
+//   - big holds exactly the transfers of 25 or more.
+//
 // A reader of the read tables that sees anything else sees a state the
 // source never had.
 const ledgerAccounts = 40
@@ -72,8 +81,12 @@ func ledgerConfig(t *testing.T, bed *testbed.Bed, consistency config.Consistency
 			Columns: map[string]string{"id": "id", "from_id": "from_id", "to_id": "to_id", "amount": "amount", "memo": "memo"}},
 		"received": {From: src + ".transfers", Sink: "ledger", GroupBy: []string{"to_id"}, Aggregates: map[string]string{"amount": "sum(amount)", "n": "count(*)"}},
 		"sent":     {From: src + ".transfers", Sink: "ledger", GroupBy: []string{"from_id"}, Aggregates: map[string]string{"amount": "sum(amount)", "n": "count(*)"}},
-		"kinds":    {From: src + ".kinds", Sink: "ledger", Key: []string{"id"}, Columns: map[string]string{"id": "id", "group_id": "group_id"}},
-		"kgroups":  {From: src + ".kgroups", Sink: "ledger", Key: []string{"id"}, Columns: map[string]string{"id": "id", "label": "label"}},
+		"tiers": {From: src + ".accounts", Sink: "ledger", Key: []string{"tier", "id"},
+			Columns: map[string]string{"tier": "balance DIV 100", "id": "id", "balance": "balance"}},
+		"big": {From: src + ".transfers", Sink: "ledger", Key: []string{"id"}, Where: "amount >= 25",
+			Columns: map[string]string{"id": "id", "amount": "amount"}},
+		"kinds":   {From: src + ".kinds", Sink: "ledger", Key: []string{"id"}, Columns: map[string]string{"id": "id", "group_id": "group_id"}},
+		"kgroups": {From: src + ".kgroups", Sink: "ledger", Key: []string{"id"}, Columns: map[string]string{"id": "id", "label": "label"}},
 		"transfers_labeled": {From: src + ".transfers", Sink: "ledger", Key: []string{"id"}, Columns: map[string]string{"id": "id", "kind_id": "kind_id"},
 			Join: []config.Join{
 				{From: src + ".kinds", As: "k", On: map[string]string{"id": "kind_id"}, Columns: map[string]string{"group_id": "group_id"}},
@@ -246,6 +259,10 @@ func ledgerCheck(ctx context.Context, db *sql.DB, sinkDB string, withFrontier bo
 	if err != nil {
 		return "", 0, err
 	}
+	moved, err := movedAndFiltered(ctx, conn, d)
+	if err != nil {
+		return "", 0, err
+	}
 	frontier := int64(-1)
 	if withFrontier {
 		err := conn.QueryRowContext(ctx, "SELECT checkpoint_offset FROM "+d+"`_readside_frontier` WHERE sink = 'ledger'").Scan(&frontier)
@@ -271,6 +288,7 @@ func ledgerCheck(ctx context.Context, db *sql.DB, sinkDB string, withFrontier bo
 		why = append(why, fmt.Sprintf("the balances sum to %d, not %d", total, 1000*ledgerAccounts))
 	}
 	why = append(why, labels...)
+	why = append(why, moved...)
 	if len(why) > 3 {
 		why = append(why[:3], fmt.Sprintf("and %d more", len(why)-3))
 	}
@@ -301,16 +319,45 @@ func joinedLabels(ctx context.Context, conn *sql.Conn, d string) ([]string, erro
 	return why, rows.Err()
 }
 
+// movedAndFiltered checks tiers and big against accounts and transfers in
+// the reader's snapshot (d: the sink database, quoted, with its dot).
+func movedAndFiltered(ctx context.Context, conn *sql.Conn, d string) ([]string, error) {
+	var why []string
+	var accounts, tiers, misplaced, big, bigWant, small int
+	for _, c := range []struct {
+		q    string
+		into *int
+	}{
+		{"SELECT COUNT(*) FROM " + d + "accounts", &accounts},
+		{"SELECT COUNT(*) FROM " + d + "tiers", &tiers},
+		{"SELECT COUNT(*) FROM " + d + "accounts a LEFT JOIN " + d + "tiers t ON t.id = a.id AND t.balance = a.balance AND t.tier = a.balance DIV 100 WHERE t.id IS NULL", &misplaced},
+		{"SELECT COUNT(*) FROM " + d + "big", &big},
+		{"SELECT COUNT(*) FROM " + d + "transfers WHERE amount >= 25", &bigWant},
+		{"SELECT COUNT(*) FROM " + d + "big b LEFT JOIN " + d + "transfers t ON t.id = b.id AND t.amount = b.amount WHERE t.id IS NULL OR t.amount < 25", &small},
+	} {
+		if err := conn.QueryRowContext(ctx, c.q).Scan(c.into); err != nil {
+			return nil, err
+		}
+	}
+	if tiers != accounts || misplaced > 0 {
+		why = append(why, fmt.Sprintf("tiers (keyed by the balance's hundreds) holds %d rows for %d accounts, %d accounts not under their balance's tier", tiers, accounts, misplaced))
+	}
+	if big != bigWant || small > 0 {
+		why = append(why, fmt.Sprintf("big (where amount >= 25) holds %d rows, %d of them not such a transfer, for %d transfers of 25 or more", big, small, bigWant))
+	}
+	return why, nil
+}
+
 // ledgerReaders run the check over and over until stop, and count the
 // snapshots read and those holding a state the source never had.
 type ledgerReaders struct {
 	snapshots, torn atomic.Int64
-	// viaTorn: torn snapshots whose joined labels disagreed with kinds
-	// and kgroups (the join through via).
-	viaTorn   atomic.Int64
-	mu        sync.Mutex
-	first     []string
-	backwards atomic.Int64
+	// viaTorn, movedTorn, filteredTorn: torn snapshots in the labels
+	// joined through via, in tiers (a key that moves), in big (where).
+	viaTorn, movedTorn, filteredTorn atomic.Int64
+	mu                               sync.Mutex
+	first                            []string
+	backwards                        atomic.Int64
 	// outages: errors are expected (the sink server goes away), counted
 	// in failed instead of failing the test.
 	outages bool
@@ -340,8 +387,10 @@ func (r *ledgerReaders) run(ctx context.Context, t *testing.T, db *sql.DB, sinkD
 				last = frontier
 				if why != "" {
 					r.torn.Add(1)
-					if strings.Contains(why, "joined group") {
-						r.viaTorn.Add(1)
+					for part, n := range map[string]*atomic.Int64{"joined group": &r.viaTorn, "tiers (keyed": &r.movedTorn, "big (where": &r.filteredTorn} {
+						if strings.Contains(why, part) {
+							n.Add(1)
+						}
 					}
 					r.mu.Lock()
 					if len(r.first) < 3 {
@@ -420,8 +469,8 @@ func TestConsistentSinkShowsOnlySourceStates(t *testing.T) {
 			waitLedgerEqual(t, bed.MySQL, src, sinkDB, bed.MySQL)
 			stop()
 			stopReaders()
-			t.Logf("%s: %d transfer transactions; %d snapshots read, %d torn (%d in the labels joined through via; first: %q), frontier backwards %d times",
-				mode, n, readers.snapshots.Load(), readers.torn.Load(), readers.viaTorn.Load(), readers.first, readers.backwards.Load())
+			t.Logf("%s: %d transfer transactions; %d snapshots read, %d torn (in the labels joined through via %d, in the key that moves %d, in the filtered table %d; first: %q), frontier backwards %d times",
+				mode, n, readers.snapshots.Load(), readers.torn.Load(), readers.viaTorn.Load(), readers.movedTorn.Load(), readers.filteredTorn.Load(), readers.first, readers.backwards.Load())
 			if readers.snapshots.Load() < 50 {
 				t.Errorf("only %d snapshots read: the check saw too little to say anything", readers.snapshots.Load())
 			}
@@ -650,6 +699,8 @@ func waitLedgerEqual(t *testing.T, sinkServer *testbed.MySQL, src, sinkDB string
 		{"SELECT id, from_id, to_id, amount, memo FROM " + s + "transfers ORDER BY id", "SELECT id, from_id, to_id, amount, memo FROM " + r + "transfers ORDER BY id"},
 		{"SELECT to_id, SUM(amount), COUNT(*) FROM " + s + "transfers GROUP BY to_id ORDER BY 1", "SELECT to_id, amount, n FROM " + r + "received ORDER BY 1"},
 		{"SELECT from_id, SUM(amount), COUNT(*) FROM " + s + "transfers GROUP BY from_id ORDER BY 1", "SELECT from_id, amount, n FROM " + r + "sent ORDER BY 1"},
+		{"SELECT balance DIV 100, id, balance FROM " + s + "accounts ORDER BY 1, 2", "SELECT tier, id, balance FROM " + r + "tiers ORDER BY 1, 2"},
+		{"SELECT id, amount FROM " + s + "transfers WHERE amount >= 25 ORDER BY id", "SELECT id, amount FROM " + r + "big ORDER BY id"},
 		{"SELECT t.id, t.kind_id, k.group_id, g.label FROM " + s + "transfers t LEFT JOIN " + s + "kinds k ON k.id = t.kind_id LEFT JOIN " + s + "kgroups g ON g.id = k.group_id ORDER BY t.id",
 			"SELECT id, kind_id, group_id, label FROM " + r + "transfers_labeled ORDER BY id"},
 	}
