@@ -65,7 +65,7 @@ func newPageView(r Report, samples []lagSample) pageView {
 	}
 	sort.Slice(v.Components, func(i, j int) bool { return v.Components[i].Name < v.Components[j].Name })
 	window := HistoryEvery * HistoryLen
-	v.Window = window.String()
+	v.Window = fmt.Sprintf("%.0f min", window.Minutes())
 	v.SourceChart = sparkline(sourceSeries(samples), window, "s")
 	for _, p := range r.Projections {
 		pts, unit := projectionSeries(samples, p.Name)
