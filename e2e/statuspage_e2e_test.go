@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -180,14 +181,23 @@ func TestStatusPage(t *testing.T) {
 	}
 	dom = br.dom(url)
 	s := section(dom, "stopped")
+	var missing []string
 	for what, want := range map[string]string{
 		"name":   `<span class="proj-name">messages_extra</span> <span class="badge bad">stopped</span>`,
 		"reason": domText.Replace(stopped.StopReason),
 		"fix":    domText.Replace(stopped.Fix),
 	} {
 		if !strings.Contains(s, want) {
-			t.Errorf("stopped: the page's stopped section lacks the projection's %s %q; section:\n%s\npage:\n%s", what, want, s, dom)
+			missing = append(missing, fmt.Sprintf("its %s %q", what, want))
 		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("stopped: the page's stopped section lacks the stopped projection's\n%s\nsection: %q\npage:\n%s", strings.Join(missing, "\n"), s, dom)
+	}
+	// The charts draw the samples the daemon keeps (one per 5 s) and the
+	// report of the moment: more than one point by now.
+	if !regexp.MustCompile(`<polyline points="[0-9.,]+ [0-9.,]+`).MatchString(dom) {
+		t.Errorf("stopped: no lag chart with more than one point: is the daemon sampling the report (RecordHistory)?\n%s", dom)
 	}
 	if strings.Contains(s, "messages_by_sender") {
 		t.Errorf("stopped: the healthy projection is in the stopped section:\n%s", s)

@@ -60,9 +60,14 @@ type lagHistory struct {
 
 func newLagHistory(n int) *lagHistory { return &lagHistory{samples: make([]lagSample, 0, n)} }
 
+// add appends s unless it is the newest sample's report again (Cached
+// answered from its cache).
 func (h *lagHistory) add(s lagSample) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if n := len(h.samples); n > 0 && !s.At.After(h.samples[(h.next+n-1)%n].At) {
+		return
+	}
 	if len(h.samples) < cap(h.samples) {
 		h.samples = append(h.samples, s)
 		return

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -69,18 +70,20 @@ func TestLagHistory(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	cases := []struct {
 		why  string
-		add  int
-		want []int // seconds after t0, in order
+		add  []int // seconds after t0, in the order added
+		want []int
 	}{
-		{"empty: no samples", 0, nil},
-		{"not full: all, in order", 2, []int{0, 1}},
-		{"full: all, in order", 3, []int{0, 1, 2}},
-		{"wrapped: the oldest overwritten, still oldest first", 5, []int{2, 3, 4}},
+		{"empty: no samples", nil, nil},
+		{"not full: all, in order", []int{0, 1}, []int{0, 1}},
+		{"full: all, in order", []int{0, 1, 2}, []int{0, 1, 2}},
+		{"wrapped: the oldest overwritten, still oldest first", []int{0, 1, 2, 3, 4}, []int{2, 3, 4}},
+		{"the same report again (from the cache): kept once", []int{0, 1, 1, 2, 2}, []int{0, 1, 2}},
+		{"wrapped, then the same report again: kept once", []int{0, 1, 2, 3, 3}, []int{1, 2, 3}},
 	}
 	for _, c := range cases {
 		h := newLagHistory(3)
-		for i := range c.add {
-			h.add(lagSample{At: t0.Add(time.Duration(i) * time.Second)})
+		for _, s := range c.add {
+			h.add(lagSample{At: t0.Add(time.Duration(s) * time.Second)})
 		}
 		var got []int
 		for _, s := range h.ordered() {
@@ -221,5 +224,36 @@ func TestPageRoute(t *testing.T) {
 	s.Route(prometheus.NewRegistry(), col, h)
 	if code, _, _ := get("/favicon.ico"); code != http.StatusNotFound {
 		t.Errorf("GET /favicon.ico once routed: %d, want 404 (/ must not answer every path)", code)
+	}
+}
+
+// TestRecordHistory: the sampler adds a sample per new report (the
+// report is cached for reportMaxAge, so ticks faster than that add it
+// once) and returns nil once its context ends.
+func TestRecordHistory(t *testing.T) {
+	col, err := NewCollector(Options{Brokers: []string{"127.0.0.1:1"}}, nil, NewHealth())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer col.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- col.RecordHistory(ctx, 20*time.Millisecond) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(col.history.ordered()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("RecordHistory after its context ended: %v, want nil", err)
+	}
+	samples := col.history.ordered()
+	if len(samples) < 2 {
+		t.Fatalf("%d samples after ten seconds at one per 20ms, want at least 2", len(samples))
+	}
+	for i := 1; i < len(samples); i++ {
+		if !samples[i].At.After(samples[i-1].At) {
+			t.Errorf("sample %d at %s is not after the one before (%s): a cached report must not be added twice", i, samples[i].At, samples[i-1].At)
+		}
 	}
 }
