@@ -121,6 +121,7 @@ func section(dom, id string) string {
 // that /status gives. E2E_STATUS_PAGE_PNG=FILE keeps the stopped page's
 // screenshot (docs/images/status-page.png is one).
 func TestStatusPage(t *testing.T) {
+	testbed.Get(t) // skips without E2E, before a browser is looked for
 	br := newBrowser(t)
 	const extra = `  messages_extra:
     from: SRC.messages

@@ -27,7 +27,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	defer lc.stop()
 	c := newCommand("run", stdout, stderr)
 	role := c.fs.String("role", "all", "run as `ROLE`: all (the tailer and the projectors), tailer or projector")
-	httpAddr := c.fs.String("http", "", "serve /metrics, /healthz, /readyz and /status on `ADDR`, e.g. :9100 (default: http.listen in the config)")
+	httpAddr := c.fs.String("http", "", "serve the status page at /, /metrics, /healthz, /readyz and /status on `ADDR`, e.g. :9100 (default: http.listen in the config)")
 	if code, done := c.parse(args); done {
 		return code
 	}
