@@ -30,7 +30,7 @@ docker:
 ## test: unit tests with -race, the Vitess routing check, then the e2e suite on real MariaDB and Apache Kafka
 test: testbed-install test-unit test-vitess e2e
 
-## testbed-install: the tools tests run beside the servers (promtool, Debian package prometheus), installed when root
+## testbed-install: the tools tests run beside the servers (promtool from Debian package prometheus; chromium), installed when root
 testbed-install:
 	$(GO) run ./e2e/cmd/testbed install
 

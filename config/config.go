@@ -25,7 +25,7 @@ type Config struct {
 	Verify Verify `koanf:"verify"`
 	// Log configures logging.
 	Log Log `koanf:"log"`
-	// HTTP is the operations endpoint (/metrics, /healthz, /readyz, /status).
+	// HTTP is the operations endpoint (/, /metrics, /healthz, /readyz, /status).
 	HTTP HTTP `koanf:"http"`
 	// ShutdownTimeout bounds the drain after SIGTERM/SIGINT: in-flight
 	// batches are committed within it, or the process exits 1. Default 30s.

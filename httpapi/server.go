@@ -52,6 +52,8 @@ func (s *Server) RouteHealth(h *Health) {
 		_, reasons := h.Healthy()
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reasons": append([]string{"starting"}, reasons...)})
 	})
+	// "/{$}" is / alone: a bare "/" would answer every unknown path.
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) { serveStartingPage(w, h) })
 	s.handler.Store(mux)
 }
 
@@ -73,7 +75,8 @@ func serveHealth(w http.ResponseWriter, r *http.Request, h *Health) {
 	writeJSON(w, code, body)
 }
 
-// Route serves /metrics (gatherer), /healthz, /readyz, /status and /wait.
+// Route serves /metrics (gatherer), /healthz, /readyz, /status, /wait
+// and the status page at /.
 func (s *Server) Route(gatherer prometheus.Gatherer, c *Collector, h *Health) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}))
@@ -90,6 +93,7 @@ func (s *Server) Route(gatherer prometheus.Gatherer, c *Collector, h *Health) {
 		writeJSON(w, http.StatusOK, c.Cached(r.Context(), reportMaxAge))
 	})
 	mux.HandleFunc("GET /wait", c.serveWait)
+	mux.HandleFunc("GET /{$}", c.servePage)
 	if s.Pprof {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)

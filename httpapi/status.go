@@ -194,6 +194,8 @@ type Collector struct {
 	mu     sync.Mutex
 	last   Report
 	lastAt time.Time
+	// history: the lag over the last minutes, for the status page.
+	history *lagHistory
 }
 
 // NewCollector prepares clients for the broker and the sinks.
@@ -202,7 +204,7 @@ func NewCollector(opts Options, tailer TailerSource, health *Health) (*Collector
 	if err != nil {
 		return nil, err
 	}
-	c := &Collector{opts: opts, tailer: tailer, health: health, kcl: kcl, adm: kadm.NewClient(kcl), dbs: map[string]*sql.DB{}}
+	c := &Collector{opts: opts, tailer: tailer, health: health, kcl: kcl, adm: kadm.NewClient(kcl), dbs: map[string]*sql.DB{}, history: newLagHistory(HistoryLen)}
 	for _, p := range opts.Projections {
 		for _, s := range p.Sinks {
 			if _, err := c.db(s); err != nil {

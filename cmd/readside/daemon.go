@@ -199,7 +199,7 @@ func (o *ops) serve(cfg config.Config, role string, reg *prometheus.Registry) er
 	}
 	o.srv.Pprof = cfg.HTTP.Pprof
 	o.srv.Route(reg, o.col, o.health)
-	o.log.Info("serving /metrics, /healthz, /readyz, /status, /wait", "http", o.srv.Addr())
+	o.log.Info("serving the status page at /, /metrics, /healthz, /readyz, /status, /wait", "http", o.srv.Addr())
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/httpapi"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/projector"
 	"github.com/readside/readside/verify"
@@ -26,7 +27,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	defer lc.stop()
 	c := newCommand("run", stdout, stderr)
 	role := c.fs.String("role", "all", "run as `ROLE`: all (the tailer and the projectors), tailer or projector")
-	httpAddr := c.fs.String("http", "", "serve /metrics, /healthz, /readyz and /status on `ADDR`, e.g. :9100 (default: http.listen in the config)")
+	httpAddr := c.fs.String("http", "", "serve the status page at /, /metrics, /healthz, /readyz and /status on `ADDR`, e.g. :9100 (default: http.listen in the config)")
 	if code, done := c.parse(args); done {
 		return code
 	}
@@ -122,6 +123,10 @@ func (d *daemonRun) run() int {
 	}
 	if err := d.ops.serve(cfg, d.role, d.reg); err != nil {
 		d.log.Error("http endpoint", "err", err)
+	}
+	if col := d.ops.col; col != nil {
+		// The status page's lag charts.
+		d.g.Go(func() error { return col.RecordHistory(d.gctx, httpapi.HistoryEvery) })
 	}
 	d.g.Go(func() error { return d.progress.run(d.gctx) })
 	return waitStopped(d.g, d.log)

@@ -85,3 +85,10 @@ func aptInstall(ctx context.Context, pkgs ...string) error {
 func Promtool(ctx context.Context) (string, error) {
 	return ensureCommand(ctx, []string{"prometheus"}, "promtool")
 }
+
+// Chromium returns the path of Debian's chromium, installing it when it
+// is missing and the process runs as root: the status page is checked
+// in it, headless (e2e TestStatusPage).
+func Chromium(ctx context.Context) (string, error) {
+	return ensureCommand(ctx, []string{"chromium"}, "chromium")
+}

@@ -10,8 +10,9 @@
 // at them. `make testbed-up` and `make testbed-down` wrap this.
 //
 // `install` installs the tools tests run beside the servers (promtool,
-// from Debian's prometheus package) when missing and running as root;
-// `make test` runs it before the unit tests, which need promtool first.
+// from Debian's prometheus package, and chromium, in which the status
+// page is checked) when missing and running as root; `make test` runs it
+// before the unit tests, which need promtool first.
 package main
 
 import (
@@ -77,19 +78,29 @@ func main() {
 	fmt.Print(env)
 }
 
-// install makes promtool available. Not being root is no failure: the tests
-// that need promtool say so and skip; a failed apt-get as root is.
+// install makes promtool and chromium available. Not being root is no
+// failure: the tests that need them say so and skip (outside CI); a
+// failed apt-get as root is.
 func install() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	p, err := testbed.Promtool(ctx)
-	switch {
-	case err == nil:
-		fmt.Println("promtool:", p)
-	case os.Geteuid() != 0:
-		fmt.Fprintln(os.Stderr, "testbed install (skipped, not root):", err)
-	default:
-		fmt.Fprintln(os.Stderr, "testbed install:", err)
+	failed := false
+	for _, tool := range []struct {
+		name   string
+		ensure func(context.Context) (string, error)
+	}{{"promtool", testbed.Promtool}, {"chromium", testbed.Chromium}} {
+		p, err := tool.ensure(ctx)
+		switch {
+		case err == nil:
+			fmt.Printf("%s: %s\n", tool.name, p)
+		case os.Geteuid() != 0:
+			fmt.Fprintln(os.Stderr, "testbed install (skipped, not root):", err)
+		default:
+			fmt.Fprintln(os.Stderr, "testbed install:", err)
+			failed = true
+		}
+	}
+	if failed {
 		os.Exit(1)
 	}
 }
