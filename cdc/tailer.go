@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/debezium"
 	"github.com/readside/readside/event"
 	"github.com/readside/readside/internal/compression"
 	"github.com/readside/readside/internal/kafkalog"
@@ -290,6 +291,9 @@ func (env *runEnv) capture(cfg config.Config) {
 	for _, name := range cfg.Source.Tables {
 		db, tbl, _ := config.SplitTable(name)
 		env.captured[name] = event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl)
+		if cfg.Kafka.Format == config.FormatDebezium {
+			env.captured[name] = debezium.Topic(cfg.Kafka.TopicPrefix, db, tbl)
+		}
 		env.topics = append(env.topics, env.captured[name])
 		if !slices.Contains(env.trackedDBs, db) {
 			env.trackedDBs = append(env.trackedDBs, db)
