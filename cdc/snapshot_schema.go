@@ -237,7 +237,7 @@ func (t *table) appendSQLKey(buf []byte, row []sql.RawBytes) ([]byte, error) {
 func quoteIdent(s string) string { return sqlquote.Ident(s) }
 
 // typeMembers reads the members of an ENUM or SET column from its
-// COLUMN_TYPE, enum('a','b”c'): the snapshot publishes the values as
+// COLUMN_TYPE, enum('a','b') with quotes inside a member doubled: the snapshot publishes the values as
 // text, and only kafka.format: debezium needs the members (a schema
 // parameter).
 func typeMembers(colType string) []string {
