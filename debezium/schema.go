@@ -77,7 +77,7 @@ func compile(c Column, m config.Debezium) (field, error) {
 		if unsigned {
 			f.kind = kUnsigned
 			if m.Bigint.Unsigned.Handling.Mode == config.UnsignedPrecise {
-				s = schemaType{typ: "bytes", name: "org.apache.kafka.connect.data.Decimal", version: 1, params: [][2]string{{"scale", "0"}}}
+				s = schemaType{typ: "bytes", name: "org.apache.kafka.connect.data.Decimal", version: 1, params: [][2]string{{"scale", "0"}, {"connect.decimal.precision", "20"}}}
 			}
 		}
 	case "year":

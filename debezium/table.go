@@ -121,6 +121,7 @@ func (t *Table) SplitRow(obj []byte) (Row, error) {
 // record key when schemas.enable is false, and the value of the
 // __debezium.oldkey and __debezium.newkey headers.
 func (t *Table) KeyPayload(buf []byte, row Row) ([]byte, error) {
+	const snapshot = false // a key is the same for every change of its row
 	buf = append(buf, '{')
 	var err error
 	for n, i := range t.key {
@@ -129,7 +130,7 @@ func (t *Table) KeyPayload(buf []byte, row Row) ([]byte, error) {
 		}
 		buf = appendString(buf, t.fields[i].name)
 		buf = append(buf, ':')
-		if buf, err = t.fields[i].appendValue(buf, row[i], &t.modes); err != nil {
+		if buf, err = t.fields[i].appendValue(buf, row[i], &t.modes, snapshot); err != nil {
 			return nil, fmt.Errorf("key of %s.%s: %w", t.db, t.name, err)
 		}
 	}
@@ -173,11 +174,11 @@ func (t *Table) Value(buf []byte, op byte, before, after Row, src Source, now ti
 	}
 	var err error
 	buf = append(buf, `{"before":`...)
-	if buf, err = t.appendRow(buf, before); err != nil {
+	if buf, err = t.appendRow(buf, before, src.Snapshot); err != nil {
 		return nil, err
 	}
 	buf = append(buf, `,"after":`...)
-	if buf, err = t.appendRow(buf, after); err != nil {
+	if buf, err = t.appendRow(buf, after, src.Snapshot); err != nil {
 		return nil, err
 	}
 	buf = append(buf, `,"source":{"version":"`+Version+`","connector":"`...)
@@ -229,7 +230,7 @@ func (t *Table) Value(buf []byte, op byte, before, after Row, src Source, now ti
 	return buf, nil
 }
 
-func (t *Table) appendRow(buf []byte, row Row) ([]byte, error) {
+func (t *Table) appendRow(buf []byte, row Row, snapshot bool) ([]byte, error) {
 	if row == nil {
 		return append(buf, "null"...), nil
 	}
@@ -241,7 +242,7 @@ func (t *Table) appendRow(buf []byte, row Row) ([]byte, error) {
 		}
 		buf = appendString(buf, t.fields[i].name)
 		buf = append(buf, ':')
-		if buf, err = t.fields[i].appendValue(buf, row[i], &t.modes); err != nil {
+		if buf, err = t.fields[i].appendValue(buf, row[i], &t.modes, snapshot); err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", t.db, t.name, err)
 		}
 	}

@@ -16,7 +16,9 @@ import (
 
 // appendValue appends raw, readside's JSON encoding of one value of f
 // (docs/events.md, "Values"), as Debezium encodes it.
-func (f *field) appendValue(buf []byte, raw []byte, m *config.Debezium) ([]byte, error) {
+// snapshot says the value was read by a snapshot, where Debezium writes
+// some values differently from the binlog's (zonedTimestamp).
+func (f *field) appendValue(buf []byte, raw []byte, m *config.Debezium, snapshot bool) ([]byte, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return append(buf, "null"...), nil
 	}
@@ -99,7 +101,7 @@ func (f *field) appendValue(buf []byte, raw []byte, m *config.Debezium) ([]byte,
 		if zero {
 			return append(buf, "null"...), nil
 		}
-		return appendString(buf, zonedTimestamp(t, f.digits)), nil
+		return appendString(buf, zonedTimestamp(t, f.digits, snapshot)), nil
 	case kTime:
 		s, err := unquote(raw)
 		if err != nil {
@@ -110,7 +112,12 @@ func (f *field) appendValue(buf []byte, raw []byte, m *config.Debezium) ([]byte,
 			return nil, f.bad(raw, err)
 		}
 		if !f.micro {
-			return strconv.AppendInt(buf, floorDiv(us, 1000), 10), nil
+			if us < 0 || us >= 24*3600*1e6 {
+				// Kafka Connect's Time is a time of day: Debezium writes
+				// null for a TIME outside 00:00:00-23:59:59.999999.
+				return append(buf, "null"...), nil
+			}
+			return strconv.AppendInt(buf, us/1000, 10), nil
 		}
 		return strconv.AppendInt(buf, us, 10), nil
 	case kBinary:
@@ -235,11 +242,18 @@ func parseTime(s string) (int64, error) {
 }
 
 // zonedTimestamp is Debezium's ZonedTimestamp text of an instant: ISO 8601
-// in UTC ending in Z, with the column's fractional digits.
-func zonedTimestamp(t time.Time, digits int) string {
+// in UTC ending in Z. A binlog value has the column's fractional digits;
+// a snapshot's has them without trailing zeros (.100 is .1, .000 none),
+// as Debezium's connector writes them (it reads the two through different
+// paths).
+func zonedTimestamp(t time.Time, digits int, snapshot bool) string {
 	s := t.Format("2006-01-02T15:04:05")
-	if digits > 0 {
-		s += "." + fmt.Sprintf("%06d", t.Nanosecond()/1000)[:digits]
+	frac := fmt.Sprintf("%06d", t.Nanosecond()/1000)[:min(digits, 6)]
+	if snapshot {
+		frac = strings.TrimRight(frac, "0")
+	}
+	if frac != "" {
+		s += "." + frac
 	}
 	return s + "Z"
 }
