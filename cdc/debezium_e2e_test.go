@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -173,7 +174,8 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 	for _, v := range variants {
 		all = append(all, topic(rsPrefix(v)), topic(dzPrefix(v)))
 	}
-	waitRecords(t, bed, all, func(recs []*kgo.Record) bool { return len(recs) >= 3 }, conn)
+	c := newTopicsReader(t, bed, all...)
+	c.until(conn, func(recs []*kgo.Record) bool { return len(recs) >= 3 })
 
 	q := func(stmts ...string) {
 		t.Helper()
@@ -195,39 +197,60 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 		"DELETE FROM {T} WHERE id = 20",
 		"COMMIT",
 		"INSERT INTO {T} (id, k2, i) VALUES (99, 'end', 0)")
-	sentinel := func(recs []*kgo.Record) bool {
-		for _, r := range recs {
-			if bytes.Contains(r.Key, []byte(`"id":99`)) {
-				return true
-			}
-		}
-		return false
-	}
-	waitRecords(t, bed, all, sentinel, conn)
-
+	c.until(conn, func(recs []*kgo.Record) bool {
+		return len(recs) > 0 && bytes.Contains(recs[len(recs)-1].Key, []byte(`"id":99`))
+	})
 	for _, v := range variants {
-		rs := testbed.TopicRecords(t, bed.Kafka.Brokers(), topic(rsPrefix(v)))
-		dz := testbed.TopicRecords(t, bed.Kafka.Brokers(), topic(dzPrefix(v)))
-		compareDebezium(t, v.tag, rs, dz, []byte(rsPrefix(v)), []byte(dzPrefix(v)))
+		compareDebezium(t, v.tag, c.records[topic(rsPrefix(v))], c.records[topic(dzPrefix(v))], []byte(rsPrefix(v)), []byte(dzPrefix(v)))
 	}
 }
 
-// waitRecords waits until done holds for the records of each topic.
-func waitRecords(t *testing.T, bed *testbed.Bed, topics []string, done func([]*kgo.Record) bool, conn *testbed.Connect) {
-	t.Helper()
+// topicsReader reads committed records of topics from their start, one
+// client for the whole test.
+type topicsReader struct {
+	t       *testing.T
+	cl      *kgo.Client
+	topics  []string
+	records map[string][]*kgo.Record
+}
+
+func newTopicsReader(t *testing.T, bed *testbed.Bed, topics ...string) *topicsReader {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bed.Kafka.Brokers()...), kgo.ConsumeTopics(topics...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return &topicsReader{t: t, cl: cl, topics: topics, records: map[string][]*kgo.Record{}}
+}
+
+// until reads on until done holds for the records of every topic, failing
+// the test after two minutes or when a connector fails.
+func (r *topicsReader) until(conn *testbed.Connect, done func([]*kgo.Record) bool) {
+	r.t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
-	for _, tp := range topics {
-		for {
-			if err := conn.Check(); err != nil && !strings.Contains(err.Error(), "not running yet") {
-				t.Fatal(err)
-			}
-			if done(testbed.TopicRecords(t, bed.Kafka.Brokers(), tp)) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("topic %s: the records waited for did not arrive", tp)
-			}
+	for {
+		all := true
+		for _, tp := range r.topics {
+			all = all && done(r.records[tp])
 		}
+		if all {
+			return
+		}
+		if err := conn.Check(); err != nil && !strings.Contains(err.Error(), "not running yet") {
+			r.t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			for _, tp := range r.topics {
+				if !done(r.records[tp]) {
+					r.t.Errorf("topic %s: the records waited for did not arrive (%d records)", tp, len(r.records[tp]))
+				}
+			}
+			r.t.FailNow()
+		}
+		ctx, cancel := context.WithTimeout(r.t.Context(), time.Second)
+		r.cl.PollFetches(ctx).EachRecord(func(rec *kgo.Record) { r.records[rec.Topic] = append(r.records[rec.Topic], rec) })
+		cancel()
 	}
 }
 
