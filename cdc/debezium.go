@@ -111,8 +111,9 @@ func (s *stream) produceDebezium(ctx context.Context, tbl *table, d *debezium.Ta
 	key, err := d.Key(nil, keyRow)
 	if err == nil {
 		var value []byte
-		if value, err = d.Value(s.slab.room(tbl.sizeHint[opSlot(op)]*4+1024), byte(op), before, after, src, time.Now()); err == nil {
+		if value, err = d.Value(s.slab.room(tbl.sizeHint[opSlot(op)]+256), byte(op), before, after, src, time.Now()); err == nil {
 			value = s.slab.keep(value)
+			tbl.sizeHint[opSlot(op)] = len(value)
 			if len(value) > s.t.cfg.Kafka.MaxMessageBytes {
 				return fatalf("change of %s.%s key %s at %s:%d is %d bytes in kafka.format: debezium, over kafka.max_message_bytes %d: raise it, set kafka.debezium.schemas.enable: false (the schema is most of each event) or exclude the large columns (source.exclude_columns)",
 					tbl.db, tbl.name, key, src.File, src.Pos, len(value), s.t.cfg.Kafka.MaxMessageBytes)
@@ -130,7 +131,9 @@ func (s *stream) produceDebezium(ctx context.Context, tbl *table, d *debezium.Ta
 					return err
 				}
 			}
-			tbl.counter(s.t.metrics.events, op).Inc()
+			if op != event.OpRead { // publishChunk counts a chunk's rows at once
+				tbl.counter(s.t.metrics.events, op).Inc()
+			}
 			return nil
 		}
 	}

@@ -78,6 +78,11 @@ func New(cfg config.Config, brokers []string, log *slog.Logger, reg prometheus.R
 		return nil, errors.New("tailer: no Kafka brokers")
 	}
 	t := &Tailer{cfg: cfg, brokers: brokers, log: log.With("component", "tailer"), now: time.Now}
+	if cfg.Kafka.Format == config.FormatDebezium {
+		if c := debezium.TopicCollisions(cfg.Kafka.TopicPrefix, cfg.Source.Tables); len(c) > 0 {
+			return nil, fmt.Errorf("%s: rename one of the tables, or capture them from two deployments with different kafka.topic_prefix values", strings.Join(c, "; "))
+		}
+	}
 	for _, sink := range cfg.Sinks {
 		t.cuts = t.cuts || sink.Consistency.Transactional()
 	}

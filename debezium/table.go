@@ -248,3 +248,24 @@ func (t *Table) appendRow(buf []byte, row Row, snapshot bool) ([]byte, error) {
 	}
 	return append(buf, '}'), nil
 }
+
+// TopicCollisions names each pair of tables (db.table) that Topic maps to
+// one topic: Debezium's naming replaces characters, so `a b` and `a_b`
+// share a topic, and their events would mix.
+func TopicCollisions(prefix string, tables []string) []string {
+	var out []string
+	first := map[string]string{}
+	for _, t := range tables {
+		db, table, ok := strings.Cut(t, ".")
+		if !ok {
+			continue // config validation reports it
+		}
+		topic := Topic(prefix, db, table)
+		if prev, ok := first[topic]; ok && prev != t {
+			out = append(out, fmt.Sprintf("tables %s and %s both map to topic %s under kafka.format: debezium (Debezium's topic names replace characters Kafka refuses with _)", prev, t, topic))
+			continue
+		}
+		first[topic] = t
+	}
+	return out
+}

@@ -106,3 +106,19 @@ func TestGeometryRefused(t *testing.T) {
 		t.Errorf("geometry: %v, want a refusal naming the fix", err)
 	}
 }
+
+func TestTopicCollisions(t *testing.T) {
+	cases := []struct {
+		why    string
+		tables []string
+		want   int
+	}{
+		{"distinct plain names share nothing", []string{"shop.orders", "shop.lines"}, 0},
+		{"a space and an underscore become one topic, which readside refuses to mix", []string{"shop.a b", "shop.a_b"}, 1},
+	}
+	for _, c := range cases {
+		if got := TopicCollisions("p", c.tables); len(got) != c.want {
+			t.Errorf("%s: %v", c.why, got)
+		}
+	}
+}

@@ -113,7 +113,7 @@ func (c *Connect) Check() error {
 			return errNotRunning
 		}
 		var st struct {
-			Connector struct{ State, Trace string } `json:"connector"`
+			Connector struct{ State, Trace string }   `json:"connector"`
 			Tasks     []struct{ State, Trace string } `json:"tasks"`
 		}
 		err = json.NewDecoder(resp.Body).Decode(&st)
