@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"reflect"
 	"strings"
 )
@@ -173,6 +175,14 @@ func (c Config) formatErrors() []error {
 	if len(c.Projections) > 0 {
 		bad(fmt.Errorf("kafka.format is debezium and %d projections are declared: readside's projections read readside's envelope only, not Debezium's. "+
 			"Fix: run the projections from a deployment with kafka.format: readside (its own tailer and topic_prefix), or remove them from this config (docs/debezium.md)", len(c.Projections)))
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Sinks)) {
+		if c.Sinks[name].Consistency.Transactional() {
+			// The tailer's checkpoint cut reads versions back from the
+			// table topics, which Debezium's envelope does not carry.
+			bad(fmt.Errorf("sinks.%s.consistency is transaction and kafka.format is debezium: transaction-consistent sinks need readside's envelope. "+
+				"Fix: set kafka.format: readside for the deployment that feeds the sink, or remove the sink from this config", name))
+		}
 	}
 	return errs
 }

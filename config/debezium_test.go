@@ -63,5 +63,8 @@ func TestDebeziumSettingsRefused(t *testing.T) {
 		{"projections cannot read Debezium's envelope: refused with the fix",
 			minimalNoBrokers + "kafka: {format: debezium}\nprojections: {p: {from: shop.orders}}\n", nil,
 			[]string{"kafka.format is debezium and 1 projections are declared", "kafka.format: readside"}},
+		{"a transaction-consistent sink needs the versions readside's envelope carries",
+			minimalNoBrokers + "kafka: {format: debezium}\nsinks: {r: {dsn: \"u:p@tcp(h:1)/r\", consistency: transaction}}\n", nil,
+			[]string{"sinks.r.consistency is transaction and kafka.format is debezium"}},
 	})
 }
