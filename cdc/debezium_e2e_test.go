@@ -199,9 +199,10 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 		"DELETE FROM {T} WHERE id = 20",
 		"COMMIT",
 		// A schema change: both sides' schemas and rows take the column.
-		"ALTER TABLE {T} ADD COLUMN added DECIMAL(4,1) NULL AFTER i",
-		"UPDATE {T} SET added = -12.5 WHERE id = 21",
-		"INSERT INTO {T} (id, k2, i) VALUES (99, 'end', 0)")
+		// NOT NULL without a default: the rows there get a zero date.
+		"ALTER TABLE {T} ADD COLUMN added DECIMAL(4,1) NULL AFTER i, ADD COLUMN nz DATE NOT NULL, ADD COLUMN nzt DATETIME(6) NOT NULL",
+		"UPDATE {T} SET added = -12.5, dt = '0000-00-00', dtm = '0000-00-00 00:00:00', ts = '0000-00-00 00:00:00' WHERE id = 21",
+		"INSERT INTO {T} (id, k2, i, nz, nzt) VALUES (99, 'end', 0, '2020-01-01', '2020-01-01 00:00:00')")
 	c.until(conn, func(recs []*kgo.Record) bool {
 		return len(recs) > 0 && bytes.Contains(recs[len(recs)-1].Key, []byte(`"id":99`))
 	})

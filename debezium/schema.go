@@ -43,17 +43,18 @@ const (
 
 // field is a compiled column: how its value is converted and its schema.
 type field struct {
-	name   string
-	kind   kind
-	digits int // DATETIME/TIMESTAMP/TIME fractional digits; DECIMAL scale
-	bits   int // BIT(n) length
-	micro  bool
-	schema []byte // the field's entry in the struct schema
+	name     string
+	kind     kind
+	digits   int // DATETIME/TIMESTAMP/TIME fractional digits; DECIMAL scale
+	bits     int // BIT(n) length
+	micro    bool
+	optional bool
+	schema   []byte // the field's entry in the struct schema
 }
 
 // compile maps c to its Debezium type under m.
 func compile(c Column, m config.Debezium) (field, error) {
-	f := field{name: c.Name}
+	f := field{name: c.Name, optional: c.Optional}
 	typ := strings.ToLower(c.Type)
 	base, arg, _ := strings.Cut(strings.TrimSuffix(typ, ")"), "(")
 	unsigned := strings.HasSuffix(base, " unsigned")

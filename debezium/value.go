@@ -79,8 +79,12 @@ func (f *field) appendValue(buf []byte, raw []byte, m *config.Debezium, snapshot
 			return nil, f.bad(raw, err)
 		}
 		if zero {
-			// A zero date has no instant; Debezium writes null.
-			return append(buf, "null"...), nil
+			// A zero date names no day: Debezium writes null, or the
+			// epoch where the column is NOT NULL.
+			if f.optional {
+				return append(buf, "null"...), nil
+			}
+			return append(buf, '0'), nil
 		}
 		switch {
 		case f.kind == kDate:
@@ -99,7 +103,9 @@ func (f *field) appendValue(buf []byte, raw []byte, m *config.Debezium, snapshot
 			return nil, f.bad(raw, err)
 		}
 		if zero {
-			return append(buf, "null"...), nil
+			// The zero TIMESTAMP is stored as second 0 of the epoch, and
+			// Debezium writes that instant.
+			return appendString(buf, "1970-01-01T00:00:00Z"), nil
 		}
 		return appendString(buf, zonedTimestamp(t, f.digits, snapshot)), nil
 	case kTime:

@@ -10,6 +10,9 @@ import (
 // The expected values are what Debezium 3.5's MariaDB connector wrote for
 // the same source values (captured from the connector; the differential
 // test TestDebeziumMatchesConnector checks the whole events live).
+// notNull marks the case of a NOT NULL column.
+const notNull = "a zero date in a NOT NULL column is the epoch, Debezium's fallback"
+
 func TestValues(t *testing.T) {
 	def := config.Default().Kafka.Debezium
 	with := func(f func(*config.Debezium)) config.Debezium {
@@ -49,6 +52,8 @@ func TestValues(t *testing.T) {
 		{"DATE is days since the epoch", "date", def, `"2024-02-29"`, `19782`, false},
 		{"a two-digit year is adjusted as Debezium's enable.time.adjuster does (0001 is 2001)", "date", def, `"0001-01-01"`, `11323`, false},
 		{"a zero date names no day: null", "date", def, `"0000-00-00"`, `null`, false},
+		{notNull, "datetime(6)", def, `"0000-00-00 00:00:00.000000"`, `0`, false},
+		{"the zero TIMESTAMP is the epoch's first second, as the binlog stores it", "timestamp", def, `"0000-00-00 00:00:00"`, `"1970-01-01T00:00:00Z"`, false},
 		{"DATETIME(0) is milliseconds", "datetime", def, `"2024-02-29 13:14:15"`, `1709212455000`, false},
 		{"DATETIME(3) is milliseconds", "datetime(3)", def, `"2024-02-29 13:14:15.123"`, `1709212455123`, false},
 		{"DATETIME(6) is microseconds", "datetime(6)", def, `"2024-02-29 13:14:15.123456"`, `1709212455123456`, false},
@@ -73,6 +78,9 @@ func TestValues(t *testing.T) {
 	}
 	for _, c := range cases {
 		f, err := compile(Column{Name: "c", Type: c.typ, Optional: true}, c.m)
+		if c.why == notNull {
+			f.optional = false
+		}
 		if err != nil {
 			t.Errorf("%s: %v", c.why, err)
 			continue
