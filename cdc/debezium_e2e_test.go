@@ -68,6 +68,9 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 		t.Skip("the differential test runs Kafka Connect's Java clients against a real broker (E2E_BROKER=kafka)")
 	}
 	ctx := t.Context()
+	if flavor, err := bed.MySQL.Flavor(ctx); err != nil || flavor != "mariadb" {
+		t.Skipf("the differential test runs Debezium's MariaDB connector: a MariaDB source only (this one: %q, %v)", flavor, err)
+	}
 	db, err := bed.MySQL.CreateDatabase(ctx, "dbz")
 	if err != nil {
 		t.Fatal(err)
