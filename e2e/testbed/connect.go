@@ -60,7 +60,17 @@ func (b *Bed) StartConnect(ctx context.Context, dir string, connectors ...string
 	l.Close()
 	vars := map[string]string{"BOOTSTRAP": strings.Join(b.Kafka.Brokers(), ","), "REST_PORT": port,
 		"PLUGIN_PATH": plugins, "OFFSETS_FILE": filepath.Join(dir, "connect.offsets")}
-	worker := os.Expand(string(tmpl), func(k string) string { return vars[k] })
+	var unknown []string
+	worker := os.Expand(string(tmpl), func(k string) string {
+		v, ok := vars[k]
+		if !ok {
+			unknown = append(unknown, k)
+		}
+		return v
+	})
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("bench/peers/worker.properties uses ${%s}, which the test bed does not fill in: add it to StartConnect's vars", strings.Join(unknown, "}, ${"))
+	}
 	args := []string{"-Xms256m", "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", cp, "org.apache.kafka.connect.cli.ConnectStandalone"}
 	wpath := filepath.Join(dir, "worker.properties")
