@@ -64,7 +64,10 @@ func (b *Bed) StartConnect(ctx context.Context, dir string, connectors ...string
 	worker := os.Expand(string(tmpl), func(k string) string {
 		v, ok := vars[k]
 		if !ok {
-			unknown = append(unknown, k)
+			if strings.Trim(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == "" {
+				unknown = append(unknown, k)
+			}
+			return "${" + k + "}" // as written, like peers.Render (the comments say ${...})
 		}
 		return v
 	})
