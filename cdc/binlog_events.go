@@ -162,6 +162,10 @@ func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *repli
 
 // truncate publishes a 't' event to every partition of the table's topic.
 func (s *stream) truncate(ctx context.Context, h *replication.EventHeader, name, topic string) error {
+	if s.debeziumFormat() {
+		// Debezium skips truncates by default (skipped.operations=t).
+		return nil
+	}
 	db, tbl, _ := config.SplitTable(name)
 	t := &table{db: db, name: tbl, topic: topic, schema: []byte(`"` + event.FieldSchema + `":null`)}
 	src := s.source(h)
@@ -178,7 +182,7 @@ func (s *stream) truncate(ctx context.Context, h *replication.EventHeader, name,
 }
 
 func (s *stream) source(h *replication.EventHeader) *source {
-	return &source{flavor: s.src.flavor, serverID: h.ServerID, file: s.file, pos: h.LogPos, gtid: s.txnGTID, ts: h.Timestamp}
+	return &source{flavor: s.src.flavor, serverID: h.ServerID, file: s.file, pos: h.LogPos, start: h.LogPos - h.EventSize, gtid: s.txnGTID, ts: h.Timestamp}
 }
 
 func (s *stream) charsetOf(collation uint64) string { return s.charsets[collation] }

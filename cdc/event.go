@@ -16,6 +16,7 @@ type source struct {
 	serverID uint32
 	file     string
 	pos      uint32
+	start    uint32 // where the event starts (pos is where it ends)
 	gtid     string // the transaction's GTID ("" without GTIDs)
 	ts       uint32 // commit time, Unix seconds (binlog header resolution)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/debezium"
 	"github.com/readside/readside/event"
 	"github.com/readside/readside/internal/sqlflavor"
 )
@@ -33,6 +34,11 @@ func CheckSource(ctx context.Context, cfg config.Config) []Finding {
 	}
 	for _, c := range event.TopicCollisions(cfg.Kafka.TopicPrefix, cfg.Source.Tables) {
 		add("error", "rename one of the tables, or capture them from two readside deployments with different kafka.topic_prefix values", "%s", c)
+	}
+	if cfg.Kafka.Format == config.FormatDebezium {
+		for _, c := range debezium.TopicCollisions(cfg.Kafka.TopicPrefix, cfg.Source.Tables) {
+			add("error", "rename one of the tables, or capture them from two deployments with different kafka.topic_prefix values", "%s", c)
+		}
 	}
 	src, err := openSource(ctx, cfg.Source.DSN.Reveal(), cfg.Source.Flavor, cfg.Source.TLS)
 	if err != nil {

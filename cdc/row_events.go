@@ -93,6 +93,21 @@ func (s *stream) emitRows(ctx context.Context, h *replication.EventHeader, tbl *
 	for i := 0; i+step <= len(rows); i += step {
 		version := s.clock.Next(h.Timestamp)
 		var err error
+		if s.debeziumFormat() {
+			var before, after []any
+			switch op {
+			case event.OpCreate:
+				after = rows[i]
+			case event.OpDelete:
+				before = rows[i]
+			default:
+				before, after = rows[i], rows[i+1]
+			}
+			if err := s.emitDebezium(ctx, tbl, src, op, before, after, i/step, op == event.OpUpdate && tbl.keyChanged(rows[i], rows[i+1])); err != nil {
+				return err
+			}
+			continue
+		}
 		switch {
 		case op == event.OpCreate:
 			err = s.emit(ctx, tbl, src, event.OpCreate, version, nil, rows[i])

@@ -280,6 +280,14 @@ func (s *stream) publishChunk(ctx context.Context, h *replication.EventHeader) e
 			continue
 		}
 		after := c.afters[i]
+		if s.debeziumFormat() {
+			s.clock.Next(h.Timestamp) // the versions stay those of readside's envelope
+			if err := s.publishDebezium(ctx, c.table, src, after); err != nil {
+				return err
+			}
+			emitted++
+			continue
+		}
 		value := appendEvent(s.slab.room(len(key)+len(after)+len(c.table.schema)+256), c.table,
 			envelope{op: event.OpRead, version: s.clock.Next(h.Timestamp), src: src, txnSeq: s.txnEvents}, key, nil, after)
 		value = s.slab.keep(value)

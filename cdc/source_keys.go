@@ -69,6 +69,7 @@ func (t *table) setKey(pk []int, keyCols []string, nullable func(i int) bool) er
 		}
 	}
 	t.pk = idx
+	t.nullable = nullable
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shopspring/decimal"
 
+	"github.com/readside/readside/debezium"
 	"github.com/readside/readside/event"
 )
 
@@ -48,6 +49,12 @@ type table struct {
 	// schema is the pre-encoded `"schema":{...}` member of every envelope.
 	schema        []byte
 	schemaVersion string
+
+	// nullable reports a column's nullability (the table map's, or
+	// information_schema's for a snapshot); dbz is the table's encoder
+	// under kafka.format: debezium, built on first use.
+	nullable func(i int) bool
+	dbz      *debezium.Table
 }
 
 // newTable builds the table from a TABLE_MAP event.

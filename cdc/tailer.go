@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/debezium"
 	"github.com/readside/readside/event"
 	"github.com/readside/readside/internal/compression"
 	"github.com/readside/readside/internal/kafkalog"
@@ -77,6 +78,11 @@ func New(cfg config.Config, brokers []string, log *slog.Logger, reg prometheus.R
 		return nil, errors.New("tailer: no Kafka brokers")
 	}
 	t := &Tailer{cfg: cfg, brokers: brokers, log: log.With("component", "tailer"), now: time.Now}
+	if cfg.Kafka.Format == config.FormatDebezium {
+		if c := debezium.TopicCollisions(cfg.Kafka.TopicPrefix, cfg.Source.Tables); len(c) > 0 {
+			return nil, fmt.Errorf("%s: rename one of the tables, or capture them from two deployments with different kafka.topic_prefix values", strings.Join(c, "; "))
+		}
+	}
 	for _, sink := range cfg.Sinks {
 		t.cuts = t.cuts || sink.Consistency.Transactional()
 	}
@@ -290,6 +296,9 @@ func (env *runEnv) capture(cfg config.Config) {
 	for _, name := range cfg.Source.Tables {
 		db, tbl, _ := config.SplitTable(name)
 		env.captured[name] = event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl)
+		if cfg.Kafka.Format == config.FormatDebezium {
+			env.captured[name] = debezium.Topic(cfg.Kafka.TopicPrefix, db, tbl)
+		}
 		env.topics = append(env.topics, env.captured[name])
 		if !slices.Contains(env.trackedDBs, db) {
 			env.trackedDBs = append(env.trackedDBs, db)

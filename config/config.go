@@ -159,6 +159,12 @@ type Kafka struct {
 	// zstd, gzip or none. lz4 took a third less tailer CPU than snappy on
 	// update events (bench/results/history/tuning-log.md).
 	Compression Compression `koanf:"compression"`
+	// Format is the encoding of the table topics: readside (default) or
+	// debezium (docs/debezium.md).
+	Format Format `koanf:"format"`
+	// Debezium is how kafka.format: debezium encodes values, under
+	// Debezium's setting names. Default: Debezium's defaults.
+	Debezium Debezium `koanf:"debezium"`
 }
 
 // Sink is a MySQL server holding read tables, or a set of shards.
@@ -272,6 +278,8 @@ func Default() Config {
 			MaxMessageBytes:   1 << 20,
 			Compression:       CompressionLZ4,
 			EmbeddedListen:    "127.0.0.1:9092",
+			Format:            FormatReadside,
+			Debezium:          defaultDebezium(),
 		},
 		DataDir:         "./data",
 		Log:             Log{Level: LogInfo, Format: LogText, ProgressEvery: time.Minute},

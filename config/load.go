@@ -83,6 +83,7 @@ func Load(path string, environ []string) (Config, error) {
 				mapstructure.StringToSliceHookFunc(","),
 				mapstructure.TextUnmarshallerHookFunc(),
 				tableKeysHook,
+				debeziumHook,
 			),
 		},
 	})

@@ -85,6 +85,7 @@ func (c Config) Validate() error {
 	if err := c.Kafka.Compression.Check(); err != nil {
 		bad("kafka.compression %v", err)
 	}
+	errs = append(errs, c.formatErrors()...)
 	errs = append(errs, c.sinkModeErrors()...)
 	if err := c.Log.Level.Check(); err != nil {
 		bad("log.level %v", err)

@@ -1,0 +1,156 @@
+package cdc
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/debezium"
+	"github.com/readside/readside/event"
+)
+
+// kafka.format: debezium. The tailer decodes, keys, versions, snapshots
+// and checkpoints exactly as for readside's envelope; only what goes into
+// a table topic differs: each value is encoded readside's way first (that
+// encoding is exact) and package debezium turns it into Debezium's.
+
+// debeziumFormat reports kafka.format: debezium.
+func (s *stream) debeziumFormat() bool { return s.t.cfg.Kafka.Format == config.FormatDebezium }
+
+// dbzTable is t's Debezium encoder, compiled on first use (a table is
+// rebuilt on every change of its shape, and its encoder with it).
+func (s *stream) dbzTable(t *table) (*debezium.Table, error) {
+	if t.dbz != nil {
+		return t.dbz, nil
+	}
+	var cols []debezium.Column
+	at := make([]int, len(t.columns)) // column index -> published index
+	for i, c := range t.columns {
+		at[i] = -1
+		if c.excluded {
+			continue
+		}
+		at[i] = len(cols)
+		cols = append(cols, debezium.Column{Name: c.name, Type: c.typeName, Optional: t.nullable == nil || t.nullable(i), Members: c.members})
+	}
+	key := make([]int, len(t.pk))
+	for n, i := range t.pk {
+		key[n] = at[i]
+	}
+	d, err := debezium.NewTable(s.t.cfg.Kafka.TopicPrefix, s.src.flavor, t.db, t.name, cols, key, s.t.cfg.Kafka.Debezium)
+	if err != nil {
+		return nil, &FatalError{fmt.Errorf("kafka.format: debezium: %w", err)}
+	}
+	t.dbz = d
+	return d, nil
+}
+
+// dbzRow is a binlog row image as debezium.Row: readside's encoding of
+// each published column.
+func dbzRow(t *table, row []any) (debezium.Row, error) {
+	if row == nil {
+		return nil, nil
+	}
+	out := make(debezium.Row, 0, len(t.columns))
+	for i := range t.columns {
+		c := &t.columns[i]
+		if c.excluded {
+			continue
+		}
+		v, err := c.appendValue(nil, row[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// emitDebezium produces one binlog change in Debezium's form. A primary
+// key change is Debezium's three records: a delete of the old key and its
+// tombstone, both with the new key in a __debezium.newkey header, then a
+// create of the new key with the old one in __debezium.oldkey.
+func (s *stream) emitDebezium(ctx context.Context, tbl *table, src *source, op event.Op, before, after []any, row int, keyChange bool) error {
+	d, err := s.dbzTable(tbl)
+	if err != nil {
+		return err
+	}
+	b, err := dbzRow(tbl, before)
+	if err == nil {
+		var a debezium.Row
+		if a, err = dbzRow(tbl, after); err == nil {
+			ds := debezium.Source{TsSec: src.ts, ServerID: src.serverID, GTID: src.gtid, File: src.file, Pos: src.start, Row: row}
+			if !keyChange {
+				return s.produceDebezium(ctx, tbl, d, op, b, a, ds, nil)
+			}
+			var oldKey, newKey []byte
+			if oldKey, err = d.KeyPayload(nil, b); err == nil {
+				if newKey, err = d.KeyPayload(nil, a); err == nil {
+					if err = s.produceDebezium(ctx, tbl, d, event.OpDelete, b, nil, ds, []kgo.RecordHeader{{Key: "__debezium.newkey", Value: newKey}}); err != nil {
+						return err
+					}
+					return s.produceDebezium(ctx, tbl, d, event.OpCreate, nil, a, ds, []kgo.RecordHeader{{Key: "__debezium.oldkey", Value: oldKey}})
+				}
+			}
+		}
+	}
+	return &FatalError{fmt.Errorf("encoding %s.%s at %s:%d for kafka.format: debezium: %w", tbl.db, tbl.name, src.file, src.pos, err)}
+}
+
+// produceDebezium produces one change (op c, u, d or r) and, after a
+// delete, its tombstone with the same headers.
+func (s *stream) produceDebezium(ctx context.Context, tbl *table, d *debezium.Table, op event.Op, before, after debezium.Row, src debezium.Source, headers []kgo.RecordHeader) error {
+	keyRow := after
+	if keyRow == nil {
+		keyRow = before
+	}
+	key, err := d.Key(nil, keyRow)
+	if err == nil {
+		var value []byte
+		if value, err = d.Value(s.slab.room(tbl.sizeHint[opSlot(op)]+256), byte(op), before, after, src, time.Now()); err == nil {
+			value = s.slab.keep(value)
+			tbl.sizeHint[opSlot(op)] = len(value)
+			if len(value) > s.t.cfg.Kafka.MaxMessageBytes {
+				return fatalf("change of %s.%s key %s at %s:%d is %d bytes in kafka.format: debezium, over kafka.max_message_bytes %d: raise it, set kafka.debezium.schemas.enable: false (the schema is most of each event) or exclude the large columns (source.exclude_columns)",
+					tbl.db, tbl.name, key, src.File, src.Pos, len(value), s.t.cfg.Kafka.MaxMessageBytes)
+			}
+			s.txnEvents++
+			r := newRecord(d.Topic(), key, value, 0)
+			r.Headers = headers
+			if err := s.pub.produce(ctx, r); err != nil {
+				return err
+			}
+			if op == event.OpDelete {
+				t := newRecord(d.Topic(), slices.Clone(key), nil, 0)
+				t.Headers = headers
+				if err := s.pub.produce(ctx, t); err != nil {
+					return err
+				}
+			}
+			if op != event.OpRead { // publishChunk counts a chunk's rows at once
+				tbl.counter(s.t.metrics.events, op).Inc()
+			}
+			return nil
+		}
+	}
+	return &FatalError{fmt.Errorf("encoding %s.%s at %s:%d for kafka.format: debezium: %w", tbl.db, tbl.name, src.File, src.Pos, err)}
+}
+
+// publishDebezium produces a snapshot chunk's row (readside's key and
+// after image) as Debezium's op r. Debezium's snapshot rows carry no
+// server id and no GTID.
+func (s *stream) publishDebezium(ctx context.Context, tbl *table, src *source, after []byte) error {
+	d, err := s.dbzTable(tbl)
+	if err != nil {
+		return err
+	}
+	row, err := d.SplitRow(after)
+	if err != nil {
+		return &FatalError{fmt.Errorf("snapshot of %s.%s for kafka.format: debezium: %w", tbl.db, tbl.name, err)}
+	}
+	return s.produceDebezium(ctx, tbl, d, event.OpRead, nil, row, debezium.Source{Snapshot: true, TsSec: src.ts, File: src.file, Pos: src.start}, nil)
+}

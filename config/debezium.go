@@ -1,0 +1,235 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// The settings of kafka.format: debezium keep Debezium's own names and
+// values, so a connector's config carries over: YAML nests the dotted
+// names ({decimal.handling.mode: precise} under kafka.debezium is
+// kafka.debezium.decimal.handling.mode), which these structs spell out
+// level by level.
+
+// Format is kafka.format: the encoding of the tailer's table topics.
+type Format string
+
+const (
+	// FormatReadside is readside's own envelope (docs/events.md), the
+	// default.
+	FormatReadside Format = "readside"
+	// FormatDebezium is what Debezium's MariaDB/MySQL connector writes
+	// with the JSON converter (docs/debezium.md).
+	FormatDebezium Format = "debezium"
+)
+
+// Check names a value outside the accepted ones and the choices.
+func (v Format) Check() error {
+	return oneOf(v, "readside or debezium", FormatReadside, FormatDebezium)
+}
+
+// UnmarshalText accepts readside or debezium.
+func (v *Format) UnmarshalText(b []byte) error { return setChecked(v, b) }
+
+// DecimalMode is Debezium's decimal.handling.mode.
+type DecimalMode string
+
+const (
+	DecimalPrecise DecimalMode = "precise"
+	DecimalDouble  DecimalMode = "double"
+	DecimalString  DecimalMode = "string"
+)
+
+// Check names a value outside the accepted ones and the choices.
+func (v DecimalMode) Check() error {
+	return oneOf(v, "precise, double or string", DecimalPrecise, DecimalDouble, DecimalString)
+}
+
+// UnmarshalText accepts precise, double or string.
+func (v *DecimalMode) UnmarshalText(b []byte) error { return setChecked(v, b) }
+
+// TimePrecisionMode is Debezium's time.precision.mode.
+type TimePrecisionMode string
+
+const (
+	TimeAdaptiveMicroseconds TimePrecisionMode = "adaptive_time_microseconds"
+	TimeConnect              TimePrecisionMode = "connect"
+)
+
+// Check names a value outside the accepted ones and the choices.
+func (v TimePrecisionMode) Check() error {
+	return oneOf(v, "adaptive_time_microseconds or connect", TimeAdaptiveMicroseconds, TimeConnect)
+}
+
+// UnmarshalText accepts adaptive_time_microseconds or connect.
+func (v *TimePrecisionMode) UnmarshalText(b []byte) error { return setChecked(v, b) }
+
+// UnsignedMode is Debezium's bigint.unsigned.handling.mode.
+type UnsignedMode string
+
+const (
+	// UnsignedLong wraps values of 2^63 and above to negative numbers, as
+	// Debezium does by default.
+	UnsignedLong UnsignedMode = "long"
+	// UnsignedPrecise keeps every value, as a decimal of scale 0.
+	UnsignedPrecise UnsignedMode = "precise"
+)
+
+// Check names a value outside the accepted ones and the choices.
+func (v UnsignedMode) Check() error {
+	return oneOf(v, "long or precise", UnsignedLong, UnsignedPrecise)
+}
+
+// UnmarshalText accepts long or precise.
+func (v *UnsignedMode) UnmarshalText(b []byte) error { return setChecked(v, b) }
+
+// BinaryMode is Debezium's binary.handling.mode.
+type BinaryMode string
+
+const (
+	BinaryBytes         BinaryMode = "bytes"
+	BinaryBase64        BinaryMode = "base64"
+	BinaryBase64URLSafe BinaryMode = "base64-url-safe"
+	BinaryHex           BinaryMode = "hex"
+)
+
+// Check names a value outside the accepted ones and the choices.
+func (v BinaryMode) Check() error {
+	return oneOf(v, "bytes, base64, base64-url-safe or hex", BinaryBytes, BinaryBase64, BinaryBase64URLSafe, BinaryHex)
+}
+
+// UnmarshalText accepts bytes, base64, base64-url-safe or hex.
+func (v *BinaryMode) UnmarshalText(b []byte) error { return setChecked(v, b) }
+
+// Debezium is kafka.debezium: how kafka.format: debezium encodes values,
+// under Debezium's names.
+type Debezium struct {
+	Decimal struct {
+		Handling struct {
+			Mode DecimalMode `koanf:"mode"`
+		} `koanf:"handling"`
+	} `koanf:"decimal"`
+	Time struct {
+		Precision struct {
+			Mode TimePrecisionMode `koanf:"mode"`
+		} `koanf:"precision"`
+	} `koanf:"time"`
+	Bigint struct {
+		Unsigned struct {
+			Handling struct {
+				Mode UnsignedMode `koanf:"mode"`
+			} `koanf:"handling"`
+		} `koanf:"unsigned"`
+	} `koanf:"bigint"`
+	Binary struct {
+		Handling struct {
+			Mode BinaryMode `koanf:"mode"`
+		} `koanf:"handling"`
+	} `koanf:"binary"`
+	// Schemas is the JSON converter's schemas.enable: with it every key
+	// and value is {"schema": ..., "payload": ...}.
+	Schemas struct {
+		Enable bool `koanf:"enable"`
+	} `koanf:"schemas"`
+}
+
+// defaultDebezium is Debezium's own defaults (and the JSON converter's).
+func defaultDebezium() Debezium {
+	var d Debezium
+	d.Decimal.Handling.Mode = DecimalPrecise
+	d.Time.Precision.Mode = TimeAdaptiveMicroseconds
+	d.Bigint.Unsigned.Handling.Mode = UnsignedLong
+	d.Binary.Handling.Mode = BinaryBytes
+	d.Schemas.Enable = true
+	return d
+}
+
+// formatErrors are kafka.format and kafka.debezium's problems, and the
+// combinations kafka.format: debezium does not serve.
+func (c Config) formatErrors() []error {
+	var errs []error
+	bad := func(err error) { errs = append(errs, err) }
+	k := c.Kafka
+	if err := k.Format.Check(); err != nil {
+		bad(fmt.Errorf("kafka.format %v", err))
+	}
+	d := k.Debezium
+	if err := d.Decimal.Handling.Mode.Check(); err != nil {
+		bad(fmt.Errorf("kafka.debezium.decimal.handling.mode %v", err))
+	}
+	if err := d.Time.Precision.Mode.Check(); err != nil {
+		bad(fmt.Errorf("kafka.debezium.time.precision.mode %v", err))
+	}
+	if err := d.Bigint.Unsigned.Handling.Mode.Check(); err != nil {
+		bad(fmt.Errorf("kafka.debezium.bigint.unsigned.handling.mode %v", err))
+	}
+	if err := d.Binary.Handling.Mode.Check(); err != nil {
+		bad(fmt.Errorf("kafka.debezium.binary.handling.mode %v", err))
+	}
+	if k.Format != FormatDebezium {
+		return errs
+	}
+	if len(c.Projections) > 0 {
+		bad(fmt.Errorf("kafka.format is debezium and %d projections are declared: readside's projections read readside's envelope only, not Debezium's. "+
+			"Fix: run the projections from a deployment with kafka.format: readside (its own tailer and topic_prefix), or remove them from this config (docs/debezium.md)", len(c.Projections)))
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Sinks)) {
+		if c.Sinks[name].Consistency.Transactional() {
+			// The tailer's checkpoint cut reads versions back from the
+			// table topics, which Debezium's envelope does not carry.
+			bad(fmt.Errorf("sinks.%s.consistency is transaction and kafka.format is debezium: transaction-consistent sinks need readside's envelope. "+
+				"Fix: set kafka.format: readside for the deployment that feeds the sink, or remove the sink from this config", name))
+		}
+	}
+	return errs
+}
+
+// debeziumHook decodes kafka.debezium. YAML keeps a dotted key
+// ({decimal.handling.mode: precise}) as one key, and an environment
+// override nests it (READSIDE_KAFKA__DEBEZIUM__DECIMAL__HANDLING__MODE);
+// the hook splits every dotted key into the nesting the struct has, so both
+// spellings, and a mix, decode alike.
+func debeziumHook(_, to reflect.Type, data any) (any, error) {
+	if to != reflect.TypeOf(Debezium{}) {
+		return data, nil
+	}
+	m, ok := data.(map[string]any)
+	if !ok {
+		return data, nil
+	}
+	return nestDotted(m), nil
+}
+
+// nestDotted rebuilds m with each dotted key split into nested maps.
+func nestDotted(m map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		if sub, ok := v.(map[string]any); ok {
+			v = nestDotted(sub)
+		}
+		parts := strings.Split(k, ".")
+		at := out
+		for _, p := range parts[:len(parts)-1] {
+			next, ok := at[p].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				at[p] = next
+			}
+			at = next
+		}
+		last := parts[len(parts)-1]
+		if prev, ok := at[last].(map[string]any); ok {
+			if sub, ok := v.(map[string]any); ok {
+				for sk, sv := range sub {
+					prev[sk] = sv
+				}
+				continue
+			}
+		}
+		at[last] = v
+	}
+	return out
+}

@@ -1,0 +1,70 @@
+package config
+
+import (
+	"testing"
+)
+
+func TestDebeziumSettingsLoad(t *testing.T) {
+	cases := []struct {
+		why  string
+		yaml string
+		env  []string
+		got  func(Config) any
+		want any
+	}{
+		{"readside's envelope stays the default format", "", nil, func(c Config) any { return c.Kafka.Format }, FormatReadside},
+		{"Debezium's defaults are the defaults: precise decimals", "", nil, func(c Config) any { return c.Kafka.Debezium.Decimal.Handling.Mode }, DecimalPrecise},
+		{"… adaptive_time_microseconds", "", nil, func(c Config) any { return c.Kafka.Debezium.Time.Precision.Mode }, TimeAdaptiveMicroseconds},
+		{"… long (the unsigned wrap)", "", nil, func(c Config) any { return c.Kafka.Debezium.Bigint.Unsigned.Handling.Mode }, UnsignedLong},
+		{"… bytes", "", nil, func(c Config) any { return c.Kafka.Debezium.Binary.Handling.Mode }, BinaryBytes},
+		{"… and the JSON converter's schemas.enable=true", "", nil, func(c Config) any { return c.Kafka.Debezium.Schemas.Enable }, true},
+		{"debezium is a format", "kafka: {format: debezium}", nil, func(c Config) any { return c.Kafka.Format }, FormatDebezium},
+		{"Debezium's dotted names are written as Debezium writes them",
+			"kafka:\n  debezium:\n    decimal.handling.mode: string\n", nil,
+			func(c Config) any { return c.Kafka.Debezium.Decimal.Handling.Mode }, DecimalString},
+		{"… time.precision.mode", "kafka:\n  debezium:\n    time.precision.mode: connect\n", nil,
+			func(c Config) any { return c.Kafka.Debezium.Time.Precision.Mode }, TimeConnect},
+		{"… bigint.unsigned.handling.mode", "kafka:\n  debezium:\n    bigint.unsigned.handling.mode: precise\n", nil,
+			func(c Config) any { return c.Kafka.Debezium.Bigint.Unsigned.Handling.Mode }, UnsignedPrecise},
+		{"… binary.handling.mode with its dashes", "kafka:\n  debezium:\n    binary.handling.mode: base64-url-safe\n", nil,
+			func(c Config) any { return c.Kafka.Debezium.Binary.Handling.Mode }, BinaryBase64URLSafe},
+		{"… schemas.enable", "kafka:\n  debezium:\n    schemas.enable: false\n", nil,
+			func(c Config) any { return c.Kafka.Debezium.Schemas.Enable }, false},
+		{"an environment override nests the dotted name like any other key", "",
+			[]string{"READSIDE_KAFKA__DEBEZIUM__DECIMAL__HANDLING__MODE=double"},
+			func(c Config) any { return c.Kafka.Debezium.Decimal.Handling.Mode }, DecimalDouble},
+	}
+	for _, c := range cases {
+		cfg, err := Load(writeConfig(t, minimalNoBrokers+c.yaml+"\n"), c.env)
+		if err != nil {
+			t.Errorf("%s: %v", c.why, err)
+			continue
+		}
+		if got := c.got(cfg); got != c.want {
+			t.Errorf("%s: loaded %v, want %v", c.why, got, c.want)
+		}
+	}
+}
+
+func TestDebeziumSettingsRefused(t *testing.T) {
+	expectLoadErrors(t, []loadError{
+		{"a format outside the two is named with the choices",
+			minimalNoBrokers + "kafka: {format: avro}\n", nil,
+			[]string{`kafka.format "avro": want readside or debezium`}},
+		{"Debezium's values only, spelled as Debezium spells them",
+			minimalNoBrokers + "kafka:\n  debezium:\n    decimal.handling.mode: PRECISE\n    time.precision.mode: adaptive\n    bigint.unsigned.handling.mode: string\n    binary.handling.mode: base32\n", nil,
+			[]string{`kafka.debezium.decimal.handling.mode "PRECISE": want precise, double or string`,
+				`kafka.debezium.time.precision.mode "adaptive": want adaptive_time_microseconds or connect`,
+				`kafka.debezium.bigint.unsigned.handling.mode "string": want long or precise`,
+				`kafka.debezium.binary.handling.mode "base32": want bytes, base64, base64-url-safe or hex`}},
+		{"a Debezium setting readside does not implement is an unknown key, not silently ignored",
+			minimalNoBrokers + "kafka:\n  debezium:\n    snapshot.mode: initial\n", nil,
+			[]string{"kafka.debezium has unknown keys: snapshot"}},
+		{"projections cannot read Debezium's envelope: refused with the fix",
+			minimalNoBrokers + "kafka: {format: debezium}\nprojections: {p: {from: shop.orders}}\n", nil,
+			[]string{"kafka.format is debezium and 1 projections are declared", "kafka.format: readside"}},
+		{"a transaction-consistent sink needs the versions readside's envelope carries",
+			minimalNoBrokers + "kafka: {format: debezium}\nsinks: {r: {dsn: \"u:p@tcp(h:1)/r\", consistency: transaction}}\n", nil,
+			[]string{"sinks.r.consistency is transaction and kafka.format is debezium"}},
+	})
+}
