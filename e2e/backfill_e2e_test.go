@@ -326,9 +326,10 @@ func TestBackfillProgressLines(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("exit %d, want 0", code)
 	}
-	line := regexp.MustCompile(`^20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\S* backfilling \S+ \(body\): ([0-9.]+)% \((\d+) of (\d+) offsets\)$`)
+	line := regexp.MustCompile(`^20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\S* backfilling \S+ \(body\): ([0-9.]+)% \((\d+) of (\d+) offsets\)(, \d+ offsets/s)?$`)
 	var progress []string
 	var final []string
+	withRate := 0
 	for _, l := range strings.Split(stderr.String(), "\n") {
 		if strings.Contains(l, "\r") {
 			t.Errorf("a carriage return on a stderr that is no terminal: %q", l)
@@ -336,10 +337,16 @@ func TestBackfillProgressLines(t *testing.T) {
 		if m := line.FindStringSubmatch(l); m != nil {
 			progress = append(progress, l)
 			final = m
+			if m[4] != "" {
+				withRate++
+			}
 		}
 	}
 	if len(progress) < 3 {
 		t.Errorf("%d progress lines, want periodic ones before the final (at least 2, then the final)", len(progress))
+	}
+	if withRate == 0 {
+		t.Errorf("no progress line with the rate")
 	}
 	if final == nil || final[1] != "100.0" || final[2] != final[3] || final[3] == "0" {
 		t.Errorf("the last progress line is not the final one with the totals (100.0%%, N of N offsets): %v", final)
