@@ -15,7 +15,7 @@ E2E_TIMEOUT ?= 40m
 # paths in BENCH_FLAGS and -out are the checkout's.
 BENCHALL  = $(GO) -C bench build -o $(CURDIR)/bin/benchall ./cmd/benchall && bin/benchall
 
-.PHONY: all build docker test testbed-install test-unit test-vitess e2e e2e-kfake e2e-containers bench bench-quick bench-peers bench-instructions demo lint testbed-up testbed-down clean
+.PHONY: all build docker test testbed-install test-unit test-helm test-vitess e2e e2e-kfake e2e-containers bench bench-quick bench-peers bench-instructions demo lint testbed-up testbed-down clean
 
 all: build
 
@@ -27,8 +27,8 @@ build:
 docker:
 	docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t readside:$(VERSION) .
 
-## test: unit tests with -race, the Vitess routing check, then the e2e suite on real MariaDB and Apache Kafka
-test: testbed-install test-unit test-vitess e2e
+## test: unit tests with -race, the Vitess routing check, the Helm chart's lint and template, then the e2e suite on real MariaDB and Apache Kafka
+test: testbed-install test-unit test-vitess test-helm e2e
 
 ## testbed-install: the tools tests run beside the servers (promtool from Debian package prometheus; chromium), installed when root
 testbed-install:
@@ -38,6 +38,10 @@ testbed-install:
 test-unit:
 	env -u E2E -u E2E_BROKER $(GO) test -race -count=1 ./...
 	env -u E2E -u E2E_BROKER $(GO) -C bench test -race -count=1 ./...
+
+## test-helm: helm lint and helm template on deploy/helm/readside, the rendered objects checked (a module of its own: deploy/helm/chartcheck, helm.sh/helm/v3 pinned in its go.mod)
+test-helm:
+	cd deploy/helm/chartcheck && env -u E2E -u E2E_BROKER $(GO) test -count=1 ./...
 
 ## test-vitess: readside's shard routing against Vitess's own xxhash vindex (a module of its own: e2e/vitessdiff)
 test-vitess:
@@ -88,7 +92,7 @@ demo: build
 ## lint: go vet, gofmt and staticcheck (fetched through the module proxy on first use) over every module
 # Go 1.26 code needs Staticcheck 2026.1 (v0.7) or later.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
-LINT_MODULES ?= . bench e2e/vitessdiff
+LINT_MODULES ?= . bench e2e/vitessdiff deploy/helm/chartcheck
 lint:
 	@rc=0; for m in $(LINT_MODULES); do echo "lint: module $$m"; (cd $$m && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...) || rc=1; done; \
 	out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; rc=1; fi; \

@@ -31,6 +31,10 @@ type Checkpoint struct {
 	// LastRequest is the id of the last snapshot request read from the
 	// binlog: rows above it are not read yet (readside snapshot --pending).
 	LastRequest uint64 `json:"last_request,omitempty"`
+	// Finished are the last requested snapshots the tailer completed,
+	// oldest first (at most maxFinished): `readside snapshot --wait` reads
+	// its request's total here once it left Snapshots.
+	Finished []SnapshotFinished `json:"finished,omitempty"`
 	// InitialLoad is how far the initial snapshot got
 	// (cdc/snapshot_progress.go); nil when there was none.
 	InitialLoad *InitialLoad `json:"initial_load,omitempty"`

@@ -57,6 +57,7 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 	t.load.resume(ctx, env.src, &cp, env.captured, !found)
 	s.cp = cp
 	s.snapshots, s.covered, s.lastRequest = slices.Clone(cp.Snapshots), slices.Clone(cp.Tables), cp.LastRequest
+	s.finished = slices.Clone(cp.Finished)
 	s.sched = newCommitScheduler(t.cfg.Kafka)
 	return s, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 	driver "github.com/go-sql-driver/mysql"
@@ -47,6 +48,27 @@ type SnapshotTask struct {
 	Rows  int64    `json:"rows"`
 }
 
+// SnapshotFinished is a requested snapshot the tailer completed.
+type SnapshotFinished struct {
+	ID         uint64    `json:"id"`
+	Table      string    `json:"table"`
+	Rows       int64     `json:"rows"`
+	Seconds    float64   `json:"seconds"`
+	FinishedAt time.Time `json:"finished_at"`
+}
+
+// maxFinished bounds Checkpoint.Finished: enough for the requests a few
+// operators wait on at once, small in every checkpoint.
+const maxFinished = 16
+
+// SnapshotRequested is the request RequestSnapshotID wrote.
+type SnapshotRequested struct {
+	ID uint64
+	// Estimate is the table's row estimate (information_schema
+	// TABLE_ROWS) when the request has no where; nil otherwise.
+	Estimate *int64
+}
+
 // The source tables readside writes (in source.snapshot.signal_db).
 const (
 	watermarkTable = "_readside_watermarks"
@@ -79,20 +101,44 @@ func (s *sourceDB) ensureSignalTables(ctx context.Context, db string) error {
 // input). The request is a row in the source's request table: the tailer
 // sees it in the binlog, in order with everything else.
 func RequestSnapshot(ctx context.Context, dsn string, tlsCfg config.TLS, signalDB string, serverID uint32, table, where string) error {
+	_, err := RequestSnapshotID(ctx, dsn, tlsCfg, signalDB, serverID, table, where)
+	return err
+}
+
+// RequestSnapshotID is RequestSnapshot returning the request's id (which
+// the tailer's checkpoint names while it runs and once it finished) and
+// the table's row estimate.
+func RequestSnapshotID(ctx context.Context, dsn string, tlsCfg config.TLS, signalDB string, serverID uint32, table, where string) (SnapshotRequested, error) {
 	src, err := openSource(ctx, dsn, "", tlsCfg)
 	if err != nil {
-		return err
+		return SnapshotRequested{}, err
 	}
 	defer src.Close()
 	if err := src.checkSnapshotRequest(ctx, table, where); err != nil {
-		return err
+		return SnapshotRequested{}, err
 	}
 	if err := src.ensureSignalTables(ctx, signalDB); err != nil {
-		return err
+		return SnapshotRequested{}, err
 	}
-	_, err = src.db.ExecContext(ctx, "INSERT INTO "+quoteIdent(signalDB)+"."+requestTable+" (server_id, table_name, where_clause) VALUES (?, ?, ?)",
+	res, err := src.db.ExecContext(ctx, "INSERT INTO "+quoteIdent(signalDB)+"."+requestTable+" (server_id, table_name, where_clause) VALUES (?, ?, ?)",
 		serverID, table, sql.NullString{String: where, Valid: where != ""})
-	return err
+	if err != nil {
+		return SnapshotRequested{}, err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return SnapshotRequested{}, fmt.Errorf("reading the snapshot request's id: %w", err)
+	}
+	req := SnapshotRequested{ID: uint64(id)}
+	if where == "" {
+		db, name, _ := strings.Cut(table, ".")
+		var n int64
+		// An estimate only: a table without one is followed without a total.
+		if src.db.QueryRowContext(ctx, "SELECT COALESCE(TABLE_ROWS, 0) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, name).Scan(&n) == nil {
+			req.Estimate = &n
+		}
+	}
+	return req, nil
 }
 
 // checkSnapshotRequest runs the shape of the snapshot's chunk query once,

@@ -460,6 +460,10 @@ func (s *stream) snapshotDone(task *SnapshotTask) {
 		s.t.log.Info("snapshot done", "table", task.Table, "rows", task.Rows, "took", took.Round(time.Millisecond), "initial", true)
 		return
 	}
+	s.finished = append(s.finished, SnapshotFinished{ID: task.ID, Table: task.Table, Rows: task.Rows, Seconds: took.Seconds(), FinishedAt: now.UTC()})
+	if n := len(s.finished); n > maxFinished {
+		s.finished = slices.Clone(s.finished[n-maxFinished:])
+	}
 	s.t.log.Info("snapshot done", "table", task.Table, "rows", task.Rows, "took", took.Round(time.Millisecond), "request", task.ID)
 }
 

@@ -59,6 +59,8 @@ type stream struct {
 	covered   []string // Checkpoint.Tables
 	// lastRequest is Checkpoint.LastRequest.
 	lastRequest uint64
+	// finished is Checkpoint.Finished.
+	finished []SnapshotFinished
 
 	// sched decides when the Kafka transaction commits.
 	sched commitScheduler

@@ -102,8 +102,16 @@ func list(v any, path ...any) []any {
 func TestEveryFileParses(t *testing.T) {
 	var yamls, jsons int
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil {
 			return err
+		}
+		// Helm templates are YAML only once rendered: deploy/helm/chartcheck
+		// renders and parses them (make test-helm).
+		if d.IsDir() && path == filepath.Join("helm", "readside", "templates") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() {
+			return nil
 		}
 		switch filepath.Ext(path) {
 		case ".yaml", ".yml":

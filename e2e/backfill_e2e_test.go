@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -270,4 +271,87 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestBackfillProgressLines: `replay --backfill` with stderr not a
+// terminal prints a timestamped progress line each --progress-every while
+// the offsets move (how many of the topic's offsets it has applied), no
+// carriage return, and a final line with the totals: every offset of the
+// end it took, 100%.
+func TestBackfillProgressLines(t *testing.T) {
+	bed := testbed.Get(t)
+	p := newOpsPipeline(t, "bfprog", bed.Kafka.Brokers(), "")
+	ctx := t.Context()
+	db := bed.MySQL.DB()
+	withBody, err := os.ReadFile(p.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.cfgPath, []byte(strings.Replace(string(withBody), ", body: body}", "}", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := p.start()
+	p.waitReady(90 * time.Second)
+	src := "`" + p.src + "`.messages"
+	if _, err := db.ExecContext(ctx, "INSERT INTO "+src+" SELECT seq, seq % 50, TIMESTAMP('2026-01-01') + INTERVAL seq SECOND, CONCAT('b', seq) FROM "+testbed.Seq(40000)); err != nil {
+		t.Fatal(err)
+	}
+	count := func(table string) string { return testbed.RowsText(t, db, "SELECT COUNT(*) FROM "+table) }
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if !testbed.Poll(cctx, 500*time.Millisecond, func() bool { return count("`"+p.sink+"`.messages_by_sender") == count(src) }) {
+		t.Fatalf("the read table never got the source's rows; log:\n%s", tail(p.logPath))
+	}
+	if code := d.stop(time.Minute); code != 0 {
+		t.Fatalf("exit %d after SIGTERM", code)
+	}
+	if err := os.WriteFile(p.cfgPath, withBody, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.CommandContext(ctx, readsideBinary(t), "plan", "--apply", "-c", p.cfgPath).CombinedOutput(); err != nil {
+		t.Fatalf("plan --apply: %v\n%s", err, out)
+	}
+	d = p.start()
+	t.Cleanup(func() { d.stop(time.Minute) })
+	p.waitReady(90 * time.Second)
+
+	cmd := exec.CommandContext(ctx, readsideBinary(t), "replay", "-c", p.cfgPath, "--projection", "messages_by_sender", "--backfill", "body", "--progress-every", "200ms")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
+		t.Fatal(err)
+	}
+	t.Logf("replay --backfill: exit %d after %s\nstdout:\n%s\nstderr:\n%s", cmd.ProcessState.ExitCode(), time.Since(start).Round(time.Millisecond), stdout.String(), stderr.String())
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit %d, want 0", code)
+	}
+	line := regexp.MustCompile(`^20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\S* backfilling \S+ \(body\): ([0-9.]+)% \((\d+) of (\d+) offsets\)(, \d+ offsets/s)?$`)
+	var progress []string
+	var final []string
+	withRate := 0
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(l, "\r") {
+			t.Errorf("a carriage return on a stderr that is no terminal: %q", l)
+		}
+		if m := line.FindStringSubmatch(l); m != nil {
+			progress = append(progress, l)
+			final = m
+			if m[4] != "" {
+				withRate++
+			}
+		}
+	}
+	if len(progress) < 3 {
+		t.Errorf("%d progress lines, want periodic ones before the final (at least 2, then the final)", len(progress))
+	}
+	if withRate == 0 {
+		t.Errorf("no progress line with the rate")
+	}
+	if final == nil || final[1] != "100.0" || final[2] != final[3] || final[3] == "0" {
+		t.Errorf("the last progress line is not the final one with the totals (100.0%%, N of N offsets): %v", final)
+	}
+	if !strings.Contains(stdout.String(), "backfilled body of messages_by_sender") {
+		t.Errorf("stdout lacks the result line")
+	}
 }

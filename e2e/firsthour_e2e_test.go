@@ -1,10 +1,12 @@
 package e2e
 
-// What a new user sees in the first hour: the daemon's log at INFO and
+// What a new user sees in the first hour: the daemon's log at INFO (and in
+// JSON) and
 // `readside status` with no daemon running.
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"regexp"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/internal/logkeys"
 )
 
 // franzInfo are messages the Kafka client (franz-go) logs at INFO: per
@@ -125,5 +128,67 @@ func TestStatusWithoutDaemon(t *testing.T) {
 		if len(l) > 100 {
 			t.Errorf("line of %d columns, want <= 100: %s", len(l), l)
 		}
+	}
+}
+
+// TestJSONLogIsClean: `readside run` with log.format json at DEBUG, so the
+// binlog client's and the Kafka client's lines are in, through a short
+// workload on the broker: every line of the log is one JSON object with
+// each key once (checked token by token: encoding/json keeps the last of a
+// repeated key silently), time, level and msg, and no value that failed to
+// encode. go-mysql logs its whole config (func fields included) when the
+// tailer connects, and the clients' loggers carry the tailer's component.
+func TestJSONLogIsClean(t *testing.T) {
+	bed := testbed.Get(t)
+	p := newOpsPipeline(t, "logjson", bed.Kafka.Brokers(), "log:\n  level: debug\n  format: json\n  progress_every: 2s\n")
+	d := p.start()
+	p.waitReady(90 * time.Second)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	if err := p.write(t.Context(), rand.New(rand.NewPCG(seed, seed)), 200); err != nil {
+		t.Fatal(err)
+	}
+	p.converge(2 * time.Minute)
+	if code := d.stop(30 * time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM; log:\n%s", code, tail(p.logPath))
+	}
+	lines := strings.Split(strings.TrimSpace(p.log()), "\n")
+	bad := 0
+	components := map[string]int{}
+	projection := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, "=== start ") { // the test's own marker (startDaemon)
+			continue
+		}
+		if err := logkeys.CheckJSON([]byte(l)); err != nil {
+			if bad++; bad <= 10 {
+				t.Errorf("%v: %s", err, l)
+			}
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err) // CheckJSON passed it
+		}
+		if c, ok := m["component"].(string); ok {
+			components[c]++
+		}
+		if m["projection"] == "messages_by_sender" {
+			projection++
+		}
+	}
+	t.Logf("%d lines, %d bad; lines per component %v; %d name the projection", len(lines), bad, components, projection)
+	// The lines that had the flaws: the binlog client's start (config),
+	// the clients' lines under the tailer's logger (component twice).
+	for _, c := range []string{"tailer", "binlog", "kafka", "projector"} {
+		if components[c] == 0 {
+			t.Errorf("no line with component %q: the run did not log what this test checks", c)
+		}
+	}
+	if !strings.Contains(p.log(), `"msg":"create BinlogSyncer","component":"binlog","config":"not logged: `) {
+		t.Errorf("the binlog client's start line is not there with its config replaced by why it is not logged")
+	}
+	if projection == 0 {
+		t.Errorf("no line names the projection")
 	}
 }

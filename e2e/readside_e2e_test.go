@@ -172,7 +172,7 @@ func (d *daemon) term(ctx context.Context, timeout time.Duration) (int, error) {
 	defer cancel()
 	testbed.Poll(ctx, 50*time.Millisecond, func() bool {
 		b, _ := os.ReadFile(d.logPath)
-		return strings.Count(string(b), "msg=starting") >= d.starts
+		return strings.Count(string(b), "msg=starting")+strings.Count(string(b), `"msg":"starting"`) >= d.starts
 	})
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	select {

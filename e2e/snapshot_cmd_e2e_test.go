@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -132,4 +133,71 @@ func TestSnapshotCommandWhere(t *testing.T) {
 		t.Fatalf("%d snapshot events, want 200", len(ids))
 	}
 	t.Logf("the snapshot published exactly ids 101..300 as r events (%d) and the read table holds exactly them", len(ids))
+}
+
+// TestSnapshotWaitProgress: `readside snapshot --table db.t --wait` with
+// stderr not a terminal follows its request until the snapshot is
+// complete: timestamped progress lines every --progress-every while the
+// tailer publishes (rows of the table's estimate and the rate), then the
+// total on stdout, exit 0; the read table gets every row.
+func TestSnapshotWaitProgress(t *testing.T) {
+	bed := testbed.Get(t)
+	t.Setenv("READSIDE_SOURCE__SNAPSHOT__MODE", "never")
+	// Small chunks: the snapshot takes seconds, so lines come while it runs.
+	t.Setenv("READSIDE_SOURCE__SNAPSHOT__CHUNK_ROWS", "20")
+	p := newOpsPipeline(t, "snapwait", bed.Kafka.Brokers(), "")
+	const rows = 12000
+	for lo := 1; lo <= rows; lo += 1000 {
+		p.insertRange(t.Context(), lo, lo+999, "w")
+	}
+	d := p.start()
+	t.Cleanup(func() {
+		if code := d.stop(30 * time.Second); code != 0 {
+			t.Errorf("exit %d after SIGTERM", code)
+		}
+	})
+	p.waitReady(90 * time.Second)
+	cmd := exec.CommandContext(t.Context(), readsideBinary(t), "snapshot", "-c", p.cfgPath, "--table", p.src+".messages", "--wait", "--progress-every", "500ms")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
+		t.Fatal(err)
+	}
+	t.Logf("readside snapshot --wait: exit %d after %s\nstdout:\n%s\nstderr:\n%s", cmd.ProcessState.ExitCode(), time.Since(start).Round(time.Millisecond), stdout.String(), stderr.String())
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit %d, want 0", code)
+	}
+	stamp := regexp.MustCompile(`^20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d`)
+	running := regexp.MustCompile(`snapshot of \S+ \(request \d+\): running, (\d+) of ~\d+ rows \(\d+%\)(, \d+ rows/s)?$`)
+	var lines, runningLines, withRate int
+	for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		if strings.Contains(l, "\r") {
+			t.Errorf("a carriage return on a stderr that is no terminal: %q", l)
+		}
+		if !stamp.MatchString(l) {
+			t.Errorf("a progress line without its time: %q", l)
+			continue
+		}
+		lines++
+		if m := running.FindStringSubmatch(l); m != nil {
+			runningLines++
+			if m[2] != "" {
+				withRate++
+			}
+		}
+	}
+	if runningLines < 2 {
+		t.Errorf("%d progress lines while the snapshot ran, want periodic ones (at least 2)", runningLines)
+	}
+	if withRate == 0 {
+		t.Errorf("no progress line with the rate")
+	}
+	if !regexp.MustCompile(`: done, ` + fmt.Sprint(rows) + ` of ~\d+ rows`).MatchString(stderr.String()) {
+		t.Errorf("no final progress line with the %d rows", rows)
+	}
+	if !regexp.MustCompile(`(?m)^snapshot of ` + regexp.QuoteMeta(p.src) + `\.messages done: ` + fmt.Sprint(rows) + ` rows in [0-9.]+m?s \(\d+ rows/s\)$`).MatchString(stdout.String()) {
+		t.Errorf("stdout lacks the total: snapshot of %s.messages done: %d rows in … (… rows/s)", p.src, rows)
+	}
+	p.converge(2 * time.Minute)
 }

@@ -68,10 +68,10 @@ func (r *Rebuild) consumeUntil(ctx context.Context, p *projections.Projection, s
 			if err := stop(); err != nil {
 				return err
 			}
-			r.o.Progress.report(what, total, total, nil)
+			r.o.Progress.report(what, total, total, &lastLine, true)
 			return nil
 		}
-		r.o.Progress.report(what, n, total, &lastLine)
+		r.o.Progress.report(what, n, total, &lastLine, false)
 	}
 }
 

@@ -65,19 +65,19 @@ func TestRebuildProgressLines(t *testing.T) {
 	pg := Progress{Out: &out} // Every 0: the period never holds a line back
 	var last progressLine
 	steps := []struct {
-		why  string
-		done int64
-		last *progressLine
-		want int // lines printed so far
+		why   string
+		done  int64
+		final bool
+		want  int // lines printed so far
 	}{
-		{"the first check prints", 4, &last, 1},
-		{"the same offsets again: no line", 4, &last, 1},
-		{"and again: still none", 4, &last, 1},
-		{"progress moved: a line", 5, &last, 2},
-		{"the final report prints even unchanged", 5, nil, 3},
+		{"the first check prints", 4, false, 1},
+		{"the same offsets again: no line", 4, false, 1},
+		{"and again: still none", 4, false, 1},
+		{"progress moved: a line", 5, false, 2},
+		{"the final report prints even unchanged", 5, true, 3},
 	}
 	for _, s := range steps {
-		pg.report("filling x", s.done, 5, s.last)
+		pg.report("filling x", s.done, 5, &last, s.final)
 		if got := strings.Count(out.String(), "\n"); got != s.want {
 			t.Fatalf("%s: %d lines, want %d:\n%s", s.why, got, s.want, out.String())
 		}

@@ -14,10 +14,13 @@ type Progress struct {
 	TTY   bool          // Out is a terminal: one bar redrawn in place
 }
 
-// progressLine is the last progress line printed.
+// progressLine is the last progress line printed, and the first report
+// (the rate is measured from it).
 type progressLine struct {
-	at   time.Time
-	done int64
+	at        time.Time
+	done      int64
+	start     time.Time
+	startDone int64
 }
 
 // stillEvery is how often an unchanged progress line is printed again, so
@@ -25,30 +28,37 @@ type progressLine struct {
 const stillEvery = time.Minute
 
 // report draws a progress bar on a terminal, else a line every Every
-// when the progress moved (or stillEvery when it did not); last nil: the
-// final report.
-func (pg Progress) report(what string, done, total int64, last *progressLine) {
+// when the progress moved (or stillEvery when it did not); final: the
+// last report, always printed. The rate is over the time since the first
+// report of last.
+func (pg Progress) report(what string, done, total int64, last *progressLine, final bool) {
+	now := time.Now()
+	if last.start.IsZero() {
+		last.start, last.startDone = now, done
+	}
 	pct := 100.0
 	if total > 0 {
 		pct = 100 * float64(done) / float64(total)
 	}
+	rate := ""
+	if el := now.Sub(last.start); el >= time.Second {
+		rate = fmt.Sprintf(", %.0f offsets/s", float64(done-last.startDone)/el.Seconds())
+	}
 	if pg.TTY {
 		const width = 30
 		n := int(pct / 100 * width)
-		fmt.Fprintf(pg.Out, "\r%s [%s%s] %5.1f%% %d/%d offsets", what, strings.Repeat("#", n), strings.Repeat("-", width-n), pct, done, total)
-		if last == nil {
+		fmt.Fprintf(pg.Out, "\r%s [%s%s] %5.1f%% %d/%d offsets%s  ", what, strings.Repeat("#", n), strings.Repeat("-", width-n), pct, done, total, rate)
+		if final {
 			fmt.Fprintln(pg.Out)
 		}
 		return
 	}
-	if last != nil && !last.at.IsZero() {
-		since := time.Since(last.at)
+	if !final && !last.at.IsZero() {
+		since := now.Sub(last.at)
 		if since < pg.Every || (done == last.done && since < stillEvery) {
 			return
 		}
 	}
-	fmt.Fprintf(pg.Out, "%s %s: %.1f%% (%d of %d offsets)\n", time.Now().Format(time.RFC3339), what, pct, done, total)
-	if last != nil {
-		*last = progressLine{at: time.Now(), done: done}
-	}
+	fmt.Fprintf(pg.Out, "%s %s: %.1f%% (%d of %d offsets)%s\n", now.Format(time.RFC3339), what, pct, done, total, rate)
+	last.at, last.done = now, done
 }

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/internal/logkeys"
 	"github.com/readside/readside/projections"
 )
 
@@ -136,10 +137,12 @@ func (c *command) setup(args []string, check func() string) (*env, int) {
 func newLogger(cfg config.Log, w io.Writer) *slog.Logger {
 	logLevel.Set(cfg.Level.Slog())
 	opts := &slog.HandlerOptions{Level: logLevel}
+	// logkeys: one value per key on every line, and JSON that encodes,
+	// whatever the libraries handed this logger (go-mysql, franz-go) log.
 	if cfg.Format == config.LogJSON {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(logkeys.New(slog.NewJSONHandler(w, opts), true))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(logkeys.New(slog.NewTextHandler(w, opts), false))
 }
 
 // projection is the compiled projection --projection names, or nil and

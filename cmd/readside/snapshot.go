@@ -8,6 +8,7 @@ import (
 
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/internal/progress"
 )
 
 // runSnapshot asks the running tailer (the one with this config's
@@ -19,6 +20,8 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	where := c.fs.String("where", "", "only rows matching this SQL condition")
 	cancel := c.fs.Bool("cancel", false, "delete the pending snapshot requests of --table instead (the tailer drops them, even one it has begun)")
 	pending := c.fs.Bool("pending", false, "list the tailer's queued and running snapshots, requests it has not read yet, and recent failures")
+	wait := c.fs.Bool("wait", false, "follow the request until the snapshot is complete: rows published of the estimate and the rate, on stderr")
+	every := c.fs.Duration("progress-every", 5*time.Second, "with --wait: progress line period when stderr is not a terminal")
 	if code, done := c.parse(args); done {
 		return code
 	}
@@ -27,8 +30,8 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if *pending {
-		if *table != "" || *where != "" || *cancel {
-			fmt.Fprintln(stderr, "readside snapshot: --pending lists every table's requests: give it without --table, --where or --cancel")
+		if *table != "" || *where != "" || *cancel || *wait {
+			fmt.Fprintln(stderr, "readside snapshot: --pending lists every table's requests: give it without --table, --where, --cancel or --wait")
 			return exitUsage
 		}
 		return listSnapshots(cfg, stdout, stderr)
@@ -38,6 +41,10 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if *cancel {
+		if *wait {
+			fmt.Fprintln(stderr, "readside snapshot: --wait follows a request: give it without --cancel")
+			return exitUsage
+		}
 		return cancelSnapshot(cfg, *table, *where, stdout, stderr)
 	}
 	captured := false
@@ -50,12 +57,19 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	if err := cdc.RequestSnapshot(ctx, cfg.Source.DSN.Reveal(), cfg.Source.TLS, cfg.Source.Snapshot.SignalDB, cfg.Source.ServerID, *table, *where); err != nil {
+	req, err := cdc.RequestSnapshotID(ctx, cfg.Source.DSN.Reveal(), cfg.Source.TLS, cfg.Source.Snapshot.SignalDB, cfg.Source.ServerID, *table, *where)
+	if err != nil {
 		fmt.Fprintf(stderr, "readside snapshot: %v\n", err)
 		return exitProblem
 	}
-	fmt.Fprintf(stdout, "snapshot of %s requested from the tailer with server_id %d; it starts when the tailer reads the request from the binlog (progress in its log and readside_source_events_total{op=\"r\"})\n", *table, cfg.Source.ServerID)
-	return exitOK
+	if !*wait {
+		fmt.Fprintf(stdout, "snapshot of %s requested from the tailer with server_id %d; it starts when the tailer reads the request from the binlog (progress in its log and readside_source_events_total{op=\"r\"}; --wait follows it)\n", *table, cfg.Source.ServerID)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "snapshot of %s requested (request %d) from the tailer with server_id %d; following it until it is complete (Ctrl-C stops following, not the snapshot)\n", *table, req.ID, cfg.Source.ServerID)
+	cfg.Kafka.Brokers = cfg.Kafka.ClientBrokers()
+	w := &snapshotWait{cfg: cfg, table: *table, req: req, line: progress.Line{Out: stderr, Every: *every, TTY: isTerminal(stderr)}}
+	return w.follow(ctx, stdout, stderr)
 }
 
 // cancelSnapshot deletes the requests of table; the tailer sees the deletes
