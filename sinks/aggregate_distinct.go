@@ -16,10 +16,13 @@ package sinks
 // also records, per row, how much this transaction added (_rs_pending,
 // reset on the first touch by another transaction, told apart by
 // _rs_batch), so a row's count before the batch is _rs_refs −
-// _rs_pending. All of it runs after the group deltas' upsert has locked
-// the batch's group rows (applyDeltas): a group's reference counts are
-// only ever changed by the transaction holding its row, so no other
-// transaction's change falls between the upsert and the read.
+// _rs_pending. The upsert locks each row it writes until commit, so no
+// other transaction's change falls between the upsert and the read, and
+// a second transaction that adds the same new value waits for the first
+// to commit and then finds the value counted. All of it runs after the
+// group deltas' upsert has locked the batch's group rows (applyDeltas):
+// transactions sharing a group take turns on its reference counts
+// instead of locking them in two orders.
 
 import (
 	"fmt"
