@@ -433,7 +433,7 @@ func distinctValueProblem(t expr.Type) string {
 		return "values of this type cannot key the reference counts (an index holds at most 3072 bytes): count a bounded expression instead, e.g. count(distinct CAST(x AS CHAR(255)))"
 	}
 	if n := charLength(def); n*4 > 1024 {
-		return fmt.Sprintf("a value of up to %d characters is too long to key the reference counts (at most 256 characters, an index holding at most 3072 bytes with the group): count a shorter expression, e.g. count(distinct LEFT(x, 255)), or shorten the column", n)
+		return fmt.Sprintf("a value of up to %d characters is too long to key the reference counts (at most 256 characters, an index holding at most 3072 bytes with the group): count a shorter expression, e.g. count(distinct CAST(x AS CHAR(255))), or shorten the column", n)
 	}
 	return ""
 }
