@@ -17,7 +17,9 @@ func TestDistinctDeltas(t *testing.T) {
 	}}
 	ds := newDeltas(ag)
 	g, h := projections.ValuesOf(7), projections.ValuesOf(8)
-	vals := func(v any) []projections.Value { return []projections.Value{projections.ValueOf("1"), projections.ValueOf(v)} }
+	vals := func(v any) []projections.Value {
+		return []projections.Value{projections.ValueOf("1"), projections.ValueOf(v)}
+	}
 	steps := []struct {
 		why   string
 		group []projections.Value
