@@ -46,6 +46,12 @@ var aggTypes = map[string]string{
 	"max_bin": "max(vb)",
 	"min_d":   "min(d)",
 	"max_day": "max(DATE(dtm))",
+	"u_s":     "count(distinct s)",
+	"u_vb":    "count(distinct vb)",
+	"u_d":     "count(distinct d)",
+	"u_d2":    "count(distinct d2)",
+	"u_dtm":   "count(distinct dtm)",
+	"u_bu":    "count(distinct bu)",
 }
 
 // TestAggregateTypes: the read column of every aggregate has the type,
