@@ -95,7 +95,7 @@ projections:
 		`projections.customer_stats.aggregates.b "sum(f)": sum over double: FLOAT and DOUBLE sums depend on the order rows are added in`,
 		`projections.customer_stats.aggregates.c "max(nope)": at offset 0: column "nope" is not in the source table: name one of its columns (its columns: id, customer_id, region_id, created_at, total_cents, status, f)`,
 		`projections.customer_stats.aggregates.d "count(distinct status, f)": count(DISTINCT …) of 2 expressions is not supported`,
-		`projections.customer_stats.aggregates.e "avg(distinct f)": avg(DISTINCT …) is not supported: of the DISTINCT forms only count(distinct expr) is`,
+		`projections.customer_stats.aggregates.e "avg(distinct f)": avg(DISTINCT …) is not supported: of the DISTINCT forms only count(distinct expr) and sum(distinct expr) are`,
 		`projections.customer_stats.group_by column region_id copies`, `extend where to "(status <> 'draft') AND region_id IS NOT NULL"`,
 	} {
 		if !strings.Contains(stderr, want) {

@@ -42,6 +42,9 @@ const (
 	// under its column's collation). Kept exact by a reference count per
 	// group and value (DistinctTable).
 	AggCountDistinct AggFunc = "count_distinct"
+	// AggSumDistinct is sum(distinct expr): the sum of those values,
+	// kept with the same reference counts.
+	AggSumDistinct AggFunc = "sum_distinct"
 )
 
 // Aggregate is one `aggregates` entry.
@@ -62,8 +65,9 @@ func (a Aggregate) Stored() bool { return a.Func != AggCount || a.Arg != nil }
 // NULL. count(distinct) is not one: its contribution is the value.
 func (a Aggregate) Counts() bool { return a.Func == AggCount || a.Func == AggCountIf }
 
-// Distinct reports count(distinct expr).
-func (a Aggregate) Distinct() bool { return a.Func == AggCountDistinct }
+// Distinct reports count(distinct expr) and sum(distinct expr): the
+// aggregates of the distinct values, kept by reference counts.
+func (a Aggregate) Distinct() bool { return a.Func == AggCountDistinct || a.Func == AggSumDistinct }
 
 // SQL is the aggregate as MySQL computes it over the source rows, col
 // rendering a source column reference: what verify and tests compare the
@@ -77,6 +81,8 @@ func (a Aggregate) SQL(col func(name string) string) string {
 		return "COUNT(" + a.Arg.SQL(col) + ")"
 	case AggCountDistinct:
 		return "COUNT(DISTINCT " + a.Arg.SQL(col) + ")"
+	case AggSumDistinct:
+		return "SUM(DISTINCT " + a.Arg.SQL(col) + ")"
 	case AggCountIf:
 		return "COUNT(CASE WHEN " + a.Cond.SQL(col) + " THEN 1 END)"
 	case AggSumIf:

@@ -207,7 +207,7 @@ var aggArity = map[AggFunc]int{AggCount: 1, AggSum: 1, AggMin: 1, AggMax: 1, Agg
 
 // aggForms lists the aggregate forms parseAggregate accepts, for the
 // messages refusing the others.
-const aggForms = "count(*), count(expr), count(distinct expr), sum(expr), min(expr), max(expr), avg(expr), count_if(cond) and sum_if(cond, expr)"
+const aggForms = "count(*), count(expr), count(distinct expr), sum(expr), sum(distinct expr), min(expr), max(expr), avg(expr), count_if(cond) and sum_if(cond, expr)"
 
 // distinctArg matches an argument list that starts with DISTINCT.
 var distinctArg = regexp.MustCompile(`(?i)^distinct\b`)
@@ -256,31 +256,36 @@ func parseAggregate(col, text string) (Aggregate, error) {
 	return a, nil
 }
 
-// parseDistinct parses the argument of a.Func(DISTINCT arg): count's
-// one expression; the other functions are refused with what to write
-// instead.
+// parseDistinct parses the argument of a.Func(DISTINCT arg): count's or
+// sum's one expression; the other functions are refused with what to
+// write instead.
 func parseDistinct(a Aggregate, arg string) (Aggregate, error) {
 	switch a.Func {
 	case AggMin, AggMax:
 		return a, fmt.Errorf("%s(DISTINCT …) is %s(…) (distinct values have the same extremes): drop DISTINCT", a.Func, a.Func)
-	case AggCount:
+	case AggCount, AggSum:
 	default:
-		return a, fmt.Errorf("%s(DISTINCT …) is not supported: of the DISTINCT forms only count(distinct expr) is; the supported aggregates are %s", a.Func, aggForms)
+		return a, fmt.Errorf("%s(DISTINCT …) is not supported: of the DISTINCT forms only count(distinct expr) and sum(distinct expr) are; the supported aggregates are %s", a.Func, aggForms)
 	}
 	args := splitArgs(arg)
 	switch {
 	case len(args) == 0 || args[0] == "":
-		return a, errors.New("count(DISTINCT) needs an expression, e.g. count(distinct customer_id)")
+		return a, fmt.Errorf("%[1]s(DISTINCT) needs an expression, e.g. %[1]s(distinct customer_id)", a.Func)
 	case len(args) > 1:
-		return a, fmt.Errorf("count(DISTINCT …) of %d expressions is not supported: count(distinct expr) takes one expression (to count distinct pairs, count a group column instead, or one expression combining them, e.g. count(distinct CONCAT(a, '/', b)))", len(args))
+		return a, fmt.Errorf("%[1]s(DISTINCT …) of %[2]d expressions is not supported: %[1]s(distinct expr) takes one expression (to count distinct pairs, count one expression combining them, e.g. count(distinct CONCAT(a, '/', b)))", a.Func, len(args))
 	case arg == "*":
-		return a, errors.New("count(DISTINCT *) is not an aggregate: count(*) counts the rows, count(distinct expr) the distinct values of expr")
+		return a, fmt.Errorf("%s(DISTINCT *) is not an aggregate: count(*) counts the rows, count(distinct expr) the distinct values of expr", a.Func)
 	}
 	e, err := expr.Parse(args[0])
 	if err != nil {
 		return a, fmt.Errorf("argument %q: %w", args[0], err)
 	}
-	a.Func, a.Arg = AggCountDistinct, e
+	a.Arg = e
+	if a.Func == AggSum {
+		a.Func = AggSumDistinct
+	} else {
+		a.Func = AggCountDistinct
+	}
 	return a, nil
 }
 
@@ -394,6 +399,14 @@ func (p *Projection) typeAggregates(src *sourceTable, out *Types) []error {
 			// The contribution is the value (the one withdrawn when the
 			// row changes); the read column is COUNT(DISTINCT)'s.
 			x.read, x.contrib = "bigint(21) NOT NULL", x.argT.Column+" NULL"
+		case AggSumDistinct:
+			prec, scale, why := sumPrecision(x.argT, x.arg, src)
+			if why != "" {
+				errs = append(errs, fmt.Errorf("%s: sum over %s: %s", key, x.argT.Column, why))
+				t.aggs = append(t.aggs, x)
+				continue
+			}
+			x.read, x.contrib = decimalDef(prec+22, scale)+" NULL", x.argT.Column+" NULL"
 		case AggMin, AggMax:
 			x.read, x.contrib = x.argT.Column+" NULL", x.argT.Column+" NULL"
 		case AggSum, AggSumIf, AggAvg:

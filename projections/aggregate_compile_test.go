@@ -47,14 +47,16 @@ func TestCompileAggregate(t *testing.T) {
 	}
 }
 
-// TestCompileCountDistinct: count(distinct expr), any spelling of
-// DISTINCT, parses to its own function, keeps its value as the
-// contribution (not a 1/0 count) and is COUNT(DISTINCT …) to the source.
+// TestCompileCountDistinct: count(distinct expr) and sum(distinct
+// expr), any spelling of DISTINCT, parse to their own functions, keep
+// the value as the contribution (not a 1/0 count) and are COUNT(DISTINCT
+// …) and SUM(DISTINCT …) to the source.
 func TestCompileCountDistinct(t *testing.T) {
 	for _, c := range []struct{ why, text, arg, sql string }{
 		{"a column", "count(distinct customer_id)", "customer_id", "COUNT(DISTINCT customer_id)"},
 		{"upper case, extra spaces", "COUNT( DISTINCT  status )", "status", "COUNT(DISTINCT status)"},
 		{"an expression", "count(distinct DATE(created_at))", "DATE(created_at)", "COUNT(DISTINCT DATE(created_at))"},
+		{"a sum of the distinct values", "sum(Distinct total_cents)", "total_cents", "SUM(DISTINCT total_cents)"},
 	} {
 		cfg := aggConfig()
 		d := cfg.Projections["stats"]
@@ -102,8 +104,8 @@ func TestCompileAggregateErrors(t *testing.T) {
 		{"unknown function", func(p *config.Projection) { p.Aggregates["x"] = "median(total_cents)" }, `projections.stats.aggregates.x "median(total_cents)": unknown aggregate function "median"`},
 		{"an unknown function names every supported form, count(distinct) included", func(p *config.Projection) { p.Aggregates["x"] = "median(total_cents)" }, "count(distinct expr), sum(expr)"},
 		{"count(distinct) of two expressions", func(p *config.Projection) { p.Aggregates["x"] = "count(distinct customer_id, status)" }, `projections.stats.aggregates.x "count(distinct customer_id, status)": count(DISTINCT …) of 2 expressions is not supported: count(distinct expr) takes one expression`},
-		{"avg(distinct) is not offered", func(p *config.Projection) { p.Aggregates["x"] = "avg(DISTINCT total_cents)" }, `avg(DISTINCT …) is not supported: of the DISTINCT forms only count(distinct expr) is; the supported aggregates are count(*)`},
-		{"sum(distinct) is not offered", func(p *config.Projection) { p.Aggregates["x"] = "sum(distinct total_cents)" }, `sum(DISTINCT …) is not supported: of the DISTINCT forms only count(distinct expr) is`},
+		{"avg(distinct) is not offered", func(p *config.Projection) { p.Aggregates["x"] = "avg(DISTINCT total_cents)" }, `avg(DISTINCT …) is not supported: of the DISTINCT forms only count(distinct expr) and sum(distinct expr) are; the supported aggregates are count(*)`},
+		{"sum(distinct) of two expressions", func(p *config.Projection) { p.Aggregates["x"] = "sum(distinct a, b)" }, `sum(DISTINCT …) of 2 expressions is not supported: sum(distinct expr) takes one expression`},
 		{"min(distinct) is min", func(p *config.Projection) { p.Aggregates["x"] = "min(distinct total_cents)" }, `min(DISTINCT …) is min(…) (distinct values have the same extremes): drop DISTINCT`},
 		{"count(distinct *) is no aggregate", func(p *config.Projection) { p.Aggregates["x"] = "count(distinct *)" }, `count(DISTINCT *) is not an aggregate: count(*) counts the rows`},
 		{"count(distinct) without its expression", func(p *config.Projection) { p.Aggregates["x"] = "count(distinct)" }, `count(DISTINCT) needs an expression, e.g. count(distinct customer_id)`},

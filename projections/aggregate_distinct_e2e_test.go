@@ -15,7 +15,8 @@ import (
 // aggDistinct are the count(distinct) aggregates the tests below run:
 // over a utf8mb4_general_ci string ('apple', 'APPLE' and 'apple ' are one
 // value), a nullable decimal, an expression, and one that only NULLs
-// and no values may reach, beside count(*) and sum.
+// and no values may reach; and sum(distinct) of an integer and of a
+// nullable decimal; beside count(*) and sum.
 var aggDistinct = map[string]string{
 	"orders":   "count(*)",
 	"total":    "sum(amount)",
@@ -24,6 +25,8 @@ var aggDistinct = map[string]string{
 	"days":     "count(distinct DATE(created_at))",
 	"statuses": "count(distinct status)",
 	"big_qty":  "count(distinct CASE WHEN qty > 35 THEN qty END)",
+	"qtys":     "sum(distinct qty)",
+	"prices":   "sum(distinct amount)",
 }
 
 // spellings writes rows whose notes are one value under the column's

@@ -43,6 +43,8 @@ func TestTypeCountDistinct(t *testing.T) {
 	for _, c := range []struct{ why, text, read, contrib, err string }{
 		{"a string keeps its collation", "count(distinct status)", "bigint(21) NOT NULL", "varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL", ""},
 		{"a decimal", "count(distinct total_cents)", "bigint(21) NOT NULL", "decimal(12,2) NULL", ""},
+		{"sum(distinct) reads as SUM does", "sum(distinct total_cents)", "decimal(34,2) NULL", "decimal(12,2) NULL", ""},
+		{"sum(distinct) of a string is refused as sum is", "sum(distinct status)", "", "", "sum over varchar(10)"},
 		{"an expression's type", "count(distinct DATE(created_at))", "bigint(21) NOT NULL", "date NULL", ""},
 		{"a TEXT cannot key the counts", "count(distinct body)", "", "", "count a bounded expression instead, e.g. count(distinct CAST(x AS CHAR(255)))"},
 		{"a long string cannot either", "count(distinct long_name)", "", "", "a value of up to 300 characters is too long to key the reference counts"},

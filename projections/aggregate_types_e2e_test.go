@@ -52,6 +52,9 @@ var aggTypes = map[string]string{
 	"u_d2":    "count(distinct d2)",
 	"u_dtm":   "count(distinct dtm)",
 	"u_bu":    "count(distinct bu)",
+	"sd_d":    "sum(distinct d)",
+	"sd_i":    "sum(distinct i)",
+	"sd_bu":   "sum(distinct bu)",
 }
 
 // TestAggregateTypes: the read column of every aggregate has the type,

@@ -266,9 +266,11 @@ func (a *applier) applyDeltas(ds *deltas) error {
 				// The delta keeps the extreme: LEAST or GREATEST of the
 				// stored one and the furthest added.
 				row = append(row, &d.extremes[i].added)
+			case x.Func == projections.AggSumDistinct:
+				// A distinct aggregate moves after the upsert
+				// (applyDistinct): its delta here is none.
+				row = append(row, nil, 0)
 			case x.Counts(), x.Distinct():
-				// A distinct count moves after the upsert (applyDistinct):
-				// its delta here is 0.
 				row = append(row, d.counts[i])
 			case sums(x):
 				var sum any

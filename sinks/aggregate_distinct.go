@@ -26,6 +26,7 @@ package sinks
 
 import (
 	"fmt"
+	"math/big"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -240,6 +241,7 @@ func (a *applier) applyDistinct(ds *deltas) error {
 		for _, sp := range spans(len(match), func(i int) int { return argBytes(match[i]) }, a.limit) {
 			part := match[sp[0]:sp[1]]
 			args := append([]any{batch}, slices.Concat(part...)...)
+			var bad error
 			err := a.readDistinct(dst.read.text(len(part)), args, func(group []projections.Value, value projections.Value, refs, pending int64) {
 				before, after := refs-pending > 0, refs > 0
 				if before == after {
@@ -248,17 +250,28 @@ func (a *applier) applyDistinct(ds *deltas) error {
 				k := valuesText(group)
 				m := moves[k]
 				if m == nil {
-					m = &distinctMove{group: group, by: make([]int64, len(ag.Aggregates))}
+					m = &distinctMove{group: group, by: make([]int64, len(ag.Aggregates)), sums: make([]*decimal, len(ag.Aggregates))}
 					moves[k] = m
 					order = append(order, k)
 				}
-				if after {
-					m.by[dst.i]++
-				} else {
-					m.by[dst.i]--
+				sign := int64(1)
+				if !after {
+					sign = -1
 					zero = append(zero, append(appendValues(nil, group), &value))
 				}
+				m.by[dst.i] += sign
+				if ag.Aggregates[dst.i].Func == projections.AggSumDistinct {
+					if m.sums[dst.i] == nil {
+						m.sums[dst.i] = &decimal{u: new(big.Int)}
+					}
+					if err := m.sums[dst.i].add(string(value.Bytes()), sign); err != nil && bad == nil {
+						bad = fmt.Errorf("aggregate %s: %w", col, err)
+					}
+				}
 			})
+			if err == nil {
+				err = bad
+			}
 			if err != nil {
 				return fmt.Errorf("reading the distinct values of %s.%s: %w", a.p.Table, col, err)
 			}
@@ -281,11 +294,13 @@ func (a *applier) applyDistinct(ds *deltas) error {
 	return nil
 }
 
-// distinctMove is what a batch does to one group's distinct counts: per
-// aggregate, values gained minus values lost.
+// distinctMove is what a batch does to one group's distinct aggregates:
+// per aggregate, values gained minus values lost, and for sum(distinct)
+// the sum of those gained minus those lost.
 type distinctMove struct {
 	group []projections.Value
 	by    []int64
+	sums  []*decimal
 }
 
 // distinctMoveRow is a group delta (st.delta's row) that changes only the
@@ -294,6 +309,12 @@ func distinctMoveRow(ag *projections.Aggregation, m *distinctMove) []any {
 	row := appendValues(nil, m.group)
 	for i, x := range ag.Aggregates {
 		switch {
+		case x.Func == projections.AggSumDistinct:
+			var sum any
+			if m.sums[i] != nil {
+				sum = m.sums[i].String()
+			}
+			row = append(row, sum, m.by[i])
 		case x.Distinct():
 			row = append(row, m.by[i])
 		case x.Counts():

@@ -69,8 +69,9 @@ func TestDistinctMoveRowShape(t *testing.T) {
 		{Column: "av", Func: projections.AggAvg},
 		{Column: "u", Func: projections.AggCountDistinct},
 		{Column: "p", Func: projections.AggCountIf},
+		{Column: "sd", Func: projections.AggSumDistinct},
 	}}
-	row := distinctMoveRow(ag, &distinctMove{group: projections.ValuesOf(1, "x"), by: []int64{0, 0, 0, 0, -1, 0}})
+	row := distinctMoveRow(ag, &distinctMove{group: projections.ValuesOf(1, "x"), by: []int64{0, 0, 0, 0, -1, 0, 0}, sums: make([]*decimal, 7)})
 	if want := 2 + len(aggDeltaColumns(ag)); len(row) != want {
 		t.Fatalf("%d cells, want %d (group + %v)", len(row), want, aggDeltaColumns(ag))
 	}

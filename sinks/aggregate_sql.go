@@ -54,7 +54,7 @@ func aggDeltaColumns(ag *projections.Aggregation) []string {
 
 // sums reports an aggregate whose delta is a sum with a non-NULL count.
 func sums(a projections.Aggregate) bool {
-	return a.Func == projections.AggSum || a.Func == projections.AggSumIf || a.Func == projections.AggAvg
+	return a.Func == projections.AggSum || a.Func == projections.AggSumIf || a.Func == projections.AggAvg || a.Func == projections.AggSumDistinct
 }
 
 // extreme reports MIN and MAX.
@@ -130,7 +130,7 @@ func aggDeltaSets(ag *projections.Aggregation, d dialect) []string {
 	for _, a := range ag.Aggregates {
 		col := q(a.Column)
 		switch {
-		case a.Counts(), a.Distinct():
+		case a.Counts(), a.Func == projections.AggCountDistinct:
 			sets = append(sets, col+" = "+col+" + "+d.newRow(col))
 		case sums(a):
 			n := q(projections.NonNullColumn(a.Column))
@@ -222,8 +222,10 @@ func aggRebuildGroups(ag *projections.Aggregation, c, t string, all, cgcols []st
 		switch {
 		case a.Func == projections.AggCount && !a.Stored():
 			sel = append(sel, "COUNT(*)")
-		case a.Distinct():
+		case a.Func == projections.AggCountDistinct:
 			sel = append(sel, "COUNT(DISTINCT "+v+")")
+		case a.Func == projections.AggSumDistinct:
+			sel = append(sel, "SUM(DISTINCT "+v+")", "COUNT(DISTINCT "+v+")")
 		case a.Counts():
 			sel = append(sel, "SUM("+v+")")
 		case extreme(a):

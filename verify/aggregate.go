@@ -102,6 +102,8 @@ func aggregateSQL(a projections.Aggregate) string {
 		return "COUNT(" + arg() + ")"
 	case projections.AggCountDistinct:
 		return "COUNT(DISTINCT " + arg() + ")"
+	case projections.AggSumDistinct:
+		return "SUM(DISTINCT " + arg() + ")"
 	case projections.AggSum:
 		return "SUM(" + arg() + ")"
 	case projections.AggMin:
