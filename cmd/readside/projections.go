@@ -238,7 +238,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 			for _, a := range ag.Aggregates {
 				fmt.Fprintf(stdout, "-- aggregate %s = %s: %s\n", a.Column, strings.NewReplacer("\n", " ", "\r", " ").Replace(a.Text), pp.types.Read[a.Column])
 				if a.Distinct() {
-					fmt.Fprintf(stdout, "-- distinct values of %s in %s, on every shard: one row per group and value (a reference count), written when a row's value or group changes: 2 more statements per batch that moves a value, 4 when a group gains or loses one\n", a.Column, pp.p.DistinctTable(a.Column))
+					fmt.Fprintf(stdout, "-- distinct values of %s in %s, on every shard: one row per group and value (a reference count), written when a row's value or group changes: 2 more statements per batch that moves a value, up to 4 when a group gains or loses one\n", a.Column, pp.p.DistinctTable(a.Column))
 				}
 			}
 		}
