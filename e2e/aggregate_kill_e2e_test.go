@@ -25,7 +25,7 @@ var shopAggSchema = []string{
 }
 
 // shopAggProjections are a per-customer aggregate over the orders not in
-// draft and the orders with their customer's name and their lines nested
+// draft (distinct counts included) and the orders with their customer's name and their lines nested
 // (ordered by line number, at most 5). The element members are declared
 // in name order, the order JSON_OBJECT renders them in.
 const shopAggProjections = `  customer_order_stats:
@@ -34,7 +34,8 @@ const shopAggProjections = `  customer_order_stats:
     group_by: [customer_id]
     where: "customer_id IS NOT NULL AND status <> 'draft'"
     aggregates: {orders: "count(*)", total_cents: "sum(total_cents)", first_order_at: "min(created_at)",
-                 last_order_at: "max(created_at)", paid_orders: "count_if(status = 'paid')", avg_cents: "avg(total_cents)"}
+                 last_order_at: "max(created_at)", paid_orders: "count_if(status = 'paid')", avg_cents: "avg(total_cents)",
+                 statuses: "count(distinct status)", order_days: "count(distinct DATE(created_at))"}
   orders_with_lines:
     from: %[1]s.orders
     sink: reads
@@ -60,9 +61,10 @@ func shopAggExpectations(src, sink string) []struct{ name, want, got string } {
 	q := func(t string) string { return "`" + src + "`." + t }
 	return []struct{ name, want, got string }{
 		{"customer_order_stats",
-			"SELECT customer_id, COUNT(*), SUM(total_cents), MIN(created_at), MAX(created_at), COUNT(CASE WHEN status = 'paid' THEN 1 END), AVG(total_cents)" +
+			"SELECT customer_id, COUNT(*), SUM(total_cents), MIN(created_at), MAX(created_at), COUNT(CASE WHEN status = 'paid' THEN 1 END), AVG(total_cents)," +
+				" COUNT(DISTINCT status), COUNT(DISTINCT DATE(created_at))" +
 				" FROM " + q("orders") + " WHERE customer_id IS NOT NULL AND status <> 'draft' GROUP BY customer_id ORDER BY 1",
-			"SELECT customer_id, orders, total_cents, first_order_at, last_order_at, paid_orders, avg_cents FROM `" + sink + "`.customer_order_stats ORDER BY 1"},
+			"SELECT customer_id, orders, total_cents, first_order_at, last_order_at, paid_orders, avg_cents, statuses, order_days FROM `" + sink + "`.customer_order_stats ORDER BY 1"},
 		{"orders_with_lines",
 			"SELECT o.id, o.customer_id, o.status, o.total_cents, c.name," +
 				" (SELECT JSON_ARRAYAGG(JSON_OBJECT('qty', l.qty, 'sku', l.sku) ORDER BY l.line_no, l.id LIMIT 5) FROM " + q("order_lines") + " l WHERE l.order_id = o.id)," +

@@ -9,7 +9,7 @@ import (
 )
 
 // TestCheckListsEveryProblem: projections with different kinds of problem
-// — declaration ones (an unknown aggregate function, count(DISTINCT …), a
+// — declaration ones (an unknown aggregate function, count(DISTINCT a, b), a
 // join column clashing with an aggregate's group column, a join on a
 // source column that a misspelt mapping does not copy) and live-schema
 // ones (a child order_by column, a source column and that misspelt source
@@ -69,7 +69,7 @@ func TestCheckListsEveryProblem(t *testing.T) {
     from: %[1]s.posts
     sink: reads
     group_by: [author_id]
-    aggregates: {readers: "count(distinct id)", posts: "count(*)"}
+    aggregates: {readers: "count(distinct id, title)", posts: "count(*)"}
   f_group_clash:
     from: %[1]s.posts
     sink: reads
@@ -94,7 +94,7 @@ func TestCheckListsEveryProblem(t *testing.T) {
     key: [id]
     columns: {id: id, title: title}
 `, db)
-	forms := "count(*), count(expr), sum(expr), min(expr), max(expr), avg(expr), count_if(cond) and sum_if(cond, expr)"
+	forms := "count(*), count(expr), count(distinct expr), sum(expr), sum(distinct expr), min(expr), max(expr), avg(expr), count_if(cond) and sum_if(cond, expr)"
 	// Each: the key, the cause and the fix.
 	wants := []string{
 		`projections.a_unknown_aggregate.aggregates.n "median(id)": unknown aggregate function "median": the supported aggregates are ` + forms,
@@ -102,7 +102,7 @@ func TestCheckListsEveryProblem(t *testing.T) {
 		`projections.c_misspelt.join[0].on.id: source column "author_id" is not mapped in projections.c_misspelt.columns: add it (fan-out finds the read rows by it); projections.c_misspelt.columns.author_id copies source column "authr_id", not author_id: if "authr_id" is misspelt, map author_id: author_id`,
 		`projections.c_misspelt.columns.author_id: source column "authr_id" does not exist in ` + db + `.posts (its columns: id, author_id, title): map author_id to one of them`,
 		`projections.d_missing_column.columns.subtitle: source column "subtitle" does not exist in ` + db + `.posts (its columns: id, author_id, title): map subtitle to one of them`,
-		`projections.e_distinct.aggregates.readers "count(distinct id)": count(DISTINCT …) is not supported yet: the supported aggregates are ` + forms,
+		`projections.e_distinct.aggregates.readers "count(distinct id, title)": count(DISTINCT …) of 2 expressions is not supported: count(distinct expr) takes one expression (to count distinct pairs, count one expression combining them, e.g. count(distinct CONCAT(a, '/', b)))`,
 		`projections.f_group_clash.join[0].columns.author_id: author_id is already a column of projections.f_group_clash.group_by (a group column): rename one of them`,
 		`projections.h_no_table.from ` + db + `.drafts is not in source.tables: add it there`,
 		`projections.h_no_table.from: ` + db + `.drafts does not exist on the source: correct from, create the table, or grant the source user SELECT on it`,

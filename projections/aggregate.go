@@ -37,6 +37,14 @@ const (
 	AggCountIf AggFunc = "count_if" // count_if(cond)
 	AggSumIf   AggFunc = "sum_if"   // sum_if(cond, col)
 	AggAvg     AggFunc = "avg"      // avg(col): sum / count of the non-NULL values
+	// AggCountDistinct is count(distinct expr): the number of distinct
+	// non-NULL values, compared as the server compares them (a string
+	// under its column's collation). Kept exact by a reference count per
+	// group and value (DistinctTable).
+	AggCountDistinct AggFunc = "count_distinct"
+	// AggSumDistinct is sum(distinct expr): the sum of those values,
+	// kept with the same reference counts.
+	AggSumDistinct AggFunc = "sum_distinct"
 )
 
 // Aggregate is one `aggregates` entry.
@@ -52,9 +60,14 @@ type Aggregate struct {
 // one but count(*), whose contribution is the row itself.
 func (a Aggregate) Stored() bool { return a.Func != AggCount || a.Arg != nil }
 
-// Counts reports whether the read value is a count (COUNT, count_if):
-// an integer that is never NULL.
+// Counts reports whether the read value is a count of rows (COUNT,
+// count_if) whose contribution is "1" or "0": an integer that is never
+// NULL. count(distinct) is not one: its contribution is the value.
 func (a Aggregate) Counts() bool { return a.Func == AggCount || a.Func == AggCountIf }
+
+// Distinct reports count(distinct expr) and sum(distinct expr): the
+// aggregates of the distinct values, kept by reference counts.
+func (a Aggregate) Distinct() bool { return a.Func == AggCountDistinct || a.Func == AggSumDistinct }
 
 // SQL is the aggregate as MySQL computes it over the source rows, col
 // rendering a source column reference: what verify and tests compare the
@@ -66,6 +79,10 @@ func (a Aggregate) SQL(col func(name string) string) string {
 			return "COUNT(*)"
 		}
 		return "COUNT(" + a.Arg.SQL(col) + ")"
+	case AggCountDistinct:
+		return "COUNT(DISTINCT " + a.Arg.SQL(col) + ")"
+	case AggSumDistinct:
+		return "SUM(DISTINCT " + a.Arg.SQL(col) + ")"
 	case AggCountIf:
 		return "COUNT(CASE WHEN " + a.Cond.SQL(col) + " THEN 1 END)"
 	case AggSumIf:
@@ -143,6 +160,21 @@ func (p *Projection) ContributionsTable() string {
 	}
 	return name
 }
+
+// DistinctTable is the sink table of count(distinct) aggregate col's
+// reference counts: one row per group and value, with the number of
+// source rows whose stored contribution holds that value. Named from the
+// read table, as ContributionsTable.
+func (p *Projection) DistinctTable(col string) string {
+	name := "_readside_dst_" + p.Table + "_" + col
+	if len(name) > 64 {
+		name = fmt.Sprintf("_readside_dst_%x", xxhashString(p.Table+"\x00"+col))
+	}
+	return name
+}
+
+// DistinctValueColumn is the value column of a DistinctTable.
+const DistinctValueColumn = "v"
 
 // ContributionColumn names aggregate col's column in the contributions
 // table; the group columns keep their read names there, prefixed so no

@@ -207,7 +207,7 @@ var aggArity = map[AggFunc]int{AggCount: 1, AggSum: 1, AggMin: 1, AggMax: 1, Agg
 
 // aggForms lists the aggregate forms parseAggregate accepts, for the
 // messages refusing the others.
-const aggForms = "count(*), count(expr), sum(expr), min(expr), max(expr), avg(expr), count_if(cond) and sum_if(cond, expr)"
+const aggForms = "count(*), count(expr), count(distinct expr), sum(expr), sum(distinct expr), min(expr), max(expr), avg(expr), count_if(cond) and sum_if(cond, expr)"
 
 // distinctArg matches an argument list that starts with DISTINCT.
 var distinctArg = regexp.MustCompile(`(?i)^distinct\b`)
@@ -230,8 +230,8 @@ func parseAggregate(col, text string) (Aggregate, error) {
 	if a.Func == AggCount && inner == "*" {
 		return a, nil
 	}
-	if distinctArg.MatchString(inner) {
-		return a, fmt.Errorf("%s(DISTINCT …) is not supported yet: the supported aggregates are %s", a.Func, aggForms)
+	if loc := distinctArg.FindStringIndex(inner); loc != nil {
+		return parseDistinct(a, strings.TrimSpace(inner[loc[1]:]))
 	}
 	args := splitArgs(inner)
 	if len(args) != n || slices.Contains(args, "") {
@@ -252,6 +252,39 @@ func parseAggregate(col, text string) (Aggregate, error) {
 		a.Cond, a.Arg = es[0], es[1]
 	default:
 		a.Arg = es[0]
+	}
+	return a, nil
+}
+
+// parseDistinct parses the argument of a.Func(DISTINCT arg): count's or
+// sum's one expression; the other functions are refused with what to
+// write instead.
+func parseDistinct(a Aggregate, arg string) (Aggregate, error) {
+	switch a.Func {
+	case AggMin, AggMax:
+		return a, fmt.Errorf("%s(DISTINCT …) is %s(…) (distinct values have the same extremes): drop DISTINCT", a.Func, a.Func)
+	case AggCount, AggSum:
+	default:
+		return a, fmt.Errorf("%s(DISTINCT …) is not supported: of the DISTINCT forms only count(distinct expr) and sum(distinct expr) are; the supported aggregates are %s", a.Func, aggForms)
+	}
+	args := splitArgs(arg)
+	switch {
+	case len(args) == 0 || args[0] == "":
+		return a, fmt.Errorf("%[1]s(DISTINCT) needs an expression, e.g. %[1]s(distinct customer_id)", a.Func)
+	case len(args) > 1:
+		return a, fmt.Errorf("%[1]s(DISTINCT …) of %[2]d expressions is not supported: %[1]s(distinct expr) takes one expression (to count distinct pairs, count one expression combining them, e.g. count(distinct CONCAT(a, '/', b)))", a.Func, len(args))
+	case arg == "*":
+		return a, fmt.Errorf("%s(DISTINCT *) is not an aggregate: count(*) counts the rows, count(distinct expr) the distinct values of expr", a.Func)
+	}
+	e, err := expr.Parse(args[0])
+	if err != nil {
+		return a, fmt.Errorf("argument %q: %w", args[0], err)
+	}
+	a.Arg = e
+	if a.Func == AggSum {
+		a.Func = AggSumDistinct
+	} else {
+		a.Func = AggCountDistinct
 	}
 	return a, nil
 }
@@ -357,6 +390,23 @@ func (p *Projection) typeAggregates(src *sourceTable, out *Types) []error {
 		switch a.Func {
 		case AggCount, AggCountIf:
 			x.read, x.contrib = "bigint(21) NOT NULL", "tinyint unsigned NOT NULL DEFAULT 0"
+		case AggCountDistinct:
+			if why := distinctValueProblem(x.argT); why != "" {
+				errs = append(errs, fmt.Errorf("%s: count(distinct) over %s: %s", key, x.argT.Column, why))
+				t.aggs = append(t.aggs, x)
+				continue
+			}
+			// The contribution is the value (the one withdrawn when the
+			// row changes); the read column is COUNT(DISTINCT)'s.
+			x.read, x.contrib = "bigint(21) NOT NULL", x.argT.Column+" NULL"
+		case AggSumDistinct:
+			prec, scale, why := sumPrecision(x.argT, x.arg, src)
+			if why != "" {
+				errs = append(errs, fmt.Errorf("%s: sum over %s: %s", key, x.argT.Column, why))
+				t.aggs = append(t.aggs, x)
+				continue
+			}
+			x.read, x.contrib = decimalDef(prec+22, scale)+" NULL", x.argT.Column+" NULL"
 		case AggMin, AggMax:
 			x.read, x.contrib = x.argT.Column+" NULL", x.argT.Column+" NULL"
 		case AggSum, AggSumIf, AggAvg:
@@ -381,6 +431,41 @@ func (p *Projection) typeAggregates(src *sourceTable, out *Types) []error {
 		ag.typed.Store(t)
 	}
 	return errs
+}
+
+// distinctValueProblem is why values of type t cannot be counted
+// distinct ("" when they can): the reference counts are keyed by (group,
+// value) in an InnoDB primary key, which holds neither TEXT, BLOB nor
+// JSON values nor keys over 3072 bytes.
+func distinctValueProblem(t expr.Type) string {
+	def := strings.ToLower(t.Column)
+	base, _, _ := strings.Cut(def, "(")
+	base, _, _ = strings.Cut(base, " ")
+	switch base {
+	case "tinytext", "text", "mediumtext", "longtext", "tinyblob", "blob", "mediumblob", "longblob", "json", "geometry":
+		return "values of this type cannot key the reference counts (an index holds at most 3072 bytes): count a bounded expression instead, e.g. count(distinct CAST(x AS CHAR(255)))"
+	}
+	if n := charLength(def); n*4 > 1024 {
+		return fmt.Sprintf("a value of up to %d characters is too long to key the reference counts (at most 256 characters, an index holding at most 3072 bytes with the group): count a shorter expression, e.g. count(distinct CAST(x AS CHAR(255))), or shorten the column", n)
+	}
+	return ""
+}
+
+// charLength is the length n of a "char(n)", "varchar(n)", "binary(n)"
+// or "varbinary(n)" definition (0 for other types).
+func charLength(def string) int {
+	base, rest, ok := strings.Cut(def, "(")
+	if !ok || !slices.Contains([]string{"char", "varchar", "binary", "varbinary"}, base) {
+		return 0
+	}
+	n := 0
+	for _, c := range rest {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
 }
 
 // decimalDef is DECIMAL(prec, scale) within MariaDB's bounds.

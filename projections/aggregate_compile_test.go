@@ -47,6 +47,36 @@ func TestCompileAggregate(t *testing.T) {
 	}
 }
 
+// TestCompileCountDistinct: count(distinct expr) and sum(distinct
+// expr), any spelling of DISTINCT, parse to their own functions, keep
+// the value as the contribution (not a 1/0 count) and are COUNT(DISTINCT
+// …) and SUM(DISTINCT …) to the source.
+func TestCompileCountDistinct(t *testing.T) {
+	for _, c := range []struct{ why, text, arg, sql string }{
+		{"a column", "count(distinct customer_id)", "customer_id", "COUNT(DISTINCT customer_id)"},
+		{"upper case, extra spaces", "COUNT( DISTINCT  status )", "status", "COUNT(DISTINCT status)"},
+		{"an expression", "count(distinct DATE(created_at))", "DATE(created_at)", "COUNT(DISTINCT DATE(created_at))"},
+		{"a sum of the distinct values", "sum(Distinct total_cents)", "total_cents", "SUM(DISTINCT total_cents)"},
+	} {
+		cfg := aggConfig()
+		d := cfg.Projections["stats"]
+		d.Aggregates = map[string]string{"x": c.text}
+		cfg.Projections["stats"] = d
+		ps, err := Compile(cfg)
+		if err != nil {
+			t.Errorf("%s: %v", c.why, err)
+			continue
+		}
+		a := ps[0].Aggregation.Aggregates[0]
+		if !a.Distinct() || a.Counts() || !a.Stored() || a.Arg.String() != c.arg || a.Cond != nil {
+			t.Errorf("%s: parsed as %+v (distinct %v, counts %v, stored %v)", c.why, a, a.Distinct(), a.Counts(), a.Stored())
+		}
+		if got := a.SQL(func(n string) string { return n }); got != c.sql {
+			t.Errorf("%s: SQL %s, want %s", c.why, got, c.sql)
+		}
+	}
+}
+
 // TestGroupColumnName: the derived names of group_by expressions.
 func TestGroupColumnName(t *testing.T) {
 	for _, c := range []struct{ why, in, want string }{
@@ -72,6 +102,14 @@ func TestCompileAggregateErrors(t *testing.T) {
 		{"aggregates need a group", func(p *config.Projection) { p.GroupBy = nil }, "projections.stats.aggregates without group_by: list the group columns"},
 		{"a group needs aggregates", func(p *config.Projection) { p.Aggregates = nil }, "projections.stats.group_by without aggregates"},
 		{"unknown function", func(p *config.Projection) { p.Aggregates["x"] = "median(total_cents)" }, `projections.stats.aggregates.x "median(total_cents)": unknown aggregate function "median"`},
+		{"an unknown function names every supported form, count(distinct) included", func(p *config.Projection) { p.Aggregates["x"] = "median(total_cents)" }, "count(distinct expr), sum(expr)"},
+		{"count(distinct) of two expressions", func(p *config.Projection) { p.Aggregates["x"] = "count(distinct customer_id, status)" }, `projections.stats.aggregates.x "count(distinct customer_id, status)": count(DISTINCT …) of 2 expressions is not supported: count(distinct expr) takes one expression`},
+		{"avg(distinct) is not offered", func(p *config.Projection) { p.Aggregates["x"] = "avg(DISTINCT total_cents)" }, `avg(DISTINCT …) is not supported: of the DISTINCT forms only count(distinct expr) and sum(distinct expr) are; the supported aggregates are count(*)`},
+		{"sum(distinct) of two expressions", func(p *config.Projection) { p.Aggregates["x"] = "sum(distinct a, b)" }, `sum(DISTINCT …) of 2 expressions is not supported: sum(distinct expr) takes one expression`},
+		{"min(distinct) is min", func(p *config.Projection) { p.Aggregates["x"] = "min(distinct total_cents)" }, `min(DISTINCT …) is min(…) (distinct values have the same extremes): drop DISTINCT`},
+		{"count(distinct *) is no aggregate", func(p *config.Projection) { p.Aggregates["x"] = "count(distinct *)" }, `count(DISTINCT *) is not an aggregate: count(*) counts the rows`},
+		{"count(distinct) without its expression", func(p *config.Projection) { p.Aggregates["x"] = "count(distinct)" }, `count(DISTINCT) needs an expression, e.g. count(distinct customer_id)`},
+		{"count(distinct) of an expression that does not parse", func(p *config.Projection) { p.Aggregates["x"] = "count(distinct a b)" }, `projections.stats.aggregates.x "count(distinct a b)": argument "a b": at offset 2: unexpected`},
 		{"wrong arity", func(p *config.Projection) { p.Aggregates["x"] = "sum_if(total_cents)" }, `projections.stats.aggregates.x "sum_if(total_cents)": sum_if takes 2 argument(s), got 1`},
 		{"not a call", func(p *config.Projection) { p.Aggregates["x"] = "total_cents" }, `projections.stats.aggregates.x "total_cents": want a function call`},
 		{"argument does not parse", func(p *config.Projection) { p.Aggregates["x"] = "sum(total_cents +)" }, `projections.stats.aggregates.x "sum(total_cents +)": argument "total_cents +"`},

@@ -30,6 +30,54 @@ func aggProjection(t *testing.T) *Projection {
 	return p
 }
 
+// TestTypeCountDistinct: count(distinct) reads as COUNT(DISTINCT)'s
+// column and keeps the value, in its column's collation, as the
+// contribution; values that cannot key the reference counts (TEXT,
+// strings over 256 characters) are refused with a bounded expression to
+// count instead.
+func TestTypeCountDistinct(t *testing.T) {
+	src := cookbookTable([][3]string{{"id", "bigint(20)"}, {"customer_id", "int(11)"}, {"total_cents", "decimal(12,2)", "null"},
+		{"status", "varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"}, {"created_at", "datetime(3)"},
+		{"body", "text CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", "null"},
+		{"long_name", "varchar(300) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", "null"}})
+	for _, c := range []struct{ why, text, read, contrib, err string }{
+		{"a string keeps its collation", "count(distinct status)", "bigint(21) NOT NULL", "varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL", ""},
+		{"a decimal", "count(distinct total_cents)", "bigint(21) NOT NULL", "decimal(12,2) NULL", ""},
+		{"sum(distinct) reads as SUM does", "sum(distinct total_cents)", "decimal(34,2) NULL", "decimal(12,2) NULL", ""},
+		{"sum(distinct) of a string is refused as sum is", "sum(distinct status)", "", "", "sum over varchar(10)"},
+		{"an expression's type", "count(distinct DATE(created_at))", "bigint(21) NOT NULL", "date NULL", ""},
+		{"a TEXT cannot key the counts", "count(distinct body)", "", "", "count a bounded expression instead, e.g. count(distinct CAST(x AS CHAR(255)))"},
+		{"a long string cannot either", "count(distinct long_name)", "", "", "a value of up to 300 characters is too long to key the reference counts"},
+		{"a bounded prefix of it can", "count(distinct CAST(long_name AS CHAR(100)))", "bigint(21) NOT NULL", "", ""},
+	} {
+		cfg := aggConfig()
+		d := cfg.Projections["stats"]
+		d.Aggregates = map[string]string{"x": c.text}
+		cfg.Projections["stats"] = d
+		ps, err := Compile(cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", c.why, err)
+		}
+		p := ps[0]
+		typeAll(t, p, src)
+		types := Types{Read: map[string]string{}}
+		errs := p.typeAggregates(src, &types)
+		if c.err != "" {
+			if len(errs) != 1 || !strings.Contains(errs[0].Error(), c.err) {
+				t.Errorf("%s: want an error containing %q, got %v", c.why, c.err, errs)
+			}
+			continue
+		}
+		if len(errs) > 0 {
+			t.Errorf("%s: %v", c.why, errs)
+			continue
+		}
+		if types.Read["x"] != c.read || (c.contrib != "" && types.Contribution["x"] != c.contrib) {
+			t.Errorf("%s: read %q, contribution %q; want %q, %q", c.why, types.Read["x"], types.Contribution["x"], c.read, c.contrib)
+		}
+	}
+}
+
 // TestCollectContribution: each event is the row's new contribution under
 // its record key, from the after image alone: a row in the filter gives
 // its group and values, anything else (a delete, a row out of the filter)

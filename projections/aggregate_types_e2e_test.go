@@ -46,6 +46,15 @@ var aggTypes = map[string]string{
 	"max_bin": "max(vb)",
 	"min_d":   "min(d)",
 	"max_day": "max(DATE(dtm))",
+	"u_s":     "count(distinct s)",
+	"u_vb":    "count(distinct vb)",
+	"u_d":     "count(distinct d)",
+	"u_d2":    "count(distinct d2)",
+	"u_dtm":   "count(distinct dtm)",
+	"u_bu":    "count(distinct bu)",
+	"sd_d":    "sum(distinct d)",
+	"sd_i":    "sum(distinct i)",
+	"sd_bu":   "sum(distinct bu)",
 }
 
 // TestAggregateTypes: the read column of every aggregate has the type,
@@ -90,20 +99,23 @@ func TestAggregateTypes(t *testing.T) {
 	if err := sink.Exec(ctx, sinks.DDL(p, types)); err != nil {
 		t.Fatal(err)
 	}
-	// The drift check plans both tables as DDL made them, and finds a
-	// narrowed aggregate column and a narrowed contribution.
+	// The drift check plans every table as DDL made them, and finds a
+	// narrowed aggregate column, a narrowed contribution and a narrowed
+	// distinct value.
 	whole, _ := keyspace.ParseRange("-")
 	sharded := &sinks.Sharded{Name: "reads", Shards: []sinks.Shard{{Range: whole, MySQL: sink}}}
 	if ds, err := sharded.Drifts(ctx, p, types); err != nil || len(ds) != 0 {
 		t.Fatalf("drifts right after DDL: %+v, %v", ds, err)
 	}
 	if err := bed.MySQL.Exec(ctx, "ALTER TABLE `"+sinkDB+"`.typed MODIFY s_i DECIMAL(20,0) NULL COMMENT 'readside: sum(i)'",
-		"ALTER TABLE `"+sinkDB+"`.`"+p.ContributionsTable()+"` MODIFY v_max_s VARCHAR(5) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL"); err != nil {
+		"ALTER TABLE `"+sinkDB+"`.`"+p.ContributionsTable()+"` MODIFY v_max_s VARCHAR(5) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL",
+		"ALTER TABLE `"+sinkDB+"`.`"+p.DistinctTable("u_s")+"` MODIFY _rs_value VARCHAR(5) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL COMMENT 'readside: a value of count(distinct s)'"); err != nil {
 		t.Fatal(err)
 	}
 	ds, err := sharded.Drifts(ctx, p, types)
-	if err != nil || len(ds) != 2 || ds[0].Column != "s_i" || ds[1].Column != "v_max_s" || ds[1].ReadColumn != "max_s" || ds[0].Safe != true {
-		t.Fatalf("drifts after narrowing an aggregate and a contribution column: %+v, %v", ds, err)
+	if err != nil || len(ds) != 3 || ds[0].Column != "s_i" || ds[1].Column != "v_max_s" || ds[1].ReadColumn != "max_s" || ds[0].Safe != true ||
+		ds[2].Table != p.DistinctTable("u_s") || ds[2].Column != "_rs_value" || ds[2].ReadColumn != "u_s" {
+		t.Fatalf("drifts after narrowing an aggregate, a contribution and a distinct value column: %+v, %v", ds, err)
 	}
 	for _, d := range ds {
 		if _, err := sink.DB().ExecContext(ctx, d.Alter); err != nil {

@@ -266,7 +266,11 @@ func (a *applier) applyDeltas(ds *deltas) error {
 				// The delta keeps the extreme: LEAST or GREATEST of the
 				// stored one and the furthest added.
 				row = append(row, &d.extremes[i].added)
-			case x.Counts():
+			case x.Func == projections.AggSumDistinct:
+				// A distinct aggregate moves after the upsert
+				// (applyDistinct): its delta here is none.
+				row = append(row, nil, 0)
+			case x.Counts(), x.Distinct():
 				row = append(row, d.counts[i])
 			case sums(x):
 				var sum any
@@ -286,6 +290,9 @@ func (a *applier) applyDeltas(ds *deltas) error {
 	}
 	if err := a.execRows(&st.delta, rows); err != nil {
 		return fmt.Errorf("applying group deltas to %s: %w", a.p.Table, err)
+	}
+	if err := a.applyDistinct(ds); err != nil {
+		return err
 	}
 	if err := a.execRows(&st.deleteEmpty, groups); err != nil {
 		return fmt.Errorf("removing empty groups of %s: %w", a.p.Table, err)
@@ -321,6 +328,9 @@ func (a *applier) truncateAggregate(at uint64) error {
 			return fmt.Errorf("truncating aggregate %s: %w", a.p.Name, err)
 		}
 	}
+	if err := a.rebuildDistinct(); err != nil {
+		return err
+	}
 	// The groups are new rows: each join's state is copied in afresh.
 	for _, fill := range st.fillJoins {
 		if err := a.exec(fill); err != nil {
@@ -336,6 +346,9 @@ type deltas struct {
 	orders []projections.ValueOrder // per aggregate: Aggregation.Order
 	by     map[string]*delta
 	order  []string
+	// distinct are the count(distinct) reference count changes
+	// (aggregate_distinct.go).
+	distinct *distinctDeltas
 }
 
 // delta is one group's change: counts and sums to add (negative to
@@ -397,7 +410,7 @@ func compareValues(order projections.ValueOrder, x, y []byte) int {
 }
 
 func newDeltas(ag *projections.Aggregation) *deltas {
-	ds := &deltas{ag: ag, by: map[string]*delta{}, orders: make([]projections.ValueOrder, len(ag.Aggregates))}
+	ds := &deltas{ag: ag, by: map[string]*delta{}, orders: make([]projections.ValueOrder, len(ag.Aggregates)), distinct: newDistinctDeltas(ag)}
 	for i := range ag.Aggregates {
 		ds.orders[i] = ag.Order(i)
 	}
@@ -428,6 +441,8 @@ func (ds *deltas) add(group, values []projections.Value, sign int64, version uin
 	for i, x := range ds.ag.Aggregates {
 		v := &values[i]
 		switch {
+		case x.Distinct():
+			ds.distinct.add(i, k, group, *v, sign)
 		case x.Counts():
 			if v.Kind() != projections.NullValue && string(v.Bytes()) != "0" {
 				d.counts[i] += sign

@@ -67,5 +67,6 @@ func plannedContributionColumns(p *projections.Projection, types projections.Typ
 
 // aggregateTables are an aggregate projection's planned tables.
 func aggregateTables(p *projections.Projection, types projections.Types) []plannedTable {
-	return append([]plannedTable{{name: p.Table, columns: plannedAggregateColumns(p, types)}, plannedContributionColumns(p, types)}, plannedJoinTables(p, types)...)
+	out := append([]plannedTable{{name: p.Table, columns: plannedAggregateColumns(p, types)}, plannedContributionColumns(p, types)}, plannedDistinctTables(p, types)...)
+	return append(out, plannedJoinTables(p, types)...)
 }

@@ -107,6 +107,16 @@ func (s *MySQL) repairGroups(ctx context.Context, p *projections.Projection, gon
 		if _, err := tx.ExecContext(ctx, stmt, args...); err != nil {
 			return fmt.Errorf("rebuilding %d group rows of %s from their contributions: %w", len(part), p.Table, err)
 		}
+		// The reference counts of count(distinct) follow the contributions
+		// too (aggregate_distinct.go).
+		for _, dst := range st.distinct {
+			if _, err := tx.ExecContext(ctx, dst.clearGroups.text(len(part)), args...); err != nil {
+				return fmt.Errorf("removing the distinct values of %d groups of %s: %w", len(part), p.Table, err)
+			}
+			if _, err := tx.ExecContext(ctx, dst.rebuildGroups.text(len(part))+dst.rebuildTail, args...); err != nil {
+				return fmt.Errorf("rebuilding the distinct values of %d groups of %s: %w", len(part), p.Table, err)
+			}
+		}
 		// The rebuilt rows are new: each join's state is copied in afresh,
 		// as after a truncation's rebuild (aggregate.go).
 		in := groupMatch("", "r.", p.Key, "")

@@ -30,6 +30,8 @@ type aggStatements struct {
 	// fillJoins copy each join's state into every group row (after
 	// rebuildGroups made them afresh).
 	fillJoins []string
+	// distinct are the count(distinct) aggregates' (aggregate_distinct.go).
+	distinct []distinctStatements
 }
 
 // aggDeltaColumns are the read columns a group delta writes, after the
@@ -52,7 +54,7 @@ func aggDeltaColumns(ag *projections.Aggregation) []string {
 
 // sums reports an aggregate whose delta is a sum with a non-NULL count.
 func sums(a projections.Aggregate) bool {
-	return a.Func == projections.AggSum || a.Func == projections.AggSumIf || a.Func == projections.AggAvg
+	return a.Func == projections.AggSum || a.Func == projections.AggSumIf || a.Func == projections.AggAvg || a.Func == projections.AggSumDistinct
 }
 
 // extreme reports MIN and MAX.
@@ -117,6 +119,7 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 		st.fillJoins = append(st.fillJoins, copyStateEverywhere(p, j))
 	}
 	st.rebuildGroups = aggRebuildGroups(ag, c, t, all, cgcols)
+	st.distinct = distinctStatementsOf(p, d)
 	return st
 }
 
@@ -127,7 +130,7 @@ func aggDeltaSets(ag *projections.Aggregation, d dialect) []string {
 	for _, a := range ag.Aggregates {
 		col := q(a.Column)
 		switch {
-		case a.Counts():
+		case a.Counts(), a.Func == projections.AggCountDistinct:
 			sets = append(sets, col+" = "+col+" + "+d.newRow(col))
 		case sums(a):
 			n := q(projections.NonNullColumn(a.Column))
@@ -219,6 +222,10 @@ func aggRebuildGroups(ag *projections.Aggregation, c, t string, all, cgcols []st
 		switch {
 		case a.Func == projections.AggCount && !a.Stored():
 			sel = append(sel, "COUNT(*)")
+		case a.Func == projections.AggCountDistinct:
+			sel = append(sel, "COUNT(DISTINCT "+v+")")
+		case a.Func == projections.AggSumDistinct:
+			sel = append(sel, "SUM(DISTINCT "+v+")", "COUNT(DISTINCT "+v+")")
 		case a.Counts():
 			sel = append(sel, "SUM("+v+")")
 		case extreme(a):
@@ -302,6 +309,7 @@ func aggregateDDL(p *projections.Projection, types projections.Types) []string {
 		q(p.Table), strings.Join(defs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside aggregate projection %s from %s.%s", p.Name, p.SourceDB, p.SourceTbl))),
 		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s",
 			q(p.ContributionsTable()), strings.Join(cdefs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside contributions: last contribution of each %s.%s row to projection %s", p.SourceDB, p.SourceTbl, p.Name))))
+	out = append(out, distinctDDL(p, types)...)
 	return append(out, joinStateDDL(p, types)...)
 }
 

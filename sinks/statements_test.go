@@ -55,9 +55,9 @@ func goldenProjections(t *testing.T) map[string]*projections.Projection {
 			Aggregates: map[string]string{"orders": "count(*)", "priced": "count(total)", "total": "sum(total)", "first_at": "min(created_at)",
 				"last_at": "max(created_at)", "paid": "count_if(status = 'paid')", "paid_total": "sum_if(status = 'paid', total)", "avg_total": "avg(total)"}},
 		// aggregate: a two-column group (an expression among them) on a
-		// sink of two shards, shard_by leading.
+		// sink of two shards, shard_by leading, with a distinct count.
 		"daily_stats": {From: "shop.orders", Sink: "sharded", GroupBy: []string{"DATE(created_at)", "customer_id"}, ShardBy: "customer_id",
-			Aggregates: map[string]string{"orders": "count(*)", "total": "sum(total)"}},
+			Aggregates: map[string]string{"orders": "count(*)", "total": "sum(total)", "statuses": "count(distinct status)"}},
 	}
 	ps, err := projections.Compile(cfg)
 	if err != nil {
@@ -131,6 +131,18 @@ func aggregateList(st *statements) []namedStatement {
 	}
 	for i, fill := range a.fillJoins {
 		list = append(list, namedStatement{fmt.Sprintf("aggregate truncation: fill join %d", i+1), fill})
+	}
+	for _, d := range a.distinct {
+		pre := "count(distinct) " + st.p.Aggregation.Aggregates[d.i].Column + ": "
+		list = append(list,
+			namedStatement{pre + "add to the reference counts", d.upsert.text(2)},
+			namedStatement{pre + "read the touched reference counts", d.read.text(2)},
+			namedStatement{pre + "remove values no row holds", d.dropZero.text(2)},
+			namedStatement{pre + "truncation: clear", d.clear},
+			namedStatement{pre + "truncation: rebuild", d.rebuild},
+			namedStatement{pre + "repair: clear groups", d.clearGroups.text(2)},
+			namedStatement{pre + "repair: rebuild groups", d.rebuildGroups.text(2) + d.rebuildTail},
+		)
 	}
 	for i, j := range st.joins {
 		pre := "join " + st.p.Joins[i].ParentDB + "." + st.p.Joins[i].ParentTbl + ": "

@@ -16,6 +16,11 @@ func StateTables(p *projections.Projection, table string) []string {
 	var out []string
 	if p.Aggregation != nil {
 		out = append(out, c.ContributionsTable())
+		for _, a := range p.Aggregation.Aggregates {
+			if a.Distinct() {
+				out = append(out, c.DistinctTable(a.Column))
+			}
+		}
 	}
 	for _, ch := range p.Children {
 		out = append(out, ch.StateTable(&c), ch.LinkTable(&c))

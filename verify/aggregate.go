@@ -100,6 +100,10 @@ func aggregateSQL(a projections.Aggregate) string {
 	switch a.Func {
 	case projections.AggCount:
 		return "COUNT(" + arg() + ")"
+	case projections.AggCountDistinct:
+		return "COUNT(DISTINCT " + arg() + ")"
+	case projections.AggSumDistinct:
+		return "SUM(DISTINCT " + arg() + ")"
 	case projections.AggSum:
 		return "SUM(" + arg() + ")"
 	case projections.AggMin:

@@ -22,7 +22,7 @@ import (
 
 // rollup: the shop with order lines, and two projections over two sink
 // shards: customer_stats (one row per customer: count, sum, min, max,
-// count_if and avg of their non-draft orders and the customer's name,
+// count_if, avg and count(distinct) of their non-draft orders and the customer's name,
 // sharded by customer) and
 // orders_with_lines (each order with its 3 lines of least qty as a JSON
 // array, ties by the line's key, and the count of all of them). The lines
@@ -73,7 +73,8 @@ func newRollup(t *testing.T, bed *testbed.Bed, names ...string) *rollup {
 			Where: "status <> 'draft'",
 			Join:  []config.Join{{From: r.src + ".customers", On: map[string]string{"id": "customer_id"}, Columns: map[string]string{"customer_name": "name"}}},
 			Aggregates: map[string]string{"orders": "count(*)", "total_cents": "sum(total_cents)", "first_at": "min(created_at)",
-				"last_at": "max(created_at)", "paid": "count_if(status = 'paid')", "avg_cents": "avg(total_cents)"}},
+				"last_at": "max(created_at)", "paid": "count_if(status = 'paid')", "avg_cents": "avg(total_cents)",
+				"statuses": "count(distinct status)", "days": "count(distinct DATE(created_at))"}},
 		"orders_with_lines": {From: r.src + ".orders", Sink: "reads", Key: []string{"id"}, ShardBy: "id",
 			Columns: map[string]string{"id": "id", "customer_id": "customer_id"},
 			Children: map[string]config.Children{"lines": {From: r.src + ".order_lines", On: map[string]string{"order_id": "id"},
@@ -217,14 +218,14 @@ func (r *rollup) churn(t *testing.T, customers, orders int, d time.Duration) {
 // GROUP BY and the JSON_ARRAYAGG over the source, and the union of the
 // shards.
 func (r *rollup) expectedStats(t *testing.T) string {
-	return rowsText(t, "SELECT g.*, c.name FROM (SELECT customer_id, COUNT(*), SUM(total_cents), MIN(created_at), MAX(created_at), COUNT(CASE WHEN status = 'paid' THEN 1 END), AVG(total_cents) FROM `"+
+	return rowsText(t, "SELECT g.*, c.name FROM (SELECT customer_id, COUNT(*), SUM(total_cents), MIN(created_at), MAX(created_at), COUNT(CASE WHEN status = 'paid' THEN 1 END), AVG(total_cents), COUNT(DISTINCT status), COUNT(DISTINCT DATE(created_at)) FROM `"+
 		r.src+"`.orders WHERE status <> 'draft' GROUP BY customer_id) g LEFT JOIN `"+r.src+"`.customers c ON c.id = g.customer_id ORDER BY 1")
 }
 
 func (r *rollup) actualStats(t *testing.T) string {
 	var parts []string
 	for _, db := range r.shards {
-		parts = append(parts, "SELECT customer_id, orders, total_cents, first_at, last_at, paid, avg_cents, customer_name FROM `"+db+"`.customer_stats")
+		parts = append(parts, "SELECT customer_id, orders, total_cents, first_at, last_at, paid, avg_cents, statuses, days, customer_name FROM `"+db+"`.customer_stats")
 	}
 	return rowsText(t, "SELECT * FROM ("+strings.Join(parts, " UNION ALL ")+") u ORDER BY 1")
 }

@@ -38,8 +38,9 @@ import (
 // projection of the source table built here: its primary key, the group
 // columns and the aggregated ones), so -aggregate takes group_by of
 // source columns and aggregates of one source column each (count(*),
-// count, sum, min, max, avg); min and max compare numbers as numbers and
-// everything else by its bytes (binary collation). The read table's final
+// count, count(distinct), sum, min, max, avg); count(distinct) compares
+// values by their bytes, min and max numbers as numbers and everything
+// else by its bytes (binary collation). The read table's final
 // rows are summed into a checksum (benchio.TableChecksum) for benchall to
 // compare with the projector's.
 func runAggregate(ctx context.Context, cfg config.Config, name string, recs []*kgo.Record, recPath string, points []benchio.Point) error {
@@ -185,7 +186,7 @@ type aggregate struct {
 }
 
 var (
-	aggText     = regexp.MustCompile(`^\s*(count|sum|min|max|avg)\s*\(\s*(\*|[A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$`)
+	aggText     = regexp.MustCompile(`^\s*(count|sum|min|max|avg)\s*\(\s*(distinct\s+)?(\*|[A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$`)
 	numericType = regexp.MustCompile(`^(tinyint|smallint|mediumint|int|bigint|decimal|numeric)\b`)
 	scaleOf     = regexp.MustCompile(`^decimal\(\d+,(\d+)\)`)
 )
@@ -205,12 +206,15 @@ func parseAggregates(name string, d config.Projection) ([]aggregate, error) {
 	var out []aggregate
 	for col, text := range d.Aggregates {
 		m := aggText.FindStringSubmatch(strings.ToLower(text))
-		if m == nil || (m[2] == "*" && m[1] != "count") {
-			return nil, fmt.Errorf("projections.%s.aggregates.%s %q: -aggregate computes count(*), count, sum, min, max and avg of one source column", name, col, text)
+		if m == nil || (m[3] == "*" && (m[1] != "count" || m[2] != "")) || (m[2] != "" && m[1] != "count") {
+			return nil, fmt.Errorf("projections.%s.aggregates.%s %q: -aggregate computes count(*), count, count(distinct), sum, min, max and avg of one source column", name, col, text)
 		}
 		a := aggregate{column: col, fn: m[1]}
-		if m[2] != "*" {
-			a.arg = m[2]
+		if m[2] != "" {
+			a.fn = "count_distinct"
+		}
+		if m[3] != "*" {
+			a.arg = m[3]
 		}
 		out = append(out, a)
 	}
@@ -227,7 +231,7 @@ func (a aggregate) def(argType string) string {
 		fmt.Sscan(m[1], &scale)
 	}
 	switch a.fn {
-	case "count":
+	case "count", "count_distinct":
 		return "bigint(21) NOT NULL"
 	case "sum":
 		return fmt.Sprintf("decimal(65,%d) NULL", scale)
@@ -381,6 +385,10 @@ func (g *grouping) appendAggregate(b []byte, a aggregate, gr *groupRow) []byte {
 	var n int64
 	sum := new(big.Rat)
 	var ext *projections.Value
+	var seen map[string]bool // count(distinct): the values by their bytes
+	if a.fn == "count_distinct" {
+		seen = map[string]bool{}
+	}
 	for _, m := range gr.members {
 		if a.arg == "" {
 			n++
@@ -392,6 +400,8 @@ func (g *grouping) appendAggregate(b []byte, a aggregate, gr *groupRow) []byte {
 		}
 		n++
 		switch a.fn {
+		case "count_distinct":
+			seen[string(v.Bytes())] = true
 		case "sum", "avg":
 			r, _ := new(big.Rat).SetString(string(v.Bytes()))
 			if r != nil {
@@ -406,6 +416,8 @@ func (g *grouping) appendAggregate(b []byte, a aggregate, gr *groupRow) []byte {
 	switch a.fn {
 	case "count":
 		return fmt.Appendf(b, "%d", n)
+	case "count_distinct":
+		return fmt.Appendf(b, "%d", len(seen))
 	case "sum":
 		if n == 0 {
 			return append(b, "NULL"...)

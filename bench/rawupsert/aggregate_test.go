@@ -84,6 +84,9 @@ func TestParseAggregates(t *testing.T) {
 		wantErr string
 	}{
 		{"every function of a plain column, and count(*)", config.Projection{GroupBy: []string{"c"}, Aggregates: map[string]string{"n": "count(*)", "s": "SUM(total)", "lo": "min( at )", "a": "avg(x)"}}, ""},
+		{"count(distinct) of a plain column", config.Projection{GroupBy: []string{"c"}, Aggregates: map[string]string{"u": "count(DISTINCT status)"}}, ""},
+		{"sum(distinct) is not the projector's", config.Projection{GroupBy: []string{"c"}, Aggregates: map[string]string{"u": "sum(distinct total)"}}, "aggregates.u"},
+		{"count(distinct *) is no aggregate", config.Projection{GroupBy: []string{"c"}, Aggregates: map[string]string{"u": "count(distinct *)"}}, "aggregates.u"},
 		{"an expression is not computed here", config.Projection{GroupBy: []string{"c"}, Aggregates: map[string]string{"s": "sum(total / 100)"}}, "aggregates.s"},
 		{"count_if is not computed here", config.Projection{GroupBy: []string{"c"}, Aggregates: map[string]string{"p": "count_if(status = 'paid')"}}, "aggregates.p"},
 		{"sum(*) is no aggregate", config.Projection{GroupBy: []string{"c"}, Aggregates: map[string]string{"s": "sum(*)"}}, "aggregates.s"},
@@ -95,5 +98,22 @@ func TestParseAggregates(t *testing.T) {
 		if (err == nil) != (c.wantErr == "") || (err != nil && !strings.Contains(err.Error(), c.wantErr)) {
 			t.Errorf("%s: got %v, want an error naming %q", c.why, err, c.wantErr)
 		}
+	}
+}
+
+// TestGroupStatementsDistinct: count(distinct) in B2 is the number of
+// distinct non-NULL values the group's rows hold as of the batch's end.
+func TestGroupStatementsDistinct(t *testing.T) {
+	row := func(id, cust string, total any) projections.Write {
+		return projections.Write{Kind: projections.Upsert, Key: id, Values: projections.ValuesOf(id, cust, total)}
+	}
+	g := &grouping{group: []string{"customer_id"}, at: map[string]int{"id": 0, "customer_id": 1, "total": 2},
+		aggs: []aggregate{{column: "u", fn: "count_distinct", arg: "total"}}}
+	writes := [][]projections.Write{{row("1", "7", "5")}, {row("2", "7", "5")}, {row("3", "7", "6")}, {row("4", "7", nil)}, {row("5", "8", nil)},
+		{{Kind: projections.Delete, Key: "3"}}}
+	conns, _ := g.statements("t", writes, benchio.Point{BatchRows: 10, Connections: 1})
+	want := "INSERT INTO `t` VALUES ('7',1),('8',0) ON DUPLICATE KEY UPDATE `u` = VALUES(`u`)"
+	if len(conns[0]) != 1 || conns[0][0][0] != want {
+		t.Errorf("got %q, want %q", conns[0], want)
 	}
 }

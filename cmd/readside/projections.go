@@ -237,6 +237,9 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "-- aggregate: one row per group (%s); each source row's last contribution in %s, on every shard\n", strings.Join(ag.GroupBy, ", "), pp.p.ContributionsTable())
 			for _, a := range ag.Aggregates {
 				fmt.Fprintf(stdout, "-- aggregate %s = %s: %s\n", a.Column, strings.NewReplacer("\n", " ", "\r", " ").Replace(a.Text), pp.types.Read[a.Column])
+				if a.Distinct() {
+					fmt.Fprintf(stdout, "-- distinct values of %s in %s, on every shard: one row per group and value (a reference count), written when a row's value or group changes: 2 more statements per batch that moves a value, up to 4 when a group gains or loses one\n", a.Column, pp.p.DistinctTable(a.Column))
+				}
 			}
 		}
 		for _, st := range pp.ddl {

@@ -131,6 +131,9 @@ func workloads(quick bool) []workload {
 		// background fan-out), orders_with_region_inbatch its row-mode
 		// twin when named.
 		{Name: "customer_order_stats", Kind: "customer_order_stats", Updates: 0.45, Zipf: true, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
+		// count(distinct) (sources_aggregate.go): the same stream, its
+		// own B2.
+		{Name: "customer_distinct_stats", Kind: "customer_distinct_stats", Updates: 0.45, Zipf: true, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
 		{Name: "customer_order_stats_txn", Base: "customer_order_stats", Consistency: "transaction", Kind: "customer_order_stats", Updates: 0.45, Zipf: true, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
 		{Name: "orders_with_lines", Kind: "orders_with_lines", Updates: 0.6, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
 		{Name: "orders_with_lines_txn", Base: "orders_with_lines", Consistency: "transaction", Kind: "orders_with_lines", Updates: 0.6, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},

@@ -74,7 +74,7 @@ func (e *env) newSource(ctx context.Context, w workload, prefix string) (*source
 		err = e.messagesMonthSource(ctx, w, prefix, s)
 	case "orders_with_region":
 		err = e.ordersRegionSource(ctx, w, prefix, s)
-	case "customer_order_stats":
+	case "customer_order_stats", "customer_distinct_stats":
 		err = e.customerStatsSource(ctx, w, prefix, s)
 	case "orders_with_lines":
 		err = e.orderLinesSource(ctx, w, prefix, s)

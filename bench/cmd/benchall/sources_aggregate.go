@@ -14,22 +14,38 @@ import (
 // and status, 10% moves of an order to another customer, 5% deletes.
 // Its B2 is the raw upsert of the group rows (rawupsert -aggregate).
 // max(commit_us) is the bench's own aggregate: the latency step's stamp.
+// customer_distinct_stats is the same stream counted distinct per
+// customer: its statuses (4 values: the reference counts of a hot group
+// rarely cross 0) and its totals (nearly one value per order: almost
+// every change adds or removes a value), each with its state table; its
+// B2 is the same raw upsert of the group rows.
 func (e *env) customerStatsSource(ctx context.Context, w workload, prefix string, s *source) error {
 	const customers = 10_000
 	src := "`" + e.srcDB + "`."
-	if err := e.bed.MySQL.Exec(ctx,
-		"CREATE TABLE "+src+"cos_orders (id BIGINT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(20) NOT NULL, total_cents BIGINT NOT NULL, created_at DATETIME(6) NOT NULL, commit_us BIGINT NOT NULL, KEY (customer_id))"); err != nil {
-		return err
-	}
-	var err error
-	s.cfgPath, err = e.customConfig(prefix, []string{"cos_orders"}, `  customer_order_stats:
+	tbl, decl := "cos_orders", `  customer_order_stats:
     from: $src.cos_orders
     sink: reads
     table: r_customer_order_stats
     group_by: [customer_id]
     aggregates: {orders: "count(*)", total_cents: "sum(total_cents)", first_order_at: "min(created_at)",
                  last_order_at: "max(created_at)", last_commit_us: "max(commit_us)"}
-`)
+`
+	if w.Kind == "customer_distinct_stats" {
+		tbl, decl = "cds_orders", `  customer_distinct_stats:
+    from: $src.cds_orders
+    sink: reads
+    table: r_customer_distinct_stats
+    group_by: [customer_id]
+    aggregates: {orders: "count(*)", statuses: "count(distinct status)", totals: "count(distinct total_cents)",
+                 last_commit_us: "max(commit_us)"}
+`
+	}
+	if err := e.bed.MySQL.Exec(ctx,
+		"CREATE TABLE "+src+tbl+" (id BIGINT PRIMARY KEY, customer_id INT NOT NULL, status VARCHAR(20) NOT NULL, total_cents BIGINT NOT NULL, created_at DATETIME(6) NOT NULL, commit_us BIGINT NOT NULL, KEY (customer_id))"); err != nil {
+		return err
+	}
+	var err error
+	s.cfgPath, err = e.customConfig(prefix, []string{tbl}, decl)
 	if err != nil {
 		return err
 	}
@@ -53,12 +69,12 @@ func (e *env) customerStatsSource(ctx context.Context, w workload, prefix string
 		delete(pos, id)
 	}
 	tables := []upsertTable{
-		{head: "INSERT INTO " + src + "cos_orders (id, customer_id, status, total_cents, created_at, commit_us) VALUES ",
+		{head: "INSERT INTO " + src + tbl + " (id, customer_id, status, total_cents, created_at, commit_us) VALUES ",
 			tail: " ON DUPLICATE KEY UPDATE customer_id=VALUES(customer_id), status=VALUES(status), total_cents=VALUES(total_cents), commit_us=VALUES(commit_us)",
 			row: func(b []byte, id, us int64) []byte {
 				return fmt.Appendf(b, "(%d,%d,'%s',%d,'2026-01-01' + INTERVAL %d SECOND,%d)", id, customer[id], statuses[rnd.IntN(4)], 100+rnd.IntN(1_000_000), id*60, us)
 			}},
-		{head: "DELETE FROM " + src + "cos_orders WHERE id IN (", tail: ")",
+		{head: "DELETE FROM " + src + tbl + " WHERE id IN (", tail: ")",
 			row: func(b []byte, id, _ int64) []byte { return fmt.Appendf(b, "%d", id) }},
 	}
 	newOrder := func() int64 {

@@ -1,0 +1,391 @@
+package sinks
+
+// count(distinct expr) (docs/design/aggregates.md, "Distinct counts"). A
+// group's distinct count is the number of values some source row of the
+// group holds, so each such aggregate keeps a reference count per (group,
+// value) in a table of its own (projections.DistinctTable), keyed by the
+// value in its column's collation: the server, not readside, decides that
+// 'a' and 'A' are one value under a _ci collation, as its COUNT(DISTINCT)
+// does. The counts move with the stored contributions (aggregate.go):
+// the batch's coalesced ±1 per (group, value) is added in one upsert, and
+// the group's count moves by +1 for each value whose reference count
+// went from 0 to positive and by −1 for each that went back to 0.
+//
+// Which values crossed is read back from the server rather than worked
+// out in Go, where two spellings of one value are two keys: the upsert
+// also records, per row, how much this transaction added (_rs_pending,
+// reset on the first touch by another transaction, told apart by
+// _rs_batch), so a row's count before the batch is _rs_refs −
+// _rs_pending. The upsert locks each row it writes until commit, so no
+// other transaction's change falls between the upsert and the read, and
+// a second transaction that adds the same new value waits for the first
+// to commit and then finds the value counted. All of it runs after the
+// group deltas' upsert has locked the batch's group rows (applyDeltas):
+// transactions sharing a group take turns on its reference counts
+// instead of locking them in two orders.
+
+import (
+	"fmt"
+	"math/big"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/readside/readside/internal/sqlquote"
+	"github.com/readside/readside/projections"
+)
+
+// distinctStatements are one count(distinct) aggregate's statements.
+type distinctStatements struct {
+	i int // the aggregate's index in Aggregation.Aggregates
+	// upsert adds (group, value, n, batch) rows to the reference counts.
+	upsert multiRow
+	// read reads the touched rows (batch, then (group, value) matches):
+	// group, value, reference count and what this batch added.
+	read multiRow
+	// dropZero removes the rows whose count fell to 0.
+	dropZero multiRow
+	// clear and rebuild make the reference counts afresh from the
+	// contributions (truncation); clearGroups and rebuildGroups do it for
+	// some groups (repair: a group match is appended, then rebuildTail).
+	clear, rebuild             string
+	clearGroups, rebuildGroups multiRow
+	rebuildTail                string
+}
+
+// distinctCols are the columns of a DistinctTable: the group columns (as
+// in the contributions table), the value, the reference count, what the
+// last transaction to touch the row added, and that transaction's token.
+func distinctCols(p *projections.Projection) (groups []string, value, refs, pending, batch string) {
+	for _, g := range p.Key {
+		groups = append(groups, q(projections.GroupColumn(g)))
+	}
+	return groups, q("_rs_value"), q("_rs_refs"), q("_rs_pending"), q("_rs_batch")
+}
+
+// distinctStatementsOf renders the statements of p's count(distinct)
+// aggregates.
+func distinctStatementsOf(p *projections.Projection, d dialect) []distinctStatements {
+	var out []distinctStatements
+	gcols, v, refs, pending, batch := distinctCols(p)
+	all := append(slices.Clone(gcols), v, refs, pending, batch)
+	match := append(slices.Clone(gcols), v)
+	for i, a := range p.Aggregation.Aggregates {
+		if !a.Distinct() {
+			continue
+		}
+		t, c := q(p.DistinctTable(a.Column)), q(p.ContributionsTable())
+		cv := q(projections.ContributionColumn(a.Column))
+		var notNull []string
+		for _, g := range gcols {
+			notNull = append(notNull, g+" IS NOT NULL")
+		}
+		sel := "SELECT " + strings.Join(gcols, ", ") + ", " + cv + ", COUNT(*), 0, 0 FROM " + c +
+			" WHERE " + strings.Join(notNull, " AND ") + " AND " + cv + " IS NOT NULL"
+		by := " GROUP BY " + strings.Join(gcols, ", ") + ", " + cv
+		out = append(out, distinctStatements{
+			i: i,
+			// Assignments run left to right: _rs_pending reads the old
+			// _rs_batch before it is set.
+			upsert: multiRow{head: "INSERT INTO " + t + " (" + strings.Join(all, ", ") + ") VALUES ",
+				row: "(" + placeholders(len(all)) + ")", sep: ", ",
+				tail: d.onDuplicate() + fmt.Sprintf("%[1]s = IF(%[2]s = %[3]s, %[1]s + %[4]s, %[4]s), %[5]s = %[5]s + %[4]s, %[2]s = %[3]s",
+					pending, batch, d.newRow(batch), d.newRow(refs), refs)},
+			read:     keyIn("SELECT "+strings.Join(gcols, ", ")+", "+v+", "+refs+", "+pending+" FROM "+t+" WHERE "+batch+" = ? AND ", match, ""),
+			dropZero: keyIn("DELETE FROM "+t+" WHERE "+refs+" <= 0 AND ", match, ""),
+			clear:    "DELETE FROM " + t,
+			// GROUP BY the value compares it under its collation, as the
+			// table's primary key does: one row per value the key allows.
+			rebuild:       "INSERT INTO " + t + " (" + strings.Join(all, ", ") + ") " + sel + by,
+			clearGroups:   keyIn("DELETE FROM "+t+" WHERE ", gcols, ""),
+			rebuildGroups: keyIn("INSERT INTO "+t+" ("+strings.Join(all, ", ")+") "+sel+" AND ", gcols, ""),
+			rebuildTail:   by,
+		})
+	}
+	return out
+}
+
+// distinctDDL is the reference count table of each count(distinct)
+// aggregate of p.
+func distinctDDL(p *projections.Projection, types projections.Types) []string {
+	var out []string
+	gcols, v, refs, pending, batch := distinctCols(p)
+	for _, a := range p.Aggregation.Aggregates {
+		if !a.Distinct() {
+			continue
+		}
+		var defs []string
+		for i, c := range p.Columns {
+			defs = append(defs, gcols[i]+" "+notNull(types.Read[c.Name]))
+		}
+		defs = append(defs, v+" "+notNull(types.Contribution[a.Column])+" COMMENT "+sqlquote.Literal("readside: a value of "+a.Text),
+			refs+" BIGINT NOT NULL COMMENT 'readside: source rows of the group holding the value'",
+			pending+" BIGINT NOT NULL DEFAULT 0 COMMENT 'readside: what the last transaction to touch the row added'",
+			batch+" BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'readside: that transaction'",
+			"PRIMARY KEY ("+strings.Join(append(slices.Clone(gcols), v), ", ")+")")
+		out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s",
+			q(p.DistinctTable(a.Column)), strings.Join(defs, ",\n  "),
+			sqlquote.Literal(fmt.Sprintf("readside distinct values: per group of %s, the source rows holding each value of %s", p.Name, a.Column))))
+	}
+	return out
+}
+
+// notNull is a column definition made NOT NULL.
+func notNull(def string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(def, " NOT NULL"), " NULL") + " NOT NULL"
+}
+
+// plannedDistinctTables are the columns distinctDDL gives p's reference
+// count tables, for check and plan to compare.
+func plannedDistinctTables(p *projections.Projection, types projections.Types) []plannedTable {
+	var out []plannedTable
+	for _, a := range p.Aggregation.Aggregates {
+		if !a.Distinct() {
+			continue
+		}
+		t := plannedTable{name: p.DistinctTable(a.Column), read: map[string]string{}}
+		for _, c := range p.Columns {
+			name := projections.GroupColumn(c.Name)
+			col := parseDef(name, notNull(types.Read[c.Name]))
+			col.Key = true
+			t.columns = append(t.columns, col)
+			t.read[name] = c.Name
+		}
+		val := parseDef("_rs_value", notNull(types.Contribution[a.Column]))
+		val.Key, val.Comment = true, "readside: a value of "+a.Text
+		t.columns = append(t.columns, val,
+			Column{Name: "_rs_refs", Type: "bigint", Comment: "readside: source rows of the group holding the value"},
+			Column{Name: "_rs_pending", Type: "bigint", Default: "0", HasDefault: true, Comment: "readside: what the last transaction to touch the row added"},
+			Column{Name: "_rs_batch", Type: "bigint unsigned", Default: "0", HasDefault: true, Comment: "readside: that transaction"})
+		t.read["_rs_value"] = a.Column
+		out = append(out, t)
+	}
+	return out
+}
+
+// distinctDelta is a batch's net change of one (group, value) reference
+// count, as Go sees the value (its bytes: the server may call two of
+// them one value).
+type distinctDelta struct {
+	group []projections.Value
+	value projections.Value
+	n     int64
+}
+
+// distinctDeltas are a batch's reference count changes per count(distinct)
+// aggregate, coalesced per (group, value bytes).
+type distinctDeltas struct {
+	by    []map[string]*distinctDelta // per aggregate (nil for the others)
+	order [][]string
+}
+
+func newDistinctDeltas(ag *projections.Aggregation) *distinctDeltas {
+	dd := &distinctDeltas{by: make([]map[string]*distinctDelta, len(ag.Aggregates)), order: make([][]string, len(ag.Aggregates))}
+	for i, a := range ag.Aggregates {
+		if a.Distinct() {
+			dd.by[i] = map[string]*distinctDelta{}
+		}
+	}
+	return dd
+}
+
+// add counts (sign 1) or uncounts (sign −1) value v of aggregate i in
+// group, whose text is gk. A NULL is no value (COUNT(DISTINCT) skips it).
+func (dd *distinctDeltas) add(i int, gk string, group []projections.Value, v projections.Value, sign int64) {
+	if v.Kind() == projections.NullValue {
+		return
+	}
+	k := gk + "\x00" + valuesText([]projections.Value{v})
+	d := dd.by[i][k]
+	if d == nil {
+		d = &distinctDelta{group: group, value: v}
+		dd.by[i][k] = d
+		dd.order[i] = append(dd.order[i], k)
+	}
+	d.n += sign
+}
+
+// applyDistinct moves the batch's reference counts and the distinct
+// counts of its groups, after applyDeltas' upsert locked the groups.
+func (a *applier) applyDistinct(ds *deltas) error {
+	st := a.st.agg
+	if len(st.distinct) == 0 {
+		return nil
+	}
+	ag := a.p.Aggregation
+	batch := rand.Uint64() >> 1 // a BIGINT UNSIGNED; 0 is the rebuilt rows'
+	moves := map[string]*distinctMove{}
+	var order []string
+	for _, dst := range st.distinct {
+		keys := slices.Clone(ds.distinct.order[dst.i])
+		slices.Sort(keys)
+		var rows, match [][]any
+		for _, k := range keys {
+			d := ds.distinct.by[dst.i][k]
+			if d.n == 0 { // the group's rows still hold the value as often
+				continue
+			}
+			row := appendValues(nil, d.group)
+			row = append(row, &d.value)
+			match = append(match, slices.Clone(row))
+			rows = append(rows, append(row, d.n, d.n, batch))
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		col := ag.Aggregates[dst.i].Column
+		if err := a.execRows(&dst.upsert, rows); err != nil {
+			return fmt.Errorf("counting the distinct values of %s.%s: %w", a.p.Table, col, err)
+		}
+		var zero [][]any
+		for _, sp := range spans(len(match), func(i int) int { return argBytes(match[i]) }, a.limit) {
+			part := match[sp[0]:sp[1]]
+			args := append([]any{batch}, slices.Concat(part...)...)
+			var bad error
+			err := a.readDistinct(dst.read.text(len(part)), args, func(group []projections.Value, value projections.Value, refs, pending int64) {
+				before, after := refs-pending > 0, refs > 0
+				if before == after {
+					return
+				}
+				k := valuesText(group)
+				m := moves[k]
+				if m == nil {
+					m = &distinctMove{group: group, by: make([]int64, len(ag.Aggregates)), sums: make([]*decimal, len(ag.Aggregates))}
+					moves[k] = m
+					order = append(order, k)
+				}
+				sign := int64(1)
+				if !after {
+					sign = -1
+					zero = append(zero, append(appendValues(nil, group), &value))
+				}
+				m.by[dst.i] += sign
+				if ag.Aggregates[dst.i].Func == projections.AggSumDistinct {
+					if m.sums[dst.i] == nil {
+						m.sums[dst.i] = &decimal{u: new(big.Int)}
+					}
+					if err := m.sums[dst.i].add(string(value.Bytes()), sign); err != nil && bad == nil {
+						bad = fmt.Errorf("aggregate %s: %w", col, err)
+					}
+				}
+			})
+			if err == nil {
+				err = bad
+			}
+			if err != nil {
+				return fmt.Errorf("reading the distinct values of %s.%s: %w", a.p.Table, col, err)
+			}
+		}
+		if err := a.execRows(&dst.dropZero, zero); err != nil {
+			return fmt.Errorf("removing the values no row of %s.%s holds: %w", a.p.Table, col, err)
+		}
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	slices.Sort(order)
+	rows := make([][]any, 0, len(order))
+	for _, k := range order {
+		rows = append(rows, distinctMoveRow(ag, moves[k]))
+	}
+	if err := a.execRows(&st.delta, rows); err != nil {
+		return fmt.Errorf("applying distinct counts to %s: %w", a.p.Table, err)
+	}
+	return nil
+}
+
+// distinctMove is what a batch does to one group's distinct aggregates:
+// per aggregate, values gained minus values lost, and for sum(distinct)
+// the sum of those gained minus those lost.
+type distinctMove struct {
+	group []projections.Value
+	by    []int64
+	sums  []*decimal
+}
+
+// distinctMoveRow is a group delta (st.delta's row) that changes only the
+// distinct counts: every other column's delta is nothing.
+func distinctMoveRow(ag *projections.Aggregation, m *distinctMove) []any {
+	row := appendValues(nil, m.group)
+	for i, x := range ag.Aggregates {
+		switch {
+		case x.Func == projections.AggSumDistinct:
+			var sum any
+			if m.sums[i] != nil {
+				sum = m.sums[i].String()
+			}
+			row = append(row, sum, m.by[i])
+		case x.Distinct():
+			row = append(row, m.by[i])
+		case x.Counts():
+			row = append(row, 0)
+		case x.Func == projections.AggAvg:
+			row = append(row, nil, 0, nil)
+		case sums(x):
+			row = append(row, nil, 0)
+		default:
+			row = append(row, nil)
+		}
+	}
+	return append(row, 0, 0)
+}
+
+// readDistinct reads reference count rows (group, value, refs, pending)
+// into each.
+func (a *applier) readDistinct(query string, args []any, each func(group []projections.Value, value projections.Value, refs, pending int64)) error {
+	rows, err := a.query(query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return err
+	}
+	k := len(a.p.Key)
+	cells := make([][]byte, k+1)
+	var refs, pending int64
+	raw := make([]any, k+3)
+	for i := range cells {
+		raw[i] = &cells[i]
+	}
+	raw[k+1], raw[k+2] = &refs, &pending
+	binary := make([]bool, k+1)
+	for i := range binary {
+		switch strings.ToUpper(types[i].DatabaseTypeName()) {
+		case "BINARY", "VARBINARY", "BLOB", "TINYBLOB", "MEDIUMBLOB", "LONGBLOB", "GEOMETRY", "BIT":
+			binary[i] = true
+		}
+	}
+	value := func(i int) projections.Value {
+		b := slices.Clone(cells[i])
+		if binary[i] {
+			return projections.ValueOf(b)
+		}
+		return projections.ValueOf(string(b))
+	}
+	for rows.Next() {
+		if err := rows.Scan(raw...); err != nil {
+			return err
+		}
+		group := make([]projections.Value, k)
+		for i := range k {
+			group[i] = value(i)
+		}
+		each(group, value(k), refs, pending)
+	}
+	return rows.Err()
+}
+
+// rebuildDistinct makes every reference count afresh from the
+// contributions (a truncation: the group rows were just deleted).
+func (a *applier) rebuildDistinct() error {
+	for _, dst := range a.st.agg.distinct {
+		for _, q := range []string{dst.clear, dst.rebuild} {
+			if err := a.exec(q); err != nil {
+				return fmt.Errorf("rebuilding the distinct values of %s: %w", a.p.Table, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package sinks
+
+import (
+	"testing"
+
+	"github.com/readside/readside/projections"
+)
+
+// TestDistinctDeltas: a batch's changes to one count(distinct) aggregate
+// coalesce per (group, value bytes): a row that keeps its value nets to
+// nothing (no reference count write), NULLs are no value, and the other
+// aggregates keep none.
+func TestDistinctDeltas(t *testing.T) {
+	ag := &projections.Aggregation{Aggregates: []projections.Aggregate{
+		{Column: "n", Func: projections.AggCount},
+		{Column: "u", Func: projections.AggCountDistinct},
+	}}
+	ds := newDeltas(ag)
+	g, h := projections.ValuesOf(7), projections.ValuesOf(8)
+	vals := func(v any) []projections.Value {
+		return []projections.Value{projections.ValueOf("1"), projections.ValueOf(v)}
+	}
+	steps := []struct {
+		why   string
+		group []projections.Value
+		value any
+		sign  int64
+	}{
+		{"a row adds 'a' to g", g, "a", 1},
+		{"it moves to h: withdrawn from g", g, "a", -1},
+		{"and added to h", h, "a", 1},
+		{"another row adds 'A' to h: other bytes, another key (the server may call them one value)", h, "A", 1},
+		{"a NULL is no value", g, nil, 1},
+		{"a row keeps 'b' through an update: withdrawn", h, "b", -1},
+		{"and added back", h, "b", 1},
+	}
+	for _, s := range steps {
+		if err := ds.add(s.group, vals(s.value), s.sign, 1); err != nil {
+			t.Fatalf("%s: %v", s.why, err)
+		}
+	}
+	if ds.distinct.by[0] != nil {
+		t.Errorf("count(*) keeps reference counts: %v", ds.distinct.by[0])
+	}
+	got := map[string]int64{}
+	for _, k := range ds.distinct.order[1] {
+		d := ds.distinct.by[1][k]
+		got[valuesText(d.group)+"="+string(d.value.Bytes())] = d.n
+	}
+	want := map[string]int64{valuesText(g) + "=a": 0, valuesText(h) + "=a": 1, valuesText(h) + "=A": 1, valuesText(h) + "=b": 0}
+	if len(got) != len(want) {
+		t.Fatalf("deltas %v, want %v", got, want)
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("delta of %q: %d, want %d (all: %v)", k, got[k], n, got)
+		}
+	}
+}
+
+// TestDistinctMoveRowShape: the group delta that moves only distinct
+// counts has a cell for every column the delta statement writes, and
+// only the distinct counts are non-zero.
+func TestDistinctMoveRowShape(t *testing.T) {
+	ag := &projections.Aggregation{Aggregates: []projections.Aggregate{
+		{Column: "n", Func: projections.AggCount},
+		{Column: "s", Func: projections.AggSum},
+		{Column: "lo", Func: projections.AggMin},
+		{Column: "av", Func: projections.AggAvg},
+		{Column: "u", Func: projections.AggCountDistinct},
+		{Column: "p", Func: projections.AggCountIf},
+		{Column: "sd", Func: projections.AggSumDistinct},
+	}}
+	row := distinctMoveRow(ag, &distinctMove{group: projections.ValuesOf(1, "x"), by: []int64{0, 0, 0, 0, -1, 0, 0}, sums: make([]*decimal, 7)})
+	if want := 2 + len(aggDeltaColumns(ag)); len(row) != want {
+		t.Fatalf("%d cells, want %d (group + %v)", len(row), want, aggDeltaColumns(ag))
+	}
+	cols := append([]string{"g1", "g2"}, aggDeltaColumns(ag)...)
+	for i, c := range row[2:] {
+		name := cols[2+i]
+		switch v := c.(type) {
+		case nil:
+		case int:
+			if v != 0 {
+				t.Errorf("%s: %d, want 0", name, v)
+			}
+		case int64:
+			if name != "u" && v != 0 || name == "u" && v != -1 {
+				t.Errorf("%s: %d", name, v)
+			}
+		default:
+			t.Errorf("%s: %T %v", name, c, c)
+		}
+	}
+}
