@@ -1,0 +1,211 @@
+package projections_test
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/projector"
+	"github.com/readside/readside/verify"
+)
+
+// castShop is films with their cast nested: film_with_actors holds, per
+// film, the film_actor rows as a JSON array whose elements carry the
+// actor's names (join) and the actor's country's name (a join via the
+// actor), ordered by last name (a joined column), capped at castLimit.
+// The actors' country_id is nullable (an actor without a country) and
+// film_actor.actor_id wider than actor.actor_id, as happens.
+const (
+	castFilm      = "CREATE TABLE `%s`.film (film_id INT PRIMARY KEY, title VARCHAR(40) CHARACTER SET utf8mb4 NOT NULL)"
+	castFilmActor = "CREATE TABLE `%s`.film_actor (film_id INT NOT NULL, actor_id BIGINT NOT NULL, role VARCHAR(20) CHARACTER SET utf8mb4 NULL, PRIMARY KEY (film_id, actor_id), KEY (actor_id))"
+	castActor     = "CREATE TABLE `%s`.actor (actor_id INT PRIMARY KEY, first_name VARCHAR(30) CHARACTER SET utf8mb4 NOT NULL, last_name VARCHAR(30) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NOT NULL, country_id INT NULL)"
+	castCountry   = "CREATE TABLE `%s`.country (country_id INT PRIMARY KEY, name VARCHAR(30) CHARACTER SET utf8mb4 NOT NULL)"
+	castLimit     = 4
+)
+
+func newCastShop(t *testing.T, bed *testbed.Bed, keyranges ...string) *lineShop {
+	t.Helper()
+	ctx := t.Context()
+	s := &lineShop{bed: bed}
+	var err error
+	if s.src, err = bed.MySQL.CreateDatabase(ctx, "cast"); err != nil {
+		t.Fatal(err)
+	}
+	for _, ddl := range []string{castFilm, castFilmActor, castActor, castCountry} {
+		if err := bed.MySQL.Exec(ctx, fmt.Sprintf(ddl, s.src)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.cfg = bed.Config("cj", s.src+".film", s.src+".film_actor", s.src+".actor", s.src+".country")
+	s.cfg.Projections = map[string]config.Projection{"film_with_actors": {
+		From: s.src + ".film", Sink: "reads", Key: []string{"film_id"},
+		Columns: map[string]string{"film_id": "film_id", "title": "title"},
+		Children: map[string]config.Children{"actors": {
+			From: s.src + ".film_actor", On: map[string]string{"film_id": "film_id"},
+			Columns: map[string]string{"actor_id": "actor_id", "role": "role"},
+			Join: []config.Join{
+				{From: s.src + ".actor", As: "a", On: map[string]string{"actor_id": "actor_id"},
+					Columns: map[string]string{"first_name": "first_name", "last_name": "last_name"}},
+				{From: s.src + ".country", Via: "a", On: map[string]string{"country_id": "country_id"},
+					Columns: map[string]string{"country": "name"}},
+			},
+			OrderBy: []string{"last_name"}, Limit: castLimit,
+		}},
+	}}
+	s.openSink(t, keyranges...)
+	return s
+}
+
+// castExpected is what the read table must hold, computed on the source
+// by the SQL the array is defined by: the child rows LEFT JOINed to their
+// parents.
+func castExpected(t *testing.T, s *lineShop) string {
+	from := fmt.Sprintf("FROM `%[1]s`.film_actor fa LEFT JOIN `%[1]s`.actor a ON a.actor_id = fa.actor_id LEFT JOIN `%[1]s`.country c ON c.country_id = a.country_id WHERE fa.film_id = f.film_id", s.src)
+	return testbed.RowsText(t, s.bed.MySQL.DB(), fmt.Sprintf("SELECT f.film_id, f.title,"+
+		" (SELECT JSON_ARRAYAGG(JSON_OBJECT('actor_id', fa.actor_id, 'role', fa.role, 'first_name', a.first_name, 'last_name', a.last_name, 'country', c.name) ORDER BY a.last_name, fa.film_id, fa.actor_id LIMIT %d) %s),"+
+		" (SELECT COUNT(*) %s) FROM `%s`.film f ORDER BY 1", castLimit, from, from, s.src))
+}
+
+func castActual(t *testing.T, s *lineShop) string {
+	var parts []string
+	for _, db := range s.shards {
+		parts = append(parts, "SELECT film_id, title, actors, actors_count FROM `"+db+"`.film_with_actors")
+	}
+	return testbed.RowsText(t, s.bed.MySQL.DB(), "SELECT * FROM ("+strings.Join(parts, " UNION ALL ")+") u ORDER BY 1")
+}
+
+func castConverge(t *testing.T, s *lineShop, step string, want ...string) {
+	t.Helper()
+	testbed.Eventually(t, 90*time.Second, func() (bool, string) {
+		exp, got := castExpected(t, s), castActual(t, s)
+		return exp == got, fmt.Sprintf("%s: the read table differs from JSON_ARRAYAGG over the joined rows on the source:\nwant:\n%.3000s\ngot:\n%.3000s", step, exp, got)
+	})
+	exp := castExpected(t, s)
+	for _, w := range want {
+		if !strings.Contains(exp, w) {
+			t.Fatalf("%s: the source query has no %q, the step tests nothing:\n%s", step, w, exp)
+		}
+	}
+}
+
+// castWrite is a seeded workload: films created, retitled and deleted;
+// cast rows added, given roles and removed; actors renamed (the order
+// key), moved between countries (and to none), deleted and inserted
+// again; countries renamed, deleted and inserted again.
+func castWrite(t *testing.T, s *lineShop, seed uint64, ops int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 23))
+	country := func() any {
+		if rng.IntN(6) == 0 {
+			return nil
+		}
+		return 1 + rng.IntN(5)
+	}
+	for i := range ops {
+		fid, aid := 1+rng.IntN(30), 1+rng.IntN(25)
+		switch r := rng.IntN(100); {
+		case r < 10:
+			s.exec(t, "INSERT INTO $.film VALUES (?, ?) ON DUPLICATE KEY UPDATE title = VALUES(title)", fid, fmt.Sprint("t", i))
+		case r < 13:
+			s.exec(t, "DELETE FROM $.film WHERE film_id = ?", fid)
+		case r < 38:
+			s.exec(t, "INSERT INTO $.film_actor VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE role = VALUES(role)", fid, aid, fmt.Sprintf("r'%d ✓", rng.IntN(9)))
+		case r < 50:
+			s.exec(t, "DELETE FROM $.film_actor WHERE film_id = ? AND actor_id = ?", fid, aid)
+		case r < 72:
+			s.exec(t, "INSERT INTO $.actor VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE last_name = VALUES(last_name), first_name = VALUES(first_name)",
+				aid, fmt.Sprint("f", i), fmt.Sprintf("L%d \"ü\"", rng.IntN(8)), country())
+		case r < 80:
+			s.exec(t, "UPDATE $.actor SET country_id = ? WHERE actor_id = ?", country(), aid)
+		case r < 86:
+			s.exec(t, "DELETE FROM $.actor WHERE actor_id = ?", aid)
+		case r < 94:
+			s.exec(t, "INSERT INTO $.country VALUES (?, ?) ON DUPLICATE KEY UPDATE name = VALUES(name)", 1+rng.IntN(5), fmt.Sprint("c", i))
+		case r < 96:
+			s.exec(t, "DELETE FROM $.country WHERE country_id = ?", 1+rng.IntN(5))
+		default:
+			s.exec(t, "UPDATE $.actor SET last_name = CONCAT(last_name, 'x') WHERE actor_id IN (?, ?)", aid, 1+rng.IntN(25)) // multi-row
+		}
+	}
+}
+
+// TestChildrenJoin: elements carry their parents' columns, live (tailer,
+// projector, two shards): each step one at a time — a cast row before
+// its actor (NULL members), the actor arriving, renamed (the array
+// reorders), moved to another country and to none, the country renamed
+// (through the via join), the actor deleted (NULL members again) and
+// inserted again, the actor table truncated; then a seeded workload with
+// two projector workers, one stopped and started again midway; then
+// verify finds no drift; then the whole history, shuffled across
+// batches with a fifth duplicated, applied to a fresh sink. Each state
+// equals JSON_ARRAYAGG over the child rows LEFT JOINed to their parents
+// on the source.
+func TestChildrenJoin(t *testing.T) {
+	bed := testbed.Get(t)
+	s := newCastShop(t, bed, "-80", "80-")
+	tl := runTailer(t, bed, s.cfg)
+	a := startProjector(t, s.p, s.sink, s.cfg.Kafka.Brokers)
+
+	s.exec(t, "INSERT INTO $.film VALUES (1, 'Alien'), (2, 'Brazil')")
+	s.exec(t, "INSERT INTO $.film_actor VALUES (1, 10, 'lead'), (1, 11, NULL), (2, 10, 'cameo')")
+	castConverge(t, s, "cast rows before their actors", `1|Alien|[{"actor_id": 10, "role": "lead", "first_name": null, "last_name": null, "country": null}`)
+	s.exec(t, "INSERT INTO $.country VALUES (1, 'UK'), (2, 'US')")
+	s.exec(t, "INSERT INTO $.actor VALUES (10, 'Sigourney', 'Weaver', 2), (11, 'Ian', 'Holm', 1)")
+	castConverge(t, s, "the actors arrive, ordered by last name", `"first_name": "Ian", "last_name": "Holm", "country": "UK"},{"actor_id": 10`, `2|Brazil|[{"actor_id": 10, "role": "cameo", "first_name": "Sigourney"`)
+	s.exec(t, "UPDATE $.actor SET last_name = 'Awe \"ü\"' WHERE actor_id = 10")
+	castConverge(t, s, "an actor renamed: every array it is in, reordered", `1|Alien|[{"actor_id": 10, "role": "lead", "first_name": "Sigourney", "last_name": "Awe \"ü\"", "country": "US"}`, `2|Brazil|[{"actor_id": 10, "role": "cameo", "first_name": "Sigourney", "last_name": "Awe`)
+	s.exec(t, "UPDATE $.country SET name = 'USA' WHERE country_id = 2")
+	castConverge(t, s, "a country renamed (via the actor)", `"country": "USA"}]|1|`)
+	s.exec(t, "UPDATE $.actor SET country_id = NULL WHERE actor_id = 11")
+	castConverge(t, s, "an actor without a country", `"last_name": "Holm", "country": null}`)
+	s.exec(t, "DELETE FROM $.actor WHERE actor_id = 10")
+	castConverge(t, s, "an actor deleted: NULL members", `2|Brazil|[{"actor_id": 10, "role": "cameo", "first_name": null, "last_name": null, "country": null}]|1|`)
+	s.exec(t, "INSERT INTO $.actor VALUES (10, 'Sigourney', 'Weaver', 1)")
+	castConverge(t, s, "the actor inserted again", `2|Brazil|[{"actor_id": 10, "role": "cameo", "first_name": "Sigourney", "last_name": "Weaver", "country": "UK"}]|1|`)
+	s.exec(t, "TRUNCATE TABLE $.actor")
+	castConverge(t, s, "the actors truncated", `2|Brazil|[{"actor_id": 10, "role": "cameo", "first_name": null, "last_name": null, "country": null}]|1|`)
+	s.exec(t, "INSERT INTO $.actor VALUES (10, 'S.', 'Weaver', 1)")
+	castConverge(t, s, "an actor after the truncation", `"first_name": "S."`)
+
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	b := startProjector(t, s.p, s.sink, s.cfg.Kafka.Brokers)
+	castWrite(t, s, seed, 900)
+	b()
+	castWrite(t, s, seed+1, 600)
+	b = startProjector(t, s.p, s.sink, s.cfg.Kafka.Brokers)
+	castConverge(t, s, "live workload")
+	a()
+	b()
+	exp := castExpected(t, s)
+	t.Logf("converged: %d films, %d with a cast", strings.Count(exp, "\n"), strings.Count(exp, "[{"))
+
+	vsrc, err := verify.OpenSource(s.cfg.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vsrc.Close()
+	rep, err := verify.New(s.p, vsrc, s.sink, verify.Options{Settle: 5 * time.Second, Ends: projector.Ends(s.cfg.Kafka.Brokers), Log: slog.New(slog.DiscardHandler)}).Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Drift() != 0 || rep.Unsettled != 0 || rep.SourceRows == 0 {
+		var text strings.Builder
+		rep.WriteText(&text)
+		t.Fatalf("verify: drift %d, unsettled %d, source rows %d:\n%.3000s", rep.Drift(), rep.Unsettled, rep.SourceRows, text.String())
+	}
+
+	waitPublished(t, bed, tl)
+	records := testbed.TopicRecords(t, s.cfg.Kafka.Brokers, s.p.Topics()...)
+	s.openSink(t, "-80", "80-")
+	applyShuffled(t, s.sink, []*projections.Projection{s.p}, records, rand.New(rand.NewPCG(seed, 5)))
+	if want, got := castExpected(t, s), castActual(t, s); want != got {
+		t.Fatalf("shuffled history differs from JSON_ARRAYAGG on the source:\nwant:\n%.4000s\ngot:\n%.4000s", want, got)
+	}
+}
