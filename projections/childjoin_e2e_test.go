@@ -44,7 +44,7 @@ func newCastShop(t *testing.T, bed *testbed.Bed, keyranges ...string) *lineShop 
 	}
 	s.cfg = bed.Config("cj", s.src+".film", s.src+".film_actor", s.src+".actor", s.src+".country")
 	s.cfg.Projections = map[string]config.Projection{"film_with_actors": {
-		From: s.src + ".film", Sink: "reads", Key: []string{"film_id"},
+		From: s.src + ".film", Sink: "reads", Key: []string{"film_id"}, ShardBy: "film_id",
 		Columns: map[string]string{"film_id": "film_id", "title": "title"},
 		Children: map[string]config.Children{"actors": {
 			From: s.src + ".film_actor", On: map[string]string{"film_id": "film_id"},

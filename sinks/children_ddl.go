@@ -91,6 +91,9 @@ func childDDL(p *projections.Projection, i int, types projections.Types) []strin
 		index = append(index, q(projections.ChildStateColumn(col.Child)))
 	}
 	for _, col := range append(slices.Clone(c.OrderBy), c.SourceKey()...) {
+		if c.OrderJoin(col) != nil {
+			break // the rest of the order is not in this table
+		}
 		if s := q(projections.ChildStateColumn(col)); !slices.Contains(index, s) {
 			index = append(index, s)
 		}
