@@ -119,7 +119,7 @@ func compileChildJoins(cfg config.Config, c *Children, ck string, cd config.Chil
 		sort.Strings(parents)
 		for _, pc := range parents {
 			child := strings.TrimSpace(jd.On[pc])
-			if identProblem(child) != "" || identProblem(pc) != "" {
+			if notPlainName(child) || notPlainName(pc) {
 				bad("%s.on.%s %q: on maps a parent column to a column by name: name plain columns, e.g. {actor_id: actor_id}", key, pc, jd.On[pc])
 				j.onBroken = true
 				continue
@@ -143,7 +143,7 @@ func compileChildJoins(cfg config.Config, c *Children, ck string, cd config.Chil
 		for _, m := range names {
 			src := strings.TrimSpace(jd.Columns[m])
 			switch {
-			case identProblem(src) != "" || strings.ContainsAny(src, "()'\" "):
+			case notPlainName(src):
 				bad("%s.columns.%s %q: an element member copies one parent column by name: name a column of %s", key, m, jd.Columns[m], jd.From)
 				continue
 			case strings.HasPrefix(m, carriedPrefix):
@@ -307,4 +307,10 @@ type ChildJoinTypes struct {
 	Key   map[string]string
 	State map[string]string
 	JSON  map[string]bool
+}
+
+// notPlainName reports a name that is not one plain column name (an
+// expression, a quoted or empty name).
+func notPlainName(s string) bool {
+	return identProblem(s) != "" || strings.ContainsAny(s, "()'\" +")
 }
