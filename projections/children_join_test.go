@@ -84,7 +84,9 @@ func TestCompileChildrenJoinErrors(t *testing.T) {
 		{"parent table malformed", func(c *config.Children, _ *config.Config) { c.Join[0].From = "actor" }, key + `[0].from "actor": want db.table`},
 		{"self-join", func(c *config.Children, _ *config.Config) { c.Join[0].From = "sakila.film_actor" }, key + "[0].from sakila.film_actor joins the child table itself"},
 		{"on empty", func(c *config.Children, _ *config.Config) { c.Join[0].On = nil }, key + "[0].on is empty: map each parent key column to the child column holding it"},
-		{"on an expression", func(c *config.Children, _ *config.Config) { c.Join[0].On = map[string]string{"actor_id": "actor_id + 1"} },
+		{"on an expression", func(c *config.Children, _ *config.Config) {
+			c.Join[0].On = map[string]string{"actor_id": "actor_id + 1"}
+		},
 			key + `[0].on.actor_id "actor_id + 1": on maps a parent column to a column by name`},
 		{"no columns", func(c *config.Children, _ *config.Config) { c.Join[0].Columns = nil }, key + "[0].columns is empty: map element members to parent columns"},
 		{"member an expression", func(c *config.Children, _ *config.Config) {
