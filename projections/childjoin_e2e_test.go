@@ -209,3 +209,51 @@ func TestChildrenJoin(t *testing.T) {
 		t.Fatalf("shuffled history differs from JSON_ARRAYAGG on the source:\nwant:\n%.4000s\ngot:\n%.4000s", want, got)
 	}
 }
+
+// TestChildrenJoinSchemaErrors: what only the live source schema tells
+// about a children join — a parent table that does not exist, an on
+// that is not the parent's whole primary key or names a column the child
+// (or, via, the parent below) lacks, a member the parent lacks or that is
+// binary — is refused by SourceColumns (plan, check, every start), all at
+// once, each naming its key and the fix.
+func TestChildrenJoinSchemaErrors(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, err := bed.MySQL.CreateDatabase(ctx, "cjerr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.film (film_id INT PRIMARY KEY)",
+		"CREATE TABLE `"+src+"`.film_actor (film_id INT NOT NULL, actor_id INT NOT NULL, PRIMARY KEY (film_id, actor_id))",
+		"CREATE TABLE `"+src+"`.actor (tenant INT NOT NULL, actor_id INT NOT NULL, name VARCHAR(10), photo BLOB, PRIMARY KEY (tenant, actor_id))"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := bed.Config("cje", src+".film", src+".film_actor", src+".actor", src+".gone")
+	cfg.Sinks = map[string]config.Sink{"reads": {DSN: "u:p@tcp(h:1)/reads"}}
+	cfg.Projections = map[string]config.Projection{"films": {
+		From: src + ".film", Sink: "reads", Key: []string{"film_id"}, Columns: map[string]string{"film_id": "film_id"},
+		Children: map[string]config.Children{"actors": {From: src + ".film_actor", On: map[string]string{"film_id": "film_id"},
+			Columns: map[string]string{"actor_id": "actor_id"},
+			Join: []config.Join{
+				{From: src + ".actor", As: "a", On: map[string]string{"actor_id": "actor_no"}, Columns: map[string]string{"name": "name", "photo": "photo", "age": "age"}},
+				{From: src + ".gone", Via: "a", On: map[string]string{"id": "gone_id"}, Columns: map[string]string{"x": "x"}},
+			}, OrderBy: []string{"name"}}},
+	}}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ps[0].SourceColumns(ctx, bed.MySQL.DB())
+	const key = "projections.films.children.actors.join"
+	for _, want := range []string{
+		key + `[0].on.actor_id: column "actor_no" does not exist in ` + src + `.film_actor (its columns: film_id, actor_id): name the column of ` + src + `.film_actor holding ` + src + `.actor's actor_id`,
+		key + `[0].on names parent column(s) [actor_id], but ` + src + `.actor's primary key is [tenant actor_id]: join on the whole primary key`,
+		key + `[0].columns.age: column "age" does not exist in ` + src + `.actor`,
+		key + `[0].columns.photo: ` + src + `.actor.photo is blob, binary`,
+		key + `[1].from: ` + src + `.gone does not exist on the source`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want %q among the errors, got:\n%v", want, err)
+		}
+	}
+}
