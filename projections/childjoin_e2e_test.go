@@ -257,3 +257,55 @@ func TestChildrenJoinSchemaErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestChildrenJoinRace: a cast row added to film X and its actor renamed,
+// applied at the same moment by two sink transactions, round after round.
+// The cast row's transaction refreshes X's array (reading the actor's old
+// name) and then waits at film F, whose read row the test holds. The
+// rename's transaction then writes the actor's state and looks for the
+// arrays its children are in: the cast row is not committed, so it finds
+// none. Without the cast row's lock on the actor's state row, which makes
+// the rename wait for it, X keeps the old name for good.
+func TestChildrenJoinRace(t *testing.T) {
+	bed := testbed.Get(t)
+	s := newCastShop(t, bed, "-")
+	ctx := t.Context()
+	c := s.p.Children[0]
+	v := uint64(time.Now().Unix()) << 20
+	next := func() uint64 { v++; return v }
+	apply := func(b *projections.Batch) {
+		t.Helper()
+		if err := s.sink.Apply(ctx, s.p, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	film := func(id int) projections.Write {
+		return projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(id), Version: next(), Values: projections.ValuesOf(id, "t")}
+	}
+	cast := func(fid, aid int) projections.ChildWrite {
+		vals := map[string]any{"film_id": fid, "actor_id": aid, "role": nil}
+		w := projections.ChildWrite{SourceKey: fmt.Sprintf(`{"film_id":%d,"actor_id":%d}`, fid, aid), Version: next(), Link: projections.ValuesOf(fid), LinkKey: fmt.Sprint(fid)}
+		for _, col := range c.StateColumns() {
+			w.Values = append(w.Values, projections.ValueOf(vals[col]))
+		}
+		return w
+	}
+	actor := func(aid int, last string) projections.ChildWrite {
+		return projections.ChildWrite{Join: 1, SourceKey: fmt.Sprint(aid), Version: next(), Link: projections.ValuesOf(aid), LinkKey: fmt.Sprint(aid),
+			Values: projections.ValuesOf("F", last, nil)}
+	}
+	const fID = 5000000
+	apply(&projections.Batch{Writes: []projections.Write{film(fID)}})
+	const rounds = 10
+	for r := 1; r <= rounds; r++ {
+		x, aid := 1000+r, 100+r
+		apply(&projections.Batch{Writes: []projections.Write{film(x)}, ChildWrites: []projections.ChildWrite{actor(aid, "old")}})
+		add := &projections.Batch{ChildWrites: []projections.ChildWrite{cast(x, aid), cast(fID, 900000+r)}}
+		rename := &projections.Batch{ChildWrites: []projections.ChildWrite{actor(aid, "new")}}
+		s.raceBehind(t, "SELECT film_id FROM film_with_actors WHERE film_id = ? FOR UPDATE", []any{fID}, add, rename)
+		if got := testbed.RowsText(t, s.sink.Shards[0].DB(), "SELECT JSON_VALUE(actors, '$[0].last_name') FROM film_with_actors WHERE film_id = ?", x); got != "new|\n" {
+			t.Fatalf("round %d: film X, its cast row added beside its actor's rename, shows last name %q, want new", r, got)
+		}
+	}
+	t.Logf("%d rounds: every cast row added beside its actor's rename shows the new name", rounds)
+}
