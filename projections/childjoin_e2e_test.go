@@ -1,6 +1,7 @@
 package projections_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/projections"
@@ -191,7 +193,8 @@ func TestChildrenJoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer vsrc.Close()
-	rep, err := verify.New(s.p, vsrc, s.sink, verify.Options{Settle: 5 * time.Second, Ends: projector.Ends(s.cfg.Kafka.Brokers), Log: slog.New(slog.DiscardHandler)}).Run(t.Context())
+	ctx := t.Context()
+	rep, err := verify.New(s.p, vsrc, s.sink, verify.Options{Settle: 5 * time.Second, Ends: projector.Ends(s.cfg.Kafka.Brokers), Log: slog.New(slog.DiscardHandler)}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,6 +203,43 @@ func TestChildrenJoin(t *testing.T) {
 		rep.WriteText(&text)
 		t.Fatalf("verify: drift %d, unsettled %d, source rows %d:\n%.3000s", rep.Drift(), rep.Unsettled, rep.SourceRows, text.String())
 	}
+
+	// An actor's name the sink got wrong, in its join state and the
+	// arrays: verify finds the arrays differing; repair re-publishes the
+	// films, their cast rows and those rows' actors.
+	var aid int
+	var last string
+	if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT a.actor_id, a.last_name FROM `"+s.src+"`.actor a JOIN `"+s.src+"`.film_actor fa ON fa.actor_id = a.actor_id JOIN `"+s.src+"`.film f ON f.film_id = fa.film_id LIMIT 1").Scan(&aid, &last); err != nil {
+		t.Fatalf("no actor in a film to damage: %v", err)
+	}
+	for _, sh := range s.sink.Shards {
+		if _, err := sh.DB().ExecContext(ctx, "UPDATE `"+s.p.Children[0].JoinStateTable(s.p, s.p.Children[0].Joins[0])+"` SET c_last_name = 'wrong' WHERE k_actor_id = ?", aid); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sh.DB().ExecContext(ctx, "UPDATE film_with_actors SET actors = REPLACE(actors, ?, '\"last_name\": \"wrong\"')", fmt.Sprintf("%q: %q", "last_name", last)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v := verify.New(s.p, vsrc, s.sink, verify.Options{Settle: 5 * time.Second, Ends: projector.Ends(s.cfg.Kafka.Brokers), Log: slog.New(slog.DiscardHandler)})
+	if rep, err = v.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Different == 0 {
+		t.Fatalf("verify after damaging actor %d's last name %q: %+v", aid, last, rep)
+	}
+	c := startProjector(t, s.p, s.sink, s.cfg.Kafka.Brokers)
+	request := func(ctx context.Context, table, where string) error {
+		return cdc.RequestSnapshot(ctx, s.cfg.Source.DSN.Reveal(), s.cfg.Source.TLS, s.cfg.Source.Snapshot.SignalDB, s.cfg.Source.ServerID, table, where)
+	}
+	res, err := v.Repair(ctx, rep, request, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Remaining != 0 {
+		t.Fatalf("repair of an actor's name in %d arrays: %+v", rep.Different, *res)
+	}
+	castConverge(t, s, "after repair")
+	c()
 
 	waitPublished(t, bed, tl)
 	records := testbed.TopicRecords(t, s.cfg.Kafka.Brokers, s.p.Topics()...)
