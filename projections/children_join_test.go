@@ -169,3 +169,16 @@ func TestCollectChildJoin(t *testing.T) {
 		t.Errorf("a truncation of the actor table: %+v", b.ChildWrites)
 	}
 }
+
+// TestChildJoinColumnDropped: an actor event without a column a children
+// join copies stops the projection naming the config key that maps it.
+func TestChildJoinColumnDropped(t *testing.T) {
+	ps, err := Compile(castConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ps[0].DroppedColumn("readside.sakila.actor", &missingColumn{"last_name"})
+	if err == nil || !strings.Contains(err.Error(), "source column sakila.actor.last_name, which projections.film_with_actors.children.actors.join[0].columns.last_name maps, is missing") {
+		t.Errorf("got %v", err)
+	}
+}
