@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/readside/readside/projections"
@@ -172,7 +173,7 @@ func (a *applier) childJoins(ci int, b *projections.Batch) (links [][]projection
 					return // no parent, as a NULL foreign key has none
 				}
 			}
-			t := valuesText(vals)
+			t := lockText(vals)
 			if lk, ok := keys[t]; ok {
 				lk.exclusive = lk.exclusive || exclusive
 				return
@@ -296,6 +297,25 @@ func (a *applier) writeChildJoinState(js *childJoinStatements, n int, ws []proje
 		}
 	}
 	return nil
+}
+
+// lockText is the text a parent key is locked in order of: its values'
+// texts, whatever their kinds, so that one key read from a child column
+// (say unsigned) and from the parent's event (signed) is one entry, with
+// one lock mode, not two locks of one row in two modes.
+func lockText(vals []projections.Value) string {
+	var b []byte
+	for i := range vals {
+		if i > 0 {
+			b = append(b, 0)
+		}
+		if vals[i].Kind() == projections.UintValue {
+			b = strconv.AppendUint(b, vals[i].Uint(), 10)
+		} else {
+			b = append(b, vals[i].Bytes()...)
+		}
+	}
+	return string(b)
 }
 
 func columnIndex(cols []projections.Column, name string) int {
