@@ -305,8 +305,10 @@ func TestChildrenJoinSchemaErrors(t *testing.T) {
 	}
 }
 
-// TestChildrenJoinRace: a cast row added to film X and its actor renamed,
-// applied at the same moment by two sink transactions, round after round.
+// TestChildrenJoinRace: through via first — an actor moved to country C
+// and C renamed at once (the move must lock C's state row) —, then a cast
+// row added to film X and its actor renamed, each pair applied at the
+// same moment by two sink transactions, round after round.
 // The cast row's transaction refreshes X's array (reading the actor's old
 // name) and then waits at film F, whose read row the test holds. The
 // rename's transaction then writes the actor's state and looks for the
@@ -344,6 +346,25 @@ func TestChildrenJoinRace(t *testing.T) {
 	const fID = 5000000
 	apply(&projections.Batch{Writes: []projections.Write{film(fID)}})
 	const rounds = 10
+	// Through via: an actor moved to country C and C renamed at once. The
+	// actor is in film F too, so the move's transaction waits at F after
+	// refreshing X with C's old name; the rename's finds no actor of C
+	// committed. Without the move's lock on C's state row, X keeps it.
+	country := func(cid int, name string) projections.ChildWrite {
+		return projections.ChildWrite{Join: 2, SourceKey: fmt.Sprint(cid), Version: next(), Link: projections.ValuesOf(cid), LinkKey: fmt.Sprint(cid),
+			Values: projections.ValuesOf(name)}
+	}
+	for r := 1; r <= rounds; r++ {
+		x, aid, cid := 2000+r, 300+r, 700+r
+		apply(&projections.Batch{Writes: []projections.Write{film(x)}, ChildWrites: []projections.ChildWrite{cast(x, aid), cast(fID, aid), actor(aid, "L"), country(cid, "old")}})
+		moved := actor(aid, "L")
+		moved.Values = projections.ValuesOf("F", "L", cid)
+		s.raceBehind(t, "SELECT film_id FROM film_with_actors WHERE film_id = ? FOR UPDATE", []any{fID},
+			&projections.Batch{ChildWrites: []projections.ChildWrite{moved}}, &projections.Batch{ChildWrites: []projections.ChildWrite{country(cid, "new")}})
+		if got := testbed.RowsText(t, s.sink.Shards[0].DB(), "SELECT JSON_VALUE(actors, '$[0].country') FROM film_with_actors WHERE film_id = ?", x); got != "new|\n" {
+			t.Fatalf("via round %d: film X, its actor moved to a country beside the country's rename, shows country %q, want new", r, got)
+		}
+	}
 	for r := 1; r <= rounds; r++ {
 		x, aid := 1000+r, 100+r
 		apply(&projections.Batch{Writes: []projections.Write{film(x)}, ChildWrites: []projections.ChildWrite{actor(aid, "old")}})
