@@ -232,6 +232,9 @@ type Children struct {
 	Columns map[string]string `koanf:"columns"`
 	OrderBy []string          `koanf:"order_by"`
 	Limit   int               `koanf:"limit"`
+	// Join copies columns of each child row's own parents into its
+	// element, as a projection's join does into its rows.
+	Join []Join `koanf:"join"`
 }
 
 // Join is a denormalized copy of a parent row's columns.

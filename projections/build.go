@@ -83,6 +83,15 @@ func (p *Projection) collect(b *Batch, r *Record, e event.Event, ps *plans) erro
 			return err
 		}
 	}
+	for i, c := range p.Children {
+		for k, j := range c.Joins {
+			if r.Topic == j.Topic {
+				if err := p.collectChildJoin(b, i, k, r, e); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	if e.SourceTS > 0 && e.SourceTS > b.NewestTS {
 		b.NewestTS = e.SourceTS
 	}

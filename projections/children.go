@@ -27,6 +27,9 @@ type Children struct {
 	Columns []Column // the members of each element, by read name
 	OrderBy []string // child columns; ties broken by the child's primary key
 	Limit   int      // 0: no cap
+	// Joins are the child row's own parents whose columns the elements
+	// carry (children_join.go).
+	Joins []*Join
 	// key is the child table's primary key, learnt from the source schema
 	// (SourceColumns): the state table keeps its columns to break ties in
 	// the array's order as the source's ORDER BY … , <pk> does.
@@ -46,7 +49,12 @@ type ChildOn struct {
 // ChildWrite is one child row change: its new state under its own source
 // key, applied by the sink only when Version is newer than the stored one.
 type ChildWrite struct {
-	Child     int    // index into Projection.Children
+	Child int // index into Projection.Children
+	// Join, when not 0, is the Join.N of a parent of the children
+	// (Children.Joins): the write is that parent row's new state under
+	// its key (SourceKey, Link its values in Join.On order, Values in
+	// Join.Columns order, nil when the parent is absent).
+	Join      int
 	SourceKey string // canonical text of the child's primary key
 	Version   uint64
 	// Truncate: every child state older than Version is withdrawn.
@@ -94,7 +102,12 @@ func (c *Children) StateColumns() []string {
 		add(on.Child)
 	}
 	for _, o := range c.OrderBy {
-		add(o)
+		if c.OrderJoin(o) == nil {
+			add(o)
+		}
+	}
+	for _, col := range c.joinLinkColumns() {
+		add(col)
 	}
 	for _, k := range c.SourceKey() {
 		add(k)
@@ -213,10 +226,10 @@ func (c *Children) link(img *event.Image, e event.Event) ([]Value, string, error
 // child key (and every truncation, in order).
 func CoalesceChildWrites(ws []ChildWrite) []ChildWrite {
 	type k struct {
-		c   int
-		key string
+		c, j int
+		key  string
 	}
-	return coalesceNewest(ws, ws[:0:0], func(w ChildWrite) (k, bool) { return k{w.Child, w.SourceKey}, w.Truncate },
+	return coalesceNewest(ws, ws[:0:0], func(w ChildWrite) (k, bool) { return k{w.Child, w.Join, w.SourceKey}, w.Truncate },
 		func(w ChildWrite) uint64 { return w.Version })
 }
 
@@ -237,6 +250,13 @@ func (c *Children) columnKeys(p *Projection, col string) []string {
 	for _, m := range c.Columns {
 		if m.Source == col {
 			out = append(out, key+".columns."+m.Name)
+		}
+	}
+	for _, j := range c.Joins {
+		for _, on := range j.On {
+			if j.Via == nil && on.Child == col {
+				out = append(out, fmt.Sprintf("%s.join[%d].on.%s", key, j.N-1, on.Parent))
+			}
 		}
 	}
 	return out
@@ -263,6 +283,24 @@ func (p *Projection) ChildrenPlan(shards int) []string {
 		}
 		line := fmt.Sprintf("children %s: the %s.%s rows with %s as a JSON array in %s (ordered by %s; %s) and their count in %s; state in %s, link locks in %s; needs a MariaDB sink",
 			c.Name, c.SourceDB, c.SourceTbl, strings.Join(on, " AND "), c.Name, order, limit, c.CountColumn, c.StateTable(p), c.LinkTable(p))
+		for _, j := range c.Joins {
+			var on []string
+			below := c.SourceTbl
+			if j.Via != nil {
+				below = j.Via.ParentTbl
+			}
+			for _, o := range j.On {
+				on = append(on, fmt.Sprintf("%s.%s = %s.%s", j.ParentTbl, o.Parent, below, o.Child))
+			}
+			var cols []string
+			for _, col := range j.Columns {
+				if !col.Carried() {
+					cols = append(cols, col.Name)
+				}
+			}
+			line += fmt.Sprintf("; join[%d] %s.%s (LEFT JOIN on %s) gives each element %s, its parent rows in %s, a change refreshing the arrays its children are in",
+				j.N-1, j.ParentDB, j.ParentTbl, strings.Join(on, " AND "), strings.Join(cols, ", "), c.JoinStateTable(p, j))
+		}
 		if shards > 1 {
 			line += fmt.Sprintf("; each of the %d shards keeps every child row's state and refreshes the parents it holds", shards)
 		}

@@ -89,6 +89,7 @@ func compileChild(cfg config.Config, p *Projection, d config.Projection, key, na
 	c.SourceDB, c.SourceTbl, c.Topic = db, tbl, event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl)
 	errs = append(errs, compileChildOn(c, p, d, key, ck, cd)...)
 	errs = append(errs, compileChildElements(c, ck, cd)...)
+	errs = append(errs, compileChildJoins(cfg, c, ck, cd, captured)...)
 	if cd.Limit < 0 {
 		bad("%s.limit %d: want the most elements an array holds, or 0 (or unset) for all of them", ck, cd.Limit)
 	}
@@ -173,6 +174,8 @@ type ChildTypes struct {
 	// a json_valid CHECK): the state column is declared JSON too, so that
 	// JSON_OBJECT nests its value as JSON, as it does on the source.
 	JSON map[string]bool
+	// Joins are, per Children.Joins, the types of its state table.
+	Joins []ChildJoinTypes
 }
 
 // checkChildren checks the children of p against the source schema (the
@@ -240,8 +243,16 @@ func (p *Projection) checkChildren(read func(db, tbl string) (*sourceTable, erro
 			}
 		}
 		for k, o := range c.OrderBy {
-			has(fmt.Sprintf(".order_by[%d]", k), o)
+			if c.OrderJoin(o) == nil {
+				has(fmt.Sprintf(".order_by[%d]", k), o)
+			}
 		}
+		jt, jerrs, err := checkChildJoins(read, p, c, ck, child)
+		if err != nil {
+			return out, errs, err
+		}
+		errs = append(errs, jerrs...)
+		out[len(out)-1].Joins = jt
 		for _, m := range c.Columns {
 			if has(".columns."+m.Name, m.Source) && binaryColumn(child.types[m.Source]) {
 				bad("%s.columns.%s: %s.%s.%s is %s, binary: MariaDB's JSON_OBJECT writes its bytes unescaped, which is no JSON; leave it out, or nest a text column holding it (e.g. a generated HEX(%s) column)",

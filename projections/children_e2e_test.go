@@ -375,6 +375,12 @@ func TestChildrenRaceOldParent(t *testing.T) {
 // first; then F is released and both must succeed.
 func (s *lineShop) raceBehindF(t *testing.T, fCustomer, fID int, first, second *projections.Batch) {
 	t.Helper()
+	s.raceBehind(t, "SELECT id FROM orders_with_lines WHERE customer_id = ? AND id = ? FOR UPDATE", []any{fCustomer, fID}, first, second)
+}
+
+// raceBehind is raceBehindF with the held row read by hold(args).
+func (s *lineShop) raceBehind(t *testing.T, holdQuery string, args []any, first, second *projections.Batch) {
+	t.Helper()
 	ctx := t.Context()
 	db := s.sink.Shards[0].DB()
 	waits := func() int {
@@ -389,7 +395,7 @@ func (s *lineShop) raceBehindF(t *testing.T, fCustomer, fID int, first, second *
 		t.Fatal(err)
 	}
 	defer hold.Rollback()
-	if _, err := hold.ExecContext(ctx, "SELECT id FROM orders_with_lines WHERE customer_id = ? AND id = ? FOR UPDATE", fCustomer, fID); err != nil {
+	if _, err := hold.ExecContext(ctx, holdQuery, args...); err != nil {
 		t.Fatal(err)
 	}
 	firstDone, secondDone := make(chan error, 1), make(chan error, 1)

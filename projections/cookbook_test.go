@@ -80,6 +80,19 @@ var cookbookSources = map[string]*sourceTable{
 	"app.users": cookbookTable([][3]string{{"id", "bigint(20)"}, {"last_seen_at", "datetime(3)", "null"},
 		{"status", "varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"}, {"name", "varchar(100) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"},
 		{"bio", "text CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", "null"}, {"avatar", "varbinary(255)", "null"}, {"created_at", "datetime(3)"}}),
+	"sakila.film": cookbookKeyed([]string{"film_id"}, [][3]string{{"film_id", "smallint(5) unsigned"},
+		{"title", "varchar(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"}}),
+	"sakila.film_actor": cookbookKeyed([]string{"actor_id", "film_id"}, [][3]string{{"actor_id", "smallint(5) unsigned"},
+		{"film_id", "smallint(5) unsigned"}, {"last_update", "timestamp"}}),
+	"sakila.actor": cookbookKeyed([]string{"actor_id"}, [][3]string{{"actor_id", "smallint(5) unsigned"},
+		{"first_name", "varchar(45) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"}, {"last_name", "varchar(45) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"}}),
+}
+
+// cookbookKeyed is cookbookTable keyed by pk.
+func cookbookKeyed(pk []string, cols [][3]string) *sourceTable {
+	t := cookbookTable(cols)
+	t.pk = pk
+	return t
 }
 
 // cookbookTable is a source table of columns {name, definition, "null"

@@ -131,6 +131,11 @@ func (p *Projection) Topics() []string {
 		if !slices.Contains(out, c.Topic) {
 			out = append(out, c.Topic)
 		}
+		for _, j := range c.Joins {
+			if !slices.Contains(out, j.Topic) {
+				out = append(out, j.Topic)
+			}
+		}
 	}
 	return out
 }

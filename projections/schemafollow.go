@@ -95,6 +95,22 @@ func (p *Projection) DroppedColumn(topic string, reason error) error {
 			table = c.SourceDB + "." + c.SourceTbl
 			keys = append(keys, c.columnKeys(p, mc.source)...)
 		}
+		for _, j := range c.Joins {
+			if topic != j.Topic {
+				continue
+			}
+			table = j.ParentDB + "." + j.ParentTbl
+			for _, col := range j.Columns {
+				if col.Source == mc.source {
+					keys = append(keys, fmt.Sprintf("projections.%s.children.%s.join[%d].columns.%s", p.Name, c.Name, j.N-1, col.Name))
+				}
+			}
+			for _, on := range j.On {
+				if on.Parent == mc.source {
+					keys = append(keys, fmt.Sprintf("projections.%s.children.%s.join[%d].on", p.Name, c.Name, j.N-1))
+				}
+			}
+		}
 	}
 	where := strings.Join(keys, ", ")
 	if where == "" {

@@ -169,7 +169,12 @@ func (p *Projection) passes(img *event.Image, which string) (bool, error) {
 // key left without a parent when the key itself changed (same version),
 // or a truncation.
 func (p *Projection) ParentWrites(j int, e event.Event) ([]ParentWrite, error) {
-	join := p.Joins[j]
+	return p.Joins[j].writes(j, e)
+}
+
+// writes maps one event of the join's parent table to its parent state
+// changes, each tagged j (ParentWrites).
+func (join *Join) writes(j int, e event.Event) ([]ParentWrite, error) {
 	switch e.Op {
 	case event.OpTruncate:
 		return []ParentWrite{{Join: j, Truncate: true, Version: e.Version}}, nil

@@ -46,6 +46,7 @@ type childStatements struct {
 	// readLink are the indexes in Projection.Columns of the link's read
 	// columns: a parent upsert's link is in its Values there.
 	readLink []int
+	joins    []childJoinStatements // per Children.Joins (children_join.go)
 }
 
 func childStatementsOf(p *projections.Projection, c *projections.Children, d dialect) childStatements {
@@ -70,10 +71,15 @@ func childStatementsOf(p *projections.Projection, c *projections.Children, d dia
 	// are typed like the child's: the same text verify computes on the
 	// source. Ties in order_by are broken by the child's primary key.
 	var members, order []string
-	for _, m := range c.Columns {
-		members = append(members, sqlquote.Literal(m.Name)+", s."+q(projections.ChildStateColumn(m.Source)))
+	for _, m := range c.Members() {
+		members = append(members, sqlquote.Literal(m.Name)+", "+childMemberSQL(m))
 	}
-	for _, col := range append(slices.Clone(c.OrderBy), c.SourceKey()...) {
+	for _, col := range c.OrderBy {
+		if o := childOrderSQL(c, col); !slices.Contains(order, o) {
+			order = append(order, o)
+		}
+	}
+	for _, col := range c.SourceKey() {
 		if o := "s." + q(projections.ChildStateColumn(col)); !slices.Contains(order, o) {
 			order = append(order, o)
 		}
@@ -90,13 +96,19 @@ func childStatementsOf(p *projections.Projection, c *projections.Children, d dia
 	for k, on := range c.On {
 		match = append(match, "s."+stateLink[k]+" = r."+q(on.Read))
 	}
-	from := " FROM " + state + " AS s WHERE " + strings.Join(match, " AND ")
-	set := "UPDATE " + q(p.Table) + " AS r SET r." + q(c.Name) + " = (SELECT " + agg + from + "), r." + q(c.CountColumn) + " = (SELECT COUNT(*)" + from + ")"
+	where := " WHERE " + strings.Join(match, " AND ")
+	from := " FROM " + state + " AS s" + where
+	set := "UPDATE " + q(p.Table) + " AS r SET r." + q(c.Name) + " = (SELECT " + agg + " FROM " + state + " AS s" + childJoinFrom(p, c) + where + "), r." + q(c.CountColumn) + " = (SELECT COUNT(*)" + from + ")"
 	var readIdx []int
 	for _, on := range c.On {
 		readIdx = append(readIdx, slices.IndexFunc(p.Columns, func(col projections.Column) bool { return col.Name == on.Read }))
 	}
+	var joins []childJoinStatements
+	for _, j := range c.Joins {
+		joins = append(joins, childJoinStatementsOf(p, c, j, d))
+	}
 	return childStatements{
+		joins:    joins,
 		readLink: readIdx,
 		oldLinks: multiRow{
 			head: "SELECT " + strings.Join(stateLink, ", ") + " FROM " + state + " WHERE `_rs_key` IN (",
@@ -136,6 +148,9 @@ func childStatementsOf(p *projections.Projection, c *projections.Children, d dia
 type childLinks struct {
 	links      []parentKey
 	truncateAt uint64
+	// all: a join's parent table was truncated, so every array is
+	// refreshed (under the lock of every link).
+	all bool
 }
 
 // lockChildren is step 1 for every children entry (before the read
@@ -159,7 +174,7 @@ func (a *applier) lockChildren(b *projections.Batch) error {
 		var keys []string
 		for _, w := range b.ChildWrites {
 			switch {
-			case w.Child != ci:
+			case w.Child != ci || w.Join != 0:
 			case w.Truncate:
 				cl.truncateAt = max(cl.truncateAt, w.Version)
 			default:
@@ -186,13 +201,24 @@ func (a *applier) lockChildren(b *projections.Batch) error {
 			}
 			add(link)
 		}
+		joined, all, err := a.childJoins(ci, b)
+		if err != nil {
+			return err
+		}
+		for _, l := range joined {
+			add(l)
+		}
+		cl.all = all
 		sort.Slice(cl.links, func(x, y int) bool { return cl.links[x].text < cl.links[y].text })
-		if cl.truncateAt > 0 {
+		if cl.truncateAt > 0 || cl.all {
 			if err := a.drain(st.lockAll); err != nil {
 				return err
 			}
-		} else if err := a.writeChildStates(ci, b); err != nil {
-			return err
+		}
+		if cl.truncateAt == 0 {
+			if err := a.writeChildStates(ci, b); err != nil {
+				return err
+			}
 		}
 		if err := a.execKeys(&st.lock, cl.links); err != nil {
 			return fmt.Errorf("locking the children links of %s.%s: %w", c.SourceDB, c.SourceTbl, err)
@@ -303,6 +329,12 @@ func (a *applier) children(b *projections.Batch) error {
 			}
 			continue
 		}
+		if cl.all {
+			if err := a.exec(st.refreshAll); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := a.execKeys(&st.refresh, cl.links); err != nil {
 			return fmt.Errorf("refreshing %s of %s: %w", c.Name, a.p.Table, err)
 		}
@@ -317,7 +349,7 @@ func (a *applier) writeChildStates(ci int, b *projections.Batch) error {
 	c := a.p.Children[ci]
 	var ws []projections.ChildWrite
 	for _, w := range b.ChildWrites {
-		if w.Child == ci && !w.Truncate {
+		if w.Child == ci && w.Join == 0 && !w.Truncate {
 			ws = append(ws, w)
 		}
 	}

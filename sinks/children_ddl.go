@@ -91,23 +91,96 @@ func childDDL(p *projections.Projection, i int, types projections.Types) []strin
 		index = append(index, q(projections.ChildStateColumn(col.Child)))
 	}
 	for _, col := range append(slices.Clone(c.OrderBy), c.SourceKey()...) {
+		if c.OrderJoin(col) != nil {
+			break // the rest of the order is not in this table
+		}
 		if s := q(projections.ChildStateColumn(col)); !slices.Contains(index, s) {
 			index = append(index, s)
 		}
 	}
 	defs = append(defs, "PRIMARY KEY (`_rs_key`)", "KEY `_rs_link` ("+strings.Join(index, ", ")+")")
+	// A change of a join's parent finds the child rows below it by the
+	// child columns the join's on names.
+	for _, j := range c.Joins {
+		if j.Via != nil {
+			continue
+		}
+		var cols []string
+		for _, on := range j.On {
+			cols = append(cols, q(projections.ChildStateColumn(on.Child)))
+		}
+		defs = append(defs, fmt.Sprintf("KEY `_rs_join%d` (%s)", j.N, strings.Join(cols, ", ")))
+	}
 	var ldefs, lkey []string
 	for _, col := range PlannedChildLinkColumns(p, i, types) {
 		ldefs = append(ldefs, q(col.Name)+" "+col.Definition())
 		lkey = append(lkey, q(col.Name))
 	}
 	ldefs = append(ldefs, "PRIMARY KEY ("+strings.Join(lkey, ", ")+")")
-	return []string{
+	out := []string{
 		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s", q(c.StateTable(p)), strings.Join(defs, ",\n  "),
 			sqlquote.Literal(fmt.Sprintf("readside children state: latest %s.%s rows for projection %s.%s", c.SourceDB, c.SourceTbl, p.Name, c.Name))),
 		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s", q(c.LinkTable(p)), strings.Join(ldefs, ",\n  "),
 			sqlquote.Literal(fmt.Sprintf("readside children links: a lock row per parent of projection %s.%s", p.Name, c.Name))),
 	}
+	for k := range c.Joins {
+		out = append(out, childJoinDDL(p, i, k, types))
+	}
+	return out
+}
+
+// childJoinDDL is the state table of join k of p.Children[i]: the
+// parent's key, the columns the elements (and the joins hanging off it)
+// take, and the parent row's version; indexed by the columns the joins
+// hanging off it find their parents by.
+func childJoinDDL(p *projections.Projection, i, k int, types projections.Types) string {
+	c := p.Children[i]
+	j := c.Joins[k]
+	var json map[string]bool
+	if i < len(types.Children) && k < len(types.Children[i].Joins) {
+		json = types.Children[i].Joins[k].JSON
+	}
+	var defs, key []string
+	for _, col := range PlannedChildJoinColumns(p, i, k, types) {
+		if col.Key {
+			key = append(key, q(col.Name))
+		}
+		if json[strings.TrimPrefix(col.Name, "c_")] && strings.HasPrefix(col.Name, "c_") {
+			defs = append(defs, q(col.Name)+" JSON NULL")
+			continue
+		}
+		defs = append(defs, q(col.Name)+" "+col.Definition())
+	}
+	defs = append(defs, "PRIMARY KEY ("+strings.Join(key, ", ")+")")
+	for _, d := range c.JoinDependents(j) {
+		var cols []string
+		for _, on := range d.On {
+			cols = append(cols, q(stateCol(on.Read)))
+		}
+		defs = append(defs, fmt.Sprintf("KEY `_rs_join%d` (%s)", d.N, strings.Join(cols, ", ")))
+	}
+	return fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s", q(c.JoinStateTable(p, j)), strings.Join(defs, ",\n  "),
+		sqlquote.Literal(fmt.Sprintf("readside children join state: latest %s.%s rows for projection %s.%s", j.ParentDB, j.ParentTbl, p.Name, c.Name)))
+}
+
+// PlannedChildJoinColumns are the columns of the state table of join k
+// of p.Children[i].
+func PlannedChildJoinColumns(p *projections.Projection, i, k int, types projections.Types) []Column {
+	j := p.Children[i].Joins[k]
+	var jt projections.ChildJoinTypes
+	if i < len(types.Children) && k < len(types.Children[i].Joins) {
+		jt = types.Children[i].Joins[k]
+	}
+	var out []Column
+	for _, on := range j.On {
+		col := parseDef(stateKey(on.Parent), jt.Key[on.Parent])
+		col.Key = true
+		out = append(out, col)
+	}
+	for _, c := range j.Columns {
+		out = append(out, parseDef(stateCol(c.Name), jt.State[c.Name]))
+	}
+	return append(out, Column{Name: "_rs_version", Type: "bigint unsigned", Comment: stateVersionComment})
 }
 
 // PlannedChildStateColumns are the columns DDL gives the state table of

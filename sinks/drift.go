@@ -371,6 +371,9 @@ func plannedTables(p *projections.Projection, types projections.Types) []planned
 	for i, c := range p.Children {
 		out = append(out, plannedTable{name: c.StateTable(p), columns: PlannedChildStateColumns(p, i, types)},
 			plannedTable{name: c.LinkTable(p), columns: PlannedChildLinkColumns(p, i, types)})
+		for k, j := range c.Joins {
+			out = append(out, plannedTable{name: c.JoinStateTable(p, j), columns: PlannedChildJoinColumns(p, i, k, types)})
+		}
 	}
 	return out
 }

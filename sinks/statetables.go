@@ -24,6 +24,9 @@ func StateTables(p *projections.Projection, table string) []string {
 	}
 	for _, ch := range p.Children {
 		out = append(out, ch.StateTable(&c), ch.LinkTable(&c))
+		for _, j := range ch.Joins {
+			out = append(out, ch.JoinStateTable(&c, j))
+		}
 	}
 	return out
 }

@@ -46,22 +46,60 @@ func childAlias(i int) string { return fmt.Sprintf("ch%d", i) }
 // childFrom is the FROM and WHERE of entry i's child rows of the parent
 // row s.
 func childFrom(i int, c *projections.Children) string {
+	return childFromJoined(i, c, false)
+}
+
+// childJoinAlias is the alias of entry i's join j's parent table.
+func childJoinAlias(i int, j *projections.Join) string { return fmt.Sprintf("ch%dj%d", i, j.N) }
+
+// childFromJoined is childFrom, with the child rows LEFT JOINed to their
+// parents (children.<name>.join) when joined.
+func childFromJoined(i int, c *projections.Children, joined bool) string {
 	a := childAlias(i)
 	var on []string
 	for _, o := range c.On {
 		on = append(on, a+"."+q(o.Child)+" = s."+q(o.Parent))
 	}
-	return " FROM " + q(c.SourceDB) + "." + q(c.SourceTbl) + " " + a + " WHERE " + strings.Join(on, " AND ")
+	from := " FROM " + q(c.SourceDB) + "." + q(c.SourceTbl) + " " + a
+	for _, j := range c.Joins {
+		if !joined {
+			break
+		}
+		below := a
+		if j.Via != nil {
+			below = childJoinAlias(i, j.Via)
+		}
+		var ands []string
+		for _, o := range j.On {
+			ands = append(ands, childJoinAlias(i, j)+"."+q(o.Parent)+" = "+below+"."+q(o.Child))
+		}
+		from += " LEFT JOIN " + q(j.ParentDB) + "." + q(j.ParentTbl) + " " + childJoinAlias(i, j) + " ON " + strings.Join(ands, " AND ")
+	}
+	return from + " WHERE " + strings.Join(on, " AND ")
 }
 
 func childArraySQL(i int, c *projections.Children, pk []string) string {
 	a := childAlias(i)
 	col := func(name string) string { return a + "." + q(name) }
 	var members, order []string
-	for _, m := range c.Columns {
-		members = append(members, sqlquote.Literal(m.Name), m.SQL(col))
+	member := func(m projections.Member) string {
+		if m.Join != nil {
+			return childJoinAlias(i, m.Join) + "." + q(m.Source)
+		}
+		return col(m.Source)
+	}
+	for _, m := range c.Members() {
+		members = append(members, sqlquote.Literal(m.Name), member(m))
 	}
 	for _, o := range c.OrderBy {
+		if j := c.OrderJoin(o); j != nil {
+			for _, m := range c.Members() {
+				if m.Join == j && m.Name == o {
+					order = append(order, member(m))
+				}
+			}
+			continue
+		}
 		order = append(order, col(o))
 	}
 	for _, k := range pk {
@@ -74,7 +112,7 @@ func childArraySQL(i int, c *projections.Children, pk []string) string {
 	if c.Limit > 0 {
 		agg += fmt.Sprintf(" LIMIT %d", c.Limit)
 	}
-	return "(SELECT " + agg + ")" + childFrom(i, c) + ")"
+	return "(SELECT " + agg + ")" + childFromJoined(i, c, true) + ")"
 }
 
 func childCountSQL(i int, c *projections.Children) string {
@@ -229,4 +267,20 @@ func (v *Verifier) repairChildState(ctx context.Context, links map[int][][]strin
 		}
 	}
 	return withdrawn, nil
+}
+
+// childJoinWhere selects the rows of join j's parent table that the child
+// rows matching cond (over the child table's columns) point at, through
+// the joins j hangs off.
+func childJoinWhere(c *projections.Children, j *projections.Join, cond string) string {
+	var parent, below []string
+	for _, o := range j.On {
+		parent = append(parent, q(o.Parent))
+		below = append(below, q(o.Child))
+	}
+	from, where := q(c.SourceDB)+"."+q(c.SourceTbl), cond
+	if j.Via != nil {
+		from, where = q(j.Via.ParentDB)+"."+q(j.Via.ParentTbl), childJoinWhere(c, j.Via, cond)
+	}
+	return "(" + strings.Join(parent, ", ") + ") IN (SELECT " + strings.Join(below, ", ") + " FROM " + from + " WHERE " + where + ")"
 }

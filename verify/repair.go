@@ -131,6 +131,15 @@ func (v *Verifier) Repair(ctx context.Context, rep *Report, request Requester, w
 			}
 			res.SnapshotRequests++
 			res.ChildParents += len(part)
+			// The elements' joined columns come from the children's own
+			// parents' state: re-publish those parents too.
+			for _, j := range c.Joins {
+				where := childJoinWhere(c, j, strings.Join(part, " OR "))
+				if err := request(ctx, j.ParentDB+"."+j.ParentTbl, where); err != nil {
+					return nil, fmt.Errorf("requesting a snapshot of the %s.%s rows of the %s rows of %d parents: %w", j.ParentDB, j.ParentTbl, c.SourceDB+"."+c.SourceTbl, len(part), err)
+				}
+				res.SnapshotRequests++
+			}
 		}
 	}
 	n, err := v.repairChildState(ctx, links)
