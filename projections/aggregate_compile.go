@@ -32,9 +32,12 @@ func compileAggregate(p *Projection, d config.Projection, key string) []error {
 	p.Key, p.Columns = nil, nil
 	byName, order, gerrs := compileGroupBy(d, key)
 	errs = append(errs, gerrs...)
+	agg.joinedFrom = joinedGroupColumns(d, order)
 	if d.ShardBy != "" {
 		if _, ok := byName[d.ShardBy]; !ok {
 			bad("%s.shard_by %q must be one of its group columns %v: shard by a group column", key, d.ShardBy, order)
+		} else if _, joined := agg.joinedFrom[d.ShardBy]; joined {
+			bad("%s.shard_by %q is a joined parent's column: a group's shard must not move when the parent changes: shard by a group column of %s itself", key, d.ShardBy, d.From)
 		} else {
 			p.Key = append(p.Key, d.ShardBy)
 		}
@@ -48,7 +51,12 @@ func compileAggregate(p *Projection, d config.Projection, key string) []error {
 		p.Columns = append(p.Columns, byName[n])
 	}
 	agg.GroupBy = slices.Clone(p.Key)
-	errs = append(errs, aggregateJoinErrors(p, d, key)...)
+	p.Aggregation = agg
+	if len(agg.joinedFrom) > 0 {
+		errs = append(errs, joinedGroupJoinErrors(d, key, agg.joinedFrom)...)
+	} else {
+		errs = append(errs, aggregateJoinErrors(p, d, key)...)
+	}
 	var aerrs []error
 	agg.Aggregates, aerrs = compileAggregates(d, key, byName)
 	errs = append(errs, aerrs...)
@@ -89,6 +97,18 @@ func compileGroupBy(d config.Projection, key string) (byName map[string]Column, 
 	used := map[string]bool{}
 	for i, g := range d.GroupBy {
 		name, text := g, g
+		if k := joinDeclaring(d, g); k >= 0 {
+			// A joined parent's column (aggregate_joined.go): its value
+			// comes from the join's state on the sink, not the source row.
+			if _, dup := byName[g]; dup {
+				bad("%s.group_by[%d] %q: read column %q is already a group column: list each group once", key, i, g, g)
+				continue
+			}
+			used[g] = true
+			byName[g] = Column{Name: g}
+			order = append(order, g)
+			continue
+		}
 		if v, ok := d.Columns[g]; ok {
 			text = v
 		} else if e, err := expr.Parse(g); err == nil {
