@@ -116,6 +116,11 @@ func compileGroupBy(d config.Projection, key string) (byName map[string]Column, 
 				name = col
 			} else {
 				name = groupColumnName(g)
+				if j := slices.IndexFunc(e.Columns(), func(c string) bool { return joinDeclaring(d, c) >= 0 }); j >= 0 {
+					c := e.Columns()[j]
+					bad("%s.group_by[%d] %q: %s is join[%d]'s column, and an expression over a joined parent's column is not supported: group by %s itself (list it in group_by)", key, i, g, c, joinDeclaring(d, c), c)
+					continue
+				}
 			}
 		} else {
 			name = groupColumnName(g)

@@ -29,8 +29,20 @@ type JoinedGroup struct {
 }
 
 // joinDeclaring is the index of the join of d whose columns declare read
-// column name, -1 when none does.
+// column name, -1 when none does, or when a join's on names name as a
+// column of the source row: then name is that source column, and a join
+// column of that name clashes with it (compileJoin says so).
 func joinDeclaring(d config.Projection, name string) int {
+	for _, j := range d.Join {
+		if j.Via != "" {
+			continue
+		}
+		for _, child := range j.On {
+			if child == name {
+				return -1
+			}
+		}
+	}
 	for k, j := range d.Join {
 		if _, ok := j.Columns[name]; ok {
 			return k
@@ -208,6 +220,12 @@ func (p *Projection) checkJoinedGroups(src *sourceTable, out *Types) []error {
 		}
 	}
 	for _, g := range p.Aggregation.Joined {
+		if src != nil {
+			if ok, _ := src.has(g.Column); ok {
+				errs = append(errs, fmt.Errorf("projections.%s.group_by %q names both a column of %s.%s and join[%d]'s column %s: rename the join's column (e.g. columns: {%s_%s: …}) and group by that name, or remove it from the join to group by the source column",
+					p.Name, g.Column, p.SourceDB, p.SourceTbl, g.Join.N-1, g.Column, g.Join.ParentTbl, g.Column))
+			}
+		}
 		if def, ok := out.Read[g.Column]; ok {
 			out.GroupRead = setDef(out.GroupRead, g.Column, strings.TrimSuffix(strings.TrimSuffix(def, " NOT NULL"), " NULL")+" NOT NULL")
 		}
