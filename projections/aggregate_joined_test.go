@@ -45,8 +45,8 @@ func TestCompileJoinedGroups(t *testing.T) {
 	}
 	for _, c := range []struct {
 		why, name, key string
-		joined     []string // group column@join N
-		links      []string // root joins' on reads
+		joined         []string // group column@join N
+		links          []string // root joins' on reads
 	}{
 		{"one join: store_id from staff, beside a source expression", "by_store", "store_id,date_format_payment_date_y_m", []string{"store_id@1"}, []string{"_rs_l1_staff_id"}},
 		{"three joins through via: category_id from film", "by_category", "category_id", []string{"category_id@3"}, []string{"_rs_l1_rental_id"}},

@@ -302,7 +302,11 @@ func (pk *sourcePK) existing(ctx context.Context, v *Verifier, members []sinks.M
 		idx = append(idx, i)
 	}
 	var group []string
-	for _, name := range v.p.Key {
+	for i, name := range v.p.Key {
+		if jg := v.p.Aggregation.JoinedGroupIndex(i); jg != nil {
+			group = append(group, joinedGroupOf(jg, func(c string) string { return q(pk.db) + "." + q(pk.table) + "." + q(c) }))
+			continue
+		}
 		group = append(group, groupSQL(v.p, name, q))
 	}
 	found, groups, err := pk.lookup(ctx, v.src, keys, group)

@@ -134,3 +134,37 @@ func (v *Verifier) republishJoinedGroups(ctx context.Context, keys []Key, reques
 	}
 	return nil
 }
+
+// joinedGroupOf is the value of joined group column jg for one source
+// row, as a scalar subquery through jg's via chain; outer renders the
+// source row's columns (qualified: a parent may have columns of the same
+// names).
+func joinedGroupOf(jg *projections.JoinedGroup, outer func(string) string) string {
+	var chain []*projections.Join
+	for j := jg.Join; j != nil; j = j.Via {
+		chain = append([]*projections.Join{j}, chain...)
+	}
+	col := ""
+	for _, c := range jg.Join.Columns {
+		if c.Name == jg.Column {
+			col = c.Source
+		}
+	}
+	var from, where []string
+	for k, j := range chain {
+		var on []string
+		for _, o := range j.On {
+			if k == 0 {
+				where = append(where, fmt.Sprintf("j%d.%s = %s", j.N, q(o.Parent), outer(o.Child)))
+			} else {
+				on = append(on, fmt.Sprintf("j%d.%s = j%d.%s", j.N, q(o.Parent), j.Via.N, q(o.Child)))
+			}
+		}
+		t := fmt.Sprintf("%s.%s j%d", q(j.ParentDB), q(j.ParentTbl), j.N)
+		if k > 0 {
+			t = "JOIN " + t + " ON " + strings.Join(on, " AND ")
+		}
+		from = append(from, t)
+	}
+	return fmt.Sprintf("(SELECT j%d.%s FROM %s WHERE %s)", jg.Join.N, q(col), strings.Join(from, " "), strings.Join(where, " AND "))
+}
