@@ -240,3 +240,24 @@ func setDef(m map[string]string, k, v string) map[string]string {
 	m[k] = v
 	return m
 }
+
+// JoinedGroupsPlan says, for `readside plan`, where each joined group
+// column comes from and what a change of a parent on its chain costs:
+// the tables a regroup reads and that the projection's batches apply one
+// at a time (per shard).
+func (p *Projection) JoinedGroupsPlan() []string {
+	if p.Aggregation == nil || len(p.Aggregation.Joined) == 0 {
+		return nil
+	}
+	var out []string
+	for _, g := range p.Aggregation.Joined {
+		var chain, states []string
+		for j := g.Join; j != nil; j = j.Via {
+			chain = append([]string{j.ParentDB + "." + j.ParentTbl}, chain...)
+			states = append([]string{j.StateTable(p)}, states...)
+		}
+		out = append(out, fmt.Sprintf("group column %s from %s (via %s): a change of a row on that chain regroups every contribution below it, found through %s and the link index of %s; a row whose parent is missing, or holds NULL there, is in no group",
+			g.Column, chain[len(chain)-1], strings.Join(chain, " -> "), strings.Join(states, ", "), p.ContributionsTable()))
+	}
+	return append(out, "groups from joined parents: the projection's batches apply one at a time per shard (each regroup reads the join state as committed)")
+}

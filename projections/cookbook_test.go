@@ -80,6 +80,15 @@ var cookbookSources = map[string]*sourceTable{
 	"app.users": cookbookTable([][3]string{{"id", "bigint(20)"}, {"last_seen_at", "datetime(3)", "null"},
 		{"status", "varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"}, {"name", "varchar(100) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"},
 		{"bio", "text CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", "null"}, {"avatar", "varbinary(255)", "null"}, {"created_at", "datetime(3)"}}),
+	"sakila.payment": cookbookKeyed("payment_id", [][3]string{{"payment_id", "smallint(5) unsigned"}, {"customer_id", "smallint(5) unsigned"},
+		{"staff_id", "tinyint(3) unsigned"}, {"rental_id", "int(11)", "null"}, {"amount", "decimal(5,2)"}, {"payment_date", "datetime"}}),
+}
+
+// cookbookKeyed is cookbookTable keyed by pk.
+func cookbookKeyed(pk string, cols [][3]string) *sourceTable {
+	t := cookbookTable(cols)
+	t.pk = []string{pk}
+	return t
 }
 
 // cookbookTable is a source table of columns {name, definition, "null"
