@@ -54,8 +54,11 @@ type joinedStatements struct {
 }
 
 // linkColumns are the contributions table's link columns: per root join,
-// per on column, the source row's value.
+// per on column, the source row's value (none unless joinedAgg(p)).
 func linkColumns(p *projections.Projection) []string {
+	if !joinedAgg(p) {
+		return nil
+	}
 	var out []string
 	for _, j := range p.Joins {
 		if j.Via == nil {
@@ -306,6 +309,9 @@ func sourceSide(ag *projections.Aggregation, group []projections.Value) bool {
 // indexes (regroup finds a parent's rows by them), given the root joins'
 // key types.
 func joinedAggDDL(p *projections.Projection, types projections.Types) (defs, idx []string) {
+	if !joinedAgg(p) {
+		return nil, nil
+	}
 	for i, j := range p.Joins {
 		if j.Via != nil {
 			continue
