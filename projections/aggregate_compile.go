@@ -163,7 +163,7 @@ func aggregateJoinErrors(p *Projection, d config.Projection, key string) []error
 		// A group's parent is found by the group's own columns; a parent's
 		// parent (via) would need a carried key per group.
 		if j.Via != "" {
-			bad("%s.join[%d].via: a join through another join is not supported on an aggregate projection: join the group's parent directly, its on naming group columns", key, i)
+			bad("%s.join[%d].via: a join through another join is not supported on an aggregate projection whose joins copy a group's descriptive columns: to group by a parent's column, list that join column in group_by (groups from joined parents, any depth); else join the group's parent directly, its on naming group columns", key, i)
 			continue
 		}
 		pcs := make([]string, 0, len(j.On))
