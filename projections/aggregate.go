@@ -27,6 +27,8 @@ type Aggregation struct {
 	// joinedFrom maps each group column that is a joined parent's column
 	// to the index of the join declaring it (aggregate_joined.go).
 	joinedFrom map[string]int
+	// joinedExpr are those that are expressions over one join's columns.
+	joinedExpr map[string]*expr.Expr
 	// Joined are those group columns, resolved once the joins compiled.
 	Joined []JoinedGroup
 }

@@ -30,9 +30,9 @@ func compileAggregate(p *Projection, d config.Projection, key string) []error {
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	agg := &Aggregation{typed: new(atomic.Pointer[aggTyped])}
 	p.Key, p.Columns = nil, nil
-	byName, order, gerrs := compileGroupBy(d, key)
+	byName, order, exprs, gerrs := compileGroupBy(d, key)
 	errs = append(errs, gerrs...)
-	agg.joinedFrom = joinedGroupColumns(d, order)
+	agg.joinedFrom, agg.joinedExpr = joinedGroupColumns(d, order, exprs), exprs
 	if d.ShardBy != "" {
 		if _, ok := byName[d.ShardBy]; !ok {
 			bad("%s.shard_by %q must be one of its group columns %v: shard by a group column", key, d.ShardBy, order)
@@ -53,7 +53,7 @@ func compileAggregate(p *Projection, d config.Projection, key string) []error {
 	agg.GroupBy = slices.Clone(p.Key)
 	p.Aggregation = agg
 	if len(agg.joinedFrom) > 0 {
-		errs = append(errs, joinedGroupJoinErrors(d, key, agg.joinedFrom)...)
+		errs = append(errs, joinedGroupJoinErrors(d, key, agg.joinedFrom, agg.joinedExpr)...)
 	} else {
 		errs = append(errs, aggregateJoinErrors(p, d, key)...)
 	}
@@ -91,7 +91,9 @@ func aggregateShapeErrors(d config.Projection, key string) []error {
 // group_by's order. A group_by entry is a read column of columns, a source
 // column, or an expression (whose read column is named after it); columns
 // may hold nothing else.
-func compileGroupBy(d config.Projection, key string) (byName map[string]Column, order []string, errs []error) {
+// An entry over a joined parent's columns is a joined group column
+// (aggregate_joined.go), its expression in joined.
+func compileGroupBy(d config.Projection, key string) (byName map[string]Column, order []string, joined map[string]*expr.Expr, errs []error) {
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	byName = map[string]Column{}
 	used := map[string]bool{}
@@ -116,11 +118,6 @@ func compileGroupBy(d config.Projection, key string) (byName map[string]Column, 
 				name = col
 			} else {
 				name = groupColumnName(g)
-				if j := slices.IndexFunc(e.Columns(), func(c string) bool { return joinDeclaring(d, c) >= 0 }); j >= 0 {
-					c := e.Columns()[j]
-					bad("%s.group_by[%d] %q: %s is join[%d]'s column, and an expression over a joined parent's column is not supported: group by %s itself (list it in group_by)", key, i, g, c, joinDeclaring(d, c), c)
-					continue
-				}
 			}
 		} else {
 			name = groupColumnName(g)
@@ -131,6 +128,20 @@ func compileGroupBy(d config.Projection, key string) (byName map[string]Column, 
 		}
 		if _, dup := byName[name]; dup {
 			bad("%s.group_by[%d] %q: read column %q is already a group column: list each group once", key, i, g, name)
+			continue
+		}
+		if e, err := expr.Parse(text); err == nil && slices.ContainsFunc(e.Columns(), func(c string) bool { return joinDeclaring(d, c) >= 0 }) {
+			if why := joinedExprProblem(d, e); why != "" {
+				bad("%s.group_by[%d] %q: %s", key, i, g, why)
+				continue
+			}
+			if joined == nil {
+				joined = map[string]*expr.Expr{}
+			}
+			joined[name] = e
+			used[g] = true
+			byName[name] = Column{Name: name}
+			order = append(order, name)
 			continue
 		}
 		c, err := compileColumn(name, text, d.ColumnTypes[name])
@@ -151,7 +162,7 @@ func compileGroupBy(d config.Projection, key string) (byName map[string]Column, 
 			bad("%s.columns.%s: an aggregate projection's columns may hold only its group columns: add %s to group_by, or remove it", key, c, c)
 		}
 	}
-	return byName, order, errs
+	return byName, order, joined, errs
 }
 
 // aggregateJoinErrors checks an aggregate projection's joins: each finds

@@ -12,6 +12,7 @@ package projections
 // docs/design/aggregates.md "Groups from joined parents").
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -19,13 +20,44 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/event"
+	"github.com/readside/readside/expr"
 )
 
 // JoinedGroup is a group column whose value is a joined parent's column.
 type JoinedGroup struct {
 	Index  int   // in Projection.Columns (and Key)
-	Join   *Join // the join declaring it
+	Join   *Join // the join declaring it (its columns, for an expression)
 	Column string
+	// Expr computes it over Join's read columns (nil: it is Join's column
+	// Column). MySQL computes it on both sides: on the sink over the join
+	// state, in verify over the parent rows.
+	Expr *expr.Expr
+}
+
+// SQL is the group column over join state or parent rows, col rendering
+// one of the join's read columns.
+func (g JoinedGroup) SQL(col func(readCol string) string) string {
+	if g.Expr == nil {
+		return col(g.Column)
+	}
+	return g.Expr.SQL(col)
+}
+
+// joinedExprProblem says why expression e over joined columns cannot be a
+// group column ("" when it can): it must read the columns of one join.
+func joinedExprProblem(d config.Projection, e *expr.Expr) string {
+	k := -1
+	for _, c := range e.Columns() {
+		j := joinDeclaring(d, c)
+		switch {
+		case j < 0:
+			return fmt.Sprintf("it reads %s, which no join declares, beside a joined parent's column: a group expression reads either the source row or one join's columns; make two group columns of it", c)
+		case k >= 0 && j != k:
+			return fmt.Sprintf("it reads columns of join[%d] and join[%d]: a group expression reads one join's columns; make two group columns of it", k, j)
+		}
+		k = j
+	}
+	return ""
 }
 
 // joinDeclaring is the index of the join of d whose columns declare read
@@ -51,12 +83,17 @@ func joinDeclaring(d config.Projection, name string) int {
 	return -1
 }
 
-// joinedGroupColumns maps the group columns of order that joins declare
-// to their join's index (nil when none is).
-func joinedGroupColumns(d config.Projection, order []string) map[string]int {
+// joinedGroupColumns maps the group columns of order that joins declare,
+// or that are expressions over one join's columns (exprs), to their
+// join's index (nil when none is).
+func joinedGroupColumns(d config.Projection, order []string, exprs map[string]*expr.Expr) map[string]int {
 	var out map[string]int
 	for _, g := range order {
-		if k := joinDeclaring(d, g); k >= 0 {
+		k := joinDeclaring(d, g)
+		if e, ok := exprs[g]; ok {
+			k = joinDeclaring(d, e.Columns()[0])
+		}
+		if k >= 0 {
 			if out == nil {
 				out = map[string]int{}
 			}
@@ -70,8 +107,17 @@ func joinedGroupColumns(d config.Projection, order []string) map[string]int {
 // joined group columns: their columns are group columns only (the read
 // table has no other place for them), and each hangs, directly or through
 // via, off the source row.
-func joinedGroupJoinErrors(d config.Projection, key string, joined map[string]int) []error {
+func joinedGroupJoinErrors(d config.Projection, key string, joined map[string]int, exprs map[string]*expr.Expr) []error {
 	var errs []error
+	read := map[string]bool{} // join columns the group columns read
+	for g := range joined {
+		read[g] = true
+		if e, ok := exprs[g]; ok {
+			for _, c := range e.Columns() {
+				read[c] = true
+			}
+		}
+	}
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	for i, j := range d.Join {
 		cols := make([]string, 0, len(j.Columns))
@@ -80,7 +126,7 @@ func joinedGroupJoinErrors(d config.Projection, key string, joined map[string]in
 		}
 		sort.Strings(cols)
 		for _, c := range cols {
-			if _, ok := joined[c]; !ok {
+			if !read[c] {
 				bad("%s.join[%d].columns.%s: in an aggregate projection whose groups come from joined parents, a join's columns are group columns: add %s to group_by, or remove it", key, i, c, c)
 			}
 		}
@@ -94,7 +140,7 @@ func joinedGroupJoinErrors(d config.Projection, key string, joined map[string]in
 		}
 	}
 	for g := range joined {
-		if v, ok := d.Columns[g]; ok {
+		if v, ok := d.Columns[g]; ok && joinDeclaring(d, g) >= 0 {
 			bad("%s.columns.%s %q: %s is a column of join[%d]: rename one of them", key, g, v, g, joined[g])
 		}
 	}
@@ -146,7 +192,7 @@ func resolveJoinedGroups(p *Projection) {
 		}
 		for _, j := range p.Joins {
 			if j.N == k+1 {
-				ag.Joined = append(ag.Joined, JoinedGroup{Index: i, Join: j, Column: c.Name})
+				ag.Joined = append(ag.Joined, JoinedGroup{Index: i, Join: j, Column: c.Name, Expr: ag.joinedExpr[c.Name]})
 			}
 		}
 	}
@@ -203,7 +249,7 @@ func (p *Projection) contributeJoined(c *Contribution, e event.Event, pl *imageP
 // join's on names a column of it, and makes each joined group column's
 // read definition NOT NULL (a row whose parent is missing, or holds NULL
 // there, is in no group).
-func (p *Projection) checkJoinedGroups(src *sourceTable, out *Types) []error {
+func (p *Projection) checkJoinedGroups(src *sourceTable, parents map[*Join]*sourceTable, out *Types) []error {
 	if p.Aggregation == nil || len(p.Aggregation.Joined) == 0 {
 		return nil
 	}
@@ -225,6 +271,14 @@ func (p *Projection) checkJoinedGroups(src *sourceTable, out *Types) []error {
 				errs = append(errs, fmt.Errorf("projections.%s.group_by %q names both a column of %s.%s and join[%d]'s column %s: rename the join's column (e.g. columns: {%s_%s: …}) and group by that name, or remove it from the join to group by the source column",
 					p.Name, g.Column, p.SourceDB, p.SourceTbl, g.Join.N-1, g.Column, g.Join.ParentTbl, g.Column))
 			}
+		}
+		if g.Expr != nil {
+			def, err := typeJoinedExpr(g, parents[g.Join])
+			if err != nil {
+				errs = append(errs, fmt.Errorf("projections.%s.group_by %q: %w", p.Name, g.Expr.String(), err))
+				continue
+			}
+			out.Read[g.Column] = def + " NULL"
 		}
 		if def, ok := out.Read[g.Column]; ok {
 			out.GroupRead = setDef(out.GroupRead, g.Column, strings.TrimSuffix(strings.TrimSuffix(def, " NOT NULL"), " NULL")+" NOT NULL")
@@ -260,4 +314,32 @@ func (p *Projection) JoinedGroupsPlan() []string {
 			g.Column, chain[len(chain)-1], strings.Join(chain, " -> "), strings.Join(states, ", "), p.ContributionsTable()))
 	}
 	return append(out, "groups from joined parents: the projection's batches apply one at a time per shard (each regroup reads the join state as committed)")
+}
+
+// typeJoinedExpr types a joined group expression over its join's parent
+// table (nil when that table could not be read: its problem is named
+// already), giving its column definition without nullability.
+func typeJoinedExpr(g JoinedGroup, parent *sourceTable) (string, error) {
+	if parent == nil {
+		return "", errors.New("its join's parent table could not be read")
+	}
+	source := map[string]string{}
+	for _, c := range g.Join.Columns {
+		source[c.Name] = c.Source
+	}
+	fresh, err := expr.Parse(g.Expr.String())
+	if err != nil {
+		return "", err
+	}
+	typ, err := fresh.Check(func(name string) (expr.Column, bool) {
+		def, ok := parent.types[source[name]]
+		if !ok {
+			return expr.Column{}, false
+		}
+		return expr.Column{Name: name, Def: def, Nullable: true}, true
+	})
+	if err != nil {
+		return "", err
+	}
+	return typ.Column, nil
 }

@@ -70,6 +70,10 @@ func newRentalShop(t *testing.T, bed *testbed.Bed) *rentalShop {
 			Where:      "amount IS NOT NULL",
 			Aggregates: map[string]string{"revenue": "sum(amount)", "payments": "count(*)", "smallest": "min(amount)"}},
 	}
+	// A group that is an expression over a joined column: category families.
+	family := s.cfg.Projections["sales_by_category"]
+	family.GroupBy, family.Where = []string{"category_id DIV 2"}, ""
+	s.cfg.Projections["sales_by_family"] = family
 	s.openSink(t)
 	return s
 }
@@ -115,14 +119,18 @@ func (s *rentalShop) expected(t *testing.T) string {
 		"JOIN "+tbl("staff")+" st ON st.staff_id = p.staff_id WHERE st.store_id IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2") + "--\n" +
 		testbed.RowsText(t, db, "SELECT f.category_id, SUM(p.amount), COUNT(*), MIN(p.amount) FROM "+tbl("payment")+" p "+
 			"JOIN "+tbl("rental")+" r ON r.rental_id = p.rental_id JOIN "+tbl("inventory")+" i ON i.inventory_id = r.inventory_id "+
-			"JOIN "+tbl("film")+" f ON f.film_id = i.film_id WHERE p.amount IS NOT NULL AND f.category_id IS NOT NULL GROUP BY 1 ORDER BY 1")
+			"JOIN "+tbl("film")+" f ON f.film_id = i.film_id WHERE p.amount IS NOT NULL AND f.category_id IS NOT NULL GROUP BY 1 ORDER BY 1") + "--\n" +
+		testbed.RowsText(t, db, "SELECT f.category_id DIV 2, SUM(p.amount), COUNT(*), MIN(p.amount) FROM "+tbl("payment")+" p "+
+			"JOIN "+tbl("rental")+" r ON r.rental_id = p.rental_id JOIN "+tbl("inventory")+" i ON i.inventory_id = r.inventory_id "+
+			"JOIN "+tbl("film")+" f ON f.film_id = i.film_id WHERE f.category_id DIV 2 IS NOT NULL GROUP BY 1 ORDER BY 1")
 }
 
 // actual is the two read tables in expected's shape.
 func (s *rentalShop) actual(t *testing.T, db string) string {
 	t.Helper()
 	return testbed.RowsText(t, s.bed.MySQL.DB(), "SELECT store_id, date_format_payment_date_y_m, revenue, payments, last_at FROM `"+db+"`.revenue_by_store_month ORDER BY 1, 2") + "--\n" +
-		testbed.RowsText(t, s.bed.MySQL.DB(), "SELECT category_id, revenue, payments, smallest FROM `"+db+"`.sales_by_category ORDER BY 1")
+		testbed.RowsText(t, s.bed.MySQL.DB(), "SELECT category_id, revenue, payments, smallest FROM `"+db+"`.sales_by_category ORDER BY 1") + "--\n" +
+		testbed.RowsText(t, s.bed.MySQL.DB(), "SELECT category_id_div_2, revenue, payments, smallest FROM `"+db+"`.sales_by_family ORDER BY 1")
 }
 
 func (s *rentalShop) waitEqual(t *testing.T, what string) {

@@ -27,6 +27,9 @@ func rentalConfig() config.Config {
 			GroupBy:    []string{"category_id"},
 			Aggregates: map[string]string{"payments": "count(*)"}},
 	}
+	family := cfg.Projections["by_category"]
+	family.GroupBy = []string{"category_id DIV 2"}
+	cfg.Projections["by_family"] = family
 	return cfg
 }
 
@@ -50,6 +53,7 @@ func TestCompileJoinedGroups(t *testing.T) {
 	}{
 		{"one join: store_id from staff, beside a source expression", "by_store", "store_id,date_format_payment_date_y_m", []string{"store_id@1"}, []string{"_rs_l1_staff_id"}},
 		{"three joins through via: category_id from film", "by_category", "category_id", []string{"category_id@3"}, []string{"_rs_l1_rental_id"}},
+		{"an expression over a joined column", "by_family", "category_id_div_2", []string{"category_id_div_2@3"}, []string{"_rs_l1_rental_id"}},
 	} {
 		p := byName[c.name]
 		if got := strings.Join(p.Key, ","); got != c.key {
@@ -93,8 +97,8 @@ func TestCompileJoinedGroupsErrors(t *testing.T) {
 		}, "projections.by_store.join[0].columns.staff_name: in an aggregate projection whose groups come from joined parents, a join's columns are group columns: add staff_name to group_by, or remove it"},
 		{"a group's shard cannot move with its parent", "by_store", func(p *config.Projection) { p.ShardBy = "store_id" },
 			`projections.by_store.shard_by "store_id" is a joined parent's column`},
-		{"expressions over joined columns are not supported", "by_store", func(p *config.Projection) { p.GroupBy = []string{"store_id + 1"} },
-			`projections.by_store.group_by[0] "store_id + 1": store_id is join[0]'s column, and an expression over a joined parent's column is not supported`},
+		{"an expression reads the source row or one join's columns, not both", "by_store", func(p *config.Projection) { p.GroupBy = []string{"store_id + customer_id"} },
+			`projections.by_store.group_by[0] "store_id + customer_id": it reads customer_id, which no join declares, beside a joined parent's column`},
 		{"a join with no columns must lead somewhere", "by_category", func(p *config.Projection) { p.Join[1].As = "" },
 			"projections.by_category.join[1].columns is empty"},
 		{"a joined group column named like an aggregate", "by_store", func(p *config.Projection) { p.Aggregates = map[string]string{"store_id": "count(*)"} },

@@ -194,7 +194,7 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 			out.Read[c.Name] = parent.def(c.Source, true)
 		}
 	}
-	errs = append(errs, p.checkJoinedGroups(src, &out)...)
+	errs = append(errs, p.checkJoinedGroups(src, parents, &out)...)
 	return out, errors.Join(errs...)
 }
 

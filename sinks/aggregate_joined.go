@@ -86,7 +86,7 @@ func joinedStatementsOf(p *projections.Projection, d dialect) *joinedStatements 
 		sel = append(sel, "c."+q(l))
 	}
 	for _, g := range ag.Joined {
-		sel = append(sel, fmt.Sprintf("s%d.%s", g.Join.N, q(stateCol(g.Column))))
+		sel = append(sel, g.SQL(func(c string) string { return fmt.Sprintf("s%d.%s", g.Join.N, q(stateCol(c))) }))
 	}
 	from := " FROM " + q(p.ContributionsTable()) + " AS c"
 	for _, j := range p.Joins {

@@ -59,27 +59,27 @@ func joinedGroupsFrom(p *projections.Projection) string {
 // parent gives it ("" otherwise).
 func joinedColumn(p *projections.Projection, name string) string {
 	for _, g := range p.Aggregation.Joined {
-		if g.Column != name {
-			continue
-		}
-		for _, c := range g.Join.Columns {
-			if c.Name == name {
-				return fmt.Sprintf("j%d.%s", g.Join.N, q(c.Source))
-			}
+		if g.Column == name {
+			return "(" + g.SQL(func(c string) string { return fmt.Sprintf("j%d.%s", g.Join.N, q(parentColumn(g.Join, c))) }) + ")"
 		}
 	}
 	return ""
 }
 
+// parentColumn is the parent column join j copies into read column c.
+func parentColumn(j *projections.Join, c string) string {
+	for _, x := range j.Columns {
+		if x.Name == c {
+			return x.Source
+		}
+	}
+	return c
+}
+
 // joinedEquals is the condition on join jg.Join's parent table that its
 // group column jg equals value (the key's i-th column).
 func (v *Verifier) joinedEquals(jg *projections.JoinedGroup, value string, i int) string {
-	for _, c := range jg.Join.Columns {
-		if c.Name == jg.Column {
-			return q(c.Source) + " = " + literal(v.keyKinds[i], value)
-		}
-	}
-	return "FALSE"
+	return "(" + jg.SQL(func(c string) string { return q(parentColumn(jg.Join, c)) }) + ") = " + literal(v.keyKinds[i], value)
 }
 
 // sourceBelow is the condition on the child table of join j (the source
@@ -144,12 +144,6 @@ func joinedGroupOf(jg *projections.JoinedGroup, outer func(string) string) strin
 	for j := jg.Join; j != nil; j = j.Via {
 		chain = append([]*projections.Join{j}, chain...)
 	}
-	col := ""
-	for _, c := range jg.Join.Columns {
-		if c.Name == jg.Column {
-			col = c.Source
-		}
-	}
 	var from, where []string
 	for k, j := range chain {
 		var on []string
@@ -166,5 +160,6 @@ func joinedGroupOf(jg *projections.JoinedGroup, outer func(string) string) strin
 		}
 		from = append(from, t)
 	}
-	return fmt.Sprintf("(SELECT j%d.%s FROM %s WHERE %s)", jg.Join.N, q(col), strings.Join(from, " "), strings.Join(where, " AND "))
+	sel := jg.SQL(func(c string) string { return fmt.Sprintf("j%d.%s", jg.Join.N, q(parentColumn(jg.Join, c))) })
+	return fmt.Sprintf("(SELECT %s FROM %s WHERE %s)", sel, strings.Join(from, " "), strings.Join(where, " AND "))
 }
