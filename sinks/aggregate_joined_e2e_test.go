@@ -165,4 +165,3 @@ func TestApplyJoinedGroupsConcurrently(t *testing.T) {
 		t.Fatalf("after %d concurrent batches: %s", writers*batches, testbed.FirstDifference(got, want))
 	}
 }
-
