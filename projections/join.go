@@ -318,8 +318,8 @@ func checkVia(p *Projection, j *Join, via *sourceTable) []error {
 // shard only when it finds them by the shard key. Otherwise every shard's
 // UPDATE runs: the change scatters. `readside plan` prints these lines.
 func (p *Projection) FanOutScope(shards int) []string {
-	if shards < 2 {
-		return nil
+	if shards < 2 || (p.Aggregation != nil && len(p.Aggregation.Joined) > 0) {
+		return nil // no fan-out: its groups move instead (JoinedGroupsPlan)
 	}
 	var out []string
 	for _, j := range p.Joins {
