@@ -81,6 +81,14 @@ func TestCompileJoinedGroups(t *testing.T) {
 			t.Errorf("%s: links %v, want %v", c.why, links, c.links)
 		}
 	}
+	// plan names each joined column's chain and its state tables.
+	plan := strings.Join(byName["by_category"].JoinedGroupsPlan(), "\n")
+	for _, want := range []string{"group column category_id from rent.film (via rent.rental -> rent.inventory -> rent.film)",
+		"_readside_join_by_category_1, _readside_join_by_category_2, _readside_join_by_category_3", "apply one at a time per shard"} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("plan lacks %q:\n%s", want, plan)
+		}
+	}
 }
 
 // TestCompileJoinedGroupsErrors: each broken declaration names its key
