@@ -24,6 +24,13 @@ type Aggregation struct {
 	Aggregates []Aggregate
 	// typed is Aggregates checked against the source (typeAggregates).
 	typed *atomic.Pointer[aggTyped]
+	// joinedFrom maps each group column that is a joined parent's column
+	// to the index of the join declaring it (aggregate_joined.go).
+	joinedFrom map[string]int
+	// joinedExpr are those that are expressions over one join's columns.
+	joinedExpr map[string]*expr.Expr
+	// Joined are those group columns, resolved once the joins compiled.
+	Joined []JoinedGroup
 }
 
 // AggFunc is an aggregate function.
@@ -228,6 +235,12 @@ func (p *Projection) contribute(c *Contribution, e event.Event, ps *plans) error
 	}
 	pl := p.plan(ps, img, e.Schema)
 	c.Group = make([]Value, len(p.Columns))
+	if len(p.Aggregation.Joined) > 0 {
+		if err := p.contributeJoined(c, e, pl); err != nil {
+			return err
+		}
+		return p.contributeValues(c, img, t)
+	}
 	for i := range p.Columns {
 		v, err := p.value(img, pl, i)
 		if err != nil {
@@ -246,6 +259,11 @@ func (p *Projection) contribute(c *Contribution, e event.Event, ps *plans) error
 		}
 		c.Parents = append(c.Parents, ref)
 	}
+	return p.contributeValues(c, img, t)
+}
+
+// contributeValues fills c's values, per aggregate, from img.
+func (p *Projection) contributeValues(c *Contribution, img *event.Image, t *aggTyped) error {
 	c.Values = make([]Value, len(p.Aggregation.Aggregates))
 	for i, a := range p.Aggregation.Aggregates {
 		x := t.aggs[i]

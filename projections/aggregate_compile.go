@@ -30,11 +30,14 @@ func compileAggregate(p *Projection, d config.Projection, key string) []error {
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	agg := &Aggregation{typed: new(atomic.Pointer[aggTyped])}
 	p.Key, p.Columns = nil, nil
-	byName, order, gerrs := compileGroupBy(d, key)
+	byName, order, exprs, gerrs := compileGroupBy(d, key)
 	errs = append(errs, gerrs...)
+	agg.joinedFrom, agg.joinedExpr = joinedGroupColumns(d, order, exprs), exprs
 	if d.ShardBy != "" {
 		if _, ok := byName[d.ShardBy]; !ok {
 			bad("%s.shard_by %q must be one of its group columns %v: shard by a group column", key, d.ShardBy, order)
+		} else if _, joined := agg.joinedFrom[d.ShardBy]; joined {
+			bad("%s.shard_by %q is a joined parent's column: a group's shard must not move when the parent changes: shard by a group column of %s itself", key, d.ShardBy, d.From)
 		} else {
 			p.Key = append(p.Key, d.ShardBy)
 		}
@@ -48,7 +51,12 @@ func compileAggregate(p *Projection, d config.Projection, key string) []error {
 		p.Columns = append(p.Columns, byName[n])
 	}
 	agg.GroupBy = slices.Clone(p.Key)
-	errs = append(errs, aggregateJoinErrors(p, d, key)...)
+	p.Aggregation = agg
+	if len(agg.joinedFrom) > 0 {
+		errs = append(errs, joinedGroupJoinErrors(d, key, agg.joinedFrom, agg.joinedExpr)...)
+	} else {
+		errs = append(errs, aggregateJoinErrors(p, d, key)...)
+	}
 	var aerrs []error
 	agg.Aggregates, aerrs = compileAggregates(d, key, byName)
 	errs = append(errs, aerrs...)
@@ -83,12 +91,26 @@ func aggregateShapeErrors(d config.Projection, key string) []error {
 // group_by's order. A group_by entry is a read column of columns, a source
 // column, or an expression (whose read column is named after it); columns
 // may hold nothing else.
-func compileGroupBy(d config.Projection, key string) (byName map[string]Column, order []string, errs []error) {
+// An entry over a joined parent's columns is a joined group column
+// (aggregate_joined.go), its expression in joined.
+func compileGroupBy(d config.Projection, key string) (byName map[string]Column, order []string, joined map[string]*expr.Expr, errs []error) {
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	byName = map[string]Column{}
 	used := map[string]bool{}
 	for i, g := range d.GroupBy {
 		name, text := g, g
+		if k := joinDeclaring(d, g); k >= 0 {
+			// A joined parent's column (aggregate_joined.go): its value
+			// comes from the join's state on the sink, not the source row.
+			if _, dup := byName[g]; dup {
+				bad("%s.group_by[%d] %q: read column %q is already a group column: list each group once", key, i, g, g)
+				continue
+			}
+			used[g] = true
+			byName[g] = Column{Name: g}
+			order = append(order, g)
+			continue
+		}
 		if v, ok := d.Columns[g]; ok {
 			text = v
 		} else if e, err := expr.Parse(g); err == nil {
@@ -106,6 +128,20 @@ func compileGroupBy(d config.Projection, key string) (byName map[string]Column, 
 		}
 		if _, dup := byName[name]; dup {
 			bad("%s.group_by[%d] %q: read column %q is already a group column: list each group once", key, i, g, name)
+			continue
+		}
+		if e, err := expr.Parse(text); err == nil && slices.ContainsFunc(e.Columns(), func(c string) bool { return joinDeclaring(d, c) >= 0 }) {
+			if why := joinedExprProblem(d, e); why != "" {
+				bad("%s.group_by[%d] %q: %s", key, i, g, why)
+				continue
+			}
+			if joined == nil {
+				joined = map[string]*expr.Expr{}
+			}
+			joined[name] = e
+			used[g] = true
+			byName[name] = Column{Name: name}
+			order = append(order, name)
 			continue
 		}
 		c, err := compileColumn(name, text, d.ColumnTypes[name])
@@ -126,7 +162,7 @@ func compileGroupBy(d config.Projection, key string) (byName map[string]Column, 
 			bad("%s.columns.%s: an aggregate projection's columns may hold only its group columns: add %s to group_by, or remove it", key, c, c)
 		}
 	}
-	return byName, order, errs
+	return byName, order, joined, errs
 }
 
 // aggregateJoinErrors checks an aggregate projection's joins: each finds
@@ -138,7 +174,7 @@ func aggregateJoinErrors(p *Projection, d config.Projection, key string) []error
 		// A group's parent is found by the group's own columns; a parent's
 		// parent (via) would need a carried key per group.
 		if j.Via != "" {
-			bad("%s.join[%d].via: a join through another join is not supported on an aggregate projection: join the group's parent directly, its on naming group columns", key, i)
+			bad("%s.join[%d].via: a join through another join is not supported on an aggregate projection whose joins copy a group's descriptive columns: to group by a parent's column, list that join column in group_by (groups from joined parents, any depth); else join the group's parent directly, its on naming group columns", key, i)
 			continue
 		}
 		pcs := make([]string, 0, len(j.On))

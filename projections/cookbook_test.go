@@ -86,6 +86,8 @@ var cookbookSources = map[string]*sourceTable{
 		{"film_id", "smallint(5) unsigned"}, {"last_update", "timestamp"}}),
 	"sakila.actor": cookbookKeyed([]string{"actor_id"}, [][3]string{{"actor_id", "smallint(5) unsigned"},
 		{"first_name", "varchar(45) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"}, {"last_name", "varchar(45) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"}}),
+	"sakila.payment": cookbookKeyed([]string{"payment_id"}, [][3]string{{"payment_id", "smallint(5) unsigned"}, {"customer_id", "smallint(5) unsigned"},
+		{"staff_id", "tinyint(3) unsigned"}, {"rental_id", "int(11)", "null"}, {"amount", "decimal(5,2)"}, {"payment_date", "datetime"}}),
 }
 
 // cookbookKeyed is cookbookTable keyed by pk.

@@ -150,6 +150,11 @@ func compileJoin(cfg config.Config, p *Projection, d config.Projection, i int, j
 			j.On = append(j.On, JoinOn{Parent: pc, Child: child, Read: via.carry(child)})
 			continue
 		}
+		if p.Aggregation != nil && len(p.Aggregation.joinedFrom) > 0 {
+			// The contributions table keeps the row's link to its parent.
+			j.On = append(j.On, JoinOn{Parent: pc, Child: child, Read: linkName(j.N, pc)})
+			continue
+		}
 		read := ""
 		for _, c := range p.Columns {
 			if c.Source == child {
@@ -167,7 +172,7 @@ func compileJoin(cfg config.Config, p *Projection, d config.Projection, i int, j
 		j.On = append(j.On, JoinOn{Parent: pc, Child: child, Read: read})
 	}
 	j.Via = via
-	if len(jd.Columns) == 0 {
+	if len(jd.Columns) == 0 && !joinedGroupsEmptyJoin(p, d, jd) {
 		bad("%s.columns is empty: map read columns to parent columns, e.g. {customer_name: name}", key)
 	}
 	names := make([]string, 0, len(jd.Columns))
@@ -205,7 +210,7 @@ func declaredColumn(p *Projection, d config.Projection, c string) string {
 	if _, ok := d.Columns[c]; ok {
 		return key + ".columns"
 	}
-	if p.Aggregation != nil && p.column(c).Name != "" {
+	if p.Aggregation != nil && p.column(c).Name != "" && !p.isJoinedGroup(c) {
 		return key + ".group_by (a group column)"
 	}
 	return ""
@@ -313,8 +318,8 @@ func checkVia(p *Projection, j *Join, via *sourceTable) []error {
 // shard only when it finds them by the shard key. Otherwise every shard's
 // UPDATE runs: the change scatters. `readside plan` prints these lines.
 func (p *Projection) FanOutScope(shards int) []string {
-	if shards < 2 {
-		return nil
+	if shards < 2 || (p.Aggregation != nil && len(p.Aggregation.Joined) > 0) {
+		return nil // no fan-out: its groups move instead (JoinedGroupsPlan)
 	}
 	var out []string
 	for _, j := range p.Joins {

@@ -247,6 +247,7 @@ func compileOne(cfg config.Config, name string, captured map[string]bool) (*Proj
 			p.Joins = append(p.Joins, j)
 		}
 	}
+	resolveJoinedGroups(p)
 	errs = append(errs, compileFanOut(p, d, key)...)
 	if !fromOK {
 		return nil, errs

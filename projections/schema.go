@@ -26,6 +26,10 @@ type Types struct {
 	// Children are, per children entry (Projection.Children order), the
 	// definitions of its state and link tables' columns.
 	Children []ChildTypes
+	// GroupRead maps each group column a joined parent gives
+	// (Aggregation.Joined) to its read table definition, NOT NULL: Read
+	// has the NULL-able one of the join state.
+	GroupRead map[string]string
 }
 
 // sourceTable is one source table's columns as information_schema has them.
@@ -190,6 +194,7 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 			out.Read[c.Name] = parent.def(c.Source, true)
 		}
 	}
+	errs = append(errs, p.checkJoinedGroups(src, parents, &out)...)
 	return out, errors.Join(errs...)
 }
 

@@ -92,15 +92,21 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 			a.skipped++
 			continue
 		}
-		if old.group != nil {
+		if old.group != nil && complete(old.group) {
 			if err := ds.add(old.group, old.values, -1, c.Version); err != nil {
 				return err
 			}
 		}
 		row := []any{[]byte(c.SourceKey), c.Version}
 		if c.Group != nil && a.local(c.KeyspaceID) {
-			if err := ds.add(c.Group, c.Values, 1, c.Version); err != nil {
-				return err
+			if complete(c.Group) {
+				if err := ds.add(c.Group, c.Values, 1, c.Version); err != nil {
+					return err
+				}
+			} else {
+				// Its joined group columns come from the join state
+				// (aggregate_joined.go).
+				a.regroupKeys = append(a.regroupKeys, c.SourceKey)
 			}
 			row = appendValues(row, c.Group)
 			for i, x := range ag.Aggregates {
@@ -108,6 +114,7 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 					row = append(row, &c.Values[i])
 				}
 			}
+			row = appendLinks(row, a.p, c.Parents)
 		} else {
 			// No group here: deleted, filtered out, or kept on another
 			// shard. The version still refuses older events.
@@ -121,6 +128,7 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 					row = append(row, nil)
 				}
 			}
+			row = appendLinks(row, a.p, nil)
 		}
 		if seen {
 			writes = append(writes, row)

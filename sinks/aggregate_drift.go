@@ -1,6 +1,7 @@
 package sinks
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/readside/readside/projections"
@@ -11,7 +12,11 @@ import (
 func plannedAggregateColumns(p *projections.Projection, types projections.Types) []Column {
 	var out []Column
 	for _, c := range p.Columns {
-		col := parseDef(c.Name, types.Read[c.Name])
+		def := types.Read[c.Name]
+		if g, ok := types.GroupRead[c.Name]; ok {
+			def = g
+		}
+		col := parseDef(c.Name, def)
 		col.Key = true
 		out = append(out, col)
 	}
@@ -31,7 +36,9 @@ func plannedAggregateColumns(p *projections.Projection, types projections.Types)
 		}
 	}
 	out = append(out, hidden...)
-	out = append(out, plannedJoinColumns(p, types)...)
+	if !joinedAgg(p) {
+		out = append(out, plannedJoinColumns(p, types)...)
+	}
 	return append(out,
 		Column{Name: projections.RowsColumn, Type: "bigint", Default: "0", HasDefault: true, Comment: "readside: source rows in the group"},
 		Column{Name: "_rs_version", Type: "bigint unsigned", Default: "0", HasDefault: true, Comment: "readside: newest source version applied to the group"})
@@ -61,6 +68,16 @@ func plannedContributionColumns(p *projections.Projection, types projections.Typ
 		}
 		t.columns = append(t.columns, col)
 		t.read[name] = a.Column
+	}
+	for i, j := range p.Joins {
+		if j.Via != nil || !joinedAgg(p) || i >= len(types.JoinKey) {
+			continue
+		}
+		for _, o := range j.On {
+			col := parseDef(o.Read, nullable(types.JoinKey[i][o.Parent]))
+			col.Comment = fmt.Sprintf("readside: the row's %s, its link to %s.%s", o.Child, j.ParentDB, j.ParentTbl)
+			t.columns = append(t.columns, col)
+		}
 	}
 	return t
 }

@@ -85,6 +85,12 @@ func (s *MySQL) repairGroups(ctx context.Context, p *projections.Projection, gon
 		return err
 	}
 	defer tx.Rollback()
+	if st.joined != nil {
+		// Between the projector's batches, which regroup under this lock.
+		if _, err := tx.ExecContext(ctx, st.joined.lock, joinedLockName(p)); err != nil {
+			return fmt.Errorf("locking the groups of %s: %w", p.Name, err)
+		}
+	}
 	withdraw := withdrawOne(p)
 	for _, m := range gone {
 		if _, err := tx.ExecContext(ctx, withdraw, m.Key, m.Version); err != nil {
@@ -142,8 +148,8 @@ func contributionGroup(p *projections.Projection) []string {
 // counts 0, values NULL) at the version it has.
 func withdrawOne(p *projections.Projection) string {
 	var none []string
-	for _, g := range contributionGroup(p) {
-		none = append(none, q(g)+" = NULL")
+	for _, g := range append(contributionGroup(p), linkColumns(p)...) {
+		none = append(none, q(g)+" = NULL") // no links: no regroup brings it back
 	}
 	for _, a := range p.Aggregation.Aggregates {
 		if !a.Stored() {

@@ -7,6 +7,7 @@ package sinks
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/readside/readside/internal/sqlquote"
@@ -32,6 +33,8 @@ type aggStatements struct {
 	fillJoins []string
 	// distinct are the count(distinct) aggregates' (aggregate_distinct.go).
 	distinct []distinctStatements
+	// joined: aggregate_joined.go; nil unless groups come from joins.
+	joined *joinedStatements
 }
 
 // aggDeltaColumns are the read columns a group delta writes, after the
@@ -77,6 +80,7 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 		}
 	}
 	stateCols := append(append([]string{"`key_text`", "`_rs_version`"}, cgcols...), ccols...)
+	stateCols = append(stateCols, quoteAll(linkColumns(p))...)
 	var stateSets []string
 	for _, col := range stateCols[1:] {
 		stateSets = append(stateSets, col+" = "+d.newRow(col))
@@ -113,10 +117,14 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 	}
 	// Truncation: withdraw what is older, then rebuild every group from
 	// the contributions left.
-	st.withdraw = aggWithdraw(ag, c, cgcols)
+	st.withdraw = aggWithdraw(ag, c, append(slices.Clone(cgcols), quoteAll(linkColumns(p))...))
 	st.clearGroups = "DELETE FROM " + t
-	for _, j := range p.Joins {
-		st.fillJoins = append(st.fillJoins, copyStateEverywhere(p, j))
+	if joinedAgg(p) {
+		st.joined = joinedStatementsOf(p, d)
+	} else {
+		for _, j := range p.Joins {
+			st.fillJoins = append(st.fillJoins, copyStateEverywhere(p, j))
+		}
 	}
 	st.rebuildGroups = aggRebuildGroups(ag, c, t, all, cgcols)
 	st.distinct = distinctStatementsOf(p, d)
@@ -194,7 +202,8 @@ func aggRecomputeSets(p *projections.Projection, c string, cgcols []string) (re,
 }
 
 // aggWithdraw is the truncation's first step: every contribution older
-// than the truncation becomes none (no group, a zero count, NULL values).
+// than the truncation becomes none (no group, a zero count, NULL values;
+// cgcols may end with link columns, which become NULL too).
 func aggWithdraw(ag *projections.Aggregation, c string, cgcols []string) string {
 	var none []string
 	for _, col := range cgcols {
@@ -271,7 +280,11 @@ func aggregateDDL(p *projections.Projection, types projections.Types) []string {
 	ag := p.Aggregation
 	var defs, key, cdefs, gcols []string
 	for _, c := range p.Columns {
-		defs = append(defs, q(c.Name)+" "+types.Read[c.Name])
+		def := types.Read[c.Name]
+		if g, ok := types.GroupRead[c.Name]; ok {
+			def = g // a joined parent's column, NOT NULL as a key
+		}
+		defs = append(defs, q(c.Name)+" "+def)
 		key = append(key, q(c.Name))
 		g := q(projections.GroupColumn(c.Name))
 		gcols = append(gcols, g)
@@ -295,11 +308,18 @@ func aggregateDDL(p *projections.Projection, types projections.Types) []string {
 		}
 	}
 	defs = append(defs, hidden...)
-	defs = append(defs, joinColumnDefs(p, types)...)
+	if !joinedAgg(p) {
+		defs = append(defs, joinColumnDefs(p, types)...)
+	}
 	defs = append(defs, "`_rs_rows` BIGINT NOT NULL DEFAULT 0 COMMENT 'readside: source rows in the group'",
 		"`_rs_version` BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'readside: newest source version applied to the group'",
 		"PRIMARY KEY ("+strings.Join(key, ", ")+")")
-	defs = append(defs, joinIndexDefs(p, key)...)
+	if !joinedAgg(p) {
+		defs = append(defs, joinIndexDefs(p, key)...)
+	}
+	ldefs, lidx := joinedAggDDL(p, types)
+	cdefs = append(cdefs, ldefs...)
+	idx = append(idx, lidx...)
 	cdefs = append([]string{"`key_text` VARBINARY(" + fmt.Sprint(projections.MaxSourceKeyBytes) + ") NOT NULL COMMENT 'readside: the source primary key (event key)'",
 		"`_rs_version` BIGINT UNSIGNED NOT NULL COMMENT 'readside: version of the source row (0: never seen); NULL group: it adds nothing'"}, cdefs...)
 	cdefs = append(cdefs, "PRIMARY KEY (`key_text`)")

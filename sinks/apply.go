@@ -100,6 +100,9 @@ func (s *MySQL) writeBatch(a *applier, b *projections.Batch) (err error) {
 	}()
 	a.stale, a.zero, a.shard = b.Stale, zero, b.Shard
 
+	if err := a.lockJoinedGroups(); err != nil {
+		return err
+	}
 	keys, err := a.joinState(b)
 	if err != nil {
 		return err
@@ -121,6 +124,9 @@ func (s *MySQL) writeBatch(a *applier, b *projections.Batch) (err error) {
 	}
 	if err := a.children(b); err != nil {
 		return err
+	}
+	if joinedAgg(p) {
+		return a.regroup(keys)
 	}
 	return a.fanOuts(keys, a.writtenRows(b.Writes))
 }
@@ -146,6 +152,11 @@ type applier struct {
 	// firstContributions: the batch inserts contributions of source rows
 	// it read as never seen (aggregate.go); a duplicate key is contention.
 	firstContributions bool
+	// regroupKeys are the source keys of the contributions the batch
+	// wrote without their joined group columns; regroupAll: a parent
+	// was truncated, every contribution is regrouped (aggregate_joined.go).
+	regroupKeys []string
+	regroupAll  bool
 }
 
 // exec runs a statement whose result is not read. Its error may come

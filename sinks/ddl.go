@@ -131,6 +131,7 @@ func joinStateDDL(p *projections.Projection, types projections.Types) []string {
 		}
 		sdefs = append(sdefs, "`_rs_version` BIGINT UNSIGNED NOT NULL COMMENT "+sqlquote.Literal(stateVersionComment),
 			"PRIMARY KEY ("+strings.Join(skey, ", ")+")")
+		sdefs = append(sdefs, joinedStateIndexDefs(p, j)...)
 		out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s",
 			q(j.StateTable(p)), strings.Join(sdefs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside join state: latest %s.%s rows for projection %s", j.ParentDB, j.ParentTbl, p.Name))))
 		if p.FanOut == projections.FanOutBackground {

@@ -307,6 +307,11 @@ func (a *applier) truncateParent(ji int, name string, at uint64) error {
 	if err := a.exec(st.truncateState, at, at); err != nil {
 		return err
 	}
+	if joinedAgg(a.p) {
+		// The read rows hold no parent columns: the groups move instead.
+		a.regroupAll = true
+		return nil
+	}
 	// Every read row showing an older parent now shows none.
 	return a.exec(st.truncateRead, at, at)
 }

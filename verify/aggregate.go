@@ -33,6 +33,9 @@ func newAggregatePlan(p *projections.Projection) *plan {
 	}
 	pl.joinStart = len(pl.cols)
 	for _, j := range p.Joins {
+		if len(p.Aggregation.Joined) > 0 {
+			break // the joins give group columns, not columns of their own
+		}
 		for _, c := range j.Columns {
 			pl.cols = append(pl.cols, column{Read: c.Name, Src: fmt.Sprintf("j%d.%s", j.N, q(c.Source))})
 		}
@@ -59,6 +62,9 @@ func groupColumns(p *projections.Projection) []string {
 // groupsFrom is the derived table of the groups the source implies.
 func (pl *plan) groupsFrom() string {
 	p := pl.p
+	if len(p.Aggregation.Joined) > 0 {
+		return joinedGroupsFrom(p)
+	}
 	var sel, by []string
 	for i, name := range groupColumns(p) {
 		sel = append(sel, groupSQL(p, name, sourceColumn)+" AS "+q(name))

@@ -116,6 +116,9 @@ func (v *Verifier) repairAggregate(ctx context.Context, rep *Report, request Req
 	if err := v.republishParents(ctx, rep.diffs, request, res); err != nil {
 		return nil, err
 	}
+	if err := v.republishJoinedGroups(ctx, keys, request, res); err != nil {
+		return nil, err
+	}
 	if err := v.recheck(ctx, keys, res, wait); err != nil {
 		return nil, err
 	}
@@ -129,6 +132,10 @@ func (v *Verifier) repairAggregate(ctx context.Context, rep *Report, request Req
 func (v *Verifier) groupWhere(g Key) string {
 	var ands []string
 	for i, name := range v.p.Key {
+		if jg := v.p.Aggregation.JoinedGroupIndex(i); jg != nil {
+			ands = append(ands, v.sourceBelow(jg.Join, v.joinedEquals(jg, g[i], i)))
+			continue
+		}
 		ands = append(ands, "("+groupSQL(v.p, name, q)+") = "+literal(v.keyKinds[i], g[i]))
 	}
 	return "(" + strings.Join(ands, " AND ") + ")"
@@ -295,7 +302,11 @@ func (pk *sourcePK) existing(ctx context.Context, v *Verifier, members []sinks.M
 		idx = append(idx, i)
 	}
 	var group []string
-	for _, name := range v.p.Key {
+	for i, name := range v.p.Key {
+		if jg := v.p.Aggregation.JoinedGroupIndex(i); jg != nil {
+			group = append(group, joinedGroupOf(jg, func(c string) string { return q(pk.db) + "." + q(pk.table) + "." + q(c) }))
+			continue
+		}
 		group = append(group, groupSQL(v.p, name, q))
 	}
 	found, groups, err := pk.lookup(ctx, v.src, keys, group)

@@ -113,7 +113,7 @@ func (pl *plan) sourceFrom(filtered, joins bool) string {
 		// MariaDB and MySQL merge it into the outer query.
 		from = "(SELECT * FROM " + q(p.SourceDB) + "." + q(p.SourceTbl) + " WHERE (" + p.Where.SQL(q) + ")) s"
 	}
-	if !joins {
+	if !joins || (p.Aggregation != nil && len(p.Aggregation.Joined) > 0) {
 		return from
 	}
 	for _, j := range p.Joins {

@@ -222,6 +222,9 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		for _, line := range pp.p.FanOutScope(len(cfg.Sinks[pp.p.Sink].Shards)) {
 			fmt.Fprintln(stdout, "-- "+line)
 		}
+		for _, line := range pp.p.JoinedGroupsPlan() {
+			fmt.Fprintln(stdout, "-- "+line)
+		}
 		for _, line := range pp.p.ChildrenPlan(len(cfg.Sinks[pp.p.Sink].Shards)) {
 			fmt.Fprintln(stdout, "-- "+line)
 		}

@@ -1,0 +1,373 @@
+package sinks
+
+// Aggregates whose group columns come from joined parents
+// (projections.Aggregation.Joined; docs/design/aggregates.md, "Groups
+// from joined parents"). A contribution arrives with its source-side
+// group columns and its links (the root joins' parent keys); the joined
+// group columns are read here from the join state tables, following the
+// via chain. The invariant after every batch: each stored contribution's
+// group is what the current state gives for its links (NULL columns: the
+// row is in no group). A batch keeps it by regrouping
+//
+//   - the contributions it writes (their joined columns are stored NULL
+//     first, then completed), and
+//   - every contribution whose chain of parents, in the state the batch
+//     leaves, passes through a parent row the batch changes. A chain that
+//     passed through a changed row before the batch still reaches its
+//     first changed row afterwards (the rows before it did not change),
+//     so these are all the contributions whose group may move.
+//
+// Regrouping withdraws the stored contribution from its old group and
+// adds it to the new one, in the batch's transaction; its version stays
+// (it orders the source row's own changes). Parent changes are versioned
+// in the state tables, so a duplicated or late parent event changes no
+// state and moves nothing. Batches of one such projection take one lock
+// first (per shard) and so apply one at a time: a regroup reads chains of
+// state rows that other batches may be changing, and taking turns is
+// what keeps every regroup reading the state as it is committed.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/readside/readside/internal/sqlquote"
+	"github.com/readside/readside/projections"
+)
+
+// joinedAgg reports whether p is an aggregate with joined group columns.
+func joinedAgg(p *projections.Projection) bool {
+	return p.Aggregation != nil && len(p.Aggregation.Joined) > 0
+}
+
+// joinedStatements are the statements of an aggregate with joined group
+// columns.
+type joinedStatements struct {
+	// lock serializes the projection's batches on this shard.
+	lock string
+	// byKey, byParent (per join) and all read contributions with the
+	// joined group columns the state gives now: of given source keys, of
+	// given parent keys of a join, of every row.
+	byKey    multiRow
+	byParent []multiRow
+	all      string
+}
+
+// linkColumns are the contributions table's link columns: per root join,
+// per on column, the source row's value (none unless joinedAgg(p)).
+func linkColumns(p *projections.Projection) []string {
+	if !joinedAgg(p) {
+		return nil
+	}
+	var out []string
+	for _, j := range p.Joins {
+		if j.Via == nil {
+			for _, o := range j.On {
+				out = append(out, o.Read)
+			}
+		}
+	}
+	return out
+}
+
+// joinedStatementsOf renders p's regroup statements (joinedAgg(p)).
+func joinedStatementsOf(p *projections.Projection, d dialect) *joinedStatements {
+	ag := p.Aggregation
+	sel := []string{"c.`key_text`", "c.`_rs_version`"}
+	for _, g := range p.Key {
+		sel = append(sel, "c."+q(projections.GroupColumn(g)))
+	}
+	for _, a := range ag.Aggregates {
+		if a.Stored() {
+			sel = append(sel, "c."+q(projections.ContributionColumn(a.Column)))
+		}
+	}
+	for _, l := range linkColumns(p) {
+		sel = append(sel, "c."+q(l))
+	}
+	for _, g := range ag.Joined {
+		sel = append(sel, g.SQL(func(c string) string { return fmt.Sprintf("s%d.%s", g.Join.N, q(stateCol(c))) }))
+	}
+	from := " FROM " + q(p.ContributionsTable()) + " AS c"
+	for _, j := range p.Joins {
+		var on []string
+		for _, o := range j.On {
+			child := "c." + q(o.Read)
+			if j.Via != nil {
+				child = fmt.Sprintf("s%d.%s", j.Via.N, q(stateCol(o.Read)))
+			}
+			on = append(on, fmt.Sprintf("s%d.%s = %s", j.N, q(stateKey(o.Parent)), child))
+		}
+		from += fmt.Sprintf(" LEFT JOIN %s AS s%d ON %s", q(j.StateTable(p)), j.N, strings.Join(on, " AND "))
+	}
+	head := "SELECT " + strings.Join(sel, ", ") + from + " WHERE "
+	st := &joinedStatements{
+		lock:  "INSERT INTO `_readside_truncations` (projection, version) VALUES (?, 0)" + d.onDuplicate() + "version = version",
+		byKey: multiRow{head: head + "c.`key_text` IN (", row: "?", sep: ", ", tail: ")"},
+		all:   "SELECT " + strings.Join(sel, ", ") + from,
+	}
+	for _, j := range p.Joins {
+		var cols []string
+		for _, o := range j.On {
+			cols = append(cols, fmt.Sprintf("s%d.%s", j.N, q(stateKey(o.Parent))))
+		}
+		st.byParent = append(st.byParent, keyIn(head, cols, ""))
+	}
+	return st
+}
+
+// joinedLockName is the `_readside_truncations` row whose lock the
+// batches of p take in turn.
+func joinedLockName(p *projections.Projection) string { return p.Name + "#groups" }
+
+// lockJoinedGroups takes p's batch lock (first, so batches queue there).
+func (a *applier) lockJoinedGroups() error {
+	if !joinedAgg(a.p) {
+		return nil
+	}
+	if err := a.exec(a.st.agg.joined.lock, joinedLockName(a.p)); err != nil {
+		return fmt.Errorf("locking the groups of %s: %w", a.p.Name, err)
+	}
+	return nil
+}
+
+// regroup moves the contributions whose joined group columns the batch
+// may have changed to their groups under the state the batch leaves:
+// those it wrote (a.regroupKeys), those below every parent it changed
+// (keys, joinState's), and all of them after a parent truncation.
+func (a *applier) regroup(keys [][]parentKey) error {
+	st := a.st.agg.joined
+	rows := map[string]regroupRow{}
+	var err error
+	if a.regroupAll {
+		err = a.readRegroup(st.all, nil, rows)
+	} else {
+		for start := 0; start < len(a.regroupKeys) && err == nil; start += chunk {
+			part := a.regroupKeys[start:min(start+chunk, len(a.regroupKeys))]
+			args := make([]any, len(part))
+			for i, k := range part {
+				args[i] = []byte(k)
+			}
+			err = a.readRegroup(st.byKey.text(len(part)), args, rows)
+		}
+		for ji := range a.p.Joins {
+			changed := changedKeys(keys[ji])
+			for start := 0; start < len(changed) && err == nil; start += chunk {
+				part := changed[start:min(start+chunk, len(changed))]
+				var args []any
+				for _, k := range part {
+					args = appendValues(args, k.values)
+				}
+				err = a.readRegroup(st.byParent[ji].text(len(part)), args, rows)
+			}
+		}
+	}
+	a.regroupKeys, a.regroupAll = nil, false
+	if err != nil {
+		return fmt.Errorf("reading the contributions of %s to regroup: %w", a.p.Name, err)
+	}
+	order := make([]string, 0, len(rows))
+	for k := range rows {
+		order = append(order, k)
+	}
+	slices.Sort(order)
+	ag := a.p.Aggregation
+	ds := newDeltas(ag)
+	var writes [][]any
+	for _, k := range order {
+		r := rows[k]
+		if !sourceSide(ag, r.old) {
+			continue // no group on this shard: deleted, filtered out, or kept elsewhere
+		}
+		if valuesText(r.old) == valuesText(r.now) {
+			continue
+		}
+		if complete(r.old) {
+			if err := ds.add(r.old, r.values, -1, r.version); err != nil {
+				return err
+			}
+		}
+		if complete(r.now) {
+			if err := ds.add(r.now, r.values, 1, r.version); err != nil {
+				return err
+			}
+		}
+		row := []any{[]byte(k), r.version}
+		row = appendValues(row, r.now)
+		row = append(row, r.stored...)
+		writes = append(writes, row)
+	}
+	if err := a.execRows(&a.st.agg.write, writes); err != nil {
+		return fmt.Errorf("regrouping the contributions of %s: %w", a.p.Name, err)
+	}
+	return a.applyDeltas(ds)
+}
+
+// regroupRow is a stored contribution with the group the state gives it.
+type regroupRow struct {
+	version  uint64
+	old, now []projections.Value // its stored group, and the state's
+	values   []projections.Value // per aggregate (deltas.add)
+	stored   []any               // its stored values and links, as read
+}
+
+// readRegroup reads contributions with the state's joined group columns
+// into out.
+func (a *applier) readRegroup(query string, args []any, out map[string]regroupRow) error {
+	rows, err := a.query(query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return err
+	}
+	ag := a.p.Aggregation
+	n := len(types)
+	cells := make([][]byte, n)
+	raw := make([]any, n)
+	for i := range raw {
+		raw[i] = &cells[i]
+	}
+	binary := make([]bool, n)
+	for i, ct := range types {
+		switch strings.ToUpper(ct.DatabaseTypeName()) {
+		case "BINARY", "VARBINARY", "BLOB", "TINYBLOB", "MEDIUMBLOB", "LONGBLOB", "GEOMETRY", "BIT":
+			binary[i] = true
+		}
+	}
+	value := func(i int) projections.Value {
+		if cells[i] == nil {
+			return projections.Value{}
+		}
+		b := slices.Clone(cells[i])
+		if binary[i] {
+			return projections.ValueOf(b)
+		}
+		return projections.ValueOf(string(b))
+	}
+	k := len(a.p.Key)
+	for rows.Next() {
+		var version uint64
+		raw[1] = &version
+		if err := rows.Scan(raw...); err != nil {
+			return err
+		}
+		r := regroupRow{version: version, old: make([]projections.Value, k), values: make([]projections.Value, len(ag.Aggregates))}
+		for i := range k {
+			r.old[i] = value(2 + i)
+		}
+		col := 2 + k
+		for i, x := range ag.Aggregates {
+			if !x.Stored() {
+				r.values[i] = projections.ValueOf("1")
+				continue
+			}
+			r.values[i] = value(col)
+			col++
+		}
+		for i := 2 + k; i < n-len(ag.Joined); i++ {
+			if cells[i] == nil {
+				r.stored = append(r.stored, nil)
+			} else {
+				r.stored = append(r.stored, slices.Clone(cells[i]))
+			}
+		}
+		r.now = slices.Clone(r.old)
+		for i, g := range ag.Joined {
+			r.now[g.Index] = value(n - len(ag.Joined) + i)
+		}
+		out[string(cells[0])] = r
+	}
+	return rows.Err()
+}
+
+// complete reports a group with no NULL column: one a row can be in.
+func complete(group []projections.Value) bool {
+	for i := range group {
+		if group[i].Kind() == projections.NullValue {
+			return false
+		}
+	}
+	return true
+}
+
+// sourceSide reports whether group's source-side columns (those not
+// joined) are all set: the row is in a group on this shard, parents
+// allowing.
+func sourceSide(ag *projections.Aggregation, group []projections.Value) bool {
+	for i := range group {
+		if ag.JoinedGroupIndex(i) == nil && group[i].Kind() == projections.NullValue {
+			return false
+		}
+	}
+	return true
+}
+
+// joinedAggDDL are the contributions table's link columns and their
+// indexes (regroup finds a parent's rows by them), given the root joins'
+// key types.
+func joinedAggDDL(p *projections.Projection, types projections.Types) (defs, idx []string) {
+	if !joinedAgg(p) {
+		return nil, nil
+	}
+	for i, j := range p.Joins {
+		if j.Via != nil {
+			continue
+		}
+		var cols []string
+		for _, o := range j.On {
+			defs = append(defs, q(o.Read)+" "+nullable(types.JoinKey[i][o.Parent])+" COMMENT "+sqlquote.Literal(fmt.Sprintf("readside: the row's %s, its link to %s.%s", o.Child, j.ParentDB, j.ParentTbl)))
+			cols = append(cols, q(o.Read))
+		}
+		idx = append(idx, fmt.Sprintf("KEY `_rs_link%d` (%s)", j.N, strings.Join(cols, ", ")))
+	}
+	return defs, idx
+}
+
+// joinedStateIndexDefs index the carried keys of join j's state table in
+// an aggregate with joined group columns: regroup walks a chain from a
+// changed parent back to the contributions, through them.
+func joinedStateIndexDefs(p *projections.Projection, j *projections.Join) []string {
+	if !joinedAgg(p) {
+		return nil
+	}
+	var out []string
+	for _, d := range p.Joins {
+		if d.Via != j {
+			continue
+		}
+		var cols []string
+		for _, o := range d.On {
+			cols = append(cols, q(stateCol(o.Read)))
+		}
+		out = append(out, fmt.Sprintf("KEY `_rs_via%d` (%s)", d.N, strings.Join(cols, ", ")))
+	}
+	return out
+}
+
+// appendLinks appends a contribution's link columns (linkColumns): the
+// root joins' parent keys of parents (nil or an empty ref: NULL).
+func appendLinks(row []any, p *projections.Projection, parents []projections.ParentRef) []any {
+	if !joinedAgg(p) {
+		return row
+	}
+	for i, j := range p.Joins {
+		if j.Via != nil {
+			continue
+		}
+		var vals []projections.Value
+		if i < len(parents) && parents[i].Key != "" {
+			vals = parents[i].Values
+		}
+		for k := range j.On {
+			if k < len(vals) {
+				row = append(row, &vals[k])
+			} else {
+				row = append(row, nil)
+			}
+		}
+	}
+	return row
+}
