@@ -59,7 +59,10 @@ func newRentalShop(t *testing.T, bed *testbed.Bed) *rentalShop {
 		"revenue_by_store_month": {From: s.src + ".payment", Sink: "reads",
 			Join:       []config.Join{{From: s.src + ".staff", As: "st", On: map[string]string{"staff_id": "staff_id"}, Columns: map[string]string{"store_id": "store_id"}}},
 			GroupBy:    []string{"store_id", "DATE_FORMAT(payment_date, '%Y-%m')"},
-			Aggregates: map[string]string{"revenue": "sum(amount)", "payments": "count(*)", "last_at": "max(payment_date)"}},
+			// A distinct count moves with its rows too: a staff member's
+			// move takes each customer's reference out of the old group.
+			Aggregates: map[string]string{"revenue": "sum(amount)", "payments": "count(*)", "last_at": "max(payment_date)",
+				"customers": "count(distinct customer_id)"}},
 		"sales_by_category": {From: s.src + ".payment", Sink: "reads",
 			Join: []config.Join{
 				{From: s.src + ".rental", As: "r", On: map[string]string{"rental_id": "rental_id"}},
@@ -115,7 +118,7 @@ func (s *rentalShop) expected(t *testing.T) string {
 	t.Helper()
 	db := s.bed.MySQL.DB()
 	tbl := func(n string) string { return "`" + s.src + "`." + n }
-	return testbed.RowsText(t, db, "SELECT st.store_id, DATE_FORMAT(p.payment_date, '%Y-%m'), SUM(p.amount), COUNT(*), MAX(p.payment_date) FROM "+tbl("payment")+" p "+
+	return testbed.RowsText(t, db, "SELECT st.store_id, DATE_FORMAT(p.payment_date, '%Y-%m'), SUM(p.amount), COUNT(*), MAX(p.payment_date), COUNT(DISTINCT p.customer_id) FROM "+tbl("payment")+" p "+
 		"JOIN "+tbl("staff")+" st ON st.staff_id = p.staff_id WHERE st.store_id IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2") + "--\n" +
 		testbed.RowsText(t, db, "SELECT f.category_id, SUM(p.amount), COUNT(*), MIN(p.amount) FROM "+tbl("payment")+" p "+
 			"JOIN "+tbl("rental")+" r ON r.rental_id = p.rental_id JOIN "+tbl("inventory")+" i ON i.inventory_id = r.inventory_id "+
@@ -128,7 +131,7 @@ func (s *rentalShop) expected(t *testing.T) string {
 // actual is the two read tables in expected's shape.
 func (s *rentalShop) actual(t *testing.T, db string) string {
 	t.Helper()
-	return testbed.RowsText(t, s.bed.MySQL.DB(), "SELECT store_id, date_format_payment_date_y_m, revenue, payments, last_at FROM `"+db+"`.revenue_by_store_month ORDER BY 1, 2") + "--\n" +
+	return testbed.RowsText(t, s.bed.MySQL.DB(), "SELECT store_id, date_format_payment_date_y_m, revenue, payments, last_at, customers FROM `"+db+"`.revenue_by_store_month ORDER BY 1, 2") + "--\n" +
 		testbed.RowsText(t, s.bed.MySQL.DB(), "SELECT category_id, revenue, payments, smallest FROM `"+db+"`.sales_by_category ORDER BY 1") + "--\n" +
 		testbed.RowsText(t, s.bed.MySQL.DB(), "SELECT category_id_div_2, revenue, payments, smallest FROM `"+db+"`.sales_by_family ORDER BY 1")
 }
