@@ -2,9 +2,10 @@
 // poms that resolve Kafka Connect and the two Debezium plug-ins, and the
 // published worker and connector configs (templates whose ${...} benchall
 // fills in per run). docs/benchmarks.md documents them. The e2e test bed
-// reads the Connect and MariaDB poms and the worker template from here too
-// (e2e/testbed/connect.go, for TestDebeziumMatchesConnector): keep their
-// paths.
+// reads the three poms and the worker template from here too
+// (e2e/testbed/connect.go, for TestDebeziumMatchesConnector and
+// TestDebeziumJDBCSink), and TestDebeziumJDBCSink the JDBC sink's
+// config: keep their paths.
 package peers
 
 import (

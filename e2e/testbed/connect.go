@@ -19,9 +19,10 @@ import (
 )
 
 // Connect is a Kafka Connect standalone worker running Debezium's MariaDB
-// source connector against the bed: the worker and the plug-in `make
-// bench-peers` runs, resolved by Maven from the same poms
-// (bench/peers/connect-pom.xml, bench/peers/debezium-mariadb-pom.xml) and
+// source connector or JDBC sink connector against the bed: the worker and
+// the plug-ins `make bench-peers` runs, resolved by Maven from the same poms
+// (bench/peers/connect-pom.xml, debezium-mariadb-pom.xml,
+// debezium-jdbc-pom.xml) and
 // configured from the same worker template (bench/peers/worker.properties),
 // so a clean clone fetches them through the project's own files.
 type Connect struct {
@@ -156,9 +157,9 @@ func (c *Connect) Check() error {
 func (c *Connect) Close() error { return c.proc.stop(10 * time.Second) }
 
 // connectInstall resolves the worker's classpath and copies Debezium's
-// MariaDB plug-in with its dependencies into a plugin.path directory,
-// cached under the user's cache directory keyed by the poms (Maven offline
-// first, so a warm cache needs no network). Kafka's own APIs, slf4j and
+// MariaDB and JDBC sink plug-ins with their dependencies into a plugin.path
+// directory, one subdirectory each, cached under the user's cache directory
+// keyed by the poms (Maven offline first, so a warm cache needs no network). Kafka's own APIs, slf4j and
 // Jackson stay with the worker, as bench-peers does it.
 func connectInstall(ctx context.Context, workDir, peers string) (classpath, pluginPath string, err error) {
 	mvn, err := ensureCommand(ctx, []string{"maven"}, "mvn")
@@ -169,7 +170,7 @@ func connectInstall(ctx context.Context, workDir, peers string) (classpath, plug
 	h := sha256.New()
 	h.Write([]byte(excludes))
 	poms := map[string][]byte{}
-	for _, name := range []string{"connect-pom.xml", "debezium-mariadb-pom.xml"} {
+	for _, name := range []string{"connect-pom.xml", "debezium-mariadb-pom.xml", "debezium-jdbc-pom.xml"} {
 		b, err := os.ReadFile(filepath.Join(peers, name))
 		if err != nil {
 			return "", "", err
@@ -213,9 +214,11 @@ func connectInstall(ctx context.Context, workDir, peers string) (classpath, plug
 	if err := run("connect-pom.xml", "dependency:build-classpath", "-Dmdep.outputFile="+cpFile); err != nil {
 		return "", "", err
 	}
-	if err := run("debezium-mariadb-pom.xml", "dependency:copy-dependencies", "-DincludeScope=runtime", "-DexcludeGroupIds="+excludes,
-		"-DoutputDirectory="+filepath.Join(pluginPath, "debezium-mariadb")); err != nil {
-		return "", "", err
+	for _, plugin := range []string{"debezium-mariadb", "debezium-jdbc"} {
+		if err := run(plugin+"-pom.xml", "dependency:copy-dependencies", "-DincludeScope=runtime", "-DexcludeGroupIds="+excludes,
+			"-DoutputDirectory="+filepath.Join(pluginPath, plugin)); err != nil {
+			return "", "", err
+		}
 	}
 	b, err := os.ReadFile(cpFile)
 	if err != nil {
