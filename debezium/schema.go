@@ -115,6 +115,42 @@ func compile(c Column, m config.Debezium) (field, error) {
 			f.kind = kBits
 			s = schemaType{typ: "bytes", name: "io.debezium.data.Bits", version: 1, params: [][2]string{{"length", arg}}}
 		}
+	case "date", "datetime", "timestamp", "time":
+		s = temporalSchema(&f, base, arg, m)
+	case "enum", "set":
+		f.kind = kString
+		s = schemaType{typ: "string", name: "io.debezium.data.Enum", version: 1, params: [][2]string{{"allowed", strings.Join(c.Members, ",")}}}
+		if base == "set" {
+			s.name = "io.debezium.data.EnumSet"
+		}
+	case "char", "varchar", "text":
+		f.kind, s.typ = kString, "string"
+	case "json":
+		// MySQL's JSON type; MariaDB's JSON is a LONGTEXT and reads as text.
+		f.kind = kString
+		s = schemaType{typ: "string", name: "io.debezium.data.Json", version: 1}
+	case "binary", "varbinary", "blob":
+		f.kind, s.typ = kBinary, "bytes"
+		if m.Binary.Handling.Mode != config.BinaryBytes {
+			s.typ = "string"
+		}
+	case "geometry":
+		return f, fmt.Errorf("column %s: geometry columns have no kafka.format: debezium encoding in readside yet (Debezium writes a Geometry struct): exclude the column (source.exclude_columns) or use kafka.format: readside", c.Name)
+	default:
+		return f, fmt.Errorf("column %s: type %q has no kafka.format: debezium encoding: exclude the column (source.exclude_columns) or use kafka.format: readside", c.Name, c.Type)
+	}
+	if f.kind == kNumber && s.typ == "" {
+		return f, fmt.Errorf("column %s: type %q has no kafka.format: debezium encoding", c.Name, c.Type)
+	}
+	f.schema = s.appendField(nil, c.Optional, c.Name)
+	return f, nil
+}
+
+// temporalSchema is the schema of a DATE, DATETIME, TIMESTAMP or TIME
+// column under time.precision.mode, and sets how f's values are encoded.
+func temporalSchema(f *field, base, arg string, m config.Debezium) schemaType {
+	var s schemaType
+	switch base {
 	case "date":
 		f.kind = kDate
 		s = schemaType{typ: "int32", name: "io.debezium.time.Date", version: 1}
@@ -143,33 +179,8 @@ func compile(c Column, m config.Debezium) (field, error) {
 			f.micro = true
 			s = schemaType{typ: "int64", name: "io.debezium.time.MicroTime", version: 1}
 		}
-	case "enum", "set":
-		f.kind = kString
-		s = schemaType{typ: "string", name: "io.debezium.data.Enum", version: 1, params: [][2]string{{"allowed", strings.Join(c.Members, ",")}}}
-		if base == "set" {
-			s.name = "io.debezium.data.EnumSet"
-		}
-	case "char", "varchar", "text":
-		f.kind, s.typ = kString, "string"
-	case "json":
-		// MySQL's JSON type; MariaDB's JSON is a LONGTEXT and reads as text.
-		f.kind = kString
-		s = schemaType{typ: "string", name: "io.debezium.data.Json", version: 1}
-	case "binary", "varbinary", "blob":
-		f.kind, s.typ = kBinary, "bytes"
-		if m.Binary.Handling.Mode != config.BinaryBytes {
-			s.typ = "string"
-		}
-	case "geometry":
-		return f, fmt.Errorf("column %s: geometry columns have no kafka.format: debezium encoding in readside yet (Debezium writes a Geometry struct): exclude the column (source.exclude_columns) or use kafka.format: readside", c.Name)
-	default:
-		return f, fmt.Errorf("column %s: type %q has no kafka.format: debezium encoding: exclude the column (source.exclude_columns) or use kafka.format: readside", c.Name, c.Type)
 	}
-	if f.kind == kNumber && s.typ == "" {
-		return f, fmt.Errorf("column %s: type %q has no kafka.format: debezium encoding", c.Name, c.Type)
-	}
-	f.schema = s.appendField(nil, c.Optional, c.Name)
-	return f, nil
+	return s
 }
 
 func digitsOf(arg string) int {

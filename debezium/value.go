@@ -23,10 +23,23 @@ func (f *field) appendValue(buf []byte, raw []byte, m *config.Debezium, snapshot
 		return append(buf, "null"...), nil
 	}
 	switch f.kind {
-	case kNumber:
+	case kNumber, kString:
 		return append(buf, raw...), nil
-	case kString:
-		return append(buf, raw...), nil
+	case kUnsigned, kDecimal, kBool, kBits:
+		return f.appendNumber(buf, raw, m)
+	case kDate, kDatetime, kTimestamp:
+		return f.appendDatetime(buf, raw, snapshot)
+	case kTime:
+		return f.appendTime(buf, raw)
+	case kBinary:
+		return f.appendBinary(buf, raw, m)
+	}
+	return nil, f.bad(raw, fmt.Errorf("no encoding for kind %d", f.kind))
+}
+
+// appendNumber: BIGINT UNSIGNED, DECIMAL and BIT under their modes.
+func (f *field) appendNumber(buf []byte, raw []byte, m *config.Debezium) ([]byte, error) {
+	switch f.kind {
 	case kUnsigned:
 		u, err := strconv.ParseUint(string(raw), 10, 64)
 		if err != nil {
@@ -58,92 +71,90 @@ func (f *field) appendValue(buf []byte, raw []byte, m *config.Debezium, snapshot
 			return nil, f.bad(raw, fmt.Errorf("not a decimal of scale %d", f.digits))
 		}
 		return appendBase64(buf, twosComplement(unscaled)), nil
-	case kBool, kBits:
-		u, err := strconv.ParseUint(string(raw), 10, 64)
-		if err != nil {
-			return nil, f.bad(raw, err)
-		}
-		if f.kind == kBool {
-			return strconv.AppendBool(buf, u != 0), nil
-		}
-		var le [8]byte
-		binary.LittleEndian.PutUint64(le[:], u)
-		return appendBase64(buf, le[:(f.bits+7)/8]), nil
-	case kDate, kDatetime:
-		s, err := unquote(raw)
-		if err != nil {
-			return nil, f.bad(raw, err)
-		}
-		t, zero, err := parseDatetime(s)
-		if err != nil {
-			return nil, f.bad(raw, err)
-		}
-		if zero {
-			// A zero date names no day: Debezium writes null, or the
-			// epoch where the column is NOT NULL.
-			if f.optional {
-				return append(buf, "null"...), nil
-			}
-			return append(buf, '0'), nil
-		}
-		switch {
-		case f.kind == kDate:
-			return strconv.AppendInt(buf, floorDiv(t.Unix(), 86400), 10), nil
-		case f.micro:
-			return strconv.AppendInt(buf, t.UnixMicro(), 10), nil
-		}
-		return strconv.AppendInt(buf, t.UnixMilli(), 10), nil
-	case kTimestamp:
-		s, err := unquote(raw)
-		if err != nil {
-			return nil, f.bad(raw, err)
-		}
-		t, zero, err := parseDatetime(s)
-		if err != nil {
-			return nil, f.bad(raw, err)
-		}
-		if zero {
-			// The zero TIMESTAMP is stored as second 0 of the epoch, and
-			// Debezium writes that instant.
-			return appendString(buf, "1970-01-01T00:00:00Z"), nil
-		}
-		return appendString(buf, zonedTimestamp(t, f.digits, snapshot)), nil
-	case kTime:
-		s, err := unquote(raw)
-		if err != nil {
-			return nil, f.bad(raw, err)
-		}
-		us, err := parseTime(s)
-		if err != nil {
-			return nil, f.bad(raw, err)
-		}
-		if !f.micro {
-			if us < 0 || us >= 24*3600*1e6 {
-				// Kafka Connect's Time is a time of day: Debezium writes
-				// null for a TIME outside 00:00:00-23:59:59.999999.
-				return append(buf, "null"...), nil
-			}
-			return strconv.AppendInt(buf, us/1000, 10), nil
-		}
-		return strconv.AppendInt(buf, us, 10), nil
-	case kBinary:
-		if m.Binary.Handling.Mode == config.BinaryBytes || m.Binary.Handling.Mode == config.BinaryBase64 {
-			return append(buf, raw...), nil // readside's base64 is the JSON converter's
-		}
-		s, err := unquote(raw)
-		if err != nil {
-			return nil, f.bad(raw, err)
-		}
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			return nil, f.bad(raw, err)
-		}
-		if m.Binary.Handling.Mode == config.BinaryHex {
-			return appendString(buf, hex.EncodeToString(b)), nil
-		}
-		return appendString(buf, base64.URLEncoding.EncodeToString(b)), nil
 	}
-	return nil, f.bad(raw, fmt.Errorf("no encoding for kind %d", f.kind))
+	u, err := strconv.ParseUint(string(raw), 10, 64)
+	if err != nil {
+		return nil, f.bad(raw, err)
+	}
+	if f.kind == kBool {
+		return strconv.AppendBool(buf, u != 0), nil
+	}
+	var le [8]byte
+	binary.LittleEndian.PutUint64(le[:], u)
+	return appendBase64(buf, le[:(f.bits+7)/8]), nil
+}
+
+// appendDatetime: DATE and DATETIME as numbers under time.precision.mode,
+// TIMESTAMP as Debezium's ZonedTimestamp string.
+func (f *field) appendDatetime(buf []byte, raw []byte, snapshot bool) ([]byte, error) {
+	s, err := unquote(raw)
+	if err != nil {
+		return nil, f.bad(raw, err)
+	}
+	t, zero, err := parseDatetime(s)
+	if err != nil {
+		return nil, f.bad(raw, err)
+	}
+	switch {
+	case zero && f.kind == kTimestamp:
+		// The zero TIMESTAMP is stored as second 0 of the epoch, and
+		// Debezium writes that instant.
+		return appendString(buf, "1970-01-01T00:00:00Z"), nil
+	case zero && f.optional:
+		// A zero date names no day: Debezium writes null, or the
+		// epoch where the column is NOT NULL.
+		return append(buf, "null"...), nil
+	case zero:
+		return append(buf, '0'), nil
+	case f.kind == kTimestamp:
+		return appendString(buf, zonedTimestamp(t, f.digits, snapshot)), nil
+	case f.kind == kDate:
+		return strconv.AppendInt(buf, floorDiv(t.Unix(), 86400), 10), nil
+	case f.micro:
+		return strconv.AppendInt(buf, t.UnixMicro(), 10), nil
+	}
+	return strconv.AppendInt(buf, t.UnixMilli(), 10), nil
+}
+
+// appendTime: TIME as microseconds (negative and over a day kept), or as
+// Kafka Connect's time of day in milliseconds.
+func (f *field) appendTime(buf []byte, raw []byte) ([]byte, error) {
+	s, err := unquote(raw)
+	if err != nil {
+		return nil, f.bad(raw, err)
+	}
+	us, err := parseTime(s)
+	if err != nil {
+		return nil, f.bad(raw, err)
+	}
+	if !f.micro {
+		if us < 0 || us >= 24*3600*1e6 {
+			// Kafka Connect's Time is a time of day: Debezium writes
+			// null for a TIME outside 00:00:00-23:59:59.999999.
+			return append(buf, "null"...), nil
+		}
+		return strconv.AppendInt(buf, us/1000, 10), nil
+	}
+	return strconv.AppendInt(buf, us, 10), nil
+}
+
+// appendBinary: bytes under binary.handling.mode.
+func (f *field) appendBinary(buf []byte, raw []byte, m *config.Debezium) ([]byte, error) {
+	if m.Binary.Handling.Mode == config.BinaryBytes || m.Binary.Handling.Mode == config.BinaryBase64 {
+		return append(buf, raw...), nil // readside's base64 is the JSON converter's
+	}
+	s, err := unquote(raw)
+	if err != nil {
+		return nil, f.bad(raw, err)
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, f.bad(raw, err)
+	}
+	if m.Binary.Handling.Mode == config.BinaryHex {
+		return appendString(buf, hex.EncodeToString(b)), nil
+	}
+	return appendString(buf, base64.URLEncoding.EncodeToString(b)), nil
 }
 
 func (f *field) bad(raw []byte, err error) error {
