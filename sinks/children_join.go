@@ -163,69 +163,11 @@ func (a *applier) childJoins(ci int, b *projections.Batch) (links [][]projection
 		return nil, false, nil
 	}
 	st := &a.st.children[ci]
-	stateCols := c.StateColumns()
 	for k, j := range c.Joins {
 		js := &st.joins[k]
-		keys := map[string]*lockedKey{}
-		add := func(vals []projections.Value, exclusive bool) {
-			for _, v := range vals {
-				if v.Kind() == projections.NullValue {
-					return // no parent, as a NULL foreign key has none
-				}
-			}
-			t := lockText(vals)
-			if lk, ok := keys[t]; ok {
-				lk.exclusive = lk.exclusive || exclusive
-				return
-			}
-			keys[t] = &lockedKey{parentKey{text: t, values: vals}, exclusive}
-		}
-		var changes []projections.ChildWrite
-		var truncateAt uint64
-		for _, w := range b.ChildWrites {
-			switch {
-			case w.Child != ci:
-			case w.Join == j.N && w.Truncate:
-				truncateAt = max(truncateAt, w.Version)
-			case w.Join == j.N:
-				changes = append(changes, w)
-				add(w.Link, true)
-			case j.Via == nil && w.Join == 0 && w.Values != nil:
-				vals := make([]projections.Value, len(j.On))
-				for x, on := range j.On {
-					vals[x] = w.Values[slices.Index(stateCols, on.Child)]
-				}
-				add(vals, false)
-			case j.Via != nil && w.Join == j.Via.N && w.Values != nil:
-				vals := make([]projections.Value, len(j.On))
-				for x, on := range j.On {
-					vals[x] = w.Values[columnIndex(j.Via.Columns, on.Read)]
-				}
-				add(vals, false)
-			}
-		}
-		sorted := make([]*lockedKey, 0, len(keys))
-		for _, lk := range keys {
-			sorted = append(sorted, lk)
-		}
-		sort.Slice(sorted, func(x, y int) bool { return sorted[x].text < sorted[y].text })
-		// Runs of one lock mode, in key order: every transaction locks
-		// the keys of a join in the same order, whatever the mode.
-		for start := 0; start < len(sorted); {
-			end := start
-			var run []parentKey
-			for end < len(sorted) && sorted[end].exclusive == sorted[start].exclusive {
-				run = append(run, sorted[end].parentKey)
-				end++
-			}
-			stmt := &js.share
-			if sorted[start].exclusive {
-				stmt = &js.lock
-			}
-			if err := a.execKeys(stmt, run); err != nil {
-				return nil, false, fmt.Errorf("locking the %s.%s rows of children %s: %w", j.ParentDB, j.ParentTbl, c.Name, err)
-			}
-			start = end
+		sorted, changes, truncateAt := childJoinKeys(c, ci, j, b)
+		if err := a.lockChildJoinKeys(js, sorted); err != nil {
+			return nil, false, fmt.Errorf("locking the %s.%s rows of children %s: %w", j.ParentDB, j.ParentTbl, c.Name, err)
 		}
 		name := c.JoinTruncationName(a.p, j)
 		if truncateAt > 0 {
@@ -250,28 +192,109 @@ func (a *applier) childJoins(ci int, b *projections.Batch) (links [][]projection
 		if all {
 			continue
 		}
-		var changed []parentKey
-		for _, w := range kept {
-			changed = append(changed, parentKey{values: w.Link})
+		below, err := a.childLinksBelow(js, j, kept)
+		if err != nil {
+			return nil, false, err
 		}
-		for start := 0; start < len(changed); start += chunk {
-			part := changed[start:min(start+chunk, len(changed))]
-			var args []any
-			for _, k := range part {
-				args = appendValues(args, k.values)
-			}
-			rows, err := a.query(js.links.text(len(part)), args...)
-			if err != nil {
-				return nil, false, fmt.Errorf("reading the children below %d %s.%s rows: %w", len(part), j.ParentDB, j.ParentTbl, err)
-			}
-			got, err := scanValues(rows)
-			if err != nil {
-				return nil, false, err
-			}
-			links = append(links, got...)
-		}
+		links = append(links, below...)
 	}
 	return links, all, nil
+}
+
+// childJoinKeys are the parent keys of join j of children entry ci (c)
+// that batch b touches, in key order: exclusive where the parent changes,
+// shared where a child (or the parent below, with via) points at it; and
+// the parent changes and the latest truncation of its table.
+func childJoinKeys(c *projections.Children, ci int, j *projections.Join, b *projections.Batch) (sorted []*lockedKey, changes []projections.ChildWrite, truncateAt uint64) {
+	stateCols := c.StateColumns()
+	keys := map[string]*lockedKey{}
+	add := func(vals []projections.Value, exclusive bool) {
+		for _, v := range vals {
+			if v.Kind() == projections.NullValue {
+				return // no parent, as a NULL foreign key has none
+			}
+		}
+		t := lockText(vals)
+		if lk, ok := keys[t]; ok {
+			lk.exclusive = lk.exclusive || exclusive
+			return
+		}
+		keys[t] = &lockedKey{parentKey{text: t, values: vals}, exclusive}
+	}
+	for _, w := range b.ChildWrites {
+		switch {
+		case w.Child != ci:
+		case w.Join == j.N && w.Truncate:
+			truncateAt = max(truncateAt, w.Version)
+		case w.Join == j.N:
+			changes = append(changes, w)
+			add(w.Link, true)
+		case j.Via == nil && w.Join == 0 && w.Values != nil:
+			vals := make([]projections.Value, len(j.On))
+			for x, on := range j.On {
+				vals[x] = w.Values[slices.Index(stateCols, on.Child)]
+			}
+			add(vals, false)
+		case j.Via != nil && w.Join == j.Via.N && w.Values != nil:
+			vals := make([]projections.Value, len(j.On))
+			for x, on := range j.On {
+				vals[x] = w.Values[columnIndex(j.Via.Columns, on.Read)]
+			}
+			add(vals, false)
+		}
+	}
+	sorted = make([]*lockedKey, 0, len(keys))
+	for _, lk := range keys {
+		sorted = append(sorted, lk)
+	}
+	sort.Slice(sorted, func(x, y int) bool { return sorted[x].text < sorted[y].text })
+	return sorted, changes, truncateAt
+}
+
+// lockChildJoinKeys locks sorted in runs of one lock mode, in key order:
+// every transaction locks the keys of a join in the same order, whatever
+// the mode.
+func (a *applier) lockChildJoinKeys(js *childJoinStatements, sorted []*lockedKey) error {
+	for start := 0; start < len(sorted); {
+		end := start
+		var run []parentKey
+		for end < len(sorted) && sorted[end].exclusive == sorted[start].exclusive {
+			run = append(run, sorted[end].parentKey)
+			end++
+		}
+		stmt := &js.share
+		if sorted[start].exclusive {
+			stmt = &js.lock
+		}
+		if err := a.execKeys(stmt, run); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+// childLinksBelow are the links of the arrays whose children point at
+// the parents kept changed.
+func (a *applier) childLinksBelow(js *childJoinStatements, j *projections.Join, kept []projections.ChildWrite) ([][]projections.Value, error) {
+	var links [][]projections.Value
+	for start := 0; start < len(kept); start += chunk {
+		part := kept[start:min(start+chunk, len(kept))]
+		var args []any
+		for _, w := range part {
+			args = appendValues(args, w.Link)
+		}
+		rows, err := a.query(js.links.text(len(part)), args...)
+		if err != nil {
+			return nil, fmt.Errorf("reading the children below %d %s.%s rows: %w", len(part), j.ParentDB, j.ParentTbl, err)
+		}
+		got, err := scanValues(rows)
+		if err != nil {
+			return nil, err
+		}
+		links = append(links, got...)
+	}
+	return links, nil
 }
 
 // writeChildJoinState upserts parent states, each column moving only to
