@@ -234,6 +234,7 @@ func (p *Projection) checkOwnTable(src *sourceTable, out *Types) []error {
 		errs = append(errs, fmt.Errorf("projections.%s.from: %s.%s has no primary key: readside cannot tell its rows apart; add a primary key to the source table, or name its unique NOT NULL columns in source.keys", p.Name, p.SourceDB, p.SourceTbl))
 	} else if p.Aggregation != nil {
 		errs = append(errs, p.typeAggregates(src, out)...)
+		errs = append(errs, p.checkAggregateKeys(out)...)
 		if err := p.checkShardCollation(out.Read); err != nil {
 			errs = append(errs, err)
 		}

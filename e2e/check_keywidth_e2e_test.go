@@ -1,0 +1,122 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/readside/readside/e2e/testbed"
+)
+
+// TestCheckKeyWidth: aggregate projections whose tables would need a key
+// wider than the 3072 bytes an InnoDB index holds — a distinct values
+// table keyed by three VARCHAR(255) utf8mb4 group columns and a
+// VARCHAR(100) value, a read table keyed by four such columns, a min/max
+// index of three and a value — are refused by `readside check` and
+// `readside plan` before any DDL, each naming the projection, the
+// aggregate, the key's width, the limit and the fix, where the server
+// would refuse CREATE TABLE with "Specified key was too long". A
+// projection whose keys fit to the byte (3060 bytes of group and a
+// 3-character value) plans, and its DDL is accepted by the server: the
+// widths are the server's.
+func TestCheckKeyWidth(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	db, sinkDB := sourceAndSinkDBs(t, bed, "chkwide")
+	wide := "VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL"
+	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+db+"`.labels (id INT PRIMARY KEY, a "+wide+", b "+wide+", c "+wide+", d "+wide+
+		", name VARCHAR(100) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci, short VARCHAR(3) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci)"); err != nil {
+		t.Fatal(err)
+	}
+	head := fmt.Sprintf("source:\n  dsn: %q\n  server_id: %d\n  tables: [%[3]s.labels]\nkafka:\n  brokers: [%s]\nsinks:\n  reads:\n    dsn: %q\nprojections:\n",
+		bed.MySQL.ReplDSN(), testbed.NewServerID(), db, strings.Join(bed.Kafka.Brokers(), ", "), bed.MySQL.AdminDSN()+sinkDB)
+	fits := fmt.Sprintf(`  fits:
+    from: %s.labels
+    sink: reads
+    group_by: [a, b, c]
+    aggregates: {shorts: "count(distinct short)", top: "max(short)", n: "count(*)"}
+`, db)
+	bad := fmt.Sprintf(`  wide_distinct:
+    from: %[1]s.labels
+    sink: reads
+    group_by: [a, b, c]
+    aggregates: {names: "count(distinct name)"}
+  wide_group:
+    from: %[1]s.labels
+    sink: reads
+    group_by: [a, b, c, d]
+    aggregates: {names: "count(distinct name)", n: "count(*)"}
+  wide_max:
+    from: %[1]s.labels
+    sink: reads
+    group_by: [a, b, c]
+    aggregates: {last: "max(name)"}
+`, db)
+	narrow := "group by narrower columns (a shorter source column, or a columns entry such as CAST(x AS CHAR(n)) listed in group_by) or by fewer of them"
+	wants := []string{
+		`projections.wide_distinct.aggregates.names "count(distinct name)": its distinct values table _readside_dst_wide_distinct_names's primary key (the group columns and the value) is up to 3460 bytes (a 1020 + b 1020 + c 1020 + value 400), over the 3072 bytes an InnoDB index holds: ` + narrow + `, or a shorter value, e.g. count(distinct CAST(x AS CHAR(3)))`,
+		`projections.wide_group.group_by: the read table wide_group's primary key (its group columns) is up to 4080 bytes (a 1020 + b 1020 + c 1020 + d 1020), over the 3072 bytes an InnoDB index holds: ` + narrow,
+		`projections.wide_max.aggregates.last "max(name)": the contributions table _readside_agg_wide_max's index of its values (the group columns and the value) is up to 3460 bytes (a 1020 + b 1020 + c 1020 + value 400), over the 3072 bytes an InnoDB index holds: ` + narrow + `, or a shorter value, e.g. max(CAST(x AS CHAR(3)))`,
+	}
+	code, out, _ := runVerb(t, "check", head+fits+bad)
+	t.Logf("readside check:\n%s", out)
+	if code != 1 {
+		t.Errorf("check: exit %d, want 1", code)
+	}
+	for _, w := range wants {
+		if !strings.Contains(out, "ERROR   projections  "+w+"\n") {
+			t.Errorf("check's output lacks %q", w)
+		}
+	}
+	if n := strings.Count(out, "ERROR   projections"); n != len(wants) {
+		t.Errorf("check reports %d projection errors, want exactly %d", n, len(wants))
+	}
+	if !strings.Contains(out, "ok      projections  1 of 4 projection(s) compile and plan against the source schema") {
+		t.Errorf("check does not count fits as the one projection that plans")
+	}
+	code, out, errOut := runVerb(t, "plan", head+fits+bad)
+	if code != 1 || out != "" {
+		t.Errorf("plan: exit %d with stdout %q; want 1 and no DDL", code, out)
+	}
+	for _, w := range wants {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("plan's stderr lacks %q:\n%s", w, errOut)
+		}
+	}
+
+	code, out, errOut = runVerb(t, "plan", head+fits)
+	if code != 0 {
+		t.Fatalf("plan of fits: exit %d\n%s", code, errOut)
+	}
+	conn, err := bed.MySQL.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "USE `"+sinkDB+"`"); err != nil {
+		t.Fatal(err)
+	}
+	created := 0
+	for _, stmt := range strings.Split(out, ";\n") {
+		var lines []string
+		for _, l := range strings.Split(stmt, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(l), "--") {
+				lines = append(lines, l)
+			}
+		}
+		s := strings.TrimSpace(strings.Join(lines, "\n"))
+		if !strings.HasPrefix(s, "CREATE TABLE") {
+			continue
+		}
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			t.Errorf("the server refuses fits's planned DDL: %v\n%s", err, s)
+		}
+		created++
+	}
+	// The read table, the contributions table (with max's index) and the
+	// distinct values table at least.
+	t.Logf("the server ran fits's %d CREATE TABLE statements", created)
+	if created < 3 {
+		t.Errorf("plan of fits printed %d CREATE TABLE statements, want at least 3:\n%s", created, out)
+	}
+}
