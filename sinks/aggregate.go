@@ -65,22 +65,9 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 	kept := projections.CoalesceContributions(live)
 	slices.SortFunc(kept, func(x, y projections.Contribution) int { return strings.Compare(x.SourceKey, y.SourceKey) })
 	st := a.st.agg
-	// The truncation floor comes with the first read, under the key ""
-	// (no record key is empty): one round trip less per batch.
-	stored := map[string]storedContribution{}
-	for i, sp := range cut(len(kept), chunk, func(i int) int { return len(kept[i].SourceKey) + 9 }, a.limit) {
-		part := kept[sp[0]:sp[1]]
-		args := make([]any, len(part), len(part)+1)
-		for j, c := range part {
-			args[j] = []byte(c.SourceKey)
-		}
-		q := st.read.text(len(part))
-		if i == 0 {
-			q, args = st.readFirst.text(len(part)), append(args, a.p.Name)
-		}
-		if err := a.readContributions(q, args, stored); err != nil {
-			return fmt.Errorf("reading the contributions of %s: %w", a.p.Name, err)
-		}
+	stored, err := a.storedContributions(kept)
+	if err != nil {
+		return err
 	}
 	floor := stored[""].version
 	ag := a.p.Aggregation
@@ -116,19 +103,7 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 			}
 			row = appendLinks(row, a.p, c.Parents)
 		} else {
-			// No group here: deleted, filtered out, or kept on another
-			// shard. The version still refuses older events.
-			for range a.p.Key {
-				row = append(row, nil)
-			}
-			for _, x := range ag.Aggregates {
-				if x.Counts() && x.Stored() {
-					row = append(row, 0)
-				} else if x.Stored() {
-					row = append(row, nil)
-				}
-			}
-			row = appendLinks(row, a.p, nil)
+			row = a.withdrawnRow(row)
 		}
 		if seen {
 			writes = append(writes, row)
@@ -144,6 +119,46 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 		return fmt.Errorf("writing the contributions of %s: %w", a.p.Name, err)
 	}
 	return a.applyDeltas(ds)
+}
+
+// storedContributions reads the contributions the sink has for kept's
+// source keys, and the truncation floor under the key "" (no record key
+// is empty): it comes with the first read, one round trip less per batch.
+func (a *applier) storedContributions(kept []projections.Contribution) (map[string]storedContribution, error) {
+	st := a.st.agg
+	stored := map[string]storedContribution{}
+	for i, sp := range cut(len(kept), chunk, func(i int) int { return len(kept[i].SourceKey) + 9 }, a.limit) {
+		part := kept[sp[0]:sp[1]]
+		args := make([]any, len(part), len(part)+1)
+		for j, c := range part {
+			args[j] = []byte(c.SourceKey)
+		}
+		q := st.read.text(len(part))
+		if i == 0 {
+			q, args = st.readFirst.text(len(part)), append(args, a.p.Name)
+		}
+		if err := a.readContributions(q, args, stored); err != nil {
+			return nil, fmt.Errorf("reading the contributions of %s: %w", a.p.Name, err)
+		}
+	}
+	return stored, nil
+}
+
+// withdrawnRow completes the contribution row (key and version so far) of
+// a source row in no group here: deleted, filtered out, or kept on
+// another shard. The version still refuses older events.
+func (a *applier) withdrawnRow(row []any) []any {
+	for range a.p.Key {
+		row = append(row, nil)
+	}
+	for _, x := range a.p.Aggregation.Aggregates {
+		if x.Counts() && x.Stored() {
+			row = append(row, 0)
+		} else if x.Stored() {
+			row = append(row, nil)
+		}
+	}
+	return appendLinks(row, a.p, nil)
 }
 
 // local reports whether a group with keyspace id ks lives on this shard.
