@@ -123,9 +123,9 @@ func schemaColumn(name, dataType, colType, charset string, prec, scale, dtPrec, 
 		col.kind = kindTemporal
 		col.typeName = withFraction(dataType)
 	case "enum":
-		col.kind, col.typeName, col.members = kindEnum, "enum", typeMembers(colType)
+		col.kind, col.typeName, col.members = kindEnum, "enum", parseMembers(colType)
 	case "set":
-		col.kind, col.typeName, col.members = kindSet, "set", typeMembers(colType)
+		col.kind, col.typeName, col.members = kindSet, "set", parseMembers(colType)
 	case "json":
 		col.kind, col.typeName = kindJSON, "json"
 	case "binary":
@@ -235,41 +235,3 @@ func (t *table) appendSQLKey(buf []byte, row []sql.RawBytes) ([]byte, error) {
 
 // quoteIdent is sqlquote.Ident.
 func quoteIdent(s string) string { return sqlquote.Ident(s) }
-
-// typeMembers reads the members of an ENUM or SET column from its
-// COLUMN_TYPE, enum('a','b') with quotes inside a member doubled: the snapshot publishes the values as
-// text, and only kafka.format: debezium needs the members (a schema
-// parameter).
-func typeMembers(colType string) []string {
-	open := strings.IndexByte(colType, '(')
-	if open < 0 {
-		return nil
-	}
-	var members []string
-	s := colType[open+1:]
-	for {
-		i := strings.IndexByte(s, '\'')
-		if i < 0 {
-			return members
-		}
-		s = s[i+1:]
-		var b strings.Builder
-		for len(s) > 0 {
-			if s[0] == '\'' {
-				if len(s) > 1 && s[1] == '\'' {
-					b.WriteByte('\'')
-					s = s[2:]
-					continue
-				}
-				s = s[1:]
-				break
-			}
-			if s[0] == '\\' && len(s) > 1 {
-				s = s[1:]
-			}
-			b.WriteByte(s[0])
-			s = s[1:]
-		}
-		members = append(members, b.String())
-	}
-}
