@@ -57,8 +57,8 @@ func newRentalShop(t *testing.T, bed *testbed.Bed) *rentalShop {
 	s.cfg = bed.Config("rent", s.src+".payment", s.src+".staff", s.src+".film", s.src+".inventory", s.src+".rental")
 	s.cfg.Projections = map[string]config.Projection{
 		"revenue_by_store_month": {From: s.src + ".payment", Sink: "reads",
-			Join:       []config.Join{{From: s.src + ".staff", As: "st", On: map[string]string{"staff_id": "staff_id"}, Columns: map[string]string{"store_id": "store_id"}}},
-			GroupBy:    []string{"store_id", "DATE_FORMAT(payment_date, '%Y-%m')"},
+			Join:    []config.Join{{From: s.src + ".staff", As: "st", On: map[string]string{"staff_id": "staff_id"}, Columns: map[string]string{"store_id": "store_id"}}},
+			GroupBy: []string{"store_id", "DATE_FORMAT(payment_date, '%Y-%m')"},
 			// A distinct count moves with its rows too: a staff member's
 			// move takes each customer's reference out of the old group.
 			Aggregates: map[string]string{"revenue": "sum(amount)", "payments": "count(*)", "last_at": "max(payment_date)",

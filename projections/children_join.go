@@ -80,27 +80,9 @@ func compileChildJoins(cfg config.Config, c *Children, ck string, cd config.Chil
 	}
 	for i, jd := range cd.Join {
 		key := fmt.Sprintf("%s.join[%d]", ck, i)
-		db, tbl, ok := config.SplitTable(jd.From)
-		if !ok {
-			bad("%s.from %q: want db.table, e.g. sakila.actor", key, jd.From)
+		j := joinHead(cfg, joinSite{key: key, from: cd.From, own: "the child table itself", reach: "the arrays", alias: "a"}, i, jd, cd.Join, captured, bad)
+		if j == nil {
 			continue
-		}
-		if !captured[jd.From] {
-			bad("%s.from %s is not in source.tables: add it there so its changes reach the arrays", key, jd.From)
-		}
-		if jd.From == cd.From {
-			bad("%s.from %s joins the child table itself: self-joins are not supported", key, jd.From)
-		}
-		j := &Join{N: i + 1, ParentDB: db, ParentTbl: tbl, Topic: event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl), As: jd.As}
-		if jd.As != "" {
-			if why := identProblem(jd.As); why != "" {
-				bad("%s.as %q: %s: name the join with a plain identifier, e.g. a", key, jd.As, why)
-			}
-			for k, other := range cd.Join[:i] {
-				if other.As == jd.As {
-					bad("%s.as %q: join[%d] has the same as: give each join its own alias", key, jd.As, k)
-				}
-			}
 		}
 		if len(jd.On) == 0 {
 			bad("%s.on is empty: map each parent key column to the child column holding it, e.g. {actor_id: actor_id}", key)

@@ -101,32 +101,48 @@ func (j *Join) StateTable(p *Projection) string {
 	return name
 }
 
+// joinSite is where a join is declared: its config key, the declaring
+// table (from), how messages name it (own), what its parent's changes
+// update (reach) and an alias to suggest.
+type joinSite struct{ key, from, own, reach, alias string }
+
+// joinHead checks what every join declaration has before its on and
+// columns — its table, captured and not the declaring one, and its alias
+// among the earlier joins' — and returns the join with its table set; nil
+// when from names no table.
+func joinHead(cfg config.Config, site joinSite, i int, jd config.Join, earlier []config.Join, captured map[string]bool, bad func(string, ...any)) *Join {
+	db, tbl, ok := config.SplitTable(jd.From)
+	if !ok {
+		bad("%s.from %q: want db.table", site.key, jd.From)
+		return nil
+	}
+	if !captured[jd.From] {
+		bad("%s.from %s is not in source.tables: add it there so its changes reach %s", site.key, jd.From, site.reach)
+	}
+	if jd.From == site.from {
+		bad("%s.from %s joins %s: self-joins are not supported", site.key, jd.From, site.own)
+	}
+	if jd.As != "" {
+		if why := identProblem(jd.As); why != "" {
+			bad("%s.as %q: %s: name the join with a plain identifier, e.g. %s", site.key, jd.As, why, site.alias)
+		}
+		for k, other := range earlier[:i] {
+			if other.As == jd.As {
+				bad("%s.as %q: join[%d] has the same as: give each join its own alias", site.key, jd.As, k)
+			}
+		}
+	}
+	return &Join{N: i + 1, ParentDB: db, ParentTbl: tbl, Topic: event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl), As: jd.As}
+}
+
 // compileJoin checks one join entry. Every problem names its key.
 func compileJoin(cfg config.Config, p *Projection, d config.Projection, i int, jd config.Join, captured map[string]bool) (*Join, []error) {
 	var errs []error
 	key := fmt.Sprintf("projections.%s.join[%d]", p.Name, i)
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	db, tbl, ok := config.SplitTable(jd.From)
-	if !ok {
-		bad("%s.from %q: want db.table", key, jd.From)
+	j := joinHead(cfg, joinSite{key: key, from: d.From, own: "the projection's own table", reach: "the join", alias: "c"}, i, jd, d.Join, captured, bad)
+	if j == nil {
 		return nil, errs
-	}
-	if !captured[jd.From] {
-		bad("%s.from %s is not in source.tables: add it there so its changes reach the join", key, jd.From)
-	}
-	if jd.From == d.From {
-		bad("%s.from %s joins the projection's own table: self-joins are not supported", key, jd.From)
-	}
-	j := &Join{N: i + 1, ParentDB: db, ParentTbl: tbl, Topic: event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl), As: jd.As}
-	if jd.As != "" {
-		if why := identProblem(jd.As); why != "" {
-			bad("%s.as %q: %s: name the join with a plain identifier, e.g. c", key, jd.As, why)
-		}
-		for k, other := range d.Join[:i] {
-			if other.As == jd.As {
-				bad("%s.as %q: join[%d] has the same as: give each join its own alias", key, jd.As, k)
-			}
-		}
 	}
 	if len(jd.On) == 0 {
 		bad("%s.on is empty: map each parent key column to this projection's source column, e.g. {id: customer_id}", key)
