@@ -326,7 +326,7 @@ func TestBackfillProgressLines(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("exit %d, want 0", code)
 	}
-	line := regexp.MustCompile(`^20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\S* backfilling \S+ \(body\): ([0-9.]+)% \((\d+) of (\d+) offsets\)(, \d+ offsets/s)?$`)
+	line := regexp.MustCompile(`^20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\S* backfilling \S+ \(body\): ([0-9.]+)% \((\d+) of (\d+) offsets\)(, \d+ offsets/s(, \S+ left)?)?$`)
 	var progress []string
 	var final []string
 	withRate := 0

@@ -38,7 +38,7 @@ func (r *Rebuild) consumeUntil(ctx context.Context, p *projections.Projection, s
 	done := make(chan error, 1)
 	go func() { done <- pr.Run(pctx) }()
 	stop := func() error { cancel(); return <-done }
-	var lastLine progressLine
+	line := r.o.Progress
 	for {
 		select {
 		case err := <-done:
@@ -68,10 +68,10 @@ func (r *Rebuild) consumeUntil(ctx context.Context, p *projections.Projection, s
 			if err := stop(); err != nil {
 				return err
 			}
-			r.o.Progress.report(what, total, total, &lastLine, true)
+			line.Count(what, total, total, "offsets", true)
 			return nil
 		}
-		r.o.Progress.report(what, n, total, &lastLine, false)
+		line.Count(what, n, total, "offsets", false)
 	}
 }
 

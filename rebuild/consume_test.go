@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/projections"
 )
 
@@ -62,8 +63,7 @@ func TestRebuildLiveTarget(t *testing.T) {
 // long wait would flood the output), and the final line always.
 func TestRebuildProgressLines(t *testing.T) {
 	var out strings.Builder
-	pg := Progress{Out: &out} // Every 0: the period never holds a line back
-	var last progressLine
+	pg := progress.Line{Out: &out} // Every 0: the period never holds a line back
 	steps := []struct {
 		why   string
 		done  int64
@@ -77,7 +77,7 @@ func TestRebuildProgressLines(t *testing.T) {
 		{"the final report prints even unchanged", 5, true, 3},
 	}
 	for _, s := range steps {
-		pg.report("filling x", s.done, 5, &last, s.final)
+		pg.Count("filling x", s.done, 5, "offsets", s.final)
 		if got := strings.Count(out.String(), "\n"); got != s.want {
 			t.Fatalf("%s: %d lines, want %d:\n%s", s.why, got, s.want, out.String())
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/projections"
 )
 
@@ -232,7 +233,7 @@ func newBed(t *testing.T, sink *fakeSink) *bed {
 		SourceTypes:  func(context.Context) (projections.Types, error) { return projections.Types{}, nil },
 		ProjectorLog: func() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) },
 		Log:          log,
-		Progress:     Progress{Out: b.out},
+		Progress:     progress.Line{Out: b.out},
 	})
 	if err != nil {
 		t.Fatal(err)

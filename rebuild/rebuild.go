@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/projector"
 )
@@ -94,8 +95,10 @@ type Options struct {
 	// ProjectorLog makes the logger of each projector when it starts.
 	ProjectorLog func() *slog.Logger
 	// Log takes the run's own lines.
-	Log      *slog.Logger
-	Progress Progress
+	Log *slog.Logger
+	// Progress is where a fill shows how far it is (Out: the operator's
+	// stderr); each fill draws on a copy of its own.
+	Progress progress.Line
 }
 
 // Rebuild runs the rebuild, a backfill or the drop of the kept table of

@@ -30,7 +30,6 @@ func (r *Reshard) checkPieces(ctx context.Context, f *filler) error {
 	if err := f.waitFor(ctx, ends, "catching up "+r.p.Table); err != nil {
 		return err
 	}
-	started := time.Now()
 	var checked int64
 	for _, pp := range r.pr.Pieces {
 		for _, sp := range pp.Sources {
@@ -42,7 +41,7 @@ func (r *Reshard) checkPieces(ctx context.Context, f *filler) error {
 			var diffs [][]any
 			for _, pass := range []struct{ from, to sinks.Shard }{{src, dst}, {dst, src}} {
 				d, n, err := r.comparePass(ctx, pass.from, pass.to, in, func(n int64) {
-					r.o.Progress.draw(what, checked+n, max(2*r.pr.RowsCopied, checked+n), "rows", started, false)
+					r.o.Progress.Count(what, checked+n, max(2*r.pr.RowsCopied, checked+n), "rows", false)
 				})
 				if err != nil {
 					return err
@@ -55,7 +54,7 @@ func (r *Reshard) checkPieces(ctx context.Context, f *filler) error {
 			}
 		}
 	}
-	r.o.Progress.draw("checking the moved pieces", checked, checked, "rows", started, true)
+	r.o.Progress.Count("checking the moved pieces", checked, checked, "rows", true)
 	return nil
 }
 

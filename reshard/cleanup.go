@@ -3,7 +3,6 @@ package reshard
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/readside/readside/sinks"
 )
@@ -22,7 +21,6 @@ func (r *Reshard) Cleanup(ctx context.Context, pr *Progress) error {
 	if pr.Clean == nil {
 		pr.Clean, pr.CleanDone = map[string][]string{}, map[string]bool{}
 	}
-	started := time.Now()
 	for _, s := range r.servers() {
 		if !s.old || pr.CleanDone[s.id] {
 			continue
@@ -39,7 +37,7 @@ func (r *Reshard) Cleanup(ctx context.Context, pr *Progress) error {
 			}
 			r.o.Log.Info("reshard cleanup: dropped the projection from a server the new sink does not use", "projection", r.p.Name, "server", s.id)
 		} else if !r.p.Replicated {
-			if err := r.cleanServer(ctx, s, mine, started); err != nil {
+			if err := r.cleanServer(ctx, s, mine); err != nil {
 				return err
 			}
 		}
@@ -48,13 +46,13 @@ func (r *Reshard) Cleanup(ctx context.Context, pr *Progress) error {
 			return err
 		}
 	}
-	r.o.Progress.draw("cleanup", pr.RowsDeleted, pr.RowsDeleted, "rows deleted", started, true)
+	r.o.Progress.Count("cleanup", pr.RowsDeleted, pr.RowsDeleted, "rows deleted", true)
 	return r.st.save(ctx, PhaseClean, pr)
 }
 
 // cleanServer deletes the rows of s's read table that none of mine (the
 // NEW shards on s) holds.
-func (r *Reshard) cleanServer(ctx context.Context, s *server, mine []Shard, started time.Time) error {
+func (r *Reshard) cleanServer(ctx context.Context, s *server, mine []Shard) error {
 	ts := r.readScan()
 	after, err := sinks.DecodeCursor(r.pr.Clean[s.id])
 	if err != nil {
@@ -91,6 +89,6 @@ func (r *Reshard) cleanServer(ctx context.Context, s *server, mine []Shard, star
 		if err := r.st.save(ctx, r.phase, r.pr); err != nil {
 			return err
 		}
-		r.o.Progress.draw("cleanup of "+s.id, r.pr.RowsDeleted, max(total, r.pr.RowsDeleted), "rows deleted", started, false)
+		r.o.Progress.Count("cleanup of "+s.id, r.pr.RowsDeleted, max(total, r.pr.RowsDeleted), "rows deleted", false)
 	}
 }

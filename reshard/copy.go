@@ -94,7 +94,7 @@ func (r *Reshard) copyPieces(ctx context.Context) error {
 		pp := &r.pr.Pieces[pi]
 		for si := range pp.Sources {
 			g.Go(func() error {
-				n, err := r.copySource(gctx, pp, &pp.Sources[si], started)
+				n, err := r.copySource(gctx, pp, &pp.Sources[si])
 				mu.Lock()
 				copied += n
 				mu.Unlock()
@@ -123,7 +123,7 @@ func (r *Reshard) copyPieces(ctx context.Context) error {
 			return err
 		}
 	}
-	r.o.Progress.draw("copying pieces", r.pr.RowsRead, r.pr.RowsRead, "rows read", started, true)
+	r.o.Progress.Count("copying pieces", r.pr.RowsRead, r.pr.RowsRead, "rows read", true)
 	r.o.Log.Info("reshard: copied the pieces", "projection", r.p.Name, "rows", copied, "rows_per_second", int64(r.pr.FillRate))
 	return nil
 }
@@ -132,7 +132,7 @@ func (r *Reshard) copyPieces(ctx context.Context) error {
 // cursor on, then that shard's tombstones, truncation floors and join
 // state of p (whole: harmless anywhere, and parent state belongs on every
 // shard).
-func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceProgress, started time.Time) (int64, error) {
+func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceProgress) (int64, error) {
 	if sp.Done {
 		return 0, nil
 	}
@@ -197,7 +197,7 @@ func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceP
 		if pause || time.Since(saved) >= saveEvery {
 			err, saved = r.st.save(ctx, r.phase, r.pr), time.Now()
 		}
-		r.o.Progress.draw(what, r.pr.RowsRead, max(r.pr.RowsTotal, r.pr.RowsRead), "rows read", started, false)
+		r.o.Progress.Count(what, r.pr.RowsRead, max(r.pr.RowsTotal, r.pr.RowsRead), "rows read", false)
 		r.mu.Unlock()
 		if err != nil {
 			return n, err

@@ -63,7 +63,6 @@ func (f *filler) waitFor(ctx context.Context, target projections.Offsets, what s
 	if err := f.start(ctx); err != nil {
 		return err
 	}
-	started := time.Now()
 	for {
 		stored := make([]projections.Offsets, len(f.sink.shards))
 		for i, sh := range f.sink.shards {
@@ -74,7 +73,7 @@ func (f *filler) waitFor(ctx context.Context, target projections.Offsets, what s
 			stored[i] = o
 		}
 		n, total, ok := rebuild.CaughtUp(stored, f.pr.Applied(), target)
-		f.r.o.Progress.draw(what, n, total, "offsets", started, ok)
+		f.r.o.Progress.Count(what, n, total, "offsets", ok)
 		if ok {
 			return nil
 		}

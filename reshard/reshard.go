@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/projector"
@@ -45,7 +46,7 @@ type Options struct {
 	Projector    projector.Options // its Log is replaced by ProjectorLog's
 	ProjectorLog func() *slog.Logger
 	Log          *slog.Logger
-	Progress     Bar
+	Progress     progress.Line
 	// ChunkRows is how many rows a copy or cleanup reads at a time.
 	ChunkRows int
 	// CheckRounds bound the re-checks of a moved row that differs.

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/projections"
 )
 
@@ -97,43 +97,37 @@ func removeState(path string) error {
 	return nil
 }
 
-// progress draws one line on a terminal: rows scanned of the estimate,
-// rate, chunks that differed, keys under re-check.
-type progress struct {
-	w        io.Writer
+// scanLine shows the scan through progress.Line: rows scanned of the
+// estimate, the rate of this run (a resumed run's earlier rows are not
+// its work), chunks that differed, keys under re-check.
+type scanLine struct {
+	line     progress.Line
 	name     string
 	estimate int64
 	start    time.Time
-	last     time.Time
+	from     int64 // rows scanned when this run began
+	text     string
 }
 
-func newProgress(w io.Writer, name string, estimate int64) *progress {
-	if f, ok := w.(*os.File); !ok || !isTerminal(f) {
-		w = nil
-	}
-	return &progress{w: w, name: name, estimate: estimate, start: time.Now()}
+func newScanLine(line progress.Line, name string, estimate, from int64) *scanLine {
+	return &scanLine{line: line, name: name, estimate: estimate, start: time.Now(), from: from}
 }
 
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-func (p *progress) update(rows, differing int64, suspects int) {
-	if p.w == nil || time.Since(p.last) < 200*time.Millisecond {
+func (p *scanLine) update(rows, differing int64, suspects int) {
+	if p.line.Out == nil {
 		return
 	}
-	p.last = time.Now()
-	rate := float64(rows) / max(time.Since(p.start).Seconds(), 0.001)
 	pct := ""
 	if p.estimate > 0 {
 		pct = fmt.Sprintf(" (~%d%%)", min(100, rows*100/p.estimate))
 	}
-	fmt.Fprintf(p.w, "\r%s: %d rows%s, %.0f rows/s, %d chunks differ, %d keys to re-check   ", p.name, rows, pct, rate, differing, suspects)
+	p.text = fmt.Sprintf("%s: %d rows%s, %.0f rows/s, %d chunks differ, %d keys to re-check", p.name, rows, pct, progress.Rate(rows-p.from, time.Since(p.start)), differing, suspects)
+	p.line.Show(p.text, false)
 }
 
-func (p *progress) done() {
-	if p.w != nil {
-		fmt.Fprintln(p.w)
+// done writes the last state as the final line.
+func (p *scanLine) done() {
+	if p.line.Out != nil && p.text != "" {
+		p.line.Show(p.text, true)
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/internal/keyset"
+	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/internal/sourcedb"
 	"github.com/readside/readside/internal/sqlflavor"
 	"github.com/readside/readside/projections"
@@ -44,8 +45,9 @@ type Options struct {
 	// StateFile, when set, records progress after every chunk so a run
 	// that crashed resumes where it stopped.
 	StateFile string
-	// Progress receives a one-line progress display (nil: none).
-	Progress io.Writer
+	// Progress is where the scan shows how far it is (Out nil: nowhere);
+	// each run draws on a copy of its own.
+	Progress progress.Line
 	// Ends, when set, let re-checks wait until the projection has
 	// applied everything published so far (else they wait by time only).
 	Ends Ends
@@ -276,7 +278,7 @@ func (v *Verifier) run(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	estimate := v.estimateRows(ctx)
-	prog := newProgress(v.opts.Progress, v.p.Name, estimate)
+	prog := newScanLine(v.opts.Progress, v.p.Name, estimate, st.SourceRows)
 	lo := st.After
 	started := time.Now()
 	scanned := st.SourceRows

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/event"
+	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/projector"
@@ -237,7 +239,8 @@ func TestVerifyConvergedDriftRepair(t *testing.T) {
 	s.load(t, customers, orders)
 	s.waitConverged(t, 3*time.Minute)
 
-	v := s.verifier(t, verify.Options{ChunkRows: 2000, Settle: 8 * time.Second, StateFile: t.TempDir() + "/state.json"})
+	var lines strings.Builder // not a terminal, Every 0: a line per chunk that moved the count
+	v := s.verifier(t, verify.Options{ChunkRows: 2000, Settle: 8 * time.Second, StateFile: t.TempDir() + "/state.json", Progress: progress.Line{Out: &lines}})
 	rep, err := v.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -245,6 +248,7 @@ func TestVerifyConvergedDriftRepair(t *testing.T) {
 	if rep.Drift() != 0 || rep.Unsettled != 0 || rep.ChunksDiffering != 0 {
 		t.Fatalf("converged projection reported drift: %+v", rep)
 	}
+	checkScanLines(t, lines.String(), s.p.Name, rep.SourceRows)
 	if rep.SourceRows != int64(strings.Count(s.expected(t), "\n")) || rep.SinkRows != rep.SourceRows {
 		t.Fatalf("compared %d source and %d sink rows, want %d each", rep.SourceRows, rep.SinkRows, strings.Count(s.expected(t), "\n"))
 	}
@@ -561,4 +565,27 @@ func (s *shop) published(t *testing.T) int64 {
 	var n int64
 	ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
 	return n
+}
+
+// checkScanLines: the scan's progress on a writer that is no terminal is
+// timestamped lines, no carriage return, more than the final one, the
+// rate on them, and the final one with every row scanned.
+func checkScanLines(t *testing.T, out, name string, rows int64) {
+	t.Helper()
+	if strings.Contains(out, "\r") {
+		t.Errorf("a carriage return in progress written to no terminal:\n%s", out)
+	}
+	line := regexp.MustCompile(`^20\d\d-\d\d-\d\dT\S+ ` + regexp.QuoteMeta(name) + `: (\d+) rows \(~\d+%\), \d+ rows/s, 0 chunks differ, 0 keys to re-check$`)
+	got := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	for _, l := range got {
+		if !line.MatchString(l) {
+			t.Errorf("progress line %q is not a timestamped scan line", l)
+		}
+	}
+	if len(got) < 2 {
+		t.Errorf("%d progress lines, want lines as the scan goes and the final one:\n%s", len(got), out)
+	}
+	if m := line.FindStringSubmatch(got[len(got)-1]); m == nil || m[1] != fmt.Sprint(rows) {
+		t.Errorf("the last progress line does not count every row scanned (%d): %q", rows, got[len(got)-1])
+	}
 }

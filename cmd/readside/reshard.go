@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/projector"
@@ -191,7 +192,7 @@ func reshardRequest(cfg config.Config, p *projections.Projection, f reshardFlags
 				MaxMessageBytes: cfg.Kafka.MaxMessageBytes, Rejected: sinks.Rejected},
 			ProjectorLog: func() *slog.Logger { return projLog },
 			Log:          log,
-			Progress:     reshard.Bar{Out: stderr, Every: f.progressEvery, TTY: isTerminal(stderr)},
+			Progress:     progress.Line{Out: stderr, Every: f.progressEvery, TTY: isTerminal(stderr)},
 			ChunkRows:    f.chunkRows,
 			PauseAt:      os.Getenv(reshardPauseEnv),
 		}}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/cdc"
+	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/projector"
 	"github.com/readside/readside/verify"
@@ -32,6 +33,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.settle, "settle", 30*time.Second, "how long differing rows are re-checked before they count as drift")
 	fs.IntVar(&f.samples, "samples", 10, "keys listed per kind of difference")
 	fs.DurationVar(&f.repairWait, "repair-wait", 2*time.Minute, "how long --repair waits for the re-published rows to arrive")
+	fs.DurationVar(&f.progressEvery, "progress-every", 5*time.Second, "progress line period when stderr is not a terminal")
 	fs.BoolVar(&f.fresh, "restart", false, "ignore the progress of an interrupted run and start from the beginning")
 	e, code := c.setup(args, nil)
 	if e == nil {
@@ -93,6 +95,7 @@ type verifyFlags struct {
 	repair, asJSON, fresh      bool
 	chunk, maxRate, samples    int
 	maxLag, settle, repairWait time.Duration
+	progressEvery              time.Duration
 }
 
 // verifyOne verifies p on the sink that serves it now and, with
@@ -107,7 +110,7 @@ func verifyOne(e *env, f verifyFlags, p *projections.Projection, src *sql.DB, op
 		_ = os.Remove(stateFile)
 	}
 	v := verify.New(p, src, at.Sink, verify.Options{ChunkRows: f.chunk, MaxRowsPerSecond: f.maxRate, MaxSourceLag: f.maxLag,
-		Settle: f.settle, Samples: f.samples, StateFile: stateFile, Progress: e.stderr, Ends: projector.Ends(e.cfg.Kafka.Brokers), Log: e.log})
+		Settle: f.settle, Samples: f.samples, StateFile: stateFile, Progress: progress.Line{Out: e.stderr, Every: f.progressEvery, TTY: isTerminal(e.stderr)}, Ends: projector.Ends(e.cfg.Kafka.Brokers), Log: e.log})
 	rep, err := v.Run(e.ctx)
 	if err != nil || !f.repair || rep.Drift() == 0 {
 		return rep, err
