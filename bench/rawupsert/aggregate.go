@@ -38,7 +38,9 @@ import (
 // The values are computed in Go from the source rows' copies (a plain
 // projection of the source table built here: its primary key, the group
 // columns and the aggregated ones), so -aggregate takes group_by of
-// source columns and aggregates of one source column each (count(*),
+// source columns (or of one join's columns: aggregate_joined.go, which
+// writes the state that form keeps too) and aggregates of one source
+// column each (count(*),
 // count, count(distinct), sum, min, max, avg); count(distinct) compares
 // values by their bytes, min and max numbers as numbers and everything
 // else by its bytes (binary collation). The read table's final

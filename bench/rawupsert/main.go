@@ -24,7 +24,9 @@
 //
 // With -aggregate (aggregate projections only), it measures the raw
 // multi-row upsert of the projection's group rows, coalesced per batch
-// of records and computed here from the source rows (aggregate.go).
+// of records and computed here from the source rows (aggregate.go); for
+// groups from a joined parent also the contributions with their links,
+// the parent state and the regroup (aggregate_joined.go).
 package main
 
 import (
