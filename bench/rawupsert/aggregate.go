@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -37,7 +38,9 @@ import (
 // The values are computed in Go from the source rows' copies (a plain
 // projection of the source table built here: its primary key, the group
 // columns and the aggregated ones), so -aggregate takes group_by of
-// source columns and aggregates of one source column each (count(*),
+// source columns (or of one join's columns: aggregate_joined.go, which
+// writes the state that form keeps too) and aggregates of one source
+// column each (count(*),
 // count, count(distinct), sum, min, max, avg); count(distinct) compares
 // values by their bytes, min and max numbers as numbers and everything
 // else by its bytes (binary collation). The read table's final
@@ -49,6 +52,10 @@ func runAggregate(ctx context.Context, cfg config.Config, name string, recs []*k
 		return fmt.Errorf("no projection %q in the config (name one with -projection)", name)
 	}
 	aggs, err := parseAggregates(name, d)
+	if err != nil {
+		return err
+	}
+	jg, err := parseJoinedGroup(name, d)
 	if err != nil {
 		return err
 	}
@@ -65,7 +72,12 @@ func runAggregate(ctx context.Context, cfg config.Config, name string, recs []*k
 	// The plain copy whose writes carry each source row's values.
 	cols := slices.Clone(pk)
 	for _, c := range d.GroupBy {
-		cols = appendNew(cols, c)
+		if jg == nil || !slices.Contains(jg.joined, c) {
+			cols = appendNew(cols, c)
+		}
+	}
+	if jg != nil {
+		cols = appendNew(cols, jg.link)
 	}
 	for _, a := range aggs {
 		if a.arg != "" {
@@ -78,11 +90,21 @@ func runAggregate(ctx context.Context, cfg config.Config, name string, recs []*k
 	}
 	pcfg := cfg
 	pcfg.Projections = map[string]config.Projection{name + "_b2src": plain}
+	if jg != nil {
+		pcfg.Projections[name+"_b2par"] = jg.parentCopy(d, name)
+	}
 	ps, err := projections.Compile(pcfg)
 	if err != nil {
 		return fmt.Errorf("the source copy for -aggregate: %w", err)
 	}
-	p := ps[0]
+	var p, pp *projections.Projection
+	for _, c := range ps {
+		if c.Name == name+"_b2src" {
+			p = c
+		} else {
+			pp = c
+		}
+	}
 	types, sink, err := open(ctx, cfg, p)
 	if err != nil {
 		return err
@@ -92,29 +114,50 @@ func runAggregate(ctx context.Context, cfg config.Config, name string, recs []*k
 	for i, c := range p.Columns {
 		at[c.Name] = i
 	}
-	var writes [][]projections.Write // per record
+	var ptypes projections.Types
+	if pp != nil {
+		if ptypes, err = pp.SourceColumns(ctx, src); err != nil {
+			return err
+		}
+	}
+	var steps []replayStep // per record, source and parent
 	for _, rec := range recs {
-		if rec.Topic != p.Topic || rec.Value == nil {
+		if rec.Value == nil || (rec.Topic != p.Topic && (pp == nil || rec.Topic != pp.Topic)) {
 			continue
 		}
 		ev, err := event.DecodeEvent(rec.Value)
 		if err != nil {
 			return err
 		}
-		ws, err := p.Writes(ev)
+		cp := p
+		if rec.Topic != p.Topic {
+			cp = pp
+		}
+		ws, err := cp.Writes(ev)
 		if err != nil {
 			return err
 		}
-		writes = append(writes, ws)
+		steps = append(steps, replayStep{version: ev.Version, parent: cp == pp, writes: ws})
 	}
-	if len(writes) == 0 {
+	if len(steps) == 0 {
 		return fmt.Errorf("%s holds no records of %s", recPath, p.Topic)
+	}
+	// The record file holds each topic's records in order, one topic
+	// after the other: the versions give the source's order across them.
+	slices.SortStableFunc(steps, func(a, b replayStep) int { return cmp.Compare(a.version, b.version) })
+	writes := make([][]projections.Write, len(steps))
+	for i, st := range steps {
+		writes[i] = st.writes
 	}
 
 	g := &grouping{group: d.GroupBy, at: at, numeric: map[string]bool{}}
 	var defs []string
 	for _, c := range d.GroupBy {
-		defs = append(defs, fmt.Sprintf("`%s` %s NOT NULL", c, baseType(types.Read[c])))
+		t := types.Read[c]
+		if jg != nil && slices.Contains(jg.joined, c) {
+			t = ptypes.Read[c]
+		}
+		defs = append(defs, fmt.Sprintf("`%s` %s NOT NULL", c, baseType(t)))
 	}
 	for i, a := range aggs {
 		def := a.def(baseType(types.Read[a.arg]))
@@ -139,6 +182,21 @@ func runAggregate(ctx context.Context, cfg config.Config, name string, recs []*k
 		return err
 	}
 	defer sink.Exec(context.Background(), []string{fmt.Sprintf("DROP TABLE IF EXISTS `%s`", table)})
+	if jg != nil {
+		r := &joinedReplay{g: g, jg: jg, pk: pk}
+		for _, c := range p.Columns {
+			r.srcCols = append(r.srcCols, c.Name)
+		}
+		r.parAt = map[string]int{}
+		for i, c := range pp.Columns {
+			r.parAt[c.Name] = i
+		}
+		if err := r.createState(ctx, sink, table, types, ptypes); err != nil {
+			return err
+		}
+		defer sink.Exec(context.Background(), []string{fmt.Sprintf("DROP TABLE IF EXISTS `%sc`", table), fmt.Sprintf("DROP TABLE IF EXISTS `%sp`", table)})
+		return r.run(ctx, sink, table, steps, points)
+	}
 
 	var best benchio.Result
 	for _, pt := range points {

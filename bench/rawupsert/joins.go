@@ -114,6 +114,13 @@ func runJoins(ctx context.Context, cfg config.Config, p *projections.Projection,
 		} else if !out.equal(*first) {
 			return fmt.Errorf("the %dx%d point left %s, the first point %s: the points did not do the same work", pt.BatchRows, pt.Connections, out, *first)
 		}
+		if checksumCols != "" {
+			// The rows' values, for a comparison with a read table of
+			// another shape (benchall's children join check).
+			if _, best.Checksum, err = benchio.TableChecksum(ctx, sink.DB(), jp.Table, strings.Split(checksumCols, ",")); err != nil {
+				return err
+			}
+		}
 		pt.PerS = float64(len(mine)) / secs
 		best.Sweep = append(best.Sweep, pt)
 		if pt.PerS > best.PerS {

@@ -24,7 +24,9 @@
 //
 // With -aggregate (aggregate projections only), it measures the raw
 // multi-row upsert of the projection's group rows, coalesced per batch
-// of records and computed here from the source rows (aggregate.go).
+// of records and computed here from the source rows (aggregate.go); for
+// groups from a joined parent also the contributions with their links,
+// the parent state and the regroup (aggregate_joined.go).
 package main
 
 import (
@@ -58,6 +60,7 @@ func main() {
 	sweep := flag.String("sweep", DefaultSweep, "comma-separated batch-rows x connections points")
 	aggregate := flag.Bool("aggregate", false, "an aggregate projection's B2: the raw multi-row upsert of its group rows, coalesced per batch of records (see aggregate.go)")
 	joins := flag.Bool("joins", false, "measure the join's statements too: every record, parents included, batched by the projector's Build (batch rows = records), partitions dealt to connections (see joins.go)")
+	flag.StringVar(&checksumCols, "checksum", "", "with -joins: comma-separated read columns whose checksum (benchio.TableChecksum) the result carries, taken before the tables are dropped")
 	flag.DurationVar(&settleLimit, "settle", 0, "before each point, wait up to this long for MariaDB to flush its dirty pages and purge its undo history (benchall passes its -settle; 0: do not wait)")
 	flag.Parse()
 	if err := run(*cfgPath, *name, *recPath, *sweep, *joins, *aggregate); err != nil {
@@ -181,6 +184,9 @@ func run(cfgPath, name, recPath, sweepText string, joins, aggregate bool) error 
 	benchio.Emit(best)
 	return nil
 }
+
+// checksumCols is -checksum.
+var checksumCols string
 
 // settleLimit is -settle.
 var settleLimit time.Duration

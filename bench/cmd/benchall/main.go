@@ -137,6 +137,11 @@ func workloads(quick bool) []workload {
 		{Name: "customer_order_stats_txn", Base: "customer_order_stats", Consistency: "transaction", Kind: "customer_order_stats", Updates: 0.45, Zipf: true, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
 		{Name: "orders_with_lines", Kind: "orders_with_lines", Updates: 0.6, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
 		{Name: "orders_with_lines_txn", Base: "orders_with_lines", Consistency: "transaction", Kind: "orders_with_lines", Updates: 0.6, Events: mix, Preload: 30_000, TxnRows: 200, RowBytes: 120, Live: true},
+		// Issue 44 (sources_joined.go): an aggregate grouped by a joined
+		// parent's column, children carrying a joined parent's columns,
+		// each with its own B2.
+		{Name: "store_revenue", Kind: "store_revenue", Updates: 0.5, Events: mix, TxnRows: 200, RowBytes: 80},
+		{Name: "film_cast", Kind: "film_cast", Updates: 0.45, Events: mix, TxnRows: 200, RowBytes: 60},
 		{Name: "sysbench_write_only", Kind: "sysbench", Events: sb, Preload: 10_000, RowBytes: 250},
 	}
 }

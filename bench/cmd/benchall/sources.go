@@ -36,6 +36,9 @@ type source struct {
 	// aggregate or of nested children: rawupsert -aggregate, or a plain
 	// copy of the child table in a config of its own).
 	b2 []string
+	// b2Check, when set, compares what B2 left with the projector's read
+	// table (the aggregate's is aggregateCheck, from -aggregate).
+	b2Check func(ctx context.Context, proj *projections.Projection, b2 limitResult) (string, error)
 }
 
 // errSkip marks a workload that cannot run on this machine; the run goes
@@ -78,6 +81,10 @@ func (e *env) newSource(ctx context.Context, w workload, prefix string) (*source
 		err = e.customerStatsSource(ctx, w, prefix, s)
 	case "orders_with_lines":
 		err = e.orderLinesSource(ctx, w, prefix, s)
+	case "store_revenue":
+		err = e.storeRevenueSource(ctx, w, prefix, s)
+	case "film_cast":
+		err = e.filmCastSource(ctx, w, prefix, s)
 	case "sysbench":
 		err = e.sysbenchSource(ctx, w, prefix, s)
 	default:

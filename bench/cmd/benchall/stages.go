@@ -191,7 +191,8 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 	// (parent locks, parent state, fan-out), for the projector/B2 ratio
 	// of a join to compare like with like.
 	var b2j limitResult
-	if len(proj.Joins) > 0 {
+	// (An aggregate's joins give its groups: its own B2 writes their state.)
+	if len(proj.Joins) > 0 && !slices.Contains(src.b2, "-aggregate") {
 		bj, err := e.runLimit(ctx, "rawupsert", "-joins", "-config", cfgPath, "-projection", proj.Name, "-records", recFile, "-sweep", limitSweep, "-settle", settleLimit.String())
 		if err != nil {
 			return r, err
@@ -226,6 +227,11 @@ func (e *env) runWorkload(ctx context.Context, w workload) (workloadResult, erro
 	// what the projector left.
 	if slices.Contains(src.b2, "-aggregate") {
 		if r.B2Check, err = e.aggregateCheck(ctx, cfg, proj, b2); err != nil {
+			return r, err
+		}
+	}
+	if src.b2Check != nil {
+		if r.B2Check, err = src.b2Check(ctx, proj, b2); err != nil {
 			return r, err
 		}
 	}

@@ -69,13 +69,24 @@ func JoinedRows(ctx context.Context, db *sql.DB, p *projections.Projection) (row
 // values in columns of the same names have the same counts, whatever
 // their column widths (rawupsert -aggregate, the projector's read table).
 func TableChecksum(ctx context.Context, db *sql.DB, table string, columns []string) (rows, sum int64, err error) {
-	parts := make([]string, len(columns))
+	exprs := make([]string, len(columns))
 	for i, c := range columns {
-		parts[i] = fmt.Sprintf("COALESCE(`%s`, '\\N')", c)
+		exprs[i] = "`" + c + "`"
 	}
-	q := fmt.Sprintf("SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS('|', %s))), 0) FROM `%s`", strings.Join(parts, ", "), table)
+	return QueryChecksum(ctx, db, "`"+table+"`", exprs)
+}
+
+// QueryChecksum is TableChecksum over any FROM clause and expressions
+// (a read table's JSON arrays unnested with JSON_TABLE, compared with
+// the plain rows of a B2).
+func QueryChecksum(ctx context.Context, db *sql.DB, from string, exprs []string) (rows, sum int64, err error) {
+	parts := make([]string, len(exprs))
+	for i, e := range exprs {
+		parts[i] = fmt.Sprintf("COALESCE(%s, '\\N')", e)
+	}
+	q := fmt.Sprintf("SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS('|', %s))), 0) FROM %s", strings.Join(parts, ", "), from)
 	if err := db.QueryRowContext(ctx, q).Scan(&rows, &sum); err != nil {
-		return 0, 0, fmt.Errorf("summing the rows of %s: %w", table, err)
+		return 0, 0, fmt.Errorf("summing the rows of %s: %w", from, err)
 	}
 	return rows, sum, nil
 }
