@@ -118,7 +118,7 @@ func (c *Collector) rebuildRows(ctx context.Context, servers []SinkDSN, projecti
 			errs = append(errs, err)
 			continue
 		}
-		rows, err := db.QueryContext(ctx, "SELECT projection, phase, started_at, updated_at FROM `_readside_rebuilds` WHERE projection IN (?, ?)", projection, projection+projections.BackfillSuffix)
+		rows, err := db.QueryContext(ctx, "SELECT projection, phase, UNIX_TIMESTAMP(started_at), UNIX_TIMESTAMP(updated_at) FROM `_readside_rebuilds` WHERE projection IN (?, ?)", projection, projection+projections.BackfillSuffix)
 		if err != nil {
 			var me *driver.MySQLError
 			if errors.As(err, &me) && me.Number == 1146 { // ER_NO_SUCH_TABLE: never rebuilt
@@ -128,11 +128,14 @@ func (c *Collector) rebuildRows(ctx context.Context, servers []SinkDSN, projecti
 			continue
 		}
 		for rows.Next() {
+			// Seconds, not TIMESTAMPs: the sink DSN need not set parseTime.
 			var r rebuildRow
-			if err := rows.Scan(&r.name, &r.phase, &r.started, &r.updated); err != nil {
-				errs = append(errs, err)
+			var started, updated float64
+			if err := rows.Scan(&r.name, &r.phase, &started, &updated); err != nil {
+				errs = append(errs, fmt.Errorf("sink %s: reading _readside_rebuilds: %w", s.Name, err))
 				break
 			}
+			r.started, r.updated = unixTime(started), unixTime(updated)
 			if !seen[r.name] {
 				seen[r.name] = true
 				out = append(out, r)
@@ -177,4 +180,8 @@ func (c *Collector) rebuildProgress(ctx context.Context, s *RebuildStatus, serve
 		s.Percent = math.Floor(1000*float64(s.Applied)/float64(s.End)) / 10
 	}
 	return nil
+}
+
+func unixTime(secs float64) time.Time {
+	return time.UnixMicro(int64(math.Round(secs * 1e6))).UTC()
 }
