@@ -136,7 +136,7 @@ func TestPageShows(t *testing.T) {
 	}{
 		{"healthy: the states, lags, dead letters, a chart; nothing red, no stopped section", nil,
 			[]string{`<span class="badge ok">healthy</span>`, `<span class="badge ok">consuming</span>`, `<td>projector orders</td>`, "1.5s", "dead letters: 7", "(2 in the last minute)", "<polyline points=", `http-equiv="refresh" content="5"`},
-			[]string{"badge bad", `id="stopped"`, "DEGRADED"}},
+			[]string{"badge bad", `id="stopped"`, "DEGRADED", `id="rebuilds"`}},
 		{"a stopped projection: its section with name, reason and fix (escaped), red badges", stopped,
 			[]string{`<section id="stopped">`, `<span class="proj-name">orders</span> <span class="badge bad">stopped</span>`, "column &lt;extra&gt; is gone", "remove it &amp; SIGHUP", "DEGRADED: 1 projection(s)", `<span class="badge bad">stopped on error</span>`},
 			nil},
@@ -159,6 +159,14 @@ func TestPageShows(t *testing.T) {
 		{"a reshard: phase and fill progress", func(r *Report) {
 			r.Reshards = []reshard.Status{{Projection: "orders", FromSink: "reads", ToSink: "reads2", ToRanges: "-80,80-", Phase: "fill", RowsCopied: 30, RowsTotal: 120, FillRate: 900, UpdatedAt: time.Now()}}
 		}, []string{`id="reshards"`, "30 of 120", "width: 25%", "900 rows/s", `<span class="badge info">fill</span>`}, nil},
+		{"a rebuild and a backfill run by readside replay in another process: kind, phase, offsets and percent, an error under its row", func(r *Report) {
+			r.Rebuilds = []RebuildStatus{
+				{Projection: "orders", Kind: "rebuild", Phase: "catching-up", Applied: 300, End: 400, Percent: 75, StartedAt: time.Now()},
+				{Projection: "users", Kind: "backfill", Phase: "filling", Applied: 10, End: 80, Percent: 12.5, Error: "sink reads: <gone>"}}
+		}, []string{`id="rebuilds"`, "<td>rebuild</td>", `<span class="badge info">catching-up</span>`, "300 of 400", "width: 75.0%", "<td>backfill</td>", "width: 12.5%", "sink reads: &lt;gone&gt;"}, nil},
+		{"rebuilds not readable: the error, in the rebuilds section", func(r *Report) {
+			r.RebuildsError = "projection orders: sink reads: access denied"
+		}, []string{`id="rebuilds"`, "access denied"}, []string{"<td>rebuild</td>"}},
 		{"a consistent sink: each shard's frontier", func(r *Report) {
 			r.Sinks = []SinkStatus{{Name: "cons", Consistency: "transaction", Frontiers: []FrontierStatus{
 				{Shard: "cons/-80", CheckpointOffset: 12, GTID: "0-1-42", Transactions: 42, Commits: 9, AppliedAt: ptr(time.Now())},

@@ -107,6 +107,10 @@ type Report struct {
 	// phase and progress (`_readside_reshards`).
 	Reshards      []reshard.Status `json:"reshards,omitempty"`
 	ReshardsError string           `json:"reshards_error,omitempty"`
+	// Rebuilds are the rebuilds and backfills under way (readside replay
+	// --rebuild, --backfill) with their phase and progress (rebuilds.go).
+	Rebuilds      []RebuildStatus `json:"rebuilds,omitempty"`
+	RebuildsError string          `json:"rebuilds_error,omitempty"`
 	// Sinks are the transaction-consistent sinks with every shard's
 	// frontier (docs/design/consistent-sinks.md).
 	Sinks []SinkStatus `json:"sinks,omitempty"`
@@ -291,6 +295,10 @@ func (c *Collector) Collect(ctx context.Context) Report {
 		if r.Reshards, err = c.opts.Reshards(ctx); err != nil {
 			r.ReshardsError = err.Error()
 		}
+	}
+	var rebuildsErr error
+	if r.Rebuilds, rebuildsErr = c.rebuilds(ctx); rebuildsErr != nil {
+		r.RebuildsError = rebuildsErr.Error()
 	}
 
 	for _, cs := range c.opts.ConsistentSinks {

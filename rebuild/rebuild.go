@@ -99,6 +99,10 @@ type Options struct {
 	// Progress is where a fill shows how far it is (Out: the operator's
 	// stderr); each fill draws on a copy of its own.
 	Progress progress.Line
+	// PauseAt, when set (tests only), makes Run wait until its context
+	// ends: "catching-up" once the shadow is swapped in and that phase
+	// recorded, so a test sees a rebuild under way however fast it fills.
+	PauseAt string
 }
 
 // Rebuild runs the rebuild, a backfill or the drop of the kept table of
@@ -178,6 +182,11 @@ func (r *Rebuild) Run(ctx context.Context) error {
 		if err := r.sink.SetPhase(ctx, r.p.Name, phaseCatchingUp); err != nil {
 			return err
 		}
+	}
+	if r.o.PauseAt == phaseCatchingUp {
+		r.o.Log.Warn("rebuild: paused for a test", "phase", r.o.PauseAt)
+		<-ctx.Done()
+		return ctx.Err()
 	}
 	// After the swap: the live projector's offsets now, read after every
 	// RENAME, bound what it may have applied to the old table and not to

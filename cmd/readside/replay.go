@@ -160,8 +160,13 @@ func newRebuild(cfg config.Config, p *projections.Projection, sink *sinks.Sharde
 		ProjectorLog: func() *slog.Logger { return newLogger(quiet, stderr) },
 		Log:          log,
 		Progress:     progress.Line{Out: stderr, Every: every, TTY: isTerminal(stderr)},
+		PauseAt:      os.Getenv(rebuildPauseEnv),
 	})
 }
+
+// rebuildPauseEnv makes a rebuild wait at a phase (tests only: /status
+// is read, and a kill lands, while it is under way).
+const rebuildPauseEnv = "RS_TEST_REBUILD_PAUSE"
 
 var _ rebuild.Sink = (*sinks.Rebuilder)(nil)
 

@@ -226,6 +226,22 @@ func printStatus(w io.Writer, r httpapi.Report, note string) {
 		}
 	}
 	printReshards(w, r.Reshards)
+	printRebuilds(w, r.Rebuilds, r.RebuildsError)
+}
+
+// printRebuilds writes a line per rebuild or backfill under way under a
+// heading (nothing when none).
+func printRebuilds(w io.Writer, rs []httpapi.RebuildStatus, readErr string) {
+	if len(rs) == 0 && readErr == "" {
+		return
+	}
+	fmt.Fprintln(w, "\nrebuilds and backfills:")
+	for _, r := range rs {
+		fmt.Fprintln(w, "  "+wrap(r.Summary(), helpWidth-2, "\n    "))
+	}
+	if readErr != "" {
+		fmt.Fprintln(w, "  "+wrap("error: "+readErr, helpWidth-2, "\n    "))
+	}
 }
 
 // printFrontiers shows where each shard of a transaction-consistent sink
