@@ -183,31 +183,8 @@ func (a *applier) readContributions(query string, args []any, out map[string]sto
 		return err
 	}
 	ag := a.p.Aggregation
-	n := len(types)
-	raw := make([]any, n)
-	cells := make([][]byte, n)
-	for i := range raw {
-		raw[i] = &cells[i]
-	}
-	// Which columns hold bytes rather than text: decided once per read,
-	// not per cell.
-	binary := make([]bool, n)
-	for i, ct := range types {
-		switch strings.ToUpper(ct.DatabaseTypeName()) {
-		case "BINARY", "VARBINARY", "BLOB", "TINYBLOB", "MEDIUMBLOB", "LONGBLOB", "GEOMETRY", "BIT":
-			binary[i] = true
-		}
-	}
-	value := func(i int) projections.Value {
-		if cells[i] == nil {
-			return projections.Value{}
-		}
-		b := slices.Clone(cells[i])
-		if binary[i] {
-			return projections.ValueOf(b)
-		}
-		return projections.ValueOf(string(b))
-	}
+	cs := newCells(types)
+	raw, value, cells := cs.dest, cs.value, cs.bytes
 	for rows.Next() {
 		var version uint64
 		raw[1] = &version

@@ -343,27 +343,9 @@ func (a *applier) readDistinct(query string, args []any, each func(group []proje
 		return err
 	}
 	k := len(a.p.Key)
-	cells := make([][]byte, k+1)
+	cs := newCells(types[:k+1])
 	var refs, pending int64
-	raw := make([]any, k+3)
-	for i := range cells {
-		raw[i] = &cells[i]
-	}
-	raw[k+1], raw[k+2] = &refs, &pending
-	binary := make([]bool, k+1)
-	for i := range binary {
-		switch strings.ToUpper(types[i].DatabaseTypeName()) {
-		case "BINARY", "VARBINARY", "BLOB", "TINYBLOB", "MEDIUMBLOB", "LONGBLOB", "GEOMETRY", "BIT":
-			binary[i] = true
-		}
-	}
-	value := func(i int) projections.Value {
-		b := slices.Clone(cells[i])
-		if binary[i] {
-			return projections.ValueOf(b)
-		}
-		return projections.ValueOf(string(b))
-	}
+	raw, value := append(cs.dest, &refs, &pending), cs.value
 	for rows.Next() {
 		if err := rows.Scan(raw...); err != nil {
 			return err

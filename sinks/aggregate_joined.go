@@ -224,29 +224,8 @@ func (a *applier) readRegroup(query string, args []any, out map[string]regroupRo
 		return err
 	}
 	ag := a.p.Aggregation
-	n := len(types)
-	cells := make([][]byte, n)
-	raw := make([]any, n)
-	for i := range raw {
-		raw[i] = &cells[i]
-	}
-	binary := make([]bool, n)
-	for i, ct := range types {
-		switch strings.ToUpper(ct.DatabaseTypeName()) {
-		case "BINARY", "VARBINARY", "BLOB", "TINYBLOB", "MEDIUMBLOB", "LONGBLOB", "GEOMETRY", "BIT":
-			binary[i] = true
-		}
-	}
-	value := func(i int) projections.Value {
-		if cells[i] == nil {
-			return projections.Value{}
-		}
-		b := slices.Clone(cells[i])
-		if binary[i] {
-			return projections.ValueOf(b)
-		}
-		return projections.ValueOf(string(b))
-	}
+	cs := newCells(types)
+	raw, value, cells, n := cs.dest, cs.value, cs.bytes, len(types)
 	k := len(a.p.Key)
 	for rows.Next() {
 		var version uint64
