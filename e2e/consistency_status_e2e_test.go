@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -57,6 +58,17 @@ func checkFrontierSurfaces(t *testing.T, bed *testbed.Bed, cfgPath, httpAddr, sr
 		t.Fatal(err)
 	}
 
+	// The daemon may have just been restarted by the kill loop: with the
+	// embedded broker, its recovery comes first, and until the pipeline is
+	// wired only the health endpoints answer.
+	testbed.Eventually(t, 2*time.Minute, func() (bool, string) {
+		resp, err := http.Get("http://" + httpAddr + "/status")
+		if err != nil {
+			return false, fmt.Sprintf("the daemon does not serve %s yet: %v", httpAddr, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, fmt.Sprintf("/status answers %d: the pipeline is not wired yet", resp.StatusCode)
+	})
 	code, body := httpGet(t, httpAddr, "/wait?sink=reads&timeout=60s&gtid="+gtid)
 	if code != http.StatusOK {
 		t.Fatalf("/wait?sink=reads&gtid=%s: %d %s", gtid, code, body)

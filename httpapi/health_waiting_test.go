@@ -27,6 +27,15 @@ func TestHealthzWaiting(t *testing.T) {
 	if code, _ := get("/readyz"); code != http.StatusServiceUnavailable {
 		t.Fatalf("/readyz during start-up: %d, want 503", code)
 	}
+	// An application's /wait during a restart must be told to retry, not
+	// that the endpoint does not exist.
+	for _, path := range []string{"/wait?projection=p&gtid=0-1-1", "/status"} {
+		rec := httptest.NewRecorder()
+		s.srv.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "starting") {
+			t.Errorf("%s during start-up: %d (Retry-After %q) %s, want 503 saying it is starting", path, rec.Code, rec.Header().Get("Retry-After"), rec.Body.String())
+		}
+	}
 	h.Waiting("source", "")
 	if code, body := get("/healthz"); code != http.StatusOK {
 		t.Fatalf("once the source is up: %d %s", code, body)

@@ -52,6 +52,16 @@ func (s *Server) RouteHealth(h *Health) {
 		_, reasons := h.Healthy()
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reasons": append([]string{"starting"}, reasons...)})
 	})
+	// /status and /wait exist, they just cannot answer yet: 503 with
+	// Retry-After tells an application waiting for its writes (/wait) to
+	// ask again, where a 404 would say it asked the wrong thing.
+	starting := func(w http.ResponseWriter, _ *http.Request) {
+		_, reasons := h.Healthy()
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "starting: the pipeline is not wired yet; ask again", "reasons": reasons})
+	}
+	mux.HandleFunc("GET /status", starting)
+	mux.HandleFunc("GET /wait", starting)
 	// "/{$}" is / alone: a bare "/" would answer every unknown path.
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) { serveStartingPage(w, h) })
 	s.handler.Store(mux)
