@@ -18,9 +18,11 @@ import (
 	"github.com/readside/readside/internal/progress"
 )
 
-// snapshotPoll is how often the checkpoint is read: the tailer writes it
-// with every Kafka commit, a few times a second while it snapshots.
-const snapshotPoll = time.Second
+// snapshotPoll is how often the checkpoint is read at most: the tailer
+// writes it with every Kafka commit, a few times a second while it
+// snapshots. A shorter --progress-every reads it as often (down to
+// snapshotPollMin), so each progress line shows fresh rows.
+const snapshotPoll, snapshotPollMin = time.Second, 100 * time.Millisecond
 
 // snapshotWait is one followed request.
 type snapshotWait struct {
@@ -37,7 +39,7 @@ type snapshotWait struct {
 func (w *snapshotWait) follow(ctx context.Context, stdout, stderr io.Writer) int {
 	brokers := w.cfg.Kafka.ClientBrokers()
 	topic, txn := event.CheckpointTopic(w.cfg.Kafka.TopicPrefix), w.cfg.TransactionalID()
-	tick := time.NewTicker(snapshotPoll)
+	tick := time.NewTicker(min(snapshotPoll, max(w.line.Every, snapshotPollMin)))
 	defer tick.Stop()
 	for {
 		cp, found, err := cdc.ReadCheckpoint(ctx, brokers, topic, txn)
