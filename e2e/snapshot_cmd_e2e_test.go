@@ -146,7 +146,7 @@ func TestSnapshotWaitProgress(t *testing.T) {
 	// Small chunks: the snapshot takes seconds, so lines come while it runs.
 	t.Setenv("READSIDE_SOURCE__SNAPSHOT__CHUNK_ROWS", "20")
 	p := newOpsPipeline(t, "snapwait", bed.Kafka.Brokers(), "")
-	const rows = 12000
+	const rows = 20000
 	for lo := 1; lo <= rows; lo += 1000 {
 		p.insertRange(t.Context(), lo, lo+999, "w")
 	}
