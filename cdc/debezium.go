@@ -50,22 +50,29 @@ func (s *stream) dbzTable(t *table) (*debezium.Table, error) {
 }
 
 // dbzRow is a binlog row image as debezium.Row: readside's encoding of
-// each published column.
+// each published column, all in one buffer (one allocation per row, not
+// per column).
 func dbzRow(t *table, row []any) (debezium.Row, error) {
 	if row == nil {
 		return nil, nil
 	}
-	out := make(debezium.Row, 0, len(t.columns))
+	var buf []byte
+	ends := make([]int, 0, len(t.columns))
 	for i := range t.columns {
 		c := &t.columns[i]
 		if c.excluded {
 			continue
 		}
-		v, err := c.appendValue(nil, row[i])
-		if err != nil {
+		var err error
+		if buf, err = c.appendValue(buf, row[i]); err != nil {
 			return nil, err
 		}
-		out = append(out, v)
+		ends = append(ends, len(buf))
+	}
+	out := make(debezium.Row, len(ends))
+	start := 0
+	for i, end := range ends {
+		out[i], start = buf[start:end:end], end
 	}
 	return out, nil
 }
@@ -79,26 +86,33 @@ func (s *stream) emitDebezium(ctx context.Context, tbl *table, src *source, op e
 	if err != nil {
 		return err
 	}
-	b, err := dbzRow(tbl, before)
-	if err == nil {
-		var a debezium.Row
-		if a, err = dbzRow(tbl, after); err == nil {
-			ds := debezium.Source{TsSec: src.ts, ServerID: src.serverID, GTID: src.gtid, File: src.file, Pos: src.start, Row: row}
-			if !keyChange {
-				return s.produceDebezium(ctx, tbl, d, op, b, a, ds, nil)
-			}
-			var oldKey, newKey []byte
-			if oldKey, err = d.KeyPayload(nil, b); err == nil {
-				if newKey, err = d.KeyPayload(nil, a); err == nil {
-					if err = s.produceDebezium(ctx, tbl, d, event.OpDelete, b, nil, ds, []kgo.RecordHeader{{Key: "__debezium.newkey", Value: newKey}}); err != nil {
-						return err
-					}
-					return s.produceDebezium(ctx, tbl, d, event.OpCreate, nil, a, ds, []kgo.RecordHeader{{Key: "__debezium.oldkey", Value: oldKey}})
-				}
-			}
-		}
+	encodingFailed := func(err error) error {
+		return &FatalError{fmt.Errorf("encoding %s.%s at %s:%d for kafka.format: debezium: %w", tbl.db, tbl.name, src.file, src.pos, err)}
 	}
-	return &FatalError{fmt.Errorf("encoding %s.%s at %s:%d for kafka.format: debezium: %w", tbl.db, tbl.name, src.file, src.pos, err)}
+	b, err := dbzRow(tbl, before)
+	if err != nil {
+		return encodingFailed(err)
+	}
+	a, err := dbzRow(tbl, after)
+	if err != nil {
+		return encodingFailed(err)
+	}
+	ds := debezium.Source{TsSec: src.ts, ServerID: src.serverID, GTID: src.gtid, File: src.file, Pos: src.start, Row: row}
+	if !keyChange {
+		return s.produceDebezium(ctx, tbl, d, op, b, a, ds, nil)
+	}
+	oldKey, err := d.KeyPayload(nil, b)
+	if err != nil {
+		return encodingFailed(err)
+	}
+	newKey, err := d.KeyPayload(nil, a)
+	if err != nil {
+		return encodingFailed(err)
+	}
+	if err := s.produceDebezium(ctx, tbl, d, event.OpDelete, b, nil, ds, []kgo.RecordHeader{{Key: "__debezium.newkey", Value: newKey}}); err != nil {
+		return err
+	}
+	return s.produceDebezium(ctx, tbl, d, event.OpCreate, nil, a, ds, []kgo.RecordHeader{{Key: "__debezium.oldkey", Value: oldKey}})
 }
 
 // produceDebezium produces one change (op c, u, d or r) and, after a
