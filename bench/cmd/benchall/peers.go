@@ -66,7 +66,10 @@ type peerWorkload struct {
 	SourceRatio float64 `json:"tailer_vs_debezium_source"`
 	SinkRatio   float64 `json:"projector_vs_debezium_sink"`
 	MemRatio    float64 `json:"readside_vs_debezium_peak_rss"`
-	Error       string  `json:"error,omitempty"`
+	// Formats: readside's tailer again on the same stream, writing
+	// Debezium's format (peersformat.go).
+	Formats []formatDrainResult `json:"formats,omitempty"`
+	Error   string              `json:"error,omitempty"`
 }
 
 type peerLatency struct {
@@ -162,6 +165,11 @@ func (d *dbz) compareWorkloads(ctx context.Context, quick bool, only string) err
 			logf("workload %s (Debezium): %v", w.Name, err)
 		}
 		pw.ratios()
+		logf("workload %s: readside's tailer in debezium format", w.Name)
+		if err := d.formatDrain(ctx, w, "debezium", &pw); err != nil {
+			pw.Error = strings.TrimSpace(pw.Error + "\nreadside in debezium format: " + err.Error())
+			logf("workload %s (readside, debezium format): %v", w.Name, err)
+		}
 		b, _ := json.Marshal(pw)
 		logf("%s", b)
 		res.Workloads = append(res.Workloads, pw)

@@ -40,9 +40,20 @@ func peersMarkdown(res *peersResults) string {
 		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f | %.3f | %.0f | %.0f | %d (%d) | %d | %.2f / %.2f |\n", w.Workload.Name, w.Readside.Tailer.CPUPer1000, w.Source.CPUPer1000,
 			w.Readside.Projector.CPUPer1000, w.Sink.CPUPer1000, w.Readside.AvgRecordBytes, w.AvgRecordB, w.SinkRows, w.ReadsideRows, w.SinkInserts, w.Source.Load1, w.Sink.Load1)
 	}
+	formats := false
+	for _, w := range res.Workloads {
+		for _, f := range w.Formats {
+			if !formats {
+				b.WriteString("\nreadside's tailer again on the same stream writing Debezium's format (`kafka.format`), no projection: what a Debezium consumer reads when the tailer replaces the connector.\n\n| workload | format | readside tailer | Debezium source | **source ratio** | tailer CPU s/1k | tailer peak RSS MiB | load |\n|---|---|---|---|---|---|---|---|\n")
+				formats = true
+			}
+			fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | **%.2f×** | %.3f | %.0f | %.2f |\n", w.Workload.Name, f.Format, f.Tailer.PerS, w.Source.PerS, f.SourceRatio,
+				f.Tailer.CPUPer1000, f.Tailer.PeakRSSMiB, f.Tailer.Load1)
+		}
+	}
 	for _, w := range res.Workloads {
 		if w.Error != "" {
-			fmt.Fprintf(&b, "\n**Debezium failed on %s:** `%s`\n", w.Workload.Name, firstLines(w.Error, 3))
+			fmt.Fprintf(&b, "\n**Failed on %s:** `%s`\n", w.Workload.Name, firstLines(w.Error, 3))
 		}
 	}
 	if len(res.Latency) > 0 {
