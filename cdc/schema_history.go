@@ -159,7 +159,7 @@ func (s *sourceDB) snapshotTables(ctx context.Context, tr *schemaTracker, db str
 
 // snapshotColumns reads the columns of db's tables, in order.
 func (s *sourceDB) snapshotColumns(ctx context.Context, tr *schemaTracker, db string) error {
-	cols, err := s.db.QueryContext(ctx, `SELECT TABLE_NAME, COLUMN_NAME, LOWER(DATA_TYPE), LOWER(COLUMN_TYPE), COALESCE(CHARACTER_SET_NAME, ''),
+	cols, err := s.db.QueryContext(ctx, `SELECT TABLE_NAME, COLUMN_NAME, LOWER(DATA_TYPE), COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, ''),
 		COALESCE(NUMERIC_PRECISION, 0), COALESCE(NUMERIC_SCALE, 0), COALESCE(DATETIME_PRECISION, 0), COALESCE(CHARACTER_MAXIMUM_LENGTH, 0)
 		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME, ORDINAL_POSITION`, db)
 	if err != nil {
@@ -177,7 +177,8 @@ func (s *sourceDB) snapshotColumns(ctx context.Context, tr *schemaTracker, db st
 		if def == nil {
 			continue // a view
 		}
-		c.Unsigned = strings.Contains(colType, "unsigned")
+		// COLUMN_TYPE keeps its case: it holds ENUM and SET member names.
+		c.Unsigned = strings.Contains(strings.ToLower(colType), "unsigned")
 		switch c.Type {
 		case "enum", "set":
 			c.Members = parseMembers(colType)

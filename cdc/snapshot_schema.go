@@ -39,7 +39,7 @@ func (s *sourceDB) schemaTable(ctx context.Context, db, name, topic string, excl
 		if err := rows.Scan(&colName, &dataType, &colType, &charset, &prec, &scale, &dtPrec, &maxLen, &isNullable); err != nil {
 			return nil, err
 		}
-		col, err := schemaColumn(colName, strings.ToLower(dataType), strings.ToLower(colType), charset, prec, scale, dtPrec, maxLen)
+		col, err := schemaColumn(colName, strings.ToLower(dataType), colType, charset, prec, scale, dtPrec, maxLen)
 		if err != nil {
 			return nil, fmt.Errorf("table %s.%s: %w", db, name, err)
 		}
@@ -93,7 +93,8 @@ func (e *unsnapshottable) Error() string { return e.msg }
 // kind and type name.
 func schemaColumn(name, dataType, colType, charset string, prec, scale, dtPrec, maxLen int64) (column, error) {
 	col := column{name: name}
-	unsigned := strings.Contains(colType, "unsigned")
+	// colType keeps its case: it holds ENUM and SET member names.
+	unsigned := strings.Contains(strings.ToLower(colType), "unsigned")
 	withFraction := func(base string) string {
 		col.fraction = int(dtPrec)
 		if dtPrec > 0 {
