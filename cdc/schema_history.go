@@ -166,6 +166,12 @@ func (s *sourceDB) snapshotColumns(ctx context.Context, tr *schemaTracker, db st
 		return fmt.Errorf("reading columns of %s: %w", db, err)
 	}
 	defer cols.Close()
+	type masked struct {
+		table string
+		def   *tableDef
+		i     int
+	}
+	var probe []masked
 	for cols.Next() {
 		var tname string
 		var c colDef
@@ -182,11 +188,26 @@ func (s *sourceDB) snapshotColumns(ctx context.Context, tr *schemaTracker, db st
 		switch c.Type {
 		case "enum", "set":
 			c.Members = parseMembers(colType)
+			if membersMayBeMasked(c.Charset, c.Members) {
+				probe = append(probe, masked{tname, def, len(def.Columns)})
+			}
 		}
 		keepTypeAttributes(&c)
 		def.Columns = append(def.Columns, c)
 	}
-	return cols.Err()
+	if err := cols.Err(); err != nil {
+		return err
+	}
+	cols.Close()
+	for _, m := range probe {
+		c := &m.def.Columns[m.i]
+		exact, err := s.exactMembers(ctx, db, m.table, c.Name, strings.ToUpper(c.Type), len(c.Members))
+		if err != nil {
+			return err
+		}
+		c.Members = exact
+	}
+	return nil
 }
 
 // keepTypeAttributes clears the attributes information_schema reports

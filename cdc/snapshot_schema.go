@@ -33,6 +33,7 @@ func (s *sourceDB) schemaTable(ctx context.Context, db, name, topic string, excl
 	defer rows.Close()
 	t := &table{db: db, name: name, topic: topic}
 	var nullable []bool
+	var masked []int // columns whose member names information_schema may mask
 	for rows.Next() {
 		var colName, dataType, colType, charset, isNullable string
 		var prec, scale, dtPrec, maxLen int64
@@ -44,12 +45,25 @@ func (s *sourceDB) schemaTable(ctx context.Context, db, name, topic string, excl
 			return nil, fmt.Errorf("table %s.%s: %w", db, name, err)
 		}
 		col.excluded = excluded[colName]
+		if (col.kind == kindEnum || col.kind == kindSet) && membersMayBeMasked(charset, col.members) {
+			masked = append(masked, len(t.columns))
+		}
 		t.columns = append(t.columns, col)
 		t.colNames = append(t.colNames, colName)
 		nullable = append(nullable, isNullable == "YES")
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
+	}
+	rows.Close()
+	// A snapshot reads values as text, exact whatever the names; they name
+	// a Debezium schema's allowed values, so the exact ones are read when the
+	// user may, and information_schema's kept otherwise.
+	for _, i := range masked {
+		c := &t.columns[i]
+		if exact, err := s.exactMembers(ctx, db, name, c.name, strings.ToUpper(c.typeName), len(c.members)); err == nil {
+			c.members = exact
+		}
 	}
 	if len(t.columns) == 0 {
 		return nil, &unsnapshottable{fmt.Sprintf("table %s.%s does not exist on the source (dropped after the snapshot was requested?)", db, name)}

@@ -33,6 +33,9 @@ type sourceDB struct {
 	serverUUID string // @@server_uuid (MySQL; "" on MariaDB)
 	// dialect names every version-dependent statement and variable.
 	dialect sqlflavor.Dialect
+	// scratchDB holds readside's temporary tables (the signal database,
+	// where its user may write; enum_members.go).
+	scratchDB string
 }
 
 func openSource(ctx context.Context, dsn string, flavor config.Flavor, tlsCfg config.TLS) (*sourceDB, error) {

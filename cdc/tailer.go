@@ -143,6 +143,7 @@ func (t *Tailer) run(ctx context.Context) error {
 		return err
 	}
 	defer src.Close()
+	src.scratchDB = t.cfg.Source.Snapshot.SignalDB
 	env, err := t.checkSource(ctx, src)
 	if err != nil {
 		return err

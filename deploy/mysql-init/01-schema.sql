@@ -41,7 +41,7 @@ CREATE TABLE chat.messages (
 -- The tailer connects as a replica (docs/operations.md, Grants).
 CREATE USER 'repl'@'%' IDENTIFIED BY 'repl-password';
 GRANT REPLICATION SLAVE, REPLICATION CLIENT, SELECT ON *.* TO 'repl'@'%';
-GRANT CREATE, INSERT, UPDATE, DELETE ON readside.* TO 'repl'@'%';
+GRANT CREATE, CREATE TEMPORARY TABLES, INSERT, UPDATE, DELETE ON readside.* TO 'repl'@'%';
 
 -- The projectors write the read tables and their bookkeeping tables
 -- (_readside_offsets, ...) in the sink database, and create them on start.

@@ -171,7 +171,7 @@ func startMariaDB(ctx context.Context, dir string, detached bool, opts MariaDBOp
 		fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'", ReplUser, ReplPassword),
 		fmt.Sprintf("GRANT REPLICATION SLAVE, %s, SELECT ON *.* TO '%s'@'%%'", sqlflavor.For(server).BinlogMonitorPrivilege, ReplUser),
 		// The snapshot watermark and request tables (source.snapshot.signal_db).
-		fmt.Sprintf("GRANT CREATE, INSERT, UPDATE, DELETE ON readside.* TO '%s'@'%%'", ReplUser),
+		fmt.Sprintf("GRANT CREATE, CREATE TEMPORARY TABLES, INSERT, UPDATE, DELETE ON readside.* TO '%s'@'%%'", ReplUser),
 	} {
 		if _, err := rootDB.ExecContext(ctx, stmt); err != nil {
 			return nil, fmt.Errorf("setting up users on MariaDB: %s: %w", stmt, err)
