@@ -172,7 +172,7 @@ func (r *Rebuild) shadow(table string) *projections.Projection {
 // projector had applied to the swapped-in table: an upsert of a row the
 // live projector deleted would not see its tombstone, and an aggregate's
 // regroup would move contributions by the shadow's older parent state.
-// docs/design/replay.md, "Rebuild".
+// docs/design/replay.md, "Replay and rebuild".
 func (r *Rebuild) catchUp(table string) *projections.Projection {
 	s := r.p.WithProgressName(r.p.Name + RebuildSuffix)
 	s.Table = table
