@@ -71,7 +71,7 @@ func (f *fakeSink) SetPhase(_ context.Context, name, phase string) error {
 func (f *fakeSink) ShardOffsets(_ context.Context, p *projections.Projection) ([]projections.Offsets, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if o, ok := f.stored[p.Name]; ok {
+	if o, ok := f.stored[p.OffsetsName()]; ok {
 		return o, nil
 	}
 	return make([]projections.Offsets, len(f.tables)), nil
@@ -197,7 +197,7 @@ type bed struct {
 	topics  *fakeTopics
 	out     *bytes.Buffer
 	log     *bytes.Buffer
-	runs    []string // "<projection>/<table> via <sink>"
+	runs    []string // "<projection>[ offsets <offsets name>]/<table> via <sink>"
 	runErr  error    // what every projector stops with
 	applied projections.Offsets
 }
@@ -240,7 +240,11 @@ func newBed(t *testing.T, sink *fakeSink) *bed {
 	}
 	r.poll = time.Millisecond
 	r.newProjector = func(p *projections.Projection, s projections.Sink) (filler, error) {
-		b.runs = append(b.runs, fmt.Sprintf("%s/%s via %s", p.Name, p.Table, s.(namedSink).name))
+		name := p.Name
+		if p.OffsetsName() != p.Name {
+			name += " offsets " + p.OffsetsName()
+		}
+		b.runs = append(b.runs, fmt.Sprintf("%s/%s via %s", name, p.Table, s.(namedSink).name))
 		return &fakeProjector{applied: b.applied, err: b.runErr}, nil
 	}
 	b.r = r

@@ -162,6 +162,24 @@ func (r *Rebuild) shadow(table string) *projections.Projection {
 	return s
 }
 
+// catchUp is the projection that applies, after the swap, what the live
+// projector applied to the table the swap moved away: the shadow's
+// offsets and consumer group (it goes on from where the fill stopped)
+// under the live projection's name, so it reads and writes the live
+// projection's tombstones, truncation floors, join state and group lock
+// (the live projector writes the same table meanwhile). Under the
+// shadow's own name a late record could undo a newer one the live
+// projector had applied to the swapped-in table: an upsert of a row the
+// live projector deleted would not see its tombstone, and an aggregate's
+// regroup would move contributions by the shadow's older parent state.
+// docs/design/replay.md, "Replay and rebuild".
+func (r *Rebuild) catchUp(table string) *projections.Projection {
+	s := r.p.WithProgressName(r.p.Name + RebuildSuffix)
+	s.Table = table
+	s.FanOut = projections.FanOutInBatch
+	return s
+}
+
 // Run rebuilds the read table: the shadow filled from the earliest
 // offsets, swapped in on every shard, then caught up with what the live
 // projector applied to the table the swap moved away. A rerun after a
@@ -197,7 +215,7 @@ func (r *Rebuild) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.consumeUntil(ctx, r.shadow(live), r.o.Apply, fixed(liveTarget(target)), 1, "catching up after the swap"); err != nil {
+	if err := r.consumeUntil(ctx, r.catchUp(live), r.o.Apply, fixed(liveTarget(target)), 1, "catching up after the swap"); err != nil {
 		return err
 	}
 	if err := r.sink.Forget(ctx, r.shadow(shadowTable)); err != nil {

@@ -17,7 +17,9 @@ func TestRun(t *testing.T) {
 		shadow = "orders_read__rebuild"
 		old    = "orders_read__old"
 		fill   = "orders__rebuild/orders_read__rebuild via apply"
-		catch  = "orders__rebuild/orders_read via apply"
+		// The catch-up applies under the live name (its tombstones,
+		// floors, join state) from the shadow's offsets.
+		catch = "orders offsets orders__rebuild/orders_read via apply"
 	)
 	cases := []struct {
 		why    string

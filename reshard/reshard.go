@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,24 +72,60 @@ type Reshard struct {
 	pr *Progress
 }
 
-// Refuse says why p cannot be resharded online (nil: it can). No I/O.
-func Refuse(p *projections.Projection) error {
-	switch {
-	case p.Aggregation != nil:
-		return fmt.Errorf("projection %s is an aggregate: its groups' state is on every shard and cannot be moved piece by piece yet; move it with downtime instead: set projections.%s.sink to the new sink and run readside replay --projection %s --rebuild", p.Name, p.Name, p.Name)
-	case len(p.Children) > 0:
-		return fmt.Errorf("projection %s nests children: their state is on every shard and cannot be moved piece by piece yet; move it with downtime instead: set projections.%s.sink to the new sink and run readside replay --projection %s --rebuild", p.Name, p.Name, p.Name)
-	case len(p.Name+FillSuffix) > 190:
+// Refuse says why p cannot be resharded online to sink to (nil: it
+// can). No I/O. Aggregates and children keep state that is not split by
+// the projection's key ranges (docs/design/resharding.md, "Aggregates and
+// children"), which the fill, check and cutover do not move yet.
+func Refuse(p *projections.Projection, to string) error {
+	if len(p.Name+FillSuffix) > 190 {
 		return fmt.Errorf("projection name %s is too long for its fill identity %s%s (190 characters)", p.Name, p.Name, FillSuffix)
 	}
-	return nil
+	form := stateForm(p)
+	if form == "" {
+		return nil
+	}
+	return fmt.Errorf("projection %s is %s, which readside reshard does not move yet: it moves projections with key columns, joins and computed columns, "+
+		"not aggregate projections (group_by: plain groups, groups from joined parents, count(distinct) and sum(distinct)) nor projections with children "+
+		"(with or without children joins), whose state is kept on every shard rather than split by key range (docs/design/resharding.md, \"Aggregates and children\"). "+
+		"Move it with downtime instead: set projections.%s.sink: %s in the config and restart readside run, which creates its tables on %s and fills them from the topics' earliest offsets "+
+		"(readers move to %s once readside status shows its lag at 0; its tables on %s stay until you drop them)",
+		p.Name, form, p.Name, to, to, to, p.Sink)
+}
+
+// stateForm names the form of p whose state a reshard does not move
+// ("" when none).
+func stateForm(p *projections.Projection) string {
+	var parts []string
+	if ag := p.Aggregation; ag != nil {
+		if len(ag.Joined) > 0 {
+			parts = append(parts, "groups from joined parents")
+		}
+		for _, a := range ag.Aggregates {
+			if a.Distinct() {
+				parts = append(parts, strings.TrimSuffix(string(a.Func), "_distinct")+"(distinct) in "+a.Column)
+			}
+		}
+		form := "an aggregate projection (group_by)"
+		if len(parts) > 0 {
+			form = "an aggregate projection (group_by, with " + strings.Join(parts, ", ") + ")"
+		}
+		return form
+	}
+	if len(p.Children) == 0 {
+		return ""
+	}
+	for _, c := range p.Children {
+		name := c.Name
+		if len(c.Joins) > 0 {
+			name += " with joins"
+		}
+		parts = append(parts, name)
+	}
+	return "a projection with children (" + strings.Join(parts, ", ") + ")"
 }
 
 // New validates and does no I/O.
 func New(p *projections.Projection, o Options) (*Reshard, error) {
-	if err := Refuse(p); err != nil {
-		return nil, err
-	}
 	switch {
 	case o.Old == nil || o.New == nil || o.Topics == nil || o.SourceTypes == nil || o.ProjectorLog == nil || o.Log == nil || o.Progress.Out == nil:
 		return nil, errors.New("reshard: incomplete options")
@@ -96,6 +133,9 @@ func New(p *projections.Projection, o Options) (*Reshard, error) {
 		return nil, errors.New("reshard: a server per shard is needed")
 	case o.Fill != FillCopy && o.Fill != FillTopics:
 		return nil, fmt.Errorf("--fill %q: want copy or topics", o.Fill)
+	}
+	if err := Refuse(p, o.New.Name); err != nil {
+		return nil, err
 	}
 	if o.ChunkRows == 0 {
 		o.ChunkRows = 10000

@@ -94,8 +94,8 @@ func (r *Rebuilder) Drop(ctx context.Context, p *projections.Projection, table s
 }
 
 // Forget removes everything readside keeps for projection p on every
-// shard: its offsets, tombstones, truncation floors, replay requests and
-// join state and pending tables. A finished rebuild forgets its shadow projection.
+// shard: its offsets, tombstones, truncation floors (and group lock row),
+// replay requests and join state and pending tables. A finished rebuild forgets its shadow projection.
 // The state tables named after the read table (StateTables) are not
 // p's identity but its table's: they go with the table (Swap, Drop).
 func (r *Rebuilder) Forget(ctx context.Context, p *projections.Projection) error {
@@ -116,9 +116,10 @@ func (r *Rebuilder) Forget(ctx context.Context, p *projections.Projection) error
 				return fmt.Errorf("shard %s: %w", sh.Range.Text, err)
 			}
 		}
-		// The floors of its joins' parents and its children's tables.
-		if _, err := sh.db.ExecContext(ctx, "DELETE FROM `_readside_truncations` WHERE projection = ? OR projection LIKE ? ESCAPE '!' OR projection LIKE ? ESCAPE '!'",
-			p.Name, sqlquote.LikePrefix(p.Name+"#join"), sqlquote.LikePrefix(p.Name+"#child_")); err != nil {
+		// The floors of its joins' parents and its children's tables, and
+		// the row an aggregate with joined groups locks.
+		if _, err := sh.db.ExecContext(ctx, "DELETE FROM `_readside_truncations` WHERE projection IN (?, ?) OR projection LIKE ? ESCAPE '!' OR projection LIKE ? ESCAPE '!'",
+			p.Name, joinedLockName(p), sqlquote.LikePrefix(p.Name+"#join"), sqlquote.LikePrefix(p.Name+"#child_")); err != nil {
 			return fmt.Errorf("shard %s: %w", sh.Range.Text, err)
 		}
 	}

@@ -84,7 +84,7 @@ func runReshard(args []string, stdout, stderr io.Writer) int {
 	if problem := reshardTarget(e.cfg, f); problem != "" {
 		return c.failf(exitUsage, "%s", problem)
 	}
-	if err := reshard.Refuse(p); err != nil {
+	if err := reshard.Refuse(p, f.sink); err != nil {
 		return c.failf(exitUsage, "%v", err)
 	}
 	opened := map[string]*sinks.Sharded{}
