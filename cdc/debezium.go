@@ -19,7 +19,7 @@ import (
 // encoding is exact) and package debezium turns it into Debezium's.
 
 // debeziumFormat reports kafka.format: debezium.
-func (s *stream) debeziumFormat() bool { return s.t.cfg.Kafka.Format == config.FormatDebezium }
+func (s *stream) debeziumFormat() bool { return s.t.cfg.Kafka.Format.Debezium() }
 
 // dbzTable is t's Debezium encoder, compiled on first use (a table is
 // rebuilt on every change of its shape, and its encoder with it).

@@ -78,7 +78,7 @@ func New(cfg config.Config, brokers []string, log *slog.Logger, reg prometheus.R
 		return nil, errors.New("tailer: no Kafka brokers")
 	}
 	t := &Tailer{cfg: cfg, brokers: brokers, log: log.With("component", "tailer"), now: time.Now}
-	if cfg.Kafka.Format == config.FormatDebezium {
+	if cfg.Kafka.Format.Debezium() {
 		if c := debezium.TopicCollisions(cfg.Kafka.TopicPrefix, cfg.Source.Tables); len(c) > 0 {
 			return nil, fmt.Errorf("%s: rename one of the tables, or capture them from two deployments with different kafka.topic_prefix values", strings.Join(c, "; "))
 		}
@@ -296,7 +296,7 @@ func (env *runEnv) capture(cfg config.Config) {
 	for _, name := range cfg.Source.Tables {
 		db, tbl, _ := config.SplitTable(name)
 		env.captured[name] = event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl)
-		if cfg.Kafka.Format == config.FormatDebezium {
+		if cfg.Kafka.Format.Debezium() {
 			env.captured[name] = debezium.Topic(cfg.Kafka.TopicPrefix, db, tbl)
 		}
 		env.topics = append(env.topics, env.captured[name])
