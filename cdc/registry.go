@@ -56,7 +56,11 @@ func (r *schemaRegistry) id(ctx context.Context, table, subject, schema string) 
 
 func registryError(table, subject, url string, err error) error {
 	var re *sr.ResponseError
-	if !errors.As(err, &re) || (re.StatusCode != http.StatusConflict && re.StatusCode != http.StatusUnprocessableEntity) {
+	if errors.As(err, &re) && (re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden) {
+		return fatalf("the schema registry at %s refused access registering subject %s (HTTP %d): %s. "+
+			"Fix: point kafka.schema_registry.url at a registry that lets readside register schemas without credentials", url, subject, re.StatusCode, re.Error())
+	}
+	if re == nil || (re.StatusCode != http.StatusConflict && re.StatusCode != http.StatusUnprocessableEntity) {
 		return fmt.Errorf("registering the Avro schema of %s under subject %s at %s: %w", table, subject, url, err)
 	}
 	return fatalf("the schema registry at %s refused the Avro schema of %s under subject %s (HTTP %d, error code %d): %s. "+

@@ -331,10 +331,6 @@ func (a *Avro) KeySchema() string { return a.keySchema }
 // registered under <topic>-value.
 func (a *Avro) ValueSchema() string { return a.valueSchema }
 
-// KeyPayload is the key's JSON payload, for the __debezium.oldkey and
-// __debezium.newkey headers.
-func (a *Avro) KeyPayload(buf []byte, row Row) ([]byte, error) { return a.t.KeyPayload(buf, row) }
-
 // Key appends the record key of row, framed with schema id id.
 func (a *Avro) Key(buf []byte, id int, row Row) ([]byte, error) {
 	payload, err := a.t.KeyPayload(nil, row)
@@ -354,9 +350,9 @@ func (a *Avro) Value(buf []byte, id int, op byte, before, after Row, src Source,
 	return a.encode(buf, id, a.value, payload)
 }
 
-// AppendWireHeader appends Confluent's wire format header: magic byte 0
+// appendWireHeader appends Confluent's wire format header: magic byte 0
 // and the schema id in 4 big-endian bytes.
-func AppendWireHeader(buf []byte, id int) []byte {
+func appendWireHeader(buf []byte, id int) []byte {
 	buf = append(buf, 0)
 	return binary.BigEndian.AppendUint32(buf, uint32(id))
 }
@@ -369,7 +365,7 @@ func (a *Avro) encode(buf []byte, id int, n *avroNode, payload []byte) ([]byte, 
 		return nil, fmt.Errorf("%s.%s: reading the JSON payload: %w", a.t.db, a.t.name, err)
 	}
 	w := avro.NewWriter(nil, len(buf)+len(payload)+5)
-	_, _ = w.Write(AppendWireHeader(buf, id))
+	_, _ = w.Write(appendWireHeader(buf, id))
 	if err := writeAvro(w, n, v, ""); err != nil {
 		return nil, fmt.Errorf("%s.%s: %w", a.t.db, a.t.name, err)
 	}

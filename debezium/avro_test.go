@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/readside/readside/config"
@@ -220,6 +222,38 @@ func TestAvroEncoding(t *testing.T) {
 			t.Errorf("%s: %s", c.why, diff)
 		}
 	}
+	// Read with its logical type, the decimal is the column's value: the
+	// scale in the schema is the one the unscaled bytes were written with.
+	framed, err := a.Value(nil, id, 'c', nil, full, src, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := avro.ParseWithCache(a.ValueSchema(), "", &avro.SchemaCache{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decoded map[string]any
+	if err := avro.Unmarshal(schema, framed[5:], &decoded); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := decoded["after"].(map[string]any)
+	for k, v := range after { // the union's {"srv.shop.every_type.Value": {...}}
+		if strings.HasSuffix(k, ".Value") {
+			after, _ = v.(map[string]any)
+		}
+	}
+	for col, want := range map[string]string{"dec1": "-12345678.91", "dec2": "123456789012345678901234567890"} {
+		v := after[col]
+		if m, ok := v.(map[string]any); ok { // a nullable column's union branch
+			v = m["bytes.decimal"]
+		}
+		r, ok := v.(*big.Rat)
+		wantRat, _ := new(big.Rat).SetString(want)
+		if !ok || r.Cmp(wantRat) != 0 {
+			t.Errorf("%s read with Avro's decimal logical type: %v (%T), want %s", col, v, v, want)
+		}
+	}
+
 	key, err := a.Key(nil, 258, full)
 	if err != nil {
 		t.Fatal(err)
