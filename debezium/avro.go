@@ -364,12 +364,11 @@ func (a *Avro) encode(buf []byte, id int, n *avroNode, payload []byte) ([]byte, 
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("%s.%s: reading the JSON payload: %w", a.t.db, a.t.name, err)
 	}
-	w := avro.NewWriter(nil, len(buf)+len(payload)+5)
-	_, _ = w.Write(appendWireHeader(buf, id))
+	w := avro.NewWriter(nil, len(payload))
 	if err := writeAvro(w, n, v, ""); err != nil {
 		return nil, fmt.Errorf("%s.%s: %w", a.t.db, a.t.name, err)
 	}
-	return w.Buffer(), nil
+	return append(appendWireHeader(buf, id), w.Buffer()...), nil
 }
 
 // writeAvro writes v, a JSON payload's value decoded with UseNumber, as n.
