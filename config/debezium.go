@@ -3,8 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"maps"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
