@@ -8,7 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/readside/readside/config"
 	"github.com/readside/readside/debezium"
 	"github.com/readside/readside/event"
 )
