@@ -171,6 +171,7 @@ func TestDebeziumAvroMatchesJSON(t *testing.T) {
 	})
 
 	js, as := c.records[jt], c.records[at]
+	t.Logf("comparing %d JSON records with %d Avro records", len(js), len(as))
 	if len(js) != len(as) {
 		t.Errorf("the JSON topic has %d records, the Avro topic %d", len(js), len(as))
 	}
@@ -283,6 +284,7 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 	}
 	select {
 	case err := <-done:
+		t.Logf("the tailer stopped: %v", err)
 		var fatal *FatalError
 		if !errors.As(err, &fatal) {
 			t.Fatalf("the tailer stopped with %v, want a FatalError", err)
