@@ -314,6 +314,11 @@ func avroOf(connect []byte) (string, *avroNode, error) {
 		return "", nil, err
 	}
 	if _, err := avro.ParseBytesWithCache(buf, "", &avro.SchemaCache{}); err != nil {
+		if !strings.Contains(err.Error(), "invalid name") {
+			// Every other rule is readside's to keep: a schema it built
+			// wrong is its bug, not the table's.
+			return "", nil, fmt.Errorf("readside built an Avro schema the Avro library refuses (%w): report it with the table's SHOW CREATE TABLE; meanwhile use kafka.format: debezium", err)
+		}
 		return "", nil, fmt.Errorf("%w: Avro names are letters, digits and _, not starting with a digit (Debezium's AvroConverter refuses the same names). "+
 			"Fix: rename the table or column, exclude the column (source.exclude_columns), pick a kafka.topic_prefix of such characters, or use kafka.format: debezium", err)
 	}
