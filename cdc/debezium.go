@@ -76,6 +76,15 @@ func dbzKey(tbl *table, d *debezium.Table, row debezium.Row) ([]byte, error) {
 	return d.Key(nil, row)
 }
 
+// mustKeyPayload is the key's JSON payload for a message, or why not.
+func mustKeyPayload(d *debezium.Table, row debezium.Row) []byte {
+	b, err := d.KeyPayload(nil, row)
+	if err != nil {
+		return []byte(err.Error())
+	}
+	return b
+}
+
 // dbzValue appends the record value of one change, in JSON or Avro.
 func dbzValue(buf []byte, tbl *table, d *debezium.Table, op event.Op, before, after debezium.Row, src debezium.Source) ([]byte, error) {
 	if tbl.dbzAvro != nil {
@@ -164,8 +173,12 @@ func (s *stream) produceDebezium(ctx context.Context, tbl *table, d *debezium.Ta
 			value = s.slab.keep(value)
 			tbl.sizeHint[opSlot(op)] = len(value)
 			if len(value) > s.t.cfg.Kafka.MaxMessageBytes {
-				return fatalf("change of %s.%s key %s at %s:%d is %d bytes in kafka.format: %s, over kafka.max_message_bytes %d: raise it, set kafka.debezium.schemas.enable: false (the schema is most of each event) or exclude the large columns (source.exclude_columns)",
-					tbl.db, tbl.name, key, src.File, src.Pos, len(value), s.t.cfg.Kafka.Format, s.t.cfg.Kafka.MaxMessageBytes)
+				schemas := "set kafka.debezium.schemas.enable: false (the schema is most of each event), "
+				if tbl.dbzAvro != nil { // the schema is in the registry, the key is Avro
+					schemas, key = "", mustKeyPayload(d, keyRow)
+				}
+				return fatalf("change of %s.%s key %s at %s:%d is %d bytes in kafka.format: %s, over kafka.max_message_bytes %d: raise it, %sor exclude the large columns (source.exclude_columns)",
+					tbl.db, tbl.name, key, src.File, src.Pos, len(value), s.t.cfg.Kafka.Format, s.t.cfg.Kafka.MaxMessageBytes, schemas)
 			}
 			s.txnEvents++
 			r := newRecord(d.Topic(), key, value, 0)
