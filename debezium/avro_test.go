@@ -312,3 +312,39 @@ func diffJSON(path string, a, b any) string {
 	}
 	return ""
 }
+
+// BenchmarkValue compares one update event of the every-type table in
+// kafka.format: debezium (JSON payload) and debezium-avro (the payload
+// transcoded to Avro).
+func BenchmarkValue(b *testing.B) {
+	tbl, err := NewTable("srv", "mariadb", "shop", "every_type", everyType, []int{0, 1}, config.Default().Kafka.Debezium)
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := NewAvro(tbl)
+	if err != nil {
+		b.Fatal(err)
+	}
+	row := Row{[]byte(`7`), []byte(`"k"`), []byte(`-1`), []byte(`-300`), []byte(`-70000`), []byte(`5`), []byte(`-9000000000`),
+		[]byte(`65535`), []byte(`4294967295`), []byte(`18446744073709551615`), []byte(`1.5`), []byte(`-2.25`),
+		[]byte(`"-12345678.91"`), []byte(`"123456789012345678901234567890"`), []byte(`1`), []byte(`32769`),
+		[]byte(`"1969-12-31"`), []byte(`"2024-02-29 13:14:15"`), []byte(`"2024-02-29 13:14:15.123456"`),
+		[]byte(`"2024-03-01 00:14:15"`), []byte(`"2024-03-01 00:14:15.654300"`), []byte(`"-838:59:59"`), []byte(`2024`),
+		[]byte(`"ab"`), []byte(`"text"`), []byte(`"AQIAAA=="`), []byte(`"3q2+7w=="`), []byte(`"{\"a\": 1}"`), []byte(`"b"`), []byte(`"x,y"`)}
+	src := Source{TsSec: 1700000000, ServerID: 1, GTID: "0-1-5", File: "bin.000001", Pos: 4, Row: 1}
+	now := time.UnixMilli(1700000000123)
+	b.Run("json", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := a.t.Value(nil, 'u', row, row, src, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("avro", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := a.Value(nil, 1, 'u', row, row, src, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
