@@ -8,22 +8,25 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/readside/readside/config"
 	"github.com/readside/readside/debezium"
 	"github.com/readside/readside/event"
 )
 
-// kafka.format: debezium. The tailer decodes, keys, versions, snapshots
-// and checkpoints exactly as for readside's envelope; only what goes into
-// a table topic differs: each value is encoded readside's way first (that
-// encoding is exact) and package debezium turns it into Debezium's.
+// kafka.format: debezium and debezium-avro. The tailer decodes, keys,
+// versions, snapshots and checkpoints exactly as for readside's envelope;
+// only what goes into a table topic differs: each value is encoded
+// readside's way first (that encoding is exact) and package debezium turns
+// it into Debezium's, in JSON or in Avro.
 
-// debeziumFormat reports kafka.format: debezium.
-func (s *stream) debeziumFormat() bool { return s.t.cfg.Kafka.Format == config.FormatDebezium }
+// debeziumFormat reports kafka.format: debezium or debezium-avro.
+func (s *stream) debeziumFormat() bool { return s.t.cfg.Kafka.Format.Debezium() }
 
 // dbzTable is t's Debezium encoder, compiled on first use (a table is
-// rebuilt on every change of its shape, and its encoder with it).
-func (s *stream) dbzTable(t *table) (*debezium.Table, error) {
+// rebuilt on every change of its shape, and its encoder with it). Under
+// debezium-avro its Avro schemas are registered then, before any event of
+// the new shape is produced: a refusal stops the tailer with nothing of
+// the change published.
+func (s *stream) dbzTable(ctx context.Context, t *table) (*debezium.Table, error) {
 	if t.dbz != nil {
 		return t.dbz, nil
 	}
@@ -43,10 +46,51 @@ func (s *stream) dbzTable(t *table) (*debezium.Table, error) {
 	}
 	d, err := debezium.NewTable(s.t.cfg.Kafka.TopicPrefix, s.src.flavor, t.db, t.name, cols, key, s.t.cfg.Kafka.Debezium)
 	if err != nil {
-		return nil, &FatalError{fmt.Errorf("kafka.format: debezium: %w", err)}
+		return nil, &FatalError{fmt.Errorf("kafka.format: %s: %w", s.t.cfg.Kafka.Format, err)}
+	}
+	if s.t.registry != nil {
+		a, err := debezium.NewAvro(d)
+		if err != nil {
+			return nil, &FatalError{fmt.Errorf("kafka.format: debezium-avro: %w", err)}
+		}
+		name := t.db + "." + t.name
+		keyID, err := s.t.registry.id(ctx, name, a.Topic()+"-key", a.KeySchema())
+		if err != nil {
+			return nil, err
+		}
+		valueID, err := s.t.registry.id(ctx, name, a.Topic()+"-value", a.ValueSchema())
+		if err != nil {
+			return nil, err
+		}
+		t.dbzAvro, t.keyID, t.valueID = a, keyID, valueID
 	}
 	t.dbz = d
 	return d, nil
+}
+
+// dbzKey is the record key of row, in JSON or Avro.
+func dbzKey(tbl *table, d *debezium.Table, row debezium.Row) ([]byte, error) {
+	if tbl.dbzAvro != nil {
+		return tbl.dbzAvro.Key(nil, tbl.keyID, row)
+	}
+	return d.Key(nil, row)
+}
+
+// mustKeyPayload is the key's JSON payload for a message, or why not.
+func mustKeyPayload(d *debezium.Table, row debezium.Row) []byte {
+	b, err := d.KeyPayload(nil, row)
+	if err != nil {
+		return []byte(err.Error())
+	}
+	return b
+}
+
+// dbzValue appends the record value of one change, in JSON or Avro.
+func dbzValue(buf []byte, tbl *table, d *debezium.Table, op event.Op, before, after debezium.Row, src debezium.Source) ([]byte, error) {
+	if tbl.dbzAvro != nil {
+		return tbl.dbzAvro.Value(buf, tbl.valueID, byte(op), before, after, src, time.Now())
+	}
+	return d.Value(buf, byte(op), before, after, src, time.Now())
 }
 
 // dbzRow is a binlog row image as debezium.Row: readside's encoding of
@@ -82,7 +126,7 @@ func dbzRow(t *table, row []any) (debezium.Row, error) {
 // tombstone, both with the new key in a __debezium.newkey header, then a
 // create of the new key with the old one in __debezium.oldkey.
 func (s *stream) emitDebezium(ctx context.Context, tbl *table, src *source, op event.Op, before, after []any, row int, keyChange bool) error {
-	d, err := s.dbzTable(tbl)
+	d, err := s.dbzTable(ctx, tbl)
 	if err != nil {
 		return err
 	}
@@ -122,15 +166,19 @@ func (s *stream) produceDebezium(ctx context.Context, tbl *table, d *debezium.Ta
 	if keyRow == nil {
 		keyRow = before
 	}
-	key, err := d.Key(nil, keyRow)
+	key, err := dbzKey(tbl, d, keyRow)
 	if err == nil {
 		var value []byte
-		if value, err = d.Value(s.slab.room(tbl.sizeHint[opSlot(op)]+256), byte(op), before, after, src, time.Now()); err == nil {
+		if value, err = dbzValue(s.slab.room(tbl.sizeHint[opSlot(op)]+256), tbl, d, op, before, after, src); err == nil {
 			value = s.slab.keep(value)
 			tbl.sizeHint[opSlot(op)] = len(value)
 			if len(value) > s.t.cfg.Kafka.MaxMessageBytes {
-				return fatalf("change of %s.%s key %s at %s:%d is %d bytes in kafka.format: debezium, over kafka.max_message_bytes %d: raise it, set kafka.debezium.schemas.enable: false (the schema is most of each event) or exclude the large columns (source.exclude_columns)",
-					tbl.db, tbl.name, key, src.File, src.Pos, len(value), s.t.cfg.Kafka.MaxMessageBytes)
+				schemas := "set kafka.debezium.schemas.enable: false (the schema is most of each event), "
+				if tbl.dbzAvro != nil { // the schema is in the registry, the key is Avro
+					schemas, key = "", mustKeyPayload(d, keyRow)
+				}
+				return fatalf("change of %s.%s key %s at %s:%d is %d bytes in kafka.format: %s, over kafka.max_message_bytes %d: raise it, %sor exclude the large columns (source.exclude_columns)",
+					tbl.db, tbl.name, key, src.File, src.Pos, len(value), s.t.cfg.Kafka.Format, s.t.cfg.Kafka.MaxMessageBytes, schemas)
 			}
 			s.txnEvents++
 			r := newRecord(d.Topic(), key, value, 0)
@@ -151,14 +199,14 @@ func (s *stream) produceDebezium(ctx context.Context, tbl *table, d *debezium.Ta
 			return nil
 		}
 	}
-	return &FatalError{fmt.Errorf("encoding %s.%s at %s:%d for kafka.format: debezium: %w", tbl.db, tbl.name, src.File, src.Pos, err)}
+	return &FatalError{fmt.Errorf("encoding %s.%s at %s:%d for kafka.format: %s: %w", tbl.db, tbl.name, src.File, src.Pos, s.t.cfg.Kafka.Format, err)}
 }
 
 // publishDebezium produces a snapshot chunk's row (readside's key and
 // after image) as Debezium's op r. Debezium's snapshot rows carry no
 // server id and no GTID.
 func (s *stream) publishDebezium(ctx context.Context, tbl *table, src *source, after []byte) error {
-	d, err := s.dbzTable(tbl)
+	d, err := s.dbzTable(ctx, tbl)
 	if err != nil {
 		return err
 	}

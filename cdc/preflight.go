@@ -35,7 +35,7 @@ func CheckSource(ctx context.Context, cfg config.Config) []Finding {
 	for _, c := range event.TopicCollisions(cfg.Kafka.TopicPrefix, cfg.Source.Tables) {
 		add("error", "rename one of the tables, or capture them from two readside deployments with different kafka.topic_prefix values", "%s", c)
 	}
-	if cfg.Kafka.Format == config.FormatDebezium {
+	if cfg.Kafka.Format.Debezium() {
 		for _, c := range debezium.TopicCollisions(cfg.Kafka.TopicPrefix, cfg.Source.Tables) {
 			add("error", "rename one of the tables, or capture them from two deployments with different kafka.topic_prefix values", "%s", c)
 		}

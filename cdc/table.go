@@ -52,9 +52,14 @@ type table struct {
 
 	// nullable reports a column's nullability (the table map's, or
 	// information_schema's for a snapshot); dbz is the table's encoder
-	// under kafka.format: debezium, built on first use.
+	// under kafka.format: debezium, built on first use; under
+	// debezium-avro dbzAvro writes it in Avro with the registry's ids of
+	// its key and value schemas.
 	nullable func(i int) bool
 	dbz      *debezium.Table
+	dbzAvro  *debezium.Avro
+	keyID    int
+	valueID  int
 }
 
 // newTable builds the table from a TABLE_MAP event.

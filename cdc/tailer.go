@@ -59,6 +59,8 @@ type Tailer struct {
 	// cuts: checkpoints carry Checkpoint.Published, because a sink is
 	// transactional (config.Sink.Consistency).
 	cuts bool
+	// registry holds kafka.format: debezium-avro's schemas.
+	registry *schemaRegistry
 }
 
 // FatalError is a condition a restart cannot fix: the tailer stops and the
@@ -78,10 +80,17 @@ func New(cfg config.Config, brokers []string, log *slog.Logger, reg prometheus.R
 		return nil, errors.New("tailer: no Kafka brokers")
 	}
 	t := &Tailer{cfg: cfg, brokers: brokers, log: log.With("component", "tailer"), now: time.Now}
-	if cfg.Kafka.Format == config.FormatDebezium {
+	if cfg.Kafka.Format.Debezium() {
 		if c := debezium.TopicCollisions(cfg.Kafka.TopicPrefix, cfg.Source.Tables); len(c) > 0 {
 			return nil, fmt.Errorf("%s: rename one of the tables, or capture them from two deployments with different kafka.topic_prefix values", strings.Join(c, "; "))
 		}
+	}
+	if cfg.Kafka.Format == config.FormatDebeziumAvro {
+		r, err := newSchemaRegistry(cfg.Kafka.SchemaRegistry.URL)
+		if err != nil {
+			return nil, err
+		}
+		t.registry = r
 	}
 	for _, sink := range cfg.Sinks {
 		t.cuts = t.cuts || sink.Consistency.Transactional()
@@ -297,7 +306,7 @@ func (env *runEnv) capture(cfg config.Config) {
 	for _, name := range cfg.Source.Tables {
 		db, tbl, _ := config.SplitTable(name)
 		env.captured[name] = event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl)
-		if cfg.Kafka.Format == config.FormatDebezium {
+		if cfg.Kafka.Format.Debezium() {
 			env.captured[name] = debezium.Topic(cfg.Kafka.TopicPrefix, db, tbl)
 		}
 		env.topics = append(env.topics, env.captured[name])

@@ -159,12 +159,15 @@ type Kafka struct {
 	// zstd, gzip or none. lz4 took a third less tailer CPU than snappy on
 	// update events (bench/results/history/tuning-log.md).
 	Compression Compression `koanf:"compression"`
-	// Format is the encoding of the table topics: readside (default) or
-	// debezium (docs/debezium.md).
+	// Format is the encoding of the table topics: readside (default),
+	// debezium or debezium-avro (docs/debezium.md).
 	Format Format `koanf:"format"`
 	// Debezium is how kafka.format: debezium encodes values, under
 	// Debezium's setting names. Default: Debezium's defaults.
 	Debezium Debezium `koanf:"debezium"`
+	// SchemaRegistry is where kafka.format: debezium-avro registers its
+	// schemas. Required with debezium-avro, refused with other formats.
+	SchemaRegistry SchemaRegistry `koanf:"schema_registry"`
 }
 
 // Sink is a MySQL server holding read tables, or a set of shards.

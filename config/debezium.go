@@ -1,8 +1,10 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -24,14 +26,22 @@ const (
 	// FormatDebezium is what Debezium's MariaDB/MySQL connector writes
 	// with the JSON converter (docs/debezium.md).
 	FormatDebezium Format = "debezium"
+	// FormatDebeziumAvro is the same events in Avro, as Debezium writes
+	// them with Confluent's AvroConverter: the Confluent wire format, the
+	// schemas registered in kafka.schema_registry (docs/debezium.md).
+	FormatDebeziumAvro Format = "debezium-avro"
 )
 
 // Check names a value outside the accepted ones and the choices.
 func (v Format) Check() error {
-	return oneOf(v, "readside or debezium", FormatReadside, FormatDebezium)
+	return oneOf(v, "readside, debezium or debezium-avro", FormatReadside, FormatDebezium, FormatDebeziumAvro)
 }
 
-// UnmarshalText accepts readside or debezium.
+// Debezium reports a format that writes Debezium's events, in JSON or
+// Avro: everything but the value's bytes is the same for both.
+func (v Format) Debezium() bool { return v == FormatDebezium || v == FormatDebeziumAvro }
+
+// UnmarshalText accepts readside, debezium or debezium-avro.
 func (v *Format) UnmarshalText(b []byte) error { return setChecked(v, b) }
 
 // DecimalMode is Debezium's decimal.handling.mode.
@@ -169,22 +179,52 @@ func (c Config) formatErrors() []error {
 	if err := d.Binary.Handling.Mode.Check(); err != nil {
 		bad(fmt.Errorf("kafka.debezium.binary.handling.mode %v", err))
 	}
-	if k.Format != FormatDebezium {
+	errs = append(errs, c.registryErrors()...)
+	if !k.Format.Debezium() {
 		return errs
 	}
 	if len(c.Projections) > 0 {
-		bad(fmt.Errorf("kafka.format is debezium and %d projections are declared: readside's projections read readside's envelope only, not Debezium's. "+
-			"Fix: run the projections from a deployment with kafka.format: readside (its own tailer and topic_prefix), or remove them from this config (docs/debezium.md)", len(c.Projections)))
+		bad(fmt.Errorf("kafka.format is %s and %d projections are declared: readside's projections read readside's envelope only, not Debezium's. "+
+			"Fix: run the projections from a deployment with kafka.format: readside (its own tailer and topic_prefix), or remove them from this config (docs/debezium.md)", k.Format, len(c.Projections)))
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Sinks)) {
 		if c.Sinks[name].Consistency.Transactional() {
 			// The tailer's checkpoint cut reads versions back from the
 			// table topics, which Debezium's envelope does not carry.
-			bad(fmt.Errorf("sinks.%s.consistency is transaction and kafka.format is debezium: transaction-consistent sinks need readside's envelope. "+
-				"Fix: set kafka.format: readside for the deployment that feeds the sink, or remove the sink from this config", name))
+			bad(fmt.Errorf("sinks.%s.consistency is transaction and kafka.format is %s: transaction-consistent sinks need readside's envelope. "+
+				"Fix: set kafka.format: readside for the deployment that feeds the sink, or remove the sink from this config", name, k.Format))
 		}
 	}
 	return errs
+}
+
+// SchemaRegistry is kafka.schema_registry: the Confluent-compatible
+// schema registry kafka.format: debezium-avro registers its schemas in.
+type SchemaRegistry struct {
+	// URL is the registry's base URL, http:// or https://, as Confluent's
+	// schema.registry.url (Apicurio: its ccompat API,
+	// http://host:8080/apis/ccompat/v7). Required with debezium-avro.
+	URL string `koanf:"url"`
+}
+
+// registryErrors are kafka.schema_registry's problems: required with
+// debezium-avro, meaningless (and so refused) with any other format.
+func (c Config) registryErrors() []error {
+	k := c.Kafka
+	u := strings.TrimSpace(k.SchemaRegistry.URL)
+	switch {
+	case k.Format != FormatDebeziumAvro && u != "":
+		return []error{fmt.Errorf("kafka.schema_registry.url is set and kafka.format is %s: only debezium-avro uses a schema registry. Fix: set kafka.format: debezium-avro, or remove kafka.schema_registry", k.Format)}
+	case k.Format != FormatDebeziumAvro:
+		return nil
+	case u == "":
+		return []error{errors.New("kafka.format is debezium-avro and kafka.schema_registry.url is empty: the Avro schemas are registered in a Confluent-compatible schema registry. Fix: set kafka.schema_registry.url, e.g. http://127.0.0.1:8081 (Apicurio: http://host:8080/apis/ccompat/v7)")}
+	}
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return []error{fmt.Errorf("kafka.schema_registry.url %q is not an http:// or https:// URL with a host. Fix: give the registry's base URL, e.g. http://127.0.0.1:8081", u)}
+	}
+	return nil
 }
 
 // debeziumHook decodes kafka.debezium. YAML keeps a dotted key

@@ -18,6 +18,7 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
@@ -61,6 +62,35 @@ func Broker(ctx context.Context, cfg config.Config) []Finding {
 		return f("error", "check kafka.brokers (host:port of at least one broker) and that the brokers run and are reachable from here", "kafka.brokers %s do not answer: %v", strings.Join(cfg.Kafka.Brokers, ","), err)
 	}
 	return f("ok", "", "broker cluster %s answers: %d broker(s)", md.Cluster, len(md.Brokers))
+}
+
+// Registry checks, with kafka.format: debezium-avro, that the schema
+// registry answers, and reports its global compatibility: the rule a
+// table change's new schema will be held to.
+func Registry(ctx context.Context, cfg config.Config) []Finding {
+	if cfg.Kafka.Format != config.FormatDebeziumAvro {
+		return nil
+	}
+	f := func(sev, fix, format string, args ...any) []Finding {
+		return []Finding{{Area: "registry", Finding: cdc.Finding{Severity: sev, What: fmt.Sprintf(format, args...), Fix: fix}}}
+	}
+	url := cfg.Kafka.SchemaRegistry.URL
+	cl, err := sr.NewClient(sr.URLs(url))
+	if err != nil {
+		return f("error", "fix kafka.schema_registry.url", "kafka.schema_registry.url %s: %v", url, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	r := cl.Compatibility(ctx)
+	if len(r) == 0 || r[0].Err != nil {
+		var err error = errors.New("no answer")
+		if len(r) > 0 {
+			err = r[0].Err
+		}
+		return f("error", "check kafka.schema_registry.url (the base URL of a Confluent-compatible registry; Apicurio's ccompat API is /apis/ccompat/v7) and that the registry runs and is reachable from here",
+			"schema registry %s does not answer: %v", url, err)
+	}
+	return f("ok", "", "schema registry %s answers; its global compatibility is %s: a table change whose schema it refuses stops the tailer (docs/debezium.md)", url, r[0].Level)
 }
 
 // Sinks checks every sink (and shard) is reachable and writable.

@@ -1,0 +1,322 @@
+package cdc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
+
+	"github.com/readside/readside/config"
+	"github.com/readside/readside/e2e/testbed"
+)
+
+// avroReg is the Confluent-compatible schema registry the debezium-avro
+// tests register in: its URL and, when it is franz-go's in-process fake
+// (which checks no compatibility), the fake, for the test that needs a
+// refusal.
+type avroReg struct {
+	url  string
+	fake *srfake.Registry
+}
+
+// avroRegistry is the one place the debezium-avro tests get their
+// registry from.
+func avroRegistry(t *testing.T) avroReg {
+	reg := srfake.New()
+	t.Cleanup(reg.Close)
+	return avroReg{url: reg.URL(), fake: reg}
+}
+
+// avroDecoder reads Confluent-framed Avro records as a consumer does:
+// the schema id from the frame, the schema text from the registry by id,
+// the body decoded by an Avro library (testbed.AvroAsJSON).
+type avroDecoder struct {
+	cl *sr.Client
+
+	mu      sync.Mutex
+	schemas map[int]string
+}
+
+func newAvroDecoder(t *testing.T, url string) *avroDecoder {
+	cl, err := sr.NewClient(sr.URLs(url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &avroDecoder{cl: cl, schemas: map[int]string{}}
+}
+
+// decode is the JSON converter's form of a framed record key or value.
+func (d *avroDecoder) decode(t *testing.T, b []byte) any {
+	t.Helper()
+	if len(b) < 5 || b[0] != 0 {
+		t.Fatalf("record %x: no Confluent frame (magic byte 0, 4-byte id)", b)
+	}
+	var h sr.ConfluentHeader
+	id, body, err := h.DecodeID(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.mu.Lock()
+	schema, ok := d.schemas[id]
+	d.mu.Unlock()
+	if !ok {
+		s, err := d.cl.SchemaByID(t.Context(), id)
+		if err != nil {
+			t.Fatalf("schema id %d from the registry: %v", id, err)
+		}
+		schema = s.Schema
+		d.mu.Lock()
+		d.schemas[id] = schema
+		d.mu.Unlock()
+	}
+	v, err := testbed.AvroAsJSON(schema, body)
+	if err != nil {
+		t.Fatalf("decoding %x with schema %d: %v", b, id, err)
+	}
+	return v
+}
+
+func debeziumConfig(t *testing.T, bed *testbed.Bed, table, prefix string, format config.Format, registry string) config.Config {
+	cfg := bed.Config("", table)
+	cfg.Kafka.TopicPrefix = prefix
+	cfg.Kafka.Partitions = 1
+	cfg.Source.Snapshot.Mode = config.SnapshotInitial
+	cfg.Kafka.Format = format
+	cfg.Kafka.Debezium.Schemas.Enable = false
+	if format == config.FormatDebeziumAvro {
+		cfg.Kafka.SchemaRegistry.URL = registry
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestDebeziumAvroMatchesJSON runs two tailers on one table, one in
+// kafka.format: debezium (the JSON converter's payloads, which
+// TestDebeziumMatchesConnector holds equal to Debezium's) and one in
+// debezium-avro, through a snapshot, inserts, updates, a key change,
+// deletes, a multi-row transaction and an added column, decodes the Avro
+// topic as a consumer does (frame, schema by id from the registry, an Avro
+// library) and compares it record for record with the JSON topic: keys,
+// values, tombstones and key-change headers. The added column registers a
+// second version of the value subject.
+func TestDebeziumAvroMatchesJSON(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	db, err := bed.MySQL.CreateDatabase(ctx, "dbza")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, fmt.Sprintf(dbzTable, db),
+		fmt.Sprintf("INSERT INTO `%s`.every_type VALUES "+dbzFull, db, 1),
+		fmt.Sprintf("INSERT INTO `%s`.every_type (id, k2, i) VALUES (2, 'nulls', 0)", db),
+		fmt.Sprintf("INSERT INTO `%s`.every_type (id, k2, i, biu, dec1, dec3, dt, dtm3, dtm6, ts, tm, tm6, yr, b5, b16, bn, en, st, f, d) VALUES "+
+			"(3, 'edge', -2147483648, 9223372036854775808, -0.05, -0.00001, '1969-12-31', '1969-12-31 23:59:59.500', '0069-06-01 00:00:00.000001', '1970-01-01 00:00:01', '00:00:00', '838:59:58.999999', 1901, b'00000', b'0000000000000000', 0x01, 'c', '', 0.1, 1e300)", db),
+	); err != nil {
+		t.Fatal(err)
+	}
+	reg := avroRegistry(t)
+	run := rand.IntN(1e9)
+	jsonPrefix, avroPrefix := fmt.Sprintf("rsj%09d", run), fmt.Sprintf("rsa%09d", run)
+	jt, at := jsonPrefix+"."+db+".every_type", avroPrefix+"."+db+".every_type"
+	startTailer(t, debeziumConfig(t, bed, db+".every_type", jsonPrefix, config.FormatDebezium, ""))
+	startTailer(t, debeziumConfig(t, bed, db+".every_type", avroPrefix, config.FormatDebeziumAvro, reg.url))
+
+	dec := newAvroDecoder(t, reg.url)
+	keyJSON := func(rec *kgo.Record) []byte {
+		if rec.Topic == jt {
+			return rec.Key
+		}
+		b, _ := json.Marshal(dec.decode(t, rec.Key))
+		return b
+	}
+	c := newTopicsReader(t, bed, jt, at)
+	c.until(nil, func(recs []*kgo.Record) bool { return len(recs) >= 3 })
+	q := func(stmts ...string) {
+		t.Helper()
+		for i := range stmts {
+			stmts[i] = strings.ReplaceAll(stmts[i], "{T}", "`"+db+"`.every_type")
+		}
+		if err := bed.MySQL.Exec(ctx, stmts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q(fmt.Sprintf("INSERT INTO {T} VALUES "+dbzFull, 10),
+		"INSERT INTO {T} (id, k2, i, tm3, dtm, en) VALUES (11, 'move', 11, '-12:00:00.25', '1999-12-31 23:59:59', 'a')",
+		"UPDATE {T} SET i = 100, dec1 = -99999999.99, vc = NULL, b1 = b'0', ts6 = '2037-06-01 12:00:00.999999', st = 'y' WHERE id = 10",
+		"UPDATE {T} SET id = 12, vc = 'moved' WHERE id = 11",
+		"DELETE FROM {T} WHERE id = 2",
+		"BEGIN",
+		"INSERT INTO {T} (id, k2, i) VALUES (20, 'a', 1), (21, 'b', 2)",
+		"UPDATE {T} SET i = i + 1 WHERE id IN (1, 3)",
+		"DELETE FROM {T} WHERE id = 20",
+		"COMMIT",
+		// A compatible change (a nullable column: its field defaults to
+		// null): a new version of the value subject.
+		"ALTER TABLE {T} ADD COLUMN added DECIMAL(4,1) NULL AFTER i",
+		"UPDATE {T} SET added = -12.5 WHERE id = 21",
+		"INSERT INTO {T} (id, k2, i) VALUES (99, 'end', 0)")
+	c.until(nil, func(recs []*kgo.Record) bool {
+		return len(recs) > 0 && strings.Contains(string(keyJSON(recs[len(recs)-1])), `"id":99`)
+	})
+
+	js, as := c.records[jt], c.records[at]
+	t.Logf("comparing %d JSON records with %d Avro records", len(js), len(as))
+	if len(js) != len(as) {
+		t.Errorf("the JSON topic has %d records, the Avro topic %d", len(js), len(as))
+	}
+	for i := range min(len(js), len(as)) {
+		j, a := js[i], as[i]
+		what := fmt.Sprintf("record %d (op %s, key %s)", i, opOf(j.Value), j.Key)
+		if !jsonEqual(j.Key, keyJSON(a)) {
+			t.Errorf("%s: key\njson %s\navro %s", what, j.Key, keyJSON(a))
+		}
+		if jh, ah := keyHeaders(j), keyHeaders(a); !equalHeaders(jh, ah) {
+			t.Errorf("%s: key-change headers\njson %v\navro %v", what, jh, ah)
+		}
+		if (j.Value == nil) != (a.Value == nil) {
+			t.Errorf("%s: tombstone: json %v, avro %v", what, j.Value == nil, a.Value == nil)
+			continue
+		}
+		if j.Value == nil {
+			continue
+		}
+		av, err := json.Marshal(dec.decode(t, a.Value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		jv := dbzNormalize(t, j.Value)
+		avn := dbzNormalize(t, []byte(strings.ReplaceAll(string(av), avroPrefix, jsonPrefix)))
+		if diff := jsonDiff("", avn, jv); diff != "" {
+			t.Errorf("%s: value differs at %s\njson %s\navro %s", what, diff, j.Value, av)
+		}
+	}
+
+	cl, err := sr.NewClient(sr.URLs(reg.url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for subject, want := range map[string]int{at + "-key": 1, at + "-value": 2} {
+		versions, err := cl.SubjectVersions(ctx, subject)
+		if err != nil || len(versions) != want {
+			t.Errorf("subject %s: versions %v (%v), want %d: one per shape of the table", subject, versions, err, want)
+		}
+	}
+}
+
+func equalHeaders(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestDebeziumAvroRefusedSchemaStops: a table change whose Avro schema the
+// registry refuses (a NOT NULL column without a default is incompatible
+// under BACKWARD) stops the tailer with the registry's verdict, the
+// subject and the fix, publishing nothing of the change; once the subject
+// takes the schema, a restart publishes the row written after the change
+// from the checkpoint: nothing is lost.
+func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	db, err := bed.MySQL.CreateDatabase(ctx, "dbzr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.t (id INT PRIMARY KEY, v INT)", db),
+		fmt.Sprintf("INSERT INTO `%s`.t VALUES (1, 1)", db)); err != nil {
+		t.Fatal(err)
+	}
+	reg := avroRegistry(t)
+	prefix := fmt.Sprintf("rsr%09d", rand.IntN(1e9))
+	topic := prefix + "." + db + ".t"
+	subject := topic + "-value"
+	cfg := debeziumConfig(t, bed, db+".t", prefix, config.FormatDebeziumAvro, reg.url)
+
+	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- tl.Run(ctx) }()
+	c := newTopicsReader(t, bed, topic)
+	c.until(nil, func(recs []*kgo.Record) bool { return len(recs) >= 1 })
+
+	cl, err := sr.NewClient(sr.URLs(reg.url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const verdict = "Schema being registered is incompatible with an earlier schema"
+	if reg.fake != nil {
+		// The fake checks no compatibility: it answers as a registry
+		// under BACKWARD does.
+		reg.fake.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+			if r.Method != http.MethodPost || r.URL.Path != "/subjects/"+subject+"/versions" {
+				return false
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusConflict)
+			fmt.Fprintf(w, `{"error_code":409,"message":"%s for subject \"%s\", details: [READER_FIELD_MISSING_DEFAULT_VALUE must]"}`, verdict, subject)
+			return true
+		})
+	} else if r := cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatBackward}, subject); r[0].Err != nil {
+		t.Fatal(r[0].Err)
+	}
+	if err := bed.MySQL.Exec(ctx, fmt.Sprintf("ALTER TABLE `%s`.t ADD COLUMN must INT NOT NULL", db),
+		fmt.Sprintf("INSERT INTO `%s`.t VALUES (2, 2, 2)", db)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Logf("the tailer stopped: %v", err)
+		var fatal *FatalError
+		if !errors.As(err, &fatal) {
+			t.Fatalf("the tailer stopped with %v, want a FatalError", err)
+		}
+		for _, want := range []string{"refused the Avro schema of " + db + ".t under subject " + subject, "HTTP 409", "incompatible", "Fix:", "nothing is lost"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the error lacks %q: %v", want, err)
+			}
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the tailer did not stop on the refused schema")
+	}
+	settle := time.Now().Add(3 * time.Second)
+	c.until(nil, func([]*kgo.Record) bool { return time.Now().After(settle) })
+	if n := len(c.records[topic]); n != 1 {
+		t.Fatalf("the topic holds %d records after the refusal, want the snapshot's 1", n)
+	}
+
+	// The operator lets the subject take the schema and restarts.
+	if reg.fake != nil {
+		reg.fake.ClearInterceptors()
+	} else if r := cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone}, subject); r[0].Err != nil {
+		t.Fatal(r[0].Err)
+	}
+	startTailer(t, cfg)
+	c.until(nil, func(recs []*kgo.Record) bool { return len(recs) >= 2 })
+	dec := newAvroDecoder(t, reg.url)
+	got, _ := json.Marshal(dec.decode(t, c.records[topic][1].Value))
+	if !strings.Contains(string(got), `"after":{"id":2,"must":2,"v":2}`) {
+		t.Errorf("the row after the change: %s, want its insert with the new column", got)
+	}
+	if n := len(c.records[topic]); n != 2 {
+		t.Errorf("the topic holds %d records, want 2 (the snapshot's row once, the row after the change)", n)
+	}
+}
