@@ -11,11 +11,8 @@
 //
 // `install` installs the tools tests run beside the servers (promtool,
 // from Debian's prometheus package, and chromium, in which the status
-// page is checked) when missing and running as root, and builds the schema
-// registry (Apicurio Registry, assembled by Maven and Quarkus from
-// e2e/testbed/registry/pom.xml) into the user's cache dir when it is not
-// there yet; `make test` runs it before the unit tests, which need
-// promtool first.
+// page is checked) when missing and running as root; `make test` runs it
+// before the unit tests, which need promtool first.
 package main
 
 import (
@@ -81,9 +78,9 @@ func main() {
 	fmt.Print(env)
 }
 
-// install makes promtool, chromium and the schema registry available.
-// Not being root is no failure: the tests that need them say so and skip
-// (outside CI); a failed apt-get or registry build as root is.
+// install makes promtool and chromium available. Not being root is no
+// failure: the tests that need them say so and skip (outside CI); a
+// failed apt-get as root is.
 func install() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -91,7 +88,7 @@ func install() {
 	for _, tool := range []struct {
 		name   string
 		ensure func(context.Context) (string, error)
-	}{{"promtool", testbed.Promtool}, {"chromium", testbed.Chromium}, {"schema registry", testbed.InstallRegistry}} {
+	}{{"promtool", testbed.Promtool}, {"chromium", testbed.Chromium}} {
 		p, err := tool.ensure(ctx)
 		switch {
 		case err == nil:
