@@ -165,10 +165,12 @@ func (d *dbz) compareWorkloads(ctx context.Context, quick bool, only string) err
 			logf("workload %s (Debezium): %v", w.Name, err)
 		}
 		pw.ratios()
-		logf("workload %s: readside's tailer in debezium format", w.Name)
-		if err := d.formatDrain(ctx, w, "debezium", &pw); err != nil {
-			pw.Error = strings.TrimSpace(pw.Error + "\nreadside in debezium format: " + err.Error())
-			logf("workload %s (readside, debezium format): %v", w.Name, err)
+		for _, format := range []string{"debezium", "debezium-avro"} {
+			logf("workload %s: readside's tailer in %s format", w.Name, format)
+			if err := d.formatDrain(ctx, w, format, &pw); err != nil {
+				pw.Error = strings.TrimSpace(pw.Error + "\nreadside in " + format + " format: " + err.Error())
+				logf("workload %s (readside, %s format): %v", w.Name, format, err)
+			}
 		}
 		b, _ := json.Marshal(pw)
 		logf("%s", b)

@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/sr/srfake"
+
 	"github.com/readside/readside/debezium"
 )
 
@@ -33,7 +35,16 @@ func (d *dbz) formatDrain(ctx context.Context, w workload, format string, pw *pe
 	if err != nil {
 		return err
 	}
-	if err := withKafkaFormat(cfgPath, format); err != nil {
+	extra := ""
+	if format == "debezium-avro" {
+		// franz-go's in-memory registry, as the tests use (docs/testing.md
+		// says why no real one runs here): registration is one HTTP round
+		// trip per table shape, not per event.
+		reg := srfake.New()
+		defer reg.Close()
+		extra = "  schema_registry: {url: \"" + reg.URL() + "\"}\n"
+	}
+	if err := withKafkaFormat(cfgPath, format, extra); err != nil {
 		return err
 	}
 	gen := newGenerator(w, e.bed.MySQL.DB(), e.srcDB, tbl)
@@ -81,13 +92,14 @@ type formatDrainResult struct {
 	SourceRatio float64 `json:"tailer_vs_debezium_source"`
 }
 
-// withKafkaFormat sets kafka.format in a config config() wrote.
-func withKafkaFormat(path, format string) error {
+// withKafkaFormat sets kafka.format (and the kafka keys in extra) in a
+// config config() wrote.
+func withKafkaFormat(path, format, extra string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	s := strings.Replace(string(b), "  partitions: 6\n", "  partitions: 6\n  format: "+format+"\n", 1)
+	s := strings.Replace(string(b), "  partitions: 6\n", "  partitions: 6\n  format: "+format+"\n"+extra, 1)
 	if s == string(b) {
 		return fmt.Errorf("%s: no kafka section to add format to", path)
 	}
