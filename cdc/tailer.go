@@ -35,9 +35,22 @@ import (
 	"github.com/readside/readside/internal/startup"
 )
 
+// Config is the part of the configuration file the tailer reads.
+type Config struct {
+	Source config.Source
+	Kafka  config.Kafka
+	// Cuts: every checkpoint carries Checkpoint.Published, the cut a sink
+	// with consistency: transaction applies up to
+	// (config.Config.TransactionalSinks).
+	Cuts bool
+}
+
+// TransactionalID is the tailer's Kafka transactional id.
+func (c Config) TransactionalID() string { return c.Kafka.TailerTransactionalID(c.Source.ServerID) }
+
 // Tailer publishes the binlog of one source to Kafka.
 type Tailer struct {
-	cfg     config.Config
+	cfg     Config
 	brokers []string
 	log     *slog.Logger
 	metrics *metrics
@@ -56,9 +69,6 @@ type Tailer struct {
 
 	// embedded: the broker is the embedded one (EmbeddedBroker).
 	embedded bool
-	// cuts: checkpoints carry Checkpoint.Published, because a sink is
-	// transactional (config.Sink.Consistency).
-	cuts bool
 }
 
 // FatalError is a condition a restart cannot fix: the tailer stops and the
@@ -73,7 +83,7 @@ func fatalf(format string, args ...any) error {
 }
 
 // New validates what the tailer needs; it does no I/O.
-func New(cfg config.Config, brokers []string, log *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Tailer, error) {
+func New(cfg Config, brokers []string, log *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Tailer, error) {
 	if len(brokers) == 0 {
 		return nil, errors.New("tailer: no Kafka brokers")
 	}
@@ -82,9 +92,6 @@ func New(cfg config.Config, brokers []string, log *slog.Logger, reg prometheus.R
 		if c := debezium.TopicCollisions(cfg.Kafka.TopicPrefix, cfg.Source.Tables); len(c) > 0 {
 			return nil, fmt.Errorf("%s: rename one of the tables, or capture them from two deployments with different kafka.topic_prefix values", strings.Join(c, "; "))
 		}
-	}
-	for _, sink := range cfg.Sinks {
-		t.cuts = t.cuts || sink.Consistency.Transactional()
 	}
 	for _, o := range opts {
 		o(t)
@@ -155,7 +162,7 @@ func (t *Tailer) run(ctx context.Context) error {
 	if t.embedded {
 		pub.separateCheckpoints()
 	}
-	if t.cuts {
+	if t.cfg.Cuts {
 		pub.trackPublished()
 	}
 	if !env.full {
@@ -291,7 +298,7 @@ type runEnv struct {
 // columns and the databases whose schema readside tracks itself: without
 // FULL metadata, or with it while the binlog after the checkpoint was
 // written before the switch to FULL (prepareStream).
-func (env *runEnv) capture(cfg config.Config) {
+func (env *runEnv) capture(cfg Config) {
 	env.captured = map[string]string{}
 	for _, name := range cfg.Source.Tables {
 		db, tbl, _ := config.SplitTable(name)
