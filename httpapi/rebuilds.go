@@ -22,7 +22,6 @@ import (
 	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/rebuild"
-	"github.com/readside/readside/sinks"
 )
 
 // RebuildStatus is one rebuild or backfill under way (or stopped

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/readside/readside/event"
-	"github.com/readside/readside/sinks"
 )
 
 // Frontier is how far a transaction-consistent sink's shard is: its

@@ -1,6 +1,10 @@
 package projections
 
-import "context"
+import (
+	"context"
+
+	"github.com/readside/readside/event"
+)
 
 // ReplaySink is a sink that keeps replay requests (`readside replay`):
 // offsets an operator asked a projection to resume at. Sinks without it

@@ -15,7 +15,6 @@ import (
 	"github.com/readside/readside/event"
 	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/projections"
-	"github.com/readside/readside/sinks"
 )
 
 // fakeSink is a sharded sink's rebuild side in memory: the tables of each

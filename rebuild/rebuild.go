@@ -21,7 +21,6 @@ import (
 	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/projector"
-	"github.com/readside/readside/sinks"
 )
 
 const (

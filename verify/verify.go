@@ -25,7 +25,6 @@ import (
 	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/internal/sourcedb"
 	"github.com/readside/readside/internal/sqlflavor"
-	"github.com/readside/readside/keyset"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
