@@ -25,6 +25,8 @@ func TestChunkQuery(t *testing.T) {
 			"SELECT `o`, `n`, (`f` + 0E0) FROM `shop`.`lines` WHERE ((`o` > 7) OR (`o` = 7 AND `n` > 18446744073709551615)) ORDER BY `o`, `n` LIMIT 10", nil},
 		{"a text key stays a parameter: compared as a string in the column's collation", textPK, SnapshotTask{After: [][]byte{[]byte("a' OR 1=1")}},
 			"SELECT `k` FROM `shop`.`t` WHERE ((`k` > ?)) ORDER BY `k` LIMIT 10", []any{[]byte("a' OR 1=1")}},
+		{"a text key holding digits stays a parameter: written as 10 it would compare as a number, not in the column's collation", textPK, SnapshotTask{After: [][]byte{[]byte("10")}},
+			"SELECT `k` FROM `shop`.`t` WHERE ((`k` > ?)) ORDER BY `k` LIMIT 10", []any{[]byte("10")}},
 		{"a key with any non-integer column is all parameters, in placeholder order", mixed, SnapshotTask{After: [][]byte{[]byte("1"), []byte("x")}},
 			"SELECT `a`, `b` FROM `shop`.`m` WHERE ((`a` > ?) OR (`a` = ? AND `b` > ?)) ORDER BY `a`, `b` LIMIT 10", []any{[]byte("1"), []byte("1"), []byte("x")}},
 		{"an integer column whose stored value is not an integer (a damaged checkpoint) is never written into SQL", intPK, SnapshotTask{After: [][]byte{[]byte("1; DROP TABLE x")}},
