@@ -456,7 +456,7 @@ func TestUndecodableCharsetRefused(t *testing.T) {
 		}
 	}
 
-	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil)
+	tl, err := New(sectionsOf(cfg), cfg.Kafka.Brokers, testLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

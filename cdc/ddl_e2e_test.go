@@ -76,7 +76,7 @@ func testDDLMidStream(t *testing.T, bed *testbed.Bed, src *testbed.MySQL) {
 	// Renaming the captured table to a name readside does not capture would
 	// silently end its stream: the tailer stops and says what to do, and
 	// doing it continues the stream.
-	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil)
+	tl, err := New(sectionsOf(cfg), cfg.Kafka.Brokers, testLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

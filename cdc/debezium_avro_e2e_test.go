@@ -249,7 +249,7 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 	subject := topic + "-value"
 	cfg := debeziumConfig(t, bed, db+".t", prefix, config.FormatDebeziumAvro, reg.url)
 
-	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil)
+	tl, err := New(sectionsOf(cfg), cfg.Kafka.Brokers, testLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

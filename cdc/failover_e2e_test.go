@@ -196,7 +196,7 @@ func TestGTIDFailover(t *testing.T) {
 	cfg := tailerConfig(t, bed, db+".f")
 	cfg.Source.DSN = config.Secret(primary.ReplDSN())
 	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "f"))
-	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil)
+	tl, err := New(sectionsOf(cfg), cfg.Kafka.Brokers, testLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestFilePosCheckpointOtherServer(t *testing.T) {
 
 	other := cfg
 	other.Source.DSN = config.Secret(bed.MySQL.ReplDSN())
-	tl, err := New(other, other.Kafka.Brokers, testLogger(t), nil)
+	tl, err := New(sectionsOf(other), other.Kafka.Brokers, testLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

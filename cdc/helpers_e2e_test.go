@@ -61,10 +61,15 @@ func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
+// sectionsOf is the tailer's part of cfg, as readside run hands it over.
+func sectionsOf(cfg config.Config) Config {
+	return Config{Source: cfg.Source, Kafka: cfg.Kafka, Cuts: cfg.TransactionalSinks()}
+}
+
 // startTailer runs a tailer in the background until the test ends.
 func startTailer(t *testing.T, cfg config.Config, opts ...Option) (stop func() error) {
 	t.Helper()
-	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil, opts...)
+	tl, err := New(sectionsOf(cfg), cfg.Kafka.Brokers, testLogger(t), nil, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/event"
 	"github.com/readside/readside/internal/compression"
@@ -186,7 +187,7 @@ func fixtureStream(t *testing.T, bed *testbed.Bed) (*stream, *consumer) {
 	t.Helper()
 	ctx := t.Context()
 	cfg := tailerConfig(t, bed, "shop.docs")
-	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil)
+	tl, err := New(sectionsOf(cfg), cfg.Kafka.Brokers, testLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +287,7 @@ func TestMySQL8CompressedTransaction(t *testing.T) {
 	if want := `[cmap[id:1 j:"a"] umap[id:1 j:"b"] dmap[id:1 j:"b"]]`; fmt.Sprint(got) != want {
 		t.Errorf("events %v, want %s", got, want)
 	}
-	cp := lastCheckpoint(t, bed, s.t.cfg)
+	cp := lastCheckpoint(t, bed, config.Config{Source: s.t.cfg.Source, Kafka: s.t.cfg.Kafka})
 	if cp.Position.Pos != end || cp.Position.File != "binlog.000007" || !strings.HasSuffix(cp.Position.GTID, ":1-5") {
 		t.Errorf("checkpoint %s, want binlog.000007:%d with GTID ...:1-5", cp.Position, end)
 	}
@@ -358,7 +359,7 @@ func TestMySQL8CompressedTransactionFilePos(t *testing.T) {
 	if e := cons.next(1, 30*time.Second); fmt.Sprint(e[0].After) != `map[id:7 j:"x"]` {
 		t.Errorf("event %v", e[0].After)
 	}
-	cp := lastCheckpoint(t, bed, s.t.cfg)
+	cp := lastCheckpoint(t, bed, config.Config{Source: s.t.cfg.Source, Kafka: s.t.cfg.Kafka})
 	if cp.Position.Pos != end || cp.Position.File != "binlog.000007" || cp.Position.GTID != "" {
 		t.Errorf("checkpoint %s, want binlog.000007:%d without GTID", cp.Position, end)
 	}

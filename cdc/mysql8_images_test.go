@@ -20,7 +20,7 @@ import (
 func imageStream(t *testing.T) *stream {
 	t.Helper()
 	cfg := config.Default()
-	tl := &Tailer{cfg: cfg, now: time.Now, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	tl := &Tailer{cfg: sectionsOf(cfg), now: time.Now, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	return &stream{t: tl, src: &sourceDB{flavor: "mysql", serverID: fixtureServerID},
 		captured: map[string]string{"shop.docs": "rs.shop.docs"}, charsets: map[uint64]string{255: "utf8mb4"},
 		tables: map[uint64]*table{}, file: "binlog.000007"}

@@ -1,8 +1,8 @@
 package cdc
 
 // Option is a runtime setting of a Tailer: what the process found out
-// while starting, as opposed to config.Config, which holds only what the
-// user wrote.
+// while starting, as opposed to Config, which holds only what the user
+// wrote.
 type Option func(*Tailer)
 
 // EmbeddedBroker tells the tailer that it publishes to the embedded broker

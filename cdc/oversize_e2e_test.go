@@ -94,7 +94,7 @@ func TestOversizedEvent(t *testing.T) {
 	}
 	run := func(cfg config.Config) error {
 		t.Helper()
-		tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil)
+		tl, err := New(sectionsOf(cfg), cfg.Kafka.Brokers, testLogger(t), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -60,7 +60,7 @@ func TestRotationAndPurgeWhileStopped(t *testing.T) {
 	if err := bed.MySQL.PurgeAllBinlogs(ctx); err != nil {
 		t.Fatal(err)
 	}
-	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil)
+	tl, err := New(sectionsOf(cfg), cfg.Kafka.Brokers, testLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

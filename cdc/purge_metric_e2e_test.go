@@ -52,7 +52,7 @@ func TestPurgeMetricLive(t *testing.T) {
 	}
 	cfg := tailerConfig(t, bed, db+".none")
 	reg := prometheus.NewRegistry()
-	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), reg)
+	tl, err := New(sectionsOf(cfg), cfg.Kafka.Brokers, testLogger(t), reg)
 	if err != nil {
 		t.Fatal(err)
 	}

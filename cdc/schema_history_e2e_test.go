@@ -112,7 +112,7 @@ func TestSchemaHistoryFromFullCheckpoint(t *testing.T) {
 		"SET GLOBAL binlog_row_metadata = MINIMAL"); err != nil {
 		t.Fatal(err)
 	}
-	tl, err := New(*cfg, cfg.Kafka.Brokers, testLogger(t), nil)
+	tl, err := New(sectionsOf(*cfg), cfg.Kafka.Brokers, testLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

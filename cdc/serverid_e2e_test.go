@@ -26,7 +26,7 @@ func TestServerIDStolen(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := tailerConfig(t, bed, db+".none")
-	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil)
+	tl, err := New(sectionsOf(cfg), cfg.Kafka.Brokers, testLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestServerIDPreflight(t *testing.T) {
 		return errs, syncer.Close
 	}
 	errs, stopOther := replica("other-replica")
-	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil)
+	tl, err := New(sectionsOf(cfg), cfg.Kafka.Brokers, testLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/event"
+	"github.com/readside/readside/internal/keyset"
 )
 
 // Snapshots follow Netflix's DBLog, interleaved with the live binlog and
@@ -165,7 +165,11 @@ func (s *sourceDB) checkSnapshotRequest(ctx context.Context, table, where string
 	return fmt.Errorf("reading %s on the source: %w", table, err)
 }
 
-// chunkQuery selects the rows after task.After in primary key order.
+// chunkQuery selects the rows after task.After in key order. An integer
+// key is written into the statement (keyset.Page.IntegerKey): without
+// parameters it is not prepared first (a round trip) and its rows come in
+// the text protocol, as they are encoded from. Other keys are parameters,
+// compared as the strings they were read as.
 func chunkQuery(tbl *table, task *SnapshotTask, limit int) (string, []any) {
 	var cols, pk []string
 	for _, c := range tbl.columns {
@@ -177,61 +181,24 @@ func chunkQuery(tbl *table, task *SnapshotTask, limit int) (string, []any) {
 		}
 		cols = append(cols, expr)
 	}
+	integer := true
 	for _, i := range tbl.pk {
 		pk = append(pk, quoteIdent(tbl.columns[i].name))
+		integer = integer && tbl.columns[i].kind == kindInt
 	}
-	var where []string
-	var args []any
-	if len(task.After) == len(pk) {
-		// An integer key is written into the statement: without
-		// parameters it is not prepared first (a round trip) and its rows
-		// come in the text protocol, as they are encoded from. Other keys
-		// are parameters, compared as the strings they were read as.
-		inline := integerKey(tbl, task.After)
-		value := func(j int) string {
-			if inline {
-				return string(task.After[j])
-			}
-			args = append(args, task.After[j])
-			return "?"
-		}
-		// (a, b) > (x, y) spelled out so every server uses the index.
-		var ors []string
-		for i := range pk {
-			var ands []string
-			for j := range i {
-				ands = append(ands, pk[j]+" = "+value(j))
-			}
-			ands = append(ands, pk[i]+" > "+value(i))
-			ors = append(ors, "("+strings.Join(ands, " AND ")+")")
-		}
-		where = append(where, "("+strings.Join(ors, " OR ")+")")
-	}
+	p := keyset.Page{Select: strings.Join(cols, ", "), From: quoteIdent(tbl.db) + "." + quoteIdent(tbl.name),
+		Key: pk, Limit: limit, IntegerKey: integer}
 	if task.Where != "" {
-		where = append(where, "("+task.Where+")")
+		p.Where = []string{task.Where}
 	}
-	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + quoteIdent(tbl.db) + "." + quoteIdent(tbl.name)
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY " + strings.Join(pk, ", ") + fmt.Sprintf(" LIMIT %d", limit)
-	return q, args
-}
-
-// integerKey reports a key of integer columns whose values are integers
-// (as the text protocol writes them), safe to write into a statement.
-func integerKey(tbl *table, key [][]byte) bool {
-	for j, i := range tbl.pk {
-		if tbl.columns[i].kind != kindInt {
-			return false
-		}
-		if _, err := strconv.ParseInt(string(key[j]), 10, 64); err != nil {
-			if _, err := strconv.ParseUint(string(key[j]), 10, 64); err != nil {
-				return false
-			}
+	var after []any
+	if len(task.After) > 0 && len(task.After) == len(pk) {
+		after = make([]any, len(pk))
+		for i, v := range task.After {
+			after[i] = v
 		}
 	}
-	return true
+	return p.SQL(after)
 }
 
 // signal handles a rows event of readside's own source tables.

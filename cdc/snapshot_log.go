@@ -54,9 +54,9 @@ type SnapshotLog struct {
 	src *sourceDB
 }
 
-// NewSnapshotLog prepares a reader for cfg's tailer; it does no I/O.
-func NewSnapshotLog(cfg config.Config) *SnapshotLog {
-	return &SnapshotLog{dsn: cfg.Source.DSN.Reveal(), tls: cfg.Source.TLS, signalDB: cfg.Source.Snapshot.SignalDB, serverID: cfg.Source.ServerID}
+// NewSnapshotLog prepares a reader for the tailer of src; it does no I/O.
+func NewSnapshotLog(src config.Source) *SnapshotLog {
+	return &SnapshotLog{dsn: src.DSN.Reveal(), tls: src.TLS, signalDB: src.Snapshot.SignalDB, serverID: src.ServerID}
 }
 
 // Close releases the connection.

@@ -25,12 +25,14 @@ func TestChunkQuery(t *testing.T) {
 			"SELECT `o`, `n`, (`f` + 0E0) FROM `shop`.`lines` WHERE ((`o` > 7) OR (`o` = 7 AND `n` > 18446744073709551615)) ORDER BY `o`, `n` LIMIT 10", nil},
 		{"a text key stays a parameter: compared as a string in the column's collation", textPK, SnapshotTask{After: [][]byte{[]byte("a' OR 1=1")}},
 			"SELECT `k` FROM `shop`.`t` WHERE ((`k` > ?)) ORDER BY `k` LIMIT 10", []any{[]byte("a' OR 1=1")}},
+		{"a text key holding digits stays a parameter: written as 10 it would compare as a number, not in the column's collation", textPK, SnapshotTask{After: [][]byte{[]byte("10")}},
+			"SELECT `k` FROM `shop`.`t` WHERE ((`k` > ?)) ORDER BY `k` LIMIT 10", []any{[]byte("10")}},
 		{"a key with any non-integer column is all parameters, in placeholder order", mixed, SnapshotTask{After: [][]byte{[]byte("1"), []byte("x")}},
 			"SELECT `a`, `b` FROM `shop`.`m` WHERE ((`a` > ?) OR (`a` = ? AND `b` > ?)) ORDER BY `a`, `b` LIMIT 10", []any{[]byte("1"), []byte("1"), []byte("x")}},
 		{"an integer column whose stored value is not an integer (a damaged checkpoint) is never written into SQL", intPK, SnapshotTask{After: [][]byte{[]byte("1; DROP TABLE x")}},
 			"SELECT `id`, `v` FROM `shop`.`items` WHERE ((`id` > ?)) ORDER BY `id` LIMIT 10", []any{[]byte("1; DROP TABLE x")}},
-		{"a where is ANDed after the key range", intPK, SnapshotTask{After: [][]byte{[]byte("5")}, Where: "v <> ''"},
-			"SELECT `id`, `v` FROM `shop`.`items` WHERE ((`id` > 5)) AND (v <> '') ORDER BY `id` LIMIT 10", nil},
+		{"a where is ANDed before the key range (keyset.Page's order: the same rows as after it)", intPK, SnapshotTask{After: [][]byte{[]byte("5")}, Where: "v <> ''"},
+			"SELECT `id`, `v` FROM `shop`.`items` WHERE (v <> '') AND ((`id` > 5)) ORDER BY `id` LIMIT 10", nil},
 	}
 	for _, c := range cases {
 		q, args := chunkQuery(c.tbl, &c.task, 10)

@@ -58,7 +58,7 @@ func testSourceKeys(t *testing.T, bed *testbed.Bed, src *testbed.MySQL) {
 
 	// Without source.keys, run refuses the table at start, naming its
 	// unique index and the line to add.
-	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil)
+	tl, err := New(sectionsOf(cfg), cfg.Kafka.Brokers, testLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func testSourceKeys(t *testing.T, bed *testbed.Bed, src *testbed.MySQL) {
 	// the fix.
 	cfg.Kafka.TopicPrefix += "b"
 	cfg.Source.Snapshot.Mode = config.SnapshotNever
-	tl, err = New(cfg, cfg.Kafka.Brokers, testLogger(t), nil)
+	tl, err = New(sectionsOf(cfg), cfg.Kafka.Brokers, testLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func testSourceKeys(t *testing.T, bed *testbed.Bed, src *testbed.MySQL) {
 // channel when it stops on its own.
 func runTailer(t *testing.T, cfg config.Config) <-chan error {
 	t.Helper()
-	tl, err := New(cfg, cfg.Kafka.Brokers, testLogger(t), nil)
+	tl, err := New(sectionsOf(cfg), cfg.Kafka.Brokers, testLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

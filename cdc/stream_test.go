@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/replication"
-
-	"github.com/readside/readside/config"
 )
 
 // TestEventQueueGivesUpWhenStreamEnds: the read stage hands events to a
@@ -62,7 +60,7 @@ func TestWatch(t *testing.T) {
 // commit restarts the stream from the checkpoint in Kafka at once rather
 // than at the next source write.
 func TestProcessTakesUpCommitWhileIdle(t *testing.T) {
-	var cfg config.Config
+	var cfg Config
 	cfg.Kafka.CommitEvery, cfg.Kafka.CommitInterval = 100, time.Hour
 	running := &pendingCommit{done: make(chan struct{})}
 	s := &stream{t: &Tailer{cfg: cfg, now: time.Now}, pub: &publisher{inflight: running},

@@ -35,9 +35,22 @@ import (
 	"github.com/readside/readside/internal/startup"
 )
 
+// Config is the part of the configuration file the tailer reads.
+type Config struct {
+	Source config.Source
+	Kafka  config.Kafka
+	// Cuts: every checkpoint carries Checkpoint.Published, the cut a sink
+	// with consistency: transaction applies up to
+	// (config.Config.TransactionalSinks).
+	Cuts bool
+}
+
+// TransactionalID is the tailer's Kafka transactional id.
+func (c Config) TransactionalID() string { return c.Kafka.TailerTransactionalID(c.Source.ServerID) }
+
 // Tailer publishes the binlog of one source to Kafka.
 type Tailer struct {
-	cfg     config.Config
+	cfg     Config
 	brokers []string
 	log     *slog.Logger
 	metrics *metrics
@@ -56,9 +69,6 @@ type Tailer struct {
 
 	// embedded: the broker is the embedded one (EmbeddedBroker).
 	embedded bool
-	// cuts: checkpoints carry Checkpoint.Published, because a sink is
-	// transactional (config.Sink.Consistency).
-	cuts bool
 	// registry holds kafka.format: debezium-avro's schemas.
 	registry *schemaRegistry
 }
@@ -75,7 +85,7 @@ func fatalf(format string, args ...any) error {
 }
 
 // New validates what the tailer needs; it does no I/O.
-func New(cfg config.Config, brokers []string, log *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Tailer, error) {
+func New(cfg Config, brokers []string, log *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Tailer, error) {
 	if len(brokers) == 0 {
 		return nil, errors.New("tailer: no Kafka brokers")
 	}
@@ -91,9 +101,6 @@ func New(cfg config.Config, brokers []string, log *slog.Logger, reg prometheus.R
 			return nil, err
 		}
 		t.registry = r
-	}
-	for _, sink := range cfg.Sinks {
-		t.cuts = t.cuts || sink.Consistency.Transactional()
 	}
 	for _, o := range opts {
 		o(t)
@@ -165,7 +172,7 @@ func (t *Tailer) run(ctx context.Context) error {
 	if t.embedded {
 		pub.separateCheckpoints()
 	}
-	if t.cuts {
+	if t.cfg.Cuts {
 		pub.trackPublished()
 	}
 	if !env.full {
@@ -301,7 +308,7 @@ type runEnv struct {
 // columns and the databases whose schema readside tracks itself: without
 // FULL metadata, or with it while the binlog after the checkpoint was
 // written before the switch to FULL (prepareStream).
-func (env *runEnv) capture(cfg config.Config) {
+func (env *runEnv) capture(cfg Config) {
 	env.captured = map[string]string{}
 	for _, name := range cfg.Source.Tables {
 		db, tbl, _ := config.SplitTable(name)

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	"github.com/readside/readside/config"
 )
 
 func TestClock(t *testing.T) {
@@ -257,7 +255,7 @@ func TestStoppedWhileStarting(t *testing.T) {
 // running one, which bounds the records a backlog holds.
 func TestCommitDueWhileOneRuns(t *testing.T) {
 	newStream := func(records int) *stream {
-		var cfg config.Config
+		var cfg Config
 		cfg.Kafka.CommitEvery, cfg.Kafka.CommitInterval = 100, time.Hour
 		running := &pendingCommit{done: make(chan struct{})} // never over
 		s := &stream{t: &Tailer{cfg: cfg, now: time.Now}, pub: &publisher{inflight: running, records: records},

@@ -143,11 +143,27 @@ func SplitTable(s string) (db, table string, ok bool) {
 }
 
 // TransactionalID is the tailer's Kafka transactional id.
-func (c Config) TransactionalID() string {
-	if c.Kafka.TransactionalID != "" {
-		return c.Kafka.TransactionalID
+func (c Config) TransactionalID() string { return c.Kafka.TailerTransactionalID(c.Source.ServerID) }
+
+// TailerTransactionalID is the Kafka transactional id of the tailer that
+// connects to the source as serverID: kafka.transactional_id, else
+// readside-tailer-<server_id>.
+func (k Kafka) TailerTransactionalID(serverID uint32) string {
+	if k.TransactionalID != "" {
+		return k.TransactionalID
 	}
-	return fmt.Sprintf("readside-tailer-%d", c.Source.ServerID)
+	return fmt.Sprintf("readside-tailer-%d", serverID)
+}
+
+// TransactionalSinks reports a sink with consistency: transaction: the
+// tailer's checkpoints then carry the cut it applies up to.
+func (c Config) TransactionalSinks() bool {
+	for _, sink := range c.Sinks {
+		if sink.Consistency.Transactional() {
+			return true
+		}
+	}
+	return false
 }
 
 // validTopicPart reports whether s can start a Kafka topic name: Kafka

@@ -51,17 +51,6 @@ type CutPosition struct {
 // the chunks read so far.
 func (c Cut) Loading() bool { return c.InitialLoad != nil && c.InitialLoad.CompletedAt == nil }
 
-// Offsets are offsets by topic and partition.
-type Offsets map[string]map[int32]int64
-
-// Set records off as topic/part's.
-func (o Offsets) Set(topic string, part int32, off int64) {
-	if o[topic] == nil {
-		o[topic] = map[int32]int64{}
-	}
-	o[topic][part] = off
-}
-
 // CheckpointEnvelope is the stored form of a checkpoint: the body plus a
 // CRC32 of it, so a garbled record is refused instead of silently
 // resuming from (or applying up to) nonsense.

@@ -19,6 +19,7 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/rebuild"
 )
@@ -158,11 +159,11 @@ func (c *Collector) rebuildProgress(ctx context.Context, s *RebuildStatus, serve
 	if err != nil {
 		return fmt.Errorf("listing the end offsets of %s: %w", strings.Join(topics, ", "), err)
 	}
-	target := projections.Offsets{}
+	target := event.Offsets{}
 	ends.Each(func(o kadm.ListedOffset) { target.Set(o.Topic, o.Partition, o.Offset) })
-	stored := make([]projections.Offsets, 0, len(servers))
+	stored := make([]event.Offsets, 0, len(servers))
 	for _, sv := range servers {
-		offs := projections.Offsets{}
+		offs := event.Offsets{}
 		for _, t := range topics {
 			got, err := c.readOffsets(ctx, sv, id, t)
 			if err != nil {

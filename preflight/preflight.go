@@ -32,13 +32,13 @@ type Finding struct {
 }
 
 // Broker checks that kafka.brokers answer, or, with the embedded broker,
-// that its data directory is writable.
-func Broker(ctx context.Context, cfg config.Config) []Finding {
+// that its data directory under dataDir is writable.
+func Broker(ctx context.Context, kafka config.Kafka, dataDir string) []Finding {
 	f := func(sev, fix, format string, args ...any) []Finding {
 		return []Finding{{Area: "broker", Finding: cdc.Finding{Severity: sev, What: fmt.Sprintf(format, args...), Fix: fix}}}
 	}
-	if len(cfg.Kafka.Brokers) == 0 {
-		dir := filepath.Join(cfg.DataDir, "kafka")
+	if len(kafka.Brokers) == 0 {
+		dir := filepath.Join(dataDir, "kafka")
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return f("error", "set data_dir to a directory readside may write", "embedded broker: cannot create its data directory %s: %v", dir, err)
 		}
@@ -48,9 +48,9 @@ func Broker(ctx context.Context, cfg config.Config) []Finding {
 		}
 		probe.Close()
 		os.Remove(probe.Name())
-		return f("ok", "", "no kafka.brokers: run starts the embedded broker on %s with its data in %s (writable)", cfg.Kafka.EmbeddedListen, dir)
+		return f("ok", "", "no kafka.brokers: run starts the embedded broker on %s with its data in %s (writable)", kafka.EmbeddedListen, dir)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafka.Brokers...))
 	if err != nil {
 		return f("error", "fix kafka.brokers", "kafka.brokers: %v", err)
 	}
@@ -59,7 +59,7 @@ func Broker(ctx context.Context, cfg config.Config) []Finding {
 	defer cancel()
 	md, err := kadm.NewClient(cl).BrokerMetadata(ctx)
 	if err != nil {
-		return f("error", "check kafka.brokers (host:port of at least one broker) and that the brokers run and are reachable from here", "kafka.brokers %s do not answer: %v", strings.Join(cfg.Kafka.Brokers, ","), err)
+		return f("error", "check kafka.brokers (host:port of at least one broker) and that the brokers run and are reachable from here", "kafka.brokers %s do not answer: %v", strings.Join(kafka.Brokers, ","), err)
 	}
 	return f("ok", "", "broker cluster %s answers: %d broker(s)", md.Cluster, len(md.Brokers))
 }
@@ -67,14 +67,14 @@ func Broker(ctx context.Context, cfg config.Config) []Finding {
 // Registry checks, with kafka.format: debezium-avro, that the schema
 // registry answers, and reports its global compatibility: the rule a
 // table change's new schema will be held to.
-func Registry(ctx context.Context, cfg config.Config) []Finding {
-	if cfg.Kafka.Format != config.FormatDebeziumAvro {
+func Registry(ctx context.Context, k config.Kafka) []Finding {
+	if k.Format != config.FormatDebeziumAvro {
 		return nil
 	}
 	f := func(sev, fix, format string, args ...any) []Finding {
 		return []Finding{{Area: "registry", Finding: cdc.Finding{Severity: sev, What: fmt.Sprintf(format, args...), Fix: fix}}}
 	}
-	url := cfg.Kafka.SchemaRegistry.URL
+	url := k.SchemaRegistry.URL
 	cl, err := sr.NewClient(sr.URLs(url))
 	if err != nil {
 		return f("error", "fix kafka.schema_registry.url", "kafka.schema_registry.url %s: %v", url, err)
@@ -94,11 +94,11 @@ func Registry(ctx context.Context, cfg config.Config) []Finding {
 }
 
 // Sinks checks every sink (and shard) is reachable and writable.
-func Sinks(ctx context.Context, cfg config.Config) []Finding {
+func Sinks(ctx context.Context, sinks map[string]config.Sink) []Finding {
 	var out []Finding
 	// In name order, so that two runs list their findings alike.
-	for _, name := range slices.Sorted(maps.Keys(cfg.Sinks)) {
-		s := cfg.Sinks[name]
+	for _, name := range slices.Sorted(maps.Keys(sinks)) {
+		s := sinks[name]
 		if s.DSN != "" {
 			out = append(out, sink(ctx, name, s.DSN)...)
 		}

@@ -31,7 +31,7 @@ func TestRegistry(t *testing.T) {
 		{"a registry that does not answer, with the fix", cfg(config.FormatDebeziumAvro, downURL), "error: schema registry " + downURL + " does not answer"},
 	}
 	for _, c := range cases {
-		got := Registry(t.Context(), c.cfg)
+		got := Registry(t.Context(), c.cfg.Kafka)
 		switch {
 		case c.want == "" && len(got) != 0:
 			t.Errorf("%s: %v", c.why, got)

@@ -5,19 +5,9 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/keyspace"
 )
-
-// Offsets are next offsets to consume, by topic and partition.
-type Offsets map[string]map[int32]int64
-
-// Set records next as topic/part's next offset.
-func (o Offsets) Set(topic string, part int32, next int64) {
-	if o[topic] == nil {
-		o[topic] = map[int32]int64{}
-	}
-	o[topic][part] = next
-}
 
 // Batch is what one poll of records does to a projection's sink: the
 // writes to its read table, the parent-state changes of its joins, and the
@@ -31,7 +21,7 @@ type Batch struct {
 	// ChildWrites are the changes of the nested children's rows
 	// (children.go).
 	ChildWrites []ChildWrite
-	Offsets     Offsets
+	Offsets     event.Offsets
 	// CaughtUp: the projector had fewer than caughtUpBelow records left
 	// to apply after this batch when it built it, so readers are waiting
 	// for its rows (a background fan-out's copies give way to it).
@@ -79,7 +69,7 @@ func (b *Batch) Empty() bool {
 type Sink interface {
 	// Offsets are where consumption resumes: per topic and partition,
 	// the lowest next offset any shard has committed.
-	Offsets(ctx context.Context, p *Projection) (Offsets, error)
+	Offsets(ctx context.Context, p *Projection) (event.Offsets, error)
 	Apply(ctx context.Context, p *Projection, b *Batch) error
 }
 

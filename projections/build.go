@@ -6,7 +6,7 @@ import "github.com/readside/readside/event"
 // per parent key, and the next offsets. A record that cannot be mapped is
 // returned in bad with the reason (the caller dead-letters it or stops).
 func (p *Projection) Build(records []Record) (b *Batch, bad []Rejected) {
-	b = &Batch{Offsets: Offsets{}, Writes: make([]Write, 0, len(records))}
+	b = &Batch{Offsets: event.Offsets{}, Writes: make([]Write, 0, len(records))}
 	var d event.Decoder
 	var plans plans
 	// Records come a partition at a time: its next offset is recorded

@@ -70,7 +70,7 @@ func TestBuildMatchesEventByEvent(t *testing.T) {
 	if len(bad) > 0 {
 		t.Fatalf("rejected: %v", bad[0].Reason)
 	}
-	want := &Batch{Offsets: Offsets{}}
+	want := &Batch{Offsets: event.Offsets{}}
 	for k := range records {
 		r := &records[k]
 		want.Offsets.Set(r.Topic, r.Partition, r.Offset+1)

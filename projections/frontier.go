@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/readside/readside/event"
 )
 
 // Frontier is how far a transaction-consistent sink's shard is: its
@@ -35,7 +37,7 @@ type Frontier struct {
 	Commits uint64
 	// Next is, per topic and partition, the next offset to consume: every
 	// record below it is applied.
-	Next Offsets
+	Next event.Offsets
 }
 
 // ConsistentSink is a transaction-consistent sink's side of a commit

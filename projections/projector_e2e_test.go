@@ -266,7 +266,7 @@ func TestOutOfOrderAndDuplicates(t *testing.T) {
 // runTailer runs a tailer until the test ends and waits until it streams.
 func runTailer(t *testing.T, bed *testbed.Bed, cfg config.Config) *cdc.Tailer {
 	t.Helper()
-	tl, err := cdc.New(cfg, cfg.Kafka.Brokers, logger(), nil)
+	tl, err := cdc.New(cdc.Config{Source: cfg.Source, Kafka: cfg.Kafka, Cuts: cfg.TransactionalSinks()}, cfg.Kafka.Brokers, logger(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/internal/kafkalog"
 	"github.com/readside/readside/projections"
 )
@@ -306,7 +307,7 @@ func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client,
 		c.Rollback()
 		return a.followSchema(ctx, err)
 	}
-	next := projections.Offsets{}
+	next := event.Offsets{}
 	for t, parts := range s.next {
 		for p, off := range parts {
 			next.Set(t, p, off)

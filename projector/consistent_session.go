@@ -35,7 +35,7 @@ type applySession struct {
 	// lowest shard's, next where its partitions resume.
 	from    []int64
 	applied projections.Frontier
-	next    projections.Offsets
+	next    event.Offsets
 	// cuts are the cuts read past the lowest frontier, oldest first.
 	cuts []cutAt
 	// parts are the partitions read; pos the offset after the last record
@@ -63,7 +63,7 @@ func newApplySession(a *Applier, fronts []projections.Frontier) *applySession {
 	s.applied = fronts[low]
 	s.next = fronts[low].Next
 	if s.next == nil {
-		s.next = projections.Offsets{}
+		s.next = event.Offsets{}
 	}
 	return s
 }

@@ -3,7 +3,7 @@ package projector
 import (
 	"sync"
 
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/event"
 )
 
 // positions are, per partition, how far a projector has applied its
@@ -15,7 +15,7 @@ import (
 // rebuild) compares the position instead.
 type positions struct {
 	mu sync.Mutex
-	m  projections.Offsets
+	m  event.Offsets
 }
 
 // advance records where each partition of a committed job stands.
@@ -23,7 +23,7 @@ func (pr *Projector) advance(ls []partitionLag) {
 	pr.pos.mu.Lock()
 	defer pr.pos.mu.Unlock()
 	if pr.pos.m == nil {
-		pr.pos.m = projections.Offsets{}
+		pr.pos.m = event.Offsets{}
 	}
 	for _, l := range ls {
 		pr.pos.m.Set(l.topic, l.part, l.next)
@@ -34,10 +34,10 @@ func (pr *Projector) advance(ls []partitionLag) {
 // the last record (data or commit marker) applied to the sink: the next
 // offset it would fetch there. Partitions it has read nothing from since
 // it started are absent (their stored offsets say where they stand).
-func (pr *Projector) Applied() projections.Offsets {
+func (pr *Projector) Applied() event.Offsets {
 	pr.pos.mu.Lock()
 	defer pr.pos.mu.Unlock()
-	out := projections.Offsets{}
+	out := event.Offsets{}
 	for topic, parts := range pr.pos.m {
 		for part, next := range parts {
 			out.Set(topic, part, next)

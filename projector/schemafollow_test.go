@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 )
 
@@ -25,7 +26,7 @@ type followSink struct {
 //lint:ignore ST1005 the refusal as MariaDB words it
 var errTooLong = errors.New("Data too long for column 'name'")
 
-func (s *followSink) Offsets(context.Context, *projections.Projection) (projections.Offsets, error) {
+func (s *followSink) Offsets(context.Context, *projections.Projection) (event.Offsets, error) {
 	return nil, nil
 }
 func (s *followSink) Apply(context.Context, *projections.Projection, *projections.Batch) error {

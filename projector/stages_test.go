@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 )
 
@@ -21,14 +22,14 @@ type orderSink struct {
 	mu      sync.Mutex
 	applied []int64
 	failAt  int64
-	pending projections.Offsets // replay requests (ReplaySink)
+	pending event.Offsets // replay requests (ReplaySink)
 	// release, when set, holds each Apply until it is closed.
 	release chan struct{}
 }
 
 var errSinkDown = errors.New("sink down")
 
-func (s *orderSink) Offsets(context.Context, *projections.Projection) (projections.Offsets, error) {
+func (s *orderSink) Offsets(context.Context, *projections.Projection) (event.Offsets, error) {
 	return nil, nil
 }
 func (s *orderSink) Apply(_ context.Context, _ *projections.Projection, b *projections.Batch) error {
@@ -44,10 +45,10 @@ func (s *orderSink) Apply(_ context.Context, _ *projections.Projection, b *proje
 	s.applied = append(s.applied, next)
 	return nil
 }
-func (s *orderSink) PendingReplays(context.Context, *projections.Projection) (projections.Offsets, error) {
+func (s *orderSink) PendingReplays(context.Context, *projections.Projection) (event.Offsets, error) {
 	return s.pending, nil
 }
-func (s *orderSink) TakeReplays(context.Context, *projections.Projection, map[string][]int32) (projections.Offsets, error) {
+func (s *orderSink) TakeReplays(context.Context, *projections.Projection, map[string][]int32) (event.Offsets, error) {
 	return nil, nil
 }
 
@@ -56,7 +57,7 @@ func stageProjector(sink projections.Sink) *Projector {
 }
 
 func offsetJob(next int64) *job {
-	b := &projections.Batch{Offsets: projections.Offsets{}}
+	b := &projections.Batch{Offsets: event.Offsets{}}
 	b.Offsets.Set("t", 0, next)
 	return &job{parts: []*projections.Batch{b}}
 }
@@ -159,17 +160,17 @@ func TestCheckReplays(t *testing.T) {
 	held.add(map[string][]int32{"t": {0}})
 	cases := []struct {
 		why     string
-		pending projections.Offsets
+		pending event.Offsets
 		recent  bool // looked for within replayCheckEvery
 		want    error
 	}{
 		{why: "a request for a partition held here ends the membership to rejoin",
-			pending: projections.Offsets{"t": {0: 5}}, want: errRejoin},
+			pending: event.Offsets{"t": {0: 5}}, want: errRejoin},
 		{why: "a request for a partition held elsewhere is left to its owner",
-			pending: projections.Offsets{"t": {1: 5}}},
+			pending: event.Offsets{"t": {1: 5}}},
 		{why: "no request: the membership goes on"},
 		{why: "within the interval the sink is not asked again",
-			pending: projections.Offsets{"t": {0: 5}}, recent: true},
+			pending: event.Offsets{"t": {0: 5}}, recent: true},
 	}
 	for _, c := range cases {
 		s := &pollStage{pr: stageProjector(&orderSink{pending: c.pending}), owned: held}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 )
 
@@ -41,7 +42,7 @@ func TestBackfill(t *testing.T) {
 			log:   "an unfinished backfill of other columns is abandoned"},
 		{why: "a partition retention trimmed is warned about, naming the snapshot that fills its rows",
 			names: []string{"note"}, cols: "note",
-			setup: func(b *bed) { b.topics.starts = projections.Offsets{"rs.shop.orders": {1: 5}} },
+			setup: func(b *bed) { b.topics.starts = event.Offsets{"rs.shop.orders": {1: 5}} },
 			runs:  []string{"orders__backfill/orders_read via backfill note"},
 			calls: []string{"phase orders__backfill=" + tagNote, "forget orders__backfill", "phase orders__backfill="},
 			out:   "warning: rs.shop.orders partition 1 starts at offset 5 (retention removed what was before): rows whose newest change was there keep NULL in note; `readside snapshot --table shop.orders` republishes every row"},

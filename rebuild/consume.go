@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 )
 
@@ -24,7 +25,7 @@ const (
 // round's goal is fixed when it starts, so each ends. The rebuild's fill
 // and catch-up and the backfill all run through it, each with its own
 // sink.
-func (r *Rebuild) consumeUntil(ctx context.Context, p *projections.Projection, sink projections.Sink, target func(context.Context) (projections.Offsets, error), rounds int, what string) error {
+func (r *Rebuild) consumeUntil(ctx context.Context, p *projections.Projection, sink projections.Sink, target func(context.Context) (event.Offsets, error), rounds int, what string) error {
 	goal, err := target(ctx)
 	if err != nil {
 		return err
@@ -76,15 +77,15 @@ func (r *Rebuild) consumeUntil(ctx context.Context, p *projections.Projection, s
 }
 
 // fixed is a target that does not move.
-func fixed(o projections.Offsets) func(context.Context) (projections.Offsets, error) {
-	return func(context.Context) (projections.Offsets, error) { return o, nil }
+func fixed(o event.Offsets) func(context.Context) (event.Offsets, error) {
+	return func(context.Context) (event.Offsets, error) { return o, nil }
 }
 
 // liveTarget is the highest offset the live projector stored on any
 // shard, per partition: what it may have applied to the table a swap
 // moved away.
-func liveTarget(shards []projections.Offsets) projections.Offsets {
-	want := projections.Offsets{}
+func liveTarget(shards []event.Offsets) event.Offsets {
+	want := event.Offsets{}
 	for _, g := range shards {
 		for topic, parts := range g {
 			for part, next := range parts {
@@ -105,7 +106,7 @@ func liveTarget(shards []projections.Offsets) projections.Offsets {
 // (applied). The stored offset alone never reaches an end offset whose
 // last record is a commit marker; applied alone is unknown on a
 // partition the projector found nothing new on.
-func CaughtUp(stored []projections.Offsets, applied, target projections.Offsets) (done, total int64, ok bool) {
+func CaughtUp(stored []event.Offsets, applied, target event.Offsets) (done, total int64, ok bool) {
 	ok = true
 	for topic, parts := range target {
 		for part, next := range parts {

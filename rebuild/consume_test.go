@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/projections"
 )
@@ -15,7 +16,7 @@ import (
 // TestRebuildCaughtUp: the rebuild's "done" decision reaches every end
 // offset taken at its start, whatever the partitions hold at their end.
 func TestRebuildCaughtUp(t *testing.T) {
-	type O = projections.Offsets
+	type O = event.Offsets
 	cases := []struct {
 		why         string
 		stored      []O
@@ -52,7 +53,7 @@ func TestRebuildCaughtUp(t *testing.T) {
 // TestRebuildLiveTarget: after the swap the shadow catches up with the
 // highest offset the live projector stored on any shard.
 func TestRebuildLiveTarget(t *testing.T) {
-	got := liveTarget([]projections.Offsets{{"t": {0: 5, 1: 9}}, {"t": {0: 7}}})
+	got := liveTarget([]event.Offsets{{"t": {0: 5, 1: 9}}, {"t": {0: 7}}})
 	if got["t"][0] != 7 || got["t"][1] != 9 || len(got["t"]) != 2 {
 		t.Errorf("got %v, want t/0 7, t/1 9", got)
 	}
@@ -102,9 +103,9 @@ func TestConsumeUntilRounds(t *testing.T) {
 		b := newBed(t, newFakeSink([]string{"orders_read"}))
 		b.r.followAfter = c.followAfter
 		calls := 0
-		target := func(context.Context) (projections.Offsets, error) {
+		target := func(context.Context) (event.Offsets, error) {
 			calls++
-			return projections.Offsets{"rs.shop.orders": {0: 10}}, nil
+			return event.Offsets{"rs.shop.orders": {0: 10}}, nil
 		}
 		if err := b.r.consumeUntil(t.Context(), b.r.p, namedSink{"apply"}, target, c.rounds, "filling x"); err != nil {
 			t.Fatalf("%s: %v", c.why, err)
@@ -124,11 +125,11 @@ type steppingProjector struct {
 
 func (p *steppingProjector) Run(ctx context.Context) error { <-ctx.Done(); return nil }
 
-func (p *steppingProjector) Applied() projections.Offsets {
+func (p *steppingProjector) Applied() event.Offsets {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.next++
-	return projections.Offsets{"rs.shop.orders": {0: p.next}}
+	return event.Offsets{"rs.shop.orders": {0: p.next}}
 }
 
 // TestConsumeUntilWaitsForTheTarget: the projector runs until it has
@@ -138,7 +139,7 @@ func TestConsumeUntilWaitsForTheTarget(t *testing.T) {
 	b := newBed(t, newFakeSink([]string{"orders_read"}))
 	pr := &steppingProjector{}
 	b.r.newProjector = func(*projections.Projection, projections.Sink) (filler, error) { return pr, nil }
-	if err := b.r.consumeUntil(t.Context(), b.r.p, namedSink{"apply"}, fixed(projections.Offsets{"rs.shop.orders": {0: 4}}), 1, "filling x"); err != nil {
+	if err := b.r.consumeUntil(t.Context(), b.r.p, namedSink{"apply"}, fixed(event.Offsets{"rs.shop.orders": {0: 4}}), 1, "filling x"); err != nil {
 		t.Fatal(err)
 	}
 	out := b.out.String()
@@ -159,7 +160,7 @@ func TestConsumeUntilCancelled(t *testing.T) {
 	b.applied = nil // never caught up
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	err := b.r.consumeUntil(ctx, b.r.p, namedSink{"apply"}, fixed(projections.Offsets{"rs.shop.orders": {0: 4}}), 1, "filling x")
+	err := b.r.consumeUntil(ctx, b.r.p, namedSink{"apply"}, fixed(event.Offsets{"rs.shop.orders": {0: 4}}), 1, "filling x")
 	if !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "filling x: ") {
 		t.Errorf("cancelled: %v, want context.Canceled named with what was filled", err)
 	}

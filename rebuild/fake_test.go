@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/projections"
 )
@@ -22,7 +23,7 @@ type fakeSink struct {
 	mu        sync.Mutex
 	tables    []map[string]bool
 	phases    map[string]string
-	stored    map[string][]projections.Offsets // per projection, per shard
+	stored    map[string][]event.Offsets // per projection, per shard
 	missing   []string
 	calls     []string // "create T", "swap 1", "forget P", "phase P=x", "drop T"
 	failSwap  map[int]error
@@ -32,7 +33,7 @@ type fakeSink struct {
 var _ Sink = (*fakeSink)(nil)
 
 func newFakeSink(shards ...[]string) *fakeSink {
-	f := &fakeSink{phases: map[string]string{}, stored: map[string][]projections.Offsets{}, failSwap: map[int]error{}}
+	f := &fakeSink{phases: map[string]string{}, stored: map[string][]event.Offsets{}, failSwap: map[int]error{}}
 	for _, ts := range shards {
 		m := map[string]bool{}
 		for _, t := range ts {
@@ -68,13 +69,13 @@ func (f *fakeSink) SetPhase(_ context.Context, name, phase string) error {
 	return nil
 }
 
-func (f *fakeSink) ShardOffsets(_ context.Context, p *projections.Projection) ([]projections.Offsets, error) {
+func (f *fakeSink) ShardOffsets(_ context.Context, p *projections.Projection) ([]event.Offsets, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if o, ok := f.stored[p.OffsetsName()]; ok {
 		return o, nil
 	}
-	return make([]projections.Offsets, len(f.tables)), nil
+	return make([]event.Offsets, len(f.tables)), nil
 }
 
 func (f *fakeSink) Forget(_ context.Context, p *projections.Projection) error {
@@ -159,23 +160,23 @@ func (f *fakeSink) shardTables() string {
 
 // fakeTopics is the broker: fixed end offsets and log starts.
 type fakeTopics struct {
-	ends, starts projections.Offsets
+	ends, starts event.Offsets
 	endCalls     int
 }
 
-func (t *fakeTopics) EndOffsets(context.Context, *projections.Projection) (projections.Offsets, error) {
+func (t *fakeTopics) EndOffsets(context.Context, *projections.Projection) (event.Offsets, error) {
 	t.endCalls++
 	return t.ends, nil
 }
 
-func (t *fakeTopics) TrimmedStarts(context.Context, *projections.Projection) (projections.Offsets, error) {
+func (t *fakeTopics) TrimmedStarts(context.Context, *projections.Projection) (event.Offsets, error) {
 	return t.starts, nil
 }
 
 // fakeProjector has applied everything up to applied at once, or stops
 // with err; it runs until cancelled.
 type fakeProjector struct {
-	applied projections.Offsets
+	applied event.Offsets
 	err     error
 }
 
@@ -187,7 +188,7 @@ func (p *fakeProjector) Run(ctx context.Context) error {
 	return nil
 }
 
-func (p *fakeProjector) Applied() projections.Offsets { return p.applied }
+func (p *fakeProjector) Applied() event.Offsets { return p.applied }
 
 // bed is a Rebuild over fakes, recording which projections it ran and
 // through which sink.
@@ -199,13 +200,13 @@ type bed struct {
 	log     *bytes.Buffer
 	runs    []string // "<projection>[ offsets <offsets name>]/<table> via <sink>"
 	runErr  error    // what every projector stops with
-	applied projections.Offsets
+	applied event.Offsets
 }
 
 // applySink and backfillSink tell the sinks a projector was given apart.
 type namedSink struct{ name string }
 
-func (namedSink) Offsets(context.Context, *projections.Projection) (projections.Offsets, error) {
+func (namedSink) Offsets(context.Context, *projections.Projection) (event.Offsets, error) {
 	return nil, nil
 }
 func (namedSink) Apply(context.Context, *projections.Projection, *projections.Batch) error {
@@ -221,8 +222,8 @@ func testProjection() *projections.Projection {
 func newBed(t *testing.T, sink *fakeSink) *bed {
 	t.Helper()
 	b := &bed{sink: sink, out: &bytes.Buffer{}, log: &bytes.Buffer{},
-		topics:  &fakeTopics{ends: projections.Offsets{"rs.shop.orders": {0: 10, 1: 4}}},
-		applied: projections.Offsets{"rs.shop.orders": {0: 10, 1: 4}}}
+		topics:  &fakeTopics{ends: event.Offsets{"rs.shop.orders": {0: 10, 1: 4}}},
+		applied: event.Offsets{"rs.shop.orders": {0: 10, 1: 4}}}
 	log := slog.New(slog.NewTextHandler(b.log, nil))
 	r, err := New(testProjection(), sink, Options{
 		Apply: namedSink{"apply"},

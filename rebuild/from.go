@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 )
 
@@ -34,8 +35,8 @@ type logRanges map[string]map[int32]logRange
 
 // parseOffsets parses the partition:offset form of --from; an item
 // without a topic names p's own topic.
-func parseOffsets(p *projections.Projection, from string) (projections.Offsets, error) {
-	out := projections.Offsets{}
+func parseOffsets(p *projections.Projection, from string) (event.Offsets, error) {
+	out := event.Offsets{}
 	var problems []error
 	for _, item := range strings.Split(from, ",") {
 		item = strings.TrimSpace(item)
@@ -68,7 +69,7 @@ func parseOffsets(p *projections.Projection, from string) (projections.Offsets, 
 // checkOffsets reports every requested offset the broker cannot serve: a
 // partition the topic does not have, an offset past its end or below its
 // log start. Each problem names the partition and the valid range.
-func checkOffsets(want projections.Offsets, have logRanges) error {
+func checkOffsets(want event.Offsets, have logRanges) error {
 	var problems []error
 	for _, topic := range sortedKeys(want) {
 		parts := want[topic]
@@ -161,9 +162,9 @@ func listRanges(ctx context.Context, adm *kadm.Client, topics []string) (logRang
 // against what the broker holds: earliest and a time resolve to an offset
 // on every partition of p's topics; partition:offset items must name
 // existing partitions and offsets the broker has.
-func ReplayOffsets(ctx context.Context, brokers []string, p *projections.Projection, from string) (projections.Offsets, error) {
+func ReplayOffsets(ctx context.Context, brokers []string, p *projections.Projection, from string) (event.Offsets, error) {
 	var (
-		named projections.Offsets
+		named event.Offsets
 		at    time.Time
 	)
 	switch t, terr := time.Parse(time.RFC3339, from); {
@@ -188,7 +189,7 @@ func ReplayOffsets(ctx context.Context, brokers []string, p *projections.Project
 	if err != nil {
 		return nil, err
 	}
-	out := projections.Offsets{}
+	out := event.Offsets{}
 	switch {
 	case named != nil:
 		if err := checkOffsets(named, ranges); err != nil {
@@ -209,7 +210,7 @@ func ReplayOffsets(ctx context.Context, brokers []string, p *projections.Project
 // offsetsAt are, per partition of p's topics, the offset of the first
 // record the broker stamped at or after at (record timestamps are the
 // tailer's publish time, shortly after the commit).
-func offsetsAt(ctx context.Context, adm *kadm.Client, p *projections.Projection, from string, at time.Time) (projections.Offsets, error) {
+func offsetsAt(ctx context.Context, adm *kadm.Client, p *projections.Projection, from string, at time.Time) (event.Offsets, error) {
 	listed, err := adm.ListOffsetsAfterMilli(ctx, at.UnixMilli(), p.Topics()...)
 	if err == nil {
 		err = listed.Error()
@@ -217,7 +218,7 @@ func offsetsAt(ctx context.Context, adm *kadm.Client, p *projections.Projection,
 	if err != nil {
 		return nil, fmt.Errorf("listing the offsets of %s at %s: %w", strings.Join(p.Topics(), ", "), from, err)
 	}
-	out := projections.Offsets{}
+	out := event.Offsets{}
 	found := false
 	listed.Each(func(o kadm.ListedOffset) {
 		// Timestamp -1: no record at or after the time in this partition;

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 )
 
@@ -14,12 +15,12 @@ func TestParseOffsets(t *testing.T) {
 	cases := []struct {
 		why  string
 		from string
-		want projections.Offsets
+		want event.Offsets
 		err  string
 	}{
-		{"bare items name the projection's own topic", "0:120, 3:0", projections.Offsets{"rs.shop.orders": {0: 120, 3: 0}}, ""},
-		{"a joined parent's topic is named with a slash", "0:1,rs.shop.customers/2:7", projections.Offsets{"rs.shop.orders": {0: 1}, "rs.shop.customers": {2: 7}}, ""},
-		{"a child table's topic is named like a parent's", "rs.shop.order_lines/1:3", projections.Offsets{"rs.shop.order_lines": {1: 3}}, ""},
+		{"bare items name the projection's own topic", "0:120, 3:0", event.Offsets{"rs.shop.orders": {0: 120, 3: 0}}, ""},
+		{"a joined parent's topic is named with a slash", "0:1,rs.shop.customers/2:7", event.Offsets{"rs.shop.orders": {0: 1}, "rs.shop.customers": {2: 7}}, ""},
+		{"a child table's topic is named like a parent's", "rs.shop.order_lines/1:3", event.Offsets{"rs.shop.order_lines": {1: 3}}, ""},
 		{"a topic the projection does not consume is refused with its topics", "other/0:1", nil, "topic other is not consumed by projection mbs (its topics: rs.shop.orders, rs.shop.customers, rs.shop.order_lines)"},
 		{"a negative offset is not an offset", "0:-1", nil, `item "0:-1" is not partition:offset`},
 		{"a missing offset is refused with the forms", "0", nil, "want earliest, an RFC3339 time"},
@@ -47,15 +48,15 @@ func TestCheckOffsets(t *testing.T) {
 	have := logRanges{"t": {0: {0, 10}, 1: {5, 20}, 2: {0, 0}, 3: {0, 4}}}
 	cases := []struct {
 		why  string
-		want projections.Offsets
+		want event.Offsets
 		errs []string // each must appear; none: valid
 	}{
-		{"offsets inside the range are valid", projections.Offsets{"t": {0: 3, 1: 5}}, nil},
-		{"the end itself is valid: it replays nothing", projections.Offsets{"t": {0: 10, 2: 0}}, nil},
-		{"an unknown partition names the topic's partitions", projections.Offsets{"t": {0: 0, 99: 5}}, []string{"partition 99 of t does not exist: t has partitions 0-3"}},
-		{"an offset past the high watermark names the range", projections.Offsets{"t": {0: 11}}, []string{"offset 11 of t/0 is past the end of the partition: its offsets run from 0 to 10"}},
-		{"an offset below the log start names the range and earliest", projections.Offsets{"t": {1: 4}}, []string{"offset 4 of t/1 is below the partition's log start", "run from 5 to 20", "--from earliest"}},
-		{"every problem is listed, not just the first", projections.Offsets{"t": {0: 11, 7: 0}}, []string{"t/0 is past the end", "partition 7 of t"}},
+		{"offsets inside the range are valid", event.Offsets{"t": {0: 3, 1: 5}}, nil},
+		{"the end itself is valid: it replays nothing", event.Offsets{"t": {0: 10, 2: 0}}, nil},
+		{"an unknown partition names the topic's partitions", event.Offsets{"t": {0: 0, 99: 5}}, []string{"partition 99 of t does not exist: t has partitions 0-3"}},
+		{"an offset past the high watermark names the range", event.Offsets{"t": {0: 11}}, []string{"offset 11 of t/0 is past the end of the partition: its offsets run from 0 to 10"}},
+		{"an offset below the log start names the range and earliest", event.Offsets{"t": {1: 4}}, []string{"offset 4 of t/1 is below the partition's log start", "run from 5 to 20", "--from earliest"}},
+		{"every problem is listed, not just the first", event.Offsets{"t": {0: 11, 7: 0}}, []string{"t/0 is past the end", "partition 7 of t"}},
 	}
 	for _, c := range cases {
 		err := checkOffsets(c.want, have)

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/projector"
@@ -44,7 +45,7 @@ type Store interface {
 	// SetPhase records name's phase; "" removes it.
 	SetPhase(ctx context.Context, name, phase string) error
 	// ShardOffsets are p's stored offsets on each shard, in shard order.
-	ShardOffsets(ctx context.Context, p *projections.Projection) ([]projections.Offsets, error)
+	ShardOffsets(ctx context.Context, p *projections.Projection) ([]event.Offsets, error)
 	// Forget removes everything kept for p on every shard: offsets,
 	// tombstones, truncation floors, replay requests, join state tables.
 	Forget(ctx context.Context, p *projections.Projection) error
@@ -120,7 +121,7 @@ type Rebuild struct {
 // filler is what a fill needs of projector.Projector.
 type filler interface {
 	Run(ctx context.Context) error
-	Applied() projections.Offsets
+	Applied() event.Offsets
 }
 
 // New validates and does no I/O.
@@ -305,7 +306,7 @@ func (r *Rebuild) fillShadow(ctx context.Context, shadowTable string) error {
 	// reached whatever the partitions hold at their end (commit
 	// markers, nothing new); what arrives after the last round's
 	// are applied after the swap (Run).
-	ends := func(ctx context.Context) (projections.Offsets, error) {
+	ends := func(ctx context.Context) (event.Offsets, error) {
 		return r.o.Topics.EndOffsets(ctx, r.p)
 	}
 	return r.consumeUntil(ctx, shadow, r.o.Apply, ends, followRounds, "filling "+shadowTable)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/event"
 )
 
 // TestRun: the rebuild's phases, what a rerun after a crash at each point
@@ -107,9 +107,9 @@ func TestRun(t *testing.T) {
 func TestRunCatchesUpWithTheLiveProjector(t *testing.T) {
 	sink := newFakeSink([]string{"orders_read", "orders_read__old"}, []string{"orders_read", "orders_read__old"})
 	sink.phases["orders"] = "catching-up"
-	sink.stored["orders"] = []projections.Offsets{{"rs.shop.orders": {0: 30}}, {"rs.shop.orders": {0: 25, 1: 9}}}
+	sink.stored["orders"] = []event.Offsets{{"rs.shop.orders": {0: 30}}, {"rs.shop.orders": {0: 25, 1: 9}}}
 	b := newBed(t, sink)
-	b.applied = projections.Offsets{"rs.shop.orders": {0: 30, 1: 9}}
+	b.applied = event.Offsets{"rs.shop.orders": {0: 30, 1: 9}}
 	if err := b.r.Run(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 )
 
@@ -19,12 +20,12 @@ type Topics interface {
 	// retained (never written, or all of it deleted by retention) are
 	// left out: a consumer reads nothing there, so no position would
 	// ever show it at the end.
-	EndOffsets(ctx context.Context, p *projections.Projection) (projections.Offsets, error)
+	EndOffsets(ctx context.Context, p *projections.Projection) (event.Offsets, error)
 	// TrimmedStarts are the partitions of p's topics whose log no longer
 	// starts at offset 0, with where it starts: retention (or a deletion
 	// of records) removed what was before. A row whose newest record was
 	// among them cannot be backfilled from the topics.
-	TrimmedStarts(ctx context.Context, p *projections.Projection) (projections.Offsets, error)
+	TrimmedStarts(ctx context.Context, p *projections.Projection) (event.Offsets, error)
 }
 
 // Kafka is Topics read from the brokers.
@@ -33,7 +34,7 @@ type Kafka struct{ Brokers []string }
 var _ Topics = Kafka{}
 
 // EndOffsets implements Topics.
-func (k Kafka) EndOffsets(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
+func (k Kafka) EndOffsets(ctx context.Context, p *projections.Projection) (event.Offsets, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...))
 	if err != nil {
 		return nil, err
@@ -48,7 +49,7 @@ func (k Kafka) EndOffsets(ctx context.Context, p *projections.Projection) (proje
 	if err != nil {
 		return nil, fmt.Errorf("listing the end offsets of %v: %w", p.Topics(), err)
 	}
-	out := projections.Offsets{}
+	out := event.Offsets{}
 	var bad error
 	ends.Each(func(o kadm.ListedOffset) {
 		if o.Err != nil {
@@ -67,7 +68,7 @@ func (k Kafka) EndOffsets(ctx context.Context, p *projections.Projection) (proje
 }
 
 // TrimmedStarts implements Topics.
-func (k Kafka) TrimmedStarts(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
+func (k Kafka) TrimmedStarts(ctx context.Context, p *projections.Projection) (event.Offsets, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...))
 	if err != nil {
 		return nil, err
@@ -77,7 +78,7 @@ func (k Kafka) TrimmedStarts(ctx context.Context, p *projections.Projection) (pr
 	if err != nil {
 		return nil, fmt.Errorf("listing the start offsets of %v: %w", p.Topics(), err)
 	}
-	out := projections.Offsets{}
+	out := event.Offsets{}
 	var bad error
 	starts.Each(func(o kadm.ListedOffset) {
 		switch {

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
@@ -108,11 +109,11 @@ func (r *Reshard) copyPieces(ctx context.Context) error {
 	if el := time.Since(started).Seconds(); copied > 0 && el > 0 {
 		r.pr.FillRate = float64(copied) / el
 	}
-	byShard := map[int]projections.Offsets{}
+	byShard := map[int]event.Offsets{}
 	for _, pp := range r.pr.Pieces {
 		for _, sp := range pp.Sources {
 			if o, ok := byShard[pp.To]; ok {
-				byShard[pp.To] = sinks.MinOffsets(o, sp.Offsets)
+				byShard[pp.To] = o.Min(sp.Offsets)
 			} else {
 				byShard[pp.To] = sp.Offsets
 			}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/sinks"
 )
 
@@ -111,8 +111,8 @@ func (h *heldFence) rollback() {
 // not have generation gen yet (which fences its live projector) and
 // returns the offsets the fill must reach: the highest on any of them,
 // per partition.
-func (r *Reshard) takeFence(ctx context.Context, gen uint64, all []*server, h *heldFence) (projections.Offsets, error) {
-	target := projections.Offsets{}
+func (r *Reshard) takeFence(ctx context.Context, gen uint64, all []*server, h *heldFence) (event.Offsets, error) {
+	target := event.Offsets{}
 	for _, s := range all {
 		if !s.old {
 			continue

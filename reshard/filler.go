@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projector"
 	"github.com/readside/readside/rebuild"
 )
@@ -56,7 +56,7 @@ func (f *filler) stop() error {
 
 // waitFor waits until the projector has applied everything before target
 // on every partition (caughtUp), drawing what's progress.
-func (f *filler) waitFor(ctx context.Context, target projections.Offsets, what string) error {
+func (f *filler) waitFor(ctx context.Context, target event.Offsets, what string) error {
 	if len(f.sink.shards) == 0 {
 		return nil
 	}
@@ -64,7 +64,7 @@ func (f *filler) waitFor(ctx context.Context, target projections.Offsets, what s
 		return err
 	}
 	for {
-		stored := make([]projections.Offsets, len(f.sink.shards))
+		stored := make([]event.Offsets, len(f.sink.shards))
 		for i, sh := range f.sink.shards {
 			o, err := sh.Offsets(ctx, f.r.fill)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
@@ -43,7 +44,7 @@ func newFillSink(newSink *sinks.Sharded, pieces []Piece) *fillSink {
 }
 
 // Offsets are the lowest over the shards (sinks.LowestOffsets).
-func (fs *fillSink) Offsets(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
+func (fs *fillSink) Offsets(ctx context.Context, p *projections.Projection) (event.Offsets, error) {
 	return sinks.LowestOffsets(ctx, fs.shards, p)
 }
 

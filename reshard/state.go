@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/sinks"
 )
 
@@ -57,8 +57,8 @@ type PieceProgress struct {
 // read there before the first row (the catch-up starts from them), the
 // key copied through, and whether it is finished.
 type SourceProgress struct {
-	From    int                 `json:"from"`
-	Offsets projections.Offsets `json:"offsets,omitempty"`
+	From    int           `json:"from"`
+	Offsets event.Offsets `json:"offsets,omitempty"`
 	// OffsetsRead: Offsets were read (an empty set, when the source had
 	// none, must not be read again later).
 	OffsetsRead bool     `json:"offsets_read"`

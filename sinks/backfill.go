@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 )
 
@@ -70,7 +71,7 @@ func BackfillStatement(table string, sets, where []string) string {
 }
 
 // Offsets are where the backfill resumes (Sharded.Offsets).
-func (b *Backfill) Offsets(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
+func (b *Backfill) Offsets(ctx context.Context, p *projections.Projection) (event.Offsets, error) {
 	return b.sink.Offsets(ctx, p)
 }
 

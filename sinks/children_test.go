@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 )
 
@@ -92,7 +93,7 @@ func TestChildStatementsGolden(t *testing.T) {
 // lost or applied twice, and the offsets go with the last half.
 func TestHalveChildWrites(t *testing.T) {
 	cw := func(n int) []projections.ChildWrite { return make([]projections.ChildWrite, n) }
-	offs := projections.Offsets{"t": {0: 9}}
+	offs := event.Offsets{"t": {0: 9}}
 	cases := []struct {
 		why                     string
 		b                       projections.Batch

@@ -18,6 +18,7 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 )
 
@@ -47,7 +48,7 @@ func (s *MySQL) Frontier(ctx context.Context, sink string) (projections.Frontier
 // and /wait read it through connections of their own). A database without
 // the table has no frontier yet.
 func ReadFrontier(ctx context.Context, db *sql.DB, sink string) (projections.Frontier, error) {
-	f := projections.Frontier{Checkpoint: -1, Next: projections.Offsets{}}
+	f := projections.Frontier{Checkpoint: -1, Next: event.Offsets{}}
 	var next string
 	var cutAt sql.NullFloat64
 	var appliedAt float64

@@ -9,6 +9,7 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
@@ -35,7 +36,7 @@ func TestApplyShrinksOversizedBatch(t *testing.T) {
 	setGlobal(t, bed, "max_allowed_packet", 65536)
 
 	p, sink := copyTable(t, bed, src, sinkDB, cols) // connects after the change: learns 64 KiB
-	b := &projections.Batch{Offsets: projections.Offsets{}}
+	b := &projections.Batch{Offsets: event.Offsets{}}
 	b.Offsets.Set(p.Topic, 0, 2001)
 	for i := range 2000 {
 		vals := []any{i}
@@ -76,7 +77,7 @@ func TestApplyRowLongerOnceEscaped(t *testing.T) {
 	p, sink := copyTable(t, bed, src, sinkDB, map[string]string{"id": "id", "v": "v"}) // learns 64 KiB
 	// 26,000 bytes, 52,000 escaped; the second row's is over 64 KiB escaped.
 	quotes := strings.Repeat(`'\`, 13000)
-	b := &projections.Batch{Offsets: projections.Offsets{}}
+	b := &projections.Batch{Offsets: event.Offsets{}}
 	b.Offsets.Set(p.Topic, 0, 3)
 	for i, v := range []string{quotes, quotes + quotes[:10000], "short"} {
 		vals := map[string]any{"id": i + 1, "v": v}
@@ -131,7 +132,7 @@ func TestApplyRetriesLockWaitTimeout(t *testing.T) {
 	setGlobal(t, bed, "innodb_lock_wait_timeout", 1)
 	p, sink := copyTable(t, bed, src, sinkDB, map[string]string{"id": "id", "v": "v"}) // sessions get the 1 s timeout
 	up := func(v, version int) *projections.Batch {
-		b := &projections.Batch{Offsets: projections.Offsets{}, Writes: []projections.Write{{Kind: projections.Upsert, Key: "1", Values: projections.ValuesOf(1, v), Version: uint64(version)}}}
+		b := &projections.Batch{Offsets: event.Offsets{}, Writes: []projections.Write{{Kind: projections.Upsert, Key: "1", Values: projections.ValuesOf(1, v), Version: uint64(version)}}}
 		b.Offsets.Set(p.Topic, 0, int64(version))
 		return b
 	}
@@ -194,7 +195,7 @@ func failedBatchLeavesNothing(t *testing.T, params string) {
 	// write of one of its keys below would then never get through.
 	setGlobal(t, bed, "innodb_lock_wait_timeout", 1)
 	p, sink := copyTableAs(t, bed, src, sinkDB, "t_copy", map[string]string{"id": "id", "s": "s"}, params)
-	bad := &projections.Batch{Offsets: projections.Offsets{}}
+	bad := &projections.Batch{Offsets: event.Offsets{}}
 	bad.Offsets.Set(p.Topic, 0, 600)
 	for i := range 501 {
 		v := "ok"
@@ -208,7 +209,7 @@ func failedBatchLeavesNothing(t *testing.T, params string) {
 		t.Fatalf("a value too long for its column gave %v, want the sink's refusal", failed)
 	}
 	for i := range 4 { // the pool hands out its idle connections again
-		good := &projections.Batch{Offsets: projections.Offsets{}, Writes: []projections.Write{{Kind: projections.Upsert, Key: fmt.Sprint(1000 + i), Values: projections.ValuesOf(1000+i, "good"), Version: 5000}}}
+		good := &projections.Batch{Offsets: event.Offsets{}, Writes: []projections.Write{{Kind: projections.Upsert, Key: fmt.Sprint(1000 + i), Values: projections.ValuesOf(1000+i, "good"), Version: 5000}}}
 		good.Offsets.Set(p.Topic, 0, int64(10+i))
 		if err := sink.Apply(ctx, p, good); err != nil {
 			t.Fatal(err)
@@ -230,7 +231,7 @@ func failedBatchLeavesNothing(t *testing.T, params string) {
 	// transaction left open shows as this deadline passing).
 	lockCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	again := &projections.Batch{Offsets: projections.Offsets{}, Writes: []projections.Write{{Kind: projections.Upsert, Key: "0", Values: projections.ValuesOf(0, "again"), Version: 6000}}}
+	again := &projections.Batch{Offsets: event.Offsets{}, Writes: []projections.Write{{Kind: projections.Upsert, Key: "0", Values: projections.ValuesOf(0, "again"), Version: 6000}}}
 	again.Offsets.Set(p.Topic, 0, 14)
 	if err := sink.Apply(lockCtx, p, again); err != nil {
 		t.Fatalf("writing key 0 after the failed batch that wrote it: %v (its transaction was not rolled back and still holds the row)", err)
@@ -248,7 +249,7 @@ func TestApplyQuestionMarkInNames(t *testing.T) {
 	ctx := t.Context()
 	src, sinkDB := sourceAndSink(t, bed, "q", "id INT PRIMARY KEY, v INT NOT NULL")
 	p, sink := copyTableAs(t, bed, src, sinkDB, "why?", map[string]string{"id": "id", "v?": "v"}, "")
-	b := &projections.Batch{Offsets: projections.Offsets{}}
+	b := &projections.Batch{Offsets: event.Offsets{}}
 	b.Offsets.Set(p.Topic, 0, 7)
 	for i := range 3 {
 		b.Writes = append(b.Writes, projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(i), Values: projections.ValuesOf(i, 10*i), Version: uint64(100 + i)})

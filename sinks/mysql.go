@@ -22,6 +22,7 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/internal/sqlquote"
 	"github.com/readside/readside/projections"
 )
@@ -274,10 +275,10 @@ func (s *MySQL) Exec(ctx context.Context, stmts []string) error {
 
 // Offsets returns the next offset to consume per topic and partition of
 // p, as committed with the rows.
-func (s *MySQL) Offsets(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
+func (s *MySQL) Offsets(ctx context.Context, p *projections.Projection) (event.Offsets, error) {
 	// Retried like a batch: a sink that is briefly away must not fail a
 	// partition assignment.
-	var o projections.Offsets
+	var o event.Offsets
 	err := retrying(ctx, func() (err error) {
 		o, err = s.offsets(ctx, p)
 		return err
@@ -285,7 +286,7 @@ func (s *MySQL) Offsets(ctx context.Context, p *projections.Projection) (project
 	return o, err
 }
 
-func (s *MySQL) offsets(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
+func (s *MySQL) offsets(ctx context.Context, p *projections.Projection) (event.Offsets, error) {
 	return readOffsets(ctx, s.db, p.OffsetsName())
 }
 
@@ -293,13 +294,13 @@ func (s *MySQL) offsets(ctx context.Context, p *projections.Projection) (project
 // pool or inside a transaction (a cutover's, under its fence).
 func readOffsets(ctx context.Context, q interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}, name string) (projections.Offsets, error) {
+}, name string) (event.Offsets, error) {
 	rows, err := q.QueryContext(ctx, "SELECT topic, part, next_offset FROM `_readside_offsets` WHERE projection = ?", name)
 	if err != nil {
 		return nil, fmt.Errorf("reading offsets of %s: %w", name, err)
 	}
 	defer rows.Close()
-	out := projections.Offsets{}
+	out := event.Offsets{}
 	for rows.Next() {
 		var topic string
 		var part int32

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 )
 
@@ -36,7 +37,7 @@ func watermarkStatement(d dialect) multiRow {
 
 // offsets records the next offset to consume of each partition, in one
 // statement; they only ever move forward.
-func (a *applier) offsets(offs projections.Offsets) error {
+func (a *applier) offsets(offs event.Offsets) error {
 	var args []any
 	rows := 0
 	for _, topic := range slices.Sorted(maps.Keys(offs)) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/readside/readside/e2e/testbed"
-	"github.com/readside/readside/projections"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/sinks"
 )
 
@@ -27,7 +27,7 @@ func TestLowestOffsets(t *testing.T) {
 		a.Shards[0]: {0: 10, 1: 5, 2: 7},
 		b.Shards[0]: {0: 8, 1: 9},
 	} {
-		o := projections.Offsets{}
+		o := event.Offsets{}
 		for part, next := range parts {
 			o.Set(p.Topic, part, next)
 		}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/internal/sqlquote"
 	"github.com/readside/readside/projections"
 )
@@ -24,8 +25,8 @@ type Rebuilder struct{ s *Sharded }
 func NewRebuilder(s *Sharded) *Rebuilder { return &Rebuilder{s: s} }
 
 // ShardOffsets are p's stored offsets on each shard, in shard order.
-func (r *Rebuilder) ShardOffsets(ctx context.Context, p *projections.Projection) ([]projections.Offsets, error) {
-	out := make([]projections.Offsets, len(r.s.Shards))
+func (r *Rebuilder) ShardOffsets(ctx context.Context, p *projections.Projection) ([]event.Offsets, error) {
+	out := make([]event.Offsets, len(r.s.Shards))
 	for i, sh := range r.s.Shards {
 		o, err := sh.Offsets(ctx, p)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 )
 
@@ -21,8 +22,8 @@ import (
 // request of p (partitions it does not name included: a leftover from an
 // older request would otherwise reset them later, unasked); replaced is
 // what was pending before, on any shard.
-func (s *Sharded) RequestReplay(ctx context.Context, p *projections.Projection, offs projections.Offsets) (replaced projections.Offsets, err error) {
-	replaced = projections.Offsets{}
+func (s *Sharded) RequestReplay(ctx context.Context, p *projections.Projection, offs event.Offsets) (replaced event.Offsets, err error) {
+	replaced = event.Offsets{}
 	for _, sh := range s.Shards {
 		err := inTx(ctx, sh.db, func(tx *sql.Tx) error {
 			if err := removeReplays(ctx, tx, p, replaced); err != nil {
@@ -47,8 +48,8 @@ func (s *Sharded) RequestReplay(ctx context.Context, p *projections.Projection, 
 // CancelReplays removes p's pending replay requests on every shard and
 // returns what was pending. A projector that took a partition's request
 // already has reset that partition; cancelling does not undo it.
-func (s *Sharded) CancelReplays(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
-	removed := projections.Offsets{}
+func (s *Sharded) CancelReplays(ctx context.Context, p *projections.Projection) (event.Offsets, error) {
+	removed := event.Offsets{}
 	for _, sh := range s.Shards {
 		if err := inTx(ctx, sh.db, func(tx *sql.Tx) error { return removeReplays(ctx, tx, p, removed) }); err != nil {
 			return nil, fmt.Errorf("shard %s: cancelling replay requests: %w", sh.Range.Text, err)
@@ -58,7 +59,7 @@ func (s *Sharded) CancelReplays(ctx context.Context, p *projections.Projection) 
 }
 
 // removeReplays deletes p's requests in tx, adding them to removed.
-func removeReplays(ctx context.Context, tx *sql.Tx, p *projections.Projection, removed projections.Offsets) error {
+func removeReplays(ctx context.Context, tx *sql.Tx, p *projections.Projection, removed event.Offsets) error {
 	pending, err := readReplays(ctx, tx, p, "FOR UPDATE")
 	if err != nil {
 		return err
@@ -80,13 +81,13 @@ type replayQuerier interface {
 
 // readReplays reads p's pending replay requests; lock is "" or a locking
 // clause ("FOR UPDATE") for a read inside a transaction.
-func readReplays(ctx context.Context, q replayQuerier, p *projections.Projection, lock string) (projections.Offsets, error) {
+func readReplays(ctx context.Context, q replayQuerier, p *projections.Projection, lock string) (event.Offsets, error) {
 	rows, err := q.QueryContext(ctx, "SELECT topic, part, next_offset FROM `_readside_replay_requests` WHERE projection = ? "+lock, p.OffsetsName())
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := projections.Offsets{}
+	out := event.Offsets{}
 	for rows.Next() {
 		var topic string
 		var part int32
@@ -101,10 +102,10 @@ func readReplays(ctx context.Context, q replayQuerier, p *projections.Projection
 
 // PendingReplays are the partitions of p with a replay request not yet
 // consumed on some shard.
-func (s *Sharded) PendingReplays(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
-	out := projections.Offsets{}
+func (s *Sharded) PendingReplays(ctx context.Context, p *projections.Projection) (event.Offsets, error) {
+	out := event.Offsets{}
 	for _, sh := range s.Shards {
-		var pending projections.Offsets
+		var pending event.Offsets
 		err := retrying(ctx, func() (err error) {
 			pending, err = readReplays(ctx, sh.db, p, "")
 			return err
@@ -129,15 +130,15 @@ func (s *Sharded) PendingReplays(ctx context.Context, p *projections.Projection)
 // its own is in flight, and the previous owner's last batch committed
 // before the partition was revoked, so nothing moves the offset forward
 // again past the reset.
-func (s *Sharded) TakeReplays(ctx context.Context, p *projections.Projection, assigned map[string][]int32) (projections.Offsets, error) {
-	taken := projections.Offsets{}
+func (s *Sharded) TakeReplays(ctx context.Context, p *projections.Projection, assigned map[string][]int32) (event.Offsets, error) {
+	taken := event.Offsets{}
 	for _, sh := range s.Shards {
 		take := func(tx *sql.Tx) error {
 			pending, err := readReplays(ctx, tx, p, "FOR UPDATE")
 			if err != nil {
 				return err
 			}
-			mine := projections.Offsets{}
+			mine := event.Offsets{}
 			for topic, parts := range pending {
 				for part, next := range parts {
 					if slices.Contains(assigned[topic], part) {

@@ -16,6 +16,7 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 )
@@ -127,7 +128,7 @@ func (s *MySQL) EnsureRouting(ctx context.Context, projection string, generation
 
 // Offsets are the projection's offsets on the server, read in the
 // transaction (under the fence nothing moves them).
-func (c *Cutover) Offsets(ctx context.Context, name string) (projections.Offsets, error) {
+func (c *Cutover) Offsets(ctx context.Context, name string) (event.Offsets, error) {
 	return readOffsets(ctx, c.tx, name)
 }
 
@@ -148,7 +149,7 @@ func (c *Cutover) MergeFill(ctx context.Context, fillName string, served bool) e
 		if err != nil {
 			return err
 		}
-		merged = MinOffsets(live, fill)
+		merged = live.Min(fill)
 		if _, err := c.tx.ExecContext(ctx, "DELETE FROM `_readside_offsets` WHERE projection = ?", c.projection); err != nil {
 			return fmt.Errorf("merging offsets of %s: %w", c.projection, err)
 		}
@@ -175,20 +176,6 @@ func (c *Cutover) MergeFill(ctx context.Context, fillName string, served bool) e
 		}
 	}
 	return nil
-}
-
-// MinOffsets is, per partition both have, the lower offset; a partition
-// only one has is left out (the projector starts it from the beginning).
-func MinOffsets(a, b projections.Offsets) projections.Offsets {
-	out := projections.Offsets{}
-	for topic, parts := range a {
-		for part, next := range parts {
-			if theirs, ok := b[topic][part]; ok {
-				out.Set(topic, part, min(next, theirs))
-			}
-		}
-	}
-	return out
 }
 
 // Route records the projection's new routing row and commits: from here
@@ -239,7 +226,7 @@ func (s *MySQL) DropProjection(ctx context.Context, p *projections.Projection) e
 
 // SetOffsets makes name's offsets on s exactly offs (a partition offs
 // lacks starts from the beginning).
-func (s *MySQL) SetOffsets(ctx context.Context, name string, offs projections.Offsets) error {
+func (s *MySQL) SetOffsets(ctx context.Context, name string, offs event.Offsets) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
@@ -40,7 +41,7 @@ func TestCutoverFence(t *testing.T) {
 		if c.Generation != gen {
 			t.Fatalf("routing generation %d under the fence, want %d", c.Generation, gen)
 		}
-		b := &projections.Batch{Offsets: projections.Offsets{}}
+		b := &projections.Batch{Offsets: event.Offsets{}}
 		b.Offsets.Set(p.Topic, 0, int64(100+id))
 		b.Writes = []projections.Write{{Kind: projections.Upsert, Key: fmt.Sprint(id), Values: projections.ValuesOf(id, "live"), Version: 1}}
 		applied := make(chan error, 1)
@@ -102,7 +103,7 @@ func TestMergeFill(t *testing.T) {
 	fill := p.WithProgressName(p.Name + "__reshard")
 	sh := sink.Shards[0]
 	set := func(name string, parts map[int32]int64) {
-		o := projections.Offsets{}
+		o := event.Offsets{}
 		for part, next := range parts {
 			o.Set(p.Topic, part, next)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 )
@@ -31,7 +32,7 @@ func TestRoutingFence(t *testing.T) {
 			p, sink := copyTableAs(t, bed, src, sinkDB, "t_copy", map[string]string{"id": "id", "v": "v"}, tc.params)
 			db := sink.Shards[0].DB()
 			batch := func(offset int64, ids ...int) *projections.Batch {
-				b := &projections.Batch{Offsets: projections.Offsets{}}
+				b := &projections.Batch{Offsets: event.Offsets{}}
 				b.Offsets.Set(p.Topic, 0, offset)
 				for _, id := range ids {
 					b.Writes = append(b.Writes, projections.Write{Kind: projections.Upsert, Key: fmt.Sprint(id), Values: projections.ValuesOf(id, id*10), Version: uint64(100 + id)})
@@ -155,7 +156,7 @@ func BenchmarkApplyRouting(b *testing.B) {
 			}
 			n := 0
 			for b.Loop() {
-				batch := &projections.Batch{Offsets: projections.Offsets{}}
+				batch := &projections.Batch{Offsets: event.Offsets{}}
 				n++
 				batch.Offsets.Set(p.Topic, 0, int64(n))
 				for i := range 10 {

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 )
@@ -108,7 +109,7 @@ func (s *Sharded) CheckReadTable(ctx context.Context, p *projections.Projection)
 }
 
 // Offsets are the lowest over the shards (LowestOffsets).
-func (s *Sharded) Offsets(ctx context.Context, p *projections.Projection) (projections.Offsets, error) {
+func (s *Sharded) Offsets(ctx context.Context, p *projections.Projection) (event.Offsets, error) {
 	return LowestOffsets(ctx, s.Shards, p)
 }
 
@@ -116,8 +117,8 @@ func (s *Sharded) Offsets(ctx context.Context, p *projections.Projection) (proje
 // p over shards; a partition some shard has never committed starts from
 // the beginning. Records a shard already has are applied to it again,
 // which the version guards make harmless.
-func LowestOffsets(ctx context.Context, shards []Shard, p *projections.Projection) (projections.Offsets, error) {
-	var out projections.Offsets
+func LowestOffsets(ctx context.Context, shards []Shard, p *projections.Projection) (event.Offsets, error) {
+	var out event.Offsets
 	for i, sh := range shards {
 		o, err := sh.Offsets(ctx, p)
 		if err != nil {
@@ -127,7 +128,7 @@ func LowestOffsets(ctx context.Context, shards []Shard, p *projections.Projectio
 			out = o
 			continue
 		}
-		out = MinOffsets(out, o)
+		out = out.Min(o)
 	}
 	return out, nil
 }

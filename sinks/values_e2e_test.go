@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
@@ -79,7 +80,7 @@ func TestApplyWritesValuesExactly(t *testing.T) {
 					t.Fatalf("sink session sql_mode %q (%v), want it to contain %s", got, err, mode)
 				}
 			}
-			b := &projections.Batch{Offsets: projections.Offsets{}}
+			b := &projections.Batch{Offsets: event.Offsets{}}
 			b.Offsets.Set(p.Topic, 0, int64(len(rows)))
 			for _, r := range rows {
 				byName := map[string]any{"id": r.id, "s": r.vals[0], "b": r.vals[1], "bl": r.vals[2], "d": r.vals[3], "bt": r.vals[4], "u": r.vals[5], "g": r.vals[6]}
@@ -282,7 +283,7 @@ func TestSinkSessionWhateverTheDefaults(t *testing.T) {
 			c.Close()
 		}
 	}
-	b := &projections.Batch{Offsets: projections.Offsets{}}
+	b := &projections.Batch{Offsets: event.Offsets{}}
 	b.Offsets.Set(p.Topic, 0, int64(len(rows)))
 	for _, r := range rows {
 		byName := map[string]any{"id": r[0], "ts": r[1], "dz": r[2], "dtz": r[3], "di": r[4], "y": r[5], "s": r[6]}

@@ -119,7 +119,7 @@ func newRollup(t *testing.T, bed *testbed.Bed, names ...string) *rollup {
 // lifetime.
 func (r *rollup) run(t *testing.T) {
 	t.Helper()
-	tl, err := cdc.New(r.cfg, r.cfg.Kafka.Brokers, logger(), nil)
+	tl, err := cdc.New(cdc.Config{Source: r.cfg.Source, Kafka: r.cfg.Kafka, Cuts: r.cfg.TransactionalSinks()}, r.cfg.Kafka.Brokers, logger(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/internal/keyset"
 	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/internal/sourcedb"
@@ -59,7 +60,7 @@ type Options struct {
 // to, less the commit marker that ends a Kafka transaction. The Kafka
 // client that reads them is the caller's (projector.Ends), so verify
 // links none.
-type Ends func(ctx context.Context, topics ...string) (projections.Offsets, error)
+type Ends func(ctx context.Context, topics ...string) (event.Offsets, error)
 
 func (o *Options) defaults() {
 	if o.ChunkRows <= 0 {

@@ -126,7 +126,7 @@ func (s *shop) load(t *testing.T, customers, orders int) {
 // function it returns stops the projector alone (a stalled projection).
 func (s *shop) run(t *testing.T) (stopProjector func()) {
 	t.Helper()
-	tl, err := cdc.New(s.cfg, s.cfg.Kafka.Brokers, logger(), nil)
+	tl, err := cdc.New(cdc.Config{Source: s.cfg.Source, Kafka: s.cfg.Kafka, Cuts: s.cfg.TransactionalSinks()}, s.cfg.Kafka.Brokers, logger(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

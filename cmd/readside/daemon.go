@@ -233,7 +233,7 @@ func statusOptions(cfg config.Config, role string) (httpapi.Options, error) {
 		ReadyMaxLag:     cfg.HTTP.ReadyMaxLag,
 	}
 	if role != "projector" {
-		opts.SnapshotLog = cdc.NewSnapshotLog(cfg)
+		opts.SnapshotLog = cdc.NewSnapshotLog(cfg.Source)
 	}
 	opts.Reshards = newReshardReader(cfg).read
 	ps, err := projections.Compile(cfg)

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/rebuild"
 	"github.com/readside/readside/sinks"
@@ -148,7 +149,7 @@ func groupState(ctx context.Context, brokers []string, p *projections.Projection
 }
 
 // offsetList renders offsets as sorted topic/partition:offset items.
-func offsetList(offs projections.Offsets) string {
+func offsetList(offs event.Offsets) string {
 	var parts []string
 	for topic, ps := range offs {
 		for part, next := range ps {

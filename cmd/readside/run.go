@@ -139,7 +139,7 @@ func (d *daemonRun) startTailer() error {
 	if len(d.loaded.Kafka.Brokers) == 0 {
 		opts = append(opts, cdc.EmbeddedBroker())
 	}
-	tailer, err := cdc.New(d.cfg, d.cfg.Kafka.Brokers, d.log, d.reg, opts...)
+	tailer, err := cdc.New(cdc.Config{Source: d.cfg.Source, Kafka: d.cfg.Kafka, Cuts: d.cfg.TransactionalSinks()}, d.cfg.Kafka.Brokers, d.log, d.reg, opts...)
 	if err != nil {
 		return err
 	}

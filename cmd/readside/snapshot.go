@@ -109,7 +109,7 @@ func printSnapshotFailures(w io.Writer, failures []cdc.SnapshotFailure, readErr 
 // storedSnapshotFailures reads the failed snapshot requests from the
 // source, for a status report made without the daemon.
 func storedSnapshotFailures(ctx context.Context, cfg config.Config) ([]cdc.SnapshotFailure, string) {
-	log := cdc.NewSnapshotLog(cfg)
+	log := cdc.NewSnapshotLog(cfg.Source)
 	defer log.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

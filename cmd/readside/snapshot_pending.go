@@ -20,7 +20,7 @@ import (
 func listSnapshots(cfg config.Config, stdout, stderr io.Writer) int {
 	ctx, stop := signalContext()
 	defer stop()
-	log := cdc.NewSnapshotLog(cfg)
+	log := cdc.NewSnapshotLog(cfg.Source)
 	defer log.Close()
 	fmt.Fprintf(stdout, "snapshots of the tailer with server_id %d:\n", cfg.Source.ServerID)
 

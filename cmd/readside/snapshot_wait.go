@@ -95,7 +95,7 @@ func (w *snapshotWait) step(ctx context.Context, cp cdc.Checkpoint, found bool, 
 	}
 	// Read and gone without finishing: failed (the tailer recorded why) or
 	// cancelled.
-	log := cdc.NewSnapshotLog(w.cfg)
+	log := cdc.NewSnapshotLog(w.cfg.Source)
 	defer log.Close()
 	failures, err := log.Failures(ctx)
 	w.line.Show(w.text("ended", 0), true)

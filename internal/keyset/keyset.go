@@ -17,7 +17,8 @@
 // collation (a _ci key's 'a' and 'A' are equal, as they sort), bytes
 // bound as []byte compare byte for byte (a BINARY key is never read as a
 // utf8mb4 string it is not). Each caller binds the key it read back the
-// way it read it; keyset only places the values.
+// way it read it; keyset only places the values, and writes into the
+// statement only an integer key's integers (Page.IntegerKey).
 package keyset
 
 import (
@@ -30,35 +31,74 @@ import (
 // After is the condition "(cols) > (vals)"; cols are SQL expressions
 // (quoted columns), vals their values, bound in the order of the args.
 func After(cols []string, vals []any) (string, []any) {
-	return compare(cols, vals, ">", ">")
+	return compare(cols, vals, nil, ">", ">")
 }
 
 // AtMost is the condition "(cols) <= (vals)", the upper end of a chunk
 // (lo, hi] whose lower end is After.
 func AtMost(cols []string, vals []any) (string, []any) {
-	return compare(cols, vals, "<", "<=")
+	return compare(cols, vals, nil, "<", "<=")
 }
 
 // compare is the tuple comparison spelled out: a column's strict
 // comparison after equal leading columns, and last for the last column.
-func compare(cols []string, vals []any, strict, last string) (string, []any) {
+// With lits, the values are written as those literals instead of bound.
+func compare(cols []string, vals []any, lits []string, strict, last string) (string, []any) {
 	ors := make([]string, 0, len(cols))
-	args := make([]any, 0, len(cols)*(len(cols)+1)/2)
+	var args []any
+	if lits == nil {
+		args = make([]any, 0, len(cols)*(len(cols)+1)/2)
+	}
+	value := func(j int) string {
+		if lits != nil {
+			return lits[j]
+		}
+		args = append(args, vals[j])
+		return "?"
+	}
 	for i := range cols {
 		ands := make([]string, 0, i+1)
 		for j := range i {
-			ands = append(ands, cols[j]+" = ?")
-			args = append(args, vals[j])
+			ands = append(ands, cols[j]+" = "+value(j))
 		}
 		op := strict
 		if i == len(cols)-1 {
 			op = last
 		}
-		ands = append(ands, cols[i]+" "+op+" ?")
-		args = append(args, vals[i])
+		ands = append(ands, cols[i]+" "+op+" "+value(i))
 		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
 	}
 	return "(" + strings.Join(ors, " OR ") + ")", args
+}
+
+// integers are vals as the integer literals they are, or nil when one is
+// not a decimal integer (read as text, or a Go integer) and must be bound.
+func integers(vals []any) []string {
+	lits := make([]string, len(vals))
+	for i, v := range vals {
+		var s string
+		switch v := v.(type) {
+		case []byte:
+			s = string(v)
+		case string:
+			s = v
+		case int64:
+			s = strconv.FormatInt(v, 10)
+		case uint64:
+			s = strconv.FormatUint(v, 10)
+		case int:
+			s = strconv.Itoa(v)
+		default:
+			return nil
+		}
+		if _, err := strconv.ParseInt(s, 10, 64); err != nil {
+			if _, err := strconv.ParseUint(s, 10, 64); err != nil {
+				return nil
+			}
+		}
+		lits[i] = s
+	}
+	return lits
 }
 
 // Page is a keyset query's fixed parts.
@@ -74,6 +114,14 @@ type Page struct {
 	// Offset skips rows before the page: a chunk's boundary is read as
 	// the one row at Offset chunk-1.
 	Offset int
+	// IntegerKey says every key column is an integer column: a key whose
+	// values are all decimal integers is then written into the statement
+	// instead of bound. A statement without parameters is not prepared
+	// first (one round trip fewer) and its rows come in the text
+	// protocol. A value that is no integer (a damaged checkpoint) is bound
+	// like any other, never written into SQL. Only for integer columns: a
+	// text column compared with an integer literal compares as a number.
+	IntegerKey bool
 }
 
 // SQL is the page of rows after the key after (nil: from the first row).
@@ -84,7 +132,11 @@ func (p Page) SQL(after []any) (string, []any) {
 	}
 	args := append([]any(nil), p.Args...)
 	if after != nil {
-		c, a := After(p.Key, after)
+		var lits []string
+		if p.IntegerKey {
+			lits = integers(after)
+		}
+		c, a := compare(p.Key, after, lits, ">", ">")
 		conds, args = append(conds, c), append(args, a...)
 	}
 	var b strings.Builder

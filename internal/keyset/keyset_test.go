@@ -39,6 +39,10 @@ func TestPageSQL(t *testing.T) {
 	filtered.Where, filtered.Args = []string{"x = ?", "y OR z"}, []any{"v"}
 	boundary := p
 	boundary.Limit, boundary.Offset = 1, 99
+	integer := p
+	integer.IntegerKey = true
+	integerFiltered := filtered
+	integerFiltered.IntegerKey = true
 	for _, c := range []struct {
 		why   string
 		p     Page
@@ -53,6 +57,21 @@ func TestPageSQL(t *testing.T) {
 			"SELECT * FROM `t` WHERE (x = ?) AND (y OR z) AND ((`a` > ?) OR (`a` = ? AND `b` > ?)) ORDER BY `a`, `b` LIMIT 100",
 			[]any{"v", 1, 1, 2}},
 		{"a boundary: one row at an offset", boundary, nil, "SELECT * FROM `t` ORDER BY `a`, `b` LIMIT 1 OFFSET 99", nil},
+		{"an integer key's integers, as read in the text protocol, are written into the statement: no parameters, no prepare",
+			integer, []any{[]byte("-7"), []byte("18446744073709551615")},
+			"SELECT * FROM `t` WHERE ((`a` > -7) OR (`a` = -7 AND `b` > 18446744073709551615)) ORDER BY `a`, `b` LIMIT 100", nil},
+		{"Go integers are written too", integer, []any{int64(1), uint64(2)},
+			"SELECT * FROM `t` WHERE ((`a` > 1) OR (`a` = 1 AND `b` > 2)) ORDER BY `a`, `b` LIMIT 100", nil},
+		{"a value that is no integer (a damaged checkpoint) is never written into SQL: the whole key is bound",
+			integer, []any{[]byte("1"), []byte("2; DROP TABLE t")},
+			"SELECT * FROM `t` WHERE ((`a` > ?) OR (`a` = ? AND `b` > ?)) ORDER BY `a`, `b` LIMIT 100",
+			[]any{[]byte("1"), []byte("1"), []byte("2; DROP TABLE t")}},
+		{"an empty value is no integer either", integer, []any{[]byte(""), []byte("2")},
+			"SELECT * FROM `t` WHERE ((`a` > ?) OR (`a` = ? AND `b` > ?)) ORDER BY `a`, `b` LIMIT 100",
+			[]any{[]byte(""), []byte(""), []byte("2")}},
+		{"further conditions keep their parameters", integerFiltered, []any{[]byte("1"), []byte("2")},
+			"SELECT * FROM `t` WHERE (x = ?) AND (y OR z) AND ((`a` > 1) OR (`a` = 1 AND `b` > 2)) ORDER BY `a`, `b` LIMIT 100",
+			[]any{"v"}},
 	} {
 		got, args := c.p.SQL(c.after)
 		if got != c.want || !reflect.DeepEqual(args, c.args) {

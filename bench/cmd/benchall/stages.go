@@ -357,7 +357,7 @@ func (e *env) tailerDrain(ctx context.Context, cfgPath, prefix, topic string, en
 		if err != nil {
 			return r, err
 		}
-		tl, err := cdc.New(cfg, cfg.Kafka.Brokers, e.log, nil)
+		tl, err := cdc.New(cdc.Config{Source: cfg.Source, Kafka: cfg.Kafka, Cuts: cfg.TransactionalSinks()}, cfg.Kafka.Brokers, e.log, nil)
 		if err != nil {
 			return r, err
 		}
