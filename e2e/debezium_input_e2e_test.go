@@ -3,12 +3,14 @@ package e2e
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,29 +178,75 @@ projections:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	d := startDaemon(t, logPath, "run", "--role", "projector", "-c", cfgPath)
 
-	ops := envInt("E2E_DBZ_OPS", 1500)
-	for i := 0; i < ops; i++ {
-		if err := w.step(ctx); err != nil {
-			t.Fatal(err)
+	ops := envInt("E2E_DBZ_OPS", 800)
+	var done atomic.Int64
+	werr := make(chan error, 1)
+	go func() { // the writes go on while the connector and readside die
+		for i := 0; i < ops; i++ {
+			if err := w.step(ctx); err != nil {
+				werr <- err
+				return
+			}
+			done.Add(1)
 		}
-		switch i {
-		case ops / 3:
-			// At-least-once: what the worker produced since its last
-			// offset flush comes again from the restarted one.
-			if err := conn.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			if conn, err = bed.StartConnect(ctx, cdir, connector); err != nil {
-				t.Fatal(err)
-			}
-		case 2 * ops / 3:
-			d.kill9()
-			d.start()
+		werr <- nil
+	}()
+	waitFor := func(n int) {
+		for done.Load() < int64(n) {
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	t.Logf("%d writes (seed %d), the connector and readside each killed once", ops, seed)
+	// At-least-once: a restarted worker writes again what it produced
+	// since the offsets it finds. Those of an eighth of the writes are
+	// kept and put back after the kill: a lost offset flush, so the
+	// duplicates are many and certain rather than the few a flush
+	// interval leaves.
+	waitFor(ops / 8)
+	time.Sleep(time.Second) // a few flushes (offset.flush.interval.ms 250)
+	offsets := filepath.Join(cdir, "connect.offsets")
+	old, err := os.ReadFile(offsets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	produced := func() int64 {
+		ends, err := adm.ListEndOffsets(ctx, dz+"."+db+".orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
+		return n
+	}
+	// Records produced after the copy are past its offsets: the restarted
+	// worker writes them again.
+	since := produced()
+	waitFor(ops / 4)
+	testbed.Eventually(t, time.Minute, func() (bool, string) {
+		n := produced()
+		return n >= since+20, fmt.Sprintf("the connector produced %d records since the offsets were copied, want 20", n-since)
+	})
+	if err := conn.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	if err := os.WriteFile(offsets, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if conn, err = bed.StartConnect(ctx, cdir, connector); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("connector killed and running again in %s", time.Since(killed).Round(time.Millisecond))
+	waitFor(ops / 2)
+	d.kill9()
+	d.start()
+	if err := <-werr; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d writes (seed %d) in %s, the connector and readside each killed once", ops, seed, time.Since(start).Round(time.Millisecond))
 
 	query := func(q string) string {
 		t.Helper()
@@ -219,9 +267,78 @@ projections:
 		return false, fmt.Sprintf("read tables differ from the source\ncopy: %s\naggregate: %s\nlog tail:\n%s",
 			rowDiff(gotCopy, wantCopy, 10), rowDiff(gotAgg, wantAgg, 10), tail(logPath))
 	})
+	recs, dups, snap := dbzTopicStats(t, bed.Kafka.Brokers(), dz+"."+db+".orders")
+	t.Logf("orders topic: %d records, %d snapshot rows, %d written again by the restarted connector; converged %s after the start",
+		recs, snap, dups, time.Since(start).Round(time.Millisecond))
+	if snap == 0 {
+		t.Error("the connector's topic holds no snapshot rows: the test did not cover the snapshot")
+	}
+	if dups == 0 {
+		t.Error("the restarted connector wrote nothing again: the test did not cover duplicates")
+	}
 	if code := d.stop(30 * time.Second); code != 0 {
 		t.Errorf("exit %d after SIGTERM; log:\n%s", code, tail(logPath))
 	}
+}
+
+// dbzTopicStats reads topic to its end: its change records, how many of
+// them repeat an earlier one's op and source position (a restarted
+// connector's duplicates), and its snapshot rows.
+func dbzTopicStats(t *testing.T, brokers []string, topic string) (records, dups, snapshot int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
+	seen := map[string]bool{}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for len(want) > 0 && ctx.Err() == nil {
+		for p, end := range want {
+			if end == 0 {
+				delete(want, p)
+			}
+		}
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			if r.Offset+1 >= want[r.Partition] {
+				delete(want, r.Partition)
+			}
+			if r.Value == nil {
+				return
+			}
+			var v struct {
+				Payload struct {
+					Op     string `json:"op"`
+					Source struct {
+						File     string `json:"file"`
+						Pos, Row int64
+					} `json:"source"`
+				} `json:"payload"`
+			}
+			if err := json.Unmarshal(r.Value, &v); err != nil {
+				t.Fatalf("record at %d/%d: %v", r.Partition, r.Offset, err)
+			}
+			records++
+			pl := v.Payload
+			if pl.Op == "r" {
+				snapshot++
+				return
+			}
+			id := fmt.Sprintf("%s %s:%d:%d %s", pl.Op, pl.Source.File, pl.Source.Pos, pl.Source.Row, r.Key)
+			if seen[id] {
+				dups++
+			}
+			seen[id] = true
+		})
+	}
+	return records, dups, snapshot
 }
 
 // orderWorkload writes orders and customers at random: inserts, updates
