@@ -15,6 +15,9 @@ type Config struct {
 	// Kafka is where change events go. No brokers means an embedded
 	// single-node broker under DataDir.
 	Kafka Kafka `koanf:"kafka"`
+	// Input is what the projectors read: readside's tailer's topics
+	// (default) or a Debezium connector's.
+	Input Input `koanf:"input"`
 	// DataDir holds local state: the embedded broker's data. Default ./data.
 	DataDir string `koanf:"data_dir"`
 	// Sinks are the MySQL servers (or shards) holding read tables, by name.
@@ -287,6 +290,7 @@ func Default() Config {
 			Format:            FormatReadside,
 			Debezium:          defaultDebezium(),
 		},
+		Input:           Input{Kind: InputReadside},
 		DataDir:         "./data",
 		Log:             Log{Level: LogInfo, Format: LogText, ProgressEvery: time.Minute},
 		HTTP:            HTTP{ReadyMaxLag: 30 * time.Second},

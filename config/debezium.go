@@ -183,9 +183,20 @@ func (c Config) formatErrors() []error {
 	if !k.Format.Debezium() {
 		return errs
 	}
-	if len(c.Projections) > 0 {
-		bad(fmt.Errorf("kafka.format is %s and %d projections are declared: readside's projections read readside's envelope only, not Debezium's. "+
-			"Fix: run the projections from a deployment with kafka.format: readside (its own tailer and topic_prefix), or remove them from this config (docs/debezium.md)", k.Format, len(c.Projections)))
+	if len(c.Projections) > 0 && k.Format == FormatDebeziumAvro {
+		bad(fmt.Errorf("kafka.format is debezium-avro and %d projections are declared: readside's projections read readside's envelope or Debezium's JSON with its schema block, not Avro. "+
+			"Fix: set kafka.format: debezium (JSON with schemas) in the deployment with projections, or run them from a deployment with kafka.format: readside (docs/debezium.md)", len(c.Projections)))
+	}
+	if len(c.Projections) > 0 && !d.Schemas.Enable {
+		// The schema block is what says how each value is encoded.
+		bad(fmt.Errorf("kafka.format is debezium with kafka.debezium.schemas.enable false and projections are declared: the projections read each column's type from the records' schema block. " +
+			"Fix: set kafka.debezium.schemas.enable: true (the default), or run the projections from a deployment with kafka.format: readside"))
+	}
+	if len(c.Projections) > 0 && d.Binary.Handling.Mode != BinaryBytes {
+		// Only the bytes mode gives a binary column a schema type of its
+		// own; under the others it is a string like any text column.
+		bad(fmt.Errorf("kafka.format is debezium with kafka.debezium.binary.handling.mode %s and projections are declared: the projections cannot tell binary columns from text in that mode. "+
+			"Fix: set kafka.debezium.binary.handling.mode: bytes (Debezium's default), or run the projections from a deployment with kafka.format: readside", d.Binary.Handling.Mode))
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Sinks)) {
 		if c.Sinks[name].Consistency.Transactional() {

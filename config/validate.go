@@ -86,6 +86,7 @@ func (c Config) Validate() error {
 		bad("kafka.compression %v", err)
 	}
 	errs = append(errs, c.formatErrors()...)
+	errs = append(errs, c.inputErrors()...)
 	errs = append(errs, c.sinkModeErrors()...)
 	if err := c.Log.Level.Check(); err != nil {
 		bad("log.level %v", err)

@@ -65,6 +65,7 @@ type pipelineOptions struct {
 	brokers     []string       // empty: the embedded broker on a free loopback port
 	partitions  int            // default 4
 	sourceExtra string         // more keys under source:, indented by two
+	kafkaExtra  string         // more keys under kafka:, indented by two
 	httpExtra   string         // more keys under http:, indented by two
 	extra       string         // more top-level config
 }
@@ -101,7 +102,7 @@ func newPipeline(t *testing.T, name string, o pipelineOptions) *opsPipeline {
 	if len(o.brokers) > 0 {
 		kafka = fmt.Sprintf("kafka:\n  brokers: [%s]\n", strings.Join(o.brokers, ", "))
 	}
-	kafka += fmt.Sprintf("  topic_prefix: %s\n  partitions: %d\n", p.prefix, cmp.Or(o.partitions, 4))
+	kafka += fmt.Sprintf("  topic_prefix: %s\n  partitions: %d\n", p.prefix, cmp.Or(o.partitions, 4)) + o.kafkaExtra
 	cfg := fmt.Sprintf(`source:
   dsn: "${SOURCE_DSN}"
   server_id: %d

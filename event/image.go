@@ -135,3 +135,21 @@ func (im *Image) At(i int) (json.RawMessage, bool) {
 	}
 	return im.vals[i], true
 }
+
+// LayoutOf is a layout of names, in order, for images made by ImageWith:
+// a reader of another envelope (package debezium) makes one per table
+// shape and shares it between that shape's images, as a Decoder does, so
+// a projection works out its columns' positions once per shape.
+func LayoutOf(names []string) *Layout {
+	cols := make([]colName, len(names))
+	for i, n := range names {
+		cols[i].name = n
+	}
+	return newLayout(cols)
+}
+
+// ImageWith makes an image of vals under the layout l (one value per
+// name, in l's order).
+func ImageWith(l *Layout, vals []json.RawMessage) *Image {
+	return &Image{cols: l, vals: vals}
+}

@@ -7,7 +7,7 @@ import "github.com/readside/readside/event"
 // returned in bad with the reason (the caller dead-letters it or stops).
 func (p *Projection) Build(records []Record) (b *Batch, bad []Rejected) {
 	b = &Batch{Offsets: event.Offsets{}, Writes: make([]Write, 0, len(records))}
-	var d event.Decoder
+	d := p.NewDecoder()
 	var plans plans
 	// Records come a partition at a time: its next offset is recorded
 	// when the run ends, not looked up in the map for every record.

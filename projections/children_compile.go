@@ -12,7 +12,6 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/readside/readside/config"
-	"github.com/readside/readside/event"
 )
 
 // compileChildren compiles `children` (nil errors when there are none).
@@ -86,7 +85,7 @@ func compileChild(cfg config.Config, p *Projection, d config.Projection, key, na
 	case !captured[cd.From]:
 		bad("%s.from %s is not in source.tables: add it there so its changes reach the array", ck, cd.From)
 	}
-	c.SourceDB, c.SourceTbl, c.Topic = db, tbl, event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl)
+	c.SourceDB, c.SourceTbl, c.Topic = db, tbl, TopicOf(cfg, db, tbl)
 	errs = append(errs, compileChildOn(c, p, d, key, ck, cd)...)
 	errs = append(errs, compileChildElements(c, ck, cd)...)
 	errs = append(errs, compileChildJoins(cfg, c, ck, cd, captured)...)

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/readside/readside/config"
-	"github.com/readside/readside/event"
 )
 
 // Join is one compiled `join:` entry: the parent table whose columns are
@@ -132,7 +131,7 @@ func joinHead(cfg config.Config, site joinSite, i int, jd config.Join, earlier [
 			}
 		}
 	}
-	return &Join{N: i + 1, ParentDB: db, ParentTbl: tbl, Topic: event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl), As: jd.As}
+	return &Join{N: i + 1, ParentDB: db, ParentTbl: tbl, Topic: TopicOf(cfg, db, tbl), As: jd.As}
 }
 
 // compileJoin checks one join entry. Every problem names its key.

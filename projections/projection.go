@@ -70,6 +70,8 @@ type Projection struct {
 	// progressName, when set, is the identity offsets, watermarks and
 	// replay requests are kept under instead of Name (WithProgressName).
 	progressName string
+	// debezium: the topics carry Debezium's envelope (NewDecoder).
+	debezium bool
 }
 
 // WithProgressName is p consuming under an identity of its own for where
@@ -316,7 +318,7 @@ func declarationErrors(cfg config.Config, d config.Projection, name, key string)
 // defaults, and its key with the shard key first; its columns are
 // compileColumns' or compileAggregate's.
 func newProjection(cfg config.Config, name string, d config.Projection, db, tbl string, where *Filter) *Projection {
-	p := &Projection{Name: name, SourceDB: db, SourceTbl: tbl, Topic: event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl),
+	p := &Projection{Name: name, SourceDB: db, SourceTbl: tbl, Topic: TopicOf(cfg, db, tbl), debezium: cfg.ReadsDebezium(),
 		Group: event.Group(cfg.Kafka.TopicPrefix, name), DLQTopic: event.DLQTopic(cfg.Kafka.TopicPrefix, name), prefix: cfg.Kafka.TopicPrefix,
 		Sink: d.Sink, Table: d.Table, ShardBy: d.ShardBy, Where: where, Replicated: d.Replicated, OnError: d.OnError,
 		sourceKeys: cfg.Source.Keys}

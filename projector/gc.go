@@ -7,7 +7,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 )
 
@@ -89,7 +88,7 @@ func Horizon(ctx context.Context, brokers []string, p *projections.Projection) (
 			}
 			// Aborted records count too: they hold versions the clock
 			// handed out, so they are a lower bound as well.
-			e, err := event.DecodeEvent(r.Value)
+			e, err := p.NewDecoder().Decode(r.Value)
 			if r.Value == nil || err != nil {
 				return // a tombstone record: read on to the next one
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/event"
+	"github.com/readside/readside/projections"
 )
 
 // catchUpLag is the lag under which the tailer or a projection counts as
@@ -238,7 +239,7 @@ func readTables(cfg config.Config, planned []plannedProjection) map[string][]str
 	byTopic := map[string]string{}
 	for _, name := range cfg.Source.Tables {
 		db, tbl, _ := config.SplitTable(name)
-		byTopic[event.TopicFor(cfg.Kafka.TopicPrefix, db, tbl)] = name
+		byTopic[projections.TopicOf(cfg, db, tbl)] = name
 	}
 	out := map[string][]string{}
 	for _, pp := range planned {

@@ -42,6 +42,11 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	default:
 		return c.failf(exitUsage, "--role %q: want all, tailer or projector", *role)
 	}
+	if cfg.Input.Kind == config.InputDebezium && *role != "projector" {
+		// A tailer here would capture the source a second time, into
+		// topics the projectors do not read.
+		return c.failf(exitUsage, "input.kind is debezium and --role is %s: the projectors read a Debezium connector's topics and no tailer runs. Fix: run with --role projector", *role)
+	}
 	d := &daemonRun{c: c, ctx: lc.ctx, role: *role, loaded: cfg, cfg: cfg, log: log, ops: newOps(log)}
 	if *httpAddr == "" {
 		*httpAddr = cfg.HTTP.Listen

@@ -156,6 +156,11 @@ func (c *Connect) Check() error {
 // Close stops the worker.
 func (c *Connect) Close() error { return c.proc.stop(10 * time.Second) }
 
+// Kill stops the worker with SIGKILL: the records it produced after its
+// last offset flush are produced again by the next worker on the same
+// offsets file (at-least-once).
+func (c *Connect) Kill() error { return c.proc.kill() }
+
 // connectInstall resolves the worker's classpath and copies Debezium's
 // MariaDB and JDBC sink plug-ins with their dependencies into a plugin.path
 // directory, one subdirectory each, cached under the user's cache directory

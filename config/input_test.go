@@ -1,0 +1,50 @@
+package config
+
+import "testing"
+
+func TestInputLoad(t *testing.T) {
+	cases := []struct {
+		why  string
+		yaml string
+		got  func(Config) any
+		want any
+	}{
+		{"readside's own topics stay the default input", "", func(c Config) any { return c.Input.Kind }, InputReadside},
+		{"… read under kafka.topic_prefix", "kafka: {topic_prefix: rs}\n", func(c Config) any { return c.TablePrefix() }, "rs"},
+		{"… in readside's envelope", "", func(c Config) any { return c.ReadsDebezium() }, false},
+		{"a connector's topics are read under its topic.prefix", "input: {kind: debezium, topic_prefix: dbserver1}\n", func(c Config) any { return c.TablePrefix() }, "dbserver1"},
+		{"… in Debezium's envelope", "input: {kind: debezium, topic_prefix: dbserver1}\n", func(c Config) any { return c.ReadsDebezium() }, true},
+		{"the tailer's own debezium topics are read in Debezium's envelope too", "kafka: {format: debezium}\n", func(c Config) any { return c.ReadsDebezium() }, true},
+		{"… under kafka.topic_prefix", "kafka: {format: debezium, topic_prefix: own}\n", func(c Config) any { return c.TablePrefix() }, "own"},
+	}
+	for _, c := range cases {
+		cfg, err := Load(writeConfig(t, minimalNoBrokers+c.yaml), nil)
+		if err != nil {
+			t.Errorf("%s: %v", c.why, err)
+			continue
+		}
+		if got := c.got(cfg); got != c.want {
+			t.Errorf("%s: %v, want %v", c.why, got, c.want)
+		}
+	}
+}
+
+func TestInputRefused(t *testing.T) {
+	expectLoadErrors(t, []loadError{
+		{"an input kind outside the two is named with the choices",
+			minimalNoBrokers + "input: {kind: maxwell}\n", nil,
+			[]string{`input.kind "maxwell": want readside or debezium`}},
+		{"a connector's topics cannot be found without its topic.prefix",
+			minimalNoBrokers + "input: {kind: debezium}\n", nil,
+			[]string{`input.topic_prefix "": want the Debezium connector's topic.prefix`}},
+		{"a topic prefix for readside's own topics would be ignored: refused",
+			minimalNoBrokers + "input: {topic_prefix: dbserver1}\n", nil,
+			[]string{`input.topic_prefix "dbserver1" is set and input.kind is readside`, "set input.kind: debezium"}},
+		{"a deployment reading a connector's topics runs no tailer of its own, so no tailer format",
+			minimalNoBrokers + "kafka: {format: debezium}\ninput: {kind: debezium, topic_prefix: d}\n", nil,
+			[]string{"input.kind is debezium and kafka.format is debezium"}},
+		{"transaction-consistent sinks need the tailer's checkpoint cuts, which a connector does not write",
+			minimalNoBrokers + "input: {kind: debezium, topic_prefix: d}\nsinks: {r: {dsn: \"u:p@tcp(h:1)/r\", consistency: transaction}}\n", nil,
+			[]string{"sinks.r.consistency is transaction and input.kind is debezium", "remove consistency"}},
+	})
+}
