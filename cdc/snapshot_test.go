@@ -1,6 +1,7 @@
 package cdc
 
 import (
+	"database/sql"
 	"reflect"
 	"testing"
 )
@@ -59,6 +60,36 @@ func TestAppendSQLValueInteger(t *testing.T) {
 		got, err := col.appendSQLValue(nil, []byte(c.in))
 		if (err != nil) != c.bad || string(got) != c.want {
 			t.Errorf("%s: appendSQLValue(%q) = %q, %v; want %q (error %v)", c.why, c.in, got, err, c.want, c.bad)
+		}
+	}
+}
+
+// TestRawRows: a chunk's values come back as they were read, NULL and ''
+// apart, also from a buffer used before.
+func TestRawRows(t *testing.T) {
+	rows := [][]sql.RawBytes{
+		{sql.RawBytes("1"), nil, sql.RawBytes("abc")},
+		{sql.RawBytes("2"), sql.RawBytes{}, nil},
+		{nil, sql.RawBytes("x"), sql.RawBytes{}},
+	}
+	r := newRawRows(5, 1)
+	r.add(sql.RawBytes("left over from an earlier chunk"))
+	r.reset(3)
+	for _, row := range rows {
+		for _, v := range row {
+			r.add(v)
+		}
+	}
+	if r.rows() != len(rows) {
+		t.Fatalf("rows() = %d, want %d", r.rows(), len(rows))
+	}
+	vals := make([]sql.RawBytes, 3)
+	for i, want := range rows {
+		r.row(i, vals)
+		for j := range want {
+			if (vals[j] == nil) != (want[j] == nil) || string(vals[j]) != string(want[j]) {
+				t.Errorf("row %d column %d = %q (nil %v), want %q (nil %v): NULL and '' must stay apart", i, j, vals[j], vals[j] == nil, want[j], want[j] == nil)
+			}
 		}
 	}
 }
