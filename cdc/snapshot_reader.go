@@ -479,7 +479,7 @@ func (r *rawRows) add(v sql.RawBytes) {
 func (r *rawRows) rows() int { return len(r.ends) / max(r.ncol, 1) }
 
 // row sets vals (ncol long) to row i's values: views of r's buffer, valid
-// until r is reset; nil for NULL, empty but not nil for ''.
+// until r is reset; nil for NULL, empty but not nil for an empty string.
 func (r *rawRows) row(i int, vals []sql.RawBytes) {
 	at := func(k int) int {
 		if e := r.ends[k]; e >= 0 {

@@ -64,8 +64,8 @@ func TestAppendSQLValueInteger(t *testing.T) {
 	}
 }
 
-// TestRawRows: a chunk's values come back as they were read, NULL and ''
-// apart, also from a buffer used before.
+// TestRawRows: a chunk's values come back as they were read, NULL and the
+// empty string apart, also from a buffer used before.
 func TestRawRows(t *testing.T) {
 	rows := [][]sql.RawBytes{
 		{sql.RawBytes("1"), nil, sql.RawBytes("abc")},
