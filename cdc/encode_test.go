@@ -50,6 +50,31 @@ func TestAppendChangeMatchesAppendEvent(t *testing.T) {
 	}
 }
 
+// TestAppendReadMatchesAppendEvent: a snapshot chunk's events, written
+// from the members its rows share, are byte for byte appendEvent's.
+func TestAppendReadMatchesAppendEvent(t *testing.T) {
+	tbl := &table{db: "shop", name: `odd "name"`, columns: []column{{name: "id", kind: kindInt}, {name: "v", kind: kindText}}, pk: []int{0}}
+	tbl.encodeSchema()
+	cases := []struct {
+		why     string
+		src     *source
+		version uint64
+		seq     int
+		key     string
+	}{
+		{"with a GTID, which the txn id repeats", &source{flavor: "mariadb", serverID: 7, file: "bin.000002", pos: 1234, start: 1200, gtid: "0-7-99", ts: 1700000000}, 1, 0, `{"id":1}`},
+		{"without GTIDs, large numbers", &source{flavor: "mysql", serverID: 4294967295, file: `we"ird`, pos: 4294967295, ts: 4294967295}, 1<<63 + 5, 123456, `{"id":-9}`},
+	}
+	for _, c := range cases {
+		after := []byte(`{"id":1,"v":"x\"y"}`)
+		want := appendEvent(nil, tbl, envelope{op: event.OpRead, version: c.version, src: c.src, txnSeq: c.seq}, []byte(c.key), nil, after)
+		got := newReadFrame(tbl, c.src).appendRead([]byte{}, c.version, c.seq, []byte(c.key), after)
+		if string(got) != string(want) {
+			t.Errorf("%s: appendRead =\n%s\nappendEvent =\n%s", c.why, got, want)
+		}
+	}
+}
+
 // TestValuesEqual: the fast paths agree with comparing printed forms,
 // which is what a key change is defined by.
 func TestValuesEqual(t *testing.T) {

@@ -72,11 +72,7 @@ func appendEventHead(buf []byte, t *table, e envelope, key []byte) []byte {
 	buf = append(buf, byte(e.op))
 	buf = append(buf, `","`+event.FieldVersion+`":`...)
 	buf = strconv.AppendUint(buf, e.version, 10)
-	buf = append(buf, `,"`+event.FieldDB+`":`...)
-	buf = appendJSONString(buf, t.db)
-	buf = append(buf, `,"`+event.FieldTable+`":`...)
-	buf = appendJSONString(buf, t.name)
-	buf = append(buf, `,"`+event.FieldKey+`":`...)
+	buf = appendEventTable(buf, t)
 	if key == nil {
 		buf = append(buf, "null"...)
 	}
@@ -84,9 +80,26 @@ func appendEventHead(buf []byte, t *table, e envelope, key []byte) []byte {
 	return append(buf, `,"`+event.FieldBefore+`":`...)
 }
 
+// appendEventTable appends the members after the version up to the key's
+// value.
+func appendEventTable(buf []byte, t *table) []byte {
+	buf = append(buf, `,"`+event.FieldDB+`":`...)
+	buf = appendJSONString(buf, t.db)
+	buf = append(buf, `,"`+event.FieldTable+`":`...)
+	buf = appendJSONString(buf, t.name)
+	return append(buf, `,"`+event.FieldKey+`":`...)
+}
+
 // appendEventTail appends the envelope after the after image.
 func appendEventTail(buf []byte, t *table, e envelope) []byte {
-	s := e.src
+	buf = appendEventSource(buf, e.src)
+	buf = strconv.AppendInt(buf, int64(e.txnSeq), 10)
+	return appendEventSchema(buf, t)
+}
+
+// appendEventSource appends the members after the after image up to the
+// value of the event's index in its transaction.
+func appendEventSource(buf []byte, s *source) []byte {
 	buf = append(buf, `,"`+event.FieldSource+`":{"`+event.SourceFlavor+`":"`...)
 	buf = append(buf, s.flavor...)
 	buf = append(buf, `","`+event.SourceServerID+`":`...)
@@ -103,9 +116,41 @@ func appendEventTail(buf []byte, t *table, e envelope) []byte {
 	buf = strconv.AppendUint(buf, uint64(s.ts), 10)
 	buf = append(buf, `},"`+event.FieldTxn+`":{"`+event.TxnID+`":`...)
 	buf = append(buf, buf[gtid:gtidEnd]...) // the same string, encoded once
-	buf = append(buf, `,"`+event.TxnSeq+`":`...)
-	buf = strconv.AppendInt(buf, int64(e.txnSeq), 10)
+	return append(buf, `,"`+event.TxnSeq+`":`...)
+}
+
+// appendEventSchema appends the rest after the event's index.
+func appendEventSchema(buf []byte, t *table) []byte {
 	buf = append(buf, "},"...)
 	buf = append(buf, t.schema...)
 	return append(buf, '}')
+}
+
+// readFrame is what the read events of one snapshot chunk share: one
+// table and one source (the chunk's high watermark), so only the
+// version, the key, the after image and the index differ from row to row.
+// appendRead writes from it exactly what appendEvent writes
+// (TestAppendReadMatchesAppendEvent), without encoding the shared members
+// again for every row.
+type readFrame struct {
+	table  []byte // appendEventTable
+	source []byte // appendEventSource
+	schema []byte // appendEventSchema
+}
+
+func newReadFrame(t *table, src *source) *readFrame {
+	return &readFrame{table: appendEventTable(nil, t), source: appendEventSource(nil, src), schema: appendEventSchema(nil, t)}
+}
+
+// appendRead appends the 'r' event of one row.
+func (f *readFrame) appendRead(buf []byte, version uint64, txnSeq int, key, after []byte) []byte {
+	buf = append(buf, `{"`+event.FieldOp+`":"`+string(event.OpRead)+`","`+event.FieldVersion+`":`...)
+	buf = strconv.AppendUint(buf, version, 10)
+	buf = append(buf, f.table...)
+	buf = append(buf, key...)
+	buf = append(buf, `,"`+event.FieldBefore+`":null,"`+event.FieldAfter+`":`...)
+	buf = append(buf, after...)
+	buf = append(buf, f.source...)
+	buf = strconv.AppendInt(buf, int64(txnSeq), 10)
+	return append(buf, f.schema...)
 }

@@ -22,7 +22,9 @@ var jsonSafe = func() (t [256]bool) {
 
 // appendJSONString appends s as a JSON string. Invalid UTF-8 is replaced
 // with U+FFFD; callers that must keep arbitrary bytes base64 them first.
-func appendJSONString(buf []byte, s string) []byte {
+// It takes bytes as they are: a snapshot's text values are read as bytes,
+// and string(v) of one longer than 32 bytes is an allocation a value.
+func appendJSONString[S ~string | ~[]byte](buf []byte, s S) []byte {
 	buf = append(buf, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -57,7 +59,7 @@ func appendJSONString(buf []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		if r == utf8.RuneError && size == 1 {
 			buf = append(buf, s[start:i]...)
 			buf = append(buf, `\ufffd`...)

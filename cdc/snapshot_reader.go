@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -100,7 +101,7 @@ func (s *stream) startReader(ctx context.Context) {
 		cancel: cancel, done: make(chan struct{})}
 	cfg := s.t.cfg.Source
 	rd := &chunkReads{src: s.src, task: task, topic: topic, excluded: s.excluded[task.Table], keyCols: s.keys[task.Table],
-		signalDB: cfg.Snapshot.SignalDB, serverID: cfg.ServerID, limit: cfg.Snapshot.ChunkRows}
+		signalDB: cfg.Snapshot.SignalDB, serverID: cfg.ServerID, limit: cfg.Snapshot.ChunkRows, free: make(chan *rawRows, snapshotReadAhead+1)}
 	go func() {
 		defer close(r.done)
 		r.err = r.run(rctx, task.After, rd)
@@ -137,7 +138,7 @@ func (r *chunkReader) run(ctx context.Context, after [][]byte, rd *chunkReads) e
 		if !c.complete && next.err == nil {
 			nc = r.announce(ctx, true)
 		}
-		go c.encode(raw, len(tbl.columns), rd.task.Table)
+		go c.encode(raw, rd.task.Table, rd.free)
 		switch {
 		case c.complete:
 			return nil
@@ -286,6 +287,7 @@ type chunkReads struct {
 	signalDB string
 	serverID uint32
 	limit    int
+	free     chan *rawRows // buffers of chunks encoded, for the next reads
 }
 
 // columns reads the task's table's columns and key.
@@ -306,7 +308,7 @@ type nextColumns struct {
 // chunk are read (after this chunk's read and before the next one's, as
 // before). It returns the rows, row after row, once they are in and the
 // watermark is committed: the next chunk's SELECT only after that.
-func (rd *chunkReads) read(ctx context.Context, c *chunk, tbl *table, after [][]byte) ([]sql.RawBytes, nextColumns, error) {
+func (rd *chunkReads) read(ctx context.Context, c *chunk, tbl *table, after [][]byte) (*rawRows, nextColumns, error) {
 	c.table = tbl
 	t := rd.task
 	t.After = after
@@ -315,9 +317,9 @@ func (rd *chunkReads) read(ctx context.Context, c *chunk, tbl *table, after [][]
 	if err != nil {
 		return nil, nextColumns{}, err
 	}
-	// The rows are copied as they are scanned, end to end in a few large
-	// buffers (vals hold a row only until the next Scan), and encoded by
-	// a goroutine of their own: the next chunk's reads need not wait for
+	// The rows are copied as they are scanned (vals hold a row only until
+	// the next Scan) into the buffer of a chunk encoded before, and encoded
+	// by a goroutine of their own: the next chunk's reads need not wait for
 	// the encoding.
 	ncol := len(tbl.columns)
 	vals := make([]sql.RawBytes, ncol)
@@ -325,8 +327,13 @@ func (rd *chunkReads) read(ctx context.Context, c *chunk, tbl *table, after [][]
 	for i := range vals {
 		ptrs[i] = &vals[i]
 	}
-	var buf slab
-	raw := make([]sql.RawBytes, 0, rd.limit*ncol) // row after row, ncol values each
+	var raw *rawRows
+	select {
+	case raw = <-rd.free:
+		raw.reset(ncol)
+	default:
+		raw = newRawRows(ncol, rd.limit)
+	}
 	// The high watermark is written while the rest of the rows arrive:
 	// InnoDB opened the statement's read view before it returned the first
 	// row, and every row comes from that view, so the read lies between
@@ -336,10 +343,10 @@ func (rd *chunkReads) read(ctx context.Context, c *chunk, tbl *table, after [][]
 	var high chan error
 	next := make(chan nextColumns, 1)
 	startHigh := func() {
-		if chunkRead != nil && len(raw) > 0 {
+		if chunkRead != nil && raw.rows() > 0 {
 			var first [][]byte
 			for _, i := range tbl.pk {
-				first = append(first, raw[i])
+				first = append(first, slices.Clone(vals[i]))
 			}
 			chunkRead(rd.task.Table, first)
 		}
@@ -365,13 +372,7 @@ func (rd *chunkReads) read(ctx context.Context, c *chunk, tbl *table, after [][]
 			return nil, nextColumns{}, fail(err)
 		}
 		for _, v := range vals {
-			switch {
-			case len(v) > 0:
-				v = buf.keep(append(buf.room(len(v)), v...))
-			case v != nil:
-				v = sql.RawBytes{} // '' is not NULL
-			}
-			raw = append(raw, v)
+			raw.add(v)
 		}
 		if high == nil {
 			startHigh()
@@ -384,11 +385,12 @@ func (rd *chunkReads) read(ctx context.Context, c *chunk, tbl *table, after [][]
 	if high == nil { // no rows: the statement is over
 		startHigh()
 	}
-	n := len(raw) / max(ncol, 1)
+	n := raw.rows()
 	c.complete = n < rd.limit
 	if n > 0 {
+		raw.row(n-1, vals)
 		for _, i := range tbl.pk {
-			c.lastKey = append(c.lastKey, []byte(raw[(n-1)*ncol+i]))
+			c.lastKey = append(c.lastKey, slices.Clone([]byte(vals[i])))
 		}
 	}
 	nc := <-next
@@ -400,17 +402,24 @@ func (rd *chunkReads) read(ctx context.Context, c *chunk, tbl *table, after [][]
 	return raw, nc, nil
 }
 
-// encode encodes the chunk's rows (key and after image of each) and then
-// closes c.read.
-func (c *chunk) encode(raw []sql.RawBytes, ncol int, table string) {
+// encode encodes the chunk's rows (key and after image of each), then
+// hands raw's buffer on to a later read (free) and closes c.read.
+func (c *chunk) encode(raw *rawRows, table string, free chan<- *rawRows) {
 	defer close(c.read)
+	defer func() {
+		select {
+		case free <- raw:
+		default:
+		}
+	}()
 	// Keys and images share a few large buffers: one allocation per
 	// 64 KiB rather than two per row.
 	var buf slab
-	n := len(raw) / max(ncol, 1)
+	n := raw.rows()
+	vals := make([]sql.RawBytes, raw.ncol)
 	c.keys, c.afters = make([][]byte, 0, n), make([][]byte, 0, n)
 	for r := range n {
-		vals := raw[r*ncol : (r+1)*ncol]
+		raw.row(r, vals)
 		key, err := c.table.appendSQLKey(buf.room(64), vals)
 		if err != nil {
 			c.err = &FatalError{fmt.Errorf("snapshot of %s: %w", table, err)}
@@ -436,4 +445,60 @@ func (rd *chunkReads) watermark(ctx context.Context, id, mark string) error {
 		return fmt.Errorf("writing snapshot %s watermark: %w", mark, err)
 	}
 	return nil
+}
+
+// rawRows are a chunk's values as read, end to end in one buffer: no
+// pointer per value for the garbage collector to follow, and the buffer
+// serves a later chunk once this one is encoded.
+type rawRows struct {
+	ncol int
+	data []byte
+	ends []int // where each value ends in data, row after row; -1-end for a NULL
+}
+
+func newRawRows(ncol, rows int) *rawRows {
+	return &rawRows{ncol: ncol, data: make([]byte, 0, 64<<10), ends: make([]int, 0, rows*ncol)}
+}
+
+// reset empties r for a chunk of ncol columns, keeping its buffers.
+func (r *rawRows) reset(ncol int) {
+	r.ncol, r.data, r.ends = ncol, r.data[:0], r.ends[:0]
+}
+
+// add appends the next value (nil for NULL).
+func (r *rawRows) add(v sql.RawBytes) {
+	r.data = append(r.data, v...)
+	if v == nil {
+		r.ends = append(r.ends, -1-len(r.data))
+		return
+	}
+	r.ends = append(r.ends, len(r.data))
+}
+
+// rows is the number of rows added.
+func (r *rawRows) rows() int { return len(r.ends) / max(r.ncol, 1) }
+
+// row sets vals (ncol long) to row i's values: views of r's buffer, valid
+// until r is reset; nil for NULL, empty but not nil for an empty string.
+func (r *rawRows) row(i int, vals []sql.RawBytes) {
+	at := func(k int) int {
+		if e := r.ends[k]; e >= 0 {
+			return e
+		}
+		return -1 - r.ends[k]
+	}
+	start := 0
+	if i > 0 {
+		start = at(i*r.ncol - 1)
+	}
+	for j := range vals {
+		k := i*r.ncol + j
+		end := at(k)
+		if r.ends[k] < 0 {
+			vals[j] = nil
+		} else {
+			vals[j] = r.data[start:end:end] // data is never nil: '' stays ''
+		}
+		start = end
+	}
 }

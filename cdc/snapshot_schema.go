@@ -207,7 +207,7 @@ func (col *column) appendSQLValue(buf []byte, v sql.RawBytes) ([]byte, error) {
 	case kindTemporal:
 		return appendJSONString(buf, fixFraction(string(v), col.fraction)), nil
 	case kindDecimal, kindText, kindJSON, kindEnum, kindSet:
-		return appendJSONString(buf, string(v)), nil
+		return appendJSONString(buf, v), nil
 	case kindBinary:
 		b := []byte(v)
 		if len(b) < col.padTo {

@@ -1,6 +1,7 @@
 package cdc
 
 import (
+	"database/sql"
 	"reflect"
 	"testing"
 )
@@ -17,22 +18,22 @@ func TestChunkQuery(t *testing.T) {
 		query string
 		args  []any
 	}{
-		{"the first chunk has no key to start after", intPK, SnapshotTask{},
-			"SELECT `id`, `v` FROM `shop`.`items` ORDER BY `id` LIMIT 10", nil},
+		{"the first chunk has no key to start after; integers read as text (the driver would parse and box them)", intPK, SnapshotTask{},
+			"SELECT CAST(`id` AS CHAR), `v` FROM `shop`.`items` ORDER BY `id` LIMIT 10", nil},
 		{"an integer key is written into the statement: no prepare, rows in the text protocol", intPK, SnapshotTask{After: [][]byte{[]byte("-42")}},
-			"SELECT `id`, `v` FROM `shop`.`items` WHERE ((`id` > -42)) ORDER BY `id` LIMIT 10", nil},
+			"SELECT CAST(`id` AS CHAR), `v` FROM `shop`.`items` WHERE ((`id` > -42)) ORDER BY `id` LIMIT 10", nil},
 		{"a composite integer key, spelled out so every server uses the index; FLOAT read as DOUBLE", pair, SnapshotTask{After: [][]byte{[]byte("7"), []byte("18446744073709551615")}},
-			"SELECT `o`, `n`, (`f` + 0E0) FROM `shop`.`lines` WHERE ((`o` > 7) OR (`o` = 7 AND `n` > 18446744073709551615)) ORDER BY `o`, `n` LIMIT 10", nil},
+			"SELECT CAST(`o` AS CHAR), CAST(`n` AS CHAR), (`f` + 0E0) FROM `shop`.`lines` WHERE ((`o` > 7) OR (`o` = 7 AND `n` > 18446744073709551615)) ORDER BY `o`, `n` LIMIT 10", nil},
 		{"a text key stays a parameter: compared as a string in the column's collation", textPK, SnapshotTask{After: [][]byte{[]byte("a' OR 1=1")}},
 			"SELECT `k` FROM `shop`.`t` WHERE ((`k` > ?)) ORDER BY `k` LIMIT 10", []any{[]byte("a' OR 1=1")}},
 		{"a text key holding digits stays a parameter: written as 10 it would compare as a number, not in the column's collation", textPK, SnapshotTask{After: [][]byte{[]byte("10")}},
 			"SELECT `k` FROM `shop`.`t` WHERE ((`k` > ?)) ORDER BY `k` LIMIT 10", []any{[]byte("10")}},
 		{"a key with any non-integer column is all parameters, in placeholder order", mixed, SnapshotTask{After: [][]byte{[]byte("1"), []byte("x")}},
-			"SELECT `a`, `b` FROM `shop`.`m` WHERE ((`a` > ?) OR (`a` = ? AND `b` > ?)) ORDER BY `a`, `b` LIMIT 10", []any{[]byte("1"), []byte("1"), []byte("x")}},
+			"SELECT CAST(`a` AS CHAR), `b` FROM `shop`.`m` WHERE ((`a` > ?) OR (`a` = ? AND `b` > ?)) ORDER BY `a`, `b` LIMIT 10", []any{[]byte("1"), []byte("1"), []byte("x")}},
 		{"an integer column whose stored value is not an integer (a damaged checkpoint) is never written into SQL", intPK, SnapshotTask{After: [][]byte{[]byte("1; DROP TABLE x")}},
-			"SELECT `id`, `v` FROM `shop`.`items` WHERE ((`id` > ?)) ORDER BY `id` LIMIT 10", []any{[]byte("1; DROP TABLE x")}},
+			"SELECT CAST(`id` AS CHAR), `v` FROM `shop`.`items` WHERE ((`id` > ?)) ORDER BY `id` LIMIT 10", []any{[]byte("1; DROP TABLE x")}},
 		{"a where is ANDed before the key range (keyset.Page's order: the same rows as after it)", intPK, SnapshotTask{After: [][]byte{[]byte("5")}, Where: "v <> ''"},
-			"SELECT `id`, `v` FROM `shop`.`items` WHERE (v <> '') AND ((`id` > 5)) ORDER BY `id` LIMIT 10", nil},
+			"SELECT CAST(`id` AS CHAR), `v` FROM `shop`.`items` WHERE (v <> '') AND ((`id` > 5)) ORDER BY `id` LIMIT 10", nil},
 	}
 	for _, c := range cases {
 		q, args := chunkQuery(c.tbl, &c.task, 10)
@@ -61,6 +62,36 @@ func TestAppendSQLValueInteger(t *testing.T) {
 		got, err := col.appendSQLValue(nil, []byte(c.in))
 		if (err != nil) != c.bad || string(got) != c.want {
 			t.Errorf("%s: appendSQLValue(%q) = %q, %v; want %q (error %v)", c.why, c.in, got, err, c.want, c.bad)
+		}
+	}
+}
+
+// TestRawRows: a chunk's values come back as they were read, NULL and the
+// empty string apart, also from a buffer used before.
+func TestRawRows(t *testing.T) {
+	rows := [][]sql.RawBytes{
+		{sql.RawBytes("1"), nil, sql.RawBytes("abc")},
+		{sql.RawBytes("2"), sql.RawBytes{}, nil},
+		{nil, sql.RawBytes("x"), sql.RawBytes{}},
+	}
+	r := newRawRows(5, 1)
+	r.add(sql.RawBytes("left over from an earlier chunk"))
+	r.reset(3)
+	for _, row := range rows {
+		for _, v := range row {
+			r.add(v)
+		}
+	}
+	if r.rows() != len(rows) {
+		t.Fatalf("rows() = %d, want %d", r.rows(), len(rows))
+	}
+	vals := make([]sql.RawBytes, 3)
+	for i, want := range rows {
+		r.row(i, vals)
+		for j := range want {
+			if (vals[j] == nil) != (want[j] == nil) || string(vals[j]) != string(want[j]) {
+				t.Errorf("row %d column %d = %q (nil %v), want %q (nil %v): NULL and '' must stay apart", i, j, vals[j], vals[j] == nil, want[j], want[j] == nil)
+			}
 		}
 	}
 }

@@ -141,6 +141,10 @@ func (t *table) sameShape(tm *replication.TableMapEvent) bool {
 // hash of the published column names and types, so consumers can cache by
 // it and see at a glance that a DDL changed the shape.
 func (t *table) encodeSchema() {
+	for i := range t.columns {
+		c := &t.columns[i]
+		c.member = append(appendJSONString(nil, c.name), ':')
+	}
 	h := fnv.New64a()
 	cols, _ := t.appendObject(nil, t.all(), func(buf []byte, c *column, _ int) ([]byte, error) {
 		h.Write([]byte(c.name))
@@ -177,8 +181,11 @@ func (t *table) appendObject(buf []byte, indexes []int, value valueAppender) ([]
 			buf = append(buf, ',')
 		}
 		first = false
-		buf = appendJSONString(buf, c.name)
-		buf = append(buf, ':')
+		if c.member != nil {
+			buf = append(buf, c.member...)
+		} else {
+			buf = append(appendJSONString(buf, c.name), ':')
+		}
 		if buf, err = value(buf, c, i); err != nil {
 			return nil, err
 		}

@@ -40,6 +40,7 @@ type column struct {
 	decoder  textDecoder // text from its charset to UTF-8 (charsetDecoders)
 	members  []string    // ENUM and SET member names
 	excluded bool        // source.exclude_columns: never published
+	member   []byte      // `"name":`, encoded once by encodeSchema (nil before: encoded each time)
 	// unsignedBits is the width of an unsigned integer column. The binlog
 	// decoder reads every integer as signed (rowdecode.Signless); negative
 	// values are reinterpreted at that width.
