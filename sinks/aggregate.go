@@ -70,6 +70,12 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 		return err
 	}
 	floor := stored[""].version
+	var joined map[string][]projections.Value
+	if joinedAgg(a.p) {
+		if joined, err = a.completeJoinedGroups(kept); err != nil {
+			return err
+		}
+	}
 	ag := a.p.Aggregation
 	ds := newDeltas(ag)
 	var writes, inserts [][]any
@@ -86,16 +92,21 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 		}
 		row := []any{[]byte(c.SourceKey), c.Version}
 		if c.Group != nil && a.local(c.KeyspaceID) {
-			if complete(c.Group) {
-				if err := ds.add(c.Group, c.Values, 1, c.Version); err != nil {
+			group, done := c.Group, false
+			if g, ok := joined[c.SourceKey]; ok {
+				group, done = g, true
+			}
+			switch {
+			case complete(group):
+				if err := ds.add(group, c.Values, 1, c.Version); err != nil {
 					return err
 				}
-			} else {
+			case !done:
 				// Its joined group columns come from the join state
 				// (aggregate_joined.go).
 				a.regroupKeys = append(a.regroupKeys, c.SourceKey)
 			}
-			row = appendValues(row, c.Group)
+			row = appendValues(row, group)
 			for i, x := range ag.Aggregates {
 				if x.Stored() {
 					row = append(row, &c.Values[i])
@@ -117,6 +128,11 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 	}
 	if err := a.execRows(&st.write, writes); err != nil {
 		return fmt.Errorf("writing the contributions of %s: %w", a.p.Name, err)
+	}
+	if joinedAgg(a.p) {
+		// regroup adds its moves and writes the groups once.
+		a.deltas = ds
+		return nil
 	}
 	return a.applyDeltas(ds)
 }
@@ -244,13 +260,28 @@ func (a *applier) applyDeltas(ds *deltas) error {
 	slices.Sort(ds.order)
 	st := a.st.agg
 	ag := a.p.Aggregation
+	moves, moved, err := a.distinctMoves(ds)
+	if err != nil {
+		return err
+	}
 	rows := make([][]any, 0, len(ds.order))
 	groups := make([][]any, 0, len(ds.order))
-	var dives [][]any
+	var dives, shrunk [][]any
 	for _, k := range ds.order {
 		d := ds.by[k]
+		// The distinct counts' move, when the server spells the group as
+		// Go does (else it takes an upsert of its own, below).
+		gt := groupText(d.group)
+		m := moves[gt]
+		delete(moves, gt)
 		row := appendValues(nil, d.group)
 		groups = append(groups, appendValues(nil, d.group))
+		if d.rows <= 0 {
+			// Only these can be left empty: a group holds as many rows as
+			// contributions name it (never fewer than 0), and one that
+			// gains rows keeps at least those.
+			shrunk = append(shrunk, groups[len(groups)-1])
+		}
 		dive := false
 		for i, x := range ag.Aggregates {
 			if e := d.extremes[i]; e != nil && e.needsDive(ds.orders[i], x.Func == projections.AggMax) {
@@ -266,11 +297,9 @@ func (a *applier) applyDeltas(ds *deltas) error {
 				// The delta keeps the extreme: LEAST or GREATEST of the
 				// stored one and the furthest added.
 				row = append(row, &d.extremes[i].added)
-			case x.Func == projections.AggSumDistinct:
-				// A distinct aggregate moves after the upsert
-				// (applyDistinct): its delta here is none.
-				row = append(row, nil, 0)
-			case x.Counts(), x.Distinct():
+			case x.Distinct():
+				row = appendDistinctDeltas(row, x, i, m)
+			case x.Counts():
 				row = append(row, d.counts[i])
 			case sums(x):
 				var sum any
@@ -288,13 +317,19 @@ func (a *applier) applyDeltas(ds *deltas) error {
 		}
 		rows = append(rows, append(row, d.rows, d.version))
 	}
+	// Groups the server returned in another spelling (a _ci collation, a
+	// number's format): their distinct counts' moves by that spelling.
+	var others [][]any
+	for _, k := range moved {
+		if m := moves[k]; m != nil {
+			others = append(others, distinctMoveRow(ag, m))
+		}
+	}
+	rows = append(rows, others...)
 	if err := a.execRows(&st.delta, rows); err != nil {
 		return fmt.Errorf("applying group deltas to %s: %w", a.p.Table, err)
 	}
-	if err := a.applyDistinct(ds); err != nil {
-		return err
-	}
-	if err := a.execRows(&st.deleteEmpty, groups); err != nil {
+	if err := a.execRows(&st.deleteEmpty, shrunk); err != nil {
 		return fmt.Errorf("removing empty groups of %s: %w", a.p.Table, err)
 	}
 	if st.recomputeExtremes.head != "" {

@@ -19,16 +19,21 @@ package sinks
 // _rs_pending. The upsert locks each row it writes until commit, so no
 // other transaction's change falls between the upsert and the read, and
 // a second transaction that adds the same new value waits for the first
-// to commit and then finds the value counted. All of it runs after the
-// group deltas' upsert has locked the batch's group rows (applyDeltas):
-// transactions sharing a group take turns on its reference counts
-// instead of locking them in two orders.
+// to commit and then finds the value counted. It runs before the group
+// deltas' upsert (applyDeltas), which then carries the distinct counts'
+// moves with the other deltas: one upsert of the group rows per batch.
+// Every transaction locks reference counts in one order (its batch's
+// (group, value) texts, sorted) and then its groups; only two spellings
+// of one value under a _ci collation ('a', 'A'), one row to the server
+// and two keys in Go, can be locked in two orders by two transactions,
+// which InnoDB reports as a deadlock and the batch is retried.
 
 import (
 	"fmt"
 	"math/big"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/readside/readside/internal/sqlquote"
@@ -205,12 +210,14 @@ func (dd *distinctDeltas) add(i int, gk string, group []projections.Value, v pro
 	d.n += sign
 }
 
-// applyDistinct moves the batch's reference counts and the distinct
-// counts of its groups, after applyDeltas' upsert locked the groups.
-func (a *applier) applyDistinct(ds *deltas) error {
+// distinctMoves moves the batch's reference counts and returns what that
+// does to its groups' distinct aggregates, by the groupText of the group
+// as the server returned it, in the order first seen (applyDeltas adds
+// them to the group deltas).
+func (a *applier) distinctMoves(ds *deltas) (map[string]*distinctMove, []string, error) {
 	st := a.st.agg
 	if len(st.distinct) == 0 {
-		return nil
+		return nil, nil, nil
 	}
 	ag := a.p.Aggregation
 	batch := rand.Uint64() >> 1 // a BIGINT UNSIGNED; 0 is the rebuilt rows'
@@ -235,7 +242,7 @@ func (a *applier) applyDistinct(ds *deltas) error {
 		}
 		col := ag.Aggregates[dst.i].Column
 		if err := a.execRows(&dst.upsert, rows); err != nil {
-			return fmt.Errorf("counting the distinct values of %s.%s: %w", a.p.Table, col, err)
+			return nil, nil, fmt.Errorf("counting the distinct values of %s.%s: %w", a.p.Table, col, err)
 		}
 		var zero [][]any
 		for _, sp := range spans(len(match), func(i int) int { return argBytes(match[i]) }, a.limit) {
@@ -247,7 +254,7 @@ func (a *applier) applyDistinct(ds *deltas) error {
 				if before == after {
 					return
 				}
-				k := valuesText(group)
+				k := groupText(group)
 				m := moves[k]
 				if m == nil {
 					m = &distinctMove{group: group, by: make([]int64, len(ag.Aggregates)), sums: make([]*decimal, len(ag.Aggregates))}
@@ -273,25 +280,57 @@ func (a *applier) applyDistinct(ds *deltas) error {
 				err = bad
 			}
 			if err != nil {
-				return fmt.Errorf("reading the distinct values of %s.%s: %w", a.p.Table, col, err)
+				return nil, nil, fmt.Errorf("reading the distinct values of %s.%s: %w", a.p.Table, col, err)
 			}
 		}
 		if err := a.execRows(&dst.dropZero, zero); err != nil {
-			return fmt.Errorf("removing the values no row of %s.%s holds: %w", a.p.Table, col, err)
+			return nil, nil, fmt.Errorf("removing the values no row of %s.%s holds: %w", a.p.Table, col, err)
 		}
 	}
-	if len(order) == 0 {
-		return nil
+	return moves, order, nil
+}
+
+// appendDistinctDeltas appends to row (a group delta being built) the
+// delta columns of aggregate i, a distinct one: the group's move m (nil:
+// none).
+func appendDistinctDeltas(row []any, x projections.Aggregate, i int, m *distinctMove) []any {
+	if m == nil {
+		if x.Func == projections.AggSumDistinct {
+			return append(row, nil, 0)
+		}
+		return append(row, 0)
 	}
-	slices.Sort(order)
-	rows := make([][]any, 0, len(order))
-	for _, k := range order {
-		rows = append(rows, distinctMoveRow(ag, moves[k]))
+	if x.Func == projections.AggSumDistinct {
+		var sum any
+		if m.sums[i] != nil {
+			sum = m.sums[i].String()
+		}
+		return append(row, sum, m.by[i])
 	}
-	if err := a.execRows(&st.delta, rows); err != nil {
-		return fmt.Errorf("applying distinct counts to %s: %w", a.p.Table, err)
+	return append(row, m.by[i])
+}
+
+// groupText is a group's values as text, each length-prefixed, whatever
+// their kinds: a group Go holds as an unsigned number and the server
+// returns as text is one key, as equal bytes in one column are one value
+// to the server under any collation.
+func groupText(vals []projections.Value) string {
+	var b []byte
+	for i := range vals {
+		v := &vals[i]
+		switch {
+		case v.Kind() == projections.NullValue:
+			b = append(b, 'N')
+		case v.Kind() == projections.UintValue:
+			u := strconv.FormatUint(v.Uint(), 10)
+			b = append(strconv.AppendInt(b, int64(len(u)), 10), ':')
+			b = append(b, u...)
+		default:
+			b = append(strconv.AppendInt(b, int64(len(v.Bytes())), 10), ':')
+			b = append(b, v.Bytes()...)
+		}
 	}
-	return nil
+	return string(b)
 }
 
 // distinctMove is what a batch does to one group's distinct aggregates:
@@ -309,14 +348,8 @@ func distinctMoveRow(ag *projections.Aggregation, m *distinctMove) []any {
 	row := appendValues(nil, m.group)
 	for i, x := range ag.Aggregates {
 		switch {
-		case x.Func == projections.AggSumDistinct:
-			var sum any
-			if m.sums[i] != nil {
-				sum = m.sums[i].String()
-			}
-			row = append(row, sum, m.by[i])
 		case x.Distinct():
-			row = append(row, m.by[i])
+			row = appendDistinctDeltas(row, x, i, m)
 		case x.Counts():
 			row = append(row, 0)
 		case x.Func == projections.AggAvg:

@@ -1,6 +1,8 @@
 package sinks
 
 import (
+	"fmt"
+	"math/big"
 	"testing"
 
 	"github.com/readside/readside/projections"
@@ -90,6 +92,65 @@ func TestDistinctMoveRowShape(t *testing.T) {
 			}
 		default:
 			t.Errorf("%s: %T %v", name, c, c)
+		}
+	}
+}
+
+// TestGroupText: the key that matches a group the server returned with
+// the batch's group delta (applyDeltas folds the distinct counts' moves
+// into it) is equal for equal bytes of any kind, and never equal for two
+// different groups.
+func TestGroupText(t *testing.T) {
+	for _, c := range []struct {
+		why  string
+		x, y []projections.Value
+		same bool
+	}{
+		{"an unsigned number Go holds and its text the server returns are one group",
+			[]projections.Value{projections.ValueOf(uint64(7))}, projections.ValuesOf("7"), true},
+		{"text and bytes of one value are one group (the column's collation decides nothing for equal bytes)",
+			projections.ValuesOf("a", "b"), []projections.Value{projections.ValueOf([]byte("a")), projections.ValueOf([]byte("b"))}, true},
+		{"a separator inside a value does not shift it into the next column",
+			projections.ValuesOf("a\x00", "b"), projections.ValuesOf("a", "\x00b"), false},
+		{"lengths, not separators, delimit: no value can end where another begins",
+			projections.ValuesOf("1:a", "b"), projections.ValuesOf("1", "a1:b"), false},
+		{"NULL is not the text N",
+			[]projections.Value{{}}, projections.ValuesOf("N"), false},
+		{"two spellings under a _ci collation are two keys here (the fallback upsert takes the server's)",
+			projections.ValuesOf("apple"), projections.ValuesOf("APPLE"), false},
+	} {
+		if got := groupText(c.x) == groupText(c.y); got != c.same {
+			t.Errorf("%s: %q vs %q: same %v, want %v", c.why, groupText(c.x), groupText(c.y), got, c.same)
+		}
+	}
+}
+
+// TestAppendDistinctDeltas: a group's delta carries its distinct counts'
+// move when it has one (values gained minus lost; for sum(distinct) also
+// their sum), and a zero delta when it has none.
+func TestAppendDistinctDeltas(t *testing.T) {
+	sum := &decimal{u: new(big.Int)}
+	if err := sum.add("2.50", 1); err != nil {
+		t.Fatal(err)
+	}
+	m := &distinctMove{by: []int64{2, -1}, sums: []*decimal{nil, sum}}
+	cd := projections.Aggregate{Column: "u", Func: projections.AggCountDistinct}
+	sd := projections.Aggregate{Column: "sd", Func: projections.AggSumDistinct}
+	for _, c := range []struct {
+		why  string
+		x    projections.Aggregate
+		i    int
+		m    *distinctMove
+		want []any
+	}{
+		{"count(distinct) with a move: values gained minus lost", cd, 0, m, []any{int64(2)}},
+		{"count(distinct) without a move adds nothing", cd, 0, nil, []any{0}},
+		{"sum(distinct) with a move: the sum of the values crossing, and their count", sd, 1, m, []any{"2.50", int64(-1)}},
+		{"sum(distinct) without a move: a NULL sum and no value", sd, 1, nil, []any{nil, 0}},
+	} {
+		got := appendDistinctDeltas(nil, c.x, c.i, c.m)
+		if fmt.Sprint(got) != fmt.Sprint(c.want) || len(got) != len(c.want) {
+			t.Errorf("%s: got %v, want %v", c.why, got, c.want)
 		}
 	}
 }

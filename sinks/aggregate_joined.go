@@ -9,8 +9,10 @@ package sinks
 // group is what the current state gives for its links (NULL columns: the
 // row is in no group). A batch keeps it by regrouping
 //
-//   - the contributions it writes (their joined columns are stored NULL
-//     first, then completed), and
+//   - the contributions it writes whose joined columns it could not
+//     read from the state before writing them (completeJoinedGroups
+//     reads them for the links it has; a link the state returns in other
+//     bytes is stored NULL first, then completed here), and
 //   - every contribution whose chain of parents, in the state the batch
 //     leaves, passes through a parent row the batch changes. A chain that
 //     passed through a changed row before the batch still reaches its
@@ -51,6 +53,13 @@ type joinedStatements struct {
 	byKey    multiRow
 	byParent []multiRow
 	all      string
+	// byLink, per root join below which joined group columns hang (a zero
+	// multiRow for the other joins): those columns as the state gives
+	// them, after the join's parent key, for given parent keys;
+	// linkGroups are the entries of Aggregation.Joined each one reads,
+	// in its select's order.
+	byLink     []multiRow
+	linkGroups [][]int
 }
 
 // linkColumns are the contributions table's link columns: per root join,
@@ -113,7 +122,130 @@ func joinedStatementsOf(p *projections.Projection, d dialect) *joinedStatements 
 		}
 		st.byParent = append(st.byParent, keyIn(head, cols, ""))
 	}
+	st.byLink, st.linkGroups = byLinkStatements(p)
 	return st
+}
+
+// rootJoin is the join of p's source table that j hangs below (j itself
+// when it has no via).
+func rootJoin(j *projections.Join) *projections.Join {
+	for j.Via != nil {
+		j = j.Via
+	}
+	return j
+}
+
+// byLinkStatements render joinedStatements.byLink and linkGroups: per
+// root join, its state LEFT JOINed to the states hanging below it, as
+// regroup's reads join them to the contributions.
+func byLinkStatements(p *projections.Projection) ([]multiRow, [][]int) {
+	ag := p.Aggregation
+	stmts, groups := make([]multiRow, len(p.Joins)), make([][]int, len(p.Joins))
+	for ri, r := range p.Joins {
+		if r.Via != nil {
+			continue
+		}
+		var keys, sel []string
+		for _, o := range r.On {
+			keys = append(keys, fmt.Sprintf("s%d.%s", r.N, q(stateKey(o.Parent))))
+		}
+		for gi, g := range ag.Joined {
+			if rootJoin(g.Join) == r {
+				groups[ri] = append(groups[ri], gi)
+				sel = append(sel, g.SQL(func(c string) string { return fmt.Sprintf("s%d.%s", g.Join.N, q(stateCol(c))) }))
+			}
+		}
+		if len(sel) == 0 {
+			continue
+		}
+		from := fmt.Sprintf(" FROM %s AS s%d", q(r.StateTable(p)), r.N)
+		for _, j := range p.Joins {
+			if j == r || rootJoin(j) != r {
+				continue
+			}
+			var on []string
+			for _, o := range j.On {
+				on = append(on, fmt.Sprintf("s%d.%s = s%d.%s", j.N, q(stateKey(o.Parent)), j.Via.N, q(stateCol(o.Read))))
+			}
+			from += fmt.Sprintf(" LEFT JOIN %s AS s%d ON %s", q(j.StateTable(p)), j.N, strings.Join(on, " AND "))
+		}
+		stmts[ri] = keyIn("SELECT "+strings.Join(append(slices.Clone(keys), sel...), ", ")+from+" WHERE ", keys, "")
+	}
+	return stmts, groups
+}
+
+// completeJoinedGroups gives the contributions of kept that this shard
+// keeps their whole group: the joined group columns as the join state
+// gives them for their links (joinState applied the batch's parent
+// changes before), so that each is written once, in its group, and
+// regroup need not read it back. A link the state does not return in the
+// bytes Go holds (a value the parent's key column converts) is left out:
+// that contribution is written without its joined columns and regrouped.
+func (a *applier) completeJoinedGroups(kept []projections.Contribution) (map[string][]projections.Value, error) {
+	st := a.st.agg.joined
+	ag := a.p.Aggregation
+	found := make([]map[string][]projections.Value, len(a.p.Joins))
+	for ri := range a.p.Joins {
+		if len(st.linkGroups[ri]) == 0 {
+			continue
+		}
+		found[ri] = map[string][]projections.Value{}
+		seen := map[string]bool{}
+		var links [][]projections.Value
+		for _, c := range kept {
+			if c.Group == nil || !a.local(c.KeyspaceID) || ri >= len(c.Parents) || c.Parents[ri].Key == "" {
+				continue
+			}
+			if t := groupText(c.Parents[ri].Values); !seen[t] {
+				seen[t] = true
+				links = append(links, c.Parents[ri].Values)
+			}
+		}
+		n := len(a.p.Joins[ri].On)
+		for start := 0; start < len(links); start += chunk {
+			part := links[start:min(start+chunk, len(links))]
+			var args []any
+			for _, l := range part {
+				args = appendValues(args, l)
+			}
+			rows, err := a.query(st.byLink[ri].text(len(part)), args...)
+			if err != nil {
+				return nil, fmt.Errorf("reading the joined groups of %s: %w", a.p.Name, err)
+			}
+			got, err := scanValues(rows)
+			if err != nil {
+				return nil, fmt.Errorf("reading the joined groups of %s: %w", a.p.Name, err)
+			}
+			for _, r := range got {
+				found[ri][groupText(r[:n])] = r[n:]
+			}
+		}
+	}
+	out := make(map[string][]projections.Value, len(kept))
+next:
+	for _, c := range kept {
+		if c.Group == nil || !a.local(c.KeyspaceID) {
+			continue
+		}
+		group := slices.Clone(c.Group)
+		for ri, gs := range st.linkGroups {
+			if len(gs) == 0 {
+				continue
+			}
+			if ri >= len(c.Parents) || c.Parents[ri].Key == "" {
+				continue // no parent: NULL, the row is in no group
+			}
+			vals, ok := found[ri][groupText(c.Parents[ri].Values)]
+			if !ok {
+				continue next
+			}
+			for k, gi := range gs {
+				group[ag.Joined[gi].Index] = vals[k]
+			}
+		}
+		out[c.SourceKey] = group
+	}
+	return out, nil
 }
 
 // joinedLockName is the `_readside_truncations` row whose lock the
@@ -172,7 +304,16 @@ func (a *applier) regroup(keys [][]parentKey) error {
 	}
 	slices.Sort(order)
 	ag := a.p.Aggregation
-	ds := newDeltas(ag)
+	// The batch's own deltas (contributions) and these sum to what the
+	// batch does to each group, written in one upsert. Every withdrawal
+	// here is of a contribution stored before the batch: one the batch
+	// wrote is in the group the state gives it (completeJoinedGroups) or
+	// in none, so nothing is added and withdrawn within one delta.
+	ds := a.deltas
+	a.deltas = nil
+	if ds == nil {
+		ds = newDeltas(ag)
+	}
 	var writes [][]any
 	for _, k := range order {
 		r := rows[k]

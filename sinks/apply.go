@@ -157,6 +157,9 @@ type applier struct {
 	// was truncated, every contribution is regrouped (aggregate_joined.go).
 	regroupKeys []string
 	regroupAll  bool
+	// deltas are the group deltas of the batch's contributions, kept for
+	// regroup to write with its own when the groups come from joins.
+	deltas *deltas
 }
 
 // exec runs a statement whose result is not read. Its error may come

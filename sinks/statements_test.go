@@ -58,6 +58,16 @@ func goldenProjections(t *testing.T) map[string]*projections.Projection {
 		// sink of two shards, shard_by leading, with a distinct count.
 		"daily_stats": {From: "shop.orders", Sink: "sharded", GroupBy: []string{"DATE(created_at)", "customer_id"}, ShardBy: "customer_id",
 			Aggregates: map[string]string{"orders": "count(*)", "total": "sum(total)", "statuses": "count(distinct status)"}},
+		// aggregate: groups from joined parents, one through a parent's
+		// parent (via) and one an expression over a root join's column,
+		// beside a source column (regroup and the joined groups' reads).
+		"region_revenue": {From: "shop.orders", Sink: "reads", GroupBy: []string{"region", "city_upper", "status"},
+			Join: []config.Join{
+				{From: "shop.customers", As: "c", On: map[string]string{"id": "customer_id"}},
+				{From: "shop.regions", Via: "c", On: map[string]string{"id": "region_id"}, Columns: map[string]string{"region": "name"}},
+				{From: "shop.warehouses", On: map[string]string{"id": "warehouse_id"}, Columns: map[string]string{"city_upper": "UPPER(city)"}},
+			},
+			Aggregates: map[string]string{"orders": "count(*)", "total": "sum(total)"}},
 	}
 	ps, err := projections.Compile(cfg)
 	if err != nil {
@@ -151,6 +161,21 @@ func aggregateList(st *statements) []namedStatement {
 			namedStatement{pre + "parent state", j.state.text(2)},
 			namedStatement{pre + "fan-out", j.fanOut.text(2)},
 		)
+	}
+	if g := a.joined; g != nil {
+		list = append(list,
+			namedStatement{"joined groups: the batches' lock", g.lock},
+			namedStatement{"regroup: contributions of given keys", g.byKey.text(2)},
+			namedStatement{"regroup: every contribution (a parent truncated)", g.all},
+		)
+		for i, b := range g.byParent {
+			list = append(list, namedStatement{"regroup: contributions below join " + st.p.Joins[i].ParentDB + "." + st.p.Joins[i].ParentTbl, b.text(2)})
+		}
+		for i, b := range g.byLink {
+			if b.head != "" {
+				list = append(list, namedStatement{"joined groups of the links to " + st.p.Joins[i].ParentDB + "." + st.p.Joins[i].ParentTbl, b.text(2)})
+			}
+		}
 	}
 	return list
 }

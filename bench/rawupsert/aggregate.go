@@ -35,6 +35,15 @@ import (
 // the clock starts, as B2's decoding is. The rate counts group rows
 // written per second (the JSON's events is the records).
 //
+// A count(distinct) aggregate adds what any exact incremental design of
+// it must keep: per (group, value) the number of the group's rows holding
+// the value, without which a withdrawn value cannot tell whether another
+// row still holds it. Each batch writes the reference counts it changed,
+// coalesced (one upsert of the new counts, one DELETE of those back to
+// 0, per aggregate and connection, in the group rows' transaction) into
+// <table>_dst_<column>. The rate still counts group rows; the reference
+// count rows are in the description.
+//
 // The values are computed in Go from the source rows' copies (a plain
 // projection of the source table built here: its primary key, the group
 // columns and the aggregated ones), so -aggregate takes group_by of
@@ -182,6 +191,21 @@ func runAggregate(ctx context.Context, cfg config.Config, name string, recs []*k
 		return err
 	}
 	defer sink.Exec(context.Background(), []string{fmt.Sprintf("DROP TABLE IF EXISTS `%s`", table)})
+	for _, a := range aggs {
+		if a.fn != "count_distinct" {
+			continue
+		}
+		if jg != nil {
+			return fmt.Errorf("projections.%s.aggregates.%s: -aggregate measures count(distinct) with groups of source columns only", name, a.column)
+		}
+		rt := refsTable(table, a)
+		rdefs := append(slices.Clone(defs[:len(d.GroupBy)]), fmt.Sprintf("`value` %s NOT NULL", baseType(types.Read[a.arg])), "`refs` BIGINT NOT NULL")
+		rddl := fmt.Sprintf("CREATE TABLE `%s` (%s, PRIMARY KEY (%s, `value`))", rt, strings.Join(rdefs, ", "), strings.Join(quoted, ", "))
+		if err := sink.Exec(ctx, []string{fmt.Sprintf("DROP TABLE IF EXISTS `%s`", rt), rddl}); err != nil {
+			return err
+		}
+		defer sink.Exec(context.Background(), []string{fmt.Sprintf("DROP TABLE IF EXISTS `%s`", rt)})
+	}
 	if jg != nil {
 		r := &joinedReplay{g: g, jg: jg, pk: pk}
 		for _, c := range p.Columns {
@@ -203,7 +227,14 @@ func runAggregate(ctx context.Context, cfg config.Config, name string, recs []*k
 		if err := sink.Exec(ctx, []string{fmt.Sprintf("TRUNCATE TABLE `%s`", table)}); err != nil {
 			return err
 		}
-		conns, rows := g.statements(table, writes, pt)
+		for _, a := range aggs {
+			if a.fn == "count_distinct" {
+				if err := sink.Exec(ctx, []string{fmt.Sprintf("TRUNCATE TABLE `%s`", refsTable(table, a))}); err != nil {
+					return err
+				}
+			}
+		}
+		conns, rows, refRows := g.statements(table, writes, pt)
 		settlePoint(ctx, sink, &best, pt)
 		load, cpu0 := benchio.Load1(), benchio.SelfCPU()
 		t := time.Now()
@@ -217,6 +248,9 @@ func runAggregate(ctx context.Context, cfg config.Config, name string, recs []*k
 			best.PerS, best.Seconds, best.Load1, best.Events = pt.PerS, secs, load, len(writes)
 			best.CPUPer1000 = (benchio.SelfCPU() - cpu0) / float64(rows) * 1000
 			best.Description = fmt.Sprintf("%d-record batches, %d connection(s): %d group rows written for %d records (%.0f records/s)", pt.BatchRows, pt.Connections, rows, len(writes), float64(len(writes))/secs)
+			if refRows > 0 {
+				best.Description += fmt.Sprintf(", and %d reference count rows of the distinct aggregates", refRows)
+			}
 		}
 	}
 	cols = slices.Clone(d.GroupBy)
@@ -308,6 +342,9 @@ func baseType(def string) string {
 	return def
 }
 
+// refsTable is B2's reference count table of count(distinct) aggregate a.
+func refsTable(table string, a aggregate) string { return table + "_dst_" + a.column }
+
 // grouping replays source row changes into group rows.
 type grouping struct {
 	group   []string
@@ -328,19 +365,68 @@ type groupRow struct {
 	members map[string]*member
 }
 
+// refKey is one reference count: a distinct aggregate (its index in
+// grouping.aggs), a group's text and a value's bytes.
+type refKey struct {
+	agg          int
+	group, value string
+}
+
+// refChange is a reference count a batch touched: its group and value,
+// and its count before the batch.
+type refChange struct {
+	key    []projections.Value
+	value  projections.Value
+	before int64
+}
+
 // statements replays the writes pt.BatchRows records at a time and
-// renders each batch's group rows as one transaction's statements per
-// connection; it returns them and the group rows written.
-func (g *grouping) statements(table string, writes [][]projections.Write, pt benchio.Point) ([][][]string, int) {
+// renders each batch's group rows (and reference counts) as one
+// transaction's statements per connection; it returns them, the group
+// rows written and the reference count rows written.
+func (g *grouping) statements(table string, writes [][]projections.Write, pt benchio.Point) ([][][]string, int, int) {
 	rows := map[string]*member{}
 	groups := map[string]*groupRow{}
 	conns := make([][][]string, pt.Connections)
-	written := 0
+	written, refsWritten := 0, 0
+	// refs are, per distinct aggregate, per group text, the rows holding
+	// each value.
+	refs := make([]map[string]map[string]int64, len(g.aggs))
+	for i, a := range g.aggs {
+		if a.fn == "count_distinct" {
+			refs[i] = map[string]map[string]int64{}
+		}
+	}
 	for lo := 0; lo < len(writes); lo += pt.BatchRows {
 		touched := map[string]bool{}
+		changed := map[refKey]*refChange{}
+		count := func(m *member, key []projections.Value, sign int64) {
+			for i, a := range g.aggs {
+				if refs[i] == nil {
+					continue
+				}
+				v := m.vals[g.at[a.arg]]
+				if v.Kind() == projections.NullValue {
+					continue
+				}
+				byValue := refs[i][m.group]
+				if byValue == nil {
+					byValue = map[string]int64{}
+					refs[i][m.group] = byValue
+				}
+				rk := refKey{agg: i, group: m.group, value: string(v.Bytes())}
+				if changed[rk] == nil {
+					changed[rk] = &refChange{key: key, value: v, before: byValue[rk.value]}
+				}
+				if byValue[rk.value] += sign; byValue[rk.value] == 0 {
+					delete(byValue, rk.value)
+				}
+			}
+		}
 		for _, ws := range writes[lo:min(lo+pt.BatchRows, len(writes))] {
 			for _, w := range ws {
 				if old := rows[w.Key]; old != nil {
+					count(old, groups[old.group].key, -1)
 					delete(groups[old.group].members, w.Key)
 					touched[old.group] = true
 					delete(rows, w.Key)
@@ -363,15 +449,19 @@ func (g *grouping) statements(table string, writes [][]projections.Write, pt ben
 				}
 				gr.members[w.Key] = m
 				touched[m.group] = true
+				count(m, gr.key, 1)
 			}
+		}
+		conn := func(gk string) int {
+			h := fnv.New32a()
+			h.Write([]byte(gk))
+			return int(h.Sum32() % uint32(pt.Connections))
 		}
 		ins := make([][]byte, pt.Connections)
 		del := make([][]byte, pt.Connections)
 		for _, gk := range slices.Sorted(maps.Keys(touched)) {
 			gr := groups[gk]
-			h := fnv.New32a()
-			h.Write([]byte(gk))
-			c := int(h.Sum32() % uint32(pt.Connections))
+			c := conn(gk)
 			written++
 			if len(gr.members) == 0 {
 				del[c] = g.appendKey(sep(del[c], "DELETE FROM `"+table+"` WHERE ("+strings.Join(g.group, ", ")+") IN ("), gr.key)
@@ -379,6 +469,50 @@ func (g *grouping) statements(table string, writes [][]projections.Write, pt ben
 				continue
 			}
 			ins[c] = g.appendRow(sep(ins[c], "INSERT INTO `"+table+"` VALUES "), gr)
+		}
+		// The reference counts the batch moved, in key order, per
+		// aggregate: the new counts upserted, those back to 0 deleted.
+		keys := slices.SortedFunc(maps.Keys(changed), func(x, y refKey) int {
+			return cmp.Or(cmp.Compare(x.agg, y.agg), strings.Compare(x.group, y.group), strings.Compare(x.value, y.value))
+		})
+		refStmts := make([][]string, pt.Connections)
+		for from := 0; from < len(keys); {
+			i := keys[from].agg
+			to := from
+			for to < len(keys) && keys[to].agg == i {
+				to++
+			}
+			rt := refsTable(table, g.aggs[i])
+			rins := make([][]byte, pt.Connections)
+			rdel := make([][]byte, pt.Connections)
+			for _, rk := range keys[from:to] {
+				ch := changed[rk]
+				after := refs[i][rk.group][rk.value]
+				if after == ch.before {
+					continue
+				}
+				c := conn(rk.group)
+				refsWritten++
+				if after == 0 {
+					b := g.appendKey(sep(rdel[c], "DELETE FROM `"+rt+"` WHERE ("+strings.Join(g.group, ", ")+", `value`) IN ("), append(slices.Clone(ch.key), ch.value))
+					rdel[c] = b
+					continue
+				}
+				b := append(sep(rins[c], "INSERT INTO `"+rt+"` VALUES "), '(')
+				for _, k := range ch.key {
+					b = append(appendLiteral(b, k), ',')
+				}
+				rins[c] = fmt.Appendf(append(appendLiteral(b, ch.value), ','), "%d)", after)
+			}
+			for c := range refStmts {
+				if rins[c] != nil {
+					refStmts[c] = append(refStmts[c], string(rins[c])+" ON DUPLICATE KEY UPDATE `refs` = VALUES(`refs`)")
+				}
+				if rdel[c] != nil {
+					refStmts[c] = append(refStmts[c], string(append(rdel[c], ')')))
+				}
+			}
+			from = to
 		}
 		for c := range conns {
 			var txn []string
@@ -395,12 +529,13 @@ func (g *grouping) statements(table string, writes [][]projections.Write, pt ben
 			if del[c] != nil {
 				txn = append(txn, string(append(del[c], ')')))
 			}
+			txn = append(txn, refStmts[c]...)
 			if txn != nil {
 				conns[c] = append(conns[c], txn)
 			}
 		}
 	}
-	return conns, written
+	return conns, written, refsWritten
 }
 
 // sep starts a statement with head, or separates its next tuple.

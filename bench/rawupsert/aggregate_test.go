@@ -63,7 +63,7 @@ func TestGroupStatements(t *testing.T) {
 			[]string{"INSERT INTO `t` VALUES ('7',2,'2026-01-01','10',11) ON DUPLICATE KEY UPDATE `n` = VALUES(`n`), `first` = VALUES(`first`), `hi` = VALUES(`hi`), `sum` = VALUES(`sum`)"},
 			1},
 	} {
-		conns, rows := g.statements("t", c.writes, c.pt)
+		conns, rows, _ := g.statements("t", c.writes, c.pt)
 		var got []string
 		for _, txn := range conns[0] {
 			got = append(got, strings.Join(txn, " ; "))
@@ -102,7 +102,9 @@ func TestParseAggregates(t *testing.T) {
 }
 
 // TestGroupStatementsDistinct: count(distinct) in B2 is the number of
-// distinct non-NULL values the group's rows hold as of the batch's end.
+// distinct non-NULL values the group's rows hold as of the batch's end,
+// and B2 writes the reference counts any exact incremental design keeps
+// for it: per batch, the (group, value) counts it changed, coalesced.
 func TestGroupStatementsDistinct(t *testing.T) {
 	row := func(id, cust string, total any) projections.Write {
 		return projections.Write{Kind: projections.Upsert, Key: id, Values: projections.ValuesOf(id, cust, total)}
@@ -111,9 +113,29 @@ func TestGroupStatementsDistinct(t *testing.T) {
 		aggs: []aggregate{{column: "u", fn: "count_distinct", arg: "total"}}}
 	writes := [][]projections.Write{{row("1", "7", "5")}, {row("2", "7", "5")}, {row("3", "7", "6")}, {row("4", "7", nil)}, {row("5", "8", nil)},
 		{{Kind: projections.Delete, Key: "3"}}}
-	conns, _ := g.statements("t", writes, benchio.Point{BatchRows: 10, Connections: 1})
-	want := "INSERT INTO `t` VALUES ('7',1),('8',0) ON DUPLICATE KEY UPDATE `u` = VALUES(`u`)"
-	if len(conns[0]) != 1 || conns[0][0][0] != want {
-		t.Errorf("got %q, want %q", conns[0], want)
+	for _, c := range []struct {
+		why  string
+		pt   benchio.Point
+		want []string // the transactions, statements joined by " ; "
+		refs int
+	}{
+		{"one batch: a value held twice is one, NULL is none; a value added and withdrawn within the batch writes no reference count",
+			benchio.Point{BatchRows: 10, Connections: 1},
+			[]string{"INSERT INTO `t` VALUES ('7',1),('8',0) ON DUPLICATE KEY UPDATE `u` = VALUES(`u`) ; INSERT INTO `t_dst_u` VALUES ('7','5',2) ON DUPLICATE KEY UPDATE `refs` = VALUES(`refs`)"},
+			1},
+		{"two batches: the second withdraws the last row holding 6, whose reference count is deleted",
+			benchio.Point{BatchRows: 3, Connections: 1},
+			[]string{"INSERT INTO `t` VALUES ('7',2) ON DUPLICATE KEY UPDATE `u` = VALUES(`u`) ; INSERT INTO `t_dst_u` VALUES ('7','5',2),('7','6',1) ON DUPLICATE KEY UPDATE `refs` = VALUES(`refs`)",
+				"INSERT INTO `t` VALUES ('7',1),('8',0) ON DUPLICATE KEY UPDATE `u` = VALUES(`u`) ; DELETE FROM `t_dst_u` WHERE (customer_id, `value`) IN (('7','6'))"},
+			3},
+	} {
+		conns, _, refs := g.statements("t", writes, c.pt)
+		var got []string
+		for _, txn := range conns[0] {
+			got = append(got, strings.Join(txn, " ; "))
+		}
+		if strings.Join(got, "\n") != strings.Join(c.want, "\n") || refs != c.refs {
+			t.Errorf("%s:\n got %d reference count rows:\n%s\nwant %d:\n%s", c.why, refs, strings.Join(got, "\n"), c.refs, strings.Join(c.want, "\n"))
+		}
 	}
 }

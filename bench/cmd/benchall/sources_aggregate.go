@@ -18,7 +18,8 @@ import (
 // customer: its statuses (4 values: the reference counts of a hot group
 // rarely cross 0) and its totals (nearly one value per order: almost
 // every change adds or removes a value), each with its state table; its
-// B2 is the same raw upsert of the group rows.
+// B2 is the same raw upsert of the group rows plus the reference counts
+// the batch changed (the state any exact design of count(distinct) keeps).
 func (e *env) customerStatsSource(ctx context.Context, w workload, prefix string, s *source) error {
 	const customers = 10_000
 	src := "`" + e.srcDB + "`."
