@@ -203,7 +203,7 @@ type fieldSchema struct {
 	Name       string            `json:"name"`
 	Field      string            `json:"field"`
 	Parameters map[string]string `json:"parameters"`
-	Fields     []fieldSchema   `json:"fields"`
+	Fields     []fieldSchema     `json:"fields"`
 }
 
 // compileField is how a field's values are read, and readside's type name
