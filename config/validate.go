@@ -67,24 +67,7 @@ func (c Config) Validate() error {
 	if err := c.Source.TLS.Mode.Check(); err != nil {
 		bad("source.tls.mode %v", err)
 	}
-	if !validTopicPart(c.Kafka.TopicPrefix) {
-		bad("kafka.topic_prefix %q: want a non-empty name of letters, digits, '.', '_' or '-'", c.Kafka.TopicPrefix)
-	}
-	if c.Kafka.Partitions <= 0 {
-		bad("kafka.partitions must be positive, e.g. 6")
-	}
-	if c.Kafka.CommitEvery <= 0 {
-		bad("kafka.commit_every must be positive, e.g. 20000")
-	}
-	if c.Kafka.CommitInterval <= 0 {
-		bad("kafka.commit_interval must be positive, e.g. 200ms")
-	}
-	if c.Kafka.MaxMessageBytes < 1024 {
-		bad("kafka.max_message_bytes must be at least 1024, e.g. 1048576")
-	}
-	if err := c.Kafka.Compression.Check(); err != nil {
-		bad("kafka.compression %v", err)
-	}
+	errs = append(errs, c.Kafka.errors()...)
 	errs = append(errs, c.formatErrors()...)
 	errs = append(errs, c.inputErrors()...)
 	errs = append(errs, c.sinkModeErrors()...)
@@ -190,6 +173,32 @@ func (c Config) sinkModeErrors() []error {
 		if err := c.Sinks[name].Consistency.Check(); err != nil {
 			errs = append(errs, fmt.Errorf("sinks.%s.consistency %v", name, err))
 		}
+	}
+	return errs
+}
+
+// errors are the kafka section's own problems (its format's are
+// formatErrors': they depend on other sections too).
+func (k Kafka) errors() []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if !validTopicPart(k.TopicPrefix) {
+		bad("kafka.topic_prefix %q: want a non-empty name of letters, digits, '.', '_' or '-'", k.TopicPrefix)
+	}
+	if k.Partitions <= 0 {
+		bad("kafka.partitions must be positive, e.g. 6")
+	}
+	if k.CommitEvery <= 0 {
+		bad("kafka.commit_every must be positive, e.g. 20000")
+	}
+	if k.CommitInterval <= 0 {
+		bad("kafka.commit_interval must be positive, e.g. 200ms")
+	}
+	if k.MaxMessageBytes < 1024 {
+		bad("kafka.max_message_bytes must be at least 1024, e.g. 1048576")
+	}
+	if err := k.Compression.Check(); err != nil {
+		bad("kafka.compression %v", err)
 	}
 	return errs
 }
