@@ -194,16 +194,8 @@ func appendConnectProps(buf []byte, s *connectSchema, params [][2]string) []byte
 		buf = strconv.AppendInt(buf, int64(s.Version), 10)
 	}
 	if len(params) > 0 {
-		buf = append(buf, `,"connect.parameters":{`...)
-		for i, p := range params {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = appendString(buf, p[0])
-			buf = append(buf, ':')
-			buf = appendString(buf, p[1])
-		}
-		buf = append(buf, '}')
+		buf = append(buf, `,"connect.parameters":`...)
+		buf = appendStringObject(buf, params)
 	}
 	if len(s.Default) > 0 && string(s.Default) != "null" {
 		buf = append(buf, `,"connect.default":`...)

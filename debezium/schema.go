@@ -210,16 +210,8 @@ func (s schemaType) appendField(buf []byte, optional bool, name string) []byte {
 		buf = strconv.AppendInt(buf, int64(s.version), 10)
 	}
 	if len(s.params) > 0 {
-		buf = append(buf, `,"parameters":{`...)
-		for i, p := range s.params {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = appendString(buf, p[0])
-			buf = append(buf, ':')
-			buf = appendString(buf, p[1])
-		}
-		buf = append(buf, '}')
+		buf = append(buf, `,"parameters":`...)
+		buf = appendStringObject(buf, s.params)
 	}
 	buf = append(buf, `,"field":`...)
 	buf = appendString(buf, name)
@@ -243,6 +235,22 @@ func appendStruct(buf []byte, fields [][]byte, optional bool, schemaName, field 
 	if field != "" {
 		buf = append(buf, `,"field":`...)
 		buf = appendString(buf, field)
+	}
+	return append(buf, '}')
+}
+
+// appendStringObject appends pairs as a JSON object of strings, in their
+// order (Connect keeps parameters in insertion order, and so do the
+// converters that print them).
+func appendStringObject(buf []byte, pairs [][2]string) []byte {
+	buf = append(buf, '{')
+	for i, p := range pairs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendString(buf, p[0])
+		buf = append(buf, ':')
+		buf = appendString(buf, p[1])
 	}
 	return append(buf, '}')
 }
