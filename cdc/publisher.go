@@ -28,6 +28,7 @@ import (
 type publisher struct {
 	cl              *kgo.Client
 	adm             *kadm.Client
+	opts            []kgo.Opt // cl's, for renew
 	brokers         []string
 	txnID           string
 	checkpointTopic string
@@ -96,7 +97,7 @@ func (p pinnedTopicPartitioner) Partition(r *kgo.Record, n int) int {
 }
 
 func newPublisher(brokers []string, txnID, checkpointTopic string, maxMessageBytes int, compression kgo.Opt, logger kgo.Logger) (*publisher, error) {
-	cl, err := kgo.NewClient(
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(brokers...),
 		kgo.TransactionalID(txnID),
 		kgo.TransactionTimeout(5*time.Minute),
@@ -113,11 +114,24 @@ func newPublisher(brokers []string, txnID, checkpointTopic string, maxMessageByt
 		kgo.RecordDeliveryTimeout(0), // never give up on a record: its outcome decides the commit
 		compression,
 		kgo.WithLogger(logger),
-	)
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &publisher{cl: cl, adm: kadm.NewClient(cl), brokers: brokers, txnID: txnID, checkpointTopic: checkpointTopic}, nil
+	return &publisher{cl: cl, adm: kadm.NewClient(cl), opts: opts, brokers: brokers, txnID: txnID, checkpointTopic: checkpointTopic}, nil
+}
+
+// renew replaces the client with a new one of the same options (see
+// loadCheckpoint).
+func (p *publisher) renew() error {
+	cl, err := kgo.NewClient(p.opts...)
+	if err != nil {
+		return err
+	}
+	p.cl.Close()
+	p.cl, p.adm = cl, kadm.NewClient(cl)
+	return nil
 }
 
 func (p *publisher) Close() { p.cl.Close() }
@@ -225,7 +239,21 @@ func (p *publisher) ensureTopics(ctx context.Context, topics []string, partition
 // (aborting its open transaction), then reads the last committed checkpoint
 // of this tailer from the checkpoint topic.
 func (p *publisher) loadCheckpoint(ctx context.Context) (Checkpoint, bool, error) {
-	if _, _, err := p.cl.ProducerID(ctx); err != nil {
+	_, _, err := p.cl.ProducerID(ctx)
+	if fenced(err) && !p.commitRunning() {
+		// A client that had a producer id initializes again with it and its
+		// epoch (KIP-360), and a transaction coordinator that aborted the
+		// open transaction while a broker restarted has bumped that epoch
+		// since: the client is fenced by its own past session, which an
+		// init never is by another tailer (an init fences; another tailer
+		// shows as a fenced produce or commit, which stays fatal). A new
+		// client starts without an epoch and fences every older session,
+		// our own included. TestPublisherInitFencedRenews.
+		if err = p.renew(); err == nil {
+			_, _, err = p.cl.ProducerID(ctx)
+		}
+	}
+	if err != nil {
 		return Checkpoint{}, false, fmt.Errorf("initializing transactional producer %s: %w", p.txnID, err)
 	}
 	return readCheckpoint(ctx, p.adm, p.brokers, p.checkpointTopic, p.txnID)

@@ -90,3 +90,60 @@ func TestPublisherAfterUnconfirmedCommit(t *testing.T) {
 		t.Fatalf("read committed: %q, want only the second transaction's record", got)
 	}
 }
+
+// TestPublisherInitFencedRenews: an InitProducerID answered
+// PRODUCER_FENCED — what a client re-initializing with the epoch it had
+// gets once the coordinator bumped that epoch aborting its transaction
+// during a broker restart (e2e TestFaultsUnderSteadyLoad met it, and the
+// tailer exited taking it for a second instance) — is followed by a new
+// client, whose init fences every older session and succeeds. A second
+// fence in a row is returned (the tailer stops on it, as before).
+func TestPublisherInitFencedRenews(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events", "checkpoints"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fences := 0
+	toFence := 1
+	c.ControlKey(int16(kmsg.InitProducerID), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if fences >= toFence {
+			return nil, nil, false
+		}
+		fences++
+		resp := kreq.ResponseKind().(*kmsg.InitProducerIDResponse)
+		resp.ErrorCode = kerr.ProducerFenced.Code
+		return resp, nil, true
+	})
+	logger := kslog.New(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	p, err := newPublisher(c.ListenAddrs(), "readside-tailer-test", "checkpoints", 1<<20, compression.Option("none"), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { p.Close() }()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if _, _, err := p.loadCheckpoint(ctx); err != nil {
+		t.Fatalf("init fenced once: %v (want a new client's init to succeed)", err)
+	}
+	if fences != 1 {
+		t.Fatalf("%d fenced inits, want 1", fences)
+	}
+	if err := p.produce(ctx, &kgo.Record{Topic: "events", Key: []byte("k"), Value: []byte("v")}); err != nil {
+		t.Fatalf("produce after the renewed init: %v", err)
+	}
+	if err := p.commit(ctx, Checkpoint{LastVersion: 1}); err != nil {
+		t.Fatalf("commit after the renewed init: %v", err)
+	}
+
+	q, err := newPublisher(c.ListenAddrs(), "readside-tailer-test2", "checkpoints", 1<<20, compression.Option("none"), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { q.Close() }()
+	fences, toFence = 0, 2
+	if _, _, err := q.loadCheckpoint(ctx); err == nil || !fenced(err) {
+		t.Fatalf("init fenced twice in a row: %v, want the fence returned", err)
+	}
+}
