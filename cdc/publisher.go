@@ -100,7 +100,7 @@ func newPublisher(brokers []string, txnID, checkpointTopic string, maxMessageByt
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(brokers...),
 		kgo.TransactionalID(txnID),
-		kgo.TransactionTimeout(5*time.Minute),
+		kgo.TransactionTimeout(5 * time.Minute),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(pinnedPartitioner{kgo.StickyKeyPartitioner(nil)}),
 		kgo.ProducerBatchMaxBytes(int32(max(maxMessageBytes+1024, 1<<20))),
@@ -110,7 +110,7 @@ func newPublisher(brokers []string, txnID, checkpointTopic string, maxMessageByt
 		// kafka.max_message_bytes, with room for the next.
 		kgo.MaxBufferedBytes(max(32<<20, 2*maxMessageBytes+1<<20)),
 		kgo.MaxBufferedRecords(50_000),
-		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerLinger(5 * time.Millisecond),
 		kgo.RecordDeliveryTimeout(0), // never give up on a record: its outcome decides the commit
 		compression,
 		kgo.WithLogger(logger),
