@@ -23,9 +23,10 @@ import (
 // before the start arrive as the snapshot's op r, then a seeded workload
 // (inserts, updates of every column type, deletes, primary key changes)
 // runs while readside is killed with SIGKILL once. Then the registry stops
-// answering lookups and readside is killed again: the restarted projector,
-// which holds no schema yet, waits without applying or skipping anything
-// and goes on once the registry answers. Last, a record naming a schema id
+// answering lookups, readside is killed again and a column is added (a
+// new schema version): the restarted projector, which holds no schema
+// yet, waits without applying or skipping anything and goes on once the
+// registry answers. Last, a record naming a schema id
 // the registry never held stops the projections with an error naming it,
 // their offsets before it. The read tables equal SQL on the source.
 func TestProjectionsOverDebeziumAvro(t *testing.T) {
@@ -144,11 +145,13 @@ projections:
 	t.Logf("%d writes (seed %d), readside killed once: read tables equal the source %s after the start", ops, seed, time.Since(start).Round(time.Millisecond))
 
 	// The registry stops answering lookups; a restarted projector holds
-	// no schema, so it cannot decode what it reads.
+	// no schema, and a column added meanwhile gives the table a schema
+	// version no one has read yet: it cannot decode what it reads.
 	reg.FailLookups(true)
 	d.kill9()
 	marker := 9001
-	if _, err := bed.MySQL.DB().ExecContext(ctx, "INSERT INTO "+o+" VALUES (?, 1, 1.00, '2026-01-01 00:00:00', NULL, 1, NULL, 'while the registry is down')", marker); err != nil {
+	if err := bed.MySQL.Exec(ctx, "ALTER TABLE "+o+" ADD COLUMN extra INT NULL",
+		fmt.Sprintf("INSERT INTO %s (id, customer_id, amount, placed, flag, note, extra) VALUES (%d, 1, 1.00, '2026-01-01 00:00:00', 1, 'while the registry is down', 7)", o, marker)); err != nil {
 		t.Fatal(err)
 	}
 	d.start()
