@@ -83,7 +83,7 @@ func (c Config) ReadsAvro() (url, key string, ok bool) {
 
 // ReadsDebezium reports whether the projectors read Debezium's envelope: from
 // a connector (input.kind: debezium) or from readside's own tailer
-// writing kafka.format: debezium.
+// writing kafka.format: debezium or debezium-avro.
 func (c Config) ReadsDebezium() bool {
 	return c.Input.Kind == InputDebezium || c.Kafka.Format.Debezium()
 }

@@ -13,7 +13,7 @@ import (
 // TopicOf is the topic the projections read source table db.tbl from:
 // readside's topic names (event.TopicFor), or Debezium's when they read
 // Debezium's envelope — a connector's under input.topic_prefix, or
-// readside's tailer's own under kafka.format: debezium.
+// readside's tailer's own under kafka.format: debezium or debezium-avro.
 func TopicOf(cfg config.Config, db, tbl string) string {
 	if cfg.ReadsDebezium() {
 		return debezium.Topic(cfg.TablePrefix(), db, tbl)
