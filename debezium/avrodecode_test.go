@@ -80,11 +80,22 @@ func sameEvent(a, b event.Event) string {
 			continue
 		}
 		x, y := im[0].Map(), im[1].Map()
-		if !maps.EqualFunc(x, y, func(p, q json.RawMessage) bool { return bytes.Equal(p, q) }) {
+		if !maps.EqualFunc(x, y, sameValue) {
 			diffs = append(diffs, fmt.Sprintf("image %s vs %s", fmtImage(x), fmtImage(y)))
 		}
 	}
 	return strings.Join(diffs, "; ")
+}
+
+// sameValue: the same bytes, or the same JSON string however escaped
+// (the JSON converter's escapes are its writer's, the Avro reader writes
+// its own; a projection binds the string, not its escapes).
+func sameValue(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var x, y string
+	return len(a) > 0 && a[0] == '"' && json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && x == y
 }
 
 func fmtImage[M ~map[string]V, V ~[]byte](m M) string {
