@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -13,27 +12,20 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
-	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 )
 
-// avroReg is the Confluent-compatible schema registry the debezium-avro
-// tests register in: its URL and, when it is franz-go's in-process fake
-// (which checks no compatibility), the fake, for the test that needs a
-// refusal.
-type avroReg struct {
-	url  string
-	fake *srfake.Registry
-}
-
 // avroRegistry is the one place the debezium-avro tests get their
-// registry from.
-func avroRegistry(t *testing.T) avroReg {
-	reg := srfake.New()
-	t.Cleanup(reg.Close)
-	return avroReg{url: reg.URL(), fake: reg}
+// registry from: the test bed's (testbed.StartRegistry).
+func avroRegistry(t *testing.T) *testbed.Registry {
+	reg, err := testbed.StartRegistry(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	return reg
 }
 
 // avroDecoder reads Confluent-framed Avro records as a consumer does:
@@ -130,9 +122,9 @@ func TestDebeziumAvroMatchesJSON(t *testing.T) {
 	jsonPrefix, avroPrefix := fmt.Sprintf("rsj%09d", run), fmt.Sprintf("rsa%09d", run)
 	jt, at := jsonPrefix+"."+db+".every_type", avroPrefix+"."+db+".every_type"
 	startTailer(t, debeziumConfig(t, bed, db+".every_type", jsonPrefix, config.FormatDebezium, ""))
-	startTailer(t, debeziumConfig(t, bed, db+".every_type", avroPrefix, config.FormatDebeziumAvro, reg.url))
+	startTailer(t, debeziumConfig(t, bed, db+".every_type", avroPrefix, config.FormatDebeziumAvro, reg.URL()))
 
-	dec := newAvroDecoder(t, reg.url)
+	dec := newAvroDecoder(t, reg.URL())
 	keyJSON := func(rec *kgo.Record) []byte {
 		if rec.Topic == jt {
 			return rec.Key
@@ -202,7 +194,7 @@ func TestDebeziumAvroMatchesJSON(t *testing.T) {
 		}
 	}
 
-	cl, err := sr.NewClient(sr.URLs(reg.url))
+	cl, err := sr.NewClient(sr.URLs(reg.URL()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +239,7 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 	prefix := fmt.Sprintf("rsr%09d", rand.IntN(1e9))
 	topic := prefix + "." + db + ".t"
 	subject := topic + "-value"
-	cfg := debeziumConfig(t, bed, db+".t", prefix, config.FormatDebeziumAvro, reg.url)
+	cfg := debeziumConfig(t, bed, db+".t", prefix, config.FormatDebeziumAvro, reg.URL())
 
 	tl, err := New(sectionsOf(cfg), cfg.Kafka.Brokers, testLogger(t), nil)
 	if err != nil {
@@ -258,26 +250,9 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 	c := newTopicsReader(t, bed, topic)
 	c.until(nil, func(recs []*kgo.Record) bool { return len(recs) >= 1 })
 
-	cl, err := sr.NewClient(sr.URLs(reg.url))
-	if err != nil {
-		t.Fatal(err)
-	}
 	const verdict = "Schema being registered is incompatible with an earlier schema"
-	if reg.fake != nil {
-		// The fake checks no compatibility: it answers as a registry
-		// under BACKWARD does.
-		reg.fake.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
-			if r.Method != http.MethodPost || r.URL.Path != "/subjects/"+subject+"/versions" {
-				return false
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusConflict)
-			fmt.Fprintf(w, `{"error_code":409,"message":"%s for subject \"%s\", details: [READER_FIELD_MISSING_DEFAULT_VALUE must]"}`, verdict, subject)
-			return true
-		})
-	} else if r := cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatBackward}, subject); r[0].Err != nil {
-		t.Fatal(r[0].Err)
-	}
+	// The registry answers as one under BACKWARD does.
+	reg.Refuse(subject, fmt.Sprintf(`%s for subject "%s", details: [READER_FIELD_MISSING_DEFAULT_VALUE must]`, verdict, subject))
 	if err := bed.MySQL.Exec(ctx, fmt.Sprintf("ALTER TABLE `%s`.t ADD COLUMN must INT NOT NULL", db),
 		fmt.Sprintf("INSERT INTO `%s`.t VALUES (2, 2, 2)", db)); err != nil {
 		t.Fatal(err)
@@ -304,14 +279,10 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 	}
 
 	// The operator lets the subject take the schema and restarts.
-	if reg.fake != nil {
-		reg.fake.ClearInterceptors()
-	} else if r := cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone}, subject); r[0].Err != nil {
-		t.Fatal(r[0].Err)
-	}
+	reg.Refuse(subject, "")
 	startTailer(t, cfg)
 	c.until(nil, func(recs []*kgo.Record) bool { return len(recs) >= 2 })
-	dec := newAvroDecoder(t, reg.url)
+	dec := newAvroDecoder(t, reg.URL())
 	got, _ := json.Marshal(dec.decode(t, c.records[topic][1].Value))
 	if !strings.Contains(string(got), `"after":{"id":2,"must":2,"v":2}`) {
 		t.Errorf("the row after the change: %s, want its insert with the new column", got)

@@ -183,11 +183,7 @@ func (c Config) formatErrors() []error {
 	if !k.Format.Debezium() {
 		return errs
 	}
-	if len(c.Projections) > 0 && k.Format == FormatDebeziumAvro {
-		bad(fmt.Errorf("kafka.format is debezium-avro and %d projections are declared: readside's projections read readside's envelope or Debezium's JSON with its schema block, not Avro. "+
-			"Fix: set kafka.format: debezium (JSON with schemas) in the deployment with projections, or run them from a deployment with kafka.format: readside (docs/debezium.md)", len(c.Projections)))
-	}
-	if len(c.Projections) > 0 && !d.Schemas.Enable {
+	if len(c.Projections) > 0 && k.Format == FormatDebezium && !d.Schemas.Enable {
 		// The schema block is what says how each value is encoded.
 		bad(fmt.Errorf("kafka.format is debezium with kafka.debezium.schemas.enable false and projections are declared: the projections read each column's type from the records' schema block. " +
 			"Fix: set kafka.debezium.schemas.enable: true (the default), or run the projections from a deployment with kafka.format: readside"))
@@ -231,9 +227,18 @@ func (c Config) registryErrors() []error {
 	case u == "":
 		return []error{errors.New("kafka.format is debezium-avro and kafka.schema_registry.url is empty: the Avro schemas are registered in a Confluent-compatible schema registry. Fix: set kafka.schema_registry.url, e.g. http://127.0.0.1:8081 (Apicurio: http://host:8080/apis/ccompat/v7)")}
 	}
+	if err := registryURLError("kafka.schema_registry.url", u); err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
+// registryURLError is what makes u, the value of key, no registry's base
+// URL.
+func registryURLError(key, u string) error {
 	p, err := url.Parse(u)
 	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-		return []error{fmt.Errorf("kafka.schema_registry.url %q is not an http:// or https:// URL with a host. Fix: give the registry's base URL, e.g. http://127.0.0.1:8081", u)}
+		return fmt.Errorf("%s %q is not an http:// or https:// URL with a host. Fix: give the registry's base URL, e.g. http://127.0.0.1:8081", key, u)
 	}
 	return nil
 }

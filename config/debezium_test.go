@@ -80,8 +80,8 @@ func TestDebeziumSettingsRefused(t *testing.T) {
 		{"a registry with another format would be silently unused",
 			minimalNoBrokers + "kafka: {format: debezium, schema_registry: {url: \"http://r:8081\"}}\n", nil,
 			[]string{"kafka.schema_registry.url is set and kafka.format is debezium", "set kafka.format: debezium-avro"}},
-		{"debezium-avro refuses projections as debezium does",
-			minimalNoBrokers + "kafka: {format: debezium-avro, schema_registry: {url: \"http://r:8081\"}}\nprojections: {p: {from: shop.orders}}\n", nil,
-			[]string{"kafka.format is debezium-avro and 1 projections are declared"}},
+		{"projections over the tailer's debezium-avro topics tell binary from text only under the bytes mode, as over JSON",
+			minimalNoBrokers + "kafka: {format: debezium-avro, schema_registry: {url: \"http://r:8081\"}, debezium: {binary.handling.mode: hex}}\nprojections: {p: {from: shop.orders}}\n", nil,
+			[]string{"binary.handling.mode hex and projections are declared", "binary.handling.mode: bytes"}},
 	})
 }

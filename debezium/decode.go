@@ -111,8 +111,15 @@ func (d *Decoder) Decode(b []byte) (event.Event, error) {
 	if err != nil {
 		return e, err
 	}
+	return sh.decode(rec.Payload)
+}
+
+// decode reads an envelope's payload (the JSON converter's form) of
+// shape sh: the one reading of a change, whichever converter wrote it.
+func (sh *shape) decode(raw json.RawMessage) (event.Event, error) {
+	var e event.Event
 	var p payload
-	if err := json.Unmarshal(rec.Payload, &p); err != nil {
+	if err := json.Unmarshal(raw, &p); err != nil {
 		return e, fmt.Errorf("decoding Debezium record's payload: %w", err)
 	}
 	op, ok := event.ParseOp(p.Op)
@@ -123,6 +130,7 @@ func (d *Decoder) Decode(b []byte) (event.Event, error) {
 		return e, fmt.Errorf("Debezium record (op %s) without a source block: its version comes from source.file, pos and row", p.Op)
 	}
 	e.Op, e.Schema = op, sh.schema
+	var err error
 	if e.Version, err = VersionAt(p.Source.File, p.Source.Pos, p.Source.Row, op == event.OpRead); err != nil {
 		return e, err
 	}
@@ -160,6 +168,22 @@ func shapeOf(raw json.RawMessage) (*shape, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, fmt.Errorf("decoding Debezium record's schema: %w", err)
 	}
+	sh, err := compileShape(s)
+	if err != nil {
+		return nil, err
+	}
+	shapes.Lock()
+	if len(shapes.m) >= 1024 { // many tables or schema changes: start over
+		clear(shapes.m)
+	}
+	shapes.m[string(raw)] = sh
+	shapes.Unlock()
+	return sh, nil
+}
+
+// compileShape compiles an envelope's Connect schema: the columns of its
+// before/after struct.
+func compileShape(s fieldSchema) (*shape, error) {
 	var row *fieldSchema
 	for i := range s.Fields {
 		if f := &s.Fields[i]; (f.Field == "after" || f.Field == "before") && f.Type == "struct" {
@@ -170,7 +194,7 @@ func shapeOf(raw json.RawMessage) (*shape, error) {
 	if row == nil {
 		return nil, fmt.Errorf("Debezium record's schema %q has no before or after struct: not a change record of a table", s.Name)
 	}
-	sh = &shape{schema: &event.Schema{Columns: map[string]string{}}}
+	sh := &shape{schema: &event.Schema{Columns: map[string]string{}}}
 	names := make([]string, 0, len(row.Fields))
 	var errs []error
 	for _, f := range row.Fields {
@@ -187,12 +211,6 @@ func shapeOf(raw json.RawMessage) (*shape, error) {
 		return nil, fmt.Errorf("Debezium schema %s: %w", row.Name, err)
 	}
 	sh.layout = event.LayoutOf(names)
-	shapes.Lock()
-	if len(shapes.m) >= 1024 { // many tables or schema changes: start over
-		clear(shapes.m)
-	}
-	shapes.m[string(raw)] = sh
-	shapes.Unlock()
 	return sh, nil
 }
 

@@ -64,20 +64,30 @@ func Broker(ctx context.Context, kafka config.Kafka, dataDir string) []Finding {
 	return f("ok", "", "broker cluster %s answers: %d broker(s)", md.Cluster, len(md.Brokers))
 }
 
-// Registry checks, with kafka.format: debezium-avro, that the schema
-// registry answers, and reports its global compatibility: the rule a
-// table change's new schema will be held to.
-func Registry(ctx context.Context, k config.Kafka) []Finding {
-	if k.Format != config.FormatDebeziumAvro {
-		return nil
+// Registry checks that the schema registries the config uses answer:
+// kafka.schema_registry with kafka.format: debezium-avro (reporting its
+// global compatibility: the rule a table change's new schema will be held
+// to), and input.schema_registry with input.format: avro.
+func Registry(ctx context.Context, cfg config.Config) []Finding {
+	var out []Finding
+	if cfg.Kafka.Format == config.FormatDebeziumAvro {
+		out = append(out, registry(ctx, cfg.Kafka.SchemaRegistry.URL, "kafka.schema_registry.url",
+			"a table change whose schema it refuses stops the tailer (docs/debezium.md)")...)
 	}
+	if cfg.Input.Kind == config.InputDebezium && cfg.Input.Format == config.InputAvro {
+		out = append(out, registry(ctx, cfg.Input.SchemaRegistry.URL, "input.schema_registry.url",
+			"the projectors read the connector's schemas from it")...)
+	}
+	return out
+}
+
+func registry(ctx context.Context, url, key, role string) []Finding {
 	f := func(sev, fix, format string, args ...any) []Finding {
 		return []Finding{{Area: "registry", Finding: cdc.Finding{Severity: sev, What: fmt.Sprintf(format, args...), Fix: fix}}}
 	}
-	url := k.SchemaRegistry.URL
 	cl, err := sr.NewClient(sr.URLs(url))
 	if err != nil {
-		return f("error", "fix kafka.schema_registry.url", "kafka.schema_registry.url %s: %v", url, err)
+		return f("error", "fix "+key, "%s %s: %v", key, url, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -87,10 +97,10 @@ func Registry(ctx context.Context, k config.Kafka) []Finding {
 		if len(r) > 0 {
 			err = r[0].Err
 		}
-		return f("error", "check kafka.schema_registry.url (the base URL of a Confluent-compatible registry; Apicurio's ccompat API is /apis/ccompat/v7) and that the registry runs and is reachable from here",
+		return f("error", "check "+key+" (the base URL of a Confluent-compatible registry; Apicurio's ccompat API is /apis/ccompat/v7) and that the registry runs and is reachable from here",
 			"schema registry %s does not answer: %v", url, err)
 	}
-	return f("ok", "", "schema registry %s answers; its global compatibility is %s: a table change whose schema it refuses stops the tailer (docs/debezium.md)", url, r[0].Level)
+	return f("ok", "", "schema registry %s answers; its global compatibility is %s: %s", url, r[0].Level, role)
 }
 
 // Sinks checks every sink (and shard) is reachable and writable.

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/debezium"
 	"github.com/readside/readside/event"
 	"github.com/readside/readside/expr"
 )
@@ -72,6 +73,9 @@ type Projection struct {
 	progressName string
 	// debezium: the topics carry Debezium's envelope (NewDecoder).
 	debezium bool
+	// avro: they carry it in Avro, its writer schemas held here by id
+	// (LoadSchemas); nil for JSON.
+	avro *debezium.AvroSchemas
 }
 
 // WithProgressName is p consuming under an identity of its own for where
@@ -321,7 +325,7 @@ func newProjection(cfg config.Config, name string, d config.Projection, db, tbl 
 	p := &Projection{Name: name, SourceDB: db, SourceTbl: tbl, Topic: TopicOf(cfg, db, tbl), debezium: cfg.ReadsDebezium(),
 		Group: event.Group(cfg.Kafka.TopicPrefix, name), DLQTopic: event.DLQTopic(cfg.Kafka.TopicPrefix, name), prefix: cfg.Kafka.TopicPrefix,
 		Sink: d.Sink, Table: d.Table, ShardBy: d.ShardBy, Where: where, Replicated: d.Replicated, OnError: d.OnError,
-		sourceKeys: cfg.Source.Keys}
+		sourceKeys: cfg.Source.Keys, avro: avroInput(cfg)}
 	if p.Table == "" {
 		p.Table = name
 	}

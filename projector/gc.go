@@ -2,6 +2,7 @@ package projector
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -79,11 +80,20 @@ func Horizon(ctx context.Context, brokers []string, p *projections.Projection) (
 		if pctx.Err() != nil && fetches.NumRecords() == 0 {
 			return 0, false, nil
 		}
+		var loadErr error
 		fetches.EachRecord(func(r *kgo.Record) {
 			if first[r.Topic] == nil {
 				first[r.Topic] = map[int32]uint64{}
 			}
 			if _, done := first[r.Topic][r.Partition]; done {
+				return
+			}
+			if loadErr != nil {
+				return
+			}
+			// A record of a schema not fetched is no tombstone: the
+			// horizon waits for the registry rather than read past it.
+			if loadErr = p.LoadSchemas(ctx, slices.Values([][]byte{r.Value})); loadErr != nil {
 				return
 			}
 			// Aborted records count too: they hold versions the clock
@@ -95,6 +105,9 @@ func Horizon(ctx context.Context, brokers []string, p *projections.Projection) (
 			first[r.Topic][r.Partition] = e.Version
 			seen++
 		})
+		if loadErr != nil {
+			return 0, false, loadErr
+		}
 	}
 	var h uint64
 	for _, ps := range first {

@@ -109,7 +109,11 @@ func (s *pollStage) nextJob(ctx context.Context) (*job, error) {
 			return nil, ctx.Err()
 		}
 	}
-	return s.pr.prepare(s.queue.take(s.perJob)), nil
+	recs, before, after := s.queue.take(s.perJob)
+	if err := s.pr.loadSchemas(ctx, recs); err != nil {
+		return nil, err
+	}
+	return s.pr.prepare(recs, before, after), nil
 }
 
 // checkReplays looks for replay requests on its interval, with no job in

@@ -48,7 +48,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		findings = append(findings, preflight.Finding{Area: "source", Finding: f})
 	}
 	findings = append(findings, preflight.Broker(ctx, cfg.Kafka, cfg.DataDir)...)
-	findings = append(findings, preflight.Registry(ctx, cfg.Kafka)...)
+	findings = append(findings, preflight.Registry(ctx, cfg)...)
 	findings = append(findings, addedTableFindings(ctx, cfg)...)
 	findings = append(findings, preflight.Sinks(ctx, cfg.Sinks)...)
 	findings = append(findings, projectionFindings(ctx, cfg, true)...)

@@ -30,6 +30,7 @@ type Registry struct {
 
 	mu      sync.Mutex
 	refused map[string]string // subject -> the refusal's message
+	down    bool              // lookups by id answer 503
 }
 
 // StartRegistry starts an empty registry on a free loopback port; Close
@@ -67,11 +68,30 @@ func (r *Registry) Refuse(subject, message string) {
 	r.refused[subject] = message
 }
 
-// refuse is the srfake interceptor behind Refuse: interceptors see requests
-// before srfake routes them, so it matches POST /subjects/{subject}/versions
-// itself, answers those of a refused subject and lets every other request
-// through.
+// FailLookups makes every later lookup of a schema by id (GET
+// /schemas/ids/...), what a consumer does, fail as a registry that is
+// restarting or unreachable behind a proxy does: HTTP 503. Registrations
+// still succeed, so a producer goes on. false lifts it.
+func (r *Registry) FailLookups(fail bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.down = fail
+}
+
+// refuse is the srfake interceptor behind Refuse and FailLookups:
+// interceptors see requests before srfake routes them, so it matches POST
+// /subjects/{subject}/versions and GET /schemas/ids/ itself, answers those
+// refused and lets every other request through.
 func (r *Registry) refuse(w http.ResponseWriter, req *http.Request) bool {
+	r.mu.Lock()
+	down := r.down
+	r.mu.Unlock()
+	if down && req.Method == http.MethodGet && strings.HasPrefix(req.URL.EscapedPath(), "/schemas/ids/") {
+		w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error_code": 50003, "message": "registry unavailable (testbed.Registry.FailLookups)"})
+		return true
+	}
 	rest, ok := strings.CutPrefix(req.URL.EscapedPath(), "/subjects/")
 	if req.Method != http.MethodPost || !ok {
 		return false

@@ -32,7 +32,8 @@ const (
 // topic's subject, read it back by id, register it again (a restart: same
 // id, no new version), see a change become version 2 under a new id, and
 // see Refuse answer a registration as Confluent refuses an incompatible
-// change (409, error_code 409), naming the verdict, with no version made.
+// change (409, error_code 409), naming the verdict, with no version made,
+// and FailLookups answer lookups by id as an unavailable registry (503).
 func TestRegistry(t *testing.T) {
 	ctx := t.Context()
 	reg, err := testbed.StartRegistry(ctx, t.TempDir())
@@ -91,6 +92,19 @@ func TestRegistry(t *testing.T) {
 	}
 	if versions, err := cl.SubjectVersions(ctx, subject); err != nil || !slices.Equal(versions, []int{1, 2}) {
 		t.Fatalf("versions of %s = %v, %v; want [1 2]: the refused registration made none", subject, versions, err)
+	}
+
+	reg.FailLookups(true)
+	var down *sr.ResponseError
+	if _, err := cl.SchemaByID(ctx, id1); !errors.As(err, &down) || down.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a lookup by id while lookups fail = %v; want HTTP 503, a registry that does not answer", err)
+	}
+	if again, err := cl.RegisterSchema(ctx, subject, sr.Schema{Schema: registryCompatible}, -1, -1); err != nil || again != id2 {
+		t.Fatalf("registering while lookups fail = id %d, %v; want id %d: only consumers' lookups fail", again, err, id2)
+	}
+	reg.FailLookups(false)
+	if _, err := cl.SchemaByID(ctx, id1); err != nil {
+		t.Fatalf("a lookup by id once lookups answer again: %v", err)
 	}
 }
 
