@@ -108,8 +108,10 @@ func debeziumConfig(t *testing.T, bed *testbed.Bed, table, prefix string, format
 // deletes, a multi-row transaction and an added column, decodes the Avro
 // topic as a consumer does (frame, schema by id from the registry, an Avro
 // library) and compares it record for record with the JSON topic: keys,
-// values, tombstones and key-change headers. The added column registers a
-// second version of the value subject.
+// values, tombstones and key-change headers. Both have
+// provide.transaction.metadata on: the transaction blocks and the
+// transaction topics compare too. The added column registers a second
+// version of the value subject.
 func TestDebeziumAvroMatchesJSON(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -129,8 +131,13 @@ func TestDebeziumAvroMatchesJSON(t *testing.T) {
 	run := rand.IntN(1e9)
 	jsonPrefix, avroPrefix := fmt.Sprintf("rsj%09d", run), fmt.Sprintf("rsa%09d", run)
 	jt, at := jsonPrefix+"."+db+".every_type", avroPrefix+"."+db+".every_type"
-	startTailer(t, debeziumConfig(t, bed, db+".every_type", jsonPrefix, config.FormatDebezium, ""))
-	startTailer(t, debeziumConfig(t, bed, db+".every_type", avroPrefix, config.FormatDebeziumAvro, reg.url))
+	for _, cfg := range []config.Config{
+		debeziumConfig(t, bed, db+".every_type", jsonPrefix, config.FormatDebezium, ""),
+		debeziumConfig(t, bed, db+".every_type", avroPrefix, config.FormatDebeziumAvro, reg.url),
+	} {
+		cfg.Kafka.Debezium.Provide.Transaction.Metadata = true
+		startTailer(t, cfg)
+	}
 
 	dec := newAvroDecoder(t, reg.url)
 	keyJSON := func(rec *kgo.Record) []byte {
@@ -202,11 +209,35 @@ func TestDebeziumAvroMatchesJSON(t *testing.T) {
 		}
 	}
 
+	// The transaction topics, over the workload's transactions.
+	first, last := workloadGTIDs(t, js)
+	jtx, atx := jsonPrefix+".transaction", avroPrefix+".transaction"
+	tx := newTopicsReader(t, bed, jtx, atx)
+	asJSON := func(recs []*kgo.Record) []*kgo.Record {
+		if len(recs) == 0 || recs[0].Topic != atx {
+			return recs
+		}
+		out := make([]*kgo.Record, len(recs))
+		for i, r := range recs {
+			k, _ := json.Marshal(dec.decode(t, r.Key))
+			v, _ := json.Marshal(dec.decode(t, r.Value))
+			out[i] = &kgo.Record{Topic: r.Topic, Key: k, Value: v}
+		}
+		return out
+	}
+	tx.until(nil, func(recs []*kgo.Record) bool {
+		_, ok := txnRange(t, asJSON(recs), first, last)
+		return ok
+	})
+	jr, _ := txnRange(t, tx.records[jtx], first, last)
+	ar, _ := txnRange(t, asJSON(tx.records[atx]), first, last)
+	compareTxnTopics(t, "avro vs json", ar, jr)
+
 	cl, err := sr.NewClient(sr.URLs(reg.url))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for subject, want := range map[string]int{at + "-key": 1, at + "-value": 2} {
+	for subject, want := range map[string]int{at + "-key": 1, at + "-value": 2, atx + "-key": 1, atx + "-value": 1} {
 		versions, err := cl.SubjectVersions(ctx, subject)
 		if err != nil || len(versions) != want {
 			t.Errorf("subject %s: versions %v (%v), want %d: one per shape of the table", subject, versions, err, want)

@@ -75,6 +75,12 @@ func jsonForm(v any) any {
 		return base64.StdEncoding.EncodeToString(x)
 	case float32:
 		return json.Number(strconv.FormatFloat(float64(x), 'g', -1, 32))
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonForm(e)
+		}
+		return out
 	case map[string]any:
 		if len(x) == 1 {
 			for k, e := range x {
