@@ -160,7 +160,8 @@ type Debezium struct {
 }
 
 // TransactionTopic is the topic of the BEGIN and END records under
-// provide.transaction.metadata, named as Debezium names it.
+// provide.transaction.metadata, named as Debezium names it (not rewritten:
+// Debezium validates both parts as topic names).
 func (k Kafka) TransactionTopic() string {
 	return k.TopicPrefix + "." + k.Debezium.Topic.Transaction
 }

@@ -113,11 +113,6 @@ func javaBucket(key string, capacity int) uint32 {
 	return (h ^ h>>16) & uint32(capacity-1)
 }
 
-// TransactionTopic is Debezium's transaction topic:
-// <topic.prefix>.<topic.transaction>, not rewritten (Debezium validates
-// both parts as topic names).
-func TransactionTopic(prefix, name string) string { return prefix + "." + name }
-
 // The transaction topic's Connect schemas, as the JSON converter writes
 // them.
 const (
