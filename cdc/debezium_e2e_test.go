@@ -91,6 +91,7 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 			"(3, 'edge', -2147483648, 9223372036854775808, -0.05, -0.00001, '1969-12-31', '1969-12-31 23:59:59.500', '0069-06-01 00:00:00.000001', '1970-01-01 00:00:01', '00:00:00', '838:59:58.999999', 1901, b'00000', b'0000000000000000', 0x01, 'c', '', 0.1, 1e300)", db),
 		fmt.Sprintf("CREATE TABLE `%s`.side (id INT NOT NULL PRIMARY KEY, v VARCHAR(10))", db),
 		fmt.Sprintf("INSERT INTO `%s`.side VALUES (1, 'a')", db),
+		fmt.Sprintf("CREATE TABLE `%s`.uncaptured (id INT NOT NULL PRIMARY KEY)", db),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +228,8 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 		"UPDATE {T} SET i = 100, dec1 = -99999999.99, vc = NULL, b1 = b'0', ts6 = '2037-06-01 12:00:00.999999', st = 'y' WHERE id = 10",
 		"UPDATE {T} SET id = 12, vc = 'moved' WHERE id = 11",
 		"DELETE FROM {T} WHERE id = 2",
+		// A transaction of no captured table: an END with no changes.
+		"INSERT INTO `"+db+"`.uncaptured VALUES (1)",
 		"BEGIN",
 		"INSERT INTO {T} (id, k2, i) VALUES (20, 'a', 1), (21, 'b', 2)",
 		// Another table (captured by the txn variant only), a key change
