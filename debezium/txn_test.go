@@ -131,8 +131,16 @@ func TestTxnCollectionsOrder(t *testing.T) {
 
 var thirteen = []string{"s.t1", "s.t2", "s.t3", "s.t4", "s.t5", "s.t6", "s.t7", "s.t8", "s.t9", "s.t10", "s.t11", "s.t12", "s.t13"}
 
-// javaOrder: HashMap iteration orders printed by a JDK.
-var javaOrder = map[string][]string{}
+// javaOrder: HashMap iteration orders printed by OpenJDK 17's jshell, the
+// map filled in the key's order (the last: after thirteen tables and a
+// clear()).
+var javaOrder = map[string][]string{
+	"s.t1,s.t9":                {"s.t9", "s.t1"},
+	"d.t29,d.t5,d.t2":          {"d.t5", "d.t29", "d.t2"},
+	"d.t2,d.t5,d.t29":          {"d.t5", "d.t2", "d.t29"},
+	"thirteen":                 {"s.t6", "s.t5", "s.t8", "s.t7", "s.t2", "s.t1", "s.t4", "s.t3", "s.t13", "s.t12", "s.t11", "s.t10", "s.t9"},
+	"s.t1,s.t9 after thirteen": {"s.t1", "s.t9"},
+}
 
 func TestTxnRecords(t *testing.T) {
 	var x Txn
