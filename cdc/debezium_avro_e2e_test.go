@@ -231,7 +231,7 @@ func TestDebeziumAvroMatchesJSON(t *testing.T) {
 	})
 	jr, _ := txnRange(t, tx.records[jtx], first, last)
 	ar, _ := txnRange(t, asJSON(tx.records[atx]), first, last)
-	compareTxnTopics(t, "avro vs json", ar, jr)
+	compareTxnTopics(t, "debezium-avro", "avro", "json", ar, jr)
 
 	cl, err := sr.NewClient(sr.URLs(reg.url))
 	if err != nil {

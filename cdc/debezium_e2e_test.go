@@ -266,7 +266,7 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 		compareDebezium(t, v.tag+" side", tx.records[sideTopic(rsPrefix(v))], tx.records[sideTopic(dzPrefix(v))], []byte(rsPrefix(v)), []byte(dzPrefix(v)))
 		rs, _ := txnRange(t, tx.records[txnTopic(rsPrefix(v))], first, last)
 		dz, _ := txnRange(t, tx.records[txnTopic(dzPrefix(v))], first, last)
-		compareTxnTopics(t, v.tag, rs, dz)
+		compareTxnTopics(t, v.tag, "readside", "debezium", rs, dz)
 	}
 }
 
@@ -328,22 +328,23 @@ func txnRecord(t *testing.T, r *kgo.Record) (status, id string) {
 	return status, id
 }
 
-// compareTxnTopics compares transaction records in order: keys and values
-// but the records' ts_ms (docs/debezium.md, "What differs").
-func compareTxnTopics(t *testing.T, tag string, rs, dz []*kgo.Record) {
+// compareTxnTopics compares the transaction records of writers a and b in
+// order: keys and values but the records' ts_ms (docs/debezium.md, "What
+// differs").
+func compareTxnTopics(t *testing.T, tag, a, b string, rs, dz []*kgo.Record) {
 	t.Helper()
 	if len(rs) != len(dz) || len(rs) == 0 {
-		t.Errorf("%s transaction topic: readside wrote %d records for the workload, Debezium %d", tag, len(rs), len(dz))
+		t.Errorf("%s transaction topic: %s wrote %d records for the workload, %s %d", tag, a, len(rs), b, len(dz))
 	}
 	for i := range min(len(rs), len(dz)) {
-		a, b := rs[i], dz[i]
-		status, id := txnRecord(t, b)
+		x, y := rs[i], dz[i]
+		status, id := txnRecord(t, y)
 		what := fmt.Sprintf("%s transaction record %d (%s %s)", tag, i, status, id)
-		if !jsonEqual(a.Key, b.Key) {
-			t.Errorf("%s: key\nreadside %s\ndebezium %s", what, a.Key, b.Key)
+		if !jsonEqual(x.Key, y.Key) {
+			t.Errorf("%s: key\n%s %s\n%s %s", what, a, x.Key, b, y.Key)
 		}
-		if diff := jsonDiff("", dbzNormalize(t, a.Value), dbzNormalize(t, b.Value)); diff != "" {
-			t.Errorf("%s: value differs at %s\nreadside %s\ndebezium %s", what, diff, a.Value, b.Value)
+		if diff := jsonDiff("", dbzNormalize(t, x.Value), dbzNormalize(t, y.Value)); diff != "" {
+			t.Errorf("%s: value differs at %s\n%s %s\n%s %s", what, diff, a, x.Value, b, y.Value)
 		}
 	}
 }

@@ -67,8 +67,9 @@ func plainSchema(schema string) (string, error) {
 }
 
 // jsonForm turns a generic Avro value into the JSON converter's form. The
-// library gives a union's record branch as {"full.name": value}; a field
-// name never holds a dot, so such a map is unwrapped.
+// library gives a union's record branch as {"full.name": value} and its
+// array branch as {"array": [...]}; a field name never holds a dot, and no
+// column of readside's is an array, so such maps are unwrapped.
 func jsonForm(v any) any {
 	switch x := v.(type) {
 	case []byte:
@@ -85,6 +86,9 @@ func jsonForm(v any) any {
 		if len(x) == 1 {
 			for k, e := range x {
 				if _, isRecord := e.(map[string]any); isRecord && strings.Contains(k, ".") {
+					return jsonForm(e)
+				}
+				if _, isArray := e.([]any); isArray && k == "array" {
 					return jsonForm(e)
 				}
 			}
