@@ -336,6 +336,12 @@ func compareTxnTopics(t *testing.T, tag, a, b string, rs, dz []*kgo.Record) {
 	if len(rs) != len(dz) || len(rs) == 0 {
 		t.Errorf("%s transaction topic: %s wrote %d records for the workload, %s %d", tag, a, len(rs), b, len(dz))
 	}
+	var seq []string
+	for _, r := range dz {
+		status, _ := txnRecord(t, r)
+		seq = append(seq, status)
+	}
+	t.Logf("%s transaction topic: %d records compared: %s", tag, min(len(rs), len(dz)), strings.Join(seq, " "))
 	for i := range min(len(rs), len(dz)) {
 		x, y := rs[i], dz[i]
 		status, id := txnRecord(t, y)
