@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -262,7 +263,11 @@ func equalHeaders(a, b map[string]string) bool {
 // under BACKWARD) stops the tailer with the registry's verdict, the
 // subject and the fix, publishing nothing of the change; once the subject
 // takes the schema, a restart publishes the row written after the change
-// from the checkpoint: nothing is lost.
+// from the checkpoint: nothing is lost. The row is written in a
+// transaction that changed another captured table first, with
+// provide.transaction.metadata on: the transaction's BEGIN and first
+// change were produced when the tailer stopped, and a read_committed
+// reader sees them, the change and the END exactly once after the restart.
 func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -271,7 +276,8 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := bed.MySQL.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.t (id INT PRIMARY KEY, v INT)", db),
-		fmt.Sprintf("INSERT INTO `%s`.t VALUES (1, 1)", db)); err != nil {
+		fmt.Sprintf("INSERT INTO `%s`.t VALUES (1, 1)", db),
+		fmt.Sprintf("CREATE TABLE `%s`.u (id INT PRIMARY KEY)", db)); err != nil {
 		t.Fatal(err)
 	}
 	reg := avroRegistry(t)
@@ -279,6 +285,9 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 	topic := prefix + "." + db + ".t"
 	subject := topic + "-value"
 	cfg := debeziumConfig(t, bed, db+".t", prefix, config.FormatDebeziumAvro, reg.url)
+	cfg.Source.Tables = append(cfg.Source.Tables, db+".u")
+	cfg.Kafka.Debezium.Provide.Transaction.Metadata = true
+	uTopic, txnTopic := prefix+"."+db+".u", prefix+".transaction"
 
 	tl, err := New(sectionsOf(cfg), cfg.Kafka.Brokers, testLogger(t), nil)
 	if err != nil {
@@ -288,6 +297,7 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 	go func() { done <- tl.Run(ctx) }()
 	c := newTopicsReader(t, bed, topic)
 	c.until(nil, func(recs []*kgo.Record) bool { return len(recs) >= 1 })
+	others := newTopicsReader(t, bed, uTopic, txnTopic)
 
 	cl, err := sr.NewClient(sr.URLs(reg.url))
 	if err != nil {
@@ -310,7 +320,7 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 		t.Fatal(r[0].Err)
 	}
 	if err := bed.MySQL.Exec(ctx, fmt.Sprintf("ALTER TABLE `%s`.t ADD COLUMN must INT NOT NULL", db),
-		fmt.Sprintf("INSERT INTO `%s`.t VALUES (2, 2, 2)", db)); err != nil {
+		"BEGIN", fmt.Sprintf("INSERT INTO `%s`.u VALUES (7)", db), fmt.Sprintf("INSERT INTO `%s`.t VALUES (2, 2, 2)", db), "COMMIT"); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -333,6 +343,10 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 	if n := len(c.records[topic]); n != 1 {
 		t.Fatalf("the topic holds %d records after the refusal, want the snapshot's 1", n)
 	}
+	others.until(nil, func([]*kgo.Record) bool { return true })
+	if n := len(others.records[uTopic]); n != 0 {
+		t.Fatalf("the other table's topic holds %d records after the refusal: the stopped transaction's change was committed", n)
+	}
 
 	// The operator lets the subject take the schema and restarts.
 	if reg.fake != nil {
@@ -350,4 +364,43 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 	if n := len(c.records[topic]); n != 2 {
 		t.Errorf("the topic holds %d records, want 2 (the snapshot's row once, the row after the change)", n)
 	}
+
+	// The transaction of both rows: its BEGIN, its two changes and its
+	// END, each once.
+	gtid := dbzPayload(t, mustJSON(t, dec.decode(t, c.records[topic][1].Value)))["source"].(map[string]any)["gtid"].(string)
+	others.until(nil, func(recs []*kgo.Record) bool {
+		if len(recs) == 0 || recs[0].Topic == uTopic {
+			return len(recs) >= 1
+		}
+		for _, r := range recs {
+			if p := dbzPayload(t, mustJSON(t, dec.decode(t, r.Value))); p["status"] == "END" && p["id"] == gtid {
+				return true
+			}
+		}
+		return false
+	})
+	if n := len(others.records[uTopic]); n != 1 {
+		t.Errorf("the other table's topic holds %d records, want its row once", n)
+	}
+	if b := dbzPayload(t, mustJSON(t, dec.decode(t, c.records[topic][1].Value)))["transaction"]; !reflect.DeepEqual(b, map[string]any{"id": gtid, "total_order": json.Number("2"), "data_collection_order": json.Number("1")}) {
+		t.Errorf("the row after the change has transaction block %v, want the transaction's second change", b)
+	}
+	var statuses []string
+	for _, r := range others.records[txnTopic] {
+		if p := dbzPayload(t, mustJSON(t, dec.decode(t, r.Value))); p["id"] == gtid {
+			statuses = append(statuses, fmt.Sprintf("%s %v", p["status"], p["event_count"]))
+		}
+	}
+	if want := []string{"BEGIN <nil>", "END 2"}; !reflect.DeepEqual(statuses, want) {
+		t.Errorf("transaction %s on the transaction topic: %v, want %v (once each, the END counting both changes)", gtid, statuses, want)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
