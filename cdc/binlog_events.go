@@ -18,6 +18,10 @@ func (s *stream) handle(ctx context.Context, ev *replication.BinlogEvent) error 
 		s.file = string(e.NextLogName)
 	case *replication.MariadbGTIDEvent:
 		s.beginTxn(e.GTID.String(), !e.IsStandalone())
+		if s.meta != nil {
+			// The MariaDB connector's transaction starts here, DDL included.
+			return s.txnBegin(ctx, h, s.txnGTID)
+		}
 	case *replication.GTIDEvent:
 		next, err := e.GTIDNext()
 		if err != nil {
@@ -43,6 +47,9 @@ func (s *stream) handle(ctx context.Context, ev *replication.BinlogEvent) error 
 			}
 		}
 	case *replication.XIDEvent:
+		if err := s.txnEnd(ctx, h); err != nil {
+			return err
+		}
 		return s.endTxn(ctx, h)
 	case *replication.HeartbeatEvent:
 		// (go-mysql 1.16 decodes heartbeats to HeartbeatEvent, not
@@ -79,6 +86,9 @@ func (s *stream) endTxn(ctx context.Context, h *replication.EventHeader) error {
 	// stays at the last known one.
 	s.sched.completed(time.Now(), s.file, h.LogPos, int64(h.Timestamp))
 	s.txnGTID, s.txnBegun = "", false
+	if s.meta != nil {
+		s.meta.txn.End() // a DDL's: Debezium writes no END for it
+	}
 	s.t.metrics.transactions.Inc()
 	return s.maybeCommit(ctx, false)
 }
@@ -120,8 +130,16 @@ func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *repli
 	switch st.kind {
 	case "begin":
 		s.txnBegun = true
+		if s.meta != nil && s.src.flavor == "mysql" {
+			// The MySQL connector's transaction starts at BEGIN; the
+			// MariaDB connector's started at the GTID event.
+			return s.txnBegin(ctx, h, mysqlTxnID(s.txnGTID, s.file, h.LogPos))
+		}
 		return nil
 	case "commit":
+		if err := s.txnEnd(ctx, h); err != nil {
+			return err
+		}
 		return s.endTxn(ctx, h)
 	case "xa":
 		return fatalf("XA transaction on the source at %s:%d (%s): readside does not follow XA yet; it would publish prepared rows that may roll back", s.file, h.LogPos, e.Query)

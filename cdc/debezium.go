@@ -143,6 +143,7 @@ func (s *stream) emitDebezium(ctx context.Context, tbl *table, src *source, op e
 	}
 	ds := debezium.Source{TsSec: src.ts, ServerID: src.serverID, GTID: src.gtid, File: src.file, Pos: src.start, Row: row}
 	if !keyChange {
+		ds.Txn = s.txnBlock(tbl)
 		return s.produceDebezium(ctx, tbl, d, op, b, a, ds, nil)
 	}
 	oldKey, err := d.KeyPayload(nil, b)
@@ -153,9 +154,12 @@ func (s *stream) emitDebezium(ctx context.Context, tbl *table, src *source, op e
 	if err != nil {
 		return encodingFailed(err)
 	}
+	// Two change records, each counted in the transaction.
+	ds.Txn = s.txnBlock(tbl)
 	if err := s.produceDebezium(ctx, tbl, d, event.OpDelete, b, nil, ds, []kgo.RecordHeader{{Key: "__debezium.newkey", Value: newKey}}); err != nil {
 		return err
 	}
+	ds.Txn = s.txnBlock(tbl)
 	return s.produceDebezium(ctx, tbl, d, event.OpCreate, nil, a, ds, []kgo.RecordHeader{{Key: "__debezium.oldkey", Value: oldKey}})
 }
 

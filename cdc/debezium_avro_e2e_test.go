@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -100,8 +101,10 @@ func debeziumConfig(t *testing.T, bed *testbed.Bed, table, prefix string, format
 // deletes, a multi-row transaction and an added column, decodes the Avro
 // topic as a consumer does (frame, schema by id from the registry, an Avro
 // library) and compares it record for record with the JSON topic: keys,
-// values, tombstones and key-change headers. The added column registers a
-// second version of the value subject.
+// values, tombstones and key-change headers. Both have
+// provide.transaction.metadata on: the transaction blocks and the
+// transaction topics compare too. The added column registers a second
+// version of the value subject.
 func TestDebeziumAvroMatchesJSON(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -121,8 +124,13 @@ func TestDebeziumAvroMatchesJSON(t *testing.T) {
 	run := rand.IntN(1e9)
 	jsonPrefix, avroPrefix := fmt.Sprintf("rsj%09d", run), fmt.Sprintf("rsa%09d", run)
 	jt, at := jsonPrefix+"."+db+".every_type", avroPrefix+"."+db+".every_type"
-	startTailer(t, debeziumConfig(t, bed, db+".every_type", jsonPrefix, config.FormatDebezium, ""))
-	startTailer(t, debeziumConfig(t, bed, db+".every_type", avroPrefix, config.FormatDebeziumAvro, reg.URL()))
+	for _, cfg := range []config.Config{
+		debeziumConfig(t, bed, db+".every_type", jsonPrefix, config.FormatDebezium, ""),
+		debeziumConfig(t, bed, db+".every_type", avroPrefix, config.FormatDebeziumAvro, reg.URL()),
+	} {
+		cfg.Kafka.Debezium.Provide.Transaction.Metadata = true
+		startTailer(t, cfg)
+	}
 
 	dec := newAvroDecoder(t, reg.URL())
 	keyJSON := func(rec *kgo.Record) []byte {
@@ -194,11 +202,35 @@ func TestDebeziumAvroMatchesJSON(t *testing.T) {
 		}
 	}
 
+	// The transaction topics, over the workload's transactions.
+	first, last := workloadGTIDs(t, js)
+	jtx, atx := jsonPrefix+".transaction", avroPrefix+".transaction"
+	tx := newTopicsReader(t, bed, jtx, atx)
+	asJSON := func(recs []*kgo.Record) []*kgo.Record {
+		if len(recs) == 0 || recs[0].Topic != atx {
+			return recs
+		}
+		out := make([]*kgo.Record, len(recs))
+		for i, r := range recs {
+			k, _ := json.Marshal(dec.decode(t, r.Key))
+			v, _ := json.Marshal(dec.decode(t, r.Value))
+			out[i] = &kgo.Record{Topic: r.Topic, Key: k, Value: v}
+		}
+		return out
+	}
+	tx.until(nil, func(recs []*kgo.Record) bool {
+		_, ok := txnRange(t, asJSON(recs), first, last)
+		return ok
+	})
+	jr, _ := txnRange(t, tx.records[jtx], first, last)
+	ar, _ := txnRange(t, asJSON(tx.records[atx]), first, last)
+	compareTxnTopics(t, "debezium-avro", "avro", "json", ar, jr)
+
 	cl, err := sr.NewClient(sr.URLs(reg.URL()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for subject, want := range map[string]int{at + "-key": 1, at + "-value": 2} {
+	for subject, want := range map[string]int{at + "-key": 1, at + "-value": 2, atx + "-key": 1, atx + "-value": 1} {
 		versions, err := cl.SubjectVersions(ctx, subject)
 		if err != nil || len(versions) != want {
 			t.Errorf("subject %s: versions %v (%v), want %d: one per shape of the table", subject, versions, err, want)
@@ -223,7 +255,11 @@ func equalHeaders(a, b map[string]string) bool {
 // under BACKWARD) stops the tailer with the registry's verdict, the
 // subject and the fix, publishing nothing of the change; once the subject
 // takes the schema, a restart publishes the row written after the change
-// from the checkpoint: nothing is lost.
+// from the checkpoint: nothing is lost. The row is written in a
+// transaction that changed another captured table first, with
+// provide.transaction.metadata on: the transaction's BEGIN and first
+// change were produced when the tailer stopped, and a read_committed
+// reader sees them, the change and the END exactly once after the restart.
 func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -232,7 +268,8 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := bed.MySQL.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.t (id INT PRIMARY KEY, v INT)", db),
-		fmt.Sprintf("INSERT INTO `%s`.t VALUES (1, 1)", db)); err != nil {
+		fmt.Sprintf("INSERT INTO `%s`.t VALUES (1, 1)", db),
+		fmt.Sprintf("CREATE TABLE `%s`.u (id INT PRIMARY KEY)", db)); err != nil {
 		t.Fatal(err)
 	}
 	reg := avroRegistry(t)
@@ -240,6 +277,9 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 	topic := prefix + "." + db + ".t"
 	subject := topic + "-value"
 	cfg := debeziumConfig(t, bed, db+".t", prefix, config.FormatDebeziumAvro, reg.URL())
+	cfg.Source.Tables = append(cfg.Source.Tables, db+".u")
+	cfg.Kafka.Debezium.Provide.Transaction.Metadata = true
+	uTopic, txnTopic := prefix+"."+db+".u", prefix+".transaction"
 
 	tl, err := New(sectionsOf(cfg), cfg.Kafka.Brokers, testLogger(t), nil)
 	if err != nil {
@@ -249,12 +289,13 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 	go func() { done <- tl.Run(ctx) }()
 	c := newTopicsReader(t, bed, topic)
 	c.until(nil, func(recs []*kgo.Record) bool { return len(recs) >= 1 })
+	others := newTopicsReader(t, bed, uTopic, txnTopic)
 
 	const verdict = "Schema being registered is incompatible with an earlier schema"
 	// The registry answers as one under BACKWARD does.
 	reg.Refuse(subject, fmt.Sprintf(`%s for subject "%s", details: [READER_FIELD_MISSING_DEFAULT_VALUE must]`, verdict, subject))
 	if err := bed.MySQL.Exec(ctx, fmt.Sprintf("ALTER TABLE `%s`.t ADD COLUMN must INT NOT NULL", db),
-		fmt.Sprintf("INSERT INTO `%s`.t VALUES (2, 2, 2)", db)); err != nil {
+		"BEGIN", fmt.Sprintf("INSERT INTO `%s`.u VALUES (7)", db), fmt.Sprintf("INSERT INTO `%s`.t VALUES (2, 2, 2)", db), "COMMIT"); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -277,6 +318,10 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 	if n := len(c.records[topic]); n != 1 {
 		t.Fatalf("the topic holds %d records after the refusal, want the snapshot's 1", n)
 	}
+	others.until(nil, func([]*kgo.Record) bool { return true })
+	if n := len(others.records[uTopic]); n != 0 {
+		t.Fatalf("the other table's topic holds %d records after the refusal: the stopped transaction's change was committed", n)
+	}
 
 	// The operator lets the subject take the schema and restarts.
 	reg.Refuse(subject, "")
@@ -290,4 +335,43 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 	if n := len(c.records[topic]); n != 2 {
 		t.Errorf("the topic holds %d records, want 2 (the snapshot's row once, the row after the change)", n)
 	}
+
+	// The transaction of both rows: its BEGIN, its two changes and its
+	// END, each once.
+	gtid := dbzPayload(t, mustJSON(t, dec.decode(t, c.records[topic][1].Value)))["source"].(map[string]any)["gtid"].(string)
+	others.until(nil, func(recs []*kgo.Record) bool {
+		if len(recs) == 0 || recs[0].Topic == uTopic {
+			return len(recs) >= 1
+		}
+		for _, r := range recs {
+			if p := dbzPayload(t, mustJSON(t, dec.decode(t, r.Value))); p["status"] == "END" && p["id"] == gtid {
+				return true
+			}
+		}
+		return false
+	})
+	if n := len(others.records[uTopic]); n != 1 {
+		t.Errorf("the other table's topic holds %d records, want its row once", n)
+	}
+	if b := dbzPayload(t, mustJSON(t, dec.decode(t, c.records[topic][1].Value)))["transaction"]; !reflect.DeepEqual(b, map[string]any{"id": gtid, "total_order": json.Number("2"), "data_collection_order": json.Number("1")}) {
+		t.Errorf("the row after the change has transaction block %v, want the transaction's second change", b)
+	}
+	var statuses []string
+	for _, r := range others.records[txnTopic] {
+		if p := dbzPayload(t, mustJSON(t, dec.decode(t, r.Value))); p["id"] == gtid {
+			statuses = append(statuses, fmt.Sprintf("%s %v", p["status"], p["event_count"]))
+		}
+	}
+	if want := []string{"BEGIN <nil>", "END 2"}; !reflect.DeepEqual(statuses, want) {
+		t.Errorf("transaction %s on the transaction topic: %v, want %v (once each, the END counting both changes)", gtid, statuses, want)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -51,6 +51,9 @@ type dbzVariant struct {
 	tag      string
 	settings map[string]string // Debezium's setting -> value
 	schemas  bool
+	// txn: provide.transaction.metadata on both sides, and the side
+	// table captured too (a transaction across two tables).
+	txn bool
 }
 
 // TestDebeziumMatchesConnector runs Debezium's MariaDB connector (Kafka
@@ -60,8 +63,12 @@ type dbzVariant struct {
 // and an added column, and compares their topics record for record: keys,
 // values, tombstones and the key-change headers, with and without the JSON
 // converter's schemas and under every value mode but
-// binary.handling.mode=base64. Only the fields docs/debezium.md lists as
-// legitimately different are left out.
+// binary.handling.mode=base64. One variant also has
+// provide.transaction.metadata on both sides and captures a second table
+// that the multi-row transaction writes too: its data topics (with the
+// transaction block) and its transaction topic are compared as well. Only
+// the fields docs/debezium.md lists as legitimately different are left
+// out.
 func TestDebeziumMatchesConnector(t *testing.T) {
 	bed := testbed.Get(t)
 	if testbed.BrokerKind() == "kfake" {
@@ -82,6 +89,9 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 		// two-digit years (Debezium's time adjuster), empty SET.
 		fmt.Sprintf("INSERT INTO `%s`.every_type (id, k2, i, biu, dec1, dec3, dt, dtm3, dtm6, ts, tm, tm6, yr, b5, b16, bn, en, st, f, d) VALUES "+
 			"(3, 'edge', -2147483648, 9223372036854775808, -0.05, -0.00001, '1969-12-31', '1969-12-31 23:59:59.500', '0069-06-01 00:00:00.000001', '1970-01-01 00:00:01', '00:00:00', '838:59:58.999999', 1901, b'00000', b'0000000000000000', 0x01, 'c', '', 0.1, 1e300)", db),
+		fmt.Sprintf("CREATE TABLE `%s`.side (id INT NOT NULL PRIMARY KEY, v VARCHAR(10))", db),
+		fmt.Sprintf("INSERT INTO `%s`.side VALUES (1, 'a')", db),
+		fmt.Sprintf("CREATE TABLE `%s`.uncaptured (id INT NOT NULL PRIMARY KEY)", db),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -91,11 +101,20 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 		{tag: "v", schemas: true, settings: map[string]string{"decimal.handling.mode": "string", "bigint.unsigned.handling.mode": "precise",
 			"binary.handling.mode": "hex", "time.precision.mode": "connect"}},
 		{tag: "w", schemas: false, settings: map[string]string{"decimal.handling.mode": "double", "binary.handling.mode": "base64-url-safe"}},
+		{tag: "t", schemas: true, txn: true},
 	}
 	run := rand.IntN(1e9)
 	rsPrefix := func(v dbzVariant) string { return fmt.Sprintf("rs%s%09d", v.tag, run) }
 	dzPrefix := func(v dbzVariant) string { return fmt.Sprintf("dz%s%09d", v.tag, run) }
 	topic := func(prefix string) string { return prefix + "." + db + ".every_type" }
+	sideTopic := func(prefix string) string { return prefix + "." + db + ".side" }
+	txnTopic := func(prefix string) string { return prefix + ".transaction" }
+	tables := func(v dbzVariant) []string {
+		if v.txn {
+			return []string{db + ".every_type", db + ".side"}
+		}
+		return []string{db + ".every_type"}
+	}
 
 	// The connectors' topics (the test bed's broker creates none itself).
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bed.Kafka.Brokers()...))
@@ -106,6 +125,9 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 	var dzTopics []string
 	for _, v := range variants {
 		dzTopics = append(dzTopics, topic(dzPrefix(v)))
+		if v.txn {
+			dzTopics = append(dzTopics, sideTopic(dzPrefix(v)), txnTopic(dzPrefix(v)))
+		}
 	}
 	if _, err := kadm.NewClient(cl).CreateTopics(ctx, 1, -1, nil, dzTopics...); err != nil {
 		t.Fatal(err)
@@ -113,12 +135,13 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 
 	// readside: one tailer per variant, snapshot first.
 	for _, v := range variants {
-		cfg := bed.Config("", db+".every_type")
+		cfg := bed.Config("", tables(v)...)
 		cfg.Kafka.TopicPrefix = rsPrefix(v)
 		cfg.Kafka.Partitions = 1
 		cfg.Source.Snapshot.Mode = config.SnapshotInitial
 		cfg.Kafka.Format = config.FormatDebezium
 		cfg.Kafka.Debezium.Schemas.Enable = v.schemas
+		cfg.Kafka.Debezium.Provide.Transaction.Metadata = v.txn
 		for k, val := range v.settings {
 			switch k {
 			case "decimal.handling.mode":
@@ -149,7 +172,8 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 			"database.hostname=" + bed.MySQL.Host, "database.port=" + strconv.Itoa(bed.MySQL.Port),
 			"database.user=" + admin.User, "database.password=" + admin.Passwd,
 			"database.server.id=" + strconv.Itoa(int(testbed.NewServerID())), "database.ssl.mode=disable",
-			"topic.prefix=" + p, "database.include.list=" + db, "table.include.list=" + db + ".every_type",
+			"topic.prefix=" + p, "database.include.list=" + db, "table.include.list=" + strings.Join(tables(v), ","),
+			"provide.transaction.metadata=" + strconv.FormatBool(v.txn),
 			"include.schema.changes=false", "snapshot.mode=initial",
 			"schema.history.internal.kafka.bootstrap.servers=" + strings.Join(bed.Kafka.Brokers(), ","),
 			"schema.history.internal.kafka.topic=" + p + ".schema-history",
@@ -181,11 +205,19 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 	}
 	c := newTopicsReader(t, bed, all...)
 	c.until(conn, func(recs []*kgo.Record) bool { return len(recs) >= 3 })
+	var txnSide []string // the side tables' and the transaction topics
+	for _, v := range variants {
+		if v.txn {
+			txnSide = append(txnSide, sideTopic(rsPrefix(v)), sideTopic(dzPrefix(v)), txnTopic(rsPrefix(v)), txnTopic(dzPrefix(v)))
+		}
+	}
+	tx := newTopicsReader(t, bed, txnSide...)
 
 	q := func(stmts ...string) {
 		t.Helper()
 		for i := range stmts {
 			stmts[i] = strings.ReplaceAll(stmts[i], "{T}", "`"+db+"`.every_type")
+			stmts[i] = strings.ReplaceAll(stmts[i], "{S}", "`"+db+"`.side")
 		}
 		if err := bed.MySQL.Exec(ctx, stmts...); err != nil {
 			t.Fatal(err)
@@ -196,9 +228,16 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 		"UPDATE {T} SET i = 100, dec1 = -99999999.99, vc = NULL, b1 = b'0', ts6 = '2037-06-01 12:00:00.999999', st = 'y' WHERE id = 10",
 		"UPDATE {T} SET id = 12, vc = 'moved' WHERE id = 11",
 		"DELETE FROM {T} WHERE id = 2",
+		// A transaction of no captured table: an END with no changes.
+		"INSERT INTO `"+db+"`.uncaptured VALUES (1)",
 		"BEGIN",
 		"INSERT INTO {T} (id, k2, i) VALUES (20, 'a', 1), (21, 'b', 2)",
+		// Another table (captured by the txn variant only), a key change
+		// there (two change records): the transaction's counters per
+		// table and in total.
+		"INSERT INTO {S} VALUES (2, 'b')",
 		"UPDATE {T} SET i = i + 1 WHERE id IN (1, 3)",
+		"UPDATE {S} SET id = 3 WHERE id = 1",
 		"DELETE FROM {T} WHERE id = 20",
 		"COMMIT",
 		// A schema change: both sides' schemas and rows take the column.
@@ -211,6 +250,108 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 	})
 	for _, v := range variants {
 		compareDebezium(t, v.tag, c.records[topic(rsPrefix(v))], c.records[topic(dzPrefix(v))], []byte(rsPrefix(v)), []byte(dzPrefix(v)))
+		if !v.txn {
+			continue
+		}
+		// The workload's transactions, from the first change after the
+		// snapshot to the last: the transaction topics hold them whole.
+		first, last := workloadGTIDs(t, c.records[topic(dzPrefix(v))])
+		tx.until(conn, func(recs []*kgo.Record) bool {
+			if len(recs) > 0 && strings.HasSuffix(recs[0].Topic, ".side") {
+				return len(recs) >= 5 // the snapshot row, the insert, the key change's delete, tombstone and create
+			}
+			_, ok := txnRange(t, recs, first, last)
+			return ok
+		})
+		compareDebezium(t, v.tag+" side", tx.records[sideTopic(rsPrefix(v))], tx.records[sideTopic(dzPrefix(v))], []byte(rsPrefix(v)), []byte(dzPrefix(v)))
+		rs, _ := txnRange(t, tx.records[txnTopic(rsPrefix(v))], first, last)
+		dz, _ := txnRange(t, tx.records[txnTopic(dzPrefix(v))], first, last)
+		compareTxnTopics(t, v.tag, "readside", "debezium", rs, dz)
+	}
+}
+
+// workloadGTIDs are the GTIDs of the first and last streamed change of a
+// table topic (its snapshot rows carry none).
+func workloadGTIDs(t *testing.T, recs []*kgo.Record) (first, last string) {
+	t.Helper()
+	for _, r := range recs {
+		if r.Value == nil {
+			continue
+		}
+		src, _ := dbzPayload(t, r.Value)["source"].(map[string]any)
+		if g, _ := src["gtid"].(string); g != "" {
+			if first == "" {
+				first = g
+			}
+			last = g
+		}
+	}
+	if first == "" {
+		t.Fatal("no streamed change with a GTID in the table topic")
+	}
+	return first, last
+}
+
+// dbzPayload is a record value's payload, decoded.
+func dbzPayload(t *testing.T, value []byte) map[string]any {
+	t.Helper()
+	v, _ := dbzNormalize(t, value).(map[string]any)
+	if p, ok := v["payload"].(map[string]any); ok {
+		return p
+	}
+	return v
+}
+
+// txnRange is the records of a transaction topic from the BEGIN of first
+// to the END of last; ok once both are there.
+func txnRange(t *testing.T, recs []*kgo.Record, first, last string) (out []*kgo.Record, ok bool) {
+	t.Helper()
+	from := -1
+	for i, r := range recs {
+		status, id := txnRecord(t, r)
+		if from < 0 && status == "BEGIN" && id == first {
+			from = i
+		}
+		if from >= 0 && status == "END" && id == last {
+			return recs[from : i+1], true
+		}
+	}
+	return nil, false
+}
+
+// txnRecord is a transaction record's status and id.
+func txnRecord(t *testing.T, r *kgo.Record) (status, id string) {
+	t.Helper()
+	p := dbzPayload(t, r.Value)
+	status, _ = p["status"].(string)
+	id, _ = p["id"].(string)
+	return status, id
+}
+
+// compareTxnTopics compares the transaction records of writers a and b in
+// order: keys and values but the records' ts_ms (docs/debezium.md, "What
+// differs").
+func compareTxnTopics(t *testing.T, tag, a, b string, rs, dz []*kgo.Record) {
+	t.Helper()
+	if len(rs) != len(dz) || len(rs) == 0 {
+		t.Errorf("%s transaction topic: %s wrote %d records for the workload, %s %d", tag, a, len(rs), b, len(dz))
+	}
+	var seq []string
+	for _, r := range dz {
+		status, _ := txnRecord(t, r)
+		seq = append(seq, status)
+	}
+	t.Logf("%s transaction topic: %d records compared: %s", tag, min(len(rs), len(dz)), strings.Join(seq, " "))
+	for i := range min(len(rs), len(dz)) {
+		x, y := rs[i], dz[i]
+		status, id := txnRecord(t, y)
+		what := fmt.Sprintf("%s transaction record %d (%s %s)", tag, i, status, id)
+		if !jsonEqual(x.Key, y.Key) {
+			t.Errorf("%s: key\n%s %s\n%s %s", what, a, x.Key, b, y.Key)
+		}
+		if diff := jsonDiff("", dbzNormalize(t, x.Value), dbzNormalize(t, y.Value)); diff != "" {
+			t.Errorf("%s: value differs at %s\n%s %s\n%s %s", what, diff, a, x.Value, b, y.Value)
+		}
 	}
 }
 

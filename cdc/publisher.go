@@ -33,6 +33,7 @@ type publisher struct {
 	txnID           string
 	checkpointTopic string
 	historyTopic    string // set when the tailer keeps a schema history
+	txnTopic        string // set under provide.transaction.metadata
 
 	mu       sync.Mutex
 	firstErr error // first failed produce in the open transaction
@@ -140,6 +141,10 @@ func (p *publisher) Close() { p.cl.Close() }
 // after the events' (the embedded broker; see commitAsync).
 func (p *publisher) separateCheckpoints() { p.separateCheckpoint = true }
 
+// keepTransactionTopic makes topic provide.transaction.metadata's:
+// ensureTopics creates it.
+func (p *publisher) keepTransactionTopic(topic string) { p.txnTopic = topic }
+
 // keepSchemaHistory makes topic the schema history's: ensureTopics creates
 // it, loadSchemaHistory and produceSchemaHistory use it.
 func (p *publisher) keepSchemaHistory(topic string) { p.historyTopic = topic }
@@ -199,6 +204,14 @@ func (p *publisher) ensureTopics(ctx context.Context, topics []string, partition
 	}
 	if err := create(cpCfg, 1, internal...); err != nil {
 		return nil, err
+	}
+	if p.txnTopic != "" {
+		// One partition: the BEGIN and END records keep the source's
+		// commit order (an existing topic is used as it is).
+		if err := create(tableCfg, 1, p.txnTopic); err != nil {
+			return nil, err
+		}
+		internal = append(internal, p.txnTopic)
 	}
 	// Topic creation is asynchronous on the broker; wait until every topic
 	// has leaders.

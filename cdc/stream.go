@@ -49,6 +49,9 @@ type stream struct {
 	txnGTID   string
 	txnBegun  bool // a BEGIN (or a non-standalone GTID) opened it: it ends at XID/COMMIT
 	txnEvents int
+	// meta is kafka.debezium.provide.transaction.metadata's state (nil:
+	// off; debezium_txn.go).
+	meta *txnMeta
 
 	// Snapshots: the queue (its head in progress), the goroutine reading
 	// the head's chunks ahead (snapshot_reader.go) and the chunks it

@@ -178,6 +178,9 @@ func (t *Tailer) run(ctx context.Context) error {
 	if !env.full {
 		pub.keepSchemaHistory(event.SchemaHistoryTopic(t.cfg.Kafka.TopicPrefix))
 	}
+	if newTxnMeta(t.cfg) != nil {
+		pub.keepTransactionTopic(t.cfg.Kafka.TransactionTopic())
+	}
 	env.pub = pub
 	if env.partitions, err = pub.ensureTopics(ctx, env.topics, t.cfg.Kafka.Partitions, t.cfg.Kafka.ReplicationFactor, t.cfg.Kafka.MaxMessageBytes); err != nil {
 		return err

@@ -144,6 +144,26 @@ type Debezium struct {
 	Schemas struct {
 		Enable bool `koanf:"enable"`
 	} `koanf:"schemas"`
+	// Provide is provide.transaction.metadata: a transaction block in
+	// every streamed change and BEGIN/END records on the transaction
+	// topic.
+	Provide struct {
+		Transaction struct {
+			Metadata bool `koanf:"metadata"`
+		} `koanf:"transaction"`
+	} `koanf:"provide"`
+	// Topic is topic.transaction: the transaction topic is
+	// <kafka.topic_prefix>.<topic.transaction>.
+	Topic struct {
+		Transaction string `koanf:"transaction"`
+	} `koanf:"topic"`
+}
+
+// TransactionTopic is the topic of the BEGIN and END records under
+// provide.transaction.metadata, named as Debezium names it (not rewritten:
+// Debezium validates both parts as topic names).
+func (k Kafka) TransactionTopic() string {
+	return k.TopicPrefix + "." + k.Debezium.Topic.Transaction
 }
 
 // defaultDebezium is Debezium's own defaults (and the JSON converter's).
@@ -154,6 +174,7 @@ func defaultDebezium() Debezium {
 	d.Bigint.Unsigned.Handling.Mode = UnsignedLong
 	d.Binary.Handling.Mode = BinaryBytes
 	d.Schemas.Enable = true
+	d.Topic.Transaction = "transaction"
 	return d
 }
 
@@ -179,8 +200,16 @@ func (c Config) formatErrors() []error {
 	if err := d.Binary.Handling.Mode.Check(); err != nil {
 		bad(fmt.Errorf("kafka.debezium.binary.handling.mode %v", err))
 	}
+	if !validTopicName(d.Topic.Transaction) {
+		bad(fmt.Errorf("kafka.debezium.topic.transaction %q is not a Kafka topic name: the transaction topic is <kafka.topic_prefix>.<topic.transaction>. "+
+			"Fix: use letters, digits, '.', '_' and '-' (Debezium's default: transaction)", d.Topic.Transaction))
+	}
 	errs = append(errs, c.registryErrors()...)
 	if !k.Format.Debezium() {
+		if d.Provide.Transaction.Metadata {
+			bad(fmt.Errorf("kafka.debezium.provide.transaction.metadata is true and kafka.format is %s: the transaction block and topic are Debezium's. "+
+				"Fix: set kafka.format: debezium or debezium-avro, or remove provide.transaction.metadata", k.Format))
+		}
 		return errs
 	}
 	if len(c.Projections) > 0 && k.Format == FormatDebezium && !d.Schemas.Enable {
@@ -203,6 +232,20 @@ func (c Config) formatErrors() []error {
 		}
 	}
 	return errs
+}
+
+// validTopicName reports a name Kafka takes for a topic part: letters,
+// digits, '.', '_' and '-', at most 249 characters.
+func validTopicName(s string) bool {
+	if s == "" || len(s) > 249 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // SchemaRegistry is kafka.schema_registry: the Confluent-compatible

@@ -162,6 +162,9 @@ type Source struct {
 	File     string
 	Pos      uint32 // where the rows event starts
 	Row      int    // the change's index among the rows event's rows
+	// Txn is the change's transaction block under
+	// provide.transaction.metadata; nil writes null.
+	Txn *Block
 }
 
 // Value appends the record value of one change: op is 'c', 'u', 'd' or
@@ -215,7 +218,9 @@ func (t *Table) Value(buf []byte, op byte, before, after Row, src Source, now ti
 	buf = strconv.AppendUint(buf, uint64(src.Pos), 10)
 	buf = append(buf, `,"row":`...)
 	buf = strconv.AppendInt(buf, int64(src.Row), 10)
-	buf = append(buf, `,"thread":null,"query":null},"transaction":null,"op":"`...)
+	buf = append(buf, `,"thread":null,"query":null},"transaction":`...)
+	buf = appendBlock(buf, src.Txn)
+	buf = append(buf, `,"op":"`...)
 	buf = append(buf, op)
 	buf = append(buf, `","ts_ms":`...)
 	buf = strconv.AppendInt(buf, now.UnixMilli(), 10)

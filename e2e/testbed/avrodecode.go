@@ -67,18 +67,28 @@ func plainSchema(schema string) (string, error) {
 }
 
 // jsonForm turns a generic Avro value into the JSON converter's form. The
-// library gives a union's record branch as {"full.name": value}; a field
-// name never holds a dot, so such a map is unwrapped.
+// library gives a union's record branch as {"full.name": value} and its
+// array branch as {"array": [...]}; a field name never holds a dot, and no
+// column of readside's is an array, so such maps are unwrapped.
 func jsonForm(v any) any {
 	switch x := v.(type) {
 	case []byte:
 		return base64.StdEncoding.EncodeToString(x)
 	case float32:
 		return json.Number(strconv.FormatFloat(float64(x), 'g', -1, 32))
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonForm(e)
+		}
+		return out
 	case map[string]any:
 		if len(x) == 1 {
 			for k, e := range x {
 				if _, isRecord := e.(map[string]any); isRecord && strings.Contains(k, ".") {
+					return jsonForm(e)
+				}
+				if _, isArray := e.([]any); isArray && k == "array" {
 					return jsonForm(e)
 				}
 			}
