@@ -396,6 +396,7 @@ func (r *Reshard) refreshCopiedChildren(ctx context.Context) error {
 // refreshShardChildren refreshes the arrays of dst's rows in pieces.
 func (r *Reshard) refreshShardChildren(ctx context.Context, dst sinks.Shard, pieces []Piece) error {
 	ts := r.readScan()
+	what := "refreshing the children arrays of " + r.p.Table + " on shard " + dst.Range.Text
 	var after []any
 	var n int64
 	for {
@@ -404,6 +405,7 @@ func (r *Reshard) refreshShardChildren(ctx context.Context, dst sinks.Shard, pie
 			return err
 		}
 		if c.Len() == 0 {
+			r.o.Progress.Count(what, n, n, "rows", true)
 			return nil
 		}
 		after = c.Last()
@@ -417,7 +419,7 @@ func (r *Reshard) refreshShardChildren(ctx context.Context, dst sinks.Shard, pie
 			}
 		}
 		n += int64(c.Len())
-		r.o.Progress.Count("refreshing the children arrays of "+r.p.Table, n, max(n, r.pr.RowsCopied), "rows", false)
+		r.o.Progress.Count(what, n, max(n, r.pr.RowsCopied), "rows", false)
 	}
 }
 
