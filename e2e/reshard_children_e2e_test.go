@@ -190,7 +190,9 @@ func TestReshardChildrenKill9(t *testing.T) {
 	wctx, stopWriting := context.WithCancel(ctx)
 	defer stopWriting()
 	werr := make(chan error, 1)
-	go func() { werr <- crewWorkload(wctx, bed, src, rand.New(rand.NewPCG(seed, 82)), 1_000_000, 20*time.Millisecond) }()
+	go func() {
+		werr <- crewWorkload(wctx, bed, src, rand.New(rand.NewPCG(seed, 82)), 1_000_000, 20*time.Millisecond)
+	}()
 
 	rb := &reshardBed{t: t, cfgPath: cfgPath}
 	first := rb.startReshardOf("film_crew", "filling", "--chunk-rows", "5")
