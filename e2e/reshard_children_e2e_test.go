@@ -110,7 +110,7 @@ func crewWorkload(ctx context.Context, bed *testbed.Bed, src string, rng *rand.R
 	for done := 0; done < target && ctx.Err() == nil; {
 		n, err := randomTxns(ctx, bed.MySQL.DB(), rng, min(40, target-done), 3, next)
 		done += n
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			return err
 		}
 		select {
