@@ -3,6 +3,8 @@ package reshard
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -109,6 +111,9 @@ func (r *Reshard) copyPieces(ctx context.Context) error {
 	if el := time.Since(started).Seconds(); copied > 0 && el > 0 {
 		r.pr.FillRate = float64(copied) / el
 	}
+	if err := r.refreshCopiedChildren(ctx); err != nil {
+		return err
+	}
 	byShard := map[int]event.Offsets{}
 	for _, pp := range r.pr.Pieces {
 		for _, sp := range pp.Sources {
@@ -209,7 +214,7 @@ func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceP
 			return n, ctx.Err()
 		}
 	}
-	if err := r.copyState(ctx, src, dst); err != nil {
+	if err := r.copyState(ctx, src, dst, r.newOnly(pp.To)); err != nil {
 		return n, err
 	}
 	r.mu.Lock()
@@ -255,9 +260,19 @@ func (r *Reshard) readAhead(ctx context.Context, src sinks.Shard, ts sinks.Table
 	return out, func() { cancel(); <-done }
 }
 
+// newOnly reports whether NEW shard to is on a server no OLD shard uses.
+func (r *Reshard) newOnly(to int) bool {
+	return !slices.Contains(r.o.OldServers, r.o.NewServers[to])
+}
+
 // copyState copies p's tombstones, truncation floors and join state from
-// src to dst, each version-guarded.
-func (r *Reshard) copyState(ctx context.Context, src, dst sinks.Shard) error {
+// src to dst, each version-guarded, and to a server new to p (newOnly)
+// also its children's state. A server that keeps an OLD shard has that
+// state already, kept by the live projector, which is the only writer
+// there that refreshes the arrays of the rows it serves: state copied in
+// ahead of it would make it miss a child's old parent (it finds the state
+// already moved and refreshes only the new one).
+func (r *Reshard) copyState(ctx context.Context, src, dst sinks.Shard, newOnly bool) error {
 	tables := []struct {
 		ts    sinks.TableScan
 		guard string
@@ -281,6 +296,14 @@ func (r *Reshard) copyState(ctx context.Context, src, dst sinks.Shard) error {
 				ts    sinks.TableScan
 				guard string
 			}{sinks.TableScan{Table: j.PendingTable(r.p), Key: key}, "marked_at"})
+		}
+	}
+	if newOnly {
+		for _, sc := range sinks.ChildStateCopies(r.p) {
+			tables = append(tables, struct {
+				ts    sinks.TableScan
+				guard string
+			}{sc.Scan, sc.Version})
 		}
 	}
 	for _, t := range tables {
@@ -334,4 +357,96 @@ func (r *Reshard) countPieces(ctx context.Context) (int64, error) {
 		}
 	}
 	return n, nil
+}
+
+// refreshCopiedChildren rebuilds, on every NEW shard that received
+// pieces, the children arrays of the piece rows from the child state of
+// its server, once every piece is copied. A copied row carries the array
+// its source shard computed from that shard's state, which need not be
+// the state on the NEW server (copied from several shards, each at its own
+// offsets, or kept by the live projector there), and no later change
+// refreshes a parent whose children do not change again. Each chunk of
+// links is refreshed as a batch refreshes them, under their link locks, so
+// a live batch on the same server that writes one of their children
+// meanwhile either commits first or refreshes after (the row exists by
+// then). A rerun refreshes again, harmlessly.
+func (r *Reshard) refreshCopiedChildren(ctx context.Context) error {
+	if len(r.p.Children) == 0 {
+		return nil
+	}
+	done := map[int]bool{}
+	for _, pc := range r.pieces {
+		if done[pc.To] {
+			continue
+		}
+		done[pc.To] = true
+		var mine []Piece
+		for _, o := range r.pieces {
+			if o.To == pc.To {
+				mine = append(mine, o)
+			}
+		}
+		if err := r.refreshShardChildren(ctx, r.o.New.Shards[pc.To], mine); err != nil {
+			return fmt.Errorf("refreshing the children arrays of %s on shard %s of sink %s: %w", r.p.Table, r.o.New.Shards[pc.To].Range.Text, r.o.New.Name, err)
+		}
+	}
+	return nil
+}
+
+// refreshShardChildren refreshes the arrays of dst's rows in pieces.
+func (r *Reshard) refreshShardChildren(ctx context.Context, dst sinks.Shard, pieces []Piece) error {
+	ts := r.readScan()
+	what := "refreshing the children arrays of " + r.p.Table + " on shard " + dst.Range.Text
+	var after []any
+	var n int64
+	for {
+		c, err := dst.ScanChunk(ctx, ts, after, r.o.ChunkRows)
+		if err != nil {
+			return err
+		}
+		if c.Len() == 0 {
+			r.o.Progress.Count(what, n, n, "rows", true)
+			return nil
+		}
+		after = c.Last()
+		c.Keep(func(i int) bool { return r.p.Replicated || Contains(pieces, c.IDs[i]) })
+		for ci, ch := range r.p.Children {
+			links := childLinks(c, ch)
+			for start := 0; start < len(links); start += lookupKeys {
+				if err := dst.RefreshChildLinks(ctx, r.p, ci, links[start:min(start+lookupKeys, len(links))]); err != nil {
+					return err
+				}
+			}
+		}
+		n += int64(c.Len())
+		r.o.Progress.Count(what, n, max(n, r.pr.RowsCopied), "rows", false)
+	}
+}
+
+// childLinks are the distinct links of children entry ch in c's rows
+// (the rows' values of its on columns; none with a NULL: such a row has
+// no children).
+func childLinks(c *sinks.Chunk, ch *projections.Children) [][]any {
+	idx := make([]int, len(ch.On))
+	for k, on := range ch.On {
+		idx[k] = slices.IndexFunc(c.Columns, func(col string) bool { return strings.EqualFold(col, on.Read) })
+		if idx[k] < 0 {
+			return nil
+		}
+	}
+	seen := map[string]bool{}
+	var out [][]any
+	for _, row := range c.Rows {
+		link := make([]any, len(idx))
+		null := false
+		for k, i := range idx {
+			link[k] = row[i]
+			null = null || row[i] == nil
+		}
+		if t := rowText(nil, link); !null && !seen[t] {
+			seen[t] = true
+			out = append(out, link)
+		}
+	}
+	return out
 }

@@ -74,7 +74,7 @@ func TestCopyStateTakesFanOutNotes(t *testing.T) {
 		t.Fatalf("the rename's note on the old shard: %q, want customer 7", got)
 	}
 	r := &Reshard{p: p, o: Options{Old: oldSink, New: newSink, ChunkRows: 100}}
-	if err := r.copyState(ctx, oldSink.Shards[0], newSink.Shards[0]); err != nil {
+	if err := r.copyState(ctx, oldSink.Shards[0], newSink.Shards[0], true); err != nil {
 		t.Fatal(err)
 	}
 	if got := testbed.RowsText(t, newSink.Shards[0].DB(), pending); got != "7|\n" {

@@ -14,9 +14,12 @@ import (
 // fillSink is the sink the fill projector applies through: the NEW shards
 // that receive pieces, each keeping only the rows whose keyspace id lies
 // in one of its pieces (the others are the live projector's, on the OLD
-// shard of the same server, or nobody's there). Parent state and
-// truncations go to every such shard, as Sharded.Apply sends them to
-// every shard; each records the batch's offsets (under the fill identity:
+// shard of the same server, or nobody's there). Parent state, child
+// state and truncations go to every such shard, as Sharded.Apply sends
+// them to every shard; a child change refreshes the arrays of its links
+// over the whole read table there, as the live projector's does (on a
+// server both write, whichever stores a child's change first refreshes
+// its old parent, whoever serves that row); each records the batch's offsets (under the fill identity:
 // the projection is WithProgressName'd). It does not check the routing
 // generation: it writes where the reshard tells it.
 type fillSink struct {

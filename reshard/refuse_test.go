@@ -7,10 +7,11 @@ import (
 	"github.com/readside/readside/projections"
 )
 
-// TestRefuse: the forms a reshard does not move are refused naming the
-// projection's own form (so the operator sees which part is the obstacle),
-// every form not supported, and the move with downtime onto the sink the
-// reshard was asked for; the forms it moves are not refused.
+// TestRefuse: the forms a reshard does not move (aggregates) are refused
+// naming the projection's own form (so the operator sees which part is
+// the obstacle), every form not supported, and the move with downtime
+// onto the sink the reshard was asked for; the forms it moves are not
+// refused.
 func TestRefuse(t *testing.T) {
 	agg := func(joined bool, aggs ...projections.Aggregate) *projections.Projection {
 		p := &projections.Projection{Name: "stats", Sink: "reads", Aggregation: &projections.Aggregation{Aggregates: aggs}}
@@ -24,7 +25,7 @@ func TestRefuse(t *testing.T) {
 			Children: []*projections.Children{{Name: "actors", Joins: joins}, {Name: "tags"}}}
 	}
 	count := projections.Aggregate{Column: "payments", Func: projections.AggCount}
-	const every = "not aggregate projections (group_by: plain groups, groups from joined parents, count(distinct) and sum(distinct)) nor projections with children (with or without children joins)"
+	const every = "it moves projections with key columns, joins, computed columns and children (with or without children joins), not aggregate projections (group_by: plain groups, groups from joined parents, count(distinct) and sum(distinct))"
 	for _, tc := range []struct {
 		why  string
 		p    *projections.Projection
@@ -38,10 +39,8 @@ func TestRefuse(t *testing.T) {
 		{"groups from joined parents and distinct aggregates are each named",
 			agg(true, count, projections.Aggregate{Column: "items", Func: projections.AggCountDistinct}, projections.Aggregate{Column: "amounts", Func: projections.AggSumDistinct}),
 			[]string{"an aggregate projection (group_by, with groups from joined parents, count(distinct) in items, sum(distinct) in amounts)", every}},
-		{"children name each entry, and which carry joins",
-			children(&projections.Join{N: 1}),
-			[]string{"projection films is a projection with children (actors with joins, tags), which readside reshard does not move yet", every,
-				"set projections.films.sink: reads3"}},
+		{"children, with and without joins, move: their state is the same on every shard and copies whole",
+			children(&projections.Join{N: 1}), nil},
 		{"a name too long for the fill identity is refused first",
 			&projections.Projection{Name: strings.Repeat("n", 190), Sink: "reads"}, []string{"too long for its fill identity"}},
 	} {

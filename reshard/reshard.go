@@ -73,9 +73,9 @@ type Reshard struct {
 }
 
 // Refuse says why p cannot be resharded online to sink to (nil: it
-// can). No I/O. Aggregates and children keep state that is not split by
-// the projection's key ranges (docs/design/resharding.md, "Aggregates and
-// children"), which the fill, check and cutover do not move yet.
+// can). No I/O. Aggregates keep contributions whose stored group depends
+// on the shard that stores them (docs/design/resharding.md, "Aggregates
+// and children"), which the fill, check and cutover do not move yet.
 func Refuse(p *projections.Projection, to string) error {
 	if len(p.Name+FillSuffix) > 190 {
 		return fmt.Errorf("projection name %s is too long for its fill identity %s%s (190 characters)", p.Name, p.Name, FillSuffix)
@@ -84,9 +84,9 @@ func Refuse(p *projections.Projection, to string) error {
 	if form == "" {
 		return nil
 	}
-	return fmt.Errorf("projection %s is %s, which readside reshard does not move yet: it moves projections with key columns, joins and computed columns, "+
-		"not aggregate projections (group_by: plain groups, groups from joined parents, count(distinct) and sum(distinct)) nor projections with children "+
-		"(with or without children joins), whose state is kept on every shard rather than split by key range (docs/design/resharding.md, \"Aggregates and children\"). "+
+	return fmt.Errorf("projection %s is %s, which readside reshard does not move yet: it moves projections with key columns, joins, computed columns and children "+
+		"(with or without children joins), not aggregate projections (group_by: plain groups, groups from joined parents, count(distinct) and sum(distinct)), "+
+		"whose contributions each shard stores with the groups of its own range only (docs/design/resharding.md, \"Aggregates and children\"). "+
 		"Move it with downtime instead: set projections.%s.sink: %s in the config and restart readside run, which creates its tables on %s and fills them from the topics' earliest offsets "+
 		"(readers move to %s once readside status shows its lag at 0; its tables on %s stay until you drop them)",
 		p.Name, form, p.Name, to, to, to, p.Sink)
@@ -95,33 +95,23 @@ func Refuse(p *projections.Projection, to string) error {
 // stateForm names the form of p whose state a reshard does not move
 // ("" when none).
 func stateForm(p *projections.Projection) string {
-	var parts []string
-	if ag := p.Aggregation; ag != nil {
-		if len(ag.Joined) > 0 {
-			parts = append(parts, "groups from joined parents")
-		}
-		for _, a := range ag.Aggregates {
-			if a.Distinct() {
-				parts = append(parts, strings.TrimSuffix(string(a.Func), "_distinct")+"(distinct) in "+a.Column)
-			}
-		}
-		form := "an aggregate projection (group_by)"
-		if len(parts) > 0 {
-			form = "an aggregate projection (group_by, with " + strings.Join(parts, ", ") + ")"
-		}
-		return form
-	}
-	if len(p.Children) == 0 {
+	ag := p.Aggregation
+	if ag == nil {
 		return ""
 	}
-	for _, c := range p.Children {
-		name := c.Name
-		if len(c.Joins) > 0 {
-			name += " with joins"
-		}
-		parts = append(parts, name)
+	var parts []string
+	if len(ag.Joined) > 0 {
+		parts = append(parts, "groups from joined parents")
 	}
-	return "a projection with children (" + strings.Join(parts, ", ") + ")"
+	for _, a := range ag.Aggregates {
+		if a.Distinct() {
+			parts = append(parts, strings.TrimSuffix(string(a.Func), "_distinct")+"(distinct) in "+a.Column)
+		}
+	}
+	if len(parts) > 0 {
+		return "an aggregate projection (group_by, with " + strings.Join(parts, ", ") + ")"
+	}
+	return "an aggregate projection (group_by)"
 }
 
 // New validates and does no I/O.

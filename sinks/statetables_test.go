@@ -50,3 +50,45 @@ func TestStateTables(t *testing.T) {
 		}
 	}
 }
+
+// TestChildStateCopies: what a reshard copies whole onto a server new to
+// a projection with children — each entry's child state by its key, each
+// element join's state by the parent's key, all guarded by their
+// version, and their truncation floors (and nothing of the link tables,
+// whose rows are only locks).
+func TestChildStateCopies(t *testing.T) {
+	render := func(cs []StateCopy) []string {
+		var out []string
+		for _, c := range cs {
+			s := c.Scan.Table + "(" + strings.Join(c.Scan.Key, ",") + ")/" + c.Version
+			if c.Scan.Where != "" {
+				s += " " + c.Scan.Where
+				for _, a := range c.Scan.Args {
+					s += " " + a.(string)
+				}
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	actor := &projections.Join{N: 1, On: []projections.JoinOn{{Child: "actor_id", Parent: "actor_id"}}}
+	for _, c := range []struct {
+		why  string
+		p    *projections.Projection
+		want []string
+	}{
+		{"no children, nothing to copy",
+			&projections.Projection{Name: "p", Table: "t"}, nil},
+		{"children without a join: the state and its floor",
+			&projections.Projection{Name: "p", Table: "t", Children: []*projections.Children{{Name: "tags"}}},
+			[]string{"_readside_child_t_tags(_rs_key)/_rs_version", "_readside_truncations(projection)/version projection IN (?) p#child_tags"}},
+		{"children with a join: the join's state by the parent's key, and its floor too",
+			&projections.Projection{Name: "p", Table: "t", Children: []*projections.Children{{Name: "crew", Joins: []*projections.Join{actor}}, {Name: "tags"}}},
+			[]string{"_readside_child_t_crew(_rs_key)/_rs_version", "_readside_childjoin_t_crew_1(k_actor_id)/_rs_version", "_readside_child_t_tags(_rs_key)/_rs_version",
+				"_readside_truncations(projection)/version projection IN (?, ?, ?) p#child_crew p#child_crew_join1 p#child_tags"}},
+	} {
+		if got := render(ChildStateCopies(c.p)); !slices.Equal(got, c.want) {
+			t.Errorf("%s:\n got %q\nwant %q", c.why, got, c.want)
+		}
+	}
+}

@@ -37,14 +37,6 @@ projections:
     group_by: [customer_id]
     shard_by: customer_id
     aggregates: {n: count(*)}
-  with_lines:
-    from: shop.orders
-    sink: reads
-    key: [customer_id, id]
-    shard_by: customer_id
-    columns: {customer_id: customer_id, id: id}
-    children:
-      lines: {from: shop.order_lines, on: {customer_id: customer_id, order_id: id}, columns: {sku: sku}}
 `
 	path := filepath.Join(t.TempDir(), "readside.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -61,7 +53,6 @@ projections:
 		{"an unknown --fill", []string{"--projection", "orders", "--sink", "reads2", "--to", "-80,80-", "--fill", "rsync"}, `--fill "rsync": want copy`},
 		{"an aggregate is refused, with the way to move it", []string{"--projection", "totals", "--sink", "reads2", "--to", "-80,80-"}, "projection totals is an aggregate projection (group_by), which readside reshard does not move yet"},
 		{"the way to move an aggregate names the new sink", []string{"--projection", "totals", "--sink", "reads2", "--to", "-80,80-"}, "set projections.totals.sink: reads2 in the config and restart readside run"},
-		{"children are refused, with the way to move them", []string{"--projection", "with_lines", "--sink", "reads2", "--to", "-80,80-"}, "projection with_lines is a projection with children (lines), which readside reshard does not move yet"},
 		{"an undeclared projection lists the declared", []string{"--projection", "x", "--sink", "reads2", "--to", "-80,80-"}, "declared: "},
 	} {
 		var out, errb bytes.Buffer
