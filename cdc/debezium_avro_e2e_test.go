@@ -21,19 +21,19 @@ import (
 
 // avroReg is the Confluent-compatible schema registry the debezium-avro
 // tests register in: its URL and, when it is franz-go's in-process fake
-// (which checks no compatibility), the fake, for the test that needs a
-// refusal.
+// (kfake fast loops only: it judges no compatibility), the fake, for the
+// test that needs a refusal.
 type avroReg struct {
 	url  string
 	fake *srfake.Registry
 }
 
 // avroRegistry is the one place the debezium-avro tests get their
-// registry from.
-func avroRegistry(t *testing.T) avroReg {
-	reg := srfake.New()
-	t.Cleanup(reg.Close)
-	return avroReg{url: reg.URL(), fake: reg}
+// registry from: the test bed's, Apicurio Registry started once per test
+// binary (the fake on kfake).
+func avroRegistry(t *testing.T, bed *testbed.Bed) avroReg {
+	reg := bed.Registry(t)
+	return avroReg{url: reg.URL(), fake: reg.Fake()}
 }
 
 // avroDecoder reads Confluent-framed Avro records as a consumer does:
@@ -125,7 +125,7 @@ func TestDebeziumAvroMatchesJSON(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	reg := avroRegistry(t)
+	reg := avroRegistry(t, bed)
 	run := rand.IntN(1e9)
 	jsonPrefix, avroPrefix := fmt.Sprintf("rsj%09d", run), fmt.Sprintf("rsa%09d", run)
 	jt, at := jsonPrefix+"."+db+".every_type", avroPrefix+"."+db+".every_type"
@@ -243,7 +243,7 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 		fmt.Sprintf("INSERT INTO `%s`.t VALUES (1, 1)", db)); err != nil {
 		t.Fatal(err)
 	}
-	reg := avroRegistry(t)
+	reg := avroRegistry(t, bed)
 	prefix := fmt.Sprintf("rsr%09d", rand.IntN(1e9))
 	topic := prefix + "." + db + ".t"
 	subject := topic + "-value"
