@@ -3,11 +3,11 @@ package testbed
 // The test bed's schema registry is Apicurio Registry, run for its
 // Confluent-compatible API (ccompat). Apicurio publishes the application on
 // Maven Central only as a plain jar, so the test bed assembles it: Maven
-// builds apicurio/pom.xml (embedded, so the working directory does not
-// matter) with the Quarkus plugin, once per content of that pom, into the
-// cache dir beside Kafka's classpath; each StartRegistry then runs that
-// build's quarkus-run.jar on a free loopback port with in-memory storage,
-// so every registry starts empty.
+// builds apicurio/ (its pom and one stand-in class, embedded, so the
+// working directory does not matter) with the Quarkus plugin, once per
+// content of those files, into the cache dir beside Kafka's classpath;
+// each StartRegistry then runs that build's runner jar on a free loopback
+// port with in-memory storage, so every registry starts empty.
 //
 // franz-go's in-memory registry (pkg/sr/srfake) is the fallback of
 // kfake fast loops only (Bed.Registry): it speaks the same REST API but
@@ -37,6 +37,12 @@ import (
 
 //go:embed apicurio/pom.xml
 var apicurioPom []byte
+
+//go:embed apicurio/src/main/java/io/readside/testbed/apicurio/ConfigIndexStandIn.java
+var apicurioStandIn []byte
+
+// apicurioStandInPath is where the build expects the stand-in's source.
+const apicurioStandInPath = "src/main/java/io/readside/testbed/apicurio/ConfigIndexStandIn.java"
 
 // RegistryVersion is the Apicurio Registry release apicurio/pom.xml
 // builds, read from the pom so the two cannot disagree.
@@ -173,9 +179,9 @@ func (r *Registry) Close() error {
 	return nil
 }
 
-// InstallRegistry builds Apicurio Registry from apicurio/pom.xml when the
-// cache does not hold that pom's build yet, and returns the path of its
-// quarkus-run.jar. `go run ./e2e/cmd/testbed install` (make test's first
+// InstallRegistry builds Apicurio Registry from apicurio/ when the cache
+// does not hold that build yet, and returns the path of its runner jar
+// (its lib/ beside it). `go run ./e2e/cmd/testbed install` (make test's first
 // step) calls it, so the e2e suite finds it built. Maven runs offline
 // first, so a warm Maven cache needs no network; test binaries building
 // at once wait for each other on a lock file.
@@ -187,10 +193,12 @@ func InstallRegistry(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(apicurioPom)
+	h := sha256.New()
+	h.Write(apicurioPom)
+	h.Write(apicurioStandIn)
 	root := filepath.Join(userCacheDir(), "readside-testbed")
-	cache := filepath.Join(root, "apicurio-"+hex.EncodeToString(sum[:8]))
-	jar := filepath.Join(cache, "quarkus-app", "quarkus-run.jar")
+	cache := filepath.Join(root, "apicurio-"+hex.EncodeToString(h.Sum(nil)[:8]))
+	jar := filepath.Join(cache, apicurioRunner)
 	done := filepath.Join(cache, "complete")
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", err
@@ -222,6 +230,13 @@ func InstallRegistry(ctx context.Context) (string, error) {
 	if err := os.WriteFile(pom, apicurioPom, 0o644); err != nil {
 		return "", err
 	}
+	standIn := filepath.Join(build, apicurioStandInPath)
+	if err := os.MkdirAll(filepath.Dir(standIn), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(standIn, apicurioStandIn, 0o644); err != nil {
+		return "", err
+	}
 	var out []byte
 	for _, offline := range []bool{true, false} {
 		// -DskipDefault turns off the profile of Apicurio's parent pom
@@ -245,14 +260,21 @@ func InstallRegistry(ctx context.Context) (string, error) {
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", err
 	}
-	if err := os.Rename(filepath.Join(build, "target", "quarkus-app"), filepath.Join(cache, "quarkus-app")); err != nil {
-		return "", fmt.Errorf("the Quarkus build of %s left no target/quarkus-app: %w", pom, err)
+	for _, name := range []string{apicurioRunner, "lib"} {
+		if err := os.Rename(filepath.Join(build, "target", name), filepath.Join(cache, name)); err != nil {
+			return "", fmt.Errorf("the Quarkus build of %s left no target/%s: %w", pom, name, err)
+		}
 	}
 	if err := os.RemoveAll(build); err != nil {
 		return "", err
 	}
 	return jar, os.WriteFile(done, nil, 0o644)
 }
+
+// apicurioRunner is the jar Quarkus's legacy-jar packaging (which
+// Apicurio's properties ask for) makes of apicurio/pom.xml; its manifest
+// names the jars in lib/ beside it.
+const apicurioRunner = "apicurio-registry-1-runner.jar"
 
 // lastLines keeps the end of a long tool output for an error message.
 func lastLines(out []byte, n int) string {
