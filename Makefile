@@ -30,7 +30,7 @@ docker:
 ## test: unit tests with -race, the Vitess routing check, the Helm chart's lint and template, then the e2e suite on real MariaDB and Apache Kafka
 test: testbed-install test-unit test-vitess test-helm e2e
 
-## testbed-install: the tools tests run beside the servers (promtool from Debian package prometheus; chromium), installed when root
+## testbed-install: the tools tests run beside the servers (promtool from Debian package prometheus; chromium), installed when root; the schema registry (Apicurio Registry) built by Maven and Quarkus from e2e/testbed/apicurio/pom.xml into the user cache dir
 testbed-install:
 	$(GO) run ./e2e/cmd/testbed install
 

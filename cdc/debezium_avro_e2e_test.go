@@ -19,14 +19,11 @@ import (
 )
 
 // avroRegistry is the one place the debezium-avro tests get their
-// registry from: the test bed's (testbed.StartRegistry).
-func avroRegistry(t *testing.T) *testbed.Registry {
-	reg, err := testbed.StartRegistry(t.Context(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Close() })
-	return reg
+// registry from: the test bed's, Apicurio Registry started once per test
+// binary (franz-go's in-memory one on kfake, which judges no
+// compatibility).
+func avroRegistry(t *testing.T, bed *testbed.Bed) *testbed.Registry {
+	return bed.Registry(t)
 }
 
 // avroDecoder reads Confluent-framed Avro records as a consumer does:
@@ -120,7 +117,7 @@ func TestDebeziumAvroMatchesJSON(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	reg := avroRegistry(t)
+	reg := avroRegistry(t, bed)
 	run := rand.IntN(1e9)
 	jsonPrefix, avroPrefix := fmt.Sprintf("rsj%09d", run), fmt.Sprintf("rsa%09d", run)
 	jt, at := jsonPrefix+"."+db+".every_type", avroPrefix+"."+db+".every_type"
@@ -272,7 +269,7 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 		fmt.Sprintf("CREATE TABLE `%s`.u (id INT PRIMARY KEY)", db)); err != nil {
 		t.Fatal(err)
 	}
-	reg := avroRegistry(t)
+	reg := avroRegistry(t, bed)
 	prefix := fmt.Sprintf("rsr%09d", rand.IntN(1e9))
 	topic := prefix + "." + db + ".t"
 	subject := topic + "-value"
@@ -292,8 +289,17 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 	others := newTopicsReader(t, bed, uTopic, txnTopic)
 
 	const verdict = "Schema being registered is incompatible with an earlier schema"
-	// The registry answers as one under BACKWARD does.
-	reg.Refuse(subject, fmt.Sprintf(`%s for subject "%s", details: [READER_FIELD_MISSING_DEFAULT_VALUE must]`, verdict, subject))
+	cl, err := sr.NewClient(sr.URLs(reg.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg.Fake() != nil {
+		// The fake judges no compatibility: it answers as a registry
+		// under BACKWARD does.
+		reg.Refuse(subject, fmt.Sprintf(`%s for subject "%s", details: [READER_FIELD_MISSING_DEFAULT_VALUE must]`, verdict, subject))
+	} else if r := cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatBackward}, subject); r[0].Err != nil {
+		t.Fatal(r[0].Err)
+	}
 	if err := bed.MySQL.Exec(ctx, fmt.Sprintf("ALTER TABLE `%s`.t ADD COLUMN must INT NOT NULL", db),
 		"BEGIN", fmt.Sprintf("INSERT INTO `%s`.u VALUES (7)", db), fmt.Sprintf("INSERT INTO `%s`.t VALUES (2, 2, 2)", db), "COMMIT"); err != nil {
 		t.Fatal(err)
@@ -324,7 +330,11 @@ func TestDebeziumAvroRefusedSchemaStops(t *testing.T) {
 	}
 
 	// The operator lets the subject take the schema and restarts.
-	reg.Refuse(subject, "")
+	if reg.Fake() != nil {
+		reg.Refuse(subject, "")
+	} else if r := cl.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatNone}, subject); r[0].Err != nil {
+		t.Fatal(r[0].Err)
+	}
 	startTailer(t, cfg)
 	c.until(nil, func(recs []*kgo.Record) bool { return len(recs) >= 2 })
 	dec := newAvroDecoder(t, reg.URL())

@@ -55,11 +55,7 @@ func TestProjectionsOverDebeziumAvro(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reg, err := testbed.StartRegistry(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Close() })
+	reg := bed.Registry(t)
 
 	prefix := fmt.Sprintf("rsav%09d", rand.IntN(1e9))
 	dir := t.TempDir()

@@ -34,6 +34,7 @@ type processSpec struct {
 	args     []string
 	env      []string // appended to os.Environ()
 	logPath  string   // stdout and stderr go here
+	dir      string   // working directory; empty for the caller's
 	detached bool     // true for `testbed up`: survive the parent, no PDEATHSIG
 }
 
@@ -44,6 +45,7 @@ func startProcess(spec processSpec) (*process, error) {
 	}
 	cmd := exec.Command(spec.path, spec.args...)
 	cmd.Env = append(os.Environ(), spec.env...)
+	cmd.Dir = spec.dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -24,7 +24,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -57,6 +59,9 @@ type Bed struct {
 	MySQL *MySQL
 	Kafka *Kafka
 	dir   string
+
+	regMu sync.Mutex
+	reg   *Registry // started by the first Registry call, closed by Close
 }
 
 // Enabled reports whether the environment asks for e2e tests.
@@ -148,6 +153,37 @@ func startBroker(ctx context.Context, dir string, opts Options) (*Kafka, error) 
 	return nil, fmt.Errorf("E2E_BROKER=%q: want kafka, kfake or external", opts.Broker)
 }
 
+// Registry is the test bed's schema registry, started by the first test
+// that asks and shared by the rest of the test binary (each test uses
+// subjects of its own): Apicurio Registry, or franz-go's in-memory
+// registry when the broker is kfake (a fast loop, where a JVM start would
+// dominate and compatibility is not judged). A registry that does not
+// start fails the test; the next one tries again.
+func (b *Bed) Registry(t testing.TB) *Registry {
+	t.Helper()
+	b.regMu.Lock()
+	defer b.regMu.Unlock()
+	if b.reg == nil {
+		if b.Kafka != nil && b.Kafka.Kind == "kfake" {
+			reg, err := StartFakeRegistry()
+			if err != nil {
+				t.Fatalf("starting the in-memory schema registry: %v", err)
+			}
+			b.reg = reg
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+			defer cancel()
+			reg, err := StartRegistry(ctx, filepath.Join(b.dir, "registry"))
+			if err != nil {
+				t.Fatalf("starting the schema registry: %v", err)
+			}
+			t.Logf("%s answered at %s %s after exec", reg.Version(), reg.URL(), reg.Startup().Round(time.Millisecond))
+			b.reg = reg
+		}
+	}
+	return b.reg
+}
+
 // Dir is the directory holding every server's data and logs.
 func (b *Bed) Dir() string { return b.dir }
 
@@ -171,6 +207,9 @@ func (b *Bed) Close() error {
 		return nil
 	}
 	var errs []error
+	b.regMu.Lock()
+	errs = append(errs, b.reg.Close())
+	b.regMu.Unlock()
 	if b.Kafka != nil {
 		errs = append(errs, b.Kafka.close())
 	}

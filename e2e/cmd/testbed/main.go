@@ -11,8 +11,11 @@
 //
 // `install` installs the tools tests run beside the servers (promtool,
 // from Debian's prometheus package, and chromium, in which the status
-// page is checked) when missing and running as root; `make test` runs it
-// before the unit tests, which need promtool first.
+// page is checked) when missing and running as root, and builds the schema
+// registry (Apicurio Registry, assembled by Maven and Quarkus from
+// e2e/testbed/apicurio/pom.xml) into the user's cache dir when it is not
+// there yet; `make test` runs it before the unit tests, which need
+// promtool first.
 package main
 
 import (
@@ -24,6 +27,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/readside/readside/e2e/testbed"
 )
@@ -78,9 +82,10 @@ func main() {
 	fmt.Print(env)
 }
 
-// install makes promtool and chromium available. Not being root is no
-// failure: the tests that need them say so and skip (outside CI); a
-// failed apt-get as root is.
+// install makes promtool, chromium and the schema registry available.
+// Not being root is no failure for the Debian packages: the tests that
+// need them say so and skip (outside CI); a failed apt-get as root is,
+// and so is a failed registry build, which needs no root.
 func install() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -99,6 +104,13 @@ func install() {
 			fmt.Fprintln(os.Stderr, "testbed install:", err)
 			failed = true
 		}
+	}
+	start := time.Now()
+	if jar, err := testbed.InstallRegistry(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "testbed install: schema registry:", err)
+		failed = true
+	} else {
+		fmt.Printf("schema registry: %s %s (%s)\n", testbed.RegistryVersion, jar, time.Since(start).Round(time.Millisecond))
 	}
 	if failed {
 		os.Exit(1)
