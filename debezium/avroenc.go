@@ -502,13 +502,36 @@ func (f *field) avroDatetime(buf []byte, n *avroNode, raw []byte, snapshot bool)
 	case zero:
 		return f.avroInt(buf, n, 0)
 	case f.kind == kTimestamp:
-		return f.avroString(buf, n, []byte(zonedTimestamp(t, f.digits, snapshot)))
+		var text [32]byte
+		return f.avroString(buf, n, appendZonedTimestamp(text[:0], t, f.digits, snapshot))
 	case f.kind == kDate:
 		return f.avroInt(buf, n, floorDiv(t.Unix(), 86400))
 	case f.micro:
 		return f.avroInt(buf, n, t.UnixMicro())
 	}
 	return f.avroInt(buf, n, t.UnixMilli())
+}
+
+// appendZonedTimestamp appends zonedTimestamp's text of t.
+func appendZonedTimestamp(buf []byte, t time.Time, digits int, snapshot bool) []byte {
+	buf = t.AppendFormat(buf, "2006-01-02T15:04:05")
+	var frac [6]byte
+	us := t.Nanosecond() / 1000
+	for i := 5; i >= 0; i-- {
+		frac[i] = byte('0' + us%10)
+		us /= 10
+	}
+	f := frac[:min(digits, 6)]
+	if snapshot {
+		for len(f) > 0 && f[len(f)-1] == '0' {
+			f = f[:len(f)-1]
+		}
+	}
+	if len(f) > 0 {
+		buf = append(buf, '.')
+		buf = append(buf, f...)
+	}
+	return append(buf, 'Z')
 }
 
 // parseDatetimeFast reads parseDatetime's common text, "YYYY-MM-DD" and
