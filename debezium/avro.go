@@ -3,16 +3,17 @@ package debezium
 // kafka.format: debezium-avro. Debezium writes Avro through Confluent's
 // AvroConverter, which turns each Kafka Connect schema into an Avro schema
 // (AvroData's conversion) and each Connect value into Avro binary. readside
-// does the same from the Connect schemas and the JSON converter's payloads
-// this package already builds: the Avro events carry, by construction,
-// the logical content of the JSON ones. The Avro schema text is written in
+// converts the Connect schemas this package already builds the same way,
+// and writes each event's Avro binary straight from readside's values
+// (avroenc.go): the Avro events carry, by construction, the logical
+// content of the JSON ones, which the tests check byte for byte against
+// the JSON payloads transcoded. The Avro schema text is written in
 // the shape Avro's own Schema.toString gives it (key order, namespaces
 // written only where they change, named types referenced once defined), so
 // a registry holding the connector's schema and readside's sees one schema.
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -88,6 +89,10 @@ type avroNode struct {
 type avroField struct {
 	name string
 	node *avroNode
+	// Set on an envelope's fields by Avro.bind (avroenc.go): the field's
+	// path and where its value comes from.
+	path string
+	bind envField
 }
 
 // avroSchema builds the Avro schema of a Connect schema.
@@ -282,13 +287,19 @@ type Avro struct {
 // digits and _.
 func NewAvro(t *Table) (*Avro, error) {
 	payloads := *t
-	payloads.modes.Schemas.Enable = false // the JSON payloads are transcoded
+	payloads.modes.Schemas.Enable = false // the values alone, as the Avro events carry them
 	a := &Avro{t: &payloads}
 	var err error
 	if a.keySchema, a.key, err = avroOf(t.keySchema); err != nil {
 		return nil, fmt.Errorf("Avro key schema of %s.%s: %w", t.db, t.name, err)
 	}
 	if a.valueSchema, a.value, err = avroOf(t.envelopeSchema); err != nil {
+		return nil, fmt.Errorf("Avro value schema of %s.%s: %w", t.db, t.name, err)
+	}
+	if err := a.checkColumns(a.key, "the key", t.key); err != nil {
+		return nil, fmt.Errorf("Avro key schema of %s.%s: %w", t.db, t.name, err)
+	}
+	if err := a.bind(a.value, ""); err != nil {
 		return nil, fmt.Errorf("Avro value schema of %s.%s: %w", t.db, t.name, err)
 	}
 	return a, nil
@@ -330,21 +341,28 @@ func (a *Avro) ValueSchema() string { return a.valueSchema }
 
 // Key appends the record key of row, framed with schema id id.
 func (a *Avro) Key(buf []byte, id int, row Row) ([]byte, error) {
-	payload, err := a.t.KeyPayload(nil, row)
-	if err != nil {
-		return nil, err
+	const snapshot = false // a key is the same for every change of its row
+	buf = appendWireHeader(buf, id)
+	t := a.t
+	var err error
+	for n, i := range t.key {
+		if buf, err = t.fields[i].appendAvro(buf, a.key.fields[n].node, row[i], &t.modes, snapshot); err != nil {
+			return nil, fmt.Errorf("key of %s.%s: %w", t.db, t.name, err)
+		}
 	}
-	return a.encode(buf, id, a.key, payload)
+	return buf, nil
 }
 
 // Value appends the record value of one change (see Table.Value), framed
 // with schema id id.
 func (a *Avro) Value(buf []byte, id int, op byte, before, after Row, src Source, now time.Time) ([]byte, error) {
-	payload, err := a.t.Value(nil, op, before, after, src, now)
+	e := avroEvent{op: op, before: before, after: after, src: &src, now: now}
+	buf = appendWireHeader(buf, id)
+	buf, err := a.appendRecord(buf, a.value, &e)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s.%s: %w", a.t.db, a.t.name, err)
 	}
-	return a.encode(buf, id, a.value, payload)
+	return buf, nil
 }
 
 // appendWireHeader appends Confluent's wire format header: magic byte 0
@@ -352,97 +370,4 @@ func (a *Avro) Value(buf []byte, id int, op byte, before, after Row, src Source,
 func appendWireHeader(buf []byte, id int) []byte {
 	buf = append(buf, 0)
 	return binary.BigEndian.AppendUint32(buf, uint32(id))
-}
-
-func (a *Avro) encode(buf []byte, id int, n *avroNode, payload []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("%s.%s: reading the JSON payload: %w", a.t.db, a.t.name, err)
-	}
-	w := avro.NewWriter(nil, len(payload))
-	if err := writeAvro(w, n, v, ""); err != nil {
-		return nil, fmt.Errorf("%s.%s: %w", a.t.db, a.t.name, err)
-	}
-	return append(appendWireHeader(buf, id), w.Buffer()...), nil
-}
-
-// writeAvro writes v, a JSON payload's value decoded with UseNumber, as n.
-func writeAvro(w *avro.Writer, n *avroNode, v any, path string) error {
-	if n.optional {
-		if v == nil {
-			w.WriteLong(n.nullIdx)
-			return nil
-		}
-		w.WriteLong(1 - n.nullIdx)
-	} else if v == nil {
-		return fmt.Errorf("field %s: null where the schema takes none", path)
-	}
-	bad := func(err error) error { return fmt.Errorf("field %s: value %v: %w", path, v, err) }
-	switch n.kind {
-	case aInt, aLong, aFloat, aDouble:
-		num, ok := v.(json.Number)
-		if !ok {
-			return bad(fmt.Errorf("not a number"))
-		}
-		if n.kind == aFloat || n.kind == aDouble {
-			f, err := strconv.ParseFloat(string(num), 64)
-			if err != nil {
-				return bad(err)
-			}
-			if n.kind == aFloat {
-				w.WriteFloat(float32(f))
-			} else {
-				w.WriteDouble(f)
-			}
-			return nil
-		}
-		bits := 64
-		if n.kind == aInt {
-			bits = 32
-		}
-		i, err := strconv.ParseInt(string(num), 10, bits)
-		if err != nil {
-			return bad(err)
-		}
-		w.WriteLong(i) // int and long share the zig-zag varint
-	case aBool:
-		b, ok := v.(bool)
-		if !ok {
-			return bad(fmt.Errorf("not a boolean"))
-		}
-		w.WriteBool(b)
-	case aString:
-		s, ok := v.(string)
-		if !ok {
-			return bad(fmt.Errorf("not a string"))
-		}
-		w.WriteString(s)
-	case aBytes:
-		s, ok := v.(string)
-		if !ok {
-			return bad(fmt.Errorf("not base64 text"))
-		}
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			return bad(err)
-		}
-		w.WriteBytes(b)
-	case aRecord:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return bad(fmt.Errorf("not a struct"))
-		}
-		for _, f := range n.fields {
-			at := f.name
-			if path != "" {
-				at = path + "." + f.name
-			}
-			if err := writeAvro(w, f.node, m[f.name], at); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

@@ -34,7 +34,8 @@ func encodeOne(t *testing.T, typ string, m config.Debezium, op byte, raw string,
 
 var streamed = Source{TsSec: 1700000000, ServerID: 1, GTID: "0-1-5", File: "mariadb-bin.000003", Pos: 4242, Row: 1}
 
-// roundTripCase is one column value readside encodes for Debezium.
+// roundTripCase is one column value, what decoding Debezium's encoding
+// of it gives back, and the column type the decoded event names.
 type roundTripCase struct {
 	why  string
 	typ  string
@@ -44,7 +45,8 @@ type roundTripCase struct {
 	kind string // the column's type in the event's schema
 }
 
-// roundTripCases: every column type under every mode readside encodes.
+// roundTripCases are TestDecodeRoundTrip's cases; TestAvroDirect encodes
+// each in Avro too.
 func roundTripCases() []roundTripCase {
 	def := config.Default().Kafka.Debezium
 	with := func(f func(*config.Debezium)) config.Debezium {
@@ -110,8 +112,7 @@ func roundTripCases() []roundTripCase {
 // → Decode is the value readside started from, for every column type
 // under every mode readside encodes, or the documented loss of that mode.
 func TestDecodeRoundTrip(t *testing.T) {
-	cases := roundTripCases()
-	for _, c := range cases {
+	for _, c := range roundTripCases() {
 		v := encodeOne(t, c.typ, c.m, 'c', c.raw, streamed)
 		var d Decoder
 		e, err := d.Decode(v)

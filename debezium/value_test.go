@@ -13,7 +13,18 @@ import (
 // notNull marks the case of a NOT NULL column.
 const notNull = "a zero date in a NOT NULL column is the epoch, Debezium's fallback"
 
-func TestValues(t *testing.T) {
+// valueCase is one column value and what Debezium writes for it.
+type valueCase struct {
+	why      string
+	typ      string
+	m        config.Debezium
+	raw      string
+	want     string
+	snapshot bool
+}
+
+// valueCases are TestValues' cases; TestAvroDirect encodes each in Avro too.
+func valueCases() []valueCase {
 	def := config.Default().Kafka.Debezium
 	with := func(f func(*config.Debezium)) config.Debezium {
 		m := def
@@ -26,14 +37,7 @@ func TestValues(t *testing.T) {
 	connect := with(func(m *config.Debezium) { m.Time.Precision.Mode = config.TimeConnect })
 	hex := with(func(m *config.Debezium) { m.Binary.Handling.Mode = config.BinaryHex })
 	url := with(func(m *config.Debezium) { m.Binary.Handling.Mode = config.BinaryBase64URLSafe })
-	cases := []struct {
-		why      string
-		typ      string
-		m        config.Debezium
-		raw      string
-		want     string
-		snapshot bool
-	}{
+	return []valueCase{
 		{"precise decimal: base64 of the unscaled big-endian value", "decimal(10,2)", def, `"12345678.91"`, `"SZYC0w=="`, false},
 		{"a negative decimal is two's complement in the fewest bytes", "decimal(10,2)", def, `"-0.05"`, `"+w=="`, false},
 		{"a decimal of scale = precision", "decimal(5,5)", def, `"0.12345"`, `"MDk="`, false},
@@ -76,7 +80,10 @@ func TestValues(t *testing.T) {
 		{"text as it is", "varchar", def, `"héllo"`, `"héllo"`, false},
 		{"YEAR is an int", "year", def, `2024`, `2024`, false},
 	}
-	for _, c := range cases {
+}
+
+func TestValues(t *testing.T) {
+	for _, c := range valueCases() {
 		f, err := compile(Column{Name: "c", Type: c.typ, Optional: true}, c.m)
 		if c.why == notNull {
 			f.optional = false

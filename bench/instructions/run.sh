@@ -33,6 +33,8 @@ BENCHES=(
 	"./projections:Build\$:10:5000:a narrow insert record of a 5,000-record poll built into its batch (decode, writes, coalescing)"
 	"./projections:BuildComputed\$:10:5000:the same record mapped by a projection with a month-bucket key, computed columns and an expression filter"
 	"./cdc:AppendChange\$:20000:1:a narrow insert's key and envelope encoded by the tailer (from go-mysql's decoded row)"
+	"./debezium:JSONEncode\$:20000:1:a narrow insert's key and value in kafka.format: debezium (JSON with schemas, from readside's values)"
+	"./debezium:AvroEncode\$:20000:1:the same in kafka.format: debezium-avro (Avro written from readside's values)"
 	"./sinks:AppendUpsert\$:10:5000:a narrow insert's row written into the sink's 5,000-row upsert statement (values as Build makes them)"
 )
 
