@@ -24,9 +24,11 @@ package sinks
 // (it orders the source row's own changes). Parent changes are versioned
 // in the state tables, so a duplicated or late parent event changes no
 // state and moves nothing. Batches of one such projection take one lock
-// first (per shard) and so apply one at a time: a regroup reads chains of
-// state rows that other batches may be changing, and taking turns is
-// what keeps every regroup reading the state as it is committed.
+// first (per shard): a batch that changes a parent takes it exclusively
+// and applies alone, since its regroup reads chains of state rows that
+// other batches may be changing, and taking turns is what keeps every
+// regroup reading the state as it is committed; the batches that change
+// no parent share it and apply at once (movesGroups).
 
 import (
 	"fmt"
@@ -45,8 +47,9 @@ func joinedAgg(p *projections.Projection) bool {
 // joinedStatements are the statements of an aggregate with joined group
 // columns.
 type joinedStatements struct {
-	// lock serializes the projection's batches on this shard.
-	lock string
+	// lock serializes the projection's batches on this shard; share lets
+	// the batches that move no group apply at once (lockJoinedGroups).
+	lock, share string
 	// byKey, byParent (per join) and all read contributions with the
 	// joined group columns the state gives now: of given source keys, of
 	// given parent keys of a join, of every row.
@@ -134,6 +137,7 @@ func joinedStatementsOf(p *projections.Projection, d dialect) *joinedStatements 
 	}
 	st := &joinedStatements{
 		lock:      "INSERT INTO `_readside_truncations` (projection, version) VALUES (?, 0)" + d.onDuplicate() + "version = version",
+		share:     "INSERT IGNORE INTO `_readside_truncations` (projection, version) VALUES (?, 0)",
 		byKey:     multiRow{head: head + "c.`key_text` IN (", row: "?", sep: ", ", tail: ")"},
 		all:       "SELECT " + strings.Join(sel, ", ") + " FROM " + from,
 		moveByKey: multiRow{head: move + " WHERE c.`key_text` IN (", row: "?", sep: ", ", tail: ")" + liveAnd},
@@ -274,18 +278,44 @@ next:
 }
 
 // joinedLockName is the `_readside_truncations` row whose lock the
-// batches of p take in turn.
+// batches of p take: exclusively one at a time, shared at once.
 func joinedLockName(p *projections.Projection) string { return p.Name + "#groups" }
 
-// lockJoinedGroups takes p's batch lock (first, so batches queue there).
-func (a *applier) lockJoinedGroups() error {
+// lockJoinedGroups takes p's batch lock (first, so batches queue there):
+// exclusively when b changes or truncates a parent, or truncates the
+// source (movesGroups), shared otherwise.
+func (a *applier) lockJoinedGroups(b *projections.Batch) error {
 	if !joinedAgg(a.p) {
 		return nil
 	}
-	if err := a.exec(a.st.agg.joined.lock, joinedLockName(a.p)); err != nil {
+	stmt := a.st.agg.joined.share
+	if movesGroups(b) {
+		stmt = a.st.agg.joined.lock
+	}
+	if err := a.exec(stmt, joinedLockName(a.p)); err != nil {
 		return fmt.Errorf("locking the groups of %s: %w", a.p.Name, err)
 	}
 	return nil
+}
+
+// movesGroups reports a batch that must apply alone: one that changes
+// or truncates a parent (its regroup reads chains of state and the
+// contributions below them, which no other batch may be writing) or
+// truncates the source (every group is rebuilt). The other batches only
+// read the state, which none of them changes, and write and regroup
+// their own source rows' contributions (no two concurrent batches share
+// one: a row's events travel in one partition), adding to the group rows
+// as every aggregate's concurrent batches do; so they apply at once.
+func movesGroups(b *projections.Batch) bool {
+	if len(b.Parents) > 0 {
+		return true
+	}
+	for _, c := range b.Contributions {
+		if c.Truncate {
+			return true
+		}
+	}
+	return false
 }
 
 // regroup moves the contributions whose joined group columns the batch

@@ -165,6 +165,7 @@ func aggregateList(st *statements) []namedStatement {
 	if g := a.joined; g != nil {
 		list = append(list,
 			namedStatement{"joined groups: the batches' lock", g.lock},
+			namedStatement{"joined groups: the batches' shared lock", g.share},
 			namedStatement{"regroup: contributions of given keys", g.byKey.text(2)},
 			namedStatement{"regroup: every contribution (a parent truncated)", g.all},
 			namedStatement{"regroup: move contributions of given keys", g.moveByKey.text(2)},
