@@ -297,8 +297,8 @@ func setDef(m map[string]string, k, v string) map[string]string {
 
 // JoinedGroupsPlan says, for `readside plan`, where each joined group
 // column comes from and what a change of a parent on its chain costs:
-// the tables a regroup reads and that the projection's batches apply one
-// at a time (per shard).
+// the tables a regroup reads and that the projection's batches that
+// change a parent apply alone (per shard).
 func (p *Projection) JoinedGroupsPlan() []string {
 	if p.Aggregation == nil || len(p.Aggregation.Joined) == 0 {
 		return nil
@@ -313,7 +313,7 @@ func (p *Projection) JoinedGroupsPlan() []string {
 		out = append(out, fmt.Sprintf("group column %s from %s (via %s): a change of a row on that chain regroups every contribution below it, found through %s and the link index of %s; a row whose parent is missing, or holds NULL there, is in no group",
 			g.Column, chain[len(chain)-1], strings.Join(chain, " -> "), strings.Join(states, ", "), p.ContributionsTable()))
 	}
-	return append(out, "groups from joined parents: the projection's batches apply one at a time per shard (each regroup reads the join state as committed)")
+	return append(out, "groups from joined parents: a batch that changes a parent on a chain applies alone per shard (its regroup reads the join state as committed); the batches that change none apply at once")
 }
 
 // typeJoinedExpr types a joined group expression over its join's parent

@@ -84,7 +84,7 @@ func TestCompileJoinedGroups(t *testing.T) {
 	// plan names each joined column's chain and its state tables.
 	plan := strings.Join(byName["by_category"].JoinedGroupsPlan(), "\n")
 	for _, want := range []string{"group column category_id from rent.film (via rent.rental -> rent.inventory -> rent.film)",
-		"_readside_join_by_category_1, _readside_join_by_category_2, _readside_join_by_category_3", "apply one at a time per shard"} {
+		"_readside_join_by_category_1, _readside_join_by_category_2, _readside_join_by_category_3", "applies alone per shard"} {
 		if !strings.Contains(plan, want) {
 			t.Errorf("plan lacks %q:\n%s", want, plan)
 		}

@@ -24,9 +24,11 @@ package sinks
 // (it orders the source row's own changes). Parent changes are versioned
 // in the state tables, so a duplicated or late parent event changes no
 // state and moves nothing. Batches of one such projection take one lock
-// first (per shard) and so apply one at a time: a regroup reads chains of
-// state rows that other batches may be changing, and taking turns is
-// what keeps every regroup reading the state as it is committed.
+// first (per shard): a batch that changes a parent takes it exclusively
+// and applies alone, since its regroup reads chains of state rows that
+// other batches may be changing, and taking turns is what keeps every
+// regroup reading the state as it is committed; the batches that change
+// no parent share it and apply at once (movesGroups).
 
 import (
 	"fmt"
@@ -45,8 +47,9 @@ func joinedAgg(p *projections.Projection) bool {
 // joinedStatements are the statements of an aggregate with joined group
 // columns.
 type joinedStatements struct {
-	// lock serializes the projection's batches on this shard.
-	lock string
+	// lock serializes the projection's batches on this shard; share lets
+	// the batches that move no group apply at once (lockJoinedGroups).
+	lock, share string
 	// byKey, byParent (per join) and all read contributions with the
 	// joined group columns the state gives now: of given source keys, of
 	// given parent keys of a join, of every row.
@@ -60,6 +63,13 @@ type joinedStatements struct {
 	// in its select's order.
 	byLink     []multiRow
 	linkGroups [][]int
+	// moveByKey, moveByParent and moveAll store, in the contributions
+	// that byKey, byParent and all read, the joined group columns the
+	// state gives: regroup's write, which leaves the rest of each row as
+	// it is (one statement per read, not the rows read sent back).
+	moveByKey    multiRow
+	moveByParent []multiRow
+	moveAll      string
 }
 
 // linkColumns are the contributions table's link columns: per root join,
@@ -91,13 +101,10 @@ func joinedStatementsOf(p *projections.Projection, d dialect) *joinedStatements 
 			sel = append(sel, "c."+q(projections.ContributionColumn(a.Column)))
 		}
 	}
-	for _, l := range linkColumns(p) {
-		sel = append(sel, "c."+q(l))
-	}
 	for _, g := range ag.Joined {
 		sel = append(sel, g.SQL(func(c string) string { return fmt.Sprintf("s%d.%s", g.Join.N, q(stateCol(c))) }))
 	}
-	from := " FROM " + q(p.ContributionsTable()) + " AS c"
+	from := q(p.ContributionsTable()) + " AS c"
 	for _, j := range p.Joins {
 		var on []string
 		for _, o := range j.On {
@@ -109,11 +116,32 @@ func joinedStatementsOf(p *projections.Projection, d dialect) *joinedStatements 
 		}
 		from += fmt.Sprintf(" LEFT JOIN %s AS s%d ON %s", q(j.StateTable(p)), j.N, strings.Join(on, " AND "))
 	}
-	head := "SELECT " + strings.Join(sel, ", ") + from + " WHERE "
+	head := "SELECT " + strings.Join(sel, ", ") + " FROM " + from + " WHERE "
+	var sets []string
+	for _, g := range ag.Joined {
+		sets = append(sets, "c."+q(projections.GroupColumn(p.Key[g.Index]))+" = "+g.SQL(func(c string) string { return fmt.Sprintf("s%d.%s", g.Join.N, q(stateCol(c))) }))
+	}
+	move := "UPDATE " + from + " SET " + strings.Join(sets, ", ")
+	// A move leaves alone what regroup leaves alone: a contribution in no
+	// group of this shard (no source-side group: !sourceSide).
+	var live []string
+	for i, g := range p.Key {
+		if ag.JoinedGroupIndex(i) == nil {
+			live = append(live, "c."+q(projections.GroupColumn(g))+" IS NOT NULL")
+		}
+	}
+	liveAnd, moveAll := "", move
+	if len(live) > 0 {
+		liveAnd = " AND " + strings.Join(live, " AND ")
+		moveAll += " WHERE " + strings.Join(live, " AND ")
+	}
 	st := &joinedStatements{
-		lock:  "INSERT INTO `_readside_truncations` (projection, version) VALUES (?, 0)" + d.onDuplicate() + "version = version",
-		byKey: multiRow{head: head + "c.`key_text` IN (", row: "?", sep: ", ", tail: ")"},
-		all:   "SELECT " + strings.Join(sel, ", ") + from,
+		lock:      "INSERT INTO `_readside_truncations` (projection, version) VALUES (?, 0)" + d.onDuplicate() + "version = version",
+		share:     "INSERT IGNORE INTO `_readside_truncations` (projection, version) VALUES (?, 0)",
+		byKey:     multiRow{head: head + "c.`key_text` IN (", row: "?", sep: ", ", tail: ")"},
+		all:       "SELECT " + strings.Join(sel, ", ") + " FROM " + from,
+		moveByKey: multiRow{head: move + " WHERE c.`key_text` IN (", row: "?", sep: ", ", tail: ")" + liveAnd},
+		moveAll:   moveAll,
 	}
 	for _, j := range p.Joins {
 		var cols []string
@@ -121,6 +149,7 @@ func joinedStatementsOf(p *projections.Projection, d dialect) *joinedStatements 
 			cols = append(cols, fmt.Sprintf("s%d.%s", j.N, q(stateKey(o.Parent))))
 		}
 		st.byParent = append(st.byParent, keyIn(head, cols, ""))
+		st.moveByParent = append(st.moveByParent, keyIn(move+" WHERE ", cols, liveAnd))
 	}
 	st.byLink, st.linkGroups = byLinkStatements(p)
 	return st
@@ -249,54 +278,85 @@ next:
 }
 
 // joinedLockName is the `_readside_truncations` row whose lock the
-// batches of p take in turn.
+// batches of p take: exclusively one at a time, shared at once.
 func joinedLockName(p *projections.Projection) string { return p.Name + "#groups" }
 
-// lockJoinedGroups takes p's batch lock (first, so batches queue there).
-func (a *applier) lockJoinedGroups() error {
+// lockJoinedGroups takes p's batch lock (first, so batches queue there):
+// exclusively when b changes or truncates a parent, or truncates the
+// source (movesGroups), shared otherwise.
+func (a *applier) lockJoinedGroups(b *projections.Batch) error {
 	if !joinedAgg(a.p) {
 		return nil
 	}
-	if err := a.exec(a.st.agg.joined.lock, joinedLockName(a.p)); err != nil {
+	stmt := a.st.agg.joined.share
+	if movesGroups(b) {
+		stmt = a.st.agg.joined.lock
+	}
+	if err := a.exec(stmt, joinedLockName(a.p)); err != nil {
 		return fmt.Errorf("locking the groups of %s: %w", a.p.Name, err)
 	}
 	return nil
 }
 
+// movesGroups reports a batch that must apply alone: one that changes
+// or truncates a parent (its regroup reads chains of state and the
+// contributions below them, which no other batch may be writing) or
+// truncates the source (every group is rebuilt). The other batches only
+// read the state, which none of them changes, and write and regroup
+// their own source rows' contributions (no two concurrent batches share
+// one: a row's events travel in one partition), adding to the group rows
+// as every aggregate's concurrent batches do; so they apply at once.
+func movesGroups(b *projections.Batch) bool {
+	if len(b.Parents) > 0 {
+		return true
+	}
+	for _, c := range b.Contributions {
+		if c.Truncate {
+			return true
+		}
+	}
+	return false
+}
+
 // regroup moves the contributions whose joined group columns the batch
 // may have changed to their groups under the state the batch leaves:
 // those it wrote (a.regroupKeys), those below every parent it changed
-// (keys, joinState's), and all of them after a parent truncation.
+// (keys, joinState's), and all of them after a parent truncation. Each
+// read gives the stored group and the state's; the deltas come from
+// those, and the read's own move statement (the same rows: nothing in
+// between changes a link or the state) stores the state's groups.
 func (a *applier) regroup(keys [][]parentKey) error {
 	st := a.st.agg.joined
-	rows := map[string]regroupRow{}
-	var err error
+	var reads []regroupRead
 	if a.regroupAll {
-		err = a.readRegroup(st.all, nil, rows)
+		reads = append(reads, regroupRead{query: st.all, move: st.moveAll})
 	} else {
-		for start := 0; start < len(a.regroupKeys) && err == nil; start += chunk {
+		for start := 0; start < len(a.regroupKeys); start += chunk {
 			part := a.regroupKeys[start:min(start+chunk, len(a.regroupKeys))]
 			args := make([]any, len(part))
 			for i, k := range part {
 				args[i] = []byte(k)
 			}
-			err = a.readRegroup(st.byKey.text(len(part)), args, rows)
+			reads = append(reads, regroupRead{st.byKey.text(len(part)), st.moveByKey.text(len(part)), args})
 		}
 		for ji := range a.p.Joins {
 			changed := changedKeys(keys[ji])
-			for start := 0; start < len(changed) && err == nil; start += chunk {
+			for start := 0; start < len(changed); start += chunk {
 				part := changed[start:min(start+chunk, len(changed))]
 				var args []any
 				for _, k := range part {
 					args = appendValues(args, k.values)
 				}
-				err = a.readRegroup(st.byParent[ji].text(len(part)), args, rows)
+				reads = append(reads, regroupRead{st.byParent[ji].text(len(part)), st.moveByParent[ji].text(len(part)), args})
 			}
 		}
 	}
 	a.regroupKeys, a.regroupAll = nil, false
-	if err != nil {
-		return fmt.Errorf("reading the contributions of %s to regroup: %w", a.p.Name, err)
+	rows := map[string]regroupRow{}
+	for i, r := range reads {
+		if err := a.readRegroup(r.query, r.args, i, rows); err != nil {
+			return fmt.Errorf("reading the contributions of %s to regroup: %w", a.p.Name, err)
+		}
 	}
 	order := make([]string, 0, len(rows))
 	for k := range rows {
@@ -314,7 +374,7 @@ func (a *applier) regroup(keys [][]parentKey) error {
 	if ds == nil {
 		ds = newDeltas(ag)
 	}
-	var writes [][]any
+	moves := make([]bool, len(reads))
 	for _, k := range order {
 		r := rows[k]
 		if !sourceSide(ag, r.old) {
@@ -333,15 +393,24 @@ func (a *applier) regroup(keys [][]parentKey) error {
 				return err
 			}
 		}
-		row := []any{[]byte(k), r.version}
-		row = appendValues(row, r.now)
-		row = append(row, r.stored...)
-		writes = append(writes, row)
+		moves[r.read] = true
 	}
-	if err := a.execRows(&a.st.agg.write, writes); err != nil {
-		return fmt.Errorf("regrouping the contributions of %s: %w", a.p.Name, err)
+	for i, r := range reads {
+		if !moves[i] {
+			continue
+		}
+		if err := a.exec(r.move, r.args...); err != nil {
+			return fmt.Errorf("regrouping the contributions of %s: %w", a.p.Name, err)
+		}
 	}
 	return a.applyDeltas(ds)
+}
+
+// regroupRead is one read of contributions to regroup, and the statement
+// that moves the same rows to the groups it read.
+type regroupRead struct {
+	query, move string
+	args        []any
 }
 
 // regroupRow is a stored contribution with the group the state gives it.
@@ -349,12 +418,12 @@ type regroupRow struct {
 	version  uint64
 	old, now []projections.Value // its stored group, and the state's
 	values   []projections.Value // per aggregate (deltas.add)
-	stored   []any               // its stored values and links, as read
+	read     int                 // the regroupRead that found it last
 }
 
 // readRegroup reads contributions with the state's joined group columns
-// into out.
-func (a *applier) readRegroup(query string, args []any, out map[string]regroupRow) error {
+// into out, found by read number read.
+func (a *applier) readRegroup(query string, args []any, read int, out map[string]regroupRow) error {
 	rows, err := a.query(query, args...)
 	if err != nil {
 		return err
@@ -374,7 +443,7 @@ func (a *applier) readRegroup(query string, args []any, out map[string]regroupRo
 		if err := rows.Scan(raw...); err != nil {
 			return err
 		}
-		r := regroupRow{version: version, old: make([]projections.Value, k), values: make([]projections.Value, len(ag.Aggregates))}
+		r := regroupRow{version: version, old: make([]projections.Value, k), values: make([]projections.Value, len(ag.Aggregates)), read: read}
 		for i := range k {
 			r.old[i] = value(2 + i)
 		}
@@ -386,13 +455,6 @@ func (a *applier) readRegroup(query string, args []any, out map[string]regroupRo
 			}
 			r.values[i] = value(col)
 			col++
-		}
-		for i := 2 + k; i < n-len(ag.Joined); i++ {
-			if cells[i] == nil {
-				r.stored = append(r.stored, nil)
-			} else {
-				r.stored = append(r.stored, slices.Clone(cells[i]))
-			}
 		}
 		r.now = slices.Clone(r.old)
 		for i, g := range ag.Joined {

@@ -100,7 +100,7 @@ func (s *MySQL) writeBatch(a *applier, b *projections.Batch) (err error) {
 	}()
 	a.stale, a.zero, a.shard = b.Stale, zero, b.Shard
 
-	if err := a.lockJoinedGroups(); err != nil {
+	if err := a.lockJoinedGroups(b); err != nil {
 		return err
 	}
 	keys, err := a.joinState(b)

@@ -165,11 +165,15 @@ func aggregateList(st *statements) []namedStatement {
 	if g := a.joined; g != nil {
 		list = append(list,
 			namedStatement{"joined groups: the batches' lock", g.lock},
+			namedStatement{"joined groups: the batches' shared lock", g.share},
 			namedStatement{"regroup: contributions of given keys", g.byKey.text(2)},
 			namedStatement{"regroup: every contribution (a parent truncated)", g.all},
+			namedStatement{"regroup: move contributions of given keys", g.moveByKey.text(2)},
+			namedStatement{"regroup: move every contribution", g.moveAll},
 		)
 		for i, b := range g.byParent {
 			list = append(list, namedStatement{"regroup: contributions below join " + st.p.Joins[i].ParentDB + "." + st.p.Joins[i].ParentTbl, b.text(2)})
+			list = append(list, namedStatement{"regroup: move contributions below join " + st.p.Joins[i].ParentDB + "." + st.p.Joins[i].ParentTbl, g.moveByParent[i].text(2)})
 		}
 		for i, b := range g.byLink {
 			if b.head != "" {

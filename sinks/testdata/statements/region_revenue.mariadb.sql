@@ -58,20 +58,38 @@ UPDATE `region_revenue` AS r JOIN `_readside_join_region_revenue_3` AS s ON r.`_
 -- joined groups: the batches' lock
 INSERT INTO `_readside_truncations` (projection, version) VALUES (?, 0) ON DUPLICATE KEY UPDATE version = version
 
+-- joined groups: the batches' shared lock
+INSERT IGNORE INTO `_readside_truncations` (projection, version) VALUES (?, 0)
+
 -- regroup: contributions of given keys
-SELECT c.`key_text`, c.`_rs_version`, c.`g_region`, c.`g_city_upper`, c.`g_status`, c.`v_total`, c.`_rs_l1_id`, c.`_rs_l3_id`, s2.`c_region`, s3.`c_city_upper` FROM `_readside_agg_region_revenue` AS c LEFT JOIN `_readside_join_region_revenue_1` AS s1 ON s1.`k_id` = c.`_rs_l1_id` LEFT JOIN `_readside_join_region_revenue_2` AS s2 ON s2.`k_id` = s1.`c__rs_j1_region_id` LEFT JOIN `_readside_join_region_revenue_3` AS s3 ON s3.`k_id` = c.`_rs_l3_id` WHERE c.`key_text` IN (?, ?)
+SELECT c.`key_text`, c.`_rs_version`, c.`g_region`, c.`g_city_upper`, c.`g_status`, c.`v_total`, s2.`c_region`, s3.`c_city_upper` FROM `_readside_agg_region_revenue` AS c LEFT JOIN `_readside_join_region_revenue_1` AS s1 ON s1.`k_id` = c.`_rs_l1_id` LEFT JOIN `_readside_join_region_revenue_2` AS s2 ON s2.`k_id` = s1.`c__rs_j1_region_id` LEFT JOIN `_readside_join_region_revenue_3` AS s3 ON s3.`k_id` = c.`_rs_l3_id` WHERE c.`key_text` IN (?, ?)
 
 -- regroup: every contribution (a parent truncated)
-SELECT c.`key_text`, c.`_rs_version`, c.`g_region`, c.`g_city_upper`, c.`g_status`, c.`v_total`, c.`_rs_l1_id`, c.`_rs_l3_id`, s2.`c_region`, s3.`c_city_upper` FROM `_readside_agg_region_revenue` AS c LEFT JOIN `_readside_join_region_revenue_1` AS s1 ON s1.`k_id` = c.`_rs_l1_id` LEFT JOIN `_readside_join_region_revenue_2` AS s2 ON s2.`k_id` = s1.`c__rs_j1_region_id` LEFT JOIN `_readside_join_region_revenue_3` AS s3 ON s3.`k_id` = c.`_rs_l3_id`
+SELECT c.`key_text`, c.`_rs_version`, c.`g_region`, c.`g_city_upper`, c.`g_status`, c.`v_total`, s2.`c_region`, s3.`c_city_upper` FROM `_readside_agg_region_revenue` AS c LEFT JOIN `_readside_join_region_revenue_1` AS s1 ON s1.`k_id` = c.`_rs_l1_id` LEFT JOIN `_readside_join_region_revenue_2` AS s2 ON s2.`k_id` = s1.`c__rs_j1_region_id` LEFT JOIN `_readside_join_region_revenue_3` AS s3 ON s3.`k_id` = c.`_rs_l3_id`
+
+-- regroup: move contributions of given keys
+UPDATE `_readside_agg_region_revenue` AS c LEFT JOIN `_readside_join_region_revenue_1` AS s1 ON s1.`k_id` = c.`_rs_l1_id` LEFT JOIN `_readside_join_region_revenue_2` AS s2 ON s2.`k_id` = s1.`c__rs_j1_region_id` LEFT JOIN `_readside_join_region_revenue_3` AS s3 ON s3.`k_id` = c.`_rs_l3_id` SET c.`g_region` = s2.`c_region`, c.`g_city_upper` = s3.`c_city_upper` WHERE c.`key_text` IN (?, ?) AND c.`g_status` IS NOT NULL
+
+-- regroup: move every contribution
+UPDATE `_readside_agg_region_revenue` AS c LEFT JOIN `_readside_join_region_revenue_1` AS s1 ON s1.`k_id` = c.`_rs_l1_id` LEFT JOIN `_readside_join_region_revenue_2` AS s2 ON s2.`k_id` = s1.`c__rs_j1_region_id` LEFT JOIN `_readside_join_region_revenue_3` AS s3 ON s3.`k_id` = c.`_rs_l3_id` SET c.`g_region` = s2.`c_region`, c.`g_city_upper` = s3.`c_city_upper` WHERE c.`g_status` IS NOT NULL
 
 -- regroup: contributions below join shop.customers
-SELECT c.`key_text`, c.`_rs_version`, c.`g_region`, c.`g_city_upper`, c.`g_status`, c.`v_total`, c.`_rs_l1_id`, c.`_rs_l3_id`, s2.`c_region`, s3.`c_city_upper` FROM `_readside_agg_region_revenue` AS c LEFT JOIN `_readside_join_region_revenue_1` AS s1 ON s1.`k_id` = c.`_rs_l1_id` LEFT JOIN `_readside_join_region_revenue_2` AS s2 ON s2.`k_id` = s1.`c__rs_j1_region_id` LEFT JOIN `_readside_join_region_revenue_3` AS s3 ON s3.`k_id` = c.`_rs_l3_id` WHERE s1.`k_id` IN (?, ?)
+SELECT c.`key_text`, c.`_rs_version`, c.`g_region`, c.`g_city_upper`, c.`g_status`, c.`v_total`, s2.`c_region`, s3.`c_city_upper` FROM `_readside_agg_region_revenue` AS c LEFT JOIN `_readside_join_region_revenue_1` AS s1 ON s1.`k_id` = c.`_rs_l1_id` LEFT JOIN `_readside_join_region_revenue_2` AS s2 ON s2.`k_id` = s1.`c__rs_j1_region_id` LEFT JOIN `_readside_join_region_revenue_3` AS s3 ON s3.`k_id` = c.`_rs_l3_id` WHERE s1.`k_id` IN (?, ?)
+
+-- regroup: move contributions below join shop.customers
+UPDATE `_readside_agg_region_revenue` AS c LEFT JOIN `_readside_join_region_revenue_1` AS s1 ON s1.`k_id` = c.`_rs_l1_id` LEFT JOIN `_readside_join_region_revenue_2` AS s2 ON s2.`k_id` = s1.`c__rs_j1_region_id` LEFT JOIN `_readside_join_region_revenue_3` AS s3 ON s3.`k_id` = c.`_rs_l3_id` SET c.`g_region` = s2.`c_region`, c.`g_city_upper` = s3.`c_city_upper` WHERE s1.`k_id` IN (?, ?) AND c.`g_status` IS NOT NULL
 
 -- regroup: contributions below join shop.regions
-SELECT c.`key_text`, c.`_rs_version`, c.`g_region`, c.`g_city_upper`, c.`g_status`, c.`v_total`, c.`_rs_l1_id`, c.`_rs_l3_id`, s2.`c_region`, s3.`c_city_upper` FROM `_readside_agg_region_revenue` AS c LEFT JOIN `_readside_join_region_revenue_1` AS s1 ON s1.`k_id` = c.`_rs_l1_id` LEFT JOIN `_readside_join_region_revenue_2` AS s2 ON s2.`k_id` = s1.`c__rs_j1_region_id` LEFT JOIN `_readside_join_region_revenue_3` AS s3 ON s3.`k_id` = c.`_rs_l3_id` WHERE s2.`k_id` IN (?, ?)
+SELECT c.`key_text`, c.`_rs_version`, c.`g_region`, c.`g_city_upper`, c.`g_status`, c.`v_total`, s2.`c_region`, s3.`c_city_upper` FROM `_readside_agg_region_revenue` AS c LEFT JOIN `_readside_join_region_revenue_1` AS s1 ON s1.`k_id` = c.`_rs_l1_id` LEFT JOIN `_readside_join_region_revenue_2` AS s2 ON s2.`k_id` = s1.`c__rs_j1_region_id` LEFT JOIN `_readside_join_region_revenue_3` AS s3 ON s3.`k_id` = c.`_rs_l3_id` WHERE s2.`k_id` IN (?, ?)
+
+-- regroup: move contributions below join shop.regions
+UPDATE `_readside_agg_region_revenue` AS c LEFT JOIN `_readside_join_region_revenue_1` AS s1 ON s1.`k_id` = c.`_rs_l1_id` LEFT JOIN `_readside_join_region_revenue_2` AS s2 ON s2.`k_id` = s1.`c__rs_j1_region_id` LEFT JOIN `_readside_join_region_revenue_3` AS s3 ON s3.`k_id` = c.`_rs_l3_id` SET c.`g_region` = s2.`c_region`, c.`g_city_upper` = s3.`c_city_upper` WHERE s2.`k_id` IN (?, ?) AND c.`g_status` IS NOT NULL
 
 -- regroup: contributions below join shop.warehouses
-SELECT c.`key_text`, c.`_rs_version`, c.`g_region`, c.`g_city_upper`, c.`g_status`, c.`v_total`, c.`_rs_l1_id`, c.`_rs_l3_id`, s2.`c_region`, s3.`c_city_upper` FROM `_readside_agg_region_revenue` AS c LEFT JOIN `_readside_join_region_revenue_1` AS s1 ON s1.`k_id` = c.`_rs_l1_id` LEFT JOIN `_readside_join_region_revenue_2` AS s2 ON s2.`k_id` = s1.`c__rs_j1_region_id` LEFT JOIN `_readside_join_region_revenue_3` AS s3 ON s3.`k_id` = c.`_rs_l3_id` WHERE s3.`k_id` IN (?, ?)
+SELECT c.`key_text`, c.`_rs_version`, c.`g_region`, c.`g_city_upper`, c.`g_status`, c.`v_total`, s2.`c_region`, s3.`c_city_upper` FROM `_readside_agg_region_revenue` AS c LEFT JOIN `_readside_join_region_revenue_1` AS s1 ON s1.`k_id` = c.`_rs_l1_id` LEFT JOIN `_readside_join_region_revenue_2` AS s2 ON s2.`k_id` = s1.`c__rs_j1_region_id` LEFT JOIN `_readside_join_region_revenue_3` AS s3 ON s3.`k_id` = c.`_rs_l3_id` WHERE s3.`k_id` IN (?, ?)
+
+-- regroup: move contributions below join shop.warehouses
+UPDATE `_readside_agg_region_revenue` AS c LEFT JOIN `_readside_join_region_revenue_1` AS s1 ON s1.`k_id` = c.`_rs_l1_id` LEFT JOIN `_readside_join_region_revenue_2` AS s2 ON s2.`k_id` = s1.`c__rs_j1_region_id` LEFT JOIN `_readside_join_region_revenue_3` AS s3 ON s3.`k_id` = c.`_rs_l3_id` SET c.`g_region` = s2.`c_region`, c.`g_city_upper` = s3.`c_city_upper` WHERE s3.`k_id` IN (?, ?) AND c.`g_status` IS NOT NULL
 
 -- joined groups of the links to shop.customers
 SELECT s1.`k_id`, s2.`c_region` FROM `_readside_join_region_revenue_1` AS s1 LEFT JOIN `_readside_join_region_revenue_2` AS s2 ON s2.`k_id` = s1.`c__rs_j1_region_id` WHERE s1.`k_id` IN (?, ?)
