@@ -30,10 +30,11 @@ import (
 //
 // A reader goroutine does step 1 (and encodes the rows) for the next
 // chunks while the stream waits for the high watermark of the one before
-// (snapshot_reader.go): it writes a chunk's low watermark only after the
-// previous chunk's high watermark committed, so the chunks' windows follow
-// each other in the binlog and step 2 applies to one chunk at a time, the
-// head of the chunks in flight, exactly as with one chunk.
+// (snapshot_reader.go): it starts a chunk's SELECT only after the
+// previous chunk's high watermark committed (two chunks' rows may still
+// arrive at once, each from its own read view), so the chunks' windows
+// follow each other in the binlog and step 2 applies to one chunk at a
+// time, the head of the chunks in flight, exactly as with one chunk.
 //
 // Progress (the last key of the last published chunk) travels in the
 // checkpoint, committed with the chunk's events, so a crash redoes at most
