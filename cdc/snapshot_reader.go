@@ -392,6 +392,20 @@ func (rd *chunkReads) bound(ctx context.Context, tbl *table, after [][]byte) ([]
 	return key, rows.Err()
 }
 
+// sameKey reports whether a and b have the same key columns, in order.
+func sameKey(a, b *table) bool {
+	if len(a.pk) != len(b.pk) {
+		return false
+	}
+	for i := range a.pk {
+		ca, cb := a.columns[a.pk[i]], b.columns[b.pk[i]]
+		if ca.name != cb.name || ca.kind != cb.kind || ca.typeName != cb.typeName {
+			return false
+		}
+	}
+	return true
+}
+
 // nextChunk is what the next chunk is read with (its table's columns and
 // the end of its range), or why it cannot be.
 type nextChunk struct {
@@ -474,9 +488,28 @@ func (rd *chunkReads) open(ctx context.Context, c *chunk, tbl *table, after [][]
 	}()
 	go func() {
 		var n nextChunk
+		var bound chan nextChunk
+		if c.until != nil {
+			// Read with this chunk's key, beside the columns: kept only if
+			// the next chunk's key is the same columns (a DDL in between
+			// that changed the key leaves the next chunk without a range:
+			// it is read with a LIMIT).
+			bound = make(chan nextChunk, 1)
+			go func() {
+				var b nextChunk
+				b.until, b.err = rd.bound(ctx, tbl, c.until)
+				bound <- b
+			}()
+		}
 		n.tbl, n.err = rd.columns(ctx)
-		if n.err == nil && c.until != nil {
-			n.until, n.err = rd.bound(ctx, n.tbl, c.until)
+		if bound != nil {
+			b := <-bound
+			if n.err == nil {
+				n.err = b.err
+			}
+			if n.err == nil && sameKey(tbl, n.tbl) {
+				n.until = b.until
+			}
 		}
 		cr.next <- n
 	}()
