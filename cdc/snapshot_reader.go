@@ -206,7 +206,15 @@ func (r *chunkReader) run(ctx context.Context, after [][]byte, rd *chunkReads) e
 		case nc == nil:
 			return nil // ctx ended
 		}
+		ranged := c.until != nil
 		after, c, tbl, until = c.lastKey, nc, next.tbl, next.until
+		if !ranged {
+			// The last range came back full (rows inserted after its
+			// boundary query found fewer): the table goes on.
+			if until, err = rd.bound(ctx, tbl, after); err != nil {
+				return quiet(ctx, err)
+			}
+		}
 	}
 }
 
