@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"strings"
@@ -21,8 +22,12 @@ import (
 // source row's contribution with its link column and its group columns
 // (<table>_b2c), each parent row's state (<table>_b2p), and the regroup of
 // the contributions below a changed parent (one UPDATE … JOIN per batch).
-// A batch is one transaction on one connection, as the projector applies
-// such a projection's batches one at a time.
+// As in the projector, a batch that changes a parent runs alone: every
+// connection idle before it, none started until it commits, since its
+// regroup moves contributions between groups that the other connections
+// write. The batches that change no parent run on a point's connections
+// at once, each batch's rows dealt to them by key as the plain
+// aggregate's are, so each contribution and group row has one writer.
 type joinedGroup struct {
 	join      config.Join
 	link      string   // the source column the join's on names
@@ -85,11 +90,23 @@ type joinedReplay struct {
 	pk      []string       // the source primary key
 }
 
+// joinedTxn is one transaction of a batch: the whole batch on one
+// connection when it changes a parent (alone), else the rows of the
+// batch dealt to connection conn.
+type joinedTxn struct {
+	alone bool
+	conn  int
+	stmts []string
+}
+
 // replay replays the steps batchRows records at a time and renders each
-// batch as one transaction: the contributions written, the parent
-// state, the regroup, the group rows. It returns the transactions and
-// the contribution, parent-state and group rows written.
-func (r *joinedReplay) replay(table string, steps []replayStep, batchRows int) (txns [][]string, counts [3]int) {
+// batch: the contributions written, the parent state, the regroup, the
+// group rows. A batch that writes parent state is one transaction that
+// runs alone; another batch is one transaction per connection that has
+// rows of it (contributions dealt by source row key, group rows by group
+// key). It returns the transactions in batch order and the contribution,
+// parent-state and group rows written.
+func (r *joinedReplay) replay(table string, steps []replayStep, batchRows, conns int) (txns []joinedTxn, counts [3]int) {
 	g := r.g
 	rows := map[string]*member{}          // source row key → its contribution
 	below := map[string]map[string]bool{} // parent key text → source row keys linking to it
@@ -191,47 +208,60 @@ func (r *joinedReplay) replay(table string, steps []replayStep, batchRows int) (
 				enter(w.Key, m, touched)
 			}
 		}
-		var txn []string
+		alone := len(wroteParent) > 0
+		n := conns
+		if alone {
+			n = 1
+		}
+		conn := func(k string) int {
+			if alone {
+				return 0
+			}
+			return connOf(k, n)
+		}
 		// Contributions: each written row's final values, its link and
 		// its group columns (NULL without a parent).
-		var ins, del []byte
+		ins, del := make([][]byte, n), make([][]byte, n)
 		for _, k := range slices.Sorted(maps.Keys(wroteRows)) {
-			m := rows[k]
+			m, c := rows[k], conn(k)
 			if m == nil {
-				del = g.appendKey(sep(del, "DELETE FROM `"+contribTbl+"` WHERE ("+quoteList(r.pk)+") IN ("), wroteRows[k])
+				del[c] = g.appendKey(sep(del[c], "DELETE FROM `"+contribTbl+"` WHERE ("+quoteList(r.pk)+") IN ("), wroteRows[k])
 				counts[0]++
 				continue
 			}
-			ins = r.appendContribution(sep(ins, "INSERT INTO `"+contribTbl+"` VALUES "), m, groupOf)
+			ins[c] = r.appendContribution(sep(ins[c], "INSERT INTO `"+contribTbl+"` VALUES "), m, groupOf)
 			counts[0]++
 		}
-		if ins != nil {
-			txn = append(txn, string(append(ins, r.updateAll(append(slices.Clone(r.srcCols[len(r.pk):]), r.jg.joined...))...)))
+		stmts := make([][]string, n)
+		for c := range stmts {
+			if ins[c] != nil {
+				stmts[c] = append(stmts[c], string(append(ins[c], r.updateAll(append(slices.Clone(r.srcCols[len(r.pk):]), r.jg.joined...))...)))
+			}
+			if del[c] != nil {
+				stmts[c] = append(stmts[c], string(append(del[c], ')')))
+			}
 		}
-		if del != nil {
-			txn = append(txn, string(append(del, ')')))
-		}
-		// Parent state.
-		ins, del = nil, nil
+		// Parent state (only in a batch that runs alone, on stmts[0]).
+		var pins, pdel []byte
 		for _, pk := range slices.Sorted(maps.Keys(wroteParent)) {
 			counts[1]++
 			pv, ok := parentVals[pk]
 			if !ok {
-				del = fmt.Appendf(sep(del, "DELETE FROM `"+parentTbl+"` WHERE `"+r.jg.parentKey+"` IN ("), "%s", literalOfText(pk))
+				pdel = fmt.Appendf(sep(pdel, "DELETE FROM `"+parentTbl+"` WHERE `"+r.jg.parentKey+"` IN ("), "%s", literalOfText(pk))
 				continue
 			}
-			ins = append(sep(ins, "INSERT INTO `"+parentTbl+"` VALUES "), '(')
-			ins = appendLiteral(ins, pv[r.parAt[r.jg.parentKey]])
+			pins = append(sep(pins, "INSERT INTO `"+parentTbl+"` VALUES "), '(')
+			pins = appendLiteral(pins, pv[r.parAt[r.jg.parentKey]])
 			for _, c := range r.jg.joined {
-				ins = appendLiteral(append(ins, ','), pv[r.parAt[c]])
+				pins = appendLiteral(append(pins, ','), pv[r.parAt[c]])
 			}
-			ins = append(ins, ')')
+			pins = append(pins, ')')
 		}
-		if ins != nil {
-			txn = append(txn, string(append(ins, r.updateAll(r.jg.joined)...)))
+		if pins != nil {
+			stmts[0] = append(stmts[0], string(append(pins, r.updateAll(r.jg.joined)...)))
 		}
-		if del != nil {
-			txn = append(txn, string(append(del, ')')))
+		if pdel != nil {
+			stmts[0] = append(stmts[0], string(append(pdel, ')')))
 		}
 		// Regroup: the contributions below a parent whose group columns
 		// changed take the parent state's (NULL when it is gone).
@@ -244,36 +274,71 @@ func (r *joinedReplay) replay(table string, steps []replayStep, batchRows int) (
 			for _, pk := range slices.Sorted(maps.Keys(regroup)) {
 				keys = fmt.Appendf(sep(keys, ""), "%s", literalOfText(pk))
 			}
-			txn = append(txn, fmt.Sprintf("UPDATE `%s` c LEFT JOIN `%s` p ON p.`%s` = c.`%s` SET %s WHERE c.`%s` IN (%s)",
+			stmts[0] = append(stmts[0], fmt.Sprintf("UPDATE `%s` c LEFT JOIN `%s` p ON p.`%s` = c.`%s` SET %s WHERE c.`%s` IN (%s)",
 				contribTbl, parentTbl, r.jg.parentKey, r.jg.link, strings.Join(set, ", "), r.jg.link, keys))
 		}
 		// Group rows.
-		ins, del = nil, nil
+		ins, del = make([][]byte, n), make([][]byte, n)
 		for _, gk := range slices.Sorted(maps.Keys(touched)) {
-			gr := groups[gk]
+			gr, c := groups[gk], conn(gk)
 			counts[2]++
 			if len(gr.members) == 0 {
-				del = g.appendKey(sep(del, "DELETE FROM `"+table+"` WHERE ("+quoteList(g.group)+") IN ("), gr.key)
+				del[c] = g.appendKey(sep(del[c], "DELETE FROM `"+table+"` WHERE ("+quoteList(g.group)+") IN ("), gr.key)
 				delete(groups, gk)
 				continue
 			}
-			ins = g.appendRow(sep(ins, "INSERT INTO `"+table+"` VALUES "), gr)
+			ins[c] = g.appendRow(sep(ins[c], "INSERT INTO `"+table+"` VALUES "), gr)
 		}
-		if ins != nil {
-			var cols []string
-			for _, a := range g.aggs {
-				cols = append(cols, a.column)
+		var aggCols []string
+		for _, a := range g.aggs {
+			aggCols = append(aggCols, a.column)
+		}
+		for c := range stmts {
+			if ins[c] != nil {
+				stmts[c] = append(stmts[c], string(append(ins[c], r.updateAll(aggCols)...)))
 			}
-			txn = append(txn, string(append(ins, r.updateAll(cols)...)))
-		}
-		if del != nil {
-			txn = append(txn, string(append(del, ')')))
-		}
-		if txn != nil {
-			txns = append(txns, txn)
+			if del[c] != nil {
+				stmts[c] = append(stmts[c], string(append(del[c], ')')))
+			}
+			if stmts[c] != nil {
+				txns = append(txns, joinedTxn{alone: alone, conn: c, stmts: stmts[c]})
+			}
 		}
 	}
 	return txns, counts
+}
+
+// connOf is the connection of n a row key is dealt to.
+func connOf(key string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(n))
+}
+
+// phases splits the transactions into what runs between barriers: each
+// alone transaction is a phase of its own on one connection; each run of
+// the others is one phase, a transaction list per connection (conns of
+// them), each list in batch order.
+func phases(txns []joinedTxn, conns int) [][][][]string {
+	var out [][][][]string
+	var open [][][]string // the phase of concurrent transactions being filled
+	for _, t := range txns {
+		if t.alone {
+			if open != nil {
+				out, open = append(out, open), nil
+			}
+			out = append(out, [][][]string{{t.stmts}})
+			continue
+		}
+		if open == nil {
+			open = make([][][]string, conns)
+		}
+		open[t.conn] = append(open[t.conn], t.stmts)
+	}
+	if open != nil {
+		out = append(out, open)
+	}
+	return out
 }
 
 // sameGroup reports whether two images of a parent row give the same
@@ -354,29 +419,26 @@ func (r *joinedReplay) createState(ctx context.Context, sink *sinks.MySQL, table
 	})
 }
 
-// run measures each point's batch size on one connection (the
-// projector applies such a projection's batches one at a time, so a
-// point's connections are not used; a batch size is measured once) and
-// emits the best, with the group rows' checksum. The rate counts records
-// (source and parent events) per second, as the projector's does.
+// run measures each point (its batch size and connections; the batches
+// that change a parent alone, the others concurrently) and emits the
+// best, with the group rows' checksum, which the split leaves the same
+// for every point. The rate counts records (source and parent events)
+// per second, as the projector's does.
 func (r *joinedReplay) run(ctx context.Context, sink *sinks.MySQL, table string, steps []replayStep, points []benchio.Point) error {
 	var best benchio.Result
-	done := map[int]bool{}
 	for _, pt := range points {
-		if done[pt.BatchRows] {
-			continue
-		}
-		done[pt.BatchRows] = true
-		pt.Connections = 1
 		if err := sink.Exec(ctx, []string{"TRUNCATE TABLE `" + table + "`", "TRUNCATE TABLE `" + table + "c`", "TRUNCATE TABLE `" + table + "p`"}); err != nil {
 			return err
 		}
-		txns, counts := r.replay(table, steps, pt.BatchRows)
+		txns, counts := r.replay(table, steps, pt.BatchRows, pt.Connections)
+		phs := phases(txns, pt.Connections)
 		settlePoint(ctx, sink, &best, pt)
 		load, cpu0 := benchio.Load1(), benchio.SelfCPU()
 		t := time.Now()
-		if err := execTxns(ctx, sink.DB(), txns); err != nil {
-			return err
+		for _, ph := range phs {
+			if err := execAll(ctx, sink.DB(), ph); err != nil {
+				return err
+			}
 		}
 		secs := time.Since(t).Seconds()
 		pt.PerS = float64(len(steps)) / secs
@@ -384,8 +446,8 @@ func (r *joinedReplay) run(ctx context.Context, sink *sinks.MySQL, table string,
 		if pt.PerS > best.PerS {
 			best.PerS, best.Seconds, best.Load1, best.Events = pt.PerS, secs, load, len(steps)
 			best.CPUPer1000 = (benchio.SelfCPU() - cpu0) / float64(len(steps)) * 1000
-			best.Description = fmt.Sprintf("%d-record batches, 1 connection: %d contribution, %d parent-state and %d group rows written for %d records",
-				pt.BatchRows, counts[0], counts[1], counts[2], len(steps))
+			best.Description = fmt.Sprintf("%d-record batches, %d connection(s): %d contribution, %d parent-state and %d group rows written for %d records",
+				pt.BatchRows, pt.Connections, counts[0], counts[1], counts[2], len(steps))
 		}
 	}
 	cols := slices.Clone(r.g.group)

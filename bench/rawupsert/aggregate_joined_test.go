@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -67,13 +68,98 @@ func TestJoinedReplay(t *testing.T) {
 				"DELETE FROM `tc` WHERE (`id`) IN (('100')) ; INSERT INTO `tp` VALUES ('1','10')" + pUpd + " ; INSERT INTO `t` VALUES ('10',1,7)" + upd},
 			[3]int{3, 2, 2}},
 	} {
-		txns, counts := r.replay("t", c.steps, c.batch)
+		txns, counts := r.replay("t", c.steps, c.batch, 1)
 		var got []string
 		for _, txn := range txns {
-			got = append(got, strings.Join(txn, " ; "))
+			got = append(got, strings.Join(txn.stmts, " ; "))
 		}
 		if strings.Join(got, "\n") != strings.Join(c.want, "\n") || counts != c.counts {
 			t.Errorf("%s:\n got %v:\n%s\nwant %v:\n%s", c.why, counts, strings.Join(got, "\n"), c.counts, strings.Join(c.want, "\n"))
+		}
+	}
+}
+
+// TestJoinedReplayConnections: on several connections, a batch that
+// writes parent state (and so may regroup) is one transaction in a phase
+// of its own, as the projector runs it alone; the other batches' rows are
+// dealt to the connections by key (contribution by source row, group row
+// by group), so each row has one writer and the final group rows are the
+// same on any connection count (b2_check compares their checksum).
+func TestJoinedReplayConnections(t *testing.T) {
+	pay := func(id, staff, amount string) replayStep {
+		return replayStep{writes: []projections.Write{{Kind: projections.Upsert, Key: id, Values: projections.ValuesOf(id, staff, amount)}}}
+	}
+	staff := func(id, store string) replayStep {
+		return replayStep{parent: true, writes: []projections.Write{{Kind: projections.Upsert, Key: id, Values: projections.ValuesOf(id, store)}}}
+	}
+	r := &joinedReplay{
+		g: &grouping{group: []string{"store_id"}, at: map[string]int{"id": 0, "staff_id": 1, "amount": 2}, numeric: map[string]bool{"amount": true},
+			aggs: []aggregate{{column: "n", fn: "count"}, {column: "sum", fn: "sum", arg: "amount"}}},
+		jg:      &joinedGroup{link: "staff_id", parentKey: "id", joined: []string{"store_id"}},
+		srcCols: []string{"id", "staff_id", "amount"},
+		parAt:   map[string]int{"id": 0, "store_id": 1},
+		pk:      []string{"id"},
+	}
+	const upd = " ON DUPLICATE KEY UPDATE `n` = VALUES(`n`), `sum` = VALUES(`sum`)"
+	const cUpd = " ON DUPLICATE KEY UPDATE `staff_id` = VALUES(`staff_id`), `amount` = VALUES(`amount`), `store_id` = VALUES(`store_id`)"
+	const pUpd = " ON DUPLICATE KEY UPDATE `store_id` = VALUES(`store_id`)"
+	const regroup = "UPDATE `tc` c LEFT JOIN `tp` p ON p.`id` = c.`staff_id` SET c.`store_id` = p.`store_id` WHERE c.`staff_id` IN "
+	// Two-record batches: the staff (alone), two payments in two stores,
+	// a staff move with a payment (alone), one payment. Rows "100", "102"
+	// and group "10" hash to connection 0; "101", "103" and "20" to 1.
+	steps := []replayStep{staff("1", "10"), staff("2", "20"), pay("100", "1", "5"), pay("101", "2", "7"),
+		staff("2", "10"), pay("102", "1", "3"), pay("103", "1", "1")}
+	txns, counts := r.replay("t", steps, 2, 2)
+	var got []string
+	for i, ph := range phases(txns, 2) {
+		for c, list := range ph {
+			for _, stmts := range list {
+				got = append(got, fmt.Sprintf("phase %d conn %d: %s", i, c, strings.Join(stmts, " ; ")))
+			}
+		}
+	}
+	want := []string{
+		"phase 0 conn 0: INSERT INTO `tp` VALUES ('1','10'),('2','20')" + pUpd + " ; " + regroup + "('1','2')",
+		"phase 1 conn 0: INSERT INTO `tc` VALUES ('100','1','5','10')" + cUpd + " ; INSERT INTO `t` VALUES ('10',1,5)" + upd,
+		"phase 1 conn 1: INSERT INTO `tc` VALUES ('101','2','7','20')" + cUpd + " ; INSERT INTO `t` VALUES ('20',1,7)" + upd,
+		"phase 2 conn 0: INSERT INTO `tc` VALUES ('102','1','3','10')" + cUpd + " ; INSERT INTO `tp` VALUES ('2','10')" + pUpd + " ; " + regroup + "('2') ; INSERT INTO `t` VALUES ('10',3,15)" + upd + " ; DELETE FROM `t` WHERE (`store_id`) IN (('20'))",
+		"phase 3 conn 0: INSERT INTO `t` VALUES ('10',4,16)" + upd,
+		"phase 3 conn 1: INSERT INTO `tc` VALUES ('103','1','1','10')" + cUpd,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || counts != [3]int{4, 3, 5} {
+		t.Errorf("got %v:\n%s\nwant:\n%s", counts, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestPhases: alone transactions are barriers; the runs between them are
+// one phase each, every connection's transactions kept in batch order.
+func TestPhases(t *testing.T) {
+	a := func(s string) joinedTxn { return joinedTxn{alone: true, stmts: []string{s}} }
+	on := func(c int, s string) joinedTxn { return joinedTxn{conn: c, stmts: []string{s}} }
+	for _, c := range []struct {
+		why  string
+		txns []joinedTxn
+		want string // phases separated by " | ", connections by " / "
+	}{
+		{"no parent change: one phase, every connection at once", []joinedTxn{on(0, "a"), on(1, "b"), on(0, "c")}, "a,c / b"},
+		{"a parent change between runs splits them", []joinedTxn{on(1, "a"), a("p"), on(0, "b")}, " / a | p | b / "},
+		{"parent changes back to back are each alone", []joinedTxn{a("p"), a("q")}, "p | q"},
+		{"nothing to run", nil, ""},
+	} {
+		var phs []string
+		for _, ph := range phases(c.txns, 2) {
+			var cs []string
+			for _, list := range ph {
+				var ts []string
+				for _, stmts := range list {
+					ts = append(ts, strings.Join(stmts, ";"))
+				}
+				cs = append(cs, strings.Join(ts, ","))
+			}
+			phs = append(phs, strings.Join(cs, " / "))
+		}
+		if got := strings.Join(phs, " | "); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.why, got, c.want)
 		}
 	}
 }
