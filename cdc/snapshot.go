@@ -30,11 +30,10 @@ import (
 //
 // A reader goroutine does step 1 (and encodes the rows) for the next
 // chunks while the stream waits for the high watermark of the one before
-// (snapshot_reader.go): it starts a chunk's SELECT only after the
-// previous chunk's high watermark committed (two chunks' rows may still
-// arrive at once, each from its own read view), so the chunks' windows
-// follow each other in the binlog and step 2 applies to one chunk at a
-// time, the head of the chunks in flight, exactly as with one chunk.
+// (snapshot_reader.go): it writes a chunk's low watermark only after the
+// previous chunk's high watermark committed, so the chunks' windows follow
+// each other in the binlog and step 2 applies to one chunk at a time, the
+// head of the chunks in flight, exactly as with one chunk.
 //
 // Progress (the last key of the last published chunk) travels in the
 // checkpoint, committed with the chunk's events, so a crash redoes at most
@@ -166,15 +165,13 @@ func (s *sourceDB) checkSnapshotRequest(ctx context.Context, table, where string
 	return fmt.Errorf("reading %s on the source: %w", table, err)
 }
 
-// chunkQuery selects the rows after task.After in key order: limit rows,
-// or, with until (a key chunkBound read), every row up to and including
-// until. An integer key is written into the statement
-// (keyset.Page.IntegerKey): without parameters it is not prepared first (a
-// round trip) and its rows come in the text protocol, as they are encoded
-// from. Other keys are parameters, compared as the strings they were read
-// as.
-func chunkQuery(tbl *table, task *SnapshotTask, limit int, until [][]byte) (string, []any) {
-	cols := make([]string, 0, len(tbl.columns))
+// chunkQuery selects the rows after task.After in key order. An integer
+// key is written into the statement (keyset.Page.IntegerKey): without
+// parameters it is not prepared first (a round trip) and its rows come in
+// the text protocol, as they are encoded from. Other keys are parameters,
+// compared as the strings they were read as.
+func chunkQuery(tbl *table, task *SnapshotTask, limit int) (string, []any) {
+	var cols, pk []string
 	for _, c := range tbl.columns {
 		expr := quoteIdent(c.name)
 		switch c.kind {
@@ -192,61 +189,24 @@ func chunkQuery(tbl *table, task *SnapshotTask, limit int, until [][]byte) (stri
 		}
 		cols = append(cols, expr)
 	}
-	p := keyPage(tbl, task, strings.Join(cols, ", "), limit)
-	if until != nil {
-		p.Limit, p.Until = 0, keyArgs(until, len(tbl.pk))
-	}
-	return p.SQL(keyArgs(task.After, len(tbl.pk)))
-}
-
-// boundQuery reads the key of the limit-th row after task.After (the key
-// columns selected as chunkQuery selects them, so the key compares as the
-// chunk's keys do), or no row when fewer are left: a keyset page of one
-// row at offset limit-1, which the server walks in the key's order
-// without sending the rows it skips.
-func boundQuery(tbl *table, task *SnapshotTask, limit int) (string, []any) {
-	cols := make([]string, 0, len(tbl.pk))
-	for _, i := range tbl.pk {
-		expr := quoteIdent(tbl.columns[i].name)
-		switch tbl.columns[i].kind {
-		case kindFloat32:
-			expr = "(" + expr + " + 0E0)"
-		case kindInt:
-			expr = "CAST(" + expr + " AS CHAR)"
-		}
-		cols = append(cols, expr)
-	}
-	p := keyPage(tbl, task, strings.Join(cols, ", "), 1)
-	p.Offset = limit - 1
-	return p.SQL(keyArgs(task.After, len(tbl.pk)))
-}
-
-// keyPage is the keyset page of task's rows of tbl in key order.
-func keyPage(tbl *table, task *SnapshotTask, sel string, limit int) keyset.Page {
-	pk := make([]string, 0, len(tbl.pk))
 	integer := true
 	for _, i := range tbl.pk {
 		pk = append(pk, quoteIdent(tbl.columns[i].name))
 		integer = integer && tbl.columns[i].kind == kindInt
 	}
-	p := keyset.Page{Select: sel, From: quoteIdent(tbl.db) + "." + quoteIdent(tbl.name), Key: pk, Limit: limit, IntegerKey: integer}
+	p := keyset.Page{Select: strings.Join(cols, ", "), From: quoteIdent(tbl.db) + "." + quoteIdent(tbl.name),
+		Key: pk, Limit: limit, IntegerKey: integer}
 	if task.Where != "" {
 		p.Where = []string{task.Where}
 	}
-	return p
-}
-
-// keyArgs are a key's values as keyset binds them; nil for no key (or
-// one of another width: a checkpoint from before the key changed).
-func keyArgs(key [][]byte, width int) []any {
-	if len(key) == 0 || len(key) != width {
-		return nil
+	var after []any
+	if len(task.After) > 0 && len(task.After) == len(pk) {
+		after = make([]any, len(pk))
+		for i, v := range task.After {
+			after[i] = v
+		}
 	}
-	out := make([]any, width)
-	for i, v := range key {
-		out[i] = v
-	}
-	return out
+	return p.SQL(after)
 }
 
 // signal handles a rows event of readside's own source tables.

@@ -240,30 +240,10 @@ func TestSnapshotOnRequest(t *testing.T) {
 // are in flight when the stream meets the update, so the newest version
 // of each updated row is the update, and the topic rebuilds the source.
 func TestSnapshotLiveChangeInWindowWins(t *testing.T) {
-	liveChangeInWindow(t, "snaprace", 0)
-}
-
-// TestSnapshotNextChunkAfterHighWatermark: chunks' rows arrive at once
-// (snapshotReading), but a chunk's SELECT must start only once the high
-// watermark of the chunk before is committed, or its read view can lie in
-// that chunk's window, where a live change of its rows is not dropped from
-// it. Each high watermark is written 20 ms late (a hook), so a SELECT
-// started early would read its first row, and the hook update it, before
-// the watermark before it: the update would lose to the stale snapshot row.
-func TestSnapshotNextChunkAfterHighWatermark(t *testing.T) {
-	liveChangeInWindow(t, "snaplate", 20*time.Millisecond)
-}
-
-// liveChangeInWindow snapshots a table of 20,000 rows in chunks of 250
-// while the chunkRead hook updates each chunk's first row between the
-// chunk's SELECT and its high watermark, and checks that every update
-// wins, with each high watermark written highDelay late (the highWrite
-// hook).
-func liveChangeInWindow(t *testing.T, name string, highDelay time.Duration) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
 	const rows, chunkRows = 20_000, 250 // 80 chunks, several in flight at a time
-	db, err := bed.MySQL.CreateDatabase(ctx, name)
+	db, err := bed.MySQL.CreateDatabase(ctx, "snaprace")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,10 +268,6 @@ func liveChangeInWindow(t *testing.T, name string, highDelay time.Duration) {
 		mu.Unlock()
 	}
 	t.Cleanup(func() { chunkRead = nil })
-	if highDelay > 0 {
-		highWrite = func(string) { time.Sleep(highDelay) }
-		t.Cleanup(func() { highWrite = nil })
-	}
 	cfg := tailerConfig(t, bed, db+".r")
 	cfg.Source.Snapshot.Mode = "initial"
 	cfg.Source.Snapshot.ChunkRows = chunkRows
@@ -335,7 +311,6 @@ func liveChangeInWindow(t *testing.T, name string, highDelay time.Duration) {
 	if n < rows/chunkRows {
 		t.Fatalf("the hook updated %d chunks' first rows, want %d", n, rows/chunkRows)
 	}
-	t.Logf("%d chunks' first rows updated inside their windows (high watermarks %s late)", n, highDelay)
 	if d := diffState(state, want); d > 0 {
 		t.Errorf("%d rows differ between the topic and the source (a snapshot row published over a newer live change?); the first: %s", d, diffSample(state, want, 5))
 	}

@@ -5,40 +5,25 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 )
 
 // The reader reads and encodes the chunks of the head snapshot task ahead
 // of the stream, so that the round trips of a chunk (its table's columns,
-// its watermark write, the SELECT), the rows arriving and their encoding
-// overlap the stream's wait for the high watermark before it and the
-// producing of the chunks before that. The stream publishes chunks in the
-// order they were read, each at its own high watermark.
+// two watermark writes, the SELECT) and the encoding of its rows overlap
+// the stream's wait for the high watermark before it and the producing of
+// the chunks before that. The stream publishes chunks in the order they
+// were read, each at its own high watermark, as before.
 //
-// A chunk's range is known before its rows are: a boundary query
-// (boundQuery) reads the key of the chunk_rows-th row ahead, and the chunk
-// is the rows (after, bound]. So the next chunk's SELECT need not wait for
-// this one's rows, only for this one's high watermark: up to
-// snapshotReading chunks' rows arrive at once, each on its connection and
-// copied by a goroutine of its own. The last range of a table (fewer rows
-// left than a chunk) is read with a LIMIT as before, and the chunk after
-// it, if any, waits for its rows.
-//
-// Order is what keeps DBLog's guarantee, one window per chunk: the reader
-// announces a chunk (its id) to the stream before writing the watermark
-// that opens its window, so the stream knows every watermark it meets; it
-// starts a chunk's SELECT only after that watermark is committed, and
-// writes the chunk's high watermark only once the SELECT's read view is
-// open (its first row is in), so at most one chunk is between its
-// watermarks at any point of the binlog and each chunk's read view lies in
-// its own window, however many chunks' rows are still arriving; and it
-// hands a chunk's rows to the stream (closes read) only after the next
-// chunk is announced, so the stream finds it there when it publishes this
-// one at its high watermark.
+// Order is what keeps DBLog's guarantee: the reader announces a chunk
+// (its id) to the stream before writing its low watermark, so the stream
+// knows every watermark it meets; it writes a chunk's low watermark only
+// after the previous chunk's high watermark is committed, so at most one
+// chunk is between its watermarks at any point of the binlog; and it
+// hands over the rows before writing the high watermark, so they are there
+// when the stream meets it.
 
 // chunkRead, when set (by tests), is called with the key of a chunk's
 // first row once it is read and before the chunk's high watermark is
@@ -46,17 +31,9 @@ import (
 // the chunk's read view.
 var chunkRead func(table string, firstKey [][]byte)
 
-// highWrite, when set (by tests), is called right before a chunk's high
-// watermark is written: a delay there holds the next chunk's SELECT back.
-var highWrite func(table string)
-
 // snapshotReadAhead bounds the chunks read and not yet published (the
 // memory of a snapshot: about snapshotReadAhead × chunk_rows encoded rows).
 const snapshotReadAhead = 3
-
-// snapshotReading bounds the chunks whose rows arrive at once (one source
-// connection each, of the pool's sourceMaxConns).
-const snapshotReading = 2
 
 // chunk is one chunk of a snapshot: filled by the reader, then published
 // by the stream.
@@ -68,23 +45,14 @@ type chunk struct {
 	// watermark; the task's first chunk writes a low watermark of its own.
 	opensAtPrev bool
 	table       *table // the reader's until it starts the encoder
-	// until is the chunk's last key (boundQuery), nil for the last range
-	// of the table, read with a LIMIT.
-	until [][]byte
 
 	// The stream's, from the low watermark on.
 	lowSeen bool
 	dropped map[string]bool // keys a live change touched between the watermarks
 
-	// The reader's until it hands the chunk over: until, or for the last
-	// range the last row's key.
+	// The reader's until it starts the encoder.
 	lastKey  [][]byte
-	complete bool // the last range held fewer rows than asked: the table is done after this chunk
-
-	// handover is the reader's word, once per chunk whose high watermark
-	// it began to write: nil when the next chunk is announced, errNoNext
-	// when none will be, or why the chunk failed.
-	handover chan error
+	complete bool // fewer rows than asked: the table is done after this chunk
 
 	// The encoder's until read is closed; the stream's after.
 	read   chan struct{}
@@ -109,7 +77,6 @@ type chunkReader struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the goroutine is over; err is then set
 	err    error
-	rows   sync.WaitGroup // the goroutines reading chunks' rows
 }
 
 // startReader starts reading the head task's chunks when nothing reads
@@ -145,8 +112,8 @@ func (s *stream) startReader(ctx context.Context) {
 // run reads chunks from after on until one is the last or ctx ends. The
 // first chunk's window opens at a low watermark of its own, each later
 // one's at the high watermark of the chunk before: that write already
-// lies after the previous read view and before the next, which is all a
-// low watermark has to.
+// lies after the previous read and before the next, which is all a low
+// watermark has to.
 func (r *chunkReader) run(ctx context.Context, after [][]byte, rd *chunkReads) error {
 	c := r.announce(ctx, false)
 	if c == nil {
@@ -156,34 +123,12 @@ func (r *chunkReader) run(ctx context.Context, after [][]byte, rd *chunkReads) e
 	if err != nil {
 		return quiet(ctx, err)
 	}
-	until, err := rd.bound(ctx, tbl, after)
-	if err != nil {
-		return quiet(ctx, err)
-	}
 	if err := rd.watermark(ctx, c.id, "low"); err != nil {
 		return quiet(ctx, err)
 	}
-	reading := make(chan struct{}, snapshotReading)
 	for {
-		select {
-		case reading <- struct{}{}:
-		case <-ctx.Done():
-			return nil
-		}
-		c.until = until
-		cr, err := rd.open(ctx, c, tbl, after)
+		raw, next, err := rd.read(ctx, c, tbl, after)
 		if err != nil {
-			<-reading
-			return quiet(ctx, err)
-		}
-		r.rows.Add(1)
-		go func() {
-			defer r.rows.Done()
-			cr.finish(ctx, reading, r.done)
-		}()
-		next, err := cr.wait()
-		if err != nil {
-			c.handover <- err
 			return quiet(ctx, err)
 		}
 		// The next chunk is announced before this one's rows are handed
@@ -193,11 +138,7 @@ func (r *chunkReader) run(ctx context.Context, after [][]byte, rd *chunkReads) e
 		if !c.complete && next.err == nil {
 			nc = r.announce(ctx, true)
 		}
-		if nc == nil {
-			c.handover <- errNoNext
-		} else {
-			c.handover <- nil
-		}
+		go c.encode(raw, rd.task.Table, rd.free)
 		switch {
 		case c.complete:
 			return nil
@@ -206,22 +147,9 @@ func (r *chunkReader) run(ctx context.Context, after [][]byte, rd *chunkReads) e
 		case nc == nil:
 			return nil // ctx ended
 		}
-		ranged := c.until != nil
-		after, c, tbl, until = c.lastKey, nc, next.tbl, next.until
-		if !ranged {
-			// The last range came back full (rows inserted after its
-			// boundary query found fewer): the table goes on.
-			if until, err = rd.bound(ctx, tbl, after); err != nil {
-				return quiet(ctx, err)
-			}
-		}
+		after, c, tbl = c.lastKey, nc, next.tbl
 	}
 }
-
-// errNoNext hands a chunk over with no chunk announced after it: the
-// reader is over (its task's last chunk, a failure, or a stop) once the
-// stream can publish it.
-var errNoNext = errors.New("no next chunk")
 
 // announce hands the stream a new chunk once a slot is free: nil when
 // ctx ends first.
@@ -233,8 +161,7 @@ func (r *chunkReader) announce(ctx context.Context, opensAtPrev bool) *chunk {
 	}
 	var idb [16]byte
 	_, _ = rand.Read(idb[:])
-	c := &chunk{id: hex.EncodeToString(idb[:]), task: r.task, opensAtPrev: opensAtPrev, dropped: map[string]bool{},
-		handover: make(chan error, 1), read: make(chan struct{})}
+	c := &chunk{id: hex.EncodeToString(idb[:]), task: r.task, opensAtPrev: opensAtPrev, dropped: map[string]bool{}, read: make(chan struct{})}
 	c.db, c.name, _ = strings.Cut(r.task.table, ".")
 	r.chunks <- c // never blocks: a slot is held
 	return c
@@ -256,7 +183,6 @@ func (s *stream) stopReader() {
 	}
 	s.reader.cancel()
 	<-s.reader.done
-	s.reader.rows.Wait()
 	s.reader, s.inflight = nil, nil
 }
 
@@ -370,244 +296,110 @@ func (rd *chunkReads) columns(ctx context.Context) (*table, error) {
 	return rd.src.schemaTable(ctx, db, name, rd.topic, rd.excluded, rd.keyCols)
 }
 
-// bound reads the last key of the chunk after the key after: the
-// chunk_rows-th row's, or nil when fewer rows are left (the table's last
-// range, read with a LIMIT).
-func (rd *chunkReads) bound(ctx context.Context, tbl *table, after [][]byte) ([][]byte, error) {
-	t := rd.task
-	t.After = after
-	query, args := boundQuery(tbl, &t, rd.limit)
-	rows, err := rd.src.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		return nil, rows.Err()
-	}
-	vals := make([]sql.RawBytes, len(tbl.pk))
-	ptrs := make([]any, len(vals))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if err := rows.Scan(ptrs...); err != nil {
-		return nil, err
-	}
-	key := make([][]byte, len(vals))
-	for i, v := range vals {
-		key[i] = slices.Clone([]byte(v))
-	}
-	return key, rows.Err()
+// nextColumns is the columns read for the next chunk, or why not.
+type nextColumns struct {
+	tbl *table
+	err error
 }
 
-// sameKey reports whether a and b have the same key columns, in order.
-func sameKey(a, b *table) bool {
-	if len(a.pk) != len(b.pk) {
-		return false
-	}
-	for i := range a.pk {
-		ca, cb := a.columns[a.pk[i]], b.columns[b.pk[i]]
-		if ca.name != cb.name || ca.kind != cb.kind || ca.typeName != cb.typeName {
-			return false
-		}
-	}
-	return true
-}
-
-// nextChunk is what the next chunk is read with (its table's columns and
-// the end of its range), or why it cannot be.
-type nextChunk struct {
-	tbl   *table
-	until [][]byte
-	err   error
-}
-
-// chunkRows is one chunk's SELECT while its rows arrive.
-type chunkRows struct {
-	c        *chunk
-	rows     *sql.Rows
-	raw      *rawRows
-	vals     []sql.RawBytes
-	ptrs     []any
-	limit    int
-	table    string
-	free     chan *rawRows
-	high     chan error     // the chunk's high watermark, once committed
-	next     chan nextChunk // read once the chunk's read view is open
-	rowsRead chan error     // the rows are in (raw holds them), or why not
-}
-
-// open starts chunk c's SELECT of the rows after the key after, with the
-// columns tbl, and reads its first row. InnoDB opened the statement's read
-// view before it returned that row and every row comes from that view, so
-// the chunk's high watermark, written from here on in the background,
-// lies after the read; the next chunk's columns and range are read
-// alongside (after this chunk's read view, before the next one's). A chunk
-// whose high watermark is being written gets a handover and its read
-// closed whatever happens (finish), as the stream waits for them when it
-// meets that watermark.
-func (rd *chunkReads) open(ctx context.Context, c *chunk, tbl *table, after [][]byte) (*chunkRows, error) {
+// read reads chunk c, the rows after the key after, with the columns
+// tbl: the SELECT, and the high watermark written once the read view is
+// open, while the rest of the rows arrive and the columns for the next
+// chunk are read (after this chunk's read and before the next one's, as
+// before). It returns the rows, row after row, once they are in and the
+// watermark is committed: the next chunk's SELECT only after that.
+func (rd *chunkReads) read(ctx context.Context, c *chunk, tbl *table, after [][]byte) (*rawRows, nextColumns, error) {
 	c.table = tbl
 	t := rd.task
 	t.After = after
-	query, args := chunkQuery(tbl, &t, rd.limit, c.until)
+	query, args := chunkQuery(tbl, &t, rd.limit)
 	rows, err := rd.src.db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, err
+		return nil, nextColumns{}, err
 	}
 	// The rows are copied as they are scanned (vals hold a row only until
-	// the next Scan) into the buffer of a chunk encoded before.
+	// the next Scan) into the buffer of a chunk encoded before, and encoded
+	// by a goroutine of their own: the next chunk's reads need not wait for
+	// the encoding.
 	ncol := len(tbl.columns)
-	cr := &chunkRows{c: c, rows: rows, vals: make([]sql.RawBytes, ncol), ptrs: make([]any, ncol), limit: rd.limit, table: rd.task.Table,
-		free: rd.free, high: make(chan error, 1), next: make(chan nextChunk, 1), rowsRead: make(chan error, 1)}
-	for i := range cr.vals {
-		cr.ptrs[i] = &cr.vals[i]
+	vals := make([]sql.RawBytes, ncol)
+	ptrs := make([]any, ncol)
+	for i := range vals {
+		ptrs[i] = &vals[i]
 	}
+	var raw *rawRows
 	select {
-	case cr.raw = <-rd.free:
-		cr.raw.reset(ncol)
+	case raw = <-rd.free:
+		raw.reset(ncol)
 	default:
-		cr.raw = newRawRows(ncol, rd.limit)
+		raw = newRawRows(ncol, rd.limit)
 	}
-	if rows.Next() {
-		if err := rows.Scan(cr.ptrs...); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		for _, v := range cr.vals {
-			cr.raw.add(v)
-		}
-	} else if err := rows.Err(); err != nil {
-		rows.Close()
-		return nil, err
-	}
-	if chunkRead != nil && cr.raw.rows() > 0 {
-		var first [][]byte
-		for _, i := range tbl.pk {
-			first = append(first, slices.Clone(cr.vals[i]))
-		}
-		chunkRead(rd.task.Table, first)
-	}
-	go func() {
-		if highWrite != nil {
-			highWrite(rd.task.Table)
-		}
-		cr.high <- rd.watermark(ctx, c.id, "high")
-	}()
-	go func() {
-		var n nextChunk
-		var bound chan nextChunk
-		if c.until != nil {
-			// Read with this chunk's key, beside the columns: kept only if
-			// the next chunk's key is the same columns (a DDL in between
-			// that changed the key leaves the next chunk without a range:
-			// it is read with a LIMIT).
-			bound = make(chan nextChunk, 1)
-			go func() {
-				var b nextChunk
-				b.until, b.err = rd.bound(ctx, tbl, c.until)
-				bound <- b
-			}()
-		}
-		n.tbl, n.err = rd.columns(ctx)
-		if bound != nil {
-			b := <-bound
-			if n.err == nil {
-				n.err = b.err
+	// The high watermark is written while the rest of the rows arrive:
+	// InnoDB opened the statement's read view before it returned the first
+	// row, and every row comes from that view, so the read lies between
+	// the watermarks. A chunk whose high watermark is written gets its
+	// c.read closed whatever happens (encoded, or c.err), as the stream
+	// waits for it when it meets that watermark.
+	var high chan error
+	next := make(chan nextColumns, 1)
+	startHigh := func() {
+		if chunkRead != nil && raw.rows() > 0 {
+			var first [][]byte
+			for _, i := range tbl.pk {
+				first = append(first, slices.Clone(vals[i]))
 			}
-			if n.err == nil && sameKey(tbl, n.tbl) {
-				n.until = b.until
-			}
+			chunkRead(rd.task.Table, first)
 		}
-		cr.next <- n
-	}()
-	if c.until != nil {
-		c.lastKey = c.until
+		high = make(chan error, 1)
+		go func() { high <- rd.watermark(ctx, c.id, "high") }()
+		go func() {
+			tbl, err := rd.columns(ctx)
+			next <- nextColumns{tbl, err}
+		}()
 	}
-	return cr, nil
-}
-
-// wait returns once the chunk's high watermark is committed, with the
-// next chunk's columns and range; for the table's last range (no until),
-// once its rows are in too: whether the table is done, and where the next
-// chunk starts, is known from them only.
-func (cr *chunkRows) wait() (nextChunk, error) {
-	n := <-cr.next
-	if err := <-cr.high; err != nil {
-		return n, err
-	}
-	if cr.c.until == nil {
-		if err := <-cr.rowsRead; err != nil {
-			return n, err
+	fail := func(err error) error {
+		if high != nil {
+			c.err = err
+			close(c.read)
+			<-high
+			<-next
 		}
-	}
-	return n, nil
-}
-
-// finish reads the rest of the chunk's rows, frees its reading slot,
-// waits for the reader's handover, then encodes the rows and closes
-// c.read (with c.err when the chunk failed).
-func (cr *chunkRows) finish(ctx context.Context, reading <-chan struct{}, over <-chan struct{}) {
-	c := cr.c
-	err := cr.rest()
-	<-reading
-	cr.rowsRead <- err
-	var herr error
-	select {
-	case herr = <-c.handover:
-	case <-ctx.Done():
-		herr = ctx.Err()
-	}
-	if herr == errNoNext {
-		// The stream, having published this chunk, finds the reader over
-		// and no next chunk to open.
-		<-over
-		herr = nil
-	}
-	if err == nil {
-		err = herr
-	}
-	if err != nil {
-		c.err = err
-		select {
-		case cr.free <- cr.raw:
-		default:
-		}
-		close(c.read)
-		return
-	}
-	c.encode(cr.raw, cr.table, cr.free)
-}
-
-// rest reads the rows after the first; for the table's last range, it
-// also says whether the table is done and the key the next chunk starts
-// after.
-func (cr *chunkRows) rest() error {
-	for cr.rows.Next() {
-		if err := cr.rows.Scan(cr.ptrs...); err != nil {
-			cr.rows.Close()
-			return err
-		}
-		for _, v := range cr.vals {
-			cr.raw.add(v)
-		}
-	}
-	cr.rows.Close()
-	if err := cr.rows.Err(); err != nil {
 		return err
 	}
-	if cr.c.until != nil {
-		return nil
-	}
-	n := cr.raw.rows()
-	cr.c.complete = n < cr.limit
-	if n > 0 {
-		cr.raw.row(n-1, cr.vals)
-		for _, i := range cr.c.table.pk {
-			cr.c.lastKey = append(cr.c.lastKey, slices.Clone([]byte(cr.vals[i])))
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			rows.Close()
+			return nil, nextColumns{}, fail(err)
+		}
+		for _, v := range vals {
+			raw.add(v)
+		}
+		if high == nil {
+			startHigh()
 		}
 	}
-	return nil
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nextColumns{}, fail(err)
+	}
+	if high == nil { // no rows: the statement is over
+		startHigh()
+	}
+	n := raw.rows()
+	c.complete = n < rd.limit
+	if n > 0 {
+		raw.row(n-1, vals)
+		for _, i := range tbl.pk {
+			c.lastKey = append(c.lastKey, slices.Clone([]byte(vals[i])))
+		}
+	}
+	nc := <-next
+	if err := <-high; err != nil {
+		c.err = err
+		close(c.read)
+		return nil, nextColumns{}, err
+	}
+	return raw, nc, nil
 }
 
 // encode encodes the chunk's rows (key and after image of each), then

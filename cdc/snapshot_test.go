@@ -36,45 +36,9 @@ func TestChunkQuery(t *testing.T) {
 			"SELECT CAST(`id` AS CHAR), `v` FROM `shop`.`items` WHERE (v <> '') AND ((`id` > 5)) ORDER BY `id` LIMIT 10", nil},
 	}
 	for _, c := range cases {
-		q, args := chunkQuery(c.tbl, &c.task, 10, nil)
+		q, args := chunkQuery(c.tbl, &c.task, 10)
 		if q != c.query || !reflect.DeepEqual(args, c.args) {
 			t.Errorf("%s:\n got %s %q\nwant %s %q", c.why, q, args, c.query, c.args)
-		}
-	}
-
-	// A chunk whose range a boundary query ended: every row up to its
-	// last key, however many (no LIMIT), and the boundary query itself.
-	ranged := []struct {
-		why   string
-		query func() (string, []any)
-		want  string
-		args  []any
-	}{
-		{"a chunk (after, until] of an integer key: both ends written into the statement, no LIMIT (rows inserted into the range since the boundary was read are read too)",
-			func() (string, []any) {
-				return chunkQuery(intPK, &SnapshotTask{After: [][]byte{[]byte("5")}}, 10, [][]byte{[]byte("15")})
-			},
-			"SELECT CAST(`id` AS CHAR), `v` FROM `shop`.`items` WHERE ((`id` > 5)) AND ((`id` <= 15)) ORDER BY `id`", nil},
-		{"the first chunk's range has an end only", func() (string, []any) { return chunkQuery(intPK, &SnapshotTask{}, 10, [][]byte{[]byte("10")}) },
-			"SELECT CAST(`id` AS CHAR), `v` FROM `shop`.`items` WHERE ((`id` <= 10)) ORDER BY `id`", nil},
-		{"a text key's end is a parameter like its start, bound last; the where first",
-			func() (string, []any) {
-				return chunkQuery(textPK, &SnapshotTask{After: [][]byte{[]byte("a")}, Where: "k <> 'z'"}, 10, [][]byte{[]byte("m")})
-			},
-			"SELECT `k` FROM `shop`.`t` WHERE (k <> 'z') AND ((`k` > ?)) AND ((`k` <= ?)) ORDER BY `k`", []any{[]byte("a"), []byte("m")}},
-		{"the boundary: the key of the limit-th row after, selected as the chunk selects it (an integer as text)",
-			func() (string, []any) {
-				return boundQuery(pair, &SnapshotTask{After: [][]byte{[]byte("7"), []byte("1")}}, 10)
-			},
-			"SELECT CAST(`o` AS CHAR), CAST(`n` AS CHAR) FROM `shop`.`lines` WHERE ((`o` > 7) OR (`o` = 7 AND `n` > 1)) ORDER BY `o`, `n` LIMIT 1 OFFSET 9", nil},
-		{"the boundary counts only the rows the where selects, like the chunk",
-			func() (string, []any) { return boundQuery(textPK, &SnapshotTask{Where: "k <> 'z'"}, 10) },
-			"SELECT `k` FROM `shop`.`t` WHERE (k <> 'z') ORDER BY `k` LIMIT 1 OFFSET 9", nil},
-	}
-	for _, c := range ranged {
-		q, args := c.query()
-		if q != c.want || !reflect.DeepEqual(args, c.args) {
-			t.Errorf("%s:\n got %s %q\nwant %s %q", c.why, q, args, c.want, c.args)
 		}
 	}
 }

@@ -38,12 +38,6 @@ type sourceDB struct {
 	scratchDB string
 }
 
-// sourceMaxConns bounds the connections to the source: a snapshot reads
-// snapshotReading chunks' rows at once while writing a watermark and
-// reading the next chunk's columns and range, and the stream queries
-// schemas beside it.
-const sourceMaxConns = 6
-
 func openSource(ctx context.Context, dsn string, flavor config.Flavor, tlsCfg config.TLS) (*sourceDB, error) {
 	cfg, err := driver.ParseDSN(dsn)
 	if err != nil {
@@ -77,10 +71,7 @@ func openSource(ctx context.Context, dsn string, flavor config.Flavor, tlsCfg co
 		return nil, err
 	}
 	db := sql.OpenDB(connector)
-	db.SetMaxOpenConns(sourceMaxConns)
-	// Kept open between uses: a snapshot uses them all, chunk after chunk
-	// (database/sql keeps 2 by default and would reconnect for the rest).
-	db.SetMaxIdleConns(sourceMaxConns)
+	db.SetMaxOpenConns(4)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("connecting to the source at %s: %w", cfg.Addr, err)

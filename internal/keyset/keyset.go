@@ -110,11 +110,7 @@ type Page struct {
 	// the keyset condition; Args are their parameters in order.
 	Where []string
 	Args  []any
-	Limit int // rows per page; 0: no LIMIT (a page bounded by Until)
-	// Until, when set, ends the page at this key, inclusive ((key) <=
-	// (until)): a chunk (after, until] whose end a boundary page read
-	// first. Its values are bound (or written) like after's.
-	Until []any
+	Limit int // rows per page
 	// Offset skips rows before the page: a chunk's boundary is read as
 	// the one row at Offset chunk-1.
 	Offset int
@@ -143,23 +139,12 @@ func (p Page) SQL(after []any) (string, []any) {
 		c, a := compare(p.Key, after, lits, ">", ">")
 		conds, args = append(conds, c), append(args, a...)
 	}
-	if p.Until != nil {
-		var lits []string
-		if p.IntegerKey {
-			lits = integers(p.Until)
-		}
-		c, a := compare(p.Key, p.Until, lits, "<", "<=")
-		conds, args = append(conds, c), append(args, a...)
-	}
 	var b strings.Builder
 	b.WriteString("SELECT " + p.Select + " FROM " + p.From)
 	if len(conds) > 0 {
 		b.WriteString(" WHERE " + strings.Join(conds, " AND "))
 	}
-	b.WriteString(" ORDER BY " + strings.Join(p.Key, ", "))
-	if p.Limit > 0 {
-		b.WriteString(" LIMIT " + strconv.Itoa(p.Limit))
-	}
+	b.WriteString(" ORDER BY " + strings.Join(p.Key, ", ") + " LIMIT " + strconv.Itoa(p.Limit))
 	if p.Offset > 0 {
 		b.WriteString(" OFFSET " + strconv.Itoa(p.Offset))
 	}

@@ -43,10 +43,6 @@ func TestPageSQL(t *testing.T) {
 	integer.IntegerKey = true
 	integerFiltered := filtered
 	integerFiltered.IntegerKey = true
-	bounded := filtered
-	bounded.Limit, bounded.Until = 0, []any{3, 4}
-	boundedInteger := integer
-	boundedInteger.Limit, boundedInteger.Until = 0, []any{[]byte("30"), []byte("40")}
 	for _, c := range []struct {
 		why   string
 		p     Page
@@ -76,12 +72,6 @@ func TestPageSQL(t *testing.T) {
 		{"further conditions keep their parameters", integerFiltered, []any{[]byte("1"), []byte("2")},
 			"SELECT * FROM `t` WHERE (x = ?) AND (y OR z) AND ((`a` > 1) OR (`a` = 1 AND `b` > 2)) ORDER BY `a`, `b` LIMIT 100",
 			[]any{"v"}},
-		{"a chunk (after, until]: the end's condition after the start's, its args last, and no LIMIT (the boundary page counted its rows)",
-			bounded, []any{1, 2},
-			"SELECT * FROM `t` WHERE (x = ?) AND (y OR z) AND ((`a` > ?) OR (`a` = ? AND `b` > ?)) AND ((`a` < ?) OR (`a` = ? AND `b` <= ?)) ORDER BY `a`, `b`",
-			[]any{"v", 1, 1, 2, 3, 3, 4}},
-		{"an integer key's end is written into the statement like its start", boundedInteger, []any{[]byte("1"), []byte("2")},
-			"SELECT * FROM `t` WHERE ((`a` > 1) OR (`a` = 1 AND `b` > 2)) AND ((`a` < 30) OR (`a` = 30 AND `b` <= 40)) ORDER BY `a`, `b`", nil},
 	} {
 		got, args := c.p.SQL(c.after)
 		if got != c.want || !reflect.DeepEqual(args, c.args) {
