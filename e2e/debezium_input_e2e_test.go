@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -213,12 +214,17 @@ projections:
 		recs, _, snap := dbzTopicStats(t, bed.Kafka.Brokers(), dz+"."+db+".orders")
 		return recs > snap, fmt.Sprintf("the connector streamed no change yet (%d snapshot rows): still snapshotting", snap)
 	})
-	time.Sleep(time.Second) // a few flushes (offset.flush.interval.ms 250)
+	// ... and the worker must have flushed one (offset.flush.interval.ms
+	// 250, later under load): a file still holding the snapshot's offset
+	// would make the restarted connector snapshot again.
 	offsets := filepath.Join(cdir, "connect.offsets")
-	old, err := os.ReadFile(offsets)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var old []byte
+	testbed.Eventually(t, time.Minute, func() (bool, string) {
+		b, err := os.ReadFile(offsets)
+		old = b
+		return err == nil && bytes.Contains(b, []byte(`"pos"`)) && !bytes.Contains(b, []byte(`"snapshot":true`)),
+			fmt.Sprintf("the worker's offsets file holds no streaming position yet (%v)", err)
+	})
 	adm := kadm.NewClient(cl)
 	produced := func() int64 {
 		ends, err := adm.ListEndOffsets(ctx, dz+"."+db+".orders")
