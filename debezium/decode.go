@@ -91,6 +91,9 @@ type payload struct {
 		File string  `json:"file"`
 		Pos  int64   `json:"pos"`
 		Row  int64   `json:"row"`
+		// Snapshot is "first", "true", "last", … (a boolean in
+		// connectors before 1.6).
+		Snapshot json.RawMessage `json:"snapshot"`
 	} `json:"source"`
 	Op string `json:"op"`
 }
@@ -139,6 +142,7 @@ func (sh *shape) decode(raw json.RawMessage) (event.Event, error) {
 		e.Source.GTID = *p.Source.GTID
 	}
 	e.SourceTS = e.Source.TS
+	e.SnapshotFirst = op == event.OpRead && string(p.Source.Snapshot) == `"first"`
 	if e.Before, err = sh.image(p.Before); err != nil {
 		return e, fmt.Errorf("before: %w", err)
 	}

@@ -1,6 +1,7 @@
 package debezium
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -164,6 +165,32 @@ func TestDecodeEnvelope(t *testing.T) {
 	}
 	if e.Source.GTID != "" {
 		t.Errorf("a snapshot row has no GTID, got %q", e.Source.GTID)
+	}
+}
+
+// TestDecodeSnapshotFirst: the connector marks the first row of a snapshot
+// run "first"; only that row is SnapshotFirst (Build warns when one comes
+// past the start of a topic: the connector snapshotted again). readside's
+// own tailer marks every snapshot row "true".
+func TestDecodeSnapshotFirst(t *testing.T) {
+	def := config.Default().Kafka.Debezium
+	snap := Source{Snapshot: true, TsSec: 1700000000, File: "mariadb-bin.000003", Pos: 4000}
+	own := encodeOne(t, "int", def, 'r', `3`, snap)
+	if !bytes.Contains(own, []byte(`"snapshot":"true"`)) {
+		t.Fatalf("the encoder no longer writes \"snapshot\":\"true\": %s", own)
+	}
+	for _, c := range []struct {
+		marker string
+		want   bool
+	}{{`"true"`, false}, {`"first"`, true}, {`"last"`, false}, {`"first_in_data_collection"`, false}, {`true`, false}} {
+		var d Decoder
+		e, err := d.Decode(bytes.Replace(own, []byte(`"snapshot":"true"`), []byte(`"snapshot":`+c.marker), 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.SnapshotFirst != c.want {
+			t.Errorf("source.snapshot %s: SnapshotFirst %v, want %v", c.marker, e.SnapshotFirst, c.want)
+		}
 	}
 }
 

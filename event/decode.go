@@ -24,6 +24,10 @@ type Event struct {
 	Schema   *Schema
 	Source   *Source
 	SourceTS int64 // Source.TS, 0 when absent
+	// SnapshotFirst: the first row of a Debezium connector's snapshot run
+	// (source.snapshot "first"), which Build tells apart from the start of
+	// a topic.
+	SnapshotFirst bool
 }
 
 // Source is the part of an event's source position the projector uses.

@@ -39,6 +39,11 @@ type Batch struct {
 	// Stale, when set, counts writes the sink skipped because a newer
 	// version (a tombstone, a truncation) already covers them.
 	Stale *atomic.Int64
+	// SnapshotAgain names where a Debezium connector's snapshot started
+	// again ("topic partition P offset O"), past the start of its topic:
+	// rows deleted before that snapshot and after the connector's last
+	// streamed change have no delete record (docs/debezium.md).
+	SnapshotAgain string
 	// Coalesced counts the writes Build dropped for a newer one of the
 	// same key in the batch.
 	Coalesced int64

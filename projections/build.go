@@ -1,6 +1,10 @@
 package projections
 
-import "github.com/readside/readside/event"
+import (
+	"fmt"
+
+	"github.com/readside/readside/event"
+)
 
 // Build maps polled records to a batch: the newest write per read key and
 // per parent key, and the next offsets. A record that cannot be mapped is
@@ -22,6 +26,9 @@ func (p *Projection) Build(records []Record) (b *Batch, bad []Rejected) {
 			continue
 		}
 		e, err := d.Decode(r.Value)
+		if err == nil && e.SnapshotFirst && r.Offset > 0 {
+			b.SnapshotAgain = fmt.Sprintf("%s partition %d offset %d", r.Topic, r.Partition, r.Offset)
+		}
 		if err == nil {
 			err = p.collect(b, r, e, &plans)
 			d.Recycle(e) // collect keeps copies of what it needs

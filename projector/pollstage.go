@@ -200,6 +200,12 @@ func (pr *Projector) prepare(records []*kgo.Record, before, after []partitionLag
 		b, bad := pr.p.Build(Records(recs))
 		b.Stale = stale
 		b.CaughtUp = behind < caughtUpBelow
+		if b.SnapshotAgain != "" {
+			pr.log.Warn("the Debezium connector snapshotted this table again (lost or reset offsets, snapshot.mode always or when_needed, a blocking snapshot signal): "+
+				"rows deleted after its last streamed change and before this snapshot have no delete record and stay in the read table; "+
+				"fix: rebuild the projection from the new snapshot (readside replay --rebuild, docs/debezium.md)",
+				"projection", pr.p.Name, "at", b.SnapshotAgain)
+		}
 		if pr.dlq == nil {
 			// Only dead-lettering needs a write's record. Dropped, the
 			// polled records are garbage once the batch is built, not
