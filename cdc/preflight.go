@@ -39,6 +39,11 @@ func CheckSource(ctx context.Context, cfg config.Config) []Finding {
 		for _, c := range debezium.TopicCollisions(cfg.Kafka.TopicPrefix, cfg.Source.Tables) {
 			add("error", "rename one of the tables, or capture them from two deployments with different kafka.topic_prefix values", "%s", c)
 		}
+		if cfg.Kafka.Debezium.Provide.Transaction.Metadata {
+			if c := debezium.TransactionTopicCollision(cfg.Kafka.TransactionTopic(), cfg.Kafka.TopicPrefix, cfg.Source.Tables); c != "" {
+				add("error", "set kafka.debezium.topic.transaction to a name no table's topic has (Debezium's default: transaction)", "%s", c)
+			}
+		}
 	}
 	src, err := openSource(ctx, cfg.Source.DSN.Reveal(), cfg.Source.Flavor, cfg.Source.TLS)
 	if err != nil {

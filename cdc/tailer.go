@@ -94,6 +94,11 @@ func New(cfg Config, brokers []string, log *slog.Logger, reg prometheus.Register
 		if c := debezium.TopicCollisions(cfg.Kafka.TopicPrefix, cfg.Source.Tables); len(c) > 0 {
 			return nil, fmt.Errorf("%s: rename one of the tables, or capture them from two deployments with different kafka.topic_prefix values", strings.Join(c, "; "))
 		}
+		if d := cfg.Kafka.Debezium; d.Provide.Transaction.Metadata {
+			if c := debezium.TransactionTopicCollision(cfg.Kafka.TransactionTopic(), cfg.Kafka.TopicPrefix, cfg.Source.Tables); c != "" {
+				return nil, fmt.Errorf("%s. Fix: set kafka.debezium.topic.transaction to a name no table's topic has (Debezium's default: transaction)", c)
+			}
+		}
 	}
 	if cfg.Kafka.Format == config.FormatDebeziumAvro {
 		r, err := newSchemaRegistry(cfg.Kafka.SchemaRegistry.URL)

@@ -274,3 +274,18 @@ func TopicCollisions(prefix string, tables []string) []string {
 	}
 	return out
 }
+
+// TransactionTopicCollision names the table (db.table) whose topic is
+// txnTopic, the transaction metadata topic, or is empty: BEGIN and END
+// records there would mix with the table's changes. Only a
+// kafka.debezium.topic.transaction holding a dot can collide (a table's
+// topic has two dots after the prefix).
+func TransactionTopicCollision(txnTopic, prefix string, tables []string) string {
+	for _, t := range tables {
+		db, table, ok := strings.Cut(t, ".")
+		if ok && Topic(prefix, db, table) == txnTopic {
+			return fmt.Sprintf("table %s's topic %s is the transaction metadata topic (kafka.debezium.topic.transaction)", t, txnTopic)
+		}
+	}
+	return ""
+}

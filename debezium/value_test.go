@@ -137,3 +137,23 @@ func TestTopicCollisions(t *testing.T) {
 		}
 	}
 }
+
+// TestTransactionTopicCollision: topic.transaction may hold dots, and
+// then name a captured table's topic; the default never can.
+func TestTransactionTopicCollision(t *testing.T) {
+	tables := []string{"shop.orders", "shop.lines"}
+	for _, c := range []struct {
+		txn  string
+		want string
+	}{
+		{"p.transaction", ""},
+		{"p.shop.orders", "shop.orders"},
+		{"p.shop.line", ""},
+		{"q.shop.orders", ""}, // another prefix
+	} {
+		got := TransactionTopicCollision(c.txn, "p", tables)
+		if (c.want == "") != (got == "") || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("transaction topic %s: %q, want it to name %q", c.txn, got, c.want)
+		}
+	}
+}
