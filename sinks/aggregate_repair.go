@@ -16,6 +16,8 @@ package sinks
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -133,6 +135,21 @@ func (s *MySQL) repairGroups(ctx context.Context, p *projections.Projection, gon
 		}
 	}
 	return tx.Commit()
+}
+
+// StoresEveryGroup reports whether p's contributions table on this sink
+// stores every contribution's group (its comment ends with
+// EveryGroupMark), or does not exist yet.
+func (s *MySQL) StoresEveryGroup(ctx context.Context, p *projections.Projection) (bool, error) {
+	var comment string
+	err := s.db.QueryRowContext(ctx, "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", p.ContributionsTable()).Scan(&comment)
+	if errors.Is(err, sql.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading the comment of %s: %w", p.ContributionsTable(), err)
+	}
+	return strings.HasSuffix(comment, EveryGroupMark), nil
 }
 
 // contributionGroup are the group columns of p's contributions table.
