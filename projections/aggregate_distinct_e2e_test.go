@@ -182,5 +182,12 @@ func TestAggregateDistinctConcurrentHotGroups(t *testing.T) {
 	for _, db := range shards {
 		s.checkRefs(t, db)
 	}
+	checkOwnGroups(t, s, sink, shards)
+	checkEveryShardStoresEveryGroup(t, s, sink, shards)
+	truncateMidway(t, s, sink, shards)
+	checkOwnGroups(t, s, sink, shards)
+	for _, db := range shards {
+		s.checkRefs(t, db)
+	}
 	t.Logf("%d hot groups equal the COUNT(DISTINCT) GROUP BY", strings.Count(got, "\n"))
 }
