@@ -422,7 +422,8 @@ func TestVerifyAggregates(t *testing.T) {
 	testbed.Eventually(t, time.Minute, func() (bool, string) {
 		want, got := r.expectedStats(t), r.actualStats(t)
 		return want == got, "customer_stats after repair and live changes:" + testbed.FirstDifference(got, want)
-	})	// Every shard stores every contribution: the withdrawal of the order
+	})
+	// Every shard stores every contribution: the withdrawal of the order
 	// deleted without the binlog reached the shards that do not hold its
 	// group too, so the contributions tables are the same everywhere.
 	testbed.Eventually(t, time.Minute, func() (bool, string) {
