@@ -91,7 +91,9 @@ func TestAggregateDistinct(t *testing.T) {
 
 // checkRefs checks every reference count table of db against the
 // contributions: one row per (group, value) that some stored
-// contribution holds, with the number of them, and none other.
+// contribution to one of db's groups holds, with the number of them, and
+// none other (every shard stores every contribution's group; a shard
+// counts only its own groups' values).
 func (s *aggShop) checkRefs(t *testing.T, db string) {
 	t.Helper()
 	for _, a := range s.p.Aggregation.Aggregates {
@@ -100,7 +102,7 @@ func (s *aggShop) checkRefs(t *testing.T, db string) {
 		}
 		v := "`" + projections.ContributionColumn(a.Column) + "`"
 		want := testbed.RowsText(t, s.bed.MySQL.DB(), "SELECT `g_customer_id`, COUNT(DISTINCT "+v+"), COUNT("+v+") FROM `"+db+"`.`"+s.p.ContributionsTable()+
-			"` WHERE `g_customer_id` IS NOT NULL GROUP BY 1 HAVING COUNT("+v+") > 0 ORDER BY 1")
+			"` WHERE `g_customer_id` IN (SELECT `customer_id` FROM `"+db+"`.`"+s.p.Table+"`) GROUP BY 1 HAVING COUNT("+v+") > 0 ORDER BY 1")
 		got := testbed.RowsText(t, s.bed.MySQL.DB(), "SELECT `g_customer_id`, COUNT(*), SUM(`_rs_refs`) FROM `"+db+"`.`"+s.p.DistinctTable(a.Column)+"` GROUP BY 1 ORDER BY 1")
 		if want != got {
 			t.Fatalf("reference counts of %s differ from the contributions (group|values|rows): %s", a.Column, testbed.FirstDifference(got, want))
@@ -177,6 +179,13 @@ func TestAggregateDistinctConcurrentHotGroups(t *testing.T) {
 	if want := s.expected(t); got != want {
 		t.Fatalf("concurrently applied hot groups differ from the COUNT(DISTINCT) GROUP BY: %s", testbed.FirstDifference(got, want))
 	}
+	for _, db := range shards {
+		s.checkRefs(t, db)
+	}
+	checkOwnGroups(t, s, sink, shards)
+	checkEveryShardStoresEveryGroup(t, s, sink, shards)
+	truncateMidway(t, s, sink, shards)
+	checkOwnGroups(t, s, sink, shards)
 	for _, db := range shards {
 		s.checkRefs(t, db)
 	}

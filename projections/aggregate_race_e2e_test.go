@@ -99,5 +99,85 @@ func TestAggregateConcurrentHotGroups(t *testing.T) {
 			t.Errorf("shard %s holds no group: the history never crosses the shards", sh.Range.Text)
 		}
 	}
+	checkEveryShardStoresEveryGroup(t, s, sink, shards)
+	truncateMidway(t, s, sink, shards)
+	checkOwnGroups(t, s, sink, shards)
 	t.Logf("%d hot groups equal the GROUP BY", strings.Count(got, "\n"))
+}
+
+// checkEveryShardStoresEveryGroup checks that every shard stores every
+// contribution with its group and values, not only those of its own
+// groups (what a reshard copies whole onto a new server), and that the
+// contributions tables say so (sinks.EveryGroupMark).
+func checkEveryShardStoresEveryGroup(t *testing.T, s *aggShop, sink *sinks.Sharded, shards []string) {
+	t.Helper()
+	all := func(db string) string {
+		return testbed.RowsText(t, s.bed.MySQL.DB(), "SELECT * FROM `"+db+"`.`"+s.p.ContributionsTable()+"` ORDER BY `key_text`")
+	}
+	first := all(shards[0])
+	for i, db := range shards[1:] {
+		if got := all(db); got != first {
+			t.Fatalf("shard %s stores other contributions than shard %s: %s", sink.Shards[i+1].Range.Text, sink.Shards[0].Range.Text, testbed.FirstDifference(got, first))
+		}
+	}
+	if grouped := testbed.RowsText(t, s.bed.MySQL.DB(), "SELECT COUNT(DISTINCT `g_customer_id`) FROM `"+shards[0]+"`.`"+s.p.ContributionsTable()+"`"); grouped == "0|\n" || grouped == "1|\n" {
+		t.Fatalf("the contributions name %s groups: the history never crosses the shards", grouped)
+	}
+	for _, sh := range sink.Shards {
+		if ok, err := sh.StoresEveryGroup(t.Context(), s.p); err != nil || !ok {
+			t.Fatalf("shard %s: the contributions table does not carry the mark of every group stored (%v)", sh.Range.Text, err)
+		}
+	}
+}
+
+// checkOwnGroups checks that every shard holds only group rows (and
+// distinct values) whose keyspace id its range owns.
+func checkOwnGroups(t *testing.T, s *aggShop, sink *sinks.Sharded, shards []string) {
+	t.Helper()
+	tables := []struct{ table, col string }{{s.p.Table, "customer_id"}}
+	for _, a := range s.p.Aggregation.Aggregates {
+		if a.Distinct() {
+			tables = append(tables, struct{ table, col string }{s.p.DistinctTable(a.Column), "g_customer_id"})
+		}
+	}
+	for i, sh := range sink.Shards {
+		for _, tb := range tables {
+			ids := testbed.RowsText(t, s.bed.MySQL.DB(), "SELECT DISTINCT `"+tb.col+"` FROM `"+shards[i]+"`.`"+tb.table+"`")
+			for _, id := range strings.Fields(strings.ReplaceAll(ids, "|", " ")) {
+				if ks := keyspace.ID([]byte(id)); !sh.Range.Contains(ks) {
+					t.Fatalf("shard %s holds group %s in %s, whose keyspace id %x it does not own", sh.Range.Text, id, tb.table, ks)
+				}
+			}
+		}
+	}
+}
+
+// truncateMidway applies a truncation of the source at a version between
+// the stored contributions' to both shards: each rebuilds its groups from
+// the contributions left, which name every shard's groups, and keeps only
+// its own; together they are the contributions' GROUP BY.
+func truncateMidway(t *testing.T, s *aggShop, sink *sinks.Sharded, shards []string) {
+	t.Helper()
+	db := s.bed.MySQL.DB()
+	c := "`" + shards[0] + "`.`" + s.p.ContributionsTable() + "`"
+	var n int
+	var at uint64
+	if err := db.QueryRowContext(t.Context(), "SELECT COUNT(*) FROM "+c).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRowContext(t.Context(), "SELECT `_rs_version` FROM "+c+" ORDER BY `_rs_version` LIMIT 1 OFFSET ?", n/2).Scan(&at); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Apply(t.Context(), s.p, &projections.Batch{Contributions: []projections.Contribution{{Truncate: true, Version: at}}}); err != nil {
+		t.Fatal(err)
+	}
+	want := testbed.RowsText(t, db, "SELECT `g_customer_id`, COUNT(*) FROM "+c+" WHERE `g_customer_id` IS NOT NULL GROUP BY 1 ORDER BY 1")
+	var parts []string
+	for _, sh := range shards {
+		parts = append(parts, "SELECT customer_id, orders FROM `"+sh+"`.`"+s.p.Table+"`")
+	}
+	got := testbed.RowsText(t, db, "SELECT * FROM ("+strings.Join(parts, " UNION ALL ")+") u ORDER BY 1")
+	if want != got || strings.Count(want, "\n") < 2 {
+		t.Fatalf("after a truncation at version %d the shards' groups are not the contributions' GROUP BY (%d groups): %s", at, strings.Count(want, "\n"), testbed.FirstDifference(got, want))
+	}
 }

@@ -86,7 +86,7 @@ func Refuse(p *projections.Projection, to string) error {
 	}
 	return fmt.Errorf("projection %s is %s, which readside reshard does not move yet: it moves projections with key columns, joins, computed columns and children "+
 		"(with or without children joins), not aggregate projections (group_by: plain groups, groups from joined parents, count(distinct) and sum(distinct)), "+
-		"whose contributions each shard stores with the groups of its own range only (docs/design/resharding.md, \"Aggregates and children\"). "+
+		"whose group rows and distinct values it cannot copy, fill and check by range yet (docs/design/resharding.md, \"Aggregates and children\"). "+
 		"Move it with downtime instead: set projections.%s.sink: %s in the config and restart readside run, which creates its tables on %s and fills them from the topics' earliest offsets "+
 		"(readers move to %s once readside status shows its lag at 0; its tables on %s stay until you drop them)",
 		p.Name, form, p.Name, to, to, to, p.Sink)

@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 )
 
@@ -85,19 +86,24 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 			a.skipped++
 			continue
 		}
-		if old.group != nil && complete(old.group) {
+		if old.group != nil && complete(old.group) && a.localGroup(old.group) {
 			if err := ds.add(old.group, old.values, -1, c.Version); err != nil {
 				return err
 			}
 		}
 		row := []any{[]byte(c.SourceKey), c.Version}
-		if c.Group != nil && a.local(c.KeyspaceID) {
+		if c.Group != nil {
+			// Every shard stores the group and values; only the group's
+			// own shard adds them to it (docs/design/aggregates.md).
 			group, done := c.Group, false
 			if g, ok := joined[c.SourceKey]; ok {
 				group, done = g, true
 			}
 			switch {
 			case complete(group):
+				if !a.local(c.KeyspaceID) {
+					break
+				}
 				if err := ds.add(group, c.Values, 1, c.Version); err != nil {
 					return err
 				}
@@ -161,8 +167,8 @@ func (a *applier) storedContributions(kept []projections.Contribution) (map[stri
 }
 
 // withdrawnRow completes the contribution row (key and version so far) of
-// a source row in no group here: deleted, filtered out, or kept on
-// another shard. The version still refuses older events.
+// a source row in no group: deleted or filtered out. The version still
+// refuses older events.
 func (a *applier) withdrawnRow(row []any) []any {
 	for range a.p.Key {
 		row = append(row, nil)
@@ -179,6 +185,17 @@ func (a *applier) withdrawnRow(row []any) []any {
 
 // local reports whether a group with keyspace id ks lives on this shard.
 func (a *applier) local(ks uint64) bool { return a.shard == nil || a.shard.Contains(ks) }
+
+// localGroup reports whether a group read from the sink lives on this
+// shard: the keyspace id of its shard_by value (the first group column),
+// as the projector computes it from the event (the server's text of the
+// value, or its bytes: projections.ShardValue).
+func (a *applier) localGroup(group []projections.Value) bool {
+	if a.shard == nil || a.p.ShardBy == "" {
+		return true
+	}
+	return a.shard.Contains(keyspace.ID(group[0].Bytes()))
+}
 
 // storedContribution is a source row's contribution as the sink has it.
 type storedContribution struct {
@@ -366,10 +383,53 @@ func (a *applier) truncateAggregate(at uint64) error {
 	if err := a.rebuildDistinct(); err != nil {
 		return err
 	}
+	if err := a.dropForeignGroups(); err != nil {
+		return fmt.Errorf("truncating aggregate %s: %w", a.p.Name, err)
+	}
 	// The groups are new rows: each join's state is copied in afresh.
 	for _, fill := range st.fillJoins {
 		if err := a.exec(fill); err != nil {
 			return fmt.Errorf("truncating aggregate %s: %w", a.p.Name, err)
+		}
+	}
+	return nil
+}
+
+// dropForeignGroups removes the group rows and distinct values a rebuild
+// from the contributions made for groups of other shards: every shard
+// stores every contribution's group, and MySQL cannot compute a keyspace
+// id, so the rebuild makes them all and Go picks those to drop by their
+// shard_by value.
+func (a *applier) dropForeignGroups() error {
+	if a.shard == nil || a.p.ShardBy == "" {
+		return nil
+	}
+	rows, err := a.query("SELECT DISTINCT " + q(a.p.Key[0]) + " FROM " + q(a.p.Table))
+	if err != nil {
+		return err
+	}
+	vals, err := scanValues(rows)
+	if err != nil {
+		return err
+	}
+	var foreign [][]any
+	for _, v := range vals {
+		if !a.localGroup(v) {
+			foreign = append(foreign, []any{&v[0]})
+		}
+	}
+	tables := []string{"DELETE FROM " + q(a.p.Table) + " WHERE "}
+	cols := []string{a.p.Key[0]}
+	for _, x := range a.p.Aggregation.Aggregates {
+		if x.Distinct() {
+			tables = append(tables, "DELETE FROM "+q(a.p.DistinctTable(x.Column))+" WHERE ")
+			cols = append(cols, projections.GroupColumn(a.p.Key[0]))
+		}
+	}
+	for i, head := range tables {
+		del := keyIn(head, []string{q(cols[i])}, "")
+		if err := a.execRows(&del, foreign); err != nil {
+			return err
 		}
 	}
 	return nil

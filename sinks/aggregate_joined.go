@@ -203,9 +203,9 @@ func byLinkStatements(p *projections.Projection) ([]multiRow, [][]int) {
 	return stmts, groups
 }
 
-// completeJoinedGroups gives the contributions of kept that this shard
-// keeps their whole group: the joined group columns as the join state
-// gives them for their links (joinState applied the batch's parent
+// completeJoinedGroups gives the contributions of kept that are in a group
+// their whole group (every shard stores every contribution's): the joined
+// group columns as the join state gives them for their links (joinState applied the batch's parent
 // changes before), so that each is written once, in its group, and
 // regroup need not read it back. A link the state does not return in the
 // bytes Go holds (a value the parent's key column converts) is left out:
@@ -222,7 +222,7 @@ func (a *applier) completeJoinedGroups(kept []projections.Contribution) (map[str
 		seen := map[string]bool{}
 		var links [][]projections.Value
 		for _, c := range kept {
-			if c.Group == nil || !a.local(c.KeyspaceID) || ri >= len(c.Parents) || c.Parents[ri].Key == "" {
+			if c.Group == nil || ri >= len(c.Parents) || c.Parents[ri].Key == "" {
 				continue
 			}
 			if t := groupText(c.Parents[ri].Values); !seen[t] {
@@ -253,7 +253,7 @@ func (a *applier) completeJoinedGroups(kept []projections.Contribution) (map[str
 	out := make(map[string][]projections.Value, len(kept))
 next:
 	for _, c := range kept {
-		if c.Group == nil || !a.local(c.KeyspaceID) {
+		if c.Group == nil {
 			continue
 		}
 		group := slices.Clone(c.Group)
@@ -378,9 +378,16 @@ func (a *applier) regroup(keys [][]parentKey) error {
 	for _, k := range order {
 		r := rows[k]
 		if !sourceSide(ag, r.old) {
-			continue // no group on this shard: deleted, filtered out, or kept elsewhere
+			continue // in no group: deleted or filtered out
 		}
 		if valuesText(r.old) == valuesText(r.now) {
+			continue
+		}
+		// Stored with its new group on every shard (moves), moved in the
+		// group rows only on the group's own: shard_by is a source-side
+		// group column, the same in old and now.
+		moves[r.read] = true
+		if !a.localGroup(r.old) {
 			continue
 		}
 		if complete(r.old) {
@@ -393,7 +400,6 @@ func (a *applier) regroup(keys [][]parentKey) error {
 				return err
 			}
 		}
-		moves[r.read] = true
 	}
 	for i, r := range reads {
 		if !moves[i] {

@@ -16,6 +16,8 @@ package sinks
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -133,6 +135,67 @@ func (s *MySQL) repairGroups(ctx context.Context, p *projections.Projection, gon
 		}
 	}
 	return tx.Commit()
+}
+
+// WithdrawContributions withdraws the contributions of gone (each only
+// while it still has the version given) on a shard that does not hold
+// their groups: every shard stores every contribution, and RepairGroups
+// withdrew them on their groups' shard, so the contributions tables stay
+// the same on every shard (what a reshard would copy whole). No group row
+// here changes. Retried as RepairGroups is.
+func (s *MySQL) WithdrawContributions(ctx context.Context, p *projections.Projection, gone []Member) error {
+	if len(gone) == 0 {
+		return nil
+	}
+	st := s.statementsFor(p).agg
+	if st == nil {
+		return fmt.Errorf("projections.%s is not an aggregate projection", p.Name)
+	}
+	gone = slices.Clone(gone)
+	slices.SortFunc(gone, func(a, b Member) int { return strings.Compare(string(a.Key), string(b.Key)) }) // the projector's lock order
+	var err error
+	for range 5 {
+		if err = s.withdrawContributions(ctx, p, st, gone); err == nil || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+func (s *MySQL) withdrawContributions(ctx context.Context, p *projections.Projection, st *aggStatements, gone []Member) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if st.joined != nil {
+		// Between the projector's batches, which regroup under this lock.
+		if _, err := tx.ExecContext(ctx, st.joined.lock, joinedLockName(p)); err != nil {
+			return fmt.Errorf("locking the groups of %s: %w", p.Name, err)
+		}
+	}
+	withdraw := withdrawOne(p)
+	for _, m := range gone {
+		if _, err := tx.ExecContext(ctx, withdraw, m.Key, m.Version); err != nil {
+			return fmt.Errorf("withdrawing a contribution to %s: %w", p.Table, err)
+		}
+	}
+	return tx.Commit()
+}
+
+// StoresEveryGroup reports whether p's contributions table on this sink
+// stores every contribution's group (its comment ends with
+// EveryGroupMark), or does not exist yet.
+func (s *MySQL) StoresEveryGroup(ctx context.Context, p *projections.Projection) (bool, error) {
+	var comment string
+	err := s.db.QueryRowContext(ctx, "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", p.ContributionsTable()).Scan(&comment)
+	if errors.Is(err, sql.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading the comment of %s: %w", p.ContributionsTable(), err)
+	}
+	return strings.HasSuffix(comment, EveryGroupMark), nil
 }
 
 // contributionGroup are the group columns of p's contributions table.

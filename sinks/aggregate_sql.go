@@ -328,10 +328,19 @@ func aggregateDDL(p *projections.Projection, types projections.Types) []string {
 	out = append(out, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s",
 		q(p.Table), strings.Join(defs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside aggregate projection %s from %s.%s", p.Name, p.SourceDB, p.SourceTbl))),
 		fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n  %s\n) COMMENT=%s",
-			q(p.ContributionsTable()), strings.Join(cdefs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside contributions: last contribution of each %s.%s row to projection %s", p.SourceDB, p.SourceTbl, p.Name))))
+			q(p.ContributionsTable()), strings.Join(cdefs, ",\n  "), sqlquote.Literal(fmt.Sprintf("readside contributions: last contribution of each %s.%s row to projection %s", p.SourceDB, p.SourceTbl, p.Name)+EveryGroupMark)))
 	out = append(out, distinctDDL(p, types)...)
 	return append(out, joinStateDDL(p, types)...)
 }
+
+// EveryGroupMark ends the comment of a contributions table whose every
+// shard stores every contribution's group and values (each adds to the
+// groups of its own range only). Tables made before that store the groups
+// of their shard's range only (NULL elsewhere): the live projector works
+// with both, but a reshard needs every shard to hold every group
+// (docs/design/resharding.md, "Aggregates and children"); `readside
+// replay --rebuild` of the projection makes them anew with the mark.
+const EveryGroupMark = " [every shard stores every group]"
 
 // nullable is a column definition made NULL-able.
 func nullable(def string) string {

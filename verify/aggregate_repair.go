@@ -98,6 +98,16 @@ func (v *Verifier) repairAggregate(ctx context.Context, rep *Report, request Req
 		if err := sh.RepairGroups(ctx, v.p, gone, bound); err != nil {
 			return nil, fmt.Errorf("rebuilding %d groups of %s on shard %s: %w", len(groups), v.p.Table, sh.Range.Text, err)
 		}
+		// Every shard stores every contribution: the others withdraw them
+		// too (their groups are not there).
+		for i, other := range v.sink.Shards {
+			if i == shard {
+				continue
+			}
+			if err := other.WithdrawContributions(ctx, v.p, gone); err != nil {
+				return nil, fmt.Errorf("withdrawing %d contributions to %s on shard %s: %w", len(gone), v.p.Table, other.Range.Text, err)
+			}
+		}
 		res.Withdrawn += len(gone)
 		res.Rebuilt += len(groups)
 	}
