@@ -27,7 +27,10 @@ func TestInputLoad(t *testing.T) {
 		{"… in Debezium's envelope", "kafka: {format: debezium-avro, schema_registry: {url: \"http://k:8081\"}}\n", func(c Config) any { return c.ReadsDebezium() }, true},
 		{"a connector's JSON carries the schema block unless input.debezium says otherwise", "input: {kind: debezium, topic_prefix: d}\n", func(c Config) any { _, _, ok := c.Schemaless(); return ok }, false},
 		{"a connector's bare payloads are read under the modes input.debezium declares", "input: {kind: debezium, topic_prefix: d, debezium: {schemas.enable: false, time.precision.mode: connect}}\n",
-			func(c Config) any { m, k, _ := c.Schemaless(); return string(m.Time.Precision.Mode) + " " + string(m.Decimal.Handling.Mode) + " " + k }, "connect precise input.debezium"},
+			func(c Config) any {
+				m, k, _ := c.Schemaless()
+				return string(m.Time.Precision.Mode) + " " + string(m.Decimal.Handling.Mode) + " " + k
+			}, "connect precise input.debezium"},
 		{"projections over the tailer's own debezium topics without the schema block read them under kafka.debezium's modes", "kafka: {format: debezium, debezium: {schemas.enable: false}}\nprojections: {p: {from: shop.orders}}\n",
 			func(c Config) any { _, k, ok := c.Schemaless(); return fmt.Sprint(k, " ", ok) }, "kafka.debezium true"},
 		{"… not its Avro, whose schemas are in the registry", "kafka: {format: debezium-avro, schema_registry: {url: \"http://k:8081\"}, debezium: {schemas.enable: false}}\n",

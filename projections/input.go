@@ -84,7 +84,7 @@ func avroInput(cfg config.Config) *debezium.AvroSchemas {
 	if !ok {
 		return nil
 	}
-	return debezium.NewAvroSchemas(debezium.NewRegistry(url, key))
+	return debezium.NewAvroSchemas(debezium.NewSchemaRegistry(url, key))
 }
 
 // liveInput is the live schemas' holder when cfg's projections read
