@@ -17,9 +17,11 @@ package debezium
 // record written after the table's last DDL; around a DDL:
 //   - a column a record carries that the cached schema lacks (added since
 //     the cache was read) makes Load read the schema again;
-//   - a column the live schema lacks (dropped or renamed since the record
-//     was written) is left out of the event: a projection that reads it
-//     stops naming it, as for the DDL itself;
+//   - a column dropped or renamed keeps the type held for it until the
+//     columns are read again; after that, a record still carrying it
+//     (written before the DDL) has it left out of its event, its type
+//     unknown: a projection that reads it stops naming it, as for the DDL
+//     itself;
 //   - a column the record lacks (added after it was written) is not in
 //     its event either;
 //   - a column whose type changed in place (MODIFY) since a record still
@@ -32,11 +34,13 @@ package debezium
 // run of records needs before it is decoded, as AvroSchemas.Load does.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -119,13 +123,9 @@ func (s *LiveSchemas) Load(ctx context.Context, values iter.Seq[[]byte]) error {
 			need[tk] = true
 		}
 	}
-	for _, tk := range slices.SortedFunc(func(yield func([2]string) bool) {
-		for k := range need {
-			if !yield(k) {
-				return
-			}
-		}
-	}, func(a, b [2]string) int { return strings.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) }) {
+	tables := slices.Collect(maps.Keys(need))
+	slices.SortFunc(tables, func(a, b [2]string) int { return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1])) })
+	for _, tk := range tables {
 		cols, err := s.src.Columns(ctx, tk[0], tk[1])
 		if err != nil {
 			return fmt.Errorf("reading the columns of %s.%s on the source, to decode its Debezium records written without the schema block: %w", tk[0], tk[1], err)
