@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -54,11 +55,11 @@ func (s *stream) dbzTable(ctx context.Context, t *table) (*debezium.Table, error
 			return nil, &FatalError{fmt.Errorf("kafka.format: debezium-avro: %w", err)}
 		}
 		name := t.db + "." + t.name
-		keyID, err := s.t.registry.id(ctx, name, a.Topic()+"-key", a.KeySchema())
+		keyID, err := registerSchema(ctx, s.t.registry, name, a.Topic()+"-key", a.KeySchema())
 		if err != nil {
 			return nil, err
 		}
-		valueID, err := s.t.registry.id(ctx, name, a.Topic()+"-value", a.ValueSchema())
+		valueID, err := registerSchema(ctx, s.t.registry, name, a.Topic()+"-value", a.ValueSchema())
 		if err != nil {
 			return nil, err
 		}
@@ -219,4 +220,35 @@ func (s *stream) publishDebezium(ctx context.Context, tbl *table, src *source, a
 		return &FatalError{fmt.Errorf("snapshot of %s.%s for kafka.format: debezium: %w", tbl.db, tbl.name, err)}
 	}
 	return s.produceDebezium(ctx, tbl, d, event.OpRead, nil, row, debezium.Source{Snapshot: true, TsSec: src.ts, File: src.file, Pos: src.start}, nil)
+}
+
+// registerSchema is the registry's id of the Avro schema of table (a
+// name for messages) under subject, registering it when needed. A
+// refusal (an incompatible or invalid schema, access refused) is a
+// FatalError naming the registry's verdict, the subject and the fix; any
+// other failure is transient, and the tailer retries from its checkpoint.
+func registerSchema(ctx context.Context, r *debezium.SchemaRegistry, table, subject, schema string) (int, error) {
+	id, err := r.Register(ctx, subject, schema)
+	if err != nil {
+		return 0, registryError(table, subject, r.URL(), err)
+	}
+	return id, nil
+}
+
+func registryError(table, subject, url string, err error) error {
+	var v *debezium.RegistryVerdict
+	switch {
+	case !errors.As(err, &v):
+		return fmt.Errorf("registering the Avro schema of %s under subject %s at %s: %w", table, subject, url, err)
+	case v.Status == 0:
+		return fatalf("kafka.schema_registry.url: %s", v.Message)
+	case v.Access():
+		return fatalf("the schema registry at %s refused access registering subject %s (HTTP %d): %s. "+
+			"Fix: point kafka.schema_registry.url at a registry that lets readside register schemas without credentials", url, subject, v.Status, v.Message)
+	}
+	return fatalf("the schema registry at %s refused the Avro schema of %s under subject %s (HTTP %d, error code %d): %s. "+
+		"No event of the change was published and the checkpoint stays before it, so nothing is lost. "+
+		"Fix: make the table's change one the subject's compatibility accepts (add columns as NULL or with a default, do not drop or retype key columns), "+
+		"or set the subject's compatibility (PUT /config/%s) to what its consumers can read, or publish to new subjects with another kafka.topic_prefix; then restart readside",
+		url, table, subject, v.Status, v.Code, v.Message, subject)
 }

@@ -102,11 +102,11 @@ func (s *stream) txnSchemas(ctx context.Context) error {
 	if m.registered {
 		return nil
 	}
-	keyID, err := s.t.registry.id(ctx, "the transaction topic", m.topic+"-key", debezium.TxnKeyAvroSchema)
+	keyID, err := registerSchema(ctx, s.t.registry, "the transaction topic", m.topic+"-key", debezium.TxnKeyAvroSchema)
 	if err != nil {
 		return err
 	}
-	valueID, err := s.t.registry.id(ctx, "the transaction topic", m.topic+"-value", debezium.TxnValueAvroSchema)
+	valueID, err := registerSchema(ctx, s.t.registry, "the transaction topic", m.topic+"-value", debezium.TxnValueAvroSchema)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ type Tailer struct {
 	// embedded: the broker is the embedded one (EmbeddedBroker).
 	embedded bool
 	// registry holds kafka.format: debezium-avro's schemas.
-	registry *schemaRegistry
+	registry *debezium.SchemaRegistry
 }
 
 // FatalError is a condition a restart cannot fix: the tailer stops and the
@@ -101,11 +101,10 @@ func New(cfg Config, brokers []string, log *slog.Logger, reg prometheus.Register
 		}
 	}
 	if cfg.Kafka.Format == config.FormatDebeziumAvro {
-		r, err := newSchemaRegistry(cfg.Kafka.SchemaRegistry.URL)
-		if err != nil {
+		t.registry = debezium.NewSchemaRegistry(cfg.Kafka.SchemaRegistry.URL, "kafka.schema_registry.url")
+		if err := t.registry.Check(); err != nil {
 			return nil, err
 		}
-		t.registry = r
 	}
 	for _, o := range opts {
 		o(t)

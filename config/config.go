@@ -290,7 +290,7 @@ func Default() Config {
 			Format:            FormatReadside,
 			Debezium:          defaultDebezium(),
 		},
-		Input:           Input{Kind: InputReadside, Format: InputJSON},
+		Input:           Input{Kind: InputReadside, Format: InputJSON, Debezium: defaultInputDebezium()},
 		DataDir:         "./data",
 		Log:             Log{Level: LogInfo, Format: LogText, ProgressEvery: time.Minute},
 		HTTP:            HTTP{ReadyMaxLag: 30 * time.Second},

@@ -212,11 +212,6 @@ func (c Config) formatErrors() []error {
 		}
 		return errs
 	}
-	if len(c.Projections) > 0 && k.Format == FormatDebezium && !d.Schemas.Enable {
-		// The schema block is what says how each value is encoded.
-		bad(fmt.Errorf("kafka.format is debezium with kafka.debezium.schemas.enable false and projections are declared: the projections read each column's type from the records' schema block. " +
-			"Fix: set kafka.debezium.schemas.enable: true (the default), or run the projections from a deployment with kafka.format: readside"))
-	}
 	if len(c.Projections) > 0 && d.Binary.Handling.Mode != BinaryBytes {
 		// Only the bytes mode gives a binary column a schema type of its
 		// own; under the others it is a string like any text column.
@@ -286,13 +281,13 @@ func registryURLError(key, u string) error {
 	return nil
 }
 
-// debeziumHook decodes kafka.debezium. YAML keeps a dotted key
+// debeziumHook decodes kafka.debezium and input.debezium. YAML keeps a dotted key
 // ({decimal.handling.mode: precise}) as one key, and an environment
 // override nests it (READSIDE_KAFKA__DEBEZIUM__DECIMAL__HANDLING__MODE);
 // the hook splits every dotted key into the nesting the struct has, so both
 // spellings, and a mix, decode alike.
 func debeziumHook(_, to reflect.Type, data any) (any, error) {
-	if to != reflect.TypeOf(Debezium{}) {
+	if to != reflect.TypeOf(Debezium{}) && to != reflect.TypeOf(InputModes{}) {
 		return data, nil
 	}
 	m, ok := data.(map[string]any)

@@ -65,6 +65,78 @@ type Input struct {
 	// registers in (its schema.registry.url). Required with format avro,
 	// refused otherwise.
 	SchemaRegistry SchemaRegistry `koanf:"schema_registry"`
+	// Debezium is the connector's settings that its records do not name
+	// when the JSON converter writes them without the schema block.
+	Debezium InputModes `koanf:"debezium"`
+}
+
+// InputModes is input.debezium: with kind debezium and format json,
+// whether the connector's JSON converter writes the schema block and,
+// when it does not, the value modes the connector runs with, under
+// Debezium's own names (as kafka.debezium spells them), for the column
+// types then come from the source's live schema (docs/debezium.md,
+// "Topics without the schema block").
+type InputModes struct {
+	// Schemas is the JSON converter's schemas.enable (default true).
+	// False: records are bare payloads and each column's type is read
+	// from information_schema over source.dsn.
+	Schemas struct {
+		Enable bool `koanf:"enable"`
+	} `koanf:"schemas"`
+	Decimal struct {
+		Handling struct {
+			Mode DecimalMode `koanf:"mode"`
+		} `koanf:"handling"`
+	} `koanf:"decimal"`
+	Time struct {
+		Precision struct {
+			Mode TimePrecisionMode `koanf:"mode"`
+		} `koanf:"precision"`
+	} `koanf:"time"`
+	Bigint struct {
+		Unsigned struct {
+			Handling struct {
+				Mode UnsignedMode `koanf:"mode"`
+			} `koanf:"handling"`
+		} `koanf:"unsigned"`
+	} `koanf:"bigint"`
+	Binary struct {
+		Handling struct {
+			Mode BinaryMode `koanf:"mode"`
+		} `koanf:"handling"`
+	} `koanf:"binary"`
+}
+
+// defaultInputDebezium is Debezium's defaults and the JSON converter's.
+func defaultInputDebezium() InputModes {
+	var d InputModes
+	d.Schemas.Enable = true
+	d.Decimal.Handling.Mode = DecimalPrecise
+	d.Time.Precision.Mode = TimeAdaptiveMicroseconds
+	d.Bigint.Unsigned.Handling.Mode = UnsignedLong
+	d.Binary.Handling.Mode = BinaryBytes
+	return d
+}
+
+// Schemaless reports whether the projectors read Debezium's JSON records
+// without the schema block, and the value modes their writer used with
+// the config key that holds them: a connector's under input.debezium,
+// readside's own tailer's under kafka.debezium.
+func (c Config) Schemaless() (modes Debezium, key string, ok bool) {
+	switch {
+	case c.Input.Kind == InputDebezium && c.Input.Format == InputJSON && !c.Input.Debezium.Schemas.Enable:
+		d := c.Input.Debezium
+		modes = defaultDebezium()
+		modes.Schemas.Enable = false
+		modes.Decimal = d.Decimal
+		modes.Time = d.Time
+		modes.Bigint = d.Bigint
+		modes.Binary = d.Binary
+		return modes, "input.debezium", true
+	case c.Input.Kind != InputDebezium && c.Kafka.Format == FormatDebezium && !c.Kafka.Debezium.Schemas.Enable:
+		return c.Kafka.Debezium, "kafka.debezium", true
+	}
+	return Debezium{}, "", false
 }
 
 // ReadsAvro reports whether the projectors read Debezium's records in
@@ -112,6 +184,9 @@ func (c Config) inputErrors() []error {
 	}
 	u := strings.TrimSpace(in.SchemaRegistry.URL)
 	if in.Kind != InputDebezium {
+		if in.Debezium != defaultInputDebezium() {
+			bad("input.debezium is set and input.kind is %s: it describes a Debezium connector's topics; readside's own debezium topics are described by kafka.debezium. Fix: set input.kind: debezium, or remove input.debezium", in.Kind)
+		}
 		if in.TopicPrefix != "" {
 			bad("input.topic_prefix %q is set and input.kind is %s: it names a Debezium connector's topics. Fix: set input.kind: debezium, or remove input.topic_prefix", in.TopicPrefix, in.Kind)
 		}
@@ -133,6 +208,7 @@ func (c Config) inputErrors() []error {
 	case u != "":
 		bad("input.schema_registry.url is set and input.format is %s: only Avro topics name their schemas in a registry. Fix: set input.format: avro if the connector writes Avro (value.converter io.confluent.connect.avro.AvroConverter), or remove input.schema_registry", in.Format)
 	}
+	errs = append(errs, in.debeziumErrors()...)
 	if !validTopicPart(in.TopicPrefix) {
 		bad("input.topic_prefix %q: want the Debezium connector's topic.prefix (letters, digits, '.', '_' or '-'), e.g. dbserver1", in.TopicPrefix)
 	}
@@ -145,6 +221,35 @@ func (c Config) inputErrors() []error {
 			// connector does not write.
 			bad("sinks.%s.consistency is transaction and input.kind is debezium: transaction-consistent sinks commit up to cuts readside's tailer writes into its checkpoint, which a Debezium connector does not write. Fix: remove consistency (row-consistent sinks), or capture with readside's tailer (input.kind: readside)", name)
 		}
+	}
+	return errs
+}
+
+// debeziumErrors are input.debezium's problems with input.kind: debezium.
+func (in Input) debeziumErrors() []error {
+	var errs []error
+	d := in.Debezium
+	if err := d.Decimal.Handling.Mode.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("input.debezium.decimal.handling.mode %v", err))
+	}
+	if err := d.Time.Precision.Mode.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("input.debezium.time.precision.mode %v", err))
+	}
+	if err := d.Bigint.Unsigned.Handling.Mode.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("input.debezium.bigint.unsigned.handling.mode %v", err))
+	}
+	if err := d.Binary.Handling.Mode.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("input.debezium.binary.handling.mode %v", err))
+	}
+	if !d.Schemas.Enable && in.Format == InputAvro {
+		errs = append(errs, fmt.Errorf("input.debezium.schemas.enable is false and input.format is avro: it is the JSON converter's setting; Avro records always name their schema. Fix: remove input.debezium.schemas.enable"))
+	}
+	if !d.Schemas.Enable && d.Binary.Handling.Mode != BinaryBytes {
+		// Under the other modes a binary value is text the schema block
+		// would not type either, and decoding it needs a conversion
+		// readside does not make.
+		errs = append(errs, fmt.Errorf("input.debezium.binary.handling.mode is %s and input.debezium.schemas.enable is false: readside reads binary columns of bare payloads as Debezium's bytes mode writes them. "+
+			"Fix: set binary.handling.mode=bytes on the connector (Debezium's default) and input.debezium.binary.handling.mode: bytes, or enable the converter's schema block", d.Binary.Handling.Mode))
 	}
 	return errs
 }

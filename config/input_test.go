@@ -1,6 +1,9 @@
 package config
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestInputLoad(t *testing.T) {
 	cases := []struct {
@@ -22,6 +25,16 @@ func TestInputLoad(t *testing.T) {
 		{"the tailer's own debezium-avro topics, projections included, through kafka.schema_registry", "kafka: {format: debezium-avro, schema_registry: {url: \"http://k:8081\"}}\nprojections: {p: {from: shop.orders}}\n",
 			func(c Config) any { u, k, _ := c.ReadsAvro(); return u + " " + k }, "http://k:8081 kafka.schema_registry.url"},
 		{"… in Debezium's envelope", "kafka: {format: debezium-avro, schema_registry: {url: \"http://k:8081\"}}\n", func(c Config) any { return c.ReadsDebezium() }, true},
+		{"a connector's JSON carries the schema block unless input.debezium says otherwise", "input: {kind: debezium, topic_prefix: d}\n", func(c Config) any { _, _, ok := c.Schemaless(); return ok }, false},
+		{"a connector's bare payloads are read under the modes input.debezium declares", "input: {kind: debezium, topic_prefix: d, debezium: {schemas.enable: false, time.precision.mode: connect}}\n",
+			func(c Config) any {
+				m, k, _ := c.Schemaless()
+				return string(m.Time.Precision.Mode) + " " + string(m.Decimal.Handling.Mode) + " " + k
+			}, "connect precise input.debezium"},
+		{"projections over the tailer's own debezium topics without the schema block read them under kafka.debezium's modes", "kafka: {format: debezium, debezium: {schemas.enable: false}}\nprojections: {p: {from: shop.orders}}\n",
+			func(c Config) any { _, k, ok := c.Schemaless(); return fmt.Sprint(k, " ", ok) }, "kafka.debezium true"},
+		{"… not its Avro, whose schemas are in the registry", "kafka: {format: debezium-avro, schema_registry: {url: \"http://k:8081\"}, debezium: {schemas.enable: false}}\n",
+			func(c Config) any { _, _, ok := c.Schemaless(); return ok }, false},
 	}
 	for _, c := range cases {
 		cfg, err := Load(writeConfig(t, minimalNoBrokers+c.yaml), nil)
@@ -55,6 +68,18 @@ func TestInputRefused(t *testing.T) {
 		{"… nor its Avro format",
 			minimalNoBrokers + "kafka: {format: debezium-avro, schema_registry: {url: \"http://k:8081\"}}\ninput: {kind: debezium, topic_prefix: d}\n", nil,
 			[]string{"input.kind is debezium and kafka.format is debezium-avro"}},
+		{"input.debezium describes a connector's topics: with readside's own, refused naming kafka.debezium",
+			minimalNoBrokers + "input: {debezium: {schemas.enable: false}}\n", nil,
+			[]string{"input.debezium is set and input.kind is readside", "kafka.debezium"}},
+		{"a mode outside Debezium's values is named with the choices",
+			minimalNoBrokers + "input: {kind: debezium, topic_prefix: d, debezium: {decimal.handling.mode: exact}}\n", nil,
+			[]string{`input.debezium.decimal.handling.mode "exact": want precise, double or string`}},
+		{"bare payloads' binary values are read as the bytes mode writes them: other modes refused with the fix",
+			minimalNoBrokers + "input: {kind: debezium, topic_prefix: d, debezium: {schemas.enable: false, binary.handling.mode: hex}}\n", nil,
+			[]string{"input.debezium.binary.handling.mode is hex and input.debezium.schemas.enable is false", "binary.handling.mode=bytes"}},
+		{"Avro records always name their schema: schemas.enable is the JSON converter's",
+			minimalNoBrokers + "input: {kind: debezium, topic_prefix: d, format: avro, schema_registry: {url: \"http://r:8081\"}, debezium: {schemas.enable: false}}\n", nil,
+			[]string{"input.debezium.schemas.enable is false and input.format is avro"}},
 		{"an input format outside the two is named with the choices",
 			minimalNoBrokers + "input: {kind: debezium, topic_prefix: d, format: protobuf}\n", nil,
 			[]string{`input.format "protobuf": want json or avro`}},

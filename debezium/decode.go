@@ -8,7 +8,8 @@ package debezium
 // A value's Debezium encoding depends on its column's type and the
 // connector's modes, and the JSON converter's schema block is the only
 // part of a record that says which: a bare payload (schemas.enable=false)
-// is refused, naming that fix. Each value is turned into readside's own
+// is refused here, naming the fix; schemaless.go reads it with the types
+// of the source's live schema. Each value is turned into readside's own
 // JSON encoding (docs/events.md, "Values") and each column gets a readside
 // type name, so projections bind and compare values exactly as they do
 // for readside's envelope.
@@ -31,8 +32,8 @@ import (
 
 // ErrNoSchema is a record without the JSON converter's schema block.
 var ErrNoSchema = errors.New("Debezium record without a schema block: readside reads each column's type from it. " +
-	"Fix: set key.converter.schemas.enable=true and value.converter.schemas.enable=true on the connector " +
-	"(the JSON converter's default), or kafka.debezium.schemas.enable: true for readside's own debezium topics")
+	"Fix: set input.debezium.schemas.enable: false with the connector's modes (input.debezium.decimal.handling.mode, time.precision.mode, bigint.unsigned.handling.mode) " +
+	"to read the types from the source's live schema, or set key.converter.schemas.enable=true and value.converter.schemas.enable=true on the connector (the JSON converter's default)")
 
 // conv is how one column's Debezium value becomes readside's.
 type conv uint8

@@ -2,8 +2,13 @@ package projections
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"iter"
+	"sync"
+	"time"
+
+	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/debezium"
@@ -33,6 +38,7 @@ var (
 	_ Decoder = (*event.Decoder)(nil)
 	_ Decoder = (*debezium.Decoder)(nil)
 	_ Decoder = (*debezium.AvroDecoder)(nil)
+	_ Decoder = (*debezium.LiveDecoder)(nil)
 )
 
 // NewDecoder is a decoder of the envelope p's topics carry, for one run
@@ -41,6 +47,9 @@ var (
 func (p *Projection) NewDecoder() Decoder {
 	if p.avro != nil {
 		return p.avro.Decoder()
+	}
+	if p.live != nil {
+		return p.live.Decoder()
 	}
 	if p.debezium {
 		return new(debezium.Decoder)
@@ -55,10 +64,14 @@ func (p *Projection) NewDecoder() Decoder {
 // none of values until LoadSchemas succeeded: a record is never taken for
 // bad data because the registry did not answer.
 func (p *Projection) LoadSchemas(ctx context.Context, values iter.Seq[[]byte]) error {
-	if p.avro == nil {
-		return nil
+	var err error
+	switch {
+	case p.avro != nil:
+		err = p.avro.Load(ctx, values)
+	case p.live != nil:
+		err = p.live.Load(ctx, values)
 	}
-	if err := p.avro.Load(ctx, values); err != nil {
+	if err != nil {
 		return fmt.Errorf("projection %s: %w", p.Name, err)
 	}
 	return nil
@@ -71,5 +84,66 @@ func avroInput(cfg config.Config) *debezium.AvroSchemas {
 	if !ok {
 		return nil
 	}
-	return debezium.NewAvroSchemas(debezium.NewRegistry(url, key))
+	return debezium.NewAvroSchemas(debezium.NewSchemaRegistry(url, key))
+}
+
+// liveInput is the live schemas' holder when cfg's projections read
+// Debezium's JSON without the schema block, else nil.
+func liveInput(cfg config.Config) *debezium.LiveSchemas {
+	modes, key, ok := cfg.Schemaless()
+	if !ok {
+		return nil
+	}
+	return debezium.NewLiveSchemas(&sourceColumns{dsn: cfg.Source.DSN.Reveal()}, modes, key)
+}
+
+// sourceColumns reads tables' columns from information_schema on the
+// source, over a pool of its own opened on first use (Load's reads are
+// rare: once per table and per DDL).
+type sourceColumns struct {
+	dsn string
+
+	once sync.Once
+	db   *sql.DB
+	err  error
+}
+
+var _ debezium.ColumnSource = (*sourceColumns)(nil)
+
+func (s *sourceColumns) Columns(ctx context.Context, db, table string) ([]debezium.Column, error) {
+	s.once.Do(func() {
+		dcfg, err := driver.ParseDSN(s.dsn)
+		if err != nil {
+			s.err = fmt.Errorf("source.dsn: %w", err)
+			return
+		}
+		conn, err := driver.NewConnector(dcfg)
+		if err != nil {
+			s.err = fmt.Errorf("source.dsn: %w", err)
+			return
+		}
+		s.db = sql.OpenDB(conn)
+		s.db.SetMaxOpenConns(1)
+		s.db.SetConnMaxIdleTime(time.Minute)
+	})
+	if s.err != nil {
+		return nil, s.err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(NUMERIC_PRECISION, 0), COALESCE(NUMERIC_SCALE, 0),
+		COALESCE(DATETIME_PRECISION, 0), COALESCE(CHARACTER_MAXIMUM_LENGTH, 0)
+		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, db, table)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var cols []debezium.Column
+	for rows.Next() {
+		var name, dataType, colType string
+		var prec, scale, dt, maxLen int64
+		if err := rows.Scan(&name, &dataType, &colType, &prec, &scale, &dt, &maxLen); err != nil {
+			return nil, err
+		}
+		cols = append(cols, debezium.LiveColumn(name, dataType, colType, prec, scale, dt, maxLen))
+	}
+	return cols, rows.Err()
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // registryPatience is how long a projector waits out a schema registry
-// that does not answer (a restart, a network blip) before it stops: until
+// (or, for Debezium's JSON without the schema block, a source) that does
+// not answer (a restart, a network blip) before it stops: until
 // then its position stays before the records it cannot decode, and the
 // lag shows the wait.
 const registryPatience = time.Minute
@@ -41,7 +42,7 @@ func (pr *Projector) loadSchemas(ctx context.Context, recs []*kgo.Record) error 
 			return fmt.Errorf("%w (nothing past the record was consumed)", err)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: the registry did not answer for %s; the projector stops before the records it cannot decode, and resumes there on restart or SIGHUP. Fix: make the schema registry reachable", err, registryPatience)
+			return fmt.Errorf("%w: no answer for %s; the projector stops before the records it cannot decode, and resumes there on restart or SIGHUP. Fix: make the schema registry (or, for records without the schema block, the source of source.dsn) reachable", err, registryPatience)
 		}
 		wait := min(100*time.Millisecond<<min(tries-1, 6), 5*time.Second)
 		pr.log.Warn("cannot fetch the records' schemas; retrying", "err", err, "retry_in", wait)

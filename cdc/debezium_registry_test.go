@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/readside/readside/debezium"
 )
 
 func TestRegistryErrorClassified(t *testing.T) {
@@ -28,7 +30,7 @@ func TestRegistryErrorClassified(t *testing.T) {
 			[]string{"connection refused"}},
 	}
 	for _, c := range cases {
-		err := registryError("d.t", "p.d.t-value", "http://r:8081", c.err)
+		err := registryError("d.t", "p.d.t-value", "http://r:8081", debezium.VerdictOf("http://r:8081", "p.d.t-value", c.err))
 		var fatal *FatalError
 		if errors.As(err, &fatal) != c.fatal {
 			t.Errorf("%s: %v fatal %v, want %v", c.why, err, !c.fatal, c.fatal)
