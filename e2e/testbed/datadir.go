@@ -63,13 +63,20 @@ func dataDirTemplate(ctx context.Context, installDB, mariadbd string, args []str
 	fmt.Fprintln(h, strings.Join(args, " "))
 	dir := filepath.Join(userCacheDir(), "readside-testbed", "mariadb-datadir-"+hex.EncodeToString(h.Sum(nil)[:8]))
 	data := filepath.Join(dir, "data")
-	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
+	mark := filepath.Join(dir, "complete")
+	if _, err := os.Stat(mark); err == nil {
 		return data, nil
 	}
 	// A template is renamed into place with its mark, so one without it
-	// was damaged afterwards: replace it.
-	if err := os.RemoveAll(dir); err != nil {
-		return "", err
+	// was damaged afterwards: replace it (but not one another process
+	// renamed into place since the look above).
+	if _, err := os.Stat(dir); err == nil {
+		if _, err := os.Stat(mark); err == nil {
+			return data, nil
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return "", err
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return "", err
@@ -93,7 +100,7 @@ func dataDirTemplate(ctx context.Context, installDB, mariadbd string, args []str
 	}
 	if err := os.Rename(build, dir); err != nil {
 		// Another process put its template there first: use that one.
-		if _, serr := os.Stat(filepath.Join(dir, "complete")); serr != nil {
+		if _, serr := os.Stat(mark); serr != nil {
 			return "", err
 		}
 	}
