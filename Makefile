@@ -18,7 +18,7 @@ E2E_TIMES ?= $(CURDIR)/.e2e-times
 # paths in BENCH_FLAGS and -out are the checkout's.
 BENCHALL  = $(GO) -C bench build -o $(CURDIR)/bin/benchall ./cmd/benchall && bin/benchall
 
-.PHONY: all build docker test testbed-install test-unit test-helm test-vitess e2e e2e-times e2e-kfake e2e-containers bench bench-quick bench-peers bench-instructions demo lint testbed-up testbed-down clean
+.PHONY: all build docker test testbed-install test-unit test-helm test-vitess e2e e2e-times soak e2e-kfake e2e-containers bench bench-quick bench-peers bench-instructions demo lint testbed-up testbed-down clean
 
 all: build
 
@@ -64,6 +64,10 @@ e2e-times:
 	  echo "e2e: the 20 slowest of $$(wc -l < $(E2E_TIMES)) tests (seconds, package, test; all in $(E2E_TIMES)):"; \
 	  sort -t "$$(printf '\t')" -k1,1nr $(E2E_TIMES) | head -20; \
 	else echo "e2e: no test times in $(E2E_TIMES)"; fi
+
+## soak: the e2e tests whose full size is too long for make test's budget, at that size (make test runs each leaner): issue 4's 200,000 row changes under SIGKILLs (TestDaemonKill9JoinsShardsScaleOut)
+soak:
+	E2E=1 E2E_JOIN_CHANGES=200000 E2E_FAILED_LOGS=$(CURDIR)/.e2e-failed-logs $(GO) test -count=1 -p 1 -timeout 60m -run '^TestDaemonKill9JoinsShardsScaleOut$$' ./e2e/
 
 ## e2e-kfake: the same suite on the in-process-protocol broker, for fast loops
 e2e-kfake:
