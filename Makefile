@@ -11,11 +11,14 @@ E2E_PKGS  ?= ./expr/... ./cdc/... ./projections/... ./sinks/... ./verify/... ./r
 # The same in bench/, a module of its own (bench/go.mod).
 BENCH_E2E_PKGS ?= ./internal/...
 E2E_TIMEOUT ?= 40m
+# Every e2e test's wall time, one "seconds<TAB>package<TAB>test" line each
+# (e2e/testbed/durations.go), rewritten by each `make e2e`.
+E2E_TIMES ?= $(CURDIR)/.e2e-times
 # benchall is built from the bench module and run from here, so the
 # paths in BENCH_FLAGS and -out are the checkout's.
 BENCHALL  = $(GO) -C bench build -o $(CURDIR)/bin/benchall ./cmd/benchall && bin/benchall
 
-.PHONY: all build docker test testbed-install test-unit test-helm test-vitess e2e e2e-kfake e2e-containers bench bench-quick bench-peers bench-instructions demo lint testbed-up testbed-down clean
+.PHONY: all build docker test testbed-install test-unit test-helm test-vitess e2e e2e-times soak e2e-kfake e2e-containers bench bench-quick bench-peers bench-instructions demo lint testbed-up testbed-down clean
 
 all: build
 
@@ -47,10 +50,24 @@ test-helm:
 test-vitess:
 	cd e2e/vitessdiff && env -u E2E -u E2E_BROKER $(GO) test -count=1 ./...
 
-## e2e: the end-to-end suite; starts MariaDB and Kafka (E2E_BROKER=kafka|kfake|external)
+## e2e: the end-to-end suite; starts MariaDB and Kafka (E2E_BROKER=kafka|kfake|external); ends with the 20 slowest tests (e2e-times), pass or fail
 e2e:
-	E2E=1 E2E_FAILED_LOGS=$(CURDIR)/.e2e-failed-logs $(GO) test -count=1 -p 1 -timeout $(E2E_TIMEOUT) $(E2E_PKGS)
-	E2E=1 $(GO) -C bench test -count=1 -p 1 -timeout $(E2E_TIMEOUT) $(BENCH_E2E_PKGS)
+	@rm -f $(E2E_TIMES)
+	rc=0; \
+	E2E=1 E2E_FAILED_LOGS=$(CURDIR)/.e2e-failed-logs E2E_TIMES=$(E2E_TIMES) $(GO) test -count=1 -p 1 -timeout $(E2E_TIMEOUT) $(E2E_PKGS) || rc=$$?; \
+	if [ $$rc -eq 0 ]; then E2E=1 E2E_TIMES=$(E2E_TIMES) $(GO) -C bench test -count=1 -p 1 -timeout $(E2E_TIMEOUT) $(BENCH_E2E_PKGS) || rc=$$?; fi; \
+	$(MAKE) --no-print-directory e2e-times; exit $$rc
+
+## e2e-times: the 20 slowest tests of the last e2e run (each test that uses the test bed appends its wall time to E2E_TIMES)
+e2e-times:
+	@if [ -s $(E2E_TIMES) ]; then \
+	  echo "e2e: the 20 slowest of $$(wc -l < $(E2E_TIMES)) tests (seconds, package, test; all in $(E2E_TIMES)):"; \
+	  sort -t "$$(printf '\t')" -k1,1nr $(E2E_TIMES) | head -20; \
+	else echo "e2e: no test times in $(E2E_TIMES)"; fi
+
+## soak: the e2e tests whose full size is too long for make test's budget, at that size (make test runs each leaner): issue 4's 200,000 row changes under SIGKILLs (TestDaemonKill9JoinsShardsScaleOut)
+soak:
+	E2E=1 E2E_JOIN_CHANGES=200000 E2E_FAILED_LOGS=$(CURDIR)/.e2e-failed-logs $(GO) test -count=1 -p 1 -timeout 60m -run '^TestDaemonKill9JoinsShardsScaleOut$$' ./e2e/
 
 ## e2e-kfake: the same suite on the in-process-protocol broker, for fast loops
 e2e-kfake:

@@ -126,10 +126,10 @@ func (l sinkLayout) ranges() string {
 // reshardProj is the projection the reshard tests move.
 const reshardProj = "items_by_id"
 
-// reshardRig is a source database on the test bed's MariaDB, sink
-// servers of their own (one database each), a config naming the sinks
-// "old" (serving the projection) and "new" (the reshard's target), and
-// the daemon.
+// reshardRig is a source database on the test bed's MariaDB, the shared
+// sink servers (sinkServer; a database of the rig's own on each), a
+// config naming the sinks "old" (serving the projection) and "new" (the
+// reshard's target), and the daemon.
 type reshardRig struct {
 	t        *testing.T
 	bed      *testbed.Bed
@@ -163,11 +163,7 @@ func newReshardRig(t *testing.T, name string, old, new sinkLayout) *reshardRig {
 		n = max(n, l.server+1)
 	}
 	for i := range n {
-		m, err := testbed.StartMariaDBWith(ctx, filepath.Join(bed.Dir(), fmt.Sprintf("%s-sink%c", name, 'A'+i)), testbed.MariaDBOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = m.Close() })
+		m := sinkServer(t, i)
 		db, err := m.CreateDatabase(ctx, name+"_r")
 		if err != nil {
 			t.Fatal(err)

@@ -60,20 +60,8 @@ func newReshardBed(t *testing.T, name string, more ...string) *reshardBed {
 		t.Fatal(err)
 	}
 	rb.servers[0] = bed.MySQL
-	var wg sync.WaitGroup
-	errs := make([]error, 3)
 	for i := 1; i < 3; i++ {
-		wg.Go(func() {
-			m, err := testbed.StartMariaDBWith(ctx, filepath.Join(rb.dir, fmt.Sprintf("sink%d", i)), testbed.MariaDBOptions{ServerID: 100 + i})
-			if err == nil {
-				t.Cleanup(func() { m.Stop() })
-			}
-			rb.servers[i], errs[i] = m, err
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
+		rb.servers[i] = sinkServer(t, i-1)
 	}
 	for i, m := range rb.servers {
 		if rb.dbs[i], err = m.CreateDatabase(ctx, name+"_r"); err != nil {

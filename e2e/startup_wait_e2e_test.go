@@ -112,13 +112,12 @@ func TestStartWaitsForServer(t *testing.T) {
 			}) || !d.running() {
 				t.Fatalf("/healthz never answered 503 with %q (and %q) while the %s was down: %s\nlog:\n%s", want, also, down, last, tail(p.logPath))
 			}
-			// Long enough for several attempts: the process must still be up.
-			time.Sleep(12 * time.Second)
-			if !d.running() {
-				t.Fatalf("readside exited while the %s was down (exit %d); log:\n%s", down, d.cmd.ProcessState.ExitCode(), tail(p.logPath))
-			}
-			if n := strings.Count(p.log(), "level=WARN msg=\""+warn); n == 0 {
-				t.Fatalf("no WARN line about waiting for the %s; log:\n%s", down, tail(p.logPath))
+			// Several attempts (1 s, then 2 s apart: startup.Waiter), each
+			// with its WARN line: the process must still be up after them.
+			if !testbed.Poll(ctx, 200*time.Millisecond, func() bool {
+				return !d.running() || thirdAttempt(p.log(), warn)
+			}) || !d.running() {
+				t.Fatalf("readside exited, or logged no third WARN attempt, while the %s was down (running %v); log:\n%s", down, d.running(), tail(p.logPath))
 			}
 			if err := restart(ctx); err != nil {
 				t.Fatal(err)
@@ -142,6 +141,17 @@ func TestStartWaitsForServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// thirdAttempt reports whether log holds the WARN line of the third
+// attempt of the start-up wait whose message begins with warn.
+func thirdAttempt(log, warn string) bool {
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, "level=WARN msg=\""+warn) && strings.Contains(line, " attempt=3 ") {
+			return true
+		}
+	}
+	return false
 }
 
 // TestStartWrongPassword: a wrong source password is a configuration

@@ -43,11 +43,13 @@ func Main(m *testing.M, opts Options) int {
 }
 
 // Get returns the running test bed, or skips the test when e2e tests are
-// not enabled.
+// not enabled. It also starts recording the test's wall time when
+// $E2E_TIMES names a file (see TimesEnv).
 func Get(t testing.TB) *Bed {
 	t.Helper()
 	if shared == nil {
 		t.Skip("e2e: needs MariaDB and Kafka; run `make e2e` (or set E2E=1)")
 	}
+	recordTime(t)
 	return shared
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -135,10 +134,8 @@ func startMariaDB(ctx context.Context, dir string, detached bool, opts MariaDBOp
 	if err := os.MkdirAll(m.tmpDir(), 0o755); err != nil {
 		return nil, err
 	}
-	install := exec.CommandContext(ctx, installDB, "--no-defaults", "--datadir="+m.dataDir(), "--user="+currentUser(),
-		"--auth-root-authentication-method=normal", "--skip-test-db", "--tmpdir="+m.tmpDir())
-	if out, err := install.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("mariadb-install-db in %s: %w\n%s", dir, err, out)
+	if err := installDataDir(ctx, installDB, mariadbd, m.dataDir(), m.tmpDir()); err != nil {
+		return nil, err
 	}
 	if err := m.launch(ctx); err != nil {
 		return nil, err
