@@ -22,7 +22,8 @@ import (
 // source connector or JDBC sink connector against the bed: the worker and
 // the plug-ins `make bench-peers` runs, resolved by Maven from the same poms
 // (bench/peers/connect-pom.xml, debezium-mariadb-pom.xml,
-// debezium-jdbc-pom.xml) and
+// debezium-jdbc-pom.xml; apicurio-converter-pom.xml adds Apicurio's
+// AvroConverter for connectors that write Avro) and
 // configured from the same worker template (bench/peers/worker.properties),
 // so a clean clone fetches them through the project's own files.
 type Connect struct {
@@ -161,8 +162,26 @@ func (c *Connect) Close() error { return c.proc.stop(10 * time.Second) }
 // offsets file (at-least-once).
 func (c *Connect) Kill() error { return c.proc.kill() }
 
+// InstallConnect resolves the Kafka Connect worker and its plug-ins into
+// the cache when they are not there yet (`go run ./e2e/cmd/testbed
+// install` calls it), and returns the plugin.path directory.
+func InstallConnect(ctx context.Context) (string, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "readside-connect-install")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	_, plugins, err := connectInstall(ctx, dir, filepath.Join(root, "bench", "peers"))
+	return plugins, err
+}
+
 // connectInstall resolves the worker's classpath and copies Debezium's
-// MariaDB and JDBC sink plug-ins with their dependencies into a plugin.path
+// MariaDB and JDBC sink plug-ins and Apicurio's converters with their
+// dependencies into a plugin.path
 // directory, one subdirectory each, cached under the user's cache directory
 // keyed by the poms (Maven offline first, so a warm cache needs no network). Kafka's own APIs, slf4j and
 // Jackson stay with the worker, as bench-peers does it.
@@ -175,7 +194,7 @@ func connectInstall(ctx context.Context, workDir, peers string) (classpath, plug
 	h := sha256.New()
 	h.Write([]byte(excludes))
 	poms := map[string][]byte{}
-	for _, name := range []string{"connect-pom.xml", "debezium-mariadb-pom.xml", "debezium-jdbc-pom.xml"} {
+	for _, name := range []string{"connect-pom.xml", "debezium-mariadb-pom.xml", "debezium-jdbc-pom.xml", "apicurio-converter-pom.xml"} {
 		b, err := os.ReadFile(filepath.Join(peers, name))
 		if err != nil {
 			return "", "", err
@@ -206,7 +225,9 @@ func connectInstall(ctx context.Context, workDir, peers string) (classpath, plug
 		var out []byte
 		var err error
 		for _, offline := range []bool{true, false} {
-			args := append([]string{"-q", "-B", "-f", path}, goal...)
+			// -DskipDefault: Apicurio's parent pom (the converter's) adds
+			// repositories outside Maven Central unless it is set.
+			args := append([]string{"-q", "-B", "-DskipDefault", "-f", path}, goal...)
 			if offline {
 				args = append([]string{"-o"}, args...)
 			}
@@ -219,7 +240,7 @@ func connectInstall(ctx context.Context, workDir, peers string) (classpath, plug
 	if err := run("connect-pom.xml", "dependency:build-classpath", "-Dmdep.outputFile="+cpFile); err != nil {
 		return "", "", err
 	}
-	for _, plugin := range []string{"debezium-mariadb", "debezium-jdbc"} {
+	for _, plugin := range []string{"debezium-mariadb", "debezium-jdbc", "apicurio-converter"} {
 		if err := run(plugin+"-pom.xml", "dependency:copy-dependencies", "-DincludeScope=runtime", "-DexcludeGroupIds="+excludes,
 			"-DoutputDirectory="+filepath.Join(pluginPath, plugin)); err != nil {
 			return "", "", err
