@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -8,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -193,6 +195,7 @@ func connectInstall(ctx context.Context, workDir, peers string) (classpath, plug
 	const excludes = "org.apache.kafka,org.slf4j,com.fasterxml.jackson.core"
 	h := sha256.New()
 	h.Write([]byte(excludes))
+	fmt.Fprint(h, pluginManifests)
 	poms := map[string][]byte{}
 	for _, name := range []string{"connect-pom.xml", "debezium-mariadb-pom.xml", "debezium-jdbc-pom.xml", "apicurio-converter-pom.xml"} {
 		b, err := os.ReadFile(filepath.Join(peers, name))
@@ -246,11 +249,46 @@ func connectInstall(ctx context.Context, workDir, peers string) (classpath, plug
 			return "", "", err
 		}
 	}
+	for plugin, services := range pluginManifests {
+		if err := writeManifestJar(filepath.Join(pluginPath, plugin, "readside-plugin-manifest.jar"), services); err != nil {
+			return "", "", err
+		}
+	}
 	b, err := os.ReadFile(cpFile)
 	if err != nil {
 		return "", "", err
 	}
 	return strings.TrimSpace(string(b)), pluginPath, os.WriteFile(done, nil, 0o644)
+}
+
+// pluginManifests are the ServiceLoader manifests a plug-in's jars lack:
+// the worker finds plug-ins by their manifests only
+// (plugin.discovery=service_load in bench/peers/worker.properties, which
+// spares it a scan of every class), and Apicurio 2.4.2's converter jar has
+// none. Each becomes a jar of its own in the plug-in's directory, what
+// Kafka's connect-plugin-path sync-manifests writes.
+var pluginManifests = map[string]map[string][]string{
+	"apicurio-converter": {"org.apache.kafka.connect.storage.Converter": {"io.apicurio.registry.utils.converter.AvroConverter"}},
+}
+
+// writeManifestJar writes a jar holding META-INF/services/<interface>
+// listing its implementations, for each interface of services.
+func writeManifestJar(path string, services map[string][]string) error {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for iface, impls := range services {
+		w, err := zw.Create("META-INF/services/" + iface)
+		if err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, strings.Join(impls, "\n")+"\n"); err != nil {
+			return err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
 
 // repoRoot is the checkout's root: the directory above the working
