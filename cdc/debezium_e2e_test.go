@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
@@ -54,6 +56,10 @@ type dbzVariant struct {
 	// txn: provide.transaction.metadata on both sides, and the side
 	// table captured too (a transaction across two tables).
 	txn bool
+	// avro: the connector with Apicurio's AvroConverter (Confluent's
+	// wire format, Confluent-compatible) for keys and values, readside in
+	// kafka.format: debezium-avro, both through the test bed's registry.
+	avro bool
 }
 
 // TestDebeziumMatchesConnector runs Debezium's MariaDB connector (Kafka
@@ -63,7 +69,12 @@ type dbzVariant struct {
 // and an added column, and compares their topics record for record: keys,
 // values, tombstones and the key-change headers, with and without the JSON
 // converter's schemas and under every value mode but
-// binary.handling.mode=base64. One variant also has
+// binary.handling.mode=base64. One variant (a) writes Avro on both sides
+// through the test bed's registry: the connector with Apicurio's
+// AvroConverter, readside in kafka.format: debezium-avro; its records are
+// decoded (frame, writer schema by id, an Avro library) and compared as the
+// JSON variants', and the schemas registered under each topic's subjects
+// are compared too. One variant also has
 // provide.transaction.metadata on both sides and captures a second table
 // that the multi-row transaction writes too: its data topics (with the
 // transaction block) and its transaction topic are compared as well. Only
@@ -102,7 +113,9 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 			"binary.handling.mode": "hex", "time.precision.mode": "connect"}},
 		{tag: "w", schemas: false, settings: map[string]string{"decimal.handling.mode": "double", "binary.handling.mode": "base64-url-safe"}},
 		{tag: "t", schemas: true, txn: true},
+		{tag: "a", avro: true},
 	}
+	reg := bed.Registry(t)
 	run := rand.IntN(1e9)
 	rsPrefix := func(v dbzVariant) string { return fmt.Sprintf("rs%s%09d", v.tag, run) }
 	dzPrefix := func(v dbzVariant) string { return fmt.Sprintf("dz%s%09d", v.tag, run) }
@@ -142,6 +155,10 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 		cfg.Kafka.Format = config.FormatDebezium
 		cfg.Kafka.Debezium.Schemas.Enable = v.schemas
 		cfg.Kafka.Debezium.Provide.Transaction.Metadata = v.txn
+		if v.avro {
+			cfg.Kafka.Format = config.FormatDebeziumAvro
+			cfg.Kafka.SchemaRegistry.URL = reg.URL()
+		}
 		for k, val := range v.settings {
 			switch k {
 			case "decimal.handling.mode":
@@ -177,9 +194,8 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 			"include.schema.changes=false", "snapshot.mode=initial",
 			"schema.history.internal.kafka.bootstrap.servers=" + strings.Join(bed.Kafka.Brokers(), ","),
 			"schema.history.internal.kafka.topic=" + p + ".schema-history",
-			"key.converter=org.apache.kafka.connect.json.JsonConverter", "value.converter=org.apache.kafka.connect.json.JsonConverter",
-			"key.converter.schemas.enable=" + strconv.FormatBool(v.schemas), "value.converter.schemas.enable=" + strconv.FormatBool(v.schemas),
 		}
+		props = append(props, dbzConverters(v, reg)...)
 		for k, val := range v.settings {
 			props = append(props, k+"="+val)
 		}
@@ -204,6 +220,29 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 		all = append(all, topic(rsPrefix(v)), topic(dzPrefix(v)))
 	}
 	c := newTopicsReader(t, bed, all...)
+	// The Avro variant's records, decoded into the JSON converter's form
+	// (without schemas) as they arrive, so that every check below reads
+	// them as it reads the JSON variants'.
+	avroTopics := map[string]bool{}
+	for _, v := range variants {
+		if v.avro {
+			avroTopics[topic(rsPrefix(v))], avroTopics[topic(dzPrefix(v))] = true, true
+		}
+	}
+	dec := newAvroDecoder(t, reg.URL())
+	c.conv = func(rec *kgo.Record) *kgo.Record {
+		if !avroTopics[rec.Topic] {
+			return rec
+		}
+		out := *rec
+		if rec.Key != nil {
+			out.Key = mustJSON(t, dec.decode(t, rec.Key))
+		}
+		if rec.Value != nil {
+			out.Value = mustJSON(t, dec.decode(t, rec.Value))
+		}
+		return &out
+	}
 	c.until(conn, func(recs []*kgo.Record) bool { return len(recs) >= 3 })
 	var txnSide []string // the side tables' and the transaction topics
 	for _, v := range variants {
@@ -250,6 +289,9 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 	})
 	for _, v := range variants {
 		compareDebezium(t, v.tag, c.records[topic(rsPrefix(v))], c.records[topic(dzPrefix(v))], []byte(rsPrefix(v)), []byte(dzPrefix(v)))
+		if v.avro {
+			compareAvroSchemas(t, v.tag, reg.URL(), topic(rsPrefix(v)), topic(dzPrefix(v)), rsPrefix(v), dzPrefix(v))
+		}
 		if !v.txn {
 			continue
 		}
@@ -268,6 +310,137 @@ func TestDebeziumMatchesConnector(t *testing.T) {
 		dz, _ := txnRange(t, tx.records[txnTopic(dzPrefix(v))], first, last)
 		compareTxnTopics(t, v.tag, "readside", "debezium", rs, dz)
 	}
+}
+
+// dbzConverters are the connector's key and value converter settings of
+// a variant: the JSON converter, or Apicurio's AvroConverter set up as
+// Confluent's (the Confluent frame with a 4-byte id the ccompat API
+// serves, no Apicurio headers, subjects <topic>-key and <topic>-value,
+// each schema whole)
+// against the test bed's registry's own API.
+func dbzConverters(v dbzVariant, reg *testbed.Registry) []string {
+	if !v.avro {
+		return []string{"key.converter=org.apache.kafka.connect.json.JsonConverter", "value.converter=org.apache.kafka.connect.json.JsonConverter",
+			"key.converter.schemas.enable=" + strconv.FormatBool(v.schemas), "value.converter.schemas.enable=" + strconv.FormatBool(v.schemas)}
+	}
+	api := strings.TrimSuffix(reg.URL(), "/apis/ccompat/v7") + "/apis/registry/v2"
+	var out []string
+	for _, side := range []string{"key", "value"} {
+		p := side + ".converter"
+		out = append(out, p+"=io.apicurio.registry.utils.converter.AvroConverter",
+			p+".apicurio.registry.url="+api,
+			p+".apicurio.registry.auto-register=true",
+			p+".apicurio.registry.as-confluent=true",
+			p+".apicurio.registry.headers.enabled=false",
+			p+".apicurio.registry.id-handler=io.apicurio.registry.serde.Legacy4ByteIdHandler",
+			p+".apicurio.registry.use-id=contentId",
+			// One schema per subject with its records inline, as
+			// Confluent's converter registers it (Apicurio's default
+			// registers each nested record as an artifact of its own,
+			// referenced by name).
+			p+".apicurio.registry.dereference-schema=true")
+	}
+	return out
+}
+
+// compareAvroSchemas compares every version readside registered under its
+// topic's key and value subjects with the connector's, version by
+// version: names, namespaces, field order, types, defaults, connect.name,
+// connect.version, connect.parameters and logical types, readside's
+// prefix read as the connector's.
+func compareAvroSchemas(t *testing.T, tag, url, rsTopic, dzTopic, rsPrefix, dzPrefix string) {
+	t.Helper()
+	cl, err := sr.NewClient(sr.URLs(url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"-key", "-value"} {
+		rs, err := cl.Schemas(t.Context(), rsTopic+suffix)
+		if err != nil {
+			t.Errorf("%s: readside's subject %s: %v", tag, rsTopic+suffix, err)
+			continue
+		}
+		dz, err := cl.Schemas(t.Context(), dzTopic+suffix)
+		if err != nil {
+			t.Errorf("%s: the connector's subject %s: %v", tag, dzTopic+suffix, err)
+			continue
+		}
+		if len(rs) != len(dz) {
+			t.Errorf("%s: subject *%s: readside registered %d versions, the connector %d", tag, suffix, len(rs), len(dz))
+		}
+		for i := range min(len(rs), len(dz)) {
+			var a, b any
+			if err := json.Unmarshal([]byte(strings.ReplaceAll(rs[i].Schema.Schema, rsPrefix, dzPrefix)), &a); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(dz[i].Schema.Schema), &b); err != nil {
+				t.Fatal(err)
+			}
+			diffs := schemaDiffs("", a, b)
+			for _, d := range diffs {
+				t.Errorf("%s: subject *%s version %d: schema differs at %s", tag, suffix, i+1, d)
+			}
+			if len(diffs) > 0 {
+				t.Logf("%s: subject *%s version %d\nreadside %s\ndebezium %s", tag, suffix, i+1, rs[i].Schema.Schema, dz[i].Schema.Schema)
+			}
+		}
+		t.Logf("%s: subject *%s: %d versions compared", tag, suffix, min(len(rs), len(dz)))
+	}
+}
+
+// schemaDiffs lists every difference between two decoded JSON schemas,
+// by path: members, array items in order (a record's fields, a union's
+// branches), values.
+func schemaDiffs(path string, a, b any) []string {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok {
+			return []string{fmt.Sprintf("%s (%v vs %v)", path, a, b)}
+		}
+		var out []string
+		var keys []string
+		for k := range x {
+			keys = append(keys, k)
+		}
+		for k := range y {
+			if _, ok := x[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			xv, inX := x[k]
+			yv, inY := y[k]
+			switch {
+			case !inX:
+				out = append(out, fmt.Sprintf("%s.%s (readside has none, the connector %v)", path, k, yv))
+			case !inY:
+				out = append(out, fmt.Sprintf("%s.%s (readside %v, the connector has none)", path, k, xv))
+			default:
+				out = append(out, schemaDiffs(path+"."+k, xv, yv)...)
+			}
+		}
+		return out
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return []string{fmt.Sprintf("%s (%v vs %v)", path, a, b)}
+		}
+		var out []string
+		for i := range x {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			if m, ok := x[i].(map[string]any); ok && m["name"] != nil {
+				p = fmt.Sprintf("%s[%d %v]", path, i, m["name"])
+			}
+			out = append(out, schemaDiffs(p, x[i], y[i])...)
+		}
+		return out
+	}
+	if !reflect.DeepEqual(a, b) {
+		return []string{fmt.Sprintf("%s (%v vs %v)", path, a, b)}
+	}
+	return nil
 }
 
 // workloadGTIDs are the GTIDs of the first and last streamed change of a
@@ -362,6 +535,9 @@ type topicsReader struct {
 	cl      *kgo.Client
 	topics  []string
 	records map[string][]*kgo.Record
+	// conv, when set, turns each record as it arrives (e.g. decodes
+	// Avro).
+	conv func(*kgo.Record) *kgo.Record
 }
 
 func newTopicsReader(t *testing.T, bed *testbed.Bed, topics ...string) *topicsReader {
@@ -402,7 +578,12 @@ func (r *topicsReader) until(conn *testbed.Connect, done func([]*kgo.Record) boo
 			r.t.FailNow()
 		}
 		ctx, cancel := context.WithTimeout(r.t.Context(), time.Second)
-		r.cl.PollFetches(ctx).EachRecord(func(rec *kgo.Record) { r.records[rec.Topic] = append(r.records[rec.Topic], rec) })
+		r.cl.PollFetches(ctx).EachRecord(func(rec *kgo.Record) {
+			if r.conv != nil {
+				rec = r.conv(rec)
+			}
+			r.records[rec.Topic] = append(r.records[rec.Topic], rec)
+		})
 		cancel()
 	}
 }

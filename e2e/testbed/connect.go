@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -8,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -22,7 +24,8 @@ import (
 // source connector or JDBC sink connector against the bed: the worker and
 // the plug-ins `make bench-peers` runs, resolved by Maven from the same poms
 // (bench/peers/connect-pom.xml, debezium-mariadb-pom.xml,
-// debezium-jdbc-pom.xml) and
+// debezium-jdbc-pom.xml; apicurio-converter-pom.xml adds Apicurio's
+// AvroConverter for connectors that write Avro) and
 // configured from the same worker template (bench/peers/worker.properties),
 // so a clean clone fetches them through the project's own files.
 type Connect struct {
@@ -161,8 +164,26 @@ func (c *Connect) Close() error { return c.proc.stop(10 * time.Second) }
 // offsets file (at-least-once).
 func (c *Connect) Kill() error { return c.proc.kill() }
 
+// InstallConnect resolves the Kafka Connect worker and its plug-ins into
+// the cache when they are not there yet (`go run ./e2e/cmd/testbed
+// install` calls it), and returns the plugin.path directory.
+func InstallConnect(ctx context.Context) (string, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "readside-connect-install")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	_, plugins, err := connectInstall(ctx, dir, filepath.Join(root, "bench", "peers"))
+	return plugins, err
+}
+
 // connectInstall resolves the worker's classpath and copies Debezium's
-// MariaDB and JDBC sink plug-ins with their dependencies into a plugin.path
+// MariaDB and JDBC sink plug-ins and Apicurio's converters with their
+// dependencies into a plugin.path
 // directory, one subdirectory each, cached under the user's cache directory
 // keyed by the poms (Maven offline first, so a warm cache needs no network). Kafka's own APIs, slf4j and
 // Jackson stay with the worker, as bench-peers does it.
@@ -174,8 +195,9 @@ func connectInstall(ctx context.Context, workDir, peers string) (classpath, plug
 	const excludes = "org.apache.kafka,org.slf4j,com.fasterxml.jackson.core"
 	h := sha256.New()
 	h.Write([]byte(excludes))
+	fmt.Fprint(h, pluginManifests)
 	poms := map[string][]byte{}
-	for _, name := range []string{"connect-pom.xml", "debezium-mariadb-pom.xml", "debezium-jdbc-pom.xml"} {
+	for _, name := range []string{"connect-pom.xml", "debezium-mariadb-pom.xml", "debezium-jdbc-pom.xml", "apicurio-converter-pom.xml"} {
 		b, err := os.ReadFile(filepath.Join(peers, name))
 		if err != nil {
 			return "", "", err
@@ -206,7 +228,9 @@ func connectInstall(ctx context.Context, workDir, peers string) (classpath, plug
 		var out []byte
 		var err error
 		for _, offline := range []bool{true, false} {
-			args := append([]string{"-q", "-B", "-f", path}, goal...)
+			// -DskipDefault: Apicurio's parent pom (the converter's) adds
+			// repositories outside Maven Central unless it is set.
+			args := append([]string{"-q", "-B", "-DskipDefault", "-f", path}, goal...)
 			if offline {
 				args = append([]string{"-o"}, args...)
 			}
@@ -219,9 +243,14 @@ func connectInstall(ctx context.Context, workDir, peers string) (classpath, plug
 	if err := run("connect-pom.xml", "dependency:build-classpath", "-Dmdep.outputFile="+cpFile); err != nil {
 		return "", "", err
 	}
-	for _, plugin := range []string{"debezium-mariadb", "debezium-jdbc"} {
+	for _, plugin := range []string{"debezium-mariadb", "debezium-jdbc", "apicurio-converter"} {
 		if err := run(plugin+"-pom.xml", "dependency:copy-dependencies", "-DincludeScope=runtime", "-DexcludeGroupIds="+excludes,
 			"-DoutputDirectory="+filepath.Join(pluginPath, plugin)); err != nil {
+			return "", "", err
+		}
+	}
+	for plugin, services := range pluginManifests {
+		if err := writeManifestJar(filepath.Join(pluginPath, plugin, "readside-plugin-manifest.jar"), services); err != nil {
 			return "", "", err
 		}
 	}
@@ -230,6 +259,36 @@ func connectInstall(ctx context.Context, workDir, peers string) (classpath, plug
 		return "", "", err
 	}
 	return strings.TrimSpace(string(b)), pluginPath, os.WriteFile(done, nil, 0o644)
+}
+
+// pluginManifests are the ServiceLoader manifests a plug-in's jars lack:
+// the worker finds plug-ins by their manifests only
+// (plugin.discovery=service_load in bench/peers/worker.properties, which
+// spares it a scan of every class), and Apicurio 2.4.2's converter jar has
+// none. Each becomes a jar of its own in the plug-in's directory, what
+// Kafka's connect-plugin-path sync-manifests writes.
+var pluginManifests = map[string]map[string][]string{
+	"apicurio-converter": {"org.apache.kafka.connect.storage.Converter": {"io.apicurio.registry.utils.converter.AvroConverter"}},
+}
+
+// writeManifestJar writes a jar holding META-INF/services/<interface>
+// listing its implementations, for each interface of services.
+func writeManifestJar(path string, services map[string][]string) error {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for iface, impls := range services {
+		w, err := zw.Create("META-INF/services/" + iface)
+		if err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, strings.Join(impls, "\n")+"\n"); err != nil {
+			return err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
 
 // repoRoot is the checkout's root: the directory above the working

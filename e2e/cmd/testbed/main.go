@@ -13,8 +13,9 @@
 // from Debian's prometheus package, and chromium, in which the status
 // page is checked) when missing and running as root, and builds the schema
 // registry (Apicurio Registry, assembled by Maven and Quarkus from
-// e2e/testbed/apicurio/pom.xml) into the user's cache dir when it is not
-// there yet; `make test` runs it before the unit tests, which need
+// e2e/testbed/apicurio/pom.xml) and resolves the Kafka Connect worker with
+// Debezium's connectors and Apicurio's converters (bench/peers/*-pom.xml)
+// into the user's cache dir when they are not there yet; `make test` runs it before the unit tests, which need
 // promtool first.
 package main
 
@@ -82,7 +83,8 @@ func main() {
 	fmt.Print(env)
 }
 
-// install makes promtool, chromium and the schema registry available.
+// install makes promtool, chromium, the schema registry and Kafka Connect
+// with its plug-ins available.
 // Not being root is no failure for the Debian packages: the tests that
 // need them say so and skip (outside CI); a failed apt-get as root is,
 // and so is a failed registry build, which needs no root.
@@ -111,6 +113,13 @@ func install() {
 		failed = true
 	} else {
 		fmt.Printf("schema registry: %s %s (%s)\n", testbed.RegistryVersion, jar, time.Since(start).Round(time.Millisecond))
+	}
+	start = time.Now()
+	if plugins, err := testbed.InstallConnect(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "testbed install: Kafka Connect and its plug-ins:", err)
+		failed = true
+	} else {
+		fmt.Printf("Kafka Connect plug-ins: %s (%s)\n", plugins, time.Since(start).Round(time.Millisecond))
 	}
 	if failed {
 		os.Exit(1)
