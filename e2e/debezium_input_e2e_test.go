@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,29 +82,8 @@ func TestDebeziumConnectorReadModels(t *testing.T) {
 	if flavor, err := bed.MySQL.Flavor(ctx); err != nil || flavor != "mariadb" {
 		t.Skipf("Debezium's MariaDB connector: a MariaDB source only (this one: %q, %v)", flavor, err)
 	}
-	db, err := bed.MySQL.CreateDatabase(ctx, "dbzin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink, err := bed.MySQL.CreateDatabase(ctx, "dbzin_r")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, c := "`"+db+"`.orders", "`"+db+"`.customers"
-	if err := bed.MySQL.Exec(ctx,
-		"CREATE TABLE "+c+" (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL)",
-		"CREATE TABLE "+o+" (id INT PRIMARY KEY, customer_id INT NOT NULL, amount DECIMAL(10,2) NOT NULL,"+
-			" placed DATETIME(6) NOT NULL, paid TIMESTAMP(3) NULL, flag BIT(1) NOT NULL, code VARBINARY(8), note VARCHAR(40))",
-	); err != nil {
-		t.Fatal(err)
-	}
-	seed := seedFromEnv(t)
-	w := &orderWorkload{db: bed.MySQL.DB(), o: o, c: c, rng: rand.New(rand.NewPCG(seed, 21)), live: map[int]bool{}}
-	for i := 0; i < 40; i++ { // the connector's snapshot
-		if err := w.step(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	m := newOrderReadModels(t, bed, "dbzin", 21) // its first rows: the connector's snapshot
+	db, seed := m.db, m.seed
 
 	run := rand.IntN(1e9)
 	dz := fmt.Sprintf("dzin%09d", run)
@@ -154,28 +132,7 @@ input:
   kind: debezium
   topic_prefix: %s
 data_dir: %s
-sinks:
-  reads:
-    dsn: "%s"
-projections:
-  orders_copy:
-    from: %[3]s.orders
-    sink: reads
-    key: [id]
-    columns: {id: id, customer_id: customer_id, amount: amount, placed: placed, paid: paid, flag: flag, code: code, note: note}
-    join:
-      - from: %[3]s.customers
-        on: {id: customer_id}
-        columns: {customer_name: name}
-  customer_totals:
-    from: %[3]s.orders
-    sink: reads
-    group_by: [customer_id]
-    aggregates:
-      orders: "count(*)"
-      total: "sum(amount)"
-      last_placed: "max(placed)"
-`, bed.MySQL.ReplDSN(), testbed.NewServerID(), db, strings.Join(bed.Kafka.Brokers(), ", "), run, dz, filepath.Join(dir, "data"), bed.MySQL.AdminDSN()+sink)
+`, bed.MySQL.ReplDSN(), testbed.NewServerID(), db, strings.Join(bed.Kafka.Brokers(), ", "), run, dz, filepath.Join(dir, "data")) + m.projections()
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -183,23 +140,8 @@ projections:
 	d := startDaemon(t, logPath, "run", "--role", "projector", "-c", cfgPath)
 
 	ops := envInt("E2E_DBZ_OPS", 800)
-	var done atomic.Int64
-	werr := make(chan error, 1)
-	go func() { // the writes go on while the connector and readside die
-		for i := 0; i < ops; i++ {
-			if err := w.step(ctx); err != nil {
-				werr <- err
-				return
-			}
-			done.Add(1)
-		}
-		werr <- nil
-	}()
-	waitFor := func(n int) {
-		for done.Load() < int64(n) {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	werr := m.writeInBackground(ctx, ops) // the writes go on while the connector and readside die
+	waitFor := m.waitForSteps
 	// At-least-once: a restarted worker writes again what it produced
 	// since the offsets it finds. Those of an eighth of the writes are
 	// kept and put back after the kill: a lost offset flush, so the
@@ -270,20 +212,13 @@ projections:
 	}
 	t.Logf("%d writes (seed %d) in %s, the connector and readside each killed once", ops, seed, time.Since(start).Round(time.Millisecond))
 
-	query := func(q string) string {
-		t.Helper()
-		return queryText(t, bed.MySQL.DB(), q)
-	}
-	r := "`" + sink + "`"
 	var gotCopy, wantCopy string
 	equal := func() bool {
 		if err := conn.Check(); err != nil {
 			t.Fatal(err)
 		}
-		wantCopy = query("SELECT o.id, o.customer_id, o.amount, o.placed, o.paid, o.flag+0, HEX(o.code), o.note, c.name FROM " + o + " o LEFT JOIN " + c + " c ON c.id = o.customer_id ORDER BY o.id")
-		gotCopy = query("SELECT id, customer_id, amount, placed, paid, flag+0, HEX(code), note, customer_name FROM " + r + ".orders_copy ORDER BY id")
-		wantAgg := query("SELECT customer_id, COUNT(*), SUM(amount), MAX(placed) FROM " + o + " GROUP BY customer_id ORDER BY customer_id")
-		gotAgg := query("SELECT customer_id, orders, total, last_placed FROM " + r + ".customer_totals ORDER BY customer_id")
+		var gotAgg, wantAgg string
+		gotCopy, wantCopy, gotAgg, wantAgg = m.tables(t)
 		return wantCopy == gotCopy && wantAgg == gotAgg
 	}
 	pctx, cancelPoll := context.WithTimeout(ctx, 2*time.Minute)
@@ -324,12 +259,8 @@ projections:
 		t.Error("the restarted connector wrote nothing again within a minute: the test did not cover duplicates")
 	}
 	testbed.Eventually(t, time.Minute, func() (bool, string) {
-		wantCopy := query("SELECT o.id, o.customer_id, o.amount, o.placed, o.paid, o.flag+0, HEX(o.code), o.note, c.name FROM " + o + " o LEFT JOIN " + c + " c ON c.id = o.customer_id ORDER BY o.id")
-		gotCopy := query("SELECT id, customer_id, amount, placed, paid, flag+0, HEX(code), note, customer_name FROM " + r + ".orders_copy ORDER BY id")
-		wantAgg := query("SELECT customer_id, COUNT(*), SUM(amount), MAX(placed) FROM " + o + " GROUP BY customer_id ORDER BY customer_id")
-		gotAgg := query("SELECT customer_id, orders, total, last_placed FROM " + r + ".customer_totals ORDER BY customer_id")
-		return wantCopy == gotCopy && wantAgg == gotAgg, fmt.Sprintf("after the repeats, the read tables differ from the source\ncopy: %s\naggregate: %s",
-			rowDiff(gotCopy, wantCopy, 10), rowDiff(gotAgg, wantAgg, 10))
+		ok, diff := m.equal(t, logPath)()
+		return ok, "after the repeats, " + diff
 	})
 	if code := d.stop(30 * time.Second); code != 0 {
 		t.Errorf("exit %d after SIGTERM; log:\n%s", code, tail(logPath))

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,29 +31,8 @@ import (
 func TestProjectionsOverDebeziumAvro(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	db, err := bed.MySQL.CreateDatabase(ctx, "dbzav")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink, err := bed.MySQL.CreateDatabase(ctx, "dbzav_r")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, c := "`"+db+"`.orders", "`"+db+"`.customers"
-	if err := bed.MySQL.Exec(ctx,
-		"CREATE TABLE "+c+" (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL)",
-		"CREATE TABLE "+o+" (id INT PRIMARY KEY, customer_id INT NOT NULL, amount DECIMAL(10,2) NOT NULL,"+
-			" placed DATETIME(6) NOT NULL, paid TIMESTAMP(3) NULL, flag BIT(1) NOT NULL, code VARBINARY(8), note VARCHAR(40))",
-	); err != nil {
-		t.Fatal(err)
-	}
-	seed := seedFromEnv(t)
-	w := &orderWorkload{db: bed.MySQL.DB(), o: o, c: c, rng: rand.New(rand.NewPCG(seed, 31)), live: map[int]bool{}}
-	for i := 0; i < 40; i++ { // the snapshot's rows
-		if err := w.step(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	m := newOrderReadModels(t, bed, "dbzav", 31)
+	db, o, seed := m.db, m.o, m.seed
 	reg := bed.Registry(t)
 
 	prefix := fmt.Sprintf("rsav%09d", rand.IntN(1e9))
@@ -71,67 +49,18 @@ kafka:
   format: debezium-avro
   schema_registry: {url: "%s"}
 data_dir: %s
-sinks:
-  reads:
-    dsn: "%s"
-projections:
-  orders_copy:
-    from: %[3]s.orders
-    sink: reads
-    key: [id]
-    columns: {id: id, customer_id: customer_id, amount: amount, placed: placed, paid: paid, flag: flag, code: code, note: note}
-    join:
-      - from: %[3]s.customers
-        on: {id: customer_id}
-        columns: {customer_name: name}
-  customer_totals:
-    from: %[3]s.orders
-    sink: reads
-    group_by: [customer_id]
-    aggregates:
-      orders: "count(*)"
-      total: "sum(amount)"
-      last_placed: "max(placed)"
-`, bed.MySQL.ReplDSN(), testbed.NewServerID(), db, strings.Join(bed.Kafka.Brokers(), ", "), prefix, reg.URL(), filepath.Join(dir, "data"), bed.MySQL.AdminDSN()+sink)
+`, bed.MySQL.ReplDSN(), testbed.NewServerID(), db, strings.Join(bed.Kafka.Brokers(), ", "), prefix, reg.URL(), filepath.Join(dir, "data")) + m.projections()
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	d := startDaemon(t, logPath, "run", "-c", cfgPath)
-
-	query := func(q string) string {
-		t.Helper()
-		return queryText(t, bed.MySQL.DB(), q)
-	}
-	r := "`" + sink + "`"
-	equal := func() (bool, string) {
-		wantCopy := query("SELECT o.id, o.customer_id, o.amount, o.placed, o.paid, o.flag+0, HEX(o.code), o.note, c.name FROM " + o + " o LEFT JOIN " + c + " c ON c.id = o.customer_id ORDER BY o.id")
-		gotCopy := query("SELECT id, customer_id, amount, placed, paid, flag+0, HEX(code), note, customer_name FROM " + r + ".orders_copy ORDER BY id")
-		wantAgg := query("SELECT customer_id, COUNT(*), SUM(amount), MAX(placed) FROM " + o + " GROUP BY customer_id ORDER BY customer_id")
-		gotAgg := query("SELECT customer_id, orders, total, last_placed FROM " + r + ".customer_totals ORDER BY customer_id")
-		if wantCopy == gotCopy && wantAgg == gotAgg {
-			return true, ""
-		}
-		return false, fmt.Sprintf("read tables differ from the source\ncopy: %s\naggregate: %s\nlog tail:\n%s",
-			rowDiff(gotCopy, wantCopy, 10), rowDiff(gotAgg, wantAgg, 10), tail(logPath))
-	}
+	r := "`" + m.sink + "`"
+	equal := m.equal(t, logPath)
 
 	ops := envInt("E2E_DBZ_OPS", 600)
-	var done atomic.Int64
-	werr := make(chan error, 1)
-	go func() {
-		for i := 0; i < ops; i++ {
-			if err := w.step(ctx); err != nil {
-				werr <- err
-				return
-			}
-			done.Add(1)
-		}
-		werr <- nil
-	}()
-	for done.Load() < int64(ops/2) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	werr := m.writeInBackground(ctx, ops)
+	m.waitForSteps(ops / 2)
 	d.kill9()
 	d.start()
 	if err := <-werr; err != nil {
