@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,7 +96,11 @@ func TestRoutingFence(t *testing.T) {
 }
 
 // waitLockWait waits until a transaction on db waits for a row lock (the
-// apply reached the fence), failing if the apply returns first.
+// apply reached the fence), failing if the apply returns first. It asks
+// every testbed.PollEvery, not faster: InnoDB refreshes INNODB_TRX only
+// when nobody has read it for 0.1 s (CACHE_MIN_IDLE_TIME_US), so polling
+// more often keeps showing the transactions of the first read — on a
+// loaded box, one from before the apply began to wait.
 func waitLockWait(t *testing.T, db *sql.DB, done chan error) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
@@ -110,12 +115,48 @@ func waitLockWait(t *testing.T, db *sql.DB, done chan error) {
 		select {
 		case err := <-done:
 			t.Fatalf("the apply did not wait for the fence's lock on the routing row: it returned %v", err)
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(testbed.PollEvery):
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the apply never waited for the fence's lock on the routing row")
+			t.Fatalf("the apply never waited for the fence's lock on the routing row; the server's sessions:\n%s", sessions(t, db))
 		}
 	}
+}
+
+// sessions is the server's process list and InnoDB transactions, for a
+// failure that must say where the apply was instead.
+func sessions(t *testing.T, db *sql.DB) string {
+	var out strings.Builder
+	for _, q := range []string{
+		"SELECT id, command, time, COALESCE(state, ''), COALESCE(LEFT(info, 200), '') FROM information_schema.PROCESSLIST WHERE command <> 'Daemon'",
+		"SELECT trx_mysql_thread_id, trx_state, COALESCE(LEFT(trx_query, 200), ''), trx_started FROM information_schema.INNODB_TRX",
+	} {
+		rows, err := db.QueryContext(context.Background(), q)
+		if err != nil {
+			fmt.Fprintf(&out, "%s: %v\n", q, err)
+			continue
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				fmt.Fprintf(&out, "%v\n", err)
+				break
+			}
+			for i, v := range vals {
+				if b, ok := v.([]byte); ok {
+					vals[i] = string(b)
+				}
+			}
+			fmt.Fprintln(&out, vals...)
+		}
+		rows.Close()
+	}
+	return out.String()
 }
 
 func rowsAndOffset(t *testing.T, db *sql.DB, p *projections.Projection) (rows int, next int64) {
