@@ -18,6 +18,7 @@ func (s *stream) handle(ctx context.Context, ev *replication.BinlogEvent) error 
 		s.file = string(e.NextLogName)
 	case *replication.MariadbGTIDEvent:
 		s.beginTxn(e.GTID.String(), !e.IsStandalone())
+		s.xa = e.Flags&mariadbPreparedXA != 0
 		if s.meta != nil {
 			// The MariaDB connector's transaction starts here, DDL included.
 			return s.txnBegin(ctx, h, s.txnGTID)
@@ -51,6 +52,11 @@ func (s *stream) handle(ctx context.Context, ev *replication.BinlogEvent) error 
 			return err
 		}
 		return s.endTxn(ctx, h)
+	case *replication.GenericEvent:
+		if h.EventType == replication.XA_PREPARE_LOG_EVENT {
+			// The end of an XA transaction's first part (xa.go).
+			return s.xaEnd(ctx, h)
+		}
 	case *replication.HeartbeatEvent:
 		// (go-mysql 1.16 decodes heartbeats to HeartbeatEvent, not
 		// GenericEvent.) The source has nothing newer: once everything
@@ -67,7 +73,7 @@ func (s *stream) handle(ctx context.Context, ev *replication.BinlogEvent) error 
 }
 
 func (s *stream) beginTxn(gtid string, begun bool) {
-	s.txnGTID, s.txnBegun, s.txnEvents = gtid, begun, 0
+	s.txnGTID, s.txnBegun, s.txnEvents, s.xa = gtid, begun, 0, false
 }
 
 // endTxn records a complete source transaction and commits the Kafka
@@ -97,7 +103,7 @@ func (s *stream) endTxn(ctx context.Context, h *replication.EventHeader) error {
 // DML that touches a captured table.
 func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *replication.QueryEvent) error {
 	st := parseStatement(string(e.Schema), string(e.Query))
-	ddl := st.kind != "begin" && st.kind != "commit" && st.kind != "dml"
+	ddl := st.kind != "begin" && st.kind != "commit" && st.kind != "dml" && st.kind != "xa"
 	var sql string
 	var textErr error
 	if ddl && (s.guard != nil || s.schema != nil) {
@@ -142,7 +148,7 @@ func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *repli
 		}
 		return s.endTxn(ctx, h)
 	case "xa":
-		return fatalf("XA transaction on the source at %s:%d (%s): readside does not follow XA yet; it would publish prepared rows that may roll back", s.file, h.LogPos, e.Query)
+		return s.xaStatement(ctx, h, string(e.Query))
 	case "dml":
 		for _, t := range st.tables {
 			if _, ok := s.captured[t]; ok {

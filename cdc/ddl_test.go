@@ -14,7 +14,7 @@ func TestParseStatement(t *testing.T) {
 	}{
 		{"MariaDB/MySQL transaction start", "BEGIN", "begin", "[]", "[]"},
 		{"non-transactional commit", "COMMIT", "commit", "[]", "[]"},
-		{"XA is refused upstream", "XA START 'x'", "xa", "[]", "[]"},
+		{"XA statements are the tailer's to follow (xa.go)", "XA START 'x'", "xa", "[]", "[]"},
 		{"truncate, unqualified", "TRUNCATE TABLE orders", "truncate", "[shop.orders]", "[]"},
 		{"truncate, quoted and qualified", "truncate `sh``op`.`orders`", "truncate", "[sh`op.orders]", "[]"},
 		{"swap by rename", "RENAME TABLE a TO b, b TO a", "rename", "[]", "[[shop.a shop.b] [shop.b shop.a]]"},
@@ -28,6 +28,22 @@ func TestParseStatement(t *testing.T) {
 		st := parseStatement("shop", c.sql)
 		if st.kind != c.kind || fmt.Sprint(st.tables) != c.tables || fmt.Sprint(st.moves) != c.moves {
 			t.Errorf("%s: %q -> %s %v %v, want %s %s %s", c.why, c.sql, st.kind, st.tables, st.moves, c.kind, c.tables, c.moves)
+		}
+	}
+}
+
+func TestXAVerb(t *testing.T) {
+	cases := []struct{ why, sql, want string }{
+		{"MariaDB binlogs the xid in hex", "XA START X'78',X'',1", "start"},
+		{"the end of the first part's changes", "XA END X'78',X'',1", "end"},
+		{"one phase ends at its commit", "XA COMMIT X'78',X'',1 ONE PHASE", "commit"},
+		{"a decision is a transaction of its own", "xa rollback 'x'", "rollback"},
+		{"a leading comment is skipped, as parseStatement skips it", "/* app */ XA BEGIN 'x'", "begin"},
+		{"no verb: nothing to follow (refused)", "XA", ""},
+	}
+	for _, c := range cases {
+		if got := xaVerb(c.sql); got != c.want {
+			t.Errorf("%s: xaVerb(%q) = %q, want %q", c.why, c.sql, got, c.want)
 		}
 	}
 }

@@ -20,6 +20,9 @@ func (s *stream) rows(ctx context.Context, h *replication.EventHeader, e *replic
 	if !ok {
 		return nil // its rows were not even decoded (readsRows)
 	}
+	if s.xa {
+		return s.xaRefused(h, name)
+	}
 	if h.EventType == replication.PARTIAL_UPDATE_ROWS_EVENT {
 		return fatalf("partial JSON update of %s at %s:%d (binlog_row_value_options=PARTIAL_JSON in some session): the event holds a diff of the JSON, not its value, and readside publishes whole rows. "+
 			"Fix: SET GLOBAL binlog_row_value_options='' (and in the writer's session and my.cnf); every restart meets this event again: start over from a fresh snapshot (docs/operations.md, \"MySQL 8 binlog options\")", name, s.file, h.LogPos)

@@ -46,8 +46,12 @@ type stream struct {
 	file  string        // current binlog file
 
 	// The open source transaction.
-	txnGTID   string
-	txnBegun  bool // a BEGIN (or a non-standalone GTID) opened it: it ends at XID/COMMIT
+	txnGTID  string
+	txnBegun bool // a BEGIN (or a non-standalone GTID) opened it: it ends at XID/COMMIT
+	// xa: the open transaction is an XA transaction's first part (XA
+	// START to its prepare, or to XA COMMIT ... ONE PHASE); its rows must
+	// not touch a captured table (xa.go).
+	xa        bool
 	txnEvents int
 	// meta is kafka.debezium.provide.transaction.metadata's state (nil:
 	// off; debezium_txn.go).

@@ -114,9 +114,11 @@ func (v BinaryMode) Check() error {
 // UnmarshalText accepts bytes, base64, base64-url-safe or hex.
 func (v *BinaryMode) UnmarshalText(b []byte) error { return setChecked(v, b) }
 
-// Debezium is kafka.debezium: how kafka.format: debezium encodes values,
-// under Debezium's names.
-type Debezium struct {
+// ValueModes is how Debezium encodes column values, under its own names:
+// kafka.debezium (readside's tailer writing Debezium's events) and
+// input.debezium (a connector's bare JSON payloads) both embed it,
+// squashed, so the keys and their checks are the same in both.
+type ValueModes struct {
 	Decimal struct {
 		Handling struct {
 			Mode DecimalMode `koanf:"mode"`
@@ -139,6 +141,41 @@ type Debezium struct {
 			Mode BinaryMode `koanf:"mode"`
 		} `koanf:"handling"`
 	} `koanf:"binary"`
+}
+
+// defaultValueModes is Debezium's defaults.
+func defaultValueModes() ValueModes {
+	var m ValueModes
+	m.Decimal.Handling.Mode = DecimalPrecise
+	m.Time.Precision.Mode = TimeAdaptiveMicroseconds
+	m.Bigint.Unsigned.Handling.Mode = UnsignedLong
+	m.Binary.Handling.Mode = BinaryBytes
+	return m
+}
+
+// errors are the modes' problems, each named under prefix (the key that
+// embeds them, e.g. kafka.debezium).
+func (m ValueModes) errors(prefix string) []error {
+	var errs []error
+	if err := m.Decimal.Handling.Mode.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("%s.decimal.handling.mode %v", prefix, err))
+	}
+	if err := m.Time.Precision.Mode.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("%s.time.precision.mode %v", prefix, err))
+	}
+	if err := m.Bigint.Unsigned.Handling.Mode.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("%s.bigint.unsigned.handling.mode %v", prefix, err))
+	}
+	if err := m.Binary.Handling.Mode.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("%s.binary.handling.mode %v", prefix, err))
+	}
+	return errs
+}
+
+// Debezium is kafka.debezium: how kafka.format: debezium encodes values,
+// under Debezium's names.
+type Debezium struct {
+	ValueModes `koanf:",squash"`
 	// Schemas is the JSON converter's schemas.enable: with it every key
 	// and value is {"schema": ..., "payload": ...}.
 	Schemas struct {
@@ -168,11 +205,7 @@ func (k Kafka) TransactionTopic() string {
 
 // defaultDebezium is Debezium's own defaults (and the JSON converter's).
 func defaultDebezium() Debezium {
-	var d Debezium
-	d.Decimal.Handling.Mode = DecimalPrecise
-	d.Time.Precision.Mode = TimeAdaptiveMicroseconds
-	d.Bigint.Unsigned.Handling.Mode = UnsignedLong
-	d.Binary.Handling.Mode = BinaryBytes
+	d := Debezium{ValueModes: defaultValueModes()}
 	d.Schemas.Enable = true
 	d.Topic.Transaction = "transaction"
 	return d
@@ -188,18 +221,7 @@ func (c Config) formatErrors() []error {
 		bad(fmt.Errorf("kafka.format %v", err))
 	}
 	d := k.Debezium
-	if err := d.Decimal.Handling.Mode.Check(); err != nil {
-		bad(fmt.Errorf("kafka.debezium.decimal.handling.mode %v", err))
-	}
-	if err := d.Time.Precision.Mode.Check(); err != nil {
-		bad(fmt.Errorf("kafka.debezium.time.precision.mode %v", err))
-	}
-	if err := d.Bigint.Unsigned.Handling.Mode.Check(); err != nil {
-		bad(fmt.Errorf("kafka.debezium.bigint.unsigned.handling.mode %v", err))
-	}
-	if err := d.Binary.Handling.Mode.Check(); err != nil {
-		bad(fmt.Errorf("kafka.debezium.binary.handling.mode %v", err))
-	}
+	errs = append(errs, d.ValueModes.errors("kafka.debezium")...)
 	if !validTopicName(d.Topic.Transaction) {
 		bad(fmt.Errorf("kafka.debezium.topic.transaction %q is not a Kafka topic name: the transaction topic is <kafka.topic_prefix>.<topic.transaction>. "+
 			"Fix: use letters, digits, '.', '_' and '-' (Debezium's default: transaction)", d.Topic.Transaction))

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -95,4 +96,62 @@ func TestDebeziumSettingsRefused(t *testing.T) {
 			minimalNoBrokers + "kafka: {format: debezium-avro, schema_registry: {url: \"http://r:8081\"}, debezium: {binary.handling.mode: hex}}\nprojections: {p: {from: shop.orders}}\n", nil,
 			[]string{"binary.handling.mode hex and projections are declared", "binary.handling.mode: bytes"}},
 	})
+}
+
+// TestValueModeKeys: kafka.debezium and input.debezium share one
+// ValueModes struct (embedded, squashed); each mode must still be the key
+// users write under both prefixes, in YAML's dotted and nested spellings
+// and as an environment override.
+func TestValueModeKeys(t *testing.T) {
+	modes := []struct {
+		key, val string
+		got      func(ValueModes) string
+	}{
+		{"decimal.handling.mode", "string", func(m ValueModes) string { return string(m.Decimal.Handling.Mode) }},
+		{"time.precision.mode", "connect", func(m ValueModes) string { return string(m.Time.Precision.Mode) }},
+		{"bigint.unsigned.handling.mode", "precise", func(m ValueModes) string { return string(m.Bigint.Unsigned.Handling.Mode) }},
+		{"binary.handling.mode", "hex", func(m ValueModes) string { return string(m.Binary.Handling.Mode) }},
+	}
+	prefixes := []struct {
+		top, sub, extra string
+		of              func(Config) ValueModes
+	}{
+		{"kafka", "debezium", "", func(c Config) ValueModes { return c.Kafka.Debezium.ValueModes }},
+		{"input", "debezium", "  kind: debezium\n  topic_prefix: d\n", func(c Config) ValueModes { return c.Input.Debezium.ValueModes }},
+	}
+	for _, p := range prefixes {
+		for _, m := range modes {
+			nested := ""
+			indent := "    "
+			parts := strings.Split(m.key, ".")
+			for i, part := range parts {
+				nested += indent + part + ":"
+				if i == len(parts)-1 {
+					nested += " " + m.val
+				}
+				nested += "\n"
+				indent += "  "
+			}
+			env := "READSIDE_" + strings.ToUpper(p.top+"__"+p.sub+"__"+strings.ReplaceAll(m.key, ".", "__")) + "=" + m.val
+			spellings := []struct {
+				why  string
+				yaml string
+				env  []string
+			}{
+				{"Debezium's dotted name, as a connector's config writes it", p.top + ":\n" + p.extra + "  " + p.sub + ":\n    " + m.key + ": " + m.val + "\n", nil},
+				{"the same key nested level by level", p.top + ":\n" + p.extra + "  " + p.sub + ":\n" + nested, nil},
+				{"an environment override", p.top + ":\n" + p.extra + "  " + p.sub + ": {}\n", []string{env}},
+			}
+			for _, s := range spellings {
+				cfg, err := Load(writeConfig(t, minimalNoBrokers+s.yaml), s.env)
+				if err != nil {
+					t.Errorf("%s.%s.%s, %s: %v", p.top, p.sub, m.key, s.why, err)
+					continue
+				}
+				if got := m.got(p.of(cfg)); got != m.val {
+					t.Errorf("%s.%s.%s, %s: loaded %q, want %q", p.top, p.sub, m.key, s.why, got, m.val)
+				}
+			}
+		}
+	}
 }

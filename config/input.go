@@ -83,38 +83,13 @@ type InputModes struct {
 	Schemas struct {
 		Enable bool `koanf:"enable"`
 	} `koanf:"schemas"`
-	Decimal struct {
-		Handling struct {
-			Mode DecimalMode `koanf:"mode"`
-		} `koanf:"handling"`
-	} `koanf:"decimal"`
-	Time struct {
-		Precision struct {
-			Mode TimePrecisionMode `koanf:"mode"`
-		} `koanf:"precision"`
-	} `koanf:"time"`
-	Bigint struct {
-		Unsigned struct {
-			Handling struct {
-				Mode UnsignedMode `koanf:"mode"`
-			} `koanf:"handling"`
-		} `koanf:"unsigned"`
-	} `koanf:"bigint"`
-	Binary struct {
-		Handling struct {
-			Mode BinaryMode `koanf:"mode"`
-		} `koanf:"handling"`
-	} `koanf:"binary"`
+	ValueModes `koanf:",squash"`
 }
 
 // defaultInputDebezium is Debezium's defaults and the JSON converter's.
 func defaultInputDebezium() InputModes {
-	var d InputModes
+	d := InputModes{ValueModes: defaultValueModes()}
 	d.Schemas.Enable = true
-	d.Decimal.Handling.Mode = DecimalPrecise
-	d.Time.Precision.Mode = TimeAdaptiveMicroseconds
-	d.Bigint.Unsigned.Handling.Mode = UnsignedLong
-	d.Binary.Handling.Mode = BinaryBytes
 	return d
 }
 
@@ -125,13 +100,9 @@ func defaultInputDebezium() InputModes {
 func (c Config) Schemaless() (modes Debezium, key string, ok bool) {
 	switch {
 	case c.Input.Kind == InputDebezium && c.Input.Format == InputJSON && !c.Input.Debezium.Schemas.Enable:
-		d := c.Input.Debezium
 		modes = defaultDebezium()
 		modes.Schemas.Enable = false
-		modes.Decimal = d.Decimal
-		modes.Time = d.Time
-		modes.Bigint = d.Bigint
-		modes.Binary = d.Binary
+		modes.ValueModes = c.Input.Debezium.ValueModes
 		return modes, "input.debezium", true
 	case c.Input.Kind != InputDebezium && c.Kafka.Format == FormatDebezium && !c.Kafka.Debezium.Schemas.Enable:
 		return c.Kafka.Debezium, "kafka.debezium", true
@@ -227,20 +198,8 @@ func (c Config) inputErrors() []error {
 
 // debeziumErrors are input.debezium's problems with input.kind: debezium.
 func (in Input) debeziumErrors() []error {
-	var errs []error
 	d := in.Debezium
-	if err := d.Decimal.Handling.Mode.Check(); err != nil {
-		errs = append(errs, fmt.Errorf("input.debezium.decimal.handling.mode %v", err))
-	}
-	if err := d.Time.Precision.Mode.Check(); err != nil {
-		errs = append(errs, fmt.Errorf("input.debezium.time.precision.mode %v", err))
-	}
-	if err := d.Bigint.Unsigned.Handling.Mode.Check(); err != nil {
-		errs = append(errs, fmt.Errorf("input.debezium.bigint.unsigned.handling.mode %v", err))
-	}
-	if err := d.Binary.Handling.Mode.Check(); err != nil {
-		errs = append(errs, fmt.Errorf("input.debezium.binary.handling.mode %v", err))
-	}
+	errs := d.ValueModes.errors("input.debezium")
 	if !d.Schemas.Enable && in.Format == InputAvro {
 		errs = append(errs, fmt.Errorf("input.debezium.schemas.enable is false and input.format is avro: it is the JSON converter's setting; Avro records always name their schema. Fix: remove input.debezium.schemas.enable"))
 	}

@@ -8,11 +8,10 @@ import (
 	"sync"
 	"time"
 
-	driver "github.com/go-sql-driver/mysql"
-
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/debezium"
 	"github.com/readside/readside/event"
+	"github.com/readside/readside/internal/sourcedb"
 )
 
 // TopicOf is the topic the projections read source table db.tbl from:
@@ -88,46 +87,52 @@ func avroInput(cfg config.Config) *debezium.AvroSchemas {
 }
 
 // liveInput is the live schemas' holder when cfg's projections read
-// Debezium's JSON without the schema block, else nil.
-func liveInput(cfg config.Config) *debezium.LiveSchemas {
+// Debezium's JSON without the schema block, and the source reader it
+// reads column types with; nil, nil otherwise.
+func liveInput(cfg config.Config) (*debezium.LiveSchemas, *sourceColumns) {
 	modes, key, ok := cfg.Schemaless()
 	if !ok {
+		return nil, nil
+	}
+	src := &sourceColumns{dsn: cfg.Source.DSN.Reveal(), tls: cfg.Source.TLS}
+	return debezium.NewLiveSchemas(src, modes, key), src
+}
+
+// CloseInput releases what decoding p's records holds open: the source
+// pool of Debezium's JSON without the schema block. The projector calls
+// it when it stops; p stays usable, the next read opens a pool again.
+func (p *Projection) CloseInput() error {
+	if p.liveSource == nil {
 		return nil
 	}
-	return debezium.NewLiveSchemas(&sourceColumns{dsn: cfg.Source.DSN.Reveal()}, modes, key)
+	return p.liveSource.Close()
 }
 
 // sourceColumns reads tables' columns from information_schema on the
-// source, over a pool of its own opened on first use (Load's reads are
-// rare: once per table and per DDL).
+// source, over a pool of one connection opened on first use (reads are
+// rare: once per table and per DDL) with source.tls as every source
+// connection (sourcedb), and closed by Close.
 type sourceColumns struct {
 	dsn string
+	tls config.TLS
 
-	once sync.Once
-	db   *sql.DB
-	err  error
+	// mu serializes the reads with Close, which so never cuts one off.
+	mu sync.Mutex
+	db *sql.DB
 }
 
 var _ debezium.ColumnSource = (*sourceColumns)(nil)
 
 func (s *sourceColumns) Columns(ctx context.Context, db, table string) ([]debezium.Column, error) {
-	s.once.Do(func() {
-		dcfg, err := driver.ParseDSN(s.dsn)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		pool, err := sourcedb.Open(s.dsn, sourcedb.Options{MaxConns: 1, TLS: s.tls})
 		if err != nil {
-			s.err = fmt.Errorf("source.dsn: %w", err)
-			return
+			return nil, fmt.Errorf("reading the columns of %s.%s from the source: %w", db, table, err)
 		}
-		conn, err := driver.NewConnector(dcfg)
-		if err != nil {
-			s.err = fmt.Errorf("source.dsn: %w", err)
-			return
-		}
-		s.db = sql.OpenDB(conn)
-		s.db.SetMaxOpenConns(1)
-		s.db.SetConnMaxIdleTime(time.Minute)
-	})
-	if s.err != nil {
-		return nil, s.err
+		pool.SetConnMaxIdleTime(time.Minute)
+		s.db = pool
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(NUMERIC_PRECISION, 0), COALESCE(NUMERIC_SCALE, 0),
 		COALESCE(DATETIME_PRECISION, 0), COALESCE(CHARACTER_MAXIMUM_LENGTH, 0)
@@ -146,4 +151,16 @@ func (s *sourceColumns) Columns(ctx context.Context, db, table string) ([]debezi
 		cols = append(cols, debezium.LiveColumn(name, dataType, colType, prec, scale, dt, maxLen))
 	}
 	return cols, rows.Err()
+}
+
+// Close closes the pool, if one is open; a later Columns opens another.
+func (s *sourceColumns) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		return nil
+	}
+	err := s.db.Close()
+	s.db = nil
+	return err
 }

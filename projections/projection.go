@@ -79,6 +79,9 @@ type Projection struct {
 	// live: they carry it in JSON without the schema block, the column
 	// types read from the source (LoadSchemas); nil otherwise.
 	live *debezium.LiveSchemas
+	// liveSource is the source reader live reads column types with
+	// (CloseInput closes its pool); nil when live is.
+	liveSource *sourceColumns
 }
 
 // WithProgressName is p consuming under an identity of its own for where
@@ -328,7 +331,8 @@ func newProjection(cfg config.Config, name string, d config.Projection, db, tbl 
 	p := &Projection{Name: name, SourceDB: db, SourceTbl: tbl, Topic: TopicOf(cfg, db, tbl), debezium: cfg.ReadsDebezium(),
 		Group: event.Group(cfg.Kafka.TopicPrefix, name), DLQTopic: event.DLQTopic(cfg.Kafka.TopicPrefix, name), prefix: cfg.Kafka.TopicPrefix,
 		Sink: d.Sink, Table: d.Table, ShardBy: d.ShardBy, Where: where, Replicated: d.Replicated, OnError: d.OnError,
-		sourceKeys: cfg.Source.Keys, avro: avroInput(cfg), live: liveInput(cfg)}
+		sourceKeys: cfg.Source.Keys, avro: avroInput(cfg)}
+	p.live, p.liveSource = liveInput(cfg)
 	if p.Table == "" {
 		p.Table = name
 	}

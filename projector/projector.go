@@ -82,7 +82,11 @@ func New(p *projections.Projection, sink projections.Sink, o Options) (*Projecto
 // A replay request for a partition it holds makes it leave the group and
 // join again, so the partitions are assigned afresh and resume at the
 // requested offsets (projections/replay.go).
-func (pr *Projector) Run(ctx context.Context) error {
+func (pr *Projector) Run(ctx context.Context) (err error) {
+	// What decoding opened (the source pool of Debezium's JSON without
+	// the schema block) is closed with the projector that used it; a
+	// restart opens it again.
+	defer func() { err = errors.Join(err, pr.p.CloseInput()) }()
 	if pr.p.OnError == config.OnErrorDLQ {
 		if err := pr.openDLQ(ctx); err != nil {
 			return err

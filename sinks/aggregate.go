@@ -43,15 +43,7 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 	if len(cs) == 0 || a.p.Aggregation == nil {
 		return nil
 	}
-	var truncateAt uint64
-	live := make([]projections.Contribution, 0, len(cs))
-	for _, c := range cs {
-		if c.Truncate {
-			truncateAt = max(truncateAt, c.Version)
-		} else {
-			live = append(live, c)
-		}
-	}
+	live, truncateAt := splitTruncations(cs)
 	if truncateAt > 0 {
 		if err := a.truncateAggregate(truncateAt); err != nil {
 			return err
@@ -77,8 +69,7 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 			return err
 		}
 	}
-	ag := a.p.Aggregation
-	ds := newDeltas(ag)
+	ds := newDeltas(a.p.Aggregation)
 	var writes, inserts [][]any
 	for _, c := range kept {
 		old, seen := stored[c.SourceKey]
@@ -91,36 +82,9 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 				return err
 			}
 		}
-		row := []any{[]byte(c.SourceKey), c.Version}
-		if c.Group != nil {
-			// Every shard stores the group and values; only the group's
-			// own shard adds them to it (docs/design/aggregates.md).
-			group, done := c.Group, false
-			if g, ok := joined[c.SourceKey]; ok {
-				group, done = g, true
-			}
-			switch {
-			case complete(group):
-				if !a.local(c.KeyspaceID) {
-					break
-				}
-				if err := ds.add(group, c.Values, 1, c.Version); err != nil {
-					return err
-				}
-			case !done:
-				// Its joined group columns come from the join state
-				// (aggregate_joined.go).
-				a.regroupKeys = append(a.regroupKeys, c.SourceKey)
-			}
-			row = appendValues(row, group)
-			for i, x := range ag.Aggregates {
-				if x.Stored() {
-					row = append(row, &c.Values[i])
-				}
-			}
-			row = appendLinks(row, a.p, c.Parents)
-		} else {
-			row = a.withdrawnRow(row)
+		row, err := a.contributionRow(c, joined, ds)
+		if err != nil {
+			return err
 		}
 		if seen {
 			writes = append(writes, row)
@@ -141,6 +105,57 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 		return nil
 	}
 	return a.applyDeltas(ds)
+}
+
+// splitTruncations separates the truncation markers in cs from the
+// contributions, returning the latest truncation's version (0: none).
+func splitTruncations(cs []projections.Contribution) (live []projections.Contribution, truncateAt uint64) {
+	live = make([]projections.Contribution, 0, len(cs))
+	for _, c := range cs {
+		if c.Truncate {
+			truncateAt = max(truncateAt, c.Version)
+		} else {
+			live = append(live, c)
+		}
+	}
+	return live, truncateAt
+}
+
+// contributionRow is the row stored for c, a contribution newer than the
+// stored one, and adds c's values to its group in ds when this shard holds
+// that group. joined holds the groups completed from the join state, by
+// source key (completeJoinedGroups).
+func (a *applier) contributionRow(c projections.Contribution, joined map[string][]projections.Value, ds *deltas) ([]any, error) {
+	row := []any{[]byte(c.SourceKey), c.Version}
+	if c.Group == nil {
+		return a.withdrawnRow(row), nil
+	}
+	// Every shard stores the group and values; only the group's own
+	// shard adds them to it (docs/design/aggregates.md).
+	group, done := c.Group, false
+	if g, ok := joined[c.SourceKey]; ok {
+		group, done = g, true
+	}
+	switch {
+	case complete(group):
+		if !a.local(c.KeyspaceID) {
+			break
+		}
+		if err := ds.add(group, c.Values, 1, c.Version); err != nil {
+			return nil, err
+		}
+	case !done:
+		// Its joined group columns come from the join state
+		// (aggregate_joined.go).
+		a.regroupKeys = append(a.regroupKeys, c.SourceKey)
+	}
+	row = appendValues(row, group)
+	for i, x := range a.p.Aggregation.Aggregates {
+		if x.Stored() {
+			row = append(row, &c.Values[i])
+		}
+	}
+	return appendLinks(row, a.p, c.Parents), nil
 }
 
 // storedContributions reads the contributions the sink has for kept's

@@ -80,24 +80,13 @@ func (s *MySQL) repairGroups(ctx context.Context, p *projections.Projection, gon
 	if st == nil {
 		return fmt.Errorf("projections.%s is not an aggregate projection", p.Name)
 	}
-	gone = slices.Clone(gone)
-	slices.SortFunc(gone, func(a, b Member) int { return strings.Compare(string(a.Key), string(b.Key)) }) // the projector's lock order
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if st.joined != nil {
-		// Between the projector's batches, which regroup under this lock.
-		if _, err := tx.ExecContext(ctx, st.joined.lock, joinedLockName(p)); err != nil {
-			return fmt.Errorf("locking the groups of %s: %w", p.Name, err)
-		}
-	}
-	withdraw := withdrawOne(p)
-	for _, m := range gone {
-		if _, err := tx.ExecContext(ctx, withdraw, m.Key, m.Version); err != nil {
-			return fmt.Errorf("withdrawing a contribution to %s: %w", p.Table, err)
-		}
+	if err := withdrawLocked(ctx, tx, p, st, gone); err != nil {
+		return err
 	}
 	del := groupMatch("DELETE FROM "+q(p.Table)+" WHERE ", "", p.Key, "")
 	of := groupMatch("", "", contributionGroup(p), "")
@@ -151,8 +140,6 @@ func (s *MySQL) WithdrawContributions(ctx context.Context, p *projections.Projec
 	if st == nil {
 		return fmt.Errorf("projections.%s is not an aggregate projection", p.Name)
 	}
-	gone = slices.Clone(gone)
-	slices.SortFunc(gone, func(a, b Member) int { return strings.Compare(string(a.Key), string(b.Key)) }) // the projector's lock order
 	var err error
 	for range 5 {
 		if err = s.withdrawContributions(ctx, p, st, gone); err == nil || !retryable(err) || ctx.Err() != nil {
@@ -168,19 +155,31 @@ func (s *MySQL) withdrawContributions(ctx context.Context, p *projections.Projec
 		return err
 	}
 	defer tx.Rollback()
+	if err := withdrawLocked(ctx, tx, p, st, gone); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// withdrawLocked withdraws the contributions of gone to p in tx, each
+// only while it still has the version given, in the projector's lock
+// order (by key) and, when p joins, under the lock its batches regroup
+// under.
+func withdrawLocked(ctx context.Context, tx *sql.Tx, p *projections.Projection, st *aggStatements, gone []Member) error {
 	if st.joined != nil {
-		// Between the projector's batches, which regroup under this lock.
 		if _, err := tx.ExecContext(ctx, st.joined.lock, joinedLockName(p)); err != nil {
 			return fmt.Errorf("locking the groups of %s: %w", p.Name, err)
 		}
 	}
+	gone = slices.Clone(gone)
+	slices.SortFunc(gone, func(a, b Member) int { return strings.Compare(string(a.Key), string(b.Key)) })
 	withdraw := withdrawOne(p)
 	for _, m := range gone {
 		if _, err := tx.ExecContext(ctx, withdraw, m.Key, m.Version); err != nil {
 			return fmt.Errorf("withdrawing a contribution to %s: %w", p.Table, err)
 		}
 	}
-	return tx.Commit()
+	return nil
 }
 
 // StoresEveryGroup reports whether p's contributions table on this sink
