@@ -102,9 +102,10 @@ var dbzInputs = []dbzInput{
 // deletes, primary key changes, an ALTER TABLE ADD COLUMN DECIMAL with a
 // default and writes of the new column) runs while the worker is killed
 // with SIGKILL and started again on offsets of a lost flush (every
-// connector writes what it wrote since then a second time) and every
-// readside is killed with SIGKILL once. Every read table ends equal to
-// SQL on the source, the nested arrays to JSON_ARRAYAGG.
+// connector writes what it wrote since then a second time) and then every
+// readside is killed with SIGKILL once, before the ALTER, which the
+// restarted projectors follow live. Every read table ends equal to SQL on
+// the source, the nested arrays to JSON_ARRAYAGG.
 func TestDebeziumConnectorReadModels(t *testing.T) {
 	bed := testbed.Get(t)
 	if testbed.BrokerKind() == "kfake" {
@@ -119,7 +120,7 @@ func TestDebeziumConnectorReadModels(t *testing.T) {
 	m := newOrderReadModels(t, bed, "dbzin", 21) // its first rows: the connectors' snapshots
 	db, seed := m.db, m.seed
 	ops := envInt("E2E_DBZ_OPS", 800)
-	// The ADD COLUMN: after the connectors' restart, before readside's.
+	// The ADD COLUMN: after the connectors' and readside's restarts.
 	m.w.alterAt = m.w.n + ops*3/8
 
 	run := rand.IntN(1e9)
@@ -283,9 +284,24 @@ input:
 		t.Fatal(err)
 	}
 	t.Logf("the worker killed and its %d connectors running again in %s", len(sides), time.Since(killed).Round(time.Millisecond))
+	// readside killed before the ADD COLUMN: the projectors started again
+	// follow it live, holding the schemas read before it.
+	waitFor(ops * 5 / 16)
+	for _, s := range sides {
+		s.d.kill9()
+		s.d.start()
+	}
+	// SIGHUP before the daemon handles it (a moment after it logs
+	// "starting") would end the process: wait until its projections run.
+	for _, s := range sides {
+		testbed.Eventually(t, 2*time.Minute, func() (bool, string) {
+			b, _ := os.ReadFile(s.logPath)
+			_, after, _ := strings.Cut(string(b[bytes.LastIndex(b, []byte("=== start")):]), "msg=starting")
+			return strings.Count(after, `msg="caught up`) >= 3, s.tag + ": readside's projections did not catch up after its restart:\n" + tail(s.logPath)
+		})
+	}
 	// What a user does for a column added to the source: add a projection
-	// that maps it, and SIGHUP the projector (a running one's columns
-	// change only by a rebuild).
+	// that maps it, and SIGHUP the projector.
 	waitFor(ops * 3 / 8) // the ALTER ran
 	for _, s := range sides {
 		config(s, true)
@@ -293,10 +309,11 @@ input:
 			t.Fatal(err)
 		}
 	}
-	waitFor(ops / 2)
 	for _, s := range sides {
-		s.d.kill9()
-		s.d.start()
+		testbed.Eventually(t, time.Minute, func() (bool, string) {
+			b, _ := os.ReadFile(s.logPath)
+			return s.d.running() && bytes.Contains(b, []byte(`projection=new_orders`)), s.tag + ": SIGHUP started no new_orders:\n" + tail(s.logPath)
+		})
 	}
 	if err := <-werr; err != nil {
 		t.Fatal(err)
