@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,10 +120,22 @@ func TestStartWaitsForServer(t *testing.T) {
 			}) || !d.running() {
 				t.Fatalf("readside exited, or logged no third WARN attempt, while the %s was down (running %v); log:\n%s", down, d.running(), tail(p.logPath))
 			}
+			// A SIGHUP while start-up waits (an operator's config edit) is
+			// held, not the signal's default exit, and applied once running.
+			if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Second)
+			if !d.running() {
+				t.Fatalf("a SIGHUP while waiting for the %s ended readside; log:\n%s", down, tail(p.logPath))
+			}
 			if err := restart(ctx); err != nil {
 				t.Fatal(err)
 			}
 			p.waitReady(180 * time.Second)
+			if !testbed.Poll(ctx, 200*time.Millisecond, func() bool { return strings.Contains(p.log(), "SIGHUP: reloading the config") }) {
+				t.Fatalf("the SIGHUP held during start-up was never applied; log:\n%s", tail(p.logPath))
+			}
 			if err := p.srcDB.Exec(ctx, fmt.Sprintf("INSERT INTO `%s`.messages VALUES (1, 7, NOW(6), 'after the wait')", p.src)); err != nil {
 				t.Fatal(err)
 			}

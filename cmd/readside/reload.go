@@ -154,12 +154,19 @@ type reloader struct {
 	reloaded chan struct{}
 }
 
-// watchReload handles SIGHUP until ctx ends.
-func watchReload(ctx context.Context, r *reloader) {
+// holdReloads catches SIGHUP from the start of `readside run`: its default
+// action ends the process, and start-up can wait minutes for a server. A
+// SIGHUP that arrives before the daemon runs is held and applied once
+// watchReload starts. The caller stops it (signal.Stop) when it returns.
+func holdReloads() chan os.Signal {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	return hup
+}
+
+// watchReload handles the SIGHUPs holdReloads catches until ctx ends.
+func watchReload(ctx context.Context, hup <-chan os.Signal, r *reloader) {
 	go func() {
-		defer signal.Stop(hup)
 		for {
 			select {
 			case <-ctx.Done():

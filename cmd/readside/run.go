@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"os"
+	"os/signal"
 	"slices"
 	"sort"
 	"time"
@@ -25,6 +27,8 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 	// Signals first: a SIGTERM during start-up must stop cleanly too.
 	lc := newLifecycle(stderr)
 	defer lc.stop()
+	hup := holdReloads()
+	defer signal.Stop(hup)
 	c := newCommand("run", stdout, stderr)
 	role := c.fs.String("role", "all", "run as `ROLE`: all (the tailer and the projectors), tailer or projector")
 	httpAddr := c.fs.String("http", "", "serve the status page at /, /metrics, /healthz, /readyz and /status on `ADDR`, e.g. :9100 (default: http.listen in the config)")
@@ -47,7 +51,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 		// topics the projectors do not read.
 		return c.failf(exitUsage, "input.kind is debezium and --role is %s: the projectors read a Debezium connector's topics and no tailer runs. Fix: run with --role projector", *role)
 	}
-	d := &daemonRun{c: c, ctx: lc.ctx, role: *role, loaded: cfg, cfg: cfg, log: log, ops: newOps(log)}
+	d := &daemonRun{c: c, ctx: lc.ctx, hup: hup, role: *role, loaded: cfg, cfg: cfg, log: log, ops: newOps(log)}
 	if *httpAddr == "" {
 		*httpAddr = cfg.HTTP.Listen
 	}
@@ -78,6 +82,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 type daemonRun struct {
 	c        *command
 	ctx      context.Context
+	hup      <-chan os.Signal // SIGHUPs held since start-up (holdReloads)
 	role     string
 	loaded   config.Config // as loaded: no brokers means the embedded one
 	cfg      config.Config // with the brokers dialled
@@ -117,9 +122,9 @@ func (d *daemonRun) run() int {
 		if !ok {
 			return code
 		}
-		watchReload(d.gctx, &reloader{path: d.c.common.configPath, role: d.role, current: d.loaded, starter: starter, log: d.log})
+		watchReload(d.gctx, d.hup, &reloader{path: d.c.common.configPath, role: d.role, current: d.loaded, starter: starter, log: d.log})
 	} else {
-		watchReload(d.gctx, &reloader{path: d.c.common.configPath, role: d.role, current: d.loaded, log: d.log})
+		watchReload(d.gctx, d.hup, &reloader{path: d.c.common.configPath, role: d.role, current: d.loaded, log: d.log})
 	}
 	if cfg.Verify.Every > 0 && d.role != "tailer" {
 		// Scheduled verification (verify.every): read-only, logs and metrics.
