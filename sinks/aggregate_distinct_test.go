@@ -154,3 +154,44 @@ func TestAppendDistinctDeltas(t *testing.T) {
 		}
 	}
 }
+
+// TestDistinctOrder: a batch moves the distinct aggregate that changes the
+// most reference count rows first (by powers of two), so the rows few
+// batches share are written before the shared ones are locked; ties keep
+// the configuration's order, so two similar batches lock in one order.
+func TestDistinctOrder(t *testing.T) {
+	ag := &projections.Aggregation{Aggregates: []projections.Aggregate{
+		{Column: "n", Func: projections.AggCount},
+		{Column: "status", Func: projections.AggCountDistinct},
+		{Column: "total", Func: projections.AggCountDistinct},
+	}}
+	all := []distinctStatements{{i: 1}, {i: 2}}
+	cases := []struct {
+		why           string
+		status, total []int64 // the batch's net change per (group, value) row
+		want          []int
+	}{
+		{"the amounts change more rows: they go first", []int64{3, -2}, []int64{1, -1, 1, 1, -1}, []int{2, 1}},
+		{"the same power of two: the configuration's order", []int64{1, 1, 1, 1}, []int64{1, 1, 1, 1, 1, 1, 1}, []int{1, 2}},
+		{"rows whose changes net to nothing write nothing and do not count", []int64{1, 1, 1}, []int64{0, 0, 0, 0, 0, 1}, []int{1, 2}},
+		{"the first aggregate changing more stays first", []int64{1, 1, 1, 1, 1}, []int64{1}, []int{1, 2}},
+	}
+	for _, c := range cases {
+		dd := newDistinctDeltas(ag)
+		for i, ns := range [][]int64{c.status, c.total} {
+			for j, n := range ns {
+				dd.by[i+1][fmt.Sprint(j)] = &distinctDelta{n: n}
+			}
+		}
+		var got []int
+		for _, dst := range distinctOrder(all, dd) {
+			got = append(got, dst.i)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: order %v, want %v", c.why, got, c.want)
+		}
+	}
+	if got := distinctOrder(all[:1], newDistinctDeltas(ag)); len(got) != 1 || got[0].i != 1 {
+		t.Errorf("one distinct aggregate: %v", got)
+	}
+}
