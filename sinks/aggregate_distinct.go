@@ -22,18 +22,15 @@ package sinks
 // to commit and then finds the value counted. It runs before the group
 // deltas' upsert (applyDeltas), which then carries the distinct counts'
 // moves with the other deltas: one upsert of the group rows per batch.
-// Every transaction locks each aggregate's reference counts in one order
-// (its batch's (group, value) texts, sorted), the aggregates in the order
-// distinctOrder gives, and then its groups; two spellings of one value
-// under a _ci collation ('a', 'A'), one row to the server and two keys in
-// Go, or two aggregates ordered differently by two transactions, can be
-// locked in two orders, which InnoDB reports as a deadlock and the batch
-// is retried.
+// Every transaction locks reference counts in one order (its batch's
+// (group, value) texts, sorted) and then its groups; only two spellings
+// of one value under a _ci collation ('a', 'A'), one row to the server
+// and two keys in Go, can be locked in two orders by two transactions,
+// which InnoDB reports as a deadlock and the batch is retried.
 
 import (
 	"fmt"
 	"math/big"
-	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -238,7 +235,7 @@ func (a *applier) distinctMoves(ds *deltas) (map[string]*distinctMove, []string,
 	batch := rand.Uint64() >> 1 // a BIGINT UNSIGNED; 0 is the rebuilt rows'
 	moves := map[string]*distinctMove{}
 	var order []string
-	for _, dst := range distinctOrder(st.distinct, ds.distinct) {
+	for _, dst := range st.distinct {
 		keys := slices.Clone(ds.distinct.order[dst.i])
 		slices.Sort(keys)
 		var rows, match [][]any
@@ -303,37 +300,6 @@ func (a *applier) distinctMoves(ds *deltas) (map[string]*distinctMove, []string,
 		}
 	}
 	return moves, order, nil
-}
-
-// distinctOrder is the order a batch moves its distinct aggregates' reference
-// counts in: the aggregates that change the most (group, value) rows first,
-// by powers of two (ties in the configuration's order). A value most rows
-// share (a status) changes few rows, each locked by every batch that touches
-// its group, and from its upsert to the commit a concurrent transaction on
-// those groups waits; a value nearly every row has alone (an amount)
-// changes many rows no other batch holds. Moving those first leaves them
-// out of that window, so two transactions write them at once. The order
-// changes no count (each aggregate's rows are its own); two transactions
-// that order two aggregates differently and share rows of both can
-// deadlock, which InnoDB reports and the batch is retried, as for two
-// spellings of one value.
-func distinctOrder(all []distinctStatements, dd *distinctDeltas) []distinctStatements {
-	if len(all) < 2 {
-		return all
-	}
-	rank := make(map[int]int, len(all))
-	for _, dst := range all {
-		n := 0
-		for _, d := range dd.by[dst.i] {
-			if d.n != 0 {
-				n++
-			}
-		}
-		rank[dst.i] = bits.Len(uint(n))
-	}
-	out := slices.Clone(all)
-	slices.SortStableFunc(out, func(x, y distinctStatements) int { return rank[y.i] - rank[x.i] })
-	return out
 }
 
 // appendDistinctDeltas appends to row (a group delta being built) the
