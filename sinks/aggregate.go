@@ -265,7 +265,12 @@ func (a *applier) readContributions(query string, args []any, out map[string]sto
 // execRows runs a multi-row statement over rows, in spans of at most
 // chunk rows and about a.limit bytes.
 func (a *applier) execRows(stmt *multiRow, rows [][]any) error {
-	for _, sp := range spans(len(rows), func(i int) int { return argBytes(rows[i]) }, a.limit) {
+	return a.execRowsOf(stmt, rows, chunk)
+}
+
+// execRowsOf is execRows with spans of at most most rows.
+func (a *applier) execRowsOf(stmt *multiRow, rows [][]any, most int) error {
+	for _, sp := range cut(len(rows), most, func(i int) int { return argBytes(rows[i]) }, a.limit) {
 		n := 0
 		for _, r := range rows[sp[0]:sp[1]] {
 			n += len(r)

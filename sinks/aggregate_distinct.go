@@ -96,7 +96,12 @@ func distinctStatementsOf(p *projections.Projection, d dialect) []distinctStatem
 				row: "(" + placeholders(len(all)) + ")", sep: ", ",
 				tail: d.onDuplicate() + fmt.Sprintf("%[1]s = IF(%[2]s = %[3]s, %[1]s + %[4]s, %[4]s), %[5]s = %[5]s + %[4]s, %[2]s = %[3]s",
 					pending, batch, d.newRow(batch), d.newRow(refs), refs)},
-			read:     keyIn("SELECT "+strings.Join(gcols, ", ")+", "+v+", "+refs+", "+pending+" FROM "+t+" WHERE "+batch+" = ? AND ", match, ""),
+			// Only the rows whose count crossed 0 (held before the batch
+			// and not after, or the reverse) come back: the others move
+			// no group, and on a value most of a group's rows share
+			// (a status) they are nearly all the rows touched.
+			read: keyIn("SELECT "+strings.Join(gcols, ", ")+", "+v+", "+refs+", "+pending+" FROM "+t+" WHERE "+batch+" = ? AND ("+
+				refs+" > 0) <> ("+refs+" > "+pending+") AND ", match, ""),
 			dropZero: keyIn("DELETE FROM "+t+" WHERE "+refs+" <= 0 AND ", match, ""),
 			clear:    "DELETE FROM " + t,
 			// GROUP BY the value compares it under its collation, as the
@@ -210,6 +215,13 @@ func (dd *distinctDeltas) add(i int, gk string, group []projections.Value, v pro
 	d.n += sign
 }
 
+// distinctChunk is the most reference count rows per statement (bytes
+// permitting): a batch of new orders touches a (group, value) per order,
+// and every statement in the window where its groups are locked (from the
+// first reference count upsert to the commit) is time another
+// transaction on those groups waits.
+const distinctChunk = 5000
+
 // distinctMoves moves the batch's reference counts and returns what that
 // does to its groups' distinct aggregates, by the groupText of the group
 // as the server returned it, in the order first seen (applyDeltas adds
@@ -241,11 +253,11 @@ func (a *applier) distinctMoves(ds *deltas) (map[string]*distinctMove, []string,
 			continue
 		}
 		col := ag.Aggregates[dst.i].Column
-		if err := a.execRows(&dst.upsert, rows); err != nil {
+		if err := a.execRowsOf(&dst.upsert, rows, distinctChunk); err != nil {
 			return nil, nil, fmt.Errorf("counting the distinct values of %s.%s: %w", a.p.Table, col, err)
 		}
 		var zero [][]any
-		for _, sp := range spans(len(match), func(i int) int { return argBytes(match[i]) }, a.limit) {
+		for _, sp := range cut(len(match), distinctChunk, func(i int) int { return argBytes(match[i]) }, a.limit) {
 			part := match[sp[0]:sp[1]]
 			args := append([]any{batch}, slices.Concat(part...)...)
 			var bad error
@@ -283,7 +295,7 @@ func (a *applier) distinctMoves(ds *deltas) (map[string]*distinctMove, []string,
 				return nil, nil, fmt.Errorf("reading the distinct values of %s.%s: %w", a.p.Table, col, err)
 			}
 		}
-		if err := a.execRows(&dst.dropZero, zero); err != nil {
+		if err := a.execRowsOf(&dst.dropZero, zero, distinctChunk); err != nil {
 			return nil, nil, fmt.Errorf("removing the values no row of %s.%s holds: %w", a.p.Table, col, err)
 		}
 	}

@@ -32,7 +32,7 @@ INSERT INTO `daily_stats` (`customer_id`, `date_created_at`, `orders`, `statuses
 INSERT INTO `_readside_dst_daily_stats_statuses` (`g_customer_id`, `g_date_created_at`, `_rs_value`, `_rs_refs`, `_rs_pending`, `_rs_batch`) VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE `_rs_pending` = IF(`_rs_batch` = _rs_new.`_rs_batch`, `_rs_pending` + _rs_new.`_rs_refs`, _rs_new.`_rs_refs`), `_rs_refs` = `_rs_refs` + _rs_new.`_rs_refs`, `_rs_batch` = _rs_new.`_rs_batch`
 
 -- count(distinct) statuses: read the touched reference counts
-SELECT `g_customer_id`, `g_date_created_at`, `_rs_value`, `_rs_refs`, `_rs_pending` FROM `_readside_dst_daily_stats_statuses` WHERE `_rs_batch` = ? AND (`g_customer_id`, `g_date_created_at`, `_rs_value`) IN ((?, ?, ?), (?, ?, ?))
+SELECT `g_customer_id`, `g_date_created_at`, `_rs_value`, `_rs_refs`, `_rs_pending` FROM `_readside_dst_daily_stats_statuses` WHERE `_rs_batch` = ? AND (`_rs_refs` > 0) <> (`_rs_refs` > `_rs_pending`) AND (`g_customer_id`, `g_date_created_at`, `_rs_value`) IN ((?, ?, ?), (?, ?, ?))
 
 -- count(distinct) statuses: remove values no row holds
 DELETE FROM `_readside_dst_daily_stats_statuses` WHERE `_rs_refs` <= 0 AND (`g_customer_id`, `g_date_created_at`, `_rs_value`) IN ((?, ?, ?), (?, ?, ?))
