@@ -15,17 +15,6 @@ import (
 // one commit runs at a time, in the background (publisher.commitAsync): a
 // commit due by time while one runs is deferred until that one is over,
 // while one due by size waits for it, which bounds what a backlog holds.
-//
-// Records produced while a commit runs are held and sent when it is over,
-// all at once; a commit due right then would find them all still
-// unacknowledged, its flush would wait for every one of them, and the
-// records produced meanwhile would be held again: the stream would move
-// its records to Kafka one transaction at a time. So a commit that falls
-// due while more than a quarter of kafka.commit_every records are still
-// unacknowledged waits (paced) for Kafka to catch up, the stream sending
-// on into the open transaction meanwhile, for at most commit_interval and
-// up to four times commit_every records. Only when a commit happens
-// moves, never what it holds (docs/design/snapshots.md).
 
 // idleCommitAfter is how long the stream may have no event ready, between
 // source transactions, before the tailer commits what is complete.
@@ -49,10 +38,6 @@ type commitScheduler struct {
 	// is done instead of waiting for it: a transaction read meanwhile
 	// then rides in the very next commit rather than the one after.
 	wanted bool
-
-	// pacedSince: when a due commit was first put off for Kafka's
-	// acknowledgements to catch up (zero: not put off).
-	pacedSince time.Time
 }
 
 func newCommitScheduler(k config.Kafka) commitScheduler {
@@ -68,7 +53,6 @@ type batchState struct {
 	commitActive bool      // a previous commit still runs in the background
 	inTxn        bool      // a source transaction is open
 	behind       bool      // orphans past the resumed cut are not published again yet
-	unacked      int       // records sent to Kafka and not yet acknowledged (publisher.unacked)
 }
 
 // commitVerdict is what the scheduler decides.
@@ -108,25 +92,7 @@ func (c *commitScheduler) decide(now time.Time, b batchState, deadline bool) com
 	if b.commitActive && !full {
 		return commitDeferred
 	}
-	if c.paced(now, b) {
-		return commitNotDue
-	}
 	return commitDue
-}
-
-// paced reports a due commit put off while Kafka acknowledges what was
-// sent: more than a quarter of commit_every records unacknowledged, no
-// commit running (records go to Kafka, not held), for at most
-// commit_interval since it was first put off and below four times
-// commit_every records.
-func (c *commitScheduler) paced(now time.Time, b batchState) bool {
-	if b.commitActive || b.unacked <= c.every/4 || b.records >= 4*c.every {
-		return false
-	}
-	if c.pacedSince.IsZero() {
-		c.pacedSince = now
-	}
-	return now.Sub(c.pacedSince) < c.interval
 }
 
 // commitAt is when the next commit falls due by time; zero when it waits
@@ -161,12 +127,12 @@ func (c *commitScheduler) batchStart(b batchState) time.Time {
 
 // committed starts the next batch once a commit of everything complete is
 // under way.
-func (c *commitScheduler) committed() { c.txns, c.wanted, c.pacedSince = 0, false, time.Time{} }
+func (c *commitScheduler) committed() { c.txns, c.wanted = 0, false }
 
 // batch is the stream's batchState now.
 func (s *stream) batch() batchState {
 	records, first := s.pub.batch()
-	return batchState{records: records, firstRecord: first, commitActive: s.pub.commitRunning(), inTxn: s.inTxn(), behind: s.behind(), unacked: s.pub.unacked()}
+	return batchState{records: records, firstRecord: first, commitActive: s.pub.commitRunning(), inTxn: s.inTxn(), behind: s.behind()}
 }
 
 // behind reports events committed past the resumed checkpoint's cut that

@@ -29,47 +29,11 @@ func TestCommitSchedulerDecide(t *testing.T) {
 		{"due by time while one runs: deferred, the stream reads on", 1, now, false, batchState{records: 1, firstRecord: now, commitActive: true}, true, commitDeferred},
 		{"due by size while one runs: waits for it, bounding what a backlog holds", 1, now, false, batchState{records: every, firstRecord: now, commitActive: true}, false, commitDue},
 		{"orphans past the resumed cut not yet published again: a cut now would split their transactions", 1, now.Add(-time.Hour), true, batchState{records: every, firstRecord: now, behind: true}, true, commitNotDue},
-		{"full with most of it unacknowledged (just sent after a commit): paced, the stream sends on instead of holding records for a long flush", 1, now, false, batchState{records: every, firstRecord: now, unacked: every}, false, commitNotDue},
-		{"idle with most unacknowledged: paced too (a snapshot between chunks)", 1, now, false, batchState{records: every / 2, firstRecord: now, unacked: every / 2}, true, commitNotDue},
-		{"owed from before, most unacknowledged: paced (held records were just sent)", 1, now, true, batchState{records: every, firstRecord: now, unacked: every}, false, commitNotDue},
-		{"full, a quarter unacknowledged: due (the flush waits only for a tail)", 1, now, false, batchState{records: every, firstRecord: now, unacked: every / 4}, false, commitDue},
-		{"four times commit_every and still unacknowledged: due (a transaction's size stays bounded)", 1, now, false, batchState{records: 4 * every, firstRecord: now, unacked: every}, false, commitDue},
-		{"due by size while one runs: unacknowledged records are that commit's, it waits for them anyway", 1, now, false, batchState{records: every, firstRecord: now, commitActive: true, unacked: every}, false, commitDue},
 	} {
 		s := commitScheduler{every: every, interval: interval, txns: c.txns, since: c.since, wanted: c.wanted}
 		if got := s.decide(now, c.b, c.deadline); got != c.want {
 			t.Errorf("%s: %d, want %d", c.why, got, c.want)
 		}
-	}
-}
-
-// TestCommitSchedulerPacedAtMostInterval: a commit put off for Kafka's
-// acknowledgements is due once commit_interval passed since it was first
-// put off, however many records are still unacknowledged (a slow broker
-// never keeps a live change uncommitted for long), and the next batch
-// starts a pacing of its own.
-func TestCommitSchedulerPacedAtMostInterval(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	const every, interval = 100, time.Second
-	s := commitScheduler{every: every, interval: interval, txns: 1, since: now}
-	b := batchState{records: every, firstRecord: now, unacked: every}
-	for _, step := range []struct {
-		why  string
-		at   time.Duration
-		want commitVerdict
-	}{
-		{"first put off", 0, commitNotDue},
-		{"still within commit_interval of it", interval - time.Millisecond, commitNotDue},
-		{"commit_interval since first put off: due", interval, commitDue},
-	} {
-		if got := s.decide(now.Add(step.at), b, false); got != step.want {
-			t.Fatalf("%s: %d, want %d", step.why, got, step.want)
-		}
-	}
-	s.committed()
-	s.completed(now.Add(2*interval), "b.000001", 200, 1)
-	if got := s.decide(now.Add(2*interval), batchState{records: every, firstRecord: now.Add(2 * interval), unacked: every}, false); got != commitNotDue {
-		t.Errorf("the next batch: %d, want %d (paced anew, not due from the last pacing's start)", got, commitNotDue)
 	}
 }
 

@@ -154,16 +154,6 @@ func (p *publisher) keepSchemaHistory(topic string) { p.historyTopic = topic }
 // when the first of them was produced.
 func (p *publisher) batch() (records int, since time.Time) { return p.records, p.txnStart }
 
-// unacked is how many records were sent to Kafka and are not yet
-// acknowledged (held records not counted); 0 without a client (unit tests
-// of the stream).
-func (p *publisher) unacked() int {
-	if p.cl == nil {
-		return 0
-	}
-	return int(p.cl.BufferedProduceRecords())
-}
-
 // committing reports a commit running in the background, or over with its
 // outcome not yet taken up by settle.
 func (p *publisher) committing() bool { return p.inflight != nil }
