@@ -268,12 +268,15 @@ func (r *Reshard) readAhead(ctx context.Context, src sinks.Shard, ts sinks.Table
 			if err == nil {
 				rc.last = c.Last()
 			}
+			// Decided before the send: the writer filters the chunk in
+			// place, and one it empties is not the end of the table.
+			end := err != nil || c.Len() == 0
 			select {
 			case out <- rc:
 			case <-rctx.Done():
 				return
 			}
-			if err != nil || c.Len() == 0 {
+			if end {
 				return
 			}
 			after = rc.last
