@@ -335,8 +335,9 @@ const shardedFormsProjections = `  staff_stats:
 `
 
 // TestReshardRefusedMovedWithDowntime: `readside reshard` refuses
-// staff_stats (from two shards to three), naming its form and the move
-// with downtime; that move — the projections' (film_cast's too)
+// staff_stats onto a sink whose shard would fill a piece on a database
+// that keeps an old shard, naming its form, the shard, and the move with
+// downtime; that move — the projections' (film_cast's too)
 // sink set to the three-shard sink in the config, `readside run`
 // restarted while the source keeps changing — fills the new shards from
 // the topics' history: the read tables there (the union of the shards)
@@ -369,8 +370,9 @@ func TestReshardRefusedMovedWithDowntime(t *testing.T) {
 	head := bedConfigHead(bed, tables, "jfmove", filepath.Join(dir, "data"), "unused")
 	one := fmt.Sprintf("  reads:\n    dsn: %q\n", bed.MySQL.AdminDSN()+"unused")
 	sharded := fmt.Sprintf("  reads:\n    shards:\n      - {keyrange: \"-80\", dsn: %q}\n      - {keyrange: \"80-\", dsn: %q}\n"+
-		"  reads3:\n    shards:\n      - {keyrange: \"-40\", dsn: %q}\n      - {keyrange: \"40-c0\", dsn: %q}\n      - {keyrange: \"c0-\", dsn: %q}\n",
-		dsn(0), dsn(1), dsn(2), dsn(3), dsn(4))
+		"  reads3:\n    shards:\n      - {keyrange: \"-40\", dsn: %q}\n      - {keyrange: \"40-c0\", dsn: %q}\n      - {keyrange: \"c0-\", dsn: %q}\n"+
+		"  reads2x:\n    shards:\n      - {keyrange: \"-c0\", dsn: %q}\n      - {keyrange: \"c0-\", dsn: %q}\n",
+		dsn(0), dsn(1), dsn(2), dsn(3), dsn(4), dsn(0), dsn(1))
 	if !strings.Contains(head, one) {
 		t.Fatalf("the config head has no %q:\n%s", one, head)
 	}
@@ -406,9 +408,11 @@ func TestReshardRefusedMovedWithDowntime(t *testing.T) {
 	}
 	waitExpected(t, utc, over(dbs[:2]), logPath)
 
-	expectReadside(t, cfgPath, "reshard of the aggregate", "reshard --projection staff_stats --sink reads3 --to -40,40-c0,c0- --yes", 2,
-		"projection staff_stats is an aggregate projection (group_by, with count(distinct) in items), which readside reshard does not move yet",
-		"set projections.staff_stats.sink: reads3 in the config and restart readside run")
+	// reads2x's -c0 on a0 would fill 80-c0 beside a0's -80.
+	expectReadside(t, cfgPath, "reshard of the aggregate", "reshard --projection staff_stats --sink reads2x --to -c0,c0- --yes", 2,
+		"projection staff_stats is an aggregate projection (group_by, with count(distinct) in items), which readside reshard moves only onto databases new to it",
+		"shard -c0 of sink reads2x would fill 80-c0 on database",
+		"set projections.staff_stats.sink: reads2x in the config and restart readside run")
 
 	// The move with downtime, the source changing throughout.
 	wctx, stopWriting := context.WithCancel(ctx)

@@ -101,12 +101,12 @@ func (r *Reshard) differing(ctx context.Context, c *sinks.Chunk, to sinks.Shard,
 			return nil, err
 		}
 		for i := range theirs.Rows {
-			have[rowText(theirs.Columns, theirs.Key(i))] = rowText(theirs.Columns, theirs.Rows[i])
+			have[rowText(theirs.Columns, theirs.Key(i))] = r.compared(theirs.Columns, theirs.Rows[i])
 		}
 	}
 	var out [][]any
 	for i := range c.Rows {
-		if have[rowText(c.Columns, keys[i])] != rowText(c.Columns, c.Rows[i]) {
+		if have[rowText(c.Columns, keys[i])] != r.compared(c.Columns, c.Rows[i]) {
 			out = append(out, keys[i])
 		}
 	}
@@ -146,7 +146,7 @@ func (r *Reshard) recheck(ctx context.Context, src, dst sinks.Shard, in func(uin
 				m := map[string]string{}
 				for i := range c.Rows {
 					if in(c.IDs[i]) {
-						m[rowText(c.Columns, c.Key(i))] = rowText(c.Columns, c.Rows[i])
+						m[rowText(c.Columns, c.Key(i))] = r.compared(c.Columns, c.Rows[i])
 					}
 				}
 				return m
@@ -162,6 +162,26 @@ func (r *Reshard) recheck(ctx context.Context, src, dst sinks.Shard, in func(uin
 		keys = still
 	}
 	return nil
+}
+
+// compared renders the columns of a read row that the check compares:
+// all of them, but an aggregate's group row without _rs_version, the
+// newest change applied to it, which differs between a group rebuilt from
+// its contributions (the newest of its current members') and one kept
+// change by change (also that of a member that left); its values, counts
+// and hidden sums decide.
+func (r *Reshard) compared(cols []string, row []any) string {
+	if r.p.Aggregation == nil {
+		return rowText(cols, row)
+	}
+	var cs []string
+	var vs []any
+	for i, c := range cols {
+		if !strings.EqualFold(c, "_rs_version") {
+			cs, vs = append(cs, c), append(vs, row[i])
+		}
+	}
+	return rowText(cs, vs)
 }
 
 // rowText renders values (named by cols, in any column order) so that

@@ -51,7 +51,8 @@ func (r *Reshard) Cleanup(ctx context.Context, pr *Progress) error {
 }
 
 // cleanServer deletes the rows of s's read table that none of mine (the
-// NEW shards on s) holds.
+// NEW shards on s) holds, and an aggregate's distinct values of those
+// groups.
 func (r *Reshard) cleanServer(ctx context.Context, s *server, mine []Shard) error {
 	ts := r.readScan()
 	after, err := sinks.DecodeCursor(r.pr.Clean[s.id])
@@ -83,6 +84,14 @@ func (r *Reshard) cleanServer(ctx context.Context, s *server, mine []Shard) erro
 		}
 		if err := s.db.DeleteKeys(ctx, r.p.Table, r.p.Key, gone); err != nil {
 			return fmt.Errorf("%s: %w", s.id, err)
+		}
+		// A group that left the server leaves its distinct values (the
+		// contributions stay: every shard stores all of them).
+		tables, groupCols := sinks.DistinctGroupTables(r.p)
+		for _, t := range tables {
+			if err := s.db.DeleteKeys(ctx, t, groupCols, gone); err != nil {
+				return fmt.Errorf("%s: %w", s.id, err)
+			}
 		}
 		r.pr.RowsDeleted += int64(len(gone))
 		r.pr.Clean[s.id] = sinks.EncodeCursor(after)

@@ -114,9 +114,15 @@ func (r *Reshard) copyPieces(ctx context.Context) error {
 	if err := r.refreshCopiedChildren(ctx); err != nil {
 		return err
 	}
+	if err := r.rebuildCopiedGroups(ctx); err != nil {
+		return err
+	}
 	byShard := map[int]event.Offsets{}
 	for _, pp := range r.pr.Pieces {
 		for _, sp := range pp.Sources {
+			if !sp.OffsetsRead {
+				continue // an aggregate's other sources: nothing copied from them
+			}
 			if o, ok := byShard[pp.To]; ok {
 				byShard[pp.To] = o.Min(sp.Offsets)
 			} else {
@@ -143,6 +149,14 @@ func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceP
 		return 0, nil
 	}
 	src, dst := r.o.Old.Shards[sp.From], r.o.New.Shards[pp.To]
+	agg := r.p.Aggregation != nil
+	if agg && !r.aggSource(pp, sp) {
+		// Every OLD shard stores the same contributions: one copy does.
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		sp.Done = true
+		return 0, r.st.save(ctx, r.phase, r.pr)
+	}
 	if !sp.OffsetsRead {
 		// Before any row is read: every change after these offsets is
 		// re-applied by the catch-up.
@@ -160,6 +174,16 @@ func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceP
 	}
 	what := "copying the pieces of " + r.p.Table // one bar for the copies running at once
 	ts, guards := r.readScan(), r.readGuards()
+	keep := func(c *sinks.Chunk, i int) bool {
+		return pp.Range.Contains(c.IDs[i]) && (r.p.Replicated || src.Range.Contains(c.IDs[i]))
+	}
+	if agg {
+		// The contributions whole; the group rows are rebuilt from them
+		// once every piece is copied (rebuildCopiedGroups).
+		cc := sinks.ContributionsCopy(r.p)
+		ts, guards = cc.Scan, []sinks.Guard{{Version: cc.Version}}
+		keep = func(*sinks.Chunk, int) bool { return true }
+	}
 	after, err := sinks.DecodeCursor(sp.Cursor)
 	if err != nil {
 		return 0, err
@@ -184,10 +208,8 @@ func (r *Reshard) copySource(ctx context.Context, pp *PieceProgress, sp *SourceP
 		}
 		after = rc.last
 		read := int64(c.Len())
-		c.Keep(func(i int) bool {
-			return pp.Range.Contains(c.IDs[i]) && (r.p.Replicated || src.Range.Contains(c.IDs[i]))
-		})
-		if err := dst.UpsertChunk(ctx, r.p.Table, r.p.Key, guards, c); err != nil {
+		c.Keep(func(i int) bool { return keep(c, i) })
+		if err := dst.UpsertChunk(ctx, ts.Table, ts.Key, guards, c); err != nil {
 			return n, fmt.Errorf("shard %s of sink %s: %w", dst.Range.Text, r.o.New.Name, err)
 		}
 		n += int64(c.Len())
@@ -246,18 +268,63 @@ func (r *Reshard) readAhead(ctx context.Context, src sinks.Shard, ts sinks.Table
 			if err == nil {
 				rc.last = c.Last()
 			}
+			// Decided before the send: the writer filters the chunk in
+			// place, and one it empties is not the end of the table.
+			end := err != nil || c.Len() == 0
 			select {
 			case out <- rc:
 			case <-rctx.Done():
 				return
 			}
-			if err != nil || c.Len() == 0 {
+			if end {
 				return
 			}
 			after = rc.last
 		}
 	}()
 	return out, func() { cancel(); <-done }
+}
+
+// aggSource reports whether sp is the source an aggregate's contributions
+// are copied from onto piece pp's NEW shard: the first source of the
+// shard's first piece.
+func (r *Reshard) aggSource(pp *PieceProgress, sp *SourceProgress) bool {
+	for i := range r.pr.Pieces {
+		if r.pr.Pieces[i].To == pp.To {
+			return &r.pr.Pieces[i] == pp && len(pp.Sources) > 0 && &pp.Sources[0] == sp
+		}
+	}
+	return false
+}
+
+// rebuildCopiedGroups makes, on every NEW shard that received pieces of
+// an aggregate, the group rows and distinct values of its range from the
+// contributions copied there, once every piece is copied and again on a
+// rerun (sinks.RebuildAggregate gives the same rows each time). Group
+// rows copied from several OLD shards, each at its own offsets, would not
+// be the function of the copied contributions that the fill's version
+// checks assume: a change between two sources' offsets is in the
+// contributions copied from the later one, so the fill skips it, but not
+// in the groups copied from the earlier one. Only servers new to the
+// projection receive pieces (RefuseServers): nothing else writes there
+// until the fill projector starts, after this.
+func (r *Reshard) rebuildCopiedGroups(ctx context.Context) error {
+	if r.p.Aggregation == nil {
+		return nil
+	}
+	done := map[int]bool{}
+	for _, pc := range r.pieces {
+		if done[pc.To] {
+			continue
+		}
+		done[pc.To] = true
+		dst := r.o.New.Shards[pc.To]
+		if err := dst.RebuildAggregate(ctx, r.p, &dst.Range); err != nil {
+			return fmt.Errorf("shard %s of sink %s: %w", dst.Range.Text, r.o.New.Name, err)
+		}
+	}
+	r.o.Log.Info("reshard: rebuilt the groups from the copied contributions", "projection", r.p.Name)
+	return nil
 }
 
 // newOnly reports whether NEW shard to is on a server no OLD shard uses.

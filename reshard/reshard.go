@@ -73,27 +73,53 @@ type Reshard struct {
 }
 
 // Refuse says why p cannot be resharded online to sink to (nil: it
-// can). No I/O. Aggregates keep contributions whose stored group depends
-// on the shard that stores them (docs/design/resharding.md, "Aggregates
-// and children"), which the fill, check and cutover do not move yet.
+// can). No I/O; what depends on the sinks' servers and tables is refused
+// by New (RefuseServers) and Run (the contributions' format).
 func Refuse(p *projections.Projection, to string) error {
 	if len(p.Name+FillSuffix) > 190 {
 		return fmt.Errorf("projection name %s is too long for its fill identity %s%s (190 characters)", p.Name, p.Name, FillSuffix)
 	}
-	form := stateForm(p)
-	if form == "" {
-		return nil
-	}
-	return fmt.Errorf("projection %s is %s, which readside reshard does not move yet: it moves projections with key columns, joins, computed columns and children "+
-		"(with or without children joins), not aggregate projections (group_by: plain groups, groups from joined parents, count(distinct) and sum(distinct)), "+
-		"whose group rows and distinct values it cannot copy, fill and check by range yet (docs/design/resharding.md, \"Aggregates and children\"). "+
-		"Move it with downtime instead: set projections.%s.sink: %s in the config and restart readside run, which creates its tables on %s and fills them from the topics' earliest offsets "+
-		"(readers move to %s once readside status shows its lag at 0; its tables on %s stay until you drop them)",
-		p.Name, form, p.Name, to, to, to, p.Sink)
+	return nil
 }
 
-// stateForm names the form of p whose state a reshard does not move
-// ("" when none).
+// RefuseServers says why p cannot move from the OLD shards old to the NEW
+// shards new (nil: it can), given the pieces: an aggregate's pieces must
+// land on databases new to p. On a database that keeps an OLD shard the
+// live projector and the fill would share the contributions table, and
+// only whichever stores a change first sees the contribution's old group,
+// so that one would have to move it in every group row the database
+// holds, the OLD range's and the pieces' alike, which the live projector
+// does not know of (docs/design/resharding.md, "Aggregates and children").
+func RefuseServers(p *projections.Projection, from, to string, old, new []Shard, pieces []Piece) error {
+	if p.Aggregation == nil {
+		return nil
+	}
+	var shared []string
+	seen := map[int]bool{}
+	for _, pc := range pieces {
+		if seen[pc.To] {
+			continue
+		}
+		for i, o := range old {
+			if o.Server == new[pc.To].Server {
+				seen[pc.To] = true
+				shared = append(shared, fmt.Sprintf("shard %s of sink %s would fill %s on database %s, which keeps shard %s of sink %s",
+					new[pc.To].Range.Text, to, pc.Text, new[pc.To].Server, old[i].Range.Text, from))
+				break
+			}
+		}
+	}
+	if len(shared) == 0 {
+		return nil
+	}
+	return fmt.Errorf("projection %s is %s, which readside reshard moves only onto databases new to it: %s. "+
+		"Put those shards of sink %s on databases (address and database name) that sink %s does not use, "+
+		"or move it with downtime: set projections.%s.sink: %s in the config and restart readside run, which creates its tables on %s and fills them from the topics' earliest offsets "+
+		"(its tables on %s stay until you drop them)",
+		p.Name, stateForm(p), strings.Join(shared, "; "), to, from, p.Name, to, to, from)
+}
+
+// stateForm names p's aggregate form ("" when it is none).
 func stateForm(p *projections.Projection) string {
 	ag := p.Aggregation
 	if ag == nil {
@@ -146,6 +172,9 @@ func New(p *projections.Projection, o Options) (*Reshard, error) {
 	fill.FanOut = projections.FanOutInBatch
 	r := &Reshard{p: p, fill: fill, o: o,
 		pieces: Pieces(old, new, p.Replicated, p.Replicated)}
+	if err := RefuseServers(p, o.Old.Name, o.New.Name, old, new, r.pieces); err != nil {
+		return nil, err
+	}
 	r.st = &store{new: o.New, state: sinks.ReshardState{Projection: p.Name, FromGeneration: o.OldGeneration,
 		ToSink: o.New.Name, ToRanges: keyspace.RangesText(o.New.Ranges())}}
 	return r, nil
@@ -185,6 +214,9 @@ func (r *Reshard) Run(ctx context.Context, resume *Progress, phase string) (Resu
 			r.pr.Pieces = append(r.pr.Pieces, pp)
 		}
 		r.phase = PhaseFilling
+	}
+	if err := r.refuseOldContributions(ctx); err != nil {
+		return Result{}, err
 	}
 	if err := r.prepare(ctx); err != nil {
 		return Result{}, err
@@ -228,6 +260,32 @@ func (r *Reshard) Run(ctx context.Context, resume *Progress, phase string) (Resu
 	}
 	return Result{Generation: r.Generation(), Fence: time.Duration(r.pr.FenceMS) * time.Millisecond,
 		RowsCopied: r.pr.RowsCopied, FillRate: r.pr.FillRate}, nil
+}
+
+// refuseOldContributions refuses an aggregate whose contributions table
+// on an OLD shard was made before every shard stored every contribution's
+// group (sinks.StoresEveryGroup): it holds other shards' groups as NULL,
+// and a copy of it would lose them.
+func (r *Reshard) refuseOldContributions(ctx context.Context) error {
+	if r.p.Aggregation == nil || r.o.Fill != FillCopy {
+		return nil
+	}
+	var old []string
+	for _, sh := range r.o.Old.Shards {
+		ok, err := sh.StoresEveryGroup(ctx, r.p)
+		if err != nil {
+			return fmt.Errorf("shard %s of sink %s: %w", sh.Range.Text, r.o.Old.Name, err)
+		}
+		if !ok {
+			old = append(old, sh.Range.Text)
+		}
+	}
+	if len(old) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the contributions table %s of projection %s on shard %s of sink %s was made before every shard stored every contribution's group (its comment does not end with%s), "+
+		"so a copy of it would lose the groups of the other shards: run readside replay --rebuild --projection %s first (its new tables store every group), then rerun the reshard (or reshard with --fill topics, which copies nothing)",
+		r.p.ContributionsTable(), r.p.Name, strings.Join(old, ", "), r.o.Old.Name, sinks.EveryGroupMark, r.p.Name)
 }
 
 // adoptPieces checks that the recorded pieces are the ones the config

@@ -31,12 +31,6 @@ projections:
     key: [customer_id, id]
     shard_by: customer_id
     columns: {customer_id: customer_id, id: id}
-  totals:
-    from: shop.orders
-    sink: reads
-    group_by: [customer_id]
-    shard_by: customer_id
-    aggregates: {n: count(*)}
 `
 	path := filepath.Join(t.TempDir(), "readside.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -51,8 +45,6 @@ projections:
 		{"a sink not in the config", []string{"--projection", "orders", "--sink", "nope", "--to", "-"}, "--sink nope is not in the config: add sinks.nope"},
 		{"--to that is not the sink's ranges shows both", []string{"--projection", "orders", "--sink", "reads2", "--to", "-40,40-"}, "--to -40,40- is not sink reads2's key ranges in the config (-80,80-): give --to -80,80-"},
 		{"an unknown --fill", []string{"--projection", "orders", "--sink", "reads2", "--to", "-80,80-", "--fill", "rsync"}, `--fill "rsync": want copy`},
-		{"an aggregate is refused, with the way to move it", []string{"--projection", "totals", "--sink", "reads2", "--to", "-80,80-"}, "projection totals is an aggregate projection (group_by), which readside reshard does not move yet"},
-		{"the way to move an aggregate names the new sink", []string{"--projection", "totals", "--sink", "reads2", "--to", "-80,80-"}, "set projections.totals.sink: reads2 in the config and restart readside run"},
 		{"an undeclared projection lists the declared", []string{"--projection", "x", "--sink", "reads2", "--to", "-80,80-"}, "declared: "},
 	} {
 		var out, errb bytes.Buffer
