@@ -356,35 +356,16 @@ func TestReshardRefusedMovedWithDowntime(t *testing.T) {
 	if err := bed.MySQL.Exec(ctx, stmts...); err != nil {
 		t.Fatal(err)
 	}
-	var dbs []string // two shards of reads, three of reads3, on the test bed's server
-	for _, n := range []string{"a0", "a1", "b0", "b1", "b2"} {
-		db, err := bed.MySQL.CreateDatabase(ctx, "jfmove_"+n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dbs = append(dbs, db)
-	}
-	dsn := func(i int) string { return bed.MySQL.AdminDSN() + dbs[i] }
+	// Two shards of reads, three of reads3, on the test bed's server.
+	r := newShardedRun(t, bed, "jfmove", "a0", "a1", "b0", "b1", "b2")
+	dbs := r.dbs
 	tables := []string{src + ".staff", src + ".film", src + ".inventory", src + ".payment", src + ".actor", src + ".film_actor"}
-	dir := t.TempDir()
-	head := bedConfigHead(bed, tables, "jfmove", filepath.Join(dir, "data"), "unused")
-	one := fmt.Sprintf("  reads:\n    dsn: %q\n", bed.MySQL.AdminDSN()+"unused")
-	sharded := fmt.Sprintf("  reads:\n    shards:\n      - {keyrange: \"-80\", dsn: %q}\n      - {keyrange: \"80-\", dsn: %q}\n"+
+	decl := fmt.Sprintf(shardedFormsProjections, src)
+	r.start(t, bed, tables, fmt.Sprintf("  reads:\n    shards:\n      - {keyrange: \"-80\", dsn: %q}\n      - {keyrange: \"80-\", dsn: %q}\n"+
 		"  reads3:\n    shards:\n      - {keyrange: \"-40\", dsn: %q}\n      - {keyrange: \"40-c0\", dsn: %q}\n      - {keyrange: \"c0-\", dsn: %q}\n"+
 		"  reads2x:\n    shards:\n      - {keyrange: \"-c0\", dsn: %q}\n      - {keyrange: \"c0-\", dsn: %q}\n",
-		dsn(0), dsn(1), dsn(2), dsn(3), dsn(4), dsn(0), dsn(1))
-	if !strings.Contains(head, one) {
-		t.Fatalf("the config head has no %q:\n%s", one, head)
-	}
-	head = strings.Replace(head, one, sharded, 1)
-	decl := fmt.Sprintf(shardedFormsProjections, src)
-	cfgPath := filepath.Join(dir, "readside.yaml")
-	if err := os.WriteFile(cfgPath, []byte(head+decl), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "run.log")
-	d := startDaemon(t, logPath, "run", "-c", cfgPath)
-	waitForCheckpoint(t, bed, topicPrefixOf(t, head))
+		r.dsn(bed, 0), r.dsn(bed, 1), r.dsn(bed, 2), r.dsn(bed, 3), r.dsn(bed, 4), r.dsn(bed, 0), r.dsn(bed, 1)), decl)
+	head, cfgPath, logPath, d := r.head, r.cfgPath, r.logPath, r.d
 	utc := utcDB(t, bed)
 	// The expectation over the union of a sink's shards.
 	over := func(shards []string) []struct{ name, want, got string } {

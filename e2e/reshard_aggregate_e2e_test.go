@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -86,34 +85,14 @@ func TestReshardAggregateKill9(t *testing.T) {
 	}
 	// a0, a1: reads (-80, 80-); b0, b1, b2: reads3, databases new to the
 	// projections (a server is an address and a database).
-	var dbs []string
-	for _, n := range []string{"a0", "a1", "b0", "b1", "b2"} {
-		db, err := bed.MySQL.CreateDatabase(ctx, "rsagg_"+n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dbs = append(dbs, db)
-	}
-	dsn := func(i int) string { return bed.MySQL.AdminDSN() + dbs[i] }
-	dir := t.TempDir()
+	r := newShardedRun(t, bed, "rsagg", "a0", "a1", "b0", "b1", "b2")
+	dbs := r.dbs
 	tables := []string{src + ".staff", src + ".film", src + ".inventory", src + ".payment"}
-	head := bedConfigHead(bed, tables, "rsagg", filepath.Join(dir, "data"), "unused")
-	one := fmt.Sprintf("  reads:\n    dsn: %q\n", bed.MySQL.AdminDSN()+"unused")
-	sharded := fmt.Sprintf("  reads:\n    shards:\n      - {keyrange: \"-80\", dsn: %q}\n      - {keyrange: \"80-\", dsn: %q}\n"+
-		"  reads3:\n    shards:\n      - {keyrange: \"-40\", dsn: %q}\n      - {keyrange: \"40-c0\", dsn: %q}\n      - {keyrange: \"c0-\", dsn: %q}\n",
-		dsn(0), dsn(1), dsn(2), dsn(3), dsn(4))
-	if !strings.Contains(head, one) {
-		t.Fatalf("the config head has no %q:\n%s", one, head)
-	}
-	head = strings.Replace(head, one, sharded, 1)
 	decl := fmt.Sprintf(reshardAggregateProjections, src)
-	cfgPath := filepath.Join(dir, "readside.yaml")
-	if err := os.WriteFile(cfgPath, []byte(head+decl), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "run.log")
-	d := startDaemon(t, logPath, "run", "-c", cfgPath)
-	waitForCheckpoint(t, bed, topicPrefixOf(t, head))
+	r.start(t, bed, tables, fmt.Sprintf("  reads:\n    shards:\n      - {keyrange: \"-80\", dsn: %q}\n      - {keyrange: \"80-\", dsn: %q}\n"+
+		"  reads3:\n    shards:\n      - {keyrange: \"-40\", dsn: %q}\n      - {keyrange: \"40-c0\", dsn: %q}\n      - {keyrange: \"c0-\", dsn: %q}\n",
+		r.dsn(bed, 0), r.dsn(bed, 1), r.dsn(bed, 2), r.dsn(bed, 3), r.dsn(bed, 4)), decl)
+	head, cfgPath, logPath, d := r.head, r.cfgPath, r.logPath, r.d
 	utc := utcDB(t, bed)
 	seed := seedFromEnv(t)
 	if _, err := rentalWorkload(ctx, bed.MySQL.DB(), src, rand.New(rand.NewPCG(seed, 91)), 1500); err != nil {

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -151,34 +150,14 @@ func TestReshardChildrenKill9(t *testing.T) {
 	// a0, a1: reads (-80, 80-); reads3 keeps -40 on a0 and 40-c0 on a1
 	// (40-80 moves there) and puts c0- on b2, a server of its own (a
 	// server is an address and a database).
-	var dbs []string
-	for _, n := range []string{"a0", "a1", "b2"} {
-		db, err := bed.MySQL.CreateDatabase(ctx, "rschild_"+n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dbs = append(dbs, db)
-	}
-	dsn := func(i int) string { return bed.MySQL.AdminDSN() + dbs[i] }
-	dir := t.TempDir()
+	r := newShardedRun(t, bed, "rschild", "a0", "a1", "b2")
+	dbs := r.dbs
 	tables := []string{src + ".film", src + ".actor", src + ".crew_member", src + ".film_tag"}
-	head := bedConfigHead(bed, tables, "rschild", filepath.Join(dir, "data"), "unused")
-	one := fmt.Sprintf("  reads:\n    dsn: %q\n", bed.MySQL.AdminDSN()+"unused")
-	sharded := fmt.Sprintf("  reads:\n    shards:\n      - {keyrange: \"-80\", dsn: %q}\n      - {keyrange: \"80-\", dsn: %q}\n"+
-		"  reads3:\n    shards:\n      - {keyrange: \"-40\", dsn: %q}\n      - {keyrange: \"40-c0\", dsn: %q}\n      - {keyrange: \"c0-\", dsn: %q}\n",
-		dsn(0), dsn(1), dsn(0), dsn(1), dsn(2))
-	if !strings.Contains(head, one) {
-		t.Fatalf("the config head has no %q:\n%s", one, head)
-	}
-	head = strings.Replace(head, one, sharded, 1)
 	decl := fmt.Sprintf(reshardChildrenProjection, src)
-	cfgPath := filepath.Join(dir, "readside.yaml")
-	if err := os.WriteFile(cfgPath, []byte(head+decl), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "run.log")
-	d := startDaemon(t, logPath, "run", "-c", cfgPath)
-	waitForCheckpoint(t, bed, topicPrefixOf(t, head))
+	r.start(t, bed, tables, fmt.Sprintf("  reads:\n    shards:\n      - {keyrange: \"-80\", dsn: %q}\n      - {keyrange: \"80-\", dsn: %q}\n"+
+		"  reads3:\n    shards:\n      - {keyrange: \"-40\", dsn: %q}\n      - {keyrange: \"40-c0\", dsn: %q}\n      - {keyrange: \"c0-\", dsn: %q}\n",
+		r.dsn(bed, 0), r.dsn(bed, 1), r.dsn(bed, 0), r.dsn(bed, 1), r.dsn(bed, 2)), decl)
+	head, cfgPath, logPath, d := r.head, r.cfgPath, r.logPath, r.d
 	utc := utcDB(t, bed)
 	// Films 1–40 are quiet (the workload changes films 101–220, crew rows
 	// up to 500, tags up to 400 and actors 1–15): three crew rows of actor
