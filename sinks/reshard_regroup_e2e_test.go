@@ -16,29 +16,75 @@ import (
 // TestRebuildAggregateRegroupsCopiedContributions: a reshard copies an
 // aggregate's contributions and its join state at different moments, so
 // a NEW shard can hold contributions grouped by a parent's old value and
-// the state with its new one. Here payments grouped by till and their
-// staff member's store are applied to an OLD shard under staff 5 at store
-// 10; the contributions are copied onto two NEW shards as the reshard
-// copies them; staff 5 then moves to store 20 on the OLD shard, and only
-// after that is the join state copied. RebuildAggregate, over every
-// group and over the range 80-c0 alone (tills 2, 3, 4), must count every payment of staff
-// 5 under store 20 and none under store 10 (it fails without the regroup
-// of every contribution, moveAll), keep only its range's tills (it fails
-// without dropForeignGroups), give the rows (hidden columns included)
-// the OLD shard kept incrementally, and give them again when run twice.
+// the state with its new one. Here payments grouped by till and a joined
+// store are applied to an OLD shard, twelve of them linked to parent 5
+// whose store is 10; the contributions are copied onto two NEW shards as
+// the reshard copies them; parent 5's store then becomes 20 on the OLD
+// shard, and only after that is the join state copied. The store comes
+// from the staff member (one join), from the film of the inventory item
+// (a join via another) with the film changing store, or with the item
+// changing film. RebuildAggregate, over every group and over the range
+// 80-c0 alone (tills 2, 3, 4), must count every payment of parent 5 under
+// store 20 and none under store 10 (it fails without the regroup of every
+// contribution, moveAll), keep only its range's tills (it fails without
+// dropForeignGroups), give the rows (hidden columns included) and
+// reference counts the OLD shard kept incrementally, and give them again
+// when run twice.
 func TestRebuildAggregateRegroupsCopiedContributions(t *testing.T) {
 	bed := testbed.Get(t)
+	pw := func(join, id, value int, v uint64) projections.ParentWrite {
+		return projections.ParentWrite{Join: join, Key: fmt.Sprint(id), KeyValues: projections.ValuesOf(id), Values: projections.ValuesOf(value), Version: v}
+	}
+	inv, film := "inv (inv_id INT PRIMARY KEY, film INT NULL)", "film (film_id INT PRIMARY KEY, store INT NULL)"
+	viaFilm := func(src string) []config.Join {
+		return []config.Join{{From: src + ".inv", As: "i", On: map[string]string{"inv_id": "link"}},
+			{From: src + ".film", Via: "i", On: map[string]string{"film_id": "film"}, Columns: map[string]string{"store": "store"}}}
+	}
+	for _, fx := range []struct {
+		name   string
+		tables []string // the parent tables: name (columns)
+		joins  func(src string) []config.Join
+		before []projections.ParentWrite // parent 5 at store 10, parent 6 at 30
+		move   []projections.ParentWrite // parent 5 to store 20
+	}{
+		{name: "one join", tables: []string{"staff (staff_id INT PRIMARY KEY, store INT NULL)"},
+			joins: func(src string) []config.Join {
+				return []config.Join{{From: src + ".staff", On: map[string]string{"staff_id": "link"}, Columns: map[string]string{"store": "store"}}}
+			},
+			before: []projections.ParentWrite{pw(0, 5, 10, 1), pw(0, 6, 30, 2)},
+			move:   []projections.ParentWrite{pw(0, 5, 20, 100)}},
+		// Item 5 shows film 7, item 6 film 8; film 9 is at store 20.
+		{name: "via, the film moves", tables: []string{inv, film}, joins: viaFilm,
+			before: []projections.ParentWrite{pw(0, 5, 7, 1), pw(0, 6, 8, 2), pw(1, 7, 10, 3), pw(1, 8, 30, 4), pw(1, 9, 20, 5)},
+			move:   []projections.ParentWrite{pw(1, 7, 20, 100)}},
+		{name: "via, the item changes film", tables: []string{inv, film}, joins: viaFilm,
+			before: []projections.ParentWrite{pw(0, 5, 7, 1), pw(0, 6, 8, 2), pw(1, 7, 10, 3), pw(1, 8, 30, 4), pw(1, 9, 20, 5)},
+			move:   []projections.ParentWrite{pw(0, 5, 9, 100)}},
+	} {
+		t.Run(fx.name, func(t *testing.T) {
+			regroupCopied(t, bed, fx.tables, fx.joins, fx.before, fx.move)
+		})
+	}
+}
+
+// regroupCopied is TestRebuildAggregateRegroupsCopiedContributions for
+// one way of joining the store.
+func regroupCopied(t *testing.T, bed *testbed.Bed, tables []string, joins func(src string) []config.Join, before, move []projections.ParentWrite) {
 	ctx := t.Context()
-	src, oldDB := sourceAndSink(t, bed, "rgrp", "id INT PRIMARY KEY, till INT NOT NULL, staff INT NULL, amount DECIMAL(8,2) NOT NULL")
-	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.staff (staff_id INT PRIMARY KEY, store INT NULL)"); err != nil {
-		t.Fatal(err)
+	src, oldDB := sourceAndSink(t, bed, "rgrp", "id INT PRIMARY KEY, till INT NOT NULL, link INT NULL, amount DECIMAL(8,2) NOT NULL")
+	for _, ddl := range tables {
+		if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`."+ddl); err != nil {
+			t.Fatal(err)
+		}
 	}
 	open := func(db string) (*projections.Projection, *sinks.MySQL) {
 		cfg := config.Default()
-		cfg.Source.Tables = []string{src + ".t", src + ".staff"}
+		cfg.Source.Tables = []string{src + ".t"}
+		for _, ddl := range tables {
+			cfg.Source.Tables = append(cfg.Source.Tables, src+"."+strings.Fields(ddl)[0])
+		}
 		cfg.Sinks = map[string]config.Sink{"s": {DSN: config.Secret(bed.MySQL.AdminDSN() + db)}}
-		cfg.Projections = map[string]config.Projection{"tills": {From: src + ".t", Sink: "s",
-			Join:    []config.Join{{From: src + ".staff", On: map[string]string{"staff_id": "staff"}, Columns: map[string]string{"store": "store"}}},
+		cfg.Projections = map[string]config.Projection{"tills": {From: src + ".t", Sink: "s", Join: joins(src),
 			GroupBy: []string{"till", "store"}, ShardBy: "till",
 			Aggregates: map[string]string{"n": "count(*)", "total": "sum(amount)", "amounts": "count(distinct amount)"}}}
 		p, sink := openProjection(t, bed, cfg)
@@ -71,28 +117,25 @@ func TestRebuildAggregateRegroupsCopiedContributions(t *testing.T) {
 		t.Fatalf("tills in 80-c0: %v: the range case needs some in and some out", inLow)
 	}
 
-	staff := func(id, store int, v uint64) projections.ParentWrite {
-		return projections.ParentWrite{Join: 0, Key: fmt.Sprint(id), KeyValues: projections.ValuesOf(id), Values: projections.ValuesOf(store), Version: v}
-	}
-	// Payments 1–12 by staff 5 (store 10, later 20), 13–16 by staff 6
-	// (store 30 throughout), over every till; amounts repeat so the
-	// distinct counts differ from the row counts.
-	type payment struct{ id, till, staff, cents int }
+	// Payments 1–12 linked to parent 5 (store 10, later 20), 13–16 to
+	// parent 6 (store 30 throughout), over every till; amounts repeat so
+	// the distinct counts differ from the row counts.
+	type payment struct{ id, till, link, cents int }
 	var pays []payment
-	first := &projections.Batch{Parents: []projections.ParentWrite{staff(5, 10, 1), staff(6, 30, 2)}}
+	first := &projections.Batch{Parents: before}
 	for id := 1; id <= 16; id++ {
-		py := payment{id: id, till: 1 + id%tills, staff: 5, cents: 100 * (1 + id%4)}
+		py := payment{id: id, till: 1 + id%tills, link: 5, cents: 100 * (1 + id%4)}
 		if id > 12 {
-			py.staff = 6
+			py.link = 6
 		}
 		pays = append(pays, py)
-		first.Contributions = append(first.Contributions, paymentContribution(t, p, py.id, py.till, py.staff, py.cents, uint64(10+id)))
+		first.Contributions = append(first.Contributions, paymentContribution(t, p, py.id, py.till, py.link, py.cents, uint64(10+id)))
 	}
 	if err := old.Apply(ctx, p, first); err != nil {
 		t.Fatal(err)
 	}
 	// The copy of the contributions (ContributionsCopy, as the reshard
-	// reads and writes it), before staff 5 moves.
+	// reads and writes it), before parent 5 moves.
 	copyToNew := func(sc sinks.StateCopy) {
 		t.Helper()
 		var after []any
@@ -113,20 +156,22 @@ func TestRebuildAggregateRegroupsCopiedContributions(t *testing.T) {
 		}
 	}
 	copyToNew(sinks.ContributionsCopy(p))
-	if err := old.Apply(ctx, p, &projections.Batch{Parents: []projections.ParentWrite{staff(5, 20, 100)}}); err != nil {
+	if err := old.Apply(ctx, p, &projections.Batch{Parents: move}); err != nil {
 		t.Fatal(err)
 	}
-	// The join state, copied after the move (as the reshard's copyState
-	// does, keyed by the parent's columns and guarded by _rs_version).
-	j := p.Joins[0]
-	var key []string
-	for _, on := range j.On {
-		key = append(key, "k_"+on.Parent)
+	// Every join's state, copied after the move (as the reshard's
+	// copyState does, keyed by the parent's columns and guarded by
+	// _rs_version).
+	for _, j := range p.Joins {
+		var key []string
+		for _, on := range j.On {
+			key = append(key, "k_"+on.Parent)
+		}
+		copyToNew(sinks.StateCopy{Scan: sinks.TableScan{Table: j.StateTable(p), Key: key}, Version: "_rs_version"})
 	}
-	copyToNew(sinks.StateCopy{Scan: sinks.TableScan{Table: j.StateTable(p), Key: key}, Version: "_rs_version"})
 	ct := "`" + p.ContributionsTable() + "`"
 	for i, db := range newDBs {
-		// What the copies left: staff 5's contributions still at store 10.
+		// What the copies left: parent 5's contributions still at store 10.
 		var n int
 		if err := news[i].DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+db+"`."+ct+" WHERE g_store = 10").Scan(&n); err != nil || n != 12 {
 			t.Fatalf("%s: %d contributions copied at store 10 (%v), want 12: the copies are not the ones this test means", db, n, err)
@@ -143,7 +188,7 @@ func TestRebuildAggregateRegroupsCopiedContributions(t *testing.T) {
 		groups := map[[2]int]*agg{}
 		for _, py := range pays {
 			store := 20
-			if py.staff == 6 {
+			if py.link == 6 {
 				store = 30
 			}
 			if !keep(py.till) {
@@ -171,7 +216,7 @@ func TestRebuildAggregateRegroupsCopiedContributions(t *testing.T) {
 	all := func(int) bool { return true }
 	const visible = "SELECT till, store, n, total, amounts FROM tills ORDER BY till, store"
 	if got := testbed.RowsText(t, old.DB(), visible); got != want(all) {
-		t.Fatalf("the OLD shard after staff 5 moved: %s", testbed.FirstDifference(got, want(all)))
+		t.Fatalf("the OLD shard after parent 5 moved: %s", testbed.FirstDifference(got, want(all)))
 	}
 	// Every column but the versions (a rebuilt group row has its members'
 	// newest, an incremental one also that of the move) and a reference
@@ -251,16 +296,18 @@ func TestRebuildAggregateRegroupsCopiedContributions(t *testing.T) {
 	}
 }
 
-// paymentContribution is payment id's contribution to p (till, its staff
-// member's store, count(*), sum and count(distinct) of amount) as the
-// projector makes it: the joined store NULL, for the sink to take from the
-// join state through the link to the staff member.
-func paymentContribution(t *testing.T, p *projections.Projection, id, till, staff, cents int, v uint64) projections.Contribution {
+// paymentContribution is payment id's contribution to p (till, its
+// store, count(*), sum and count(distinct) of amount) as the projector
+// makes it: the joined store NULL, for the sink to take from the join
+// state, and parent link as the first join's (the joins via another carry
+// none: the sink follows the first's state).
+func paymentContribution(t *testing.T, p *projections.Projection, id, till, link, cents int, v uint64) projections.Contribution {
 	t.Helper()
 	amount := fmt.Sprintf("%d.%02d", cents/100, cents%100)
 	c := projections.Contribution{SourceKey: fmt.Sprintf(`{"id":%d}`, id), Version: v,
 		KeyspaceID: keyspace.ID([]byte(strconv.Itoa(till))),
-		Parents:    []projections.ParentRef{{Key: fmt.Sprint(staff), Values: projections.ValuesOf(staff)}}}
+		Parents:    make([]projections.ParentRef, len(p.Joins))}
+	c.Parents[0] = projections.ParentRef{Key: fmt.Sprint(link), Values: projections.ValuesOf(link)}
 	for _, k := range p.Key {
 		switch k {
 		case "till":
