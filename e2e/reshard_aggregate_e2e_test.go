@@ -72,17 +72,7 @@ func reshardAggregateExpected(src string, dbs []string) []struct{ name, want, go
 func TestReshardAggregateKill9(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	src, err := bed.MySQL.CreateDatabase(ctx, "rsagg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stmts []string
-	for _, s := range rentalSchema {
-		stmts = append(stmts, fmt.Sprintf(s, src))
-	}
-	if err := bed.MySQL.Exec(ctx, stmts...); err != nil {
-		t.Fatal(err)
-	}
+	src := sourceWithSchema(t, bed, "rsagg", rentalSchema)
 	// a0, a1: reads (-80, 80-); b0, b1, b2: reads3, databases new to the
 	// projections (a server is an address and a database).
 	r := newShardedRun(t, bed, "rsagg", "a0", "a1", "b0", "b1", "b2")
@@ -101,7 +91,7 @@ func TestReshardAggregateKill9(t *testing.T) {
 	// Quiet payments (the workload changes ids up to 600): only a copy of
 	// their contributions brings them to the new shards, and their
 	// inventory items there only a rebuild of the distinct values.
-	stmts = stmts[:0]
+	var stmts []string
 	for i := range 120 {
 		stmts = append(stmts, fmt.Sprintf("INSERT INTO `%s`.payment VALUES (%d, %d, %d, %d.25, '2024-0%d-15 10:00:00')", src, 1001+i, 1+i%8, 101+i%40, 1+i%7, 1+i%6))
 	}

@@ -136,17 +136,7 @@ func crewWorkload(ctx context.Context, bed *testbed.Bed, src string, rng *rand.R
 func TestReshardChildrenKill9(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	src, err := bed.MySQL.CreateDatabase(ctx, "rschild")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stmts []string
-	for _, s := range reshardChildrenSchema {
-		stmts = append(stmts, fmt.Sprintf(s, src))
-	}
-	if err := bed.MySQL.Exec(ctx, stmts...); err != nil {
-		t.Fatal(err)
-	}
+	src := sourceWithSchema(t, bed, "rschild", reshardChildrenSchema)
 	// a0, a1: reads (-80, 80-); reads3 keeps -40 on a0 and 40-c0 on a1
 	// (40-80 moves there) and puts c0- on b2, a server of its own (a
 	// server is an address and a database).
@@ -162,7 +152,7 @@ func TestReshardChildrenKill9(t *testing.T) {
 	// Films 1–40 are quiet (the workload changes films 101–220, crew rows
 	// up to 500, tags up to 400 and actors 1–15): three crew rows of actor
 	// 99 and two tags each; the copy reads them first (key order).
-	stmts = stmts[:0]
+	var stmts []string
 	for f := 1; f <= 220; f++ {
 		if f <= 41 || f > 100 {
 			stmts = append(stmts, fmt.Sprintf("INSERT INTO `%s`.film VALUES (%d, %d)", src, f, f%16))

@@ -59,3 +59,21 @@ func (r *shardedRun) start(t *testing.T, bed *testbed.Bed, tables []string, sink
 	r.d = startDaemon(t, r.logPath, "run", "-c", r.cfgPath)
 	waitForCheckpoint(t, bed, topicPrefixOf(t, r.head))
 }
+
+// sourceWithSchema creates a source database named after name and runs
+// schema there (each statement formatted with the database's name).
+func sourceWithSchema(t *testing.T, bed *testbed.Bed, name string, schema []string) string {
+	t.Helper()
+	src, err := bed.MySQL.CreateDatabase(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stmts []string
+	for _, s := range schema {
+		stmts = append(stmts, fmt.Sprintf(s, src))
+	}
+	if err := bed.MySQL.Exec(t.Context(), stmts...); err != nil {
+		t.Fatal(err)
+	}
+	return src
+}

@@ -312,19 +312,26 @@ func (r *Reshard) rebuildCopiedGroups(ctx context.Context) error {
 	if r.p.Aggregation == nil {
 		return nil
 	}
-	done := map[int]bool{}
-	for _, pc := range r.pieces {
-		if done[pc.To] {
-			continue
-		}
-		done[pc.To] = true
-		dst := r.o.New.Shards[pc.To]
+	for _, to := range r.piecesTo() {
+		dst := r.o.New.Shards[to]
 		if err := dst.RebuildAggregate(ctx, r.p, &dst.Range); err != nil {
 			return fmt.Errorf("shard %s of sink %s: %w", dst.Range.Text, r.o.New.Name, err)
 		}
 	}
 	r.o.Log.Info("reshard: rebuilt the groups from the copied contributions", "projection", r.p.Name)
 	return nil
+}
+
+// piecesTo is each NEW shard that receives pieces, once, in the order of
+// its first piece.
+func (r *Reshard) piecesTo() []int {
+	var to []int
+	for _, pc := range r.pieces {
+		if !slices.Contains(to, pc.To) {
+			to = append(to, pc.To)
+		}
+	}
+	return to
 }
 
 // newOnly reports whether NEW shard to is on a server no OLD shard uses.
@@ -441,20 +448,15 @@ func (r *Reshard) refreshCopiedChildren(ctx context.Context) error {
 	if len(r.p.Children) == 0 {
 		return nil
 	}
-	done := map[int]bool{}
-	for _, pc := range r.pieces {
-		if done[pc.To] {
-			continue
-		}
-		done[pc.To] = true
+	for _, to := range r.piecesTo() {
 		var mine []Piece
 		for _, o := range r.pieces {
-			if o.To == pc.To {
+			if o.To == to {
 				mine = append(mine, o)
 			}
 		}
-		if err := r.refreshShardChildren(ctx, r.o.New.Shards[pc.To], mine); err != nil {
-			return fmt.Errorf("refreshing the children arrays of %s on shard %s of sink %s: %w", r.p.Table, r.o.New.Shards[pc.To].Range.Text, r.o.New.Name, err)
+		if err := r.refreshShardChildren(ctx, r.o.New.Shards[to], mine); err != nil {
+			return fmt.Errorf("refreshing the children arrays of %s on shard %s of sink %s: %w", r.p.Table, r.o.New.Shards[to].Range.Text, r.o.New.Name, err)
 		}
 	}
 	return nil
