@@ -199,7 +199,9 @@ func scanSnapshot(ctx context.Context, conn *sql.Conn, db, table, cols string, s
 func readLedger(ctx context.Context, conn *sql.Conn, db string) (ledgerSnapshot, error) {
 	s := ledgerSnapshot{accounts: map[int64]int64{}, orders: map[int64]ledgerOrder{}, lines: map[int64]ledgerLine{},
 		nested: map[int64]ledgerNested{}, sums: map[int64]ledgerSum{}, joined: map[int64]ledgerJoined{}}
-	q := func(table, cols string, scan func(*sql.Rows) error) error { return scanSnapshot(ctx, conn, db, table, cols, scan) }
+	q := func(table, cols string, scan func(*sql.Rows) error) error {
+		return scanSnapshot(ctx, conn, db, table, cols, scan)
+	}
 	err := q("acct", "id, balance", func(r *sql.Rows) error {
 		var id, b int64
 		err := r.Scan(&id, &b)
