@@ -387,8 +387,12 @@ func (w *formsWriter) swap(table, key string, cols []string, n int) step {
 			}
 			vals[k] = v
 		}
-		if err := rows.Close(); err != nil {
+		// A deadlock may end the rows early: rows.Err, not Close, says so.
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return err
+		}
+		if len(vals) != 2 {
+			return fmt.Errorf("swapping %s rows %d and %d: found %d of them", table, a, b, len(vals))
 		}
 		for _, pair := range [][2]int{{a, b}, {b, a}} {
 			q := "UPDATE " + w.t(table) + " SET " + strings.Join(cols, " = ?, ") + " = ? WHERE " + key + " = ?"
