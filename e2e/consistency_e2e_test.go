@@ -425,14 +425,24 @@ type ledgerStmt struct {
 // writers, each pausing between its transactions, and returns how many
 // committed.
 func ledgerWorkload(ctx context.Context, db *sql.DB, src string, seed uint64, writers, txns int, pause time.Duration) (int, error) {
+	return runWriters(ctx, writers, txns, pause, func(w int) func(context.Context) error {
+		lw := &ledgerWriter{db: db, src: src, rng: rand.New(rand.NewPCG(seed, uint64(100+w))), me: int64(w), of: int64(writers), orders: map[int64]*modelOrder{}}
+		return lw.txn
+	})
+}
+
+// runWriters runs writers concurrent writers, writer(w) committing one
+// source transaction per call, txns in all, each writer pausing after
+// each of its transactions; it returns how many committed.
+func runWriters(ctx context.Context, writers, txns int, pause time.Duration, writer func(w int) func(context.Context) error) (int, error) {
 	var mu sync.Mutex
 	done := 0
 	g, gctx := errgroup.WithContext(ctx)
 	for w := range writers {
-		lw := &ledgerWriter{db: db, src: src, rng: rand.New(rand.NewPCG(seed, uint64(100+w))), me: int64(w), of: int64(writers), orders: map[int64]*modelOrder{}}
+		txn := writer(w)
 		g.Go(func() error {
 			for i := 0; i < txns/writers && gctx.Err() == nil; i++ {
-				if err := lw.txn(gctx); err != nil {
+				if err := txn(gctx); err != nil {
 					return err
 				}
 				mu.Lock()
@@ -448,6 +458,20 @@ func ledgerWorkload(ctx context.Context, db *sql.DB, src string, seed uint64, wr
 		err = nil
 	}
 	return done, err
+}
+
+// commitRetrying runs commit, a whole source transaction, again after a
+// deadlock or a lock wait timeout (the transaction rolled back whole), up
+// to 10 times.
+func commitRetrying(commit func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := commit()
+		var me *mysql.MySQLError
+		if err != nil && errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205) && attempt < 10 {
+			continue
+		}
+		return err
+	}
 }
 
 func (w *ledgerWriter) orderID() int64 { w.nextOrder++; return w.nextOrder*w.of + w.me }
@@ -603,20 +627,13 @@ func (w *ledgerWriter) txn(ctx context.Context) error {
 		m.customer = 1 + int64(w.rng.IntN(20))
 		add("UPDATE "+o+" SET customer_id = ? WHERE id = ?", m.customer, id)
 	}
-	for attempt := 0; ; attempt++ {
-		err := w.exec(ctx, stmts)
-		var me *mysql.MySQLError
-		if err != nil && errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205) && attempt < 10 {
-			continue // deadlock or lock wait: the transaction rolled back whole
-		}
-		if err != nil {
-			return err
-		}
-		for _, f := range after {
-			f()
-		}
-		return nil
+	if err := commitRetrying(func() error { return w.exec(ctx, stmts) }); err != nil {
+		return err
 	}
+	for _, f := range after {
+		f()
+	}
+	return nil
 }
 
 func (w *ledgerWriter) exec(ctx context.Context, stmts []ledgerStmt) error {

@@ -8,12 +8,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/readside/readside/e2e/testbed"
 )
@@ -208,13 +204,12 @@ func TestConsistencyFormsTransactionKill9(t *testing.T) {
 }
 
 // formsWriter is one writer of the rental workload. It owns the
-// payments whose ids are its own (id % 2), so it knows which exist;
+// payments whose ids have its parity, so it knows which exist;
 // stores, staff, actors and casts are shared and only swapped or toggled.
 type formsWriter struct {
 	db       *sql.DB
 	src      string
 	rng      *rand.Rand
-	me       int64
 	next     int64
 	payments []int64 // sorted
 }
@@ -222,34 +217,15 @@ type formsWriter struct {
 // formsWorkload runs txns source transactions over two writers, each
 // pausing after each of its transactions, and returns how many committed.
 func formsWorkload(ctx context.Context, db *sql.DB, src string, seed uint64, txns int, pause time.Duration) (int, error) {
-	var mu sync.Mutex
-	done := 0
-	g, gctx := errgroup.WithContext(ctx)
-	for w := range int64(2) {
-		fw := &formsWriter{db: db, src: src, rng: rand.New(rand.NewPCG(seed, uint64(200+w))), me: w, next: 10_000 + w}
+	return runWriters(ctx, 2, txns, pause, func(w int) func(context.Context) error {
+		fw := &formsWriter{db: db, src: src, rng: rand.New(rand.NewPCG(seed, uint64(200+w))), next: 10_000 + int64(w)}
 		for id := int64(1); id <= formsOpenPays; id++ {
-			if id%2 == w {
+			if id%2 == int64(w) {
 				fw.payments = append(fw.payments, id)
 			}
 		}
-		g.Go(func() error {
-			for i := 0; i < txns/2 && gctx.Err() == nil; i++ {
-				if err := fw.txn(gctx); err != nil {
-					return err
-				}
-				mu.Lock()
-				done++
-				mu.Unlock()
-				time.Sleep(pause)
-			}
-			return nil
-		})
-	}
-	err := g.Wait()
-	if ctx.Err() != nil {
-		err = nil
-	}
-	return done, err
+		return fw.txn
+	})
 }
 
 // txn commits one source transaction of a few changes, most of them a
@@ -284,20 +260,13 @@ func (w *formsWriter) txn(ctx context.Context) error {
 		steps = append(steps, w.swapStaff(), w.swapActors(), w.newPayment(&after), w.toggleRole())
 	}
 	w.rng.Shuffle(len(steps), func(i, j int) { steps[i], steps[j] = steps[j], steps[i] })
-	for attempt := 0; ; attempt++ {
-		err := w.exec(ctx, steps)
-		var me *mysql.MySQLError
-		if err != nil && errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205) && attempt < 10 {
-			continue // deadlock or lock wait: the transaction rolled back whole
-		}
-		if err != nil {
-			return err
-		}
-		for _, f := range after {
-			f()
-		}
-		return nil
+	if err := commitRetrying(func() error { return w.exec(ctx, steps) }); err != nil {
+		return err
 	}
+	for _, f := range after {
+		f()
+	}
+	return nil
 }
 
 func (w *formsWriter) exec(ctx context.Context, steps []step) error {
