@@ -1,15 +1,17 @@
 package e2e
 
 // The consistency checker of issue 42: a reader reads every read table of
-// the ledger shop (consistencyProjections) in one REPEATABLE READ
-// transaction and checks the invariants every source transaction keeps at
-// commit. A state that breaks one is a state the source never had.
+// a shop's sink (the ledger shop's consistencyProjections, the rental
+// shop's formsProjections) in one REPEATABLE READ transaction and checks
+// the invariants every source transaction keeps at commit. A state that
+// breaks one is a state the source never had.
 
 import (
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -48,9 +50,6 @@ type ledgerSnapshot struct {
 	nested   map[int64]ledgerNested
 	sums     map[int64]ledgerSum // order_id → sum(amount), count(*)
 	joined   map[int64]ledgerJoined
-	// frontier: the applied cut's checkpoint offset and source
-	// transactions (read on a transactional sink only).
-	frontier [2]int64
 }
 
 // violations lists each invariant the snapshot breaks, at most a few
@@ -58,13 +57,8 @@ type ledgerSnapshot struct {
 // and balance are the number of accounts and the sum of their balances,
 // constant at every source commit.
 func (s ledgerSnapshot) violations(accounts int, balance int64) []string {
-	var out []string
-	seen := map[string]int{}
-	bad := func(kind, format string, args ...any) {
-		if seen[kind]++; seen[kind] <= 3 {
-			out = append(out, kind+": "+fmt.Sprintf(format, args...))
-		}
-	}
+	var v violationList
+	bad := v.add
 	var sum int64
 	for _, b := range s.accounts {
 		sum += b
@@ -138,8 +132,30 @@ func (s ledgerSnapshot) violations(accounts int, balance int64) []string {
 			bad("aggregate", "aggregate row of order %d, which the orders copy lacks (sum %d over %d)", id, s.sums[id].sum, s.sums[id].n)
 		}
 	}
-	for kind, n := range seen {
-		if n > 3 {
+	return v.list()
+}
+
+// violationList collects a snapshot's violations, at most a few samples
+// per kind, each prefixed by its kind ("kind: sample").
+type violationList struct {
+	out  []string
+	seen map[string]int
+}
+
+func (v *violationList) add(kind, format string, args ...any) {
+	if v.seen == nil {
+		v.seen = map[string]int{}
+	}
+	if v.seen[kind]++; v.seen[kind] <= 3 {
+		v.out = append(v.out, kind+": "+fmt.Sprintf(format, args...))
+	}
+}
+
+// list is the samples and, per kind with more, how many more.
+func (v *violationList) list() []string {
+	out := v.out
+	for _, kind := range slices.Sorted(maps.Keys(v.seen)) {
+		if n := v.seen[kind]; n > 3 {
 			out = append(out, fmt.Sprintf("%s: %d more", kind, n-3))
 		}
 	}
@@ -162,28 +178,29 @@ func sortedKeys[V any](m map[int64]V) []int64 {
 	return keys
 }
 
-// readLedger reads every read table of the ledger shop in database db in
-// one transaction with a consistent snapshot.
-// With frontier, it also reads the sink's _readside_frontier row.
-func readLedger(ctx context.Context, conn *sql.Conn, db string, frontier bool) (ledgerSnapshot, error) {
-	s := ledgerSnapshot{accounts: map[int64]int64{}, orders: map[int64]ledgerOrder{}, lines: map[int64]ledgerLine{},
-		nested: map[int64]ledgerNested{}, sums: map[int64]ledgerSum{}, joined: map[int64]ledgerJoined{}}
-	if _, err := conn.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
-		return s, err
+// scanSnapshot scans every row of read table db.table (its columns cols) on
+// conn, in the reader's open snapshot.
+func scanSnapshot(ctx context.Context, conn *sql.Conn, db, table, cols string, scan func(*sql.Rows) error) error {
+	rows, err := conn.QueryContext(ctx, "SELECT "+cols+" FROM `"+db+"`.`"+table+"`")
+	if err != nil {
+		return fmt.Errorf("reading %s.%s: %w", db, table, err)
 	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK") //nolint:errcheck // a read-only transaction
-	q := func(table, cols string, scan func(*sql.Rows) error) error {
-		rows, err := conn.QueryContext(ctx, "SELECT "+cols+" FROM `"+db+"`.`"+table+"`")
-		if err != nil {
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
 			return fmt.Errorf("reading %s.%s: %w", db, table, err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := scan(rows); err != nil {
-				return fmt.Errorf("reading %s.%s: %w", db, table, err)
-			}
-		}
-		return rows.Err()
+	}
+	return rows.Err()
+}
+
+// readLedger reads every read table of the ledger shop in database db,
+// in the snapshot open on conn.
+func readLedger(ctx context.Context, conn *sql.Conn, db string) (ledgerSnapshot, error) {
+	s := ledgerSnapshot{accounts: map[int64]int64{}, orders: map[int64]ledgerOrder{}, lines: map[int64]ledgerLine{},
+		nested: map[int64]ledgerNested{}, sums: map[int64]ledgerSum{}, joined: map[int64]ledgerJoined{}}
+	q := func(table, cols string, scan func(*sql.Rows) error) error {
+		return scanSnapshot(ctx, conn, db, table, cols, scan)
 	}
 	err := q("acct", "id, balance", func(r *sql.Rows) error {
 		var id, b int64
@@ -249,20 +266,30 @@ func readLedger(ctx context.Context, conn *sql.Conn, db string, frontier bool) (
 			return err
 		})
 	}
-	if err == nil && frontier {
-		err = conn.QueryRowContext(ctx, "SELECT checkpoint_offset, transactions FROM `"+db+"`.`_readside_frontier` WHERE sink = 'reads'").Scan(&s.frontier[0], &s.frontier[1])
-		if err != nil {
-			err = fmt.Errorf("reading %s._readside_frontier: %w", db, err)
-		}
-	}
 	return s, err
 }
 
-// ledgerChecker counts the snapshots its readers took and those that
-// broke an invariant, and keeps the first few violations.
-type ledgerChecker struct {
-	accounts int
-	balance  int64
+// checkLedger is the ledger shop's snapshot check: accounts and balance
+// are the number of accounts and the sum of their balances.
+func checkLedger(accounts int, balance int64) func(context.Context, *sql.Conn, string) ([]string, error) {
+	return func(ctx context.Context, conn *sql.Conn, db string) ([]string, error) {
+		s, err := readLedger(ctx, conn, db)
+		if err != nil {
+			return nil, err
+		}
+		return s.violations(accounts, balance), nil
+	}
+}
+
+// snapshotCheck reads every read table of a shop in database db in the
+// snapshot open on conn and returns the invariants the snapshot breaks,
+// each "kind: sample".
+type snapshotCheck func(ctx context.Context, conn *sql.Conn, db string) ([]string, error)
+
+// consistencyChecker counts the snapshots its readers took and those
+// that broke an invariant, and keeps the first few violations.
+type consistencyChecker struct {
+	check    snapshotCheck
 	frontier bool // a transactional sink: its frontier only moves forward
 
 	mu        sync.Mutex
@@ -275,7 +302,7 @@ type ledgerChecker struct {
 
 // read loops until ctx ends, each time reading database db of the sink
 // in one transaction and checking it; it returns the first read error.
-func (c *ledgerChecker) read(ctx context.Context, sink *sql.DB, db string) error {
+func (c *consistencyChecker) read(ctx context.Context, sink *sql.DB, db string) error {
 	conn, err := sink.Conn(ctx)
 	if err != nil {
 		return err
@@ -286,19 +313,18 @@ func (c *ledgerChecker) read(ctx context.Context, sink *sql.DB, db string) error
 	}
 	var last [2]int64
 	for ctx.Err() == nil {
-		s, err := readLedger(ctx, conn, db, c.frontier)
+		vs, frontier, err := c.snapshot(ctx, conn, db)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		vs := s.violations(c.accounts, c.balance)
-		if s.frontier[0] < last[0] || s.frontier[1] < last[1] {
-			vs = append(vs, fmt.Sprintf("frontier: moved back from offset %d, %d transactions to %d, %d", last[0], last[1], s.frontier[0], s.frontier[1]))
+		if frontier[0] < last[0] || frontier[1] < last[1] {
+			vs = append(vs, fmt.Sprintf("frontier: moved back from offset %d, %d transactions to %d, %d", last[0], last[1], frontier[0], frontier[1]))
 		}
-		last = s.frontier
-		c.record(db, s.frontier, vs)
+		last = frontier
+		c.record(db, frontier, vs)
 		// A breath between snapshots: the readers share two cores with
 		// the daemon, the source and the broker.
 		select {
@@ -309,7 +335,28 @@ func (c *ledgerChecker) read(ctx context.Context, sink *sql.DB, db string) error
 	return nil
 }
 
-func (c *ledgerChecker) record(db string, frontier [2]int64, vs []string) {
+// snapshot checks database db in one transaction with a consistent
+// snapshot; on a transactional sink it also reads, in it, the applied
+// cut's checkpoint offset and source transactions from
+// _readside_frontier.
+func (c *consistencyChecker) snapshot(ctx context.Context, conn *sql.Conn, db string) (vs []string, frontier [2]int64, err error) {
+	if _, err := conn.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); err != nil {
+		return nil, frontier, err
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK") //nolint:errcheck // a read-only transaction
+	if vs, err = c.check(ctx, conn, db); err != nil {
+		return nil, frontier, err
+	}
+	if c.frontier {
+		err = conn.QueryRowContext(ctx, "SELECT checkpoint_offset, transactions FROM `"+db+"`.`_readside_frontier` WHERE sink = 'reads'").Scan(&frontier[0], &frontier[1])
+		if err != nil {
+			err = fmt.Errorf("reading %s._readside_frontier: %w", db, err)
+		}
+	}
+	return vs, frontier, err
+}
+
+func (c *consistencyChecker) record(db string, frontier [2]int64, vs []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byKind == nil {
@@ -341,7 +388,7 @@ func (c *ledgerChecker) record(db string, frontier [2]int64, vs []string) {
 }
 
 // report is the checker's counts, by kind, and its samples.
-func (c *ledgerChecker) report() (snapshots, torn int, text string) {
+func (c *consistencyChecker) report() (snapshots, torn int, text string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var b strings.Builder

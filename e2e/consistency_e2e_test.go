@@ -118,7 +118,7 @@ const (
 // transaction while the ledger workload runs must see states the source
 // never had. A checker that sees none here could not see them anywhere.
 func TestConsistencyRowModeTears(t *testing.T) {
-	r := runLedger(t, ledgerRun{name: "consrow", consistency: "row", txns: 1500})
+	r := runConsistency(t, ledgerShop(), consistencyRun{name: "consrow", consistency: "row", txns: 1500})
 	if r.torn == 0 {
 		t.Errorf("row mode: no torn state in %d snapshots; the checker cannot see what it is meant to", r.snapshots)
 	}
@@ -131,7 +131,7 @@ func TestConsistencyRowModeTears(t *testing.T) {
 // `readside run` is SIGKILLed and restarted — and the read tables converge
 // to the source with `readside verify` EQUAL.
 func TestConsistencyTransactionKill9(t *testing.T) {
-	r := runLedger(t, ledgerRun{name: "constx", consistency: "transaction", kills: 3})
+	r := runConsistency(t, ledgerShop(), consistencyRun{name: "constx", consistency: "transaction", kills: 3})
 	if r.torn != 0 {
 		t.Errorf("transaction mode: %d of %d snapshots held a state the source never had:\n%s", r.torn, r.snapshots, r.text)
 	}
@@ -143,7 +143,7 @@ func TestConsistencyTransactionKill9(t *testing.T) {
 // shard and the accounts whole on each. Readers of each shard never see a
 // state the source never had, under SIGKILLs; the shards converge.
 func TestConsistencyShardedKill9(t *testing.T) {
-	r := runLedger(t, ledgerRun{name: "conssh", consistency: "transaction", kills: 3, shards: 2})
+	r := runConsistency(t, ledgerShop(), consistencyRun{name: "conssh", consistency: "transaction", kills: 3, shards: 2})
 	if r.torn != 0 {
 		t.Errorf("transaction mode, two shards: %d of %d snapshots held a state the source never had:\n%s", r.torn, r.snapshots, r.text)
 	}
@@ -157,39 +157,87 @@ func TestConsistencyShardedKill9(t *testing.T) {
 // waits for its orphans), so readers still never see a state the source
 // never had, and the read tables converge.
 func TestConsistencyEmbeddedBrokerKill9(t *testing.T) {
-	r := runLedger(t, ledgerRun{name: "consemb", consistency: "transaction", kills: 3, embedded: true, txns: 1500})
+	r := runConsistency(t, ledgerShop(), consistencyRun{name: "consemb", consistency: "transaction", kills: 3, embedded: true, txns: 1500})
 	if r.torn != 0 {
 		t.Errorf("transaction mode, embedded broker: %d of %d snapshots held a state the source never had:\n%s", r.torn, r.snapshots, r.text)
 	}
 }
 
-// ledgerRun is one run of the ledger shop: its databases' name, the
-// sink's consistency, the SIGKILLs of readside at least, the sink's
-// shards (0: one server), the source transactions, and whether readside
-// runs its embedded broker (killed with it) instead of the test bed's.
-type ledgerRun struct {
+// consistencyShop is what runConsistency needs of a shop: a source
+// schema, the projections of one sink over it, a workload whose every
+// source transaction keeps invariants at commit, and the check of those
+// invariants over one snapshot of the sink's read tables.
+type consistencyShop struct {
+	tables []string // the source tables, unqualified
+	// create creates the source's tables in database src, and the rows
+	// the initial snapshot loads.
+	create func(t *testing.T, bed *testbed.Bed, src string)
+	// projections are the sink's, YAML under projections: with %[1]s the
+	// source database.
+	projections string
+	// expectations are the read tables (named as their projections) as
+	// SQL on the source computes them for a sink of one server. The first
+	// ready of them are awaited before the readers start (the guarantee
+	// starts after the initial load); the first replicated are whole on
+	// every shard of a sharded sink.
+	expectations      func(src, sink string) []struct{ name, want, got string }
+	ready, replicated int
+	// workload commits about txns source transactions by two seeded
+	// writers, each pausing after each of its transactions, and returns
+	// how many committed.
+	workload func(ctx context.Context, db *sql.DB, src string, seed uint64, txns int, pause time.Duration) (int, error)
+	check    snapshotCheck
+	// defaultTxns: the run's transactions when neither the run nor
+	// E2E_CONSISTENCY_TXNS names them.
+	defaultTxns int
+	// surfaces, when set, checks after the workload what an operator sees
+	// of a transactional sink (checkFrontierSurfaces).
+	surfaces func(t *testing.T, bed *testbed.Bed, cfgPath, httpAddr, src string, shards []string)
+}
+
+// ledgerShop is the ledger: accounts, orders and their lines.
+func ledgerShop() consistencyShop {
+	return consistencyShop{
+		tables: []string{"accounts", "orders", "order_lines"}, create: createLedger, projections: consistencyProjections,
+		expectations: ledgerExpectations, ready: 1, replicated: 1,
+		workload: func(ctx context.Context, db *sql.DB, src string, seed uint64, txns int, pause time.Duration) (int, error) {
+			return ledgerWorkload(ctx, db, src, seed, 2, txns, pause)
+		},
+		check: checkLedger(ledgerAccounts, ledgerAccounts*ledgerOpening), defaultTxns: 3000, surfaces: checkFrontierSurfaces,
+	}
+}
+
+// consistencyRun is one run of a shop: its databases' name, the sink's
+// consistency, the SIGKILLs of readside at least, the sink's shards (0:
+// one server), the source transactions, and whether readside runs its
+// embedded broker (killed with it) instead of the test bed's.
+type consistencyRun struct {
 	name, consistency   string
-	kills, shards, txns int // txns 0: E2E_CONSISTENCY_TXNS, default 3,000
+	kills, shards, txns int // txns 0: E2E_CONSISTENCY_TXNS, default the shop's
 	embedded            bool
 }
 
-type ledgerResult struct {
+type consistencyResult struct {
 	snapshots, torn int
 	text            string
 }
 
-// runLedger runs the ledger shop into one sink under readers, SIGKILLing
-// readside at least r.kills times while the workload runs, waits for the
-// read tables to equal the source and for verify to say EQUAL, and
-// returns what the readers saw.
-func runLedger(t *testing.T, r ledgerRun) ledgerResult {
+// runConsistency runs shop's workload into one sink under readers,
+// SIGKILLing readside at least r.kills times while the workload runs,
+// waits for the read tables to equal the source and for verify to say
+// EQUAL, and returns what the readers saw.
+func runConsistency(t *testing.T, shop consistencyShop, r consistencyRun) consistencyResult {
 	began := time.Now()
 	bed := testbed.Get(t)
 	ctx := t.Context()
 	src, sink := sourceAndSinkDBs(t, bed, r.name)
-	createLedger(t, bed, src)
+	shop.create(t, bed, src)
 	dir := t.TempDir()
-	head := bedConfigHead(bed, []string{src + ".accounts", src + ".orders", src + ".order_lines"}, r.name, filepath.Join(dir, "data"), sink)
+	var tables []string
+	for _, tb := range shop.tables {
+		tables = append(tables, src+"."+tb)
+	}
+	head := bedConfigHead(bed, tables, r.name, filepath.Join(dir, "data"), sink)
 	sinkYAML := fmt.Sprintf("    consistency: %s\n    dsn: %q\n", r.consistency, bed.MySQL.AdminDSN()+sink)
 	shards := []string{sink}
 	if r.shards == 2 {
@@ -209,7 +257,7 @@ func runLedger(t *testing.T, r ledgerRun) ledgerResult {
 		brokers = []string{addr}
 	}
 	cfgPath := filepath.Join(dir, "readside.yaml")
-	if err := os.WriteFile(cfgPath, []byte(head+fmt.Sprintf(consistencyProjections, src)), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(head+fmt.Sprintf(shop.projections, src)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "run.log")
@@ -217,21 +265,26 @@ func runLedger(t *testing.T, r ledgerRun) ledgerResult {
 	d := startDaemon(t, logPath, "run", "-c", cfgPath, "--http", httpAddr)
 	testbed.WaitForTailer(t, bed.MySQL, brokers, topicPrefixOf(t, head)+"._readside_checkpoints")
 	utc := utcDB(t, bed)
-	// The opening balances arrive by the initial snapshot; the readers
-	// start once they are all there (the guarantee starts after the load).
+	// The source's opening rows arrive by the initial snapshot; the
+	// readers start once they are all there (the guarantee starts after
+	// the load).
+	var names []string
+	for _, e := range shop.expectations(src, sink) {
+		names = append(names, e.name)
+	}
 	for _, db := range shards {
 		testbed.Eventually(t, 2*time.Minute, func() (bool, string) {
 			var n int
 			err := utc.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?"+
-				" AND TABLE_NAME IN ('acct', 'ord', 'line', 'ord_nested', 'line_sums', 'line_cust')", db).Scan(&n)
-			return err == nil && n == 6, fmt.Sprintf("%d of the 6 read tables in %s (%v); log:\n%s", n, db, err, tail(logPath))
+				" AND TABLE_NAME IN ('"+strings.Join(names, "', '")+"')", db).Scan(&n)
+			return err == nil && n == len(names), fmt.Sprintf("%d of the %d read tables in %s (%v); log:\n%s", n, len(names), db, err, tail(logPath))
 		})
-		waitExpected(t, utc, ledgerExpectations(src, db)[:1], logPath)
+		waitExpected(t, utc, shop.expectations(src, db)[:shop.ready], logPath)
 	}
 
 	t.Logf("read tables ready %s after the start", time.Since(began).Round(time.Millisecond))
 	seed := seedFromEnv(t)
-	checker := &ledgerChecker{accounts: ledgerAccounts, balance: ledgerAccounts * ledgerOpening, frontier: r.consistency == "transaction"}
+	checker := &consistencyChecker{check: shop.check, frontier: r.consistency == "transaction"}
 	rctx, stopReaders := context.WithCancel(ctx)
 	var readers errgroup.Group
 	for range 4 - len(shards) { // 3 readers of one server, 2 of each of two shards
@@ -241,12 +294,12 @@ func runLedger(t *testing.T, r ledgerRun) ledgerResult {
 	}
 	txns := r.txns
 	if txns == 0 {
-		txns = envInt("E2E_CONSISTENCY_TXNS", 3000)
+		txns = envInt("E2E_CONSISTENCY_TXNS", shop.defaultTxns)
 	}
 	werr, wdone := make(chan error, 1), make(chan int, 1)
 	wstart := time.Now()
 	go func() {
-		n, err := ledgerWorkload(ctx, bed.MySQL.DB(), src, seed, 2, txns, time.Duration(envInt("E2E_CONSISTENCY_PAUSE_MS", 12))*time.Millisecond)
+		n, err := shop.workload(ctx, bed.MySQL.DB(), src, seed, txns, time.Duration(envInt("E2E_CONSISTENCY_PAUSE_MS", 12))*time.Millisecond)
 		wdone <- n
 		werr <- err
 	}()
@@ -274,9 +327,9 @@ func runLedger(t *testing.T, r ledgerRun) ledgerResult {
 	t.Logf("%d source transactions in %s by 2 writers, %d SIGKILLs of readside run", <-wdone, time.Since(wstart).Round(time.Millisecond), kills)
 
 	if len(shards) == 1 {
-		waitExpected(t, utc, ledgerExpectations(src, sink), logPath)
+		waitExpected(t, utc, shop.expectations(src, sink), logPath)
 	} else {
-		waitExpected(t, utc, shardedLedgerExpectations(src, shards), logPath)
+		waitExpected(t, utc, shardedExpectations(shop, src, shards), logPath)
 	}
 	t.Logf("converged %s after the workload's end", time.Since(wend).Round(time.Millisecond))
 	stopReaders()
@@ -288,30 +341,36 @@ func runLedger(t *testing.T, r ledgerRun) ledgerResult {
 	if snapshots < 20 {
 		t.Errorf("the readers took %d snapshots, too few to say anything", snapshots)
 	}
-	if r.consistency == "transaction" {
-		checkFrontierSurfaces(t, bed, cfgPath, httpAddr, src, shards)
+	if r.consistency == "transaction" && shop.surfaces != nil {
+		shop.surfaces(t, bed, cfgPath, httpAddr, src, shards)
 	}
-	expectReadside(t, cfgPath, "after the workload", "verify", 0,
-		"acct: EQUAL", "ord: EQUAL", "line: EQUAL", "ord_nested: EQUAL", "line_sums: EQUAL", "line_cust: EQUAL")
+	var equal []string
+	for _, n := range names {
+		equal = append(equal, n+": EQUAL")
+	}
+	expectReadside(t, cfgPath, "after the workload", "verify", 0, equal...)
 	if code := d.stop(30 * time.Second); code != 0 {
 		t.Errorf("exit %d after SIGTERM; log:\n%s", code, tail(logPath))
 	}
 	t.Logf("%s ran %s", t.Name(), time.Since(began).Round(time.Second))
-	return ledgerResult{snapshots, torn, text}
+	return consistencyResult{snapshots, torn, text}
 }
 
-// shardedLedgerExpectations are ledgerExpectations over the union of the
-// shards' databases, and the accounts, a reference table, whole on each.
-func shardedLedgerExpectations(src string, shards []string) []struct{ name, want, got string } {
+// shardedExpectations are shop's expectations over the union of the
+// shards' databases, and its replicated read tables whole on each.
+func shardedExpectations(shop consistencyShop, src string, shards []string) []struct{ name, want, got string } {
 	var out []struct{ name, want, got string }
+	n := shop.replicated
 	for _, db := range shards {
-		out = append(out, ledgerExpectations(src, db)[0])
-		out[len(out)-1].name += " on " + db
+		for _, e := range shop.expectations(src, db)[:n] {
+			e.name += " on " + db
+			out = append(out, e)
+		}
 	}
-	for i, c := range ledgerExpectations(src, shards[0])[1:] {
+	for i, c := range shop.expectations(src, shards[0])[n:] {
 		var parts []string
 		for _, db := range shards {
-			parts = append(parts, strings.TrimSuffix(ledgerExpectations(src, db)[i+1].got, " ORDER BY 1"))
+			parts = append(parts, strings.TrimSuffix(shop.expectations(src, db)[n+i].got, " ORDER BY 1"))
 		}
 		c.got = "SELECT * FROM (" + strings.Join(parts, " UNION ALL ") + ") AS shards ORDER BY 1"
 		out = append(out, c)
@@ -366,14 +425,24 @@ type ledgerStmt struct {
 // writers, each pausing between its transactions, and returns how many
 // committed.
 func ledgerWorkload(ctx context.Context, db *sql.DB, src string, seed uint64, writers, txns int, pause time.Duration) (int, error) {
+	return runWriters(ctx, writers, txns, pause, func(w int) func(context.Context) error {
+		lw := &ledgerWriter{db: db, src: src, rng: rand.New(rand.NewPCG(seed, uint64(100+w))), me: int64(w), of: int64(writers), orders: map[int64]*modelOrder{}}
+		return lw.txn
+	})
+}
+
+// runWriters runs writers concurrent writers, writer(w) committing one
+// source transaction per call, txns in all, each writer pausing after
+// each of its transactions; it returns how many committed.
+func runWriters(ctx context.Context, writers, txns int, pause time.Duration, writer func(w int) func(context.Context) error) (int, error) {
 	var mu sync.Mutex
 	done := 0
 	g, gctx := errgroup.WithContext(ctx)
 	for w := range writers {
-		lw := &ledgerWriter{db: db, src: src, rng: rand.New(rand.NewPCG(seed, uint64(100+w))), me: int64(w), of: int64(writers), orders: map[int64]*modelOrder{}}
+		txn := writer(w)
 		g.Go(func() error {
 			for i := 0; i < txns/writers && gctx.Err() == nil; i++ {
-				if err := lw.txn(gctx); err != nil {
+				if err := txn(gctx); err != nil {
 					return err
 				}
 				mu.Lock()
@@ -389,6 +458,20 @@ func ledgerWorkload(ctx context.Context, db *sql.DB, src string, seed uint64, wr
 		err = nil
 	}
 	return done, err
+}
+
+// commitRetrying runs commit, a whole source transaction, again after a
+// deadlock or a lock wait timeout (the transaction rolled back whole), up
+// to 10 times.
+func commitRetrying(commit func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := commit()
+		var me *mysql.MySQLError
+		if err != nil && errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205) && attempt < 10 {
+			continue
+		}
+		return err
+	}
 }
 
 func (w *ledgerWriter) orderID() int64 { w.nextOrder++; return w.nextOrder*w.of + w.me }
@@ -544,20 +627,13 @@ func (w *ledgerWriter) txn(ctx context.Context) error {
 		m.customer = 1 + int64(w.rng.IntN(20))
 		add("UPDATE "+o+" SET customer_id = ? WHERE id = ?", m.customer, id)
 	}
-	for attempt := 0; ; attempt++ {
-		err := w.exec(ctx, stmts)
-		var me *mysql.MySQLError
-		if err != nil && errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205) && attempt < 10 {
-			continue // deadlock or lock wait: the transaction rolled back whole
-		}
-		if err != nil {
-			return err
-		}
-		for _, f := range after {
-			f()
-		}
-		return nil
+	if err := commitRetrying(func() error { return w.exec(ctx, stmts) }); err != nil {
+		return err
 	}
+	for _, f := range after {
+		f()
+	}
+	return nil
 }
 
 func (w *ledgerWriter) exec(ctx context.Context, stmts []ledgerStmt) error {
