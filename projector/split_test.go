@@ -63,3 +63,54 @@ func TestSplitByPartition(t *testing.T) {
 		}
 	}
 }
+
+// TestCutInOrder: a lane's pieces are applied one after another, each
+// with its partitions' offsets, so every piece must hold, per partition,
+// the records right after the previous piece's (no record lost, none
+// twice, none out of order), and the pieces should be about equal.
+func TestCutInOrder(t *testing.T) {
+	// Two partitions interleaved as a poll returns them, 7 and 4 records.
+	var recs []*kgo.Record
+	for i := range 7 {
+		recs = append(recs, &kgo.Record{Partition: 0, Offset: int64(i)})
+		if i < 4 {
+			recs = append(recs, &kgo.Record{Partition: 1, Offset: int64(i)})
+		}
+	}
+	cases := []struct {
+		why   string
+		recs  []*kgo.Record
+		n     int
+		sizes []int
+	}{
+		{"one piece is the lane as it is", recs, 1, []int{11}},
+		{"0 is taken as one piece", recs, 0, []int{11}},
+		{"two pieces split the records evenly", recs, 2, []int{5, 6}},
+		{"three pieces differ by at most one record", recs, 3, []int{3, 4, 4}},
+		{"no more pieces than records: no empty transaction", recs[:2], 5, []int{1, 1}},
+		{"no records, no piece with records", nil, 2, []int{}},
+	}
+	for _, c := range cases {
+		pieces := cutInOrder(c.recs, c.n)
+		var sizes []int
+		next := map[int32]int64{}
+		for _, p := range pieces {
+			if len(p) == 0 {
+				continue
+			}
+			sizes = append(sizes, len(p))
+			for _, r := range p {
+				if r.Offset != next[r.Partition] {
+					t.Fatalf("%s: partition %d offset %d out of order (want %d)", c.why, r.Partition, r.Offset, next[r.Partition])
+				}
+				next[r.Partition]++
+			}
+		}
+		if fmt.Sprint(sizes) != fmt.Sprint(c.sizes) && !(len(sizes) == 0 && len(c.sizes) == 0) {
+			t.Errorf("%s: pieces of %v records, want %v", c.why, sizes, c.sizes)
+		}
+		if total := int(next[0] + next[1]); total != len(c.recs) {
+			t.Errorf("%s: %d records in pieces, %d in the lane", c.why, total, len(c.recs))
+		}
+	}
+}
