@@ -79,32 +79,23 @@ func (pr *Projector) commit(ctx context.Context, j *job) error {
 	if err := pr.unmapped(ctx, j.bad); err != nil {
 		return err
 	}
-	errs := make([]error, len(j.lanes))
-	lane := func(i int) {
-		for _, b := range j.lanes[i] {
-			if errs[i] = pr.apply(ctx, b); errs[i] != nil {
-				return
-			}
-		}
-	}
-	if len(j.lanes) == 1 {
-		lane(0)
+	errs := make([]error, len(j.parts))
+	if len(j.parts) == 1 {
+		errs[0] = pr.apply(ctx, j.parts[0])
 	} else {
 		var wg sync.WaitGroup
-		for i := range j.lanes {
-			wg.Go(func() { lane(i) })
+		for i, b := range j.parts {
+			wg.Go(func() { errs[i] = pr.apply(ctx, b) })
 		}
 		wg.Wait()
 	}
-	var writes, parents, txns int
-	for i, bs := range j.lanes {
+	var writes, parents int
+	for i, b := range j.parts {
 		if errs[i] != nil {
 			return errs[i]
 		}
-		for _, b := range bs {
-			pr.o.Metrics.applied(pr.p, b, time.Since(j.start))
-			writes, parents, txns = writes+len(b.Writes), parents+len(b.Parents), txns+1
-		}
+		pr.o.Metrics.applied(pr.p, b, time.Since(j.start))
+		writes, parents = writes+len(b.Writes), parents+len(b.Parents)
 	}
 	for _, l := range j.lagAfter {
 		pr.o.Metrics.consumerLag(pr.p, l.topic, l.part, l.lag)
@@ -113,10 +104,10 @@ func (pr *Projector) commit(ctx context.Context, j *job) error {
 	if j.waiting {
 		pr.o.Metrics.done(pr.p)
 	}
-	if txns == 0 {
+	if len(j.parts) == 0 {
 		return nil
 	}
-	pr.log.Debug("batch applied", "writes", writes, "parents", parents, "transactions", txns, "took", time.Since(j.start))
+	pr.log.Debug("batch applied", "writes", writes, "parents", parents, "transactions", len(j.parts), "took", time.Since(j.start))
 	return nil
 }
 

@@ -3,8 +3,6 @@ package projector
 import (
 	"context"
 	"errors"
-	"os"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -36,7 +34,7 @@ type pollStage struct {
 
 func newPollStage(pr *Projector, cl *kgo.Client, owned *owned, apply *applyStage) *pollStage {
 	return &pollStage{pr: pr, cl: cl, owned: owned, apply: apply,
-		perJob: pollRecords * max(1, pr.p.ApplyConcurrency) * lanePieces(pr.p), lastGC: time.Now()}
+		perJob: pollRecords * max(1, pr.p.ApplyConcurrency), lastGC: time.Now()}
 }
 
 // run hands jobs to the apply stage until ctx is cancelled (a stop, or
@@ -149,11 +147,10 @@ func (pr *Projector) queueFetches(q *pollQueue, fetches kgo.Fetches) {
 	q.add(fetches)
 }
 
-// job is a polled and mapped batch waiting to be applied: one lane per
-// set of partitions, the lanes applied concurrently (apply_concurrency),
-// each lane's batches one after another, in order.
+// job is a polled and mapped batch waiting to be applied: one Batch per
+// set of partitions, applied concurrently (apply_concurrency).
 type job struct {
-	lanes [][]*projections.Batch
+	parts []*projections.Batch
 	bad   []projections.Rejected
 	start time.Time
 	// lagAfter is each polled partition's consumer lag once the job
@@ -199,38 +196,30 @@ func (pr *Projector) prepare(records []*kgo.Record, before, after []partitionLag
 	if len(records) < splitFrom {
 		groups = 1
 	}
-	pieces := lanePieces(pr.p)
-	if len(records) < splitFrom*pieces {
-		pieces = 1
-	}
-	for _, lane := range splitByPartition(records, groups) {
-		var bs []*projections.Batch
-		for _, recs := range cutInOrder(lane, pieces) {
-			b, bad := pr.p.Build(Records(recs))
-			b.Stale = stale
-			b.CaughtUp = behind < caughtUpBelow
-			if b.SnapshotAgain != "" {
-				pr.log.Warn("the Debezium connector snapshotted this table again (lost or reset offsets, snapshot.mode always or when_needed, a blocking snapshot signal): "+
-					"rows deleted after its last streamed change and before this snapshot have no delete record and stay in the read table; "+
-					"fix: rebuild the projection from the new snapshot (readside replay --rebuild, docs/debezium.md)",
-					"projection", pr.p.Name, "at", b.SnapshotAgain)
-			}
-			if pr.dlq == nil {
-				// Only dead-lettering needs a write's record. Dropped, the
-				// polled records are garbage once the batch is built, not
-				// held while it is applied and the next poll is built.
-				for i := range b.Writes {
-					b.Writes[i].From = nil
-				}
-				for i := range b.Parents {
-					b.Parents[i].From = nil
-				}
-			}
-			bs = append(bs, b)
-			j.bad = append(j.bad, bad...)
-			oldest = projections.OlderTS(oldest, b.OldestTS)
+	for _, recs := range splitByPartition(records, groups) {
+		b, bad := pr.p.Build(Records(recs))
+		b.Stale = stale
+		b.CaughtUp = behind < caughtUpBelow
+		if b.SnapshotAgain != "" {
+			pr.log.Warn("the Debezium connector snapshotted this table again (lost or reset offsets, snapshot.mode always or when_needed, a blocking snapshot signal): "+
+				"rows deleted after its last streamed change and before this snapshot have no delete record and stay in the read table; "+
+				"fix: rebuild the projection from the new snapshot (readside replay --rebuild, docs/debezium.md)",
+				"projection", pr.p.Name, "at", b.SnapshotAgain)
 		}
-		j.lanes = append(j.lanes, bs)
+		if pr.dlq == nil {
+			// Only dead-lettering needs a write's record. Dropped, the
+			// polled records are garbage once the batch is built, not
+			// held while it is applied and the next poll is built.
+			for i := range b.Writes {
+				b.Writes[i].From = nil
+			}
+			for i := range b.Parents {
+				b.Parents[i].From = nil
+			}
+		}
+		j.parts = append(j.parts, b)
+		j.bad = append(j.bad, bad...)
+		oldest = projections.OlderTS(oldest, b.OldestTS)
 	}
 	j.waiting = pr.o.Metrics.waiting(pr.p, oldest, j.start)
 	return j
@@ -247,12 +236,3 @@ const pollRecords = 5000
 // (pollQueue), bounded so a fetch of many partitions is not all decoded
 // into memory at once.
 const queuedJobs = 2
-
-// lanePieces is how many transactions of pollRecords each apply lane runs
-// one after another per job.
-func lanePieces(p *projections.Projection) int {
-	if n, err := strconv.Atoi(os.Getenv("RS_LANE_PIECES")); err == nil && n > 0 {
-		return n
-	}
-	return 1
-}

@@ -68,15 +68,3 @@ func Records(recs []*kgo.Record) []projections.Record {
 	}
 	return out
 }
-
-// cutInOrder cuts records into n consecutive pieces of about equal size
-// (fewer when there are fewer records): each partition's records stay
-// in order, a prefix of them in each piece before the next.
-func cutInOrder(records []*kgo.Record, n int) [][]*kgo.Record {
-	n = max(1, min(n, len(records)))
-	out := make([][]*kgo.Record, 0, n)
-	for i := range n {
-		out = append(out, records[i*len(records)/n:(i+1)*len(records)/n])
-	}
-	return out
-}

@@ -59,7 +59,7 @@ func stageProjector(sink projections.Sink) *Projector {
 func offsetJob(next int64) *job {
 	b := &projections.Batch{Offsets: event.Offsets{}}
 	b.Offsets.Set("t", 0, next)
-	return &job{lanes: [][]*projections.Batch{{b}}}
+	return &job{parts: []*projections.Batch{b}}
 }
 
 func TestApplyStage(t *testing.T) {
@@ -212,64 +212,6 @@ func TestUnmapped(t *testing.T) {
 		for _, w := range c.want {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("%s: %q lacks %q", c.why, err, w)
-			}
-		}
-	}
-}
-
-// laneSink records, per partition of topic "t", the offsets of the
-// batches applied, and fails the batch of partition 0 whose offset is
-// failAt.
-type laneSink struct {
-	orderSink
-	mu      sync.Mutex
-	applied map[int32][]int64
-}
-
-func (s *laneSink) Apply(_ context.Context, _ *projections.Projection, b *projections.Batch) error {
-	for part, next := range b.Offsets["t"] {
-		if part == 0 && next == s.failAt {
-			return errSinkDown
-		}
-		s.mu.Lock()
-		s.applied[part] = append(s.applied[part], next)
-		s.mu.Unlock()
-	}
-	return nil
-}
-
-// TestCommitLanes: a job's lanes run at once, each lane's batches one
-// after another in order (each carries its partitions' offsets, so a
-// later piece committed before an earlier one would move an offset past
-// records not applied), and a failed batch ends its lane there.
-func TestCommitLanes(t *testing.T) {
-	piece := func(part int32, next int64) *projections.Batch {
-		b := &projections.Batch{Offsets: event.Offsets{}}
-		b.Offsets.Set("t", part, next)
-		return b
-	}
-	cases := []struct {
-		why     string
-		failAt  int64
-		applied map[int32][]int64
-		err     string
-	}{
-		{why: "every piece of every lane applied, in each lane's order",
-			applied: map[int32][]int64{0: {10, 20, 30}, 1: {15, 25}}},
-		{why: "a failed piece: the lane's later pieces are not applied, the job fails with it",
-			failAt: 20, applied: map[int32][]int64{0: {10}, 1: {15, 25}}, err: "sink down"},
-	}
-	for _, c := range cases {
-		sink := &laneSink{orderSink: orderSink{failAt: c.failAt}, applied: map[int32][]int64{}}
-		pr := stageProjector(sink)
-		j := &job{lanes: [][]*projections.Batch{{piece(0, 10), piece(0, 20), piece(0, 30)}, {piece(1, 15), piece(1, 25)}}}
-		err := pr.commit(t.Context(), j)
-		if (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
-			t.Errorf("%s: commit returned %v, want %q", c.why, err, c.err)
-		}
-		for part, want := range c.applied {
-			if !slices.Equal(sink.applied[part], want) {
-				t.Errorf("%s: partition %d applied %v, want %v", c.why, part, sink.applied[part], want)
 			}
 		}
 	}
