@@ -28,9 +28,9 @@ type aggStatements struct {
 	// its recompute from the contributions, for the groups whose delta
 	// cannot keep it: each extreme dives only where its own delta needs it.
 	recomputeExtremes []multiRow
-	withdraw                                     string // truncation: contributions older than ? become none
-	clearGroups                                  string
-	rebuildGroups                                string
+	withdraw          string // truncation: contributions older than ? become none
+	clearGroups       string
+	rebuildGroups     string
 	// fillJoins copy each join's state into every group row (after
 	// rebuildGroups made them afresh).
 	fillJoins []string
