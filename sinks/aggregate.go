@@ -326,7 +326,14 @@ func (a *applier) applyDeltas(ds *deltas) error {
 			dive := false
 			if e := d.extremes[i]; e != nil && e.needsDive(ds.orders[i], x.Func == projections.AggMax) {
 				dive = true
-				dives[i] = append(dives[i], groups[len(groups)-1])
+				// The furthest withdrawn, when Go's order of the values
+				// is the server's: a group whose extreme lies strictly
+				// beyond it keeps that extreme (recomputeExtreme).
+				var withdrawn any
+				if e.withdraws && ds.orders[i] != projections.OrderUnknown {
+					withdrawn = &e.withdrawn
+				}
+				dives[i] = append(dives[i], append(appendValues(nil, d.group), withdrawn))
 			}
 			switch {
 			case extreme(x) && !dive && d.extremes[i].adds:

@@ -115,7 +115,7 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 	st.recomputeExtremes = make([]multiRow, len(ag.Aggregates))
 	for i, set := range re {
 		if set != "" {
-			st.recomputeExtremes[i] = groupMatch("UPDATE "+t+" AS r SET "+set+" WHERE ", "r.", p.Key, "")
+			st.recomputeExtremes[i] = recomputeExtreme(t, set, p.Key, ag.Aggregates[i])
 		}
 	}
 	if len(avg) > 0 {
@@ -209,6 +209,29 @@ func aggRecomputeSets(p *projections.Projection, c string, cgcols []string) (re,
 		}
 	}
 	return re, avg
+}
+
+// recomputeExtreme is the recompute of MIN or MAX aggregate a (set: its
+// assignment) of the groups of a batch, each group matched with the
+// furthest value the batch withdrew from it (NULL: unknown). A group
+// whose stored extreme is strictly further than every value withdrawn
+// still holds it: the withdrawn were not it, and the batch's delta
+// already kept the furthest added (the dive was only needed because it
+// lies short of the furthest withdrawn). Such a group is not matched,
+// so it is neither read from the contributions nor rewritten; a NULL
+// extreme, or the server unable to compare, dives.
+func recomputeExtreme(t, set string, key []string, a projections.Aggregate) multiRow {
+	op := "<"
+	if a.Func == projections.AggMax {
+		op = ">"
+	}
+	var match []string
+	for _, k := range key {
+		match = append(match, "r."+q(k)+" = ?")
+	}
+	col := "r." + q(a.Column)
+	return multiRow{head: "UPDATE " + t + " AS r SET " + set + " WHERE ",
+		row: "(" + strings.Join(match, " AND ") + " AND (" + col + " " + op + " ?) IS NOT TRUE)", sep: " OR "}
 }
 
 // extremeIndexes are, per aggregate, the aggregate whose contribution
