@@ -303,7 +303,10 @@ func (a *applier) applyDeltas(ds *deltas) error {
 	}
 	rows := make([][]any, 0, len(ds.order))
 	groups := make([][]any, 0, len(ds.order))
-	var dives, shrunk [][]any
+	var shrunk [][]any
+	// dives are, per MIN or MAX aggregate, the groups its recompute reads
+	// from the contributions.
+	dives := make([][][]any, len(ag.Aggregates))
 	for _, k := range ds.order {
 		d := ds.by[k]
 		// The distinct counts' move, when the server spells the group as
@@ -319,16 +322,19 @@ func (a *applier) applyDeltas(ds *deltas) error {
 			// gains rows keeps at least those.
 			shrunk = append(shrunk, groups[len(groups)-1])
 		}
-		dive := false
 		for i, x := range ag.Aggregates {
+			dive := false
 			if e := d.extremes[i]; e != nil && e.needsDive(ds.orders[i], x.Func == projections.AggMax) {
 				dive = true
+				// The furthest withdrawn, when Go's order of the values
+				// is the server's: a group whose extreme lies strictly
+				// beyond it keeps that extreme (recomputeExtreme).
+				var withdrawn any
+				if e.withdraws && ds.orders[i] != projections.OrderUnknown {
+					withdrawn = &e.withdrawn
+				}
+				dives[i] = append(dives[i], append(appendValues(nil, d.group), withdrawn))
 			}
-		}
-		if dive {
-			dives = append(dives, appendValues(nil, d.group))
-		}
-		for i, x := range ag.Aggregates {
 			switch {
 			case extreme(x) && !dive && d.extremes[i].adds:
 				// The delta keeps the extreme: LEAST or GREATEST of the
@@ -369,9 +375,9 @@ func (a *applier) applyDeltas(ds *deltas) error {
 	if err := a.execRows(&st.deleteEmpty, shrunk); err != nil {
 		return fmt.Errorf("removing empty groups of %s: %w", a.p.Table, err)
 	}
-	if st.recomputeExtremes.head != "" {
-		if err := a.execRows(&st.recomputeExtremes, dives); err != nil {
-			return fmt.Errorf("recomputing MIN and MAX of %s: %w", a.p.Table, err)
+	for i := range st.recomputeExtremes {
+		if err := a.execRows(&st.recomputeExtremes[i], dives[i]); err != nil {
+			return fmt.Errorf("recomputing %s of %s: %w", ag.Aggregates[i].Text, a.p.Table, err)
 		}
 	}
 	if st.recomputeAvg.head != "" {

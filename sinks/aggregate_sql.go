@@ -21,13 +21,16 @@ type aggStatements struct {
 	// key "" (its last parameter is the projection's name).
 	readFirst multiRow
 	delta     multiRow // group deltas into the read table
-	// deleteEmpty, recomputeExtremes (MIN and MAX from the contributions,
-	// for the groups whose delta cannot keep them), recomputeAvg: head +
-	// one group match per group, joined by sep, + tail.
-	deleteEmpty, recomputeExtremes, recomputeAvg multiRow
-	withdraw                                     string // truncation: contributions older than ? become none
-	clearGroups                                  string
-	rebuildGroups                                string
+	// deleteEmpty, recomputeAvg: head + one group match per group, joined
+	// by sep, + tail.
+	deleteEmpty, recomputeAvg multiRow
+	// recomputeExtremes are, per aggregate (head "" but for MIN and MAX),
+	// its recompute from the contributions, for the groups whose delta
+	// cannot keep it: each extreme dives only where its own delta needs it.
+	recomputeExtremes []multiRow
+	withdraw          string // truncation: contributions older than ? become none
+	clearGroups       string
+	rebuildGroups     string
 	// fillJoins copy each join's state into every group row (after
 	// rebuildGroups made them afresh).
 	fillJoins []string
@@ -109,8 +112,11 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 		row: "(" + placeholders(len(all)) + ")", sep: ", ", tail: d.onDuplicate() + strings.Join(aggDeltaSets(ag, d), ", ")}
 	st.deleteEmpty = groupMatch("DELETE FROM "+t+" WHERE `_rs_rows` <= 0 AND ", "", p.Key, "")
 	re, avg := aggRecomputeSets(p, c, cgcols)
-	if len(re) > 0 {
-		st.recomputeExtremes = groupMatch("UPDATE "+t+" AS r SET "+strings.Join(re, ", ")+" WHERE ", "r.", p.Key, "")
+	st.recomputeExtremes = make([]multiRow, len(ag.Aggregates))
+	for i, set := range re {
+		if set != "" {
+			st.recomputeExtremes[i] = recomputeExtreme(t, set, p.Key, ag.Aggregates[i])
+		}
 	}
 	if len(avg) > 0 {
 		st.recomputeAvg = groupMatch("UPDATE "+t+" AS r SET "+strings.Join(avg, ", ")+" WHERE ", "r.", p.Key, "")
@@ -164,14 +170,16 @@ func aggDeltaSets(ag *projections.Aggregation, d dialect) []string {
 }
 
 // aggRecomputeSets are the assignments of a group row r that recompute
-// MIN and MAX from the contributions table c, and AVG from its running
-// sum and count.
+// MIN and MAX from the contributions table c (per aggregate, "" for the
+// others), and AVG from its running sum and count.
 func aggRecomputeSets(p *projections.Projection, c string, cgcols []string) (re, avg []string) {
 	var on []string
 	for i, g := range p.Key {
 		on = append(on, "c."+cgcols[i]+" = r."+q(g))
 	}
-	for _, a := range p.Aggregation.Aggregates {
+	indexed := extremeIndexes(p.Aggregation)
+	re = make([]string, len(p.Aggregation.Aggregates))
+	for i, a := range p.Aggregation.Aggregates {
 		col := q(a.Column)
 		switch {
 		case extreme(a):
@@ -184,21 +192,69 @@ func aggRecomputeSets(p *projections.Projection, c string, cgcols []string) (re,
 			// group's thousands per batch), a dive one index entry. Of
 			// values equal under the collation ('x', 'X') MIN() and MAX()
 			// keep the first in index order, so MAX takes the largest
-			// value from the end, then the first entry equal to it.
-			v := "c." + q(projections.ContributionColumn(a.Column))
+			// value from the end, then the first entry equal to it. A MIN
+			// and a MAX of one argument hold equal values and dive along
+			// one index, the first's (extremeIndexes).
+			v := "c." + q(projections.ContributionColumn(p.Aggregation.Aggregates[indexed[i]].Column))
 			where := strings.Join(on, " AND ")
 			first := fmt.Sprintf("(SELECT %s FROM %s AS c WHERE %s AND %s IS NOT NULL ORDER BY %s LIMIT 1)", v, c, where, v, v)
 			if fn == "MAX" {
 				last := fmt.Sprintf("(SELECT %s FROM %s AS c WHERE %s AND %s IS NOT NULL ORDER BY %s DESC LIMIT 1)", v, c, where, v, v)
 				first = fmt.Sprintf("(SELECT %s FROM %s AS c WHERE %s AND %s = %s ORDER BY %s LIMIT 1)", v, c, where, v, last, v)
 			}
-			re = append(re, fmt.Sprintf("r.%s = %s", col, first))
+			re[i] = fmt.Sprintf("r.%s = %s", col, first)
 		case a.Func == projections.AggAvg:
 			n, s := q(projections.NonNullColumn(a.Column)), q(projections.AvgSumColumn(a.Column))
 			avg = append(avg, fmt.Sprintf("r.%s = IF(r.%s = 0, NULL, r.%s / r.%s)", col, n, s, n))
 		}
 	}
 	return re, avg
+}
+
+// recomputeExtreme is the recompute of MIN or MAX aggregate a (set: its
+// assignment) of the groups of a batch, each group matched with the
+// furthest value the batch withdrew from it (NULL: unknown). A group
+// whose stored extreme is strictly further than every value withdrawn
+// still holds it: the withdrawn were not it, and the batch's delta
+// already kept the furthest added (the dive was only needed because it
+// lies short of the furthest withdrawn). Such a group is not matched,
+// so it is neither read from the contributions nor rewritten; a NULL
+// extreme, or the server unable to compare, dives.
+func recomputeExtreme(t, set string, key []string, a projections.Aggregate) multiRow {
+	op := "<"
+	if a.Func == projections.AggMax {
+		op = ">"
+	}
+	var match []string
+	for _, k := range key {
+		match = append(match, "r."+q(k)+" = ?")
+	}
+	col := "r." + q(a.Column)
+	return multiRow{head: "UPDATE " + t + " AS r SET " + set + " WHERE ",
+		row: "(" + strings.Join(match, " AND ") + " AND (" + col + " " + op + " ?) IS NOT TRUE)", sep: " OR "}
+}
+
+// extremeIndexes are, per aggregate, the aggregate whose contribution
+// column and (group, value) index its MIN or MAX recompute reads: the
+// first MIN or MAX of the same argument (min(x) and max(x) store equal
+// values, so one index serves both and each write maintains one index
+// fewer); -1 for the others.
+func extremeIndexes(ag *projections.Aggregation) []int {
+	out := make([]int, len(ag.Aggregates))
+	first := map[string]int{}
+	for i, a := range ag.Aggregates {
+		out[i] = -1
+		if !extreme(a) {
+			continue
+		}
+		arg := a.Arg.SQL(func(name string) string { return q(name) })
+		if j, ok := first[arg]; ok {
+			out[i] = j
+			continue
+		}
+		first[arg], out[i] = i, i
+	}
+	return out
 }
 
 // aggWithdraw is the truncation's first step: every contribution older
@@ -291,7 +347,8 @@ func aggregateDDL(p *projections.Projection, types projections.Types) []string {
 		cdefs = append(cdefs, g+" "+nullable(types.Read[c.Name]))
 	}
 	var hidden, idx []string
-	for _, a := range ag.Aggregates {
+	indexed := extremeIndexes(ag)
+	for i, a := range ag.Aggregates {
 		defs = append(defs, fmt.Sprintf("%s %s COMMENT %s", q(a.Column), types.Read[a.Column], sqlquote.Literal("readside: "+a.Text)))
 		if sums(a) {
 			hidden = append(hidden, fmt.Sprintf("%s BIGINT NOT NULL DEFAULT 0 COMMENT %s", q(projections.NonNullColumn(a.Column)), sqlquote.Literal("readside: non-NULL values in "+a.Column)))
@@ -302,7 +359,7 @@ func aggregateDDL(p *projections.Projection, types projections.Types) []string {
 		if a.Stored() {
 			v := q(projections.ContributionColumn(a.Column))
 			cdefs = append(cdefs, v+" "+types.Contribution[a.Column])
-			if extreme(a) {
+			if extreme(a) && indexed[i] == i {
 				idx = append(idx, fmt.Sprintf("KEY %s (%s, %s)", q("_rs_"+a.Column), strings.Join(gcols, ", "), v))
 			}
 		}

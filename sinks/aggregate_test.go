@@ -2,8 +2,10 @@ package sinks
 
 import (
 	"math/big"
+	"slices"
 	"testing"
 
+	"github.com/readside/readside/expr"
 	"github.com/readside/readside/projections"
 )
 
@@ -151,5 +153,40 @@ func TestExtremeAdded(t *testing.T) {
 	d := ds.by[ds.order[0]]
 	if lo, hi := string(d.extremes[0].added.Bytes()), string(d.extremes[1].added.Bytes()); lo != "-2.5" || hi != "10" {
 		t.Errorf("furthest added: MIN %s, MAX %s; want -2.5, 10", lo, hi)
+	}
+}
+
+// TestExtremeIndexes: a MIN and a MAX of one argument dive along one
+// (group, value) index, the first's; other arguments and other functions
+// keep their own or none.
+func TestExtremeIndexes(t *testing.T) {
+	agg := func(f projections.AggFunc, arg string) projections.Aggregate {
+		a := projections.Aggregate{Column: arg, Func: f}
+		if arg != "" {
+			x, err := expr.Parse(arg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Arg = x
+		}
+		return a
+	}
+	lo, hi, sum, count := projections.AggMin, projections.AggMax, projections.AggSum, projections.AggCount
+	cases := []struct {
+		why  string
+		aggs []projections.Aggregate
+		want []int
+	}{
+		{"min and max of one column share the first's", []projections.Aggregate{agg(lo, "at"), agg(hi, "at")}, []int{0, 0}},
+		{"other columns keep their own", []projections.Aggregate{agg(lo, "at"), agg(hi, "qty"), agg(hi, "at")}, []int{0, 1, 0}},
+		{"a sum of the column is no extreme", []projections.Aggregate{agg(sum, "at"), agg(count, ""), agg(hi, "at")}, []int{-1, -1, 2}},
+		{"an expression is its own argument", []projections.Aggregate{agg(lo, "at"), agg(hi, "at + 1")}, []int{0, 1}},
+		{"two maxes of one column: one index", []projections.Aggregate{agg(hi, "at"), agg(hi, "at")}, []int{0, 0}},
+	}
+	for _, c := range cases {
+		got := extremeIndexes(&projections.Aggregation{Aggregates: c.aggs})
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.why, got, c.want)
+		}
 	}
 }

@@ -133,8 +133,10 @@ func aggregateList(st *statements) []namedStatement {
 		namedStatement{"aggregate truncation: clear groups", a.clearGroups},
 		namedStatement{"aggregate truncation: rebuild groups", a.rebuildGroups},
 	)
-	if a.recomputeExtremes.head != "" {
-		list = append(list, namedStatement{"aggregate: recompute MIN, MAX", a.recomputeExtremes.text(2)})
+	for i, re := range a.recomputeExtremes {
+		if re.head != "" {
+			list = append(list, namedStatement{"aggregate: recompute " + st.p.Aggregation.Aggregates[i].Text, re.text(2)})
+		}
 	}
 	if a.recomputeAvg.head != "" {
 		list = append(list, namedStatement{"aggregate: recompute AVG", a.recomputeAvg.text(2)})

@@ -28,8 +28,11 @@ DELETE FROM `customer_stats`
 -- aggregate truncation: rebuild groups
 INSERT INTO `customer_stats` (`customer_id`, `avg_total`, `_rs_n_avg_total`, `_rs_sum_avg_total`, `first_at`, `last_at`, `orders`, `paid`, `paid_total`, `_rs_n_paid_total`, `priced`, `total`, `_rs_n_total`, `_rs_rows`, `_rs_version`) SELECT `g_customer_id`, AVG(`v_avg_total`), COUNT(`v_avg_total`), SUM(`v_avg_total`), MIN(`v_first_at`), MAX(`v_last_at`), COUNT(*), SUM(`v_paid`), SUM(`v_paid_total`), COUNT(`v_paid_total`), SUM(`v_priced`), SUM(`v_total`), COUNT(`v_total`), COUNT(*), MAX(`_rs_version`) FROM `_readside_agg_customer_stats` WHERE `g_customer_id` IS NOT NULL GROUP BY `g_customer_id`
 
--- aggregate: recompute MIN, MAX
-UPDATE `customer_stats` AS r SET r.`first_at` = (SELECT c.`v_first_at` FROM `_readside_agg_customer_stats` AS c WHERE c.`g_customer_id` = r.`customer_id` AND c.`v_first_at` IS NOT NULL ORDER BY c.`v_first_at` LIMIT 1), r.`last_at` = (SELECT c.`v_last_at` FROM `_readside_agg_customer_stats` AS c WHERE c.`g_customer_id` = r.`customer_id` AND c.`v_last_at` = (SELECT c.`v_last_at` FROM `_readside_agg_customer_stats` AS c WHERE c.`g_customer_id` = r.`customer_id` AND c.`v_last_at` IS NOT NULL ORDER BY c.`v_last_at` DESC LIMIT 1) ORDER BY c.`v_last_at` LIMIT 1) WHERE r.`customer_id` IN (?, ?)
+-- aggregate: recompute min(created_at)
+UPDATE `customer_stats` AS r SET r.`first_at` = (SELECT c.`v_first_at` FROM `_readside_agg_customer_stats` AS c WHERE c.`g_customer_id` = r.`customer_id` AND c.`v_first_at` IS NOT NULL ORDER BY c.`v_first_at` LIMIT 1) WHERE (r.`customer_id` = ? AND (r.`first_at` < ?) IS NOT TRUE) OR (r.`customer_id` = ? AND (r.`first_at` < ?) IS NOT TRUE)
+
+-- aggregate: recompute max(created_at)
+UPDATE `customer_stats` AS r SET r.`last_at` = (SELECT c.`v_first_at` FROM `_readside_agg_customer_stats` AS c WHERE c.`g_customer_id` = r.`customer_id` AND c.`v_first_at` = (SELECT c.`v_first_at` FROM `_readside_agg_customer_stats` AS c WHERE c.`g_customer_id` = r.`customer_id` AND c.`v_first_at` IS NOT NULL ORDER BY c.`v_first_at` DESC LIMIT 1) ORDER BY c.`v_first_at` LIMIT 1) WHERE (r.`customer_id` = ? AND (r.`last_at` > ?) IS NOT TRUE) OR (r.`customer_id` = ? AND (r.`last_at` > ?) IS NOT TRUE)
 
 -- aggregate: recompute AVG
 UPDATE `customer_stats` AS r SET r.`avg_total` = IF(r.`_rs_n_avg_total` = 0, NULL, r.`_rs_sum_avg_total` / r.`_rs_n_avg_total`) WHERE r.`customer_id` IN (?, ?)
