@@ -118,6 +118,9 @@ func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *repli
 		}
 		s.guard.apply(string(e.Schema), text)
 	}
+	if ddl && s.reader != nil {
+		s.snapshotDDL(e, sql, textErr)
+	}
 	if ddl && s.schema != nil {
 		if textErr != nil {
 			return fatalf("at %s:%d: %w", s.file, h.LogPos, textErr)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -318,5 +319,153 @@ func TestSnapshotLiveChangeInWindowWins(t *testing.T) {
 		if reads[id] > 0 {
 			t.Errorf("id %s, updated between its chunk's watermarks, was also published as a snapshot read", id)
 		}
+	}
+}
+
+// TestSnapshotDDLMidSnapshot: a DDL of the table while it is snapshotted.
+// The reader keeps the table's columns from when it started, so the
+// stream must stop it at the DDL (the chunks in flight read again with
+// the new columns: every chunk after the DDL carries an added column),
+// and a chunk SELECT naming a column dropped since must be read again with
+// the columns as they are (not fail the request: every row arrives).
+func TestSnapshotDDLMidSnapshot(t *testing.T) {
+	const rows, chunkRows = 5000, 250 // 20 chunks, several in flight at a time
+	const atChunk = 4                 // the DDL runs while this chunk (0-based) is read
+	for _, tc := range []struct {
+		name, why, ddl string
+		// ok says whether a row's last event has the table's columns as
+		// they are after the DDL.
+		ok func(after map[string]any) bool
+	}{
+		{"added_column", "an added column is in every chunk after the DDL: the stream restarts the reader at it",
+			"ADD COLUMN c INT NOT NULL DEFAULT 7",
+			func(after map[string]any) bool { return fmt.Sprint(after["c"]) == "7" }},
+		{"dropped_column", "a dropped column fails no chunk and is in none after the DDL: a SELECT naming it is read again with the columns as they are",
+			"DROP COLUMN b",
+			func(after map[string]any) bool { _, has := after["b"]; return !has && after["a"] != nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bed := testbed.Get(t)
+			ctx := t.Context()
+			db, err := bed.MySQL.CreateDatabase(ctx, "snapddl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := bed.MySQL.Exec(ctx,
+				fmt.Sprintf("CREATE TABLE `%s`.d (id INT PRIMARY KEY, a INT NOT NULL, b INT NOT NULL)", db),
+				fmt.Sprintf("INSERT INTO `%s`.d SELECT seq, seq, seq FROM %s", db, testbed.Seq(rows)),
+			); err != nil {
+				t.Fatal(err)
+			}
+			ddlDone := make(chan error, 1)
+			var fired atomic.Bool
+			firstKey := strconv.Itoa(atChunk*chunkRows + 1)
+			chunkRead = func(table string, first [][]byte) {
+				if table != db+".d" || string(first[0]) != firstKey || !fired.CompareAndSwap(false, true) {
+					return
+				}
+				// The DDL may wait for this chunk's SELECT to end (its
+				// metadata lock): the hook returns once it is over or
+				// queued, so it comes before the next chunk's SELECT.
+				go func() {
+					_, err := bed.MySQL.DB().ExecContext(ctx, fmt.Sprintf("ALTER TABLE `%s`.d %s", db, tc.ddl))
+					ddlDone <- err
+				}()
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+					if len(ddlDone) > 0 {
+						return
+					}
+					var n int
+					if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE LIKE 'Waiting for table metadata lock%' AND INFO LIKE 'ALTER TABLE%'").Scan(&n); err == nil && n > 0 {
+						return
+					}
+				}
+				t.Errorf("the ALTER neither ran nor waited for its lock within 10 s")
+			}
+			t.Cleanup(func() { chunkRead = nil })
+			cfg := tailerConfig(t, bed, db+".d")
+			cfg.Source.Snapshot.Mode = "initial"
+			cfg.Source.Snapshot.ChunkRows = chunkRows
+			cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "d"))
+			startTailer(t, cfg)
+
+			state := map[string]testEvent{}
+			for deadline := time.Now().Add(time.Minute); len(state) < rows && time.Now().Before(deadline); {
+				for _, e := range cons.next(1, time.Minute) {
+					apply(state, e)
+				}
+			}
+			select {
+			case err := <-ddlDone:
+				if err != nil {
+					t.Fatalf("the DDL: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the DDL did not end within 30 s of the snapshot")
+			}
+			if len(state) != rows {
+				t.Fatalf("%d rows in the topic, want %d (a chunk failed the request?); want: %s", len(state), rows, tc.why)
+			}
+			var stale []int
+			for _, e := range state {
+				id, _ := strconv.Atoi(fmt.Sprint(e.After["id"]))
+				if id > (atChunk+1)*chunkRows && !tc.ok(e.After) {
+					stale = append(stale, id)
+				}
+			}
+			if len(stale) > 0 {
+				slices.Sort(stale)
+				t.Errorf("%d rows after the DDL's chunk were published with the columns from before it (ids %d..%d); want: %s", len(stale), stale[0], stale[len(stale)-1], tc.why)
+			}
+		})
+	}
+}
+
+// TestSnapshotReadStaleColumns: the reader keeps a table's columns from
+// when it started; a chunk whose SELECT names a column dropped since (a
+// DDL the stream has not met yet) must be read with the columns read
+// again, not fail: failing would drop the whole request (unknown column
+// is a request error) before the stream meets the DDL and restarts it.
+func TestSnapshotReadStaleColumns(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	db, err := bed.MySQL.CreateDatabase(ctx, "snapstale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx,
+		fmt.Sprintf("CREATE TABLE `%s`.s (id INT PRIMARY KEY, a INT NOT NULL, b INT NOT NULL)", db),
+		fmt.Sprintf("INSERT INTO `%s`.s SELECT seq, seq, seq FROM %s", db, testbed.Seq(10)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	cfg := tailerConfig(t, bed, db+".s")
+	src, err := openSource(ctx, cfg.Source.DSN.Reveal(), "", cfg.Source.TLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if err := src.ensureSignalTables(ctx, cfg.Source.Snapshot.SignalDB); err != nil {
+		t.Fatal(err)
+	}
+	rd := &chunkReads{src: src, task: SnapshotTask{Table: db + ".s"}, topic: "stale", signalDB: cfg.Source.Snapshot.SignalDB,
+		serverID: cfg.Source.ServerID, limit: 100, free: make(chan *rawRows, 1)}
+	tbl, err := rd.columns(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bed.MySQL.Exec(ctx, fmt.Sprintf("ALTER TABLE `%s`.s DROP COLUMN b", db)); err != nil {
+		t.Fatal(err)
+	}
+	c := &chunk{id: "0123456789abcdef0123456789abcdef", read: make(chan struct{})}
+	raw, err := rd.read(ctx, c, &tbl, nil)
+	if err != nil {
+		t.Fatalf("a chunk read with columns from before a DROP COLUMN failed: %v", err)
+	}
+	if got := strings.Join(c.table.colNames, ","); got != "id,a" || tbl != c.table {
+		t.Errorf("the chunk was read with columns %s, want id,a (read again; and kept for the next chunks: %v)", got, tbl == c.table)
+	}
+	if raw.rows() != 10 || !c.complete {
+		t.Errorf("%d rows read (complete %v), want all 10", raw.rows(), c.complete)
 	}
 }

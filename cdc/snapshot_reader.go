@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/go-mysql-org/go-mysql/replication"
 )
 
 // The reader reads and encodes the chunks of the head snapshot task ahead
@@ -114,6 +116,14 @@ func (s *stream) startReader(ctx context.Context) {
 // one's at the high watermark of the chunk before: that write already
 // lies after the previous read and before the next, which is all a low
 // watermark has to.
+//
+// The table's columns are read once, when the reader starts: the stream
+// stops the reader at a DDL that may touch the table (ddlMayTouch), which
+// drops every chunk in flight, and the next reader reads them again with
+// the columns as they are after it. A chunk's SELECT can only run with
+// columns older than the table when a DDL committed before it, and that
+// DDL then lies in the binlog before the chunk's high watermark: the
+// stream meets it before it would publish the chunk.
 func (r *chunkReader) run(ctx context.Context, after [][]byte, rd *chunkReads) error {
 	c := r.announce(ctx, false)
 	if c == nil {
@@ -127,7 +137,7 @@ func (r *chunkReader) run(ctx context.Context, after [][]byte, rd *chunkReads) e
 		return quiet(ctx, err)
 	}
 	for {
-		raw, next, err := rd.read(ctx, c, tbl, after)
+		raw, err := rd.read(ctx, c, &tbl, after)
 		if err != nil {
 			return quiet(ctx, err)
 		}
@@ -135,19 +145,17 @@ func (r *chunkReader) run(ctx context.Context, after [][]byte, rd *chunkReads) e
 		// over: the stream, once it has published this chunk at its high
 		// watermark, finds the next one there to open its window.
 		var nc *chunk
-		if !c.complete && next.err == nil {
+		if !c.complete {
 			nc = r.announce(ctx, true)
 		}
 		go c.encode(raw, rd.task.Table, rd.free)
 		switch {
 		case c.complete:
 			return nil
-		case next.err != nil:
-			return quiet(ctx, next.err)
 		case nc == nil:
 			return nil // ctx ended
 		}
-		after, c, tbl = c.lastKey, nc, next.tbl
+		after, c = c.lastKey, nc
 	}
 }
 
@@ -184,6 +192,38 @@ func (s *stream) stopReader() {
 	s.reader.cancel()
 	<-s.reader.done
 	s.reader, s.inflight = nil, nil
+}
+
+// snapshotDDL stops the reader at a DDL that may touch its table: the
+// chunks in flight were read with the columns from before it (the one
+// whose window the DDL is in, and the ones read after it with columns
+// kept from before), and the next reader reads them again with the
+// columns as they are now, from the last published chunk on.
+func (s *stream) snapshotDDL(e *replication.QueryEvent, text string, textErr error) {
+	if textErr != nil || text == "" {
+		text = string(e.Query) // names are ASCII in nearly every charset
+	}
+	table := s.reader.task.table
+	if !ddlMayTouch(text, table) {
+		return
+	}
+	s.t.log.Info("DDL of the table being snapshotted: its chunks in flight are read again with its new columns", "table", table, "file", s.file)
+	s.stopReader()
+}
+
+// ddlMayTouch reports whether a DDL statement may change table (db.name):
+// it names the table, with or without its database, or its database (a
+// DROP DATABASE). Unsure is yes: a needless restart of the reader costs a
+// few chunks read again, a missed one publishes rows with the columns of
+// before.
+func ddlMayTouch(sql, table string) bool {
+	db, name, _ := strings.Cut(table, ".")
+	for _, tok := range tokenize(sql) {
+		if strings.EqualFold(tok, name) || strings.EqualFold(tok, db) || strings.EqualFold(tok, table) {
+			return true
+		}
+	}
+	return false
 }
 
 // readerOver is ready when the reader failed: its done channel, or nil
@@ -290,38 +330,52 @@ type chunkReads struct {
 	free     chan *rawRows // buffers of chunks encoded, for the next reads
 }
 
-// columns reads the task's table's columns and key.
+// columns reads the task's table's columns and key. The table is then
+// shared by the encoders of its chunks, which run at once: nothing of it
+// is built lazily after this.
 func (rd *chunkReads) columns(ctx context.Context) (*table, error) {
 	db, name, _ := strings.Cut(rd.task.Table, ".")
-	return rd.src.schemaTable(ctx, db, name, rd.topic, rd.excluded, rd.keyCols)
-}
-
-// nextColumns is the columns read for the next chunk, or why not.
-type nextColumns struct {
-	tbl *table
-	err error
+	t, err := rd.src.schemaTable(ctx, db, name, rd.topic, rd.excluded, rd.keyCols)
+	if err != nil {
+		return nil, err
+	}
+	t.all()
+	return t, nil
 }
 
 // read reads chunk c, the rows after the key after, with the columns
-// tbl: the SELECT, and the high watermark written once the read view is
-// open, while the rest of the rows arrive and the columns for the next
-// chunk are read (after this chunk's read and before the next one's, as
-// before). It returns the rows, row after row, once they are in and the
-// watermark is committed: the next chunk's SELECT only after that.
-func (rd *chunkReads) read(ctx context.Context, c *chunk, tbl *table, after [][]byte) (*rawRows, nextColumns, error) {
-	c.table = tbl
+// *tbl: the SELECT, and the high watermark written once the read view is
+// open, while the rest of the rows arrive. It returns the rows, row after
+// row, once they are in and the watermark is committed: the next chunk's
+// SELECT only after that.
+//
+// A SELECT the source refuses as it would refuse a wrong request (a column
+// it no longer has) is tried once more with the columns read again into
+// *tbl: they were read when the reader started, and a DDL since (which the
+// stream has not met yet) would otherwise fail the whole request.
+func (rd *chunkReads) read(ctx context.Context, c *chunk, tbl **table, after [][]byte) (*rawRows, error) {
 	t := rd.task
 	t.After = after
-	query, args := chunkQuery(tbl, &t, rd.limit)
+	query, args := chunkQuery(*tbl, &t, rd.limit)
 	rows, err := rd.src.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, nextColumns{}, err
+	if err != nil && isRequestError(err) {
+		fresh, ferr := rd.columns(ctx)
+		if ferr != nil {
+			return nil, ferr
+		}
+		*tbl = fresh
+		query, args = chunkQuery(fresh, &t, rd.limit)
+		rows, err = rd.src.db.QueryContext(ctx, query, args...)
 	}
+	if err != nil {
+		return nil, err
+	}
+	c.table = *tbl
 	// The rows are copied as they are scanned (vals hold a row only until
 	// the next Scan) into the buffer of a chunk encoded before, and encoded
 	// by a goroutine of their own: the next chunk's reads need not wait for
 	// the encoding.
-	ncol := len(tbl.columns)
+	ncol := len(c.table.columns)
 	vals := make([]sql.RawBytes, ncol)
 	ptrs := make([]any, ncol)
 	for i := range vals {
@@ -341,35 +395,29 @@ func (rd *chunkReads) read(ctx context.Context, c *chunk, tbl *table, after [][]
 	// c.read closed whatever happens (encoded, or c.err), as the stream
 	// waits for it when it meets that watermark.
 	var high chan error
-	next := make(chan nextColumns, 1)
 	startHigh := func() {
 		if chunkRead != nil && raw.rows() > 0 {
 			var first [][]byte
-			for _, i := range tbl.pk {
+			for _, i := range c.table.pk {
 				first = append(first, slices.Clone(vals[i]))
 			}
 			chunkRead(rd.task.Table, first)
 		}
 		high = make(chan error, 1)
 		go func() { high <- rd.watermark(ctx, c.id, "high") }()
-		go func() {
-			tbl, err := rd.columns(ctx)
-			next <- nextColumns{tbl, err}
-		}()
 	}
 	fail := func(err error) error {
 		if high != nil {
 			c.err = err
 			close(c.read)
 			<-high
-			<-next
 		}
 		return err
 	}
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
 			rows.Close()
-			return nil, nextColumns{}, fail(err)
+			return nil, fail(err)
 		}
 		for _, v := range vals {
 			raw.add(v)
@@ -380,7 +428,7 @@ func (rd *chunkReads) read(ctx context.Context, c *chunk, tbl *table, after [][]
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, nextColumns{}, fail(err)
+		return nil, fail(err)
 	}
 	if high == nil { // no rows: the statement is over
 		startHigh()
@@ -389,17 +437,16 @@ func (rd *chunkReads) read(ctx context.Context, c *chunk, tbl *table, after [][]
 	c.complete = n < rd.limit
 	if n > 0 {
 		raw.row(n-1, vals)
-		for _, i := range tbl.pk {
+		for _, i := range c.table.pk {
 			c.lastKey = append(c.lastKey, slices.Clone([]byte(vals[i])))
 		}
 	}
-	nc := <-next
 	if err := <-high; err != nil {
 		c.err = err
 		close(c.read)
-		return nil, nextColumns{}, err
+		return nil, err
 	}
-	return raw, nc, nil
+	return raw, nil
 }
 
 // encode encodes the chunk's rows (key and after image of each), then

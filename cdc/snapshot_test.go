@@ -95,3 +95,28 @@ func TestRawRows(t *testing.T) {
 		}
 	}
 }
+
+func TestDDLMayTouch(t *testing.T) {
+	const table = "shop.items"
+	cases := []struct {
+		why  string
+		sql  string
+		want bool
+	}{
+		{"an ALTER of the table by its bare name (the statement's default database)", "ALTER TABLE items ADD COLUMN c INT", true},
+		{"an ALTER of the table qualified and quoted", "ALTER TABLE `shop`.`items` DROP COLUMN b", true},
+		{"names compare without case: unsure is yes", "alter table SHOP.ITEMS modify v text", true},
+		{"an index made on the table changes no column, but names it: a needless restart costs a few chunks", "CREATE INDEX i ON items (v)", true},
+		{"a DROP DATABASE of the table's database names no table", "DROP DATABASE shop", true},
+		{"a rename of the table away", "RENAME TABLE shop.items TO shop.old_items", true},
+		{"another table of the same database is not the snapshot's", "ALTER TABLE shop.orders ADD COLUMN c INT", false},
+		{"a table whose name only starts like the snapshot's", "ALTER TABLE items2 ADD COLUMN c INT", false},
+		{"the name inside a comment or a string is not a name", "ALTER TABLE orders /* items */ COMMENT 'items'", false},
+		{"a statement without names (savepoints come as query events too)", "SAVEPOINT sp1", false},
+	}
+	for _, c := range cases {
+		if got := ddlMayTouch(c.sql, table); got != c.want {
+			t.Errorf("%s: ddlMayTouch(%q) = %v, want %v", c.why, c.sql, got, c.want)
+		}
+	}
+}
