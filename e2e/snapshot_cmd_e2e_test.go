@@ -143,8 +143,9 @@ func TestSnapshotCommandWhere(t *testing.T) {
 func TestSnapshotWaitProgress(t *testing.T) {
 	bed := testbed.Get(t)
 	t.Setenv("READSIDE_SOURCE__SNAPSHOT__MODE", "never")
-	// Small chunks: the snapshot takes seconds, so lines come while it runs.
-	t.Setenv("READSIDE_SOURCE__SNAPSHOT__CHUNK_ROWS", "20")
+	// Small chunks (2,000 of them, each with its watermark commits): the
+	// snapshot takes seconds, so lines come while it runs.
+	t.Setenv("READSIDE_SOURCE__SNAPSHOT__CHUNK_ROWS", "10")
 	p := newOpsPipeline(t, "snapwait", bed.Kafka.Brokers(), "")
 	const rows = 20000
 	for lo := 1; lo <= rows; lo += 1000 {

@@ -54,7 +54,9 @@ type loadReport struct {
 func TestInitialLoadVisible(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	p := newPipeline(t, "initload", pipelineOptions{brokers: bed.Kafka.Brokers(), sourceExtra: "  snapshot:\n    chunk_rows: 20\n"})
+	// Chunks of 10 rows (2,000 for the big table, each with its watermark
+	// commits): its load lasts seconds, so `readside status` sees it running.
+	p := newPipeline(t, "initload", pipelineOptions{brokers: bed.Kafka.Brokers(), sourceExtra: "  snapshot:\n    chunk_rows: 10\n"})
 	small, big, msgs := p.src+".small", p.src+".big", p.src+".messages"
 	want := map[string]int64{small: 30, big: 20000, msgs: 2000}
 	for _, name := range []string{"small", "big"} {
