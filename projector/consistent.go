@@ -176,8 +176,17 @@ func (a *Applier) session(ctx context.Context) (committed bool, err error) {
 			data.Close()
 		}
 	}()
+	defer func() {
+		// The session ends only with its last commit's outcome: the next
+		// one reads the frontiers that commit leaves.
+		if serr := s.settle(sctx); serr != nil && err == nil {
+			err = serr
+		}
+	}()
 	for {
-		a.collectTombstones(sctx)
+		if err := a.collectTombstones(sctx, s); err != nil {
+			return committed, err
+		}
 		target, err := s.nextTarget(sctx, cuts)
 		if err != nil {
 			return committed, cause(sctx, err)
@@ -195,18 +204,23 @@ func (a *Applier) session(ctx context.Context) (committed bool, err error) {
 }
 
 // collectTombstones drops every projection's tombstones below its topics'
-// horizon (gc.go) on the interval, between commits.
-func (a *Applier) collectTombstones(ctx context.Context) {
+// horizon (gc.go) on the interval, between commits: after the one in
+// flight, whose error it returns.
+func (a *Applier) collectTombstones(ctx context.Context, s *applySession) error {
 	if a.lastGC.IsZero() {
 		a.lastGC = time.Now()
 	}
 	if time.Since(a.lastGC) < defaultGCInterval {
-		return
+		return nil
+	}
+	if err := s.settle(ctx); err != nil {
+		return err
 	}
 	a.lastGC = time.Now()
 	for _, p := range a.ps {
 		a.followers[p].collectTombstones(ctx)
 	}
+	return nil
 }
 
 // cause is why ctx ended when it did (a lost membership), else err.
@@ -295,16 +309,27 @@ func (a *Applier) dataReader(ctx context.Context, s *applySession) (*kgo.Client,
 	)
 }
 
-// commit applies everything below target's cut in one consistent commit.
+// commit applies everything below target's cut in one consistent commit,
+// and leaves its COMMIT in flight (consistent_inflight.go): the commit
+// before it must have committed before this one's COMMIT is sent.
 func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client, target cutAt) error {
 	start := time.Now()
 	c, err := a.to.BeginCommit(ctx, s.from, target.offset)
 	if err != nil {
+		if serr := s.settle(ctx); serr != nil {
+			return serr
+		}
 		return err
 	}
 	rows, err := a.fill(ctx, s, data, c, target)
 	if err != nil {
+		// Rolled back first: the commit in flight may be waiting for
+		// nothing, but a schema follow after it must not wait on this
+		// one's locks.
 		c.Rollback()
+		if serr := s.settle(ctx); serr != nil {
+			return serr
+		}
 		return a.followSchema(ctx, err)
 	}
 	next := event.Offsets{}
@@ -326,13 +351,11 @@ func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client,
 	f := projections.Frontier{Checkpoint: target.offset, Flavor: target.cut.Position.Flavor, GTID: target.cut.Position.GTID, File: target.cut.Position.File,
 		Pos: target.cut.Position.Pos, SourceTS: target.cut.SourceTS, CutWrittenAt: target.cut.WrittenAt,
 		Transactions: target.cut.Transactions, Loading: target.cut.Loading(), Next: next}
-	if err := c.Commit(f); err != nil {
-		return a.followSchema(ctx, err)
+	if err := s.settle(ctx); err != nil {
+		c.Rollback()
+		return err
 	}
-	a.o.Metrics.committed(a.sink, f, s.applied, rows, time.Since(start))
-	if s.applied.Checkpoint < 0 {
-		a.log.Info("first consistent commit", "gtid", f.GTID, "rows", rows, "took", time.Since(start))
-	}
+	s.commitLater(c, f, rows, start)
 	s.committed(f)
 	return nil
 }
