@@ -15,16 +15,13 @@ import (
 	"context"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/readside/readside/projections"
 )
 
-// inflight is a commit whose last packet is on its way; err is its
-// outcome once finished is closed.
+// inflight is a commit whose last packet is on its way; done reports its
+// outcome once.
 type inflight struct {
-	finished chan struct{}
-	err      error
+	done chan error
 }
 
 // commitLater commits c with f in the background; settle collects the
@@ -32,7 +29,7 @@ type inflight struct {
 // it, and fails at its frontier check if this one does not commit.
 func (s *applySession) commitLater(c projections.SinkCommit, f projections.Frontier, rows int, start time.Time) {
 	a, prev := s.a, s.applied
-	fl := &inflight{finished: make(chan struct{})}
+	fl := &inflight{done: make(chan error, 1)}
 	s.inflight = fl
 	go func() {
 		err := c.Commit(f)
@@ -42,8 +39,7 @@ func (s *applySession) commitLater(c projections.SinkCommit, f projections.Front
 				a.log.Info("first consistent commit", "gtid", f.GTID, "rows", rows, "took", time.Since(start))
 			}
 		}
-		fl.err = err
-		close(fl.finished)
+		fl.done <- err
 	}()
 }
 
@@ -55,45 +51,10 @@ func (s *applySession) settle(ctx context.Context) error {
 	if s.inflight == nil {
 		return nil
 	}
-	<-s.inflight.finished
-	err := s.inflight.err
+	err := <-s.inflight.done
 	s.inflight = nil
 	if err != nil {
 		return s.a.followSchema(ctx, err)
 	}
 	return nil
-}
-
-// over reports a commit in flight that is over (settle returns at once).
-func (s *applySession) over() bool {
-	if s.inflight == nil {
-		return false
-	}
-	select {
-	case <-s.inflight.finished:
-		return true
-	default:
-		return false
-	}
-}
-
-// pollCuts waits for checkpoints, or until the commit in flight is over
-// (then it returns what arrived, maybe nothing): the wait for the next
-// cut overlaps that commit, and its outcome is not left unseen while the
-// source is idle.
-func (s *applySession) pollCuts(ctx context.Context, cuts *kgo.Client) kgo.Fetches {
-	fl := s.inflight
-	if fl == nil {
-		return cuts.PollFetches(ctx)
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-fl.finished:
-			cancel()
-		case <-wctx.Done():
-		}
-	}()
-	return cuts.PollFetches(wctx)
 }

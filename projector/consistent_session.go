@@ -102,14 +102,14 @@ func (s *applySession) nextTarget(ctx context.Context, cuts *kgo.Client) (cutAt,
 		if len(s.cuts) > 0 {
 			return s.pick(), nil
 		}
-		fetches := s.pollCuts(ctx, cuts)
+		// Nothing to overlap with: the commit in flight ends before the
+		// wait, so its failure is not left unseen while the source is idle.
+		if err := s.settle(ctx); err != nil {
+			return cutAt{}, err
+		}
+		fetches := cuts.PollFetches(ctx)
 		if ctx.Err() != nil {
 			return cutAt{}, ctx.Err()
-		}
-		if s.over() {
-			if err := s.settle(ctx); err != nil {
-				return cutAt{}, err
-			}
 		}
 		if err := s.read(fetches); err != nil {
 			return cutAt{}, err
