@@ -176,17 +176,8 @@ func (a *Applier) session(ctx context.Context) (committed bool, err error) {
 			data.Close()
 		}
 	}()
-	defer func() {
-		// The session ends only with its last commit's outcome: the next
-		// one reads the frontiers that commit leaves.
-		if serr := s.settle(sctx); serr != nil && err == nil {
-			err = serr
-		}
-	}()
 	for {
-		if err := a.collectTombstones(sctx, s); err != nil {
-			return committed, err
-		}
+		a.collectTombstones(sctx)
 		target, err := s.nextTarget(sctx, cuts)
 		if err != nil {
 			return committed, cause(sctx, err)
@@ -204,23 +195,18 @@ func (a *Applier) session(ctx context.Context) (committed bool, err error) {
 }
 
 // collectTombstones drops every projection's tombstones below its topics'
-// horizon (gc.go) on the interval, between commits: after the one in
-// flight, whose error it returns.
-func (a *Applier) collectTombstones(ctx context.Context, s *applySession) error {
+// horizon (gc.go) on the interval, between commits.
+func (a *Applier) collectTombstones(ctx context.Context) {
 	if a.lastGC.IsZero() {
 		a.lastGC = time.Now()
 	}
 	if time.Since(a.lastGC) < defaultGCInterval {
-		return nil
-	}
-	if err := s.settle(ctx); err != nil {
-		return err
+		return
 	}
 	a.lastGC = time.Now()
 	for _, p := range a.ps {
 		a.followers[p].collectTombstones(ctx)
 	}
-	return nil
 }
 
 // cause is why ctx ended when it did (a lost membership), else err.
@@ -309,27 +295,16 @@ func (a *Applier) dataReader(ctx context.Context, s *applySession) (*kgo.Client,
 	)
 }
 
-// commit applies everything below target's cut in one consistent commit,
-// and leaves its COMMIT in flight (consistent_inflight.go): the commit
-// before it must have committed before this one's COMMIT is sent.
+// commit applies everything below target's cut in one consistent commit.
 func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client, target cutAt) error {
 	start := time.Now()
 	c, err := a.to.BeginCommit(ctx, s.from, target.offset)
 	if err != nil {
-		if serr := s.settle(ctx); serr != nil {
-			return serr
-		}
 		return err
 	}
 	rows, err := a.fill(ctx, s, data, c, target)
 	if err != nil {
-		// Rolled back first: the commit in flight may be waiting for
-		// nothing, but a schema follow after it must not wait on this
-		// one's locks.
 		c.Rollback()
-		if serr := s.settle(ctx); serr != nil {
-			return serr
-		}
 		return a.followSchema(ctx, err)
 	}
 	next := event.Offsets{}
@@ -351,11 +326,13 @@ func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client,
 	f := projections.Frontier{Checkpoint: target.offset, Flavor: target.cut.Position.Flavor, GTID: target.cut.Position.GTID, File: target.cut.Position.File,
 		Pos: target.cut.Position.Pos, SourceTS: target.cut.SourceTS, CutWrittenAt: target.cut.WrittenAt,
 		Transactions: target.cut.Transactions, Loading: target.cut.Loading(), Next: next}
-	if err := s.settle(ctx); err != nil {
-		c.Rollback()
-		return err
+	if err := c.Commit(f); err != nil {
+		return a.followSchema(ctx, err)
 	}
-	s.commitLater(c, f, rows, start)
+	a.o.Metrics.committed(a.sink, f, s.applied, rows, time.Since(start))
+	if s.applied.Checkpoint < 0 {
+		a.log.Info("first consistent commit", "gtid", f.GTID, "rows", rows, "took", time.Since(start))
+	}
 	s.committed(f)
 	return nil
 }

@@ -49,9 +49,6 @@ type applySession struct {
 	paused  map[string][]int32
 	// warned is when a recent checkpoint without a cut was last reported.
 	warned time.Time
-	// inflight is the last commit while its COMMIT is on its way
-	// (consistent_inflight.go).
-	inflight *inflight
 }
 
 func newApplySession(a *Applier, fronts []projections.Frontier) *applySession {
@@ -101,11 +98,6 @@ func (s *applySession) nextTarget(ctx context.Context, cuts *kgo.Client) (cutAt,
 		}
 		if len(s.cuts) > 0 {
 			return s.pick(), nil
-		}
-		// Nothing to overlap with: the commit in flight ends before the
-		// wait, so its failure is not left unseen while the source is idle.
-		if err := s.settle(ctx); err != nil {
-			return cutAt{}, err
 		}
 		fetches := cuts.PollFetches(ctx)
 		if ctx.Err() != nil {
