@@ -10,13 +10,13 @@ import (
 	"github.com/readside/readside/projections"
 )
 
-// TestConsistentCommitOnTopOfTheOneInFlight: the applier opens a commit
-// while the one before it is still committing. The later one waits at the
-// frontier lock and commits on top of the earlier one once that one has
-// committed; when the earlier one rolls back instead, the later one fails
-// with ErrFrontierMoved and nothing of it is written. Commits land in
-// order, so readers see only prefixes.
-func TestConsistentCommitOnTopOfTheOneInFlight(t *testing.T) {
+// TestConsistentCommitWaitsAtTheFrontierLock: the frontier lock and its
+// check go out with a commit's first read, not when the commit opens. A
+// commit opened while another one holds the frontier (a zombie beside the
+// active applier) still waits there, and commits only on top of what the
+// other committed: after its commit it lands; after its rollback it fails
+// with ErrFrontierMoved and nothing of it is written.
+func TestConsistentCommitWaitsAtTheFrontierLock(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
 	src, sinkDB := sourceAndSink(t, bed, "cif", "id INT PRIMARY KEY, v INT")
@@ -61,7 +61,7 @@ func TestConsistentCommitOnTopOfTheOneInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := <-later; err != nil {
-		t.Fatalf("the commit opened on top of one in flight failed after that one committed: %v", err)
+		t.Fatalf("the commit opened while another held the frontier failed after that one committed: %v", err)
 	}
 
 	under = begin(3, 4)
@@ -71,7 +71,7 @@ func TestConsistentCommitOnTopOfTheOneInFlight(t *testing.T) {
 	later = onTop(begin(4, 5), 5, 5)
 	under.Rollback()
 	if err := <-later; !errors.Is(err, projections.ErrFrontierMoved) {
-		t.Fatalf("the commit opened on top of one that rolled back ended with %v, want ErrFrontierMoved", err)
+		t.Fatalf("the commit opened while another held the frontier ended with %v after that one rolled back, want ErrFrontierMoved", err)
 	}
 
 	f, err := sink.Shards[0].Frontier(ctx, sink.Name)
@@ -83,6 +83,6 @@ func TestConsistentCommitOnTopOfTheOneInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	if f.Checkpoint != 3 || ids != "1,2,3" {
-		t.Errorf("frontier at %d with rows %s, want 3 with 1,2,3: commits on top of their predecessor, none on top of a rollback", f.Checkpoint, ids)
+		t.Errorf("frontier at %d with rows %s, want 3 with 1,2,3: each commit on top of the one before it, none on top of a rollback", f.Checkpoint, ids)
 	}
 }
