@@ -83,11 +83,8 @@ type ShardCommit struct {
 
 // BeginCommit opens a transaction on s for sink and locks its frontier
 // row, which must still be at checkpoint from: an applier that lost its
-// group membership blocks there behind the one that took over, then finds
-// the frontier moved (ErrFrontierMoved) and never commits. The lock is a
-// check (stmts.check): it goes out with the commit's first read, not in a
-// round trip of its own, and its ErrFrontierMoved comes from that read or
-// from the commit — always before anything of the transaction commits.
+// group membership blocks here behind the one that took over, then finds
+// the frontier moved (ErrFrontierMoved) and never commits.
 func (s *MySQL) BeginCommit(ctx context.Context, sink string, from int64) (*ShardCommit, error) {
 	if from < 0 {
 		// The first commit: the row the lock below needs.
@@ -100,32 +97,35 @@ func (s *MySQL) BeginCommit(ctx context.Context, sink string, from int64) (*Shar
 		return nil, err
 	}
 	c := &ShardCommit{s: s, ctx: ctx, run: run, sink: sink}
-	if err := c.lockFrontier(from); err != nil {
+	at, err := c.lockFrontier()
+	if err != nil {
 		run.rollback()
 		return nil, err
+	}
+	if at != from {
+		run.rollback()
+		return nil, fmt.Errorf("%w (checkpoint offset %d, expected %d)", projections.ErrFrontierMoved, at, from)
 	}
 	return c, nil
 }
 
-// lockFrontier queues the lock of the frontier row and the check that it
-// is at checkpoint offset from.
-func (c *ShardCommit) lockFrontier(from int64) error {
-	return c.run.check(c.ctx, "SELECT checkpoint_offset FROM `_readside_frontier` WHERE sink = ? FOR UPDATE", []any{c.sink}, func(rows *sql.Rows) error {
-		if !rows.Next() {
-			if err := rows.Err(); err != nil {
-				return fmt.Errorf("locking the frontier of sink %s: %w", c.sink, err)
-			}
-			return fmt.Errorf("the frontier row of sink %s is gone", c.sink)
+func (c *ShardCommit) lockFrontier() (int64, error) {
+	rows, err := c.run.query(c.ctx, "SELECT checkpoint_offset FROM `_readside_frontier` WHERE sink = ? FOR UPDATE", []any{c.sink})
+	if err != nil {
+		return 0, fmt.Errorf("locking the frontier of sink %s: %w", c.sink, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return 0, err
 		}
-		var at int64
-		if err := rows.Scan(&at); err != nil {
-			return fmt.Errorf("locking the frontier of sink %s: %w", c.sink, err)
-		}
-		if at != from {
-			return fmt.Errorf("%w (checkpoint offset %d, expected %d)", projections.ErrFrontierMoved, at, from)
-		}
-		return nil
-	})
+		return 0, fmt.Errorf("the frontier row of sink %s is gone", c.sink)
+	}
+	var at int64
+	if err := rows.Scan(&at); err != nil {
+		return 0, err
+	}
+	return at, rows.Close()
 }
 
 // Apply writes b's rows, state and fan-outs for p into the open

@@ -10,12 +10,11 @@ import (
 	"github.com/readside/readside/projections"
 )
 
-// TestConsistentCommitWaitsAtTheFrontierLock: the frontier lock and its
-// check go out with a commit's first read, not when the commit opens. A
-// commit opened while another one holds the frontier (a zombie beside the
-// active applier) still waits there, and commits only on top of what the
-// other committed: after its commit it lands; after its rollback it fails
-// with ErrFrontierMoved and nothing of it is written.
+// TestConsistentCommitWaitsAtTheFrontierLock: a commit opened while
+// another one holds the frontier (a zombie beside the active applier)
+// waits at the frontier lock, and commits only on top of what the other
+// committed: after its commit it lands; after its rollback it fails with
+// ErrFrontierMoved and nothing of it is written.
 func TestConsistentCommitWaitsAtTheFrontierLock(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -32,11 +31,17 @@ func TestConsistentCommitWaitsAtTheFrontierLock(t *testing.T) {
 		}
 		return c
 	}
-	// onTop applies row id and commits at checkpoint at, in the background.
-	onTop := func(c projections.SinkCommit, id int, at int64) <-chan error {
+	// onTop opens a commit from checkpoint from to at, applies row id and
+	// commits, in the background: it may wait at the lock from the start.
+	onTop := func(from, at int64, id int) <-chan error {
 		done := make(chan error, 1)
 		go func() {
-			err := c.Apply(p, row(id))
+			c, err := sink.BeginCommit(ctx, []int64{from}, at)
+			if err != nil {
+				done <- err
+				return
+			}
+			err = c.Apply(p, row(id))
 			if err == nil {
 				err = c.Commit(projections.Frontier{Checkpoint: at, Next: event.Offsets{}})
 			}
@@ -47,8 +52,7 @@ func TestConsistentCommitWaitsAtTheFrontierLock(t *testing.T) {
 		}()
 		return done
 	}
-	first := begin(-1, 1)
-	if err := <-onTop(first, 1, 1); err != nil {
+	if err := <-onTop(-1, 1, 1); err != nil {
 		t.Fatal(err)
 	}
 
@@ -56,7 +60,7 @@ func TestConsistentCommitWaitsAtTheFrontierLock(t *testing.T) {
 	if err := under.Apply(p, row(2)); err != nil {
 		t.Fatal(err)
 	}
-	later := onTop(begin(2, 3), 3, 3)
+	later := onTop(2, 3, 3)
 	if err := under.Commit(projections.Frontier{Checkpoint: 2, Next: event.Offsets{}}); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +72,7 @@ func TestConsistentCommitWaitsAtTheFrontierLock(t *testing.T) {
 	if err := under.Apply(p, row(4)); err != nil {
 		t.Fatal(err)
 	}
-	later = onTop(begin(4, 5), 5, 5)
+	later = onTop(4, 5, 5)
 	under.Rollback()
 	if err := <-later; !errors.Is(err, projections.ErrFrontierMoved) {
 		t.Fatalf("the commit opened while another held the frontier ended with %v after that one rolled back, want ErrFrontierMoved", err)
