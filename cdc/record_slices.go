@@ -30,9 +30,14 @@ func (r *recordSlices) get(n int) []kgo.Record {
 		s := make([]kgo.Record, 0, n)
 		p = &s
 	}
-	r.taken = append(r.taken, p)
+	r.taken = keepNewest(r.taken, p, maxTakenRecordSlices)
 	return (*p)[:0]
 }
+
+// maxTakenRecordSlices bounds the slices tracked between two seals (as
+// maxTakenChunks does the slab's): a commit of 20,000 records spans two or
+// three chunks of 10,000.
+const maxTakenRecordSlices = 8
 
 // seal returns the slices handed out since the last seal.
 func (r *recordSlices) seal() []*[]kgo.Record {

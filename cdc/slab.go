@@ -58,8 +58,28 @@ func (s *slab) newChunk() []byte {
 	if c == nil {
 		c = new([slabChunk]byte)
 	}
-	s.taken = append(s.taken, c)
+	s.taken = keepNewest(s.taken, c, maxTakenChunks)
 	return c[:0]
+}
+
+// maxTakenChunks bounds the chunks a slab tracks between two seals (16
+// MiB): a commit of kafka.commit_every (20,000) narrow records takes ~190.
+// A huge source transaction streams through one Kafka transaction with
+// no seal until its end; tracking all of its chunks would keep them alive
+// (memory growing with the transaction), so only the newest are: those
+// are the records still in the producer's buffer (32 MiB) anyway, and the
+// older ones are left to the collector once acknowledged.
+const maxTakenChunks = 256
+
+// keepNewest appends p to list, first dropping the older half when list
+// holds max already (cleared, so nothing keeps them alive).
+func keepNewest[T any](list []*T, p *T, max int) []*T {
+	if len(list) >= max {
+		n := copy(list, list[len(list)-max/2:])
+		clear(list[n:])
+		list = list[:n]
+	}
+	return append(list, p)
 }
 
 // keep takes b, appended to since room returned it, out of the chunk's

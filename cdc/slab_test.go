@@ -84,3 +84,24 @@ func TestSlabSealRecycle(t *testing.T) {
 }
 
 func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// TestSlabTracksNewestChunks: without a seal (a huge source transaction
+// streams through one Kafka transaction) a slab tracks at most
+// maxTakenChunks chunks, the newest, so it keeps no more alive than that
+// whatever the transaction's size.
+func TestSlabTracksNewestChunks(t *testing.T) {
+	s := newRecyclingSlab()
+	var last []byte
+	for range (3*maxTakenChunks + 50) * slabChunk / slabLargest { // past three times the bound, in chunks
+		last = s.keep(append(s.room(slabLargest), make([]byte, slabLargest)...))
+	}
+	if len(s.taken) > maxTakenChunks {
+		t.Fatalf("%d chunks tracked, at most %d wanted", len(s.taken), maxTakenChunks)
+	}
+	if newest := s.taken[len(s.taken)-1]; uintptrOf(last) < uintptrOf(newest[:]) || uintptrOf(last) >= uintptrOf(newest[:])+slabChunk {
+		t.Fatal("the newest chunk is not the last one tracked")
+	}
+	if tail := s.taken[len(s.taken):cap(s.taken)]; len(tail) > 0 && tail[0] != nil {
+		t.Fatal("a chunk dropped from tracking is still referenced by the list's array")
+	}
+}
