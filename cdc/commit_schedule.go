@@ -158,7 +158,13 @@ func (s *stream) maybeCommit(ctx context.Context, deadline bool) error {
 func (s *stream) commit(ctx context.Context) error {
 	cp := s.checkpoint()
 	needsFrom := s.sched.ts
+	// The buffers of every record produced so far, all of them in this
+	// commit: once it committed, franz-go is done with each (promises
+	// called before Flush returns), so they are handed back for reuse.
+	chunks, recs := s.slab.seal(), s.recs.seal()
 	err := s.pub.commitAsync(ctx, cp, func(took time.Duration) {
+		s.slab.recycle(chunks)
+		s.recs.recycle(recs)
 		s.t.metrics.commitLatency.Observe(took.Seconds())
 		s.t.committed(cp)
 		s.t.markPublished(needsFrom)

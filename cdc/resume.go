@@ -31,6 +31,7 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 		t: t, pub: env.pub, src: env.src, cp: cp,
 		captured: env.captured, partitions: env.partitions, excluded: env.excluded, charsets: env.charsets,
 		tables: map[uint64]*table{}, keys: t.cfg.Source.Keys, orphans: orphans,
+		slab: newRecyclingSlab(), recs: newRecordSlices(),
 	}
 	if len(s.keys) > 0 {
 		s.guard = newKeyGuard(s.keys)

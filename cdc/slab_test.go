@@ -3,6 +3,7 @@ package cdc
 import (
 	"bytes"
 	"testing"
+	"unsafe"
 )
 
 // TestSlab: slices kept from a slab keep their bytes whatever is appended
@@ -42,5 +43,65 @@ func TestSlab(t *testing.T) {
 	used := len(s.chunk)
 	if big := s.keep(append(s.room(slabLargest+1), make([]byte, slabLargest+1)...)); len(s.chunk) != used || len(big) != slabLargest+1 {
 		t.Fatal("a slice over slabLargest took the chunk")
+	}
+}
+
+// TestSlabSealRecycle: a recycling slab's seal returns every chunk taken
+// since the last seal, the current one included, and the next slice
+// starts in another chunk, so no chunk handed back holds a slice kept
+// after the seal. (That chunks handed back are taken again is sync.Pool's:
+// under the race detector it drops some on purpose.)
+func TestSlabSealRecycle(t *testing.T) {
+	s := newRecyclingSlab()
+	var before [][]byte
+	for i := range 1000 { // 4 chunks: 327 slices of 200 bytes fill one
+		before = append(before, s.keep(append(s.room(200), bytes.Repeat([]byte{byte(i)}, 200)...)))
+	}
+	sealed := s.seal()
+	if len(sealed) != 4 {
+		t.Fatalf("seal returned %d chunks, want 4", len(sealed))
+	}
+	inSealed := func(b []byte) bool {
+		for _, c := range sealed {
+			if at := uintptrOf(b); at >= uintptrOf(c[:]) && at < uintptrOf(c[:])+slabChunk {
+				return true
+			}
+		}
+		return false
+	}
+	for i, b := range before {
+		if !inSealed(b) {
+			t.Fatalf("slice %d kept before the seal is in no sealed chunk", i)
+		}
+	}
+	after := s.keep(append(s.room(200), "after the seal"...))
+	if inSealed(after) {
+		t.Fatal("a slice kept after the seal is in a sealed chunk")
+	}
+	if len(s.seal()) != 1 {
+		t.Fatal("the second seal did not return the one chunk taken since the first")
+	}
+}
+
+func uintptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// TestSlabTracksNewestChunks: without a seal (a huge source transaction
+// streams through one Kafka transaction) a slab tracks at most
+// maxTakenChunks chunks, the newest, so it keeps no more alive than that
+// whatever the transaction's size.
+func TestSlabTracksNewestChunks(t *testing.T) {
+	s := newRecyclingSlab()
+	var last []byte
+	for range (3*maxTakenChunks + 50) * slabChunk / slabLargest { // past three times the bound, in chunks
+		last = s.keep(append(s.room(slabLargest), make([]byte, slabLargest)...))
+	}
+	if len(s.taken) > maxTakenChunks {
+		t.Fatalf("%d chunks tracked, at most %d wanted", len(s.taken), maxTakenChunks)
+	}
+	if newest := s.taken[len(s.taken)-1]; uintptrOf(last) < uintptrOf(newest[:]) || uintptrOf(last) >= uintptrOf(newest[:])+slabChunk {
+		t.Fatal("the newest chunk is not the last one tracked")
+	}
+	if tail := s.taken[len(s.taken):cap(s.taken)]; len(tail) > 0 && tail[0] != nil {
+		t.Fatal("a chunk dropped from tracking is still referenced by the list's array")
 	}
 }

@@ -296,10 +296,10 @@ func (s *stream) publishChunk(ctx context.Context, h *replication.EventHeader) e
 	task := &s.snapshots[0]
 	src := s.source(h)
 	frame := newReadFrame(c.table, src)
-	// The chunk's records are one allocation, and share one timestamp
-	// (franz-go reads the clock for each record without one): they are
-	// produced together, acknowledged together, dropped together.
-	recs := make([]kgo.Record, 0, len(c.keys))
+	// The chunk's records are one slice, and share one timestamp (franz-go
+	// reads the clock for each record without one): they are produced
+	// together, acknowledged together, handed back together.
+	recs := s.recs.get(len(c.keys))
 	now := time.Now()
 	emitted := 0
 	for i, key := range c.keys {

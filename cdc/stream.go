@@ -76,7 +76,11 @@ type stream struct {
 	// nothing commits before the clock has passed it.
 	orphans uint64
 
-	slab slab // the records' keys and values
+	// The records' keys and values, and the slices a snapshot chunk's
+	// records are built in: handed back for reuse once the Kafka
+	// transaction that carried them committed (commit).
+	slab slab
+	recs recordSlices
 }
 
 // A stream runs as three stages under one errgroup; an error in any of them
