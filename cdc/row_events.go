@@ -145,8 +145,8 @@ func (s *stream) emit(ctx context.Context, tbl *table, src *source, op event.Op,
 		return &FatalError{fmt.Errorf("encoding key of %s.%s at %s:%d: %w", tbl.db, tbl.name, src.file, src.pos, err)}
 	}
 	// The value is encoded into room sized from the table's last event of
-	// this op, so it rarely grows (each value is handed to Kafka, so none
-	// is reused; see slab).
+	// this op, so it rarely grows (its bytes are not written again until
+	// the Kafka transaction carrying it committed; see slab).
 	hint := &tbl.sizeHint[opSlot(op)]
 	value, err := appendChange(s.slab.room(*hint+64), tbl, envelope{op: op, version: version, src: src, txnSeq: s.txnEvents}, key, before, after)
 	value = s.slab.keep(value)
