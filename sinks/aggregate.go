@@ -93,7 +93,6 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 		}
 	}
 	a.firstContributions = len(inserts) > 0
-	a.noteWritten(kept, stored, floor)
 	if err := a.execRows(&st.insert, inserts); err != nil {
 		return fmt.Errorf("writing the first contributions of %s: %w", a.p.Name, err)
 	}
@@ -165,14 +164,6 @@ func (a *applier) contributionRow(c projections.Contribution, joined map[string]
 func (a *applier) storedContributions(kept []projections.Contribution) (map[string]storedContribution, error) {
 	st := a.st.agg
 	stored := map[string]storedContribution{}
-	if v := a.cachedContributions(); v != nil {
-		var floorKnown bool
-		kept, floorKnown = v.answer(kept, stored)
-		if len(kept) == 0 && floorKnown {
-			return stored, nil
-		}
-		defer func() { v.setFloor(stored[""].version) }()
-	}
 	for i, sp := range cut(len(kept), chunk, func(i int) int { return len(kept[i].SourceKey) + 9 }, a.limit) {
 		part := kept[sp[0]:sp[1]]
 		args := make([]any, len(part), len(part)+1)
@@ -401,9 +392,6 @@ func (a *applier) applyDeltas(ds *deltas) error {
 // at, withdraws every older contribution and rebuilds the groups from
 // the contributions left (rare: a full rebuild is fine).
 func (a *applier) truncateAggregate(at uint64) error {
-	if a.contribs != nil {
-		a.contribs.w.truncate(a.p.Name)
-	}
 	st := a.st.agg
 	for _, stmt := range []struct {
 		q    string

@@ -164,19 +164,12 @@ func (s *MySQL) withdrawContributions(ctx context.Context, p *projections.Projec
 // withdrawLocked withdraws the contributions of gone to p in tx, each
 // only while it still has the version given, in the projector's lock
 // order (by key) and, when p joins, under the lock its batches regroup
-// under; a transaction-consistent applier of p's sink learns of it at its
-// next commit (markOutsideWrite).
+// under.
 func withdrawLocked(ctx context.Context, tx *sql.Tx, p *projections.Projection, st *aggStatements, gone []Member) error {
 	if st.joined != nil {
 		if _, err := tx.ExecContext(ctx, st.joined.lock, joinedLockName(p)); err != nil {
 			return fmt.Errorf("locking the groups of %s: %w", p.Name, err)
 		}
-	}
-	if len(gone) == 0 {
-		return nil
-	}
-	if err := markOutsideWrite(ctx, tx, p.Sink); err != nil {
-		return err
 	}
 	gone = slices.Clone(gone)
 	slices.SortFunc(gone, func(a, b Member) int { return strings.Compare(string(a.Key), string(b.Key)) })
@@ -232,24 +225,4 @@ func withdrawOne(p *projections.Projection) string {
 		}
 	}
 	return "UPDATE " + q(p.ContributionsTable()) + " SET " + strings.Join(none, ", ") + " WHERE `key_text` = ? AND `_rs_version` = ?"
-}
-
-// markOutsideWrite tells a transaction-consistent applier of sink that
-// contributions were written outside it (contribution_cache.go): under
-// the sink's frontier lock, taken first as the applier takes it, so this
-// transaction and the applier's commits take turns, the count of such
-// writes moves and the applier's next commit drops what it cached. A sink
-// in row mode has no frontier row: the lock then takes nothing.
-func markOutsideWrite(ctx context.Context, tx *sql.Tx, sink string) error {
-	rows, err := tx.QueryContext(ctx, "SELECT checkpoint_offset FROM `_readside_frontier` WHERE sink = ? FOR UPDATE", sink)
-	if err != nil {
-		return fmt.Errorf("locking the frontier of sink %s: %w", sink, err)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return fmt.Errorf("locking the frontier of sink %s: %w", sink, err)
-	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO `_readside_truncations` (projection, version) VALUES (?, 1) ON DUPLICATE KEY UPDATE version = version + 1", outsideWritesPrefix+sink); err != nil {
-		return fmt.Errorf("counting a contribution write outside the applier of sink %s: %w", sink, err)
-	}
-	return nil
 }

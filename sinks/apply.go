@@ -152,9 +152,6 @@ type applier struct {
 	// firstContributions: the batch inserts contributions of source rows
 	// it read as never seen (aggregate.go); a duplicate key is contention.
 	firstContributions bool
-	// contribs answers contribution reads in a consistent commit (nil in
-	// row mode, where other transactions write them too).
-	contribs *contributionView
 	// regroupKeys are the source keys of the contributions the batch
 	// wrote without their joined group columns; regroupAll: a parent
 	// was truncated, every contribution is regrouped (aggregate_joined.go).

@@ -79,12 +79,6 @@ type ShardCommit struct {
 	ctx  context.Context
 	run  stmts
 	sink string
-	// cache holds the contributions this applier committed on the shard
-	// (contribution_cache.go); written are this commit's, and mark is the
-	// frontier row as the lock found it.
-	cache   *contributionCache
-	written commitContributions
-	mark    frontierMark
 }
 
 // BeginCommit opens a transaction on s for sink and locks its frontier
@@ -102,49 +96,42 @@ func (s *MySQL) BeginCommit(ctx context.Context, sink string, from int64) (*Shar
 	if err != nil {
 		return nil, err
 	}
-	c := &ShardCommit{s: s, ctx: ctx, run: run, sink: sink, cache: s.contributionCache(sink)}
-	mark, err := c.lockFrontier()
+	c := &ShardCommit{s: s, ctx: ctx, run: run, sink: sink}
+	at, err := c.lockFrontier()
 	if err != nil {
-		c.Rollback()
+		run.rollback()
 		return nil, err
 	}
-	if mark.checkpoint != from {
-		c.Rollback()
-		return nil, fmt.Errorf("%w (checkpoint offset %d, expected %d)", projections.ErrFrontierMoved, mark.checkpoint, from)
+	if at != from {
+		run.rollback()
+		return nil, fmt.Errorf("%w (checkpoint offset %d, expected %d)", projections.ErrFrontierMoved, at, from)
 	}
-	c.mark = mark
-	c.cache.check(mark)
 	return c, nil
 }
 
-// lockFrontier locks the frontier row and reads where it is, with the
-// count of contribution writes made outside the applier: a locking read
-// of both, so a repair that held the frontier lock before is seen.
-func (c *ShardCommit) lockFrontier() (frontierMark, error) {
-	var m frontierMark
-	rows, err := c.run.query(c.ctx, "SELECT f.checkpoint_offset, f.commits, COALESCE(t.version, 0) FROM `_readside_frontier` AS f"+
-		" LEFT JOIN `_readside_truncations` AS t ON t.projection = ? WHERE f.sink = ? FOR UPDATE", []any{outsideWritesPrefix + c.sink, c.sink})
+func (c *ShardCommit) lockFrontier() (int64, error) {
+	rows, err := c.run.query(c.ctx, "SELECT checkpoint_offset FROM `_readside_frontier` WHERE sink = ? FOR UPDATE", []any{c.sink})
 	if err != nil {
-		return m, fmt.Errorf("locking the frontier of sink %s: %w", c.sink, err)
+		return 0, fmt.Errorf("locking the frontier of sink %s: %w", c.sink, err)
 	}
 	defer rows.Close()
 	if !rows.Next() {
 		if err := rows.Err(); err != nil {
-			return m, err
+			return 0, err
 		}
-		return m, fmt.Errorf("the frontier row of sink %s is gone", c.sink)
+		return 0, fmt.Errorf("the frontier row of sink %s is gone", c.sink)
 	}
-	if err := rows.Scan(&m.checkpoint, &m.commits, &m.outside); err != nil {
-		return m, err
+	var at int64
+	if err := rows.Scan(&at); err != nil {
+		return 0, err
 	}
-	return m, rows.Close()
+	return at, rows.Close()
 }
 
 // Apply writes b's rows, state and fan-outs for p into the open
 // transaction, and its offsets and watermarks when it carries any.
 func (c *ShardCommit) Apply(p *projections.Projection, b *projections.Batch) error {
-	a := &applier{ctx: c.ctx, run: c.run, p: p, st: c.s.statementsFor(p), limit: c.s.stmtLimit(),
-		contribs: &contributionView{cache: c.cache, w: &c.written, p: p.Name}}
+	a := &applier{ctx: c.ctx, run: c.run, p: p, st: c.s.statementsFor(p), limit: c.s.stmtLimit()}
 	if err := c.s.writeBatch(a, b); err != nil {
 		return fmt.Errorf("projection %s: %w", p.Name, err)
 	}
@@ -176,24 +163,18 @@ func (c *ShardCommit) Commit(f projections.Frontier) error {
 		" applied_at = CURRENT_TIMESTAMP(6), transactions = ?, loading = ?, commits = commits + 1, next_offsets = ? WHERE sink = ?",
 		[]any{f.Checkpoint, f.Flavor, f.GTID, f.File, f.Pos, f.SourceTS, cutAt, f.Transactions, f.Loading, string(next), c.sink})
 	if err != nil {
-		c.Rollback()
+		c.run.rollback()
 		return err
 	}
 	if err := c.run.commit(c.ctx); err != nil {
-		c.Rollback()
+		c.run.rollback()
 		return fmt.Errorf("committing sink %s at checkpoint offset %d: %w", c.sink, f.Checkpoint, err)
 	}
-	c.cache.committed(&c.written, frontierMark{checkpoint: f.Checkpoint, commits: c.mark.commits + 1, outside: c.mark.outside})
 	return nil
 }
 
-// Rollback ends the transaction without a trace, and drops the cached
-// contributions: whether it was ever sent or not, what the sink holds is
-// no longer known here.
-func (c *ShardCommit) Rollback() {
-	c.cache.drop()
-	c.run.rollback()
-}
+// Rollback ends the transaction without a trace.
+func (c *ShardCommit) Rollback() { c.run.rollback() }
 
 // Frontiers reads every shard's frontier of the sink, in shard order.
 func (s *Sharded) Frontiers(ctx context.Context) ([]projections.Frontier, error) {

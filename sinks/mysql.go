@@ -43,8 +43,6 @@ type MySQL struct {
 	fanOutWakes sync.Map
 	// inFlight: projection name → *atomic.Int32 (batchesInFlight).
 	inFlight sync.Map
-	// contribs: sink name → *contributionCache (contribution_cache.go).
-	contribs sync.Map
 	// Log, when set, reports retried batches.
 	Log *slog.Logger
 }

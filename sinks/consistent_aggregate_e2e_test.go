@@ -9,14 +9,15 @@ import (
 	"github.com/readside/readside/sinks"
 )
 
-// TestConsistentCommitsCacheOnlyWhatTheSinkHolds: consecutive consistent
-// commits answer contribution reads from what the applier committed
-// (contribution_cache.go), and never from anything the sink does not
-// hold: not from a commit that was rolled back, not across a truncation,
-// not across a repair's withdrawal (verify --repair, made outside the
-// applier). Each step's groups are what reading every contribution from
-// the sink gives.
-func TestConsistentCommitsCacheOnlyWhatTheSinkHolds(t *testing.T) {
+// TestConsistentCommitsReadWhatTheSinkHolds: an aggregate's consecutive
+// consistent commits withdraw each row from the group the sink holds it
+// in — after a commit that was rolled back, after a truncation, after a
+// repair's withdrawal made outside the applier (verify --repair) — never
+// from one a commit remembers. Each step's groups are what the stored
+// contributions give. (It guards any cache of contributions an applier
+// might keep between commits: bench/results/history/consistency-issue42.md,
+// s44.)
+func TestConsistentCommitsReadWhatTheSinkHolds(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
 	src, sinkDB := sourceAndSink(t, bed, "ccache", "id INT PRIMARY KEY, g INT NOT NULL, amount DECIMAL(8,2)")
