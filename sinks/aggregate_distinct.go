@@ -22,11 +22,15 @@ package sinks
 // to commit and then finds the value counted. It runs before the group
 // deltas' upsert (applyDeltas), which then carries the distinct counts'
 // moves with the other deltas: one upsert of the group rows per batch.
-// Every transaction locks reference counts in one order (its batch's
-// (group, value) texts, sorted) and then its groups; only two spellings
-// of one value under a _ci collation ('a', 'A'), one row to the server
-// and two keys in Go, can be locked in two orders by two transactions,
-// which InnoDB reports as a deadlock and the batch is retried.
+// Every transaction locks each aggregate's reference counts in one order
+// (its batch's (group, value) texts, sorted) and then its groups. The
+// aggregates go in the order of their row counts in the batch, most
+// first (distinctWritesOf): two transactions take them in two orders
+// only when their batches' counts disagree, and then deadlock only if
+// each holds a row of one aggregate that the other also writes. Two
+// spellings of one value under a _ci collation ('a', 'A'), one row to
+// the server and two keys in Go, can also be locked in two orders. InnoDB
+// reports either as a deadlock and the batch is retried.
 
 import (
 	"fmt"
