@@ -22,11 +22,15 @@ package sinks
 // to commit and then finds the value counted. It runs before the group
 // deltas' upsert (applyDeltas), which then carries the distinct counts'
 // moves with the other deltas: one upsert of the group rows per batch.
-// Every transaction locks reference counts in one order (its batch's
-// (group, value) texts, sorted) and then its groups; only two spellings
-// of one value under a _ci collation ('a', 'A'), one row to the server
-// and two keys in Go, can be locked in two orders by two transactions,
-// which InnoDB reports as a deadlock and the batch is retried.
+// Every transaction locks each aggregate's reference counts in one order
+// (its batch's (group, value) texts, sorted) and then its groups. The
+// aggregates go in the order of their row counts in the batch, most
+// first (distinctWritesOf): two transactions take them in two orders
+// only when their batches' counts disagree, and then deadlock only if
+// each holds a row of one aggregate that the other also writes. Two
+// spellings of one value under a _ci collation ('a', 'A'), one row to
+// the server and two keys in Go, can also be locked in two orders. InnoDB
+// reports either as a deadlock and the batch is retried.
 
 import (
 	"fmt"
@@ -227,79 +231,129 @@ const distinctChunk = 5000
 // as the server returned it, in the order first seen (applyDeltas adds
 // them to the group deltas).
 func (a *applier) distinctMoves(ds *deltas) (map[string]*distinctMove, []string, error) {
-	st := a.st.agg
-	if len(st.distinct) == 0 {
+	if len(a.st.agg.distinct) == 0 {
 		return nil, nil, nil
 	}
-	ag := a.p.Aggregation
 	batch := rand.Uint64() >> 1 // a BIGINT UNSIGNED; 0 is the rebuilt rows'
-	moves := map[string]*distinctMove{}
-	var order []string
-	for _, dst := range st.distinct {
-		keys := slices.Clone(ds.distinct.order[dst.i])
+	mv := &distinctMoving{moves: map[string]*distinctMove{}}
+	for _, w := range distinctWritesOf(a.st.agg.distinct, ds.distinct, batch) {
+		if err := a.moveDistinct(w, batch, mv); err != nil {
+			return nil, nil, err
+		}
+	}
+	return mv.moves, mv.order, nil
+}
+
+// distinctWrites are one count(distinct) aggregate's reference count
+// changes in a batch: the upsert's rows and the (group, value) matches of
+// the read of those that crossed 0.
+type distinctWrites struct {
+	st          *distinctStatements
+	rows, match [][]any
+}
+
+// distinctWritesOf are the batch's reference count changes per distinct
+// aggregate, the aggregate with the most (group, value) rows first. Rows
+// that many of the batch's events share (a status: a few per group) are
+// the ones the other transaction of a poll also writes, and each waits
+// for the other's from its upsert to its commit; rows that one event
+// each moves (a total: about one per order) are rarely shared. Writing
+// the least shared aggregate first and the most shared last, right
+// before the group upsert and the commit, shortens the time the shared
+// rows stay locked. Each aggregate's read still follows all of its own
+// upserts (a value's two spellings meet on one row).
+func distinctWritesOf(sts []distinctStatements, dd *distinctDeltas, batch uint64) []distinctWrites {
+	var out []distinctWrites
+	for i := range sts {
+		w := distinctWrites{st: &sts[i]}
+		keys := slices.Clone(dd.order[w.st.i])
 		slices.Sort(keys)
-		var rows, match [][]any
 		for _, k := range keys {
-			d := ds.distinct.by[dst.i][k]
+			d := dd.by[w.st.i][k]
 			if d.n == 0 { // the group's rows still hold the value as often
 				continue
 			}
 			row := appendValues(nil, d.group)
 			row = append(row, &d.value)
-			match = append(match, slices.Clone(row))
-			rows = append(rows, append(row, d.n, d.n, batch))
+			w.match = append(w.match, slices.Clone(row))
+			w.rows = append(w.rows, append(row, d.n, d.n, batch))
 		}
-		if len(rows) == 0 {
-			continue
-		}
-		col := ag.Aggregates[dst.i].Column
-		if err := a.execRowsOf(&dst.upsert, rows, distinctChunk); err != nil {
-			return nil, nil, fmt.Errorf("counting the distinct values of %s.%s: %w", a.p.Table, col, err)
-		}
-		var zero [][]any
-		for _, sp := range cut(len(match), distinctChunk, func(i int) int { return argBytes(match[i]) }, a.limit) {
-			part := match[sp[0]:sp[1]]
-			args := append([]any{batch}, slices.Concat(part...)...)
-			var bad error
-			err := a.readDistinct(dst.read.text(len(part)), args, func(group []projections.Value, value projections.Value, refs, pending int64) {
-				before, after := refs-pending > 0, refs > 0
-				if before == after {
-					return
-				}
-				k := groupText(group)
-				m := moves[k]
-				if m == nil {
-					m = &distinctMove{group: group, by: make([]int64, len(ag.Aggregates)), sums: make([]*decimal, len(ag.Aggregates))}
-					moves[k] = m
-					order = append(order, k)
-				}
-				sign := int64(1)
-				if !after {
-					sign = -1
-					zero = append(zero, append(appendValues(nil, group), &value))
-				}
-				m.by[dst.i] += sign
-				if ag.Aggregates[dst.i].Func == projections.AggSumDistinct {
-					if m.sums[dst.i] == nil {
-						m.sums[dst.i] = &decimal{u: new(big.Int)}
-					}
-					if err := m.sums[dst.i].add(string(value.Bytes()), sign); err != nil && bad == nil {
-						bad = fmt.Errorf("aggregate %s: %w", col, err)
-					}
-				}
-			})
-			if err == nil {
-				err = bad
-			}
-			if err != nil {
-				return nil, nil, fmt.Errorf("reading the distinct values of %s.%s: %w", a.p.Table, col, err)
-			}
-		}
-		if err := a.execRowsOf(&dst.dropZero, zero, distinctChunk); err != nil {
-			return nil, nil, fmt.Errorf("removing the values no row of %s.%s holds: %w", a.p.Table, col, err)
+		if len(w.rows) > 0 {
+			out = append(out, w)
 		}
 	}
-	return moves, order, nil
+	// Stable: aggregates with as many rows keep the declaration's order.
+	slices.SortStableFunc(out, func(x, y distinctWrites) int { return len(y.rows) - len(x.rows) })
+	return out
+}
+
+// distinctMoving collects a batch's moves of its groups' distinct
+// aggregates, by groupText, in the order first seen.
+type distinctMoving struct {
+	moves map[string]*distinctMove
+	order []string
+}
+
+// moveDistinct upserts one aggregate's reference counts, reads those that
+// crossed 0 into mv and removes those that fell to 0.
+func (a *applier) moveDistinct(w distinctWrites, batch uint64, mv *distinctMoving) error {
+	ag := a.p.Aggregation
+	col := ag.Aggregates[w.st.i].Column
+	if err := a.execRowsOf(&w.st.upsert, w.rows, distinctChunk); err != nil {
+		return fmt.Errorf("counting the distinct values of %s.%s: %w", a.p.Table, col, err)
+	}
+	var zero [][]any
+	for _, sp := range cut(len(w.match), distinctChunk, func(i int) int { return argBytes(w.match[i]) }, a.limit) {
+		part := w.match[sp[0]:sp[1]]
+		args := append([]any{batch}, slices.Concat(part...)...)
+		var bad error
+		err := a.readDistinct(w.st.read.text(len(part)), args, func(group []projections.Value, value projections.Value, refs, pending int64) {
+			before, after := refs-pending > 0, refs > 0
+			if before == after {
+				return
+			}
+			if !after {
+				zero = append(zero, append(appendValues(nil, group), &value))
+			}
+			if err := mv.cross(ag, w.st.i, group, value, after); err != nil && bad == nil {
+				bad = fmt.Errorf("aggregate %s: %w", col, err)
+			}
+		})
+		if err == nil {
+			err = bad
+		}
+		if err != nil {
+			return fmt.Errorf("reading the distinct values of %s.%s: %w", a.p.Table, col, err)
+		}
+	}
+	if err := a.execRowsOf(&w.st.dropZero, zero, distinctChunk); err != nil {
+		return fmt.Errorf("removing the values no row of %s.%s holds: %w", a.p.Table, col, err)
+	}
+	return nil
+}
+
+// cross records that value's reference count in group, for aggregate i,
+// crossed 0: upwards (gained) or downwards.
+func (mv *distinctMoving) cross(ag *projections.Aggregation, i int, group []projections.Value, value projections.Value, gained bool) error {
+	k := groupText(group)
+	m := mv.moves[k]
+	if m == nil {
+		m = &distinctMove{group: group, by: make([]int64, len(ag.Aggregates)), sums: make([]*decimal, len(ag.Aggregates))}
+		mv.moves[k] = m
+		mv.order = append(mv.order, k)
+	}
+	sign := int64(1)
+	if !gained {
+		sign = -1
+	}
+	m.by[i] += sign
+	if ag.Aggregates[i].Func != projections.AggSumDistinct {
+		return nil
+	}
+	if m.sums[i] == nil {
+		m.sums[i] = &decimal{u: new(big.Int)}
+	}
+	return m.sums[i].add(string(value.Bytes()), sign)
 }
 
 // appendDistinctDeltas appends to row (a group delta being built) the

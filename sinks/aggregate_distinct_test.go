@@ -154,3 +154,49 @@ func TestAppendDistinctDeltas(t *testing.T) {
 		}
 	}
 }
+
+// TestDistinctWritesOrder: a batch writes the reference counts of the
+// distinct aggregate with the most (group, value) rows first (its rows
+// are rarely another transaction's too) and the most coalesced one last,
+// next to the group upsert; aggregates with as many rows keep their
+// declaration's order, and one whose changes net to nothing writes
+// nothing.
+func TestDistinctWritesOrder(t *testing.T) {
+	ag := &projections.Aggregation{Aggregates: []projections.Aggregate{
+		{Column: "n", Func: projections.AggCount},
+		{Column: "status", Func: projections.AggCountDistinct},
+		{Column: "total", Func: projections.AggCountDistinct},
+		{Column: "note", Func: projections.AggCountDistinct},
+		{Column: "day", Func: projections.AggCountDistinct},
+		{Column: "kept", Func: projections.AggCountDistinct},
+	}}
+	sts := []distinctStatements{{i: 1}, {i: 2}, {i: 3}, {i: 4}, {i: 5}}
+	ds := newDeltas(ag)
+	hot := projections.ValuesOf(1)
+	for order := range 6 {
+		g := projections.ValuesOf(1 + order%2)
+		row := projections.ValuesOf(1, "paid", 100+order, fmt.Sprint("n", order%3), "d", nil)
+		if err := ds.add(g, row, 1, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A row that keeps its "kept" value: withdrawn and added back.
+	for _, sign := range []int64{-1, 1} {
+		if err := ds.add(hot, projections.ValuesOf(0, nil, nil, nil, nil, "z"), sign, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, w := range distinctWritesOf(sts, ds.distinct, 9) {
+		got = append(got, fmt.Sprintf("%s:%d", ag.Aggregates[w.st.i].Column, len(w.rows)))
+		if len(w.rows) != len(w.match) {
+			t.Errorf("%s: %d rows, %d matches", ag.Aggregates[w.st.i].Column, len(w.rows), len(w.match))
+		}
+	}
+	// total: 6 values in 2 groups; note: 3 values × 2 groups (6 rows,
+	// declared after total); status and day: 1 value × 2 groups.
+	want := []string{"total:6", "note:6", "status:2", "day:2"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("write order %v, want %v", got, want)
+	}
+}
