@@ -84,3 +84,17 @@ func TestCommitSchedulerCompleted(t *testing.T) {
 		t.Errorf("after a commit: txns %d since %v pos %d; want a new batch from the next transaction", s.txns, s.since, s.pos.Pos)
 	}
 }
+
+// TestStreamBatchSnapshotting: the stream tells the scheduler a snapshot's
+// chunks are being read exactly while a chunk reader runs, which is what
+// lets a size-due commit be deferred then and only then.
+func TestStreamBatchSnapshotting(t *testing.T) {
+	s := &stream{pub: &publisher{}, clock: &Clock{}}
+	if s.batch().snapshotting {
+		t.Error("no chunk reader: snapshotting, want not (a live backlog's size-due commit must wait)")
+	}
+	s.reader = &chunkReader{}
+	if !s.batch().snapshotting {
+		t.Error("a chunk reader runs: not snapshotting, want snapshotting")
+	}
+}
