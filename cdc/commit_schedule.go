@@ -14,7 +14,8 @@ import (
 // (kafka.commit_interval) or the source has nothing more to send. At most
 // one commit runs at a time, in the background (publisher.commitAsync): a
 // commit due by time while one runs is deferred until that one is over,
-// while one due by size waits for it, which bounds what a backlog holds.
+// while one due by size waits for it, which bounds what a backlog holds
+// (except while a snapshot's chunks are read: decide).
 
 // idleCommitAfter is how long the stream may have no event ready, between
 // source transactions, before the tailer commits what is complete.
