@@ -14,7 +14,8 @@ import (
 // (kafka.commit_interval) or the source has nothing more to send. At most
 // one commit runs at a time, in the background (publisher.commitAsync): a
 // commit due by time while one runs is deferred until that one is over,
-// while one due by size waits for it, which bounds what a backlog holds.
+// while one due by size waits for it, which bounds what a backlog holds
+// (except while a snapshot's chunks are read: decide).
 
 // idleCommitAfter is how long the stream may have no event ready, between
 // source transactions, before the tailer commits what is complete.
@@ -53,6 +54,7 @@ type batchState struct {
 	commitActive bool      // a previous commit still runs in the background
 	inTxn        bool      // a source transaction is open
 	behind       bool      // orphans past the resumed cut are not published again yet
+	snapshotting bool      // a snapshot's chunks are being read and published
 }
 
 // commitVerdict is what the scheduler decides.
@@ -89,7 +91,14 @@ func (c *commitScheduler) decide(now time.Time, b batchState, deadline bool) com
 	if !full && !deadline && !c.wanted && now.Sub(c.batchStart(b)) < c.interval {
 		return commitNotDue
 	}
-	if b.commitActive && !full {
+	if b.commitActive && (!full || b.snapshotting) {
+		// A snapshot's chunks come faster than Kafka takes them: waiting
+		// for the running commit would leave the stream idle while it
+		// flushes, and the producer idle while the stream then fills the
+		// next batch. Deferred, the stream goes on encoding into the held
+		// records (bounded: publisher.produce waits at maxHeldRecords or
+		// maxHeldBytes), and the next transaction carries everything read
+		// during this commit, so each flush and EndTxn covers more rows.
 		return commitDeferred
 	}
 	return commitDue
@@ -132,7 +141,8 @@ func (c *commitScheduler) committed() { c.txns, c.wanted = 0, false }
 // batch is the stream's batchState now.
 func (s *stream) batch() batchState {
 	records, first := s.pub.batch()
-	return batchState{records: records, firstRecord: first, commitActive: s.pub.commitRunning(), inTxn: s.inTxn(), behind: s.behind()}
+	return batchState{records: records, firstRecord: first, commitActive: s.pub.commitRunning(), inTxn: s.inTxn(), behind: s.behind(),
+		snapshotting: s.reader != nil}
 }
 
 // behind reports events committed past the resumed checkpoint's cut that

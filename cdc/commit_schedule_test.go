@@ -28,6 +28,8 @@ func TestCommitSchedulerDecide(t *testing.T) {
 		{"owed from before: due at the next transaction end", 1, now, true, batchState{records: 1, firstRecord: now}, false, commitDue},
 		{"due by time while one runs: deferred, the stream reads on", 1, now, false, batchState{records: 1, firstRecord: now, commitActive: true}, true, commitDeferred},
 		{"due by size while one runs: waits for it, bounding what a backlog holds", 1, now, false, batchState{records: every, firstRecord: now, commitActive: true}, false, commitDue},
+		{"due by size while one runs during a snapshot: deferred, the chunks go on into the held records (bounded by the publisher) and ride in the next commit", 1, now, false, batchState{records: every, firstRecord: now, commitActive: true, snapshotting: true}, false, commitDeferred},
+		{"due by size during a snapshot with none running: due", 1, now, false, batchState{records: every, firstRecord: now, snapshotting: true}, false, commitDue},
 		{"orphans past the resumed cut not yet published again: a cut now would split their transactions", 1, now.Add(-time.Hour), true, batchState{records: every, firstRecord: now, behind: true}, true, commitNotDue},
 	} {
 		s := commitScheduler{every: every, interval: interval, txns: c.txns, since: c.since, wanted: c.wanted}
@@ -80,5 +82,19 @@ func TestCommitSchedulerCompleted(t *testing.T) {
 	s.completed(t0.Add(time.Minute), "b.000002", 300, 1002)
 	if s.txns != 1 || !s.since.Equal(t0.Add(time.Minute)) || s.pos.Pos != 300 {
 		t.Errorf("after a commit: txns %d since %v pos %d; want a new batch from the next transaction", s.txns, s.since, s.pos.Pos)
+	}
+}
+
+// TestStreamBatchSnapshotting: the stream tells the scheduler a snapshot's
+// chunks are being read exactly while a chunk reader runs, which is what
+// lets a size-due commit be deferred then and only then.
+func TestStreamBatchSnapshotting(t *testing.T) {
+	s := &stream{pub: &publisher{}, clock: &Clock{}}
+	if s.batch().snapshotting {
+		t.Error("no chunk reader: snapshotting, want not (a live backlog's size-due commit must wait)")
+	}
+	s.reader = &chunkReader{}
+	if !s.batch().snapshotting {
+		t.Error("a chunk reader runs: not snapshotting, want snapshotting")
 	}
 }
