@@ -17,6 +17,11 @@ import (
 // while one due by size waits for it, which bounds what a backlog holds
 // (except while a snapshot's chunks are read: decide).
 
+// snapshotDeferFactor bounds a snapshot's deferred commit: the next
+// transaction grows to at most this many times kafka.commit_every records
+// while the running one flushes.
+const snapshotDeferFactor = 2
+
 // idleCommitAfter is how long the stream may have no event ready, between
 // source transactions, before the tailer commits what is complete.
 const idleCommitAfter = 2 * time.Millisecond
@@ -91,14 +96,15 @@ func (c *commitScheduler) decide(now time.Time, b batchState, deadline bool) com
 	if !full && !deadline && !c.wanted && now.Sub(c.batchStart(b)) < c.interval {
 		return commitNotDue
 	}
-	if b.commitActive && (!full || b.snapshotting) {
+	if b.commitActive && (!full || (b.snapshotting && b.records < snapshotDeferFactor*c.every)) {
 		// A snapshot's chunks come faster than Kafka takes them: waiting
 		// for the running commit would leave the stream idle while it
 		// flushes, and the producer idle while the stream then fills the
 		// next batch. Deferred, the stream goes on encoding into the held
-		// records (bounded: publisher.produce waits at maxHeldRecords or
-		// maxHeldBytes), and the next transaction carries everything read
-		// during this commit, so each flush and EndTxn covers more rows.
+		// records, and the next transaction carries everything read
+		// during this commit, so each flush and EndTxn covers more rows —
+		// up to snapshotDeferFactor batches, past which it waits: the
+		// records held and those in flight are the tailer's memory.
 		return commitDeferred
 	}
 	return commitDue
