@@ -28,7 +28,7 @@ func TestCommitSchedulerDecide(t *testing.T) {
 		{"owed from before: due at the next transaction end", 1, now, true, batchState{records: 1, firstRecord: now}, false, commitDue},
 		{"due by time while one runs: deferred, the stream reads on", 1, now, false, batchState{records: 1, firstRecord: now, commitActive: true}, true, commitDeferred},
 		{"due by size while one runs: waits for it, bounding what a backlog holds", 1, now, false, batchState{records: every, firstRecord: now, commitActive: true}, false, commitDue},
-		{"due by size while one runs during a snapshot: deferred, the chunks go on into the held records (bounded by the publisher) and ride in the next commit", 1, now, false, batchState{records: every, firstRecord: now, commitActive: true, snapshotting: true}, false, commitDeferred},
+		{"due by size while one runs during a snapshot: deferred, the chunks go on into the held records and ride in the next commit", 1, now, false, batchState{records: every, firstRecord: now, commitActive: true, snapshotting: true}, false, commitDeferred},
 		{"twice due by size while one runs during a snapshot: due, the held records stop growing", 1, now, false, batchState{records: 2 * every, firstRecord: now, commitActive: true, snapshotting: true}, false, commitDue},
 		{"due by size during a snapshot with none running: due", 1, now, false, batchState{records: every, firstRecord: now, snapshotting: true}, false, commitDue},
 		{"orphans past the resumed cut not yet published again: a cut now would split their transactions", 1, now.Add(-time.Hour), true, batchState{records: every, firstRecord: now, behind: true}, true, commitNotDue},

@@ -14,9 +14,9 @@ import (
 // in — after a commit that was rolled back, after a truncation, after a
 // repair's withdrawal made outside the applier (verify --repair) — never
 // from one a commit remembers. Each step's groups are what the stored
-// contributions give. (It guards any cache of contributions an applier
-// might keep between commits: bench/results/history/consistency-issue42.md,
-// s44.)
+// contributions give. It guards any cache of contributions an applier
+// might keep between commits (bench/results/history/consistency-issue42.md
+// measured one).
 func TestConsistentCommitsReadWhatTheSinkHolds(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -54,7 +54,7 @@ func TestConsistentCommitsReadWhatTheSinkHolds(t *testing.T) {
 	commit(false, contribution("a", 10, 1, "5.00"), contribution("b", 10, 1, "2.00"))
 	step("two rows in group 1", "1|2|7.00|2.00|\n")
 	commit(false, contribution("b", 11, 2, "3.00"))
-	step("a cached row moves from group 1 to 2", "1|1|5.00|5.00|\n2|1|3.00|3.00|\n")
+	step("a row committed before moves from group 1 to 2", "1|1|5.00|5.00|\n2|1|3.00|3.00|\n")
 
 	commit(true, contribution("a", 12, 2, "1.00"))
 	commit(false, contribution("a", 13, 3, "4.00"))
