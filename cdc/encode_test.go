@@ -68,7 +68,10 @@ func TestAppendReadMatchesAppendEvent(t *testing.T) {
 	for _, c := range cases {
 		after := []byte(`{"id":1,"v":"x\"y"}`)
 		want := appendEvent(nil, tbl, envelope{op: event.OpRead, version: c.version, src: c.src, txnSeq: c.seq}, []byte(c.key), nil, after)
-		got := newReadFrame(tbl, c.src).appendRead([]byte{}, c.version, c.seq, []byte(c.key), after)
+		got, keyAt := newReadFrame(tbl, c.src).appendRead([]byte{}, c.version, c.seq, []byte(c.key), after)
+		if k := string(got[keyAt : keyAt+len(c.key)]); k != c.key {
+			t.Errorf("%s: the key in the value at %d is %q, want %q", c.why, keyAt, k, c.key)
+		}
 		if string(got) != string(want) {
 			t.Errorf("%s: appendRead =\n%s\nappendEvent =\n%s", c.why, got, want)
 		}

@@ -142,15 +142,18 @@ func newReadFrame(t *table, src *source) *readFrame {
 	return &readFrame{table: appendEventTable(nil, t), source: appendEventSource(nil, src), schema: appendEventSchema(nil, t)}
 }
 
-// appendRead appends the 'r' event of one row.
-func (f *readFrame) appendRead(buf []byte, version uint64, txnSeq int, key, after []byte) []byte {
+// appendRead appends the 'r' event of one row, and returns where in buf
+// the key's bytes are: the record's key can be that part of its value
+// (the envelope's key member is the key as the record carries it).
+func (f *readFrame) appendRead(buf []byte, version uint64, txnSeq int, key, after []byte) ([]byte, int) {
 	buf = append(buf, `{"`+event.FieldOp+`":"`+string(event.OpRead)+`","`+event.FieldVersion+`":`...)
 	buf = strconv.AppendUint(buf, version, 10)
 	buf = append(buf, f.table...)
+	keyAt := len(buf)
 	buf = append(buf, key...)
 	buf = append(buf, `,"`+event.FieldBefore+`":null,"`+event.FieldAfter+`":`...)
 	buf = append(buf, after...)
 	buf = append(buf, f.source...)
 	buf = strconv.AppendInt(buf, int64(txnSeq), 10)
-	return append(buf, f.schema...)
+	return append(buf, f.schema...), keyAt
 }

@@ -315,15 +315,21 @@ func (s *stream) publishChunk(ctx context.Context, h *replication.EventHeader) e
 			emitted++
 			continue
 		}
-		value := frame.appendRead(s.slab.room(len(key)+len(after)+len(frame.table)+len(frame.source)+len(frame.schema)+64),
+		value, keyAt := frame.appendRead(s.slab.room(len(key)+len(after)+len(frame.table)+len(frame.source)+len(frame.schema)+64),
 			s.clock.Next(h.Timestamp), s.txnEvents, key, after)
 		value = s.slab.keep(value)
 		s.txnEvents++
+		// The key as the value holds it: the chunk's own bytes go back to
+		// the reader once it is published (releaseBufs).
+		key = value[keyAt : keyAt+len(key) : keyAt+len(key)]
 		recs = append(recs, kgo.Record{Topic: c.table.topic, Key: key, Value: value, Timestamp: now})
 		if err := s.pub.produce(ctx, &recs[len(recs)-1]); err != nil {
 			return err
 		}
 		emitted++
+	}
+	if !s.debeziumFormat() {
+		c.releaseBufs() // every record holds copies of its key and image
 	}
 	s.t.metrics.events.WithLabelValues(task.Table, "r").Add(float64(emitted))
 	task.Rows += int64(emitted)

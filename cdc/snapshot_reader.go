@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 )
@@ -61,6 +62,18 @@ type chunk struct {
 	keys   [][]byte // encoded keys in primary key order
 	afters [][]byte // each row's after image, same order
 	err    error    // a row readside cannot encode, or the read failed after the high watermark
+	// bufs hold keys and afters; bufPool takes them back (releaseBufs).
+	bufs    []*[slabChunk]byte
+	bufPool *sync.Pool
+}
+
+// releaseBufs hands the buffers of the chunk's keys and images back to
+// the reader, for the encoding of a later chunk: only once nothing reads
+// c.keys or c.afters any more (a chunk's 10,000 narrow rows are ~1.6 MB
+// of them, allocated and cleared again for every chunk otherwise).
+func (c *chunk) releaseBufs() {
+	(&slab{pool: c.bufPool}).recycle(c.bufs)
+	c.bufs, c.keys, c.afters = nil, nil, nil
 }
 
 // taskRef names the task a chunk belongs to.
@@ -103,7 +116,8 @@ func (s *stream) startReader(ctx context.Context) {
 		cancel: cancel, done: make(chan struct{})}
 	cfg := s.t.cfg.Source
 	rd := &chunkReads{src: s.src, task: task, topic: topic, excluded: s.excluded[task.Table], keyCols: s.keys[task.Table],
-		signalDB: cfg.Snapshot.SignalDB, serverID: cfg.ServerID, limit: cfg.Snapshot.ChunkRows, free: make(chan *rawRows, snapshotReadAhead+1)}
+		signalDB: cfg.Snapshot.SignalDB, serverID: cfg.ServerID, limit: cfg.Snapshot.ChunkRows, free: make(chan *rawRows, snapshotReadAhead+1),
+		bufs: &sync.Pool{}}
 	go func() {
 		defer close(r.done)
 		r.err = r.run(rctx, task.After, rd)
@@ -148,7 +162,7 @@ func (r *chunkReader) run(ctx context.Context, after [][]byte, rd *chunkReads) e
 		if !c.complete {
 			nc = r.announce(ctx, true)
 		}
-		go c.encode(raw, rd.task.Table, rd.free)
+		go c.encode(raw, rd.task.Table, rd.free, rd.bufs)
 		switch {
 		case c.complete:
 			return nil
@@ -328,6 +342,7 @@ type chunkReads struct {
 	serverID uint32
 	limit    int
 	free     chan *rawRows // buffers of chunks encoded, for the next reads
+	bufs     *sync.Pool    // of the encoders' slab chunks, handed back by chunks published
 }
 
 // columns reads the task's table's columns and key. The table is then
@@ -451,17 +466,18 @@ func (rd *chunkReads) read(ctx context.Context, c *chunk, tbl **table, after [][
 
 // encode encodes the chunk's rows (key and after image of each), then
 // hands raw's buffer on to a later read (free) and closes c.read.
-func (c *chunk) encode(raw *rawRows, table string, free chan<- *rawRows) {
+func (c *chunk) encode(raw *rawRows, table string, free chan<- *rawRows, bufs *sync.Pool) {
 	defer close(c.read)
+	// Keys and images share a few large buffers from bufs: no allocation
+	// per row, and none per chunk once chunks published hand theirs back.
+	buf := slab{pool: bufs}
 	defer func() {
+		c.bufs, c.bufPool = buf.seal(), bufs
 		select {
 		case free <- raw:
 		default:
 		}
 	}()
-	// Keys and images share a few large buffers: one allocation per
-	// 64 KiB rather than two per row.
-	var buf slab
 	n := raw.rows()
 	vals := make([]sql.RawBytes, raw.ncol)
 	c.keys, c.afters = make([][]byte, 0, n), make([][]byte, 0, n)
