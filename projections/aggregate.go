@@ -150,7 +150,13 @@ type Contribution struct {
 	// Parents is, per join (Projection.Joins order), the group's parent:
 	// the join key read from the group's columns ("" when NULL).
 	Parents []ParentRef
-	From    *Record
+	// First: the event inserted the source row, so the sink most likely
+	// holds no contribution of it and writes this one without reading
+	// (a replay or a reused key proves it wrong: the sink's insert fails
+	// on the duplicate key and the batch is applied again reading every
+	// key; sinks/aggregate_guess.go).
+	First bool
+	From  *Record
 }
 
 // MaxSourceKeyBytes bounds a source key's text (the contributions table's
@@ -207,7 +213,7 @@ func (p *Projection) collectContribution(b *Batch, r *Record, e event.Event, ps 
 	if len(r.Key) > MaxSourceKeyBytes {
 		return fmt.Errorf("source primary key is %d bytes encoded, over the %d bytes an aggregate's contributions table can hold", len(r.Key), MaxSourceKeyBytes)
 	}
-	c := Contribution{SourceKey: string(r.Key), Version: e.Version, From: r}
+	c := Contribution{SourceKey: string(r.Key), Version: e.Version, First: e.Op == event.OpCreate, From: r}
 	if e.Op != event.OpDelete {
 		in, err := p.passes(e.After, "after")
 		if err != nil {
