@@ -23,7 +23,7 @@ type aggStatements struct {
 	// floor is the truncation floor alone (key "", parameter the
 	// projection's name), for a batch that reads no contribution.
 	floor string
-	delta     multiRow // group deltas into the read table
+	delta multiRow // group deltas into the read table
 	// deleteEmpty, recomputeAvg: head + one group match per group, joined
 	// by sep, + tail.
 	deleteEmpty, recomputeAvg multiRow
