@@ -96,14 +96,17 @@ func TestCollectContribution(t *testing.T) {
 		op            string
 		before, after string
 		group, values string // "" : no contribution
+		// first: only an insert is guessed new to the sink (a snapshot
+		// may read rows the sink holds: a snapshot again).
+		first bool
 	}{
-		{"an insert contributes its group and values", "c", "null", a, `"1","2026-01-02"`, `"2026-01-02 03:04:05.000","1","1","12.50","1","12.50"`},
-		{"a snapshot read is the same", "r", "null", a, `"1","2026-01-02"`, `"2026-01-02 03:04:05.000","1","1","12.50","1","12.50"`},
-		{"an update contributes its after image only: a move to another group", "u", a, b, `"2","2026-01-03"`, `"2026-01-03 00:00:00.000","1","0",NULL,"0",NULL`},
-		{"a row leaving the filter contributes nothing", "u", a, draft, "", ""},
-		{"an insert outside the filter contributes nothing", "c", "null", draft, "", ""},
-		{"a snapshot row outside the filter withdraws what it may have added", "r", "null", draft, "", ""},
-		{"a delete contributes nothing", "d", a, "null", "", ""},
+		{"an insert contributes its group and values", "c", "null", a, `"1","2026-01-02"`, `"2026-01-02 03:04:05.000","1","1","12.50","1","12.50"`, true},
+		{"a snapshot read is the same", "r", "null", a, `"1","2026-01-02"`, `"2026-01-02 03:04:05.000","1","1","12.50","1","12.50"`, false},
+		{"an update contributes its after image only: a move to another group", "u", a, b, `"2","2026-01-03"`, `"2026-01-03 00:00:00.000","1","0",NULL,"0",NULL`, false},
+		{"a row leaving the filter contributes nothing", "u", a, draft, "", "", false},
+		{"an insert outside the filter contributes nothing", "c", "null", draft, "", "", true},
+		{"a snapshot row outside the filter withdraws what it may have added", "r", "null", draft, "", "", false},
+		{"a delete contributes nothing", "d", a, "null", "", "", false},
 	}
 	for _, c := range cases {
 		v := fmt.Sprintf(`{"op":%q,"version":77,"key":{"id":5},"before":%s,"after":%s,"schema":{"version":"s","columns":{"id":"bigint","customer_id":"int","total_cents":"decimal","status":"varchar","created_at":"datetime"}}}`,
@@ -123,6 +126,9 @@ func TestCollectContribution(t *testing.T) {
 		}
 		if g, v := valuesList(got.Group), valuesList(got.Values); g != c.group || v != c.values {
 			t.Errorf("%s: group %s values %s, want %s and %s", c.why, g, v, c.group, c.values)
+		}
+		if got.First != c.first {
+			t.Errorf("%s: first %v, want %v", c.why, got.First, c.first)
 		}
 	}
 	trunc := `{"op":"t","version":99,"key":null,"before":null,"after":null}`

@@ -5,7 +5,8 @@ package sinks
 //
 //  1. read the stored contributions of the batch's source keys, locking
 //     them (in key order); a key not stored locks nothing under READ
-//     COMMITTED;
+//     COMMITTED. The keys of insert events are not read: guessed new,
+//     they go to step 3's INSERT (aggregate_guess.go);
 //  2. for each change newer than its stored one, withdraw the old
 //     contribution from the old group and add the new one to the new
 //     group, coalesced per group;
