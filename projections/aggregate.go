@@ -359,10 +359,16 @@ func evalOn(img *event.Image, e *expr.Expr, args []expr.Type) (expr.Datum, error
 
 // CoalesceContributions keeps the newest contribution per source key
 // (and every truncation), in place: what the sink's version check would
-// make of the whole sequence anyway.
+// make of the whole sequence anyway. The one kept is First when any of
+// the key's was: a row inserted and then updated in one batch is as new
+// to the sink as one only inserted.
 func CoalesceContributions(cs []Contribution) []Contribution {
-	out := coalesceNewest(cs, cs[:0], func(c Contribution) (string, bool) { return c.SourceKey, c.Truncate },
-		func(c Contribution) uint64 { return c.Version })
+	out := coalesceNewestMerged(cs, cs[:0], func(c Contribution) (string, bool) { return c.SourceKey, c.Truncate },
+		func(c Contribution) uint64 { return c.Version },
+		func(newest, other Contribution) Contribution {
+			newest.First = newest.First || other.First
+			return newest
+		})
 	clear(cs[len(out):])
 	return out
 }

@@ -139,16 +139,19 @@ func TestCollectContribution(t *testing.T) {
 }
 
 // TestCoalesceContributions: a batch keeps each source key's newest
-// contribution and every truncation.
+// contribution and every truncation; the one kept is First when any of
+// its key's was (an insert before, after or between its updates: events
+// may come out of order).
 func TestCoalesceContributions(t *testing.T) {
-	cs := []Contribution{{SourceKey: "a", Version: 3}, {SourceKey: "b", Version: 1}, {SourceKey: "a", Version: 5},
-		{Truncate: true, Version: 4}, {SourceKey: "a", Version: 4}, {SourceKey: "b", Version: 2}}
+	cs := []Contribution{{SourceKey: "a", Version: 3}, {SourceKey: "b", Version: 1, First: true}, {SourceKey: "a", Version: 5},
+		{Truncate: true, Version: 4}, {SourceKey: "a", Version: 4, First: true}, {SourceKey: "b", Version: 2},
+		{SourceKey: "c", Version: 7}, {SourceKey: "c", Version: 6}}
 	got := CoalesceContributions(cs)
 	var s []string
 	for _, c := range got {
-		s = append(s, fmt.Sprintf("%s%d%v", c.SourceKey, c.Version, c.Truncate))
+		s = append(s, fmt.Sprintf("%s%d%v%v", c.SourceKey, c.Version, c.Truncate, c.First))
 	}
-	if want := "a5false b2false 4true"; strings.Join(s, " ") != want {
+	if want := "a5falsetrue b2falsetrue 4truefalse c7falsefalse"; strings.Join(s, " ") != want {
 		t.Errorf("coalesced to %s, want %s", strings.Join(s, " "), want)
 	}
 }
