@@ -16,6 +16,8 @@ package sinks
 // never an endless retry.
 
 import (
+	"context"
+	"errors"
 	"sync/atomic"
 
 	"github.com/readside/readside/projections"
@@ -86,7 +88,33 @@ func (a *applier) noteStoredFirst(kept []projections.Contribution, stored map[st
 }
 
 // readAll is the outcome a transaction of p starts from: every key read
-// while p's guess is wrong.
-func (s *MySQL) readAll(p *projections.Projection) guessOutcome {
-	return guessOutcome{readAll: s.guessFor(p).wrong.Load()}
+// while p's guess is wrong, or when ctx is a batch's attempt after its own
+// wrong guess (retryReadingEveryKey).
+func (s *MySQL) readAll(ctx context.Context, p *projections.Projection) guessOutcome {
+	return guessOutcome{readAll: s.guessFor(p).wrong.Load() || ctx.Value(readEveryKey{}) != nil}
+}
+
+// wrongGuess is the duplicate key of a first contribution a batch wrote
+// unread (it comes wrapped in contention, so the batch is retried).
+type wrongGuess struct{ err error }
+
+func (w wrongGuess) Error() string { return w.err.Error() }
+func (w wrongGuess) Unwrap() error { return w.err }
+
+// readEveryKey marks the context of a batch's attempts after its own
+// wrong guess.
+type readEveryKey struct{}
+
+// retryReadingEveryKey is ctx for the next attempt of a batch that failed
+// with err: after its own wrong guess it reads every key whatever the
+// projection's mark says by then. Several batches of one projection run
+// at once in row mode (one per partition), and another one's commit that
+// read every key and found no insert's key stored clears the mark; were
+// the failed batch to guess again, it could fail and be retried without
+// end while the others keep clearing it.
+func retryReadingEveryKey(ctx context.Context, err error) context.Context {
+	if errors.As(err, new(wrongGuess)) {
+		return context.WithValue(ctx, readEveryKey{}, true)
+	}
+	return ctx
 }

@@ -57,6 +57,9 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 		// The one plain INSERT of a batch: its error may come with a later
 		// statement or the commit (pipeline).
 		if err != nil && a.firstContributions && isDuplicateKey(err) {
+			if a.guess.guessed {
+				err = wrongGuess{err}
+			}
 			err = contention{err}
 		}
 	}()

@@ -135,7 +135,7 @@ func (c *ShardCommit) lockFrontier() (int64, error) {
 // Apply writes b's rows, state and fan-outs for p into the open
 // transaction, and its offsets and watermarks when it carries any.
 func (c *ShardCommit) Apply(p *projections.Projection, b *projections.Batch) error {
-	a := &applier{ctx: c.ctx, run: c.run, p: p, st: c.s.statementsFor(p), limit: c.s.stmtLimit(), guess: c.s.readAll(p)}
+	a := &applier{ctx: c.ctx, run: c.run, p: p, st: c.s.statementsFor(p), limit: c.s.stmtLimit(), guess: c.s.readAll(c.ctx, p)}
 	err := c.s.writeBatch(a, b)
 	c.noteGuess(p, a.guess)
 	if err == nil {
