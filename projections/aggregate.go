@@ -150,7 +150,13 @@ type Contribution struct {
 	// Parents is, per join (Projection.Joins order), the group's parent:
 	// the join key read from the group's columns ("" when NULL).
 	Parents []ParentRef
-	From    *Record
+	// First: the event inserted the source row, so the sink most likely
+	// holds no contribution of it and writes this one without reading
+	// (a replay or a reused key proves it wrong: the sink's insert fails
+	// on the duplicate key and the batch is applied again reading every
+	// key; sinks/aggregate_guess.go).
+	First bool
+	From  *Record
 }
 
 // MaxSourceKeyBytes bounds a source key's text (the contributions table's
@@ -207,7 +213,7 @@ func (p *Projection) collectContribution(b *Batch, r *Record, e event.Event, ps 
 	if len(r.Key) > MaxSourceKeyBytes {
 		return fmt.Errorf("source primary key is %d bytes encoded, over the %d bytes an aggregate's contributions table can hold", len(r.Key), MaxSourceKeyBytes)
 	}
-	c := Contribution{SourceKey: string(r.Key), Version: e.Version, From: r}
+	c := Contribution{SourceKey: string(r.Key), Version: e.Version, First: e.Op == event.OpCreate, From: r}
 	if e.Op != event.OpDelete {
 		in, err := p.passes(e.After, "after")
 		if err != nil {
@@ -353,10 +359,16 @@ func evalOn(img *event.Image, e *expr.Expr, args []expr.Type) (expr.Datum, error
 
 // CoalesceContributions keeps the newest contribution per source key
 // (and every truncation), in place: what the sink's version check would
-// make of the whole sequence anyway.
+// make of the whole sequence anyway. The one kept is First when any of
+// the key's was: a row inserted and then updated in one batch is as new
+// to the sink as one only inserted.
 func CoalesceContributions(cs []Contribution) []Contribution {
-	out := coalesceNewest(cs, cs[:0], func(c Contribution) (string, bool) { return c.SourceKey, c.Truncate },
-		func(c Contribution) uint64 { return c.Version })
+	out := coalesceNewestMerged(cs, cs[:0], func(c Contribution) (string, bool) { return c.SourceKey, c.Truncate },
+		func(c Contribution) uint64 { return c.Version },
+		func(newest, other Contribution) Contribution {
+			newest.First = newest.First || other.First
+			return newest
+		})
 	clear(cs[len(out):])
 	return out
 }

@@ -96,14 +96,17 @@ func TestCollectContribution(t *testing.T) {
 		op            string
 		before, after string
 		group, values string // "" : no contribution
+		// first: only an insert is guessed new to the sink (a snapshot
+		// may read rows the sink holds: a snapshot again).
+		first bool
 	}{
-		{"an insert contributes its group and values", "c", "null", a, `"1","2026-01-02"`, `"2026-01-02 03:04:05.000","1","1","12.50","1","12.50"`},
-		{"a snapshot read is the same", "r", "null", a, `"1","2026-01-02"`, `"2026-01-02 03:04:05.000","1","1","12.50","1","12.50"`},
-		{"an update contributes its after image only: a move to another group", "u", a, b, `"2","2026-01-03"`, `"2026-01-03 00:00:00.000","1","0",NULL,"0",NULL`},
-		{"a row leaving the filter contributes nothing", "u", a, draft, "", ""},
-		{"an insert outside the filter contributes nothing", "c", "null", draft, "", ""},
-		{"a snapshot row outside the filter withdraws what it may have added", "r", "null", draft, "", ""},
-		{"a delete contributes nothing", "d", a, "null", "", ""},
+		{"an insert contributes its group and values", "c", "null", a, `"1","2026-01-02"`, `"2026-01-02 03:04:05.000","1","1","12.50","1","12.50"`, true},
+		{"a snapshot read is the same", "r", "null", a, `"1","2026-01-02"`, `"2026-01-02 03:04:05.000","1","1","12.50","1","12.50"`, false},
+		{"an update contributes its after image only: a move to another group", "u", a, b, `"2","2026-01-03"`, `"2026-01-03 00:00:00.000","1","0",NULL,"0",NULL`, false},
+		{"a row leaving the filter contributes nothing", "u", a, draft, "", "", false},
+		{"an insert outside the filter contributes nothing", "c", "null", draft, "", "", true},
+		{"a snapshot row outside the filter withdraws what it may have added", "r", "null", draft, "", "", false},
+		{"a delete contributes nothing", "d", a, "null", "", "", false},
 	}
 	for _, c := range cases {
 		v := fmt.Sprintf(`{"op":%q,"version":77,"key":{"id":5},"before":%s,"after":%s,"schema":{"version":"s","columns":{"id":"bigint","customer_id":"int","total_cents":"decimal","status":"varchar","created_at":"datetime"}}}`,
@@ -124,6 +127,9 @@ func TestCollectContribution(t *testing.T) {
 		if g, v := valuesList(got.Group), valuesList(got.Values); g != c.group || v != c.values {
 			t.Errorf("%s: group %s values %s, want %s and %s", c.why, g, v, c.group, c.values)
 		}
+		if got.First != c.first {
+			t.Errorf("%s: first %v, want %v", c.why, got.First, c.first)
+		}
 	}
 	trunc := `{"op":"t","version":99,"key":null,"before":null,"after":null}`
 	tb, bad := p.Build([]Record{{Topic: p.Topic, Value: []byte(trunc)}})
@@ -133,16 +139,19 @@ func TestCollectContribution(t *testing.T) {
 }
 
 // TestCoalesceContributions: a batch keeps each source key's newest
-// contribution and every truncation.
+// contribution and every truncation; the one kept is First when any of
+// its key's was (an insert before, after or between its updates: events
+// may come out of order).
 func TestCoalesceContributions(t *testing.T) {
-	cs := []Contribution{{SourceKey: "a", Version: 3}, {SourceKey: "b", Version: 1}, {SourceKey: "a", Version: 5},
-		{Truncate: true, Version: 4}, {SourceKey: "a", Version: 4}, {SourceKey: "b", Version: 2}}
+	cs := []Contribution{{SourceKey: "a", Version: 3}, {SourceKey: "b", Version: 1, First: true}, {SourceKey: "a", Version: 5},
+		{Truncate: true, Version: 4}, {SourceKey: "a", Version: 4, First: true}, {SourceKey: "b", Version: 2},
+		{SourceKey: "c", Version: 7}, {SourceKey: "c", Version: 6}}
 	got := CoalesceContributions(cs)
 	var s []string
 	for _, c := range got {
-		s = append(s, fmt.Sprintf("%s%d%v", c.SourceKey, c.Version, c.Truncate))
+		s = append(s, fmt.Sprintf("%s%d%v%v", c.SourceKey, c.Version, c.Truncate, c.First))
 	}
-	if want := "a5false b2false 4true"; strings.Join(s, " ") != want {
+	if want := "a5falsetrue b2falsetrue 4truefalse c7falsefalse"; strings.Join(s, " ") != want {
 		t.Errorf("coalesced to %s, want %s", strings.Join(s, " "), want)
 	}
 }

@@ -119,6 +119,13 @@ func CoalesceParents(ws []ParentWrite) []ParentWrite {
 // ever moves to a lower index), the newest element per key, and every
 // element key reports as kept whole (a truncation), in order.
 func coalesceNewest[T any, K comparable](ws, out []T, key func(T) (K, bool), version func(T) uint64) []T {
+	return coalesceNewestMerged(ws, out, key, version, nil)
+}
+
+// coalesceNewestMerged is coalesceNewest, with merge (when set) making
+// the element kept for a key from the newest and each one it replaces
+// or drops.
+func coalesceNewestMerged[T any, K comparable](ws, out []T, key func(T) (K, bool), version func(T) uint64, merge func(newest, other T) T) []T {
 	newest := make(map[K]int, len(ws))
 	for _, w := range ws {
 		k, whole := key(w)
@@ -127,9 +134,14 @@ func coalesceNewest[T any, K comparable](ws, out []T, key func(T) (K, bool), ver
 			continue
 		}
 		if i, ok := newest[k]; ok {
-			if version(out[i]) < version(w) {
-				out[i] = w
+			kept, other := out[i], w
+			if version(kept) < version(w) {
+				kept, other = w, kept
 			}
+			if merge != nil {
+				kept = merge(kept, other)
+			}
+			out[i] = kept
 			continue
 		}
 		newest[k] = len(out)

@@ -5,7 +5,8 @@ package sinks
 //
 //  1. read the stored contributions of the batch's source keys, locking
 //     them (in key order); a key not stored locks nothing under READ
-//     COMMITTED;
+//     COMMITTED. The keys of insert events are not read: guessed new,
+//     they go to step 3's INSERT (aggregate_guess.go);
 //  2. for each change newer than its stored one, withdraw the old
 //     contribution from the old group and add the new one to the new
 //     group, coalesced per group;
@@ -159,13 +160,28 @@ func (a *applier) contributionRow(c projections.Contribution, joined map[string]
 }
 
 // storedContributions reads the contributions the sink has for kept's
-// source keys, and the truncation floor under the key "" (no record key
-// is empty): it comes with the first read, one round trip less per batch.
+// source keys but the First ones it guesses are new (aggregate_guess.go),
+// and the truncation floor under the key "" (no record key is empty): it
+// comes with the first read, one round trip less per batch, or alone when
+// no key is read.
 func (a *applier) storedContributions(kept []projections.Contribution) (map[string]storedContribution, error) {
 	st := a.st.agg
 	stored := map[string]storedContribution{}
-	for i, sp := range cut(len(kept), chunk, func(i int) int { return len(kept[i].SourceKey) + 9 }, a.limit) {
-		part := kept[sp[0]:sp[1]]
+	read := make([]projections.Contribution, 0, len(kept))
+	for _, c := range kept {
+		if !a.unreadFirst(c) {
+			read = append(read, c)
+		}
+	}
+	a.guess.guessed = len(read) < len(kept)
+	if len(read) == 0 {
+		if err := a.readContributions(st.floor, []any{a.p.Name}, stored); err != nil {
+			return nil, fmt.Errorf("reading the truncation floor of %s: %w", a.p.Name, err)
+		}
+		return stored, nil
+	}
+	for i, sp := range cut(len(read), chunk, func(i int) int { return len(read[i].SourceKey) + 9 }, a.limit) {
+		part := read[sp[0]:sp[1]]
 		args := make([]any, len(part), len(part)+1)
 		for j, c := range part {
 			args[j] = []byte(c.SourceKey)
@@ -178,6 +194,7 @@ func (a *applier) storedContributions(kept []projections.Contribution) (map[stri
 			return nil, fmt.Errorf("reading the contributions of %s: %w", a.p.Name, err)
 		}
 	}
+	a.noteStoredFirst(kept, stored)
 	return stored, nil
 }
 

@@ -20,7 +20,10 @@ type aggStatements struct {
 	// readFirst is read with the truncation floor as one more row, of
 	// key "" (its last parameter is the projection's name).
 	readFirst multiRow
-	delta     multiRow // group deltas into the read table
+	// floor is the truncation floor alone (key "", parameter the
+	// projection's name), for a batch that reads no contribution.
+	floor string
+	delta multiRow // group deltas into the read table
 	// deleteEmpty, recomputeAvg: head + one group match per group, joined
 	// by sep, + tail.
 	deleteEmpty, recomputeAvg multiRow
@@ -107,6 +110,7 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 	st.readFirst = st.read
 	st.readFirst.head = "(" + st.read.head
 	st.readFirst.tail = ") FOR UPDATE) UNION ALL SELECT '', version" + nulls + " FROM `_readside_truncations` WHERE projection = ?"
+	st.floor = "SELECT '', version" + nulls + " FROM `_readside_truncations` WHERE projection = ?"
 	all := append(append([]string{}, gcols...), quoteAll(aggDeltaColumns(ag))...)
 	st.delta = multiRow{head: "INSERT INTO " + t + " (" + strings.Join(all, ", ") + ") VALUES ",
 		row: "(" + placeholders(len(all)) + ")", sep: ", ", tail: d.onDuplicate() + strings.Join(aggDeltaSets(ag, d), ", ")}

@@ -53,9 +53,13 @@ func (s *MySQL) apply(ctx context.Context, p *projections.Projection, b *project
 	}
 	defer a.rollbackOnError(&err)
 	defer func() {
+		s.guessFor(p).settle(a.guess, err)
 		// The one plain INSERT of a batch: its error may come with a later
 		// statement or the commit (pipeline).
 		if err != nil && a.firstContributions && isDuplicateKey(err) {
+			if a.guess.guessed {
+				err = wrongGuess{err}
+			}
 			err = contention{err}
 		}
 	}()
@@ -152,6 +156,9 @@ type applier struct {
 	// firstContributions: the batch inserts contributions of source rows
 	// it read as never seen (aggregate.go); a duplicate key is contention.
 	firstContributions bool
+	// guess is what the batch did with the guess that the First
+	// contributions are new (aggregate_guess.go).
+	guess guessOutcome
 	// regroupKeys are the source keys of the contributions the batch
 	// wrote without their joined group columns; regroupAll: a parent
 	// was truncated, every contribution is regrouped (aggregate_joined.go).

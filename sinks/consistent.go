@@ -79,6 +79,10 @@ type ShardCommit struct {
 	ctx  context.Context
 	run  stmts
 	sink string
+	// guesses are, per aggregate projection, what its batches did with
+	// the guess that First contributions are new (aggregate_guess.go),
+	// settled when the transaction ends.
+	guesses map[*projections.Projection]guessOutcome
 }
 
 // BeginCommit opens a transaction on s for sink and locks its frontier
@@ -131,15 +135,18 @@ func (c *ShardCommit) lockFrontier() (int64, error) {
 // Apply writes b's rows, state and fan-outs for p into the open
 // transaction, and its offsets and watermarks when it carries any.
 func (c *ShardCommit) Apply(p *projections.Projection, b *projections.Batch) error {
-	a := &applier{ctx: c.ctx, run: c.run, p: p, st: c.s.statementsFor(p), limit: c.s.stmtLimit()}
-	if err := c.s.writeBatch(a, b); err != nil {
-		return fmt.Errorf("projection %s: %w", p.Name, err)
+	a := &applier{ctx: c.ctx, run: c.run, p: p, st: c.s.statementsFor(p), limit: c.s.stmtLimit(), guess: c.s.readAll(c.ctx, p)}
+	err := c.s.writeBatch(a, b)
+	c.noteGuess(p, a.guess)
+	if err == nil {
+		err = a.offsets(b.Offsets)
 	}
-	if err := a.offsets(b.Offsets); err != nil {
-		return err
+	if err == nil {
+		err = a.watermarks(b.Marks)
 	}
-	if err := a.watermarks(b.Marks); err != nil {
-		return err
+	if err != nil {
+		// An earlier batch's statement may fail here (pipeline).
+		return fmt.Errorf("projection %s: %w", p.Name, c.settle(err))
 	}
 	if a.stale != nil {
 		// Counted now, not at the commit: a failed commit starts the whole
@@ -147,6 +154,33 @@ func (c *ShardCommit) Apply(p *projections.Projection, b *projections.Batch) err
 		a.stale.Add(a.skipped)
 	}
 	return nil
+}
+
+// noteGuess adds a batch's outcome to p's in the transaction.
+func (c *ShardCommit) noteGuess(p *projections.Projection, o guessOutcome) {
+	if c.guesses == nil {
+		c.guesses = map[*projections.Projection]guessOutcome{}
+	}
+	if prev, ok := c.guesses[p]; ok {
+		o = prev.merge(o)
+	}
+	c.guesses[p] = o
+}
+
+// settle records how the transaction ended (err nil: committed) on the
+// guesses of its projections, and returns err, as contention when it is
+// the duplicate key of a first contribution (the cut is started again).
+func (c *ShardCommit) settle(err error) error {
+	guessed := false
+	for p, o := range c.guesses {
+		c.s.guessFor(p).settle(o, err)
+		guessed = guessed || o.guessed
+	}
+	c.guesses = nil
+	if err != nil && guessed && isDuplicateKey(err) {
+		return contention{err}
+	}
+	return err
 }
 
 // Commit records f as the shard's frontier and commits.
@@ -164,13 +198,13 @@ func (c *ShardCommit) Commit(f projections.Frontier) error {
 		[]any{f.Checkpoint, f.Flavor, f.GTID, f.File, f.Pos, f.SourceTS, cutAt, f.Transactions, f.Loading, string(next), c.sink})
 	if err != nil {
 		c.run.rollback()
-		return err
+		return c.settle(err)
 	}
 	if err := c.run.commit(c.ctx); err != nil {
 		c.run.rollback()
-		return fmt.Errorf("committing sink %s at checkpoint offset %d: %w", c.sink, f.Checkpoint, err)
+		return fmt.Errorf("committing sink %s at checkpoint offset %d: %w", c.sink, f.Checkpoint, c.settle(err))
 	}
-	return nil
+	return c.settle(nil)
 }
 
 // Rollback ends the transaction without a trace.

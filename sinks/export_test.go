@@ -1,6 +1,10 @@
 package sinks
 
-import "database/sql"
+import (
+	"database/sql"
+
+	"github.com/readside/readside/projections"
+)
 
 // BatchDB is the pool batches are applied through (nil when they go one
 // statement per round trip), for tests.
@@ -13,3 +17,7 @@ func (s *Sharded) PretendMySQL() {
 		sh.mariadb = false
 	}
 }
+
+// ReadsEveryKey reports whether p's batches on s read every contribution's
+// key, First ones included (aggregate_guess.go), for tests.
+func (s *MySQL) ReadsEveryKey(p *projections.Projection) bool { return s.guessFor(p).wrong.Load() }

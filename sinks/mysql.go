@@ -43,6 +43,8 @@ type MySQL struct {
 	fanOutWakes sync.Map
 	// inFlight: projection name → *atomic.Int32 (batchesInFlight).
 	inFlight sync.Map
+	// guesses: projection name → *firstGuess (aggregate_guess.go).
+	guesses sync.Map
 	// Log, when set, reports retried batches.
 	Log *slog.Logger
 }
@@ -128,7 +130,7 @@ func (s *MySQL) beginApplier(ctx context.Context, p *projections.Projection) (*a
 	if err != nil {
 		return nil, err
 	}
-	return &applier{ctx: ctx, run: run, p: p, st: s.statementsFor(p), limit: s.stmtLimit()}, nil
+	return &applier{ctx: ctx, run: run, p: p, st: s.statementsFor(p), limit: s.stmtLimit(), guess: s.readAll(ctx, p)}, nil
 }
 
 // rollbackOnError rolls a's transaction back if *err, the caller's named
@@ -407,6 +409,7 @@ func (s *MySQL) retried(ctx context.Context, p *projections.Projection, b *proje
 		if !retryable(err) {
 			return err
 		}
+		ctx = retryReadingEveryKey(ctx, err)
 		if s.Log != nil {
 			s.Log.Warn("sink batch failed; retrying", "projection", p.Name, "attempt", attempt, "in", backoff, "err", err)
 		}

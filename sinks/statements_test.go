@@ -125,6 +125,7 @@ func aggregateList(st *statements) []namedStatement {
 	list = append(list,
 		namedStatement{"aggregate: read contributions, locking them", a.read.text(2)},
 		namedStatement{"aggregate: read contributions and the truncation floor", a.readFirst.text(2)},
+		namedStatement{"aggregate: the truncation floor alone (no contribution read)", a.floor},
 		namedStatement{"aggregate: write contributions", a.write.text(2)},
 		namedStatement{"aggregate: insert first contributions", a.insert.text(2)},
 		namedStatement{"aggregate: group deltas", a.delta.text(2)},

@@ -7,6 +7,9 @@ SELECT `key_text`, `_rs_version`, `g_customer_id`, `v_avg_total`, `v_first_at`, 
 -- aggregate: read contributions and the truncation floor
 (SELECT `key_text`, `_rs_version`, `g_customer_id`, `v_avg_total`, `v_first_at`, `v_last_at`, `v_paid`, `v_paid_total`, `v_priced`, `v_total` FROM `_readside_agg_customer_stats` WHERE `key_text` IN (?, ?) FOR UPDATE) UNION ALL SELECT '', version, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM `_readside_truncations` WHERE projection = ?
 
+-- aggregate: the truncation floor alone (no contribution read)
+SELECT '', version, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM `_readside_truncations` WHERE projection = ?
+
 -- aggregate: write contributions
 INSERT INTO `_readside_agg_customer_stats` (`key_text`, `_rs_version`, `g_customer_id`, `v_avg_total`, `v_first_at`, `v_last_at`, `v_paid`, `v_paid_total`, `v_priced`, `v_total`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE `_rs_version` = VALUES(`_rs_version`), `g_customer_id` = VALUES(`g_customer_id`), `v_avg_total` = VALUES(`v_avg_total`), `v_first_at` = VALUES(`v_first_at`), `v_last_at` = VALUES(`v_last_at`), `v_paid` = VALUES(`v_paid`), `v_paid_total` = VALUES(`v_paid_total`), `v_priced` = VALUES(`v_priced`), `v_total` = VALUES(`v_total`)
 

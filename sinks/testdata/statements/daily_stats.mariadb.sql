@@ -7,6 +7,9 @@ SELECT `key_text`, `_rs_version`, `g_customer_id`, `g_date_created_at`, `v_statu
 -- aggregate: read contributions and the truncation floor
 (SELECT `key_text`, `_rs_version`, `g_customer_id`, `g_date_created_at`, `v_statuses`, `v_total` FROM `_readside_agg_daily_stats` WHERE `key_text` IN (?, ?) FOR UPDATE) UNION ALL SELECT '', version, NULL, NULL, NULL, NULL FROM `_readside_truncations` WHERE projection = ?
 
+-- aggregate: the truncation floor alone (no contribution read)
+SELECT '', version, NULL, NULL, NULL, NULL FROM `_readside_truncations` WHERE projection = ?
+
 -- aggregate: write contributions
 INSERT INTO `_readside_agg_daily_stats` (`key_text`, `_rs_version`, `g_customer_id`, `g_date_created_at`, `v_statuses`, `v_total`) VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE `_rs_version` = VALUES(`_rs_version`), `g_customer_id` = VALUES(`g_customer_id`), `g_date_created_at` = VALUES(`g_date_created_at`), `v_statuses` = VALUES(`v_statuses`), `v_total` = VALUES(`v_total`)
 

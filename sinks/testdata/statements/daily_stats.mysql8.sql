@@ -7,6 +7,9 @@ SELECT `key_text`, `_rs_version`, `g_customer_id`, `g_date_created_at`, `v_statu
 -- aggregate: read contributions and the truncation floor
 (SELECT `key_text`, `_rs_version`, `g_customer_id`, `g_date_created_at`, `v_statuses`, `v_total` FROM `_readside_agg_daily_stats` WHERE `key_text` IN (?, ?) FOR UPDATE) UNION ALL SELECT '', version, NULL, NULL, NULL, NULL FROM `_readside_truncations` WHERE projection = ?
 
+-- aggregate: the truncation floor alone (no contribution read)
+SELECT '', version, NULL, NULL, NULL, NULL FROM `_readside_truncations` WHERE projection = ?
+
 -- aggregate: write contributions
 INSERT INTO `_readside_agg_daily_stats` (`key_text`, `_rs_version`, `g_customer_id`, `g_date_created_at`, `v_statuses`, `v_total`) VALUES (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE `_rs_version` = _rs_new.`_rs_version`, `g_customer_id` = _rs_new.`g_customer_id`, `g_date_created_at` = _rs_new.`g_date_created_at`, `v_statuses` = _rs_new.`v_statuses`, `v_total` = _rs_new.`v_total`
 

@@ -7,6 +7,9 @@ SELECT `key_text`, `_rs_version`, `g_region`, `g_city_upper`, `g_status`, `v_tot
 -- aggregate: read contributions and the truncation floor
 (SELECT `key_text`, `_rs_version`, `g_region`, `g_city_upper`, `g_status`, `v_total`, `_rs_l1_id`, `_rs_l3_id` FROM `_readside_agg_region_revenue` WHERE `key_text` IN (?, ?) FOR UPDATE) UNION ALL SELECT '', version, NULL, NULL, NULL, NULL, NULL, NULL FROM `_readside_truncations` WHERE projection = ?
 
+-- aggregate: the truncation floor alone (no contribution read)
+SELECT '', version, NULL, NULL, NULL, NULL, NULL, NULL FROM `_readside_truncations` WHERE projection = ?
+
 -- aggregate: write contributions
 INSERT INTO `_readside_agg_region_revenue` (`key_text`, `_rs_version`, `g_region`, `g_city_upper`, `g_status`, `v_total`, `_rs_l1_id`, `_rs_l3_id`) VALUES (?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE `_rs_version` = VALUES(`_rs_version`), `g_region` = VALUES(`g_region`), `g_city_upper` = VALUES(`g_city_upper`), `g_status` = VALUES(`g_status`), `v_total` = VALUES(`v_total`), `_rs_l1_id` = VALUES(`_rs_l1_id`), `_rs_l3_id` = VALUES(`_rs_l3_id`)
 
