@@ -44,6 +44,15 @@ func (v *Value) Bytes() []byte { return v.b }
 // Uint is an unsigned value.
 func (v *Value) Uint() uint64 { return v.u }
 
+// Clone is v with bytes of its own, for keeping past the batch whose
+// records it may point into.
+func (v Value) Clone() Value {
+	if v.b != nil {
+		v.b = append([]byte(nil), v.b...)
+	}
+	return v
+}
+
 // Value makes it a database/sql parameter: nil, a string, []byte or a
 // uint64 (statements sent with parameters; see sinks).
 func (v *Value) Value() (driver.Value, error) {

@@ -46,6 +46,13 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 	}
 	live, truncateAt := splitTruncations(cs)
 	if truncateAt > 0 {
+		// The rebuild starts from the contributions, which already hold
+		// what the deltas summed so far would add.
+		if a.deferred != nil {
+			if err := a.writeDeferred(); err != nil {
+				return err
+			}
+		}
 		if err := a.truncateAggregate(truncateAt); err != nil {
 			return err
 		}
@@ -104,6 +111,9 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 		// regroup adds its moves and writes the groups once.
 		a.deltas = ds
 		return nil
+	}
+	if a.deferred != nil {
+		return a.deferDeltas(ds)
 	}
 	return a.applyDeltas(ds)
 }

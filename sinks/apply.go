@@ -167,6 +167,9 @@ type applier struct {
 	// deltas are the group deltas of the batch's contributions, kept for
 	// regroup to write with its own when the groups come from joins.
 	deltas *deltas
+	// deferred, in a consistent commit, sums the group deltas for the
+	// commit's end instead of writing them (aggregate_deferred.go).
+	deferred *deferredDeltas
 }
 
 // exec runs a statement whose result is not read. Its error may come

@@ -19,6 +19,7 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/readside/readside/event"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 )
 
@@ -83,6 +84,11 @@ type ShardCommit struct {
 	// the guess that First contributions are new (aggregate_guess.go),
 	// settled when the transaction ends.
 	guesses map[*projections.Projection]guessOutcome
+	// deferred are, per aggregate projection, its group deltas summed
+	// over the commit's batches, written before the frontier
+	// (aggregate_deferred.go); written in the order first applied.
+	deferred      map[*projections.Projection]*deferredDeltas
+	deferredOrder []*projections.Projection
 }
 
 // BeginCommit opens a transaction on s for sink and locks its frontier
@@ -135,7 +141,8 @@ func (c *ShardCommit) lockFrontier() (int64, error) {
 // Apply writes b's rows, state and fan-outs for p into the open
 // transaction, and its offsets and watermarks when it carries any.
 func (c *ShardCommit) Apply(p *projections.Projection, b *projections.Batch) error {
-	a := &applier{ctx: c.ctx, run: c.run, p: p, st: c.s.statementsFor(p), limit: c.s.stmtLimit(), guess: c.s.readAll(c.ctx, p)}
+	a := &applier{ctx: c.ctx, run: c.run, p: p, st: c.s.statementsFor(p), limit: c.s.stmtLimit(), guess: c.s.readAll(c.ctx, p),
+		deferred: c.deferredFor(p, b.Shard)}
 	err := c.s.writeBatch(a, b)
 	c.noteGuess(p, a.guess)
 	if err == nil {
@@ -153,6 +160,37 @@ func (c *ShardCommit) Apply(p *projections.Projection, b *projections.Batch) err
 		// cut again, which counts them again — a gauge of work, not of rows.
 		a.stale.Add(a.skipped)
 	}
+	return nil
+}
+
+// deferredFor is p's summed group deltas in the transaction (nil when p
+// writes its groups batch by batch).
+func (c *ShardCommit) deferredFor(p *projections.Projection, shard *keyspace.Range) *deferredDeltas {
+	if !defers(p) {
+		return nil
+	}
+	if c.deferred == nil {
+		c.deferred = map[*projections.Projection]*deferredDeltas{}
+	}
+	d := c.deferred[p]
+	if d == nil {
+		d = &deferredDeltas{ds: newDeltas(p.Aggregation), shard: shard}
+		c.deferred[p] = d
+		c.deferredOrder = append(c.deferredOrder, p)
+	}
+	return d
+}
+
+// writeDeferred writes every projection's summed group deltas.
+func (c *ShardCommit) writeDeferred() error {
+	for _, p := range c.deferredOrder {
+		d := c.deferred[p]
+		a := &applier{ctx: c.ctx, run: c.run, p: p, st: c.s.statementsFor(p), limit: c.s.stmtLimit(), shard: d.shard, deferred: d}
+		if err := a.writeDeferred(); err != nil {
+			return fmt.Errorf("projection %s: %w", p.Name, err)
+		}
+	}
+	c.deferred, c.deferredOrder = nil, nil
 	return nil
 }
 
@@ -192,6 +230,10 @@ func (c *ShardCommit) Commit(f projections.Frontier) error {
 	var cutAt any // Unix seconds with microseconds
 	if !f.CutWrittenAt.IsZero() {
 		cutAt = fmt.Sprintf("%d.%06d", f.CutWrittenAt.Unix(), f.CutWrittenAt.Nanosecond()/1000)
+	}
+	if err := c.writeDeferred(); err != nil {
+		c.run.rollback()
+		return c.settle(err)
 	}
 	err = c.run.exec(c.ctx, "UPDATE `_readside_frontier` SET checkpoint_offset = ?, flavor = ?, gtid = ?, file = ?, pos = ?, source_ts = ?, cut_written_at = FROM_UNIXTIME(?),"+
 		" applied_at = CURRENT_TIMESTAMP(6), transactions = ?, loading = ?, commits = commits + 1, next_offsets = ? WHERE sink = ?",

@@ -21,3 +21,10 @@ func (s *Sharded) PretendMySQL() {
 // ReadsEveryKey reports whether p's batches on s read every contribution's
 // key, First ones included (aggregate_guess.go), for tests.
 func (s *MySQL) ReadsEveryKey(p *projections.Projection) bool { return s.guessFor(p).wrong.Load() }
+
+// SetMaxDeferredGroups sets how many summed group deltas a consistent
+// commit keeps before writing them, and returns the one before, for tests.
+func SetMaxDeferredGroups(n int) (was int) {
+	was, maxDeferredGroups = maxDeferredGroups, n
+	return was
+}
