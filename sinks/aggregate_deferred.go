@@ -1,7 +1,7 @@
 package sinks
 
 // Group deltas of a transaction-consistent commit, written once at its
-// end (docs/design/consistent-sinks.md, "Aggregates in one commit"). A
+// end (docs/design/consistent-sinks.md, its applier). A
 // consistent commit applies its records chunk by chunk into one open
 // transaction; each chunk's contributions are written as they come (a
 // later chunk reads them), but what they do to the groups is only summed:
