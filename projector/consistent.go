@@ -171,38 +171,66 @@ func (a *Applier) session(ctx context.Context) (committed bool, err error) {
 	}
 	defer cuts.Close()
 	var data *kgo.Client
+	// last is the commit whose COMMIT may still be running while the
+	// next one's records are read and mapped.
+	var last *landing
 	defer func() {
+		if last != nil {
+			<-last.done
+		}
 		if data != nil {
 			data.Close()
 		}
 	}()
+	// landed waits for the last commit and reports its outcome.
+	landed := func() error {
+		if last == nil {
+			return nil
+		}
+		<-last.done
+		err := last.err
+		if err == nil {
+			committed = true
+		}
+		last = nil
+		return err
+	}
 	for {
-		a.collectTombstones(sctx)
-		target, err := s.nextTarget(sctx, cuts)
+		if a.gcDue() {
+			// Tombstones are collected between commits, not beside one.
+			if err := landed(); err != nil {
+				return committed, cause(sctx, a.followSchema(sctx, err))
+			}
+			a.collectTombstones(sctx)
+		}
+		target, err := s.nextTarget(sctx, cuts, landed)
 		if err != nil {
-			return committed, cause(sctx, err)
+			return committed, cause(sctx, a.followSchema(sctx, err))
 		}
 		if data == nil {
 			if data, err = a.dataReader(sctx, s); err != nil {
 				return committed, err
 			}
 		}
-		if err := a.commit(sctx, s, data, target); err != nil {
+		l, err := a.commit(sctx, s, data, target, landed)
+		if err != nil {
 			return committed, cause(sctx, err)
 		}
-		committed = true
+		last = l
 	}
 }
 
-// collectTombstones drops every projection's tombstones below its topics'
-// horizon (gc.go) on the interval, between commits.
-func (a *Applier) collectTombstones(ctx context.Context) {
+// gcDue reports the tombstones' collection due (on the interval).
+func (a *Applier) gcDue() bool {
 	if a.lastGC.IsZero() {
 		a.lastGC = time.Now()
 	}
-	if time.Since(a.lastGC) < defaultGCInterval {
-		return
-	}
+	return time.Since(a.lastGC) >= defaultGCInterval
+}
+
+// collectTombstones drops every projection's tombstones below its topics'
+// horizon (gc.go), between commits.
+func (a *Applier) collectTombstones(ctx context.Context) {
 	a.lastGC = time.Now()
 	for _, p := range a.ps {
 		a.followers[p].collectTombstones(ctx)
@@ -295,17 +323,34 @@ func (a *Applier) dataReader(ctx context.Context, s *applySession) (*kgo.Client,
 	)
 }
 
-// commit applies everything below target's cut in one consistent commit.
-func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client, target cutAt) error {
+// landing is a commit whose COMMIT runs in the background: the next
+// commit reads and maps its first records meanwhile, and opens its own
+// transaction only once done is closed (err nil: committed).
+type landing struct {
+	done chan struct{}
+	err  error
+}
+
+// commit applies everything below target's cut in one consistent commit,
+// whose COMMIT it leaves running (the landing). landed waits for the
+// commit before it: the new transaction opens only after that one ended,
+// so commits land in order, and a failed one fails this one too. The
+// session moves to the new frontier at once: if the COMMIT fails, the
+// session ends and the next starts from the frontiers stored.
+func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client, target cutAt, landed func() error) (*landing, error) {
 	start := time.Now()
-	c, err := a.to.BeginCommit(ctx, s.from, target.offset)
-	if err != nil {
-		return err
+	begin := func() (projections.SinkCommit, error) {
+		if err := landed(); err != nil {
+			return nil, err
+		}
+		return a.to.BeginCommit(ctx, s.from, target.offset)
 	}
-	rows, err := a.fill(ctx, s, data, c, target)
+	c, rows, err := a.fill(ctx, s, data, begin, target)
 	if err != nil {
-		c.Rollback()
-		return a.followSchema(ctx, err)
+		if c != nil {
+			c.Rollback()
+		}
+		return nil, a.followSchema(ctx, err)
 	}
 	next := event.Offsets{}
 	for t, parts := range s.next {
@@ -326,15 +371,23 @@ func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client,
 	f := projections.Frontier{Checkpoint: target.offset, Flavor: target.cut.Position.Flavor, GTID: target.cut.Position.GTID, File: target.cut.Position.File,
 		Pos: target.cut.Position.Pos, SourceTS: target.cut.SourceTS, CutWrittenAt: target.cut.WrittenAt,
 		Transactions: target.cut.Transactions, Loading: target.cut.Loading(), Next: next}
-	if err := c.Commit(f); err != nil {
-		return a.followSchema(ctx, err)
-	}
-	a.o.Metrics.committed(a.sink, f, s.applied, rows, time.Since(start))
-	if s.applied.Checkpoint < 0 {
-		a.log.Info("first consistent commit", "gtid", f.GTID, "rows", rows, "took", time.Since(start))
-	}
+	l := &landing{done: make(chan struct{})}
+	prev := s.applied
+	go func() {
+		defer close(l.done)
+		if err := c.Commit(f); err != nil {
+			// followSchema runs in the session, where no mapping
+			// runs beside it.
+			l.err = err
+			return
+		}
+		a.o.Metrics.committed(a.sink, f, prev, rows, time.Since(start))
+		if prev.Checkpoint < 0 {
+			a.log.Info("first consistent commit", "gtid", f.GTID, "rows", rows, "took", time.Since(start))
+		}
+	}()
 	s.committed(f)
-	return nil
+	return l, nil
 }
 
 // fill reads every partition up to the cut and writes what it reads into
@@ -342,10 +395,18 @@ func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client,
 // next commit. rows is how many records it applied. A chunk is mapped
 // (decoded, built into every projection's batch) while the one before it
 // is written, so the sink's round trips and the decoding overlap.
-func (a *Applier) fill(ctx context.Context, s *applySession, data *kgo.Client, c projections.SinkCommit, target cutAt) (rows int, err error) {
+//
+// The writer opens the transaction (begin) while the first chunk is read
+// and mapped, which is how reading and mapping overlap the last commit's
+// COMMIT. c is the transaction begin opened (nil: none).
+func (a *Applier) fill(ctx context.Context, s *applySession, data *kgo.Client, begin func() (projections.SinkCommit, error), target cutAt) (c projections.SinkCommit, rows int, err error) {
 	g, gctx := errgroup.WithContext(ctx)
 	work := make(chan []projectionBatch, 1)
 	g.Go(func() error {
+		var err error
+		if c, err = begin(); err != nil {
+			return err
+		}
 		for batches := range work {
 			for _, pb := range batches {
 				if err := c.Apply(pb.p, pb.b); err != nil {
@@ -371,9 +432,9 @@ func (a *Applier) fill(ctx context.Context, s *applySession, data *kgo.Client, c
 	if werr := g.Wait(); werr != nil {
 		// The writer's failure is the cause; the reader only saw its
 		// context end.
-		return rows, werr
+		return c, rows, werr
 	}
-	return rows, err
+	return c, rows, err
 }
 
 // read hands every record below the cut to apply, in chunks of at most

@@ -87,8 +87,9 @@ func (s *applySession) committed(f projections.Frontier) {
 // nextTarget is the cut the next commit goes to: the newest cut read
 // whose records past the frontier stay within CommitRecords, and at least
 // the first one (a cut is never split). It waits for one when none is
-// past the frontier.
-func (s *applySession) nextTarget(ctx context.Context, cuts *kgo.Client) (cutAt, error) {
+// past the frontier, after idle (the last commit landing: a failure is
+// not left unseen while the source is quiet).
+func (s *applySession) nextTarget(ctx context.Context, cuts *kgo.Client, idle func() error) (cutAt, error) {
 	for {
 		// Take what has arrived without waiting, so a commit reaches the
 		// newest cut there is.
@@ -98,6 +99,9 @@ func (s *applySession) nextTarget(ctx context.Context, cuts *kgo.Client) (cutAt,
 		}
 		if len(s.cuts) > 0 {
 			return s.pick(), nil
+		}
+		if err := idle(); err != nil {
+			return cutAt{}, err
 		}
 		fetches := cuts.PollFetches(ctx)
 		if ctx.Err() != nil {
