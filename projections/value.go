@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"database/sql/driver"
 	"fmt"
 	"strconv"
@@ -47,9 +48,7 @@ func (v *Value) Uint() uint64 { return v.u }
 // Clone is v with bytes of its own, for keeping past the batch whose
 // records it may point into.
 func (v Value) Clone() Value {
-	if v.b != nil {
-		v.b = append([]byte(nil), v.b...)
-	}
+	v.b = bytes.Clone(v.b)
 	return v
 }
 

@@ -177,6 +177,7 @@ func (a *Applier) session(ctx context.Context) (committed bool, err error) {
 	defer func() {
 		if last != nil {
 			<-last.done
+			committed = committed || last.err == nil
 		}
 		if data != nil {
 			data.Close()

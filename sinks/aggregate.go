@@ -533,10 +533,16 @@ func (e *extremeDelta) needsDive(order projections.ValueOrder, isMax bool) bool 
 	if !e.withdraws {
 		return false
 	}
-	if !e.adds {
-		return true
+	return !e.adds || beyond(order, isMax, e.withdrawn, e.added)
+}
+
+// beyond reports v further than cur for a MIN (lower) or MAX (higher);
+// never for values only the server orders (needsDive decides for them).
+func beyond(order projections.ValueOrder, isMax bool, v, cur projections.Value) bool {
+	if order == projections.OrderUnknown {
+		return false
 	}
-	c := compareValues(order, e.withdrawn.Bytes(), e.added.Bytes())
+	c := compareValues(order, v.Bytes(), cur.Bytes())
 	return (isMax && c > 0) || (!isMax && c < 0)
 }
 
@@ -607,19 +613,12 @@ func (ds *deltas) add(group, values []projections.Value, sign int64, version uin
 			if v.Kind() == projections.NullValue {
 				continue
 			}
-			e := d.extremes[i]
-			further := func(cur projections.Value) bool {
-				if ds.orders[i] == projections.OrderUnknown {
-					return false // only the server orders them: needsDive decides
-				}
-				c := compareValues(ds.orders[i], v.Bytes(), cur.Bytes())
-				return (x.Func == projections.AggMax && c > 0) || (x.Func == projections.AggMin && c < 0)
-			}
+			e, isMax := d.extremes[i], x.Func == projections.AggMax
 			if sign > 0 {
-				if !e.adds || further(e.added) {
+				if !e.adds || beyond(ds.orders[i], isMax, *v, e.added) {
 					e.added, e.adds = *v, true
 				}
-			} else if !e.withdraws || further(e.withdrawn) {
+			} else if !e.withdraws || beyond(ds.orders[i], isMax, *v, e.withdrawn) {
 				e.withdrawn, e.withdraws = *v, true
 			}
 		}

@@ -116,17 +116,6 @@ func (ds *deltas) merge(o *deltas) error {
 	return nil
 }
 
-// beyond reports v further than cur for a MIN (lower) or MAX (higher);
-// never for values only the server orders (needsDive decides for them),
-// as deltas.add does.
-func beyond(order projections.ValueOrder, isMax bool, v, cur projections.Value) bool {
-	if order == projections.OrderUnknown {
-		return false
-	}
-	c := compareValues(order, v.Bytes(), cur.Bytes())
-	return (isMax && c > 0) || (!isMax && c < 0)
-}
-
 func cloneValues(vs []projections.Value) []projections.Value {
 	out := make([]projections.Value, len(vs))
 	for i, v := range vs {

@@ -141,8 +141,8 @@ func (c *ShardCommit) lockFrontier() (int64, error) {
 // Apply writes b's rows, state and fan-outs for p into the open
 // transaction, and its offsets and watermarks when it carries any.
 func (c *ShardCommit) Apply(p *projections.Projection, b *projections.Batch) error {
-	a := &applier{ctx: c.ctx, run: c.run, p: p, st: c.s.statementsFor(p), limit: c.s.stmtLimit(), guess: c.s.readAll(c.ctx, p),
-		deferred: c.deferredFor(p, b.Shard)}
+	a := c.applier(p)
+	a.guess, a.deferred = c.s.readAll(c.ctx, p), c.deferredFor(p, b.Shard)
 	err := c.s.writeBatch(a, b)
 	c.noteGuess(p, a.guess)
 	if err == nil {
@@ -161,6 +161,11 @@ func (c *ShardCommit) Apply(p *projections.Projection, b *projections.Batch) err
 		a.stale.Add(a.skipped)
 	}
 	return nil
+}
+
+// applier writes p's statements into the transaction.
+func (c *ShardCommit) applier(p *projections.Projection) *applier {
+	return &applier{ctx: c.ctx, run: c.run, p: p, st: c.s.statementsFor(p), limit: c.s.stmtLimit()}
 }
 
 // deferredFor is p's summed group deltas in the transaction (nil when p
@@ -185,7 +190,8 @@ func (c *ShardCommit) deferredFor(p *projections.Projection, shard *keyspace.Ran
 func (c *ShardCommit) writeDeferred() error {
 	for _, p := range c.deferredOrder {
 		d := c.deferred[p]
-		a := &applier{ctx: c.ctx, run: c.run, p: p, st: c.s.statementsFor(p), limit: c.s.stmtLimit(), shard: d.shard, deferred: d}
+		a := c.applier(p)
+		a.shard, a.deferred = d.shard, d
 		if err := a.writeDeferred(); err != nil {
 			return fmt.Errorf("projection %s: %w", p.Name, err)
 		}
