@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/event"
@@ -654,6 +656,53 @@ func TestConsistentSinkFollowsSchema(t *testing.T) {
 	}
 }
 
+// TestConsistentSinkCommitsWithoutRestarts: one applier alone, no fault.
+// Each commit starts from the frontier the one before it landed, while
+// that one's COMMIT may still be in flight, so none is rolled back: a
+// commit that expected an older frontier fails with ErrFrontierMoved and
+// the session starts again from the stored one. The read tables converge
+// either way; only the count of rolled-back commits shows it.
+func TestConsistentSinkCommitsWithoutRestarts(t *testing.T) {
+	bed := testbed.Get(t)
+	cfg, src, sinkDB := ledgerConfig(t, bed, config.ConsistencyTransaction, bed.MySQL)
+	sink, ps := ledgerTables(t, bed, cfg)
+	runTailer(t, bed, cfg)
+	reg := prometheus.NewRegistry()
+	stop := startApplierMetered(t, cfg, sink, ps, event.SinkGroup(cfg.Kafka.TopicPrefix, "ledger"), projector.NewConsistentMetrics(reg))
+	n, err := ledgerWorkload(t.Context(), bed.MySQL.DB(), src, rand.Uint64(), 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLedgerEqual(t, bed.MySQL, src, sinkDB, bed.MySQL)
+	stop()
+	commits, failures := counterSum(t, reg, "readside_sink_commits_total"), counterSum(t, reg, "readside_sink_commit_failures_total")
+	t.Logf("%d source transactions: %.0f commits, %.0f rolled back", n, commits, failures)
+	if commits < 5 {
+		t.Errorf("only %.0f commits: too few to show that each follows the one before", commits)
+	}
+	if failures > 0 {
+		t.Errorf("%.0f of %.0f commits were rolled back with one applier and no fault (see the log: a commit that expected an older frontier?)", failures, commits+failures)
+	}
+}
+
+// counterSum is the sum over every label of counter name in reg.
+func counterSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
 // startApplier runs the sink's applier until stop, which reports its
 // error.
 func startApplier(t *testing.T, cfg config.Config, sink *sinks.Sharded, ps []*projections.Projection) (stop func()) {
@@ -664,9 +713,15 @@ func startApplier(t *testing.T, cfg config.Config, sink *sinks.Sharded, ps []*pr
 // startApplierIn is startApplier in consumer group group.
 func startApplierIn(t *testing.T, cfg config.Config, sink *sinks.Sharded, ps []*projections.Projection, group string) (stop func()) {
 	t.Helper()
+	return startApplierMetered(t, cfg, sink, ps, group, nil)
+}
+
+// startApplierMetered is startApplierIn exporting its metrics to m.
+func startApplierMetered(t *testing.T, cfg config.Config, sink *sinks.Sharded, ps []*projections.Projection, group string, m *projector.ConsistentMetrics) (stop func()) {
+	t.Helper()
 	a, err := projector.NewApplier("ledger", ps, sink, projector.ApplierOptions{Brokers: cfg.Kafka.Brokers,
 		CheckpointTopic: event.CheckpointTopic(cfg.Kafka.TopicPrefix), TailerID: cfg.TransactionalID(),
-		Group: group, ChunkRecords: 300, Retryable: sinks.Retryable, Log: logger()})
+		Group: group, ChunkRecords: 300, Retryable: sinks.Retryable, Log: logger(), Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
