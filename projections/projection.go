@@ -123,8 +123,18 @@ func (p *Projection) WithName(name string) *Projection {
 
 // DefaultApplyConcurrency: two transactions keep a sink busy while the
 // other one commits (on the benchmark box, 1 → 2 connections is the
-// largest step of the raw upsert sweep; docs/benchmarks.md).
+// largest step of the raw upsert sweep; docs/benchmarks.md; 4 gained
+// nothing for copies: bench/results/history/tuning-log.md, entry 44).
 const DefaultApplyConcurrency = 2
+
+// DefaultAggregateApplyConcurrency: an aggregate's transactions write
+// their contributions side by side (most of the work, each over its own
+// partitions' keys), then queue for the group rows they share, holding
+// them to their COMMIT; the fewer and hotter the groups, the longer the
+// queue. With four, two can write contributions while the others queue:
+// revenue per store (20 groups) drains 30–110% faster than with two
+// (tuning-log.md, entry 54).
+const DefaultAggregateApplyConcurrency = 4
 
 // maxApplyConcurrency bounds apply_concurrency below the sink's
 // connection pool (sinks.Open), which several projections share.
@@ -319,7 +329,7 @@ func declarationErrors(cfg config.Config, d config.Projection, name, key string)
 		bad("%s.on_error %v", key, err)
 	}
 	if d.ApplyConcurrency < 0 || d.ApplyConcurrency > maxApplyConcurrency {
-		bad("%s.apply_concurrency %d: want 1 to %d (0 or unset: %d)", key, d.ApplyConcurrency, maxApplyConcurrency, DefaultApplyConcurrency)
+		bad("%s.apply_concurrency %d: want 1 to %d (0 or unset: %d, %d for an aggregate)", key, d.ApplyConcurrency, maxApplyConcurrency, DefaultApplyConcurrency, DefaultAggregateApplyConcurrency)
 	}
 	return errs
 }
@@ -341,11 +351,10 @@ func newProjection(cfg config.Config, name string, d config.Projection, db, tbl 
 	}
 	p.ApplyConcurrency = d.ApplyConcurrency
 	if p.ApplyConcurrency == 0 {
-		// An aggregate too: its transactions queue only for the group
-		// rows they share, after the contributions (most of the work,
-		// each over its own partitions' keys) are written side by side
-		// (bench/results/history/tuning-log.md, entry 51).
 		p.ApplyConcurrency = DefaultApplyConcurrency
+		if len(d.GroupBy) > 0 || len(d.Aggregates) > 0 {
+			p.ApplyConcurrency = DefaultAggregateApplyConcurrency
+		}
 	}
 	// The shard key leads the primary key (co-locates what is read together).
 	if d.ShardBy != "" {
