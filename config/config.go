@@ -227,6 +227,10 @@ type Projection struct {
 	Children map[string]Children `koanf:"children"`
 }
 
+// Aggregated reports a projection declared as an aggregate (group_by or
+// aggregates): its read rows are groups, not source rows.
+func (p Projection) Aggregated() bool { return len(p.GroupBy) > 0 || len(p.Aggregates) > 0 }
+
 // Children nests a child table's rows in the parent's read row: a JSON
 // array column of one object per child (Columns), in OrderBy order, at most
 // Limit of them, and a `<name>_count` column with how many there are.

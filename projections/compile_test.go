@@ -43,6 +43,37 @@ func TestCompile(t *testing.T) {
 	}
 }
 
+// TestApplyConcurrencyDefaults: unset, a projection applies a poll in
+// DefaultApplyConcurrency transactions and an aggregate in
+// DefaultAggregateApplyConcurrency (docs/config.md); a declared value wins.
+func TestApplyConcurrencyDefaults(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  config.Config
+		set  int
+		want int
+	}{
+		{"copy", baseConfig(), 0, DefaultApplyConcurrency},
+		{"aggregate", aggConfig(), 0, DefaultAggregateApplyConcurrency},
+		{"aggregate declared", aggConfig(), 1, 1},
+	} {
+		for name, d := range c.cfg.Projections {
+			d.ApplyConcurrency = c.set
+			c.cfg.Projections[name] = d
+		}
+		ps, err := Compile(c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ps[0].ApplyConcurrency; got != c.want {
+			t.Errorf("%s: apply_concurrency %d, want %d", c.name, got, c.want)
+		}
+	}
+	if DefaultApplyConcurrency != 2 || DefaultAggregateApplyConcurrency != 4 {
+		t.Errorf("defaults %d and %d: docs/config.md says 2, and 4 for an aggregate", DefaultApplyConcurrency, DefaultAggregateApplyConcurrency)
+	}
+}
+
 // TestCompileErrors: each broken declaration names its key and the fix,
 // and all problems come at once.
 func TestCompileErrors(t *testing.T) {

@@ -48,7 +48,7 @@ func compileFanOut(p *Projection, d config.Projection, key string) []error {
 	if len(d.Join) == 0 {
 		errs = append(errs, fmt.Errorf("%s.fan_out: background: the projection has no join, so there is no fan-out to move out of the batch: remove fan_out", key))
 	}
-	if len(d.GroupBy) > 0 || len(d.Aggregates) > 0 {
+	if d.Aggregated() {
 		errs = append(errs, fmt.Errorf("%s.fan_out: background: an aggregate's group rows take their joined columns in the batch (their contributions come from it): remove fan_out", key))
 	}
 	if len(errs) == 0 {

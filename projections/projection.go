@@ -255,7 +255,7 @@ func compileOne(cfg config.Config, name string, captured map[string]bool) (*Proj
 	}
 	errs = append(errs, declarationErrors(cfg, d, name, key)...)
 	p := newProjection(cfg, name, d, db, tbl, where)
-	aggregate := len(d.GroupBy) > 0 || len(d.Aggregates) > 0
+	aggregate := d.Aggregated()
 	if aggregate {
 		errs = append(errs, compileAggregate(p, d, key)...)
 	} else {
@@ -302,7 +302,7 @@ func declarationErrors(cfg config.Config, d config.Projection, name, key string)
 	if sink, ok := cfg.Sinks[d.Sink]; ok && len(sink.Shards) > 1 && d.ShardBy == "" && !d.Replicated {
 		bad("%s: sink %s has %d shards: set shard_by (one of the key columns) or replicated: true", key, d.Sink, len(sink.Shards))
 	}
-	aggregate := len(d.GroupBy) > 0 || len(d.Aggregates) > 0
+	aggregate := d.Aggregated()
 	if len(d.Key) == 0 && !aggregate {
 		bad("%s.key is empty: list the read table's primary key columns", key)
 	}
@@ -352,7 +352,7 @@ func newProjection(cfg config.Config, name string, d config.Projection, db, tbl 
 	p.ApplyConcurrency = d.ApplyConcurrency
 	if p.ApplyConcurrency == 0 {
 		p.ApplyConcurrency = DefaultApplyConcurrency
-		if len(d.GroupBy) > 0 || len(d.Aggregates) > 0 {
+		if d.Aggregated() {
 			p.ApplyConcurrency = DefaultAggregateApplyConcurrency
 		}
 	}
