@@ -34,6 +34,10 @@ type Children struct {
 	// (SourceColumns): the state table keeps its columns to break ties in
 	// the array's order as the source's ORDER BY … , <pk> does.
 	key atomic.Pointer[[]string]
+	// convert are the element members whose column has a character set
+	// other than utf8mb4, learnt from the source schema (SourceColumns):
+	// UTF8Member.
+	convert atomic.Pointer[map[string]bool]
 	// fromBroken and onBroken: from or on did not compile (Compile said
 	// why), so SourceColumns leaves out the checks that read them.
 	fromBroken, onBroken bool
@@ -86,6 +90,46 @@ func (c *Children) SourceKey() []string {
 func (c *Children) SetSourceKey(pk []string) {
 	k := slices.Clone(pk)
 	c.key.CompareAndSwap(nil, &k)
+}
+
+// UTF8Member reports whether element member name must reach JSON_OBJECT
+// converted to utf8mb4: its column holds text in another character set.
+// MariaDB's JSON_OBJECT refuses two columns of different single-byte sets
+// ("Illegal mix of collations"), and JSON_ARRAYAGG garbles objects made of
+// ucs2, utf16, utf16le or utf32 text into bytes no utf8mb4 column takes.
+// The array is defined, on the sink and by verify on the source, over the
+// members' text in utf8mb4: the same characters, escaped the same way.
+func (c *Children) UTF8Member(name string) bool {
+	if m := c.convert.Load(); m != nil {
+		return (*m)[name]
+	}
+	return false
+}
+
+// setUTF8Members records, from the element members' column definitions
+// (member name → type with charset, as SourceColumns reads them), the
+// ones UTF8Member converts.
+func (c *Children) setUTF8Members(defs map[string]string) {
+	m := map[string]bool{}
+	for name, def := range defs {
+		if cs := definitionCharset(def); cs != "" && cs != "utf8mb4" {
+			m[name] = true
+		}
+	}
+	c.convert.Store(&m)
+}
+
+// definitionCharset is the character set a column definition names
+// ("varchar(30) CHARACTER SET utf16 COLLATE utf16_general_ci"), "" for a
+// column without one (numbers, dates, binary strings).
+func definitionCharset(def string) string {
+	f := strings.Fields(def)
+	for i := 0; i+2 < len(f); i++ {
+		if strings.EqualFold(f[i], "CHARACTER") && strings.EqualFold(f[i+1], "SET") {
+			return strings.ToLower(f[i+2])
+		}
+	}
+	return ""
 }
 
 // StateColumns are the child columns the state table keeps, each once:

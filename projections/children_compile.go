@@ -264,6 +264,15 @@ func (p *Projection) checkChildren(read func(db, tbl string) (*sourceTable, erro
 				ct.JSON[col] = child.json[col]
 			}
 		}
+		members := map[string]string{}
+		for _, m := range c.Members() {
+			if m.Join == nil {
+				members[m.Name] = child.types[m.Source]
+			} else if k := slices.Index(c.Joins, m.Join); k < len(jt) {
+				members[m.Name] = jt[k].State[m.Name]
+			}
+		}
+		c.setUTF8Members(members)
 	}
 	return out, errs, nil
 }

@@ -68,11 +68,16 @@ func childStatementsOf(p *projections.Projection, c *projections.Children, d dia
 	sets = append(sets, "`_rs_version` = GREATEST(`_rs_version`, "+d.newRow("`_rs_version`")+")")
 	group := "(" + strings.Repeat("?, ", len(c.On)-1) + "?)"
 	// The element is MariaDB's own JSON_OBJECT of the state columns, which
-	// are typed like the child's: the same text verify computes on the
-	// source. Ties in order_by are broken by the child's primary key.
+	// are typed like the child's (text in another character set than
+	// utf8mb4 converted to it: Children.UTF8Member): the same text verify
+	// computes on the source. Ties in order_by are broken by the child's primary key.
 	var members, order []string
 	for _, m := range c.Members() {
-		members = append(members, sqlquote.Literal(m.Name)+", "+childMemberSQL(m))
+		v := childMemberSQL(m)
+		if c.UTF8Member(m.Name) {
+			v = "CONVERT(" + v + " USING utf8mb4)"
+		}
+		members = append(members, sqlquote.Literal(m.Name)+", "+v)
 	}
 	for _, col := range c.OrderBy {
 		if o := childOrderSQL(c, col); !slices.Contains(order, o) {

@@ -89,7 +89,11 @@ func childArraySQL(i int, c *projections.Children, pk []string) string {
 		return col(m.Source)
 	}
 	for _, m := range c.Members() {
-		members = append(members, sqlquote.Literal(m.Name), member(m))
+		v := member(m)
+		if c.UTF8Member(m.Name) {
+			v = "CONVERT(" + v + " USING utf8mb4)" // as the sink builds it
+		}
+		members = append(members, sqlquote.Literal(m.Name), v)
 	}
 	for _, o := range c.OrderBy {
 		if j := c.OrderJoin(o); j != nil {
