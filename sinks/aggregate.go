@@ -480,7 +480,7 @@ func (a *applier) dropForeignGroups() error {
 		}
 	}
 	for i, head := range tables {
-		del := keyIn(head, []string{q(cols[i])}, "")
+		del := keyIn(a.p, head, []string{q(cols[i])}, "")
 		if err := a.execRows(&del, foreign); err != nil {
 			return err
 		}

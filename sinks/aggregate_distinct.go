@@ -104,15 +104,15 @@ func distinctStatementsOf(p *projections.Projection, d dialect) []distinctStatem
 			// and not after, or the reverse) come back: the others move
 			// no group, and on a value most of a group's rows share
 			// (a status) they are nearly all the rows touched.
-			read: keyIn("SELECT "+strings.Join(gcols, ", ")+", "+v+", "+refs+", "+pending+" FROM "+t+" WHERE "+batch+" = ? AND ("+
+			read: keyIn(p, "SELECT "+strings.Join(gcols, ", ")+", "+v+", "+refs+", "+pending+" FROM "+t+" WHERE "+batch+" = ? AND ("+
 				refs+" > 0) <> ("+refs+" > "+pending+") AND ", match, ""),
-			dropZero: keyIn("DELETE FROM "+t+" WHERE "+refs+" <= 0 AND ", match, ""),
+			dropZero: keyIn(p, "DELETE FROM "+t+" WHERE "+refs+" <= 0 AND ", match, ""),
 			clear:    "DELETE FROM " + t,
 			// GROUP BY the value compares it under its collation, as the
 			// table's primary key does: one row per value the key allows.
 			rebuild:       "INSERT INTO " + t + " (" + strings.Join(all, ", ") + ") " + sel + by,
-			clearGroups:   keyIn("DELETE FROM "+t+" WHERE ", gcols, ""),
-			rebuildGroups: keyIn("INSERT INTO "+t+" ("+strings.Join(all, ", ")+") "+sel+" AND ", gcols, ""),
+			clearGroups:   keyIn(p, "DELETE FROM "+t+" WHERE ", gcols, ""),
+			rebuildGroups: keyIn(p, "INSERT INTO "+t+" ("+strings.Join(all, ", ")+") "+sel+" AND ", gcols, ""),
 			rebuildTail:   by,
 		})
 	}

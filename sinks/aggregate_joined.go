@@ -148,8 +148,8 @@ func joinedStatementsOf(p *projections.Projection, d dialect) *joinedStatements 
 		for _, o := range j.On {
 			cols = append(cols, fmt.Sprintf("s%d.%s", j.N, q(stateKey(o.Parent))))
 		}
-		st.byParent = append(st.byParent, keyIn(head, cols, ""))
-		st.moveByParent = append(st.moveByParent, keyIn(move+" WHERE ", cols, liveAnd))
+		st.byParent = append(st.byParent, keyIn(p, head, cols, ""))
+		st.moveByParent = append(st.moveByParent, keyIn(p, move+" WHERE ", cols, liveAnd))
 	}
 	st.byLink, st.linkGroups = byLinkStatements(p)
 	return st
@@ -198,7 +198,7 @@ func byLinkStatements(p *projections.Projection) ([]multiRow, [][]int) {
 			}
 			from += fmt.Sprintf(" LEFT JOIN %s AS s%d ON %s", q(j.StateTable(p)), j.N, strings.Join(on, " AND "))
 		}
-		stmts[ri] = keyIn("SELECT "+strings.Join(append(slices.Clone(keys), sel...), ", ")+from+" WHERE ", keys, "")
+		stmts[ri] = keyIn(p, "SELECT "+strings.Join(append(slices.Clone(keys), sel...), ", ")+from+" WHERE ", keys, "")
 	}
 	return stmts, groups
 }

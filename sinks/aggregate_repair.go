@@ -37,7 +37,7 @@ func (s *MySQL) GroupMembers(ctx context.Context, p *projections.Projection, gro
 	if len(groups) == 0 {
 		return nil, nil
 	}
-	m := groupMatch("SELECT `key_text`, `_rs_version` FROM "+q(p.ContributionsTable())+" WHERE ", "", contributionGroup(p), "")
+	m := groupMatch(p, "SELECT `key_text`, `_rs_version` FROM "+q(p.ContributionsTable())+" WHERE ", "", contributionGroup(p), "")
 	var out []Member
 	for start := 0; start < len(groups); start += chunk {
 		part := groups[start:min(start+chunk, len(groups))]
@@ -76,7 +76,11 @@ func (s *MySQL) RepairGroups(ctx context.Context, p *projections.Projection, gon
 }
 
 func (s *MySQL) repairGroups(ctx context.Context, p *projections.Projection, gone []Member, groups [][]any) error {
-	st := s.statementsFor(p).agg
+	all, err := s.statementsFor(ctx, p)
+	if err != nil {
+		return err
+	}
+	st := all.agg
 	if st == nil {
 		return fmt.Errorf("projections.%s is not an aggregate projection", p.Name)
 	}
@@ -88,8 +92,8 @@ func (s *MySQL) repairGroups(ctx context.Context, p *projections.Projection, gon
 	if err := withdrawLocked(ctx, tx, p, st, gone); err != nil {
 		return err
 	}
-	del := groupMatch("DELETE FROM "+q(p.Table)+" WHERE ", "", p.Key, "")
-	of := groupMatch("", "", contributionGroup(p), "")
+	del := groupMatch(p, "DELETE FROM "+q(p.Table)+" WHERE ", "", p.Key, "")
+	of := groupMatch(p, "", "", contributionGroup(p), "")
 	rebuild, ok := strings.CutSuffix(st.rebuildGroups, " GROUP BY "+strings.Join(quoteAll(contributionGroup(p)), ", "))
 	if !ok {
 		return fmt.Errorf("the rebuild statement of %s has no GROUP BY of its groups: %s", p.Table, st.rebuildGroups)
@@ -116,7 +120,7 @@ func (s *MySQL) repairGroups(ctx context.Context, p *projections.Projection, gon
 		}
 		// The rebuilt rows are new: each join's state is copied in afresh,
 		// as after a truncation's rebuild (aggregate.go).
-		in := groupMatch("", "r.", p.Key, "")
+		in := groupMatch(p, "", "r.", p.Key, "")
 		for _, fill := range st.fillJoins {
 			if _, err := tx.ExecContext(ctx, fill+" AND "+in.text(len(part)), args...); err != nil {
 				return fmt.Errorf("copying the joined columns into %d rebuilt group rows of %s: %w", len(part), p.Table, err)
@@ -136,11 +140,14 @@ func (s *MySQL) WithdrawContributions(ctx context.Context, p *projections.Projec
 	if len(gone) == 0 {
 		return nil
 	}
-	st := s.statementsFor(p).agg
+	all, err := s.statementsFor(ctx, p)
+	if err != nil {
+		return err
+	}
+	st := all.agg
 	if st == nil {
 		return fmt.Errorf("projections.%s is not an aggregate projection", p.Name)
 	}
-	var err error
 	for range 5 {
 		if err = s.withdrawContributions(ctx, p, st, gone); err == nil || !retryable(err) || ctx.Err() != nil {
 			return err

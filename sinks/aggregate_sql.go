@@ -114,7 +114,7 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 	all := append(append([]string{}, gcols...), quoteAll(aggDeltaColumns(ag))...)
 	st.delta = multiRow{head: "INSERT INTO " + t + " (" + strings.Join(all, ", ") + ") VALUES ",
 		row: "(" + placeholders(len(all)) + ")", sep: ", ", tail: d.onDuplicate() + strings.Join(aggDeltaSets(ag, d), ", ")}
-	st.deleteEmpty = groupMatch("DELETE FROM "+t+" WHERE `_rs_rows` <= 0 AND ", "", p.Key, "")
+	st.deleteEmpty = groupMatch(p, "DELETE FROM "+t+" WHERE `_rs_rows` <= 0 AND ", "", p.Key, "")
 	re, avg := aggRecomputeSets(p, c, cgcols)
 	st.recomputeExtremes = make([]multiRow, len(ag.Aggregates))
 	for i, set := range re {
@@ -123,7 +123,7 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 		}
 	}
 	if len(avg) > 0 {
-		st.recomputeAvg = groupMatch("UPDATE "+t+" AS r SET "+strings.Join(avg, ", ")+" WHERE ", "r.", p.Key, "")
+		st.recomputeAvg = groupMatch(p, "UPDATE "+t+" AS r SET "+strings.Join(avg, ", ")+" WHERE ", "r.", p.Key, "")
 	}
 	// Truncation: withdraw what is older, then rebuild every group from
 	// the contributions left.
@@ -314,14 +314,14 @@ func aggRebuildGroups(ag *projections.Aggregation, c, t string, all, cgcols []st
 		" WHERE " + strings.Join(notNull, " AND ") + " GROUP BY " + strings.Join(cgcols, ", ")
 }
 
-// groupMatch is a statement matching groups by the columns key
+// groupMatch is a statement matching groups of p by the columns key
 // (prefixed by alias): keyIn.
-func groupMatch(head, alias string, key []string, tail string) multiRow {
+func groupMatch(p *projections.Projection, head, alias string, key []string, tail string) multiRow {
 	cols := make([]string, len(key))
 	for i, k := range key {
 		cols[i] = alias + q(k)
 	}
-	return keyIn(head, cols, tail)
+	return keyIn(p, head, cols, tail)
 }
 
 func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }

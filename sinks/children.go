@@ -138,13 +138,8 @@ func childStatementsOf(p *projections.Projection, c *projections.Children, d dia
 			tail: d.onDuplicate() + strings.Join(sets, ", "),
 		},
 		truncateState: "UPDATE " + state + " SET " + strings.Join(nulls, ", ") + ", `_rs_version` = ? WHERE `_rs_version` < ?",
-		refresh: multiRow{
-			head: set + " WHERE (" + strings.Join(readLink, ", ") + ") IN (",
-			row:  group,
-			sep:  ", ",
-			tail: ")",
-		},
-		refreshAll: set,
+		refresh:       keyIn(p, set+" WHERE ", readLink, ""),
+		refreshAll:    set,
 	}
 }
 

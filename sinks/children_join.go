@@ -99,7 +99,6 @@ func childJoinStatementsOf(p *projections.Projection, c *projections.Children, j
 		nulls = append(nulls, sc+" = NULL")
 	}
 	sets = append(sets, "`_rs_version` = GREATEST(`_rs_version`, "+d.newRow("`_rs_version`")+")")
-	group := "(" + strings.Repeat("?, ", len(keys)-1) + "?)"
 	placeholder := "(" + strings.Repeat("?, ", len(keys)) + "0)"
 	var linkCols []string
 	for _, on := range c.On {
@@ -141,10 +140,7 @@ func childJoinStatementsOf(p *projections.Projection, c *projections.Children, j
 			tail: d.onDuplicate() + strings.Join(sets, ", "),
 		},
 		truncate: "UPDATE " + state + " SET " + strings.Join(nulls, ", ") + ", `_rs_version` = ? WHERE `_rs_version` < ?",
-		links: multiRow{
-			head: "SELECT DISTINCT " + strings.Join(linkCols, ", ") + from + " WHERE " + linkCols[0] + " IS NOT NULL AND (" + strings.Join(match, ", ") + ") IN (",
-			row:  group, sep: ", ", tail: ")",
-		},
+		links:    keyIn(p, "SELECT DISTINCT "+strings.Join(linkCols, ", ")+from+" WHERE "+linkCols[0]+" IS NOT NULL AND ", match, ""),
 	}
 }
 

@@ -48,9 +48,10 @@ func (s *MySQL) ChildMembers(ctx context.Context, p *projections.Projection, i i
 	if len(pk) == 0 {
 		return nil, fmt.Errorf("projections.%s.children.%s: the child table's primary key is not known (type the projection against the source first)", p.Name, c.Name)
 	}
-	group := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(link)), ", ") + ")"
-	m := multiRow{head: "SELECT `_rs_key`, `_rs_version`, " + strings.Join(pk, ", ") + " FROM " + q(c.StateTable(p)) + " WHERE (" + strings.Join(link, ", ") + ") IN (",
-		row: group, sep: ", ", tail: ")"}
+	if err := s.learnKeyCharsets(ctx, p); err != nil {
+		return nil, err
+	}
+	m := keyIn(p, "SELECT `_rs_key`, `_rs_version`, "+strings.Join(pk, ", ")+" FROM "+q(c.StateTable(p))+" WHERE ", link, "")
 	var out []ChildMember
 	for start := 0; start < len(links); start += chunk {
 		part := links[start:min(start+chunk, len(links))]
@@ -98,7 +99,11 @@ func (s *MySQL) RepairChildren(ctx context.Context, p *projections.Projection, i
 
 func (s *MySQL) repairChildren(ctx context.Context, p *projections.Projection, i int, gone []ChildMember, links [][]any) error {
 	c := p.Children[i]
-	st := s.statementsFor(p).children[i]
+	all, err := s.statementsFor(ctx, p)
+	if err != nil {
+		return err
+	}
+	st := all.children[i]
 	gone = slices.Clone(gone)
 	slices.SortFunc(gone, func(a, b ChildMember) int { return strings.Compare(string(a.Key), string(b.Key)) })
 	links = slices.Clone(links)

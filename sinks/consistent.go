@@ -141,9 +141,12 @@ func (c *ShardCommit) lockFrontier() (int64, error) {
 // Apply writes b's rows, state and fan-outs for p into the open
 // transaction, and its offsets and watermarks when it carries any.
 func (c *ShardCommit) Apply(p *projections.Projection, b *projections.Batch) error {
-	a := c.applier(p)
+	a, err := c.applier(p)
+	if err != nil {
+		return err
+	}
 	a.guess, a.deferred = c.s.readAll(c.ctx, p), c.deferredFor(p, b.Shard)
-	err := c.s.writeBatch(a, b)
+	err = c.s.writeBatch(a, b)
 	c.noteGuess(p, a.guess)
 	if err == nil {
 		err = a.offsets(b.Offsets)
@@ -164,8 +167,12 @@ func (c *ShardCommit) Apply(p *projections.Projection, b *projections.Batch) err
 }
 
 // applier writes p's statements into the transaction.
-func (c *ShardCommit) applier(p *projections.Projection) *applier {
-	return &applier{ctx: c.ctx, run: c.run, p: p, st: c.s.statementsFor(p), limit: c.s.stmtLimit()}
+func (c *ShardCommit) applier(p *projections.Projection) (*applier, error) {
+	st, err := c.s.statementsFor(c.ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &applier{ctx: c.ctx, run: c.run, p: p, st: st, limit: c.s.stmtLimit()}, nil
 }
 
 // deferredFor is p's summed group deltas in the transaction (nil when p
@@ -190,7 +197,10 @@ func (c *ShardCommit) deferredFor(p *projections.Projection, shard *keyspace.Ran
 func (c *ShardCommit) writeDeferred() error {
 	for _, p := range c.deferredOrder {
 		d := c.deferred[p]
-		a := c.applier(p)
+		a, err := c.applier(p)
+		if err != nil {
+			return fmt.Errorf("projection %s: %w", p.Name, err)
+		}
 		a.shard, a.deferred = d.shard, d
 		if err := a.writeDeferred(); err != nil {
 			return fmt.Errorf("projection %s: %w", p.Name, err)

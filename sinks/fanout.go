@@ -44,7 +44,7 @@ func copyState(p *projections.Projection, j *projections.Join, match []string, b
 	if byRead {
 		join = " STRAIGHT_JOIN "
 	}
-	return keyIn(copyStateJoined(p, j, join)+" AND ", match, "")
+	return keyIn(p, copyStateJoined(p, j, join)+" AND ", match, "")
 }
 
 // copyStateEverywhere copies join j's state into every read row that

@@ -76,7 +76,7 @@ func pendingStatementsOf(p *projections.Projection, j *projections.Join) pending
 	return pendingStatements{
 		mark:   multiRow{head: "INSERT IGNORE INTO " + t + " (" + cols + ") VALUES ", row: "(" + strings.TrimSuffix(strings.Repeat("?, ", len(keys)), ", ") + ")", sep: ", "},
 		next:   "SELECT " + cols + " FROM " + t + " ORDER BY " + cols + " LIMIT ?",
-		unmark: keyIn("DELETE FROM "+t+" WHERE ", keys, ""),
+		unmark: keyIn(p, "DELETE FROM "+t+" WHERE ", keys, ""),
 	}
 }
 
@@ -258,7 +258,10 @@ func (s *MySQL) fanOutPending(ctx context.Context, p *projections.Projection, si
 
 // pendingKeys reads the first noted keys of join ji, in key order.
 func (s *MySQL) pendingKeys(ctx context.Context, p *projections.Projection, ji int) ([]parentKey, error) {
-	st := s.statementsFor(p)
+	st, err := s.statementsFor(ctx, p)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := s.db.QueryContext(ctx, st.comment+st.joins[ji].pending.next, pendingRead)
 	if err != nil {
 		j := p.Joins[ji]

@@ -126,11 +126,15 @@ func (s *MySQL) begin(ctx context.Context) (stmts, error) {
 // with p's name so the server's process list and logs show whose it is.
 // The caller rolls it back on error (rollbackOnError).
 func (s *MySQL) beginApplier(ctx context.Context, p *projections.Projection) (*applier, error) {
+	st, err := s.statementsFor(ctx, p)
+	if err != nil {
+		return nil, err
+	}
 	run, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &applier{ctx: ctx, run: run, p: p, st: s.statementsFor(p), limit: s.stmtLimit(), guess: s.readAll(ctx, p)}, nil
+	return &applier{ctx: ctx, run: run, p: p, st: st, limit: s.stmtLimit(), guess: s.readAll(ctx, p)}, nil
 }
 
 // rollbackOnError rolls a's transaction back if *err, the caller's named

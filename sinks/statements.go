@@ -9,6 +9,7 @@ package sinks
 // (statements_test.go).
 
 import (
+	"context"
 	"strings"
 
 	"github.com/readside/readside/projections"
@@ -32,18 +33,31 @@ func (m *multiRow) text(n int) string {
 	return b.String()
 }
 
-// keyIn is a statement matching rows by key: head, then `c IN (?, …)`
-// for one column or `(a, b) IN ((?, ?), …)` for more (cols as written,
-// one placeholder group a key), then tail. The optimizer reads a long IN
-// list as ranges of an index in about a third of the time it takes for
-// the same keys as equalities joined by OR (bench/results/history/tuning-log.md, entry 49).
-func keyIn(head string, cols []string, tail string) multiRow {
+// keyIn is a statement matching rows of p's tables by key: head, then
+// `c IN (?, …)` for one column or `(a, b) IN ((?, ?), …)` for more (cols
+// as written, one placeholder group a key), then tail. The optimizer
+// reads a long IN list as ranges of an index in about a third of the time
+// it takes for the same keys as equalities joined by OR
+// (bench/results/history/tuning-log.md, entry 49). A text column in
+// another character set than utf8mb4 gets CONVERT(? USING <set>) in the
+// list, and a column name p's tables define in two character sets the
+// equalities instead (keycharsets.go).
+func keyIn(p *projections.Projection, head string, cols []string, tail string) multiRow {
 	if len(cols) == 1 {
 		return multiRow{head: head + cols[0] + " IN (", row: "?", sep: ", ", tail: ")" + tail}
 	}
+	places, ambiguous := keyPlaces(p, cols)
+	if ambiguous {
+		return multiRow{
+			head: head + "(",
+			row:  "(" + strings.Join(cols, ", ") + ") = (" + strings.Join(places, ", ") + ")",
+			sep:  " OR ",
+			tail: ")" + tail,
+		}
+	}
 	return multiRow{
 		head: head + "(" + strings.Join(cols, ", ") + ") IN (",
-		row:  "(" + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + ")",
+		row:  "(" + strings.Join(places, ", ") + ")",
 		sep:  ", ",
 		tail: ")" + tail,
 	}
@@ -118,16 +132,20 @@ func newStatements(p *projections.Projection, d dialect) *statements {
 }
 
 // statementsFor is p's statements on this sink, rendered at p's first
-// batch; a projection reloaded under the same name gets its own.
-func (s *MySQL) statementsFor(p *projections.Projection) *statements {
+// batch, after the character sets of p's tables are known (keyIn); a
+// projection reloaded under the same name gets its own.
+func (s *MySQL) statementsFor(ctx context.Context, p *projections.Projection) (*statements, error) {
 	if v, ok := s.statements.Load(p.Name); ok {
 		if st := v.(*statements); st.p == p {
-			return st
+			return st, nil
 		}
+	}
+	if err := s.learnKeyCharsets(ctx, p); err != nil {
+		return nil, err
 	}
 	st := newStatements(p, s.dialect)
 	s.statements.Store(p.Name, st)
-	return st
+	return st, nil
 }
 
 // chunk is the most rows per multi-row statement.

@@ -253,16 +253,26 @@ func TestStatementsRenderedOnce(t *testing.T) {
 	ps := goldenProjections(t)
 	s := &MySQL{dialect: mysql8}
 	p := ps["orders"]
-	first := s.statementsFor(p)
-	if again := s.statementsFor(p); again != first {
+	reloaded := *p
+	reloaded.Table = "orders_v2"
+	// Known character sets (none to convert): no sink to read them from.
+	keyCharsets.Store(p, map[string]string{})
+	keyCharsets.Store(&reloaded, map[string]string{})
+	statementsFor := func(p *projections.Projection) *statements {
+		st, err := s.statementsFor(t.Context(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	first := statementsFor(p)
+	if again := statementsFor(p); again != first {
 		t.Error("the statements of one projection were rendered twice")
 	}
 	if !strings.Contains(first.upsert.tail, " AS _rs_new ") {
 		t.Errorf("a MySQL 8 sink got %q", first.upsert.tail)
 	}
-	reloaded := *p
-	reloaded.Table = "orders_v2"
-	if st := s.statementsFor(&reloaded); st == first || !strings.Contains(st.upsert.head, "`orders_v2`") {
+	if st := statementsFor(&reloaded); st == first || !strings.Contains(st.upsert.head, "`orders_v2`") {
 		t.Errorf("a reloaded projection of the same name kept the old statements: %s", st.upsert.head)
 	}
 }

@@ -29,7 +29,7 @@ INSERT INTO `_readside_child_orders_with_lines_lines` (`_rs_key`, `c_order_id`, 
 UPDATE `_readside_child_orders_with_lines_lines` SET `c_order_id` = NULL, `c_line_no` = NULL, `c_id` = NULL, `c_qty` = NULL, `c_sku` = NULL, `_rs_version` = ? WHERE `_rs_version` < ?
 
 -- children lines: refresh
-UPDATE `orders_with_lines` AS r SET r.`lines` = (SELECT JSON_ARRAYAGG(JSON_OBJECT('qty', s.`c_qty`, 'sku', s.`c_sku`) ORDER BY s.`c_line_no`, s.`c_id` LIMIT 100) FROM `_readside_child_orders_with_lines_lines` AS s WHERE s.`c_order_id` = r.`id`), r.`lines_count` = (SELECT COUNT(*) FROM `_readside_child_orders_with_lines_lines` AS s WHERE s.`c_order_id` = r.`id`) WHERE (r.`id`) IN ((?), (?))
+UPDATE `orders_with_lines` AS r SET r.`lines` = (SELECT JSON_ARRAYAGG(JSON_OBJECT('qty', s.`c_qty`, 'sku', s.`c_sku`) ORDER BY s.`c_line_no`, s.`c_id` LIMIT 100) FROM `_readside_child_orders_with_lines_lines` AS s WHERE s.`c_order_id` = r.`id`), r.`lines_count` = (SELECT COUNT(*) FROM `_readside_child_orders_with_lines_lines` AS s WHERE s.`c_order_id` = r.`id`) WHERE r.`id` IN (?, ?)
 
 -- children lines: refresh every row (truncation)
 UPDATE `orders_with_lines` AS r SET r.`lines` = (SELECT JSON_ARRAYAGG(JSON_OBJECT('qty', s.`c_qty`, 'sku', s.`c_sku`) ORDER BY s.`c_line_no`, s.`c_id` LIMIT 100) FROM `_readside_child_orders_with_lines_lines` AS s WHERE s.`c_order_id` = r.`id`), r.`lines_count` = (SELECT COUNT(*) FROM `_readside_child_orders_with_lines_lines` AS s WHERE s.`c_order_id` = r.`id`)

@@ -1,0 +1,134 @@
+package sinks
+
+// Key matches over text in another character set. MariaDB compares a
+// column list against a list of two or more rows — (a, b) IN ((?, ?),
+// (?, ?)) — without converting the rows' utf8mb4 literals to the columns'
+// character sets: a latin1 column holding 'ü' matches no row of the list,
+// a utf16 column none at all (MariaDB 10.11; one row, a one-column IN list
+// and = are converted). A batch's key match then silently finds nothing:
+// a count(distinct) over a utf16 group stayed 0, a group's rows were not
+// moved. So keyIn binds the parameter of such a column as
+// CONVERT(? USING <its charset>), which MariaDB compares as it should
+// (and looks up row by row). Which columns those are is read from the
+// sink's own tables, once per projection, before its statements are
+// rendered: the tables' definitions are what the server compares.
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/readside/readside/projections"
+)
+
+// ambiguousCharset marks a column name two of a projection's tables
+// define with different character sets: keyIn cannot tell which one a
+// statement names, and matches by equalities joined by OR instead, which
+// the server converts.
+const ambiguousCharset = "?"
+
+// keyCharsets holds, per projection (*projections.Projection), its sink
+// tables' text columns by name whose character set a utf8mb4 literal is
+// not compared in (anything but utf8mb4, utf8mb3 and ascii): the set, or
+// ambiguousCharset. A projection whose tables were never read has none,
+// and keyIn renders plain placeholders.
+var keyCharsets sync.Map
+
+// learnKeyCharsets reads the character sets of p's sink tables' text
+// columns into keyCharsets, unless they are known.
+func (s *MySQL) learnKeyCharsets(ctx context.Context, p *projections.Projection) error {
+	if _, ok := keyCharsets.Load(p); ok {
+		return nil
+	}
+	tables := append([]string{p.Table}, StateTables(p, p.Table)...)
+	for _, j := range p.Joins {
+		tables = append(tables, j.StateTable(p), j.PendingTable(p))
+	}
+	args := make([]any, len(tables))
+	for i, t := range tables {
+		args[i] = t
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT COLUMN_NAME, CHARACTER_SET_NAME FROM information_schema.COLUMNS"+
+		" WHERE TABLE_SCHEMA = DATABASE() AND CHARACTER_SET_NAME IS NOT NULL AND TABLE_NAME IN ("+placeholders(len(tables))+")", args...)
+	if err != nil {
+		return fmt.Errorf("reading the character sets of the tables of %s: %w", p.Table, err)
+	}
+	m, err := scanKeyCharsets(rows)
+	if err != nil {
+		return fmt.Errorf("reading the character sets of the tables of %s: %w", p.Table, err)
+	}
+	keyCharsets.Store(p, m)
+	return nil
+}
+
+func scanKeyCharsets(rows *sql.Rows) (map[string]string, error) {
+	defer rows.Close()
+	seen := map[string]string{} // column → charset needing a conversion, "" for none
+	m := map[string]string{}
+	for rows.Next() {
+		var col, cs string
+		if err := rows.Scan(&col, &cs); err != nil {
+			return nil, err
+		}
+		cs = strings.ToLower(cs)
+		switch cs {
+		case "utf8mb4", "utf8mb3", "utf8", "ascii":
+			cs = ""
+		}
+		prev, ok := seen[col]
+		switch {
+		case !ok:
+			seen[col] = cs
+			if cs != "" {
+				m[col] = cs
+			}
+		case prev != cs:
+			m[col] = ambiguousCharset
+		}
+	}
+	return m, rows.Err()
+}
+
+// keyPlaces are the placeholders of cols (as a statement writes them,
+// alias and quotes included) in a key match of p, and whether one of
+// them is ambiguous.
+func keyPlaces(p *projections.Projection, cols []string) (places []string, ambiguous bool) {
+	var m map[string]string
+	if v, ok := keyCharsets.Load(p); ok {
+		m = v.(map[string]string)
+	}
+	places = make([]string, len(cols))
+	for i, c := range cols {
+		switch cs := m[columnName(c)]; cs {
+		case "":
+			places[i] = "?"
+		case ambiguousCharset:
+			places[i], ambiguous = "?", true
+		default:
+			places[i] = "CONVERT(? USING " + cs + ")"
+		}
+	}
+	return places, ambiguous
+}
+
+// columnName is the column a statement's column reference names:
+// "s1.`k_id`" → "k_id".
+func columnName(ref string) string {
+	if !strings.HasSuffix(ref, "`") {
+		return ref[strings.LastIndexByte(ref, '.')+1:]
+	}
+	i := len(ref) - 2
+	for i >= 0 {
+		if ref[i] == '`' {
+			if i > 0 && ref[i-1] == '`' {
+				i -= 2 // a quoted backtick
+				continue
+			}
+			break
+		}
+		i--
+	}
+	return strings.ReplaceAll(ref[i+1:len(ref)-1], "``", "`")
+}
