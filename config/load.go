@@ -70,30 +70,24 @@ func Load(path string, environ []string) (Config, error) {
 		return Config{}, fmt.Errorf("applying %s* environment overrides: %w", EnvPrefix, err)
 	}
 
-	cfg := Default()
-	err := k.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{
-		Tag: "koanf",
-		DecoderConfig: &mapstructure.DecoderConfig{
-			Result:           &cfg,
-			TagName:          "koanf",
-			ErrorUnused:      true,
-			WeaklyTypedInput: true,
-			DecodeHook: mapstructure.ComposeDecodeHookFunc(
-				mapstructure.StringToTimeDurationHookFunc(),
-				mapstructure.StringToSliceHookFunc(","),
-				mapstructure.TextUnmarshallerHookFunc(),
-				tableKeysHook,
-				debeziumHook,
-			),
-		},
-	})
+	cfg, err := decode(k)
 	// A bad mode value leaves its field at the default and the rest
-	// decoded, and an unknown key is left out (a map entry holding either
-	// is left out whole), so they are reported together with every other
-	// problem.
-	modeErrs, other := modeErrors(err)
+	// decoded, and an unknown key is left out, so they are reported
+	// together with every other problem. The decoder leaves out a map
+	// entry holding either whole: decoded again without the offending
+	// keys, the entry is there (a bad value at its default), and a
+	// projection naming that sink is not told it does not exist.
+	modeErrs, offending, other := modeErrors(err)
 	if other {
 		return Config{}, fmt.Errorf("config: %w (see docs/config.md for every key)", err)
+	}
+	if len(offending) > 0 {
+		for _, key := range offending {
+			k.Delete(key)
+		}
+		if again, err := decode(k); err == nil {
+			cfg = again
+		}
 	}
 	if err := cfg.readSecretFiles(); err != nil {
 		return Config{}, errors.Join(modeErrs, err)
@@ -122,7 +116,7 @@ func (e *Invalid) Unwrap() error { return e.Err }
 // and unknown keys out of err and names each by its key as Validate does
 // ("projections.orders.on_error"), joined; other reports any error that
 // is neither.
-func modeErrors(err error) (modes error, other bool) {
+func modeErrors(err error) (modes error, offending []string, other bool) {
 	var found []error
 	var walk func(error)
 	walk = func(e error) {
@@ -133,15 +127,22 @@ func modeErrors(err error) (modes error, other bool) {
 			switch keys, unknown := strings.CutPrefix(x.Unwrap().Error(), "has invalid keys: "); {
 			case errors.As(x.Unwrap(), &ce):
 				found = append(found, fmt.Errorf("%s %w", key, ce))
+				offending = append(offending, key)
 			case unknown:
 				if key == "config.Config" { // the decoder's name of the top level
 					key = ""
 				}
 				found = append(found, fmt.Errorf("%s has unknown keys: %s: correct or remove them (docs/config.md lists every key)", cmp.Or(key, "the config"), keys))
+				for _, u := range strings.Split(keys, ", ") {
+					offending = append(offending, strings.TrimPrefix(key+"."+u, "."))
+				}
 			default:
 				// A value of another shape or type: the decoder went on
 				// with the rest, and leaves this one at its default.
 				found = append(found, fmt.Errorf("%s: %w: give it the form docs/config.md shows", cmp.Or(key, "the config"), x.Unwrap()))
+				if key != "" {
+					offending = append(offending, key)
+				}
 			}
 		case interface{ Unwrap() []error }:
 			for _, c := range x.Unwrap() {
@@ -154,7 +155,29 @@ func modeErrors(err error) (modes error, other bool) {
 		}
 	}
 	walk(err)
-	return errors.Join(found...), other
+	return errors.Join(found...), offending, other
+}
+
+// decode is the config k holds, on top of Default().
+func decode(k *koanf.Koanf) (Config, error) {
+	cfg := Default()
+	err := k.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{
+		Tag: "koanf",
+		DecoderConfig: &mapstructure.DecoderConfig{
+			Result:           &cfg,
+			TagName:          "koanf",
+			ErrorUnused:      true,
+			WeaklyTypedInput: true,
+			DecodeHook: mapstructure.ComposeDecodeHookFunc(
+				mapstructure.StringToTimeDurationHookFunc(),
+				mapstructure.StringToSliceHookFunc(","),
+				mapstructure.TextUnmarshallerHookFunc(),
+				tableKeysHook,
+				debeziumHook,
+			),
+		},
+	})
+	return cfg, err
 }
 
 // mapKey is how the decoder names a map entry in a key path

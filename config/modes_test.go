@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -124,5 +125,33 @@ func TestLogLevelSlog(t *testing.T) {
 		if got := c.level.Slog(); got != c.want {
 			t.Errorf("%s: %s.Slog() = %v, want %v", c.why, c.level, got, c.want)
 		}
+	}
+}
+
+// TestBadValueKeepsItsMapEntry: a sink or projection entry holding a bad
+// mode value or an unknown key is still in the Invalid config (the bad
+// value at its default, the rest decoded), so `check` does not also tell
+// the projections naming the sink that it does not exist.
+func TestBadValueKeepsItsMapEntry(t *testing.T) {
+	yaml := minimalNoBrokers + "sinks:\n  reads:\n    dsn: \"u:p@tcp(h:1)/r\"\n    consistency: transactional\n  other:\n    dsn: \"u:p@tcp(h:1)/o\"\n    colour: red\n" +
+		"projections:\n  p:\n    from: shop.orders\n    sink: reads\n    on_error: ignore\n"
+	_, err := Load(writeConfig(t, yaml), nil)
+	var inv *Invalid
+	if !errors.As(err, &inv) {
+		t.Fatalf("want an Invalid config, got %v", err)
+	}
+	for _, want := range []string{`sinks.reads.consistency "transactional"`, "sinks.other has unknown keys: colour", `projections.p.on_error "ignore"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the problems lack %q:\n%v", want, err)
+		}
+	}
+	if s, ok := inv.Config.Sinks["reads"]; !ok || s.DSN.Reveal() != "u:p@tcp(h:1)/r" || s.Consistency.Transactional() {
+		t.Errorf("sink reads with a bad consistency: %+v (present %v), want its dsn and the default consistency", s, ok)
+	}
+	if _, ok := inv.Config.Sinks["other"]; !ok {
+		t.Error("sink other with an unknown key was left out")
+	}
+	if p, ok := inv.Config.Projections["p"]; !ok || p.Sink != "reads" {
+		t.Errorf("projection p with a bad on_error: %+v (present %v)", p, ok)
 	}
 }
