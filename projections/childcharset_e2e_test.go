@@ -26,23 +26,12 @@ import (
 func TestChildrenMembersInOtherCharsets(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	s := &lineShop{bed: bed}
-	var err error
-	if s.src, err = bed.MySQL.CreateDatabase(ctx, "ccs"); err != nil {
-		t.Fatal(err)
-	}
-	for _, ddl := range []string{
+	s := newTablesShop(t, bed, "ccs", []string{"film", "film_actor", "actor"},
 		"CREATE TABLE `%s`.film (film_id INT PRIMARY KEY, title VARCHAR(40) CHARACTER SET utf32 NOT NULL)",
-		"CREATE TABLE `%s`.film_actor (film_id INT NOT NULL, actor_id INT NOT NULL, role VARCHAR(20) CHARACTER SET cp1251 NULL," +
+		"CREATE TABLE `%s`.film_actor (film_id INT NOT NULL, actor_id INT NOT NULL, role VARCHAR(20) CHARACTER SET cp1251 NULL,"+
 			" note VARCHAR(20) CHARACTER SET ucs2 NULL, tag VARCHAR(20) CHARACTER SET latin1 NULL, PRIMARY KEY (film_id, actor_id))",
-		"CREATE TABLE `%s`.actor (actor_id INT PRIMARY KEY, first_name VARCHAR(30) CHARACTER SET utf16le NOT NULL," +
-			" last_name VARCHAR(30) CHARACTER SET latin1 NOT NULL, nick VARCHAR(30) CHARACTER SET utf32 NULL)",
-	} {
-		if err := bed.MySQL.Exec(ctx, fmt.Sprintf(ddl, s.src)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.cfg = bed.Config("ccs", s.src+".film", s.src+".film_actor", s.src+".actor")
+		"CREATE TABLE `%s`.actor (actor_id INT PRIMARY KEY, first_name VARCHAR(30) CHARACTER SET utf16le NOT NULL,"+
+			" last_name VARCHAR(30) CHARACTER SET latin1 NOT NULL, nick VARCHAR(30) CHARACTER SET utf32 NULL)")
 	s.cfg.Projections = map[string]config.Projection{"film_cast_cs": {
 		From: s.src + ".film", Sink: "reads", Key: []string{"film_id"},
 		Columns: map[string]string{"film_id": "film_id", "title": "title"},

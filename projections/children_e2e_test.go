@@ -69,6 +69,31 @@ func newLineShop(t *testing.T, bed *testbed.Bed, keyranges ...string) *lineShop 
 
 // openSink creates fresh sink databases for keyranges with the
 // projection's tables in them.
+// newTablesShop is a lineShop over a source database of its own (named
+// after name) holding the tables ddl creates (each with %s for the
+// database), captured as tables, for a test to declare its projection
+// on; the caller sets cfg.Projections and opens the sink.
+func newTablesShop(t *testing.T, bed *testbed.Bed, name string, tables []string, ddl ...string) *lineShop {
+	t.Helper()
+	ctx := t.Context()
+	s := &lineShop{bed: bed}
+	var err error
+	if s.src, err = bed.MySQL.CreateDatabase(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	var captured []string
+	for _, d := range ddl {
+		if err := bed.MySQL.Exec(ctx, fmt.Sprintf(d, s.src)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tbl := range tables {
+		captured = append(captured, s.src+"."+tbl)
+	}
+	s.cfg = bed.Config(name, captured...)
+	return s
+}
+
 func (s *lineShop) openSink(t *testing.T, keyranges ...string) {
 	t.Helper()
 	ctx := t.Context()

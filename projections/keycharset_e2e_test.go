@@ -22,17 +22,8 @@ import (
 // deletes that empty groups.
 func TestKeyMatchesInOtherCharsets(t *testing.T) {
 	bed := testbed.Get(t)
-	ctx := t.Context()
-	s := &lineShop{bed: bed}
-	var err error
-	if s.src, err = bed.MySQL.CreateDatabase(ctx, "kcs"); err != nil {
-		t.Fatal(err)
-	}
-	if err := bed.MySQL.Exec(ctx, fmt.Sprintf("CREATE TABLE `%s`.sales (id INT PRIMARY KEY, region VARCHAR(20) CHARACTER SET latin1 NOT NULL,"+
-		" code VARCHAR(10) CHARACTER SET utf16 COLLATE utf16_bin NOT NULL, customer INT NULL, amount INT NOT NULL)", s.src)); err != nil {
-		t.Fatal(err)
-	}
-	s.cfg = bed.Config("kcs", s.src+".sales")
+	s := newTablesShop(t, bed, "kcs", []string{"sales"}, "CREATE TABLE `%s`.sales (id INT PRIMARY KEY, region VARCHAR(20) CHARACTER SET latin1 NOT NULL,"+
+		" code VARCHAR(10) CHARACTER SET utf16 COLLATE utf16_bin NOT NULL, customer INT NULL, amount INT NOT NULL)")
 	s.cfg.Projections = map[string]config.Projection{"sales_by_region_code": {
 		From: s.src + ".sales", Sink: "reads", GroupBy: []string{"region", "code"},
 		Aggregates: map[string]string{"sales": "count(*)", "total": "sum(amount)", "customers": "count(distinct customer)"},
