@@ -3,6 +3,7 @@ package sinks
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	driver "github.com/go-sql-driver/mysql"
@@ -36,5 +37,19 @@ func TestRetryAfterWrongGuessReadsEveryKey(t *testing.T) {
 	}
 	if got, want := fmt.Sprint(attempts), "[false true]"; got != want {
 		t.Errorf("attempts read every key: %s, want %s", got, want)
+	}
+}
+
+// TestContentionSaysWhy: the retried duplicate key of a wrong guess says
+// the key was already stored (in a consistent commit there is no other
+// transaction to blame); a duplicate key another transaction wrote says
+// so.
+func TestContentionSaysWhy(t *testing.T) {
+	dup := &driver.MySQLError{Number: 1062, Message: "Duplicate entry '{\"id\":7}' for key 'PRIMARY'"}
+	if got := (contention{wrongGuess{dup}}).Error(); !strings.Contains(got, "an inserted row's key was already stored") || strings.Contains(got, "another transaction") {
+		t.Errorf("a wrong guess: %s", got)
+	}
+	if got := (contention{dup}).Error(); !strings.Contains(got, "written by another transaction") {
+		t.Errorf("a concurrent insert: %s", got)
 	}
 }

@@ -232,7 +232,7 @@ func (c *ShardCommit) settle(err error) error {
 	}
 	c.guesses = nil
 	if err != nil && guessed && isDuplicateKey(err) {
-		return contention{err}
+		return contention{wrongGuess{err}}
 	}
 	return err
 }

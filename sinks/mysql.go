@@ -345,6 +345,9 @@ func retryable(err error) bool {
 type contention struct{ err error }
 
 func (c contention) Error() string {
+	if errors.As(c.err, new(wrongGuess)) {
+		return c.err.Error() + " (an inserted row's key was already stored: a replay, a duplicate or a key reused after its delete; retried reading every key)"
+	}
 	return c.err.Error() + " (written by another transaction since it was read: retried)"
 }
 func (c contention) Unwrap() error { return c.err }
