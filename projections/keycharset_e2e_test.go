@@ -77,3 +77,67 @@ func TestKeyMatchesInOtherCharsets(t *testing.T) {
 		t.Fatalf("the source's groups are not what the test means to check:\n%s", w)
 	}
 }
+
+// TestJoinKeyMatchesInOtherCharsets: a join whose read key and parent key
+// are latin1 text (the parent keyed by source.keys, no primary key). A
+// batch fills its new rows' parent columns by matching their read keys,
+// and a parent's rename reaches its rows by the parent key: both two- or
+// one-column matches of many keys at once, which must find rows holding
+// non-ASCII text (keycharsets.go).
+func TestJoinKeyMatchesInOtherCharsets(t *testing.T) {
+	bed := testbed.Get(t)
+	s := newTablesShop(t, bed, "kcj", []string{"customers", "orders"},
+		"CREATE TABLE `%s`.customers (code CHAR(8) CHARACTER SET latin1 NOT NULL, name VARCHAR(30) CHARACTER SET utf16 NOT NULL, UNIQUE KEY (code))",
+		"CREATE TABLE `%s`.orders (id INT PRIMARY KEY, code CHAR(8) CHARACTER SET latin1 NOT NULL, amount INT NOT NULL)")
+	s.cfg.Source.Keys = map[string][]string{s.src + ".customers": {"code"}}
+	s.cfg.Projections = map[string]config.Projection{"orders_by_code": {
+		From: s.src + ".orders", Sink: "reads", Key: []string{"code", "id"},
+		Columns: map[string]string{"code": "code", "id": "id", "amount": "amount"},
+		Join:    []config.Join{{From: s.src + ".customers", On: map[string]string{"code": "code"}, Columns: map[string]string{"customer": "name"}}},
+	}}
+	s.openSink(t, "-")
+	runTailer(t, bed, s.cfg)
+	stop := startProjector(t, s.p, s.sink, s.cfg.Kafka.Brokers)
+	defer stop()
+
+	want := func() string {
+		return testbed.RowsText(t, bed.MySQL.DB(), "SELECT CONVERT(o.code USING utf8mb4), o.id, o.amount, CONVERT(c.name USING utf8mb4)"+
+			" FROM `"+s.src+"`.orders o LEFT JOIN `"+s.src+"`.customers c ON c.code = o.code ORDER BY 1, 2")
+	}
+	got := func() string {
+		return testbed.RowsText(t, bed.MySQL.DB(), "SELECT CONVERT(code USING utf8mb4), id, amount, CONVERT(customer USING utf8mb4)"+
+			" FROM `"+s.shards[0]+"`.orders_by_code ORDER BY 1, 2")
+	}
+	converge := func(step string) {
+		t.Helper()
+		testbed.Eventually(t, 60*time.Second, func() (bool, string) {
+			w, g := want(), got()
+			return w == g, fmt.Sprintf("%s: the read table differs from the SQL join:\nwant:\n%s\ngot:\n%s", step, w, g)
+		})
+	}
+	codes := []string{"ÄÖÜ-1", "café", "Ørsted", "plain"}
+	s.exec(t, "INSERT INTO $.customers VALUES (?, 'Zoë 😀'), (?, 'Ωmega'), (?, '李'), (?, 'Plain')", codes[0], codes[1], codes[2], codes[3])
+	// The customers applied first, in a batch of their own: the orders'
+	// batch then finds them only by filling its rows by read key.
+	state := "`" + s.shards[0] + "`.`" + s.p.Joins[0].StateTable(s.p) + "`"
+	testbed.Eventually(t, 60*time.Second, func() (bool, string) {
+		n := testbed.RowsText(t, bed.MySQL.DB(), "SELECT COUNT(*) FROM "+state+" WHERE `_rs_version` > 0")
+		return n == "4|\n", "the customers' state rows: " + n
+	})
+	// Orders a statement for many codes at once, after their customers.
+	q, args := "INSERT INTO $.orders VALUES ", []any{}
+	for id := 1; id <= 120; id++ {
+		if id > 1 {
+			q += ", "
+		}
+		q += "(?, ?, ?)"
+		args = append(args, id, codes[id%len(codes)], id)
+	}
+	s.exec(t, q, args...)
+	converge("orders after their customers")
+	s.exec(t, "UPDATE $.customers SET name = CONCAT(name, ' ✓') WHERE code <> 'plain'")
+	converge("customers renamed")
+	if w := want(); !strings.Contains(w, "Zoë 😀 ✓") || !strings.Contains(w, "ÄÖÜ-1|") {
+		t.Fatalf("the join is not what the test means to check:\n%.500s", w)
+	}
+}
