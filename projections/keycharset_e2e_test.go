@@ -33,21 +33,11 @@ func TestKeyMatchesInOtherCharsets(t *testing.T) {
 	stop := startProjector(t, s.p, s.sink, s.cfg.Kafka.Brokers)
 	defer stop()
 
-	want := func() string {
-		return testbed.RowsText(t, bed.MySQL.DB(), "SELECT CONVERT(region USING utf8mb4), CONVERT(code USING utf8mb4), COUNT(*), SUM(amount), COUNT(DISTINCT customer)"+
-			" FROM `"+s.src+"`.sales GROUP BY region, code ORDER BY 1, 2")
-	}
-	got := func() string {
-		return testbed.RowsText(t, bed.MySQL.DB(), "SELECT CONVERT(region USING utf8mb4), CONVERT(code USING utf8mb4), sales, total, customers"+
+	want, converge := queriesConverge(t, bed, "the source's GROUP BY",
+		"SELECT CONVERT(region USING utf8mb4), CONVERT(code USING utf8mb4), COUNT(*), SUM(amount), COUNT(DISTINCT customer)"+
+			" FROM `"+s.src+"`.sales GROUP BY region, code ORDER BY 1, 2",
+		"SELECT CONVERT(region USING utf8mb4), CONVERT(code USING utf8mb4), sales, total, customers"+
 			" FROM `"+s.shards[0]+"`.sales_by_region_code ORDER BY 1, 2")
-	}
-	converge := func(step string) {
-		t.Helper()
-		testbed.Eventually(t, 60*time.Second, func() (bool, string) {
-			w, g := want(), got()
-			return w == g, fmt.Sprintf("%s: the read table differs from the source's GROUP BY:\nwant:\n%s\ngot:\n%s", step, w, g)
-		})
-	}
 
 	regions := []string{"Zürich", "Genève", "Åre", "Oslo"}
 	codes := []string{"Ω1", "ß", "a😀", "plain"}
@@ -100,21 +90,11 @@ func TestJoinKeyMatchesInOtherCharsets(t *testing.T) {
 	stop := startProjector(t, s.p, s.sink, s.cfg.Kafka.Brokers)
 	defer stop()
 
-	want := func() string {
-		return testbed.RowsText(t, bed.MySQL.DB(), "SELECT CONVERT(o.code USING utf8mb4), o.id, o.amount, CONVERT(c.name USING utf8mb4)"+
-			" FROM `"+s.src+"`.orders o LEFT JOIN `"+s.src+"`.customers c ON c.code = o.code ORDER BY 1, 2")
-	}
-	got := func() string {
-		return testbed.RowsText(t, bed.MySQL.DB(), "SELECT CONVERT(code USING utf8mb4), id, amount, CONVERT(customer USING utf8mb4)"+
+	want, converge := queriesConverge(t, bed, "the SQL join",
+		"SELECT CONVERT(o.code USING utf8mb4), o.id, o.amount, CONVERT(c.name USING utf8mb4)"+
+			" FROM `"+s.src+"`.orders o LEFT JOIN `"+s.src+"`.customers c ON c.code = o.code ORDER BY 1, 2",
+		"SELECT CONVERT(code USING utf8mb4), id, amount, CONVERT(customer USING utf8mb4)"+
 			" FROM `"+s.shards[0]+"`.orders_by_code ORDER BY 1, 2")
-	}
-	converge := func(step string) {
-		t.Helper()
-		testbed.Eventually(t, 60*time.Second, func() (bool, string) {
-			w, g := want(), got()
-			return w == g, fmt.Sprintf("%s: the read table differs from the SQL join:\nwant:\n%s\ngot:\n%s", step, w, g)
-		})
-	}
 	codes := []string{"ÄÖÜ-1", "café", "Ørsted", "plain"}
 	s.exec(t, "INSERT INTO $.customers VALUES (?, 'Zoë 😀'), (?, 'Ωmega'), (?, '李'), (?, 'Plain')", codes[0], codes[1], codes[2], codes[3])
 	// The customers applied first, in a batch of their own: the orders'
@@ -140,4 +120,19 @@ func TestJoinKeyMatchesInOtherCharsets(t *testing.T) {
 	if w := want(); !strings.Contains(w, "Zoë 😀 ✓") || !strings.Contains(w, "ÄÖÜ-1|") {
 		t.Fatalf("the join is not what the test means to check:\n%.500s", w)
 	}
+}
+
+// queriesConverge are the expected rows (the want query on the source)
+// and a wait until the read table's rows (the got query) equal them;
+// what names the expectation in the failure.
+func queriesConverge(t *testing.T, bed *testbed.Bed, what, want, got string) (wantRows func() string, converge func(step string)) {
+	wantRows = func() string { return testbed.RowsText(t, bed.MySQL.DB(), want) }
+	converge = func(step string) {
+		t.Helper()
+		testbed.Eventually(t, 60*time.Second, func() (bool, string) {
+			w, g := wantRows(), testbed.RowsText(t, bed.MySQL.DB(), got)
+			return w == g, fmt.Sprintf("%s: the read table differs from %s:\nwant:\n%s\ngot:\n%s", step, what, w, g)
+		})
+	}
+	return wantRows, converge
 }
