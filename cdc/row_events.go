@@ -118,10 +118,14 @@ func (s *stream) emitRows(ctx context.Context, h *replication.EventHeader, tbl *
 			err = s.emit(ctx, tbl, src, event.OpDelete, version, rows[i], nil)
 		case tbl.keyChanged(rows[i], rows[i+1]):
 			// A primary key change is a delete of the old key and a create
-			// of the new one, with one version: they may land in different
-			// partitions and the version guard makes their order irrelevant.
+			// of the new one: they may land in different partitions and the
+			// version guard makes their order irrelevant. The create takes
+			// the clock's next version: under a _ci or PAD SPACE collation
+			// the two keys can be one row to the sink ('ab' → 'AB',
+			// 'x' → 'x '), and the create must outrank the delete there
+			// whichever arrives first.
 			if err = s.emit(ctx, tbl, src, event.OpDelete, version, rows[i], nil); err == nil {
-				err = s.emit(ctx, tbl, src, event.OpCreate, version, nil, rows[i+1])
+				err = s.emit(ctx, tbl, src, event.OpCreate, s.clock.Next(h.Timestamp), nil, rows[i+1])
 			}
 		default:
 			err = s.emit(ctx, tbl, src, event.OpUpdate, version, rows[i], rows[i+1])

@@ -124,7 +124,7 @@ func testSourceKeys(t *testing.T, bed *testbed.Bed, src *testbed.MySQL) {
 		t.Errorf("snapshot read %d distinct keys, want 20", len(seen))
 	}
 	// Partitions interleave: commit order is version order, and a moved
-	// row's delete and create share one.
+	// row's create takes the version after its delete's.
 	slices.SortStableFunc(live, func(a, b testEvent) int {
 		return cmp.Or(cmp.Compare(a.Version, b.Version), cmp.Compare(b.Op, a.Op))
 	})
@@ -148,8 +148,8 @@ func testSourceKeys(t *testing.T, bed *testbed.Bed, src *testbed.MySQL) {
 	}
 	for _, e := range live {
 		if e.Op == "c" && e.After["request_id"] != "r11" {
-			if pair := byVersion[e.Version]; len(pair) != 2 || pair[0].op != "d" || pair[1].op != "c" {
-				t.Errorf("the create of moved key %s has version %d shared with %+v; want exactly the delete of the old key", keyOf(e), e.Version, pair)
+			if own, del := byVersion[e.Version], byVersion[e.Version-1]; len(own) != 1 || len(del) != 1 || del[0].op != "d" {
+				t.Errorf("the create of moved key %s (version %d) has %+v at its version and %+v right before; want itself, after exactly the delete of the old key", keyOf(e), e.Version, own, del)
 			}
 		}
 	}
@@ -317,7 +317,7 @@ func TestSourceKeysOverridePrimaryKey(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if evs[2].Version != evs[3].Version {
-		t.Errorf("the key move's delete and create have versions %d and %d; want one", evs[2].Version, evs[3].Version)
+	if evs[3].Version != evs[2].Version+1 {
+		t.Errorf("the key move's delete and create have versions %d and %d; want the create's the next", evs[2].Version, evs[3].Version)
 	}
 }

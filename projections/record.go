@@ -12,4 +12,7 @@ type Record struct {
 	Offset    int64
 	Key       []byte
 	Value     []byte // nil: a Kafka tombstone (kafkaTombstone)
+	// KeyMoved: the record carries Debezium's __debezium.oldkey header,
+	// the create half of a primary key change (Build).
+	KeyMoved bool
 }

@@ -64,7 +64,18 @@ func splitByPartition(records []*kgo.Record, n int) [][]*kgo.Record {
 func Records(recs []*kgo.Record) []projections.Record {
 	out := make([]projections.Record, len(recs))
 	for i, r := range recs {
-		out[i] = projections.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value}
+		out[i] = projections.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, KeyMoved: keyMoved(r)}
 	}
 	return out
+}
+
+// keyMoved reports whether r is the create of a Debezium primary key
+// change, which names the old key in a header.
+func keyMoved(r *kgo.Record) bool {
+	for _, h := range r.Headers {
+		if h.Key == "__debezium.oldkey" {
+			return true
+		}
+	}
+	return false
 }

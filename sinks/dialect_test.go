@@ -22,8 +22,8 @@ func TestMySQL8Upsert(t *testing.T) {
 	}
 	maria, my := newStatements(ps[0], mariaDB), newStatements(ps[0], mysql8)
 	for _, c := range []struct{ why, got, want string }{
-		{"MariaDB upsert: VALUES()", maria.upsert.text(2), "INSERT INTO `t` (`id`, `name`, `_rs_version`) VALUES (?, ?, ?), (?, ?, ?) ON DUPLICATE KEY UPDATE `name` = IF(VALUES(`_rs_version`) > `_rs_version`, VALUES(`name`), `name`), `_rs_version` = GREATEST(`_rs_version`, VALUES(`_rs_version`))"},
-		{"MySQL 8 upsert: the row alias", my.upsert.text(2), "INSERT INTO `t` (`id`, `name`, `_rs_version`) VALUES (?, ?, ?), (?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE `name` = IF(_rs_new.`_rs_version` > `_rs_version`, _rs_new.`name`, `name`), `_rs_version` = GREATEST(`_rs_version`, _rs_new.`_rs_version`)"},
+		{"MariaDB upsert: VALUES()", maria.upsert.text(2), "INSERT INTO `t` (`id`, `name`, `_rs_version`) VALUES (?, ?, ?), (?, ?, ?) ON DUPLICATE KEY UPDATE `id` = IF(VALUES(`_rs_version`) > `_rs_version`, VALUES(`id`), `id`), `name` = IF(VALUES(`_rs_version`) > `_rs_version`, VALUES(`name`), `name`), `_rs_version` = GREATEST(`_rs_version`, VALUES(`_rs_version`))"},
+		{"MySQL 8 upsert: the row alias", my.upsert.text(2), "INSERT INTO `t` (`id`, `name`, `_rs_version`) VALUES (?, ?, ?), (?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE `id` = IF(_rs_new.`_rs_version` > `_rs_version`, _rs_new.`id`, `id`), `name` = IF(_rs_new.`_rs_version` > `_rs_version`, _rs_new.`name`, `name`), `_rs_version` = GREATEST(`_rs_version`, _rs_new.`_rs_version`)"},
 		{"MySQL 8 bookkeeping upsert: unquoted names too", my.offsets.text(1), "INSERT INTO `_readside_offsets` (projection, topic, part, next_offset) VALUES (?, ?, ?, ?) AS _rs_new ON DUPLICATE KEY UPDATE next_offset = GREATEST(next_offset, _rs_new.next_offset)"},
 		{"statements without ON DUPLICATE KEY UPDATE: the same in both", my.deleteRows.text(1), maria.deleteRows.text(1)},
 	} {

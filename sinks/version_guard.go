@@ -37,11 +37,12 @@ func upsertStatement(p *projections.Projection, d dialect) multiRow {
 		}
 		sets = append(sets, fmt.Sprintf("%[1]s = IF(%[2]s, 0, %[1]s)", q(j.VersionColumn()), moved))
 	}
-	for i, c := range p.Columns {
+	// Key columns are assigned too: under a _ci or PAD SPACE collation
+	// a key spelled otherwise ('AB' for 'ab', 'x ' for 'x') finds the
+	// stored row, and the newer version's spelling is the source's.
+	for _, c := range p.Columns {
 		cols = append(cols, q(c.Name))
-		if i >= len(p.Key) {
-			sets = append(sets, fmt.Sprintf("%[1]s = IF(%[2]s, %[3]s, %[1]s)", q(c.Name), newer, d.newRow(q(c.Name))))
-		}
+		sets = append(sets, fmt.Sprintf("%[1]s = IF(%[2]s, %[3]s, %[1]s)", q(c.Name), newer, d.newRow(q(c.Name))))
 	}
 	sets = append(sets, "`_rs_version` = GREATEST(`_rs_version`, "+d.newRow("`_rs_version`")+")")
 	return multiRow{

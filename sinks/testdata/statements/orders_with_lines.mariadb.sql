@@ -2,10 +2,10 @@
 /* readside orders_with_lines */ 
 
 -- upsert (version guard)
-INSERT INTO `orders_with_lines` (`customer_id`, `id`, `_rs_version`) VALUES (?, ?, ?), (?, ?, ?) ON DUPLICATE KEY UPDATE `_rs_version` = GREATEST(`_rs_version`, VALUES(`_rs_version`))
+INSERT INTO `orders_with_lines` (`customer_id`, `id`, `_rs_version`) VALUES (?, ?, ?), (?, ?, ?) ON DUPLICATE KEY UPDATE `customer_id` = IF(VALUES(`_rs_version`) > `_rs_version`, VALUES(`customer_id`), `customer_id`), `id` = IF(VALUES(`_rs_version`) > `_rs_version`, VALUES(`id`), `id`), `_rs_version` = GREATEST(`_rs_version`, VALUES(`_rs_version`))
 
 -- lenient upsert (ENUM index 0)
-SET STATEMENT sql_mode = TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), ',STRICT_ALL_TABLES,', ',')) FOR INSERT INTO `orders_with_lines` (`customer_id`, `id`, `_rs_version`) VALUES (?, ?, ?), (?, ?, ?) ON DUPLICATE KEY UPDATE `_rs_version` = GREATEST(`_rs_version`, VALUES(`_rs_version`))
+SET STATEMENT sql_mode = TRIM(BOTH ',' FROM REPLACE(CONCAT(',', @@SESSION.sql_mode, ','), ',STRICT_ALL_TABLES,', ',')) FOR INSERT INTO `orders_with_lines` (`customer_id`, `id`, `_rs_version`) VALUES (?, ?, ?), (?, ?, ?) ON DUPLICATE KEY UPDATE `customer_id` = IF(VALUES(`_rs_version`) > `_rs_version`, VALUES(`customer_id`), `customer_id`), `id` = IF(VALUES(`_rs_version`) > `_rs_version`, VALUES(`id`), `id`), `_rs_version` = GREATEST(`_rs_version`, VALUES(`_rs_version`))
 
 -- guarded delete
 DELETE FROM `orders_with_lines` WHERE (`customer_id` = ? AND `id` = ? AND `_rs_version` < ?) OR (`customer_id` = ? AND `id` = ? AND `_rs_version` < ?)
