@@ -17,6 +17,7 @@ func TestCheckErrors(t *testing.T) {
 		"x":  "varchar(8)",
 		"j":  "json",
 		"w":  "decimal(30,10)",
+		"l":  "varchar(8) CHARACTER SET latin1 COLLATE latin1_swedish_ci",
 	}
 	schema := func(n string) (Column, bool) {
 		d, ok := defs[n]
@@ -42,6 +43,12 @@ func TestCheckErrors(t *testing.T) {
 		{"IF(s = 'a', s, u)", 0, "error 1267", "branches of collations that do not mix"},
 		{"w * w * w", 6, "more than 81 digits", "a product MySQL computes inexactly"},
 		{"j = '{}'", 2, "comparing a JSON column is not offered", "MySQL 8 compares JSON as JSON, MariaDB as text"},
+		{"l = 'ǅ'", 2, "error 1267", "a literal a latin1 column cannot hold does not convert to it"},
+		{"'x' < l OR l >= 'ǅ'", 13, "error 1267", "on either side"},
+		{"l IN ('a', 'ǅ')", 2, "error 1267", "in an IN list"},
+		{"l LIKE 'ǅ%'", 2, "error 1267", "in a LIKE pattern"},
+		{"COALESCE(l, 'ǅ')", 0, "error 1267", "as a branch of a column's collation"},
+		{"IF(l = 'é', l, 'ǅ')", 0, "error 1267", "as a branch, after a literal latin1 holds"},
 	}
 	for _, c := range cases {
 		e, err := Parse(c.in)

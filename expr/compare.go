@@ -103,6 +103,12 @@ func aggregateCollation(l, r node, a, b Type, at int) (*collation, error) {
 	if err != nil {
 		return nil, errAt(at, "%v", err)
 	}
+	if err := literalConverts(l, ca, name); err != nil {
+		return nil, errAt(at, "%v", err)
+	}
+	if err := literalConverts(r, cb, name); err != nil {
+		return nil, errAt(at, "%v", err)
+	}
 	coll, ok := findCollation(name)
 	if !ok {
 		return nil, errAt(at, "collation %s is not offered for comparisons (offered: utf8mb4_bin, utf8mb4_general_ci, utf8mb3_bin, utf8mb3_general_ci, latin1_bin, latin1_swedish_ci)", name)
@@ -141,6 +147,28 @@ func pickCollation(ca, cb string, aLit, bLit bool) (string, error) {
 		return cb, nil
 	}
 	return "", fmt.Errorf("the strings have collations %s and %s, which MySQL refuses to mix (error 1267): CAST one side or use columns of one collation", ca, cb)
+}
+
+// literalConverts refuses a string literal in collation from that gives
+// way to collation to (a column's) while holding characters to's
+// character set lacks: MySQL converts the literal and refuses the loss
+// (error 1267, 'ǅ' against a latin1 column), where converting it would
+// compare '?'.
+func literalConverts(n node, from, to string) error {
+	lit, ok := n.(*literal)
+	if !ok || lit.d.Kind != KindString || strings.EqualFold(from, to) {
+		return nil
+	}
+	cs, err := charsetFor(strings.ToLower(to))
+	if err != nil {
+		return nil // compared by another rule, or refused there
+	}
+	for _, c := range lit.d.S {
+		if !cs.has(c) {
+			return fmt.Errorf("the literal %q holds %q, which the %s column's character set %s lacks: MySQL refuses the comparison (error 1267, Illegal mix of collations); compare CONVERT(column USING utf8mb4) instead, or a literal the column can hold", lit.d.S, c, to, cs.name)
+		}
+	}
+	return nil
 }
 
 // unicodeRank orders character sets by what they can hold, for

@@ -335,6 +335,13 @@ func aggregateMixed(nodes []node, types []Type, live []int, kinds branchKinds, n
 		}
 		lit = lit && coercible(nodes[i])
 	}
+	for _, i := range live {
+		if types[i].Kind == KindString {
+			if err := literalConverts(nodes[i], types[i].Coll, coll); err != nil {
+				return Type{}, errAt(at, "%v", err)
+			}
+		}
+	}
 	if coll == "" {
 		coll = connCollation
 	}
