@@ -120,7 +120,9 @@ func compileGroupBy(d config.Projection, key string) (byName map[string]Column, 
 				name = groupColumnName(g)
 			}
 		} else {
-			name = groupColumnName(g)
+			// Not an expression ("Cust Id", "a.b"): only a source
+			// column's name, copied under it.
+			name = g
 		}
 		if why := readColumnProblem(name); why != "" {
 			bad("%s.group_by[%d] %q: read column %q: %s: name it in columns (e.g. columns: {day: %q}) and list that name in group_by", key, i, g, name, why, g)

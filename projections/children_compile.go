@@ -112,7 +112,9 @@ func compileChildOn(c *Children, p *Projection, d config.Projection, key, ck str
 		pc := cd.On[cc]
 		read := ""
 		for _, col := range p.Columns {
-			if col.Source == pc && col.typed == nil {
+			// A value that does not parse ("Cust Id") can only name a
+			// column: a copy, as SourceColumns will find.
+			if col.Source == pc && (col.typed == nil || col.parseErr != nil) {
 				read = col.Name
 				break
 			}

@@ -227,3 +227,43 @@ func TestChildrenPlan(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestOddColumnNames: names that do not parse as expressions ("Cust Id",
+// "a.b") can only be source columns: a children entry's on finds the read
+// column copying one, and group_by copies one under its own name, as
+// docs/config.md says (not under an expression's made-up name).
+func TestOddColumnNames(t *testing.T) {
+	cfg := childrenConfig()
+	cfg.Projections = map[string]config.Projection{
+		"customers": {
+			From: "shop.orders", Sink: "reads", Key: []string{"Cust Id"},
+			Columns: map[string]string{"Cust Id": "Cust Id"},
+			Children: map[string]config.Children{"lines": {From: "shop.order_lines", On: map[string]string{"Cust Id": "Cust Id"},
+				Columns: map[string]string{"a.b": "a.b"}, OrderBy: []string{"a.b"}}},
+		},
+		"per_group": {
+			From: "shop.order_lines", Sink: "reads", GroupBy: []string{"a.b", "Cust Id"},
+			Aggregates: map[string]string{"n": "count(*)"},
+		},
+	}
+	ps, err := Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		switch p.Name {
+		case "customers":
+			if on := p.Children[0].On; len(on) != 1 || on[0] != (ChildOn{Child: "Cust Id", Parent: "Cust Id", Read: "Cust Id"}) {
+				t.Errorf("children on %+v", on)
+			}
+		case "per_group":
+			var names []string
+			for _, c := range p.Columns {
+				names = append(names, c.Name)
+			}
+			if got := strings.Join(names, ","); got != "a.b,Cust Id" {
+				t.Errorf("group columns %s: want the source columns' own names", got)
+			}
+		}
+	}
+}
