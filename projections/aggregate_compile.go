@@ -374,6 +374,20 @@ type aggExprs struct {
 	contrib, read string // column definitions
 }
 
+// joinedArgument explains a missing aggregate argument that a join
+// declares: aggregates read the source row, and a joined column is a
+// group column at most.
+func (p *Projection) joinedArgument(col string) string {
+	for _, j := range p.Joins {
+		for _, c := range j.Columns {
+			if c.Name == col {
+				return fmt.Sprintf("; %s is a column of the joined %s.%s: an aggregate's argument reads the %s.%s row only, and a joined column can be a group column (group_by), not an aggregated value", col, j.ParentDB, j.ParentTbl, p.SourceDB, p.SourceTbl)
+			}
+		}
+	}
+	return ""
+}
+
 // typeAggregates checks the aggregates against the source table and puts
 // their read and contribution column definitions in out.
 func (p *Projection) typeAggregates(src *sourceTable, out *Types) []error {
@@ -398,11 +412,12 @@ func (p *Projection) typeAggregates(src *sourceTable, out *Types) []error {
 				return expr.Column{Name: name, Def: def, Nullable: src.nullable[name] && !p.Where.ExcludesNull(name)}, true
 			})
 			if err != nil {
-				_, cols := src.has(firstMissing(fresh.Columns(), src))
+				missing := firstMissing(fresh.Columns(), src)
+				_, cols := src.has(missing)
 				if strings.Contains(err.Error(), "its columns:") {
 					cols = ""
 				}
-				errs = append(errs, fmt.Errorf("%s: %w%s", key, err, cols))
+				errs = append(errs, fmt.Errorf("%s: %w%s%s", key, err, cols, p.joinedArgument(missing)))
 				return nil, expr.Type{}, nil, false
 			}
 			args, err := src.argTypes(fresh.Columns())

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/readside/readside/config"
 )
 
 // aggProjection is aggConfig's projection per customer and day, filtered
@@ -162,4 +164,24 @@ func valuesList(vs []Value) string {
 		s = append(s, v.String())
 	}
 	return strings.Join(s, ",")
+}
+
+// TestAggregateOfJoinedColumn: an aggregate's argument naming a column a
+// join declares (not the source row's) is refused saying so, and that a
+// joined column can be a group column.
+func TestAggregateOfJoinedColumn(t *testing.T) {
+	cfg := aggConfig()
+	cfg.Projections = map[string]config.Projection{"by_region": {
+		From: "shop.orders", Sink: "reads", GroupBy: []string{"region_id"},
+		Join:       []config.Join{{From: "shop.customers", On: map[string]string{"id": "customer_id"}, Columns: map[string]string{"region_id": "region_id", "cname": "name"}}},
+		Aggregates: map[string]string{"names": "count(distinct cname)"},
+	}}
+	// The join's cname is refused as no group column, and check lists
+	// the aggregates' problems beside it (CompileEach keeps p).
+	p := CompileEach(cfg)[0].P
+	src := cookbookTable([][3]string{{"id", "bigint(20)"}, {"customer_id", "int(11)"}, {"total_cents", "decimal(12,2)", "null"}})
+	errs := p.typeAggregates(src, &Types{Read: map[string]string{}})
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "cname is a column of the joined shop.customers: an aggregate's argument reads the shop.orders row only, and a joined column can be a group column") {
+		t.Errorf("got %v", errs)
+	}
 }
