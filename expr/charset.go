@@ -28,6 +28,17 @@ type charset struct {
 	has func(r rune) bool
 }
 
+// lacks is the first character of s the charset does not have, if any:
+// a literal holding one cannot be converted to it.
+func (cs *charset) lacks(s string) (rune, bool) {
+	for _, c := range s {
+		if !cs.has(c) {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
 var charsets = map[string]*charset{
 	"utf8mb4": {name: "utf8mb4", mbmaxlen: 4, encode: encodeUTF8, has: func(rune) bool { return true }},
 	"utf8mb3": {name: "utf8mb3", mbmaxlen: 3, encode: encodeUTF8, has: func(r rune) bool { return r <= 0xFFFF }},

@@ -49,6 +49,7 @@ func TestCheckErrors(t *testing.T) {
 		{"l LIKE 'ǅ%'", 2, "error 1267", "in a LIKE pattern"},
 		{"COALESCE(l, 'ǅ')", 0, "error 1267", "as a branch of a column's collation"},
 		{"IF(l = 'é', l, 'ǅ')", 0, "error 1267", "as a branch, after a literal latin1 holds"},
+		{"CASE WHEN l = 'a' THEN l ELSE 'ǅ' END", 0, "error 1267", "as a CASE branch"},
 	}
 	for _, c := range cases {
 		e, err := Parse(c.in)

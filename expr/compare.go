@@ -163,10 +163,8 @@ func literalConverts(n node, from, to string) error {
 	if err != nil {
 		return nil // compared by another rule, or refused there
 	}
-	for _, c := range lit.d.S {
-		if !cs.has(c) {
-			return fmt.Errorf("the literal %q holds %q, which the %s column's character set %s lacks: MySQL refuses the comparison (error 1267, Illegal mix of collations); compare CONVERT(column USING utf8mb4) instead, or a literal the column can hold", lit.d.S, c, to, cs.name)
-		}
+	if c, lacks := cs.lacks(lit.d.S); lacks {
+		return fmt.Errorf("the literal %q holds %q, which the %s column's character set %s lacks: MySQL refuses the comparison (error 1267, Illegal mix of collations); compare CONVERT(column USING utf8mb4) instead, or a literal the column can hold", lit.d.S, c, to, cs.name)
 	}
 	return nil
 }

@@ -56,10 +56,8 @@ func concatType(args []Type, consts []*Datum) (Type, error) {
 	for i, x := range xs {
 		chars += x.chars
 		if !r.binary && x.kind == KindString && consts != nil && consts[i] != nil && !consts[i].IsNull() {
-			for _, c := range consts[i].S {
-				if !r.cs.has(c) {
-					return Type{}, fmt.Errorf("CONCAT: the literal %q has characters %s lacks: write them as the column's charset allows, or CAST the column AS CHAR", consts[i].S, r.cs.name)
-				}
+			if _, lacks := r.cs.lacks(consts[i].S); lacks {
+				return Type{}, fmt.Errorf("CONCAT: the literal %q has characters %s lacks: write them as the column's charset allows, or CAST the column AS CHAR", consts[i].S, r.cs.name)
 			}
 		}
 	}
