@@ -384,6 +384,7 @@ const (
 	bindBits                   // a number: the bit pattern, as an unsigned integer
 	bindBinary                 // a base64 string: its bytes
 	bindYear                   // a number: as four digits, so 0 stays 0000
+	bindFloat                  // a FLOAT's number: as the exact double of its float32
 )
 
 func kindOf(sc *event.Schema, col string) bindKind {
@@ -397,6 +398,8 @@ func kindOf(sc *event.Schema, col string) bindKind {
 		return bindBinary
 	case t == "year":
 		return bindYear
+	case strings.HasPrefix(t, "float"):
+		return bindFloat
 	}
 	return bindText
 }
@@ -426,6 +429,9 @@ func bindRaw(img *event.Image, i int, col string, kind bindKind) (Value, error) 
 			// 1901-2155, so only 0 is short.
 			return Value{kind: TextValue, b: append([]byte(strings.Repeat("0", 4-len(raw))), raw...)}, nil
 		}
+		if kind == bindFloat {
+			return floatValue(raw, col)
+		}
 		return Value{kind: TextValue, b: raw}, nil // a JSON number, bound as its exact text
 	}
 	text := raw[1 : len(raw)-1]
@@ -445,6 +451,21 @@ func bindRaw(img *event.Image, i int, col string, kind bindKind) (Value, error) 
 		return Value{kind: BytesValue, b: b[:n]}, nil
 	}
 	return Value{kind: TextValue, b: text}, nil
+}
+
+// floatValue binds a FLOAT's event number (the shortest text of its
+// float32) as the shortest text of the same value as a double. MySQL
+// reads a parameter as a double and compares a FLOAT column as one: the
+// float32 0.1 is 0.10000000149011612 there, so the text 0.1 would match
+// no stored row (a key, a group, a distinct value), and the float32
+// maximum, 3.4028235e+38 as shortest text, is above FLT_MAX as a double
+// and refused as out of range. The double's text stores the same float32.
+func floatValue(raw []byte, col string) (Value, error) {
+	f, err := strconv.ParseFloat(string(raw), 32)
+	if err != nil {
+		return Value{}, fmt.Errorf("column %q: a FLOAT value that is no float32: %w", col, err)
+	}
+	return Value{kind: TextValue, b: strconv.AppendFloat(nil, f, 'g', -1, 64)}, nil
 }
 
 func isBinaryType(t string) bool {

@@ -104,7 +104,7 @@ func distinctStatementsOf(p *projections.Projection, d dialect) []distinctStatem
 			// and not after, or the reverse) come back: the others move
 			// no group, and on a value most of a group's rows share
 			// (a status) they are nearly all the rows touched.
-			read: keyIn(p, "SELECT "+strings.Join(gcols, ", ")+", "+v+", "+refs+", "+pending+" FROM "+t+" WHERE "+batch+" = ? AND ("+
+			read: keyIn(p, "SELECT "+strings.Join(exactReads(p, p.DistinctTable(a.Column), append(slices.Clone(gcols), v)), ", ")+", "+refs+", "+pending+" FROM "+t+" WHERE "+batch+" = ? AND ("+
 				refs+" > 0) <> ("+refs+" > "+pending+") AND ", match, ""),
 			dropZero: keyIn(p, "DELETE FROM "+t+" WHERE "+refs+" <= 0 AND ", match, ""),
 			clear:    "DELETE FROM " + t,

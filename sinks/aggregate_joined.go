@@ -92,17 +92,18 @@ func linkColumns(p *projections.Projection) []string {
 // joinedStatementsOf renders p's regroup statements (joinedAgg(p)).
 func joinedStatementsOf(p *projections.Projection, d dialect) *joinedStatements {
 	ag := p.Aggregation
+	c := p.ContributionsTable()
 	sel := []string{"c.`key_text`", "c.`_rs_version`"}
 	for _, g := range p.Key {
-		sel = append(sel, "c."+q(projections.GroupColumn(g)))
+		sel = append(sel, exactRead(p, c, "c."+q(projections.GroupColumn(g))))
 	}
 	for _, a := range ag.Aggregates {
 		if a.Stored() {
-			sel = append(sel, "c."+q(projections.ContributionColumn(a.Column)))
+			sel = append(sel, exactRead(p, c, "c."+q(projections.ContributionColumn(a.Column))))
 		}
 	}
 	for _, g := range ag.Joined {
-		sel = append(sel, g.SQL(func(c string) string { return fmt.Sprintf("s%d.%s", g.Join.N, q(stateCol(c))) }))
+		sel = append(sel, joinedGroupRead(p, g))
 	}
 	from := q(p.ContributionsTable()) + " AS c"
 	for _, j := range p.Joins {
@@ -155,6 +156,17 @@ func joinedStatementsOf(p *projections.Projection, d dialect) *joinedStatements 
 	return st
 }
 
+// joinedGroupRead is joined group column g as the join state gives it, as
+// a SELECT into Go reads it (exactRead: the value lands in the group
+// column, which is a FLOAT when the parent's column is one).
+func joinedGroupRead(p *projections.Projection, g projections.JoinedGroup) string {
+	ref := g.SQL(func(c string) string { return fmt.Sprintf("s%d.%s", g.Join.N, q(stateCol(c))) })
+	if floatColumn(p, p.ContributionsTable(), projections.GroupColumn(p.Key[g.Index])) {
+		return "(" + ref + " + 0e0)"
+	}
+	return ref
+}
+
 // rootJoin is the join of p's source table that j hangs below (j itself
 // when it has no via).
 func rootJoin(j *projections.Join) *projections.Join {
@@ -181,7 +193,7 @@ func byLinkStatements(p *projections.Projection) ([]multiRow, [][]int) {
 		for gi, g := range ag.Joined {
 			if rootJoin(g.Join) == r {
 				groups[ri] = append(groups[ri], gi)
-				sel = append(sel, g.SQL(func(c string) string { return fmt.Sprintf("s%d.%s", g.Join.N, q(stateCol(c))) }))
+				sel = append(sel, joinedGroupRead(p, g))
 			}
 		}
 		if len(sel) == 0 {

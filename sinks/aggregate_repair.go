@@ -37,7 +37,7 @@ func (s *MySQL) GroupMembers(ctx context.Context, p *projections.Projection, gro
 	if len(groups) == 0 {
 		return nil, nil
 	}
-	if err := s.learnKeyCharsets(ctx, p); err != nil {
+	if err := s.learnSinkColumns(ctx, p); err != nil {
 		return nil, err
 	}
 	m := groupMatch(p, "SELECT `key_text`, `_rs_version` FROM "+q(p.ContributionsTable())+" WHERE ", "", contributionGroup(p), "")

@@ -48,7 +48,7 @@ func (s *MySQL) ChildMembers(ctx context.Context, p *projections.Projection, i i
 	if len(pk) == 0 {
 		return nil, fmt.Errorf("projections.%s.children.%s: the child table's primary key is not known (type the projection against the source first)", p.Name, c.Name)
 	}
-	if err := s.learnKeyCharsets(ctx, p); err != nil {
+	if err := s.learnSinkColumns(ctx, p); err != nil {
 		return nil, err
 	}
 	m := keyIn(p, "SELECT `_rs_key`, `_rs_version`, "+strings.Join(pk, ", ")+" FROM "+q(c.StateTable(p))+" WHERE ", link, "")

@@ -63,9 +63,10 @@ func (s *Sharded) FollowSchema(ctx context.Context, p *projections.Projection, t
 		ran = append(ran, projections.SchemaChange{Column: d.ReadColumn, Why: d.Why, Alter: d.Alter})
 	}
 	if len(ran) > 0 {
-		// A column may have changed its character set: p's key matches
-		// are rendered again from the altered tables (keycharsets.go).
-		keyCharsets.Delete(p)
+		// A column may have changed its character set or type: p's
+		// statements are rendered again from the altered tables
+		// (keycharsets.go, floatread.go).
+		forgetSinkColumns(p)
 		for _, sh := range s.Shards {
 			sh.statements.Delete(p.Name)
 		}

@@ -36,9 +36,10 @@ const ambiguousCharset = "?"
 // and keyIn renders plain placeholders.
 var keyCharsets sync.Map
 
-// learnKeyCharsets reads the character sets of p's sink tables' text
-// columns into keyCharsets, unless they are known.
-func (s *MySQL) learnKeyCharsets(ctx context.Context, p *projections.Projection) error {
+// learnSinkColumns reads what rendering p's statements needs of its sink
+// tables' columns, unless it is known: the character sets of text columns
+// (keyCharsets) and the FLOAT columns (floatColumns, floatread.go).
+func (s *MySQL) learnSinkColumns(ctx context.Context, p *projections.Projection) error {
 	if _, ok := keyCharsets.Load(p); ok {
 		return nil
 	}
@@ -50,27 +51,44 @@ func (s *MySQL) learnKeyCharsets(ctx context.Context, p *projections.Projection)
 	for i, t := range tables {
 		args[i] = t
 	}
-	rows, err := s.db.QueryContext(ctx, "SELECT COLUMN_NAME, CHARACTER_SET_NAME FROM information_schema.COLUMNS"+
-		" WHERE TABLE_SCHEMA = DATABASE() AND CHARACTER_SET_NAME IS NOT NULL AND TABLE_NAME IN ("+placeholders(len(tables))+")", args...)
+	rows, err := s.db.QueryContext(ctx, "SELECT TABLE_NAME, COLUMN_NAME, COALESCE(CHARACTER_SET_NAME, ''), DATA_TYPE FROM information_schema.COLUMNS"+
+		" WHERE TABLE_SCHEMA = DATABASE() AND (CHARACTER_SET_NAME IS NOT NULL OR DATA_TYPE = 'float') AND TABLE_NAME IN ("+placeholders(len(tables))+")", args...)
 	if err != nil {
-		return fmt.Errorf("reading the character sets of the tables of %s: %w", p.Table, err)
+		return fmt.Errorf("reading the column types of the tables of %s: %w", p.Table, err)
 	}
-	m, err := scanKeyCharsets(rows)
+	charsets, floats, err := scanSinkColumns(rows)
 	if err != nil {
-		return fmt.Errorf("reading the character sets of the tables of %s: %w", p.Table, err)
+		return fmt.Errorf("reading the column types of the tables of %s: %w", p.Table, err)
 	}
-	keyCharsets.Store(p, m)
+	floatColumns.Store(p, floats)
+	keyCharsets.Store(p, charsets)
 	return nil
 }
 
-func scanKeyCharsets(rows *sql.Rows) (map[string]string, error) {
+// forgetSinkColumns drops what learnSinkColumns knew of p's tables (their
+// columns changed).
+func forgetSinkColumns(p *projections.Projection) {
+	keyCharsets.Delete(p)
+	floatColumns.Delete(p)
+}
+
+func scanSinkColumns(rows *sql.Rows) (charsets map[string]string, floats map[string]map[string]bool, err error) {
 	defer rows.Close()
 	seen := map[string]string{} // column → charset needing a conversion, "" for none
-	m := map[string]string{}
+	charsets, floats = map[string]string{}, map[string]map[string]bool{}
 	for rows.Next() {
-		var col, cs string
-		if err := rows.Scan(&col, &cs); err != nil {
-			return nil, err
+		var table, col, cs, typ string
+		if err := rows.Scan(&table, &col, &cs, &typ); err != nil {
+			return nil, nil, err
+		}
+		if strings.EqualFold(typ, "float") {
+			if floats[table] == nil {
+				floats[table] = map[string]bool{}
+			}
+			floats[table][col] = true
+		}
+		if cs == "" {
+			continue
 		}
 		cs = strings.ToLower(cs)
 		switch cs {
@@ -82,13 +100,13 @@ func scanKeyCharsets(rows *sql.Rows) (map[string]string, error) {
 		case !ok:
 			seen[col] = cs
 			if cs != "" {
-				m[col] = cs
+				charsets[col] = cs
 			}
 		case prev != cs:
-			m[col] = ambiguousCharset
+			charsets[col] = ambiguousCharset
 		}
 	}
-	return m, rows.Err()
+	return charsets, floats, rows.Err()
 }
 
 // keyPlaces are the placeholders of cols (as a statement writes them,

@@ -74,22 +74,63 @@ type TableScan struct {
 	// projection's); "" for every row.
 	Where string
 	Args  []any
+
+	// sel is the select list (exactSelect; "" reads "*").
+	sel string
 }
 
 // ScanChunk reads up to limit rows of ts after the key after (nil: from
-// the start), in key order. Values keep the server's text, so writing
-// them back to a table of the same definition stores what was read; a
+// the start), in key order. Values keep the server's text (a FLOAT's as
+// a DOUBLE's, exactSelect), so writing them back to a table of the same
+// definition stores what was read; a
 // key read back (Chunk.Last) is bound as it was read (cellValue), so it
 // compares as ORDER BY orders.
 func (s *MySQL) ScanChunk(ctx context.Context, ts TableScan, after []any, limit int) (*Chunk, error) {
+	var err error
+	if ts.sel, err = s.exactSelect(ctx, ts.Table); err != nil {
+		return nil, err
+	}
 	stmt, args := ts.chunkSQL(after, limit)
 	return s.scan(ctx, ts, stmt, args)
 }
 
 // ScanKeys reads the rows of ts with the given keys.
 func (s *MySQL) ScanKeys(ctx context.Context, ts TableScan, keys [][]any) (*Chunk, error) {
+	var err error
+	if ts.sel, err = s.exactSelect(ctx, ts.Table); err != nil {
+		return nil, err
+	}
 	stmt, args := ts.keysSQL(keys)
 	return s.scan(ctx, ts, stmt, args)
+}
+
+// exactSelect is the select list that reads every column of table so that
+// writing the text back stores the same value: "*", or, when the table has
+// a FLOAT column, each column by name with a FLOAT read as a DOUBLE (its
+// six-digit text would store another float32: floatread.go). Read at each
+// scan, a query that returns no row: a copy's tables may change columns
+// while it runs.
+func (s *MySQL) exactSelect(ctx context.Context, table string) (string, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT * FROM "+q(table)+" LIMIT 0")
+	if err != nil {
+		return "", fmt.Errorf("reading the columns of %s: %w", table, err)
+	}
+	defer rows.Close()
+	types, err := rows.ColumnTypes()
+	if err != nil {
+		return "", fmt.Errorf("reading the columns of %s: %w", table, err)
+	}
+	cols, floats := make([]string, len(types)), false
+	for i, t := range types {
+		cols[i] = q(t.Name())
+		if strings.EqualFold(t.DatabaseTypeName(), "FLOAT") {
+			cols[i], floats = "("+cols[i]+" + 0e0) AS "+cols[i], true
+		}
+	}
+	if !floats {
+		return "*", nil
+	}
+	return strings.Join(cols, ", "), nil
 }
 
 // chunkSQL is ScanChunk's query: a keyset page of every column of ts's
@@ -115,7 +156,11 @@ func (ts TableScan) page(limit int) keyset.Page {
 	for i, k := range ts.Key {
 		key[i] = q(k)
 	}
-	return keyset.Page{Select: "*", From: q(ts.Table), Key: key, Limit: limit}
+	sel := ts.sel
+	if sel == "" {
+		sel = "*"
+	}
+	return keyset.Page{Select: sel, From: q(ts.Table), Key: key, Limit: limit}
 }
 
 func (s *MySQL) scan(ctx context.Context, ts TableScan, stmt string, args []any) (*Chunk, error) {

@@ -196,3 +196,44 @@ func TestUpsertChunkGuard(t *testing.T) {
 		t.Errorf("after the last key: %v rows (%v), want none", rest, err)
 	}
 }
+
+// TestScanChunkFloatExact: a copy stores every FLOAT as it was, the key a
+// chunk ends at included. The text protocol prints a FLOAT with six
+// digits, so a copy of that text would store another float32 (16777215 as
+// 16777200) and a cursor at such a key would skip or repeat rows.
+func TestScanChunkFloatExact(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, sinkDB := sourceAndSink(t, bed, "flcopy", "id INT PRIMARY KEY, v VARCHAR(20)")
+	_, sink := copyTable(t, bed, src, sinkDB, map[string]string{"id": "id", "v": "v"})
+	sh := sink.Shards[0]
+	if err := sh.Exec(ctx, []string{
+		"CREATE TABLE f_from (k FLOAT NOT NULL PRIMARY KEY, f FLOAT NULL, _rs_version BIGINT UNSIGNED NOT NULL)",
+		"CREATE TABLE f_copy LIKE f_from",
+		"INSERT INTO f_from VALUES (0.1, 1.2345678, 1), (CAST(0.1 AS FLOAT) * 1.0000001, 16777215, 1), (16777215, 3.4028234e38, 1)," +
+			" (16777214, NULL, 1), (1.2345678, 0.1, 1), (1.2345679, -1.2345678, 1), (3.4028234e38, 123456.789, 1)",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ts := sinks.TableScan{Table: "f_from", Key: []string{"k"}}
+	var after []any
+	for range 10 {
+		c, err := sh.ScanChunk(ctx, ts, after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Len() == 0 {
+			break
+		}
+		if err := sh.UpsertChunk(ctx, "f_copy", []string{"k"}, []sinks.Guard{{Version: "_rs_version"}}, c); err != nil {
+			t.Fatal(err)
+		}
+		if after, err = sinks.DecodeCursor(sinks.EncodeCursor(c.Last())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := testbed.RowsText(t, sh.DB(), "SELECT k + 0e0, f + 0e0 FROM f_from ORDER BY k")
+	if got := testbed.RowsText(t, sh.DB(), "SELECT k + 0e0, f + 0e0 FROM f_copy ORDER BY k"); got != want {
+		t.Errorf("the copy:\n%s\nwant:\n%s", got, want)
+	}
+}

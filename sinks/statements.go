@@ -140,7 +140,7 @@ func (s *MySQL) statementsFor(ctx context.Context, p *projections.Projection) (*
 			return st, nil
 		}
 	}
-	if err := s.learnKeyCharsets(ctx, p); err != nil {
+	if err := s.learnSinkColumns(ctx, p); err != nil {
 		return nil, err
 	}
 	st := newStatements(p, s.dialect)

@@ -71,6 +71,12 @@ type plan struct {
 	childKeys [][]string
 	// joinStart is the index in cols of the first joined column.
 	joinStart int
+	// floats marks the cols whose read column is a FLOAT (learnFloats),
+	// which both sides read as a DOUBLE: the text protocol prints a FLOAT
+	// with six significant digits (16777215 as 16777200), so two floats
+	// that differ would hash and compare equal, and a key read as text
+	// would match no row. Every float32 is a double, whose text is exact.
+	floats []bool
 }
 
 func newPlan(p *projections.Projection, childKeys [][]string) *plan {
@@ -155,7 +161,7 @@ func checksumSelect(exprs []string) string {
 func (pl *plan) srcExprs() []string {
 	out := make([]string, len(pl.cols))
 	for i, c := range pl.cols {
-		out[i] = c.Src
+		out[i] = pl.exact(i, c.Src)
 	}
 	return out
 }
@@ -163,9 +169,28 @@ func (pl *plan) srcExprs() []string {
 func (pl *plan) readExprs() []string {
 	out := make([]string, len(pl.cols))
 	for i, c := range pl.cols {
-		out[i] = q(c.Read)
+		out[i] = pl.exact(i, q(c.Read))
 	}
 	return out
+}
+
+// srcKeyExprs are the source key columns as a SELECT reads them (srcKey
+// is what WHERE and ORDER BY name, so the key's index serves them).
+func (pl *plan) srcKeyExprs() []string {
+	out := make([]string, len(pl.srcKey))
+	for i, k := range pl.srcKey {
+		out[i] = pl.exact(i, k) // the key leads cols
+	}
+	return out
+}
+
+// exact is expression e of column i as a SELECT reads it: a FLOAT as the
+// same value as a DOUBLE (floats).
+func (pl *plan) exact(i int, e string) string {
+	if i < len(pl.floats) && pl.floats[i] {
+		return "(" + e + " + 0e0)"
+	}
+	return e
 }
 
 // Key is a read key: its cells as text, as both sides print them.

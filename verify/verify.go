@@ -278,6 +278,9 @@ func (v *Verifier) run(ctx context.Context) (*Report, error) {
 	if err := v.learnShardBits(ctx); err != nil {
 		return nil, err
 	}
+	if err := v.learnFloats(ctx); err != nil {
+		return nil, err
+	}
 	estimate := v.estimateRows(ctx)
 	prog := newScanLine(v.opts.Progress, v.p.Name, estimate, st.SourceRows)
 	lo := st.After
@@ -372,6 +375,26 @@ func (v *Verifier) learnKinds(ctx context.Context) error {
 	return nil
 }
 
+// learnFloats reads which read columns are FLOATs on the sink (plan.floats).
+func (v *Verifier) learnFloats(ctx context.Context) error {
+	v.pl.floats = nil
+	rows, err := v.sink.Shards[0].DB().QueryContext(ctx, "SELECT "+strings.Join(v.pl.readExprs(), ", ")+" FROM "+q(v.p.Table)+" LIMIT 0")
+	if err != nil {
+		return fmt.Errorf("reading the column types of %s: %w", v.p.Table, err)
+	}
+	defer rows.Close()
+	cts, err := rows.ColumnTypes()
+	if err != nil {
+		return err
+	}
+	floats := make([]bool, len(cts))
+	for i, ct := range cts {
+		floats[i] = strings.EqualFold(ct.DatabaseTypeName(), "FLOAT")
+	}
+	v.pl.floats = floats
+	return nil
+}
+
 func (v *Verifier) estimateRows(ctx context.Context) int64 {
 	var n sql.NullInt64
 	_ = v.src.QueryRowContext(ctx, "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", v.p.SourceDB, v.p.SourceTbl).Scan(&n)
@@ -404,7 +427,7 @@ func (v *Verifier) boundary(ctx context.Context, lo Key) (Key, error) {
 // boundarySQL reads the key ChunkRows rows after lo: a keyset page of
 // one row at offset ChunkRows-1, which reads the key's index only.
 func (v *Verifier) boundarySQL(lo Key) (string, []any) {
-	pg := keyset.Page{Select: strings.Join(v.pl.srcKey, ", "), From: v.pl.sourceFrom(true, false), Key: v.pl.srcKey,
+	pg := keyset.Page{Select: strings.Join(v.pl.srcKeyExprs(), ", "), From: v.pl.sourceFrom(true, false), Key: v.pl.srcKey,
 		Limit: 1, Offset: v.opts.ChunkRows - 1}
 	var after []any
 	if lo != nil {
