@@ -44,6 +44,11 @@ type Batch struct {
 	// rows deleted before that snapshot and after the connector's last
 	// streamed change have no delete record (docs/debezium.md).
 	SnapshotAgain string
+	// Shapes are the table shapes (event schemas) of the batch's events,
+	// each once: a shape the projector has not compared its tables with
+	// (a DDL since) is followed before the batch is applied
+	// (projector/schemafollow.go).
+	Shapes []*event.Schema
 	// Coalesced counts the writes Build dropped for a newer one of the
 	// same key in the batch.
 	Coalesced int64

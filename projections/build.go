@@ -2,6 +2,7 @@ package projections
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/readside/readside/event"
 )
@@ -33,6 +34,9 @@ func (p *Projection) Build(records []Record) (b *Batch, bad []Rejected) {
 			// must outrank the delete: it takes the version of the next
 			// row slot, which no change has (docs/design/version.md).
 			e.Version++
+		}
+		if err == nil && e.Schema != nil && !slices.Contains(b.Shapes, e.Schema) {
+			b.Shapes = append(b.Shapes, e.Schema)
 		}
 		if err == nil && e.SnapshotFirst && r.Offset > 0 {
 			b.SnapshotAgain = fmt.Sprintf("%s partition %d offset %d", r.Topic, r.Partition, r.Offset)

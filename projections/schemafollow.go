@@ -33,6 +33,10 @@ type SchemaChange struct {
 	Column string
 	Why    string
 	Alter  string
+	// Silent: the read column would store some of the source's values as
+	// other values without an error (a DECIMAL's scale, fractional
+	// seconds, a float32 for a double), so no refused row says so.
+	Silent bool
 }
 
 // ColumnKey is the config key that declares read column col.

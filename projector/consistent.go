@@ -133,6 +133,10 @@ func (a *Applier) Run(ctx context.Context) error {
 		if committed {
 			backoff = 100 * time.Millisecond
 		}
+		if errors.Is(err, errShapesFollowed) {
+			// A new table shape, compared between two commits: no failure.
+			continue
+		}
 		if err != nil {
 			// Whatever ended the session rolled its open commit back.
 			a.o.Metrics.failed(a.sink)
@@ -524,6 +528,11 @@ func (a *Applier) mapChunk(chunk []*kgo.Record) ([]projectionBatch, error) {
 			continue
 		}
 		b, bad := p.Build(Records(recs))
+		if shapes := a.followers[p].unseenShapes(b); len(shapes) > 0 {
+			// Compared between transactions (an ALTER would wait for this
+			// commit's locks): the commit starts again (followSchema).
+			return nil, &newShapes{p: p, shapes: shapes}
+		}
 		if len(bad) > 0 {
 			r := bad[0].Record
 			return nil, &projections.StopError{Projection: p.Name,
@@ -556,7 +565,24 @@ func (e *applyError) Unwrap() error { return e.err }
 // schema after the sink refused a value; the commit starts again.
 var errSchemaFollowed = errors.New("a read table was altered to follow the source's schema")
 
-// followSchema answers a commit that failed with err, rolled back: when the
+// newShapes: projection p's batch brings table shapes its tables were not
+// compared with (Projector.followShapes).
+type newShapes struct {
+	p      *projections.Projection
+	shapes []*event.Schema
+}
+
+func (e *newShapes) Error() string {
+	return fmt.Sprintf("projection %s: a new table shape to compare the read tables with", e.p.Name)
+}
+
+// errShapesFollowed: new table shapes were compared and followed between
+// commits; the session starts again from the stored frontier at once.
+var errShapesFollowed = errors.New("the read tables were compared with new table shapes")
+
+// followSchema answers a commit that failed with err, rolled back: for new
+// table shapes, it compares the read tables with them (followShapes) and
+// returns errShapesFollowed; when the
 // sink refused a value a widened read column would take, it runs the
 // ALTERs (between transactions, since DDL commits implicitly in MySQL) and
 // returns errSchemaFollowed so the commit starts again; else err.
@@ -567,6 +593,13 @@ var errSchemaFollowed = errors.New("a read table was altered to follow the sourc
 // (TestConsistentSinkFollowsSchema: a refused transfers row surfaced with
 // the next projection's join query).
 func (a *Applier) followSchema(ctx context.Context, err error) error {
+	var ns *newShapes
+	if errors.As(err, &ns) {
+		if ferr := a.followers[ns.p].followShapes(ctx, ns.shapes); ferr != nil {
+			return ferr
+		}
+		return errShapesFollowed
+	}
 	sf, ok := a.to.(projections.SchemaFollower)
 	if !ok || !sf.SchemaRejection(err) {
 		return err

@@ -113,7 +113,7 @@ func (s *pollStage) nextJob(ctx context.Context) (*job, error) {
 	if err := s.pr.loadSchemas(ctx, recs); err != nil {
 		return nil, err
 	}
-	return s.pr.prepare(recs, before, after), nil
+	return s.pr.prepare(ctx, recs, before, after)
 }
 
 // checkReplays looks for replay requests on its interval, with no job in
@@ -172,14 +172,14 @@ type partitionLag struct {
 // prepare maps a job's records to batches (nil when there are none).
 // before and after are the lag of each of its partitions at its first
 // record and once it is applied.
-func (pr *Projector) prepare(records []*kgo.Record, before, after []partitionLag) *job {
+func (pr *Projector) prepare(ctx context.Context, records []*kgo.Record, before, after []partitionLag) (*job, error) {
 	if len(records) == 0 {
 		if len(after) == 0 {
-			return nil
+			return nil, nil
 		}
 		// Only commit markers were read: nothing to apply, but the lag
 		// they leave is reported in turn.
-		return &job{start: time.Now(), lagAfter: after}
+		return &job{start: time.Now(), lagAfter: after}, nil
 	}
 	j := &job{start: time.Now(), lagAfter: after}
 	// Until this batch commits, its records are pending too.
@@ -196,8 +196,25 @@ func (pr *Projector) prepare(records []*kgo.Record, before, after []partitionLag
 	if len(records) < splitFrom {
 		groups = 1
 	}
-	for _, recs := range splitByPartition(records, groups) {
-		b, bad := pr.p.Build(Records(recs))
+	split := splitByPartition(records, groups)
+	bs := make([]*projections.Batch, len(split))
+	bads := make([][]projections.Rejected, len(split))
+	for i, recs := range split {
+		bs[i], bads[i] = pr.p.Build(Records(recs))
+	}
+	if shapes := pr.unseenShapes(bs...); len(shapes) > 0 {
+		// A DDL since the tables were last compared (or the first
+		// batches): follow it, then map again with the expressions typed
+		// against it.
+		if err := pr.followShapes(ctx, shapes); err != nil {
+			return nil, err
+		}
+		for i, recs := range split {
+			bs[i], bads[i] = pr.p.Build(Records(recs))
+		}
+	}
+	for i, b := range bs {
+		bad := bads[i]
 		b.Stale = stale
 		b.CaughtUp = behind < caughtUpBelow
 		if b.SnapshotAgain != "" {
@@ -222,7 +239,7 @@ func (pr *Projector) prepare(records []*kgo.Record, before, after []partitionLag
 		oldest = projections.OlderTS(oldest, b.OldestTS)
 	}
 	j.waiting = pr.o.Metrics.waiting(pr.p, oldest, j.start)
-	return j
+	return j, nil
 }
 
 // pollRecords is how many records one poll takes per apply transaction:

@@ -13,6 +13,16 @@ package projector
 // without losing values stops the projection naming the column and the
 // rebuild. docs/design/schema-changes.md, "Schema changes", argues the trigger.
 //
+// A refusal never comes for a change the server stores rounded: more
+// decimals (DECIMAL(10,2) → DECIMAL(12,3)), fractional seconds (DATETIME
+// → DATETIME(6)), a DOUBLE for a FLOAT, a fraction for an INT — strict
+// mode or not, the read column keeps the rounded value with at most a
+// note. So a batch that brings a table shape (event schema) the projector
+// has not compared its tables with — a DDL since, or the first batches
+// after a start — is compared before it is applied: the ALTERs that keep
+// every value run, and a read column that would round the new values
+// stops the projection (followShapes).
+//
 // A source column the projection maps that is gone from the events
 // (dropped, renamed, excluded) is no bad row to dead-letter: every later
 // row lacks it. It stops the projection naming the config key to change.
@@ -20,9 +30,11 @@ package projector
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
+	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 )
 
@@ -33,7 +45,14 @@ type follower struct {
 	// altered counts follows that ran an ALTER: a group refused before
 	// another group's ALTER retries without comparing again.
 	altered int
+	// seen are the table shapes the projection's tables were compared
+	// with (followShapes).
+	seen map[*event.Schema]bool
 }
+
+// maxShapes bounds the shapes a projector remembers (many tables or
+// DDLs: it compares again, which is harmless).
+const maxShapes = 1024
 
 // maxFollows bounds how often one batch is applied again after ALTERs;
 // each round must have run an ALTER, so this only guards against a sink
@@ -106,6 +125,84 @@ func (pr *Projector) followSchema(ctx context.Context, sf projections.SchemaFoll
 	return false, &projections.StopError{Projection: pr.p.Name,
 		Reason: fmt.Errorf("the sink refuses a value (%v) and read table %s cannot follow the source's schema without losing values: %s", cause, pr.p.Table, strings.Join(whys, "; ")),
 		Fix:    fmt.Sprintf("rebuild the read table from the source's current schema: readside replay --projection %s --rebuild (or change the source column back)", pr.p.Name)}
+}
+
+// unseenShapes are the table shapes of bs the projector has not compared
+// its tables with.
+func (pr *Projector) unseenShapes(bs ...*projections.Batch) []*event.Schema {
+	pr.follow.mu.Lock()
+	defer pr.follow.mu.Unlock()
+	var out []*event.Schema
+	for _, b := range bs {
+		for _, sc := range b.Shapes {
+			if !pr.follow.seen[sc] && !slices.Contains(out, sc) {
+				out = append(out, sc)
+			}
+		}
+	}
+	return out
+}
+
+// followShapes compares the projection's tables with the source's current
+// column definitions because a batch brings shapes not compared yet: it
+// runs the ALTERs that keep every value, as after a refusal, and stops
+// the projection when a read column would store the source's values
+// rounded. SourceTypes also types the projection's expressions and
+// aggregates afresh, so the caller builds the batch again.
+func (pr *Projector) followShapes(ctx context.Context, shapes []*event.Schema) error {
+	pr.follow.mu.Lock()
+	defer pr.follow.mu.Unlock()
+	seen := func() {
+		if pr.follow.seen == nil || len(pr.follow.seen) >= maxShapes {
+			pr.follow.seen = map[*event.Schema]bool{}
+		}
+		for _, sc := range shapes {
+			pr.follow.seen[sc] = true
+		}
+	}
+	sf, ok := pr.sink.(projections.SchemaFollower)
+	if !ok || pr.p.SourceTypes == nil {
+		seen()
+		return nil
+	}
+	types, err := pr.p.SourceTypes(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// Refusals still lead to the source's definitions; only a
+		// rounding change would go unseen until the next shape.
+		pr.log.Warn("the source's column definitions cannot be read to compare the read tables with a new table shape: "+
+			"a DDL that adds decimals or fractional seconds to a projected column is not followed until they can",
+			"projection", pr.p.Name, "err", err)
+		seen()
+		return nil
+	}
+	ran, refused, err := sf.FollowSchema(ctx, pr.p, types)
+	for _, c := range ran {
+		pr.log.Info("read table altered to follow the source's schema", "table", pr.p.Table, "column", c.Column, "why", c.Why, "alter", c.Alter)
+		pr.o.Metrics.altered(pr.p)
+	}
+	if len(ran) > 0 {
+		pr.follow.altered++
+	}
+	if err != nil {
+		return fmt.Errorf("altering read table %s to follow the source's schema: %w", pr.p.Table, err)
+	}
+	var whys []string
+	for _, c := range refused {
+		if c.Silent {
+			whys = append(whys, fmt.Sprintf("%s: %s (%s)", pr.columnKey(c.Column), c.Why, c.Alter))
+		}
+	}
+	if len(whys) > 0 {
+		return &projections.StopError{Projection: pr.p.Name,
+			Reason: fmt.Errorf("the source's schema changed and read table %s would store some of its values rounded (the server does so without an error), and cannot follow without losing stored values: %s",
+				pr.p.Table, strings.Join(whys, "; ")),
+			Fix: fmt.Sprintf("rebuild the read table from the source's current schema: readside replay --projection %s --rebuild (or change the source column back)", pr.p.Name)}
+	}
+	seen()
+	return nil
 }
 
 // columnKey is the config key that declares read column col.

@@ -68,7 +68,10 @@ func TestSnapshotAgainWarns(t *testing.T) {
 	for _, c := range cases {
 		var log bytes.Buffer
 		pr := &Projector{p: p, log: slog.New(slog.NewTextHandler(&log, nil))}
-		j := pr.prepare([]*kgo.Record{{Topic: p.Topic, Partition: 2, Offset: c.offset, Value: value(c.marker)}}, nil, nil)
+		j, err := pr.prepare(t.Context(), []*kgo.Record{{Topic: p.Topic, Partition: 2, Offset: c.offset, Value: value(c.marker)}}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if len(j.bad) > 0 {
 			t.Fatalf("%s: the record was rejected: %v", c.why, j.bad[0].Reason)
 		}

@@ -59,7 +59,11 @@ type Drift struct {
 	// Harmless: rows still apply (an unplanned column that is nullable
 	// or has a default); reported as a warning, never applied.
 	Harmless bool
-	Why      string // what the difference is, in words
+	// Silent: the sink stores some planned value in the existing column
+	// as another value without an error (roundsSilently): no refusal
+	// will ever say so.
+	Silent bool
+	Why    string // what the difference is, in words
 }
 
 // PlannedColumns are the columns DDL(p, types) gives p's read table.
@@ -207,7 +211,8 @@ func Drifts(table string, planned, existing []Column) []Drift {
 			want.Nullable = true
 		}
 		out = append(out, Drift{Column: p.Name, Planned: p.Definition(), Existing: e.Definition(), Safe: safe, Why: why,
-			Alter: alter + "MODIFY COLUMN " + q(p.Name) + " " + want.Definition()})
+			Silent: roundsSilently(normType(e.Type), normType(p.Type)),
+			Alter:  alter + "MODIFY COLUMN " + q(p.Name) + " " + want.Definition()})
 	}
 	for _, e := range existing {
 		if slices.ContainsFunc(planned, func(p Column) bool { return p.Name == e.Name }) {
@@ -302,6 +307,21 @@ func widens(from, to string) bool {
 		tn, _ := strconv.Atoi(tm[2])
 		return fm[1] == tm[1] && tn >= fn
 	}
+	if ff, tf, ok := fractions(from, to); ok {
+		// DATETIME → DATETIME(6): more fractional second digits.
+		return tf >= ff
+	}
+	if from == "float" && to == "double" {
+		return true // every float32 is a double
+	}
+	if fi > 0 {
+		// An integer into a DECIMAL with room for all its digits.
+		if tm := decRe.FindStringSubmatch(to); tm != nil {
+			tp, _ := strconv.Atoi(tm[1])
+			ts, _ := strconv.Atoi(tm[2])
+			return (tm[3] == "" || fu) && tp-ts >= intDigits[fi]
+		}
+	}
 	if fm, tm := lengthRe.FindStringSubmatch(from), textRank[to]; fm != nil && tm > 0 {
 		// A VARCHAR grown past what fits a row becomes a TEXT kind.
 		return (fm[1] == "varchar" && !strings.HasSuffix(to, "blob") || fm[1] == "varbinary" && strings.HasSuffix(to, "blob")) && tm >= 2
@@ -316,6 +336,69 @@ func widens(from, to string) bool {
 	if fm, tm := enumRe.FindStringSubmatch(from), enumRe.FindStringSubmatch(to); fm != nil && tm != nil {
 		// New members appended keep every stored member's index.
 		return fm[1] == tm[1] && strings.HasPrefix(tm[2], fm[2]+",")
+	}
+	return false
+}
+
+// intDigits are the decimal digits of each integer rank's largest value.
+var intDigits = map[int]int{1: 3, 2: 5, 3: 8, 4: 10, 5: 20}
+
+// fractions are the fractional second digits of temporal types from and
+// to of one kind (DATETIME, TIMESTAMP or TIME; a bare name has none).
+func fractions(from, to string) (f, t int, ok bool) {
+	kind := func(typ string) (string, int, bool) {
+		name, rest, _ := strings.Cut(typ, "(")
+		if name != "datetime" && name != "timestamp" && name != "time" {
+			return "", 0, false
+		}
+		n, _ := strconv.Atoi(strings.TrimSuffix(rest, ")"))
+		return name, n, true
+	}
+	fk, f, fok := kind(from)
+	tk, t, tok := kind(to)
+	return f, t, fok && tok && fk == tk
+}
+
+// roundsSilently reports whether the server, even in strict mode, stores
+// some value of type to in a column of type from as another value with at
+// most a note: fewer decimals (a DECIMAL's scale, an integer for a
+// fraction), fewer fractional second digits, a date for a datetime, a
+// float32 for a double. A read table behind such a source change would
+// hold wrong values and no refused row would ever say so.
+func roundsSilently(from, to string) bool {
+	fi, _ := intKind(from)
+	ti, _ := intKind(to)
+	fd, td := decRe.FindStringSubmatch(from), decRe.FindStringSubmatch(to)
+	float := func(t string) bool { return t == "float" || t == "double" || strings.HasPrefix(t, "float ") || strings.HasPrefix(t, "double ") }
+	switch {
+	case fd != nil && td != nil:
+		fs, _ := strconv.Atoi(fd[2])
+		ts, _ := strconv.Atoi(td[2])
+		return ts > fs
+	case fd != nil || fi > 0:
+		if td != nil {
+			ts, _ := strconv.Atoi(td[2])
+			return ts > 0
+		}
+		return float(to)
+	case strings.HasPrefix(from, "float"):
+		// A float32 holds integers up to 2^24 and about 7 digits.
+		if td != nil {
+			tp, _ := strconv.Atoi(td[1])
+			return tp > 7
+		}
+		return strings.HasPrefix(to, "double") || ti >= intRank["int"]
+	case strings.HasPrefix(from, "double"):
+		if td != nil {
+			tp, _ := strconv.Atoi(td[1])
+			return tp > 15
+		}
+		return ti == intRank["bigint"]
+	case from == "date":
+		return strings.HasPrefix(to, "datetime") || strings.HasPrefix(to, "timestamp")
+	}
+	if ff, tf, ok := fractions(from, to); ok {
+		return tf > ff
 	}
 	return false
 }

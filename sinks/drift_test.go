@@ -181,3 +181,49 @@ func TestStateTableDrifts(t *testing.T) {
 		})
 	}
 }
+
+// TestPrecisionDrifts: a source change to more decimals, fractional
+// seconds or a wider float is one the server stores rounded without an
+// error, so the drift says so (Silent); those a read column can follow
+// keeping every value are widenings.
+func TestPrecisionDrifts(t *testing.T) {
+	cases := []struct {
+		sink, source    string
+		widens, silent bool
+	}{
+		{"decimal(10,2)", "decimal(12,3)", true, true},
+		{"decimal(10,2)", "decimal(10,3)", false, true},
+		{"decimal(12,3)", "decimal(10,2)", false, false},
+		{"decimal(10,2)", "decimal(11,2)", true, false},
+		{"int", "decimal(10,2)", false, true},
+		{"int", "decimal(12,2)", true, true},
+		{"int", "decimal(10,0)", true, false},
+		{"int unsigned", "decimal(10,0) unsigned", true, false},
+		{"int", "decimal(10,0) unsigned", false, false},
+		{"bigint", "decimal(20,0)", true, false},
+		{"int", "double", false, true},
+		{"float", "double", true, true},
+		{"double", "float", false, false},
+		{"float", "int", false, true},
+		{"float", "smallint", false, false},
+		{"double", "bigint", false, true},
+		{"double", "int", false, false},
+		{"decimal(10,2)", "float", false, true},
+		{"datetime", "datetime(6)", true, true},
+		{"datetime(6)", "datetime(3)", false, false},
+		{"timestamp(3)", "timestamp(6)", true, true},
+		{"time", "time(3)", true, true},
+		{"datetime", "timestamp", false, false},
+		{"date", "datetime", false, true},
+		{"varchar(10)", "varchar(20)", true, false},
+		{"varchar(10)", "text", true, false},
+	}
+	for _, c := range cases {
+		if got := widens(c.sink, c.source); got != c.widens {
+			t.Errorf("%s on the sink, %s at the source: widens %v, want %v", c.sink, c.source, got, c.widens)
+		}
+		if got := roundsSilently(c.sink, c.source); got != c.silent {
+			t.Errorf("%s on the sink, %s at the source: rounds silently %v, want %v", c.sink, c.source, got, c.silent)
+		}
+	}
+}

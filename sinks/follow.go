@@ -52,7 +52,7 @@ func (s *Sharded) FollowSchema(ctx context.Context, p *projections.Projection, t
 	for i, d := range drifts {
 		if d.Table != p.Table {
 			// The change names the read column: say which table it is in.
-			drifts[i].Why = "join state table " + d.Table + ": " + d.Why
+			drifts[i].Why = "state table " + d.Table + ": " + d.Why
 		}
 	}
 	run, refuse := Follows(drifts)
@@ -72,7 +72,7 @@ func (s *Sharded) FollowSchema(ctx context.Context, p *projections.Projection, t
 		}
 	}
 	for _, d := range refuse {
-		refused = append(refused, projections.SchemaChange{Column: d.ReadColumn, Why: d.Why, Alter: d.Alter})
+		refused = append(refused, projections.SchemaChange{Column: d.ReadColumn, Why: d.Why, Alter: d.Alter, Silent: d.Silent})
 	}
 	return ran, refused, nil
 }
