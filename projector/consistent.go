@@ -51,8 +51,13 @@ type ApplierOptions struct {
 	// frontier another applier moved), after which the applier starts
 	// again from the stored frontiers, from one that stops it.
 	Retryable func(error) bool
-	Metrics   *ConsistentMetrics // nil: not exported
-	Log       *slog.Logger
+	// AtOnce tells a failure after which the commit starts again without
+	// waiting, since its next attempt cannot fail the same way (a wrong
+	// guess that an inserted row's key was new: the attempt reads every
+	// key, sinks.RetryAtOnce). nil: none.
+	AtOnce  func(error) bool
+	Metrics *ConsistentMetrics // nil: not exported
+	Log     *slog.Logger
 }
 
 // defaultCommitRecords: a backlog is applied in commits of about this many
@@ -98,6 +103,9 @@ func NewApplier(sink string, ps []*projections.Projection, to projections.Consis
 	if o.Retryable == nil {
 		o.Retryable = func(error) bool { return false }
 	}
+	if o.AtOnce == nil {
+		o.AtOnce = func(error) bool { return false }
+	}
 	a := &Applier{sink: sink, ps: ps, to: to, o: o, reads: map[string][]*projections.Projection{},
 		log: o.Log.With("component", "applier", "sink", sink), followers: map[*projections.Projection]*Projector{}}
 	for _, p := range ps {
@@ -125,13 +133,14 @@ func NewApplier(sink string, ps []*projections.Projection, to projections.Consis
 func (a *Applier) Run(ctx context.Context) error {
 	a.o.Metrics.started(a.sink)
 	backoff := 100 * time.Millisecond
+	atOnce := 0 // sessions started again at once since the last commit
 	for {
 		committed, err := a.session(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if committed {
-			backoff = 100 * time.Millisecond
+			backoff, atOnce = 100*time.Millisecond, 0
 		}
 		if errors.Is(err, errShapesFollowed) {
 			// A new table shape, compared between two commits: no failure.
@@ -140,6 +149,14 @@ func (a *Applier) Run(ctx context.Context) error {
 		if err != nil {
 			// Whatever ended the session rolled its open commit back.
 			a.o.Metrics.failed(a.sink)
+		}
+		if err != nil && a.o.AtOnce(err) && atOnce < len(a.ps) {
+			// Each projection's wrong guess makes its next attempts read
+			// every key, so this happens at most once per projection
+			// before a commit; beyond that the backoff applies.
+			atOnce++
+			a.log.Debug("consistent commit started again at once", "err", err)
+			continue
 		}
 		if err != nil && !a.o.Retryable(err) && !errors.Is(err, errMembershipLost) && !errors.Is(err, errTopicsMissing) && !errors.Is(err, errSchemaFollowed) {
 			return fmt.Errorf("sink %s (consistency: transaction): %w", a.sink, err)

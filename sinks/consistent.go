@@ -39,6 +39,12 @@ const frontierDDL = "CREATE TABLE IF NOT EXISTS `_readside_frontier` (sink VARCH
 // moved.
 func Retryable(err error) bool { return retryable(err) || errors.Is(err, projections.ErrFrontierMoved) }
 
+// RetryAtOnce reports a consistent commit that failed on a wrong guess (an
+// inserted row's key was stored already: a key reused after its delete, a
+// replay): its projection's next attempts read every key, so the commit
+// starts again without waiting (aggregate_guess.go).
+func RetryAtOnce(err error) bool { return errors.As(err, new(wrongGuess)) }
+
 // Frontier reads the frontier of sink on s (Checkpoint -1 and no offsets
 // when it has none).
 func (s *MySQL) Frontier(ctx context.Context, sink string) (projections.Frontier, error) {

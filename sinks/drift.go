@@ -369,7 +369,9 @@ func roundsSilently(from, to string) bool {
 	fi, _ := intKind(from)
 	ti, _ := intKind(to)
 	fd, td := decRe.FindStringSubmatch(from), decRe.FindStringSubmatch(to)
-	float := func(t string) bool { return t == "float" || t == "double" || strings.HasPrefix(t, "float ") || strings.HasPrefix(t, "double ") }
+	float := func(t string) bool {
+		return t == "float" || t == "double" || strings.HasPrefix(t, "float ") || strings.HasPrefix(t, "double ")
+	}
 	switch {
 	case fd != nil && td != nil:
 		fs, _ := strconv.Atoi(fd[2])

@@ -188,7 +188,7 @@ func TestStateTableDrifts(t *testing.T) {
 // keeping every value are widenings.
 func TestPrecisionDrifts(t *testing.T) {
 	cases := []struct {
-		sink, source    string
+		sink, source   string
 		widens, silent bool
 	}{
 		{"decimal(10,2)", "decimal(12,3)", true, true},
