@@ -32,9 +32,10 @@ import (
 // (verify's plan.floats).
 func TestFloatValuesExact(t *testing.T) {
 	bed := testbed.Get(t)
-	s := newTablesShop(t, bed, "flt", []string{"items", "oline"},
+	s := newTablesShop(t, bed, "flt", []string{"items", "oline", "grades"},
 		"CREATE TABLE `%s`.items (id INT PRIMARY KEY, price FLOAT NULL, name VARCHAR(20) NOT NULL)",
-		"CREATE TABLE `%s`.oline (id INT PRIMARY KEY, item_id INT NOT NULL, qty FLOAT NOT NULL)")
+		"CREATE TABLE `%s`.oline (id INT PRIMARY KEY, item_id INT NOT NULL, qty FLOAT NOT NULL)",
+		"CREATE TABLE `%s`.grades (g FLOAT PRIMARY KEY, label VARCHAR(20) NOT NULL)")
 	s.cfg.Projections = map[string]config.Projection{
 		"items_copy": {
 			From: s.src + ".items", Sink: "reads", Key: []string{"id"},
@@ -56,6 +57,14 @@ func TestFloatValuesExact(t *testing.T) {
 		"qty_by_item": {
 			From: s.src + ".oline", Sink: "reads", GroupBy: []string{"item_id"},
 			Aggregates: map[string]string{"n": "count(*)", "kinds": "count(distinct qty)", "least": "min(qty)", "most": "max(qty)"},
+		},
+		// Children linked by a FLOAT: a line whose quantity changes moves
+		// from one grade's array to another's, found by its stored link.
+		"grades_with_lines": {
+			From: s.src + ".grades", Sink: "reads", Key: []string{"g"},
+			Columns: map[string]string{"g": "g", "label": "label"},
+			Children: map[string]config.Children{"members": {From: s.src + ".oline", On: map[string]string{"qty": "g"},
+				Columns: map[string]string{"id": "id"}, OrderBy: []string{"id"}}},
 		},
 		"count_by_price": {
 			From: s.src + ".oline", Sink: "reads", GroupBy: []string{"price"},
@@ -102,6 +111,9 @@ func TestFloatValuesExact(t *testing.T) {
 		"SELECT item_id, n, kinds, least + 0e0, most + 0e0 FROM "+sink+"qty_by_item ORDER BY 1")
 	check("GROUP BY the item's price", "SELECT i.price + 0e0, COUNT(*) FROM "+src+"oline l JOIN "+src+"items i ON i.id = l.item_id WHERE i.price IS NOT NULL GROUP BY i.price ORDER BY 1",
 		"SELECT price + 0e0, n FROM "+sink+"count_by_price ORDER BY 1")
+	check("the grades' lines", "SELECT g + 0e0, label, (SELECT JSON_ARRAYAGG(JSON_OBJECT('id', l.id) ORDER BY l.id) FROM "+src+"oline l WHERE l.qty = gr.g),"+
+		" (SELECT COUNT(*) FROM "+src+"oline l WHERE l.qty = gr.g) FROM "+src+"grades gr ORDER BY 1",
+		"SELECT g + 0e0, label, members, members_count FROM "+sink+"grades_with_lines ORDER BY 1")
 	converge := func(step string) {
 		t.Helper()
 		for _, c := range converges {
@@ -112,6 +124,9 @@ func TestFloatValuesExact(t *testing.T) {
 	values := []string{"0.1", "1.2345678", "16777215", "3.4028234e38", "123456.789"}
 	for i := range 6 {
 		s.exec(t, "INSERT INTO $.items VALUES (?, ?, ?)", i, values[i%len(values)], "item")
+	}
+	for _, v := range values {
+		s.exec(t, "INSERT INTO $.grades VALUES (?, ?)", v, "grade "+v)
 	}
 	for i := range 30 {
 		s.exec(t, "INSERT INTO $.oline VALUES (?, ?, ?)", i, i%6, values[i%len(values)])
