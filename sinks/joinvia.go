@@ -83,7 +83,7 @@ func viaStatementsOf(p *projections.Projection, j *projections.Join) viaStatemen
 			" WHERE r." + vv + " < s.`_rs_version` AND NOT (" + strings.Join(same, " AND ") + ") AND "
 	}
 	return viaStatements{
-		keys:       keyIn(p, "SELECT DISTINCT "+strings.Join(carried, ", ")+" FROM "+q(v.StateTable(p))+" AS s WHERE "+strings.Join(notNull, " AND ")+" AND ", match, ""),
+		keys:       keyIn(p, "SELECT DISTINCT "+strings.Join(exactReads(p, v.StateTable(p), carried), ", ")+" FROM "+q(v.StateTable(p))+" AS s WHERE "+strings.Join(notNull, " AND ")+" AND ", match, ""),
 		detach:     keyIn(p, detach(" JOIN "), match, ""),
 		detachRows: keyIn(p, detach(" STRAIGHT_JOIN "), readKey, ""),
 		fills:      viaFills(p, j),
