@@ -29,6 +29,19 @@ func ShardValue(v Value, bitWidth int) []byte {
 	return nil
 }
 
+// Float32ShardText is the text a FLOAT shard_by value hashes, whatever
+// text it comes in (a double's, as readside binds and reads FLOATs, or
+// the shortest float32 text the events carry): the shortest text of its
+// float32, so the projector, verify and a reshard's copy route a row
+// alike. text is returned as is when it is no number.
+func Float32ShardText(text []byte) []byte {
+	f, err := strconv.ParseFloat(string(text), 32)
+	if err != nil {
+		return text
+	}
+	return strconv.AppendFloat(nil, f, 'g', -1, 32)
+}
+
 // bitWidth is n of an event schema type "bit(n)" (0 for any other type).
 func bitWidth(typ string) int {
 	inner, ok := strings.CutPrefix(typ, "bit(")

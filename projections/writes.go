@@ -303,6 +303,10 @@ func (p *Projection) keyspaceID(vals []Value, sc *event.Schema) uint64 {
 	if sc != nil && vals[0].kind == UintValue {
 		width = bitWidth(sc.Columns[p.Columns[0].Source])
 	}
+	if sc != nil && vals[0].kind == TextValue && strings.HasPrefix(sc.Columns[p.Columns[0].Source], "float") {
+		// Bound as a double's text (floatValue); routed by the float32's.
+		return keyspace.ID(Float32ShardText(vals[0].b))
+	}
 	return keyspace.ID(ShardValue(vals[0], width))
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/readside/readside/internal/keyset"
 	"github.com/readside/readside/keyspace"
+	"github.com/readside/readside/projections"
 )
 
 // Chunk is rows of one table read in primary-key order.
@@ -75,8 +76,10 @@ type TableScan struct {
 	Where string
 	Args  []any
 
-	// sel is the select list (exactSelect; "" reads "*").
-	sel string
+	// sel is the select list (exactSelect; "" reads "*"), floats the
+	// FLOAT columns it reads as doubles.
+	sel    string
+	floats map[string]bool
 }
 
 // ScanChunk reads up to limit rows of ts after the key after (nil: from
@@ -87,7 +90,7 @@ type TableScan struct {
 // compares as ORDER BY orders.
 func (s *MySQL) ScanChunk(ctx context.Context, ts TableScan, after []any, limit int) (*Chunk, error) {
 	var err error
-	if ts.sel, err = s.exactSelect(ctx, ts.Table); err != nil {
+	if ts.sel, ts.floats, err = s.exactSelect(ctx, ts.Table); err != nil {
 		return nil, err
 	}
 	stmt, args := ts.chunkSQL(after, limit)
@@ -97,7 +100,7 @@ func (s *MySQL) ScanChunk(ctx context.Context, ts TableScan, after []any, limit 
 // ScanKeys reads the rows of ts with the given keys.
 func (s *MySQL) ScanKeys(ctx context.Context, ts TableScan, keys [][]any) (*Chunk, error) {
 	var err error
-	if ts.sel, err = s.exactSelect(ctx, ts.Table); err != nil {
+	if ts.sel, ts.floats, err = s.exactSelect(ctx, ts.Table); err != nil {
 		return nil, err
 	}
 	stmt, args := ts.keysSQL(keys)
@@ -110,27 +113,32 @@ func (s *MySQL) ScanKeys(ctx context.Context, ts TableScan, keys [][]any) (*Chun
 // six-digit text would store another float32: floatread.go). Read at each
 // scan, a query that returns no row: a copy's tables may change columns
 // while it runs.
-func (s *MySQL) exactSelect(ctx context.Context, table string) (string, error) {
+func (s *MySQL) exactSelect(ctx context.Context, table string) (string, map[string]bool, error) {
 	rows, err := s.db.QueryContext(ctx, "SELECT * FROM "+q(table)+" LIMIT 0")
 	if err != nil {
-		return "", fmt.Errorf("reading the columns of %s: %w", table, err)
+		return "", nil, fmt.Errorf("reading the columns of %s: %w", table, err)
 	}
 	defer rows.Close()
 	types, err := rows.ColumnTypes()
 	if err != nil {
-		return "", fmt.Errorf("reading the columns of %s: %w", table, err)
+		return "", nil, fmt.Errorf("reading the columns of %s: %w", table, err)
 	}
-	cols, floats := make([]string, len(types)), false
+	cols := make([]string, len(types))
+	var floats map[string]bool
 	for i, t := range types {
 		cols[i] = q(t.Name())
 		if strings.EqualFold(t.DatabaseTypeName(), "FLOAT") {
-			cols[i], floats = "("+cols[i]+" + 0e0) AS "+cols[i], true
+			cols[i] = "(" + cols[i] + " + 0e0) AS " + cols[i]
+			if floats == nil {
+				floats = map[string]bool{}
+			}
+			floats[t.Name()] = true
 		}
 	}
-	if !floats {
-		return "*", nil
+	if floats == nil {
+		return "*", nil, nil
 	}
-	return strings.Join(cols, ", "), nil
+	return strings.Join(cols, ", "), floats, nil
 }
 
 // chunkSQL is ScanChunk's query: a keyset page of every column of ts's
@@ -227,6 +235,9 @@ func (s *MySQL) scan(ctx context.Context, ts TableScan, stmt string, args []any)
 			// The server's text of the value, or its bytes (binary, BIT):
 			// what projections.ShardValue hashes.
 			id = keyspace.ID(raw[shard])
+			if ts.floats[cols[shard]] {
+				id = keyspace.ID(projections.Float32ShardText(raw[shard]))
+			}
 		}
 		c.Rows, c.IDs = append(c.Rows, row), append(c.IDs, id)
 	}

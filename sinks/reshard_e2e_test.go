@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -215,8 +216,11 @@ func TestScanChunkFloatExact(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ts := sinks.TableScan{Table: "f_from", Key: []string{"k"}}
+	// Sharded by k: each row routes as the projector routes its event
+	// (the shortest text of the float32).
+	ts := sinks.TableScan{Table: "f_from", Key: []string{"k"}, Shard: "k"}
 	var after []any
+	routed := 0
 	for range 10 {
 		c, err := sh.ScanChunk(ctx, ts, after, 2)
 		if err != nil {
@@ -225,12 +229,22 @@ func TestScanChunkFloatExact(t *testing.T) {
 		if c.Len() == 0 {
 			break
 		}
+		for i := range c.Len() {
+			k, _ := strconv.ParseFloat(c.Rows[i][0].(string), 32)
+			if want := keyspace.ID(strconv.AppendFloat(nil, k, 'g', -1, 32)); c.IDs[i] != want {
+				t.Errorf("row k=%v routes to %016x, the projector to %016x", c.Rows[i][0], c.IDs[i], want)
+			}
+			routed++
+		}
 		if err := sh.UpsertChunk(ctx, "f_copy", []string{"k"}, []sinks.Guard{{Version: "_rs_version"}}, c); err != nil {
 			t.Fatal(err)
 		}
 		if after, err = sinks.DecodeCursor(sinks.EncodeCursor(c.Last())); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if routed != 7 {
+		t.Errorf("%d rows routed, want 7", routed)
 	}
 	want := testbed.RowsText(t, sh.DB(), "SELECT k + 0e0, f + 0e0 FROM f_from ORDER BY k")
 	if got := testbed.RowsText(t, sh.DB(), "SELECT k + 0e0, f + 0e0 FROM f_copy ORDER BY k"); got != want {

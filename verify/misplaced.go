@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/readside/readside/keyspace"
+	"github.com/readside/readside/projections"
 )
 
 // Misplaced rows are copies on a shard whose key range does not hold the
@@ -43,7 +44,11 @@ func (v *Verifier) home(shardBy string) int {
 	if v.shardIdx < 0 {
 		return 0
 	}
-	id := keyspace.ID(shardValue(v.keyKinds[v.shardIdx], shardBy, v.shardBits))
+	sv := shardValue(v.keyKinds[v.shardIdx], shardBy, v.shardBits)
+	if v.shardIdx < len(v.pl.floats) && v.pl.floats[v.shardIdx] {
+		sv = projections.Float32ShardText(sv) // the key leads cols
+	}
+	id := keyspace.ID(sv)
 	for i, sh := range v.sink.Shards {
 		if sh.Range.Contains(id) {
 			return i

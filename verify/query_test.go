@@ -121,3 +121,41 @@ func TestShardValueMatchesProjector(t *testing.T) {
 		}
 	}
 }
+
+// TestFloatShardValueMatchesProjector: a FLOAT shard_by value routes by
+// the shortest text of its float32 everywhere — the projector (which binds
+// it as a double's text), verify and a reshard's copy (which read it as a
+// double, `+ 0e0`) — and as the projector routed it before it bound
+// doubles (the events' own text), so no row moves shard on an upgrade.
+func TestFloatShardValueMatchesProjector(t *testing.T) {
+	cfg := config.Default()
+	cfg.Source.Tables = []string{"shop.t"}
+	cfg.Sinks = map[string]config.Sink{"reads": {Shards: []config.Shard{{KeyRange: "-80", DSN: "a"}, {KeyRange: "80-", DSN: "b"}}}}
+	cfg.Projections = map[string]config.Projection{"t": {From: "shop.t", Sink: "reads", Key: []string{"k"}, ShardBy: "k", Columns: map[string]string{"k": "k"}}}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ cell, event string }{
+		{"1.2345677614212036", "1.2345678"},
+		{"16777215", "1.6777215e+07"},
+		{"3.4028234663852886e38", "3.4028235e+38"},
+		{"0.10000000149011612", "0.1"},
+		{"-1e-30", "-1e-30"},
+	} {
+		e, err := event.DecodeEvent([]byte(`{"op":"c","version":1,"after":{"k":` + c.event + `},"schema":{"version":"x","columns":{"k":"float"}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, err := ps[0].Writes(e)
+		if err != nil || len(ws) != 1 {
+			t.Fatalf("%s: writes %+v, %v", c.event, ws, err)
+		}
+		if before := keyspace.ID([]byte(c.event)); ws[0].KeyspaceID != before {
+			t.Errorf("%s: the projector routes it to %016x, before it bound doubles to %016x", c.event, ws[0].KeyspaceID, before)
+		}
+		if got := keyspace.ID(projections.Float32ShardText(shardValue(kNumber, c.cell, 0))); got != ws[0].KeyspaceID {
+			t.Errorf("%s: verify routes %q to %016x, the projector to %016x", c.event, c.cell, got, ws[0].KeyspaceID)
+		}
+	}
+}

@@ -467,7 +467,7 @@ func (v *Verifier) sinkChecksum(ctx context.Context, lo, hi Key) (int64, uint64,
 			continue
 		}
 		// shard_by leads the primary key: DISTINCT reads the index only.
-		rows, err := sh.DB().QueryContext(ctx, "SELECT DISTINCT "+v.pl.readKey[v.shardIdx]+" FROM "+q(v.p.Table)+" WHERE "+where, args...)
+		rows, err := sh.DB().QueryContext(ctx, "SELECT DISTINCT "+v.pl.exact(v.shardIdx, v.pl.readKey[v.shardIdx])+" FROM "+q(v.p.Table)+" WHERE "+where, args...)
 		if err != nil {
 			return 0, 0, false, fmt.Errorf("shard keys of %s on shard %s: %w", v.p.Table, sh.Range.Text, err)
 		}
