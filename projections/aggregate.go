@@ -304,14 +304,7 @@ func (p *Projection) contributeValues(c *Contribution, img *event.Image, t *aggT
 			}
 			continue
 		}
-		text, binary, ok := expr.Bind(d, x.argT)
-		switch {
-		case !ok:
-		case binary:
-			c.Values[i] = Value{kind: BytesValue, b: text}
-		default:
-			c.Values[i] = Value{kind: TextValue, b: text}
-		}
+		c.Values[i] = bindDatum(d, x.argT)
 	}
 	return nil
 }

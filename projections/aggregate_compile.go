@@ -461,6 +461,14 @@ func (p *Projection) typeAggregates(src *sourceTable, out *Types) []error {
 			}
 			x.read, x.contrib = decimalDef(prec+22, scale)+" NULL", x.argT.Column+" NULL"
 		case AggMin, AggMax:
+			if base, _, _ := strings.Cut(strings.ToLower(x.argT.Column), "("); base == "enum" || base == "set" {
+				// The contributions' index, which the extreme is read
+				// from, orders them by member position instead.
+				errs = append(errs, fmt.Errorf("%s: %s over %s: MySQL's MIN and MAX compare ENUM and SET values as strings, not by member position as an index orders them, so readside's would differ: take it over the text, e.g. %s(CONCAT(%s))",
+					key, a.Func, x.argT.Column, a.Func, a.Arg))
+				t.aggs = append(t.aggs, x)
+				continue
+			}
 			x.read, x.contrib = x.argT.Column+" NULL", x.argT.Column+" NULL"
 		case AggSum, AggSumIf, AggAvg:
 			prec, scale, why := sumPrecision(x.argT, x.arg, src)

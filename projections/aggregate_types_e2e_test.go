@@ -183,14 +183,14 @@ func TestAggregateSchemaErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, g INT, name VARCHAR(10), f DOUBLE, y YEAR, bits BIT(8), d DATE)"); err != nil {
+	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.t (id INT PRIMARY KEY, g INT, name VARCHAR(10), f DOUBLE, y YEAR, bits BIT(8), d DATE, e ENUM('z','a'), s SET('b','a'))"); err != nil {
 		t.Fatal(err)
 	}
 	cfg := bed.Config("agge", src+".t")
 	cfg.Sinks = map[string]config.Sink{"reads": {DSN: config.Secret(bed.MySQL.AdminDSN() + src)}}
 	cfg.Projections = map[string]config.Projection{"bad": {From: src + ".t", Sink: "reads", GroupBy: []string{"g"},
 		Aggregates: map[string]string{"a": "sum(name)", "b": "sum(f)", "c": "min(ghost)", "d": "avg(y)", "e": "sum(CAST(f AS DECIMAL(20,6)))",
-			"h": "sum(bits)", "i": "avg(d)"}}}
+			"h": "sum(bits)", "i": "avg(d)", "j": "max(e)", "k": "min(s)", "l": "max(CONCAT(e))"}}}
 	ps, err := projections.Compile(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -206,10 +206,16 @@ func TestAggregateSchemaErrors(t *testing.T) {
 		`projections.bad.aggregates.d "avg(y)"`,
 		`projections.bad.aggregates.h "sum(bits)"`, `projections.bad.aggregates.i "avg(d)"`,
 		"projections.bad.group_by column g copies", `add where: "g IS NOT NULL"`,
+		// MAX(e) is 'z' on the source (strings), an index says 'a'.
+		`projections.bad.aggregates.j "max(e)": max over enum('z','a')`, "compare ENUM and SET values as strings", "max(CONCAT(e))",
+		`projections.bad.aggregates.k "min(s)": min over set('b','a')`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("want %q in the errors, got:\n%v", want, err)
 		}
+	}
+	if strings.Contains(err.Error(), "aggregates.l") {
+		t.Errorf("a max over an ENUM's text was refused: %v", err)
 	}
 	if strings.Contains(err.Error(), "aggregates.e") {
 		t.Errorf("a sum over a DECIMAL cast of a DOUBLE was refused: %v", err)

@@ -257,14 +257,27 @@ func (p *Projection) computedValue(img *event.Image, i int, pos []int) (Value, e
 	if err != nil {
 		return Value{}, fmt.Errorf("projections.%s.columns.%s %q cannot be computed for this row: %w", p.Name, c.Name, c.Expr.String(), err)
 	}
-	text, binary, ok := expr.Bind(d, t.typ)
+	return bindDatum(d, t.typ), nil
+}
+
+// bindDatum is an expression's value d as a parameter for a column of
+// type t: a number as its text, binary as bytes, for a BIT column its
+// pattern, an unsigned integer (the text 512 would be read as the bits of
+// the characters '5', '1', '2'), and for a YEAR four digits.
+func bindDatum(d expr.Datum, t expr.Type) Value {
+	text, binary, ok := expr.Bind(d, t)
 	switch {
 	case !ok:
-		return Value{}, nil
+		return Value{}
+	case d.Kind == expr.KindUint && strings.HasPrefix(strings.ToLower(t.Column), "bit"):
+		return Value{kind: UintValue, u: d.U}
+	case d.Kind == expr.KindUint && strings.HasPrefix(strings.ToLower(t.Column), "year"):
+		// A YEAR column reads '0' as 2000: the year 0 is '0000'.
+		return Value{kind: TextValue, b: fmt.Appendf(nil, "%04d", d.U)}
 	case binary:
-		return Value{kind: BytesValue, b: text}, nil
+		return Value{kind: BytesValue, b: text}
 	}
-	return Value{kind: TextValue, b: text}, nil
+	return Value{kind: TextValue, b: text}
 }
 
 // appendComputedKey appends computed key column i's value to a read

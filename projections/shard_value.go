@@ -21,6 +21,9 @@ func ShardValue(v Value, bitWidth int) []byte {
 	case TextValue, BytesValue:
 		return v.b
 	case UintValue:
+		if v.b != nil {
+			return v.b // read from a server: its own bytes (ValueOfBits)
+		}
 		n := max((bitWidth+7)/8, 1)
 		var b [8]byte
 		binary.BigEndian.PutUint64(b[:], v.u)

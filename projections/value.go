@@ -102,6 +102,18 @@ func ValueOf(x any) Value {
 	panic(fmt.Sprintf("projections.ValueOf: a %T", x))
 }
 
+// ValueOfBits is a BIT column's value as a server returns it, its bytes
+// big-endian: the unsigned number they hold (a BIT compares as a number
+// with a parameter, as a DECIMAL with bytes), keeping the bytes, which
+// are what its shard_by value hashes (ShardValue).
+func ValueOfBits(b []byte) Value {
+	var u uint64
+	for _, x := range b {
+		u = u<<8 | uint64(x)
+	}
+	return Value{kind: UintValue, u: u, b: bytes.Clone(b)}
+}
+
 // ValuesOf is ValueOf of each.
 func ValuesOf(xs ...any) []Value {
 	vs := make([]Value, len(xs))

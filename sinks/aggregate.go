@@ -236,7 +236,7 @@ func (a *applier) localGroup(group []projections.Value) bool {
 	if a.shard == nil || a.p.ShardBy == "" {
 		return true
 	}
-	return a.shard.Contains(keyspace.ID(group[0].Bytes()))
+	return a.shard.Contains(keyspace.ID(projections.ShardValue(group[0], 0)))
 }
 
 // storedContribution is a source row's contribution as the sink has it.
@@ -542,8 +542,16 @@ func beyond(order projections.ValueOrder, isMax bool, v, cur projections.Value) 
 	if order == projections.OrderUnknown {
 		return false
 	}
-	c := compareValues(order, v.Bytes(), cur.Bytes())
+	c := compareValues(order, orderText(v), orderText(cur))
 	return (isMax && c > 0) || (!isMax && c < 0)
+}
+
+// orderText is v's text for compareValues: a BIT's number as digits.
+func orderText(v projections.Value) []byte {
+	if v.Kind() == projections.UintValue {
+		return strconv.AppendUint(nil, v.Uint(), 10)
+	}
+	return v.Bytes()
 }
 
 // compareValues orders two values' texts as order says.

@@ -16,15 +16,25 @@ type cells struct {
 	bytes  [][]byte
 	dest   []any // for rows.Scan: a pointer to each cell
 	binary []bool
+	// bits marks BIT columns, whose cells (their bytes) are given back as
+	// the unsigned number they hold: bound as bytes, a BIT compares as a
+	// DECIMAL with them, which strict mode refuses.
+	bits []bool
+	// years marks YEAR columns (yearText).
+	years []bool
 }
 
 func newCells(types []*sql.ColumnType) *cells {
-	c := &cells{bytes: make([][]byte, len(types)), dest: make([]any, len(types)), binary: make([]bool, len(types))}
+	c := &cells{bytes: make([][]byte, len(types)), dest: make([]any, len(types)), binary: make([]bool, len(types)), bits: make([]bool, len(types)), years: make([]bool, len(types))}
 	for i, ct := range types {
 		c.dest[i] = &c.bytes[i]
 		switch strings.ToUpper(ct.DatabaseTypeName()) {
-		case "BINARY", "VARBINARY", "BLOB", "TINYBLOB", "MEDIUMBLOB", "LONGBLOB", "GEOMETRY", "BIT":
+		case "BINARY", "VARBINARY", "BLOB", "TINYBLOB", "MEDIUMBLOB", "LONGBLOB", "GEOMETRY":
 			c.binary[i] = true
+		case "BIT":
+			c.bits[i] = true
+		case "YEAR":
+			c.years[i] = true
 		}
 	}
 	return c
@@ -35,9 +45,25 @@ func (c *cells) value(i int) projections.Value {
 	if c.bytes[i] == nil {
 		return projections.Value{}
 	}
+	if c.bits[i] {
+		return projections.ValueOfBits(c.bytes[i])
+	}
 	b := slices.Clone(c.bytes[i])
+	if c.years[i] {
+		b = yearText(b)
+	}
 	if c.binary[i] {
 		return projections.ValueOf(b)
 	}
 	return projections.ValueOf(string(b))
+}
+
+// yearText is a YEAR cell as text that stores the same year again: the
+// year 0 comes back from the server as "0", which a YEAR column reads as
+// 2000 (a two-digit year); four digits are the year itself.
+func yearText(b []byte) []byte {
+	if len(b) >= 4 {
+		return b
+	}
+	return append([]byte(strings.Repeat("0", 4-len(b))), b...)
 }

@@ -236,6 +236,8 @@ func keyValue(typ string, cell sql.RawBytes) (projections.Value, error) {
 		return projections.ValueOf(u), nil
 	case strings.Contains(typ, "BINARY") || strings.Contains(typ, "BLOB"):
 		return projections.ValueOf(b), nil
+	case typ == "YEAR":
+		return projections.ValueOf(string(yearText(b))), nil
 	}
 	return projections.ValueOf(string(b)), nil
 }

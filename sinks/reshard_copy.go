@@ -260,6 +260,7 @@ const (
 	textCell cellKind = iota
 	binaryCell
 	bitCell
+	yearCell
 )
 
 // kindOf is the cellKind of a column of database type typ.
@@ -267,6 +268,8 @@ func kindOf(typ string) cellKind {
 	switch t := strings.ToUpper(typ); {
 	case t == "BIT":
 		return bitCell
+	case t == "YEAR":
+		return yearCell
 	case binaryType(t):
 		return binaryCell
 	}
@@ -287,6 +290,8 @@ func cellValue(kind cellKind, b sql.RawBytes) any {
 		return binary.BigEndian.Uint64(pad[:])
 	case binaryCell:
 		return append([]byte{}, b...)
+	case yearCell:
+		return string(yearText(b))
 	}
 	return string(b)
 }
