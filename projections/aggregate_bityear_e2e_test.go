@@ -5,8 +5,6 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
-	"github.com/readside/readside/projections"
-	"github.com/readside/readside/sinks"
 )
 
 // TestAggregateBitAndYear: BIT and YEAR values as groups, distinct values
@@ -29,39 +27,17 @@ func TestAggregateBitAndYear(t *testing.T) {
 			Aggregates: map[string]string{"years": "count(distinct y)", "bits": "count(distinct b)", "least": "min(y)"}},
 	}
 	s.openSink(t, "-")
-	ps, err := projections.Compile(s.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runTailer(t, bed, s.cfg)
-	for _, p := range ps {
-		types, err := p.SourceColumns(t.Context(), bed.MySQL.DB())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.sink.Exec(t.Context(), sinks.DDL(p, types)); err != nil {
-			t.Fatal(err)
-		}
-		defer startProjector(t, p, s.sink, s.cfg.Kafka.Brokers)()
-	}
+	runShop(t, bed, s)
 	src, sink := "`"+s.src+"`.v", "`"+s.shards[0]+"`."
-	var converges []func(string)
-	check := func(what, want, got string) {
-		_, c := queriesConverge(t, bed, what, want, got)
-		converges = append(converges, c)
-	}
+	var c convergences
+	check := func(what, want, got string) { c.add(t, bed, what, want, got) }
 	check("GROUP BY y", "SELECT CAST(y AS CHAR), COUNT(*), COUNT(DISTINCT b), MAX(b) + 0 FROM "+src+" GROUP BY y ORDER BY y",
 		"SELECT CAST(y AS CHAR), n, bits, top + 0 FROM "+sink+"by_year ORDER BY y")
 	check("GROUP BY b", "SELECT b + 0, COUNT(*), COUNT(DISTINCT y), MAX(y) + 0 FROM "+src+" GROUP BY b ORDER BY b",
 		"SELECT b + 0, n, years, latest + 0 FROM "+sink+"by_bits ORDER BY b")
 	check("GROUP BY g", "SELECT g, COUNT(DISTINCT y), COUNT(DISTINCT b), MIN(y) + 0 FROM "+src+" GROUP BY g ORDER BY g",
 		"SELECT g, years, bits, least + 0 FROM "+sink+"by_g ORDER BY g")
-	converge := func(step string) {
-		t.Helper()
-		for _, c := range converges {
-			c(step)
-		}
-	}
+	converge := func(step string) { c.all(t, step) }
 	bits, years := []int{0, 1, 512, 1023, 5}, []int{0, 2000, 1901, 2155, 1999}
 	for i := range 40 {
 		s.exec(t, "INSERT INTO $.v VALUES (?, ?, ?, ?)", i, bits[i%5], years[(i/5)%5], i%3)

@@ -10,7 +10,6 @@ import (
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/projector"
-	"github.com/readside/readside/sinks"
 	"github.com/readside/readside/verify"
 )
 
@@ -73,32 +72,14 @@ func TestFloatValuesExact(t *testing.T) {
 		},
 	}
 	s.openSink(t, "-")
-	ps, err := projections.Compile(s.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	byName := map[string]*projections.Projection{}
-	for _, p := range ps {
+	for _, p := range runShop(t, bed, s) {
 		byName[p.Name] = p
-	}
-	runTailer(t, bed, s.cfg)
-	for _, p := range ps {
-		types, err := p.SourceColumns(t.Context(), bed.MySQL.DB())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.sink.Exec(t.Context(), sinks.DDL(p, types)); err != nil {
-			t.Fatal(err)
-		}
-		defer startProjector(t, p, s.sink, s.cfg.Kafka.Brokers)()
 	}
 
 	src, sink := "`"+s.src+"`.", "`"+s.shards[0]+"`."
-	var converges []func(string)
-	check := func(what, want, got string) {
-		_, c := queriesConverge(t, bed, what, want, got)
-		converges = append(converges, c)
-	}
+	var c convergences
+	check := func(what, want, got string) { c.add(t, bed, what, want, got) }
 	check("the source's items", "SELECT id, price + 0e0, name FROM "+src+"items ORDER BY 1",
 		"SELECT id, price + 0e0, name FROM "+sink+"items_copy ORDER BY 1")
 	check("the SQL join", "SELECT l.id, l.item_id, l.qty + 0e0, i.price + 0e0 FROM "+src+"oline l LEFT JOIN "+src+"items i ON i.id = l.item_id ORDER BY 1",
@@ -114,12 +95,7 @@ func TestFloatValuesExact(t *testing.T) {
 	check("the grades' lines", "SELECT g + 0e0, label, (SELECT JSON_ARRAYAGG(JSON_OBJECT('id', l.id) ORDER BY l.id) FROM "+src+"oline l WHERE l.qty = gr.g),"+
 		" (SELECT COUNT(*) FROM "+src+"oline l WHERE l.qty = gr.g) FROM "+src+"grades gr ORDER BY 1",
 		"SELECT g + 0e0, label, members, members_count FROM "+sink+"grades_with_lines ORDER BY 1")
-	converge := func(step string) {
-		t.Helper()
-		for _, c := range converges {
-			c(step)
-		}
-	}
+	converge := func(step string) { c.all(t, step) }
 
 	values := []string{"0.1", "1.2345678", "16777215", "3.4028234e38", "123456.789"}
 	for i := range 6 {

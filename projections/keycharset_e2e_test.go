@@ -9,6 +9,8 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
 )
 
 // TestKeyMatchesInOtherCharsets: an aggregate grouped by a latin1 and a
@@ -135,4 +137,43 @@ func queriesConverge(t *testing.T, bed *testbed.Bed, what, want, got string) (wa
 		})
 	}
 	return wantRows, converge
+}
+
+// runShop compiles s's projections, creates their read tables on s's
+// sink, and runs the tailer and a projector for each until the test ends.
+func runShop(t *testing.T, bed *testbed.Bed, s *lineShop) []*projections.Projection {
+	t.Helper()
+	ps, err := projections.Compile(s.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runTailer(t, bed, s.cfg)
+	for _, p := range ps {
+		types, err := p.SourceColumns(t.Context(), bed.MySQL.DB())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.sink.Exec(t.Context(), sinks.DDL(p, types)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(startProjector(t, p, s.sink, s.cfg.Kafka.Brokers))
+	}
+	return ps
+}
+
+// convergences are queriesConverge checks made together.
+type convergences []func(step string)
+
+// add checks that got's rows become want's (what names want's side).
+func (c *convergences) add(t *testing.T, bed *testbed.Bed, what, want, got string) {
+	_, converge := queriesConverge(t, bed, what, want, got)
+	*c = append(*c, converge)
+}
+
+// all waits until every check holds after step.
+func (c convergences) all(t *testing.T, step string) {
+	t.Helper()
+	for _, converge := range c {
+		converge(step)
+	}
 }

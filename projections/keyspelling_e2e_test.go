@@ -6,8 +6,6 @@ import (
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
-	"github.com/readside/readside/projections"
-	"github.com/readside/readside/sinks"
 )
 
 // TestKeySpelledOtherwise: text keys under a _ci, PAD SPACE collation (the
@@ -53,21 +51,7 @@ func testKeySpelledOtherwise(t *testing.T, format config.Format) {
 		},
 	}
 	s.openSink(t, "-")
-	ps, err := projections.Compile(s.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runTailer(t, bed, s.cfg)
-	for _, p := range ps {
-		types, err := p.SourceColumns(t.Context(), bed.MySQL.DB())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.sink.Exec(t.Context(), sinks.DDL(p, types)); err != nil {
-			t.Fatal(err)
-		}
-		defer startProjector(t, p, s.sink, s.cfg.Kafka.Brokers)()
-	}
+	runShop(t, bed, s)
 
 	src, sink := "`"+s.src+"`.", "`"+s.shards[0]+"`."
 	wantCopy, convergeCopy := queriesConverge(t, bed, "the source's customers",

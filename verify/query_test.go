@@ -100,19 +100,12 @@ func TestShardValueMatchesProjector(t *testing.T) {
 		{"date-times are MySQL's text with their fraction", kTemporal, "2020-01-02 03:04:05.012300", "datetime(6)", `"2020-01-02 03:04:05.012300"`, 0},
 		{"BIT is a number here and in events, its bytes to Vitess", kBit, "5", "bit(12)", `5`, 12},
 	} {
-		cfg := config.Default()
-		cfg.Source.Tables = []string{"shop.t"}
-		cfg.Sinks = map[string]config.Sink{"reads": {Shards: []config.Shard{{KeyRange: "-80", DSN: "a"}, {KeyRange: "80-", DSN: "b"}}}}
-		cfg.Projections = map[string]config.Projection{"t": {From: "shop.t", Sink: "reads", Key: []string{"k"}, ShardBy: "k", Columns: map[string]string{"k": "k"}}}
-		ps, err := projections.Compile(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := shardedByK(t)
 		e, err := event.DecodeEvent([]byte(`{"op":"c","version":1,"after":{"k":` + c.event + `},"schema":{"version":"x","columns":{"k":"` + c.typ + `"}}}`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		ws, err := ps[0].Writes(e)
+		ws, err := p.Writes(e)
 		if err != nil || len(ws) != 1 {
 			t.Fatalf("%s: writes %+v, %v", c.why, ws, err)
 		}
@@ -128,14 +121,7 @@ func TestShardValueMatchesProjector(t *testing.T) {
 // double, `+ 0e0`) — and as the projector routed it before it bound
 // doubles (the events' own text), so no row moves shard on an upgrade.
 func TestFloatShardValueMatchesProjector(t *testing.T) {
-	cfg := config.Default()
-	cfg.Source.Tables = []string{"shop.t"}
-	cfg.Sinks = map[string]config.Sink{"reads": {Shards: []config.Shard{{KeyRange: "-80", DSN: "a"}, {KeyRange: "80-", DSN: "b"}}}}
-	cfg.Projections = map[string]config.Projection{"t": {From: "shop.t", Sink: "reads", Key: []string{"k"}, ShardBy: "k", Columns: map[string]string{"k": "k"}}}
-	ps, err := projections.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := shardedByK(t)
 	for _, c := range []struct{ cell, event string }{
 		{"1.2345677614212036", "1.2345678"},
 		{"16777215", "1.6777215e+07"},
@@ -147,7 +133,7 @@ func TestFloatShardValueMatchesProjector(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ws, err := ps[0].Writes(e)
+		ws, err := p.Writes(e)
 		if err != nil || len(ws) != 1 {
 			t.Fatalf("%s: writes %+v, %v", c.event, ws, err)
 		}
@@ -158,4 +144,19 @@ func TestFloatShardValueMatchesProjector(t *testing.T) {
 			t.Errorf("%s: verify routes %q to %016x, the projector to %016x", c.event, c.cell, got, ws[0].KeyspaceID)
 		}
 	}
+}
+
+// shardedByK is a copy of shop.t keyed and sharded by its column k over
+// two shards.
+func shardedByK(t *testing.T) *projections.Projection {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Source.Tables = []string{"shop.t"}
+	cfg.Sinks = map[string]config.Sink{"reads": {Shards: []config.Shard{{KeyRange: "-80", DSN: "a"}, {KeyRange: "80-", DSN: "b"}}}}
+	cfg.Projections = map[string]config.Projection{"t": {From: "shop.t", Sink: "reads", Key: []string{"k"}, ShardBy: "k", Columns: map[string]string{"k": "k"}}}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps[0]
 }
