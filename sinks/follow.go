@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	driver "github.com/go-sql-driver/mysql"
 
@@ -43,8 +44,31 @@ func (s *Sharded) SchemaRejection(err error) bool { return SchemaRejection(err) 
 // FollowSchema runs, on every shard, the safe ALTERs of the drifts of
 // columns both the plan and the table have (see Follows), in the read
 // table and in each join's state table, which holds the parent's copied
-// columns with the same types.
+// columns with the same types. A transient sink failure (the sink away:
+// a new table shape is compared whenever it arrives, not only after the
+// sink answered) is retried with backoff, as a batch is.
 func (s *Sharded) FollowSchema(ctx context.Context, p *projections.Projection, types projections.Types) (ran, refused []projections.SchemaChange, err error) {
+	backoff := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		r, refused, err := s.followOnce(ctx, p, types)
+		ran = append(ran, r...)
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			return ran, refused, err
+		}
+		if log := s.Shards[0].Log; log != nil {
+			log.Warn("comparing the read tables with the source's schema failed; retrying", "projection", p.Name, "attempt", attempt, "in", backoff, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ran, nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// followOnce is one attempt of FollowSchema.
+func (s *Sharded) followOnce(ctx context.Context, p *projections.Projection, types projections.Types) (ran, refused []projections.SchemaChange, err error) {
 	drifts, err := s.Drifts(ctx, p, types)
 	if err != nil {
 		return nil, nil, err
