@@ -272,8 +272,7 @@ func bindDatum(d expr.Datum, t expr.Type) Value {
 	case d.Kind == expr.KindUint && strings.HasPrefix(strings.ToLower(t.Column), "bit"):
 		return Value{kind: UintValue, u: d.U}
 	case d.Kind == expr.KindUint && strings.HasPrefix(strings.ToLower(t.Column), "year"):
-		// A YEAR column reads '0' as 2000: the year 0 is '0000'.
-		return Value{kind: TextValue, b: fmt.Appendf(nil, "%04d", d.U)}
+		return Value{kind: TextValue, b: YearText(strconv.AppendUint(nil, d.U, 10))}
 	case binary:
 		return Value{kind: BytesValue, b: text}
 	}

@@ -428,10 +428,7 @@ func bindRaw(img *event.Image, i int, col string, kind bindKind) (Value, error) 
 			return Value{kind: UintValue, u: u}, nil
 		}
 		if kind == bindYear && len(raw) < 4 {
-			// A YEAR column reads the text '0' as 2000 (a two-digit year);
-			// the source's year 0 is the text '0000'. Years are 0 or
-			// 1901-2155, so only 0 is short.
-			return Value{kind: TextValue, b: append([]byte(strings.Repeat("0", 4-len(raw))), raw...)}, nil
+			return Value{kind: TextValue, b: YearText(raw)}, nil // the year 0
 		}
 		if kind == bindFloat {
 			return floatValue(raw, col)
@@ -455,6 +452,17 @@ func bindRaw(img *event.Image, i int, col string, kind bindKind) (Value, error) 
 		return Value{kind: BytesValue, b: b[:n]}, nil
 	}
 	return Value{kind: TextValue, b: text}, nil
+}
+
+// YearText is a YEAR's number as four digits, the text that stores the
+// same year: a YEAR column reads '0' (the year 0 as an event or the
+// server prints it) as 2000, a two-digit year. Years are 0 or 1901-2155,
+// so only 0 is short; b is returned when it has four digits.
+func YearText(b []byte) []byte {
+	if len(b) >= 4 {
+		return b
+	}
+	return append([]byte(strings.Repeat("0", 4-len(b))), b...)
 }
 
 // floatValue binds a FLOAT's event number (the shortest text of its

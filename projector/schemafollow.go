@@ -99,16 +99,9 @@ func (pr *Projector) followSchema(ctx context.Context, sf projections.SchemaFoll
 			Reason: fmt.Errorf("the sink refuses a value (%v) and the source's column definitions, which say how to widen the read table, cannot be read: %w", cause, err),
 			Fix:    "give this process read access to the source (source.dsn, SELECT on the projected tables), or run `readside plan --apply` where the source is readable; then restart readside"}
 	}
-	ran, refused, err := sf.FollowSchema(ctx, pr.p, types)
-	for _, c := range ran {
-		pr.log.Info("read table altered to follow the source's schema", "table", pr.p.Table, "column", c.Column, "why", c.Why, "alter", c.Alter)
-		pr.o.Metrics.altered(pr.p)
-	}
-	if len(ran) > 0 {
-		pr.follow.altered++
-	}
+	ran, refused, err := pr.alterToFollow(ctx, sf, types)
 	if err != nil {
-		return false, fmt.Errorf("altering read table %s to follow the source's schema: %w", pr.p.Table, err)
+		return false, err
 	}
 	if len(ran) > 0 {
 		return true, nil
@@ -125,6 +118,23 @@ func (pr *Projector) followSchema(ctx context.Context, sf projections.SchemaFoll
 	return false, &projections.StopError{Projection: pr.p.Name,
 		Reason: fmt.Errorf("the sink refuses a value (%v) and read table %s cannot follow the source's schema without losing values: %s", cause, pr.p.Table, strings.Join(whys, "; ")),
 		Fix:    fmt.Sprintf("rebuild the read table from the source's current schema: readside replay --projection %s --rebuild (or change the source column back)", pr.p.Name)}
+}
+
+// alterToFollow has the sink run the ALTERs that bring the projection's
+// tables to types, logging and counting each; pr.follow.mu is held.
+func (pr *Projector) alterToFollow(ctx context.Context, sf projections.SchemaFollower, types projections.Types) (ran, refused []projections.SchemaChange, err error) {
+	ran, refused, err = sf.FollowSchema(ctx, pr.p, types)
+	for _, c := range ran {
+		pr.log.Info("read table altered to follow the source's schema", "table", pr.p.Table, "column", c.Column, "why", c.Why, "alter", c.Alter)
+		pr.o.Metrics.altered(pr.p)
+	}
+	if len(ran) > 0 {
+		pr.follow.altered++
+	}
+	if err != nil {
+		return ran, refused, fmt.Errorf("altering read table %s to follow the source's schema: %w", pr.p.Table, err)
+	}
+	return ran, refused, nil
 }
 
 // unseenShapes are the table shapes of bs the projector has not compared
@@ -178,16 +188,9 @@ func (pr *Projector) followShapes(ctx context.Context, shapes []*event.Schema) e
 		seen()
 		return nil
 	}
-	ran, refused, err := sf.FollowSchema(ctx, pr.p, types)
-	for _, c := range ran {
-		pr.log.Info("read table altered to follow the source's schema", "table", pr.p.Table, "column", c.Column, "why", c.Why, "alter", c.Alter)
-		pr.o.Metrics.altered(pr.p)
-	}
-	if len(ran) > 0 {
-		pr.follow.altered++
-	}
+	_, refused, err := pr.alterToFollow(ctx, sf, types)
 	if err != nil {
-		return fmt.Errorf("altering read table %s to follow the source's schema: %w", pr.p.Table, err)
+		return err
 	}
 	var whys []string
 	for _, c := range refused {

@@ -20,7 +20,8 @@ type cells struct {
 	// the unsigned number they hold: bound as bytes, a BIT compares as a
 	// DECIMAL with them, which strict mode refuses.
 	bits []bool
-	// years marks YEAR columns (yearText).
+	// years marks YEAR columns (projections.YearText: the server returns
+	// the year 0 as "0").
 	years []bool
 }
 
@@ -50,20 +51,10 @@ func (c *cells) value(i int) projections.Value {
 	}
 	b := slices.Clone(c.bytes[i])
 	if c.years[i] {
-		b = yearText(b)
+		b = projections.YearText(b)
 	}
 	if c.binary[i] {
 		return projections.ValueOf(b)
 	}
 	return projections.ValueOf(string(b))
-}
-
-// yearText is a YEAR cell as text that stores the same year again: the
-// year 0 comes back from the server as "0", which a YEAR column reads as
-// 2000 (a two-digit year); four digits are the year itself.
-func yearText(b []byte) []byte {
-	if len(b) >= 4 {
-		return b
-	}
-	return append([]byte(strings.Repeat("0", 4-len(b))), b...)
 }

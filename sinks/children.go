@@ -274,7 +274,7 @@ func scanValues(rows *sql.Rows) ([][]projections.Value, error) {
 			case binaryType(types[i].DatabaseTypeName()):
 				vals[i] = projections.ValueOf([]byte(r.String))
 			case strings.EqualFold(types[i].DatabaseTypeName(), "YEAR"):
-				vals[i] = projections.ValueOf(string(yearText([]byte(r.String))))
+				vals[i] = projections.ValueOf(string(projections.YearText([]byte(r.String))))
 			default:
 				vals[i] = projections.ValueOf(r.String)
 			}

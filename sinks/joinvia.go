@@ -229,15 +229,11 @@ func keyValue(typ string, cell sql.RawBytes) (projections.Value, error) {
 	b := slices.Clone([]byte(cell))
 	switch typ = strings.ToUpper(typ); {
 	case typ == "BIT":
-		var u uint64
-		for _, x := range b {
-			u = u<<8 | uint64(x)
-		}
-		return projections.ValueOf(u), nil
+		return projections.ValueOfBits(b), nil
 	case strings.Contains(typ, "BINARY") || strings.Contains(typ, "BLOB"):
 		return projections.ValueOf(b), nil
 	case typ == "YEAR":
-		return projections.ValueOf(string(yearText(b))), nil
+		return projections.ValueOf(string(projections.YearText(b))), nil
 	}
 	return projections.ValueOf(string(b)), nil
 }

@@ -291,7 +291,7 @@ func cellValue(kind cellKind, b sql.RawBytes) any {
 	case binaryCell:
 		return append([]byte{}, b...)
 	case yearCell:
-		return string(yearText(b))
+		return string(projections.YearText(b))
 	}
 	return string(b)
 }
