@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/readside/readside/e2e/testbed"
@@ -163,6 +165,22 @@ func TestConsistencyEmbeddedBrokerKill9(t *testing.T) {
 	}
 }
 
+// TestConsistencyPartitionsAdded is the guarantee when partitions are
+// added to the topics while the sink's applier runs (an operator scaling
+// projectors out): the tailer and the projector run as processes of
+// their own, the table topics grow from 3 to 5 partitions mid-workload
+// and the tailer is SIGKILLed and restarted (its producer then writes to
+// the new partitions at once, where a running one would within its
+// metadata refresh), while the applier keeps the session it started
+// before. Its cuts then name partitions it did not read: readers never
+// see a state the source never had, and the read tables converge.
+func TestConsistencyPartitionsAdded(t *testing.T) {
+	r := runConsistency(t, ledgerShop(), consistencyRun{name: "consgrow", consistency: "transaction", kills: 2, txns: 1200, grow: 5})
+	if r.torn != 0 {
+		t.Errorf("transaction mode, partitions added: %d of %d snapshots held a state the source never had:\n%s", r.torn, r.snapshots, r.text)
+	}
+}
+
 // consistencyShop is what runConsistency needs of a shop: a source
 // schema, the projections of one sink over it, a workload whose every
 // source transaction keeps invariants at commit, and the check of those
@@ -215,6 +233,10 @@ type consistencyRun struct {
 	name, consistency   string
 	kills, shards, txns int // txns 0: E2E_CONSISTENCY_TXNS, default the shop's
 	embedded            bool
+	// grow, when set, runs the tailer and the projector as two processes,
+	// grows the table topics (from 3 partitions) to grow partitions at the
+	// first SIGKILL and kills only the tailer.
+	grow int
 }
 
 type consistencyResult struct {
@@ -262,8 +284,18 @@ func runConsistency(t *testing.T, shop consistencyShop, r consistencyRun) consis
 	}
 	logPath := filepath.Join(dir, "run.log")
 	httpAddr := freeAddr(t)
-	d := startDaemon(t, logPath, "run", "-c", cfgPath, "--http", httpAddr)
-	testbed.WaitForTailer(t, bed.MySQL, brokers, topicPrefixOf(t, head)+"._readside_checkpoints")
+	var d, projector *daemon
+	if r.grow > 0 {
+		if err := os.WriteFile(cfgPath, []byte(strings.Replace(head, "kafka:\n", "kafka:\n  partitions: 3\n", 1)+fmt.Sprintf(shop.projections, src)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d = startDaemon(t, filepath.Join(dir, "tailer.log"), "run", "--role", "tailer", "-c", cfgPath, "--http", freeAddr(t))
+		projector = startDaemon(t, logPath, "run", "--role", "projector", "-c", cfgPath, "--http", httpAddr)
+	} else {
+		d = startDaemon(t, logPath, "run", "-c", cfgPath, "--http", httpAddr)
+	}
+	prefix := topicPrefixOf(t, head)
+	testbed.WaitForTailer(t, bed.MySQL, brokers, prefix+"._readside_checkpoints")
 	utc := utcDB(t, bed)
 	// The source's opening rows arrive by the initial snapshot; the
 	// readers start once they are all there (the guarantee starts after
@@ -317,6 +349,9 @@ func runConsistency(t *testing.T, shop consistencyShop, r consistencyRun) consis
 			}
 			done, werr, wend = true, nil, time.Now()
 		case <-time.After(time.Duration(6000+krng.IntN(6000)) * time.Millisecond):
+			if kills == 0 && r.grow > 0 {
+				growTopics(t, brokers, prefix, src, shop.tables, r.grow)
+			}
 			if kills < r.kills {
 				d.kill9()
 				kills++
@@ -349,11 +384,72 @@ func runConsistency(t *testing.T, shop consistencyShop, r consistencyRun) consis
 		equal = append(equal, n+": EQUAL")
 	}
 	expectReadside(t, cfgPath, "after the workload", "verify", 0, equal...)
+	if r.grow > 0 {
+		grownPartitionsWritten(t, brokers, prefix, src, shop.tables)
+		if code := projector.stop(30 * time.Second); code != 0 {
+			t.Errorf("projector: exit %d after SIGTERM; log:\n%s", code, tail(logPath))
+		}
+	}
 	if code := d.stop(30 * time.Second); code != 0 {
 		t.Errorf("exit %d after SIGTERM; log:\n%s", code, tail(logPath))
 	}
 	t.Logf("%s ran %s", t.Name(), time.Since(began).Round(time.Second))
 	return consistencyResult{snapshots, torn, text}
+}
+
+// growTopics adds partitions to the table topics, up to n each.
+func growTopics(t *testing.T, brokers []string, prefix, src string, tables []string, n int) {
+	t.Helper()
+	adm := kadmClient(t, brokers)
+	resp, err := adm.UpdatePartitions(t.Context(), n, tableTopics(prefix, src, tables)...)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("adding partitions: %v", err)
+	}
+	t.Logf("the table topics have %d partitions now", n)
+}
+
+// grownPartitionsWritten fails the test when no table topic's added
+// partitions (3 and above) hold a record: the run then tested nothing.
+func grownPartitionsWritten(t *testing.T, brokers []string, prefix, src string, tables []string) {
+	t.Helper()
+	ends, err := kadmClient(t, brokers).ListEndOffsets(t.Context(), tableTopics(prefix, src, tables)...)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Partition >= 3 {
+			n += o.Offset
+		}
+	})
+	if n == 0 {
+		t.Fatal("no record in the partitions added: the tailer never wrote to them")
+	}
+	t.Logf("%d records in the partitions added", n)
+}
+
+func tableTopics(prefix, src string, tables []string) []string {
+	var topics []string
+	for _, tb := range tables {
+		topics = append(topics, prefix+"."+src+"."+tb)
+	}
+	return topics
+}
+
+func kadmClient(t *testing.T, brokers []string) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
 }
 
 // shardedExpectations are shop's expectations over the union of the

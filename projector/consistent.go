@@ -320,16 +320,8 @@ func (a *Applier) dataReader(ctx context.Context, s *applySession) (*kgo.Client,
 		if !ok {
 			return nil, fmt.Errorf("%w: %s", errTopicsMissing, t)
 		}
-		assign[t] = map[int32]kgo.Offset{}
 		for p := range int32(n) {
-			k := topicPart{t, p}
-			if next, ok := s.next[t][p]; ok {
-				assign[t][p] = kgo.NewOffset().At(next)
-				s.pos[k] = next
-			} else {
-				assign[t][p] = kgo.NewOffset().AtStart()
-			}
-			s.parts = append(s.parts, k)
+			s.addPart(assign, topicPart{t, p})
 		}
 	}
 	return kgo.NewClient(
@@ -465,6 +457,7 @@ func (a *Applier) fill(ctx context.Context, s *applySession, data *kgo.Client, b
 func (a *Applier) read(ctx context.Context, s *applySession, data *kgo.Client, target cutAt, apply func([]*kgo.Record) error) (rows int, err error) {
 	need := target.cut.Published
 	below := func(k topicPart) int64 { return need[k.topic][k.part] }
+	s.cover(data, need)
 	data.ResumeFetchPartitions(s.paused)
 	s.paused = map[string][]int32{}
 	var chunk []*kgo.Record

@@ -222,6 +222,42 @@ func (s *applySession) release(below func(topicPart) int64, take func(*kgo.Recor
 	return still, nil
 }
 
+// addPart makes k one of the partitions read, from the frontier's next
+// offset (its start when the frontier has none), into assign.
+func (s *applySession) addPart(assign map[string]map[int32]kgo.Offset, k topicPart) {
+	if assign[k.topic] == nil {
+		assign[k.topic] = map[int32]kgo.Offset{}
+	}
+	if next, ok := s.next[k.topic][k.part]; ok {
+		assign[k.topic][k.part] = kgo.NewOffset().At(next)
+		s.pos[k] = next
+	} else {
+		assign[k.topic][k.part] = kgo.NewOffset().AtStart()
+	}
+	s.parts = append(s.parts, k)
+}
+
+// cover adds to the partitions read every partition of the sink's topics
+// that the cut names and the session does not read yet: partitions added
+// to a topic while the session runs, which the tailer's producer writes
+// to once it sees them. A commit to that cut without them would apply
+// part of the source transactions whose records they hold, and move the
+// frontier past records it never read.
+func (s *applySession) cover(data *kgo.Client, cut event.Offsets) {
+	added := map[string]map[int32]kgo.Offset{}
+	for _, t := range s.a.topics {
+		for p := range cut[t] {
+			if k := (topicPart{t, p}); !slices.Contains(s.parts, k) {
+				s.addPart(added, k)
+				s.a.log.Info("reading a partition added to a topic of the sink", "topic", t, "partition", p)
+			}
+		}
+	}
+	if len(added) > 0 {
+		data.AddConsumePartitions(added)
+	}
+}
+
 // reached reports every partition read up to its offset below the cut.
 func (s *applySession) reached(below func(topicPart) int64) bool {
 	for _, k := range s.parts {
