@@ -32,6 +32,13 @@ func (pr *Projector) newConsumer(owned *owned) (*kgo.Client, error) {
 		kgo.FetchMaxPartitionBytes(256 << 10),
 		kgo.DisableAutoCommit(), // offsets are committed in the sink, with the rows
 		kgo.RetryBackoffFn(retryBackoff),
+		// Partitions added to a topic are consumed once the group sees
+		// them in its metadata; the tailer's producer may write to them
+		// as soon as it sees them (at once after its restart). Until
+		// then their records sit unread while the lag, which counts the
+		// partitions owned, says zero: Kafka's default of five minutes
+		// would be that long.
+		kgo.MetadataMaxAge(10 * time.Second),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.AdjustFetchOffsetsFn(pr.resumeAt),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { owned.add(m) }),
