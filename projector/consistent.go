@@ -328,6 +328,7 @@ func (a *Applier) dataReader(ctx context.Context, s *applySession) (*kgo.Client,
 		kgo.SeedBrokers(a.o.Brokers...),
 		kgo.ConsumePartitions(assign),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		noReset,
 		// Commit markers tell how far a partition was read when its last
 		// record below the cut is one.
 		kgo.KeepControlRecords(),
@@ -495,9 +496,16 @@ func (a *Applier) read(ctx context.Context, s *applySession, data *kgo.Client, t
 			return rows, ctx.Err()
 		}
 		for _, fe := range fetches.Errors() {
-			if !errors.Is(fe.Err, context.Canceled) {
-				a.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
+			if errors.Is(fe.Err, context.Canceled) {
+				continue
 			}
+			if err := lostRecords(ctx, data, fe, s.pos[topicPart{fe.Topic, fe.Partition}]); err != nil {
+				return rows, &projections.StopError{Projection: "sink:" + a.sink, Reason: err,
+					Fix: "rebuild the sink from the source: stop readside, drop the sink's read tables and delete its rows of _readside_frontier on every shard, " +
+						"start readside, then run readside snapshot --table <db.table> for every table its projections read; keep the topics' retention above " +
+						"the longest time a sink may stay behind (docs/operations.md, \"Records gone from Kafka\")"}
+			}
+			a.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
 		}
 		var terr error
 		fetches.EachRecord(func(r *kgo.Record) {

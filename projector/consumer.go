@@ -32,6 +32,7 @@ func (pr *Projector) newConsumer(owned *owned) (*kgo.Client, error) {
 		kgo.FetchMaxPartitionBytes(256 << 10),
 		kgo.DisableAutoCommit(), // offsets are committed in the sink, with the rows
 		kgo.RetryBackoffFn(retryBackoff),
+		noReset,
 		// Partitions added to a topic are consumed once the group sees
 		// them in its metadata; the tailer's producer may write to them
 		// as soon as it sees them (at once after its restart). Until

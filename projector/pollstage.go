@@ -3,6 +3,7 @@ package projector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -86,7 +87,9 @@ func (s *pollStage) nextJob(ctx context.Context) (*job, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		s.pr.queueFetches(&s.queue, fetches)
+		if err := s.pr.queueFetches(ctx, s.cl, &s.queue, fetches); err != nil {
+			return nil, err
+		}
 	}
 	if s.apply.busy && s.queue.len() < caughtUpBelow {
 		// Caught up: a few records are queued while the previous job is
@@ -104,7 +107,9 @@ func (s *pollStage) nextJob(ctx context.Context) (*job, error) {
 			return nil, err
 		}
 		//lint:ignore SA1012 franz-go polls without blocking when the context is nil: only what is already buffered.
-		s.pr.queueFetches(&s.queue, s.cl.PollRecords(nil, s.perJob*queuedJobs-s.queue.len()))
+		if err := s.pr.queueFetches(ctx, s.cl, &s.queue, s.cl.PollRecords(nil, s.perJob*queuedJobs-s.queue.len())); err != nil {
+			return nil, err
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -136,15 +141,30 @@ func (s *pollStage) checkReplays(ctx context.Context) error {
 }
 
 // queueFetches queues a poll's records; fetch errors other than the poll's
-// own deadline are logged (franz-go retries them).
-func (pr *Projector) queueFetches(q *pollQueue, fetches kgo.Fetches) {
+// own deadline are logged (franz-go retries them), except a partition
+// whose records the projection needs are gone (lostRecords), which stops
+// it.
+func (pr *Projector) queueFetches(ctx context.Context, cl *kgo.Client, q *pollQueue, fetches kgo.Fetches) error {
 	for _, fe := range fetches.Errors() {
 		if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, context.DeadlineExceeded) {
 			continue
 		}
+		next := int64(-1)
+		if stored, err := pr.sink.Offsets(ctx, pr.p); err == nil {
+			if n, ok := stored[fe.Topic][fe.Partition]; ok {
+				next = n
+			}
+		}
+		if err := lostRecords(ctx, cl, fe, next); err != nil {
+			return &projections.StopError{Projection: pr.p.Name, Reason: err,
+				Fix: fmt.Sprintf("readside replay --projection %[1]s --from earliest (it goes on from what Kafka holds; the request waits while the projection is stopped), send SIGHUP or restart readside, "+
+					"then readside verify --projection %[1]s --repair (the rows the lost records changed, compared with the source and repaired); "+
+					"keep the topics' retention above the longest time a projection may stay behind (docs/operations.md, \"Records gone from Kafka\")", pr.p.Name)}
+		}
 		pr.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
 	}
 	q.add(fetches)
+	return nil
 }
 
 // job is a polled and mapped batch waiting to be applied: one Batch per

@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/readside/readside/e2e/testbed"
+)
+
+// TestRecordsGoneStopReaders: records a projection has not applied yet
+// are removed from its topic (a retention that ran while the projector
+// was down, here DeleteRecords up to each partition's last record). The
+// restarted projector's row projection and transaction-consistent sink
+// stop, each naming the partition, the offset it needs and what the
+// partition holds, rather than go on from the partition's start and miss
+// those changes with a lag of zero (franz-go's default reset). The row
+// projection's documented fix (replay from the earliest offsets, SIGHUP,
+// verify --repair) then makes it equal to the source.
+func TestRecordsGoneStopReaders(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, sink := sourceAndSinkDBs(t, bed, "lostrec")
+	txnSink, err := bed.MySQL.CreateDatabase(ctx, "lostrec_t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := bed.MySQL.DB()
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec("CREATE TABLE `" + src + "`.items (id INT PRIMARY KEY, v INT NOT NULL)")
+	for i := 1; i <= 40; i++ {
+		exec("INSERT INTO `"+src+"`.items VALUES (?, ?)", i, i)
+	}
+	dir := t.TempDir()
+	head := bedConfigHead(bed, []string{src + ".items"}, "lostrec", filepath.Join(dir, "data"), sink)
+	head = strings.Replace(head, "sinks:\n", fmt.Sprintf("sinks:\n  txn:\n    consistency: transaction\n    dsn: %q\n", bed.MySQL.AdminDSN()+txnSink), 1)
+	cfg := head + fmt.Sprintf("  copy_r: {from: %[1]s.items, sink: reads, key: [id], columns: {id: id, v: v}}\n"+
+		"  copy_t: {from: %[1]s.items, sink: txn, key: [id], columns: {id: id, v: v}}\n", src)
+	cfgPath := filepath.Join(dir, "readside.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "projector.log")
+	tailer := startDaemon(t, filepath.Join(dir, "tailer.log"), "run", "--role", "tailer", "-c", cfgPath, "--http", freeAddr(t))
+	projector := startDaemon(t, logPath, "run", "--role", "projector", "-c", cfgPath, "--http", freeAddr(t))
+	utc := utcDB(t, bed)
+	expect := func(table string) []struct{ name, want, got string } {
+		return []struct{ name, want, got string }{{table,
+			"SELECT id, v FROM `" + src + "`.items ORDER BY id",
+			"SELECT id, v FROM `" + table + "` ORDER BY id"}}
+	}
+	for _, db := range []string{sink, txnSink} {
+		testbed.Eventually(t, time.Minute, func() (bool, string) {
+			var n int
+			err := utc.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE 'copy\\_%'", db).Scan(&n)
+			return err == nil && n == 1, fmt.Sprintf("no read table in %s yet (%v); log:\n%s", db, err, tail(logPath))
+		})
+	}
+	waitExpected(t, utc, append(expect(sink+"`.`copy_r"), expect(txnSink+"`.`copy_t")...), logPath)
+
+	if code := projector.stop(30 * time.Second); code != 0 {
+		t.Fatalf("projector: exit %d after SIGTERM", code)
+	}
+	topic := topicPrefixOf(t, head) + "." + src + ".items"
+	adm := kadmClient(t, bed.Kafka.Brokers())
+	endsBefore, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Changes the projector has not seen, one source transaction each.
+	for round := range 3 {
+		for i := 1; i <= 40; i++ {
+			exec("UPDATE `"+src+"`.items SET v = v + ? WHERE id = ?", 100*(round+1), i)
+		}
+	}
+	exec("DELETE FROM `" + src + "`.items WHERE id <= 5")
+	var n int64
+	testbed.Eventually(t, time.Minute, func() (bool, string) {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return false, err.Error()
+		}
+		n = 0
+		ends.Each(func(o kadm.ListedOffset) {
+			before, _ := endsBefore.Lookup(o.Topic, o.Partition)
+			n += o.Offset - before.Offset
+		})
+		return n >= 3*40+5, fmt.Sprintf("the tailer published %d of the %d changes", n, 3*40+5)
+	})
+	// Retention: every partition keeps only its last record.
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := kadm.Offsets{}
+	ends.Each(func(o kadm.ListedOffset) { to.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset - 1}) })
+	deleted, err := adm.DeleteRecords(ctx, to)
+	if err == nil {
+		err = deleted.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	projector.start()
+	for _, want := range []string{"projection copy_r stopped: " + topic + " partition ", "projection sink:txn stopped: " + topic + " partition "} {
+		testbed.Eventually(t, time.Minute, func() (bool, string) {
+			b, _ := os.ReadFile(logPath)
+			return strings.Contains(string(b), want) && strings.Contains(string(b), "records it never applied are gone from Kafka"),
+				fmt.Sprintf("no %q in the log:\n%s", want, tail(logPath))
+		})
+	}
+	// The documented fix of a row projection.
+	// The request stays pending while the projection is stopped (exit 1
+	// once the timeout passes): SIGHUP resumes it, and it takes the
+	// request first.
+	expectReadside(t, cfgPath, "the replay", "replay --projection copy_r --from earliest --timeout 1s", 1, "It stays pending")
+	if err := projector.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(t, time.Minute, func() (bool, string) {
+		b, _ := os.ReadFile(logPath)
+		return strings.Count(string(b), "replaying") > 0, "the projector took no replay:\n" + tail(logPath)
+	})
+	expectReadside(t, cfgPath, "the repair", "verify --projection copy_r --repair", 0)
+	waitExpected(t, utc, expect(sink+"`.`copy_r"), logPath)
+	for _, d := range []*daemon{projector, tailer} {
+		if code := d.stop(30 * time.Second); code != 0 {
+			t.Errorf("exit %d after SIGTERM", code)
+		}
+	}
+}
