@@ -104,7 +104,9 @@ func TestRecordsGoneStopReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	to := kadm.Offsets{}
-	ends.Each(func(o kadm.ListedOffset) { to.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset - 1}) })
+	ends.Each(func(o kadm.ListedOffset) {
+		to.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset - 1})
+	})
 	deleted, err := adm.DeleteRecords(ctx, to)
 	if err == nil {
 		err = deleted.Error()
