@@ -22,7 +22,8 @@ import (
 // partition holds, rather than go on from the partition's start and miss
 // those changes with a lag of zero (franz-go's default reset). The row
 // projection's documented fix (replay from the earliest offsets, SIGHUP,
-// verify --repair) then makes it equal to the source.
+// verify --repair) then makes it equal to the source. A stored position
+// past a partition's end is read again from the partition's start.
 func TestRecordsGoneStopReaders(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -137,6 +138,20 @@ func TestRecordsGoneStopReaders(t *testing.T) {
 	})
 	expectReadside(t, cfgPath, "the repair", "verify --projection copy_r --repair", 0)
 	waitExpected(t, utc, expect(sink+"`.`copy_r"), logPath)
+
+	// A position past a partition's end (a topic created again starts
+	// over) is read again from an offset the partition holds, as before
+	// the readers failed on out-of-range fetches.
+	if code := projector.stop(30 * time.Second); code != 0 {
+		t.Fatalf("projector: exit %d after SIGTERM", code)
+	}
+	exec("UPDATE `"+sink+"`._readside_offsets SET next_offset = next_offset + 100000 WHERE projection = 'copy_r'")
+	exec("UPDATE `" + src + "`.items SET v = v + 1")
+	projector.start()
+	waitExpected(t, utc, expect(sink+"`.`copy_r"), logPath)
+	if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), "the partition ends before the position read") {
+		t.Errorf("no warning of a position past a partition's end in the log:\n%s", tail(logPath))
+	}
 	for _, d := range []*daemon{projector, tailer} {
 		if code := d.stop(30 * time.Second); code != 0 {
 			t.Errorf("exit %d after SIGTERM", code)

@@ -499,7 +499,20 @@ func (a *Applier) read(ctx context.Context, s *applySession, data *kgo.Client, t
 			if errors.Is(fe.Err, context.Canceled) {
 				continue
 			}
-			if err := lostRecords(ctx, data, fe, s.pos[topicPart{fe.Topic, fe.Partition}]); err != nil {
+			k := topicPart{fe.Topic, fe.Partition}
+			next, known := s.next[k.topic][k.part]
+			if !known {
+				next = -1
+			}
+			resetTo, lost, ok := outOfRange(ctx, data, fe, next)
+			if ok && lost == nil {
+				a.log.Warn("the partition ends before the position read (the topic was created again, or the broker lost its last records): reading it again from an offset it holds",
+					"topic", fe.Topic, "partition", fe.Partition, "offset", resetTo)
+				data.SetOffsets(map[string]map[int32]kgo.EpochOffset{k.topic: {k.part: {Epoch: -1, Offset: resetTo}}})
+				s.pos[k] = resetTo
+				continue
+			}
+			if err := lost; err != nil {
 				return rows, &projections.StopError{Projection: "sink:" + a.sink, Reason: err,
 					Fix: "rebuild the sink from the source: stop readside, drop the sink's read tables and delete its rows of _readside_frontier on every shard, " +
 						"start readside, then run readside snapshot --table <db.table> for every table its projections read; keep the topics' retention above " +

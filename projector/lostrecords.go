@@ -10,38 +10,52 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Readers of the table topics never skip records: a partition whose next
-// offset Kafka no longer has (retention or a deletion removed the records
-// up to a later log start while a projection stayed behind; a topic
-// deleted and created again) is an error, not a silent jump to the
-// partition's start. franz-go's default (ConsumeResetOffset at the start)
-// would jump: the read table then misses every change in between, with a
-// lag of zero. noReset makes such a fetch fail instead.
+// Readers of the table topics never skip records: a partition that no
+// longer holds the offset a reader needs next (retention or a deletion
+// removed the records up to a later log start while a projection stayed
+// behind) is an error, not a silent jump to the partition's start.
+// franz-go's default (ConsumeResetOffset at the start) would jump: the
+// read table then misses every change in between, with a lag of zero.
+// noReset makes such a fetch fail, and outOfRange decides.
 var noReset = kgo.ConsumeResetOffset(kgo.NoResetOffset())
 
-// lostRecords is the error of a fetch whose offset is out of range, with
-// what the partition holds now; nil for any other fetch error. next is the
-// offset the reader needs there (-1: unknown).
-func lostRecords(ctx context.Context, cl *kgo.Client, fe kgo.FetchError, next int64) error {
+// outOfRange decides what a fetch error means for a reader whose sink
+// holds next as the partition's next offset (-1: none). Not an
+// out-of-range fetch: ok false. next below the partition's log start:
+// lost is the error to stop with (records the reader never applied are
+// gone). Otherwise the reader's position is past the partition's end
+// (the topic was created again and starts over, the broker lost its
+// last records): the reader goes on at resetTo, next when the partition
+// holds it, else the partition's start, as before this check (the
+// version guard absorbs what is applied again).
+func outOfRange(ctx context.Context, cl *kgo.Client, fe kgo.FetchError, next int64) (resetTo int64, lost error, ok bool) {
 	if !errors.Is(fe.Err, kerr.OffsetOutOfRange) {
-		return nil
+		return 0, nil, false
 	}
 	adm := kadm.NewClient(cl)
-	span := "its offsets could not be listed"
-	starts, serr := adm.ListStartOffsets(ctx, fe.Topic)
-	ends, eerr := adm.ListEndOffsets(ctx, fe.Topic)
-	if serr == nil && eerr == nil {
-		s, sok := starts.Lookup(fe.Topic, fe.Partition)
-		e, eok := ends.Lookup(fe.Topic, fe.Partition)
-		if sok && eok && s.Err == nil && e.Err == nil {
-			span = fmt.Sprintf("it now holds offsets %d to %d", s.Offset, e.Offset)
-		}
+	starts, err := adm.ListStartOffsets(ctx, fe.Topic)
+	if err == nil {
+		err = starts.Error()
 	}
-	need := "the offset it needs next"
-	if next >= 0 {
-		need = fmt.Sprintf("offset %d, the next it needs", next)
+	if err != nil {
+		return 0, fmt.Errorf("%s partition %d: the offset read is out of range, and the partition's offsets could not be listed: %w", fe.Topic, fe.Partition, err), true
 	}
-	return fmt.Errorf("%s partition %d no longer has %s (%s): records it never applied are gone from Kafka "+
-		"(the topic's retention or a deletion removed them, or the topic was created again), and going on from the "+
-		"partition's start would miss their changes for good", fe.Topic, fe.Partition, need, span)
+	ends, err := adm.ListEndOffsets(ctx, fe.Topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%s partition %d: the offset read is out of range, and the partition's offsets could not be listed: %w", fe.Topic, fe.Partition, err), true
+	}
+	s, _ := starts.Lookup(fe.Topic, fe.Partition)
+	e, _ := ends.Lookup(fe.Topic, fe.Partition)
+	switch {
+	case next >= 0 && next < s.Offset:
+		return 0, fmt.Errorf("%s partition %d no longer has offset %d, the next it needs (it now holds offsets %d to %d): "+
+			"records it never applied are gone from Kafka (the topic's retention or a deletion removed them), "+
+			"and going on from the partition's start would miss their changes for good", fe.Topic, fe.Partition, next, s.Offset, e.Offset), true
+	case next >= s.Offset && next <= e.Offset:
+		return next, nil, true
+	}
+	return s.Offset, nil, true
 }

@@ -155,7 +155,14 @@ func (pr *Projector) queueFetches(ctx context.Context, cl *kgo.Client, q *pollQu
 				next = n
 			}
 		}
-		if err := lostRecords(ctx, cl, fe, next); err != nil {
+		resetTo, lost, ok := outOfRange(ctx, cl, fe, next)
+		if ok && lost == nil {
+			pr.log.Warn("the partition ends before the position read (the topic was created again, or the broker lost its last records): reading it again from an offset it holds",
+				"topic", fe.Topic, "partition", fe.Partition, "offset", resetTo)
+			cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{fe.Topic: {fe.Partition: {Epoch: -1, Offset: resetTo}}})
+			continue
+		}
+		if err := lost; err != nil {
 			return &projections.StopError{Projection: pr.p.Name, Reason: err,
 				Fix: fmt.Sprintf("readside replay --projection %[1]s --from earliest (it goes on from what Kafka holds; the request waits while the projection is stopped), send SIGHUP or restart readside, "+
 					"then readside verify --projection %[1]s --repair (the rows the lost records changed, compared with the source and repaired); "+
