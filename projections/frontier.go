@@ -38,6 +38,13 @@ type Frontier struct {
 	// Next is, per topic and partition, the next offset to consume: every
 	// record below it is applied.
 	Next event.Offsets
+	// Projections are the projections whose read tables the frontier
+	// covers, in name order (`_readside_frontier_projections`): a
+	// projection of the sink missing there was added after the sink's
+	// first commit and holds none of the source before the frontier. Read
+	// always; written by a commit only when set (a session's first).
+	// Empty at a frontier of a version that did not record them.
+	Projections []string
 }
 
 // ConsistentSink is a transaction-consistent sink's side of a commit

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -74,6 +75,8 @@ type Applier struct {
 	o      ApplierOptions
 	log    *slog.Logger
 	topics []string
+	// names are the projections' names, sorted (the frontier records them).
+	names []string
 	// reads: the projections that read each topic.
 	reads map[string][]*projections.Projection
 	// followers follow the source's schema for each projection
@@ -124,6 +127,10 @@ func NewApplier(sink string, ps []*projections.Projection, to projections.Consis
 		}
 	}
 	slices.Sort(a.topics)
+	for _, p := range a.ps {
+		a.names = append(a.names, p.Name)
+	}
+	slices.Sort(a.names)
 	return a, nil
 }
 
@@ -183,6 +190,9 @@ func (a *Applier) session(ctx context.Context) (committed bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	if err := a.addedProjections(fronts); err != nil {
+		return false, err
+	}
 	s := newApplySession(a, fronts)
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -240,6 +250,38 @@ func (a *Applier) session(ctx context.Context) (committed bool, err error) {
 		}
 		last = l
 	}
+}
+
+// addedProjections refuses a projection added to a sink that has
+// committed without it: the applier goes on from the frontier, so its read
+// table would get only the source's changes after that point — none of
+// the rows before — beside read tables that hold the whole source, a
+// state the source never had, for good. A frontier that records no
+// projections (none committed yet, or written by a version that did not
+// record them) takes every projection.
+func (a *Applier) addedProjections(fronts []projections.Frontier) error {
+	for _, f := range fronts {
+		if f.Checkpoint < 0 || len(f.Projections) == 0 {
+			continue
+		}
+		var added []string
+		for _, p := range a.ps {
+			if _, found := slices.BinarySearch(f.Projections, p.Name); !found {
+				added = append(added, p.Name)
+			}
+		}
+		if len(added) == 0 {
+			continue
+		}
+		return &projections.StopError{Projection: "sink:" + a.sink,
+			Reason: fmt.Errorf("projection(s) %s added to sink %s (consistency: transaction), whose read tables are at the source's gtid %s without them: "+
+				"the applier goes on from there, so their read tables would hold none of the rows from before it", strings.Join(added, ", "), a.sink, f.GTID),
+			Fix: "fill the sink again with every projection: stop readside, drop every table of the sink's database on every shard (readside " +
+				"creates its own again), then start readside: it fills them from the topics, whole transactions at a time (topics that no longer " +
+				"hold the whole history need readside snapshot --table <db.table> for each table the projections read, too); or put the new " +
+				"projections on a sink of their own, or remove them (docs/operations.md, \"Transaction-consistent sinks\")"}
+	}
+	return nil
 }
 
 // gcDue reports the tombstones' collection due (on the interval).
@@ -386,6 +428,10 @@ func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client,
 	f := projections.Frontier{Checkpoint: target.offset, Flavor: target.cut.Position.Flavor, GTID: target.cut.Position.GTID, File: target.cut.Position.File,
 		Pos: target.cut.Position.Pos, SourceTS: target.cut.SourceTS, CutWrittenAt: target.cut.WrittenAt,
 		Transactions: target.cut.Transactions, Loading: target.cut.Loading(), Next: next}
+	// Every commit records which projections the frontier covers
+	// (addedProjections reads them): a shard at or past a commit's cut
+	// takes no part in it, so one commit a session would leave it behind.
+	f.Projections = a.names
 	l := &landing{done: make(chan struct{})}
 	prev := s.applied
 	go func() {
@@ -514,9 +560,9 @@ func (a *Applier) read(ctx context.Context, s *applySession, data *kgo.Client, t
 			}
 			if err := lost; err != nil {
 				return rows, &projections.StopError{Projection: "sink:" + a.sink, Reason: err,
-					Fix: "rebuild the sink from the source: stop readside, drop the sink's read tables and delete its rows of _readside_frontier on every shard, " +
-						"start readside, then run readside snapshot --table <db.table> for every table its projections read; keep the topics' retention above " +
-						"the longest time a sink may stay behind (docs/operations.md, \"Records gone from Kafka\")"}
+					Fix: "rebuild the sink from the source: stop readside, drop every table of the sink's database on every shard (readside creates its own " +
+						"again), start readside, then run readside snapshot --table <db.table> for every table its projections read; keep the topics' retention " +
+						"above the longest time a sink may stay behind (docs/operations.md, \"Records gone from Kafka\")"}
 			}
 			a.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
 		}

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
@@ -33,6 +34,12 @@ const frontierDDL = "CREATE TABLE IF NOT EXISTS `_readside_frontier` (sink VARCH
 	" cut_written_at TIMESTAMP(6) NULL, applied_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)," +
 	" transactions BIGINT UNSIGNED NOT NULL DEFAULT 0, loading BOOLEAN NOT NULL DEFAULT FALSE," +
 	" commits BIGINT UNSIGNED NOT NULL DEFAULT 0, next_offsets LONGTEXT NOT NULL)"
+
+// frontierProjectionsDDL creates `_readside_frontier_projections`: per
+// transaction-consistent sink, the projections its frontier covers
+// (projections.Frontier.Projections).
+const frontierProjectionsDDL = "CREATE TABLE IF NOT EXISTS `_readside_frontier_projections` (sink VARCHAR(190) NOT NULL," +
+	" projection VARCHAR(190) NOT NULL, PRIMARY KEY (sink, projection))"
 
 // Retryable reports an error a consistent commit is started again for: a
 // transient sink failure (as for a batch) or a frontier another applier
@@ -77,7 +84,22 @@ func ReadFrontier(ctx context.Context, db *sql.DB, sink string) (projections.Fro
 	if err := json.Unmarshal([]byte(next), &f.Next); err != nil {
 		return f, fmt.Errorf("the frontier of sink %s holds offsets that do not decode (%v): restore the row or rebuild the sink", sink, err)
 	}
-	return f, nil
+	rows, err := db.QueryContext(ctx, "SELECT projection FROM `_readside_frontier_projections` WHERE sink = ? ORDER BY projection", sink)
+	if isNoSuchTable(err) {
+		return f, nil
+	}
+	if err != nil {
+		return f, fmt.Errorf("reading the projections the frontier of sink %s covers: %w", sink, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return f, err
+		}
+		f.Projections = append(f.Projections, name)
+	}
+	return f, rows.Err()
 }
 
 // ShardCommit is one shard's open transaction of a consistent commit.
@@ -264,11 +286,31 @@ func (c *ShardCommit) Commit(f projections.Frontier) error {
 		c.run.rollback()
 		return c.settle(err)
 	}
+	if f.Projections != nil {
+		if err := c.coverProjections(f.Projections); err != nil {
+			c.run.rollback()
+			return c.settle(err)
+		}
+	}
 	if err := c.run.commit(c.ctx); err != nil {
 		c.run.rollback()
 		return fmt.Errorf("committing sink %s at checkpoint offset %d: %w", c.sink, f.Checkpoint, c.settle(err))
 	}
 	return c.settle(nil)
+}
+
+// coverProjections records names as the projections the frontier covers,
+// in the commit's transaction.
+func (c *ShardCommit) coverProjections(names []string) error {
+	if err := c.run.exec(c.ctx, "DELETE FROM `_readside_frontier_projections` WHERE sink = ?", []any{c.sink}); err != nil {
+		return err
+	}
+	q := "INSERT INTO `_readside_frontier_projections` (sink, projection) VALUES " + strings.TrimSuffix(strings.Repeat("(?, ?), ", len(names)), ", ")
+	args := make([]any, 0, 2*len(names))
+	for _, n := range names {
+		args = append(args, c.sink, n)
+	}
+	return c.run.exec(c.ctx, q, args)
 }
 
 // Rollback ends the transaction without a trace.

@@ -27,6 +27,7 @@ var bookkeeping = []string{
 	// (routing.go). No row is generation 0, the sink the config names.
 	routingDDL,
 	frontierDDL,
+	frontierProjectionsDDL,
 }
 
 // routingDDL creates `_readside_routing`: the generation every live apply

@@ -1,0 +1,102 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/readside/readside/e2e/testbed"
+)
+
+// TestConsistentSinkAddedProjection: a projection added to a
+// `transaction` sink after its first commit would get only the changes
+// after the sink's frontier (the applier goes on from there): its read
+// table held none of the source's rows from before, beside tables holding
+// all of them. The restarted applier refuses it, naming the projection
+// and the fix; after the documented rebuild (the sink's database emptied)
+// every read table equals the source.
+func TestConsistentSinkAddedProjection(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, sink := sourceAndSinkDBs(t, bed, "consadd")
+	db := bed.MySQL.DB()
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec("CREATE TABLE `" + src + "`.items (id INT PRIMARY KEY, v INT NOT NULL)")
+	for i := 1; i <= 30; i++ {
+		exec("INSERT INTO `"+src+"`.items VALUES (?, ?)", i, i)
+	}
+	dir := t.TempDir()
+	head := bedConfigHead(bed, []string{src + ".items"}, "consadd", filepath.Join(dir, "data"), sink)
+	head = strings.Replace(head, "  reads:\n", "  reads:\n    consistency: transaction\n", 1)
+	first := fmt.Sprintf("  copy_a: {from: %s.items, sink: reads, key: [id], columns: {id: id, v: v}}\n", src)
+	added := fmt.Sprintf("  copy_b: {from: %s.items, sink: reads, key: [v, id], columns: {id: id, v: v}}\n", src)
+	cfgPath := filepath.Join(dir, "readside.yaml")
+	write := func(projections string) {
+		if err := os.WriteFile(cfgPath, []byte(head+projections), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(first)
+	logPath := filepath.Join(dir, "run.log")
+	d := startDaemon(t, logPath, "run", "-c", cfgPath, "--http", freeAddr(t))
+	utc := utcDB(t, bed)
+	expect := func(table string) struct{ name, want, got string } {
+		return struct{ name, want, got string }{table, "SELECT id, v FROM `" + src + "`.items ORDER BY id",
+			"SELECT id, v FROM `" + sink + "`.`" + table + "` ORDER BY id"}
+	}
+	tableThere := func(table string) {
+		testbed.Eventually(t, time.Minute, func() (bool, string) {
+			var n int
+			err := utc.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", sink, table).Scan(&n)
+			return err == nil && n == 1, fmt.Sprintf("no read table %s yet (%v); log:\n%s", table, err, tail(logPath))
+		})
+	}
+	tableThere("copy_a")
+	exec("UPDATE `" + src + "`.items SET v = v + 100 WHERE id <= 10")
+	waitExpected(t, utc, []struct{ name, want, got string }{expect("copy_a")}, logPath)
+	if code := d.stop(30 * time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM", code)
+	}
+
+	write(first + added)
+	d.start()
+	testbed.Eventually(t, time.Minute, func() (bool, string) {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), "projection(s) copy_b added to sink reads (consistency: transaction)"),
+			"the applier did not refuse the added projection; log:\n" + tail(logPath)
+	})
+	if code := d.stop(30 * time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM", code)
+	}
+
+	// The rebuild: every table of the sink's database dropped.
+	rows, err := utc.QueryContext(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, "`"+sink+"`.`"+name+"`")
+	}
+	rows.Close()
+	exec("DROP TABLE " + strings.Join(tables, ", "))
+	d.start()
+	tableThere("copy_b")
+	exec("DELETE FROM `" + src + "`.items WHERE id = 30")
+	waitExpected(t, utc, []struct{ name, want, got string }{expect("copy_a"), expect("copy_b")}, logPath)
+	if code := d.stop(30 * time.Second); code != 0 {
+		t.Errorf("exit %d after SIGTERM", code)
+	}
+}
