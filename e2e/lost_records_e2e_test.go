@@ -145,7 +145,7 @@ func TestRecordsGoneStopReaders(t *testing.T) {
 	if code := projector.stop(30 * time.Second); code != 0 {
 		t.Fatalf("projector: exit %d after SIGTERM", code)
 	}
-	exec("UPDATE `"+sink+"`._readside_offsets SET next_offset = next_offset + 100000 WHERE projection = 'copy_r'")
+	exec("UPDATE `" + sink + "`._readside_offsets SET next_offset = next_offset + 100000 WHERE projection = 'copy_r'")
 	exec("UPDATE `" + src + "`.items SET v = v + 1")
 	projector.start()
 	waitExpected(t, utc, expect(sink+"`.`copy_r"), logPath)
