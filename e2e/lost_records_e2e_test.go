@@ -23,7 +23,9 @@ import (
 // those changes with a lag of zero (franz-go's default reset). The row
 // projection's documented fix (replay from the earliest offsets, SIGHUP,
 // verify --repair) then makes it equal to the source. A stored position
-// past a partition's end is read again from the partition's start.
+// past a partition's end is read again from the partition's start. A
+// projection added then warns that its topics lost their first records,
+// naming the snapshot that completes it.
 func TestRecordsGoneStopReaders(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -152,6 +154,24 @@ func TestRecordsGoneStopReaders(t *testing.T) {
 	if b, _ := os.ReadFile(logPath); !strings.Contains(string(b), "the partition ends before the position read") {
 		t.Errorf("no warning of a position past a partition's end in the log:\n%s", tail(logPath))
 	}
+
+	// A projection added now fills from topics that lost their first
+	// records: it says so, with the snapshot that completes it.
+	if code := projector.stop(30 * time.Second); code != 0 {
+		t.Fatalf("projector: exit %d after SIGTERM", code)
+	}
+	if err := os.WriteFile(cfgPath, []byte(cfg+fmt.Sprintf("  copy_n: {from: %s.items, sink: reads, key: [id], columns: {id: id, v: v}}\n", src)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	projector.start()
+	testbed.Eventually(t, time.Minute, func() (bool, string) {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), "topics that no longer hold their whole history") &&
+				strings.Contains(string(b), `fix="readside snapshot --table `+src+`.items"`),
+			"no warning that copy_n fills from a trimmed history:\n" + tail(logPath)
+	})
+	expectReadside(t, cfgPath, "the snapshot", "snapshot --table "+src+".items --wait", 0)
+	waitExpected(t, utc, expect(sink+"`.`copy_n"), logPath)
 	for _, d := range []*daemon{projector, tailer} {
 		if code := d.stop(30 * time.Second); code != 0 {
 			t.Errorf("exit %d after SIGTERM", code)

@@ -140,6 +140,21 @@ const DefaultAggregateApplyConcurrency = 4
 // connection pool (sinks.Open), which several projections share.
 const maxApplyConcurrency = 8
 
+// TopicTables maps each of p's topics to its source table (db.table).
+func (p *Projection) TopicTables() map[string]string {
+	out := map[string]string{p.Topic: p.SourceDB + "." + p.SourceTbl}
+	for _, j := range p.Joins {
+		out[j.Topic] = j.ParentDB + "." + j.ParentTbl
+	}
+	for _, c := range p.Children {
+		out[c.Topic] = c.SourceDB + "." + c.SourceTbl
+		for _, j := range c.Joins {
+			out[j.Topic] = j.ParentDB + "." + j.ParentTbl
+		}
+	}
+	return out
+}
+
 // Topics are every topic the projection consumes: its source table's and
 // each parent's.
 func (p *Projection) Topics() []string {

@@ -64,14 +64,17 @@ func (pr *Projector) resumeAt(ctx context.Context, assigned map[string]map[int32
 	if err != nil {
 		return nil, err
 	}
+	fresh := map[string][]int32{}
 	for topic, parts := range assigned {
 		for part := range parts {
 			if next, ok := stored[topic][part]; ok {
 				parts[part] = kgo.NewOffset().At(next)
 			} else {
 				parts[part] = kgo.NewOffset().AtStart()
+				fresh[topic] = append(fresh[topic], part)
 			}
 		}
 	}
+	pr.warnTrimmedHistory(ctx, fresh)
 	return assigned, nil
 }

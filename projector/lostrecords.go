@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -58,4 +60,49 @@ func outOfRange(ctx context.Context, cl *kgo.Client, fe kgo.FetchError, next int
 		return next, nil, true
 	}
 	return s.Offset, nil, true
+}
+
+// warnTrimmedHistory warns when partitions a projection reads from their
+// start (fresh: a new projection, a sink emptied for a rebuild) no longer
+// start at offset 0: retention (Kafka's default keeps seven days) or a
+// deletion removed the records before, so every row whose newest record
+// was among them is missing from the read table, and nothing else would
+// say so. A snapshot of the table publishes every row again.
+func (pr *Projector) warnTrimmedHistory(ctx context.Context, fresh map[string][]int32) {
+	if len(fresh) == 0 {
+		return
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(pr.o.Brokers...))
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	topics := make([]string, 0, len(fresh))
+	for t := range fresh {
+		topics = append(topics, t)
+	}
+	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, topics...)
+	if err != nil {
+		pr.log.Warn("cannot tell whether the topics still hold their whole history (their start offsets could not be listed)", "err", err)
+		return
+	}
+	tables := pr.p.TopicTables()
+	var trimmed, fix []string
+	for _, t := range topics {
+		for _, part := range fresh[t] {
+			if o, ok := starts.Lookup(t, part); ok && o.Err == nil && o.Offset > 0 {
+				trimmed = append(trimmed, fmt.Sprintf("%s/%d starts at %d", t, part, o.Offset))
+				if cmd := "readside snapshot --table " + tables[t]; !slices.Contains(fix, cmd) {
+					fix = append(fix, cmd)
+				}
+			}
+		}
+	}
+	if len(trimmed) == 0 {
+		return
+	}
+	slices.Sort(trimmed)
+	pr.log.Warn("the projection fills its read table from topics that no longer hold their whole history (retention or a deletion "+
+		"removed their first records): rows whose newest record is gone will be missing until the tables are snapshotted again",
+		"trimmed", strings.Join(trimmed, ", "), "fix", strings.Join(fix, "; "))
 }
