@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/readside/readside/e2e/testbed"
 )
 
@@ -17,22 +19,13 @@ import (
 // table held none of the source's rows from before, beside tables holding
 // all of them. The restarted applier refuses it, naming the projection
 // and the fix; after the documented rebuild (the sink's database emptied)
-// every read table equals the source.
+// from topics that retention trimmed meanwhile, the applier warns and
+// names the snapshot, after which every read table equals the source.
 func TestConsistentSinkAddedProjection(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
 	src, sink := sourceAndSinkDBs(t, bed, "consadd")
-	db := bed.MySQL.DB()
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	exec("CREATE TABLE `" + src + "`.items (id INT PRIMARY KEY, v INT NOT NULL)")
-	for i := 1; i <= 30; i++ {
-		exec("INSERT INTO `"+src+"`.items VALUES (?, ?)", i, i)
-	}
+	exec := itemsTable(t, bed, src, 30)
 	dir := t.TempDir()
 	head := bedConfigHead(bed, []string{src + ".items"}, "consadd", filepath.Join(dir, "data"), sink)
 	head = strings.Replace(head, "  reads:\n", "  reads:\n    consistency: transaction\n", 1)
@@ -77,6 +70,22 @@ func TestConsistentSinkAddedProjection(t *testing.T) {
 		t.Fatalf("exit %d after SIGTERM", code)
 	}
 
+	// Retention took the topic's first records: the refill warns and
+	// names the snapshot that completes it.
+	topic := topicPrefixOf(t, head) + "." + src + ".items"
+	adm := adminClient(t, bed.Kafka.Brokers())
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := kadm.Offsets{}
+	ends.Each(func(o kadm.ListedOffset) {
+		to.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset - 1})
+	})
+	if deleted, err := adm.DeleteRecords(ctx, to); err != nil || deleted.Error() != nil {
+		t.Fatalf("deleting records: %v %v", err, deleted.Error())
+	}
+
 	// The rebuild: every table of the sink's database dropped.
 	rows, err := utc.QueryContext(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", sink)
 	if err != nil {
@@ -94,6 +103,13 @@ func TestConsistentSinkAddedProjection(t *testing.T) {
 	exec("DROP TABLE " + strings.Join(tables, ", "))
 	d.start()
 	tableThere("copy_b")
+	testbed.Eventually(t, time.Minute, func() (bool, string) {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), "topics that no longer hold their whole history") &&
+				strings.Contains(string(b), `fix="readside snapshot --table `+src+`.items"`),
+			"no warning that the sink fills from a trimmed history:\n" + tail(logPath)
+	})
+	expectReadside(t, cfgPath, "the snapshot", "snapshot --table "+src+".items --wait", 0)
 	exec("DELETE FROM `" + src + "`.items WHERE id = 30")
 	waitExpected(t, utc, []struct{ name, want, got string }{expect("copy_a"), expect("copy_b")}, logPath)
 	if code := d.stop(30 * time.Second); code != 0 {

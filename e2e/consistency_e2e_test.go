@@ -20,7 +20,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/readside/readside/e2e/testbed"
@@ -409,7 +408,7 @@ func runConsistency(t *testing.T, shop consistencyShop, r consistencyRun) consis
 // growTopics adds partitions to the table topics, up to n each.
 func growTopics(t *testing.T, brokers []string, prefix, src string, tables []string, n int) {
 	t.Helper()
-	adm := kadmClient(t, brokers)
+	adm := adminClient(t, brokers)
 	resp, err := adm.UpdatePartitions(t.Context(), n, tableTopics(prefix, src, tables)...)
 	if err == nil {
 		err = resp.Error()
@@ -424,7 +423,7 @@ func growTopics(t *testing.T, brokers []string, prefix, src string, tables []str
 // partitions (3 and above) hold a record: the run then tested nothing.
 func grownPartitionsWritten(t *testing.T, brokers []string, prefix, src string, tables []string) {
 	t.Helper()
-	ends, err := kadmClient(t, brokers).ListEndOffsets(t.Context(), tableTopics(prefix, src, tables)...)
+	ends, err := adminClient(t, brokers).ListEndOffsets(t.Context(), tableTopics(prefix, src, tables)...)
 	if err == nil {
 		err = ends.Error()
 	}
@@ -449,16 +448,6 @@ func tableTopics(prefix, src string, tables []string) []string {
 		topics = append(topics, prefix+"."+src+"."+tb)
 	}
 	return topics
-}
-
-func kadmClient(t *testing.T, brokers []string) *kadm.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return kadm.NewClient(cl)
 }
 
 // shardedExpectations are shop's expectations over the union of the

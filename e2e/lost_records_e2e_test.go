@@ -34,17 +34,7 @@ func TestRecordsGoneStopReaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := bed.MySQL.DB()
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	exec("CREATE TABLE `" + src + "`.items (id INT PRIMARY KEY, v INT NOT NULL)")
-	for i := 1; i <= 40; i++ {
-		exec("INSERT INTO `"+src+"`.items VALUES (?, ?)", i, i)
-	}
+	exec := itemsTable(t, bed, src, 40)
 	dir := t.TempDir()
 	head := bedConfigHead(bed, []string{src + ".items"}, "lostrec", filepath.Join(dir, "data"), sink)
 	head = strings.Replace(head, "sinks:\n", fmt.Sprintf("sinks:\n  txn:\n    consistency: transaction\n    dsn: %q\n", bed.MySQL.AdminDSN()+txnSink), 1)
@@ -76,7 +66,7 @@ func TestRecordsGoneStopReaders(t *testing.T) {
 		t.Fatalf("projector: exit %d after SIGTERM", code)
 	}
 	topic := topicPrefixOf(t, head) + "." + src + ".items"
-	adm := kadmClient(t, bed.Kafka.Brokers())
+	adm := adminClient(t, bed.Kafka.Brokers())
 	endsBefore, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
@@ -177,4 +167,22 @@ func TestRecordsGoneStopReaders(t *testing.T) {
 			t.Errorf("exit %d after SIGTERM", code)
 		}
 	}
+}
+
+// itemsTable creates src.items (id, v) with n rows (v = id) and returns a
+// statement runner on the source that fails the test on an error.
+func itemsTable(t *testing.T, bed *testbed.Bed, src string, n int) func(q string, args ...any) {
+	t.Helper()
+	db := bed.MySQL.DB()
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(t.Context(), q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec("CREATE TABLE `" + src + "`.items (id INT PRIMARY KEY, v INT NOT NULL)")
+	for i := 1; i <= n; i++ {
+		exec("INSERT INTO `"+src+"`.items VALUES (?, ?)", i, i)
+	}
+	return exec
 }

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -357,15 +358,24 @@ func (a *Applier) dataReader(ctx context.Context, s *applySession) (*kgo.Client,
 		return nil, err
 	}
 	assign := map[string]map[int32]kgo.Offset{}
+	fresh := map[string][]int32{}
 	for _, t := range a.topics {
 		n, ok := parts[t]
 		if !ok {
 			return nil, fmt.Errorf("%w: %s", errTopicsMissing, t)
 		}
 		for p := range int32(n) {
+			if _, ok := s.next[t][p]; !ok {
+				fresh[t] = append(fresh[t], p)
+			}
 			s.addPart(assign, topicPart{t, p})
 		}
 	}
+	tables := map[string]string{}
+	for _, p := range a.ps {
+		maps.Copy(tables, p.TopicTables())
+	}
+	warnTrimmedHistory(ctx, a.o.Brokers, a.log, tables, fresh)
 	return kgo.NewClient(
 		kgo.SeedBrokers(a.o.Brokers...),
 		kgo.ConsumePartitions(assign),

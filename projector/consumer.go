@@ -75,6 +75,6 @@ func (pr *Projector) resumeAt(ctx context.Context, assigned map[string]map[int32
 			}
 		}
 	}
-	pr.warnTrimmedHistory(ctx, fresh)
+	warnTrimmedHistory(ctx, pr.o.Brokers, pr.log, pr.p.TopicTables(), fresh)
 	return assigned, nil
 }
