@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-
 	"github.com/readside/readside/e2e/testbed"
 )
 
@@ -72,19 +70,7 @@ func TestConsistentSinkAddedProjection(t *testing.T) {
 
 	// Retention took the topic's first records: the refill warns and
 	// names the snapshot that completes it.
-	topic := topicPrefixOf(t, head) + "." + src + ".items"
-	adm := adminClient(t, bed.Kafka.Brokers())
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	to := kadm.Offsets{}
-	ends.Each(func(o kadm.ListedOffset) {
-		to.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset - 1})
-	})
-	if deleted, err := adm.DeleteRecords(ctx, to); err != nil || deleted.Error() != nil {
-		t.Fatalf("deleting records: %v %v", err, deleted.Error())
-	}
+	trimTopic(t, adminClient(t, bed.Kafka.Brokers()), topicPrefixOf(t, head)+"."+src+".items")
 
 	// The rebuild: every table of the sink's database dropped.
 	rows, err := utc.QueryContext(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", sink)

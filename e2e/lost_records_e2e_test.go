@@ -92,21 +92,7 @@ func TestRecordsGoneStopReaders(t *testing.T) {
 		return n >= 3*40+5, fmt.Sprintf("the tailer published %d of the %d changes", n, 3*40+5)
 	})
 	// Retention: every partition keeps only its last record.
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	to := kadm.Offsets{}
-	ends.Each(func(o kadm.ListedOffset) {
-		to.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset - 1})
-	})
-	deleted, err := adm.DeleteRecords(ctx, to)
-	if err == nil {
-		err = deleted.Error()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	trimTopic(t, adm, topic)
 
 	projector.start()
 	for _, want := range []string{"projection copy_r stopped: " + topic + " partition ", "projection sink:txn stopped: " + topic + " partition "} {
@@ -185,4 +171,25 @@ func itemsTable(t *testing.T, bed *testbed.Bed, src string, n int) func(q string
 		exec("INSERT INTO `"+src+"`.items VALUES (?, ?)", i, i)
 	}
 	return exec
+}
+
+// trimTopic deletes every record of topic but each partition's last, as
+// a retention that ran would.
+func trimTopic(t *testing.T, adm *kadm.Client, topic string) {
+	t.Helper()
+	ends, err := adm.ListEndOffsets(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := kadm.Offsets{}
+	ends.Each(func(o kadm.ListedOffset) {
+		to.Add(kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset - 1})
+	})
+	deleted, err := adm.DeleteRecords(t.Context(), to)
+	if err == nil {
+		err = deleted.Error()
+	}
+	if err != nil {
+		t.Fatalf("deleting the records of %s: %v", topic, err)
+	}
 }
