@@ -438,10 +438,14 @@ func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client,
 	f := projections.Frontier{Checkpoint: target.offset, Flavor: target.cut.Position.Flavor, GTID: target.cut.Position.GTID, File: target.cut.Position.File,
 		Pos: target.cut.Position.Pos, SourceTS: target.cut.SourceTS, CutWrittenAt: target.cut.WrittenAt,
 		Transactions: target.cut.Transactions, Loading: target.cut.Loading(), Next: next}
-	// Every commit records which projections the frontier covers
-	// (addedProjections reads them): a shard at or past a commit's cut
-	// takes no part in it, so one commit a session would leave it behind.
-	f.Projections = a.names
+	if !s.covered {
+		// The frontier records which projections it covers
+		// (addedProjections reads them) until a commit every shard takes
+		// part in wrote them: a shard at or past a commit's cut takes no
+		// part in it.
+		f.Projections = a.names
+		s.covered = slices.Max(s.from) < target.offset
+	}
 	l := &landing{done: make(chan struct{})}
 	prev := s.applied
 	go func() {

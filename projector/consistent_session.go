@@ -49,6 +49,9 @@ type applySession struct {
 	paused  map[string][]int32
 	// warned is when a recent checkpoint without a cut was last reported.
 	warned time.Time
+	// covered: every shard's frontier records the projections applied
+	// (read at the start, or written by a commit of this session).
+	covered bool
 }
 
 func newApplySession(a *Applier, fronts []projections.Frontier) *applySession {
@@ -61,6 +64,10 @@ func newApplySession(a *Applier, fronts []projections.Frontier) *applySession {
 		}
 	}
 	s.applied = fronts[low]
+	s.covered = true
+	for _, f := range fronts {
+		s.covered = s.covered && slices.Equal(f.Projections, a.names)
+	}
 	s.next = fronts[low].Next
 	if s.next == nil {
 		s.next = event.Offsets{}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/readside/readside/projections"
@@ -141,12 +142,16 @@ func (s *pollStage) checkReplays(ctx context.Context) error {
 }
 
 // queueFetches queues a poll's records; fetch errors other than the poll's
-// own deadline are logged (franz-go retries them), except a partition
-// whose records the projection needs are gone (lostRecords), which stops
-// it.
+// own deadline are logged (franz-go retries them), except an offset out
+// of range, which outOfRange decides: read again from an offset the
+// partition holds, or stop the projection when records it needs are gone.
 func (pr *Projector) queueFetches(ctx context.Context, cl *kgo.Client, q *pollQueue, fetches kgo.Fetches) error {
 	for _, fe := range fetches.Errors() {
 		if errors.Is(fe.Err, context.Canceled) || errors.Is(fe.Err, context.DeadlineExceeded) {
+			continue
+		}
+		if !errors.Is(fe.Err, kerr.OffsetOutOfRange) {
+			pr.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
 			continue
 		}
 		next := int64(-1)
@@ -155,20 +160,17 @@ func (pr *Projector) queueFetches(ctx context.Context, cl *kgo.Client, q *pollQu
 				next = n
 			}
 		}
-		resetTo, lost, ok := outOfRange(ctx, cl, fe, next)
-		if ok && lost == nil {
+		resetTo, lost, _ := outOfRange(ctx, cl, fe, next)
+		if lost == nil {
 			pr.log.Warn("the partition ends before the position read (the topic was created again, or the broker lost its last records): reading it again from an offset it holds",
 				"topic", fe.Topic, "partition", fe.Partition, "offset", resetTo)
 			cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{fe.Topic: {fe.Partition: {Epoch: -1, Offset: resetTo}}})
 			continue
 		}
-		if err := lost; err != nil {
-			return &projections.StopError{Projection: pr.p.Name, Reason: err,
-				Fix: fmt.Sprintf("readside replay --projection %[1]s --from earliest (it goes on from what Kafka holds; the request waits while the projection is stopped), send SIGHUP or restart readside, "+
-					"then readside verify --projection %[1]s --repair (the rows the lost records changed, compared with the source and repaired); "+
-					"keep the topics' retention above the longest time a projection may stay behind (docs/operations.md, \"Records gone from Kafka\")", pr.p.Name)}
-		}
-		pr.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
+		return &projections.StopError{Projection: pr.p.Name, Reason: lost,
+			Fix: fmt.Sprintf("readside replay --projection %[1]s --from earliest (it goes on from what Kafka holds; the request waits while the projection is stopped), send SIGHUP or restart readside, "+
+				"then readside verify --projection %[1]s --repair (the rows the lost records changed, compared with the source and repaired); "+
+				"keep the topics' retention above the longest time a projection may stay behind (docs/operations.md, \"Records gone from Kafka\")", pr.p.Name)}
 	}
 	q.add(fetches)
 	return nil
