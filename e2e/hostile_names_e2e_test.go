@@ -83,6 +83,10 @@ func TestHostileNames(t *testing.T) {
 	// column is named like its source column with a suffix.
 	proj := "order's \"read\" ünï"
 	longProj := "long-" + strings.Repeat("é", 10)
+	// A name the sink's default collation (utf8mb4_general_ci: case and
+	// accents ignored) takes for longProj: the two must not share the
+	// bookkeeping rows keyed by projection name.
+	twinProj := "LONG-" + strings.Repeat("e", 10)
 	var mapping []string
 	for _, c := range cols {
 		read := c
@@ -117,8 +121,13 @@ projections:
     sink: reads
     key: ["key"]
     columns: {"key": "key", "value": "value"}
+  %[12]q:
+    from: %[4]q
+    sink: reads
+    key: ["key"]
+    columns: {"key": "key", "value": "value"}
 `, bed.MySQL.ReplDSN(), testbed.NewServerID(), src+".order", src+"."+longTable, strings.Join(bed.Kafka.Brokers(), ", "), prefix,
-		filepath.Join(dir, "data"), bed.MySQL.AdminDSN()+sinkDB, proj, strings.Join(mapping, ", "), longProj)
+		filepath.Join(dir, "data"), bed.MySQL.AdminDSN()+sinkDB, proj, strings.Join(mapping, ", "), longProj, twinProj)
 	cfgPath := filepath.Join(dir, "readside.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -202,7 +211,16 @@ projections:
 	if lines(gotOrder) != 4 || lines(gotLong) != 4 {
 		t.Errorf("read tables hold %d and %d rows, want 4 each (3 snapshot + 2 live − 1 delete)", lines(gotOrder), lines(gotLong))
 	}
-	run("verify", proj+": EQUAL", longProj+": EQUAL")
+	run("verify", proj+": EQUAL", longProj+": EQUAL", twinProj+": EQUAL")
+	for _, table := range []string{"_readside_offsets", "_readside_watermarks"} {
+		var names int
+		if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT COUNT(DISTINCT projection) FROM "+sqlquote.Qualified(sinkDB, table)).Scan(&names); err != nil {
+			t.Fatal(err)
+		}
+		if names != 3 {
+			t.Errorf("%s holds the rows of %d projections, want 3 (%s and %s are two)", table, names, longProj, twinProj)
+		}
+	}
 
 	// Every topic readside wrote is on the real broker under the mapped
 	// name; the long table's is cut to Kafka's 249 characters.

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,7 +28,7 @@ import (
 // frontierDDL creates `_readside_frontier`: per transaction-consistent
 // sink, the cut its committed read tables are at, and where each
 // partition resumes.
-const frontierDDL = "CREATE TABLE IF NOT EXISTS `_readside_frontier` (sink VARCHAR(190) NOT NULL PRIMARY KEY," +
+const frontierDDL = "CREATE TABLE IF NOT EXISTS `_readside_frontier` (sink " + nameCol + " NOT NULL PRIMARY KEY," +
 	" checkpoint_offset BIGINT NOT NULL COMMENT 'readside: offset of the applied cut in the checkpoint topic; -1: none yet'," +
 	" flavor VARCHAR(10) NOT NULL DEFAULT '', gtid TEXT NOT NULL, file VARCHAR(255) NOT NULL DEFAULT '', pos BIGINT UNSIGNED NOT NULL DEFAULT 0," +
 	" source_ts BIGINT NOT NULL DEFAULT 0 COMMENT 'readside: source commit time (Unix seconds) of the last transaction applied'," +
@@ -38,8 +39,8 @@ const frontierDDL = "CREATE TABLE IF NOT EXISTS `_readside_frontier` (sink VARCH
 // frontierProjectionsDDL creates `_readside_frontier_projections`: per
 // transaction-consistent sink, the projections its frontier covers
 // (projections.Frontier.Projections).
-const frontierProjectionsDDL = "CREATE TABLE IF NOT EXISTS `_readside_frontier_projections` (sink VARCHAR(190) NOT NULL," +
-	" projection VARCHAR(190) NOT NULL, PRIMARY KEY (sink, projection))"
+const frontierProjectionsDDL = "CREATE TABLE IF NOT EXISTS `_readside_frontier_projections` (sink " + nameCol + " NOT NULL," +
+	" projection " + nameCol + " NOT NULL, PRIMARY KEY (sink, projection))"
 
 // Retryable reports an error a consistent commit is started again for: a
 // transient sink failure (as for a batch) or a frontier another applier
@@ -84,7 +85,7 @@ func ReadFrontier(ctx context.Context, db *sql.DB, sink string) (projections.Fro
 	if err := json.Unmarshal([]byte(next), &f.Next); err != nil {
 		return f, fmt.Errorf("the frontier of sink %s holds offsets that do not decode (%v): restore the row or rebuild the sink", sink, err)
 	}
-	rows, err := db.QueryContext(ctx, "SELECT projection FROM `_readside_frontier_projections` WHERE sink = ? ORDER BY projection", sink)
+	rows, err := db.QueryContext(ctx, "SELECT projection FROM `_readside_frontier_projections` WHERE sink = ?", sink)
 	if isNoSuchTable(err) {
 		return f, nil
 	}
@@ -99,6 +100,10 @@ func ReadFrontier(ctx context.Context, db *sql.DB, sink string) (projections.Fro
 		}
 		f.Projections = append(f.Projections, name)
 	}
+	// In Go's order, which the applier searches and compares in: a table
+	// created with the server's default collation orders by it, where
+	// "posts" sorts before "post_x".
+	slices.Sort(f.Projections)
 	return f, rows.Err()
 }
 

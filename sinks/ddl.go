@@ -11,18 +11,18 @@ import (
 
 // bookkeeping tables, one set per sink database (per shard).
 var bookkeeping = []string{
-	"CREATE TABLE IF NOT EXISTS `_readside_offsets` (projection VARCHAR(190) NOT NULL, topic VARCHAR(249) NOT NULL, part INT NOT NULL, next_offset BIGINT NOT NULL, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6), PRIMARY KEY (projection, topic, part))",
-	"CREATE TABLE IF NOT EXISTS `_readside_tombstones` (projection VARCHAR(190) NOT NULL, key_text VARBINARY(2048) NOT NULL, version BIGINT UNSIGNED NOT NULL, PRIMARY KEY (projection, key_text))",
-	"CREATE TABLE IF NOT EXISTS `_readside_truncations` (projection VARCHAR(190) NOT NULL PRIMARY KEY, version BIGINT UNSIGNED NOT NULL)",
+	"CREATE TABLE IF NOT EXISTS `_readside_offsets` (projection " + nameCol + " NOT NULL, topic " + topicCol + " NOT NULL, part INT NOT NULL, next_offset BIGINT NOT NULL, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6), PRIMARY KEY (projection, topic, part))",
+	"CREATE TABLE IF NOT EXISTS `_readside_tombstones` (projection " + nameCol + " NOT NULL, key_text VARBINARY(2048) NOT NULL, version BIGINT UNSIGNED NOT NULL, PRIMARY KEY (projection, key_text))",
+	"CREATE TABLE IF NOT EXISTS `_readside_truncations` (projection " + nameCol + " NOT NULL PRIMARY KEY, version BIGINT UNSIGNED NOT NULL)",
 	// Offset resets asked for by `readside replay`, consumed by the
 	// projector that is assigned the partition (sinks/replay.go).
-	"CREATE TABLE IF NOT EXISTS `_readside_replay_requests` (projection VARCHAR(190) NOT NULL, topic VARCHAR(249) NOT NULL, part INT NOT NULL, next_offset BIGINT NOT NULL, requested_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (projection, topic, part))",
+	"CREATE TABLE IF NOT EXISTS `_readside_replay_requests` (projection " + nameCol + " NOT NULL, topic " + topicCol + " NOT NULL, part INT NOT NULL, next_offset BIGINT NOT NULL, requested_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (projection, topic, part))",
 	// The applied source position per projection, topic and partition,
 	// committed with the rows: an application reads its own writes by
 	// comparing a GTID or version it wrote with these (see also /wait).
-	"CREATE TABLE IF NOT EXISTS `_readside_watermarks` (projection VARCHAR(190) NOT NULL, topic VARCHAR(249) NOT NULL, part INT NOT NULL, gtid VARCHAR(255) NOT NULL DEFAULT '', version BIGINT UNSIGNED NOT NULL, source_ts BIGINT NOT NULL, applied_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6), PRIMARY KEY (projection, topic, part))",
+	"CREATE TABLE IF NOT EXISTS `_readside_watermarks` (projection " + nameCol + " NOT NULL, topic " + topicCol + " NOT NULL, part INT NOT NULL, gtid VARCHAR(255) NOT NULL DEFAULT '', version BIGINT UNSIGNED NOT NULL, source_ts BIGINT NOT NULL, applied_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6), PRIMARY KEY (projection, topic, part))",
 	// The state of `readside replay --rebuild`, so a crashed rebuild resumes.
-	"CREATE TABLE IF NOT EXISTS `_readside_rebuilds` (projection VARCHAR(190) NOT NULL PRIMARY KEY, phase VARCHAR(20) NOT NULL, started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))",
+	"CREATE TABLE IF NOT EXISTS `_readside_rebuilds` (projection " + nameCol + " NOT NULL PRIMARY KEY, phase VARCHAR(20) NOT NULL, started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))",
 	// The routing generation of each projection: which sink serves it
 	// (routing.go). No row is generation 0, the sink the config names.
 	routingDDL,
@@ -33,7 +33,7 @@ var bookkeeping = []string{
 // routingDDL creates `_readside_routing`: the generation every live apply
 // transaction checks under a share lock, and the sink (and its ranges) a
 // reshard's cutover recorded for that generation.
-const routingDDL = "CREATE TABLE IF NOT EXISTS `_readside_routing` (projection VARCHAR(190) NOT NULL PRIMARY KEY, generation BIGINT UNSIGNED NOT NULL, sink VARCHAR(190) NOT NULL, ranges TEXT NOT NULL, replicated BOOLEAN NOT NULL DEFAULT FALSE, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))"
+const routingDDL = "CREATE TABLE IF NOT EXISTS `_readside_routing` (projection " + nameCol + " NOT NULL PRIMARY KEY, generation BIGINT UNSIGNED NOT NULL, sink " + nameCol + " NOT NULL, ranges TEXT NOT NULL, replicated BOOLEAN NOT NULL DEFAULT FALSE, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))"
 
 // Bookkeeping is the DDL of readside's own tables on a sink.
 func Bookkeeping() []string { return append([]string{}, bookkeeping...) }

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +48,10 @@ type MySQL struct {
 	guesses sync.Map
 	// Log, when set, reports retried batches.
 	Log *slog.Logger
+	// namesBinary: the bookkeeping tables' name columns compare byte for
+	// byte (binaryNames), checked once.
+	namesMu     sync.Mutex
+	namesBinary bool
 }
 
 // Open connects to a sink; the DSN's database holds the read tables.
@@ -275,6 +280,9 @@ func (s *MySQL) Exec(ctx context.Context, stmts []string) error {
 		if _, err := s.db.ExecContext(ctx, st); err != nil {
 			return fmt.Errorf("%s: %w", st, err)
 		}
+	}
+	if slices.Contains(stmts, bookkeeping[0]) {
+		return s.binaryNames(ctx)
 	}
 	return nil
 }

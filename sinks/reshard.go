@@ -23,7 +23,7 @@ import (
 
 // reshardsDDL creates `_readside_reshards`: one row per projection being
 // (or last) resharded, the same on every server of the target sink.
-const reshardsDDL = "CREATE TABLE IF NOT EXISTS `_readside_reshards` (projection VARCHAR(190) NOT NULL PRIMARY KEY, from_generation BIGINT UNSIGNED NOT NULL, to_sink VARCHAR(190) NOT NULL, to_ranges TEXT NOT NULL, phase VARCHAR(20) NOT NULL, progress JSON NOT NULL, started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))"
+const reshardsDDL = "CREATE TABLE IF NOT EXISTS `_readside_reshards` (projection " + nameCol + " NOT NULL PRIMARY KEY, from_generation BIGINT UNSIGNED NOT NULL, to_sink " + nameCol + " NOT NULL, to_ranges TEXT NOT NULL, phase VARCHAR(20) NOT NULL, progress JSON NOT NULL, started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6))"
 
 // ReshardDDL is the DDL of readside's bookkeeping a reshard needs on a
 // server: the tables every sink has, and `_readside_reshards`.
