@@ -89,8 +89,47 @@ func (s *sourceDB) ensureSignalTables(ctx context.Context, db string) error {
 			" (id BIGINT UNSIGNED AUTO_INCREMENT PRIMARY KEY, request_id BIGINT UNSIGNED NOT NULL, server_id INT UNSIGNED NOT NULL," +
 			" table_name VARCHAR(200) NOT NULL, where_clause TEXT, error TEXT NOT NULL, failed_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
 	} {
+		if strings.HasPrefix(stmt, "CREATE TABLE") {
+			stmt += signalCharset
+		}
 		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("creating readside's snapshot tables on the source (%s): %w; grant the tailer's user CREATE, INSERT and UPDATE on %s.*, or set source.snapshot.mode: never", stmt, err, db)
+		}
+	}
+	return s.utf8SignalTables(ctx, db)
+}
+
+// signalCharset: the signal tables hold table names and where clauses in
+// any script whatever the signal database's default character set (a
+// latin1 one refused a request for table 表1), compared byte for byte as
+// the tailer compares them.
+const signalCharset = " DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+
+// utf8SignalTables converts signal tables created in another character
+// set to signalCharset's.
+func (s *sourceDB) utf8SignalTables(ctx context.Context, db string) error {
+	rows, err := s.db.QueryContext(ctx, "SELECT DISTINCT TABLE_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN (?, ?, ?)"+
+		" AND CHARACTER_SET_NAME IS NOT NULL AND COLLATION_NAME <> 'utf8mb4_bin' ORDER BY TABLE_NAME", db, watermarkTable, requestTable, failedTable)
+	if err != nil {
+		return fmt.Errorf("reading the character set of readside's snapshot tables on the source: %w", err)
+	}
+	var tables []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			rows.Close()
+			return err
+		}
+		tables = append(tables, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, t := range tables {
+		stmt := "ALTER TABLE " + quoteIdent(db) + "." + quoteIdent(t) + " CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("%s (table names and where clauses of snapshot requests in any script): %w; grant the tailer's user ALTER on %s.*", stmt, err, db)
 		}
 	}
 	return nil

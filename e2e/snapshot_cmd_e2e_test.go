@@ -5,7 +5,9 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"regexp"
@@ -39,8 +41,16 @@ func (p *opsPipeline) snapshotCmd(cfg string, args ...string) (string, int) {
 func TestSnapshotCommandWhere(t *testing.T) {
 	bed := testbed.Get(t)
 	t.Setenv("READSIDE_SOURCE__SNAPSHOT__MODE", "never")
-	p := newOpsPipeline(t, "snapcmd", bed.Kafka.Brokers(), "")
 	ctx := t.Context()
+	// The signal database defaults to latin1 (upstream MariaDB's default):
+	// a request whose where clause is not Latin-1 still goes through.
+	signalDB := fmt.Sprintf("snapcmd_signal_%d", rand.IntN(1e6))
+	if err := bed.MySQL.Exec(ctx, "CREATE DATABASE "+signalDB+" CHARACTER SET latin1"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bed.MySQL.Exec(context.Background(), "DROP DATABASE IF EXISTS "+signalDB) })
+	t.Setenv("READSIDE_SOURCE__SNAPSHOT__SIGNAL_DB", signalDB)
+	p := newOpsPipeline(t, "snapcmd", bed.Kafka.Brokers(), "")
 	p.insertRange(ctx, 1, 300, "s")
 	d := p.start()
 	t.Cleanup(func() {
@@ -62,7 +72,7 @@ func TestSnapshotCommandWhere(t *testing.T) {
 	}
 	serverID := regexp.MustCompile(`server_id: (\d+)`).FindStringSubmatch(string(cfgText))[1]
 	requests := func() string {
-		return testbed.RowsText(t, bed.MySQL.DB(), "SELECT table_name, COALESCE(where_clause, '<none>') FROM readside._readside_snapshot_requests WHERE server_id = ? ORDER BY id", serverID)
+		return testbed.RowsText(t, bed.MySQL.DB(), "SELECT table_name, COALESCE(where_clause, '<none>') FROM "+signalDB+"._readside_snapshot_requests WHERE server_id = ? ORDER BY id", serverID)
 	}
 	// A config naming a captured table the source does not have (the
 	// command checks source.tables first, the source after).
@@ -101,12 +111,13 @@ func TestSnapshotCommandWhere(t *testing.T) {
 		t.Fatalf("refused snapshots left requests on the source:\n%s", got)
 	}
 
-	out, code := p.snapshotCmd(p.cfgPath, "--table", p.src+".messages", "--where", "id > 100")
-	t.Logf("readside snapshot --where 'id > 100' (exit %d):\n%s", code, out)
+	where := "id > 100 AND body <> '日本語'"
+	out, code := p.snapshotCmd(p.cfgPath, "--table", p.src+".messages", "--where", where)
+	t.Logf("readside snapshot --where %q (exit %d):\n%s", where, code, out)
 	if code != 0 || !strings.Contains(out, "snapshot of "+p.src+".messages requested") {
 		t.Fatalf("snapshot (exit %d):\n%s", code, out)
 	}
-	if got, want := requests(), p.src+".messages|id > 100|\n"; got != want {
+	if got, want := requests(), p.src+".messages|"+where+"|\n"; got != want {
 		t.Errorf("requests on the source:\n%s\nwant\n%s", got, want)
 	}
 	p.waitRows(p.rows("`"+p.src+"`.messages WHERE id > 100"), 2*time.Minute, "after the snapshot")
