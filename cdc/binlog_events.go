@@ -2,6 +2,8 @@ package cdc
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -120,6 +122,16 @@ func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *repli
 	}
 	if ddl && s.reader != nil {
 		s.snapshotDDL(e, sql, textErr)
+	}
+	if ddl && versioningDDL(string(e.Query)) {
+		// The live schema stands for the one after this DDL (a table made
+		// system-versioned or not); tables are rebuilt from their next map.
+		rowEnds, err := s.src.rowEndColumns(ctx, slices.Collect(maps.Keys(s.captured)))
+		if err != nil {
+			return err
+		}
+		s.rowEnds = rowEnds
+		clear(s.tables)
 	}
 	if ddl && s.schema != nil {
 		if textErr != nil {

@@ -3,6 +3,7 @@ package cdc
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 
 	"github.com/readside/readside/config"
@@ -32,6 +33,9 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 		captured: env.captured, partitions: env.partitions, excluded: env.excluded, charsets: env.charsets,
 		tables: map[uint64]*table{}, keys: t.cfg.Source.Keys, orphans: orphans,
 		slab: newRecyclingSlab(), recs: newRecordSlices(),
+	}
+	if s.rowEnds, err = env.src.rowEndColumns(ctx, slices.Collect(maps.Keys(s.captured))); err != nil {
+		return nil, err
 	}
 	if len(s.keys) > 0 {
 		s.guard = newKeyGuard(s.keys)

@@ -72,6 +72,7 @@ func (s *stream) tableOf(h *replication.EventHeader, e *replication.RowsEvent, n
 	if err != nil {
 		return nil, &FatalError{fmt.Errorf("at %s:%d: %w", s.file, h.LogPos, err)}
 	}
+	tbl.setRowEnd(s.rowEnds[name])
 	s.tables[e.TableID] = tbl
 	return tbl, nil
 }
@@ -94,29 +95,33 @@ func rowsOp(t replication.EventType) (op event.Op, step int) {
 func (s *stream) emitRows(ctx context.Context, h *replication.EventHeader, tbl *table, op event.Op, step int, rows [][]any) error {
 	src := s.source(h)
 	for i := 0; i+step <= len(rows); i += step {
+		var before, after []any
+		switch op {
+		case event.OpCreate:
+			after = rows[i]
+		case event.OpDelete:
+			before = rows[i]
+		default:
+			before, after = rows[i], rows[i+1]
+		}
+		op, before, after, ok := tbl.currentChange(op, before, after)
+		if !ok {
+			continue // a past version of a system-versioned row
+		}
 		version := s.clock.Next(h.Timestamp)
 		var err error
 		if s.debeziumFormat() {
-			var before, after []any
-			switch op {
-			case event.OpCreate:
-				after = rows[i]
-			case event.OpDelete:
-				before = rows[i]
-			default:
-				before, after = rows[i], rows[i+1]
-			}
-			if err := s.emitDebezium(ctx, tbl, src, op, before, after, i/step, op == event.OpUpdate && tbl.keyChanged(rows[i], rows[i+1])); err != nil {
+			if err := s.emitDebezium(ctx, tbl, src, op, before, after, i/step, op == event.OpUpdate && tbl.keyChanged(before, after)); err != nil {
 				return err
 			}
 			continue
 		}
 		switch {
 		case op == event.OpCreate:
-			err = s.emit(ctx, tbl, src, event.OpCreate, version, nil, rows[i])
+			err = s.emit(ctx, tbl, src, event.OpCreate, version, nil, after)
 		case op == event.OpDelete:
-			err = s.emit(ctx, tbl, src, event.OpDelete, version, rows[i], nil)
-		case tbl.keyChanged(rows[i], rows[i+1]):
+			err = s.emit(ctx, tbl, src, event.OpDelete, version, before, nil)
+		case tbl.keyChanged(before, after):
 			// A primary key change is a delete of the old key and a create
 			// of the new one: they may land in different partitions and the
 			// version guard makes their order irrelevant. The create takes
@@ -124,11 +129,11 @@ func (s *stream) emitRows(ctx context.Context, h *replication.EventHeader, tbl *
 			// the two keys can be one row to the sink ('ab' → 'AB',
 			// 'x' → 'x '), and the create must outrank the delete there
 			// whichever arrives first.
-			if err = s.emit(ctx, tbl, src, event.OpDelete, version, rows[i], nil); err == nil {
-				err = s.emit(ctx, tbl, src, event.OpCreate, s.clock.Next(h.Timestamp), nil, rows[i+1])
+			if err = s.emit(ctx, tbl, src, event.OpDelete, version, before, nil); err == nil {
+				err = s.emit(ctx, tbl, src, event.OpCreate, s.clock.Next(h.Timestamp), nil, after)
 			}
 		default:
-			err = s.emit(ctx, tbl, src, event.OpUpdate, version, rows[i], rows[i+1])
+			err = s.emit(ctx, tbl, src, event.OpUpdate, version, before, after)
 		}
 		if err != nil {
 			return err

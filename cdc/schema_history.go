@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/internal/sourcedb"
 )
 
 // dbRecord is the stored state of a tracked database.
@@ -242,7 +244,7 @@ func keepTypeAttributes(c *colDef) {
 // snapshotPrimaryKeys reads the primary key columns of db's tables.
 func (s *sourceDB) snapshotPrimaryKeys(ctx context.Context, tr *schemaTracker, db string) error {
 	pk, err := s.db.QueryContext(ctx, `SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.STATISTICS
-		WHERE TABLE_SCHEMA = ? AND INDEX_NAME = 'PRIMARY' ORDER BY TABLE_NAME, SEQ_IN_INDEX`, db)
+		WHERE TABLE_SCHEMA = ? AND INDEX_NAME = 'PRIMARY'`+sourcedb.NotRowEnd("STATISTICS")+` ORDER BY TABLE_NAME, SEQ_IN_INDEX`, db)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/readside/readside/internal/sourcedb"
 	"github.com/readside/readside/internal/sqlquote"
 )
 
@@ -69,7 +70,7 @@ func (s *sourceDB) schemaTable(ctx context.Context, db, name, topic string, excl
 		return nil, &unsnapshottable{fmt.Sprintf("table %s.%s does not exist on the source (dropped after the snapshot was requested?)", db, name)}
 	}
 	pk, err := s.db.QueryContext(ctx, `SELECT COLUMN_NAME FROM information_schema.STATISTICS
-		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`, db, name)
+		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY'`+sourcedb.NotRowEnd("STATISTICS")+` ORDER BY SEQ_IN_INDEX`, db, name)
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,8 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"github.com/readside/readside/internal/sourcedb"
 )
 
 // keysDoc is where the operations guide explains tables without a primary key.
@@ -140,7 +142,7 @@ func (s *sourceDB) keyInfo(ctx context.Context, db, name string) (tableKeyInfo, 
 		return ti, nil
 	}
 	rows, err = s.db.QueryContext(ctx, `SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS
-		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND NON_UNIQUE = 0 ORDER BY INDEX_NAME = 'PRIMARY' DESC, INDEX_NAME, SEQ_IN_INDEX`, db, name)
+		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND NON_UNIQUE = 0`+sourcedb.NotRowEnd("STATISTICS")+` ORDER BY INDEX_NAME = 'PRIMARY' DESC, INDEX_NAME, SEQ_IN_INDEX`, db, name)
 	if err != nil {
 		return ti, fmt.Errorf("reading the unique indexes of %s.%s: %w", db, name, err)
 	}

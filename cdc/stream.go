@@ -25,6 +25,9 @@ type stream struct {
 	charsets   map[uint64]string
 	tables     map[uint64]*table
 	keys       map[string][]string // source.keys: db.table -> key columns
+	// rowEnds: the system-versioned captured tables, db.table -> the
+	// name of the ROW END column (system_versioning.go).
+	rowEnds map[string]string
 
 	// guard follows the unique indexes of the source.keys tables through
 	// DDL (nil without source.keys; source_keys.go).

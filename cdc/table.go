@@ -24,6 +24,10 @@ type table struct {
 	topic    string
 	columns  []column
 	pk       []int // column indexes of the key: the primary key, or source.keys
+	// versioned: a system-versioned table, whose column rowEnd tells a
+	// current row from a past version (system_versioning.go).
+	versioned bool
+	rowEnd    int
 	allIdx   []int // 0..len(columns)-1, built once
 
 	// What the cache compares to tell whether a new TABLE_MAP describes the

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/readside/readside/internal/sourcedb"
 )
 
 // Types are the column definitions a projection's sink tables need, taken
@@ -69,7 +71,7 @@ func readSourceTable(ctx context.Context, db *sql.DB, schema, table string) (*so
 		return nil, nil
 	}
 	pkRows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME FROM information_schema.STATISTICS
-		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`, schema, table)
+		WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY'`+sourcedb.NotRowEnd("STATISTICS")+` ORDER BY SEQ_IN_INDEX`, schema, table)
 	if err != nil {
 		return nil, err
 	}

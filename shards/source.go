@@ -242,7 +242,7 @@ func binaryColumns(rows *sql.Rows, n int) ([]bool, error) {
 func sourceColumn(name string) string { return "s." + sqlquote.Ident(name) }
 
 func primaryKey(ctx context.Context, db *sql.DB, schema, table string) ([]string, error) {
-	rows, err := db.QueryContext(ctx, "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY ORDINAL_POSITION", schema, table)
+	rows, err := db.QueryContext(ctx, "SELECT COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND CONSTRAINT_NAME = 'PRIMARY'"+sourcedb.NotRowEnd("KEY_COLUMN_USAGE")+" ORDER BY ORDINAL_POSITION", schema, table)
 	if err != nil {
 		return nil, fmt.Errorf("reading the primary key of %s.%s: %w", schema, table, err)
 	}

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/readside/readside/internal/sourcedb"
 	"github.com/readside/readside/internal/sqlquote"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
@@ -152,7 +153,7 @@ func keyColumns(ctx context.Context, src *sql.DB, db, table string, configured [
 
 // primaryKey reads the primary key columns of db.table on the source.
 func primaryKey(ctx context.Context, src *sql.DB, db, table string) ([]string, error) {
-	rows, err := src.QueryContext(ctx, "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX", db, table)
+	rows, err := src.QueryContext(ctx, "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY'"+sourcedb.NotRowEnd("STATISTICS")+" ORDER BY SEQ_IN_INDEX", db, table)
 	if err != nil {
 		return nil, fmt.Errorf("reading the primary key of %s.%s: %w", db, table, err)
 	}
