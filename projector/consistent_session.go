@@ -52,6 +52,8 @@ type applySession struct {
 	// covered: every shard's frontier records the projections applied
 	// (read at the start, or written by a commit of this session).
 	covered bool
+	// lastCommit is when the session last committed (zero: not yet).
+	lastCommit time.Time
 }
 
 func newApplySession(a *Applier, fronts []projections.Frontier) *applySession {
@@ -80,6 +82,7 @@ func (s *applySession) lowest() int64 { return slices.Min(s.from) }
 
 // committed moves the session to f, which every shard now is at or past.
 func (s *applySession) committed(f projections.Frontier) {
+	s.lastCommit = time.Now()
 	for i := range s.from {
 		s.from[i] = max(s.from[i], f.Checkpoint)
 	}
@@ -104,23 +107,52 @@ func (s *applySession) nextTarget(ctx context.Context, cuts *kgo.Client, idle fu
 		if err := s.read(cuts.PollFetches(nil)); err != nil {
 			return cutAt{}, err
 		}
-		if len(s.cuts) > 0 {
-			return s.pick(), nil
+		if c, ok := s.due(); ok {
+			return c, nil
 		}
 		if err := idle(); err != nil {
 			return cutAt{}, err
 		}
-		fetches := cuts.PollFetches(ctx)
+		pctx, cancel := ctx, context.CancelFunc(func() {})
+		if len(s.cuts) > 0 {
+			// Only source transactions the sink's projections do not read:
+			// wait for the rest of the interval or a cut that brings records.
+			pctx, cancel = context.WithDeadline(ctx, s.lastCommit.Add(frontierOnlyEvery))
+		}
+		fetches := cuts.PollFetches(pctx)
+		cancel()
 		if ctx.Err() != nil {
 			return cutAt{}, ctx.Err()
 		}
 		if err := s.read(fetches); err != nil {
 			return cutAt{}, err
 		}
-		if len(s.cuts) > 0 {
-			return s.pick(), nil
+		if c, ok := s.due(); ok {
+			return c, nil
 		}
 	}
+}
+
+// frontierOnlyEvery is how often at most a commit moves the frontier over
+// source transactions that bring the sink's projections no record. Each
+// commit is itself a source transaction when the sink's database is on
+// the source server: committed at once, every frontier write would make
+// the next cut, a loop of commits as fast as the sink takes them (about
+// 80 a second on a test server, each a binlog event).
+const frontierOnlyEvery = time.Second
+
+// due is the cut the next commit goes to, if one is due: one that brings
+// records, or one that only moves the frontier once frontierOnlyEvery
+// passed since the last commit.
+func (s *applySession) due() (cutAt, bool) {
+	if len(s.cuts) == 0 {
+		return cutAt{}, false
+	}
+	c := s.pick()
+	if s.records(c) > 0 || time.Since(s.lastCommit) >= frontierOnlyEvery {
+		return c, true
+	}
+	return cutAt{}, false
 }
 
 // read keeps the tailer's cuts past the frontier from a poll.
