@@ -28,7 +28,7 @@ type table struct {
 	// current row from a past version (system_versioning.go).
 	versioned bool
 	rowEnd    int
-	allIdx   []int // 0..len(columns)-1, built once
+	allIdx    []int // 0..len(columns)-1, built once
 
 	// What the cache compares to tell whether a new TABLE_MAP describes the
 	// same shape (MySQL reuses table ids and re-sends the map every
