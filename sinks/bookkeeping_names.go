@@ -58,6 +58,10 @@ func (s *MySQL) binaryNames(ctx context.Context) error {
 	}
 	for _, t := range tables {
 		st := "ALTER TABLE " + q(t) + " " + strings.Join(alters[t], ", ")
+		if s.Log != nil {
+			// Once per table and sink; it copies the table.
+			s.Log.Info("bookkeeping table's name columns made to compare byte for byte", "table", t, "statement", st)
+		}
 		if _, err := s.db.ExecContext(ctx, st); err != nil {
 			return fmt.Errorf("%s (readside's bookkeeping names compare byte for byte): %w", st, err)
 		}
