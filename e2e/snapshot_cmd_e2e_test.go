@@ -45,7 +45,8 @@ func TestSnapshotCommandWhere(t *testing.T) {
 	// The signal database defaults to latin1 (upstream MariaDB's default):
 	// a request whose where clause is not Latin-1 still goes through.
 	signalDB := fmt.Sprintf("snapcmd_signal_%d", rand.IntN(1e6))
-	if err := bed.MySQL.Exec(ctx, "CREATE DATABASE "+signalDB+" CHARACTER SET latin1"); err != nil {
+	if err := bed.MySQL.Exec(ctx, "CREATE DATABASE "+signalDB+" CHARACTER SET latin1",
+		"GRANT CREATE, INSERT, UPDATE, DELETE ON "+signalDB+".* TO '"+testbed.ReplUser+"'@'%'"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = bed.MySQL.Exec(context.Background(), "DROP DATABASE IF EXISTS "+signalDB) })
