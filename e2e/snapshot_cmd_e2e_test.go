@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	mysqldriver "github.com/go-sql-driver/mysql"
+
 	"github.com/readside/readside/e2e/testbed"
 )
 
@@ -45,10 +47,17 @@ func TestSnapshotCommandWhere(t *testing.T) {
 	// The signal database defaults to latin1 (upstream MariaDB's default):
 	// a request whose where clause is not Latin-1 still goes through.
 	signalDB := fmt.Sprintf("snapcmd_signal_%d", rand.IntN(1e6))
-	if err := bed.MySQL.Exec(ctx, "CREATE DATABASE "+signalDB+" CHARACTER SET latin1",
-		"GRANT CREATE, INSERT, UPDATE, DELETE ON "+signalDB+".* TO '"+testbed.ReplUser+"'@'%'"); err != nil {
+	repl, err := mysqldriver.ParseDSN(bed.MySQL.ReplDSN())
+	if err != nil {
 		t.Fatal(err)
 	}
+	if err := bed.MySQL.Exec(ctx, "CREATE DATABASE "+signalDB+" CHARACTER SET latin1"); err != nil {
+		t.Fatal(err)
+	}
+	// What an operator grants readside's user on its signal database; an
+	// external bed whose source user has no such account (root@localhost)
+	// holds every privilege already.
+	_ = bed.MySQL.Exec(ctx, "GRANT CREATE, INSERT, UPDATE, DELETE ON "+signalDB+".* TO '"+repl.User+"'@'%'")
 	t.Cleanup(func() { _ = bed.MySQL.Exec(context.Background(), "DROP DATABASE IF EXISTS "+signalDB) })
 	t.Setenv("READSIDE_SOURCE__SNAPSHOT__SIGNAL_DB", signalDB)
 	p := newOpsPipeline(t, "snapcmd", bed.Kafka.Brokers(), "")
