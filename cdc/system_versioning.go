@@ -29,11 +29,14 @@ const defaultRowEnd = "row_end"
 // system-versioned and the name of each one's ROW END column.
 func (s *sourceDB) rowEndColumns(ctx context.Context, captured []string) (map[string]string, error) {
 	want := map[string]bool{}
+	seen := map[string]bool{}
 	var dbs []any
 	for _, t := range captured {
 		want[t] = true
-		db, _, _ := config.SplitTable(t)
-		dbs = append(dbs, db)
+		if db, _, _ := config.SplitTable(t); !seen[db] {
+			seen[db] = true
+			dbs = append(dbs, db)
+		}
 	}
 	out := map[string]string{}
 	if len(dbs) == 0 {
