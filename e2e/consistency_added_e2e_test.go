@@ -19,6 +19,8 @@ import (
 // and the fix; after the documented rebuild (the sink's database emptied)
 // from topics that retention trimmed meanwhile, the applier warns and
 // names the snapshot, after which every read table equals the source.
+// A read table renamed away while the frontier covers it is refused too,
+// not created again empty.
 func TestConsistentSinkAddedProjection(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -76,6 +78,26 @@ func TestConsistentSinkAddedProjection(t *testing.T) {
 	if code := d.stop(30 * time.Second); code != 0 {
 		t.Fatalf("exit %d after SIGTERM", code)
 	}
+
+	// A read table renamed away (or dropped) while the frontier covers
+	// its projection: created again, it would hold only what came after
+	// the frontier. The applier refuses it and leaves it absent; renamed
+	// back, the sink goes on.
+	exec("RENAME TABLE `" + sink + "`.copyx TO `" + sink + "`.copyx_moved")
+	d.start()
+	testbed.Eventually(t, time.Minute, func() (bool, string) {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), "the read table copyx of projection copyx does not exist on sink reads (shard -), but the shard holds a frontier that covers projection copyx"),
+			"the applier did not refuse the renamed read table; log:\n" + tail(logPath)
+	})
+	if code := d.stop(30 * time.Second); code != 0 {
+		t.Fatalf("exit %d after SIGTERM", code)
+	}
+	var recreated int
+	if err := utc.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'copyx'", sink).Scan(&recreated); err != nil || recreated != 0 {
+		t.Fatalf("copyx created again, empty, beside a frontier that covers it (%v)", err)
+	}
+	exec("RENAME TABLE `" + sink + "`.copyx_moved TO `" + sink + "`.copyx")
 
 	write(first + added)
 	d.start()

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/readside/readside/event"
@@ -261,12 +262,35 @@ func (r *Rebuild) fill(ctx context.Context, live, shadowTable, old string) error
 			return err
 		}
 	}
+	if err := r.createGoneLive(ctx, live); err != nil {
+		return err
+	}
 	for _, i := range pending {
 		if err := r.sink.Swap(ctx, i, r.p, live, shadowTable, old); err != nil {
 			return err
 		}
 	}
 	r.o.Log.Info("rebuild: swapped the shadow in", "projection", r.p.Name, "live", live, "old", old)
+	return nil
+}
+
+// createGoneLive creates the live table empty where it is gone (dropped
+// after it was filled, which the daemon refuses to create again:
+// sinks.DroppedReadTable), so that every shard swaps the same way and the
+// empty table becomes the old one.
+func (r *Rebuild) createGoneLive(ctx context.Context, live string) error {
+	lives, err := r.sink.Exists(ctx, live)
+	if err != nil || !slices.Contains(lives, false) {
+		return err
+	}
+	types, err := r.o.SourceTypes(ctx)
+	if err != nil {
+		return err
+	}
+	r.o.Log.Info("rebuild: the read table is gone; creating it empty to swap the shadow in", "projection", r.p.Name, "table", live)
+	if err := r.sink.Create(ctx, r.p, types); err != nil {
+		return fmt.Errorf("creating the read table %s: %w", live, err)
+	}
 	return nil
 }
 

@@ -46,6 +46,11 @@ func (s *projectorStarter) startApplier(ctx context.Context, sink string, pps []
 	}
 	var ps []*projections.Projection
 	for _, pp := range pps {
+		if err := refuseDropped(ctx, sh, pp.p, applierName(sink), true); err != nil {
+			return exitProblem, err
+		}
+	}
+	for _, pp := range pps {
 		if err := sh.Exec(ctx, pp.ddl); err != nil {
 			return exitProblem, unfitReadTable(applierName(sink), fmt.Errorf("creating the read table of %s on sink %s: %w", pp.p.Name, sink, err))
 		}

@@ -128,6 +128,10 @@ func driftFindings(ctx context.Context, cfg config.Config, planned []plannedProj
 		if err := sink.CheckChildren(pp.p); err != nil {
 			out = append(out, preflight.Finding{Area: "projections", Finding: cdc.Finding{Severity: "error", What: err.Error(), Fix: "put projection " + pp.p.Name + " on a MariaDB sink (docs/config.md, children)"}})
 		}
+		dropped, err := sink.DroppedReadTable(ctx, pp.p, cfg.Sinks[pp.p.Sink].Consistency.Transactional())
+		if err == nil && dropped != nil {
+			out = append(out, preflight.Finding{Area: "projections", Finding: cdc.Finding{Severity: "error", What: dropped.Error(), Fix: dropped.Fix()}})
+		}
 		drifts, err := sink.Drifts(ctx, pp.p, pp.types)
 		closeSinks()
 		if err != nil {

@@ -265,6 +265,21 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout)
 			continue
 		}
+		// Creating a dropped table would hide the rows applied to it
+		// before: plan names the fix and --apply leaves the table out.
+		if dropped, err := sink.DroppedReadTable(ctx, pp.p, cfg.Sinks[pp.p.Sink].Consistency.Transactional()); err != nil || dropped != nil {
+			closeSinks()
+			if err != nil {
+				fmt.Fprintf(stderr, "readside plan: %s: %v\n", pp.p.Name, err)
+			} else {
+				fmt.Fprintf(stderr, "readside plan: %v\nfix: %s\n", dropped, dropped.Fix())
+			}
+			if *apply {
+				return exitProblem
+			}
+			fmt.Fprintln(stdout)
+			continue
+		}
 		n := planDrift(ctx, sink, pp, *apply, stdout, stderr)
 		closeSinks()
 		fmt.Fprintln(stdout)

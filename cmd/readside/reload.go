@@ -101,6 +101,9 @@ func (s *projectorStarter) start(ctx context.Context, pp plannedProjection) (exi
 func (s *projectorStarter) projectorOn(ctx context.Context, pp plannedProjection, at sinks.ResolvedSink) (*projector.Projector, int, error) {
 	// A read table that cannot be made to fit stops its projection alone
 	// (unfitReadTable); the caller decides.
+	if err := refuseDropped(ctx, at.Sink, pp.p, pp.p.Name, false); err != nil {
+		return nil, exitProblem, err
+	}
 	if err := at.Sink.Exec(ctx, pp.ddl); err != nil {
 		return nil, exitProblem, unfitReadTable(pp.p.Name, fmt.Errorf("creating the read table of %s on sink %s: %w", pp.p.Name, at.Name, err))
 	}

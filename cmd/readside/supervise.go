@@ -156,6 +156,22 @@ func unfitSource(name string, err error) error {
 
 // unfitReadTable is the stop of a projection whose read table cannot be
 // created or does not fit the plan.
+// refuseDropped stops what runs projection p under name (the projection,
+// or its consistent sink's applier) when p's read table is gone from a
+// shard that holds what p applied (sinks.DroppedReadTable): creating the
+// table again would hide the rows applied before.
+func refuseDropped(ctx context.Context, sink *sinks.Sharded, p *projections.Projection, name string, consistent bool) error {
+	d, err := sink.DroppedReadTable(ctx, p, consistent)
+	if err != nil {
+		return &projections.StopError{Projection: name, Reason: fmt.Errorf("checking the read table of %s on sink %s: %w", p.Name, sink.Name, err),
+			Fix: "check that the sink answers; then send SIGHUP"}
+	}
+	if d != nil {
+		return &projections.StopError{Projection: name, Reason: d, Fix: d.Fix()}
+	}
+	return nil
+}
+
 func unfitReadTable(name string, err error) error {
 	return &projections.StopError{Projection: name, Reason: err,
 		Fix: fmt.Sprintf("bring the read table to the plan (readside check names the difference; readside plan --apply runs the safe ALTERs, else readside replay --projection %s --rebuild); then send SIGHUP", name)}
