@@ -88,6 +88,20 @@ func TestCheckKeyWidth(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("plan of fits: exit %d\n%s", code, errOut)
 	}
+	created := createPlanned(t, bed, sinkDB, out)
+	// The read table, the contributions table (with max's index) and the
+	// distinct values table at least.
+	t.Logf("the server ran fits's %d CREATE TABLE statements", created)
+	if created < 3 {
+		t.Errorf("plan of fits printed %d CREATE TABLE statements, want at least 3:\n%s", created, out)
+	}
+}
+
+// createPlanned runs the CREATE TABLE statements of plan's output in
+// sinkDB, failing t on any the server refuses, and counts them.
+func createPlanned(t *testing.T, bed *testbed.Bed, sinkDB, out string) int {
+	t.Helper()
+	ctx := t.Context()
 	conn, err := bed.MySQL.DB().Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -109,14 +123,78 @@ func TestCheckKeyWidth(t *testing.T) {
 			continue
 		}
 		if _, err := conn.ExecContext(ctx, s); err != nil {
-			t.Errorf("the server refuses fits's planned DDL: %v\n%s", err, s)
+			t.Errorf("the server refuses the planned DDL: %v\n%s", err, s)
 		}
 		created++
 	}
-	// The read table, the contributions table (with max's index) and the
-	// distinct values table at least.
-	t.Logf("the server ran fits's %d CREATE TABLE statements", created)
-	if created < 3 {
-		t.Errorf("plan of fits printed %d CREATE TABLE statements, want at least 3:\n%s", created, out)
+	return created
+}
+
+// TestCheckPrefixKeys: a source keyed by a prefix of a TEXT column
+// (`PRIMARY KEY (url(255))`) or of a long VARCHAR (`code(100)` of a
+// VARCHAR(1000) utf8mb4) passed `check`, and `run` stopped the projection
+// at CREATE TABLE (error 1170, "BLOB/TEXT column used in key specification
+// without a key length", or a key too long) with a fix about drifted read
+// tables. readside keys read tables and join state tables by whole values:
+// check and plan refuse each such key, naming it and the fix, before any
+// DDL; a key of exactly 3072 bytes plans, and the server takes its DDL.
+func TestCheckPrefixKeys(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	db, sinkDB := sourceAndSinkDBs(t, bed, "chkprefix")
+	if err := bed.MySQL.Exec(ctx,
+		"CREATE TABLE `"+db+"`.urls (url TEXT NOT NULL, hits INT, PRIMARY KEY (url(255)))",
+		"CREATE TABLE `"+db+"`.codes (code VARCHAR(1000) CHARACTER SET utf8mb4 NOT NULL, v INT, PRIMARY KEY (code(100)))",
+		"CREATE TABLE `"+db+"`.visits (id INT PRIMARY KEY, url TEXT)",
+		"CREATE TABLE `"+db+"`.tags (tag VARCHAR(768) CHARACTER SET utf8mb4 NOT NULL PRIMARY KEY, n INT)"); err != nil {
+		t.Fatal(err)
+	}
+	head := fmt.Sprintf("source:\n  dsn: %q\n  server_id: %d\n  tables: [%[3]s.urls, %[3]s.codes, %[3]s.visits, %[3]s.tags]\nkafka:\n  brokers: [%s]\nsinks:\n  reads:\n    dsn: %q\nprojections:\n",
+		bed.MySQL.ReplDSN(), testbed.NewServerID(), db, strings.Join(bed.Kafka.Brokers(), ", "), bed.MySQL.AdminDSN()+sinkDB)
+	fits := fmt.Sprintf("  tag_copy: {from: %s.tags, sink: reads, key: [tag], columns: {tag: tag, n: n}}\n", db)
+	bad := fmt.Sprintf(`  url_copy: {from: %[1]s.urls, sink: reads, key: [url], columns: {url: url, hits: hits}}
+  code_copy: {from: %[1]s.codes, sink: reads, key: [code], columns: {code: code, v: v}}
+  visit_hits:
+    from: %[1]s.visits
+    sink: reads
+    key: [id]
+    columns: {id: id, url: url}
+    join:
+      - {from: %[1]s.urls, on: {url: url}, columns: {hits: hits}}
+`, db)
+	whole := "key the source rows by columns an index holds whole: name a unique NOT NULL index without TEXT/BLOB columns in source.keys (docs/config.md), or make the source column a VARCHAR/VARBINARY"
+	wants := []string{
+		"projections.url_copy.key: key column url is text, which MySQL indexes only by a prefix (or not at all), and readside keys the read table url_copy by whole values: " + whole,
+		"projections.code_copy.key: the read table code_copy is keyed by up to 4000 bytes (code 4000), over the 3072 bytes an InnoDB index holds (a source may key such columns by a prefix; readside keys whole values): key by narrower or fewer columns",
+		"projections.visit_hits.join[0].on: key column url is text, which MySQL indexes only by a prefix (or not at all), and readside keys the state table of the join on " + db + ".urls by whole values: " + whole,
+	}
+	code, out, _ := runVerb(t, "check", head+fits+bad)
+	t.Logf("readside check:\n%s", out)
+	if code != 1 {
+		t.Errorf("check: exit %d, want 1", code)
+	}
+	for _, w := range wants {
+		if !strings.Contains(out, "ERROR   projections  "+w+"\n") {
+			t.Errorf("check's output lacks %q", w)
+		}
+	}
+	if n := strings.Count(out, "ERROR   projections"); n != len(wants) {
+		t.Errorf("check reports %d projection errors, want exactly %d", n, len(wants))
+	}
+	code, out, errOut := runVerb(t, "plan", head+fits+bad)
+	if code != 1 || out != "" {
+		t.Errorf("plan: exit %d with stdout %q; want 1 and no DDL", code, out)
+	}
+	for _, w := range wants {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("plan's stderr lacks %q:\n%s", w, errOut)
+		}
+	}
+	code, out, errOut = runVerb(t, "plan", head+fits)
+	if code != 0 {
+		t.Fatalf("plan of tag_copy: exit %d\n%s", code, errOut)
+	}
+	if n := createPlanned(t, bed, sinkDB, out); n < 1 {
+		t.Errorf("plan of tag_copy printed no CREATE TABLE:\n%s", out)
 	}
 }

@@ -211,3 +211,84 @@ func isText(def string) bool {
 	d := strings.ToLower(def)
 	return strings.HasPrefix(d, "char") || strings.HasPrefix(d, "varchar")
 }
+
+// wholeValueUnindexable reports a type an index keys only by a prefix
+// (TEXT and BLOB kinds) or not at all (JSON, spatial types): a read table
+// or state table keyed by such a column cannot be created, whatever the
+// source does with a prefix of it.
+func wholeValueUnindexable(def string) bool {
+	d := strings.ToLower(strings.TrimSpace(def))
+	if i := strings.IndexAny(d, "( "); i >= 0 {
+		d = d[:i]
+	}
+	switch d {
+	case "tinytext", "text", "mediumtext", "longtext", "tinyblob", "blob", "mediumblob", "longblob", "json", "long",
+		"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection":
+		return true
+	}
+	return false
+}
+
+// checkReadKey refuses a projection whose read table's primary key (its
+// key columns) or a join state table's (the parent's key columns) MySQL
+// would refuse to create: a TEXT, BLOB, JSON or spatial column in it (a
+// source keyed by a prefix of such a column, `PRIMARY KEY (url(255))`,
+// or a computed column typed so), or a key wider than an InnoDB index
+// holds (a source keyed by a prefix of a long VARCHAR). It runs before
+// any DDL, so check and plan name it instead of run's CREATE TABLE
+// failing. (An aggregate's read table keys are checkAggregateKeys'.)
+func (p *Projection) checkReadKey(types *Types) []error {
+	var errs []error
+	fixFor := func(col string) string {
+		fix := "key the source rows by columns an index holds whole: name a unique NOT NULL index without TEXT/BLOB columns in source.keys (docs/config.md), or make the source column a VARCHAR/VARBINARY"
+		if p.column(col).Computed() {
+			fix = fmt.Sprintf("give the computed column a type an index holds, e.g. column_types: {%s: \"varchar(255)\"}", col)
+		}
+		return fix
+	}
+	check := func(what, key string, parts []keyPart) {
+		for _, kp := range parts {
+			if wholeValueUnindexable(kp.def) {
+				errs = append(errs, fmt.Errorf("%s: key column %s is %s, which MySQL indexes only by a prefix (or not at all), and readside keys %s by whole values: %s",
+					key, kp.name, strings.Fields(kp.def)[0], what, fixFor(kp.name)))
+				return
+			}
+		}
+		if n, detail, ok := indexWidth(parts); ok && n > MaxIndexBytes {
+			errs = append(errs, fmt.Errorf("%s: %s is keyed by up to %d bytes (%s), over the %d bytes an InnoDB index holds (a source may key such columns by a prefix; readside keys whole values): key by narrower or fewer columns",
+				key, what, n, detail, MaxIndexBytes))
+		}
+	}
+	if p.Aggregation == nil {
+		var parts []keyPart
+		for _, k := range p.Key {
+			def, ok := types.Read[k]
+			if !ok {
+				parts = nil // its problem is named already
+				break
+			}
+			parts = append(parts, keyPart{name: k, def: def})
+		}
+		if parts != nil {
+			check("the read table "+p.Table, "projections."+p.Name+".key", parts)
+		}
+	}
+	for i, j := range p.Joins {
+		if i >= len(types.JoinKey) {
+			break
+		}
+		var jparts []keyPart
+		for _, on := range j.On {
+			def, ok := types.JoinKey[i][on.Parent]
+			if !ok {
+				jparts = nil
+				break
+			}
+			jparts = append(jparts, keyPart{name: on.Parent, def: def})
+		}
+		if jparts != nil {
+			check(fmt.Sprintf("the state table of the join on %s.%s", j.ParentDB, j.ParentTbl), fmt.Sprintf("projections.%s.join[%d].on", p.Name, i), jparts)
+		}
+	}
+	return errs
+}

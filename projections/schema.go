@@ -197,6 +197,9 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 		}
 	}
 	errs = append(errs, p.checkJoinedGroups(src, parents, &out)...)
+	if src != nil && len(src.pk) > 0 {
+		errs = append(errs, p.checkReadKey(&out)...)
+	}
 	return out, errors.Join(errs...)
 }
 
