@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -177,9 +178,26 @@ func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *repli
 			}
 		}
 	case "rename":
+		// RENAME TABLE t TO t_old, t_new TO t moves every pair at once: the
+		// captured name t stays bound, to the table built beside it. That
+		// is the cut-over of an online schema change (gh-ost,
+		// pt-online-schema-change, Spirit), whose new table holds t's rows
+		// in the new shape: t is followed, each event decoded by its own
+		// table map. A captured table renamed away with nothing taking its
+		// name stops the tailer: its rows would go on under a name
+		// readside does not capture.
+		rebound := map[string]bool{}
+		for _, m := range st.moves {
+			rebound[m[1]] = true
+		}
 		for _, m := range st.moves {
 			_, fromCaptured := s.captured[m[0]]
 			_, toCaptured := s.captured[m[1]]
+			if fromCaptured && !toCaptured && rebound[m[0]] {
+				s.t.log.Info("captured table swapped for another in one RENAME TABLE (an online schema change's cut-over): following the table that now has its name; "+
+					"if that table's rows are not the old one's, request a snapshot of it (readside snapshot --table)", "table", m[0], "old_table_now", m[1], "position", fmt.Sprintf("%s:%d", s.file, h.LogPos))
+				continue
+			}
 			if fromCaptured && !toCaptured {
 				return fatalf("captured table %s was renamed to %s at %s:%d, which is not in source.tables: add %s to source.tables (and point projections at it), then restart", m[0], m[1], s.file, h.LogPos, m[1])
 			}
