@@ -202,6 +202,8 @@ func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *repli
 				return fatalf("captured table %s was renamed to %s at %s:%d, which is not in source.tables: add %s to source.tables (and point projections at it), then restart", m[0], m[1], s.file, h.LogPos, m[1])
 			}
 		}
+	case "partition":
+		s.partitionMaintenance(st, string(e.Query), fmt.Sprintf("%s:%d", s.file, h.LogPos))
 	case "drop":
 		for _, t := range st.tables {
 			if _, ok := s.captured[t]; ok {

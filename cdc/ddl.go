@@ -6,7 +6,7 @@ import (
 
 // statement is what the tailer needs to know about a QUERY event.
 type statement struct {
-	kind   string      // "begin", "commit", "xa", "dml", "truncate", "rename", "drop", "other"
+	kind   string      // "begin", "commit", "xa", "dml", "truncate", "rename", "drop", "partition", "other"
 	tables []string    // db.table names the statement touches, as far as parsed
 	moves  [][2]string // RENAME pairs, from -> to
 }
@@ -60,6 +60,9 @@ func parseStatement(defaultDB, sql string) statement {
 	case "alter":
 		// ALTER TABLE a ... RENAME [TO|AS] b
 		if len(toks) > 2 && strings.EqualFold(toks[1], "table") {
+			if moved := partitionMoves(toks, qualify); moved != nil {
+				return statement{kind: "partition", tables: moved}
+			}
 			for i := 3; i < len(toks); i++ {
 				if strings.EqualFold(toks[i], "rename") && i+1 < len(toks) {
 					j := i + 1

@@ -68,6 +68,7 @@ func CheckSource(ctx context.Context, cfg config.Config) []Finding {
 
 	out = append(out, src.checkGrants(ctx, cfg)...)
 	out = append(out, src.checkCascades(ctx, cfg)...)
+	out = append(out, src.checkPartitions(ctx, cfg)...)
 
 	missing, problems, err := src.checkTables(ctx, cfg.Source.Tables, cfg.Source.Keys)
 	if err != nil {
