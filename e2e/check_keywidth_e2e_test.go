@@ -58,33 +58,12 @@ func TestCheckKeyWidth(t *testing.T) {
 		`projections.wide_group.group_by: the read table wide_group's primary key (its group columns) is up to 4080 bytes (a 1020 + b 1020 + c 1020 + d 1020), over the 3072 bytes an InnoDB index holds: ` + narrow,
 		`projections.wide_max.aggregates.last "max(name)": the contributions table _readside_agg_wide_max's index of its values (the group columns and the value) is up to 3460 bytes (a 1020 + b 1020 + c 1020 + value 400), over the 3072 bytes an InnoDB index holds: ` + narrow + `, or a shorter value, e.g. max(CAST(x AS CHAR(3)))`,
 	}
-	code, out, _ := runVerb(t, "check", head+fits+bad)
-	t.Logf("readside check:\n%s", out)
-	if code != 1 {
-		t.Errorf("check: exit %d, want 1", code)
-	}
-	for _, w := range wants {
-		if !strings.Contains(out, "ERROR   projections  "+w+"\n") {
-			t.Errorf("check's output lacks %q", w)
-		}
-	}
-	if n := strings.Count(out, "ERROR   projections"); n != len(wants) {
-		t.Errorf("check reports %d projection errors, want exactly %d", n, len(wants))
-	}
+	out := refusedByCheckAndPlan(t, head+fits+bad, wants)
 	if !strings.Contains(out, "ok      projections  1 of 4 projection(s) compile and plan against the source schema") {
 		t.Errorf("check does not count fits as the one projection that plans")
 	}
-	code, out, errOut := runVerb(t, "plan", head+fits+bad)
-	if code != 1 || out != "" {
-		t.Errorf("plan: exit %d with stdout %q; want 1 and no DDL", code, out)
-	}
-	for _, w := range wants {
-		if !strings.Contains(errOut, w) {
-			t.Errorf("plan's stderr lacks %q:\n%s", w, errOut)
-		}
-	}
 
-	code, out, errOut = runVerb(t, "plan", head+fits)
+	code, out, errOut := runVerb(t, "plan", head+fits)
 	if code != 0 {
 		t.Fatalf("plan of fits: exit %d\n%s", code, errOut)
 	}
@@ -168,7 +147,22 @@ func TestCheckPrefixKeys(t *testing.T) {
 		"projections.code_copy.key: the read table code_copy is keyed by up to 4000 bytes (code 4000), over the 3072 bytes an InnoDB index holds (a source may key such columns by a prefix; readside keys whole values): key by narrower or fewer columns",
 		"projections.visit_hits.join[0].on: key column url is text, which MySQL indexes only by a prefix (or not at all), and readside keys the state table of the join on " + db + ".urls by whole values: " + whole,
 	}
-	code, out, _ := runVerb(t, "check", head+fits+bad)
+	refusedByCheckAndPlan(t, head+fits+bad, wants)
+	code, out, errOut := runVerb(t, "plan", head+fits)
+	if code != 0 {
+		t.Fatalf("plan of tag_copy: exit %d\n%s", code, errOut)
+	}
+	if n := createPlanned(t, bed, sinkDB, out); n < 1 {
+		t.Errorf("plan of tag_copy printed no CREATE TABLE:\n%s", out)
+	}
+}
+
+// refusedByCheckAndPlan runs check and plan on cfg: check exits 1 with an
+// error line for each of wants and no other projection error, plan exits
+// 1 with no DDL and names each on stderr. It returns check's output.
+func refusedByCheckAndPlan(t *testing.T, cfg string, wants []string) string {
+	t.Helper()
+	code, out, _ := runVerb(t, "check", cfg)
 	t.Logf("readside check:\n%s", out)
 	if code != 1 {
 		t.Errorf("check: exit %d, want 1", code)
@@ -181,20 +175,14 @@ func TestCheckPrefixKeys(t *testing.T) {
 	if n := strings.Count(out, "ERROR   projections"); n != len(wants) {
 		t.Errorf("check reports %d projection errors, want exactly %d", n, len(wants))
 	}
-	code, out, errOut := runVerb(t, "plan", head+fits+bad)
-	if code != 1 || out != "" {
-		t.Errorf("plan: exit %d with stdout %q; want 1 and no DDL", code, out)
+	code, planOut, errOut := runVerb(t, "plan", cfg)
+	if code != 1 || planOut != "" {
+		t.Errorf("plan: exit %d with stdout %q; want 1 and no DDL", code, planOut)
 	}
 	for _, w := range wants {
 		if !strings.Contains(errOut, w) {
 			t.Errorf("plan's stderr lacks %q:\n%s", w, errOut)
 		}
 	}
-	code, out, errOut = runVerb(t, "plan", head+fits)
-	if code != 0 {
-		t.Fatalf("plan of tag_copy: exit %d\n%s", code, errOut)
-	}
-	if n := createPlanned(t, bed, sinkDB, out); n < 1 {
-		t.Errorf("plan of tag_copy printed no CREATE TABLE:\n%s", out)
-	}
+	return out
 }
