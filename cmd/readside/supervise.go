@@ -154,8 +154,6 @@ func unfitSource(name string, err error) error {
 		Fix: fmt.Sprintf("edit projections.%s to fit the source (the reason names the key; readside check lists every problem) and run readside plan --apply, or restore the source column; then send SIGHUP", name)}
 }
 
-// unfitReadTable is the stop of a projection whose read table cannot be
-// created or does not fit the plan.
 // refuseDropped stops what runs projection p under name (the projection,
 // or its consistent sink's applier) when p's read table is gone from a
 // shard that holds what p applied (sinks.DroppedReadTable): creating the
@@ -172,6 +170,8 @@ func refuseDropped(ctx context.Context, sink *sinks.Sharded, p *projections.Proj
 	return nil
 }
 
+// unfitReadTable is the stop of a projection whose read table cannot be
+// created or does not fit the plan.
 func unfitReadTable(name string, err error) error {
 	return &projections.StopError{Projection: name, Reason: err,
 		Fix: fmt.Sprintf("bring the read table to the plan (readside check names the difference; readside plan --apply runs the safe ALTERs, else readside replay --projection %s --rebuild); then send SIGHUP", name)}
