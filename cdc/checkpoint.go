@@ -28,6 +28,10 @@ type Checkpoint struct {
 	// Tables are the captured tables whose existing rows are covered
 	// (cdc/snapshot_added.go); nil in checkpoints of older versions.
 	Tables []string `json:"tables,omitempty"`
+	// Keys are, per captured table, the key columns of the events the
+	// tailer published for it (key_change.go); nil in checkpoints of older
+	// versions and before a table's first row.
+	Keys map[string][]string `json:"keys,omitempty"`
 	// LastRequest is the id of the last snapshot request read from the
 	// binlog: rows above it are not read yet (readside snapshot --pending).
 	LastRequest uint64 `json:"last_request,omitempty"`

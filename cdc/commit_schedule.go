@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -215,6 +216,6 @@ func (s *stream) checkpoint() Checkpoint {
 	if sourceTS == 0 {
 		sourceTS = s.cp.SourceTS // nothing completed since the stream started
 	}
-	return Checkpoint{Position: pos, LastVersion: s.clock.Last(), WrittenAt: s.t.now().UTC(), Snapshots: slices.Clone(s.snapshots), Tables: slices.Clone(s.covered), LastRequest: s.lastRequest, Finished: slices.Clone(s.finished), InitialLoad: s.t.load.record(), SchemaHistory: s.schema != nil,
+	return Checkpoint{Position: pos, LastVersion: s.clock.Last(), WrittenAt: s.t.now().UTC(), Snapshots: slices.Clone(s.snapshots), Tables: slices.Clone(s.covered), Keys: maps.Clone(s.keyCols), LastRequest: s.lastRequest, Finished: slices.Clone(s.finished), InitialLoad: s.t.load.record(), SchemaHistory: s.schema != nil,
 		ServerID: s.src.serverID, ServerUUID: s.src.serverUUID, SourceTS: sourceTS, Transactions: s.cp.Transactions + uint64(s.sched.txns)}
 }

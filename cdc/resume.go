@@ -63,6 +63,7 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 	s.cp = cp
 	s.snapshots, s.covered, s.lastRequest = slices.Clone(cp.Snapshots), slices.Clone(cp.Tables), cp.LastRequest
 	s.finished = slices.Clone(cp.Finished)
+	s.keyCols = maps.Clone(cp.Keys)
 	s.sched = newCommitScheduler(t.cfg.Kafka)
 	s.meta = newTxnMeta(t.cfg)
 	return s, nil

@@ -73,6 +73,9 @@ func (s *stream) tableOf(h *replication.EventHeader, e *replication.RowsEvent, n
 		return nil, &FatalError{fmt.Errorf("at %s:%d: %w", s.file, h.LogPos, err)}
 	}
 	tbl.setRowEnd(s.rowEnds[name])
+	if err := s.checkKey(name, tbl, fmt.Sprintf("%s:%d", s.file, h.LogPos)); err != nil {
+		return nil, err
+	}
 	s.tables[e.TableID] = tbl
 	return tbl, nil
 }

@@ -333,6 +333,9 @@ func (s *stream) publishChunk(ctx context.Context, h *replication.EventHeader) e
 		return err
 	}
 	task := &s.snapshots[0]
+	if err := s.checkKey(task.Table, c.table, fmt.Sprintf("%s:%d", s.file, h.LogPos)); err != nil {
+		return err
+	}
 	src := s.source(h)
 	frame := newReadFrame(c.table, src)
 	// The chunk's records are one slice, and share one timestamp (franz-go

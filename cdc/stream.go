@@ -66,7 +66,8 @@ type stream struct {
 	snapshots []SnapshotTask
 	reader    *chunkReader
 	inflight  []*chunk
-	covered   []string // Checkpoint.Tables
+	covered   []string            // Checkpoint.Tables
+	keyCols   map[string][]string // Checkpoint.Keys: each captured table's published key columns (key_change.go)
 	// lastRequest is Checkpoint.LastRequest.
 	lastRequest uint64
 	// finished is Checkpoint.Finished.
