@@ -38,15 +38,15 @@ func (r *Rebuilder) ShardOffsets(ctx context.Context, p *projections.Projection)
 }
 
 // Exists reports, per shard in shard order, whether table exists in the
-// shard's database.
+// shard's database (tableExists: the server's own name rule).
 func (r *Rebuilder) Exists(ctx context.Context, table string) ([]bool, error) {
 	out := make([]bool, len(r.s.Shards))
 	for i, sh := range r.s.Shards {
-		var n int
-		if err := sh.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?", table).Scan(&n); err != nil {
+		ok, err := sh.tableExists(ctx, table)
+		if err != nil {
 			return nil, err
 		}
-		out[i] = n > 0
+		out[i] = ok
 	}
 	return out, nil
 }
