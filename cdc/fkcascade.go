@@ -185,11 +185,7 @@ func cascadeFindings(fks []foreignKey, projections map[string]config.Projection)
 		// (rows a cascade deleted stay in it).
 		repair := fmt.Sprintf("or re-publish the table on a schedule: readside snapshot --table %s (rows a cascade deleted stay in the topic)", fk.Child)
 		if len(readers) > 0 {
-			var cmds []string
-			for _, p := range readers {
-				cmds = append(cmds, "readside verify --projection "+p+" --repair")
-			}
-			repair = "or repair on a schedule, from cron with the daemon running: " + strings.Join(cmds, "; ") + " (the daemon's verify.every finds the drift and reports it, it does not repair)"
+			repair = "or repair on a schedule, from cron with the daemon running: " + repairCommands(readers) + " (the daemon's verify.every finds the drift and reports it, it does not repair)"
 		}
 		fix := fmt.Sprintf("make the application do the cascade in SQL, in the parent's transaction (UPDATE/DELETE the rows of %s before changing %s), so it is binlogged, and make the rule RESTRICT or NO ACTION; %s; docs/operations.md, \"Foreign-key cascades\"",
 			fk.Child, fk.Parent, repair)
@@ -222,6 +218,16 @@ func colList(table string, cols []string) string {
 		out = append(out, table+"."+c)
 	}
 	return strings.Join(out, ", ")
+}
+
+// repairCommands are the verify --repair commands of projections, for a
+// fix that names them.
+func repairCommands(projections []string) string {
+	cmds := make([]string, len(projections))
+	for i, p := range projections {
+		cmds[i] = "readside verify --projection " + p + " --repair"
+	}
+	return strings.Join(cmds, "; ")
 }
 
 // readersOf names the projections that read table: as their source, a

@@ -101,11 +101,7 @@ func (s *sourceDB) checkPartitions(ctx context.Context, cfg config.Config) []Fin
 		readers := readersOf(t, cfg.Projections)
 		repair := "readside snapshot --table " + t + " after such maintenance (it re-publishes the rows the table holds; rows that left stay in the topic)"
 		if len(readers) > 0 {
-			var cmds []string
-			for _, p := range readers {
-				cmds = append(cmds, "readside verify --projection "+p+" --repair")
-			}
-			repair = strings.Join(cmds, "; ") + " after such maintenance, from the same job"
+			repair = repairCommands(readers) + " after such maintenance, from the same job"
 		}
 		out = append(out, Finding{Severity: "warning",
 			What: fmt.Sprintf("captured table %s is partitioned (%s, %d partitions): ALTER TABLE ... DROP PARTITION, TRUNCATE PARTITION, EXCHANGE PARTITION and CONVERT PARTITION move its rows "+
