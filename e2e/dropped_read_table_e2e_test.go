@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,8 +14,8 @@ import (
 // Created again and applied on from the projection's stored offsets, it
 // held only the rows changed after the drop, and the daemon said nothing.
 // Now the projection stops alone, naming the table and the fix; `check`
-// lists it; the table stays absent until `readside replay --rebuild`
-// fills it from the topics, after which SIGHUP resumes the projection and
+// lists it and `plan --apply` refuses to create it; the table stays
+// absent until `readside replay --rebuild` fills it from the topics, after which SIGHUP resumes the projection and
 // the read table equals the source.
 func TestDroppedReadTable(t *testing.T) {
 	bed := testbed.Get(t)
@@ -45,6 +46,15 @@ func TestDroppedReadTable(t *testing.T) {
 	}
 	if out, code := p.check(t); code == 0 || !strings.Contains(out, refusal) {
 		t.Errorf("readside check exited %d without naming the dropped table:\n%s", code, out)
+	}
+
+	plan := exec.CommandContext(ctx, readsideBinary(t), "plan", "--apply", "-c", p.cfgPath)
+	out, _ := plan.CombinedOutput()
+	if code := plan.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(out), refusal) {
+		t.Errorf("readside plan --apply exited %d without naming the dropped table:\n%s", code, out)
+	}
+	if n, err := p.count(ctx, "`"+p.sink+"`.messages_by_sender"); err == nil {
+		t.Fatalf("readside plan --apply created the dropped read table again (%d rows)", n)
 	}
 
 	if out, code := p.replayCmd(ctx, "--projection", "messages_by_sender", "--rebuild", "--drop-old"); code != 0 {
