@@ -32,19 +32,48 @@ import (
 // applying their batches one after the other. Building happens before the clock
 // starts, as B2's decoding does; the rate counts records (source events,
 // parents included), like the projector's.
-func runJoins(ctx context.Context, cfg config.Config, p *projections.Projection, recs []*kgo.Record, recPath string, points []benchio.Point) error {
+//
+// With arrays (-arrays, a children projection whose child state p
+// copies), every batch also writes the read rows with arrays its records
+// changed, once each (arrays.go), and the rate counts the records of
+// arrays' topics too.
+func runJoins(ctx context.Context, cfg config.Config, p *projections.Projection, recs []*kgo.Record, recPath string, points []benchio.Point, arrays *projections.Projection) error {
 	if len(p.Joins) == 0 {
 		return fmt.Errorf("projection %s has no joins: -joins measures a join's statements; run without -joins for B2", p.Name)
 	}
 	topics := p.Topics()
-	var mine []*kgo.Record
+	var model []string
+	var atypes projections.Types
+	if arrays != nil {
+		src, err := openSource(cfg)
+		if err != nil {
+			return err
+		}
+		atypes, err = arrays.SourceColumns(ctx, src)
+		src.Close()
+		if err != nil {
+			return err
+		}
+		m, err := newArrayModel(arrays)
+		if err != nil {
+			return err
+		}
+		model = m.topics()
+	}
+	var mine, modelled []*kgo.Record
 	for _, r := range recs {
-		if slices.Contains(topics, r.Topic) && r.Value != nil {
+		if r.Value == nil {
+			continue
+		}
+		if slices.Contains(topics, r.Topic) || slices.Contains(model, r.Topic) {
 			mine = append(mine, r)
+		}
+		if slices.Contains(model, r.Topic) {
+			modelled = append(modelled, r)
 		}
 	}
 	if len(mine) == 0 {
-		return fmt.Errorf("%s holds no records of %s", recPath, strings.Join(topics, ", "))
+		return fmt.Errorf("%s holds no records of %s", recPath, strings.Join(append(topics, model...), ", "))
 	}
 
 	jp := *p
@@ -83,13 +112,36 @@ func runJoins(ctx context.Context, cfg config.Config, p *projections.Projection,
 		return nil
 	}
 	defer reset(context.Background(), false)
+	arraysTbl := ""
+	if arrays != nil {
+		arraysTbl = arrays.Table + "_b2a"
+		drop, err := arraysTable(ctx, sink, arrays, atypes, arraysTbl)
+		if err != nil {
+			return err
+		}
+		defer drop()
+	}
 
 	var best benchio.Result
 	var first *outcome
 	for _, pt := range points {
-		conns, writes, parents, err := buildBatches(&jp, mine, pt)
+		conns, at, writes, parents, err := buildBatches(&jp, mine, pt)
 		if err != nil {
 			return err
+		}
+		var after [][][]string
+		var final []string
+		if arrays != nil {
+			m, err := newArrayModel(arrays)
+			if err != nil {
+				return err
+			}
+			if after, final, err = arrayBatches(m, arraysTbl, modelled, at, conns); err != nil {
+				return err
+			}
+			if err := sink.Exec(ctx, []string{"TRUNCATE TABLE `" + arraysTbl + "`"}); err != nil {
+				return err
+			}
 		}
 		if err := reset(ctx, true); err != nil {
 			return err
@@ -97,11 +149,23 @@ func runJoins(ctx context.Context, cfg config.Config, p *projections.Projection,
 		settlePoint(ctx, sink, &best, pt)
 		load, cpu0 := benchio.Load1(), benchio.SelfCPU()
 		t := time.Now()
-		if err := applyAll(ctx, sink, &jp, conns); err != nil {
+		if err := applyAll(ctx, sink, &jp, conns, after); err != nil {
 			return err
 		}
 		secs := time.Since(t).Seconds()
 		cpu := benchio.SelfCPU() - cpu0
+		if arrays != nil {
+			// Outside the clock: every row as the replay leaves it (the
+			// connections' last writes of a row need not be its last
+			// state), for the comparison with the projector's table.
+			if err := sink.Exec(ctx, final); err != nil {
+				return err
+			}
+			m, _ := newArrayModel(arrays)
+			if best.ArrayRows, best.ArrayChecksum, err = arraysChecksum(ctx, sink.DB(), m, arraysTbl); err != nil {
+				return err
+			}
+		}
 		// Every point applies the same records, so it must leave the same
 		// rows: a difference means a point did less (or other) work.
 		var out outcome
@@ -136,16 +200,30 @@ func runJoins(ctx context.Context, cfg config.Config, p *projections.Projection,
 
 // buildBatches deals the records to the point's connections by whole
 // partitions and builds each connection's batches of BatchRows records
-// with the projector's Build. It also returns the writes and parent
-// writes the batches hold.
-func buildBatches(p *projections.Projection, recs []*kgo.Record, pt benchio.Point) (conns [][]*projections.Batch, writes, parents int, err error) {
-	for _, group := range dealPartitions(recs, pt.Connections) {
+// with the projector's Build (of the records of p's topics; a batch with
+// none of them is nil). It also returns the connection and batch of
+// each record, and the writes and parent writes the batches hold.
+func buildBatches(p *projections.Projection, recs []*kgo.Record, pt benchio.Point) (conns [][]*projections.Batch, at map[*kgo.Record][2]int, writes, parents int, err error) {
+	topics := p.Topics()
+	at = map[*kgo.Record][2]int{}
+	for ci, group := range dealPartitions(recs, pt.Connections) {
 		var batches []*projections.Batch
 		for lo := 0; lo < len(group); lo += pt.BatchRows {
-			b, bad := p.Build(projector.Records(group[lo:min(lo+pt.BatchRows, len(group))]))
+			var own []*kgo.Record
+			for _, r := range group[lo:min(lo+pt.BatchRows, len(group))] {
+				at[r] = [2]int{ci, len(batches)}
+				if slices.Contains(topics, r.Topic) {
+					own = append(own, r)
+				}
+			}
+			if len(own) == 0 {
+				batches = append(batches, nil)
+				continue
+			}
+			b, bad := p.Build(projector.Records(own))
 			if len(bad) > 0 {
 				r := bad[0].Record
-				return nil, 0, 0, fmt.Errorf("%d records the projection refuses, the first %s/%d@%d: %w", len(bad), r.Topic, r.Partition, r.Offset, bad[0].Reason)
+				return nil, nil, 0, 0, fmt.Errorf("%d records the projection refuses, the first %s/%d@%d: %w", len(bad), r.Topic, r.Partition, r.Offset, bad[0].Reason)
 			}
 			writes += len(b.Writes)
 			parents += len(b.Parents)
@@ -153,7 +231,7 @@ func buildBatches(p *projections.Projection, recs []*kgo.Record, pt benchio.Poin
 		}
 		conns = append(conns, batches)
 	}
-	return conns, writes, parents, nil
+	return conns, at, writes, parents, nil
 }
 
 // outcome is what a point left in the read table: its rows, and per join

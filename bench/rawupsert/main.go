@@ -60,15 +60,16 @@ func main() {
 	sweep := flag.String("sweep", DefaultSweep, "comma-separated batch-rows x connections points")
 	aggregate := flag.Bool("aggregate", false, "an aggregate projection's B2: the raw multi-row upsert of its group rows, coalesced per batch of records (see aggregate.go)")
 	joins := flag.Bool("joins", false, "measure the join's statements too: every record, parents included, batched by the projector's Build (batch rows = records), partitions dealt to connections (see joins.go)")
+	arrays := flag.String("arrays", "", "with -joins: a children projection of the config whose child state the measured projection copies; each batch also writes the read rows with arrays its records changed (see arrays.go)")
 	flag.StringVar(&checksumCols, "checksum", "", "with -joins: comma-separated read columns whose checksum (benchio.TableChecksum) the result carries, taken before the tables are dropped")
 	flag.DurationVar(&settleLimit, "settle", 0, "before each point, wait up to this long for MariaDB to flush its dirty pages and purge its undo history (benchall passes its -settle; 0: do not wait)")
 	flag.Parse()
-	if err := run(*cfgPath, *name, *recPath, *sweep, *joins, *aggregate); err != nil {
+	if err := run(*cfgPath, *name, *recPath, *sweep, *arrays, *joins, *aggregate); err != nil {
 		benchio.Fail("rawupsert", err)
 	}
 }
 
-func run(cfgPath, name, recPath, sweepText string, joins, aggregate bool) error {
+func run(cfgPath, name, recPath, sweepText, arraysName string, joins, aggregate bool) error {
 	if cfgPath == "" || recPath == "" {
 		return errors.New("-config and -records are required (see go doc ./rawupsert inside bench/)")
 	}
@@ -94,21 +95,27 @@ func run(cfgPath, name, recPath, sweepText string, joins, aggregate bool) error 
 	if err != nil {
 		return err
 	}
-	var p *projections.Projection
+	var p, arrays *projections.Projection
 	for _, c := range ps {
 		if c.Name == name || (name == "" && len(ps) == 1) {
 			p = c
 		}
+		if arraysName != "" && c.Name == arraysName {
+			arrays = c
+		}
 	}
 	if p == nil {
 		return fmt.Errorf("no projection %q in %s (name one with -projection)", name, cfgPath)
+	}
+	if arraysName != "" && (arrays == nil || !joins) {
+		return fmt.Errorf("-arrays %s: name a children projection of %s, with -joins", arraysName, cfgPath)
 	}
 	recs, err := benchio.ReadRecords(recPath)
 	if err != nil {
 		return err
 	}
 	if joins {
-		return runJoins(ctx, cfg, p, recs, recPath, points)
+		return runJoins(ctx, cfg, p, recs, recPath, points, arrays)
 	}
 	// Typed against the source before its writes are made: computed
 	// columns are evaluated with their types.
@@ -169,7 +176,7 @@ func run(cfgPath, name, recPath, sweepText string, joins, aggregate bool) error 
 		settlePoint(ctx, sink, &best, pt)
 		load, cpu0 := benchio.Load1(), benchio.SelfCPU()
 		t := time.Now()
-		if err := applyAll(ctx, sink, &raw, conns); err != nil {
+		if err := applyAll(ctx, sink, &raw, conns, nil); err != nil {
 			return err
 		}
 		secs := time.Since(t).Seconds()
@@ -208,20 +215,30 @@ func settlePoint(ctx context.Context, sink *sinks.MySQL, best *benchio.Result, p
 
 // applyAll applies each connection's batches in order, the connections
 // concurrently, and returns the first error.
-func applyAll(ctx context.Context, sink *sinks.MySQL, p *projections.Projection, conns [][]*projections.Batch) error {
+func applyAll(ctx context.Context, sink *sinks.MySQL, p *projections.Projection, conns [][]*projections.Batch, after [][][]string) error {
 	errs := make(chan error, len(conns))
-	for _, batches := range conns {
+	for ci, batches := range conns {
 		go func() {
-			for _, b := range batches {
-				if err := sink.Apply(ctx, p, b); err != nil {
-					errs <- err
-					return
+			for bi, b := range batches {
+				if b != nil {
+					if err := sink.Apply(ctx, p, b); err != nil {
+						errs <- err
+						return
+					}
 				}
 				// A background fan-out's copies, after each batch: the
 				// coalescing window of in_batch's fan-out, so the point's
 				// batch size sets both alike.
 				if p.FanOut == projections.FanOutBackground {
 					if err := sink.DrainFanOuts(ctx, p); err != nil {
+						errs <- err
+						return
+					}
+				}
+				// The batch's read rows with arrays (-arrays), in a
+				// transaction of their own after the child state's.
+				if after != nil && len(after[ci][bi]) > 0 {
+					if err := execTxns(ctx, sink.DB(), [][]string{after[ci][bi]}); err != nil {
 						errs <- err
 						return
 					}

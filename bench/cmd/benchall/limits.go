@@ -54,6 +54,10 @@ type limitResult struct {
 	ReadRows   int64     `json:"read_rows"`   // rawupsert -joins
 	JoinedRows []int64   `json:"joined_rows"` // rawupsert -joins
 	Checksum   int64     `json:"checksum"`    // rawupsert -aggregate (ReadRows: its group rows)
+	// rawupsert -arrays: the read rows with arrays it left, summed by
+	// benchio.ChildrenChecksum.
+	ArrayRows     int64 `json:"array_rows"`
+	ArrayChecksum int64 `json:"array_checksum"`
 	// Settles: rawupsert's waits for MariaDB before each point (-settle).
 	Settles []benchio.Settle `json:"settles"`
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,6 +42,10 @@ type Result struct {
 	// rawupsert -aggregate: the checksum of the group rows it left
 	// (TableChecksum; ReadRows is their count).
 	Checksum int64 `json:"checksum,omitempty"`
+	// rawupsert -arrays: the read rows with arrays it left, as
+	// ChildrenChecksum sums them (and how many).
+	ArrayRows     int64 `json:"array_rows,omitempty"`
+	ArrayChecksum int64 `json:"array_checksum,omitempty"`
 	// rawupsert -settle: the waits for MariaDB before each point.
 	Settles []Settle `json:"settles,omitempty"`
 }
@@ -72,6 +77,22 @@ func TableChecksum(ctx context.Context, db *sql.DB, table string, columns []stri
 	exprs := make([]string, len(columns))
 	for i, c := range columns {
 		exprs[i] = "`" + c + "`"
+	}
+	return QueryChecksum(ctx, db, "`"+table+"`", exprs)
+}
+
+// ChildrenChecksum is TableChecksum of a children read table's columns,
+// its JSON array column compacted: the same for the same arrays whatever
+// the spacing of their JSON text (B2's arrays are built in Go, the
+// projector's by MariaDB) and the order columns are named in.
+func ChildrenChecksum(ctx context.Context, db *sql.DB, table string, columns []string, array string) (rows, sum int64, err error) {
+	columns = slices.Sorted(slices.Values(columns))
+	exprs := make([]string, len(columns))
+	for i, c := range columns {
+		exprs[i] = "`" + c + "`"
+		if c == array {
+			exprs[i] = "JSON_COMPACT(" + exprs[i] + ")"
+		}
 	}
 	return QueryChecksum(ctx, db, "`"+table+"`", exprs)
 }
