@@ -41,7 +41,7 @@ type arrayModel struct {
 	c *projections.Children
 	// parents are the parent rows by link value (the JSON text of the
 	// parent's read column the children's on names).
-	parents map[string]*arrayParent
+	parents map[string]event.Image
 	// children are the child rows by primary key; byLink the child keys
 	// of each link.
 	children map[string]*arrayChild
@@ -52,10 +52,6 @@ type arrayModel struct {
 	below  []map[string]map[string]bool
 	// version is the highest version that changed each link's row.
 	version map[string]uint64
-}
-
-type arrayParent struct {
-	row event.Image
 }
 
 type arrayChild struct {
@@ -79,7 +75,7 @@ func newArrayModel(p *projections.Projection) (*arrayModel, error) {
 	if len(c.SourceKey()) == 0 {
 		return nil, fmt.Errorf("projection %s: the child table's primary key is not known (SourceColumns first)", p.Name)
 	}
-	m := &arrayModel{p: p, c: c, parents: map[string]*arrayParent{}, children: map[string]*arrayChild{},
+	m := &arrayModel{p: p, c: c, parents: map[string]event.Image{}, children: map[string]*arrayChild{},
 		byLink: map[string]map[string]bool{}, version: map[string]uint64{}}
 	for range c.Joins {
 		m.joined = append(m.joined, map[string]event.Image{})
@@ -116,7 +112,7 @@ func (m *arrayModel) apply(topic string, ev event.Event) []string {
 			delete(m.parents, m.parentLink(ev.Before))
 		}
 		if ev.After != nil {
-			m.parents[m.parentLink(ev.After)] = &arrayParent{row: *ev.After}
+			m.parents[m.parentLink(ev.After)] = *ev.After
 		}
 	case m.c.Topic:
 		if ev.Before != nil {
@@ -251,9 +247,9 @@ func (m *arrayModel) columns() []string {
 // row is link's read row as a SQL row literal, "" when it has none (no
 // parent row and no children).
 func (m *arrayModel) row(link string) string {
-	par := m.parents[link]
+	par, hasParent := m.parents[link]
 	keys := m.byLink[link]
-	if par == nil && len(keys) == 0 {
+	if !hasParent && len(keys) == 0 {
 		return ""
 	}
 	b := []byte("(")
@@ -261,7 +257,7 @@ func (m *arrayModel) row(link string) string {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if par == nil {
+		if !hasParent {
 			if col.Name == m.c.On[0].Read {
 				b = appendJSONLiteral(b, link)
 			} else {
@@ -269,7 +265,7 @@ func (m *arrayModel) row(link string) string {
 			}
 			continue
 		}
-		b = appendJSONLiteral(b, value(&par.row, col.Source))
+		b = appendJSONLiteral(b, value(&par, col.Source))
 	}
 	elems := m.elements(keys)
 	var arr []byte
