@@ -3,9 +3,8 @@ package main
 // B2 of a children projection's read rows (-arrays): the rows a sink of
 // such a read model must write whatever its design — each parent whose
 // array a batch changes, written once per batch with its array and count
-// — beside the child state B2 already writes (-joins). Without them B2
-// measured a copy of the children only, the projector the copy and the
-// read table.
+// — beside the child state B2 already writes (-joins): the projector
+// writes both, so a limit of the copy alone would not be one.
 //
 // The arrays are built in Go before the clock starts, as B2 builds its
 // batches: the records of the projection's parent, child and join topics
@@ -287,7 +286,7 @@ func (m *arrayModel) row(link string) string {
 	return string(b)
 }
 
-// elements are the JSON objects of the children keys name, in the
+// elements are the JSON objects of the child rows keys names, in the
 // array's order (order_by, then the child's primary key), at most limit.
 func (m *arrayModel) elements(keys map[string]bool) []string {
 	chs := make([]*arrayChild, 0, len(keys))
