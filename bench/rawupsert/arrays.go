@@ -17,6 +17,7 @@ package main
 // no aggregation on the server: the least work such a read table costs.
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -397,33 +398,38 @@ func upsertRows(table string, cols []string, rows []string) []string {
 	return out
 }
 
-// arrayBatches replays recs (every record of the model's topics) in
-// source order and returns, per connection and batch (at[r] says which a
-// record is in), the statements writing the rows the batch's records
-// changed, each once, as of the batch's last record that changed it; and
-// the statements writing every row as the replay leaves it.
-func arrayBatches(m *arrayModel, table string, recs []*kgo.Record, at map[*kgo.Record][2]int, conns [][]*projections.Batch) (after [][][]string, final []string, err error) {
-	type step struct {
-		rec *kgo.Record
-		ev  event.Event
-	}
-	steps := make([]step, 0, len(recs))
+// arrayStep is one record of the model's topics, decoded.
+type arrayStep struct {
+	rec *kgo.Record
+	ev  event.Event
+}
+
+// sourceOrder decodes recs (every record of the model's topics) and
+// orders them as the source committed them (their versions): the same
+// for every point, so decoded once.
+func sourceOrder(recs []*kgo.Record) ([]arrayStep, error) {
+	steps := make([]arrayStep, 0, len(recs))
 	for _, r := range recs {
 		ev, err := event.DecodeEvent(r.Value)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+			return nil, fmt.Errorf("%s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 		}
-		steps = append(steps, step{r, ev})
+		steps = append(steps, arrayStep{r, ev})
 	}
-	slices.SortStableFunc(steps, func(a, b step) int {
-		switch {
-		case a.ev.Version < b.ev.Version:
-			return -1
-		case a.ev.Version > b.ev.Version:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(steps, func(a, b arrayStep) int { return cmp.Compare(a.ev.Version, b.ev.Version) })
+	return steps, nil
+}
+
+// arrayBatches replays steps (sourceOrder) into a fresh model of children
+// projection p and returns, per connection and batch (at[r] says which a
+// record is in), the statements writing the rows the batch's records
+// changed, each once, as of the batch's last record that changed it; and
+// the statements writing every row as the replay leaves it.
+func arrayBatches(p *projections.Projection, table string, steps []arrayStep, at map[*kgo.Record][2]int, conns [][]*projections.Batch) (after [][][]string, final []string, err error) {
+	m, err := newArrayModel(p)
+	if err != nil {
+		return nil, nil, err
+	}
 	// pending[conn][batch][link] is the link's row as of the batch's last
 	// record that changed it.
 	pending := make([][]map[string]string, len(conns))
@@ -497,7 +503,8 @@ func arraysTable(ctx context.Context, sink *sinks.MySQL, p *projections.Projecti
 	return func() { sink.Exec(context.Background(), []string{dropSQL}) }, nil
 }
 
-// arraysChecksum is benchio.ChildrenChecksum of B2's read rows.
+// arraysChecksum is benchio.ChildrenChecksum of the read rows of m's
+// projection in table.
 func arraysChecksum(ctx context.Context, db *sql.DB, m *arrayModel, table string) (rows, sum int64, err error) {
 	cols := m.columns()
 	return benchio.ChildrenChecksum(ctx, db, table, cols[:len(cols)-1], m.c.Name)

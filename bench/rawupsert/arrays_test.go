@@ -125,7 +125,11 @@ func TestArrayBatches(t *testing.T) {
 		rec(cast, `{"op":"c","version":3,"after":{"id":100,"film_id":10,"actor_id":1},"schema":{"version":"x","columns":{}}}`),
 	}
 	at := map[*kgo.Record][2]int{recs[0]: {0, 0}, recs[1]: {0, 0}, recs[2]: {1, 0}}
-	after, final, err := arrayBatches(m, "t", recs, at, [][]*projections.Batch{{nil}, {nil}})
+	steps, err := sourceOrder([]*kgo.Record{recs[2], recs[0], recs[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, final, err := arrayBatches(m.p, "t", steps, at, [][]*projections.Batch{{nil}, {nil}})
 	if err != nil {
 		t.Fatal(err)
 	}

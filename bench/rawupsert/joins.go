@@ -44,6 +44,7 @@ func runJoins(ctx context.Context, cfg config.Config, p *projections.Projection,
 	topics := p.Topics()
 	var model []string
 	var atypes projections.Types
+	var shape *arrayModel // arrays' topics and columns (each point replays a model of its own)
 	if arrays != nil {
 		src, err := openSource(cfg)
 		if err != nil {
@@ -54,11 +55,10 @@ func runJoins(ctx context.Context, cfg config.Config, p *projections.Projection,
 		if err != nil {
 			return err
 		}
-		m, err := newArrayModel(arrays)
-		if err != nil {
+		if shape, err = newArrayModel(arrays); err != nil {
 			return err
 		}
-		model = m.topics()
+		model = shape.topics()
 	}
 	var mine, modelled []*kgo.Record
 	for _, r := range recs {
@@ -113,7 +113,11 @@ func runJoins(ctx context.Context, cfg config.Config, p *projections.Projection,
 	}
 	defer reset(context.Background(), false)
 	arraysTbl := ""
+	var steps []arrayStep
 	if arrays != nil {
+		if steps, err = sourceOrder(modelled); err != nil {
+			return err
+		}
 		arraysTbl = arrays.Table + "_b2a"
 		drop, err := arraysTable(ctx, sink, arrays, atypes, arraysTbl)
 		if err != nil {
@@ -132,11 +136,7 @@ func runJoins(ctx context.Context, cfg config.Config, p *projections.Projection,
 		var after [][][]string
 		var final []string
 		if arrays != nil {
-			m, err := newArrayModel(arrays)
-			if err != nil {
-				return err
-			}
-			if after, final, err = arrayBatches(m, arraysTbl, modelled, at, conns); err != nil {
+			if after, final, err = arrayBatches(arrays, arraysTbl, steps, at, conns); err != nil {
 				return err
 			}
 			if err := sink.Exec(ctx, []string{"TRUNCATE TABLE `" + arraysTbl + "`"}); err != nil {
@@ -161,8 +161,7 @@ func runJoins(ctx context.Context, cfg config.Config, p *projections.Projection,
 			if err := sink.Exec(ctx, final); err != nil {
 				return err
 			}
-			m, _ := newArrayModel(arrays)
-			if best.ArrayRows, best.ArrayChecksum, err = arraysChecksum(ctx, sink.DB(), m, arraysTbl); err != nil {
+			if best.ArrayRows, best.ArrayChecksum, err = arraysChecksum(ctx, sink.DB(), shape, arraysTbl); err != nil {
 				return err
 			}
 		}
