@@ -244,8 +244,14 @@ func compare(p, e Column) (string, bool) {
 	var whys []string
 	safe := true
 	pt, et := normType(p.Type), normType(e.Type)
+	kept, members := membersKept(e.Type, p.Type)
+	if members {
+		// Members are compared as written: normType's lower-casing
+		// would hide a member whose case changed.
+		pt, et = p.Type, e.Type
+	}
 	if pt != et {
-		w := widens(et, pt)
+		w := kept || !members && widens(et, pt)
 		if !w {
 			safe = false
 		}
@@ -274,7 +280,7 @@ var (
 	widthRe  = regexp.MustCompile(`^(tinyint|smallint|mediumint|int|bigint)\(\d+\)`)
 	lengthRe = regexp.MustCompile(`^(varchar|char|varbinary|binary|datetime|timestamp|time|bit)\((\d+)\)$`)
 	decRe    = regexp.MustCompile(`^decimal\((\d+),(\d+)\)( unsigned)?$`)
-	enumRe   = regexp.MustCompile(`^(enum|set)\((.*)\)$`)
+	enumRe   = regexp.MustCompile(`(?i)^(enum|set)\((.*)\)$`)
 )
 
 // normType lower-cases a column type and drops integer display widths,
@@ -333,11 +339,71 @@ func widens(from, to string) bool {
 		ts, _ := strconv.Atoi(tm[2])
 		return fm[3] == tm[3] && ts >= fs && tp-ts >= fp-fs
 	}
-	if fm, tm := enumRe.FindStringSubmatch(from), enumRe.FindStringSubmatch(to); fm != nil && tm != nil {
-		// New members appended keep every stored member's index.
-		return fm[1] == tm[1] && strings.HasPrefix(tm[2], fm[2]+",")
-	}
 	return false
+}
+
+// membersKept reports, for two ENUM or SET types (members says both are,
+// of one kind), whether to lists every member of from, spelled byte for
+// byte alike, in the same relative order. ALTER TABLE converts a stored
+// ENUM or SET value by its text, so such a change keeps every value
+// (whatever the members' indexes become) and every order of stored
+// values (ORDER BY sorts by index: a children array ordered by the
+// column keeps its order). A member respelled (a case change is one under
+// a _ci collation: 'a' becomes 'A'), dropped or moved before another is
+// not kept.
+func membersKept(from, to string) (kept, members bool) {
+	fm, tm := enumRe.FindStringSubmatch(strings.TrimSpace(from)), enumRe.FindStringSubmatch(strings.TrimSpace(to))
+	if fm == nil || tm == nil || !strings.EqualFold(fm[1], tm[1]) {
+		return false, false
+	}
+	old, nw := quotedMembers(fm[2]), quotedMembers(tm[2])
+	if old == nil || nw == nil {
+		return false, true
+	}
+	i := 0
+	for _, m := range nw {
+		if i < len(old) && m == old[i] {
+			i++
+		}
+	}
+	return i == len(old), true
+}
+
+// quotedMembers splits an ENUM or SET member list, such as 'a','b', into its
+// members as quoted (nil if it does not read as one).
+func quotedMembers(list string) []string {
+	var out []string
+	for len(list) > 0 {
+		if list[0] != '\'' {
+			return nil
+		}
+		i := 1
+		for ; i < len(list); i++ {
+			if list[i] == '\\' {
+				i++
+				continue
+			}
+			if list[i] == '\'' {
+				if i+1 < len(list) && list[i+1] == '\'' {
+					i++
+					continue
+				}
+				break
+			}
+		}
+		if i >= len(list) {
+			return nil
+		}
+		out = append(out, list[:i+1])
+		list = list[i+1:]
+		if len(list) > 0 {
+			if list[0] != ',' {
+				return nil
+			}
+			list = list[1:]
+		}
+	}
+	return out
 }
 
 // intDigits are the decimal digits of each integer rank's largest value.
