@@ -19,11 +19,11 @@ import (
 // MaxIndexBytes is the widest key an InnoDB index holds.
 const MaxIndexBytes = 3072
 
-// keyPartBytes is the bytes a column of definition def (as Types has it:
+// KeyPartBytes is the bytes a column of definition def (as Types has it:
 // "varchar(255) CHARACTER SET utf8mb4 COLLATE …", "int(11) NOT NULL")
 // takes in an index key; ok is false for a type readside does not size
 // (TEXT, BLOB and JSON cannot be key parts, and are refused elsewhere).
-func keyPartBytes(def string) (n int, ok bool) {
+func KeyPartBytes(def string) (n int, ok bool) {
 	d := strings.ToLower(strings.TrimSpace(def))
 	name := d
 	if i := strings.IndexAny(d, "( "); i >= 0 {
@@ -138,7 +138,7 @@ type keyPart struct {
 func indexWidth(parts []keyPart) (total int, detail string, ok bool) {
 	var terms []string
 	for _, p := range parts {
-		n, sized := keyPartBytes(p.def)
+		n, sized := KeyPartBytes(p.def)
 		if !sized {
 			return 0, "", false
 		}
@@ -192,7 +192,7 @@ func (p *Projection) checkAggregateKeys(types *Types) []error {
 			continue
 		}
 		fix := narrower
-		if v, _ := keyPartBytes(def); isText(def) && call != "" {
+		if v, _ := KeyPartBytes(def); isText(def) && call != "" {
 			// The widest CHAR(n) that fits beside these group columns (a
 			// CAST to CHAR is utf8mb4: 4 bytes a character).
 			if room := (MaxIndexBytes - (n - v)) / 4; room > 0 {

@@ -39,9 +39,9 @@ func TestKeyPartBytes(t *testing.T) {
 		{"TEXT is not sized (refused as a key elsewhere)", "text CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", 0, false},
 		{"nor JSON", "longtext CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", 0, false},
 	} {
-		got, ok := keyPartBytes(c.def)
+		got, ok := KeyPartBytes(c.def)
 		if got != c.want || ok != c.ok {
-			t.Errorf("%s: keyPartBytes(%q) = %d, %v; want %d, %v", c.why, c.def, got, ok, c.want, c.ok)
+			t.Errorf("%s: KeyPartBytes(%q) = %d, %v; want %d, %v", c.why, c.def, got, ok, c.want, c.ok)
 		}
 	}
 }

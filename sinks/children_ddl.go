@@ -90,13 +90,35 @@ func childDDL(p *projections.Projection, i int, types projections.Types) []strin
 	for _, col := range c.On {
 		index = append(index, q(projections.ChildStateColumn(col.Child)))
 	}
+	// The link index goes on in the array's order as far as its columns
+	// can be key parts: a TEXT, BLOB or JSON one (a child keyed by a
+	// prefix of a TEXT column, an order_by over one) or one that takes
+	// the key past what InnoDB indexes ends it, as a joined column does.
+	width := 0
+	for _, col := range state {
+		if slices.Contains(index, q(col.Name)) {
+			n, _ := projections.KeyPartBytes(col.Definition())
+			width += n
+		}
+	}
 	for _, col := range append(slices.Clone(c.OrderBy), c.SourceKey()...) {
 		if c.OrderJoin(col) != nil {
 			break // the rest of the order is not in this table
 		}
-		if s := q(projections.ChildStateColumn(col)); !slices.Contains(index, s) {
-			index = append(index, s)
+		s := q(projections.ChildStateColumn(col))
+		if slices.Contains(index, s) {
+			continue
 		}
+		at := slices.IndexFunc(state, func(sc Column) bool { return q(sc.Name) == s })
+		if at < 0 || json[state[at].Name] {
+			break
+		}
+		n, ok := projections.KeyPartBytes(state[at].Definition())
+		if !ok || width+n > projections.MaxIndexBytes {
+			break
+		}
+		width += n
+		index = append(index, s)
 	}
 	defs = append(defs, "PRIMARY KEY (`_rs_key`)", "KEY `_rs_link` ("+strings.Join(index, ", ")+")")
 	// A change of a join's parent finds the child rows below it by the

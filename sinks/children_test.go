@@ -117,3 +117,35 @@ func TestHalveChildWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestChildLinkIndexStopsAtUnindexable: the state table's link index
+// follows the array's order only as far as its columns can be key parts.
+// A child keyed by a prefix of a TEXT column (PRIMARY KEY (url(100)))
+// and an order_by over a column that takes the key past 3072 bytes end
+// it there; MariaDB refused the whole CREATE TABLE otherwise.
+func TestChildLinkIndexStopsAtUnindexable(t *testing.T) {
+	for _, c := range []struct {
+		why, label, want string
+	}{
+		{"a TEXT child key", "varchar(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL", "KEY `_rs_link` (`c_order_id`, `c_line_no`, `c_label`)"},
+		{"an order_by wider than the index holds", "varchar(1000) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL", "KEY `_rs_link` (`c_order_id`, `c_line_no`)"},
+	} {
+		p := goldenChildren(t)
+		ch := p.Children[0]
+		ch.OrderBy = []string{"line_no", "label"}
+		ch.SetSourceKey([]string{"url"})
+		types := projections.Types{
+			Read: map[string]string{"customer_id": "int(11) NOT NULL", "id": "int(11) NOT NULL"},
+			Children: []projections.ChildTypes{{
+				State: map[string]string{"order_id": "int(11) NULL", "line_no": "smallint(6) NULL", "label": c.label,
+					"url": "text CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL", "qty": "int(11) NULL",
+					"sku": "varchar(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NULL"},
+				Link: map[string]string{"order_id": "int(11) NOT NULL"},
+			}},
+		}
+		ddl := strings.Join(childDDL(p, 0, types), "\n")
+		if !strings.Contains(ddl, c.want+"\n") {
+			t.Errorf("%s: the state table's link index is not %s:\n%s", c.why, c.want, ddl)
+		}
+	}
+}
