@@ -89,6 +89,7 @@ func TestLoadErrors(t *testing.T) {
 		{"the embedded broker listens on loopback only", "source:\n  dsn: \"u:p@tcp(h:1)/\"\n  server_id: 1\n  tables: [a.b]\nkafka:\n  embedded_listen: 0.0.0.0:9092\n", nil, []string{"kafka.embedded_listen", "not a loopback address"}},
 		{"operations durations must be positive", minimal, []string{"PW=x", "READSIDE_SHUTDOWN_TIMEOUT=0s", "READSIDE_HTTP__READY_MAX_LAG=-1s"}, []string{"shutdown_timeout must be positive", "http.ready_max_lag must be positive"}},
 		{"an unknown codec names the choices", minimal, []string{"PW=x", "READSIDE_KAFKA__COMPRESSION=lzma"}, []string{`kafka.compression "lzma": want lz4, snappy, zstd, gzip or none`}},
+		{"a dotted table name is refused with why", "source:\n  dsn: \"u:p@tcp(h:1)/\"\n  server_id: 1\n  tables: [shop.a.b]\n", nil, []string{`"shop.a.b": want db.table; a database or table whose name holds a dot cannot be captured`, "RENAME TABLE"}},
 		{"a duplicate table is named", "source:\n  dsn: \"u:p@tcp(h:1)/\"\n  server_id: 1\n  tables: [a.b, a.b]\n", nil, []string{`lists "a.b" twice`}},
 	})
 }

@@ -35,7 +35,9 @@ func (c Config) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, t := range c.Source.Tables {
-		if _, _, ok := SplitTable(t); !ok {
+		if _, _, ok := SplitTable(t); !ok && strings.Count(t, ".") > 1 {
+			bad("source.tables entry %q: want db.table; a database or table whose name holds a dot cannot be captured (readside names a table db.table everywhere, its topic prefix.db.table): rename it (RENAME TABLE) before capturing it", t)
+		} else if !ok {
 			bad("source.tables entry %q: want db.table", t)
 		}
 		if seen[t] {
