@@ -33,9 +33,12 @@ func passesSQL(cell *string) bool { return cell != nil && *cell == "1" }
 // typeExpressions types the projection's computed columns and where
 // filter against the live source (projections.SourceColumns), which a
 // projection compiled by verify alone has not had, and makes the queries
-// again with their resolved SQL.
+// again with their resolved SQL. Children need it too: which element
+// members are text to convert to utf8mb4 (Children.UTF8Member) is read
+// from the source's column definitions, and the array over them
+// unconverted is not the one the sink builds.
 func (v *Verifier) typeExpressions(ctx context.Context) error {
-	if !v.p.Computes() && v.p.Where == nil && v.p.Aggregation == nil {
+	if !v.p.Computes() && v.p.Where == nil && v.p.Aggregation == nil && len(v.p.Children) == 0 {
 		return nil
 	}
 	if _, err := v.p.SourceColumns(ctx, v.src); err != nil {
