@@ -11,7 +11,11 @@ package sinks
 // CONVERT(? USING <its charset>), which MariaDB compares as it should
 // (and looks up row by row). Which columns those are is read from the
 // sink's own tables, once per projection, before its statements are
-// rendered: the tables' definitions are what the server compares.
+// rendered: the tables' definitions are what the server compares. The
+// conversion is given the column's collation too: CONVERT alone yields
+// the character set's default one (latin1_swedish_ci), which the server
+// refuses to compare with a column under another (latin1_german2_ci,
+// latin1_bin: "Illegal mix of collations").
 
 import (
 	"context"
@@ -31,7 +35,8 @@ const ambiguousCharset = "?"
 
 // keyCharsets holds, per projection (*projections.Projection), its sink
 // tables' text columns by name whose character set a utf8mb4 literal is
-// not compared in (anything but utf8mb4, utf8mb3 and ascii): the set, or
+// not compared in (anything but utf8mb4, utf8mb3 and ascii): the set and
+// the column's collation ("latin1 COLLATE latin1_german2_ci"), or
 // ambiguousCharset. A projection whose tables were never read has none,
 // and keyIn renders plain placeholders.
 var keyCharsets sync.Map
@@ -51,7 +56,7 @@ func (s *MySQL) learnSinkColumns(ctx context.Context, p *projections.Projection)
 	for i, t := range tables {
 		args[i] = t
 	}
-	rows, err := s.db.QueryContext(ctx, "SELECT TABLE_NAME, COLUMN_NAME, COALESCE(CHARACTER_SET_NAME, ''), DATA_TYPE FROM information_schema.COLUMNS"+
+	rows, err := s.db.QueryContext(ctx, "SELECT TABLE_NAME, COLUMN_NAME, COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, ''), DATA_TYPE FROM information_schema.COLUMNS"+
 		" WHERE TABLE_SCHEMA = DATABASE() AND (CHARACTER_SET_NAME IS NOT NULL OR DATA_TYPE = 'float') AND TABLE_NAME IN ("+placeholders(len(tables))+")", args...)
 	if err != nil {
 		return fmt.Errorf("reading the column types of the tables of %s: %w", p.Table, err)
@@ -77,8 +82,8 @@ func scanSinkColumns(rows *sql.Rows) (charsets map[string]string, floats map[str
 	seen := map[string]string{} // column → charset needing a conversion, "" for none
 	charsets, floats = map[string]string{}, map[string]map[string]bool{}
 	for rows.Next() {
-		var table, col, cs, typ string
-		if err := rows.Scan(&table, &col, &cs, &typ); err != nil {
+		var table, col, cs, coll, typ string
+		if err := rows.Scan(&table, &col, &cs, &coll, &typ); err != nil {
 			return nil, nil, err
 		}
 		if strings.EqualFold(typ, "float") {
@@ -94,6 +99,8 @@ func scanSinkColumns(rows *sql.Rows) (charsets map[string]string, floats map[str
 		switch cs {
 		case "utf8mb4", "utf8mb3", "utf8", "ascii":
 			cs = ""
+		default:
+			cs += " COLLATE " + strings.ToLower(coll)
 		}
 		prev, ok := seen[col]
 		switch {
@@ -125,7 +132,11 @@ func keyPlaces(p *projections.Projection, cols []string) (places []string, ambig
 		case ambiguousCharset:
 			places[i], ambiguous = "?", true
 		default:
-			places[i] = "CONVERT(? USING " + cs + ")"
+			set, coll, _ := strings.Cut(cs, " COLLATE ")
+			places[i] = "CONVERT(? USING " + set + ")"
+			if coll != "" {
+				places[i] += " COLLATE " + coll
+			}
 		}
 	}
 	return places, ambiguous

@@ -132,7 +132,14 @@ func (r *rollup) run(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		go func() { done <- pr.Run(ctx) }()
+		go func() {
+			err := pr.Run(ctx)
+			if err != nil && ctx.Err() == nil {
+				// Said at once: the test may be waiting for its rows.
+				t.Errorf("projector %s stopped: %v", p.Name, err)
+			}
+			done <- err
+		}()
 	}
 	t.Cleanup(func() {
 		stop()

@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/readside/readside/expr"
 )
@@ -19,8 +20,12 @@ import (
 // learnCollations sets, for an aggregate, the key function of each group
 // and aggregate column's collation, from the read table's definition on
 // the first shard (read columns have the source's collations). A
-// collation expr has no weights for (the _nopad_ ones among them) stays
-// byte for byte.
+// collation expr has no weights for (utf8mb4_unicode_ci,
+// latin1_german2_ci, the _nopad_ ones, …) is weighed by the servers
+// themselves: both sides select WEIGHT_STRING of such a cell (of the
+// cell without its trailing spaces under a PAD SPACE collation, which
+// compares as if they were not there), and the weights are matched and
+// compared instead of the text.
 func (v *Verifier) learnCollations(ctx context.Context) error {
 	if v.p.Aggregation == nil || v.collate != nil {
 		return nil
@@ -43,10 +48,48 @@ func (v *Verifier) learnCollations(ctx context.Context) error {
 		return err
 	}
 	v.collate = make([]func(string) string, len(v.pl.cols))
+	v.weigh = make([]string, len(v.pl.cols))
 	for i, c := range v.pl.cols[:v.pl.joinStart] {
-		v.collate[i], _ = expr.CollationKeyer(byName[c.Read])
+		coll := strings.ToLower(byName[c.Read])
+		var ok bool
+		if v.collate[i], ok = expr.CollationKeyer(coll); ok || coll == "" || coll == "binary" {
+			continue
+		}
+		v.weigh[i] = "HEX(WEIGHT_STRING(RTRIM(%s)))"
+		if strings.Contains(coll, "_nopad_") {
+			v.weigh[i] = "HEX(WEIGHT_STRING(%s))"
+		}
 	}
 	return nil
+}
+
+// weightExprs are the WEIGHT_STRING expressions over exprs (a side's
+// SELECT expressions of the compared columns) that weigh asks for.
+func (v *Verifier) weightExprs(exprs []string) []string {
+	var out []string
+	for i, w := range v.weigh {
+		if w != "" {
+			out = append(out, fmt.Sprintf(w, exprs[i]))
+		}
+	}
+	return out
+}
+
+// spreadWeights places the weight cells read after a row's others at
+// their columns' indexes (nil when no column is weighed).
+func (v *Verifier) spreadWeights(cells []*string) []*string {
+	if len(cells) == 0 {
+		return nil
+	}
+	out := make([]*string, len(v.weigh))
+	k := 0
+	for i, w := range v.weigh {
+		if w != "" {
+			out[i] = cells[k]
+			k++
+		}
+	}
+	return out
 }
 
 // cellKey is cell i as its column's collation compares it.
@@ -57,13 +100,27 @@ func (v *Verifier) cellKey(i int, cell string) string {
 	return cell
 }
 
-// matchText is the text a row's key is matched by on both sides.
-func (v *Verifier) matchText(cells []*string) string {
+// matchText is the text a row's key is matched by on both sides: a
+// weighed cell's weight, another's key under its collation.
+func (v *Verifier) matchText(cells, weights []*string) string {
 	k := v.keyOf(cells)
 	for i := range k {
+		if i < len(weights) && weights[i] != nil {
+			k[i] = "\x00w" + *weights[i]
+			continue
+		}
 		k[i] = v.cellKey(i, k[i])
 	}
 	return k.text()
+}
+
+// sameWeighed compares column i's cells by their weights when the
+// column is weighed (ok false when it is not).
+func sameWeighed(i int, a, b []*string) (same, ok bool) {
+	if i >= len(a) || i >= len(b) || a[i] == nil && b[i] == nil {
+		return false, false
+	}
+	return a[i] != nil && b[i] != nil && *a[i] == *b[i], true
 }
 
 // sameCell compares column i's cells (nil: NULL).

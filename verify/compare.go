@@ -47,6 +47,8 @@ func (v *Verifier) compare(ctx context.Context, srcWhere string, srcArgs []any, 
 	if v.pl.whereSQL != "" {
 		exprs = append(exprs, whereTruth(v.pl.whereSQL))
 	}
+	srcWeights := v.weightExprs(v.pl.srcExprs())
+	exprs = append(exprs, srcWeights...)
 	rows, err := v.src.QueryContext(ctx, "SELECT "+strings.Join(exprs, ", ")+" FROM "+v.pl.sourceFrom(false, true)+" WHERE "+srcWhere, srcArgs...)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s.%s rows: %w", v.p.SourceDB, v.p.SourceTbl, err)
@@ -66,11 +68,11 @@ func (v *Verifier) compare(ctx context.Context, srcWhere string, srcArgs []any, 
 			rows.Close()
 			return nil, err
 		}
-		r := &srcRow{cells: cells[:len(v.pl.cols)], passes: true}
+		r := &srcRow{cells: cells[:len(v.pl.cols)], passes: true, weights: v.spreadWeights(cells[len(cells)-len(srcWeights):])}
 		if v.pl.whereSQL != "" {
 			r.passes = passesSQL(cells[len(v.pl.cols)])
 		}
-		k := v.matchText(r.cells)
+		k := v.matchText(r.cells, r.weights)
 		src[k] = r
 		order = append(order, k)
 	}
@@ -79,8 +81,12 @@ func (v *Verifier) compare(ctx context.Context, srcWhere string, srcArgs []any, 
 		return nil, err
 	}
 	sink := map[string][]sinkCopy{}
-	readExprs := append(v.pl.readExprs(), "`_rs_version`")
+	sinkWeights := v.weightExprs(v.pl.readExprs())
+	readExprs := append(append(v.pl.readExprs(), "`_rs_version`"), sinkWeights...)
 	sinkKinds := append(append([]kind{}, kinds[:len(v.pl.cols)]...), kInt)
+	for range sinkWeights {
+		sinkKinds = append(sinkKinds, kText)
+	}
 	for i, sh := range v.sink.Shards {
 		rows, err := sh.DB().QueryContext(ctx, "SELECT "+strings.Join(readExprs, ", ")+" FROM "+q(v.p.Table)+" WHERE "+sinkWhere, sinkArgs...)
 		if err != nil {
@@ -92,9 +98,10 @@ func (v *Verifier) compare(ctx context.Context, srcWhere string, srcArgs []any, 
 				rows.Close()
 				return nil, err
 			}
-			ver, _ := strconv.ParseUint(*cells[len(cells)-1], 10, 64)
-			c := sinkCopy{cells: cells[:len(cells)-1], version: ver, shard: i}
-			k := v.matchText(c.cells)
+			n := len(v.pl.cols)
+			ver, _ := strconv.ParseUint(*cells[n], 10, 64)
+			c := sinkCopy{cells: cells[:n], version: ver, shard: i, weights: v.spreadWeights(cells[n+1:])}
+			k := v.matchText(c.cells, c.weights)
 			if _, ok := sink[k]; !ok && src[k] == nil {
 				order = append(order, k)
 			}
@@ -107,9 +114,21 @@ func (v *Verifier) compare(ctx context.Context, srcWhere string, srcArgs []any, 
 	}
 	var out []Diff
 	for _, k := range order {
-		out = append(out, v.classify(src[k], sink[k])...)
+		for _, d := range v.classify(src[k], sink[k]) {
+			d.match = k
+			out = append(out, d)
+		}
 	}
 	return out, nil
+}
+
+// suspectID is the key a re-check finds d's row by: its match text, or
+// its key's text for a Diff not made by compare.
+func (d Diff) suspectID() string {
+	if d.match != "" {
+		return d.match
+	}
+	return d.key.text()
 }
 
 func (v *Verifier) keyOf(cells []*string) Key {
@@ -179,7 +198,11 @@ func (v *Verifier) classify(s *srcRow, copies []sinkCopy) []Diff {
 		d := mk("different", home)
 		d.sinkVer = right.version
 		for i, c := range v.pl.cols {
-			if !v.sameCell(i, s.cells[i], right.cells[i]) {
+			same, weighed := sameWeighed(i, s.weights, right.weights)
+			if !weighed {
+				same = v.sameCell(i, s.cells[i], right.cells[i])
+			}
+			if !same {
 				d.Columns = append(d.Columns, ColumnDiff{Name: c.Read, Source: s.cells[i], Sink: right.cells[i]})
 				if j := v.joinOf(i); j >= 0 {
 					d.parentDiff = append(d.parentDiff, j)

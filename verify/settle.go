@@ -85,9 +85,13 @@ func (v *Verifier) settle(ctx context.Context, suspects map[string]*suspect) (co
 		if err != nil {
 			return nil, 0, 0, err
 		}
+		// A suspect resumed from a state file has only its key's text.
 		byKey := map[string][]Diff{}
 		for _, d := range diffs {
-			byKey[d.key.text()] = append(byKey[d.key.text()], d)
+			byKey[d.suspectID()] = append(byKey[d.suspectID()], d)
+			if t := d.key.text(); t != d.suspectID() {
+				byKey[t] = append(byKey[t], d)
+			}
 		}
 		now := time.Now()
 		for k, s := range suspects {

@@ -92,6 +92,11 @@ type Verifier struct {
 	// of the collation its cells are matched and compared under (nil:
 	// byte for byte; collation.go).
 	collate []func(string) string
+	// weigh is, per compared column of an aggregate, how the servers
+	// weigh its cells when expr has no key function for its collation
+	// (collation.go): "" not at all, else the WEIGHT_STRING expression
+	// pattern both sides select.
+	weigh []string
 }
 
 // OpenSource connects to the source for verification with every
@@ -130,6 +135,11 @@ type Diff struct {
 	sinkVer    uint64
 	parentDiff []int // joins (index) whose copied columns differ
 	srcRow     []*string
+	// match is the text the row's key was matched by (matchText): under
+	// a collation one group's key may be spelled one way in one read of
+	// the source and another way in the next, and a re-check finds its
+	// suspect by this.
+	match string
 	// publish: the source row must flow through the projector again (an
 	// r event fixes a missing, different, or filtered-out row).
 	publish bool
@@ -188,12 +198,16 @@ func (r *Report) Equal() bool { return r.Drift() == 0 && r.Behind == 0 }
 type srcRow struct {
 	cells  []*string
 	passes bool
+	// weights are the cells' collation weights where Verifier.weigh
+	// asks for them (nil elsewhere, or all nil).
+	weights []*string
 }
 
 type sinkCopy struct {
 	cells   []*string
 	version uint64
 	shard   int
+	weights []*string
 }
 
 // Run verifies the whole read table.
@@ -313,7 +327,7 @@ func (v *Verifier) run(ctx context.Context) (*Report, error) {
 				return nil, err
 			}
 			for _, d := range diffs {
-				suspects[d.key.text()] = &suspect{key: d.key}
+				suspects[d.suspectID()] = &suspect{key: d.key}
 			}
 		}
 		scanned += max(sc, kc)
