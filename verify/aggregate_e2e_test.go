@@ -152,6 +152,35 @@ func (r *rollup) run(t *testing.T) {
 	testbed.WaitForTailer(t, r.bed.MySQL, r.cfg.Kafka.Brokers, event.CheckpointTopic(r.cfg.Kafka.TopicPrefix))
 }
 
+// runOne is a rollup of cfg's one projection (an aggregate, as stats) on
+// its one-shard sink "reads", its tables created and the tailer and the
+// projector running.
+func runOne(t *testing.T, bed *testbed.Bed, cfg config.Config, src string) *rollup {
+	t.Helper()
+	ctx := t.Context()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rollup{bed: bed, cfg: cfg, src: src, stats: ps[0]}
+	if r.sink, err = sinks.OpenSharded(ctx, "reads", cfg.Sinks["reads"]); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.sink.Close() })
+	types, err := r.stats.SourceColumns(ctx, bed.MySQL.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.sink.Exec(ctx, sinks.DDL(r.stats, types)); err != nil {
+		t.Fatal(err)
+	}
+	r.run(t)
+	return r
+}
+
 func (r *rollup) projections() []*projections.Projection {
 	var out []*projections.Projection
 	for _, p := range []*projections.Projection{r.stats, r.lines} {

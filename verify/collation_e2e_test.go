@@ -11,8 +11,6 @@ import (
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
-	"github.com/readside/readside/projections"
-	"github.com/readside/readside/sinks"
 )
 
 // TestVerifyGroupsUnderServerCollation: an aggregate grouped by text in a
@@ -48,26 +46,7 @@ func TestVerifyGroupsUnderServerCollation(t *testing.T) {
 	cfg.Projections = map[string]config.Projection{"by_last": {From: src + ".people", Sink: "reads",
 		GroupBy:    []string{"last_name"},
 		Aggregates: map[string]string{"people": "count(*)", "first_tag": "min(tag)", "tags": "count(distinct tag)"}}}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	ps, err := projections.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rollup{bed: bed, cfg: cfg, src: src, stats: ps[0]}
-	if r.sink, err = sinks.OpenSharded(ctx, "reads", cfg.Sinks["reads"]); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.sink.Close() })
-	types, err := r.stats.SourceColumns(ctx, bed.MySQL.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.sink.Exec(ctx, sinks.DDL(r.stats, types)); err != nil {
-		t.Fatal(err)
-	}
-	r.run(t)
+	r := runOne(t, bed, cfg, src)
 	// Each group's spellings, the one written first last: the sink's row
 	// is spelled as the first contribution, the source's GROUP BY not so.
 	groups := [][]string{

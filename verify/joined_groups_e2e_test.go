@@ -12,8 +12,6 @@ import (
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
-	"github.com/readside/readside/projections"
-	"github.com/readside/readside/sinks"
 )
 
 // TestVerifyJoinedGroups: revenue per store, a group column joined from
@@ -46,26 +44,7 @@ func TestVerifyJoinedGroups(t *testing.T) {
 		Join:       []config.Join{{From: src + ".staff", On: map[string]string{"staff_id": "staff_id"}, Columns: map[string]string{"store_id": "store_id"}}},
 		GroupBy:    []string{"store_id"},
 		Aggregates: map[string]string{"revenue": "sum(amount)", "payments": "count(*)"}}}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	ps, err := projections.Compile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rollup{bed: bed, cfg: cfg, src: src, stats: ps[0]}
-	if r.sink, err = sinks.OpenSharded(ctx, "reads", cfg.Sinks["reads"]); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.sink.Close() })
-	types, err := r.stats.SourceColumns(ctx, bed.MySQL.DB())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.sink.Exec(ctx, sinks.DDL(r.stats, types)); err != nil {
-		t.Fatal(err)
-	}
-	r.run(t)
+	r := runOne(t, bed, cfg, src)
 	expected := func() string {
 		return rowsText(t, "SELECT s.store_id, SUM(p.amount), COUNT(*) FROM "+pay+" p JOIN "+staff+" s ON s.staff_id = p.staff_id WHERE s.store_id IS NOT NULL GROUP BY 1 ORDER BY 1")
 	}
