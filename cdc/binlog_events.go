@@ -222,7 +222,13 @@ func (s *stream) query(ctx context.Context, h *replication.EventHeader, e *repli
 // truncate publishes a 't' event to every partition of the table's topic.
 func (s *stream) truncate(ctx context.Context, h *replication.EventHeader, name, topic string) error {
 	if s.debeziumFormat() {
-		// Debezium skips truncates by default (skipped.operations=t).
+		// Debezium skips truncates by default (skipped.operations=t):
+		// its consumers get no record, and neither do readside's own
+		// projections of the table, whose read tables keep the rows.
+		s.t.log.Warn("TRUNCATE of a captured table not published: kafka.format debezium skips truncates as the connector does by default (skipped.operations=t), "+
+			"so consumers of its topic, readside's projections of it included, keep the rows it removed; "+
+			"fix: readside verify --projection P --repair for each projection of the table (it deletes the rows the source no longer has), or truncate the consumers' copies too",
+			"table", name, "position", fmt.Sprintf("%s:%d", s.file, h.LogPos))
 		return nil
 	}
 	db, tbl, _ := config.SplitTable(name)

@@ -35,6 +35,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -256,7 +257,10 @@ func (pk *sourcePK) lookup(ctx context.Context, src *sql.DB, keys [][]string, ex
 // values reads a record key (docs/events.md: a JSON object of the
 // primary key's columns, each value as events carry it) as cell texts in
 // pk.cols order, as scanCells prints the source's: binary values
-// decoded from base64.
+// decoded from base64. A Debezium key with the JSON converter's schema
+// block (kafka.format debezium) is read by its payload; of its values
+// only integers and strings read as the source's (a DECIMAL, temporal or
+// binary one is encoded by Debezium's own rules: unreadable).
 func (pk *sourcePK) values(key []byte) ([]string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(key))
 	dec.UseNumber()
@@ -264,8 +268,15 @@ func (pk *sourcePK) values(key []byte) ([]string, bool) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, false
 	}
+	debezium := false
+	if payload, ok := m["payload"].(map[string]any); ok && m["schema"] != nil && !slices.Contains(pk.cols, "payload") {
+		m, debezium = payload, true
+	}
 	out := make([]string, len(pk.cols))
 	for i, c := range pk.cols {
+		if debezium && pk.kinds[i] != kInt && pk.kinds[i] != kText {
+			return nil, false
+		}
 		switch x := m[c].(type) {
 		case json.Number:
 			out[i] = x.String()
