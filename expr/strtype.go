@@ -146,7 +146,7 @@ func stringChars(def string) (int64, error) {
 		}
 	}
 	if strings.HasPrefix(def, "enum(") || strings.HasPrefix(def, "set(") {
-		members, err := enumMembers(def)
+		members, err := EnumMembers(def)
 		if err != nil {
 			return 0, err
 		}
@@ -167,8 +167,9 @@ func stringChars(def string) (int64, error) {
 	return 0, fmt.Errorf("cannot tell the length of a %q value", def)
 }
 
-// enumMembers are the quoted members of an ENUM or SET definition.
-func enumMembers(def string) ([]string, error) {
+// EnumMembers are the members of an ENUM or SET definition
+// ("enum('a','b')"), unquoted.
+func EnumMembers(def string) ([]string, error) {
 	open := strings.IndexByte(def, '(')
 	var out []string
 	s := def[open+1:]

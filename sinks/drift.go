@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/readside/readside/expr"
 	"github.com/readside/readside/internal/sqlquote"
 	"github.com/readside/readside/projections"
 )
@@ -356,8 +357,9 @@ func membersKept(from, to string) (kept, members bool) {
 	if fm == nil || tm == nil || !strings.EqualFold(fm[1], tm[1]) {
 		return false, false
 	}
-	old, nw := quotedMembers(fm[2]), quotedMembers(tm[2])
-	if old == nil || nw == nil {
+	old, oerr := expr.EnumMembers(strings.TrimSpace(from))
+	nw, nerr := expr.EnumMembers(strings.TrimSpace(to))
+	if oerr != nil || nerr != nil {
 		return false, true
 	}
 	i := 0
@@ -367,43 +369,6 @@ func membersKept(from, to string) (kept, members bool) {
 		}
 	}
 	return i == len(old), true
-}
-
-// quotedMembers splits an ENUM or SET member list, such as 'a','b', into its
-// members as quoted (nil if it does not read as one).
-func quotedMembers(list string) []string {
-	var out []string
-	for len(list) > 0 {
-		if list[0] != '\'' {
-			return nil
-		}
-		i := 1
-		for ; i < len(list); i++ {
-			if list[i] == '\\' {
-				i++
-				continue
-			}
-			if list[i] == '\'' {
-				if i+1 < len(list) && list[i+1] == '\'' {
-					i++
-					continue
-				}
-				break
-			}
-		}
-		if i >= len(list) {
-			return nil
-		}
-		out = append(out, list[:i+1])
-		list = list[i+1:]
-		if len(list) > 0 {
-			if list[0] != ',' {
-				return nil
-			}
-			list = list[1:]
-		}
-	}
-	return out
 }
 
 // intDigits are the decimal digits of each integer rank's largest value.
