@@ -35,8 +35,9 @@ const ambiguousCharset = "?"
 
 // keyCharsets holds, per projection (*projections.Projection), its sink
 // tables' text columns by name whose character set a utf8mb4 literal is
-// not compared in (anything but utf8mb4, utf8mb3 and ascii): the set and
-// the column's collation ("latin1 COLLATE latin1_german2_ci"), or
+// not compared in (anything but utf8mb4, utf8mb3 and ascii): the
+// placeholder that converts a parameter to the column's set and collation
+// ("CONVERT(? USING latin1) COLLATE latin1_german2_ci"), or
 // ambiguousCharset. A projection whose tables were never read has none,
 // and keyIn renders plain placeholders.
 var keyCharsets sync.Map
@@ -79,7 +80,7 @@ func forgetSinkColumns(p *projections.Projection) {
 
 func scanSinkColumns(rows *sql.Rows) (charsets map[string]string, floats map[string]map[string]bool, err error) {
 	defer rows.Close()
-	seen := map[string]string{} // column → charset needing a conversion, "" for none
+	seen := map[string]string{} // column → the conversion its parameters need, "" for none
 	charsets, floats = map[string]string{}, map[string]map[string]bool{}
 	for rows.Next() {
 		var table, col, cs, coll, typ string
@@ -100,7 +101,7 @@ func scanSinkColumns(rows *sql.Rows) (charsets map[string]string, floats map[str
 		case "utf8mb4", "utf8mb3", "utf8", "ascii":
 			cs = ""
 		default:
-			cs += " COLLATE " + strings.ToLower(coll)
+			cs = "CONVERT(? USING " + cs + ") COLLATE " + strings.ToLower(coll)
 		}
 		prev, ok := seen[col]
 		switch {
@@ -132,11 +133,7 @@ func keyPlaces(p *projections.Projection, cols []string) (places []string, ambig
 		case ambiguousCharset:
 			places[i], ambiguous = "?", true
 		default:
-			set, coll, _ := strings.Cut(cs, " COLLATE ")
-			places[i] = "CONVERT(? USING " + set + ")"
-			if coll != "" {
-				places[i] += " COLLATE " + coll
-			}
+			places[i] = cs
 		}
 	}
 	return places, ambiguous

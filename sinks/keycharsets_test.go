@@ -28,7 +28,7 @@ func TestColumnName(t *testing.T) {
 // when a column name is ambiguous (the server converts those).
 func TestKeyInCharsets(t *testing.T) {
 	p := &projections.Projection{Name: "kc", Table: "kc"}
-	keyCharsets.Store(p, map[string]string{"g_region": "latin1 COLLATE latin1_german2_ci", "g_code": "utf16", "k_x": ambiguousCharset})
+	keyCharsets.Store(p, map[string]string{"g_region": "CONVERT(? USING latin1) COLLATE latin1_german2_ci", "g_code": "CONVERT(? USING utf16)", "k_x": ambiguousCharset})
 	defer keyCharsets.Delete(p)
 	m := keyIn(p, "DELETE FROM t WHERE ", []string{"`g_region`", "s.`g_code`", "`n`"}, "")
 	if got, want := m.text(2), "DELETE FROM t WHERE (`g_region`, s.`g_code`, `n`) IN ((CONVERT(? USING latin1) COLLATE latin1_german2_ci, CONVERT(? USING utf16), ?), (CONVERT(? USING latin1) COLLATE latin1_german2_ci, CONVERT(? USING utf16), ?))"; got != want {
