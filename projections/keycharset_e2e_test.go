@@ -86,8 +86,8 @@ func TestKeyMatchesInOtherCharsets(t *testing.T) {
 // and a parent's rename reaches its rows by the parent key: both two- or
 // one-column matches of many keys at once, which must find rows holding
 // non-ASCII text (keycharsets.go). The keys are under latin1_german2_ci,
-// not latin1's default collation: a bare CONVERT(? USING latin1) in a
-// one-column IN list is "an illegal mix of collations" there.
+// not latin1's default collation (TestKeyMatchesInOtherCharsets is the
+// one that fails without the COLLATE its conversions carry).
 func TestJoinKeyMatchesInOtherCharsets(t *testing.T) {
 	bed := testbed.Get(t)
 	s := newTablesShop(t, bed, "kcj", []string{"customers", "orders"},
