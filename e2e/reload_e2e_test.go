@@ -16,11 +16,12 @@ import (
 )
 
 // TestSighupReload: after editing the config — log.level info → debug, a
-// new projection messages_by_id on the captured table, and a changed
-// shutdown_timeout — SIGHUP makes the running daemon log at debug (a
-// batch logs "batch applied", a debug line), create messages_by_id and
-// fill it to equal the source (history included), and log that
-// shutdown_timeout needs a restart; the daemon keeps running throughout.
+// new projection messages_by_id on the captured table in a new sink extra,
+// and a changed shutdown_timeout — SIGHUP makes the running daemon log at
+// debug (a batch logs "batch applied", a debug line), take the new sink,
+// create messages_by_id there and fill it to equal the source (history
+// included), and log that shutdown_timeout needs a restart (and nothing
+// about sinks: one only added needs none); the daemon keeps running.
 func TestSighupReload(t *testing.T) {
 	bed := testbed.Get(t)
 	p := newOpsPipeline(t, "hup", bed.Kafka.Brokers(), "log:\n  level: info\nshutdown_timeout: 30s\n")
@@ -40,7 +41,12 @@ func TestSighupReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := strings.Replace(string(b), "projections:\n", fmt.Sprintf("projections:\n  messages_by_id:\n    from: %s.messages\n    sink: reads\n    key: [id]\n    columns: {id: id, body: body}\n", p.src), 1)
+	extra, err := bed.MySQL.CreateDatabase(ctx, "hup_x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(b), "projections:\n", fmt.Sprintf("projections:\n  messages_by_id:\n    from: %s.messages\n    sink: extra\n    key: [id]\n    columns: {id: id, body: body}\n", p.src), 1)
+	cfg = strings.Replace(cfg, "sinks:\n", fmt.Sprintf("sinks:\n  extra:\n    dsn: %q\n", bed.MySQL.AdminDSN()+extra), 1)
 	cfg = strings.Replace(cfg, "level: info", "level: debug", 1)
 	cfg = strings.Replace(cfg, "shutdown_timeout: 30s", "shutdown_timeout: 40s", 1)
 	if err := os.WriteFile(p.cfgPath, []byte(cfg), 0o600); err != nil {
@@ -60,7 +66,7 @@ func TestSighupReload(t *testing.T) {
 			t.Log(line)
 		}
 	}
-	for _, want := range []string{"SIGHUP: reloaded log.level", "from=info to=debug", `SIGHUP: started the projector of a new projection" projection=messages_by_id`,
+	for _, want := range []string{"SIGHUP: reloaded log.level", "from=info to=debug", `SIGHUP: took new sinks" sinks=[extra]`, `SIGHUP: started the projector of a new projection" projection=messages_by_id`,
 		`SIGHUP: not reloaded, restart to apply" changed=[shutdown_timeout]`} {
 		if !strings.Contains(l, want) {
 			t.Errorf("the log does not say %q:\n%s", want, tail(p.logPath))
@@ -76,10 +82,10 @@ func TestSighupReload(t *testing.T) {
 	}
 	p.converge(time.Minute)
 	src := "SELECT id, body FROM `" + p.src + "`.messages ORDER BY id"
-	read := "SELECT id, body FROM `" + p.sink + "`.messages_by_id ORDER BY id"
+	read := "SELECT id, body FROM `" + extra + "`.messages_by_id ORDER BY id"
 	if !testbed.Poll(wctx, 200*time.Millisecond, func() bool {
 		var n int
-		err := bed.MySQL.DB().QueryRowContext(wctx, "SELECT COUNT(*) FROM `"+p.sink+"`.messages_by_id").Scan(&n)
+		err := bed.MySQL.DB().QueryRowContext(wctx, "SELECT COUNT(*) FROM `"+extra+"`.messages_by_id").Scan(&n)
 		return err == nil && n == 60
 	}) {
 		t.Fatalf("the new projection's table did not fill; log:\n%s", tail(p.logPath))

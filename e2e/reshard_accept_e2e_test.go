@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -108,6 +109,67 @@ func TestReshardReplicatedToSharded(t *testing.T) {
 	}
 }
 
+// TestReshardWithoutShardBy: a projection on an unsharded sink declared
+// without shard_by. readside reshard onto two shards refuses it (every row
+// would stay on the first shard) and names the fix; with shard_by set in
+// the config the reshard runs while the daemon keeps the old declaration,
+// and the daemon stops that projection at the cutover instead of routing
+// every row to the first shard; a SIGHUP (the stopped projection restarts
+// with its declaration as it is now) resumes it on the new sink, with the
+// rows written in between.
+func TestReshardWithoutShardBy(t *testing.T) {
+	r := newReshardRig(t, "rsnoby",
+		sinkLayout{{"-", 0}},
+		sinkLayout{{"-80", 0}, {"80-", 1}})
+	r.noShardBy = true
+	r.writeConfig("old")
+	ctx := t.Context()
+	rows := 2_000
+	logPath := filepath.Join(r.dir, "readside.log")
+	d := startDaemon(t, logPath, "run", "-c", r.cfgPath)
+	waitForCheckpoint(t, r.bed, r.prefix)
+	if err := loadItems(ctx, r.bed.MySQL.DB(), r.src, rows); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(t, 3*time.Minute, func() (bool, string) {
+		n := len(r.ids(0))
+		return n == rows, fmt.Sprintf("%d of %d rows on A; log:\n%s", n, rows, tail(logPath))
+	})
+	verb := "reshard --projection " + reshardProj + " --to " + r.new.ranges() + " --sink new --yes"
+	expectReadside(t, r.cfgPath, "no shard_by", verb, 2,
+		"projection "+reshardProj+" has no shard_by, and sink new has 2 shards: its rows would all stay on the first shard")
+
+	r.noShardBy = false
+	r.writeConfig("old")
+	expectReadside(t, r.cfgPath, "with shard_by", verb, 0, reshardProj+" now applies through sink new (generation 1)")
+	if _, err := r.bed.MySQL.DB().ExecContext(ctx, "INSERT INTO `"+r.src+"`.items (id, grp, v, note, commit_us) SELECT id + 10000000, grp, v, 'after the cutover', commit_us FROM `"+r.src+"`.items WHERE id <= 200"); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(t, 2*time.Minute, func() (bool, string) {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), "this process declares it without shard_by"),
+			"the daemon running the declaration without shard_by does not stop the projection at the cutover; log:\n" + tail(logPath)
+	})
+	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	expectReadside(t, r.cfgPath, "cleanup", verb+" --cleanup", 0)
+	want := r.sourceCount()
+	testbed.Eventually(t, 3*time.Minute, func() (bool, string) {
+		got := r.count(r.new)
+		return got == want, fmt.Sprintf("the new shards hold %d rows in their ranges, the source %d; log:\n%s", got, want, tail(logPath))
+	})
+	r.checkPlacement()
+	if n := len(r.ids(1)); n == 0 {
+		t.Errorf("shard 80- on B holds no row")
+	}
+	expectReadside(t, r.cfgPath, "after the SIGHUP", "verify", 0,
+		fmt.Sprintf("%s: EQUAL (read table %s on sink new, %d shard(s))", reshardProj, reshardProj, len(r.new)))
+	if code := d.stop(30 * time.Second); code != 0 {
+		t.Errorf("readside run exit %d after SIGTERM; log:\n%s", code, tail(logPath))
+	}
+}
+
 // sinkLayout is a sink's shards in order: each a key range on one of the
 // rig's sink servers (an index into reshardRig.servers).
 type sinkLayout []struct {
@@ -139,9 +201,12 @@ type reshardRig struct {
 	old, new sinkLayout
 	// replicated declares the projection replicated (no shard_by).
 	replicated bool
-	cfgPath    string
-	prefix     string
-	dir        string
+	// noShardBy declares the projection neither replicated nor with a
+	// shard_by (possible on an unsharded sink only).
+	noShardBy bool
+	cfgPath   string
+	prefix    string
+	dir       string
 }
 
 func newReshardRig(t *testing.T, name string, old, new sinkLayout) *reshardRig {
@@ -179,8 +244,11 @@ func newReshardRig(t *testing.T, name string, old, new sinkLayout) *reshardRig {
 // writeConfig writes the config with the projection on sink serving.
 func (r *reshardRig) writeConfig(serving string) {
 	placement := "shard_by: id"
-	if r.replicated {
+	switch {
+	case r.replicated:
 		placement = "replicated: true"
+	case r.noShardBy:
+		placement = ""
 	}
 	sink := func(l sinkLayout) string {
 		if len(l) == 1 && l[0].keyrange == "-" {

@@ -98,7 +98,9 @@ func (s *Sharded) Ranges() []string {
 // ResolvedSink is the sink that serves a projection now, and the routing
 // generation it serves it at.
 type ResolvedSink struct {
-	Name       string
+	Name string
+	// Config is the sink's config (its servers, for reports).
+	Config     config.Sink
 	Sink       *Sharded
 	Generation uint64
 }
@@ -139,8 +141,14 @@ func Resolve(ctx context.Context, configured map[string]config.Sink, p *projecti
 				if err := keyspace.SamePlacement(p.Name, p.Replicated, name, gen, rows); err != nil {
 					return ResolvedSink{}, err
 				}
+				if len(s.Shards) > 1 && p.ShardBy == "" && !p.Replicated {
+					// Without a keyspace id every row would route to
+					// the first shard.
+					return ResolvedSink{}, routingError(p.Name, "projection %s is served by sink %s (routing generation %d), which has %d shards, but this process declares it without shard_by: run readside with the config the reshard ran with (restart the daemon after setting projections.%s.shard_by)",
+						p.Name, name, gen, len(s.Shards), p.Name)
+				}
 			}
-			return ResolvedSink{Name: name, Sink: s, Generation: gen}, nil
+			return ResolvedSink{Name: name, Config: configured[name], Sink: s, Generation: gen}, nil
 		}
 		if _, ok := configured[next]; !ok {
 			return ResolvedSink{}, routingError(p.Name, "projection %s is served by sink %s (routing generation %d, recorded on sink %s), which the config does not name: add sinks.%s back to the config as it was when the reshard ran", p.Name, next, gen, name, next)

@@ -36,18 +36,25 @@ var logLevel = new(slog.LevelVar)
 // projectorStarter opens sinks, creates read tables and starts projectors
 // under the supervisor; start-up and SIGHUP use it alike.
 type projectorStarter struct {
-	cfg     config.Config // with the brokers in use
-	sup     *supervisor
-	gctx    context.Context
-	ops     *ops
-	log     *slog.Logger
-	metrics *projector.Metrics
-	reg     prometheus.Registerer
+	cfg config.Config // with the brokers in use; its Sinks only as started (sinkConfigs has the sinks known now)
+	// configPath is the config file, re-read for a sink a reshard moved
+	// a projection to after start-up ("" in tests that have none).
+	configPath string
+	sup        *supervisor
+	gctx       context.Context
+	ops        *ops
+	log        *slog.Logger
+	metrics    *projector.Metrics
+	reg        prometheus.Registerer
 	// consistentMetrics: the appliers' (made with the first of them).
 	consistentMetrics *projector.ConsistentMetrics
 
 	mu     sync.Mutex
 	opened map[string]*sinks.Sharded
+	// sinks are the sink configs by name: the config's at start-up and
+	// the ones added to it since (learnSinks). Replaced, never changed in
+	// place, so a caller may keep reading the map it got.
+	sinks map[string]config.Sink
 	// routes: the sink each projector applies through (routing.go).
 	routes routes
 }
@@ -62,7 +69,7 @@ func newProjectorStarter(cfg config.Config, g *errgroup.Group, gctx context.Cont
 	sup := newSupervisor(o.health, m, log)
 	// A clean stop waits for every projector to drain.
 	g.Go(func() error { return sup.wait(gctx) })
-	s := &projectorStarter{cfg: cfg, sup: sup, gctx: gctx, ops: o, log: log, metrics: m, reg: reg, opened: map[string]*sinks.Sharded{}}
+	s := &projectorStarter{cfg: cfg, sup: sup, gctx: gctx, ops: o, log: log, metrics: m, reg: reg, opened: map[string]*sinks.Sharded{}, sinks: cfg.Sinks}
 	o.routes = &s.routes
 	return s
 }
@@ -73,11 +80,11 @@ func newProjectorStarter(cfg config.Config, g *errgroup.Group, gctx context.Cont
 // from then on (routing.go). The error says which step failed; exitCode
 // is what `run` exits with for it at start-up.
 func (s *projectorStarter) start(ctx context.Context, pp plannedProjection) (exitCode int, err error) {
-	if s.cfg.Sinks[pp.p.Sink].Consistency.Transactional() {
+	if s.sinkConfigs()[pp.p.Sink].Consistency.Transactional() {
 		// One applier commits all of the sink's projections together.
 		return exitProblem, fmt.Errorf("projection %s is on sink %s (consistency: transaction), whose applier started with the projections it had: restart to apply", pp.p.Name, pp.p.Sink)
 	}
-	at, err := sinks.Resolve(ctx, s.cfg.Sinks, pp.p, s.open)
+	at, err := sinks.Resolve(ctx, s.sinkConfigs(), pp.p, s.open)
 	if errors.As(err, new(*keyspace.RoutingUnsettled)) {
 		// A reshard's cutover under way: the projection waits for it
 		// under the supervisor, beside the others.
@@ -129,12 +136,43 @@ func (s *projectorStarter) open(ctx context.Context, name string) (*sinks.Sharde
 	if sink := s.opened[name]; sink != nil {
 		return sink, nil
 	}
-	sink, err := sinks.OpenSharded(ctx, name, s.cfg.Sinks[name])
+	sink, err := sinks.OpenSharded(ctx, name, s.sinks[name])
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: %w", name, err)
 	}
 	s.opened[name] = sink
 	return sink, nil
+}
+
+// sinkConfigs are the sinks s knows now, by name (read only).
+func (s *projectorStarter) sinkConfigs() map[string]config.Sink {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sinks
+}
+
+// learnSinks adds the sinks of next that s does not know yet and returns
+// their names. A sink s knows keeps its config: its connections are open
+// and projectors write through them, so changing it takes a restart.
+func (s *projectorStarter) learnSinks(next map[string]config.Sink) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var added []string
+	for name := range next {
+		if _, ok := s.sinks[name]; !ok {
+			added = append(added, name)
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	known := maps.Clone(s.sinks)
+	for _, name := range added {
+		known[name] = next[name]
+	}
+	s.sinks = known
+	sort.Strings(added)
+	return added
 }
 
 // close closes the sinks after every projector stopped.
@@ -203,7 +241,7 @@ func (r *reloader) reload(ctx context.Context) {
 	for key, changed := range map[string]bool{
 		"source":           !reflect.DeepEqual(next.Source, cur.Source),
 		"kafka":            !reflect.DeepEqual(next.Kafka, cur.Kafka),
-		"sinks":            !reflect.DeepEqual(next.Sinks, cur.Sinks),
+		"sinks":            sinksChanged(cur.Sinks, next.Sinks),
 		"data_dir":         next.DataDir != cur.DataDir,
 		"http":             !reflect.DeepEqual(next.HTTP, cur.HTTP),
 		"shutdown_timeout": next.ShutdownTimeout != cur.ShutdownTimeout,
@@ -244,6 +282,20 @@ func (r *reloader) reload(ctx context.Context) {
 	// What is applied becomes the running config; the rest stays as it was.
 	applied := cur
 	applied.Log.Level = next.Log.Level
+	if added := newSinks(cur.Sinks, next.Sinks); len(added) > 0 {
+		// A new sink is only a name to open when something needs it (a
+		// reshard's destination, a new projection's sink).
+		applied.Sinks = maps.Clone(cur.Sinks)
+		for _, name := range added {
+			applied.Sinks[name] = next.Sinks[name]
+		}
+		if r.starter != nil {
+			r.starter.learnSinks(next.Sinks)
+		}
+		r.log.Info("SIGHUP: took new sinks", "sinks", added)
+		// New projections below may be on them.
+		r.current.Sinks = applied.Sinks
+	}
 	if len(added)+len(resumed) > 0 {
 		var started []string
 		if len(added) > 0 {
@@ -271,6 +323,29 @@ func (r *reloader) reload(ctx context.Context) {
 		r.log.Warn("SIGHUP: not reloaded, restart to apply", "changed", restart)
 	}
 	r.log.Info("SIGHUP: reload done")
+}
+
+// sinksChanged reports whether a sink of cur is changed or gone in next
+// (sinks only added are taken without a restart).
+func sinksChanged(cur, next map[string]config.Sink) bool {
+	for name, sc := range cur {
+		if nc, ok := next[name]; !ok || !reflect.DeepEqual(sc, nc) {
+			return true
+		}
+	}
+	return false
+}
+
+// newSinks are the names of next's sinks cur does not have, sorted.
+func newSinks(cur, next map[string]config.Sink) []string {
+	var added []string
+	for name := range next {
+		if _, ok := cur[name]; !ok {
+			added = append(added, name)
+		}
+	}
+	sort.Strings(added)
+	return added
 }
 
 // addProjections plans the new projections against next (their source,

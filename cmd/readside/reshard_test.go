@@ -31,6 +31,11 @@ projections:
     key: [customer_id, id]
     shard_by: customer_id
     columns: {customer_id: customer_id, id: id}
+  lines:
+    from: shop.order_lines
+    sink: reads
+    key: [id]
+    columns: {id: id}
 `
 	path := filepath.Join(t.TempDir(), "readside.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -45,6 +50,9 @@ projections:
 		{"a sink not in the config", []string{"--projection", "orders", "--sink", "nope", "--to", "-"}, "--sink nope is not in the config: add sinks.nope"},
 		{"--to that is not the sink's ranges shows both", []string{"--projection", "orders", "--sink", "reads2", "--to", "-40,40-"}, "--to -40,40- is not sink reads2's key ranges in the config (-80,80-): give --to -80,80-"},
 		{"an unknown --fill", []string{"--projection", "orders", "--sink", "reads2", "--to", "-80,80-", "--fill", "rsync"}, `--fill "rsync": want copy`},
+		{"a projection without shard_by onto several shards: every row would stay on the first",
+			[]string{"--projection", "lines", "--sink", "reads2", "--to", "-80,80-"},
+			"projection lines has no shard_by, and sink reads2 has 2 shards: its rows would all stay on the first shard, and projections.lines.sink: reads2 would not load. Set projections.lines.shard_by (one of its key columns)"},
 		{"an undeclared projection lists the declared", []string{"--projection", "x", "--sink", "reads2", "--to", "-80,80-"}, "declared: "},
 	} {
 		var out, errb bytes.Buffer

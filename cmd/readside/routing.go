@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -67,8 +68,9 @@ func (s *projectorStarter) follow(ctx context.Context, pp plannedProjection, at 
 // stops pp with its fix.
 func (s *projectorStarter) resolveFollowing(ctx context.Context, pp plannedProjection) (sinks.ResolvedSink, error) {
 	backoff := routingBackoffMin
+	reread := false
 	for {
-		at, err := sinks.Resolve(ctx, s.cfg.Sinks, pp.p, s.open)
+		at, err := sinks.Resolve(ctx, s.sinkConfigs(), pp.p, s.open)
 		if err == nil {
 			return at, nil
 		}
@@ -77,6 +79,12 @@ func (s *projectorStarter) resolveFollowing(ctx context.Context, pp plannedProje
 		}
 		var bad *keyspace.RoutingError
 		if errors.As(err, &bad) {
+			if !reread && s.learnConfigSinks(pp.p.Name) {
+				// The reshard's sink was added to the config file
+				// after start-up, as docs/operations.md says to.
+				reread = true
+				continue
+			}
 			return at, &projections.StopError{Projection: pp.p.Name, Reason: err,
 				Fix: "the reason says it; then send SIGHUP or restart readside to resume"}
 		}
@@ -88,6 +96,26 @@ func (s *projectorStarter) resolveFollowing(ctx context.Context, pp plannedProje
 		}
 		backoff = min(2*backoff, routingBackoffMax)
 	}
+}
+
+// learnConfigSinks re-reads the config file for sinks added to it since
+// start-up (a reshard's destination is added there beside the running
+// daemon) and reports whether it found any.
+func (s *projectorStarter) learnConfigSinks(projection string) bool {
+	if s.configPath == "" {
+		return false
+	}
+	next, err := config.Load(s.configPath, os.Environ())
+	if err != nil {
+		s.log.Warn("the routing of a projection names a sink the running config does not have, and the config file does not load", "projection", projection, "config", s.configPath, "err", err)
+		return false
+	}
+	added := s.learnSinks(next.Sinks)
+	if len(added) == 0 {
+		return false
+	}
+	s.log.Info("took sinks added to the config file since start-up (a reshard moved a projection there)", "projection", projection, "sinks", added, "config", s.configPath)
+	return true
 }
 
 // routes are the sink and generation each projection's projector applies
@@ -177,7 +205,7 @@ func statusRoute(cfg config.Config, ps []*projections.Projection, live *routes) 
 				return httpapi.Route{}, err
 			}
 		}
-		return httpapi.Route{Sink: at.Name, Generation: at.Generation, Servers: sinkServers(at.Name, cfg.Sinks[at.Name])}, nil
+		return httpapi.Route{Sink: at.Name, Generation: at.Generation, Servers: sinkServers(at.Name, at.Config)}, nil
 	}
 }
 

@@ -178,6 +178,7 @@ func (d *daemonRun) startProjectors() (starter *projectorStarter, code int, ok b
 		d.progress.load = storedLoad(d.cfg)
 	}
 	starter = newProjectorStarter(d.cfg, d.g, d.gctx, d.ops, d.log, d.reg)
+	starter.configPath = d.c.common.configPath
 	// A projection that no longer fits the source or its read table
 	// (a DDL broke it, maybe before a restart) stops alone: the
 	// others start (supervise.go).
