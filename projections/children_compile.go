@@ -143,17 +143,22 @@ func compileChildElements(c *Children, ck string, cd config.Children) []error {
 	}
 	sort.Strings(members)
 	for _, m := range members {
-		src := strings.TrimSpace(cd.Columns[m])
-		if identProblem(src) != "" || strings.ContainsAny(src, "()'\" ") {
-			bad("%s.columns.%s %q: an element member copies one child column by name: name a column of %s", ck, m, cd.Columns[m], cd.From)
+		src, ok := columnName(cd.Columns[m])
+		if !ok {
+			bad("%s.columns.%s %q: an element member copies one child column by name: name a column of %s (one whose name reads as an expression in backticks, `i-j`)", ck, m, cd.Columns[m], cd.From)
 			continue
 		}
 		c.Columns = append(c.Columns, Column{Name: m, Source: src})
 	}
 	c.OrderBy = nil
-	for k, o := range cd.OrderBy {
-		if identProblem(o) != "" || strings.ContainsAny(o, "()'\" ") {
-			bad("%s.order_by[%d] %q: order_by lists child columns by name (ascending): name a column of %s", ck, k, o, cd.From)
+	for k, text := range cd.OrderBy {
+		o, ok := columnName(text)
+		if f := strings.Fields(text); len(f) > 1 && (strings.EqualFold(f[len(f)-1], "desc") || strings.EqualFold(f[len(f)-1], "asc")) {
+			// A direction, not the end of a column's name.
+			ok = false
+		}
+		if !ok {
+			bad("%s.order_by[%d] %q: order_by lists child columns by name (ascending): name a column of %s (one whose name reads as an expression in backticks, `i-j`)", ck, k, text, cd.From)
 			continue
 		}
 		c.OrderBy = append(c.OrderBy, o)

@@ -100,13 +100,14 @@ func compileChildJoins(cfg config.Config, c *Children, ck string, cd config.Chil
 		}
 		sort.Strings(parents)
 		for _, pc := range parents {
-			child := strings.TrimSpace(jd.On[pc])
-			if notPlainName(child) || notPlainName(pc) {
+			child, okChild := columnName(jd.On[pc])
+			parent, okParent := columnName(pc)
+			if !okChild || !okParent {
 				bad("%s.on.%s %q: on maps a parent column to a column by name: name plain columns, e.g. {actor_id: actor_id}", key, pc, jd.On[pc])
 				j.onBroken = true
 				continue
 			}
-			on := JoinOn{Parent: pc, Child: child}
+			on := JoinOn{Parent: parent, Child: child}
 			if j.Via != nil {
 				on.Read = j.Via.carry(child)
 			} else if j.onBroken && jd.Via != "" {
@@ -123,9 +124,9 @@ func compileChildJoins(cfg config.Config, c *Children, ck string, cd config.Chil
 		}
 		sort.Strings(names)
 		for _, m := range names {
-			src := strings.TrimSpace(jd.Columns[m])
+			src, ok := columnName(jd.Columns[m])
 			switch {
-			case notPlainName(src):
+			case !ok:
 				bad("%s.columns.%s %q: an element member copies one parent column by name: name a column of %s", key, m, jd.Columns[m], jd.From)
 				continue
 			case strings.HasPrefix(m, carriedPrefix):
@@ -291,8 +292,3 @@ type ChildJoinTypes struct {
 	JSON  map[string]bool
 }
 
-// notPlainName reports a name that is not one plain column name (an
-// expression, a quoted or empty name).
-func notPlainName(s string) bool {
-	return identProblem(s) != "" || strings.ContainsAny(s, "()'\" +")
-}

@@ -56,6 +56,57 @@ func TestCompileChildren(t *testing.T) {
 	}
 }
 
+// TestChildrenColumnNames: a children value names a child (or joined
+// parent) column whatever MySQL allows in its name — spaces, quotes, a
+// reserved word, one in backticks that would read as an expression — as a
+// projection's columns do; expressions and a sort direction stay refused.
+func TestChildrenColumnNames(t *testing.T) {
+	cfg := childrenConfig()
+	cfg.Source.Tables = append(cfg.Source.Tables, "shop.customers")
+	p := cfg.Projections["orders_with_lines"]
+	p.Children = map[string]config.Children{"lines": {From: "shop.order_lines", On: map[string]string{"order_id": "id"},
+		Columns: map[string]string{"line": "line id", "d": "desc'r", "q": `na"me`, "ij": "`i-j`", "o": "order"},
+		OrderBy: []string{"`i-j`", "line id"},
+		Join: []config.Join{{From: "shop.customers", On: map[string]string{"customer id": "`cust-id`"}, Columns: map[string]string{"who": "full name"}}}}}
+	cfg.Projections["orders_with_lines"] = p
+	ps, err := Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ps[0].Children[0]
+	got := map[string]string{}
+	for _, col := range c.Columns {
+		got[col.Name] = col.Source
+	}
+	want := map[string]string{"line": "line id", "d": "desc'r", "q": `na"me`, "ij": "i-j", "o": "order"}
+	for m, src := range want {
+		if got[m] != src {
+			t.Errorf("member %s copies %q, want %q", m, got[m], src)
+		}
+	}
+	if strings.Join(c.OrderBy, "|") != "i-j|line id" {
+		t.Errorf("order_by %q, want i-j, line id", c.OrderBy)
+	}
+	j := c.Joins[0]
+	if len(j.On) != 1 || j.On[0].Parent != "customer id" || j.On[0].Child != "cust-id" || j.Columns[0].Source != "full name" {
+		t.Errorf("join on %+v columns %+v", j.On, j.Columns)
+	}
+	for _, tc := range []struct{ value, want string }{
+		{"qty * price", "an element member copies one child column by name"},
+		{"lower(sku)", "an element member copies one child column by name"},
+	} {
+		cfg := childrenConfig()
+		p := cfg.Projections["orders_with_lines"]
+		p.Children = map[string]config.Children{"lines": {From: "shop.order_lines", On: map[string]string{"order_id": "id"},
+			Columns: map[string]string{"x": tc.value}, OrderBy: []string{"line_no desc"}}}
+		cfg.Projections["orders_with_lines"] = p
+		_, err := Compile(cfg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), `order_by[0] "line_no desc": order_by lists child columns by name (ascending)`) {
+			t.Errorf("%q: got %v, want %q and the order_by refused", tc.value, err, tc.want)
+		}
+	}
+}
+
 // TestCompileChildrenErrors: each broken children entry names its key and
 // the fix, and all problems come at once.
 func TestCompileChildrenErrors(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/readside/readside/expr"
 )
 
 // Read table and read column names come from the config and become MySQL
@@ -44,4 +46,22 @@ func readColumnProblem(name string) string {
 		return "the _rs_ prefix is readside's own"
 	}
 	return identProblem(name)
+}
+
+// columnName is the source column a children value names (ok false: it
+// is an expression, or nothing MySQL can name). A value that parses as
+// one column reference names it (`line id` in backticks included); one
+// that does not parse at all and has no parentheses is the column's name
+// as written ("line id", "desc'r"), as a projection's columns take it.
+// Whether the column exists is the live schema's question.
+func columnName(s string) (string, bool) {
+	s = strings.TrimSpace(s)
+	e, err := expr.Parse(s)
+	if err == nil {
+		return e.Column()
+	}
+	if identProblem(s) != "" || strings.ContainsAny(s, "()") {
+		return "", false
+	}
+	return s, true
 }
