@@ -148,6 +148,19 @@ func LayoutOf(names []string) *Layout {
 	return newLayout(cols)
 }
 
+// Names are the layout's column names, in order.
+func (l *Layout) Names() []string {
+	out := make([]string, len(l.cols))
+	for i, c := range l.cols {
+		out[i] = c.name
+	}
+	return out
+}
+
+// Values are the image's values, in its layout's order (shared: the
+// caller does not change them).
+func (im *Image) Values() []json.RawMessage { return im.vals }
+
 // ImageWith makes an image of vals under the layout l (one value per
 // name, in l's order).
 func ImageWith(l *Layout, vals []json.RawMessage) *Image {

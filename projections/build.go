@@ -35,6 +35,9 @@ func (p *Projection) Build(records []Record) (b *Batch, bad []Rejected) {
 			// row slot, which no change has (docs/design/version.md).
 			e.Version++
 		}
+		if err == nil {
+			p.fillAdded(r.Topic, &e)
+		}
 		if err == nil && e.Schema != nil && !slices.Contains(b.Shapes, e.Schema) {
 			b.Shapes = append(b.Shapes, e.Schema)
 		}

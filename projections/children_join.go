@@ -291,4 +291,3 @@ type ChildJoinTypes struct {
 	State map[string]string
 	JSON  map[string]bool
 }
-

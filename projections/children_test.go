@@ -67,7 +67,7 @@ func TestChildrenColumnNames(t *testing.T) {
 	p.Children = map[string]config.Children{"lines": {From: "shop.order_lines", On: map[string]string{"order_id": "id"},
 		Columns: map[string]string{"line": "line id", "d": "desc'r", "q": `na"me`, "ij": "`i-j`", "o": "order"},
 		OrderBy: []string{"`i-j`", "line id"},
-		Join: []config.Join{{From: "shop.customers", On: map[string]string{"customer id": "`cust-id`"}, Columns: map[string]string{"who": "full name"}}}}}
+		Join:    []config.Join{{From: "shop.customers", On: map[string]string{"customer id": "`cust-id`"}, Columns: map[string]string{"who": "full name"}}}}}
 	cfg.Projections["orders_with_lines"] = p
 	ps, err := Compile(cfg)
 	if err != nil {

@@ -58,6 +58,10 @@ type Projection struct {
 	// read the source. The projector calls it, rarely, to follow a source
 	// DDL that its read table no longer fits (schemafollow.go).
 	SourceTypes func(ctx context.Context) (Types, error)
+	// added is what the source's tables hold now for columns events
+	// written before their ALTER lack (addedcolumns.go); shared by copies,
+	// swapped whole when SourceColumns reads the source again.
+	added *atomic.Pointer[addedColumns]
 	// Group is the consumer group of the projection's projectors, and
 	// DLQTopic where its rejected rows go (event.Group, event.DLQTopic).
 	Group    string
@@ -353,7 +357,7 @@ func declarationErrors(cfg config.Config, d config.Projection, name, key string)
 // defaults, and its key with the shard key first; its columns are
 // compileColumns' or compileAggregate's.
 func newProjection(cfg config.Config, name string, d config.Projection, db, tbl string, where *Filter) *Projection {
-	p := &Projection{Name: name, SourceDB: db, SourceTbl: tbl, Topic: TopicOf(cfg, db, tbl), debezium: cfg.ReadsDebezium(),
+	p := &Projection{added: new(atomic.Pointer[addedColumns]), Name: name, SourceDB: db, SourceTbl: tbl, Topic: TopicOf(cfg, db, tbl), debezium: cfg.ReadsDebezium(),
 		Group: event.Group(cfg.Kafka.TopicPrefix, name), DLQTopic: event.DLQTopic(cfg.Kafka.TopicPrefix, name), prefix: cfg.Kafka.TopicPrefix,
 		Sink: d.Sink, Table: d.Table, ShardBy: d.ShardBy, Where: where, Replicated: d.Replicated, OnError: d.OnError,
 		sourceKeys: cfg.Source.Keys, avro: avroInput(cfg)}

@@ -38,23 +38,44 @@ type Types struct {
 type sourceTable struct {
 	types    map[string]string // column → type with charset, without nullability
 	nullable map[string]bool
-	json     map[string]bool // MariaDB JSON columns, read for children only (readJSONColumns)
-	pk       []string
-	columns  []string // in table order, for messages
+	// nullDefault: the columns whose default is NULL (not generated),
+	// which an event written before the column was added lacks
+	// (addedcolumns.go); defaults: the others' defaults as
+	// information_schema shows them, for messages.
+	nullDefault []string
+	defaults    map[string]string
+	json        map[string]bool // MariaDB JSON columns, read for children only (readJSONColumns)
+	pk          []string
+	columns     []string // in table order, for messages
 }
 
 func readSourceTable(ctx context.Context, db *sql.DB, schema, table string) (*sourceTable, error) {
-	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, ''), IS_NULLABLE
+	// MariaDB shows a NULL default as the text NULL (a string literal
+	// 'NULL' comes quoted); MySQL as SQL NULL (and a string as it is).
+	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, ''), COALESCE(COLLATION_NAME, ''), IS_NULLABLE,
+		IS_NULLABLE = 'YES' AND EXTRA NOT LIKE '%GENERATED%' AND (COLUMN_DEFAULT IS NULL OR (COLUMN_DEFAULT = 'NULL' AND @@version LIKE '%MariaDB%')),
+		COALESCE(COLUMN_DEFAULT, ''), EXTRA
 		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, schema, table)
 	if err != nil {
 		return nil, fmt.Errorf("reading the columns of %s.%s: %w", schema, table, err)
 	}
 	defer rows.Close()
-	t := &sourceTable{types: map[string]string{}, nullable: map[string]bool{}}
+	t := &sourceTable{types: map[string]string{}, nullable: map[string]bool{}, defaults: map[string]string{}}
 	for rows.Next() {
-		var name, typ, cs, coll, null string
-		if err := rows.Scan(&name, &typ, &cs, &coll, &null); err != nil {
+		var name, typ, cs, coll, null, dflt, extra string
+		var nullDefault bool
+		if err := rows.Scan(&name, &typ, &cs, &coll, &null, &nullDefault, &dflt, &extra); err != nil {
 			return nil, err
+		}
+		switch {
+		case nullDefault:
+			t.nullDefault = append(t.nullDefault, name)
+		case strings.Contains(extra, "GENERATED"):
+			t.defaults[name] = "generated (" + strings.ToLower(extra) + ")"
+		case dflt == "" && null == "NO":
+			t.defaults[name] = "NOT NULL, no default"
+		default:
+			t.defaults[name] = "DEFAULT " + dflt
 		}
 		def := typ
 		if cs != "" && cs != "binary" {
@@ -124,7 +145,18 @@ func (t *sourceTable) def(col string, forceNull bool) string {
 // them — every problem at once — and returns the sink column types.
 func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, error) {
 	out := Types{Read: map[string]string{}}
-	src, err := p.readSourceTable(ctx, db, p.SourceDB, p.SourceTbl)
+	// The tables read, by db.table: what an event written before one of
+	// their columns was added lacks (addedcolumns.go).
+	read := map[string]*sourceTable{}
+	defer func() { p.noteAddedColumns(read) }()
+	readTable := func(schema, tbl string) (*sourceTable, error) {
+		t, err := p.readSourceTable(ctx, db, schema, tbl)
+		if t != nil {
+			read[schema+"."+tbl] = t
+		}
+		return t, err
+	}
+	src, err := readTable(p.SourceDB, p.SourceTbl)
 	if err != nil {
 		return out, err
 	}
@@ -136,7 +168,7 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 		errs = p.checkOwnTable(src, &out)
 	}
 	children, cerrs, err := p.checkChildren(func(schema, tbl string) (*sourceTable, error) {
-		t, err := p.readSourceTable(ctx, db, schema, tbl)
+		t, err := readTable(schema, tbl)
 		if err == nil {
 			err = readJSONColumns(ctx, db, schema, tbl, t)
 		}
@@ -152,7 +184,7 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 		keyTypes := map[string]string{}
 		out.JoinKey = append(out.JoinKey, keyTypes)
 		key := fmt.Sprintf("projections.%s.join[%d]", p.Name, j.N-1)
-		parent, err := p.readSourceTable(ctx, db, j.ParentDB, j.ParentTbl)
+		parent, err := readTable(j.ParentDB, j.ParentTbl)
 		if err != nil {
 			return out, err
 		}
