@@ -15,6 +15,8 @@ package projections
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/readside/readside/event"
@@ -27,11 +29,19 @@ import (
 type addedColumns struct {
 	nullable map[string][]string
 	defaults map[string]map[string]string
+	// columns: per topic, every column the table has now (but those no
+	// event carries, source.exclude_columns).
+	columns map[string]map[string]bool
 
 	mu sync.Mutex
 	// layouts maps an event layout to the layout with the missing
-	// nullable columns appended (nil when it lacks none).
+	// nullable columns appended (nil when it lacks none, or holds a
+	// column the table no longer has).
 	layouts map[layoutKey]extended
+	// gone: per topic, columns of events the table no longer has
+	// (dropped, or renamed: then the missing column may be the same one
+	// under its new name, and is not filled).
+	gone map[string][]string
 }
 
 type extended struct {
@@ -51,10 +61,11 @@ const maxAddedLayouts = 256
 // noteAddedColumns keeps what SourceColumns read of the tables (by
 // db.table) for the projection's topics.
 func (p *Projection) noteAddedColumns(read map[string]*sourceTable) {
-	if p.added == nil {
+	if p.added == nil || p.foreignTopics {
 		return
 	}
-	a := &addedColumns{nullable: map[string][]string{}, defaults: map[string]map[string]string{}, layouts: map[layoutKey]extended{}}
+	a := &addedColumns{nullable: map[string][]string{}, defaults: map[string]map[string]string{}, columns: map[string]map[string]bool{},
+		layouts: map[layoutKey]extended{}, gone: map[string][]string{}}
 	note := func(topic, db, tbl string) {
 		t := read[db+"."+tbl]
 		if t == nil || topic == "" {
@@ -62,6 +73,10 @@ func (p *Projection) noteAddedColumns(read map[string]*sourceTable) {
 		}
 		a.nullable[topic] = t.nullDefault
 		a.defaults[topic] = t.defaults
+		a.columns[topic] = map[string]bool{}
+		for _, c := range t.columns {
+			a.columns[topic][c] = true
+		}
 	}
 	note(p.Topic, p.SourceDB, p.SourceTbl)
 	for _, j := range p.Joins {
@@ -98,11 +113,22 @@ func (a *addedColumns) image(topic string, im *event.Image) *event.Image {
 	a.mu.Lock()
 	ext, seen := a.layouts[k]
 	if !seen {
-		var missing []string
+		var missing, gone []string
 		for _, c := range a.nullable[topic] {
 			if k.layout.Pos(c) < 0 {
 				missing = append(missing, c)
 			}
+		}
+		for _, c := range k.layout.Names() {
+			if !a.columns[topic][c] {
+				gone = append(gone, c)
+			}
+		}
+		if len(gone) > 0 && len(missing) > 0 {
+			// A rename leaves the old name in older events: the
+			// missing column may hold its values there.
+			a.gone[topic] = gone
+			missing = nil
 		}
 		if len(missing) > 0 {
 			names := append(k.layout.Names(), missing...)
@@ -126,18 +152,30 @@ func (a *addedColumns) image(topic string, im *event.Image) *event.Image {
 	return event.ImageWith(ext.layout, out)
 }
 
-// addedDefault says, for a column of topic's table that an event lacks,
-// how the source defines it now ("" when the table has no such column:
-// dropped or renamed since, or excluded).
-func (p *Projection) addedDefault(topic, col string) string {
+// addedStop is the StopError for an event of topic lacking col, which
+// where maps, when the table has col now (added after the event); nil
+// when it does not (dropped or renamed since, or excluded).
+func (p *Projection) addedStop(topic, col, table, where string, reason error) error {
 	if p.added == nil {
-		return ""
+		return nil
 	}
 	a := p.added.Load()
-	if a == nil {
-		return ""
+	if a == nil || !a.columns[topic][col] {
+		return nil
 	}
-	return a.defaults[topic][col]
+	fix := fmt.Sprintf("give the projection a history that has the column: snapshot every table it reads (`readside snapshot --table %s --wait`, and so for the others), "+
+		"then `readside replay --projection %s --from <the time the first snapshot started>`; then send readside SIGHUP (or restart it); or map the column later, once every row has been written since the ALTER", table, p.Name)
+	if def, ok := a.defaults[topic][col]; ok {
+		return &StopError{Projection: p.Name, Fix: fix,
+			Reason: fmt.Errorf("source column %s.%s, which %s maps, is missing from events written before an ALTER TABLE added it (the source has it now, %s): "+
+				"the ALTER wrote no row events, and readside fills a column missing from older events only when its default is NULL (%w)", table, col, where, def, reason)}
+	}
+	a.mu.Lock()
+	gone := a.gone[topic]
+	a.mu.Unlock()
+	return &StopError{Projection: p.Name, Fix: "if the column was renamed: " + fix + "; if it was added and another one dropped, the same",
+		Reason: fmt.Errorf("source column %s.%s, which %s maps, is missing from events that hold column(s) %s the source no longer has: if %s is one of them renamed, those events carry its values under the old name, "+
+			"which readside does not follow across a rename, so it does not read them as NULL (%w)", table, col, where, strings.Join(gone, ", "), col, reason)}
 }
 
 var null = json.RawMessage("null")

@@ -72,6 +72,13 @@ type Projection struct {
 	// sourceKeys is source.keys: the tables keyed by unique NOT NULL
 	// columns instead of a primary key (SourceKeyOf).
 	sourceKeys config.TableKeys
+	// excluded is source.exclude_columns ("db.table.column"): columns no
+	// event carries, which the source tables hold.
+	excluded []string
+	// foreignTopics: the topics are another tool's (input.kind:
+	// debezium), which may leave columns out of every event by settings
+	// readside does not see; addedcolumns.go fills none there.
+	foreignTopics bool
 	// progressName, when set, is the identity offsets, watermarks and
 	// replay requests are kept under instead of Name (WithProgressName).
 	progressName string
@@ -360,7 +367,7 @@ func newProjection(cfg config.Config, name string, d config.Projection, db, tbl 
 	p := &Projection{added: new(atomic.Pointer[addedColumns]), Name: name, SourceDB: db, SourceTbl: tbl, Topic: TopicOf(cfg, db, tbl), debezium: cfg.ReadsDebezium(),
 		Group: event.Group(cfg.Kafka.TopicPrefix, name), DLQTopic: event.DLQTopic(cfg.Kafka.TopicPrefix, name), prefix: cfg.Kafka.TopicPrefix,
 		Sink: d.Sink, Table: d.Table, ShardBy: d.ShardBy, Where: where, Replicated: d.Replicated, OnError: d.OnError,
-		sourceKeys: cfg.Source.Keys, avro: avroInput(cfg)}
+		sourceKeys: cfg.Source.Keys, excluded: cfg.Source.ExcludeColumns, foreignTopics: cfg.Input.Kind == config.InputDebezium, avro: avroInput(cfg)}
 	p.live, p.liveSource = liveInput(cfg)
 	if p.Table == "" {
 		p.Table = name

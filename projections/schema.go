@@ -44,6 +44,8 @@ type sourceTable struct {
 	// information_schema shows them, for messages.
 	nullDefault []string
 	defaults    map[string]string
+	// excluded: source.exclude_columns of this table (for messages).
+	excluded []string
 	json        map[string]bool // MariaDB JSON columns, read for children only (readJSONColumns)
 	pk          []string
 	columns     []string // in table order, for messages
@@ -116,8 +118,30 @@ func (p *Projection) readSourceTable(ctx context.Context, db *sql.DB, schema, ta
 		if k := p.SourceKeyOf(schema, table); k != nil {
 			t.pk = k
 		}
+		t.exclude(p.excluded, schema+"."+table+".")
 	}
 	return t, err
+}
+
+// exclude takes the columns source.exclude_columns names (entries with
+// prefix "db.table.") out of t: no event carries them, so a projection
+// may not read them, and the checks say so before run meets it.
+func (t *sourceTable) exclude(entries []string, prefix string) {
+	for _, e := range entries {
+		col, ok := strings.CutPrefix(e, prefix)
+		if !ok {
+			continue
+		}
+		if _, has := t.types[col]; !has {
+			continue
+		}
+		delete(t.types, col)
+		delete(t.nullable, col)
+		delete(t.defaults, col)
+		t.nullDefault = slices.DeleteFunc(t.nullDefault, func(c string) bool { return c == col })
+		t.columns = slices.DeleteFunc(t.columns, func(c string) bool { return c == col })
+		t.excluded = append(t.excluded, col)
+	}
 }
 
 // has reports whether col exists; when not, it is "; its columns are …"
@@ -125,6 +149,9 @@ func (p *Projection) readSourceTable(ctx context.Context, db *sql.DB, schema, ta
 func (t *sourceTable) has(col string) (bool, string) {
 	if _, ok := t.types[col]; ok {
 		return true, ""
+	}
+	if slices.Contains(t.excluded, col) {
+		return false, " (" + col + " is in source.exclude_columns: no event carries it)"
 	}
 	return false, " (its columns: " + strings.Join(t.columns, ", ") + ")"
 }

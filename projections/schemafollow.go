@@ -120,13 +120,8 @@ func (p *Projection) DroppedColumn(topic string, reason error) error {
 	if where == "" {
 		where = "projections." + p.Name
 	}
-	if now := p.addedDefault(topic, mc.source); now != "" {
-		// The source has the column: it was added after this event.
-		return &StopError{Projection: p.Name,
-			Reason: fmt.Errorf("source column %s.%s, which %s maps, is missing from events written before an ALTER TABLE added it (the source has it now, %s): "+
-				"the ALTER wrote no row events, and readside fills a column missing from older events only when its default is NULL", table, mc.source, where, now),
-			Fix: fmt.Sprintf("give the projection a history that has the column: snapshot every table it reads (`readside snapshot --table %s --wait`, and so for the others), "+
-				"then `readside replay --projection %s --from <the time the first snapshot started>`; then send readside SIGHUP (or restart it); or map the column later, once every row has been written since the ALTER", table, p.Name)}
+	if err := p.addedStop(topic, mc.source, table, where, reason); err != nil {
+		return err
 	}
 	return &StopError{Projection: p.Name,
 		Reason: fmt.Errorf("source column %s.%s, which %s maps, is missing from its events: dropped or renamed by DDL, or excluded (%w)", table, mc.source, where, reason),

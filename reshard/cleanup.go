@@ -36,6 +36,7 @@ func (r *Reshard) Cleanup(ctx context.Context, pr *Progress) error {
 				return fmt.Errorf("dropping %s from %s: %w", r.p.Table, s.id, err)
 			}
 			r.o.Log.Info("reshard cleanup: dropped the projection from a server the new sink does not use", "projection", r.p.Name, "server", s.id)
+			pr.Dropped = append(pr.Dropped, s.id)
 		} else if !r.p.Replicated {
 			if err := r.cleanServer(ctx, s, mine); err != nil {
 				return err

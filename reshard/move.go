@@ -214,18 +214,18 @@ func (m *Move) Run(ctx context.Context) (Result, error) {
 }
 
 // Cleanup deletes the rows the old servers no longer serve and returns
-// how many it deleted (over every run of it). After Run it reads the
-// progress the cutover recorded.
-func (m *Move) Cleanup(ctx context.Context) (int64, error) {
+// how many it deleted and the servers it dropped the projection from
+// (over every run of it). After Run it reads the progress the cutover
+// recorded.
+func (m *Move) Cleanup(ctx context.Context) (deleted int64, dropped []string, err error) {
 	pr := m.pr
 	if m.ran {
-		var err error
 		if _, pr, err = Load(ctx, m.New, m.p.Name); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	if err := m.r.Cleanup(ctx, pr); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return pr.RowsDeleted, nil
+	return pr.RowsDeleted, pr.Dropped, nil
 }

@@ -45,6 +45,9 @@ type Progress struct {
 	Clean       map[string][]string `json:"clean_cursors,omitempty"`
 	CleanDone   map[string]bool     `json:"clean_done,omitempty"`
 	RowsDeleted int64               `json:"rows_deleted,omitempty"`
+	// Dropped are the OLD servers the cleanup dropped the projection
+	// from (the new sink does not use them).
+	Dropped []string `json:"dropped,omitempty"`
 }
 
 // PieceProgress is one piece's copy.

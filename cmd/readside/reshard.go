@@ -220,11 +220,14 @@ func reshardRequest(cfg config.Config, p *projections.Projection, f reshardFlags
 }
 
 func reshardCleanup(ctx context.Context, m *reshard.Move, p *projections.Projection, stdout io.Writer) (int, error) {
-	deleted, err := m.Cleanup(ctx)
+	deleted, dropped, err := m.Cleanup(ctx)
 	if err != nil {
 		return exitProblem, err
 	}
 	fmt.Fprintf(stdout, "cleaned up %s: %d rows deleted from the servers that no longer serve them\n", p.Name, deleted)
+	if len(dropped) > 0 {
+		fmt.Fprintf(stdout, "dropped %s's tables from %s, which the new sink does not use\n", p.Name, strings.Join(dropped, ", "))
+	}
 	return exitOK, nil
 }
 
