@@ -18,6 +18,8 @@ import (
 // untouched since the ALTER included (NULL there). by_prio maps a column
 // added NOT NULL DEFAULT 3: it stops, saying the column was added after
 // those events with its default and the fix, while the others go on.
+// by_secret maps a column in source.exclude_columns (NULL DEFAULT NULL
+// too): SIGHUP refuses it, naming the exclusion.
 func TestProjectionOverColumnAddedLater(t *testing.T) {
 	r := newIsolationRig(t, "isoadd", "")
 	ctx := t.Context()
@@ -29,7 +31,10 @@ func TestProjectionOverColumnAddedLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := strings.Replace(string(b), ".messages]", ".messages, "+r.src+".senders]", 1)
+	if err := r.bed.MySQL.Exec(ctx, "ALTER TABLE `"+r.src+"`.messages ADD COLUMN secret VARCHAR(20) NULL"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(b), ".messages]", ".messages, "+r.src+".senders]\n  exclude_columns: ["+r.src+".messages.secret]", 1)
 	if cfg == string(b) {
 		t.Fatalf("no source.tables list ending in .messages in:\n%s", b)
 	}
@@ -70,6 +75,11 @@ func TestProjectionOverColumnAddedLater(t *testing.T) {
     sink: reads
     key: [id]
     columns: {id: id, prio: prio}
+  by_secret:
+    from: SRC.messages
+    sink: reads
+    key: [id]
+    columns: {id: id, secret: secret}
 `, "SRC", r.src)
 	if err := os.WriteFile(r.cfgPath, []byte(strings.Replace(cfg, "projections:\n", "projections:\n"+added, 1)), 0o600); err != nil {
 		t.Fatal(err)
@@ -87,6 +97,11 @@ func TestProjectionOverColumnAddedLater(t *testing.T) {
 		return strings.Contains(l, `projection=by_prio err="projection by_prio stopped: `+reason) && strings.Contains(l, fix),
 			fmt.Sprintf("no stop of by_prio saying %q with the fix %q; log:\n%s", reason, fix, tail(r.logPath))
 	})
+	// An excluded column is in no event, whatever its default: the
+	// projection mapping it is refused, not filled with NULL.
+	if l := r.log(); !strings.Contains(l, `SIGHUP: new projections not started`) || !strings.Contains(l, "secret is in source.exclude_columns: no event carries it") {
+		t.Errorf("by_secret, which maps an excluded column, was not refused naming it; log:\n%s", tail(r.logPath))
+	}
 	r.insert(31, 35, 10)
 	r.converge(time.Minute)
 	if code := r.d.stop(30 * time.Second); code != 0 {
