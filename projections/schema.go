@@ -46,9 +46,9 @@ type sourceTable struct {
 	defaults    map[string]string
 	// excluded: source.exclude_columns of this table (for messages).
 	excluded []string
-	json        map[string]bool // MariaDB JSON columns, read for children only (readJSONColumns)
-	pk          []string
-	columns     []string // in table order, for messages
+	json     map[string]bool // MariaDB JSON columns, read for children only (readJSONColumns)
+	pk       []string
+	columns  []string // in table order, for messages
 }
 
 func readSourceTable(ctx context.Context, db *sql.DB, schema, table string) (*sourceTable, error) {
