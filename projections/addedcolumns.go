@@ -91,9 +91,18 @@ func (p *Projection) noteAddedColumns(read map[string]*sourceTable) {
 	p.added.Store(a)
 }
 
+// addedMemo is a run of records' last layout and what it extends to: a
+// poll brings a partition's records together, mostly of one layout, so
+// the shared cache is looked up once per run, not per image.
+type addedMemo struct {
+	a   *addedColumns
+	key layoutKey
+	ext extended
+}
+
 // fillAdded gives e's images a null for each nullable column of topic's
-// table they lack.
-func (p *Projection) fillAdded(topic string, e *event.Event) {
+// table they lack. memo is the caller's, for one run of records.
+func (p *Projection) fillAdded(topic string, e *event.Event, memo *addedMemo) {
 	if p.added == nil {
 		return
 	}
@@ -101,33 +110,43 @@ func (p *Projection) fillAdded(topic string, e *event.Event) {
 	if a == nil || len(a.nullable[topic]) == 0 {
 		return
 	}
-	e.Before = a.image(topic, e.Before)
-	e.After = a.image(topic, e.After)
+	e.Before = a.image(topic, e.Before, memo)
+	e.After = a.image(topic, e.After, memo)
 }
 
-func (a *addedColumns) image(topic string, im *event.Image) *event.Image {
+func (a *addedColumns) image(topic string, im *event.Image, memo *addedMemo) *event.Image {
 	if im == nil {
 		return nil
 	}
 	k := layoutKey{topic, im.Layout()}
+	if memo.a == a && memo.key == k {
+		return memo.ext.extend(im)
+	}
+	ext := a.extension(k)
+	*memo = addedMemo{a: a, key: k, ext: ext}
+	return ext.extend(im)
+}
+
+// extension is what layout k.layout of topic k.topic extends to.
+func (a *addedColumns) extension(k layoutKey) extended {
 	a.mu.Lock()
 	ext, seen := a.layouts[k]
 	if !seen {
 		var missing, gone []string
-		for _, c := range a.nullable[topic] {
+		for _, c := range a.nullable[k.topic] {
 			if k.layout.Pos(c) < 0 {
 				missing = append(missing, c)
 			}
 		}
 		for _, c := range k.layout.Names() {
-			if !a.columns[topic][c] {
+			if !a.columns[k.topic][c] {
 				gone = append(gone, c)
 			}
 		}
 		if len(gone) > 0 && len(missing) > 0 {
 			// A rename leaves the old name in older events: the
 			// missing column may hold its values there.
-			a.gone[topic] = gone
+			a.gone[k.topic] = gone
 			missing = nil
 		}
 		if len(missing) > 0 {
@@ -140,16 +159,22 @@ func (a *addedColumns) image(topic string, im *event.Image) *event.Image {
 		a.layouts[k] = ext
 	}
 	a.mu.Unlock()
-	if ext.layout == nil {
+	return ext
+}
+
+// extend is im under the extended layout, the missing columns null (im
+// itself when nothing is missing).
+func (x extended) extend(im *event.Image) *event.Image {
+	if x.layout == nil {
 		return im
 	}
 	vals := im.Values()
-	out := make([]json.RawMessage, len(vals), ext.n)
+	out := make([]json.RawMessage, len(vals), x.n)
 	copy(out, vals)
-	for len(out) < ext.n {
+	for len(out) < x.n {
 		out = append(out, null)
 	}
-	return event.ImageWith(ext.layout, out)
+	return event.ImageWith(x.layout, out)
 }
 
 // addedStop is the StopError for an event of topic lacking col, which

@@ -33,7 +33,7 @@ func TestFillAdded(t *testing.T) {
 		defaults:    map[string]string{"id": "NOT NULL, no default", "prio": "DEFAULT 3"},
 	}})
 	e := event.Event{Before: imageOf([]string{"id", "note"}, "1", `"x"`), After: imageOf([]string{"id"}, "2")}
-	p.fillAdded("t.a", &e)
+	p.fillAdded("t.a", &e, new(addedMemo))
 	if got := e.Before.Map(); len(got) != 3 || string(got["note"]) != `"x"` || string(got["team"]) != "null" || string(got["id"]) != "1" {
 		t.Errorf("before: %s", got)
 	}
@@ -42,21 +42,34 @@ func TestFillAdded(t *testing.T) {
 	}
 	full := imageOf([]string{"id", "note", "team"}, "1", "null", `"b"`)
 	e = event.Event{After: full}
-	p.fillAdded("t.a", &e)
+	p.fillAdded("t.a", &e, new(addedMemo))
 	if e.After != full {
 		t.Errorf("an image with every column was replaced")
 	}
 	other := imageOf([]string{"id"}, "1")
 	e = event.Event{After: other}
-	p.fillAdded("t.b", &e)
+	p.fillAdded("t.b", &e, new(addedMemo))
 	if e.After != other {
 		t.Errorf("another topic's image was filled")
 	}
 	renamed := imageOf([]string{"id", "remark"}, "1", `"r"`)
 	e = event.Event{After: renamed}
-	p.fillAdded("t.a", &e)
+	p.fillAdded("t.a", &e, new(addedMemo))
 	if e.After != renamed {
 		t.Errorf("an image holding a column the table no longer has (remark, renamed to note?) was filled: %s", e.After.Map())
+	}
+	// One memo over a run: the layouts alternate, each image as its own.
+	memo := new(addedMemo)
+	for i := range 4 {
+		im := imageOf([]string{"id"}, "7")
+		if i%2 == 1 {
+			im = full
+		}
+		e = event.Event{After: im}
+		p.fillAdded("t.a", &e, memo)
+		if got := e.After.Map(); (i%2 == 0) != (len(got) == 3 && string(got["team"]) == "null" && string(got["id"]) == "7") || (i%2 == 1 && e.After != full) {
+			t.Errorf("run image %d: %s", i, got)
+		}
 	}
 	reason := errors.New("missing")
 	var stop *StopError

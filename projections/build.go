@@ -14,6 +14,7 @@ func (p *Projection) Build(records []Record) (b *Batch, bad []Rejected) {
 	b = &Batch{Offsets: event.Offsets{}, Writes: make([]Write, 0, len(records))}
 	d := p.NewDecoder()
 	var plans plans
+	var added addedMemo
 	// Records come a partition at a time: its next offset is recorded
 	// when the run ends, not looked up in the map for every record.
 	var run *Record
@@ -36,7 +37,7 @@ func (p *Projection) Build(records []Record) (b *Batch, bad []Rejected) {
 			e.Version++
 		}
 		if err == nil {
-			p.fillAdded(r.Topic, &e)
+			p.fillAdded(r.Topic, &e, &added)
 		}
 		if err == nil && e.Schema != nil && !slices.Contains(b.Shapes, e.Schema) {
 			b.Shapes = append(b.Shapes, e.Schema)
