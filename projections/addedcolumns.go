@@ -10,8 +10,13 @@ package projections
 // change carries the value. A column added with another default (or
 // generated) still stops the projection, and DroppedColumn says why and
 // the fix: readside does not reproduce a default's value in the
-// envelope's encoding. Only columns the source table has now are filled:
-// one dropped or renamed since stays a stop.
+// envelope's encoding. Only columns the source table has now are filled
+// (one dropped or renamed since stays a stop), and nothing in an event
+// that holds a column the table no longer has: after a RENAME COLUMN the
+// older events carry the values under the old name. Nor over another
+// tool's topics (input.kind: debezium), whose connector may leave a
+// column out of every event; readside's own exclusions are no columns to
+// a projection at all (sourceTable.exclude).
 
 import (
 	"encoding/json"
