@@ -21,6 +21,7 @@ package projections
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -151,7 +152,11 @@ func (a *addedColumns) extension(k layoutKey) extended {
 		if len(gone) > 0 && len(missing) > 0 {
 			// A rename leaves the old name in older events: the
 			// missing column may hold its values there.
-			a.gone[k.topic] = gone
+			for _, c := range gone {
+				if !slices.Contains(a.gone[k.topic], c) {
+					a.gone[k.topic] = append(a.gone[k.topic], c)
+				}
+			}
 			missing = nil
 		}
 		if len(missing) > 0 {

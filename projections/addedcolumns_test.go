@@ -71,10 +71,13 @@ func TestFillAdded(t *testing.T) {
 			t.Errorf("run image %d: %s", i, got)
 		}
 	}
+	// A second layout with another gone column: the stop names both.
+	e = event.Event{After: imageOf([]string{"id", "legacy"}, "1", "2")}
+	p.fillAdded("t.a", &e, new(addedMemo))
 	reason := errors.New("missing")
 	var stop *StopError
 	if err := p.addedStop("t.a", "note", "db.a", "projections.P.columns.note", reason); !errors.As(err, &stop) ||
-		!strings.Contains(stop.Reason.Error(), "is missing from events that hold column(s) remark the source no longer has: if note is one of them renamed") {
+		!strings.Contains(stop.Reason.Error(), "is missing from events that hold column(s) remark, legacy the source no longer has: if note is one of them renamed") {
 		t.Errorf("the stop after a rename: %v", err)
 	}
 	if err := p.addedStop("t.a", "prio", "db.a", "projections.P.columns.prio", reason); !errors.As(err, &stop) ||
