@@ -13,19 +13,28 @@ import (
 // too long for the fill identity is refused without I/O.
 func TestRefuse(t *testing.T) {
 	for _, tc := range []struct {
-		why  string
-		p    *projections.Projection
-		want string // "" for no refusal
+		why    string
+		p      *projections.Projection
+		shards int    // of the sink it moves to; 0: one
+		want   string // "" for no refusal
 	}{
-		{"a projection with key columns and joins moves", &projections.Projection{Name: "orders", Sink: "reads", Joins: []*projections.Join{{N: 1}}}, ""},
+		{"a projection with key columns and joins moves", &projections.Projection{Name: "orders", Sink: "reads", Joins: []*projections.Join{{N: 1}}}, 0, ""},
 		{"an aggregate moves (onto databases new to it, RefuseServers)",
-			&projections.Projection{Name: "stats", Sink: "reads", Aggregation: &projections.Aggregation{Aggregates: []projections.Aggregate{{Column: "n", Func: projections.AggCountDistinct}}}}, ""},
+			&projections.Projection{Name: "stats", Sink: "reads", Aggregation: &projections.Aggregation{Aggregates: []projections.Aggregate{{Column: "n", Func: projections.AggCountDistinct}}}}, 0, ""},
 		{"children, with and without joins, move: their state is the same on every shard and copies whole",
-			&projections.Projection{Name: "films", Sink: "reads", Children: []*projections.Children{{Name: "actors", Joins: []*projections.Join{{N: 1}}}, {Name: "tags"}}}, ""},
+			&projections.Projection{Name: "films", Sink: "reads", Children: []*projections.Children{{Name: "actors", Joins: []*projections.Join{{N: 1}}}, {Name: "tags"}}}, 0, ""},
 		{"a name too long for the fill identity is refused",
-			&projections.Projection{Name: strings.Repeat("n", 190), Sink: "reads"}, "too long for its fill identity"},
+			&projections.Projection{Name: strings.Repeat("n", 190), Sink: "reads"}, 0, "too long for its fill identity"},
+		{"no shard_by onto several shards: every row would stay on the first",
+			&projections.Projection{Name: "lines", Sink: "reads"}, 2,
+			"projection lines has no shard_by, and sink reads3 has 2 shards: its rows would all stay on the first shard, and projections.lines.sink: reads3 would not load. Set projections.lines.shard_by (one of its key columns)"},
+		{"an aggregate without shard_by names its own group columns",
+			&projections.Projection{Name: "stats", Sink: "reads", SourceDB: "shop", SourceTbl: "orders", Aggregation: &projections.Aggregation{}}, 3,
+			"shard_by (one of its group columns of shop.orders itself, not a joined parent's)"},
+		{"shard_by onto several shards moves", &projections.Projection{Name: "orders", Sink: "reads", ShardBy: "customer_id"}, 2, ""},
+		{"replicated onto several shards moves", &projections.Projection{Name: "regions", Sink: "reads", Replicated: true}, 2, ""},
 	} {
-		err := Refuse(tc.p, "reads3")
+		err := Refuse(tc.p, "reads3", max(tc.shards, 1))
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: refused: %v", tc.why, err)

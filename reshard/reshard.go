@@ -72,12 +72,24 @@ type Reshard struct {
 	pr *Progress
 }
 
-// Refuse says why p cannot be resharded online to sink to (nil: it
-// can). No I/O; what depends on the sinks' servers and tables is refused
-// by New (RefuseServers) and Run (the contributions' format).
-func Refuse(p *projections.Projection, to string) error {
+// Refuse says why p cannot be resharded online to sink to, of shards
+// shards (nil: it can). No I/O; what depends on the sinks' servers and
+// tables is refused by New (RefuseServers) and Run (the contributions'
+// format).
+func Refuse(p *projections.Projection, to string, shards int) error {
 	if len(p.Name+FillSuffix) > 190 {
 		return fmt.Errorf("projection name %s is too long for its fill identity %s%s (190 characters)", p.Name, p.Name, FillSuffix)
+	}
+	if shards > 1 && p.ShardBy == "" && !p.Replicated {
+		// Its rows have no keyspace id: every one would route to the
+		// first shard, and the config naming the new sink would not load.
+		what := "one of its key columns"
+		if p.Aggregation != nil {
+			what = "one of its group columns of " + p.SourceDB + "." + p.SourceTbl + " itself, not a joined parent's"
+		}
+		return fmt.Errorf("projection %s has no shard_by, and sink %s has %d shards: its rows would all stay on the first shard, and projections.%s.sink: %s would not load. "+
+			"Set projections.%s.shard_by (%s) in the config and restart readside run (the read table does not change), then run readside reshard again",
+			p.Name, to, shards, p.Name, to, p.Name, what)
 	}
 	return nil
 }
@@ -150,7 +162,7 @@ func New(p *projections.Projection, o Options) (*Reshard, error) {
 	case o.Fill != FillCopy && o.Fill != FillTopics:
 		return nil, fmt.Errorf("--fill %q: want copy or topics", o.Fill)
 	}
-	if err := Refuse(p, o.New.Name); err != nil {
+	if err := Refuse(p, o.New.Name, len(o.New.Shards)); err != nil {
 		return nil, err
 	}
 	if o.ChunkRows == 0 {

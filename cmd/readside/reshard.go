@@ -84,10 +84,7 @@ func runReshard(args []string, stdout, stderr io.Writer) int {
 	if problem := reshardTarget(e.cfg, f); problem != "" {
 		return c.failf(exitUsage, "%s", problem)
 	}
-	if problem := reshardShardBy(e.cfg, p, f.sink); problem != "" {
-		return c.failf(exitUsage, "%s", problem)
-	}
-	if err := reshard.Refuse(p, f.sink); err != nil {
+	if err := reshard.Refuse(p, f.sink, len(e.cfg.Sinks[f.sink].Shards)); err != nil {
 		return c.failf(exitUsage, "%v", err)
 	}
 	opened := map[string]*sinks.Sharded{}
@@ -112,24 +109,6 @@ func runReshard(args []string, stdout, stderr io.Writer) int {
 		return c.failf(code, "%v", err)
 	}
 	return code
-}
-
-// reshardShardBy refuses moving a projection without shard_by onto a
-// sink of several shards ("": fine): its rows have no keyspace id, so
-// every one would route to the first shard, and the config that names
-// the new sink afterwards would not load.
-func reshardShardBy(cfg config.Config, p *projections.Projection, to string) string {
-	n := len(cfg.Sinks[to].Shards)
-	if n <= 1 || p.ShardBy != "" || p.Replicated {
-		return ""
-	}
-	what := "one of its key columns"
-	if p.Aggregation != nil {
-		what = "one of its group columns of " + p.SourceDB + "." + p.SourceTbl + " itself, not a joined parent's"
-	}
-	return fmt.Sprintf("projection %s has no shard_by, and sink %s has %d shards: its rows would all stay on the first shard, and projections.%s.sink: %s would not load. "+
-		"Set projections.%s.shard_by (%s) in the config and restart readside run (the read table does not change), then run readside reshard again",
-		p.Name, to, n, p.Name, to, p.Name, what)
 }
 
 // reshardTarget checks --sink and --to against the config ("": fine).
