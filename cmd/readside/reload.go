@@ -157,12 +157,7 @@ func (s *projectorStarter) sinkConfigs() map[string]config.Sink {
 func (s *projectorStarter) learnSinks(next map[string]config.Sink) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var added []string
-	for name := range next {
-		if _, ok := s.sinks[name]; !ok {
-			added = append(added, name)
-		}
-	}
+	added := newSinks(s.sinks, next)
 	if len(added) == 0 {
 		return nil
 	}
@@ -171,7 +166,6 @@ func (s *projectorStarter) learnSinks(next map[string]config.Sink) []string {
 		known[name] = next[name]
 	}
 	s.sinks = known
-	sort.Strings(added)
 	return added
 }
 
