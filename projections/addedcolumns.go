@@ -28,16 +28,13 @@ import (
 	"github.com/readside/readside/event"
 )
 
-// addedColumns is what SourceColumns read of a projection's tables:
-// per topic, the columns a member missing from an event is null for, and
-// the other columns' defaults (for messages). Read-only once made, but
-// for its layout cache.
+// addedColumns is what SourceColumns read of a projection's tables: per
+// topic, each column the table has now (but those no event carries,
+// source.exclude_columns) with its default, nullDefaultMark for the
+// columns a member missing from an event is null for. Read-only once
+// made, but for its layout cache.
 type addedColumns struct {
-	nullable map[string][]string
 	defaults map[string]map[string]string
-	// columns: per topic, every column the table has now (but those no
-	// event carries, source.exclude_columns).
-	columns map[string]map[string]bool
 
 	mu sync.Mutex
 	// layouts maps an event layout to the layout with the missing
@@ -49,6 +46,9 @@ type addedColumns struct {
 	// under its new name, and is not filled).
 	gone map[string][]string
 }
+
+// nullDefaultMark is a NULL default in sourceTable.defaults.
+const nullDefaultMark = ""
 
 type extended struct {
 	layout *event.Layout
@@ -70,18 +70,10 @@ func (p *Projection) noteAddedColumns(read map[string]*sourceTable) {
 	if p.added == nil || p.foreignTopics {
 		return
 	}
-	a := &addedColumns{nullable: map[string][]string{}, defaults: map[string]map[string]string{}, columns: map[string]map[string]bool{},
-		layouts: map[layoutKey]extended{}, gone: map[string][]string{}}
+	a := &addedColumns{defaults: map[string]map[string]string{}, layouts: map[layoutKey]extended{}, gone: map[string][]string{}}
 	note := func(topic, db, tbl string) {
-		t := read[db+"."+tbl]
-		if t == nil || topic == "" {
-			return
-		}
-		a.nullable[topic] = t.nullDefault
-		a.defaults[topic] = t.defaults
-		a.columns[topic] = map[string]bool{}
-		for _, c := range t.columns {
-			a.columns[topic][c] = true
+		if t := read[db+"."+tbl]; t != nil && topic != "" {
+			a.defaults[topic] = t.defaults
 		}
 	}
 	note(p.Topic, p.SourceDB, p.SourceTbl)
@@ -113,7 +105,7 @@ func (p *Projection) fillAdded(topic string, e *event.Event, memo *addedMemo) {
 		return
 	}
 	a := p.added.Load()
-	if a == nil || len(a.nullable[topic]) == 0 {
+	if a == nil || a.defaults[topic] == nil {
 		return
 	}
 	e.Before = a.image(topic, e.Before, memo)
@@ -139,13 +131,14 @@ func (a *addedColumns) extension(k layoutKey) extended {
 	ext, seen := a.layouts[k]
 	if !seen {
 		var missing, gone []string
-		for _, c := range a.nullable[k.topic] {
-			if k.layout.Pos(c) < 0 {
+		for c, def := range a.defaults[k.topic] {
+			if def == nullDefaultMark && k.layout.Pos(c) < 0 {
 				missing = append(missing, c)
 			}
 		}
+		slices.Sort(missing)
 		for _, c := range k.layout.Names() {
-			if !a.columns[k.topic][c] {
+			if _, ok := a.defaults[k.topic][c]; !ok {
 				gone = append(gone, c)
 			}
 		}
@@ -195,12 +188,16 @@ func (p *Projection) addedStop(topic, col, table, where string, reason error) er
 		return nil
 	}
 	a := p.added.Load()
-	if a == nil || !a.columns[topic][col] {
+	if a == nil {
+		return nil
+	}
+	def, ok := a.defaults[topic][col]
+	if !ok {
 		return nil
 	}
 	fix := fmt.Sprintf("give the projection a history that has the column: snapshot every table it reads (`readside snapshot --table %s --wait`, and so for the others), "+
 		"then `readside replay --projection %s --from <the time the first snapshot started>`; then send readside SIGHUP (or restart it); or map the column later, once every row has been written since the ALTER", table, p.Name)
-	if def, ok := a.defaults[topic][col]; ok {
+	if def != nullDefaultMark {
 		return &StopError{Projection: p.Name, Fix: fix,
 			Reason: fmt.Errorf("source column %s.%s, which %s maps, is missing from events written before an ALTER TABLE added it (the source has it now, %s): "+
 				"the ALTER wrote no row events, and readside fills a column missing from older events only when its default is NULL (%w)", table, col, where, def, reason)}

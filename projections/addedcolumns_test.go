@@ -27,10 +27,9 @@ func imageOf(names []string, vals ...string) *event.Image {
 func TestFillAdded(t *testing.T) {
 	p := &Projection{Name: "P", Topic: "t.a", SourceDB: "db", SourceTbl: "a", added: new(atomic.Pointer[addedColumns])}
 	p.noteAddedColumns(map[string]*sourceTable{"db.a": {
-		types:       map[string]string{"id": "int", "note": "text", "team": "text", "prio": "int"},
-		columns:     []string{"id", "note", "team", "prio"},
-		nullDefault: []string{"note", "team"},
-		defaults:    map[string]string{"id": "NOT NULL, no default", "prio": "DEFAULT 3"},
+		types:    map[string]string{"id": "int", "note": "text", "team": "text", "prio": "int"},
+		columns:  []string{"id", "note", "team", "prio"},
+		defaults: map[string]string{"id": "NOT NULL, no default", "prio": "DEFAULT 3", "note": nullDefaultMark, "team": nullDefaultMark},
 	}})
 	e := event.Event{Before: imageOf([]string{"id", "note"}, "1", `"x"`), After: imageOf([]string{"id"}, "2")}
 	p.fillAdded("t.a", &e, new(addedMemo))
@@ -90,17 +89,31 @@ func TestFillAdded(t *testing.T) {
 	}
 }
 
+// TestNoFillOverForeignTopics: over another tool's topics (input.kind:
+// debezium) a column missing from an event is never filled: the
+// connector may leave it out of every event.
+func TestNoFillOverForeignTopics(t *testing.T) {
+	p := &Projection{Name: "P", Topic: "t.a", SourceDB: "db", SourceTbl: "a", foreignTopics: true, added: new(atomic.Pointer[addedColumns])}
+	p.noteAddedColumns(map[string]*sourceTable{"db.a": {columns: []string{"id", "note"}, defaults: map[string]string{"id": "NOT NULL, no default", "note": nullDefaultMark}}})
+	im := imageOf([]string{"id"}, "1")
+	e := event.Event{After: im}
+	p.fillAdded("t.a", &e, new(addedMemo))
+	if e.After != im {
+		t.Errorf("filled over foreign topics: %s", e.After.Map())
+	}
+}
+
 // TestExcludedColumnsAreNotSourceColumns: a column source.exclude_columns
 // names is not a column of the table to the projection's checks (no event
 // carries it: the checks name it), and never filled as added later.
 func TestExcludedColumnsAreNotSourceColumns(t *testing.T) {
 	st := &sourceTable{types: map[string]string{"id": "int", "email": "text"}, nullable: map[string]bool{"email": true},
-		columns: []string{"id", "email"}, nullDefault: []string{"email"}, defaults: map[string]string{}}
+		columns: []string{"id", "email"}, defaults: map[string]string{"id": "NOT NULL, no default", "email": nullDefaultMark}}
 	st.exclude([]string{"db.other.email", "db.a.email"}, "db.a.")
 	if ok, why := st.has("email"); ok || why != " (email is in source.exclude_columns: no event carries it)" {
 		t.Errorf("has(email) = %v %q", ok, why)
 	}
-	if len(st.nullDefault) != 0 || len(st.columns) != 1 {
+	if _, ok := st.defaults["email"]; ok || len(st.columns) != 1 {
 		t.Errorf("email still listed: %+v", st)
 	}
 }

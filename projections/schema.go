@@ -38,12 +38,11 @@ type Types struct {
 type sourceTable struct {
 	types    map[string]string // column → type with charset, without nullability
 	nullable map[string]bool
-	// nullDefault: the columns whose default is NULL (not generated),
-	// which an event written before the column was added lacks
-	// (addedcolumns.go); defaults: the others' defaults as
-	// information_schema shows them, for messages.
-	nullDefault []string
-	defaults    map[string]string
+	// defaults are every column's default as information_schema shows
+	// it, for messages; nullDefault ("") for a NULL default (not
+	// generated), which a column's events written before it was added
+	// are read with (addedcolumns.go).
+	defaults map[string]string
 	// excluded: source.exclude_columns of this table (for messages).
 	excluded []string
 	json     map[string]bool // MariaDB JSON columns, read for children only (readJSONColumns)
@@ -71,7 +70,7 @@ func readSourceTable(ctx context.Context, db *sql.DB, schema, table string) (*so
 		}
 		switch {
 		case nullDefault:
-			t.nullDefault = append(t.nullDefault, name)
+			t.defaults[name] = nullDefaultMark
 		case strings.Contains(extra, "GENERATED"):
 			t.defaults[name] = "generated (" + strings.ToLower(extra) + ")"
 		case dflt == "" && null == "NO":
@@ -138,7 +137,6 @@ func (t *sourceTable) exclude(entries []string, prefix string) {
 		delete(t.types, col)
 		delete(t.nullable, col)
 		delete(t.defaults, col)
-		t.nullDefault = slices.DeleteFunc(t.nullDefault, func(c string) bool { return c == col })
 		t.columns = slices.DeleteFunc(t.columns, func(c string) bool { return c == col })
 		t.excluded = append(t.excluded, col)
 	}
