@@ -127,7 +127,7 @@ func compileChildJoins(cfg config.Config, c *Children, ck string, cd config.Chil
 			src, ok := columnName(jd.Columns[m])
 			switch {
 			case !ok:
-				bad("%s.columns.%s %q: an element member copies one parent column by name: name a column of %s", key, m, jd.Columns[m], jd.From)
+				bad("%s.columns.%s %q: an element member copies one parent column by name: name a column of %s (one whose name reads as an expression in backticks, `i-j`)", key, m, jd.Columns[m], jd.From)
 				continue
 			case strings.HasPrefix(m, carriedPrefix):
 				bad("%s.columns.%s: names starting with %s are readside's own: rename the member", key, m, carriedPrefix)
