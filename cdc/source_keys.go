@@ -351,6 +351,15 @@ func (g *keyGuard) apply(defaultDB, sql string) {
 	}
 	stmts, _, err := g.parser.Parse(sql, "", "")
 	if err != nil {
+		// The parser knows only a few character sets and collations
+		// (utf8mb4, latin1, gbk…): a column added in cp1251 or sjis is as
+		// good as one in utf8mb4 for what indexes a statement leaves.
+		stmts, _, err = g.parser.Parse(withParserCharsets(sql), "", "")
+	}
+	if err != nil {
+		if alterKeepsIndexes(toks) {
+			return // MariaDB syntax the parser lacks (a UUID column, WITH SYSTEM VERSIONING) that drops nothing
+		}
 		g.forgetNamed(defaultDB, sql, toks)
 		return
 	}
@@ -387,6 +396,94 @@ func (g *keyGuard) apply(defaultDB, sql string) {
 			}
 		}
 	}
+}
+
+// alterKeepsIndexes reports whether a statement is an ALTER TABLE that
+// cannot take a unique index away: only DROP (an index, a primary key, a
+// column), CHANGE and RENAME (a column or the table) can, and a MODIFY
+// that makes a key column nullable shows in the next TABLE_MAP. Indexes
+// it may add are not learned: a table it covers stays covered, an
+// uncovered one stays uncovered.
+func alterKeepsIndexes(toks []string) bool {
+	i := 1
+	for i < len(toks) && (strings.EqualFold(toks[i], "online") || strings.EqualFold(toks[i], "ignore")) {
+		i++
+	}
+	if !strings.EqualFold(toks[0], "alter") || i >= len(toks) || !strings.EqualFold(toks[i], "table") {
+		return false
+	}
+	return !slices.ContainsFunc(toks, func(t string) bool {
+		return strings.EqualFold(t, "drop") || strings.EqualFold(t, "change") || strings.EqualFold(t, "rename")
+	})
+}
+
+// withParserCharsets returns sql with every character set named after
+// CHARACTER SET or CHARSET replaced by utf8mb4 and every collation named
+// after COLLATE by utf8mb4_bin, outside strings, identifiers and comments
+// (a column's character set has no bearing on the indexes a statement
+// leaves, and the parser refuses the ones it does not know).
+func withParserCharsets(sql string) string {
+	var out strings.Builder
+	prev := "" // the last two words outside quotes, lower-cased
+	prev2 := ""
+	for i := 0; i < len(sql); {
+		c := sql[i]
+		switch {
+		case c == '`' || c == '\'' || c == '"':
+			j := i + 1
+			for j < len(sql) && sql[j] != c {
+				if sql[j] == '\\' && c != '`' {
+					j++
+				}
+				j++
+			}
+			if j < len(sql) {
+				j++
+			}
+			word := sql[i:j]
+			if c != '`' && (prev == "charset" || prev == "set" && prev2 == "character" || prev == "collate") {
+				word = parserCharsetName(prev) // a quoted name: CHARACTER SET 'cp1251'
+			}
+			out.WriteString(word)
+			prev, prev2 = "", prev
+			i = j
+		case c == '/' && i+1 < len(sql) && sql[i+1] == '*':
+			end := strings.Index(sql[i+2:], "*/")
+			if end < 0 {
+				out.WriteString(sql[i:])
+				return out.String()
+			}
+			out.WriteString(sql[i : i+end+4])
+			i += end + 4
+		case c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80:
+			j := i
+			for j < len(sql) && (sql[j] == '_' || sql[j] == '$' || sql[j] >= '0' && sql[j] <= '9' || sql[j] >= 'a' && sql[j] <= 'z' || sql[j] >= 'A' && sql[j] <= 'Z' || sql[j] >= 0x80) {
+				j++
+			}
+			word := sql[i:j]
+			if prev == "charset" || prev == "set" && prev2 == "character" || prev == "collate" {
+				out.WriteString(parserCharsetName(prev))
+			} else {
+				out.WriteString(word)
+			}
+			prev, prev2 = strings.ToLower(word), prev
+			i = j
+		default:
+			if c != '=' && c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+				prev, prev2 = "", "" // punctuation ends a clause; '=' and space do not (CHARSET = x)
+			}
+			out.WriteByte(c)
+			i++
+		}
+	}
+	return out.String()
+}
+
+func parserCharsetName(keyword string) string {
+	if keyword == "collate" {
+		return "utf8mb4_bin"
+	}
+	return "utf8mb4"
 }
 
 // keyedName is tn as source.keys names tables: db.table, in the

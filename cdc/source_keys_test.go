@@ -86,6 +86,13 @@ func TestKeyGuard(t *testing.T) {
 		{"a DDL the parser cannot read that names the table", []string{"ALTER TABLE audit_log DROP INDEX uq_req WITH SYSTEM VERSIONING NONSENSE"}, false, "NONSENSE"},
 		{"a DDL the parser cannot read on another table", []string{"ALTER TABLE other WITH NONSENSE"}, true, ""},
 		{"a DDL in another database", []string{"DROP TABLE shop.audit_log"}, true, ""},
+		{"a column added in a character set the parser does not know", []string{"ALTER TABLE audit_log ADD COLUMN extra VARCHAR(20) CHARACTER SET cp1251 NULL AFTER seq"}, true, ""},
+		{"the same, then the covering index dropped", []string{"ALTER TABLE audit_log ADD COLUMN extra VARCHAR(20) CHARSET=sjis COLLATE sjis_japanese_ci NULL", "ALTER TABLE audit_log DROP INDEX uq_req"}, false, "DROP INDEX"},
+		{"a column in a character set the parser does not know added with the index dropped", []string{"ALTER TABLE audit_log ADD COLUMN extra TEXT CHARACTER SET 'utf16', DROP INDEX uq_req"}, false, "DROP INDEX"},
+		{"recreated in character sets the parser does not know", []string{"DROP TABLE audit_log", "CREATE TABLE audit_log (request_id INT NOT NULL, seq INT NOT NULL, note VARCHAR(9) CHARACTER SET koi8r COLLATE koi8r_bin, UNIQUE KEY (request_id, seq)) DEFAULT CHARSET=cp1251"}, true, ""},
+		{"a MariaDB column type the parser does not know", []string{"ALTER TABLE audit_log ADD COLUMN u UUID NULL, ADD COLUMN ip INET6 NULL"}, true, ""},
+		{"a MariaDB column type the parser does not know, with a DROP", []string{"ALTER TABLE audit_log ADD COLUMN u UUID NULL, DROP COLUMN seq"}, false, "UUID"},
+		{"a MariaDB column type the parser does not know, with a CHANGE", []string{"ALTER ONLINE TABLE audit_log ADD COLUMN u UUID NULL, CHANGE seq seq2 INT NOT NULL"}, false, "UUID"},
 	}
 	for _, c := range cases {
 		g := newKeyGuard(keys)
@@ -107,6 +114,20 @@ func TestKeyGuard(t *testing.T) {
 		}
 		if err := g.check("legacy.other"); err != nil {
 			t.Errorf("%s: a table without source.keys is never guarded: %v", c.why, err)
+		}
+	}
+}
+
+func TestWithParserCharsets(t *testing.T) {
+	for in, want := range map[string]string{
+		"ALTER TABLE t ADD c VARCHAR(2) CHARACTER SET cp1251 COLLATE cp1251_bin NULL":           "ALTER TABLE t ADD c VARCHAR(2) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL",
+		"CREATE TABLE t (c TEXT charset 'sjis') DEFAULT CHARSET = koi8r":                        "CREATE TABLE t (c TEXT charset utf8mb4) DEFAULT CHARSET = utf8mb4",
+		"ALTER TABLE t ADD c INT COMMENT 'CHARACTER SET cp1251', ADD `charset x` INT":           "ALTER TABLE t ADD c INT COMMENT 'CHARACTER SET cp1251', ADD `charset x` INT",
+		"ALTER TABLE t ADD `set` INT, ADD d INT /* COLLATE x */, CONVERT TO CHARACTER SET ucs2": "ALTER TABLE t ADD `set` INT, ADD d INT /* COLLATE x */, CONVERT TO CHARACTER SET utf8mb4",
+		"ALTER TABLE t ADD c CHAR(1) CHARACTER SET latin1 DEFAULT 'x\\' COLLATE ok'":            "ALTER TABLE t ADD c CHAR(1) CHARACTER SET utf8mb4 DEFAULT 'x\\' COLLATE ok'",
+	} {
+		if got := withParserCharsets(in); got != want {
+			t.Errorf("withParserCharsets(%q)\n = %q\nwant %q", in, got, want)
 		}
 	}
 }
