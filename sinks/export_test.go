@@ -1,6 +1,7 @@
 package sinks
 
 import (
+	"context"
 	"database/sql"
 
 	"github.com/readside/readside/projections"
@@ -27,4 +28,15 @@ func (s *MySQL) ReadsEveryKey(p *projections.Projection) bool { return s.guessFo
 func SetMaxDeferredGroups(n int) (was int) {
 	was, maxDeferredGroups = maxDeferredGroups, n
 	return was
+}
+
+// KeyMatchText is the text of a key match of rows keys of p's tables as
+// its statements render it (keyIn), the sink's columns learned first,
+// for tests.
+func (s *MySQL) KeyMatchText(ctx context.Context, p *projections.Projection, head string, cols []string, rows int) (string, error) {
+	if err := s.learnSinkColumns(ctx, p); err != nil {
+		return "", err
+	}
+	m := keyIn(p, head, cols, "")
+	return m.text(rows), nil
 }

@@ -38,6 +38,11 @@ func TestKeyInCharsets(t *testing.T) {
 	if got, want := m.text(2), "SELECT 1 FROM t WHERE a = 1 AND ((`k_x`, `n`) = (?, ?) OR (`k_x`, `n`) = (?, ?)) LIMIT 1"; got != want {
 		t.Errorf("ambiguous:\ngot  %s\nwant %s", got, want)
 	}
+	keyCharsets.Store(p, map[string]string{"status": listScanned, "kind": "CONVERT(? USING latin1) COLLATE latin1_bin" + listScanned})
+	m = keyIn(p, "DELETE FROM t WHERE ", []string{"`status`", "`kind`", "`id`"}, "")
+	if got, want := m.text(2), "DELETE FROM t WHERE ((`status`, `kind`, `id`) = (?, CONVERT(? USING latin1) COLLATE latin1_bin, ?) OR (`status`, `kind`, `id`) = (?, CONVERT(? USING latin1) COLLATE latin1_bin, ?))"; got != want {
+		t.Errorf("ENUM or SET columns (the server scans a list of rows over them):\ngot  %s\nwant %s", got, want)
+	}
 	m = keyIn(p, "DELETE FROM t WHERE ", []string{"`g_region`"}, "")
 	if got, want := m.text(2), "DELETE FROM t WHERE `g_region` IN (?, ?)"; got != want {
 		t.Errorf("one column (the server converts a one-column list):\ngot  %s\nwant %s", got, want)

@@ -40,14 +40,15 @@ func (m *multiRow) text(n int) string {
 // it takes for the same keys as equalities joined by OR
 // (bench/results/history/tuning-log.md, entry 49). A text column in
 // another character set than utf8mb4 gets CONVERT(? USING <set>) in the
-// list, and a column name p's tables define in two character sets the
-// equalities instead (keycharsets.go).
+// list, and a column name p's tables define in two character sets, or as
+// an ENUM or SET (whose IN list of rows the server reads by scanning the
+// table), the equalities instead (keycharsets.go).
 func keyIn(p *projections.Projection, head string, cols []string, tail string) multiRow {
 	if len(cols) == 1 {
 		return multiRow{head: head + cols[0] + " IN (", row: "?", sep: ", ", tail: ")" + tail}
 	}
-	places, ambiguous := keyPlaces(p, cols)
-	if ambiguous {
+	places, byEqualities := keyPlaces(p, cols)
+	if byEqualities {
 		return multiRow{
 			head: head + "(",
 			row:  "(" + strings.Join(cols, ", ") + ") = (" + strings.Join(places, ", ") + ")",
