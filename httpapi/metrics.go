@@ -16,7 +16,7 @@ func (c *Collector) RegisterMetrics(reg prometheus.Registerer) error {
 
 var (
 	consumerLagDesc = prometheus.NewDesc("readside_projection_consumer_lag_offsets",
-		"Offsets of the projection's topic not yet applied to its read table (end offset minus applied offset minus the last commit marker, summed over partitions).",
+		"Offsets of the projection's topics (its own, its joins' and children's) not yet applied to its read table (end offset minus applied offset minus the last commit marker, summed over partitions).",
 		[]string{"projection"}, nil)
 	readyDesc = prometheus.NewDesc("readside_ready",
 		"1 when /readyz answers 200: tailer streaming within http.ready_max_lag and projectors holding their partitions.", nil, nil)

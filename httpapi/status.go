@@ -6,12 +6,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/readside/readside/cdc"
@@ -70,6 +72,15 @@ type Projection struct {
 	// in the background (projections.Join.PendingTable); /wait waits for
 	// them too.
 	FanOutPending []string
+}
+
+// topics are the topics p reads: Topics, or its own alone when they are
+// not given.
+func (p Projection) topics() []string {
+	if len(p.Topics) > 0 {
+		return p.Topics
+	}
+	return []string{p.Topic}
 }
 
 // Route is the sink a projection applies through, at a routing
@@ -305,9 +316,11 @@ func (c *Collector) Collect(ctx context.Context) Report {
 		r.Sinks = append(r.Sinks, c.sinkStatus(ctx, cs))
 	}
 
-	topics := map[string]bool{}
+	topics := map[string]bool{} // every topic read, true: a projection's own
 	for _, p := range c.opts.Projections {
-		topics[p.Topic] = true
+		for _, t := range p.topics() {
+			topics[t] = topics[t] || t == p.Topic
+		}
 	}
 	var ends kadm.ListedOffsets
 	var endsErr error
@@ -319,7 +332,14 @@ func (c *Collector) Collect(ctx context.Context) Report {
 		// The last stable offset: what a read-committed consumer can reach.
 		ends, endsErr = c.adm.ListCommittedOffsets(ctx, names...)
 		if endsErr == nil {
-			endsErr = ends.Error()
+			// A parent's or child's topic a connector has not created yet
+			// (Debezium creates a table's topic at its first change) holds
+			// nothing to apply; a projection's own topic must exist.
+			ends.Each(func(o kadm.ListedOffset) {
+				if o.Err != nil && endsErr == nil && (topics[o.Topic] || !errors.Is(o.Err, kerr.UnknownTopicOrPartition)) {
+					endsErr = fmt.Errorf("%s: %w", o.Topic, o.Err)
+				}
+			})
 		}
 		if endsErr != nil {
 			notReady("broker: listing end offsets: %v", endsErr)
@@ -436,47 +456,54 @@ func (c *Collector) projection(ctx context.Context, p Projection, ends kadm.List
 			ps.State = "stopped"
 		}
 	}
-	// Applied offsets per sink (shard); a partition's applied position is
-	// the lowest over the shards.
-	applied := map[int32]int64{}
+	// Applied offsets per sink (shard) of every topic it reads (its own,
+	// its joins' and children's: a backlog in any of them is lag); a
+	// partition's applied position is the lowest over the shards.
+	type topicPart struct {
+		topic string
+		part  int32
+	}
+	applied := map[topicPart]int64{}
 	r, err := c.route(ctx, p)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	servers := r.Servers
 	ps.Sink, ps.Generation = r.Sink, r.Generation
+	reads := p.topics()
 	for _, s := range servers {
-		offs, err := c.readOffsets(ctx, s, p.Name, p.Topic)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("sink %s: %w", s.Name, err))
-			continue
-		}
-		parts := map[int32]bool{}
-		for part, next := range offs {
-			parts[part] = true
-			if cur, ok := applied[part]; !ok || next < cur {
-				applied[part] = next
+		for _, topic := range reads {
+			offs, err := c.readOffsets(ctx, s, p.Name, topic)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("sink %s: %w", s.Name, err))
+				continue
 			}
-		}
-		if endsErr == nil {
-			ends.Each(func(o kadm.ListedOffset) {
-				if o.Topic != p.Topic {
-					return
+			for part, next := range offs {
+				k := topicPart{topic, part}
+				if cur, ok := applied[k]; !ok || next < cur {
+					applied[k] = next
 				}
-				next, ok := offs[o.Partition]
-				if !ok {
-					next = -1
-				}
-				ps.Partitions = append(ps.Partitions, PartitionStatus{Sink: s.Name, Topic: o.Topic, Partition: o.Partition, Applied: next, End: o.Offset, Lag: lag(next, o.Offset)})
-			})
+			}
+			if endsErr == nil {
+				ends.Each(func(o kadm.ListedOffset) {
+					if o.Topic != topic || o.Err != nil {
+						return
+					}
+					next, ok := offs[o.Partition]
+					if !ok {
+						next = -1
+					}
+					ps.Partitions = append(ps.Partitions, PartitionStatus{Sink: s.Name, Topic: o.Topic, Partition: o.Partition, Applied: next, End: o.Offset, Lag: lag(next, o.Offset)})
+				})
+			}
 		}
 	}
 	if endsErr == nil && len(servers) > 0 {
 		ends.Each(func(o kadm.ListedOffset) {
-			if o.Topic != p.Topic {
+			if o.Err != nil || !slices.Contains(reads, o.Topic) {
 				return
 			}
-			next, ok := applied[o.Partition]
+			next, ok := applied[topicPart{o.Topic, o.Partition}]
 			if !ok {
 				next = -1
 			}
@@ -487,6 +514,9 @@ func (c *Collector) projection(ctx context.Context, p Projection, ends kadm.List
 		a, b := ps.Partitions[i], ps.Partitions[j]
 		if a.Sink != b.Sink {
 			return a.Sink < b.Sink
+		}
+		if ta, tb := slices.Index(reads, a.Topic), slices.Index(reads, b.Topic); ta != tb {
+			return ta < tb
 		}
 		return a.Partition < b.Partition
 	})

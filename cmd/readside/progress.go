@@ -5,7 +5,11 @@ package main
 // projection's read table is within catchUpLag of the source (and the
 // initial snapshot of every table it reads is complete: between two
 // chunks of a snapshot nothing waits, so the lag alone said "caught up"
-// while the larger tables were still loading), then every
+// while the larger tables were still loading; and what waits in its
+// topics is no more than it applies in catchUpLag: the lag counts only
+// the records a projector has read, and a snapshot's rows all carry the
+// moment it read them, so a projection 300,000 rows behind read "3 s"
+// and said "caught up" minutes before its read table was), then every
 // log.progress_every a "committed" line with what was committed since the
 // previous one. The numbers are read from the run's metrics registry, so
 // the log and /metrics never disagree, and nothing is logged per
@@ -32,6 +36,53 @@ import (
 // to a batch, and the line must not wait for an idle moment.
 const catchUpLag = 5 * time.Second
 
+// catchUpRecords is the backlog (records of a projection's topics not yet
+// read and applied) that never holds a caught-up line back, however
+// slowly the projection applied in the last catchUpLag: a batch or two.
+const catchUpRecords = 10_000
+
+// projectionCaughtUp reports whether a projection counts as caught up: its
+// lag (seconds) under catchUpLag, and its backlog (records not yet
+// applied) what it applies within catchUpLag at the rate it applied over
+// the last one (drained records), or at most catchUpRecords.
+func projectionCaughtUp(lag, backlog, drained float64) bool {
+	return lag < catchUpLag.Seconds() && backlog <= max(catchUpRecords, drained)
+}
+
+// appliedWindow keeps the projections' applied-rows counters of about the
+// last catchUpLag, to tell how much each drains in that time.
+type appliedWindow struct {
+	samples []appliedSample
+}
+
+type appliedSample struct {
+	at      time.Time
+	applied map[string]float64
+}
+
+// add records the counters at at, keeping the newest sample older than
+// catchUpLag as the window's start.
+func (w *appliedWindow) add(at time.Time, applied map[string]float64) {
+	w.samples = append(w.samples, appliedSample{at, applied})
+	for len(w.samples) > 2 && at.Sub(w.samples[1].at) >= catchUpLag {
+		w.samples = w.samples[1:]
+	}
+}
+
+// drained is what projection name applied over the window, scaled to
+// catchUpLag (0 until the window spans a second).
+func (w *appliedWindow) drained(name string) float64 {
+	if len(w.samples) < 2 {
+		return 0
+	}
+	first, last := w.samples[0], w.samples[len(w.samples)-1]
+	span := last.at.Sub(first.at)
+	if span < time.Second {
+		return 0
+	}
+	return (last.applied[name] - first.applied[name]) * catchUpLag.Seconds() / span.Seconds()
+}
+
 // progressLog writes the caught-up and committed lines of a run.
 type progressLog struct {
 	reg         prometheus.Gatherer
@@ -56,6 +107,7 @@ type progressTotals struct {
 func (p *progressLog) run(ctx context.Context) error {
 	tailerUp := p.tailer == nil
 	projUp := map[string]bool{}
+	var window appliedWindow
 	prev := p.totals(nil)
 	last := time.Now()
 	tick := time.NewTicker(p.poll)
@@ -90,9 +142,11 @@ func (p *progressLog) run(ctx context.Context) error {
 			}
 		}
 		lags := perProjection(families, "readside_projection_lag_seconds")
+		backlog := perProjection(families, "readside_projection_consumer_lag")
+		window.add(time.Now(), perProjection(families, "readside_projection_applied_rows_total"))
 		var loading map[string]bool
 		for _, name := range p.projections {
-			if lag, ok := lags[name]; ok && !projUp[name] && lag < catchUpLag.Seconds() {
+			if lag, ok := lags[name]; ok && !projUp[name] && projectionCaughtUp(lag, backlog[name], window.drained(name)) {
 				if loading == nil {
 					loading = p.loading(ctx)
 				}
@@ -100,7 +154,7 @@ func (p *progressLog) run(ctx context.Context) error {
 					continue
 				}
 				projUp[name] = true
-				p.log.Info("caught up: the read table is current with the topics", "projection", name, "lag_seconds", lag)
+				p.log.Info("caught up: the read table is current with the topics", "projection", name, "lag_seconds", lag, "records_behind", int64(backlog[name]))
 			}
 		}
 		if !due {

@@ -57,3 +57,39 @@ func TestCommittedLine(t *testing.T) {
 		prev = now
 	}
 }
+
+// TestProjectionCaughtUp: a projection is caught up when its lag is small
+// and what waits in its topics is no more than it applies in catchUpLag
+// (at least catchUpRecords): a snapshot's backlog, whose rows carry the
+// moment they were read, has a small lag long before it is applied.
+func TestProjectionCaughtUp(t *testing.T) {
+	var w appliedWindow
+	start := time.Unix(1_000_000, 0)
+	// 2,500 rows a second for 10 s.
+	for s := 0; s <= 10; s++ {
+		w.add(start.Add(time.Duration(s)*time.Second), map[string]float64{"p": float64(2500 * s)})
+	}
+	if got := w.drained("p"); got < 12_000 || got > 13_000 {
+		t.Errorf("drained over the last 5 s = %g, want 12,500", got)
+	}
+	if got := len(w.samples); got > 7 {
+		t.Errorf("the window keeps %d samples of 1 s apart, want the last ~5 s", got)
+	}
+	for _, c := range []struct {
+		why                   string
+		lag, backlog, drained float64
+		want                  bool
+	}{
+		{"idle and current", 0, 0, 0, true},
+		{"a snapshot's backlog: lag small, 290,000 records waiting", 3, 290_000, 12_500, false},
+		{"its last records", 60, 9_000, 12_500, false},
+		{"its last records, lag back under 5 s", 2, 9_000, 12_500, true},
+		{"a fast live stream: more than catchUpRecords waiting, drained in well under 5 s", 1, 30_000, 200_000, true},
+		{"a slow projection behind a fast stream", 1, 30_000, 20_000, false},
+		{"lag over the bound", 7, 0, 0, false},
+	} {
+		if got := projectionCaughtUp(c.lag, c.backlog, c.drained); got != c.want {
+			t.Errorf("%s: caught up %v, want %v", c.why, got, c.want)
+		}
+	}
+}

@@ -217,7 +217,13 @@ func printStatus(w io.Writer, r httpapi.Report, note string) {
 		if len(p.Partitions) > 0 {
 			parts := make([]string, 0, len(p.Partitions))
 			for _, pt := range p.Partitions {
-				parts = append(parts, fmt.Sprintf("%s/%d %d/%d", pt.Sink, pt.Partition, max(pt.Applied, 0), pt.End))
+				where := fmt.Sprintf("%s/%d", pt.Sink, pt.Partition)
+				if pt.Topic != p.Topic {
+					// A join's or children's topic: named, so its backlog
+					// is not taken for the projection's own.
+					where = fmt.Sprintf("%s/%s/%d", pt.Sink, pt.Topic, pt.Partition)
+				}
+				parts = append(parts, fmt.Sprintf("%s %d/%d", where, max(pt.Applied, 0), pt.End))
 			}
 			fmt.Fprintln(w, wrap(p.Name+" applied/end: "+strings.Join(parts, "  "), helpWidth, "\n    "))
 		}
