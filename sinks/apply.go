@@ -170,6 +170,10 @@ type applier struct {
 	// deferred, in a consistent commit, sums the group deltas for the
 	// commit's end instead of writing them (aggregate_deferred.go).
 	deferred *deferredDeltas
+	// deferredChildren, in a consistent commit, notes the arrays to
+	// refresh at the commit's end instead of refreshing them
+	// (children_deferred.go).
+	deferredChildren *deferredChildren
 }
 
 // exec runs a statement whose result is not read. Its error may come

@@ -326,18 +326,8 @@ func (a *applier) children(b *projections.Batch) error {
 			if err := a.writeChildStates(ci, b); err != nil {
 				return err
 			}
-			if err := a.exec(st.refreshAll); err != nil {
-				return err
-			}
-			continue
 		}
-		if cl.all {
-			if err := a.exec(st.refreshAll); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := a.execKeys(&st.refresh, cl.links); err != nil {
+		if err := a.refreshArrays(ci, cl.links, cl.truncateAt > 0 || cl.all); err != nil {
 			return fmt.Errorf("refreshing %s of %s: %w", c.Name, a.p.Table, err)
 		}
 	}

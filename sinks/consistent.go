@@ -122,6 +122,11 @@ type ShardCommit struct {
 	// (aggregate_deferred.go); written in the order first applied.
 	deferred      map[*projections.Projection]*deferredDeltas
 	deferredOrder []*projections.Projection
+	// arrays are, per projection with children, the arrays its batches
+	// touched, refreshed before the frontier (children_deferred.go), in
+	// the order first applied.
+	arrays      map[*projections.Projection]*deferredChildren
+	arraysOrder []*projections.Projection
 }
 
 // BeginCommit opens a transaction on s for sink and locks its frontier
@@ -178,7 +183,7 @@ func (c *ShardCommit) Apply(p *projections.Projection, b *projections.Batch) err
 	if err != nil {
 		return err
 	}
-	a.guess, a.deferred = c.s.readAll(c.ctx, p), c.deferredFor(p, b.Shard)
+	a.guess, a.deferred, a.deferredChildren = c.s.readAll(c.ctx, p), c.deferredFor(p, b.Shard), c.arraysFor(p)
 	err = c.s.writeBatch(a, b)
 	c.noteGuess(p, a.guess)
 	if err == nil {
@@ -224,6 +229,40 @@ func (c *ShardCommit) deferredFor(p *projections.Projection, shard *keyspace.Ran
 		c.deferredOrder = append(c.deferredOrder, p)
 	}
 	return d
+}
+
+// arraysFor are p's arrays noted in the transaction (nil when p has no
+// children).
+func (c *ShardCommit) arraysFor(p *projections.Projection) *deferredChildren {
+	if len(p.Children) == 0 {
+		return nil
+	}
+	if c.arrays == nil {
+		c.arrays = map[*projections.Projection]*deferredChildren{}
+	}
+	d := c.arrays[p]
+	if d == nil {
+		d = newDeferredChildren(p)
+		c.arrays[p] = d
+		c.arraysOrder = append(c.arraysOrder, p)
+	}
+	return d
+}
+
+// refreshArrays refreshes every array the commit's batches noted.
+func (c *ShardCommit) refreshArrays() error {
+	for _, p := range c.arraysOrder {
+		a, err := c.applier(p)
+		if err != nil {
+			return fmt.Errorf("projection %s: %w", p.Name, err)
+		}
+		a.deferredChildren = c.arrays[p]
+		if err := a.refreshDeferred(); err != nil {
+			return fmt.Errorf("projection %s: %w", p.Name, err)
+		}
+	}
+	c.arrays, c.arraysOrder = nil, nil
+	return nil
 }
 
 // writeDeferred writes every projection's summed group deltas.
@@ -281,6 +320,10 @@ func (c *ShardCommit) Commit(f projections.Frontier) error {
 		cutAt = fmt.Sprintf("%d.%06d", f.CutWrittenAt.Unix(), f.CutWrittenAt.Nanosecond()/1000)
 	}
 	if err := c.writeDeferred(); err != nil {
+		c.run.rollback()
+		return c.settle(err)
+	}
+	if err := c.refreshArrays(); err != nil {
 		c.run.rollback()
 		return c.settle(err)
 	}

@@ -40,3 +40,11 @@ func (s *MySQL) KeyMatchText(ctx context.Context, p *projections.Projection, hea
 	m := keyIn(p, head, cols, "")
 	return m.text(rows), nil
 }
+
+// SetMaxDeferredLinks sets how many arrays a consistent commit notes per
+// children entry before refreshing them, and returns the one before, for
+// tests.
+func SetMaxDeferredLinks(n int) (was int) {
+	was, maxDeferredLinks = maxDeferredLinks, n
+	return was
+}
