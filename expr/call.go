@@ -1,5 +1,7 @@
 package expr
 
+import "strings"
+
 func (c *call) check(s Schema) (Type, error) {
 	c.types = make([]Type, len(c.args))
 	consts := make([]*Datum, len(c.args))
@@ -19,6 +21,10 @@ func (c *call) check(s Schema) (Type, error) {
 	}
 	t, err := c.f.Type(c.types, consts)
 	if err != nil {
+		// The argument checks name their function already.
+		if msg := err.Error(); strings.HasPrefix(msg, c.f.Name+": ") {
+			return Type{}, errAt(c.at, "%s", msg)
+		}
 		return Type{}, errAt(c.at, "%s: %v", c.f.Name, err)
 	}
 	c.typ = t
