@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,13 @@ func TestConsistentSinkAddedProjection(t *testing.T) {
 	tableThere("copy_a")
 	exec("UPDATE `" + src + "`.items SET v = v + 100 WHERE id <= 10")
 	waitExpected(t, utc, []struct{ name, want, got string }{expect("copy_a")}, logPath)
+	// A consistent sink's projections have no lag of their own: the
+	// applier says when the sink is current, once.
+	testbed.Eventually(t, 30*time.Second, func() (bool, string) {
+		b, _ := os.ReadFile(logPath)
+		return regexp.MustCompile(`msg="caught up: the sink's read tables are current with the topics".* sink=reads gtid=\S+ projections="\[copy_a copyx\]"`).Match(b),
+			"no caught-up line for the sink; log:\n" + tail(logPath)
+	})
 	// The sink's database is on the source server: each commit is a
 	// source transaction, whose cut brings the sink no record. Committed
 	// at once, every one made the next (about 80 commits a second, for
