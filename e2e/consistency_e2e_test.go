@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -781,10 +783,43 @@ func TestConsistencyHugeTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "run.log")
-	d := startDaemon(t, logPath, "run", "-c", cfgPath)
+	httpAddr := freeAddr(t)
+	d := startDaemon(t, logPath, "run", "-c", cfgPath, "--http", httpAddr)
 	waitForCheckpoint(t, bed, topicPrefixOf(t, head))
 	db := bed.MySQL.DB()
 	copyOf := func(table string) string { return "`" + sink + "`." + table }
+	// The sink's frontier stands still while the commit runs: /status
+	// says what the applier is committing, and how far it is.
+	type committing struct {
+		Records, Offsets int64
+	}
+	var mostSeen atomic.Pointer[committing]
+	var sawPartial atomic.Bool // records counted as they are read, not at the end
+	sctx, stopStatus := context.WithCancel(ctx)
+	defer stopStatus()
+	go func() {
+		for sctx.Err() == nil {
+			var st struct {
+				Sinks []struct {
+					Committing *committing `json:"committing"`
+				} `json:"sinks"`
+			}
+			if resp, err := http.Get("http://" + httpAddr + "/status"); err == nil {
+				_ = json.NewDecoder(resp.Body).Decode(&st)
+				resp.Body.Close()
+				if len(st.Sinks) == 1 && st.Sinks[0].Committing != nil {
+					c := st.Sinks[0].Committing
+					if seen := mostSeen.Load(); seen == nil || c.Records > seen.Records {
+						mostSeen.Store(c)
+					}
+					if c.Records > 0 && c.Records < int64(rows)/2 {
+						sawPartial.Store(true)
+					}
+				}
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}()
 	testbed.Eventually(t, 2*time.Minute, func() (bool, string) {
 		var n int64
 		err := db.QueryRowContext(ctx, "SELECT n FROM "+copyOf("marker_copy")+" WHERE id = 1").Scan(&n)
@@ -855,6 +890,12 @@ func TestConsistencyHugeTransaction(t *testing.T) {
 		return err == nil && n == int64(rows), fmt.Sprintf("%d of %d rows in the copy (%v); log:\n%s", n, rows, err, tail(logPath))
 	})
 	visible := time.Since(start)
+	stopStatus()
+	if c := mostSeen.Load(); c == nil || !sawPartial.Load() || c.Records > c.Offsets || c.Offsets < int64(rows) {
+		t.Errorf("/status never showed the %d-row commit under way with its progress (most seen: %+v, part-way: %v)", rows, c, sawPartial.Load())
+	} else {
+		t.Logf("/status showed the commit under way: %d of about %d records at most", c.Records, c.Offsets)
+	}
 	peak := peakRSS(t, d.cmd.Process.Pid)
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	testbed.Poll(wctx, 100*time.Millisecond, sawAll.Load) // the reader's own look at the state after

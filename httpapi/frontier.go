@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/cdc"
+	"github.com/readside/readside/projector"
 	"github.com/readside/readside/sinks"
 )
 
@@ -29,6 +30,9 @@ type SinkStatus struct {
 	Name        string           `json:"name"`
 	Consistency string           `json:"consistency"`
 	Frontiers   []FrontierStatus `json:"frontiers"`
+	// Committing is the commit this process's applier of the sink is
+	// making, if any: the frontiers stand still until it lands.
+	Committing *projector.CommitProgress `json:"committing,omitempty"`
 }
 
 // FrontierStatus is one shard's frontier: the cut of the source its read
@@ -53,6 +57,11 @@ type FrontierStatus struct {
 
 func (c *Collector) sinkStatus(ctx context.Context, cs ConsistentSink) SinkStatus {
 	out := SinkStatus{Name: cs.Name, Consistency: "transaction"}
+	if c.opts.CommitUnderWay != nil {
+		if p, ok := c.opts.CommitUnderWay(cs.Name); ok {
+			out.Committing = &p
+		}
+	}
 	for _, s := range cs.Shards {
 		fs, err := c.frontier(ctx, s, cs.Name)
 		if err != nil {

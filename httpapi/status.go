@@ -51,6 +51,9 @@ type Options struct {
 	// ConsistentSinks are the transaction-consistent sinks: /status shows
 	// their frontiers, /wait?sink= waits for them.
 	ConsistentSinks []ConsistentSink
+	// CommitUnderWay reads the commit a consistent sink's applier in this
+	// process is making (projector.CommitUnderWay); nil: none here.
+	CommitUnderWay func(sink string) (projector.CommitProgress, bool)
 }
 
 // Projection is one declared projection as the report sees it.

@@ -428,14 +428,16 @@ type landing struct {
 // session ends and the next starts from the frontiers stored.
 func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client, target cutAt, landed func() error) (*landing, error) {
 	start := time.Now()
+	progress := beginProgress(a.sink, target.cut.Position.GTID, s.records(target))
 	begin := func() (projections.SinkCommit, error) {
 		if err := landed(); err != nil {
 			return nil, err
 		}
 		return a.to.BeginCommit(ctx, s.from, target.offset)
 	}
-	c, rows, err := a.fill(ctx, s, data, begin, target)
+	c, rows, err := a.fill(ctx, s, data, begin, target, progress)
 	if err != nil {
+		progress.end(a.sink)
 		if c != nil {
 			c.Rollback()
 		}
@@ -472,6 +474,7 @@ func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client,
 	prev := s.applied
 	go func() {
 		defer close(l.done)
+		defer progress.end(a.sink)
 		if err := c.Commit(f); err != nil {
 			// followSchema runs in the session, where no mapping
 			// runs beside it.
@@ -496,20 +499,25 @@ func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client,
 // The writer opens the transaction (begin) while the first chunk is read
 // and mapped, which is how reading and mapping overlap the last commit's
 // COMMIT. c is the transaction begin opened (nil: none).
-func (a *Applier) fill(ctx context.Context, s *applySession, data *kgo.Client, begin func() (projections.SinkCommit, error), target cutAt) (c projections.SinkCommit, rows int, err error) {
+func (a *Applier) fill(ctx context.Context, s *applySession, data *kgo.Client, begin func() (projections.SinkCommit, error), target cutAt, progress *commitProgress) (c projections.SinkCommit, rows int, err error) {
 	g, gctx := errgroup.WithContext(ctx)
-	work := make(chan []projectionBatch, 1)
+	type mappedChunk struct {
+		batches []projectionBatch
+		records int
+	}
+	work := make(chan mappedChunk, 1)
 	g.Go(func() error {
 		var err error
 		if c, err = begin(); err != nil {
 			return err
 		}
-		for batches := range work {
-			for _, pb := range batches {
+		for mc := range work {
+			for _, pb := range mc.batches {
 				if err := c.Apply(pb.p, pb.b); err != nil {
 					return &applyError{p: pb.p, err: err}
 				}
 			}
+			progress.records.Add(int64(mc.records))
 		}
 		return nil
 	})
@@ -519,7 +527,7 @@ func (a *Applier) fill(ctx context.Context, s *applySession, data *kgo.Client, b
 			return err
 		}
 		select {
-		case work <- batches:
+		case work <- mappedChunk{batches, len(chunk)}:
 			return nil
 		case <-gctx.Done():
 			return gctx.Err()

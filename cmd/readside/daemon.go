@@ -257,6 +257,7 @@ func statusOptions(cfg config.Config, role string) (httpapi.Options, error) {
 	for _, name := range slices.Sorted(maps.Keys(cfg.Sinks)) {
 		if cfg.Sinks[name].Consistency.Transactional() {
 			opts.ConsistentSinks = append(opts.ConsistentSinks, httpapi.ConsistentSink{Name: name, Shards: sinkServers(name, cfg.Sinks[name])})
+			opts.CommitUnderWay = projector.CommitUnderWay
 		}
 	}
 	// Where a reshard moved a projection (routing.go); serve adds the

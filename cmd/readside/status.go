@@ -272,5 +272,10 @@ func printFrontiers(w io.Writer, sinks []httpapi.SinkStatus) {
 			}
 			fmt.Fprintln(w, wrap(line, helpWidth, "\n    "))
 		}
+		if p := sk.Committing; p != nil && time.Since(p.Started) >= time.Second {
+			line := fmt.Sprintf("sink %s committing to gtid %s: %d of about %d records in the open transaction, for %s (visible when it commits)",
+				sk.Name, p.GTID, p.Records, p.Offsets, time.Since(p.Started).Round(time.Second))
+			fmt.Fprintln(w, wrap(line, helpWidth, "\n    "))
+		}
 	}
 }
