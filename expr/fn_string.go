@@ -1,7 +1,7 @@
 package expr
 
-// The string functions: CONCAT, LOWER, UPPER, SUBSTRING (SUBSTR), LENGTH,
-// CHAR_LENGTH and CRC32, each equal to MariaDB 10.11's result byte for
+// The string functions: CONCAT, LOWER, UPPER, SUBSTRING (SUBSTR), LEFT,
+// RIGHT, LENGTH, CHAR_LENGTH and CRC32, each equal to MariaDB 10.11's result byte for
 // byte (fn_string_e2e_test.go compares them with the server). Strings are
 // UTF-8 in a Datum whatever their charset (charset.go), so what depends on
 // the charset's bytes (LENGTH, CRC32, a binary CONCAT) encodes them first.
@@ -20,6 +20,8 @@ func init() {
 	register(Func{Name: "UPPER", MinArgs: 1, MaxArgs: 1, Type: caseType("UPPER", true), Eval: caseEval(true)})
 	register(Func{Name: "SUBSTRING", MinArgs: 2, MaxArgs: 3, Type: substrType("SUBSTRING"), Eval: substrEval})
 	register(Func{Name: "SUBSTR", MinArgs: 2, MaxArgs: 3, Type: substrType("SUBSTR"), Eval: substrEval})
+	register(Func{Name: "LEFT", MinArgs: 2, MaxArgs: 2, Type: leftRightType("LEFT"), Eval: leftEval})
+	register(Func{Name: "RIGHT", MinArgs: 2, MaxArgs: 2, Type: leftRightType("RIGHT"), Eval: rightEval})
 	register(Func{Name: "LENGTH", MinArgs: 1, MaxArgs: 1, Type: countType("LENGTH", "int(10)", KindInt), Eval: lengthEval})
 	register(Func{Name: "CHAR_LENGTH", MinArgs: 1, MaxArgs: 1, Type: countType("CHAR_LENGTH", "int(10)", KindInt), Eval: charLengthEval})
 	register(Func{Name: "CRC32", MinArgs: 1, MaxArgs: 1, Type: countType("CRC32", "int(10) unsigned", KindUint), Eval: crc32Eval})
@@ -260,6 +262,67 @@ func substrType(fn string) func([]Type, []*Datum) (Type, error) {
 		}
 		return textType(x, n, nullable), nil
 	}
+}
+
+// leftRightType is MariaDB's left_right_max_length: the argument's length
+// in characters (unlike SUBSTRING's, in bytes taken as characters), cut
+// by a constant length (max_length_for_string: a negative or NULL one is
+// 0, one past 2^31-1 is 2^31-1).
+func leftRightType(fn string) func([]Type, []*Datum) (Type, error) {
+	return func(args []Type, consts []*Datum) (Type, error) {
+		xs, nullable, err := textsOf(fn, args[:1], consts)
+		if err != nil {
+			return Type{}, err
+		}
+		if a := args[1]; a.Kind != KindInt && a.Kind != KindUint && a.Kind != KindNull {
+			return Type{}, fmt.Errorf("%s takes an integer length, not a %s: CAST it AS SIGNED first", fn, a.Kind)
+		}
+		nullable = nullable || args[1].Nullable || args[1].Kind == KindNull
+		x := xs[0]
+		n := x.chars
+		if c := constArg(consts, 1); c != nil {
+			switch v := intOf(*c); {
+			case c.IsNull(), c.Kind != KindUint && v < 0:
+				n = 0
+			case c.Kind == KindUint && c.U > math.MaxInt32, v > math.MaxInt32:
+				n = min(n, math.MaxInt32)
+			default:
+				n = min(n, v)
+			}
+		}
+		return textType(x, n, nullable), nil
+	}
+}
+
+// leftEval is Item_func_left::val_str: NULL with either argument NULL, ''
+// for a length of 0 or less (signed), else the first length characters
+// (bytes of a binary string) — SUBSTRING(s, 1, length), which cuts alike.
+func leftEval(args []Datum, types []Type) (Datum, error) {
+	return substrEval([]Datum{args[0], {Kind: KindInt, I: 1}, args[1]}, types)
+}
+
+// rightEval is Item_func_right::val_str: NULL with either argument NULL,
+// '' for a length of 0 or less (signed), the whole string when it has no
+// more characters (bytes of a binary string) than length, else its last
+// length characters.
+func rightEval(args []Datum, types []Type) (Datum, error) {
+	s, l := args[0], args[1]
+	if s.IsNull() || l.IsNull() {
+		return Null, nil
+	}
+	if l.Kind != KindUint && l.I <= 0 {
+		return substrEval([]Datum{s, {Kind: KindInt, I: 1}, {Kind: KindInt, I: 0}}, types)
+	}
+	n := int64(len(s.S))
+	if s.Kind == KindString {
+		n = charLen(s.S)
+	} else if s.Kind != KindBytes {
+		n = charLen(string(appendText(nil, s)))
+	}
+	if l.Kind == KindUint && l.U >= uint64(n) || l.Kind != KindUint && l.I >= n {
+		return substrEval([]Datum{s, {Kind: KindInt, I: 1}}, types)
+	}
+	return substrEval([]Datum{s, {Kind: KindInt, I: -intOf(l)}}, types)
 }
 
 func constArg(consts []*Datum, i int) *Datum {

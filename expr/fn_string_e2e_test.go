@@ -160,13 +160,18 @@ func TestStringFunctionsDifferential(t *testing.T) {
 			fnCase{"SUBSTRING", []fnArg{col(c.name), col("p"), col("n")}},
 			fnCase{"SUBSTR", []fnArg{col(c.name), intLit(-3), intLit(2)}},
 			fnCase{"SUBSTRING", []fnArg{col(c.name), intLit(2)}},
+			fnCase{"LEFT", []fnArg{col(c.name), col("p")}},
+			fnCase{"RIGHT", []fnArg{col(c.name), col("n")}},
+			fnCase{"LEFT", []fnArg{col(c.name), intLit(3)}},
+			fnCase{"RIGHT", []fnArg{col(c.name), intLit(2)}},
 		)
 	}
 	for _, o := range others {
 		for _, fn := range []string{"LOWER", "UPPER", "LENGTH", "CHAR_LENGTH", "CRC32", "CONCAT"} {
 			cases = append(cases, fnCase{fn, []fnArg{col(o)}})
 		}
-		cases = append(cases, fnCase{"SUBSTRING", []fnArg{col(o), col("p"), col("n")}})
+		cases = append(cases, fnCase{"SUBSTRING", []fnArg{col(o), col("p"), col("n")}},
+			fnCase{"LEFT", []fnArg{col(o), col("n")}}, fnCase{"RIGHT", []fnArg{col(o), col("p")}})
 	}
 	cases = append(cases,
 		// collation aggregation
@@ -208,6 +213,28 @@ func TestStringFunctionsDifferential(t *testing.T) {
 		fnCase{"SUBSTRING", []fnArg{col("tx"), col("p")}},
 		fnCase{"SUBSTRING", []fnArg{col("en"), intLit(2)}},
 		fnCase{"SUBSTRING", []fnArg{col("bl"), col("p")}},
+		// LEFT and RIGHT: lengths 0, negative, past the end, outside 32 bits, unsigned, NULL
+		fnCase{"LEFT", []fnArg{col("u4g"), col("nu")}},
+		fnCase{"RIGHT", []fnArg{col("u4g"), col("nu")}},
+		fnCase{"LEFT", []fnArg{col("u4g"), col("pb")}},
+		fnCase{"RIGHT", []fnArg{col("u4g"), col("pb")}},
+		fnCase{"LEFT", []fnArg{col("sn"), col("nn")}},
+		fnCase{"RIGHT", []fnArg{col("sn"), intLit(2)}},
+		fnCase{"LEFT", []fnArg{col("u4g"), intLit(0)}},
+		fnCase{"RIGHT", []fnArg{col("u4g"), intLit(-1)}},
+		fnCase{"LEFT", []fnArg{col("u4g"), intLit(100)}},
+		fnCase{"RIGHT", []fnArg{col("l1"), intLit(100)}},
+		fnCase{"LEFT", []fnArg{col("u4g"), intLit(5000000000)}},
+		fnCase{"RIGHT", []fnArg{col("u4g"), intLit(-5000000000)}},
+		fnCase{"LEFT", []fnArg{col("u4g"), nullLit()}},
+		fnCase{"RIGHT", []fnArg{nullLit(), intLit(1)}},
+		fnCase{"LEFT", []fnArg{col("tx"), intLit(4)}},
+		fnCase{"RIGHT", []fnArg{col("tl"), col("p")}},
+		fnCase{"LEFT", []fnArg{col("en"), intLit(2)}},
+		fnCase{"RIGHT", []fnArg{col("bl"), col("n")}},
+		fnCase{"LEFT", []fnArg{col("vb"), intLit(1)}},
+		fnCase{"RIGHT", []fnArg{col("d"), intLit(3)}},
+		fnCase{"LEFT", []fnArg{col("dt"), intLit(10)}},
 	)
 	check(cases)
 }
@@ -246,6 +273,7 @@ func TestStringFunctionsThroughParser(t *testing.T) {
 		"UPPER(CONCAT(l, 'é'))", "LOWER(UPPER(s))",
 		"SUBSTRING(s, 2)", "SUBSTRING(s, -2)", "SUBSTRING(s, n)", "SUBSTRING(s, 1, n)", "SUBSTR(l, 2, 2)", "SUBSTRING(v, 2)",
 		"SUBSTRING(tx, -3, 2)", "SUBSTRING(s, 0)", "SUBSTRING(d, 2, 3)", "SUBSTRING(s, n + 1, 2)",
+		"LEFT(s, 2)", "RIGHT(l, n)", "LEFT(v, 1)", "RIGHT(CONCAT(s, d), 3)", "LEFT(tx, n) = 'x'", "RIGHT(y, 2)", "LEFT(u, -1)",
 		"LENGTH(s)", "LENGTH(l)", "LENGTH(v)", "LENGTH(d)", "LENGTH(dt)", "CHAR_LENGTH(s)", "CHAR_LENGTH(l)", "CHAR_LENGTH(v)",
 		"CRC32(s)", "CRC32(l)", "CRC32(v)", "CRC32(n)", "CRC32(CONCAT(s, n))", "CRC32(y)",
 		"LENGTH(s) > 3", "CHAR_LENGTH(LOWER(u)) + 1", "CRC32(s) % 16",
