@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
@@ -31,12 +30,7 @@ func TestConsistentCommitRefreshesArraysAtItsEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
-	cfg.Source.Tables = []string{src + ".p", src + ".t"}
-	cfg.Sinks = map[string]config.Sink{"s": {DSN: config.Secret(bed.MySQL.AdminDSN() + rowDB)}}
-	cfg.Projections = map[string]config.Projection{"parents": {From: src + ".p", Sink: "s", Key: []string{"id"}, Columns: map[string]string{"id": "id"},
-		Children: map[string]config.Children{"items": {From: src + ".t", On: map[string]string{"pid": "id"}, Columns: map[string]string{"v": "v"}}}}}
-	rowP, rowSink := openProjection(t, bed, cfg)
+	rowP, rowSink := openProjection(t, bed, childrenConfig(bed, src, rowDB))
 
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)

@@ -22,12 +22,18 @@ func childrenSink(t *testing.T, bed *testbed.Bed, src, sinkDB string) (*projecti
 	if err := bed.MySQL.Exec(t.Context(), "CREATE TABLE `"+src+"`.p (id INT PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
+	return openProjection(t, bed, childrenConfig(bed, src, sinkDB))
+}
+
+// childrenConfig projects src.p into sinkDB as parents, with src.t's rows
+// (pid, v) as its items.
+func childrenConfig(bed *testbed.Bed, src, sinkDB string) config.Config {
 	cfg := config.Default()
 	cfg.Source.Tables = []string{src + ".p", src + ".t"}
 	cfg.Sinks = map[string]config.Sink{"s": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB)}}
 	cfg.Projections = map[string]config.Projection{"parents": {From: src + ".p", Sink: "s", Key: []string{"id"}, Columns: map[string]string{"id": "id"},
 		Children: map[string]config.Children{"items": {From: src + ".t", On: map[string]string{"pid": "id"}, Columns: map[string]string{"v": "v"}}}}}
-	return openProjection(t, bed, cfg)
+	return cfg
 }
 
 // item is child id's state at version v: under parent pid with value v,
