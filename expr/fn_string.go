@@ -1,7 +1,7 @@
 package expr
 
 // The string functions: CONCAT, LOWER, UPPER, SUBSTRING (SUBSTR), LEFT,
-// RIGHT, LENGTH, CHAR_LENGTH and CRC32, each equal to MariaDB 10.11's result byte for
+// RIGHT, TRIM, LTRIM, RTRIM, LENGTH, CHAR_LENGTH and CRC32, each equal to MariaDB 10.11's result byte for
 // byte (fn_string_e2e_test.go compares them with the server). Strings are
 // UTF-8 in a Datum whatever their charset (charset.go), so what depends on
 // the charset's bytes (LENGTH, CRC32, a binary CONCAT) encodes them first.
@@ -11,6 +11,7 @@ import (
 	"hash/crc32"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -20,6 +21,9 @@ func init() {
 	register(Func{Name: "UPPER", MinArgs: 1, MaxArgs: 1, Type: caseType("UPPER", true), Eval: caseEval(true)})
 	register(Func{Name: "SUBSTRING", MinArgs: 2, MaxArgs: 3, Type: substrType("SUBSTRING"), Eval: substrEval})
 	register(Func{Name: "SUBSTR", MinArgs: 2, MaxArgs: 3, Type: substrType("SUBSTR"), Eval: substrEval})
+	register(Func{Name: "TRIM", MinArgs: 1, MaxArgs: 1, Type: trimType("TRIM"), Eval: trimEval(true, true)})
+	register(Func{Name: "LTRIM", MinArgs: 1, MaxArgs: 1, Type: trimType("LTRIM"), Eval: trimEval(true, false)})
+	register(Func{Name: "RTRIM", MinArgs: 1, MaxArgs: 1, Type: trimType("RTRIM"), Eval: trimEval(false, true)})
 	register(Func{Name: "LEFT", MinArgs: 2, MaxArgs: 2, Type: leftRightType("LEFT"), Eval: leftEval})
 	register(Func{Name: "RIGHT", MinArgs: 2, MaxArgs: 2, Type: leftRightType("RIGHT"), Eval: rightEval})
 	register(Func{Name: "LENGTH", MinArgs: 1, MaxArgs: 1, Type: countType("LENGTH", "int(10)", KindInt), Eval: lengthEval})
@@ -323,6 +327,40 @@ func rightEval(args []Datum, types []Type) (Datum, error) {
 		return substrEval([]Datum{s, {Kind: KindInt, I: 1}}, types)
 	}
 	return substrEval([]Datum{s, {Kind: KindInt, I: -intOf(l)}}, types)
+}
+
+// trimType: the argument's own length (Item_func_trim keeps its
+// max_length and collation).
+func trimType(fn string) func([]Type, []*Datum) (Type, error) {
+	return func(args []Type, consts []*Datum) (Type, error) {
+		xs, nullable, err := textsOf(fn, args, consts)
+		if err != nil {
+			return Type{}, err
+		}
+		return textType(xs[0], xs[0].chars, nullable), nil
+	}
+}
+
+// trimEval removes spaces (U+0020 only, not tabs or newlines; 0x20 bytes
+// of a binary string) from the start (left) and the end (right).
+func trimEval(left, right bool) func([]Datum, []Type) (Datum, error) {
+	return func(args []Datum, types []Type) (Datum, error) {
+		a := args[0]
+		switch a.Kind {
+		case KindNull:
+			return a, nil
+		case KindString, KindBytes:
+		default:
+			a = Datum{Kind: KindString, S: string(appendText(nil, a)), Coll: connectionCollation}
+		}
+		if left {
+			a.S = strings.TrimLeft(a.S, " ")
+		}
+		if right {
+			a.S = strings.TrimRight(a.S, " ")
+		}
+		return a, nil
+	}
 }
 
 func constArg(consts []*Datum, i int) *Datum {

@@ -40,7 +40,7 @@ var strCollations = []struct{ name, def string }{
 var strValues = []string{
 	"", " ", "a ", "  x  ", "Abc", "ABC def", "ÀÉÎõüÿ", "ß", "İı", "iI", "ǅǆǄ", "ﬀ", "ΩωΣσς", "😀x", "𐐀𐐨", "𞤀𞤢",
 	"ȺȾⱥⱦ", "ŸÿŠšŽžŒœ", "µ", "€‚ƒ„…†‡ˆ‰‹", "\u0081\u008d\u008f\u0090\u009d", "ÐðÞþ", "Ǳǲǳ", "Ꭰꭰ", "ſ", "ᲀ", "K", "Å",
-	"it's", `back\slash`, "x\x00y", "ⓐⒶ", "ＡＢＣａｂｃ", "abcdefghijklmnopqrst", "ĲĳĿŀ", "ÆæØøÅå", "Ǥǥ", "ɐⱯ",
+	"it's", `back\slash`, "x\x00y", "\t y\n ", "ⓐⒶ", "ＡＢＣａｂｃ", "abcdefghijklmnopqrst", "ĲĳĿŀ", "ÆæØøÅå", "Ǥǥ", "ɐⱯ",
 }
 
 func strRow(rng *rand.Rand) string {
@@ -160,6 +160,9 @@ func TestStringFunctionsDifferential(t *testing.T) {
 			fnCase{"SUBSTRING", []fnArg{col(c.name), col("p"), col("n")}},
 			fnCase{"SUBSTR", []fnArg{col(c.name), intLit(-3), intLit(2)}},
 			fnCase{"SUBSTRING", []fnArg{col(c.name), intLit(2)}},
+			fnCase{"TRIM", []fnArg{col(c.name)}},
+			fnCase{"LTRIM", []fnArg{col(c.name)}},
+			fnCase{"RTRIM", []fnArg{col(c.name)}},
 			fnCase{"LEFT", []fnArg{col(c.name), col("p")}},
 			fnCase{"RIGHT", []fnArg{col(c.name), col("n")}},
 			fnCase{"LEFT", []fnArg{col(c.name), intLit(3)}},
@@ -167,7 +170,7 @@ func TestStringFunctionsDifferential(t *testing.T) {
 		)
 	}
 	for _, o := range others {
-		for _, fn := range []string{"LOWER", "UPPER", "LENGTH", "CHAR_LENGTH", "CRC32", "CONCAT"} {
+		for _, fn := range []string{"LOWER", "UPPER", "LENGTH", "CHAR_LENGTH", "CRC32", "CONCAT", "TRIM", "RTRIM"} {
 			cases = append(cases, fnCase{fn, []fnArg{col(o)}})
 		}
 		cases = append(cases, fnCase{"SUBSTRING", []fnArg{col(o), col("p"), col("n")}},
@@ -273,6 +276,7 @@ func TestStringFunctionsThroughParser(t *testing.T) {
 		"UPPER(CONCAT(l, 'é'))", "LOWER(UPPER(s))",
 		"SUBSTRING(s, 2)", "SUBSTRING(s, -2)", "SUBSTRING(s, n)", "SUBSTRING(s, 1, n)", "SUBSTR(l, 2, 2)", "SUBSTRING(v, 2)",
 		"SUBSTRING(tx, -3, 2)", "SUBSTRING(s, 0)", "SUBSTRING(d, 2, 3)", "SUBSTRING(s, n + 1, 2)",
+		"TRIM(s)", "LTRIM(tx)", "RTRIM(l)", "TRIM(v)", "TRIM(CONCAT(' ', s, ' '))", "RTRIM(d)", "LENGTH(TRIM(tx))",
 		"LEFT(s, 2)", "RIGHT(l, n)", "LEFT(v, 1)", "RIGHT(CONCAT(s, d), 3)", "LEFT(tx, n) = 'x'", "RIGHT(y, 2)", "LEFT(u, -1)",
 		"LENGTH(s)", "LENGTH(l)", "LENGTH(v)", "LENGTH(d)", "LENGTH(dt)", "CHAR_LENGTH(s)", "CHAR_LENGTH(l)", "CHAR_LENGTH(v)",
 		"CRC32(s)", "CRC32(l)", "CRC32(v)", "CRC32(n)", "CRC32(CONCAT(s, n))", "CRC32(y)",
