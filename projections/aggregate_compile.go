@@ -64,6 +64,29 @@ func compileAggregate(p *Projection, d config.Projection, key string) []error {
 	return errs
 }
 
+// unshardedAggregateError refuses an aggregate without shard_by on a
+// sharded sink, naming the group columns it may be sharded by: those of
+// the source row (a joined parent's would move a group's shard when the
+// parent changes, and an aggregate cannot be replicated), or, when every
+// group comes from a joined parent, that it needs a sink with one shard.
+func unshardedAggregateError(p *Projection, key, from, sink string, shards int) error {
+	var own, joined []string
+	if p.Aggregation != nil {
+		for _, g := range p.Aggregation.GroupBy {
+			if _, j := p.Aggregation.joinedFrom[g]; j {
+				joined = append(joined, g)
+			} else {
+				own = append(own, g)
+			}
+		}
+	}
+	if len(own) == 0 && len(joined) > 0 {
+		return fmt.Errorf("%s: sink %s has %d shards, but every group column of this aggregate (%s) is a joined parent's, and a group's shard must not move when its parent changes (nor can an aggregate be replicated): put the projection on a sink with one shard, or add a group column of %s to group_by and shard_by it",
+			key, sink, shards, strings.Join(joined, ", "), from)
+	}
+	return fmt.Errorf("%s: sink %s has %d shards: set shard_by to one of its group columns of the source row %v (an aggregate cannot be replicated)", key, sink, shards, own)
+}
+
 // aggregateShapeErrors are the keys an aggregate projection must have
 // (group_by and aggregates) or cannot have.
 func aggregateShapeErrors(d config.Projection, key string) []error {

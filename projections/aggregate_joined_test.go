@@ -127,3 +127,29 @@ func TestCompileJoinedGroupsErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestUnshardedAggregateOnShardedSink: an aggregate without shard_by on a
+// sharded sink is told which group columns it may be sharded by (the
+// source row's, never a joined parent's), or, when all its groups come
+// from joined parents, that it needs a sink with one shard; never to
+// replicate it, which an aggregate cannot be.
+func TestUnshardedAggregateOnShardedSink(t *testing.T) {
+	cfg := rentalConfig()
+	cfg.Sinks["reads"] = config.Sink{Shards: []config.Shard{{KeyRange: "-80", DSN: "a"}, {KeyRange: "80-", DSN: "b"}}}
+	_, err := Compile(cfg)
+	if err == nil {
+		t.Fatal("want errors for the aggregates without shard_by on a sharded sink")
+	}
+	for _, want := range []string{
+		"projections.by_store: sink reads has 2 shards: set shard_by to one of its group columns of the source row [date_format_payment_date_y_m] (an aggregate cannot be replicated)",
+		"projections.by_category: sink reads has 2 shards, but every group column of this aggregate (category_id) is a joined parent's",
+		"put the projection on a sink with one shard, or add a group column of rent.payment to group_by and shard_by it",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("want an error containing %q, got %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "replicated: true") {
+		t.Errorf("an aggregate cannot be replicated, yet the error suggests it: %v", err)
+	}
+}

@@ -109,7 +109,7 @@ func TestCompileErrors(t *testing.T) {
 		{"sharded sink without shard_by", func(p *config.Projection, c *config.Config) {
 			p.ShardBy = ""
 			c.Sinks["reads"] = config.Sink{Shards: []config.Shard{{KeyRange: "-80", DSN: "a"}, {KeyRange: "80-", DSN: "b"}}}
-		}, "projections.messages_by_sender: sink reads has 2 shards: set shard_by (one of the key columns) or replicated: true"},
+		}, "projections.messages_by_sender: sink reads has 2 shards: set shard_by to one of the key columns [created_at id sender_id], or replicated: true to copy the table to every shard"},
 		{"replicated with shard_by", func(p *config.Projection, _ *config.Config) { p.Replicated = true }, "replicated projections are copied to every shard and take no shard_by"},
 		{"reserved column name", func(p *config.Projection, _ *config.Config) { p.Columns["_rs_version"] = "id" }, "projections.messages_by_sender.columns._rs_version: the _rs_ prefix is readside's own"},
 		{"_rs_ in other case: MySQL column names ignore case", func(p *config.Projection, _ *config.Config) { p.Columns["_RS_Version"] = "id" }, "projections.messages_by_sender.columns._RS_Version: the _rs_ prefix is readside's own: rename the column"},

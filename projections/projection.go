@@ -284,6 +284,9 @@ func compileOne(cfg config.Config, name string, captured map[string]bool) (*Proj
 	aggregate := d.Aggregated()
 	if aggregate {
 		errs = append(errs, compileAggregate(p, d, key)...)
+		if sink, ok := cfg.Sinks[d.Sink]; ok && len(sink.Shards) > 1 && d.ShardBy == "" {
+			errs = append(errs, unshardedAggregateError(p, key, d.From, d.Sink, len(sink.Shards)))
+		}
 	} else {
 		errs = append(errs, compileColumns(p, d, key)...)
 	}
@@ -325,8 +328,12 @@ func declarationErrors(cfg config.Config, d config.Projection, name, key string)
 	if d.Replicated && len(d.Join) > 0 {
 		bad("%s: a replicated (reference) projection cannot have joins: join the reference table from the projections that read it instead", key)
 	}
-	if sink, ok := cfg.Sinks[d.Sink]; ok && len(sink.Shards) > 1 && d.ShardBy == "" && !d.Replicated {
-		bad("%s: sink %s has %d shards: set shard_by (one of the key columns) or replicated: true", key, d.Sink, len(sink.Shards))
+	if sink, ok := cfg.Sinks[d.Sink]; ok && len(sink.Shards) > 1 && d.ShardBy == "" && !d.Replicated && !d.Aggregated() {
+		if len(d.Join) > 0 {
+			bad("%s: sink %s has %d shards: set shard_by to one of the key columns %v (a projection with joins cannot be replicated)", key, d.Sink, len(sink.Shards), d.Key)
+		} else {
+			bad("%s: sink %s has %d shards: set shard_by to one of the key columns %v, or replicated: true to copy the table to every shard", key, d.Sink, len(sink.Shards), d.Key)
+		}
 	}
 	aggregate := d.Aggregated()
 	if len(d.Key) == 0 && !aggregate {
