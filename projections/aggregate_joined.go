@@ -147,14 +147,11 @@ func joinedGroupJoinErrors(d config.Projection, key string, joined map[string]in
 	return errs
 }
 
-// joinedGroupsEmptyJoin reports whether join jd of d may have no columns:
-// in an aggregate with joined group columns, a join that only leads to
-// the parent of another (via) copies nothing.
-func joinedGroupsEmptyJoin(p *Projection, d config.Projection, jd config.Join) bool {
-	if p.Aggregation == nil || len(p.Aggregation.joinedFrom) == 0 || jd.As == "" {
-		return false
-	}
-	return slices.ContainsFunc(d.Join, func(o config.Join) bool { return o.Via == jd.As })
+// joinedGroups reports whether p is an aggregate whose groups come from
+// joined parents: its joins' problems, an empty columns included, are
+// reported by joinedGroupJoinErrors with the fix that form needs.
+func joinedGroups(p *Projection) bool {
+	return p.Aggregation != nil && len(p.Aggregation.joinedFrom) > 0
 }
 
 // isJoinedGroup reports whether read column c is a group column that a

@@ -153,3 +153,25 @@ func TestUnshardedAggregateOnShardedSink(t *testing.T) {
 		t.Errorf("an aggregate cannot be replicated, yet the error suggests it: %v", err)
 	}
 }
+
+// TestJoinedGroupsEmptyJoinOnce: a join of an aggregate whose groups come
+// from joined parents, with no columns and nothing hanging off it, is
+// refused once, with the fix that form needs, not also with the plain
+// join's "map read columns" advice.
+func TestJoinedGroupsEmptyJoinOnce(t *testing.T) {
+	cfg := rentalConfig()
+	d := cfg.Projections["by_category"]
+	d.Join = append([]config.Join(nil), d.Join...)
+	d.Join[1].As = ""
+	cfg.Projections["by_category"] = d
+	_, err := Compile(cfg)
+	if err == nil {
+		t.Fatal("want an error for join[1] without columns")
+	}
+	if n := strings.Count(err.Error(), "projections.by_category.join[1].columns is empty"); n != 1 {
+		t.Errorf("join[1]'s empty columns reported %d times, want once:\n%v", n, err)
+	}
+	if strings.Contains(err.Error(), "map read columns to parent columns") {
+		t.Errorf("the plain join's advice is given to a joined-groups aggregate:\n%v", err)
+	}
+}

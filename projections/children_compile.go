@@ -248,9 +248,22 @@ func (p *Projection) checkChildren(read func(db, tbl string) (*sourceTable, erro
 				ct.Link[o.Child] = child.types[o.Child] + " NOT NULL"
 			}
 		}
+		var joinMembers []string
+		for _, m := range c.Members() {
+			if m.Join != nil {
+				joinMembers = append(joinMembers, m.Name)
+			}
+		}
 		for k, o := range c.OrderBy {
-			if c.OrderJoin(o) == nil {
-				has(fmt.Sprintf(".order_by[%d]", k), o)
+			if c.OrderJoin(o) != nil {
+				continue
+			}
+			if ok, cols := child.has(o); !ok {
+				fix := "name one of its columns"
+				if len(joinMembers) > 0 {
+					fix += ", or a member of its join: " + strings.Join(joinMembers, ", ")
+				}
+				bad("%s.order_by[%d]: column %q does not exist in %s.%s%s: %s", ck, k, o, c.SourceDB, c.SourceTbl, cols, fix)
 			}
 		}
 		jt, jerrs, err := checkChildJoins(read, p, c, ck, child)

@@ -610,17 +610,20 @@ func TestChildrenSchemaErrors(t *testing.T) {
 	}
 	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.orders (tenant INT NOT NULL, id INT NOT NULL, PRIMARY KEY (tenant, id))",
 		"CREATE TABLE `"+src+"`.order_lines (id INT PRIMARY KEY, order_id INT NULL, sku VARCHAR(10) NULL, raw VARBINARY(10) NULL)",
-		"CREATE TABLE `"+src+"`.notes (order_id INT NULL, body VARCHAR(10) NULL)"); err != nil {
+		"CREATE TABLE `"+src+"`.notes (order_id INT NULL, body VARCHAR(10) NULL)",
+		"CREATE TABLE `"+src+"`.skus (sku VARCHAR(10) PRIMARY KEY, title VARCHAR(20) NULL)"); err != nil {
 		t.Fatal(err)
 	}
-	cfg := bed.Config("ce", src+".orders", src+".order_lines", src+".gone", src+".notes")
+	cfg := bed.Config("ce", src+".orders", src+".order_lines", src+".gone", src+".notes", src+".skus")
 	cfg.Sinks = map[string]config.Sink{"reads": {DSN: "u:p@tcp(h:1)/reads"}}
 	cfg.Projections = map[string]config.Projection{"orders": {
 		From: src + ".orders", Sink: "reads", Key: []string{"tenant", "id"}, Columns: map[string]string{"tenant": "tenant", "id": "id"},
 		Children: map[string]config.Children{
 			"lines": {From: src + ".order_lines", On: map[string]string{"order_id": "id", "ghost": "tenant"},
 				Columns: map[string]string{"sku": "sku", "raw": "raw", "what": "nothing"}, OrderBy: []string{"nope"}},
-			"halves": {From: src + ".order_lines", On: map[string]string{"order_id": "id"}, Columns: map[string]string{"sku": "sku"}},
+			"halves": {From: src + ".order_lines", On: map[string]string{"order_id": "id"}, Columns: map[string]string{"sku": "sku"},
+				Join:    []config.Join{{From: src + ".skus", On: map[string]string{"sku": "sku"}, Columns: map[string]string{"title": "title"}}},
+				OrderBy: []string{"titel"}},
 			"others": {From: src + ".gone", On: map[string]string{"order_id": "id"}, Columns: map[string]string{"sku": "sku"}},
 			"notes":  {From: src + ".notes", On: map[string]string{"order_id": "id", "body": "tenant"}, Columns: map[string]string{"body": "body"}},
 		},
@@ -633,7 +636,8 @@ func TestChildrenSchemaErrors(t *testing.T) {
 	for _, want := range []string{
 		`projections.orders.children.halves.on names parent column(s) [id], but ` + src + `.orders's primary key is [tenant id]: map a child column to each of [tenant]`,
 		`projections.orders.children.lines.on.ghost: column "ghost" does not exist in ` + src + `.order_lines (its columns: id, order_id, sku, raw): name one of its columns`,
-		`projections.orders.children.lines.order_by[0]: column "nope" does not exist`,
+		`projections.orders.children.lines.order_by[0]: column "nope" does not exist in ` + src + `.order_lines (its columns: id, order_id, sku, raw): name one of its columns`,
+		`projections.orders.children.halves.order_by[0]: column "titel" does not exist in ` + src + `.order_lines (its columns: id, order_id, sku, raw): name one of its columns, or a member of its join: title`,
 		`projections.orders.children.lines.columns.what: column "nothing" does not exist`,
 		`projections.orders.children.lines.columns.raw: ` + src + `.order_lines.raw is varbinary(10), binary: MariaDB's JSON_OBJECT writes its bytes unescaped, which is no JSON`,
 		`projections.orders.children.others.from: ` + src + `.gone does not exist on the source`,

@@ -187,7 +187,7 @@ func compileJoin(cfg config.Config, p *Projection, d config.Projection, i int, j
 		j.On = append(j.On, JoinOn{Parent: pc, Child: child, Read: read})
 	}
 	j.Via = via
-	if len(jd.Columns) == 0 && !joinedGroupsEmptyJoin(p, d, jd) {
+	if len(jd.Columns) == 0 && !joinedGroups(p) {
 		bad("%s.columns is empty: map read columns to parent columns, e.g. {customer_name: name}", key)
 	}
 	names := make([]string, 0, len(jd.Columns))
