@@ -195,12 +195,12 @@ func checkTableKeys(table string, ti tableKeyInfo, keyCols []string) []keyProble
 		switch {
 		case !ok:
 			usable = false
-			out = append(out, keyProblem{fmt.Sprintf("%s names column %s, which %s does not have (columns %s)", key, k, table, strings.Join(ti.columns, ", ")),
-				"name the columns of a UNIQUE NOT NULL index of " + table})
+			out = append(out, keyProblem{fmt.Sprintf("%s names column %s, which %s does not have (columns %s); %s", key, k, table, strings.Join(ti.columns, ", "), describeUnique(ti.unique)),
+				"name the columns of a UNIQUE NOT NULL index of " + table + keyedBy(table, ti)})
 		case null:
 			usable = false
-			out = append(out, keyProblem{fmt.Sprintf("%s names column %s, which is nullable: rows with NULL there would share one key", key, k),
-				fmt.Sprintf("make it NOT NULL (ALTER TABLE %s MODIFY %s … NOT NULL), or name other columns", qualifiedIdent(table), quoteIdent(k))})
+			out = append(out, keyProblem{fmt.Sprintf("%s names column %s, which is nullable: rows with NULL there would share one key; %s", key, k, describeUnique(ti.unique)),
+				fmt.Sprintf("make it NOT NULL (ALTER TABLE %s MODIFY %s … NOT NULL), or name the columns of a UNIQUE NOT NULL index%s", qualifiedIdent(table), quoteIdent(k), keyedBy(table, ti))})
 		}
 	}
 	if !usable {
@@ -229,6 +229,21 @@ func noKeyProblem(table string, ti tableKeyInfo) keyProblem {
 			qualifiedIdent(table), strings.Join(u.cols, ", "), table, strings.Join(u.cols, ", "), qualifiedIdent(table))}
 	}
 	return keyProblem{what, fmt.Sprintf("add a primary key (ALTER TABLE %s ADD PRIMARY KEY (…)) or a UNIQUE index on NOT NULL columns named in source.keys, or remove the table from source.tables", qualifiedIdent(table))}
+}
+
+// keyedBy suggests the fix that needs no schema change: dropping the
+// entry of a table its primary key already keys, else the source.keys
+// entry of its first unique index on NOT NULL columns, if it has one.
+func keyedBy(table string, ti tableKeyInfo) string {
+	if len(ti.pk) > 0 {
+		return fmt.Sprintf(", or remove source.keys.%s: its primary key (%s) keys it", table, strings.Join(ti.pk, ", "))
+	}
+	for _, u := range ti.unique {
+		if u.notNull {
+			return fmt.Sprintf(" (source.keys: {%s: [%s]})", table, strings.Join(u.cols, ", "))
+		}
+	}
+	return ""
 }
 
 func describeUnique(us []uniqueIndex) string {

@@ -29,8 +29,11 @@ func TestCheckTableKeys(t *testing.T) {
 		{"a superset of a unique index is unique too", audit, []string{"seq", "request_id", "note"}, []string{"note, which is nullable"}},
 		{"a superset of NOT NULL columns containing the index", withPK, []string{"code", "id"}, nil},
 		{"source.keys may override a primary key with other unique NOT NULL columns", withPK, []string{"code"}, nil},
-		{"a nullable column is refused by name", audit, []string{"opt"}, []string{"source.keys.legacy.audit_log names column opt, which is nullable", "MODIFY `opt` … NOT NULL"}},
-		{"a column the table lacks is named with the table's columns", audit, []string{"request"}, []string{"names column request, which legacy.audit_log does not have (columns request_id, seq, note, opt)"}},
+		{"a nullable column is refused by name", audit, []string{"opt"}, []string{"source.keys.legacy.audit_log names column opt, which is nullable", "MODIFY `opt` … NOT NULL",
+			"uq_req (request_id, seq; all NOT NULL)", "source.keys: {legacy.audit_log: [request_id, seq]}"}},
+		{"a column a keyed-by-primary-key table lacks: dropping the entry is the fix", withPK, []string{"cod"},
+			[]string{"names column cod, which legacy.audit_log does not have", "remove source.keys.legacy.audit_log: its primary key (id) keys it"}},
+		{"a column the table lacks is named with the table's columns", audit, []string{"request"}, []string{"names column request, which legacy.audit_log does not have (columns request_id, seq, note, opt)", "source.keys: {legacy.audit_log: [request_id, seq]}"}},
 		{"NOT NULL columns without a unique index could repeat", audit, []string{"seq"}, []string{"columns (seq) of legacy.audit_log contain no UNIQUE index", "ADD UNIQUE (`seq`)"}},
 		{"column names compare as MySQL does, without case", audit, []string{"REQUEST_ID", "Seq"}, nil},
 	}

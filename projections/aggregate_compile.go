@@ -52,9 +52,13 @@ func compileAggregate(p *Projection, d config.Projection, key string) []error {
 	}
 	agg.GroupBy = slices.Clone(p.Key)
 	p.Aggregation = agg
-	if len(agg.joinedFrom) > 0 {
+	switch {
+	case len(agg.joinedFrom) > 0:
 		errs = append(errs, joinedGroupJoinErrors(d, key, agg.joinedFrom, agg.joinedExpr)...)
-	} else {
+	case groupsReadJoins(d):
+		// Every group_by entry over a join's columns was refused above,
+		// with its fix; the joins are not descriptive ones to check.
+	default:
 		errs = append(errs, aggregateJoinErrors(p, d, key)...)
 	}
 	var aerrs []error
@@ -188,6 +192,25 @@ func compileGroupBy(d config.Projection, key string) (byName map[string]Column, 
 		}
 	}
 	return byName, order, joined, errs
+}
+
+// groupsReadJoins reports whether a group_by entry names or reads a
+// join's column: the projection's groups are meant to come from joined
+// parents.
+func groupsReadJoins(d config.Projection) bool {
+	for _, g := range d.GroupBy {
+		if joinDeclaring(d, g) >= 0 {
+			return true
+		}
+		text := g
+		if v, ok := d.Columns[g]; ok {
+			text = v
+		}
+		if e, err := expr.Parse(text); err == nil && slices.ContainsFunc(e.Columns(), func(c string) bool { return joinDeclaring(d, c) >= 0 }) {
+			return true
+		}
+	}
+	return false
 }
 
 // aggregateJoinErrors checks an aggregate projection's joins: each finds

@@ -175,3 +175,21 @@ func TestJoinedGroupsEmptyJoinOnce(t *testing.T) {
 		t.Errorf("the plain join's advice is given to a joined-groups aggregate:\n%v", err)
 	}
 }
+
+// TestMixedGroupExpressionRefusedAlone: a group expression mixing the
+// source row's and a join's columns is refused with its own fix, without
+// the descriptive join's "join finds a group's parent by its group
+// columns" advice its join would otherwise draw.
+func TestMixedGroupExpressionRefusedAlone(t *testing.T) {
+	cfg := rentalConfig()
+	d := cfg.Projections["by_store"]
+	d.GroupBy = []string{"store_id + customer_id"}
+	cfg.Projections["by_store"] = d
+	_, err := Compile(cfg)
+	if err == nil || !strings.Contains(err.Error(), "beside a joined parent's column") {
+		t.Fatalf("want the mixed expression refused, got %v", err)
+	}
+	if strings.Contains(err.Error(), "is not a group_by column copying a source column") {
+		t.Errorf("the join draws the descriptive join's advice too:\n%v", err)
+	}
+}
