@@ -45,6 +45,9 @@ type Projection struct {
 	Children []*Children
 	// Replicated projections are copied whole to every shard of the sink.
 	Replicated bool
+	// ConsistentSink: the sink has consistency: transaction, where the
+	// read tables are rebuilt together, never one projection's alone.
+	ConsistentSink bool
 	// OnError is what a row the sink rejects does: stop or dlq.
 	OnError config.OnError
 	// ApplyConcurrency is how many sink transactions apply one polled
@@ -370,12 +373,24 @@ func declarationErrors(cfg config.Config, d config.Projection, name, key string)
 // newProjection is projection name with its declared settings and their
 // defaults, and its key with the shard key first; its columns are
 // compileColumns' or compileAggregate's.
+// RebuildHow says how to fill p's read table anew from the topics:
+// readside replay --rebuild, or, on a transaction-consistent sink, where
+// one projection rebuilt alone would show another point of the source
+// than the others, the rebuild of the whole sink.
+func (p *Projection) RebuildHow() string {
+	if p.ConsistentSink {
+		return fmt.Sprintf("rebuild sink %s (consistency: transaction): stop readside, drop the sink's read tables and delete its row of _readside_frontier on every shard, then start readside (docs/operations.md, \"Transaction-consistent sinks\")", p.Sink)
+	}
+	return fmt.Sprintf("readside replay --projection %s --rebuild", p.Name)
+}
+
 func newProjection(cfg config.Config, name string, d config.Projection, db, tbl string, where *Filter) *Projection {
 	p := &Projection{added: new(atomic.Pointer[addedColumns]), Name: name, SourceDB: db, SourceTbl: tbl, Topic: TopicOf(cfg, db, tbl), debezium: cfg.ReadsDebezium(),
 		Group: event.Group(cfg.Kafka.TopicPrefix, name), DLQTopic: event.DLQTopic(cfg.Kafka.TopicPrefix, name), prefix: cfg.Kafka.TopicPrefix,
 		Sink: d.Sink, Table: d.Table, ShardBy: d.ShardBy, Where: where, Replicated: d.Replicated, OnError: d.OnError,
 		sourceKeys: cfg.Source.Keys, excluded: cfg.Source.ExcludeColumns, foreignTopics: cfg.Input.Kind == config.InputDebezium, avro: avroInput(cfg)}
 	p.live, p.liveSource = liveInput(cfg)
+	p.ConsistentSink = cfg.Sinks[d.Sink].Consistency.Transactional()
 	if p.Table == "" {
 		p.Table = name
 	}

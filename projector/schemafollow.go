@@ -117,7 +117,7 @@ func (pr *Projector) followSchema(ctx context.Context, sf projections.SchemaFoll
 	}
 	return false, &projections.StopError{Projection: pr.p.Name,
 		Reason: fmt.Errorf("the sink refuses a value (%v) and read table %s cannot follow the source's schema without losing values: %s", cause, pr.p.Table, strings.Join(whys, "; ")),
-		Fix:    fmt.Sprintf("rebuild the read table from the source's current schema: readside replay --projection %s --rebuild (or change the source column back)", pr.p.Name)}
+		Fix:    pr.rebuildFix()}
 }
 
 // alterToFollow has the sink run the ALTERs that bring the projection's
@@ -200,12 +200,18 @@ func (pr *Projector) followShapes(ctx context.Context, shapes []*event.Schema) e
 	}
 	if len(whys) > 0 {
 		return &projections.StopError{Projection: pr.p.Name,
-			Reason: fmt.Errorf("the source's schema changed and read table %s would store some of its values rounded (the server does so without an error), and cannot follow without losing stored values: %s",
+			Reason: fmt.Errorf("the source's schema changed and read table %s would store some of its values otherwise than the source has them, without an error from the server (rounded, or merged with values the source tells apart), and cannot follow without losing stored values: %s",
 				pr.p.Table, strings.Join(whys, "; ")),
-			Fix: fmt.Sprintf("rebuild the read table from the source's current schema: readside replay --projection %s --rebuild (or change the source column back)", pr.p.Name)}
+			Fix: pr.rebuildFix()}
 	}
 	seen()
 	return nil
+}
+
+// rebuildFix is the fix for a read table that cannot follow the source's
+// schema.
+func (pr *Projector) rebuildFix() string {
+	return "fill the read table anew under the source's current schema: " + pr.p.RebuildHow() + " (or change the source column back)"
 }
 
 // columnKey is the config key that declares read column col.

@@ -161,12 +161,12 @@ func plannedDistinctTables(p *projections.Projection, types projections.Types) [
 		for _, c := range p.Columns {
 			name := projections.GroupColumn(c.Name)
 			col := parseDef(name, notNull(types.Read[c.Name]))
-			col.Key = true
+			col.Key, col.Groups = true, true
 			t.columns = append(t.columns, col)
 			t.read[name] = c.Name
 		}
 		val := parseDef("_rs_value", notNull(types.Contribution[a.Column]))
-		val.Key, val.Comment = true, "readside: a value of "+a.Text
+		val.Key, val.Groups, val.Comment = true, true, "readside: a value of "+a.Text
 		t.columns = append(t.columns, val,
 			Column{Name: "_rs_refs", Type: "bigint", Comment: "readside: source rows of the group holding the value"},
 			Column{Name: "_rs_pending", Type: "bigint", Default: "0", HasDefault: true, Comment: "readside: what the last transaction to touch the row added"},

@@ -17,7 +17,7 @@ func plannedAggregateColumns(p *projections.Projection, types projections.Types)
 			def = g
 		}
 		col := parseDef(c.Name, def)
-		col.Key = true
+		col.Key, col.Groups = true, true
 		out = append(out, col)
 	}
 	var hidden []Column

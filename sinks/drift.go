@@ -36,8 +36,13 @@ type Column struct {
 	// false: none).
 	Default    string
 	HasDefault bool
-	Key        bool   // part of the primary key
-	Comment    string // planned only: restated by MODIFY, which would drop it
+	Key        bool // part of the primary key
+	// Groups: the column's collation decides which values are one group
+	// or one distinct value (an aggregate's group column, a distinct
+	// value). A change of it cannot be followed: values the old one made
+	// one are merged in the stored counts and sums for good.
+	Groups  bool
+	Comment string // planned only: restated by MODIFY, which would drop it
 }
 
 // Drift is one difference between a planned and an existing column of a
@@ -212,7 +217,7 @@ func Drifts(table string, planned, existing []Column) []Drift {
 			want.Nullable = true
 		}
 		out = append(out, Drift{Column: p.Name, Planned: p.Definition(), Existing: e.Definition(), Safe: safe, Why: why,
-			Silent: roundsSilently(normType(e.Type), normType(p.Type)),
+			Silent: roundsSilently(normType(e.Type), normType(p.Type)) || mergesSilently(p, e),
 			Alter:  alter + "MODIFY COLUMN " + q(p.Name) + " " + want.Definition()})
 	}
 	for _, e := range existing {
@@ -268,6 +273,10 @@ func compare(p, e Column) (string, bool) {
 		}
 		whys = append(whys, fmt.Sprintf("character set %s on the sink, %s %s planned", have, p.Charset, p.Collation))
 	}
+	if mergesSilently(p, e) {
+		safe = false
+		whys = append(whys, fmt.Sprintf("its collation decides which values are one group or one distinct value, and %s does not equal what %s does ('a' and 'A', 'ss' and 'ß', 'a' and 'a '): the counts, sums and groups already stored merged values the source now tells apart, or keep apart values it now merges, and cannot be split or joined in place", p.Collation, e.Collation))
+	}
 	if p.Nullable && !e.Nullable {
 		whys = append(whys, "NOT NULL on the sink, nullable planned (NULL values would be refused)")
 	}
@@ -275,6 +284,13 @@ func compare(p, e Column) (string, bool) {
 		return "", true
 	}
 	return strings.Join(whys, "; "), safe
+}
+
+// mergesSilently: p groups values by its collation (Column.Groups) and
+// e has another, so the stored groups or distinct values would be wrong
+// without any error from the server.
+func mergesSilently(p, e Column) bool {
+	return p.Groups && p.Charset != "" && e.Collation != "" && !strings.EqualFold(p.Collation, e.Collation)
 }
 
 var (

@@ -21,6 +21,7 @@ func TestDrifts(t *testing.T) {
 		want      []string // Alter of each drift, in order
 		safe      []bool
 		harmless  []bool
+		silent    []bool
 		whyHasAll []string
 	}{
 		{why: "a table that matches has no drift (display widths and readside's own columns compared as the server writes them)",
@@ -76,6 +77,19 @@ func TestDrifts(t *testing.T) {
 				"ALTER TABLE `t` MODIFY COLUMN `name` varchar(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL",
 				"ALTER TABLE `t` MODIFY COLUMN `o` varchar(5) CHARACTER SET latin1 COLLATE latin1_swedish_ci NOT NULL"}, safe: []bool{true, false},
 			whyHasAll: []string{"character set latin1 latin1_swedish_ci on the sink"}},
+		{why: "a group column's collation changed: the groups already merged under the old one cannot be split: unsafe, and silent (the server refuses nothing)",
+			planned:  []Column{{Name: "buyer", Type: "varchar(40)", Charset: "utf8mb4", Collation: "utf8mb4_bin", Key: true, Groups: true}, ver},
+			existing: []Column{{Name: "buyer", Type: "varchar(40)", Charset: "utf8mb4", Collation: "utf8mb4_unicode_ci", Key: true}, verSink},
+			want:     []string{"ALTER TABLE `t` MODIFY COLUMN `buyer` varchar(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL"}, safe: []bool{false}, silent: []bool{true},
+			whyHasAll: []string{"decides which values are one group or one distinct value", "cannot be split or joined in place"}},
+		{why: "a group column moved from latin1 to utf8mb4 changes which values are one group too (latin1_swedish_ci: 'Y' = 'Ü')",
+			planned:  []Column{{Name: "city", Type: "varchar(20)", Charset: "utf8mb4", Collation: "utf8mb4_general_ci", Key: true, Groups: true}, ver},
+			existing: []Column{{Name: "city", Type: "varchar(20)", Charset: "latin1", Collation: "latin1_swedish_ci", Key: true}, verSink},
+			want:     []string{"ALTER TABLE `t` MODIFY COLUMN `city` varchar(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL"}, safe: []bool{false}, silent: []bool{true}},
+		{why: "a copy's key column with another collation is followed: each read row is one source row, none merged",
+			planned:  []Column{{Name: "code", Type: "varchar(40)", Charset: "utf8mb4", Collation: "utf8mb4_bin", Key: true}, ver},
+			existing: []Column{{Name: "code", Type: "varchar(40)", Charset: "utf8mb4", Collation: "utf8mb4_unicode_ci", Key: true}, verSink},
+			want:     []string{"ALTER TABLE `t` MODIFY COLUMN `code` varchar(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL"}, safe: []bool{true}, silent: []bool{false}},
 		{why: "a source column made nullable needs the read column nullable too",
 			planned: []Column{id, name("varchar(16)", true), ver}, existing: []Column{id, name("varchar(16)", false), verSink},
 			want: []string{"ALTER TABLE `t` MODIFY COLUMN `name` varchar(16) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NULL"}, safe: []bool{true}},
@@ -116,6 +130,9 @@ func TestDrifts(t *testing.T) {
 				}
 				if d.Safe != c.safe[i] {
 					t.Errorf("drift %d (%s): safe %v, want %v", i, d.Why, d.Safe, c.safe[i])
+				}
+				if c.silent != nil && d.Silent != c.silent[i] {
+					t.Errorf("drift %d (%s): silent %v, want %v", i, d.Why, d.Silent, c.silent[i])
 				}
 				if harmless := c.harmless != nil && c.harmless[i]; d.Harmless != harmless {
 					t.Errorf("drift %d (%s): harmless %v, want %v", i, d.Why, d.Harmless, harmless)

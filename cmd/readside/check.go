@@ -152,7 +152,7 @@ func driftFindings(ctx context.Context, cfg config.Config, planned []plannedProj
 				f.Severity = "warning"
 				f.Fix = "once nothing reads it: " + d.Alter + ";"
 			default:
-				f.Fix = fmt.Sprintf("readside replay --projection %s --rebuild (%s; could lose values)", pp.p.Name, d.Alter)
+				f.Fix = fmt.Sprintf("%s (%s; could lose values)", pp.p.RebuildHow(), d.Alter)
 			}
 			out = append(out, preflight.Finding{Area: "projections", Finding: f})
 		}

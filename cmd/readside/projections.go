@@ -338,7 +338,7 @@ func planDrift(ctx context.Context, sink *sinks.Sharded, pp plannedProjection, a
 			fmt.Fprintf(stdout, "-- not applied (it drops data; run it once nothing reads the column): %s;\n", d.Alter)
 		default:
 			unsafe++
-			fmt.Fprintf(stdout, "-- not applied (values could be lost): %s;\n-- instead: readside replay --projection %s --rebuild\n", d.Alter, pp.p.Name)
+			fmt.Fprintf(stdout, "-- not applied (values could be lost): %s;\n-- instead: %s\n", d.Alter, pp.p.RebuildHow())
 		}
 	}
 	return unsafe

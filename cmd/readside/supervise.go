@@ -174,5 +174,5 @@ func refuseDropped(ctx context.Context, sink *sinks.Sharded, p *projections.Proj
 // created or does not fit the plan.
 func unfitReadTable(name string, err error) error {
 	return &projections.StopError{Projection: name, Reason: err,
-		Fix: fmt.Sprintf("bring the read table to the plan (readside check names the difference; readside plan --apply runs the safe ALTERs, else readside replay --projection %s --rebuild); then send SIGHUP", name)}
+		Fix: fmt.Sprintf("bring the read table to the plan (readside check names the difference; readside plan --apply runs the safe ALTERs, else readside replay --projection %s --rebuild, or on a sink with consistency: transaction the rebuild of the sink); then send SIGHUP", name)}
 }
