@@ -251,3 +251,6 @@ func (s *stream) source(h *replication.EventHeader) *source {
 }
 
 func (s *stream) charsetOf(collation uint64) string { return s.charsets[collation] }
+
+// collationOf is a collation id's name, "" when the source does not list it.
+func (s *stream) collationOf(collation uint64) string { return s.collations[collation] }

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -377,11 +378,13 @@ func TestCharsetColumnsThroughBothPaths(t *testing.T) {
 	cfg.Source.Snapshot.Mode = config.SnapshotInitial
 	startTailer(t, cfg)
 	cons := newConsumer(t, bed, event.TopicFor(cfg.Kafka.TopicPrefix, db, "t"))
+	var shape testSchema
 	for _, e := range cons.next(2, 60*time.Second) {
 		if e.Op != "r" {
 			t.Fatalf("event %s before the snapshot's reads", e.Op)
 		}
 		compare(e, e.After, before[idOf(e.After)])
+		shape = *e.Schema
 	}
 	waitForTailer(t, bed, cfg)
 
@@ -396,6 +399,11 @@ func TestCharsetColumnsThroughBothPaths(t *testing.T) {
 	for _, e := range cons.next(3, 60*time.Second) {
 		id := idOf(e.After)
 		ops = append(ops, fmt.Sprintf("%s%d", e.Op, id))
+		// The snapshot (information_schema) and the binlog (the table
+		// map) describe the table alike, its collations included.
+		if e.Schema.Version != shape.Version {
+			t.Errorf("%s of row %d: schema version %s, the snapshot's %s: the two paths describe the table differently", e.Op, id, e.Schema.Version, shape.Version)
+		}
 		switch e.Op {
 		case "c":
 			compare(e, e.After, after[id])
@@ -406,6 +414,20 @@ func TestCharsetColumnsThroughBothPaths(t *testing.T) {
 	}
 	if got := strings.Join(ops, " "); !sameMultiset(got, "c3 c4 u1") {
 		t.Errorf("live events %s, want c3 c4 u1", got)
+	}
+	// A DDL changing only collations (which values compare equal; the
+	// binlog's column types and lengths stay) is a new shape: projectors
+	// compare their read tables with each (an aggregate grouping by such
+	// a column cannot follow it).
+	mustExec(t, conn, fmt.Sprintf("ALTER TABLE `%s`.t MODIFY c_utf8mb4 TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, MODIFY c_latin1 TEXT CHARACTER SET latin1 COLLATE latin1_bin", db))
+	mustExec(t, conn, fmt.Sprintf("UPDATE `%s`.t SET id = 5 WHERE id = 4", db))
+	for _, e := range cons.next(2, 60*time.Second) {
+		if e.Schema.Version == shape.Version {
+			t.Errorf("%s after a DDL changing two columns' collations: schema version %s unchanged", e.Op, e.Schema.Version)
+		}
+		if !maps.Equal(e.Schema.Columns, shape.Columns) {
+			t.Errorf("%s after a DDL changing collations only: columns %v, before %v", e.Op, e.Schema.Columns, shape.Columns)
+		}
 	}
 	t.Logf("%d columns in %d character sets, ENUM and SET in %d, compared through the snapshot and the binlog", len(cols), len(names), len(enumCharsets))
 }

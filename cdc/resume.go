@@ -30,7 +30,7 @@ func (t *Tailer) prepareStream(ctx context.Context, env *runEnv) (*stream, error
 	}
 	s := &stream{
 		t: t, pub: env.pub, src: env.src, cp: cp,
-		captured: env.captured, partitions: env.partitions, excluded: env.excluded, charsets: env.charsets,
+		captured: env.captured, partitions: env.partitions, excluded: env.excluded, charsets: env.charsets, collations: env.collations,
 		tables: map[uint64]*table{}, keys: t.cfg.Source.Keys, orphans: orphans,
 		slab: newRecyclingSlab(), recs: newRecordSlices(),
 	}

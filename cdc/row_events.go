@@ -72,6 +72,7 @@ func (s *stream) tableOf(h *replication.EventHeader, e *replication.RowsEvent, n
 	if err != nil {
 		return nil, &FatalError{fmt.Errorf("at %s:%d: %w", s.file, h.LogPos, err)}
 	}
+	tbl.setCollations(e.Table, s.collationOf)
 	tbl.setRowEnd(s.rowEnds[name])
 	if err := s.checkKey(name, tbl, fmt.Sprintf("%s:%d", s.file, h.LogPos)); err != nil {
 		return nil, err

@@ -26,7 +26,8 @@ import (
 // keyCols are its source.keys columns, nil to key it by its primary key.
 func (s *sourceDB) schemaTable(ctx context.Context, db, name, topic string, excluded map[string]bool, keyCols []string) (*table, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, ''),
-		COALESCE(NUMERIC_PRECISION, 0), COALESCE(NUMERIC_SCALE, 0), COALESCE(DATETIME_PRECISION, 0), COALESCE(CHARACTER_MAXIMUM_LENGTH, 0), IS_NULLABLE
+		COALESCE(NUMERIC_PRECISION, 0), COALESCE(NUMERIC_SCALE, 0), COALESCE(DATETIME_PRECISION, 0), COALESCE(CHARACTER_MAXIMUM_LENGTH, 0), IS_NULLABLE,
+		COALESCE(COLLATION_NAME, '')
 		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, db, name)
 	if err != nil {
 		return nil, fmt.Errorf("reading columns of %s.%s: %w", db, name, err)
@@ -36,14 +37,18 @@ func (s *sourceDB) schemaTable(ctx context.Context, db, name, topic string, excl
 	var nullable []bool
 	var masked []int // columns whose member names information_schema may mask
 	for rows.Next() {
-		var colName, dataType, colType, charset, isNullable string
+		var colName, dataType, colType, charset, isNullable, collation string
 		var prec, scale, dtPrec, maxLen int64
-		if err := rows.Scan(&colName, &dataType, &colType, &charset, &prec, &scale, &dtPrec, &maxLen, &isNullable); err != nil {
+		if err := rows.Scan(&colName, &dataType, &colType, &charset, &prec, &scale, &dtPrec, &maxLen, &isNullable, &collation); err != nil {
 			return nil, err
 		}
 		col, err := schemaColumn(colName, strings.ToLower(dataType), colType, charset, prec, scale, dtPrec, maxLen)
 		if err != nil {
 			return nil, fmt.Errorf("table %s.%s: %w", db, name, err)
+		}
+		if col.kind == kindText || col.kind == kindEnum || col.kind == kindSet {
+			// As the binlog path names it (table_collations.go).
+			col.collation = collation
 		}
 		col.excluded = excluded[colName]
 		if (col.kind == kindEnum || col.kind == kindSet) && membersMayBeMasked(charset, col.members) {

@@ -182,23 +182,24 @@ func (s *sourceDB) rowMetadataFull(ctx context.Context) (bool, string, error) {
 	return strings.EqualFold(v, "FULL"), v, nil
 }
 
-// charsets maps collation ids to character set names.
-func (s *sourceDB) charsets(ctx context.Context) (map[uint64]string, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT ID, CHARACTER_SET_NAME FROM information_schema.COLLATIONS WHERE ID IS NOT NULL")
+// charsets maps collation ids to character set names, and names maps
+// them to collation names.
+func (s *sourceDB) charsets(ctx context.Context) (charsets, names map[uint64]string, err error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT ID, CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLLATIONS WHERE ID IS NOT NULL")
 	if err != nil {
-		return nil, fmt.Errorf("reading collations: %w", err)
+		return nil, nil, fmt.Errorf("reading collations: %w", err)
 	}
 	defer rows.Close()
-	out := map[uint64]string{63: "binary"}
+	charsets, names = map[uint64]string{63: "binary"}, map[uint64]string{63: "binary"}
 	for rows.Next() {
 		var id uint64
-		var cs string
-		if err := rows.Scan(&id, &cs); err != nil {
-			return nil, err
+		var cs, name string
+		if err := rows.Scan(&id, &cs, &name); err != nil {
+			return nil, nil, err
 		}
-		out[id] = cs
+		charsets[id], names[id] = cs, name
 	}
-	return out, rows.Err()
+	return charsets, names, rows.Err()
 }
 
 // currentPosition is where the binlog ends now.

@@ -23,6 +23,7 @@ type stream struct {
 	partitions map[string]int
 	excluded   map[string]map[string]bool
 	charsets   map[uint64]string
+	collations map[uint64]string // collation id -> name
 	tables     map[uint64]*table
 	keys       map[string][]string // source.keys: db.table -> key columns
 	// rowEnds: the system-versioned captured tables, db.table -> the

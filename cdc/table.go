@@ -37,6 +37,10 @@ type table struct {
 	colMeta  []uint16
 	colNames []string
 	nullBits []byte // the map's column nullability: a key column made nullable rebuilds the table
+	// colls are the map's collation metadata (text, then ENUM and SET
+	// columns): a DDL changing a column's collation alone rebuilds the
+	// table, whose schema version then changes (setCollations).
+	colls [4][]uint64
 	// tracked: built from the schema history, not from names in the map
 	// (which has none); the cache then compares types only, and a DDL
 	// clears it.
@@ -127,6 +131,9 @@ func (t *table) sameShape(tm *replication.TableMapEvent) bool {
 	if !bytes.Equal(t.colTypes, tm.ColumnType) || !slices.Equal(t.colMeta, tm.ColumnMeta) || !bytes.Equal(t.nullBits, tm.NullBitmap) {
 		return false
 	}
+	if !t.sameCollations(tm) {
+		return false
+	}
 	if t.tracked {
 		return len(tm.ColumnName) == 0
 	}
@@ -142,8 +149,9 @@ func (t *table) sameShape(tm *replication.TableMapEvent) bool {
 }
 
 // encodeSchema pre-encodes the envelope's schema member. Its version is a
-// hash of the published column names and types, so consumers can cache by
-// it and see at a glance that a DDL changed the shape.
+// hash of the published column names and types and of the text columns'
+// collations (table_collations.go), so consumers can cache by it and see
+// at a glance that a DDL changed the shape.
 func (t *table) encodeSchema() {
 	for i := range t.columns {
 		c := &t.columns[i]
@@ -155,6 +163,10 @@ func (t *table) encodeSchema() {
 		h.Write([]byte{0})
 		h.Write([]byte(c.typeName))
 		h.Write([]byte{0})
+		if c.collation != "" {
+			h.Write([]byte(c.collation))
+			h.Write([]byte{0})
+		}
 		return appendJSONString(buf, c.typeName), nil
 	})
 	t.schemaVersion = fmt.Sprintf("%016x", h.Sum64())

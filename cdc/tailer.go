@@ -223,7 +223,7 @@ func (t *Tailer) checkSource(ctx context.Context, src *sourceDB) (*runEnv, error
 	} else {
 		t.log.Warn("cannot read the source's binlog retention; readside_source_binlog_purge_seconds stays +Inf", "err", err)
 	}
-	charsets, err := src.charsets(ctx)
+	charsets, collations, err := src.charsets(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +235,7 @@ func (t *Tailer) checkSource(ctx context.Context, src *sourceDB) (*runEnv, error
 		t.log.Warn("the binlog does not name columns: readside tracks the schema itself (information_schema snapshot plus DDL from the binlog); "+
 			"binlog_row_metadata=FULL is more robust (docs/operations.md, \"schema history\")", "binlog_row_metadata", rowMetadata)
 	}
-	env := &runEnv{src: src, charsets: charsets, missing: missing, full: full}
+	env := &runEnv{src: src, charsets: charsets, collations: collations, missing: missing, full: full}
 	env.capture(t.cfg)
 	return env, nil
 }
@@ -306,6 +306,7 @@ type runEnv struct {
 	partitions map[string]int
 	excluded   map[string]map[string]bool
 	charsets   map[uint64]string
+	collations map[uint64]string // collation id -> name
 	missing    []string // captured tables absent at start
 	full       bool     // binlog_row_metadata=FULL
 	trackedDBs []string // databases whose schema readside tracks (not full)

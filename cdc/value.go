@@ -40,6 +40,11 @@ type column struct {
 	decoder  textDecoder // text from its charset to UTF-8 (charsetDecoders)
 	members  []string    // ENUM and SET member names
 	excluded bool        // source.exclude_columns: never published
+	// collation of a text, ENUM or SET column ("" unknown): in the schema
+	// version only, so that a DDL changing only it (which values compare
+	// equal) is a new shape to the projectors, which compare their read
+	// tables with each new shape.
+	collation string
 	member   []byte      // `"name":`, encoded once by encodeSchema (nil before: encoded each time)
 	// unsignedBits is the width of an unsigned integer column. The binlog
 	// decoder reads every integer as signed (rowdecode.Signless); negative

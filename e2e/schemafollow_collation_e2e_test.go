@@ -1,0 +1,124 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/readside/readside/e2e/testbed"
+)
+
+// TestGroupCollationChangeStops: a source DDL that changes the collation
+// of a column an aggregate groups by or counts distinct values of
+// (utf8mb4_unicode_ci → utf8mb4_bin: 'Zoe' and 'ZOE' were one, now two).
+// The sink would take the ALTER and every later row without an error,
+// while the groups and distinct values already stored stay merged: a
+// read table the source's GROUP BY no longer gives, for good. So the
+// aggregate stops naming the column and the rebuild (of the projection
+// on a row sink, of the whole sink on a consistent one), and applies no
+// row of the new shape; a copy of the same column follows the DDL (each
+// read row is one source row, nothing merged).
+func TestGroupCollationChangeStops(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, sinkDB := sourceAndSinkDBs(t, bed, "coll")
+	txnDB, err := bed.MySQL.CreateDatabase(ctx, "coll_t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec1 := func(stmt string) {
+		t.Helper()
+		if err := bed.MySQL.Exec(ctx, strings.ReplaceAll(stmt, "SRC", "`"+src+"`")); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	exec1("CREATE TABLE SRC.visits (id INT PRIMARY KEY, grp INT NOT NULL, buyer VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NOT NULL)")
+	dir := t.TempDir()
+	head := bedConfigHead(bed, []string{src + ".visits"}, "coll", filepath.Join(dir, "data"), sinkDB)
+	head = strings.Replace(head, "projections:\n", fmt.Sprintf("  txn:\n    dsn: %q\n    consistency: transaction\nprojections:\n", bed.MySQL.AdminDSN()+txnDB), 1)
+	cfg := head + fmt.Sprintf(`  coll_copy:
+    from: %[1]s.visits
+    sink: reads
+    key: [id]
+    columns: {id: id, buyer: buyer}
+  coll_by_buyer:
+    from: %[1]s.visits
+    sink: reads
+    group_by: [buyer]
+    aggregates: {n: "count(*)"}
+  coll_uniques:
+    from: %[1]s.visits
+    sink: txn
+    group_by: [grp]
+    aggregates: {buyers: "count(distinct buyer)"}
+`, src)
+	cfgPath := filepath.Join(dir, "readside.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.CommandContext(ctx, readsideBinary(t), "plan", "--apply", "-c", cfgPath).CombinedOutput(); err != nil {
+		t.Fatalf("readside plan --apply: %v\n%s", err, out)
+	}
+	logPath := filepath.Join(dir, "readside.log")
+	exec1("INSERT INTO SRC.visits VALUES (1, 1, 'Zoe'), (2, 1, 'ZOE'), (3, 1, 'bob')")
+	d := startDaemon(t, logPath, "run", "-c", cfgPath)
+	defer func() {
+		if d.running() {
+			d.stop(time.Minute)
+		}
+	}()
+	waitRows := func(what, want, got string) {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		var have string
+		if !testbed.Poll(wctx, 300*time.Millisecond, func() bool {
+			have = driftRows(ctx, bed, got)
+			return have == want || !d.running()
+		}) || have != want {
+			t.Fatalf("%s holds\n%s\nwant\n%s\nlog tail:\n%s", what, have, want, tail(logPath))
+		}
+	}
+	waitRows("the aggregate by buyer", "2\n", "SELECT COUNT(*) FROM `"+sinkDB+"`.coll_by_buyer")
+	waitRows("the distinct count", "1 2\n", "SELECT grp, buyers FROM `"+txnDB+"`.coll_uniques")
+
+	exec1("ALTER TABLE SRC.visits MODIFY buyer VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL")
+	exec1("INSERT INTO SRC.visits VALUES (4, 1, 'zoe')")
+	wants := []string{
+		"projections.coll_by_buyer.columns.buyer", "decides which values are one group or one distinct value",
+		"readside replay --projection coll_by_buyer --rebuild",
+		"projections.coll_uniques.columns.buyers", "rebuild sink txn (consistency: transaction)",
+	}
+	has := func() bool {
+		b, _ := os.ReadFile(logPath)
+		for _, w := range wants {
+			if !strings.Contains(string(b), w) {
+				return false
+			}
+		}
+		return true
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if !testbed.Poll(wctx, 300*time.Millisecond, func() bool { return has() || !d.running() }) || !has() {
+		t.Fatalf("a group column's collation changed: the log lacks one of %q; tail:\n%s", wants, tail(logPath))
+	}
+	// The copy follows: its read column takes the new collation and the
+	// new row.
+	waitRows("the copy", driftRows(ctx, bed, "SELECT id, buyer FROM `"+src+"`.visits ORDER BY id"), "SELECT id, buyer FROM `"+sinkDB+"`.coll_copy ORDER BY id")
+	if got := driftRows(ctx, bed, "SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = '"+sinkDB+"' AND TABLE_NAME = 'coll_copy' AND COLUMN_NAME = 'buyer'"); got != "utf8mb4_bin\n" {
+		t.Errorf("the copy's buyer column is %q, want it to follow the source to utf8mb4_bin", got)
+	}
+	// The stopped aggregates applied nothing of the new shape.
+	if got := driftRows(ctx, bed, "SELECT SUM(n) FROM `"+sinkDB+"`.coll_by_buyer"); got != "3\n" {
+		t.Errorf("the stopped aggregate counts %q rows, want the 3 from before the DDL", got)
+	}
+	if got := driftRows(ctx, bed, "SELECT buyers FROM `"+txnDB+"`.coll_uniques"); got != "2\n" {
+		t.Errorf("the stopped consistent sink's distinct count is %q, want 2 from before the DDL", got)
+	}
+}
