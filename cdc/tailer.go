@@ -307,9 +307,9 @@ type runEnv struct {
 	excluded   map[string]map[string]bool
 	charsets   map[uint64]string
 	collations map[uint64]string // collation id -> name
-	missing    []string // captured tables absent at start
-	full       bool     // binlog_row_metadata=FULL
-	trackedDBs []string // databases whose schema readside tracks (not full)
+	missing    []string          // captured tables absent at start
+	full       bool              // binlog_row_metadata=FULL
+	trackedDBs []string          // databases whose schema readside tracks (not full)
 }
 
 // capture fills in the captured tables, their topics, their excluded

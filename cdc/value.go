@@ -45,7 +45,7 @@ type column struct {
 	// equal) is a new shape to the projectors, which compare their read
 	// tables with each new shape.
 	collation string
-	member   []byte      // `"name":`, encoded once by encodeSchema (nil before: encoded each time)
+	member    []byte // `"name":`, encoded once by encodeSchema (nil before: encoded each time)
 	// unsignedBits is the width of an unsigned integer column. The binlog
 	// decoder reads every integer as signed (rowdecode.Signless); negative
 	// values are reinterpreted at that width.
