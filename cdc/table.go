@@ -149,9 +149,10 @@ func (t *table) sameShape(tm *replication.TableMapEvent) bool {
 }
 
 // encodeSchema pre-encodes the envelope's schema member. Its version is a
-// hash of the published column names and types and of the text columns'
-// collations (table_collations.go), so consumers can cache by it and see
-// at a glance that a DDL changed the shape.
+// hash of the published column names and types, of the text columns'
+// collations (table_collations.go) and of the ENUM and SET members (a
+// member respelled changes no type name), so consumers can cache by it
+// and see at a glance that a DDL changed the shape.
 func (t *table) encodeSchema() {
 	for i := range t.columns {
 		c := &t.columns[i]
@@ -166,6 +167,10 @@ func (t *table) encodeSchema() {
 		if c.collation != "" {
 			h.Write([]byte(c.collation))
 			h.Write([]byte{0})
+		}
+		for _, m := range c.members {
+			h.Write([]byte(m))
+			h.Write([]byte{1})
 		}
 		return appendJSONString(buf, c.typeName), nil
 	})

@@ -22,7 +22,9 @@ import (
 // aggregate stops naming the column and the rebuild (of the projection
 // on a row sink, of the whole sink on a consistent one), and applies no
 // row of the new shape; a copy of the same column follows the DDL (each
-// read row is one source row, nothing merged).
+// read row is one source row, nothing merged). An ENUM member respelled
+// in case alone ('paid' → 'Paid'), which a _ci read column would store
+// in the old spelling without an error, stops its copy the same way.
 func TestGroupCollationChangeStops(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -37,7 +39,8 @@ func TestGroupCollationChangeStops(t *testing.T) {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	exec1("CREATE TABLE SRC.visits (id INT PRIMARY KEY, grp INT NOT NULL, buyer VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NOT NULL)")
+	exec1("CREATE TABLE SRC.visits (id INT PRIMARY KEY, grp INT NOT NULL, buyer VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NOT NULL, " +
+		"st ENUM('new','paid') CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL DEFAULT 'new')")
 	dir := t.TempDir()
 	head := bedConfigHead(bed, []string{src + ".visits"}, "coll", filepath.Join(dir, "data"), sinkDB)
 	head = strings.Replace(head, "projections:\n", fmt.Sprintf("  txn:\n    dsn: %q\n    consistency: transaction\nprojections:\n", bed.MySQL.AdminDSN()+txnDB), 1)
@@ -46,6 +49,11 @@ func TestGroupCollationChangeStops(t *testing.T) {
     sink: reads
     key: [id]
     columns: {id: id, buyer: buyer}
+  coll_status:
+    from: %[1]s.visits
+    sink: reads
+    key: [id]
+    columns: {id: id, st: st}
   coll_by_buyer:
     from: %[1]s.visits
     sink: reads
@@ -65,7 +73,7 @@ func TestGroupCollationChangeStops(t *testing.T) {
 		t.Fatalf("readside plan --apply: %v\n%s", err, out)
 	}
 	logPath := filepath.Join(dir, "readside.log")
-	exec1("INSERT INTO SRC.visits VALUES (1, 1, 'Zoe'), (2, 1, 'ZOE'), (3, 1, 'bob')")
+	exec1("INSERT INTO SRC.visits VALUES (1, 1, 'Zoe', 'new'), (2, 1, 'ZOE', 'paid'), (3, 1, 'bob', 'paid')")
 	d := startDaemon(t, logPath, "run", "-c", cfgPath)
 	defer func() {
 		if d.running() {
@@ -87,12 +95,20 @@ func TestGroupCollationChangeStops(t *testing.T) {
 	waitRows("the aggregate by buyer", "2\n", "SELECT COUNT(*) FROM `"+sinkDB+"`.coll_by_buyer")
 	waitRows("the distinct count", "1 2\n", "SELECT grp, buyers FROM `"+txnDB+"`.coll_uniques")
 
+	waitRows("the status copy", "1 new\n2 paid\n3 paid\n", "SELECT id, st FROM `"+sinkDB+"`.coll_status ORDER BY id")
+	// A member respelled ('paid' → 'Paid') changes no type name either;
+	// the read column, under a _ci collation, would store 'Paid' as
+	// 'paid' without an error.
 	exec1("ALTER TABLE SRC.visits MODIFY buyer VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL")
-	exec1("INSERT INTO SRC.visits VALUES (4, 1, 'zoe')")
+	exec1("INSERT INTO SRC.visits VALUES (4, 1, 'zoe', 'new')")
+	waitRows("the status copy", "1 new\n2 paid\n3 paid\n4 new\n", "SELECT id, st FROM `"+sinkDB+"`.coll_status ORDER BY id")
+	exec1("ALTER TABLE SRC.visits MODIFY st ENUM('new','Paid') CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL DEFAULT 'new'")
+	exec1("INSERT INTO SRC.visits VALUES (5, 1, 'al', 'Paid')")
 	wants := []string{
 		"projections.coll_by_buyer.columns.buyer", "decides which values are one group or one distinct value",
 		"readside replay --projection coll_by_buyer --rebuild",
 		"projections.coll_uniques.columns.buyers", "rebuild sink txn (consistency: transaction)",
+		"projections.coll_status.columns.st", "readside replay --projection coll_status --rebuild",
 	}
 	has := func() bool {
 		b, _ := os.ReadFile(logPath)
@@ -114,7 +130,10 @@ func TestGroupCollationChangeStops(t *testing.T) {
 	if got := driftRows(ctx, bed, "SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = '"+sinkDB+"' AND TABLE_NAME = 'coll_copy' AND COLUMN_NAME = 'buyer'"); got != "utf8mb4_bin\n" {
 		t.Errorf("the copy's buyer column is %q, want it to follow the source to utf8mb4_bin", got)
 	}
-	// The stopped aggregates applied nothing of the new shape.
+	// The stopped projections applied nothing of the new shape.
+	if got := driftRows(ctx, bed, "SELECT COUNT(*) FROM `"+sinkDB+"`.coll_status"); got != "4\n" {
+		t.Errorf("the stopped status copy holds %q rows, want the 4 from before the respelling", got)
+	}
 	if got := driftRows(ctx, bed, "SELECT SUM(n) FROM `"+sinkDB+"`.coll_by_buyer"); got != "3\n" {
 		t.Errorf("the stopped aggregate counts %q rows, want the 3 from before the DDL", got)
 	}

@@ -217,7 +217,7 @@ func Drifts(table string, planned, existing []Column) []Drift {
 			want.Nullable = true
 		}
 		out = append(out, Drift{Column: p.Name, Planned: p.Definition(), Existing: e.Definition(), Safe: safe, Why: why,
-			Silent: roundsSilently(normType(e.Type), normType(p.Type)) || mergesSilently(p, e),
+			Silent: roundsSilently(normType(e.Type), normType(p.Type)) || mergesSilently(p, e) || respelledSilently(e.Type, p.Type),
 			Alter:  alter + "MODIFY COLUMN " + q(p.Name) + " " + want.Definition()})
 	}
 	for _, e := range existing {
@@ -385,6 +385,27 @@ func membersKept(from, to string) (kept, members bool) {
 		}
 	}
 	return i == len(old), true
+}
+
+// respelledSilently reports whether an ENUM or SET member of type to is
+// one of from spelled otherwise ('a' → 'A', 'x' → 'x '): a read column of
+// type from under a _ci or PAD SPACE collation stores the new spelling as
+// the old one, with no error.
+func respelledSilently(from, to string) bool {
+	old, oerr := expr.EnumMembers(strings.TrimSpace(from))
+	nw, nerr := expr.EnumMembers(strings.TrimSpace(to))
+	if oerr != nil || nerr != nil || !enumRe.MatchString(strings.TrimSpace(from)) || !enumRe.MatchString(strings.TrimSpace(to)) {
+		return false
+	}
+	for _, m := range nw {
+		if slices.Contains(old, m) {
+			continue
+		}
+		if slices.ContainsFunc(old, func(o string) bool { return strings.EqualFold(strings.TrimRight(o, " "), strings.TrimRight(m, " ")) }) {
+			return true
+		}
+	}
+	return false
 }
 
 // intDigits are the decimal digits of each integer rank's largest value.
