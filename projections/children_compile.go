@@ -229,7 +229,7 @@ func (p *Projection) checkChildren(read func(db, tbl string) (*sourceTable, erro
 			continue
 		}
 		if len(child.pk) == 0 {
-			bad("%s.from: %s.%s has no primary key: readside cannot tell its rows apart; add a primary key to the child table", ck, c.SourceDB, c.SourceTbl)
+			bad("%s.from: %s.%s has no primary key: readside cannot tell its rows apart; add a primary key to the child table, or name its unique NOT NULL columns in source.keys", ck, c.SourceDB, c.SourceTbl)
 			continue
 		}
 		c.SetSourceKey(child.pk)

@@ -641,7 +641,7 @@ func TestChildrenSchemaErrors(t *testing.T) {
 		`projections.orders.children.lines.columns.what: column "nothing" does not exist`,
 		`projections.orders.children.lines.columns.raw: ` + src + `.order_lines.raw is varbinary(10), binary: MariaDB's JSON_OBJECT writes its bytes unescaped, which is no JSON`,
 		`projections.orders.children.others.from: ` + src + `.gone does not exist on the source`,
-		`projections.orders.children.notes.from: ` + src + `.notes has no primary key: readside cannot tell its rows apart; add a primary key to the child table`,
+		`projections.orders.children.notes.from: ` + src + `.notes has no primary key: readside cannot tell its rows apart; add a primary key to the child table, or name its unique NOT NULL columns in source.keys`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("want %q among the errors, got:\n%v", want, err)
