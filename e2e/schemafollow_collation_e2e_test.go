@@ -2,11 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,53 +23,33 @@ import (
 func TestGroupCollationChangeStops(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	src, sinkDB := sourceAndSinkDBs(t, bed, "coll")
-	txnDB, err := bed.MySQL.CreateDatabase(ctx, "coll_t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec1 := func(stmt string) {
-		t.Helper()
-		if err := bed.MySQL.Exec(ctx, strings.ReplaceAll(stmt, "SRC", "`"+src+"`")); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
-	exec1("CREATE TABLE SRC.visits (id INT PRIMARY KEY, grp INT NOT NULL, buyer VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NOT NULL, " +
-		"st ENUM('new','paid') CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL DEFAULT 'new')")
-	dir := t.TempDir()
-	head := bedConfigHead(bed, []string{src + ".visits"}, "coll", filepath.Join(dir, "data"), sinkDB)
-	head = strings.Replace(head, "projections:\n", fmt.Sprintf("  txn:\n    dsn: %q\n    consistency: transaction\nprojections:\n", bed.MySQL.AdminDSN()+txnDB), 1)
-	cfg := head + fmt.Sprintf(`  coll_copy:
-    from: %[1]s.visits
+	f := newFollowBed(t, bed, "coll", "visits",
+		"CREATE TABLE SRC.visits (id INT PRIMARY KEY, grp INT NOT NULL, buyer VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NOT NULL, "+
+			"st ENUM('new','paid') CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL DEFAULT 'new')", `  coll_copy:
+    from: SRC.visits
     sink: reads
     key: [id]
     columns: {id: id, buyer: buyer}
   coll_status:
-    from: %[1]s.visits
+    from: SRC.visits
     sink: reads
     key: [id]
     columns: {id: id, st: st}
   coll_by_buyer:
-    from: %[1]s.visits
+    from: SRC.visits
     sink: reads
     group_by: [buyer]
     aggregates: {n: "count(*)"}
   coll_uniques:
-    from: %[1]s.visits
+    from: SRC.visits
     sink: txn
     group_by: [grp]
     aggregates: {buyers: "count(distinct buyer)"}
-`, src)
-	cfgPath := filepath.Join(dir, "readside.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.CommandContext(ctx, readsideBinary(t), "plan", "--apply", "-c", cfgPath).CombinedOutput(); err != nil {
-		t.Fatalf("readside plan --apply: %v\n%s", err, out)
-	}
-	logPath := filepath.Join(dir, "readside.log")
+`)
+	src, sinkDB, txnDB, logPath := f.src, f.sinkDB, f.txnDB, f.logPath
+	exec1 := func(stmt string) { t.Helper(); f.exec(t, stmt) }
 	exec1("INSERT INTO SRC.visits VALUES (1, 1, 'Zoe', 'new'), (2, 1, 'ZOE', 'paid'), (3, 1, 'bob', 'paid')")
-	d := startDaemon(t, logPath, "run", "-c", cfgPath)
+	d := startDaemon(t, logPath, "run", "-c", f.cfgPath)
 	defer func() {
 		if d.running() {
 			d.stop(time.Minute)
@@ -104,26 +79,11 @@ func TestGroupCollationChangeStops(t *testing.T) {
 	waitRows("the status copy", "1 new\n2 paid\n3 paid\n4 new\n", "SELECT id, st FROM `"+sinkDB+"`.coll_status ORDER BY id")
 	exec1("ALTER TABLE SRC.visits MODIFY st ENUM('new','Paid') CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL DEFAULT 'new'")
 	exec1("INSERT INTO SRC.visits VALUES (5, 1, 'al', 'Paid')")
-	wants := []string{
+	f.waitLog(t, d, "a group column's collation changed, an ENUM member respelled",
 		"projections.coll_by_buyer.columns.buyer", "decides which values are one group or one distinct value",
 		"readside replay --projection coll_by_buyer --rebuild",
 		"projections.coll_uniques.columns.buyers", "rebuild sink txn (consistency: transaction)",
-		"projections.coll_status.columns.st", "readside replay --projection coll_status --rebuild",
-	}
-	has := func() bool {
-		b, _ := os.ReadFile(logPath)
-		for _, w := range wants {
-			if !strings.Contains(string(b), w) {
-				return false
-			}
-		}
-		return true
-	}
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	if !testbed.Poll(wctx, 300*time.Millisecond, func() bool { return has() || !d.running() }) || !has() {
-		t.Fatalf("a group column's collation changed: the log lacks one of %q; tail:\n%s", wants, tail(logPath))
-	}
+		"projections.coll_status.columns.st", "readside replay --projection coll_status --rebuild")
 	// The copy follows: its read column takes the new collation and the
 	// new row.
 	waitRows("the copy", driftRows(ctx, bed, "SELECT id, buyer FROM `"+src+"`.visits ORDER BY id"), "SELECT id, buyer FROM `"+sinkDB+"`.coll_copy ORDER BY id")

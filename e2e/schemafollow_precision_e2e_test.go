@@ -2,10 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,47 +25,27 @@ import (
 func TestReadTableFollowsPrecision(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	src, sinkDB := sourceAndSinkDBs(t, bed, "prec")
-	txnDB, err := bed.MySQL.CreateDatabase(ctx, "prec_t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	exec1 := func(stmt string) {
-		t.Helper()
-		if err := bed.MySQL.Exec(ctx, strings.ReplaceAll(stmt, "SRC", "`"+src+"`")); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
-	exec1("CREATE TABLE SRC.items (id INT PRIMARY KEY, grp VARCHAR(5) NOT NULL, amt DECIMAL(10,2) NOT NULL, at DATETIME NULL, f FLOAT NULL, i INT NULL)")
-	dir := t.TempDir()
-	head := bedConfigHead(bed, []string{src + ".items"}, "prec", filepath.Join(dir, "data"), sinkDB)
-	head = strings.Replace(head, "projections:\n", fmt.Sprintf("  txn:\n    dsn: %q\n    consistency: transaction\nprojections:\n", bed.MySQL.AdminDSN()+txnDB), 1)
-	cfg := head + fmt.Sprintf(`  prec_copy:
-    from: %[1]s.items
+	f := newFollowBed(t, bed, "prec", "items",
+		"CREATE TABLE SRC.items (id INT PRIMARY KEY, grp VARCHAR(5) NOT NULL, amt DECIMAL(10,2) NOT NULL, at DATETIME NULL, f FLOAT NULL, i INT NULL)", `  prec_copy:
+    from: SRC.items
     sink: reads
     key: [id]
     columns: {id: id, amt: amt, at: at, f: f, i: i}
   prec_txn:
-    from: %[1]s.items
+    from: SRC.items
     sink: txn
     key: [id]
     columns: {id: id, amt: amt, at: at, f: f}
   prec_sums:
-    from: %[1]s.items
+    from: SRC.items
     sink: reads
     group_by: [grp]
     aggregates: {total: "sum(amt)", latest: "max(at)", least: "min(f)", n: "count(*)"}
-`, src)
-	cfgPath := filepath.Join(dir, "readside.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.CommandContext(ctx, readsideBinary(t), "plan", "--apply", "-c", cfgPath).CombinedOutput(); err != nil {
-		t.Fatalf("readside plan --apply: %v\n%s", err, out)
-	}
-	logPath := filepath.Join(dir, "readside.log")
+`)
+	src, sinkDB, txnDB, logPath := f.src, f.sinkDB, f.txnDB, f.logPath
+	exec1 := func(stmt string) { t.Helper(); f.exec(t, stmt) }
 	exec1("INSERT INTO SRC.items VALUES (1, 'a', 1.25, '2026-01-01 10:00:00', 1.5, 3)")
-	d := startDaemon(t, logPath, "run", "-c", cfgPath)
+	d := startDaemon(t, logPath, "run", "-c", f.cfgPath)
 
 	checks := []struct{ what, want, got string }{
 		{"the copy", "SELECT id, amt, at, f, i FROM `" + src + "`.items ORDER BY id", "SELECT id, amt, at, f, i FROM `" + sinkDB + "`.prec_copy ORDER BY id"},
@@ -105,21 +81,7 @@ func TestReadTableFollowsPrecision(t *testing.T) {
 
 	exec1("ALTER TABLE SRC.items MODIFY i DECIMAL(10,2) NULL")
 	exec1("INSERT INTO SRC.items VALUES (3, 'b', 1, NULL, NULL, 2.5)")
-	wants := []string{"projections.prec_copy.columns.i", "rounded", "readside replay --projection prec_copy --rebuild"}
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	has := func() bool {
-		b, _ := os.ReadFile(logPath)
-		for _, w := range wants {
-			if !strings.Contains(string(b), w) {
-				return false
-			}
-		}
-		return true
-	}
-	if !testbed.Poll(wctx, 300*time.Millisecond, func() bool { return has() || !d.running() }) || !has() {
-		t.Fatalf("INT → DECIMAL(10,2): the log lacks one of %q; tail:\n%s", wants, tail(logPath))
-	}
+	f.waitLog(t, d, "INT → DECIMAL(10,2)", "projections.prec_copy.columns.i", "rounded", "readside replay --projection prec_copy --rebuild")
 	if got := driftRows(ctx, bed, "SELECT COUNT(*) FROM `"+sinkDB+"`.prec_copy WHERE id = 3"); got != "0\n" {
 		t.Errorf("row 3 reached the read table (count %q): its 2.5 stored rounded", got)
 	}
