@@ -292,7 +292,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "-- applied %d projection(s)\n", len(planned))
 	}
 	if unsafe > 0 {
-		fmt.Fprintf(stderr, "readside plan: %d change(s) to existing read tables could lose values and are not applied: rebuild those projections (readside replay --projection <name> --rebuild)\n", unsafe)
+		fmt.Fprintf(stderr, "readside plan: %d change(s) to existing read tables could lose values and are not applied: rebuild those projections as each change's \"-- instead:\" line says (readside replay --projection <name> --rebuild, or the whole sink on a sink with consistency: transaction)\n", unsafe)
 		if *apply {
 			return exitProblem
 		}
