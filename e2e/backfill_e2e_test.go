@@ -293,7 +293,10 @@ func TestBackfillProgressLines(t *testing.T) {
 	d := p.start()
 	p.waitReady(90 * time.Second)
 	src := "`" + p.src + "`.messages"
-	if _, err := db.ExecContext(ctx, "INSERT INTO "+src+" SELECT seq, seq % 50, TIMESTAMP('2026-01-01') + INTERVAL seq SECOND, CONCAT('b', seq) FROM "+testbed.Seq(40000)); err != nil {
+	// Enough offsets that the backfill outlasts the first second, before
+	// which no line has a rate (internal/progress): 40,000 took 1.05 s on
+	// a quiet box, all of its lines rate-less.
+	if _, err := db.ExecContext(ctx, "INSERT INTO "+src+" SELECT seq, seq % 50, TIMESTAMP('2026-01-01') + INTERVAL seq SECOND, CONCAT('b', seq) FROM "+testbed.Seq(160000)); err != nil {
 		t.Fatal(err)
 	}
 	count := func(table string) string { return testbed.RowsText(t, db, "SELECT COUNT(*) FROM "+table) }
