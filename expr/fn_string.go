@@ -298,7 +298,7 @@ func leftRightType(fn string) func([]Type, []*Datum) (Type, error) {
 	}
 }
 
-// leftEval is Item_func_left::val_str: NULL with either argument NULL, ''
+// leftEval is Item_func_left::val_str: NULL with either argument NULL, empty
 // for a length of 0 or less (signed), else the first length characters
 // (bytes of a binary string) — SUBSTRING(s, 1, length), which cuts alike.
 func leftEval(args []Datum, types []Type) (Datum, error) {
@@ -306,7 +306,7 @@ func leftEval(args []Datum, types []Type) (Datum, error) {
 }
 
 // rightEval is Item_func_right::val_str: NULL with either argument NULL,
-// '' for a length of 0 or less (signed), the whole string when it has no
+// empty for a length of 0 or less (signed), the whole string when it has no
 // more characters (bytes of a binary string) than length, else its last
 // length characters.
 func rightEval(args []Datum, types []Type) (Datum, error) {
