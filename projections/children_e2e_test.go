@@ -611,10 +611,12 @@ func TestChildrenSchemaErrors(t *testing.T) {
 	if err := bed.MySQL.Exec(ctx, "CREATE TABLE `"+src+"`.orders (tenant INT NOT NULL, id INT NOT NULL, PRIMARY KEY (tenant, id))",
 		"CREATE TABLE `"+src+"`.order_lines (id INT PRIMARY KEY, order_id INT NULL, sku VARCHAR(10) NULL, raw VARBINARY(10) NULL)",
 		"CREATE TABLE `"+src+"`.notes (order_id INT NULL, body VARCHAR(10) NULL)",
-		"CREATE TABLE `"+src+"`.skus (sku VARCHAR(10) PRIMARY KEY, title VARCHAR(20) NULL)"); err != nil {
+		"CREATE TABLE `"+src+"`.skus (sku VARCHAR(10) PRIMARY KEY, title VARCHAR(20) NULL)",
+		"CREATE TABLE `"+src+"`.keyed_notes (seq INT NOT NULL, order_id INT NULL, body VARCHAR(10) NULL, UNIQUE KEY (seq))"); err != nil {
 		t.Fatal(err)
 	}
-	cfg := bed.Config("ce", src+".orders", src+".order_lines", src+".gone", src+".notes", src+".skus")
+	cfg := bed.Config("ce", src+".orders", src+".order_lines", src+".gone", src+".notes", src+".skus", src+".keyed_notes")
+	cfg.Source.Keys = config.TableKeys{src + ".keyed_notes": {"seq"}}
 	cfg.Sinks = map[string]config.Sink{"reads": {DSN: "u:p@tcp(h:1)/reads"}}
 	cfg.Projections = map[string]config.Projection{"orders": {
 		From: src + ".orders", Sink: "reads", Key: []string{"tenant", "id"}, Columns: map[string]string{"tenant": "tenant", "id": "id"},
@@ -626,6 +628,8 @@ func TestChildrenSchemaErrors(t *testing.T) {
 				OrderBy: []string{"titel"}},
 			"others": {From: src + ".gone", On: map[string]string{"order_id": "id"}, Columns: map[string]string{"sku": "sku"}},
 			"notes":  {From: src + ".notes", On: map[string]string{"order_id": "id", "body": "tenant"}, Columns: map[string]string{"body": "body"}},
+			// No primary key, keyed by source.keys: a child table like any.
+			"keyed": {From: src + ".keyed_notes", On: map[string]string{"order_id": "id", "seq": "tenant"}, Columns: map[string]string{"body": "body"}},
 		},
 	}}
 	ps, err := projections.Compile(cfg)
@@ -646,5 +650,8 @@ func TestChildrenSchemaErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("want %q among the errors, got:\n%v", want, err)
 		}
+	}
+	if err != nil && strings.Contains(err.Error(), "children.keyed") {
+		t.Errorf("a child table keyed by source.keys is refused:\n%v", err)
 	}
 }
