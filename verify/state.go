@@ -106,7 +106,9 @@ type scanLine struct {
 	estimate int64
 	start    time.Time
 	from     int64 // rows scanned when this run began
-	text     string
+
+	rows, differing int64 // the last update's
+	suspects        int
 }
 
 func newScanLine(line progress.Line, name string, estimate, from int64) *scanLine {
@@ -117,17 +119,31 @@ func (p *scanLine) update(rows, differing int64, suspects int) {
 	if p.line.Out == nil {
 		return
 	}
-	pct := ""
-	if p.estimate > 0 {
-		pct = fmt.Sprintf(" (~%d%%)", min(100, rows*100/p.estimate))
-	}
-	p.text = fmt.Sprintf("%s: %d rows%s, %.0f rows/s, %d chunks differ, %d keys to re-check", p.name, rows, pct, progress.Rate(rows-p.from, time.Since(p.start)), differing, suspects)
-	p.line.Show(p.text, false)
+	p.rows, p.differing, p.suspects = rows, differing, suspects
+	p.line.Show(p.format(false), false)
 }
 
-// done writes the last state as the final line.
+// format is the line: the percentage only against an estimate, 100 once
+// the scan is through (an estimate is an estimate: InnoDB's is often off
+// by a third); the rate once there was time enough to measure one.
+func (p *scanLine) format(through bool) string {
+	pct := ""
+	switch {
+	case p.estimate > 0 && through:
+		pct = " (100%)"
+	case p.estimate > 0:
+		pct = fmt.Sprintf(" (~%d%%)", min(99, p.rows*100/p.estimate))
+	}
+	rate := ""
+	if r := progress.Rate(p.rows-p.from, time.Since(p.start)); r > 0 {
+		rate = fmt.Sprintf(", %.0f rows/s", r)
+	}
+	return fmt.Sprintf("%s: %d rows%s%s, %d chunks differ, %d keys to re-check", p.name, p.rows, pct, rate, p.differing, p.suspects)
+}
+
+// done writes the last state as the final line: the scan is through.
 func (p *scanLine) done() {
-	if p.line.Out != nil && p.text != "" {
-		p.line.Show(p.text, true)
+	if p.line.Out != nil && !p.start.IsZero() {
+		p.line.Show(p.format(true), true)
 	}
 }
