@@ -5,9 +5,15 @@
 // transaction begun, flushed and ended, every group join and heartbeat
 // loop. A tailer commits a Kafka transaction per few source transactions,
 // so at INFO the client wrote ~4 lines per commit (the demo's log reached
-// ~10,000 lines in 35 s). Its INFO lines are therefore logged at DEBUG;
-// its warnings and errors keep their level, and readside logs its own
-// progress at INFO (cmd/readside, progress.go).
+// ~10,000 lines in 35 s). Its INFO lines are therefore logged at DEBUG,
+// and readside logs its own progress at INFO (cmd/readside, progress.go).
+//
+// Its ERROR lines are logged at WARN: franz-go logs at ERROR what it then
+// retries on its own (a group's manage loop failing on every dial while
+// a broker restarts), so an operator alerting on ERROR was paged for an
+// outage readside rode out. A client error that stops readside's work
+// is returned to readside's code (a fenced producer, a fatal group or
+// fetch error), which logs it at ERROR with its cause and fix.
 package kafkalog
 
 import (
@@ -23,12 +29,16 @@ func New(log *slog.Logger) kgo.Logger {
 	return kslog.New(slog.New(demoteInfo{log.Handler()}))
 }
 
-// demoteInfo is a slog.Handler that writes INFO records at DEBUG.
+// demoteInfo is a slog.Handler that writes INFO records at DEBUG and
+// ERROR records at WARN.
 type demoteInfo struct{ h slog.Handler }
 
 func demote(l slog.Level) slog.Level {
-	if l == slog.LevelInfo {
+	switch l {
+	case slog.LevelInfo:
 		return slog.LevelDebug
+	case slog.LevelError:
+		return slog.LevelWarn
 	}
 	return l
 }

@@ -20,7 +20,8 @@ func TestLevels(t *testing.T) {
 		{"client INFO shows when debugging", slog.LevelDebug, kgo.LogLevelInfo, "DEBUG"},
 		{"client DEBUG stays DEBUG", slog.LevelDebug, kgo.LogLevelDebug, "DEBUG"},
 		{"client warnings keep their level", slog.LevelInfo, kgo.LogLevelWarn, "WARN"},
-		{"client errors keep their level", slog.LevelWarn, kgo.LogLevelError, "ERROR"},
+		{"client errors are what it retries: at WARN", slog.LevelWarn, kgo.LogLevelError, "WARN"},
+		{"client errors hidden at ERROR", slog.LevelError, kgo.LogLevelError, ""},
 	}
 	for _, c := range cases {
 		var buf bytes.Buffer
