@@ -174,7 +174,7 @@ func TestReshardAggregateKill9(t *testing.T) {
 			}
 		}
 		time.Sleep(500 * time.Millisecond) // changes while the reshard is down
-		last := rb.startReshardOf(name, "", "--cleanup", "--chunk-rows", "20")
+		last := rb.startReshardOf(name, "", "--cleanup", "--chunk-rows", "20", "--progress-every", "0")
 		select {
 		case <-last.done:
 		case <-time.After(2 * time.Minute):
@@ -184,6 +184,21 @@ func TestReshardAggregateKill9(t *testing.T) {
 		t.Logf("%s: last reshard run:\n%s", name, out)
 		if code := last.cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(out, name+" now applies through sink reads3 (generation 1)") {
 			t.Fatalf("%s: reshard exit %d:\n%s", name, code, out)
+		}
+		// The check compares group rows, the copy counted contributions:
+		// its lines count rows with no share of a total (they read 0.2%
+		// when the check was through).
+		checks := 0
+		for l := range strings.Lines(out) {
+			if strings.Contains(l, "checking "+name+" ") {
+				checks++
+				if strings.Contains(l, "%") {
+					t.Errorf("%s: a check line with a percentage: %q", name, l)
+				}
+			}
+		}
+		if checks == 0 {
+			t.Errorf("%s: no line of the check's progress (every update is written at --progress-every 0):\n%s", name, out)
 		}
 		// The live projector follows the new sink while the source changes.
 		time.Sleep(time.Second)

@@ -41,6 +41,12 @@ func (r *Reshard) checkPieces(ctx context.Context, f *filler) error {
 			var diffs [][]any
 			for _, pass := range []struct{ from, to sinks.Shard }{{src, dst}, {dst, src}} {
 				d, n, err := r.comparePass(ctx, pass.from, pass.to, in, func(n int64) {
+					if r.p.Aggregation != nil {
+						// The copy counted contributions, the check
+						// compares group rows: no total to show against.
+						r.o.Progress.Show(fmt.Sprintf("%s: %d rows", what, checked+n), false)
+						return
+					}
 					r.o.Progress.Count(what, checked+n, max(2*r.pr.RowsCopied, checked+n), "rows", false)
 				})
 				if err != nil {
