@@ -217,6 +217,9 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		return c.failLines(exitProblem, errors.Join(problems...))
 	}
 	unsafe := 0
+	// Statements shared by the projections of a sink (its bookkeeping
+	// tables) are printed with the first of them only.
+	printed := map[string]map[string]bool{}
 	for _, pp := range planned {
 		fmt.Fprintf(stdout, "-- projection %s -> sink %s\n", pp.p.Name, pp.p.Sink)
 		for _, line := range pp.p.FanOutScope(len(cfg.Sinks[pp.p.Sink].Shards)) {
@@ -245,8 +248,21 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 				}
 			}
 		}
+		if printed[pp.p.Sink] == nil {
+			printed[pp.p.Sink] = map[string]bool{}
+		}
+		shared := 0
 		for _, st := range pp.ddl {
-			fmt.Fprintln(stdout, strings.TrimSpace(st)+";")
+			st = strings.TrimSpace(st)
+			if printed[pp.p.Sink][st] {
+				shared++
+				continue
+			}
+			printed[pp.p.Sink][st] = true
+			fmt.Fprintln(stdout, st+";")
+		}
+		if shared > 0 {
+			fmt.Fprintf(stdout, "-- and %d statement(s) printed above for sink %s (its bookkeeping tables)\n", shared, pp.p.Sink)
 		}
 		// Without --apply the sink may be out of reach (plan is also a
 		// dry run away from the servers): then an existing read table goes
