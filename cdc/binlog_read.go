@@ -8,6 +8,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 
+	"github.com/readside/readside/internal/librarylog"
 	"github.com/readside/readside/internal/rowdecode"
 )
 
@@ -31,7 +32,7 @@ func (s *stream) syncerConfig(queue eventQueue) replication.BinlogSyncerConfig {
 		// go-mysql's streamer carries only the connection's error.
 		SynchronousEventHandler: queue,
 		EventCacheCount:         1,
-		Logger:                  t.log.With("component", "binlog"),
+		Logger:                  librarylog.Binlog(t.log),
 		// Registered as the replica's host (the source's replica list): lets the
 		// server_id preflight tell this tailer's own stale session from
 		// another replica.

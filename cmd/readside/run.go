@@ -18,6 +18,7 @@ import (
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/httpapi"
+	"github.com/readside/readside/internal/librarylog"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/projector"
 	"github.com/readside/readside/verify"
@@ -40,6 +41,9 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	log := newLogger(cfg.Log, stderr)
+	// Before any connection's DSN is parsed: each takes the driver's
+	// logger then.
+	librarylog.RouteMySQLDriver(log)
 	lc.configure(cfg.ShutdownTimeout, log)
 	switch *role {
 	case "all", "tailer", "projector":

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/readside/readside/config"
+	"github.com/readside/readside/internal/librarylog"
 	"github.com/readside/readside/internal/logkeys"
 	"github.com/readside/readside/projections"
 )
@@ -111,6 +112,7 @@ func (c *command) client() (*env, int) {
 	}
 	cfg.Kafka.Brokers = cfg.Kafka.ClientBrokers()
 	e := &env{cfg: cfg, log: newLogger(cfg.Log, c.stderr), stderr: c.stderr}
+	librarylog.RouteMySQLDriver(e.log)
 	e.ctx, e.stop = signalContext()
 	return e, exitOK
 }
