@@ -33,9 +33,12 @@ type Server struct {
 
 // NewServer returns a server that routes nothing until Route.
 func NewServer(log *slog.Logger) *Server {
+	log = log.With("component", "http")
 	s := &Server{
-		srv: &http.Server{ReadHeaderTimeout: 5 * time.Second},
-		log: log.With("component", "http"),
+		// ErrorLog: net/http's own lines (an accept error, a handler's
+		// panic) would go to stderr as text, no line of a JSON log.
+		srv: &http.Server{ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
+		log: log,
 	}
 	s.handler.Store(http.NewServeMux())
 	s.srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.handler.Load().ServeHTTP(w, r) })
