@@ -407,17 +407,35 @@ func runConsistency(t *testing.T, shop consistencyShop, r consistencyRun) consis
 	return consistencyResult{snapshots, torn, text}
 }
 
-// growTopics adds partitions to the table topics, up to n each.
+// growTopics adds partitions to the table topics, up to n each, and
+// waits until the broker's metadata shows them: the controller answers
+// first, and a tailer restarted before the broker's metadata has them
+// fetches the old count, then keeps it for its metadata age (minutes),
+// past the workload's end (under CI load no record reached the added
+// partitions and the run tested nothing).
 func growTopics(t *testing.T, brokers []string, prefix, src string, tables []string, n int) {
 	t.Helper()
 	adm := adminClient(t, brokers)
-	resp, err := adm.UpdatePartitions(t.Context(), n, tableTopics(prefix, src, tables)...)
+	topics := tableTopics(prefix, src, tables)
+	resp, err := adm.UpdatePartitions(t.Context(), n, topics...)
 	if err == nil {
 		err = resp.Error()
 	}
 	if err != nil {
 		t.Fatalf("adding partitions: %v", err)
 	}
+	testbed.Eventually(t, 30*time.Second, func() (bool, string) {
+		details, err := adm.ListTopics(t.Context(), topics...)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, topic := range topics {
+			if got := len(details[topic].Partitions); got != n {
+				return false, fmt.Sprintf("%s has %d partitions in the broker's metadata, want %d", topic, got, n)
+			}
+		}
+		return true, ""
+	})
 	t.Logf("the table topics have %d partitions now", n)
 }
 
