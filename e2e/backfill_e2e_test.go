@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/internal/testsync"
 )
 
 // TestBackfillAddedColumn: messages_by_sender runs without body; 40,000
@@ -176,7 +177,7 @@ func TestBackfillAddedColumn(t *testing.T) {
 	defer cancelBackfill()
 	start := time.Now()
 	second := exec.CommandContext(bctx, readsideBinary(t), "replay", "-c", p.cfgPath, "--projection", "messages_by_sender", "--backfill", "body", "--progress-every", "1s")
-	var secondOut lockedBuffer
+	var secondOut testsync.Buffer
 	second.Stdout, second.Stderr = &secondOut, &secondOut
 	if err := second.Start(); err != nil {
 		t.Fatal(err)
@@ -252,25 +253,6 @@ func backfillWriter(ctx context.Context, p *opsPipeline, rng *rand.Rand) error {
 		}
 		return err
 	})
-}
-
-// lockedBuffer is a bytes.Buffer a child process writes while the test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestBackfillProgressLines: `replay --backfill` with stderr not a

@@ -17,6 +17,7 @@ import (
 
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/httpapi"
+	"github.com/readside/readside/internal/testsync"
 )
 
 // TestStatusShowsRebuild: a rebuild held after its swap (the test-only
@@ -36,7 +37,7 @@ func TestStatusShowsRebuild(t *testing.T) {
 	}
 	p.converge(time.Minute)
 
-	out := &syncBuffer{}
+	out := &testsync.Buffer{}
 	cmd := exec.Command(readsideBinary(t), "replay", "-c", p.cfgPath, "--projection", "messages_by_sender", "--rebuild")
 	cmd.Env = append(os.Environ(), "RS_TEST_REBUILD_PAUSE=catching-up")
 	cmd.Stdout, cmd.Stderr = out, out
@@ -86,7 +87,7 @@ func TestStatusShowsRebuild(t *testing.T) {
 
 // waitStatus polls /status until ok holds of it; out is the output of the
 // command the test runs beside the daemon, shown on failure.
-func (p *opsPipeline) waitStatus(timeout time.Duration, what string, ok func(httpapi.Report) bool, out *syncBuffer) httpapi.Report {
+func (p *opsPipeline) waitStatus(timeout time.Duration, what string, ok func(httpapi.Report) bool, out *testsync.Buffer) httpapi.Report {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(p.t.Context(), timeout)
 	defer cancel()

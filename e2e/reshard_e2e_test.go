@@ -9,7 +9,6 @@ package e2e
 // cutovers, and the reruns finish it.
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -20,13 +19,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
+	"github.com/readside/readside/internal/testsync"
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/projector"
@@ -166,25 +165,8 @@ func (rb *reshardBed) write(ctx context.Context, rng *rand.Rand, first int) erro
 // reshardRun is one `readside reshard` process.
 type reshardRun struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testsync.Buffer
 	done chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func (rb *reshardBed) startReshard(pause string, args ...string) *reshardRun {
@@ -194,7 +176,7 @@ func (rb *reshardBed) startReshard(pause string, args ...string) *reshardRun {
 
 func (rb *reshardBed) startReshardOf(projection, pause string, args ...string) *reshardRun {
 	rb.t.Helper()
-	r := &reshardRun{out: &syncBuffer{}, done: make(chan struct{})}
+	r := &reshardRun{out: &testsync.Buffer{}, done: make(chan struct{})}
 	r.cmd = exec.Command(readsideBinary(rb.t), append([]string{"reshard", "-c", rb.cfgPath, "--projection", projection,
 		"--sink", "reads3", "--to", "-40,40-c0,c0-", "--yes", "--progress-every", "1s"}, args...)...)
 	r.cmd.Env = append(os.Environ(), "RS_TEST_RESHARD_PAUSE="+pause)

@@ -1,40 +1,21 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/readside/readside/internal/testsync"
 )
-
-// lockedBuffer is a log destination the server's goroutines write to
-// while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestServerErrorsInTheLog: what net/http itself logs (here a handler's
 // panic, which it recovers) is a line of readside's log — JSON in a JSON
 // log, at WARN with component=http — not text on stderr.
 func TestServerErrorsInTheLog(t *testing.T) {
-	var out lockedBuffer
+	var out testsync.Buffer
 	s := NewServer(slog.New(slog.NewJSONHandler(&out, nil)))
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /boom", func(http.ResponseWriter, *http.Request) { panic("a handler's bug") })
