@@ -143,7 +143,7 @@ func (p *scanLine) format(through bool) string {
 
 // done writes the last state as the final line: the scan is through.
 func (p *scanLine) done() {
-	if p.line.Out != nil && !p.start.IsZero() {
+	if p.line.Out != nil {
 		p.line.Show(p.format(true), true)
 	}
 }
