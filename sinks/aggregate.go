@@ -13,7 +13,9 @@ package sinks
 //  3. write the new contributions: an upsert of the stored ones, a plain
 //     INSERT of the first ones. Two transactions that both read a key as
 //     never seen meet at that INSERT: the second fails on the duplicate
-//     key and is retried (contention), and then reads the first's row;
+//     key and is retried (contention), and then reads the first's row.
+//     A consistent commit holds them and writes each source row's last
+//     one at its end (aggregate_deferred.go);
 //  4. apply the group deltas in one multi-row upsert (counts and sums
 //     added in SQL, exact; a MIN or MAX kept as LEAST or GREATEST of the
 //     stored one and the furthest added, when nothing further left),
@@ -66,7 +68,15 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 	kept := projections.CoalesceContributions(live)
 	slices.SortFunc(kept, func(x, y projections.Contribution) int { return strings.Compare(x.SourceKey, y.SourceKey) })
 	st := a.st.agg
-	stored, err := a.storedContributions(kept)
+	// In a consistent commit, the keys an earlier chunk changed are known
+	// already (aggregate_deferred.go) and not read again.
+	var pending *pendingContributions
+	toRead := kept
+	if a.deferred != nil {
+		pending = &a.deferred.pending
+		toRead = slices.DeleteFunc(slices.Clone(kept), func(c projections.Contribution) bool { return pending.lookup(c.SourceKey) != nil })
+	}
+	stored, err := a.storedContributions(toRead)
 	if err != nil {
 		return err
 	}
@@ -81,6 +91,10 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 	var writes, inserts [][]any
 	for _, c := range kept {
 		old, seen := stored[c.SourceKey]
+		insert := !seen
+		if p := pending.lookup(c.SourceKey); p != nil {
+			old, insert = p.stored, p.insert
+		}
 		if c.Version <= old.version || c.Version <= floor {
 			a.skipped++
 			continue
@@ -94,10 +108,18 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 		if err != nil {
 			return err
 		}
-		if seen {
-			writes = append(writes, row)
-		} else {
+		switch {
+		case pending != nil:
+			a.putPending(c, insert)
+		case insert:
 			inserts = append(inserts, row)
+		default:
+			writes = append(writes, row)
+		}
+	}
+	if pending != nil && len(pending.order) > maxPendingContributions {
+		if err := a.writeOldestPending(len(pending.order) - maxPendingContributions); err != nil {
+			return err
 		}
 	}
 	a.firstContributions = len(inserts) > 0

@@ -12,13 +12,22 @@ package sinks
 // group rows are invisible until the commit anyway. Dives read the
 // contributions when the deltas are written, so they see every chunk's.
 //
+// The contributions wait too: a source row that several chunks change (an
+// order inserted, then updated, then moved) is read from the sink once and
+// written once, with the last change, instead of once per chunk. A later
+// chunk finds the row's contribution in memory, as the sink would have
+// it, and no reader can tell the difference either. The contributions are
+// written before the deltas, since a MIN or MAX dive reads them.
+//
 // Only a projection whose groups come from its own source rows defers: a
 // joined aggregate's regroup reads the groups it moves. A truncation
-// rebuilds the groups from the contributions, so the deltas summed before
-// it are written first.
+// rebuilds the groups from the contributions, so the contributions and
+// deltas summed before it are written first.
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
@@ -29,10 +38,122 @@ import (
 // summing starts again, so memory stays bounded whatever the commit's size.
 var maxDeferredGroups = 50_000
 
-// deferredDeltas are one projection's summed group deltas in a commit.
+// maxPendingContributions bounds a commit's contributions held per
+// projection: past it they are written at once (memory stays bounded).
+var maxPendingContributions = 50_000
+
+// deferredDeltas are one projection's summed group deltas in a commit,
+// and the contributions its chunks changed, not yet written.
 type deferredDeltas struct {
-	ds    *deltas
-	shard *keyspace.Range
+	ds      *deltas
+	pending pendingContributions
+	shard   *keyspace.Range
+}
+
+// pendingContributions are the contributions a commit changed, by source
+// key, each the last one applied, in the order first changed.
+type pendingContributions struct {
+	by    map[string]*pendingContribution
+	order []string
+}
+
+// pendingContribution is one source row's contribution to write.
+type pendingContribution struct {
+	// stored is the contribution as a later chunk reads it (what
+	// readContributions would return once it is written).
+	stored storedContribution
+	// insert: the sink held no row for the key when the commit began (or
+	// the commit guessed so), so it is written by the plain INSERT of
+	// first contributions; else by the upsert.
+	insert bool
+}
+
+// lookup is key's pending contribution (nil: none, or no pc: the
+// projection writes its contributions chunk by chunk).
+func (pc *pendingContributions) lookup(key string) *pendingContribution {
+	if pc == nil {
+		return nil
+	}
+	return pc.by[key]
+}
+
+// putPending records c's contribution (already known newer than the stored one)
+// for its source key; insert is whether the sink holds no row for it.
+// Values are cloned: they outlive c's batch.
+func (a *applier) putPending(c projections.Contribution, insert bool) {
+	pc := &a.deferred.pending
+	if pc.by == nil {
+		pc.by = map[string]*pendingContribution{}
+	}
+	s := storedContribution{version: c.Version}
+	if c.Group != nil {
+		s.group = cloneValues(c.Group)
+		s.values = make([]projections.Value, len(a.p.Aggregation.Aggregates))
+		for i, x := range a.p.Aggregation.Aggregates {
+			if x.Stored() {
+				s.values[i] = c.Values[i].Clone()
+			} else {
+				s.values[i] = projections.ValueOf("1") // as readContributions reads it
+			}
+		}
+	}
+	if p := pc.by[c.SourceKey]; p != nil {
+		p.stored = s
+		return
+	}
+	key := strings.Clone(c.SourceKey) // not the batch's memory, which it would keep
+	pc.by[key] = &pendingContribution{stored: s, insert: insert}
+	pc.order = append(pc.order, key)
+}
+
+// writePending writes the contributions held so far, in key order (the
+// order every transaction locks them in), and starts holding anew.
+func (a *applier) writePending() error {
+	return a.writeOldestPending(len(a.deferred.pending.order))
+}
+
+// writeOldestPending writes the n contributions held longest (first
+// changed earliest) and keeps the rest. Past maxPendingContributions a
+// commit writes the overflow chunk by chunk rather than all at once, so
+// the sink keeps writing while the next chunk is mapped; a row changed
+// again soon after its first change still coalesces.
+func (a *applier) writeOldestPending(n int) error {
+	pc := &a.deferred.pending
+	if n <= 0 {
+		return nil
+	}
+	out := slices.Clone(pc.order[:n])
+	pc.order = slices.Clone(pc.order[n:])
+	slices.Sort(out)
+	var writes, inserts [][]any
+	for _, k := range out {
+		p := pc.by[k]
+		delete(pc.by, k)
+		row := []any{[]byte(k), p.stored.version}
+		if p.stored.group == nil {
+			row = a.withdrawnRow(row)
+		} else {
+			row = appendValues(row, p.stored.group)
+			for i, x := range a.p.Aggregation.Aggregates {
+				if x.Stored() {
+					row = append(row, &p.stored.values[i])
+				}
+			}
+		}
+		if p.insert {
+			inserts = append(inserts, row)
+		} else {
+			writes = append(writes, row)
+		}
+	}
+	st := a.st.agg
+	if err := a.execRows(&st.insert, inserts); err != nil {
+		return fmt.Errorf("writing the first contributions of %s: %w", a.p.Name, err)
+	}
+	if err := a.execRows(&st.write, writes); err != nil {
+		return fmt.Errorf("writing the contributions of %s: %w", a.p.Name, err)
+	}
+	return nil
 }
 
 // defers reports whether p's group deltas wait for the end of a
@@ -137,9 +258,12 @@ func (a *applier) deferDeltas(ds *deltas) error {
 	return a.writeDeferred()
 }
 
-// writeDeferred writes the group deltas summed so far and starts summing
-// anew.
+// writeDeferred writes the contributions held and the group deltas summed
+// so far, and starts anew.
 func (a *applier) writeDeferred() error {
+	if err := a.writePending(); err != nil {
+		return err
+	}
 	ds := a.deferred.ds
 	a.deferred.ds = newDeltas(a.p.Aggregation)
 	return a.applyDeltas(ds)

@@ -30,6 +30,14 @@ func SetMaxDeferredGroups(n int) (was int) {
 	return was
 }
 
+// SetMaxPendingContributions sets how many contributions a consistent
+// commit holds per projection before writing them, and returns the one
+// before, for tests.
+func SetMaxPendingContributions(n int) (was int) {
+	was, maxPendingContributions = maxPendingContributions, n
+	return was
+}
+
 // KeyMatchText is the text of a key match of rows keys of p's tables as
 // its statements render it (keyIn), the sink's columns learned first,
 // for tests.
