@@ -39,7 +39,7 @@ import (
 var maxDeferredGroups = 50_000
 
 // maxPendingContributions bounds a commit's contributions held per
-// projection: past it they are written at once (memory stays bounded).
+// projection: past it the oldest are written (memory stays bounded).
 var maxPendingContributions = 50_000
 
 // deferredDeltas are one projection's summed group deltas in a commit,
@@ -77,9 +77,9 @@ func (pc *pendingContributions) lookup(key string) *pendingContribution {
 	return pc.by[key]
 }
 
-// putPending records c's contribution (already known newer than the stored one)
-// for its source key; insert is whether the sink holds no row for it.
-// Values are cloned: they outlive c's batch.
+// putPending holds c's contribution, known newer than the one stored, for
+// its source key; insert is whether the sink holds no row for it. Values
+// are cloned: they outlive c's batch.
 func (a *applier) putPending(c projections.Contribution, insert bool) {
 	pc := &a.deferred.pending
 	if pc.by == nil {
