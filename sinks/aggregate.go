@@ -104,16 +104,18 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 				return err
 			}
 		}
-		row, err := a.contributionRow(c, joined, ds)
+		group, err := a.addContribution(c, joined, ds)
 		if err != nil {
 			return err
 		}
-		switch {
-		case pending != nil:
+		if pending != nil {
 			a.putPending(c, insert)
-		case insert:
+			continue
+		}
+		row := a.contributionRow(c.SourceKey, c.Version, group, c.Values, c.Parents)
+		if insert {
 			inserts = append(inserts, row)
-		default:
+		} else {
 			writes = append(writes, row)
 		}
 	}
@@ -154,14 +156,13 @@ func splitTruncations(cs []projections.Contribution) (live []projections.Contrib
 	return live, truncateAt
 }
 
-// contributionRow is the row stored for c, a contribution newer than the
-// stored one, and adds c's values to its group in ds when this shard holds
-// that group. joined holds the groups completed from the join state, by
-// source key (completeJoinedGroups).
-func (a *applier) contributionRow(c projections.Contribution, joined map[string][]projections.Value, ds *deltas) ([]any, error) {
-	row := []any{[]byte(c.SourceKey), c.Version}
+// addContribution adds c, a contribution newer than the stored one, to its
+// group in ds when this shard holds that group, and returns the group its
+// row stores (nil: c is in no group). joined holds the groups completed
+// from the join state, by source key (completeJoinedGroups).
+func (a *applier) addContribution(c projections.Contribution, joined map[string][]projections.Value, ds *deltas) ([]projections.Value, error) {
 	if c.Group == nil {
-		return a.withdrawnRow(row), nil
+		return nil, nil
 	}
 	// Every shard stores the group and values; only the group's own
 	// shard adds them to it (docs/design/aggregates.md).
@@ -182,13 +183,24 @@ func (a *applier) contributionRow(c projections.Contribution, joined map[string]
 		// (aggregate_joined.go).
 		a.regroupKeys = append(a.regroupKeys, c.SourceKey)
 	}
+	return group, nil
+}
+
+// contributionRow is the contributions table's row of a source row: its
+// key and version, its group (nil: none, the row is withdrawn), the
+// stored aggregates' values and its links to joined parents.
+func (a *applier) contributionRow(key string, version uint64, group, values []projections.Value, parents []projections.ParentRef) []any {
+	row := []any{[]byte(key), version}
+	if group == nil {
+		return a.withdrawnRow(row)
+	}
 	row = appendValues(row, group)
 	for i, x := range a.p.Aggregation.Aggregates {
 		if x.Stored() {
-			row = append(row, &c.Values[i])
+			row = append(row, &values[i])
 		}
 	}
-	return appendLinks(row, a.p, c.Parents), nil
+	return appendLinks(row, a.p, parents)
 }
 
 // storedContributions reads the contributions the sink has for kept's

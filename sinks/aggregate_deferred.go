@@ -122,24 +122,16 @@ func (a *applier) writeOldestPending(n int) error {
 	if n <= 0 {
 		return nil
 	}
-	out := slices.Clone(pc.order[:n])
-	pc.order = slices.Clone(pc.order[n:])
+	// The oldest leave the front; appends past the capacity copy only
+	// the rest.
+	out := pc.order[:n:n]
+	pc.order = pc.order[n:]
 	slices.Sort(out)
 	var writes, inserts [][]any
 	for _, k := range out {
 		p := pc.by[k]
 		delete(pc.by, k)
-		row := []any{[]byte(k), p.stored.version}
-		if p.stored.group == nil {
-			row = a.withdrawnRow(row)
-		} else {
-			row = appendValues(row, p.stored.group)
-			for i, x := range a.p.Aggregation.Aggregates {
-				if x.Stored() {
-					row = append(row, &p.stored.values[i])
-				}
-			}
-		}
+		row := a.contributionRow(k, p.stored.version, p.stored.group, p.stored.values, nil)
 		if p.insert {
 			inserts = append(inserts, row)
 		} else {
