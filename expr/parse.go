@@ -402,6 +402,9 @@ func (p *parser) call(name token) (node, error) {
 		}
 		return b.make(args, name.pos), nil
 	}
+	if why, ok := unreproducible[up]; ok && (up != "UNIX_TIMESTAMP" || len(args) == 0) {
+		return nil, errAt(name.pos, "%s() is not offered: it reads %s, not the source row, so the projector, a replay, a rebuild and verify would each compute another value; a read column must follow from the source row alone (for the time of a change, copy a column the source sets, e.g. one with DEFAULT CURRENT_TIMESTAMP or ON UPDATE CURRENT_TIMESTAMP)", up, why)
+	}
 	f, ok := lookup(up)
 	if !ok {
 		if s := suggest(up); s != "" {
@@ -534,6 +537,20 @@ func (p *parser) smallInt() (int, error) {
 }
 
 // suggest finds the offered function nearest to name, for a typo.
+// unreproducible are MySQL functions whose value is not a function of
+// their arguments (the clock, the session, chance): named for what they
+// read, so the refusal says why rather than suggesting a near name.
+var unreproducible = map[string]string{
+	"NOW": "the clock", "SYSDATE": "the clock", "CURRENT_TIMESTAMP": "the clock", "LOCALTIME": "the clock",
+	"LOCALTIMESTAMP": "the clock", "CURDATE": "the clock", "CURRENT_DATE": "the clock", "CURTIME": "the clock",
+	"CURRENT_TIME": "the clock", "UTC_TIMESTAMP": "the clock", "UTC_DATE": "the clock", "UTC_TIME": "the clock",
+	"UNIX_TIMESTAMP": "the clock (with no argument)",
+	"RAND": "a random number", "UUID": "a random number", "UUID_SHORT": "a counter of the server", "SYS_GUID": "a random number",
+	"CONNECTION_ID": "the session", "USER": "the session", "CURRENT_USER": "the session", "SESSION_USER": "the session",
+	"SYSTEM_USER": "the session", "DATABASE": "the session", "SCHEMA": "the session", "LAST_INSERT_ID": "the session",
+	"ROW_COUNT": "the session", "FOUND_ROWS": "the session", "VERSION": "the server",
+}
+
 func suggest(name string) string {
 	best, bestD := "", 3
 	names := Functions()

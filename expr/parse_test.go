@@ -59,6 +59,9 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"DATEFORMAT(a, '%Y')", 0, "unknown function DATEFORMAT", "an unknown function is named"},
 		{"1 + IFNUL(a, 1)", 4, "unknown function IFNUL: did you mean IFNULL?", "a typo gets the nearest function"},
+		{"1 + NOW()", 4, "NOW() is not offered: it reads the clock", "a clock function says why, not a near name"},
+		{"UNIX_TIMESTAMP()", 0, "UNIX_TIMESTAMP() is not offered: it reads the clock", "UNIX_TIMESTAMP without its argument reads the clock"},
+		{"RAND()", 0, "it reads a random number", "chance is refused with why"},
 		{"NOSUCHTHING(a)", 0, "functions offered are listed in docs/expressions.md", "no near name: where to look"},
 		{"a + ", 4, "ends too early", "a missing operand points at the end"},
 		{"a +* b", 3, "unexpected \"*\"", "an operator where a value should be"},
