@@ -545,7 +545,7 @@ var unreproducible = map[string]string{
 	"LOCALTIMESTAMP": "the clock", "CURDATE": "the clock", "CURRENT_DATE": "the clock", "CURTIME": "the clock",
 	"CURRENT_TIME": "the clock", "UTC_TIMESTAMP": "the clock", "UTC_DATE": "the clock", "UTC_TIME": "the clock",
 	"UNIX_TIMESTAMP": "the clock (with no argument)",
-	"RAND": "a random number", "UUID": "a random number", "UUID_SHORT": "a counter of the server", "SYS_GUID": "a random number",
+	"RAND":           "a random number", "UUID": "a random number", "UUID_SHORT": "a counter of the server", "SYS_GUID": "a random number",
 	"CONNECTION_ID": "the session", "USER": "the session", "CURRENT_USER": "the session", "SESSION_USER": "the session",
 	"SYSTEM_USER": "the session", "DATABASE": "the session", "SCHEMA": "the session", "LAST_INSERT_ID": "the session",
 	"ROW_COUNT": "the session", "FOUND_ROWS": "the session", "VERSION": "the server",
