@@ -257,6 +257,8 @@ func (r *reloader) reload(ctx context.Context) {
 		switch {
 		case !ok:
 			added = append(added, name)
+		case stopped[applierName(d.Sink)] && next.Sinks[d.Sink].Consistency.Transactional():
+			// resumeApplier restarts it with its sink, as declared now.
 		case stopped[name]:
 			// A stopped projection restarts with its declaration as it
 			// is now: the edit may be its fix.

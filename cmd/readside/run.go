@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -186,10 +187,22 @@ func (d *daemonRun) startProjectors() (starter *projectorStarter, code int, ok b
 	// A projection that no longer fits the source or its read table
 	// (a DDL broke it, maybe before a restart) stops alone: the
 	// others start (supervise.go).
+	unfitSinks := map[string]error{}
 	for _, f := range failed {
+		if sink := d.cfg.Projections[f.name].Sink; d.cfg.Sinks[sink].Consistency.Transactional() {
+			unfitSinks[sink] = cmp.Or(unfitSinks[sink], unfitConsistentSink(sink, f.name, f.err))
+			continue
+		}
 		starter.sup.halt(f.name, unfitSource(f.name, f.err))
 	}
 	rows, consistent := byConsistency(d.cfg, planned)
+	for sink, err := range unfitSinks {
+		// Not started without the projection: its frontier would move on
+		// without it, and the projection would then be one added to the
+		// sink later, which only a refill of the sink can take.
+		starter.sup.halt(applierName(sink), err)
+		delete(consistent, sink)
+	}
 	for _, sink := range slices.Sorted(maps.Keys(consistent)) {
 		code, err := starter.startApplier(d.ctx, sink, consistent[sink])
 		if err == nil {

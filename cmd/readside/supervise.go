@@ -154,6 +154,15 @@ func unfitSource(name string, err error) error {
 		Fix: fmt.Sprintf("edit projections.%s to fit the source (the reason names the key; readside check lists every problem) and run readside plan --apply, or restore the source column; then send SIGHUP", name)}
 }
 
+// unfitConsistentSink is the stop of a transaction-consistent sink one of
+// whose projections does not fit the source: its projections commit
+// together, so none is applied until that one can be.
+func unfitConsistentSink(sink, projection string, err error) error {
+	return &projections.StopError{Projection: applierName(sink),
+		Reason: fmt.Errorf("projection %s of sink %s (consistency: transaction) does not fit the source, and the sink's projections are applied together or not at all: %w", projection, sink, err),
+		Fix:    fmt.Sprintf("edit projections.%s to fit the source (the reason names the key; readside check lists every problem) and run readside plan --apply, or restore the source column; then send SIGHUP: the sink resumes with all its projections", projection)}
+}
+
 // refuseDropped stops what runs projection p under name (the projection,
 // or its consistent sink's applier) when p's read table is gone from a
 // shard that holds what p applied (sinks.DroppedReadTable): creating the
