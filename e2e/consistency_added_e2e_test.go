@@ -25,25 +25,16 @@ import (
 func TestConsistentSinkAddedProjection(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	src, sink := sourceAndSinkDBs(t, bed, "consadd")
-	exec := itemsTable(t, bed, src, 30)
-	dir := t.TempDir()
-	head := bedConfigHead(bed, []string{src + ".items"}, "consadd", filepath.Join(dir, "data"), sink)
-	head = strings.Replace(head, "  reads:\n", "  reads:\n    consistency: transaction\n", 1)
+	ci := newConsistentItems(t, bed, "consadd", 30)
+	src, sink, exec, head, cfgPath, write := ci.src, ci.sink, ci.exec, ci.head, ci.cfgPath, ci.write
 	// copy_a and copyx sort one way byte for byte and the other way under
 	// the sink's default collation: the frontier's list of projections
 	// must not read as if one of them were added.
 	first := fmt.Sprintf("  copy_a: {from: %s.items, sink: reads, key: [id], columns: {id: id, v: v}}\n", src) +
 		fmt.Sprintf("  copyx: {from: %s.items, sink: reads, key: [id], columns: {id: id, v: v}}\n", src)
 	added := fmt.Sprintf("  copy_b: {from: %s.items, sink: reads, key: [v, id], columns: {id: id, v: v}}\n", src)
-	cfgPath := filepath.Join(dir, "readside.yaml")
-	write := func(projections string) {
-		if err := os.WriteFile(cfgPath, []byte(head+projections), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	write(first)
-	logPath := filepath.Join(dir, "run.log")
+	logPath := filepath.Join(filepath.Dir(cfgPath), "run.log")
 	d := startDaemon(t, logPath, "run", "-c", cfgPath, "--http", freeAddr(t))
 	utc := utcDB(t, bed)
 	expect := func(table string) struct{ name, want, got string } {
@@ -151,4 +142,32 @@ func TestConsistentSinkAddedProjection(t *testing.T) {
 	if code := d.stop(30 * time.Second); code != 0 {
 		t.Errorf("exit %d after SIGTERM", code)
 	}
+}
+
+// consistentItems is a source table items (id, v) of some rows and a
+// config whose sink reads has consistency: transaction: write puts the
+// projections given after its head.
+type consistentItems struct {
+	src, sink     string
+	exec          func(q string, args ...any)
+	head, cfgPath string
+	write         func(projections string)
+}
+
+func newConsistentItems(t *testing.T, bed *testbed.Bed, name string, rows int) consistentItems {
+	t.Helper()
+	var ci consistentItems
+	ci.src, ci.sink = sourceAndSinkDBs(t, bed, name)
+	ci.exec = itemsTable(t, bed, ci.src, rows)
+	dir := t.TempDir()
+	ci.head = bedConfigHead(bed, []string{ci.src + ".items"}, name, filepath.Join(dir, "data"), ci.sink)
+	ci.head = strings.Replace(ci.head, "  reads:\n", "  reads:\n    consistency: transaction\n", 1)
+	ci.cfgPath = filepath.Join(dir, "readside.yaml")
+	ci.write = func(projections string) {
+		t.Helper()
+		if err := os.WriteFile(ci.cfgPath, []byte(ci.head+projections), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ci
 }

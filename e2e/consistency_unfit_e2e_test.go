@@ -23,24 +23,15 @@ import (
 func TestConsistentSinkUnfitProjectionHoldsTheSink(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
-	src, sink := sourceAndSinkDBs(t, bed, "consunfit")
-	exec := itemsTable(t, bed, src, 20)
-	dir := t.TempDir()
-	head := bedConfigHead(bed, []string{src + ".items"}, "consunfit", filepath.Join(dir, "data"), sink)
-	head = strings.Replace(head, "  reads:\n", "  reads:\n    consistency: transaction\n", 1)
+	ci := newConsistentItems(t, bed, "consunfit", 20)
+	src, sink, exec, write := ci.src, ci.sink, ci.exec, ci.write
 	good := fmt.Sprintf("  copy_a: {from: %s.items, sink: reads, key: [id], columns: {id: id, v: v}}\n", src)
 	projB := func(col string) string {
 		return fmt.Sprintf("  copy_b: {from: %s.items, sink: reads, key: [v, id], columns: {id: id, v: %s}}\n", src, col)
 	}
-	cfgPath := filepath.Join(dir, "readside.yaml")
-	write := func(projections string) {
-		if err := os.WriteFile(cfgPath, []byte(head+projections), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	write(good + projB("vv"))
-	logPath := filepath.Join(dir, "run.log")
-	d := startDaemon(t, logPath, "run", "-c", cfgPath, "--http", freeAddr(t))
+	logPath := filepath.Join(filepath.Dir(ci.cfgPath), "run.log")
+	d := startDaemon(t, logPath, "run", "-c", ci.cfgPath, "--http", freeAddr(t))
 	testbed.Eventually(t, time.Minute, func() (bool, string) {
 		b, _ := os.ReadFile(logPath)
 		return strings.Contains(string(b), "projection copy_b of sink reads (consistency: transaction) does not fit the source"),
