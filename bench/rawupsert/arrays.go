@@ -22,6 +22,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -154,7 +155,9 @@ func (m *arrayModel) apply(topic string, ev event.Event) []string {
 			keys = append(keys, k)
 		}
 		for _, k := range keys {
-			for key := range m.below[i][k] {
+			// In key order: a map's order would make the touched
+			// parents' order differ from run to run.
+			for _, key := range slices.Sorted(maps.Keys(m.below[i][k])) {
 				if l := m.children[key].link; !slices.Contains(touched, l) {
 					touched = append(touched, l)
 				}
