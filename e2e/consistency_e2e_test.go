@@ -211,9 +211,8 @@ type consistencyShop struct {
 	expectations      func(src, sink string) []struct{ name, want, got string }
 	ready, replicated int
 	// workload commits about txns source transactions by two seeded
-	// writers, each pausing after each of its transactions, and returns
-	// how many committed.
-	workload func(ctx context.Context, db *sql.DB, src string, seed uint64, txns int, pause time.Duration) (int, error)
+	// writers, paced by pace, and returns how many committed.
+	workload func(ctx context.Context, db *sql.DB, src string, seed uint64, txns int, pace *workloadPace) (int, error)
 	check    snapshotCheck
 	// defaultTxns: the run's transactions when neither the run nor
 	// E2E_CONSISTENCY_TXNS names them.
@@ -228,8 +227,8 @@ func ledgerShop() consistencyShop {
 	return consistencyShop{
 		tables: []string{"accounts", "orders", "order_lines"}, create: createLedger, projections: consistencyProjections,
 		expectations: ledgerExpectations, ready: 1, replicated: 1,
-		workload: func(ctx context.Context, db *sql.DB, src string, seed uint64, txns int, pause time.Duration) (int, error) {
-			return ledgerWorkload(ctx, db, src, seed, 2, txns, pause)
+		workload: func(ctx context.Context, db *sql.DB, src string, seed uint64, txns int, pace *workloadPace) (int, error) {
+			return ledgerWorkload(ctx, db, src, seed, 2, txns, pace)
 		},
 		check: checkLedger(ledgerAccounts, ledgerAccounts*ledgerOpening), defaultTxns: 3000, surfaces: checkFrontierSurfaces,
 	}
@@ -340,8 +339,9 @@ func runConsistency(t *testing.T, shop consistencyShop, r consistencyRun) consis
 	}
 	werr, wdone := make(chan error, 1), make(chan int, 1)
 	wstart := time.Now()
+	pace := &workloadPace{pause: time.Duration(envInt("E2E_CONSISTENCY_PAUSE_MS", 12)) * time.Millisecond}
 	go func() {
-		n, err := shop.workload(ctx, bed.MySQL.DB(), src, seed, txns, time.Duration(envInt("E2E_CONSISTENCY_PAUSE_MS", 12))*time.Millisecond)
+		n, err := shop.workload(ctx, bed.MySQL.DB(), src, seed, txns, pace)
 		wdone <- n
 		werr <- err
 	}()
@@ -351,16 +351,36 @@ func runConsistency(t *testing.T, shop consistencyShop, r consistencyRun) consis
 		// SIGKILLs far enough apart for the restarted applier to get the
 		// sink back (a killed member holds its group for its session
 		// timeout) and commit between them; after the workload, until
-		// there were r.kills.
+		// there were r.kills. A run that grows the topics does so, and
+		// kills the tailer, when a third of the workload has committed,
+		// with the writers held until the tailer is restarted: the rest
+		// of the workload is then published into the grown topics however
+		// fast the workload ran (timed by the clock alone, a workload done
+		// before the growth left the added partitions empty).
+		wait := time.Duration(6000+krng.IntN(6000)) * time.Millisecond
+		growing := r.grow > 0 && kills == 0
+		if growing && !done {
+			wait = 50 * time.Millisecond
+		}
 		select {
 		case err := <-werr:
 			if err != nil {
 				t.Fatal(err)
 			}
 			done, werr, wend = true, nil, time.Now()
-		case <-time.After(time.Duration(6000+krng.IntN(6000)) * time.Millisecond):
-			if kills == 0 && r.grow > 0 {
+		case <-time.After(wait):
+			if growing {
+				if !done && pace.committed.Load() < int64(txns/3) {
+					continue
+				}
+				pace.hold.Lock()
 				growTopics(t, brokers, prefix, src, shop.tables, r.grow)
+				d.kill9()
+				kills++
+				d.start()
+				pace.hold.Unlock()
+				t.Logf("topics grown and the tailer restarted %s into the workload, after %d source transactions", time.Since(wstart).Round(time.Millisecond), pace.committed.Load())
+				continue
 			}
 			if kills < r.kills {
 				d.kill9()
@@ -538,31 +558,39 @@ type ledgerStmt struct {
 // ledgerWorkload runs txns source transactions over writers concurrent
 // writers, each pausing between its transactions, and returns how many
 // committed.
-func ledgerWorkload(ctx context.Context, db *sql.DB, src string, seed uint64, writers, txns int, pause time.Duration) (int, error) {
-	return runWriters(ctx, writers, txns, pause, func(w int) func(context.Context) error {
+func ledgerWorkload(ctx context.Context, db *sql.DB, src string, seed uint64, writers, txns int, pace *workloadPace) (int, error) {
+	return runWriters(ctx, writers, txns, pace, func(w int) func(context.Context) error {
 		lw := &ledgerWriter{db: db, src: src, rng: rand.New(rand.NewPCG(seed, uint64(100+w))), me: int64(w), of: int64(writers), orders: map[int64]*modelOrder{}}
 		return lw.txn
 	})
 }
 
+// workloadPace is how a consistency workload's writers run: each pauses
+// after each of its transactions, and a test may hold every writer
+// between two transactions (hold) and read how many committed.
+type workloadPace struct {
+	pause     time.Duration
+	hold      sync.RWMutex
+	committed atomic.Int64
+}
+
 // runWriters runs writers concurrent writers, writer(w) committing one
-// source transaction per call, txns in all, each writer pausing after
-// each of its transactions; it returns how many committed.
-func runWriters(ctx context.Context, writers, txns int, pause time.Duration, writer func(w int) func(context.Context) error) (int, error) {
-	var mu sync.Mutex
-	done := 0
+// source transaction per call, txns in all, paced by pace; it returns how
+// many committed.
+func runWriters(ctx context.Context, writers, txns int, pace *workloadPace, writer func(w int) func(context.Context) error) (int, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	for w := range writers {
 		txn := writer(w)
 		g.Go(func() error {
 			for i := 0; i < txns/writers && gctx.Err() == nil; i++ {
-				if err := txn(gctx); err != nil {
+				pace.hold.RLock()
+				err := txn(gctx)
+				pace.hold.RUnlock()
+				if err != nil {
 					return err
 				}
-				mu.Lock()
-				done++
-				mu.Unlock()
-				time.Sleep(pause)
+				pace.committed.Add(1)
+				time.Sleep(pace.pause)
 			}
 			return nil
 		})
@@ -571,7 +599,7 @@ func runWriters(ctx context.Context, writers, txns int, pause time.Duration, wri
 	if ctx.Err() != nil {
 		err = nil
 	}
-	return done, err
+	return int(pace.committed.Load()), err
 }
 
 // commitRetrying runs commit, a whole source transaction, again after a

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/readside/readside/e2e/testbed"
 )
@@ -214,10 +213,10 @@ type formsWriter struct {
 	payments []int64 // sorted
 }
 
-// formsWorkload runs txns source transactions over two writers, each
-// pausing after each of its transactions, and returns how many committed.
-func formsWorkload(ctx context.Context, db *sql.DB, src string, seed uint64, txns int, pause time.Duration) (int, error) {
-	return runWriters(ctx, 2, txns, pause, func(w int) func(context.Context) error {
+// formsWorkload runs txns source transactions over two writers, paced by
+// pace, and returns how many committed.
+func formsWorkload(ctx context.Context, db *sql.DB, src string, seed uint64, txns int, pace *workloadPace) (int, error) {
+	return runWriters(ctx, 2, txns, pace, func(w int) func(context.Context) error {
 		fw := &formsWriter{db: db, src: src, rng: rand.New(rand.NewPCG(seed, uint64(200+w))), next: 10_000 + int64(w)}
 		for id := int64(1); id <= formsOpenPays; id++ {
 			if id%2 == int64(w) {
