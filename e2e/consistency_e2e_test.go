@@ -373,12 +373,14 @@ func runConsistency(t *testing.T, shop consistencyShop, r consistencyRun) consis
 				if !done && pace.committed.Load() < int64(txns/3) {
 					continue
 				}
-				pace.hold.Lock()
-				growTopics(t, brokers, prefix, src, shop.tables, r.grow)
-				d.kill9()
-				kills++
-				d.start()
-				pace.hold.Unlock()
+				func() {
+					pace.hold.Lock()
+					defer pace.hold.Unlock() // also when growTopics fails the test
+					growTopics(t, brokers, prefix, src, shop.tables, r.grow)
+					d.kill9()
+					kills++
+					d.start()
+				}()
 				t.Logf("topics grown and the tailer restarted %s into the workload, after %d source transactions", time.Since(wstart).Round(time.Millisecond), pace.committed.Load())
 				continue
 			}
