@@ -204,7 +204,14 @@ func (a *Applier) session(ctx context.Context) (committed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	defer cuts.Close()
+	feedCtx, stopFeed := context.WithCancel(sctx)
+	feed := newCutFeed(feedCtx, cuts, a.o.TailerID)
+	defer func() {
+		// The feed polls cuts until it has stopped.
+		stopFeed()
+		<-feed.done
+		cuts.Close()
+	}()
 	var data *kgo.Client
 	// last is the commit whose COMMIT may still be running while the
 	// next one's records are read and mapped.
@@ -239,7 +246,7 @@ func (a *Applier) session(ctx context.Context) (committed bool, err error) {
 			}
 			a.collectTombstones(sctx)
 		}
-		target, err := s.nextTarget(sctx, cuts, func() error {
+		target, err := s.nextTarget(sctx, feed, func() error {
 			if err := landed(); err != nil {
 				return err
 			}

@@ -99,12 +99,11 @@ func (s *applySession) committed(f projections.Frontier) {
 // the first one (a cut is never split). It waits for one when none is
 // past the frontier, after idle (the last commit landing: a failure is
 // not left unseen while the source is quiet).
-func (s *applySession) nextTarget(ctx context.Context, cuts *kgo.Client, idle func() error) (cutAt, error) {
+func (s *applySession) nextTarget(ctx context.Context, feed *cutFeed, idle func() error) (cutAt, error) {
 	for {
-		// Take what has arrived without waiting, so a commit reaches the
-		// newest cut there is.
-		//lint:ignore SA1012 franz-go polls without blocking when the context is nil: only what is already buffered.
-		if err := s.read(cuts.PollFetches(nil)); err != nil {
+		// Take what has arrived, so a commit reaches the newest cut there
+		// is.
+		if err := s.read(feed.take(maxHeldCuts - len(s.cuts))); err != nil {
 			return cutAt{}, err
 		}
 		if c, ok := s.due(); ok {
@@ -113,24 +112,29 @@ func (s *applySession) nextTarget(ctx context.Context, cuts *kgo.Client, idle fu
 		if err := idle(); err != nil {
 			return cutAt{}, err
 		}
-		pctx, cancel := ctx, context.CancelFunc(func() {})
-		if len(s.cuts) > 0 {
-			// Only source transactions the sink's projections do not read:
-			// wait for the rest of the interval or a cut that brings records.
-			pctx, cancel = context.WithDeadline(ctx, s.lastCommit.Add(frontierOnlyEvery))
-		}
-		fetches := cuts.PollFetches(pctx)
-		cancel()
-		if ctx.Err() != nil {
-			return cutAt{}, ctx.Err()
-		}
-		if err := s.read(fetches); err != nil {
+		if err := s.waitCut(ctx, feed); err != nil {
 			return cutAt{}, err
 		}
-		if c, ok := s.due(); ok {
-			return c, nil
-		}
 	}
+}
+
+// waitCut waits for the feed to bring cuts or, when the session holds
+// only cuts of source transactions the sink's projections do not read,
+// for the rest of the interval after which those move the frontier.
+func (s *applySession) waitCut(ctx context.Context, feed *cutFeed) error {
+	var later <-chan time.Time
+	if len(s.cuts) > 0 {
+		t := time.NewTimer(time.Until(s.lastCommit.Add(frontierOnlyEvery)))
+		defer t.Stop()
+		later = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-feed.ready:
+	case <-later:
+	}
+	return nil
 }
 
 // frontierOnlyEvery is how often at most a commit moves the frontier over
@@ -155,31 +159,29 @@ func (s *applySession) due() (cutAt, bool) {
 	return cutAt{}, false
 }
 
-// read keeps the tailer's cuts past the frontier from a poll.
-func (s *applySession) read(fetches kgo.Fetches) error {
-	var bad error
-	fetches.EachRecord(func(r *kgo.Record) {
-		if string(r.Key) != s.a.o.TailerID || r.Offset <= s.lowest() || bad != nil {
-			return
+// read keeps the tailer's cuts past the frontier.
+func (s *applySession) read(fed []fedCut) error {
+	for _, fc := range fed {
+		if fc.offset <= s.lowest() {
+			continue
 		}
-		c, err := event.DecodeCut(r.Value)
-		if err != nil {
-			bad = fmt.Errorf("the checkpoint at offset %d of %s: %w", r.Offset, r.Topic, err)
-			return
+		if fc.err != nil {
+			return fmt.Errorf("the checkpoint at offset %d of %s: %w", fc.offset, fc.topic, fc.err)
 		}
+		c := fc.cut
 		if c.Published == nil {
 			// Checkpoints written before the tailer wrote cuts are passed
 			// over; a tailer that goes on writing none is worth a warning.
 			if time.Since(c.WrittenAt) < time.Minute && time.Since(s.warned) > time.Minute {
 				s.a.log.Warn("the tailer writes checkpoints without a cut (published offsets), so no commit can end at them: the tailer's config must name this sink with consistency: transaction; restart the tailer with it",
-					"tailer", s.a.o.TailerID, "offset", r.Offset)
+					"tailer", s.a.o.TailerID, "offset", fc.offset)
 				s.warned = time.Now()
 			}
-			return
+			continue
 		}
-		s.cuts = append(s.cuts, cutAt{offset: r.Offset, cut: c})
-	})
-	return bad
+		s.cuts = append(s.cuts, cutAt{offset: fc.offset, cut: c})
+	}
+	return nil
 }
 
 // pick is the newest cut within CommitRecords of the frontier (the first

@@ -45,7 +45,8 @@ func main() {
 	flag.BoolVar(&narrowE2E, "narrow-e2e", true, "run the end-to-end step on narrow inserts (backlog, live capacity, latency steps, outage); false keeps only the workloads' own latency steps")
 	flag.StringVar(&fixedRates, "latency-rates", "", "comma-separated offered rows/s for the latency steps (the end-to-end step's and each workload's own) instead of fractions of the measured live capacity (same-conditions A/B runs)")
 	flag.StringVar(&readsideEnv, "readside-env", "", "space-separated VAR=value for the readside processes only, e.g. GOMEMLIMIT=64MiB (A/B of runtime settings; the limit programs keep the default)")
-	flag.DurationVar(&profileAfter, "profile-after", 300*time.Millisecond, "with -heapprofile: start the 3 s CPU profile this long after each readside process starts (the default catches a drain; ~25s catches the first latency step)")
+	flag.DurationVar(&profileAfter, "profile-after", 300*time.Millisecond, "with -heapprofile: start the CPU profile this long after each readside process starts (the default catches a drain; ~25s catches the first latency step)")
+	flag.IntVar(&profileSeconds, "profile-seconds", 3, "with -heapprofile: how many seconds the CPU profile of each readside process lasts")
 	flag.StringVar(&logDir, "logdir", "", "write the readside processes' logs here instead of the test bed's directory, which is removed at the end")
 	flag.StringVar(&heapDir, "heapprofile", "", "serve pprof in the readside processes and keep each one's heap profile at its largest RSS (<role>-<pid>.heap) and a CPU profile of 3 s (<role>-<pid>.cpu; see -profile-after) here")
 	flag.StringVar(&prebuilt, "readside", "", "use this readside binary instead of building ./cmd/readside (before/after comparisons)")
@@ -92,12 +93,14 @@ var (
 	heapDir      string
 	logDir       string
 	profileAfter time.Duration
-	fixedRates   string
-	brokerJVM    string
-	mariadbArgs  string
-	settleLimit  time.Duration
-	narrowE2E    bool
-	bigTxnRows   int
+	// profileSeconds is the CPU profile's length.
+	profileSeconds int
+	fixedRates     string
+	brokerJVM      string
+	mariadbArgs    string
+	settleLimit    time.Duration
+	narrowE2E      bool
+	bigTxnRows     int
 )
 
 func workloads(quick bool) []workload {

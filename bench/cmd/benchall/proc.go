@@ -54,9 +54,9 @@ func startReadside(bin, cfgPath, role, logPath, httpAddr string) (*proc, error) 
 	go func() { p.peak <- testbed.SamplePeakRSS(ctx, cmd.Process.Pid) }()
 	if heapDir != "" {
 		go keepLargestHeap(ctx, cmd.Process.Pid, httpAddr, filepath.Join(heapDir, fmt.Sprintf("%s-%d.heap", role, cmd.Process.Pid)))
-		go func() { // and a CPU profile of 3 s from -profile-after on
+		go func() { // and a CPU profile from -profile-after on
 			time.Sleep(profileAfter)
-			if prof, err := httpGet(ctx, "http://"+httpAddr+"/debug/pprof/profile?seconds=3"); err == nil {
+			if prof, err := httpGet(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", httpAddr, profileSeconds)); err == nil {
 				_ = os.WriteFile(filepath.Join(heapDir, fmt.Sprintf("%s-%d.cpu", role, cmd.Process.Pid)), prof, 0o644)
 			}
 		}()
