@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -25,8 +26,9 @@ import (
 //     its commits and source transactions counted and its source commit
 //     time the transfer's (to the second);
 //   - /metrics has readside_sink_commits_total > 0 for the sink, a
-//     readside_sink_commit_failures_total series, and the frontier's
-//     source timestamp no older than the transfer;
+//     readside_sink_commit_failures_total series, the frontier's
+//     source timestamp no older than the transfer, and every commit
+//     timed in each phase with its cut's age;
 //   - `readside status` prints each shard's frontier line.
 //
 // Each of these is an operator's way to know how far a sink is; a
@@ -120,6 +122,19 @@ func checkFrontierSurfaces(t *testing.T, bed *testbed.Bed, cfgPath, httpAddr, sr
 	if code != http.StatusOK || commits <= 0 || sourceTS < float64(wrote) || !strings.Contains(metrics, `readside_sink_commit_failures_total{sink="reads"}`) ||
 		!strings.Contains(metrics, `readside_sink_commit_transactions_count{sink="reads"}`) {
 		t.Errorf("/metrics (%d): readside_sink_commits_total %v, frontier source timestamp %v (transfer at %d), or a failures/transactions series missing", code, commits, sourceTS, wrote)
+	}
+	// Every commit is timed in each phase and has its cut's age (one
+	// commit may land between the scrape's series: off by one at most);
+	// apply includes the wait for the commit before.
+	for _, series := range []string{`readside_sink_commit_phase_seconds_count{phase="previous",sink="reads"}`, `readside_sink_commit_phase_seconds_count{phase="apply",sink="reads"}`,
+		`readside_sink_commit_phase_seconds_count{phase="finish",sink="reads"}`, `readside_sink_commit_cut_age_seconds_count{sink="reads"}`} {
+		if n := metricValue(metrics, series); n <= 0 || math.Abs(n-commits) > 1 {
+			t.Errorf("/metrics: %s is %v, want the commits (%v)", series, n, commits)
+		}
+	}
+	if apply, previous := metricValue(metrics, `readside_sink_commit_phase_seconds_sum{phase="apply",sink="reads"}`),
+		metricValue(metrics, `readside_sink_commit_phase_seconds_sum{phase="previous",sink="reads"}`); apply <= 0 || apply < previous {
+		t.Errorf("/metrics: the commits' apply phase summed %v s, their wait for the commit before %v s: apply includes that wait", apply, previous)
 	}
 
 	out, _ := readsideOutput(t, cfgPath, "status --http "+httpAddr)

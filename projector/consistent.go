@@ -435,14 +435,18 @@ type landing struct {
 // session ends and the next starts from the frontiers stored.
 func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client, target cutAt, landed func() error) (*landing, error) {
 	start := time.Now()
+	phases := commitPhases{cutAge: cutAge(target.cut.WrittenAt, start)}
 	progress := beginProgress(a.sink, target.cut.Position.GTID, s.records(target))
 	begin := func() (projections.SinkCommit, error) {
+		waitFrom := time.Now()
 		if err := landed(); err != nil {
 			return nil, err
 		}
+		phases.previous = time.Since(waitFrom)
 		return a.to.BeginCommit(ctx, s.from, target.offset)
 	}
 	c, rows, err := a.fill(ctx, s, data, begin, target, progress)
+	phases.apply = time.Since(start)
 	if err != nil {
 		progress.end(a.sink)
 		if c != nil {
@@ -482,13 +486,15 @@ func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client,
 	go func() {
 		defer close(l.done)
 		defer progress.end(a.sink)
+		finishFrom := time.Now()
 		if err := c.Commit(f); err != nil {
 			// followSchema runs in the session, where no mapping
 			// runs beside it.
 			l.err = err
 			return
 		}
-		a.o.Metrics.committed(a.sink, f, prev, rows, time.Since(start))
+		phases.finish = time.Since(finishFrom)
+		a.o.Metrics.committed(a.sink, f, prev, rows, time.Since(start), phases)
 		if prev.Checkpoint < 0 {
 			a.log.Info("first consistent commit", "gtid", f.GTID, "rows", rows, "took", time.Since(start))
 		}

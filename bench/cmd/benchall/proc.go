@@ -121,7 +121,11 @@ func procCPU(pid int) float64 {
 }
 
 // metric reads one un-labelled-sum value from the process's /metrics.
-func (p *proc) metric(name string) float64 {
+func (p *proc) metric(name string) float64 { return p.metricWhere(name, "") }
+
+// metricWhere is metric over the series whose labels begin with labels
+// (`phase="apply"`: the exposition sorts labels by name).
+func (p *proc) metricWhere(name, labels string) float64 {
 	resp, err := http.Get("http://" + p.httpAddr + "/metrics")
 	if err != nil {
 		return 0
@@ -132,7 +136,7 @@ func (p *proc) metric(name string) float64 {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
+		if strings.HasPrefix(line, name+"{"+labels) || labels == "" && strings.HasPrefix(line, name+" ") {
 			f := strings.Fields(line)
 			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
 			sum += v
