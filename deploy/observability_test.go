@@ -260,7 +260,9 @@ func TestDashboard(t *testing.T) {
 		"readside_projection_applied_rows_total", "readside_projection_stale_skipped_total",
 		"readside_projection_lag_seconds", "readside_projection_batch_seconds_bucket",
 		"readside_projection_consumer_lag", "readside_projection_dead_letters_total",
-		"readside_tailer_errors_total", "readside_projection_errors_total", "process_resident_memory_bytes"} {
+		"readside_tailer_errors_total", "readside_projection_errors_total", "process_resident_memory_bytes",
+		"readside_sink_frontier_source_timestamp_seconds", "readside_sink_commits_total", "readside_sink_commit_failures_total",
+		"readside_sink_commit_phase_seconds_sum", "readside_sink_commit_cut_age_seconds_sum"} {
 		if !regexp.MustCompile(`\b` + m + `\b`).MatchString(exprs) {
 			t.Errorf("no dashboard panel queries %s", m)
 		}
