@@ -55,6 +55,10 @@ type latencyStep struct {
 	Batches       int     `json:"projector_batches"`
 	BatchMs       float64 `json:"projector_batch_mean_ms"`
 	BatchRows     float64 `json:"projector_batch_mean_rows"`
+	// CommitPhases splits a transaction-consistent step's mean commit
+	// (readside_sink_commit_phase_seconds, cut age): where a change's
+	// commit → visible time goes in that mode.
+	CommitPhases *commitPhases `json:"consistent_commit_phases,omitempty"`
 	// PoolReadsPerRow is MariaDB's Innodb_buffer_pool_reads over the step
 	// (pages read from disk because the buffer pool lacked them) per row
 	// offered: the source's and the sink's tables share the server.

@@ -128,7 +128,10 @@ func scrape(ctx context.Context, addr string, names ...string) ([]float64, error
 	for sc.Scan() {
 		line := sc.Text()
 		for i, name := range names {
-			if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
+			// A name with its first labels (`m{phase="apply"`) picks
+			// those series; a bare name sums every series of it.
+			if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") ||
+				strings.Contains(name, "{") && strings.HasPrefix(line, name) {
 				f := strings.Fields(line)
 				v, _ := strconv.ParseFloat(f[len(f)-1], 64)
 				out[i] += v

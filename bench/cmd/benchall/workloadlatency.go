@@ -115,6 +115,10 @@ func (e *env) runWorkloadLatency(ctx context.Context, w workload, src *source, p
 			return nil, err
 		}
 		logf("%s: latency at %.0f%%: %+v", w.Name, f*100, st)
+		if c := st.CommitPhases; c != nil {
+			logf("%s: its mean consistent commit (%d, %.0f records): previous %.1f ms, apply %.1f ms (previous included), finish %.1f ms; cut %.1f ms old at its start",
+				w.Name, st.Batches, st.BatchRows, c.PreviousMs, c.ApplyMs, c.FinishMs, c.CutAgeMs)
+		}
 		res.Steps = append(res.Steps, st)
 	}
 	res.PeakRSS = p.end()
@@ -225,7 +229,9 @@ func (e *env) workloadStep(ctx context.Context, cl *kgo.Client, p *proc, src *so
 	if transactional {
 		// The applier's commits stand in for the projector's batches.
 		histograms = []string{stepHistograms[0], stepHistograms[1],
-			"readside_sink_commit_seconds_sum", "readside_sink_commit_seconds_count", "readside_sink_commit_records_sum"}
+			"readside_sink_commit_seconds_sum", "readside_sink_commit_seconds_count", "readside_sink_commit_records_sum",
+			`readside_sink_commit_phase_seconds_sum{phase="previous"`, `readside_sink_commit_phase_seconds_sum{phase="apply"`,
+			`readside_sink_commit_phase_seconds_sum{phase="finish"`, "readside_sink_commit_cut_age_seconds_sum"}
 	}
 	h0, err := scrape(ctx, p.httpAddr, histograms...)
 	if err != nil {
@@ -258,6 +264,10 @@ func (e *env) workloadStep(ctx context.Context, cl *kgo.Client, p *proc, src *so
 		st.KafkaCommitMs = d[0] / max(d[1], 1) * 1000
 		st.BatchMs = d[2] / max(d[3], 1) * 1000
 		st.BatchRows = d[4] / max(d[3], 1)
+		if transactional {
+			ms := func(sum float64) float64 { return sum / max(d[3], 1) * 1000 }
+			st.CommitPhases = &commitPhases{PreviousMs: ms(d[5]), ApplyMs: ms(d[6]), FinishMs: ms(d[7]), CutAgeMs: ms(d[8])}
+		}
 	}
 	rows, err := e.sink.DB().QueryContext(ctx, visibleQuery(src.proj.Table, transactional), from, to)
 	if err != nil {
@@ -306,4 +316,15 @@ func (e *env) sampleFanOutAge(ctx context.Context, proj *projections.Projection,
 		pc := percentilesOf(ages)
 		st.FanOutPendingAge = &pc
 	}
+}
+
+// commitPhases are a consistent step's mean commit phases in ms: the wait
+// for the commit before, apply (read, map, write chunks; from the commit's
+// start, the wait included), finish (held writes, frontier, COMMIT), and
+// how old the cut was when the commit started.
+type commitPhases struct {
+	PreviousMs float64 `json:"previous_ms"`
+	ApplyMs    float64 `json:"apply_ms"`
+	FinishMs   float64 `json:"finish_ms"`
+	CutAgeMs   float64 `json:"cut_age_ms"`
 }
