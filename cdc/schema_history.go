@@ -189,8 +189,8 @@ func (s *sourceDB) snapshotColumns(ctx context.Context, tr *schemaTracker, db st
 		c.Unsigned = strings.Contains(strings.ToLower(colType), "unsigned")
 		switch c.Type {
 		case "enum", "set":
-			c.Members = parseMembers(colType)
-			if membersMayBeMasked(c.Charset, c.Members) {
+			c.Members = sourcedb.ParseMembers(colType)
+			if sourcedb.MembersMayBeMasked(c.Charset, c.Members) {
 				probe = append(probe, masked{tname, def, len(def.Columns)})
 			}
 		}
@@ -281,66 +281,6 @@ func (s *sourceDB) schemaFacts(ctx context.Context, tr *schemaTracker) error {
 	}
 	tr.server, err = s.variable(ctx, "character_set_server")
 	return err
-}
-
-// parseMembers reads the member names of a COLUMN_TYPE such as "enum('a','b')" or "set(...)".
-func parseMembers(colType string) []string {
-	open := strings.IndexByte(colType, '(')
-	if open < 0 {
-		return nil
-	}
-	var out []string
-	s := colType[open+1:]
-	for {
-		i := strings.IndexByte(s, '\'')
-		if i < 0 {
-			return out
-		}
-		s = s[i+1:]
-		var b strings.Builder
-		for len(s) > 0 {
-			if s[0] == '\'' {
-				if len(s) > 1 && s[1] == '\'' {
-					b.WriteByte('\'')
-					s = s[2:]
-					continue
-				}
-				s = s[1:]
-				break
-			}
-			if s[0] == '\\' && len(s) > 1 {
-				b.WriteString(unescape(s[1]))
-				s = s[2:]
-				continue
-			}
-			b.WriteByte(s[0])
-			s = s[1:]
-		}
-		out = append(out, b.String())
-	}
-}
-
-// unescape is what a backslash followed by c stands for in a MySQL string
-// literal; COLUMN_TYPE shows a NUL, newline or carriage return in a member
-// name this way.
-func unescape(c byte) string {
-	switch c {
-	case '0':
-		return "\x00"
-	case 'n':
-		return "\n"
-	case 'r':
-		return "\r"
-	case 't':
-		return "\t"
-	case 'b':
-		return "\b"
-	case 'Z':
-		return "\x1a"
-	case '%', '_': // kept escaped, for LIKE
-		return "\\" + string(c)
-	}
-	return string(c)
 }
 
 // ddlBetween scans the binlog from one position to another (both on this

@@ -125,28 +125,6 @@ func TestTrackedTableChecksTypes(t *testing.T) {
 	}
 }
 
-// TestParseMembers: the members read from information_schema's
-// COLUMN_TYPE are the exact names the FULL-metadata binlog carries.
-func TestParseMembers(t *testing.T) {
-	for _, c := range []struct {
-		colType string
-		want    []string
-		why     string
-	}{
-		{`enum('a','b''c','d,e','')`, []string{"a", "b'c", "d,e", ""}, "a doubled quote is one quote; a comma inside quotes is no separator"},
-		{`set('(p)','a)b','x(')`, []string{"(p)", "a)b", "x("}, "parentheses inside a name end nothing"},
-		{`enum('ünï','ß')`, []string{"ünï", "ß"}, "non-ASCII names (a latin1 column, read over a utf8mb4 connection) are kept"},
-		{`enum('x\ny','a\rb','t\tb','n\0z','z\Z')`, []string{"x\ny", "a\rb", "t\tb", "n\x00z", "z\x1a"}, "COLUMN_TYPE escapes newline, CR, tab, NUL and ^Z with a backslash"},
-		{`enum('b\\s','q\'q','d"q')`, []string{"b\\s", "q'q", "d\"q"}, "an escaped backslash or quote is the character itself"},
-		{`enum('p\%','u\_')`, []string{"p\\%", "u\\_"}, "\\% and \\_ keep their backslash, as in any MySQL string"},
-		{`set('a','b') character set latin1`, []string{"a", "b"}, "a trailing charset clause is not a member"},
-	} {
-		if got := parseMembers(c.colType); !slices.Equal(got, c.want) {
-			t.Errorf("%s: parseMembers(%s) = %q; want %q", c.why, c.colType, got, c.want)
-		}
-	}
-}
-
 // TestDDLMembers: the members of a DDL statement followed from the binlog
 // (MINIMAL metadata) are the exact names the FULL-metadata binlog carries,
 // whatever the charset the statement was sent in.

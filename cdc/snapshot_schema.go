@@ -51,7 +51,7 @@ func (s *sourceDB) schemaTable(ctx context.Context, db, name, topic string, excl
 			col.collation = collation
 		}
 		col.excluded = excluded[colName]
-		if (col.kind == kindEnum || col.kind == kindSet) && membersMayBeMasked(charset, col.members) {
+		if (col.kind == kindEnum || col.kind == kindSet) && sourcedb.MembersMayBeMasked(charset, col.members) {
 			masked = append(masked, len(t.columns))
 		}
 		t.columns = append(t.columns, col)
@@ -144,9 +144,9 @@ func schemaColumn(name, dataType, colType, charset string, prec, scale, dtPrec, 
 		col.kind = kindTemporal
 		col.typeName = withFraction(dataType)
 	case "enum":
-		col.kind, col.typeName, col.members = kindEnum, "enum", parseMembers(colType)
+		col.kind, col.typeName, col.members = kindEnum, "enum", sourcedb.ParseMembers(colType)
 	case "set":
-		col.kind, col.typeName, col.members = kindSet, "set", parseMembers(colType)
+		col.kind, col.typeName, col.members = kindSet, "set", sourcedb.ParseMembers(colType)
 	case "json":
 		col.kind, col.typeName = kindJSON, "json"
 	case "binary":

@@ -66,12 +66,14 @@ func TestCharsetsIntoAReadTable(t *testing.T) {
 		defs = append(defs, fmt.Sprintf("c_%s TEXT CHARACTER SET %s", cs, cs))
 		cols = append(cols, "c_"+cs)
 	}
-	// BMP members only: MariaDB's information_schema and SHOW CREATE TABLE
-	// show a supplementary member as '?', so a read table made from them
-	// lacks it (reported; cdc's TestCharsetColumnsThroughBothPaths
-	// publishes such members).
+	// utf8mb4, utf16 and utf32 members outside the Basic Multilingual
+	// Plane: MariaDB's information_schema and SHOW CREATE TABLE show them
+	// as '?' (one a column, or the server refuses the duplicate '?'), so
+	// the read table takes the exact names from the server
+	// (resolveMembers) and still shows no drift.
 	members := map[string]string{"latin2": "'łódź','żółw'", "cp1251": "'да','нет'", "big5": "'漢字','中文'",
-		"ujis": "'漢字','かな'", "utf16": "'€','ü'", "ucs2": "'ü','€'", "sjis": "'かな','ｶﾅ'"}
+		"ujis": "'漢字','かな'", "utf16": "'€','𝄞'", "ucs2": "'ü','€'", "sjis": "'かな','ｶﾅ'",
+		"utf8mb4": "'👍','ok'", "utf32": "'x','😀'"}
 	var enums []string
 	for cs := range members {
 		if maxlen[cs] > 0 {
@@ -124,6 +126,13 @@ func TestCharsetsIntoAReadTable(t *testing.T) {
 	cfg.Projections = map[string]config.Projection{"charset_reads": {From: srcName + ".t", Sink: "reads", Key: []string{"row_id"}, Columns: columns}}
 	p, ddl := compileOne(ctx, t, bed, cfg)
 	sk := openSink(ctx, t, sink, ddl)
+	types, err := p.SourceColumns(ctx, bed.MySQL.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds, err := sk.Drifts(ctx, p, types); err != nil || len(ds) != 0 {
+		t.Fatalf("the read table just created drifts from its plan: %+v (%v)", ds, err)
+	}
 	runTailer(t, bed, cfg)
 	stop := startProjector(t, p, sk, cfg.Kafka.Brokers)
 	defer stop()

@@ -78,6 +78,10 @@ type Projection struct {
 	// excluded is source.exclude_columns ("db.table.column"): columns no
 	// event carries, which the source tables hold.
 	excluded []string
+	// scratchDB is source.snapshot.signal_db, where readside's user may
+	// create the temporary table exact ENUM and SET names are read through
+	// (schema.go, resolveMembers).
+	scratchDB string
 	// foreignTopics: the topics are another tool's (input.kind:
 	// debezium), which may leave columns out of every event by settings
 	// readside does not see; addedcolumns.go fills none there.
@@ -388,7 +392,7 @@ func newProjection(cfg config.Config, name string, d config.Projection, db, tbl 
 	p := &Projection{added: new(atomic.Pointer[addedColumns]), Name: name, SourceDB: db, SourceTbl: tbl, Topic: TopicOf(cfg, db, tbl), debezium: cfg.ReadsDebezium(),
 		Group: event.Group(cfg.Kafka.TopicPrefix, name), DLQTopic: event.DLQTopic(cfg.Kafka.TopicPrefix, name), prefix: cfg.Kafka.TopicPrefix,
 		Sink: d.Sink, Table: d.Table, ShardBy: d.ShardBy, Where: where, Replicated: d.Replicated, OnError: d.OnError,
-		sourceKeys: cfg.Source.Keys, excluded: cfg.Source.ExcludeColumns, foreignTopics: cfg.Input.Kind == config.InputDebezium, avro: avroInput(cfg)}
+		sourceKeys: cfg.Source.Keys, excluded: cfg.Source.ExcludeColumns, scratchDB: cfg.Source.Snapshot.SignalDB, foreignTopics: cfg.Input.Kind == config.InputDebezium, avro: avroInput(cfg)}
 	p.live, p.liveSource = liveInput(cfg)
 	p.ConsistentSink = cfg.Sinks[d.Sink].Consistency.Transactional()
 	if p.Table == "" {

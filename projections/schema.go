@@ -48,6 +48,17 @@ type sourceTable struct {
 	json     map[string]bool // MariaDB JSON columns, read for children only (readJSONColumns)
 	pk       []string
 	columns  []string // in table order, for messages
+	// masked are the ENUM and SET columns whose member names
+	// information_schema may show with a '?' for a character it cannot
+	// (resolveMembers reads them from the server).
+	masked []maskedMembers
+}
+
+// maskedMembers is an ENUM or SET column whose COLUMN_TYPE may mask a
+// member name's character.
+type maskedMembers struct {
+	column, kind, charset, collation string
+	n                                int
 }
 
 func readSourceTable(ctx context.Context, db *sql.DB, schema, table string) (*sourceTable, error) {
@@ -81,6 +92,11 @@ func readSourceTable(ctx context.Context, db *sql.DB, schema, table string) (*so
 		def := typ
 		if cs != "" && cs != "binary" {
 			def += " CHARACTER SET " + cs + " COLLATE " + coll
+		}
+		if kind, _, ok := strings.Cut(strings.ToLower(typ), "("); ok && (kind == "enum" || kind == "set") {
+			if members := sourcedb.ParseMembers(typ); sourcedb.MembersMayBeMasked(cs, members) {
+				t.masked = append(t.masked, maskedMembers{column: name, kind: strings.ToUpper(kind), charset: cs, collation: coll, n: len(members)})
+			}
 		}
 		t.types[name] = def
 		t.columns = append(t.columns, name)
@@ -118,8 +134,37 @@ func (p *Projection) readSourceTable(ctx context.Context, db *sql.DB, schema, ta
 			t.pk = k
 		}
 		t.exclude(p.excluded, schema+"."+table+".")
+		if err == nil {
+			err = t.resolveMembers(ctx, db, p.scratchDB, schema, table)
+		}
 	}
 	return t, err
+}
+
+// resolveMembers gives each ENUM and SET column whose COLUMN_TYPE may
+// mask a member name ('👍' shown as '?') its exact names, read from the
+// server: a read table made from the masked ones would refuse the rows
+// holding that member. The temporary table they are read through goes to
+// scratch (source.snapshot.signal_db, where readside's user may create
+// one), else to the table's own database (before the first run has
+// created the signal database).
+func (t *sourceTable) resolveMembers(ctx context.Context, db *sql.DB, scratch, schema, table string) error {
+	for _, m := range t.masked {
+		if _, kept := t.types[m.column]; !kept {
+			continue // excluded
+		}
+		exact, err := sourcedb.ExactMembers(ctx, db, scratch, schema, table, m.column, m.kind, m.n)
+		if err != nil && scratch != "" && scratch != schema {
+			if own, ownErr := sourcedb.ExactMembers(ctx, db, "", schema, table, m.column, m.kind, m.n); ownErr == nil {
+				exact, err = own, nil
+			}
+		}
+		if err != nil {
+			return err
+		}
+		t.types[m.column] = sourcedb.MembersType(m.kind, exact) + " CHARACTER SET " + m.charset + " COLLATE " + m.collation
+	}
+	return nil
 }
 
 // exclude takes the columns source.exclude_columns names (entries with

@@ -253,8 +253,12 @@ func compare(p, e Column) (string, bool) {
 	kept, members := membersKept(e.Type, p.Type)
 	if members {
 		// Members are compared as written: normType's lower-casing
-		// would hide a member whose case changed.
-		pt, et = p.Type, e.Type
+		// would hide a member whose case changed. information_schema
+		// (utf8mb3) shows a character outside the Basic Multilingual
+		// Plane as '?', while the plan has the exact names
+		// (projections' resolveMembers), so both sides are compared as
+		// information_schema shows them.
+		pt, et = maskSupplementary(p.Type), maskSupplementary(e.Type)
 	}
 	if pt != et {
 		w := kept || !members && widens(et, pt)
@@ -284,6 +288,17 @@ func compare(p, e Column) (string, bool) {
 		return "", true
 	}
 	return strings.Join(whys, "; "), safe
+}
+
+// maskSupplementary writes each character outside the Basic Multilingual
+// Plane of t as '?', as MariaDB's information_schema shows it.
+func maskSupplementary(t string) string {
+	return strings.Map(func(r rune) rune {
+		if r > 0xFFFF {
+			return '?'
+		}
+		return r
+	}, t)
 }
 
 // mergesSilently: p groups values by its collation (Column.Groups) and
