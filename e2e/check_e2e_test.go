@@ -139,3 +139,57 @@ func TestCheckGrants(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckMaskedMembersGrant: a copied ENUM column with a member outside
+// the Basic Multilingual Plane ('👍', shown as '?' by information_schema)
+// gets its read column's exact names through a temporary table: a source
+// user that may not create one makes check exit 1 naming the column and
+// the grant (not the SELECT grant a refused read usually means), and once
+// granted, check passes.
+func TestCheckMaskedMembersGrant(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	db, err := bed.MySQL.CreateDatabase(ctx, "chkm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "chkm_r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := db + ".items"
+	user := fmt.Sprintf("rsnotmp%d", rand.IntN(1e6))
+	if err := bed.MySQL.Exec(ctx,
+		"CREATE DATABASE IF NOT EXISTS readside", // the signal database, as a first run makes it
+		"CREATE TABLE `"+db+"`.items (id INT PRIMARY KEY, name ENUM('👍','ok') CHARACTER SET utf8mb4)",
+		"CREATE USER '"+user+"'@'%' IDENTIFIED BY 'pw'",
+		"GRANT REPLICATION SLAVE, "+bed.MySQL.Dialect().BinlogMonitorPrivilege+", SELECT ON *.* TO '"+user+"'@'%'",
+		"GRANT CREATE, INSERT, UPDATE, DELETE ON readside.* TO '"+user+"'@'%'",
+	); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bed.MySQL.Exec(ctx, "DROP USER '"+user+"'@'%'") })
+	dsn := fmt.Sprintf("%s:pw@tcp(%s)/", user, bed.MySQL.Addr())
+	cfg := checkConfig(dsn, table, bed.Kafka.Brokers(), bed.MySQL.AdminDSN()+sinkDB)
+
+	code, out := runCheck(t, cfg)
+	t.Logf("readside check:\n%s", out)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	for _, want := range []string{"reading the ENUM member names of " + table + ".name", "fix: GRANT CREATE TEMPORARY TABLES ON `readside`.*", "1 problem(s)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check output lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "grant the source user SELECT") {
+		t.Errorf("check output blames the SELECT grant")
+	}
+
+	if err := bed.MySQL.Exec(ctx, "GRANT CREATE TEMPORARY TABLES ON readside.* TO '"+user+"'@'%'"); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := runCheck(t, cfg); code != 0 || !strings.Contains(out, "1 projection(s) compile and plan") {
+		t.Errorf("with the grant: exit %d, want 0:\n%s", code, out)
+	}
+}

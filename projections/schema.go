@@ -135,7 +135,9 @@ func (p *Projection) readSourceTable(ctx context.Context, db *sql.DB, schema, ta
 		}
 		t.exclude(p.excluded, schema+"."+table+".")
 		if err == nil {
-			err = t.resolveMembers(ctx, db, p.scratchDB, schema, table)
+			if err = t.resolveMembers(ctx, db, p.scratchDB, schema, table); err != nil {
+				err = fmt.Errorf("projections.%s: %w", p.Name, err)
+			}
 		}
 	}
 	return t, err

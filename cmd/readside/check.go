@@ -65,7 +65,12 @@ func projectionFindings(ctx context.Context, cfg config.Config, drift bool) []pr
 	var out []preflight.Finding
 	planned, problems := checkProjections(ctx, cfg)
 	for _, e := range problems {
-		out = append(out, preflight.Finding{Area: "projections", Finding: cdc.Finding{Severity: "error", What: e.Error(), Fix: "fix the declaration in projections: (docs/config.md); `readside plan` shows the read tables"}})
+		what, fix, own := strings.Cut(e.Error(), "; fix: ")
+		if !own {
+			// A declaration's problem: the message says what is wrong.
+			fix = "fix the declaration in projections: (docs/config.md); `readside plan` shows the read tables"
+		}
+		out = append(out, preflight.Finding{Area: "projections", Finding: cdc.Finding{Severity: "error", What: what, Fix: fix}})
 	}
 	out = append(out, preflight.Finding{Area: "projections", Finding: cdc.Finding{Severity: "ok", What: fmt.Sprintf("%d of %d projection(s) compile and plan against the source schema", len(planned), len(cfg.Projections))}})
 	if drift {

@@ -10,9 +10,12 @@ package sourcedb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/readside/readside/internal/sqlquote"
 )
@@ -44,8 +47,14 @@ func ExactMembers(ctx context.Context, db *sql.DB, scratch, schema, table, colum
 		scratch = schema
 	}
 	fail := func(err error) error {
-		return fmt.Errorf("reading the %s member names of %s.%s.%s: information_schema shows a character of one as '?', and the exact names need a temporary table (%w); fix: GRANT CREATE TEMPORARY TABLES ON %s.* to readside's user",
+		err = fmt.Errorf("reading the %s member names of %s.%s.%s: information_schema shows a character of one as '?', and the exact names need a temporary table (%w); fix: GRANT CREATE TEMPORARY TABLES ON %s.* to readside's user",
 			kind, schema, table, column, err, sqlquote.Ident(scratch))
+		if errors.As(err, new(*driver.MySQLError)) {
+			// The server refused (the grant): a problem the message
+			// names, not the source out of reach.
+			return errors.New(err.Error())
+		}
+		return err
 	}
 	conn, err := db.Conn(ctx)
 	if err != nil {
