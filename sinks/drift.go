@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/readside/readside/expr"
+	"github.com/readside/readside/internal/sourcedb"
 	"github.com/readside/readside/internal/sqlquote"
 	"github.com/readside/readside/projections"
 )
@@ -253,12 +254,8 @@ func compare(p, e Column) (string, bool) {
 	kept, members := membersKept(e.Type, p.Type)
 	if members {
 		// Members are compared as written: normType's lower-casing
-		// would hide a member whose case changed. information_schema
-		// (utf8mb3) shows a character outside the Basic Multilingual
-		// Plane as '?', while the plan has the exact names
-		// (projections' resolveMembers), so both sides are compared as
-		// information_schema shows them.
-		pt, et = maskSupplementary(p.Type), maskSupplementary(e.Type)
+		// would hide a member whose case changed.
+		pt, et = shownMembers(p.Type), shownMembers(e.Type)
 	}
 	if pt != et {
 		w := kept || !members && widens(et, pt)
@@ -290,15 +287,24 @@ func compare(p, e Column) (string, bool) {
 	return strings.Join(whys, "; "), safe
 }
 
-// maskSupplementary writes each character outside the Basic Multilingual
-// Plane of t as '?', as MariaDB's information_schema shows it.
-func maskSupplementary(t string) string {
-	return strings.Map(func(r rune) rune {
-		if r > 0xFFFF {
-			return '?'
-		}
-		return r
-	}, t)
+// shownMembers is an ENUM or SET type t as information_schema shows it,
+// in one spelling: the plan has the exact names (projections'
+// resolveMembers) where information_schema (utf8mb3) shows a character
+// outside the Basic Multilingual Plane as '?', and a plan's escapes may
+// differ from the server's, so both sides are compared by their names,
+// masked as the server masks them.
+func shownMembers(t string) string {
+	kind, _, _ := strings.Cut(strings.TrimSpace(t), "(")
+	names := sourcedb.ParseMembers(t)
+	for i, n := range names {
+		names[i] = strings.Map(func(r rune) rune {
+			if r > 0xFFFF {
+				return '?'
+			}
+			return r
+		}, n)
+	}
+	return sourcedb.MembersType(kind, names)
 }
 
 // mergesSilently: p groups values by its collation (Column.Groups) and

@@ -164,8 +164,9 @@ func unescape(c byte) string {
 }
 
 // MembersType writes an ENUM or SET column type with the given member
-// names, escaped as COLUMN_TYPE escapes them (a quote doubled; a
-// backslash, NUL, newline, CR, tab and ^Z behind a backslash).
+// names, escaped as MariaDB's COLUMN_TYPE escapes them: a quote doubled;
+// a backslash, NUL, newline and CR behind a backslash; a tab and ^Z as
+// they are.
 func MembersType(kind string, members []string) string {
 	var b strings.Builder
 	b.WriteString(strings.ToLower(kind) + "(")
@@ -178,4 +179,4 @@ func MembersType(kind string, members []string) string {
 	return b.String() + ")"
 }
 
-var memberEscaper = strings.NewReplacer("\\", "\\\\", "'", "''", "\x00", "\\0", "\n", "\\n", "\r", "\\r", "\t", "\\t", "\x1a", "\\Z")
+var memberEscaper = strings.NewReplacer("\\", "\\\\", "'", "''", "\x00", "\\0", "\n", "\\n", "\r", "\\r")
