@@ -162,7 +162,9 @@ func (t *sourceTable) resolveMembers(ctx context.Context, db *sql.DB, scratch, s
 			}
 		}
 		if err != nil {
-			return err
+			// Every column of a table read is typed, the ones no
+			// projection copies too.
+			return fmt.Errorf("%w, or list %s.%s.%s in source.exclude_columns if no projection reads it", err, schema, table, m.column)
 		}
 		t.types[m.column] = sourcedb.MembersType(m.kind, exact) + " CHARACTER SET " + m.charset + " COLLATE " + m.collation
 	}
