@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -120,30 +119,15 @@ func procCPU(pid int) float64 {
 	return (ut + st) / 100 // USER_HZ is 100 on Linux
 }
 
-// metric reads one un-labelled-sum value from the process's /metrics.
-func (p *proc) metric(name string) float64 { return p.metricWhere(name, "") }
-
-// metricWhere is metric over the series whose labels begin with labels
-// (`phase="apply"`: the exposition sorts labels by name).
-func (p *proc) metricWhere(name, labels string) float64 {
-	resp, err := http.Get("http://" + p.httpAddr + "/metrics")
+// metric reads the sum of a metric's series from the process's
+// /metrics (a name with its first labels, `m{phase="apply"`, picks those
+// series: scrape); 0 when it cannot be read.
+func (p *proc) metric(name string) float64 {
+	v, err := scrape(context.Background(), p.httpAddr, name)
 	if err != nil {
 		return 0
 	}
-	defer resp.Body.Close()
-	var sum float64
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, name+"{"+labels) || labels == "" && strings.HasPrefix(line, name+" ") {
-			f := strings.Fields(line)
-			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-			sum += v
-		}
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return sum
+	return v[0]
 }
 
 // end stops the process (SIGTERM, then SIGKILL after 20 s) and returns its

@@ -580,7 +580,7 @@ func firstCommit(p *proc) time.Duration {
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if n := p.metric("readside_sink_commit_seconds_count"); n > 0 {
 			phase := func(ph string) float64 {
-				return p.metricWhere("readside_sink_commit_phase_seconds_sum", `phase="`+ph+`"`) / n
+				return p.metric(`readside_sink_commit_phase_seconds_sum{phase="`+ph+`"`) / n
 			}
 			logf("the applier's first commit: apply %.3f s (waiting for the commit before %.3f s), finish %.3f s (held writes, frontier, COMMIT); its cut %.3f s old when it started",
 				phase("apply"), phase("previous"), phase("finish"), p.metric("readside_sink_commit_cut_age_seconds_sum")/n)
