@@ -1,0 +1,199 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/e2e/testbed"
+)
+
+// TestDebeziumConnectorTruncates: the real Debezium MariaDB connector
+// run with `skipped.operations=none` publishes a TRUNCATE as an `op: t`
+// record (no key, so on one partition of the table's three), and the
+// projections over its topics (input.kind: debezium) empty what the
+// truncated table fed: the copy's rows, the aggregate's groups, the
+// nested arrays; a truncated joined parent leaves its names NULL in the
+// copy and its rows out of the children's read table. Changes on the
+// other partitions written before the TRUNCATE may be read after it and
+// must not bring rows back; changes after it must all land. readside is
+// killed with SIGKILL once between the two truncates. Every read table
+// ends equal to SQL on the source.
+func TestDebeziumConnectorTruncates(t *testing.T) {
+	bed := testbed.Get(t)
+	if testbed.BrokerKind() == "kfake" {
+		t.Skip("Kafka Connect's Java clients need a real broker (E2E_BROKER=kafka)")
+	}
+	ctx := t.Context()
+	if flavor, err := bed.MySQL.Flavor(ctx); err != nil || flavor != "mariadb" {
+		t.Skipf("Debezium's MariaDB connector: a MariaDB source only (this one: %q, %v)", flavor, err)
+	}
+	m := newOrderReadModels(t, bed, "dbztr", 23)
+	db := m.db
+	run := rand.IntN(1e9)
+	dz := fmt.Sprintf("dzt%09d", run)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bed.Kafka.Brokers()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopics(ctx, 3, -1, nil, dz+"."+db+".orders", dz+"."+db+".customers"); err != nil {
+		t.Fatal(err)
+	}
+	admin, err := mysql.ParseDSN(bed.MySQL.AdminDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := append([]string{"name=" + dz, "connector.class=io.debezium.connector.mariadb.MariaDbConnector", "tasks.max=1",
+		"database.hostname=" + bed.MySQL.Host, "database.port=" + strconv.Itoa(bed.MySQL.Port),
+		"database.user=" + admin.User, "database.password=" + admin.Passwd,
+		"database.server.id=" + strconv.Itoa(int(testbed.NewServerID())), "database.ssl.mode=disable",
+		"topic.prefix=" + dz, "database.include.list=" + db, "table.include.list=" + db + ".orders," + db + ".customers",
+		"include.schema.changes=false", "snapshot.mode=initial", "skipped.operations=none",
+		"schema.history.internal.kafka.bootstrap.servers=" + strings.Join(bed.Kafka.Brokers(), ","),
+		"schema.history.internal.kafka.topic=" + dz + ".schema-history",
+	}, dbzJSONConverters(true)...)
+	cdir := filepath.Join(t.TempDir(), "connect")
+	if err := os.MkdirAll(cdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := bed.StartConnect(ctx, cdir, strings.Join(props, "\n")+"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { conn.Close() }()
+
+	dir := t.TempDir()
+	cfgPath, logPath := filepath.Join(dir, "readside.yaml"), filepath.Join(dir, "readside.log")
+	cfg := fmt.Sprintf(`source:
+  dsn: "%s"
+  server_id: %d
+  tables: [%[3]s.orders, %[3]s.customers]
+kafka:
+  brokers: [%s]
+  topic_prefix: rst%09d
+input:
+  kind: debezium
+  topic_prefix: %s
+data_dir: %s
+`, bed.MySQL.ReplDSN(), testbed.NewServerID(), db, strings.Join(bed.Kafka.Brokers(), ", "), run, dz, filepath.Join(dir, "data")) + m.projectionsIn(m.sink, true, false)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, logPath, "run", "--role", "projector", "-c", cfgPath)
+
+	converge := func(what string) {
+		t.Helper()
+		testbed.Eventually(t, 2*time.Minute, func() (bool, string) {
+			if err := conn.Check(); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := bed.MySQL.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN ('orders_copy', 'customer_totals', 'customer_orders')", m.sink).Scan(&n); err != nil || n < 3 {
+				return false, fmt.Sprintf("%s: the read tables are not all created yet (%v); log tail:\n%s", what, err, tail(logPath))
+			}
+			// The copy, the aggregate and the nested arrays (not
+			// new_orders: no column is added here).
+			var diffs []string
+			for _, rt := range m.tables(t, m.sink, true)[:3] {
+				if rt.got != rt.want {
+					diffs = append(diffs, rt.name+": "+rowDiff(rt.got, rt.want, 10))
+				}
+			}
+			return len(diffs) == 0, what + ": read tables differ from the source\n" + strings.Join(diffs, "\n") + "\nlog tail:\n" + tail(logPath)
+		})
+	}
+	steps := func(n int) {
+		t.Helper()
+		for range n {
+			if err := m.w.step(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	truncate := func(table string) {
+		t.Helper()
+		// Changes just before it, on every partition, race the t record.
+		steps(60)
+		if _, err := bed.MySQL.DB().ExecContext(ctx, "TRUNCATE TABLE "+table); err != nil {
+			t.Fatal(err)
+		}
+		if table == m.o {
+			m.w.live = map[int]bool{}
+		}
+	}
+	steps(150)
+	converge("before the truncates")
+	if n := strings.Count(m.tables(t, m.sink, true)[0].got, "\n"); n < 20 {
+		t.Fatalf("the orders copy holds %d rows before the truncate: the workload did not fill it", n)
+	}
+	truncate(m.o)
+	converge("after TRUNCATE of the orders")
+	testbed.Eventually(t, time.Minute, func() (bool, string) {
+		n := dbzTruncateRecords(t, bed.Kafka.Brokers(), dz+"."+db+".orders")
+		return n == 1, fmt.Sprintf("the connector's orders topic holds %d op t records, want 1: the test did not cover a truncate", n)
+	})
+	d.kill9()
+	steps(150)
+	d.start()
+	converge("orders written again after the truncate, readside killed once")
+	truncate(m.c)
+	converge("after TRUNCATE of the customers (a joined parent and the children's parent)")
+	steps(150)
+	converge("after more writes")
+	if n := dbzTruncateRecords(t, bed.Kafka.Brokers(), dz+"."+db+".customers"); n != 1 {
+		t.Errorf("the connector's customers topic holds %d op t records, want 1", n)
+	}
+	if code := d.stop(30 * time.Second); code != 0 {
+		t.Errorf("exit %d after SIGTERM; log:\n%s", code, tail(logPath))
+	}
+}
+
+// dbzTruncateRecords counts the op t records in a topic the connector
+// writes with the JSON converter.
+func dbzTruncateRecords(t *testing.T, brokers []string, topic string) int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(t.Context(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			want[o.Partition] = o.Offset
+		}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	n := 0
+	for len(want) > 0 && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			if r.Offset+1 >= want[r.Partition] {
+				delete(want, r.Partition)
+			}
+			if bytes.Contains(r.Value, []byte(`"op":"t"`)) {
+				n++
+			}
+		})
+	}
+	if len(want) > 0 {
+		t.Fatalf("%s not read to its end in 30s", topic)
+	}
+	return n
+}
