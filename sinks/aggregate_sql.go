@@ -96,7 +96,7 @@ func aggStatementsOf(p *projections.Projection, d dialect) *aggStatements {
 		// scan). A key not there locks nothing under READ COMMITTED: the
 		// plain INSERT of its first contribution (insert) is what two
 		// transactions with one new key meet at.
-		read: multiRow{head: "SELECT " + strings.Join(exactReads(p, p.ContributionsTable(), stateCols), ", ") + " FROM " + c + " WHERE `key_text` IN (", row: "?", sep: ", ", tail: ") FOR UPDATE"},
+		read: multiRow{head: "SELECT " + strings.Join(exactReads(p, p.ContributionsTable(), stateCols), ", ") + " FROM " + c + byPrimaryKey + " WHERE `key_text` IN (", row: "?", sep: ", ", tail: ") FOR UPDATE"},
 		// Unconditional: the rows are locked and only newer ones are written.
 		write: multiRow{head: "INSERT INTO " + c + " (" + strings.Join(stateCols, ", ") + ") VALUES ",
 			row: "(" + placeholders(len(stateCols)) + ")", sep: ", ", tail: d.onDuplicate() + strings.Join(stateSets, ", ")},

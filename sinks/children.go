@@ -116,7 +116,7 @@ func childStatementsOf(p *projections.Projection, c *projections.Children, d dia
 		joins:    joins,
 		readLink: readIdx,
 		oldLinks: multiRow{
-			head: "SELECT " + strings.Join(exactReads(p, c.StateTable(p), stateLink), ", ") + " FROM " + state + " WHERE `_rs_key` IN (",
+			head: "SELECT " + strings.Join(exactReads(p, c.StateTable(p), stateLink), ", ") + " FROM " + state + byPrimaryKey + " WHERE `_rs_key` IN (",
 			row:  "?",
 			sep:  ", ",
 			tail: ") AND " + stateLink[0] + " IS NOT NULL FOR UPDATE",

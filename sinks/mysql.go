@@ -222,7 +222,15 @@ const sinkSQLMode = "STRICT_ALL_TABLES,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTIO
 //     too, and a nested children array cut short would be invalid JSON;
 //   - READ COMMITTED: every batch needs it (apply), and setting it once per
 //     connection saves a round trip per transaction. The statement is the
-//     same on MySQL and MariaDB, unlike the variable behind it.
+//     same on MySQL and MariaDB, unlike the variable behind it;
+//   - on MariaDB, in_predicate_conversion_threshold 0: MariaDB rewrites an
+//     IN list of 1,000 constants or more into a join with a table of them,
+//     whose plan follows the table's statistics — for a table that is
+//     small or just filled, a scan of every row, which a locking read by
+//     key (FOR UPDATE) then locks, waiting on rows other transactions
+//     write. Batches read up to 5,000 keys at a time (lookupChunk); kept
+//     as IN lists they are ranges of the primary key. MySQL has no such
+//     rewrite and no such variable (inPredicateConversion).
 //
 // NO_BACKSLASH_ESCAPES is kept when the DSN's own sql_mode asks for it
 // (the driver then escapes parameters the way the session reads them),
@@ -253,7 +261,22 @@ func (c session) Connect(ctx context.Context) (sqldriver.Conn, error) {
 			return nil, fmt.Errorf("setting up a sink connection (%s): %w", st, err)
 		}
 	}
+	if _, err := conn.(sqldriver.ExecerContext).ExecContext(ctx, inPredicateConversion, nil); err != nil && !unknownVariable(err) {
+		conn.Close()
+		return nil, fmt.Errorf("setting up a sink connection (%s): %w", inPredicateConversion, err)
+	}
 	return conn, nil
+}
+
+// inPredicateConversion keeps long IN lists as lists on MariaDB (session).
+// MySQL answers it with "unknown system variable", which is ignored: one
+// statement for both, no version to learn before it.
+const inPredicateConversion = "SET SESSION in_predicate_conversion_threshold = 0"
+
+// unknownVariable reports the server's "Unknown system variable" error.
+func unknownVariable(err error) bool {
+	var me *driver.MySQLError
+	return errors.As(err, &me) && me.Number == 1193
 }
 
 // Close releases the connections.

@@ -33,6 +33,15 @@ func (m *multiRow) text(n int) string {
 	return b.String()
 }
 
+// byPrimaryKey makes a locking read of rows by their keys a range of the
+// primary key whatever the table's statistics say. On a table that is
+// small or was just filled the optimizer prefers scanning a secondary
+// index that covers the columns read (a children state's link, say), and
+// a scan FOR UPDATE locks every row it passes: the transaction then waits
+// on rows a concurrent one is writing, and holds the others. The hint is
+// the same on MySQL and MariaDB.
+const byPrimaryKey = " FORCE INDEX (PRIMARY)"
+
 // keyIn is a statement matching rows of p's tables by key: head, then
 // `c IN (?, …)` for one column or `(a, b) IN ((?, ?), …)` for more (cols
 // as written, one placeholder group a key), then tail. The optimizer

@@ -2,10 +2,10 @@
 /* readside customer_stats */ 
 
 -- aggregate: read contributions, locking them
-SELECT `key_text`, `_rs_version`, `g_customer_id`, `v_avg_total`, `v_first_at`, `v_last_at`, `v_paid`, `v_paid_total`, `v_priced`, `v_total` FROM `_readside_agg_customer_stats` WHERE `key_text` IN (?, ?) FOR UPDATE
+SELECT `key_text`, `_rs_version`, `g_customer_id`, `v_avg_total`, `v_first_at`, `v_last_at`, `v_paid`, `v_paid_total`, `v_priced`, `v_total` FROM `_readside_agg_customer_stats` FORCE INDEX (PRIMARY) WHERE `key_text` IN (?, ?) FOR UPDATE
 
 -- aggregate: read contributions and the truncation floor
-(SELECT `key_text`, `_rs_version`, `g_customer_id`, `v_avg_total`, `v_first_at`, `v_last_at`, `v_paid`, `v_paid_total`, `v_priced`, `v_total` FROM `_readside_agg_customer_stats` WHERE `key_text` IN (?, ?) FOR UPDATE) UNION ALL SELECT '', version, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM `_readside_truncations` WHERE projection = ?
+(SELECT `key_text`, `_rs_version`, `g_customer_id`, `v_avg_total`, `v_first_at`, `v_last_at`, `v_paid`, `v_paid_total`, `v_priced`, `v_total` FROM `_readside_agg_customer_stats` FORCE INDEX (PRIMARY) WHERE `key_text` IN (?, ?) FOR UPDATE) UNION ALL SELECT '', version, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM `_readside_truncations` WHERE projection = ?
 
 -- aggregate: the truncation floor alone (no contribution read)
 SELECT '', version, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM `_readside_truncations` WHERE projection = ?

@@ -14,7 +14,7 @@ DELETE FROM `orders_with_lines` WHERE (`customer_id` = ? AND `id` = ? AND `_rs_v
 DELETE FROM `orders_with_lines` WHERE _rs_version < ?
 
 -- children lines: stored links (locking the state rows)
-SELECT `c_order_id` FROM `_readside_child_orders_with_lines_lines` WHERE `_rs_key` IN (?, ?) AND `c_order_id` IS NOT NULL FOR UPDATE
+SELECT `c_order_id` FROM `_readside_child_orders_with_lines_lines` FORCE INDEX (PRIMARY) WHERE `_rs_key` IN (?, ?) AND `c_order_id` IS NOT NULL FOR UPDATE
 
 -- children lines: lock links
 INSERT IGNORE INTO `_readside_childlink_orders_with_lines_lines` (`l_order_id`) VALUES (?), (?) ON DUPLICATE KEY UPDATE `l_order_id` = `l_order_id`

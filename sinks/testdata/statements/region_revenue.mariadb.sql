@@ -2,10 +2,10 @@
 /* readside region_revenue */ 
 
 -- aggregate: read contributions, locking them
-SELECT `key_text`, `_rs_version`, `g_region`, `g_city_upper`, `g_status`, `v_total`, `_rs_l1_id`, `_rs_l3_id` FROM `_readside_agg_region_revenue` WHERE `key_text` IN (?, ?) FOR UPDATE
+SELECT `key_text`, `_rs_version`, `g_region`, `g_city_upper`, `g_status`, `v_total`, `_rs_l1_id`, `_rs_l3_id` FROM `_readside_agg_region_revenue` FORCE INDEX (PRIMARY) WHERE `key_text` IN (?, ?) FOR UPDATE
 
 -- aggregate: read contributions and the truncation floor
-(SELECT `key_text`, `_rs_version`, `g_region`, `g_city_upper`, `g_status`, `v_total`, `_rs_l1_id`, `_rs_l3_id` FROM `_readside_agg_region_revenue` WHERE `key_text` IN (?, ?) FOR UPDATE) UNION ALL SELECT '', version, NULL, NULL, NULL, NULL, NULL, NULL FROM `_readside_truncations` WHERE projection = ?
+(SELECT `key_text`, `_rs_version`, `g_region`, `g_city_upper`, `g_status`, `v_total`, `_rs_l1_id`, `_rs_l3_id` FROM `_readside_agg_region_revenue` FORCE INDEX (PRIMARY) WHERE `key_text` IN (?, ?) FOR UPDATE) UNION ALL SELECT '', version, NULL, NULL, NULL, NULL, NULL, NULL FROM `_readside_truncations` WHERE projection = ?
 
 -- aggregate: the truncation floor alone (no contribution read)
 SELECT '', version, NULL, NULL, NULL, NULL, NULL, NULL FROM `_readside_truncations` WHERE projection = ?
