@@ -276,6 +276,18 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 				continue
 			}
 			keyTypes[o.Parent] = parent.def(o.Parent, false)
+			below, belowName := src, p.SourceDB+"."+p.SourceTbl
+			if j.Via != nil {
+				below, belowName = parents[j.Via], j.Via.ParentDB+"."+j.Via.ParentTbl
+			}
+			if below == nil {
+				continue
+			}
+			if link, ok := below.types[o.Child]; ok {
+				if err := linkTypeError(key, belowName, o.Child, link, j.ParentDB+"."+j.ParentTbl, o.Parent, parent.types[o.Parent], p.Aggregation != nil); err != nil {
+					errs = append(errs, err)
+				}
+			}
 		}
 		var missing []string
 		for _, pk := range parent.pk {
