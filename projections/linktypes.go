@@ -1,20 +1,19 @@
 package projections
 
-// A join's link and the parent key it names. The source's own JOIN
+// A link column and the parent key it names. The source's own JOIN
 // compares the two columns as the server converts them: a DECIMAL 1.50
 // never equals an INT 1; 'abc' compares to a number as 0 (with a warning,
 // which a sink's strict session makes an error); a utf8mb4_bin link
 // compares case-sensitively against a utf8mb4_general_ci key (the _bin
-// collation wins). A copy's join and a children join match links to
-// parents in SQL too, with the link in its own type, so they take any two
-// numbers or any two times, but not text against another kind, nor text
-// of another collation: their join state keeps one row per parent key,
-// under the key's collation. An aggregate's joined groups keep each link
-// in the parent key's type (its link columns): there every link value
-// must be stored in the key's type as itself — the same type, or a
-// narrower integer, a shorter string of the key's collation, fewer
-// integer digits of the key's DECIMAL scale, a shorter VARBINARY. A
-// FOREIGN KEY demands as much.
+// collation wins). How far a link's type must agree with its key's
+// depends on what readside does with it (linkUse): a children entry's
+// `on` is compared in the sink, each side in its own type; a copy's join
+// and a children join find parents in a join state with one row per key,
+// under the key's collation; an aggregate's joined groups keep each link
+// in the key's type (its link columns), where every link value must be
+// stored as itself — the same type, or a narrower integer, a shorter
+// string of the key's collation, fewer integer digits of the key's
+// DECIMAL scale, a shorter VARBINARY. A FOREIGN KEY demands as much.
 
 import (
 	"fmt"
@@ -26,18 +25,17 @@ import (
 // linkMismatch says why a link column of type link may not stand for a
 // parent key of type key ("" when it may). Types are as sourceTable holds
 // them: COLUMN_TYPE, with the charset and collation of a text column.
-// With kept false (a copy's or a children join) only the kind of value and
-// a text's collation must agree.
-func linkMismatch(link, key string, kept bool) string {
+// use says how far the two must agree.
+func linkMismatch(link, key string, use linkUse) string {
 	l, k := parseLinkType(link), parseLinkType(key)
 	if l.text == k.text {
 		return ""
 	}
-	if !kept {
+	if use != linkKept {
 		switch {
 		case l.category() != k.category():
 			return fmt.Sprintf("the server compares %s with %s by converting one (text to a number), which a sink's strict session refuses", l.kind, k.kind)
-		case l.str && k.str:
+		case l.str && k.str && use == linkMatched:
 			return collationMismatch(l, k)
 		}
 		return ""
@@ -98,6 +96,24 @@ func (t linkType) category() string {
 	}
 	return t.kind
 }
+
+// linkUse is what readside does with a link, which decides the types it
+// takes (linkMismatch).
+type linkUse int
+
+const (
+	// linkCompared: the link is compared with the parent's column in the
+	// sink, each in its own type (a children entry's on): only the kind
+	// of value must agree.
+	linkCompared linkUse = iota
+	// linkMatched: parents are found in a join state keyed by the key's
+	// type (a copy's join, a children join): text must also be of the
+	// collation the source compares under.
+	linkMatched
+	// linkKept: the link is stored in the key's type (an aggregate's
+	// joined groups): every value must fit it as itself.
+	linkKept
+)
 
 // linkType is a column type as linkMismatch compares them.
 type linkType struct {
@@ -179,19 +195,27 @@ func noPad(collation string) bool {
 	return strings.Contains(collation, "_nopad_") || strings.Contains(collation, "_0900_")
 }
 
-// linkTypeError is the refusal of join key cfgKey's link: column
-// linkCol of table linkTable (of type link) naming parent key column
-// keyCol of parentTable (of type key); kept: the link is stored in the
-// key's type (an aggregate's joined groups).
-func linkTypeError(cfgKey, linkTable, linkCol, link, parentTable, keyCol, key string, kept bool) error {
-	why := linkMismatch(link, key, kept)
+// linkTypeError is the refusal of the link at config key cfgKey (its `on`
+// entry): column linkCol of table linkTable (of type link) naming parent
+// key column keyCol of parentTable (of type key); kept: the link is stored
+// as use says.
+func linkTypeError(cfgKey, linkTable, linkCol, link, parentTable, keyCol, key string, use linkUse) error {
+	why := linkMismatch(link, key, use)
 	if why == "" {
 		return nil
 	}
 	keeps := "readside matches links in the sink"
-	if kept {
+	if use == linkKept {
 		keeps = "an aggregate keeps each link in its parent key's type"
 	}
-	return fmt.Errorf("%s.on.%s: the link %s.%s is %s but the parent key %s.%s is %s, and %s: %s; fix: give %s.%s the parent key's type (ALTER TABLE … MODIFY), as a FOREIGN KEY requires, or join on a column that has it",
-		cfgKey, keyCol, linkTable, linkCol, link, parentTable, keyCol, key, keeps, why, linkTable, linkCol)
+	return fmt.Errorf("%s: the link %s.%s is %s but the parent key %s.%s is %s, and %s: %s; fix: give %s.%s the parent key's type (ALTER TABLE … MODIFY), as a FOREIGN KEY requires, or join on a column that has it",
+		cfgKey, linkTable, linkCol, link, parentTable, keyCol, key, keeps, why, linkTable, linkCol)
+}
+
+// linkUseOf is how p's joins use their links.
+func linkUseOf(p *Projection) linkUse {
+	if p.Aggregation != nil {
+		return linkKept
+	}
+	return linkMatched
 }

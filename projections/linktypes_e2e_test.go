@@ -17,10 +17,12 @@ import (
 // real schema, naming the link, both types and the fix — a DECIMAL or a
 // VARCHAR link to an INT key and a utf8mb4_bin link to a
 // utf8mb4_general_ci key in an aggregate's joined groups, a VARCHAR link
-// to an INT key in a copy, and the _bin link in a children join — while
-// links the sink matches exactly are taken: a DECIMAL and a BIGINT link
-// to an INT key in a copy, a narrower integer in an aggregate, a latin1
-// link to a utf8mb4 key.
+// to an INT key in a copy and in a children entry's on, and the _bin
+// link in a children join — while links the sink matches exactly are
+// taken: a DECIMAL and a BIGINT link to an INT key in a copy and in a
+// children entry's on, a narrower integer in an aggregate, a latin1 link
+// to a utf8mb4 key, the _bin link in a children entry's on (compared in
+// the sink, each side in its own collation).
 func TestJoinLinkTypesRefused(t *testing.T) {
 	bed := testbed.Get(t)
 	ctx := t.Context()
@@ -43,6 +45,9 @@ func TestJoinLinkTypesRefused(t *testing.T) {
 		return fmt.Sprintf("    from: %[1]s.c\n    sink: reads\n    key: [id]\n    columns: {id: id, %[2]s: %[2]s}\n    join: [{from: %[1]s.%[3]s, on: {%[4]s: %[2]s}, columns: {g: grp}}]\n", src, link, parent, key)
 	}
 	children := fmt.Sprintf("    from: %[1]s.p\n    sink: reads\n    key: [id]\n    columns: {id: id}\n    children:\n      items:\n        from: %[1]s.c\n        on: {pid: id}\n        columns: {v: v}\n        join: [{from: %[1]s.q, on: {code: qcode}, columns: {g: grp}}]\n", src)
+	childrenOn := func(parent, key, link string) string {
+		return fmt.Sprintf("    from: %[1]s.%[2]s\n    sink: reads\n    key: [%[3]s]\n    columns: {%[3]s: %[3]s}\n    children:\n      items:\n        from: %[1]s.c\n        on: {%[4]s: %[3]s}\n        columns: {v: v}\n", src, parent, key, link)
+	}
 	for _, c := range []struct {
 		name, decl string
 		refused    string // "" when accepted
@@ -56,6 +61,9 @@ func TestJoinLinkTypesRefused(t *testing.T) {
 		{"copy_dec", copyOf("pid_dec", "p", "id"), ""},
 		{"copy_big", copyOf("pid_big", "p", "id"), ""},
 		{"children_bin", children, "children.items.join[0].on.code: the link " + src + ".c.qcode"},
+		{"children_on_str", childrenOn("p", "id", "pid_str"), "children.items.on.pid_str: the link " + src + ".c.pid_str"},
+		{"children_on_dec", childrenOn("p", "id", "pid_dec"), ""},
+		{"children_on_bin", childrenOn("q", "code", "qcode"), ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			yaml := fmt.Sprintf("source: {dsn: \"u:p@tcp(127.0.0.1:3306)/\", server_id: 7, tables: [%[1]s.p, %[1]s.q, %[1]s.c]}\nsinks:\n  reads: {dsn: \"u:p@tcp(127.0.0.1:3306)/r\"}\nprojections:\n  %[2]s:\n%[3]s", src, c.name, c.decl)

@@ -40,7 +40,7 @@ func TestLinkMismatch(t *testing.T) {
 		{"date", "date", true},
 		{"char(36) CHARACTER SET ascii COLLATE ascii_general_ci", "char(36) CHARACTER SET ascii COLLATE ascii_general_ci", true},
 	} {
-		why := linkMismatch(c.link, c.key, true)
+		why := linkMismatch(c.link, c.key, linkKept)
 		if (why == "") != c.ok {
 			t.Errorf("link %s, key %s: accepted %v (%q), want %v", c.link, c.key, why == "", why, c.ok)
 		}
@@ -59,9 +59,15 @@ func TestLinkMismatch(t *testing.T) {
 		{"varchar(5) CHARACTER SET latin1 COLLATE latin1_swedish_ci", "varchar(5) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", true},
 		{"date", "varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", false},
 	} {
-		why := linkMismatch(c.link, c.key, false)
+		why := linkMismatch(c.link, c.key, linkMatched)
 		if (why == "") != c.ok {
 			t.Errorf("copy's or children join: link %s, key %s: accepted %v (%q), want %v", c.link, c.key, why == "", why, c.ok)
 		}
+	}
+	if why := linkMismatch("varchar(5) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", "varchar(5) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", linkCompared); why != "" {
+		t.Errorf("a children entry's on compares in the sink: another collation refused (%q)", why)
+	}
+	if why := linkMismatch("varchar(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci", "int(11)", linkCompared); why == "" {
+		t.Error("a children entry's on: text against a number accepted")
 	}
 }

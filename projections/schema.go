@@ -284,7 +284,7 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 				continue
 			}
 			if link, ok := below.types[o.Child]; ok {
-				if err := linkTypeError(key, belowName, o.Child, link, j.ParentDB+"."+j.ParentTbl, o.Parent, parent.types[o.Parent], p.Aggregation != nil); err != nil {
+				if err := linkTypeError(key+".on."+o.Parent, belowName, o.Child, link, j.ParentDB+"."+j.ParentTbl, o.Parent, parent.types[o.Parent], linkUseOf(p)); err != nil {
 					errs = append(errs, err)
 				}
 			}
