@@ -464,6 +464,43 @@ func dbzAvroJSON(t *testing.T, url string) func([]byte) []byte {
 // value into the JSON converter's form with the schema block.
 func dbzTopicStats(t *testing.T, brokers []string, topic string, norm func([]byte) []byte) (records, dups, snapshot int) {
 	t.Helper()
+	seen := map[string]bool{}
+	eachRecordToEnd(t, brokers, topic, func(r *kgo.Record) {
+		if r.Value == nil {
+			return
+		}
+		var v struct {
+			Payload struct {
+				Op     string `json:"op"`
+				Source struct {
+					File     string `json:"file"`
+					Pos, Row int64
+				} `json:"source"`
+			} `json:"payload"`
+		}
+		if err := json.Unmarshal(norm(r.Value), &v); err != nil {
+			t.Fatalf("record at %d/%d: %v", r.Partition, r.Offset, err)
+		}
+		records++
+		pl := v.Payload
+		if pl.Op == "r" {
+			snapshot++
+			return
+		}
+		id := fmt.Sprintf("%s %s:%d:%d %s", pl.Op, pl.Source.File, pl.Source.Pos, pl.Source.Row, norm(r.Key))
+		if seen[id] {
+			dups++
+		}
+		seen[id] = true
+	})
+	return records, dups, snapshot
+}
+
+// eachRecordToEnd calls fn for every record of topic, from its start to
+// the end offsets it had when called, for 30 s at most; complete: it got
+// there.
+func eachRecordToEnd(t *testing.T, brokers []string, topic string, fn func(*kgo.Record)) (complete bool) {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
@@ -473,50 +510,23 @@ func dbzTopicStats(t *testing.T, brokers []string, topic string, norm func([]byt
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
-	seen := map[string]bool{}
+	left := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			left[o.Partition] = o.Offset
+		}
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	for len(want) > 0 && ctx.Err() == nil {
-		for p, end := range want {
-			if end == 0 {
-				delete(want, p)
-			}
-		}
+	for len(left) > 0 && ctx.Err() == nil {
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
-			if r.Offset+1 >= want[r.Partition] {
-				delete(want, r.Partition)
+			if r.Offset+1 >= left[r.Partition] {
+				delete(left, r.Partition)
 			}
-			if r.Value == nil {
-				return
-			}
-			var v struct {
-				Payload struct {
-					Op     string `json:"op"`
-					Source struct {
-						File     string `json:"file"`
-						Pos, Row int64
-					} `json:"source"`
-				} `json:"payload"`
-			}
-			if err := json.Unmarshal(norm(r.Value), &v); err != nil {
-				t.Fatalf("record at %d/%d: %v", r.Partition, r.Offset, err)
-			}
-			records++
-			pl := v.Payload
-			if pl.Op == "r" {
-				snapshot++
-				return
-			}
-			id := fmt.Sprintf("%s %s:%d:%d %s", pl.Op, pl.Source.File, pl.Source.Pos, pl.Source.Row, norm(r.Key))
-			if seen[id] {
-				dups++
-			}
-			seen[id] = true
+			fn(r)
 		})
 	}
-	return records, dups, snapshot
+	return len(left) == 0
 }
 
 // diffKeys is the first column (an integer key) of up to n lines that
@@ -552,71 +562,49 @@ func dbzKeyHistory(t *testing.T, brokers []string, topic string, norm func([]byt
 	for _, id := range ids {
 		want[id] = true
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(t.Context(), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	left := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			left[o.Partition] = o.Offset
-		}
-	})
 	var b strings.Builder
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	for len(left) > 0 && ctx.Err() == nil {
-		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
-			if r.Offset+1 >= left[r.Partition] {
-				delete(left, r.Partition)
-			}
-			var k struct {
-				Payload struct{ ID int } `json:"payload"`
-			}
-			_ = json.Unmarshal(norm(r.Key), &k)
-			var v struct {
-				Payload struct {
-					Op            string
-					Before, After *struct{ ID int }
-					Source        struct {
-						File     string
-						Pos, Row int64
-						Snapshot any
-						GTID     *string
-					}
-				} `json:"payload"`
-			}
-			if r.Value != nil {
-				_ = json.Unmarshal(norm(r.Value), &v)
-			}
-			pl := v.Payload
-			hit := want[k.Payload.ID] || pl.Before != nil && want[pl.Before.ID] || pl.After != nil && want[pl.After.ID]
-			if !hit {
-				return
-			}
-			img := func(i *struct{ ID int }) string {
-				if i == nil {
-					return "-"
+	eachRecordToEnd(t, brokers, topic, func(r *kgo.Record) {
+		var k struct {
+			Payload struct{ ID int } `json:"payload"`
+		}
+		_ = json.Unmarshal(norm(r.Key), &k)
+		var v struct {
+			Payload struct {
+				Op            string
+				Before, After *struct{ ID int }
+				Source        struct {
+					File     string
+					Pos, Row int64
+					Snapshot any
+					GTID     *string
 				}
-				return strconv.Itoa(i.ID)
+			} `json:"payload"`
+		}
+		if r.Value != nil {
+			_ = json.Unmarshal(norm(r.Value), &v)
+		}
+		pl := v.Payload
+		hit := want[k.Payload.ID] || pl.Before != nil && want[pl.Before.ID] || pl.After != nil && want[pl.After.ID]
+		if !hit {
+			return
+		}
+		img := func(i *struct{ ID int }) string {
+			if i == nil {
+				return "-"
 			}
-			if r.Value == nil {
-				fmt.Fprintf(&b, "  %d/%d key %d tombstone\n", r.Partition, r.Offset, k.Payload.ID)
-				return
-			}
-			gtid := ""
-			if pl.Source.GTID != nil {
-				gtid = *pl.Source.GTID
-			}
-			fmt.Fprintf(&b, "  %d/%d key %d op %s before %s after %s at %s:%d row %d snapshot %v gtid %s\n", r.Partition, r.Offset,
-				k.Payload.ID, pl.Op, img(pl.Before), img(pl.After), pl.Source.File, pl.Source.Pos, pl.Source.Row, pl.Source.Snapshot, gtid)
-		})
-	}
+			return strconv.Itoa(i.ID)
+		}
+		if r.Value == nil {
+			fmt.Fprintf(&b, "  %d/%d key %d tombstone\n", r.Partition, r.Offset, k.Payload.ID)
+			return
+		}
+		gtid := ""
+		if pl.Source.GTID != nil {
+			gtid = *pl.Source.GTID
+		}
+		fmt.Fprintf(&b, "  %d/%d key %d op %s before %s after %s at %s:%d row %d snapshot %v gtid %s\n", r.Partition, r.Offset,
+			k.Payload.ID, pl.Op, img(pl.Before), img(pl.After), pl.Source.File, pl.Source.Pos, pl.Source.Row, pl.Source.Snapshot, gtid)
+	})
 	return b.String()
 }
 

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -164,35 +163,12 @@ data_dir: %s
 // writes with the JSON converter.
 func dbzTruncateRecords(t *testing.T, brokers []string, topic string) int {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(t.Context(), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			want[o.Partition] = o.Offset
-		}
-	})
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
 	n := 0
-	for len(want) > 0 && ctx.Err() == nil {
-		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
-			if r.Offset+1 >= want[r.Partition] {
-				delete(want, r.Partition)
-			}
-			if bytes.Contains(r.Value, []byte(`"op":"t"`)) {
-				n++
-			}
-		})
-	}
-	if len(want) > 0 {
+	if !eachRecordToEnd(t, brokers, topic, func(r *kgo.Record) {
+		if bytes.Contains(r.Value, []byte(`"op":"t"`)) {
+			n++
+		}
+	}) {
 		t.Fatalf("%s not read to its end in 30s", topic)
 	}
 	return n
