@@ -89,6 +89,42 @@ var dbzInputs = []dbzInput{
 	}, conv: dbzAvroConverters},
 }
 
+// connectorBed is the test bed of a test that runs the real Debezium
+// MariaDB connector: skipped on kfake (Kafka Connect's clients need a real
+// broker) and on a source that is not MariaDB.
+func connectorBed(t *testing.T) *testbed.Bed {
+	t.Helper()
+	bed := testbed.Get(t)
+	if testbed.BrokerKind() == "kfake" {
+		t.Skip("Kafka Connect's Java clients need a real broker (E2E_BROKER=kafka)")
+	}
+	if flavor, err := bed.MySQL.Flavor(t.Context()); err != nil || flavor != "mariadb" {
+		t.Skipf("Debezium's MariaDB connector: a MariaDB source only (this one: %q, %v)", flavor, err)
+	}
+	return bed
+}
+
+// mariadbConnector is the properties file of a MariaDB connector named
+// name (also its topic.prefix) capturing db's orders and customers from
+// an initial snapshot on, with extra settings (its converters first).
+func mariadbConnector(t *testing.T, bed *testbed.Bed, name, db string, extra ...string) string {
+	t.Helper()
+	admin, err := mysql.ParseDSN(bed.MySQL.AdminDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := []string{"name=" + name, "connector.class=io.debezium.connector.mariadb.MariaDbConnector", "tasks.max=1",
+		"database.hostname=" + bed.MySQL.Host, "database.port=" + strconv.Itoa(bed.MySQL.Port),
+		"database.user=" + admin.User, "database.password=" + admin.Passwd,
+		"database.server.id=" + strconv.Itoa(int(testbed.NewServerID())), "database.ssl.mode=disable",
+		"topic.prefix=" + name, "database.include.list=" + db, "table.include.list=" + db + ".orders," + db + ".customers",
+		"include.schema.changes=false", "snapshot.mode=initial",
+		"schema.history.internal.kafka.bootstrap.servers=" + strings.Join(bed.Kafka.Brokers(), ","),
+		"schema.history.internal.kafka.topic=" + name + ".schema-history",
+	}
+	return strings.Join(append(props, extra...), "\n") + "\n"
+}
+
 // TestDebeziumConnectorReadModels: `readside run --role projector` with
 // input.kind: debezium keeps read models from the topics the real
 // Debezium MariaDB connector writes, once per converter (dbzInputs: JSON
@@ -107,14 +143,8 @@ var dbzInputs = []dbzInput{
 // restarted projectors follow live. Every read table ends equal to SQL on
 // the source, the nested arrays to JSON_ARRAYAGG.
 func TestDebeziumConnectorReadModels(t *testing.T) {
-	bed := testbed.Get(t)
-	if testbed.BrokerKind() == "kfake" {
-		t.Skip("Kafka Connect's Java clients need a real broker (E2E_BROKER=kafka)")
-	}
+	bed := connectorBed(t)
 	ctx := t.Context()
-	if flavor, err := bed.MySQL.Flavor(ctx); err != nil || flavor != "mariadb" {
-		t.Skipf("Debezium's MariaDB connector: a MariaDB source only (this one: %q, %v)", flavor, err)
-	}
 	begin := time.Now()
 	reg := bed.Registry(t)
 	m := newOrderReadModels(t, bed, "dbzin", 21) // its first rows: the connectors' snapshots
@@ -130,10 +160,6 @@ func TestDebeziumConnectorReadModels(t *testing.T) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	admin, err := mysql.ParseDSN(bed.MySQL.AdminDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
 	type side struct {
 		dbzInput
 		dz, sink, cfgPath, logPath string
@@ -157,16 +183,7 @@ func TestDebeziumConnectorReadModels(t *testing.T) {
 		if _, err := adm.CreateTopics(ctx, 3, -1, nil, s.dz+"."+db+".orders", s.dz+"."+db+".customers"); err != nil {
 			t.Fatal(err)
 		}
-		props := []string{"name=" + s.dz, "connector.class=io.debezium.connector.mariadb.MariaDbConnector", "tasks.max=1",
-			"database.hostname=" + bed.MySQL.Host, "database.port=" + strconv.Itoa(bed.MySQL.Port),
-			"database.user=" + admin.User, "database.password=" + admin.Passwd,
-			"database.server.id=" + strconv.Itoa(int(testbed.NewServerID())), "database.ssl.mode=disable",
-			"topic.prefix=" + s.dz, "database.include.list=" + db, "table.include.list=" + db + ".orders," + db + ".customers",
-			"include.schema.changes=false", "snapshot.mode=initial",
-			"schema.history.internal.kafka.bootstrap.servers=" + strings.Join(bed.Kafka.Brokers(), ","),
-			"schema.history.internal.kafka.topic=" + s.dz + ".schema-history",
-		}
-		connectors = append(connectors, strings.Join(append(props, in.conv(reg)...), "\n")+"\n")
+		connectors = append(connectors, mariadbConnector(t, bed, s.dz, db, in.conv(reg)...))
 		if s.sink, err = bed.MySQL.CreateDatabase(ctx, "dbzin_r"+in.tag); err != nil {
 			t.Fatal(err)
 		}

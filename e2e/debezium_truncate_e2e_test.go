@@ -6,12 +6,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -30,14 +28,8 @@ import (
 // killed with SIGKILL once between the two truncates. Every read table
 // ends equal to SQL on the source.
 func TestDebeziumConnectorTruncates(t *testing.T) {
-	bed := testbed.Get(t)
-	if testbed.BrokerKind() == "kfake" {
-		t.Skip("Kafka Connect's Java clients need a real broker (E2E_BROKER=kafka)")
-	}
+	bed := connectorBed(t)
 	ctx := t.Context()
-	if flavor, err := bed.MySQL.Flavor(ctx); err != nil || flavor != "mariadb" {
-		t.Skipf("Debezium's MariaDB connector: a MariaDB source only (this one: %q, %v)", flavor, err)
-	}
 	m := newOrderReadModels(t, bed, "dbztr", 23)
 	db := m.db
 	run := rand.IntN(1e9)
@@ -50,24 +42,11 @@ func TestDebeziumConnectorTruncates(t *testing.T) {
 	if _, err := kadm.NewClient(cl).CreateTopics(ctx, 3, -1, nil, dz+"."+db+".orders", dz+"."+db+".customers"); err != nil {
 		t.Fatal(err)
 	}
-	admin, err := mysql.ParseDSN(bed.MySQL.AdminDSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	props := append([]string{"name=" + dz, "connector.class=io.debezium.connector.mariadb.MariaDbConnector", "tasks.max=1",
-		"database.hostname=" + bed.MySQL.Host, "database.port=" + strconv.Itoa(bed.MySQL.Port),
-		"database.user=" + admin.User, "database.password=" + admin.Passwd,
-		"database.server.id=" + strconv.Itoa(int(testbed.NewServerID())), "database.ssl.mode=disable",
-		"topic.prefix=" + dz, "database.include.list=" + db, "table.include.list=" + db + ".orders," + db + ".customers",
-		"include.schema.changes=false", "snapshot.mode=initial", "skipped.operations=none",
-		"schema.history.internal.kafka.bootstrap.servers=" + strings.Join(bed.Kafka.Brokers(), ","),
-		"schema.history.internal.kafka.topic=" + dz + ".schema-history",
-	}, dbzJSONConverters(true)...)
 	cdir := filepath.Join(t.TempDir(), "connect")
 	if err := os.MkdirAll(cdir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := bed.StartConnect(ctx, cdir, strings.Join(props, "\n")+"\n")
+	conn, err := bed.StartConnect(ctx, cdir, mariadbConnector(t, bed, dz, db, append(dbzJSONConverters(true), "skipped.operations=none")...))
 	if err != nil {
 		t.Fatal(err)
 	}
