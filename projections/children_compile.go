@@ -246,8 +246,8 @@ func (p *Projection) checkChildren(read func(db, tbl string) (*sourceTable, erro
 		for _, o := range c.On {
 			if has(".on."+o.Child, o.Child) {
 				ct.Link[o.Child] = child.types[o.Child] + " NOT NULL"
-				if src == nil {
-					continue
+				if src == nil || !slices.Contains(src.pk, o.Parent) {
+					continue // not the parent's key: refused above
 				}
 				if key, ok := src.types[o.Parent]; ok {
 					if err := linkTypeError(ck+".on."+o.Child, c.SourceDB+"."+c.SourceTbl, o.Child, child.types[o.Child], p.SourceDB+"."+p.SourceTbl, o.Parent, key, linkCompared); err != nil {

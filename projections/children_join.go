@@ -243,7 +243,7 @@ func checkChildJoins(read func(db, tbl string) (*sourceTable, error), p *Project
 			}
 			if ok, cols := below.has(o.Child); !ok {
 				bad("%s.on.%s: column %q does not exist in %s%s: name the column of %s holding %s.%s's %s", key, o.Parent, o.Child, belowName, cols, belowName, j.ParentDB, j.ParentTbl, o.Parent)
-			} else if keyType, ok := parent.types[o.Parent]; ok {
+			} else if keyType, ok := parent.types[o.Parent]; ok && slices.Contains(parent.pk, o.Parent) {
 				if err := linkTypeError(key+".on."+o.Parent, belowName, o.Child, below.types[o.Child], j.ParentDB+"."+j.ParentTbl, o.Parent, keyType, linkMatched); err != nil {
 					errs = append(errs, err)
 				}

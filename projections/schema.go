@@ -280,8 +280,8 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 			if j.Via != nil {
 				below, belowName = parents[j.Via], j.Via.ParentDB+"."+j.Via.ParentTbl
 			}
-			if below == nil {
-				continue
+			if below == nil || !slices.Contains(parent.pk, o.Parent) {
+				continue // no link table, or not the parent's key: refused below
 			}
 			if link, ok := below.types[o.Child]; ok {
 				if err := linkTypeError(key+".on."+o.Parent, belowName, o.Child, link, j.ParentDB+"."+j.ParentTbl, o.Parent, parent.types[o.Parent], linkUseOf(p)); err != nil {
