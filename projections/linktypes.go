@@ -17,9 +17,9 @@ package projections
 
 import (
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
+
+	"github.com/readside/readside/expr"
 )
 
 // linkMismatch says why a link column of type link may not stand for a
@@ -28,45 +28,45 @@ import (
 // use says how far the two must agree.
 func linkMismatch(link, key string, use linkUse) string {
 	l, k := parseLinkType(link), parseLinkType(key)
-	if l.text == k.text {
+	if l.same(k) {
 		return ""
 	}
 	if use != linkKept {
 		switch {
 		case l.category() != k.category():
-			return fmt.Sprintf("the server compares %s with %s by converting one (text to a number), which a sink's strict session refuses", l.kind, k.kind)
-		case l.str && k.str && use == linkMatched:
+			return fmt.Sprintf("the server compares %s with %s by converting one (text to a number), which a sink's strict session refuses", l.name, k.name)
+		case l.Kind == expr.KindString && k.Kind == expr.KindString && use == linkMatched:
 			return collationMismatch(l, k)
 		}
 		return ""
 	}
 	switch {
-	case l.integer && k.integer:
+	case l.integer() && k.integer():
 		if l.within(k) {
 			return ""
 		}
 		return "a link value outside the key's range could not be stored"
-	case l.str && k.str:
+	case l.Kind == expr.KindString && k.Kind == expr.KindString:
 		if why := collationMismatch(l, k); why != "" {
 			return why
 		}
-		if l.length > k.length {
-			return fmt.Sprintf("a link longer than the key (%d > %d characters) could not be stored", l.length, k.length)
+		if l.Prec() > k.Prec() {
+			return fmt.Sprintf("a link longer than the key (%d > %d characters) could not be stored", l.Prec(), k.Prec())
 		}
-		if l.kind != k.kind && (l.kind == "char" || k.kind == "char") && noPad(k.collation) {
-			return fmt.Sprintf("CHAR drops trailing spaces, which the NO PAD collation %s compares", k.collation)
+		if l.name != k.name && (l.name == "char" || k.name == "char") && noPad(k.Coll) {
+			return fmt.Sprintf("CHAR drops trailing spaces, which the NO PAD collation %s compares", k.Coll)
 		}
 		return ""
-	case l.kind == "decimal" && k.kind == "decimal":
-		if l.scale == k.scale && l.precision-l.scale <= k.precision-k.scale {
+	case l.Kind == expr.KindDecimal && k.Kind == expr.KindDecimal:
+		if l.Frac == k.Frac && l.Prec()-int(l.Frac) <= k.Prec()-int(k.Frac) {
 			return ""
 		}
 		return "a link with other digits than the key's would be rounded or refused"
-	case l.kind == "varbinary" && k.kind == "varbinary":
-		if l.length <= k.length {
+	case l.name == "varbinary" && k.name == "varbinary":
+		if l.Prec() <= k.Prec() {
 			return ""
 		}
-		return fmt.Sprintf("a link longer than the key (%d > %d bytes) could not be stored", l.length, k.length)
+		return fmt.Sprintf("a link longer than the key (%d > %d bytes) could not be stored", l.Prec(), k.Prec())
 	}
 	return "the server compares these two types by converting one (a DECIMAL 1.50 to an INT, text to a number), which a link kept in the key's type would round or refuse"
 }
@@ -76,25 +76,25 @@ func linkMismatch(link, key string, use linkUse) string {
 // collation, or a link of a non-Unicode charset against a Unicode key
 // (the server converts the link and compares under the key's), it can.
 func collationMismatch(l, k linkType) string {
-	if l.collation == k.collation || (unicodeCharset(k.charset) && !unicodeCharset(l.charset)) {
+	if l.Coll == k.Coll || (unicodeCharset(definitionCharset(k.def)) && !unicodeCharset(definitionCharset(l.def))) {
 		return ""
 	}
-	return fmt.Sprintf("the two compare under different collations (%s, %s): the source's JOIN picks one by the server's coercibility rules, readside would match under the key's", l.collation, k.collation)
+	return fmt.Sprintf("the two compare under different collations (%s, %s): the source's JOIN picks one by the server's coercibility rules, readside would match under the key's", l.Coll, k.Coll)
 }
 
 // category is the kind of value a type holds, as comparisons convert.
 func (t linkType) category() string {
-	switch t.kind {
-	case "tinyint", "smallint", "mediumint", "int", "integer", "bigint", "decimal", "float", "double", "real", "bit":
+	switch t.Kind {
+	case expr.KindInt, expr.KindUint, expr.KindDecimal, expr.KindDouble:
 		return "number"
-	case "char", "varchar", "tinytext", "text", "mediumtext", "longtext":
+	case expr.KindString:
 		return "text"
-	case "date", "datetime", "timestamp", "time", "year":
-		return "time"
-	case "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob":
+	case expr.KindBytes:
 		return "binary"
+	case expr.KindDate, expr.KindDatetime, expr.KindTime:
+		return "time"
 	}
-	return t.kind
+	return t.name
 }
 
 // linkUse is what readside does with a link, which decides the types it
@@ -115,67 +115,46 @@ const (
 	linkKept
 )
 
-// linkType is a column type as linkMismatch compares them.
+// linkType is a column type as linkMismatch compares them: as the
+// expression language types a source column, with its definition and
+// its type's name (char and varchar, binary and varbinary are one kind
+// there). A type expressions do not offer has only its definition.
 type linkType struct {
-	text               string // normalized: lower case, no integer display width
-	kind               string // the type's name: int, varchar, decimal, …
-	integer, str       bool
-	unsigned           bool
-	length             int64 // characters of a text type, bytes of a binary one
-	precision, scale   int
-	charset, collation string
+	expr.Type
+	def, name string
 }
-
-var displayWidth = regexp.MustCompile(`^(tinyint|smallint|mediumint|int|integer|bigint)\(\d+\)`)
 
 func parseLinkType(def string) linkType {
-	t := linkType{text: displayWidth.ReplaceAllString(strings.ToLower(strings.TrimSpace(def)), "$1")}
-	typ := t.text
-	if i := strings.Index(typ, " character set "); i >= 0 {
-		cs := strings.Fields(typ[i+len(" character set "):])
-		if len(cs) > 0 {
-			t.charset = cs[0]
-		}
-		if _, coll, ok := strings.Cut(typ, " collate "); ok {
-			t.collation = strings.Fields(coll)[0]
-		}
-		typ = typ[:i]
+	t, err := expr.TypeOfColumn(expr.Column{Def: def})
+	if err != nil {
+		t = expr.Type{Kind: expr.KindNull}
 	}
-	t.unsigned = strings.Contains(typ, " unsigned")
-	t.kind, _, _ = strings.Cut(strings.Fields(typ)[0], "(")
-	args := ""
-	if _, rest, ok := strings.Cut(typ, "("); ok {
-		args, _, _ = strings.Cut(rest, ")")
-	}
-	n, _ := strconv.ParseInt(strings.Split(args, ",")[0], 10, 64)
-	switch t.kind {
-	case "tinyint", "smallint", "mediumint", "int", "integer", "bigint":
-		t.integer = true
-	case "char", "varchar":
-		t.str, t.length = true, n
-	case "tinytext", "text", "mediumtext", "longtext":
-		t.str, t.length = true, map[string]int64{"tinytext": 255, "text": 65535, "mediumtext": 16777215, "longtext": 4294967295}[t.kind]
-	case "varbinary", "binary":
-		t.length = n
-	case "decimal", "numeric":
-		t.kind = "decimal"
-		t.precision = int(n)
-		if _, s, ok := strings.Cut(args, ","); ok {
-			t.scale, _ = strconv.Atoi(strings.TrimSpace(s))
-		}
-	}
-	return t
+	name, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(def)), " ")
+	name, _, _ = strings.Cut(name, "(")
+	return linkType{Type: t, def: def, name: name}
 }
 
-// within reports whether every value of integer type l fits integer type k.
-func (l linkType) within(k linkType) bool {
-	bits := map[string]int{"tinyint": 8, "smallint": 16, "mediumint": 24, "int": 32, "integer": 32, "bigint": 64}
-	lb, kb := bits[l.kind], bits[k.kind]
+// same reports one type, whatever display width an integer shows.
+func (t linkType) same(o linkType) bool {
+	if t.Kind == expr.KindNull || o.Kind == expr.KindNull {
+		return strings.EqualFold(t.def, o.def)
+	}
+	return t.name == o.name && t.Kind == o.Kind && t.Prec() == o.Prec() && t.Frac == o.Frac && t.Coll == o.Coll
+}
+
+func (t linkType) integer() bool {
+	return t.Kind == expr.KindInt || t.Kind == expr.KindUint
+}
+
+// within reports whether every value of integer type t fits integer type
+// k, by their digits (each integer type's range has more than the one
+// below it).
+func (t linkType) within(k linkType) bool {
 	switch {
-	case l.unsigned == k.unsigned:
-		return lb <= kb
-	case l.unsigned: // into a signed key: one bit less room
-		return lb < kb
+	case t.Kind == k.Kind:
+		return t.Prec() <= k.Prec()
+	case t.Kind == expr.KindUint: // into a signed key: its unsigned range needs a wider type
+		return t.Prec() < k.Prec()
 	default: // negative links never fit an unsigned key
 		return false
 	}
