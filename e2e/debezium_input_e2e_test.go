@@ -125,6 +125,25 @@ func mariadbConnector(t *testing.T, bed *testbed.Bed, name, db string, extra ...
 	return strings.Join(append(props, extra...), "\n") + "\n"
 }
 
+// dbzInputConfig is the head of a config whose projectors read db's
+// orders and customers from the topics connector prefix dz writes
+// (input.kind: debezium, with the input: lines input adds), readside's
+// own topics under topicPrefix.
+func dbzInputConfig(bed *testbed.Bed, db, topicPrefix, dz, input, dataDir string) string {
+	return fmt.Sprintf(`source:
+  dsn: "%s"
+  server_id: %d
+  tables: [%[3]s.orders, %[3]s.customers]
+kafka:
+  brokers: [%s]
+  topic_prefix: %s
+input:
+  kind: debezium
+  topic_prefix: %s
+%sdata_dir: %s
+`, bed.MySQL.ReplDSN(), testbed.NewServerID(), db, strings.Join(bed.Kafka.Brokers(), ", "), topicPrefix, dz, input, dataDir)
+}
+
 // TestDebeziumConnectorReadModels: `readside run --role projector` with
 // input.kind: debezium keeps read models from the topics the real
 // Debezium MariaDB connector writes, once per converter (dbzInputs: JSON
@@ -200,19 +219,8 @@ func TestDebeziumConnectorReadModels(t *testing.T) {
 	defer func() { conn.Close() }()
 
 	config := func(s *side, added bool) {
-		cfg := fmt.Sprintf(`source:
-  dsn: "%s"
-  server_id: %d
-  tables: [%[3]s.orders, %[3]s.customers]
-kafka:
-  brokers: [%s]
-  topic_prefix: rs%s%09d
-input:
-  kind: debezium
-  topic_prefix: %s
-%sdata_dir: %s
-`, bed.MySQL.ReplDSN(), testbed.NewServerID(), db, strings.Join(bed.Kafka.Brokers(), ", "), s.tag, run, s.dz, s.input(reg),
-			filepath.Join(filepath.Dir(s.cfgPath), "data")) + m.projectionsIn(s.sink, true, added)
+		cfg := dbzInputConfig(bed, db, fmt.Sprintf("rs%s%09d", s.tag, run), s.dz, s.input(reg), filepath.Join(filepath.Dir(s.cfgPath), "data")) +
+			m.projectionsIn(s.sink, true, added)
 		if err := os.WriteFile(s.cfgPath, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -54,18 +54,7 @@ func TestDebeziumConnectorTruncates(t *testing.T) {
 
 	dir := t.TempDir()
 	cfgPath, logPath := filepath.Join(dir, "readside.yaml"), filepath.Join(dir, "readside.log")
-	cfg := fmt.Sprintf(`source:
-  dsn: "%s"
-  server_id: %d
-  tables: [%[3]s.orders, %[3]s.customers]
-kafka:
-  brokers: [%s]
-  topic_prefix: rst%09d
-input:
-  kind: debezium
-  topic_prefix: %s
-data_dir: %s
-`, bed.MySQL.ReplDSN(), testbed.NewServerID(), db, strings.Join(bed.Kafka.Brokers(), ", "), run, dz, filepath.Join(dir, "data")) + m.projectionsIn(m.sink, true, false)
+	cfg := dbzInputConfig(bed, db, fmt.Sprintf("rst%09d", run), dz, "", filepath.Join(dir, "data")) + m.projectionsIn(m.sink, true, false)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
