@@ -11,9 +11,11 @@ package projections
 // and a children join find parents in a join state with one row per key,
 // under the key's collation; an aggregate's joined groups keep each link
 // in the key's type (its link columns), where every link value must be
-// stored as itself — the same type, or a narrower integer, a shorter
-// string of the key's collation, fewer integer digits of the key's
-// DECIMAL scale, a shorter VARBINARY. A FOREIGN KEY demands as much.
+// stored as itself — the same type, a shorter string of the key's
+// collation, fewer integer digits of the key's DECIMAL scale, a shorter
+// VARBINARY (a FOREIGN KEY demands as much), or any integer type against
+// an integer key (the link column then takes a type holding both,
+// keptLinkType).
 
 import (
 	"fmt"
@@ -42,10 +44,7 @@ func linkMismatch(link, key string, use linkUse) string {
 	}
 	switch {
 	case l.integer() && k.integer():
-		if l.within(k) {
-			return ""
-		}
-		return "a link value outside the key's range could not be stored"
+		return "" // kept in a type that holds both (keptLinkType)
 	case l.Kind == expr.KindString && k.Kind == expr.KindString:
 		if why := collationMismatch(l, k); why != "" {
 			return why
@@ -69,6 +68,25 @@ func linkMismatch(link, key string, use linkUse) string {
 		return fmt.Sprintf("a link longer than the key (%d > %d bytes) could not be stored", l.Prec(), k.Prec())
 	}
 	return "the server compares these two types by converting one (a DECIMAL 1.50 to an INT, text to a number), which a link kept in the key's type would round or refuse"
+}
+
+// keptLinkType is the type an aggregate keeps a link of type link to a
+// parent key of type key in (both as sourceTable holds them): the key's,
+// unless the link is an integer type with values the key's cannot hold
+// (a BIGINT or signed link to an INT UNSIGNED key) — then a type that
+// holds both. A link beyond the key's range finds no parent, in the
+// sink's join state as in the source's JOIN: its row is in no group.
+func keptLinkType(link, key string) string {
+	l, k := parseLinkType(link), parseLinkType(key)
+	switch {
+	case !l.integer() || !k.integer() || l.within(k):
+		return key
+	case k.within(l):
+		return link
+	case max(l.Prec(), k.Prec()) < 19: // a BIGINT's 19 digits hold both
+		return "bigint(20)"
+	}
+	return "decimal(20,0)"
 }
 
 // collationMismatch says why text link l cannot be matched under text key
@@ -110,8 +128,9 @@ const (
 	// type (a copy's join, a children join): text must also be of the
 	// collation the source compares under.
 	linkMatched
-	// linkKept: the link is stored in the key's type (an aggregate's
-	// joined groups): every value must fit it as itself.
+	// linkKept: the link is stored in the key's type, or for integers in
+	// one holding both (an aggregate's joined groups, keptLinkType):
+	// every value must fit it as itself.
 	linkKept
 )
 

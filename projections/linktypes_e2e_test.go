@@ -2,14 +2,17 @@ package projections_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/e2e/testbed"
 	"github.com/readside/readside/projections"
+	"github.com/readside/readside/sinks"
 )
 
 // TestJoinLinkTypesRefused: a join whose link column would not match its
@@ -20,7 +23,8 @@ import (
 // to an INT key in a copy and in a children entry's on, and the _bin
 // link in a children join — while links the sink matches exactly are
 // taken: a DECIMAL and a BIGINT link to an INT key in a copy and in a
-// children entry's on, a narrower integer in an aggregate, a latin1 link
+// children entry's on, a narrower or a wider integer in an aggregate
+// (TestAggregateWiderIntegerLinks runs one), a latin1 link
 // to a utf8mb4 key, the _bin link in a children entry's on (compared in
 // the sink, each side in its own collation).
 func TestJoinLinkTypesRefused(t *testing.T) {
@@ -56,6 +60,7 @@ func TestJoinLinkTypesRefused(t *testing.T) {
 		{"agg_str", agg("pid_str", "p", "id"), "the link " + src + ".c.pid_str is varchar(10)"},
 		{"agg_bin", agg("qcode", "q", "code"), "different collations (utf8mb4_bin, utf8mb4_general_ci)"},
 		{"agg_small", agg("pid_small", "p", "id"), ""},
+		{"agg_big", agg("pid_big", "p", "id"), ""},
 		{"agg_latin1", agg("lcode", "q", "code"), ""},
 		{"copy_str", copyOf("pid_str", "p", "id"), "the server compares varchar with int"},
 		{"copy_dec", copyOf("pid_dec", "p", "id"), ""},
@@ -90,4 +95,134 @@ func TestJoinLinkTypesRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAggregateWiderIntegerLinks: an aggregate grouped by a joined
+// parent's column through an integer link whose values the parent key's
+// type cannot all hold — a BIGINT link to an INT key, a signed INT link
+// to an INT UNSIGNED key — keeps the links in a type that holds both: a
+// link beyond the key's range (3,000,000,000; -7) finds no parent and its
+// row is in no group, as in the source's JOIN, while parents move group,
+// leave and come back, across a projector restart. Both read tables equal
+// the source's GROUP BY over the inner joins.
+func TestAggregateWiderIntegerLinks(t *testing.T) {
+	bed := testbed.Get(t)
+	ctx := t.Context()
+	src, err := bed.MySQL.CreateDatabase(ctx, "widelnk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := func(n string) string { return "`" + src + "`." + n }
+	if err := bed.MySQL.Exec(ctx,
+		"CREATE TABLE "+tbl("acct")+" (id INT PRIMARY KEY, region INT NULL)",
+		"CREATE TABLE "+tbl("shop")+" (id INT UNSIGNED PRIMARY KEY, kind INT NULL)",
+		"CREATE TABLE "+tbl("sale")+" (id INT PRIMARY KEY, acct_id BIGINT NULL, shop_id INT NULL, amt INT NOT NULL)",
+		"INSERT INTO "+tbl("acct")+" VALUES (1, 10), (2, 20), (3, 10), (4, NULL)",
+		"INSERT INTO "+tbl("shop")+" VALUES (1, 100), (2, 200), (3, 100)",
+	); err != nil {
+		t.Fatal(err)
+	}
+	cfg := bed.Config("widelnk", src+".sale", src+".acct", src+".shop")
+	cfg.Projections = map[string]config.Projection{
+		"by_region": {From: src + ".sale", Sink: "reads",
+			Join:    []config.Join{{From: src + ".acct", On: map[string]string{"id": "acct_id"}, Columns: map[string]string{"region": "region"}}},
+			GroupBy: []string{"region"}, Aggregates: map[string]string{"n": "count(*)", "total": "sum(amt)"}},
+		"by_kind": {From: src + ".sale", Sink: "reads",
+			Join:    []config.Join{{From: src + ".shop", On: map[string]string{"id": "shop_id"}, Columns: map[string]string{"kind": "kind"}}},
+			GroupBy: []string{"kind"}, Aggregates: map[string]string{"n": "count(*)", "total": "sum(amt)"}},
+	}
+	sinkDB, err := bed.MySQL.CreateDatabase(ctx, "widelnkreads")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Sinks = map[string]config.Sink{"reads": {DSN: config.Secret(bed.MySQL.AdminDSN() + sinkDB)}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := sinks.Open(ctx, bed.MySQL.AdminDSN()+sinkDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sink.Close() })
+	for _, p := range ps {
+		types, err := p.SourceColumns(ctx, bed.MySQL.DB())
+		if err != nil {
+			t.Fatalf("a wider integer link refused: %v", err)
+		}
+		if err := sink.Exec(ctx, sinks.DDL(p, types)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runTailer(t, bed, cfg)
+	start := func() func() {
+		var stops []func()
+		for _, p := range ps {
+			stops = append(stops, startProjector(t, p, sink, cfg.Kafka.Brokers))
+		}
+		return func() {
+			for _, stop := range stops {
+				stop()
+			}
+		}
+	}
+	db := bed.MySQL.DB()
+	expected := func() string {
+		return testbed.RowsText(t, db, "SELECT a.region, COUNT(*), SUM(s.amt) FROM "+tbl("sale")+" s JOIN "+tbl("acct")+" a ON a.id = s.acct_id WHERE a.region IS NOT NULL GROUP BY 1 ORDER BY 1") + "--\n" +
+			testbed.RowsText(t, db, "SELECT h.kind, COUNT(*), SUM(s.amt) FROM "+tbl("sale")+" s JOIN "+tbl("shop")+" h ON h.id = s.shop_id WHERE h.kind IS NOT NULL GROUP BY 1 ORDER BY 1")
+	}
+	actual := func() string {
+		return testbed.RowsText(t, db, "SELECT region, n, total FROM `"+sinkDB+"`.by_region ORDER BY 1") + "--\n" +
+			testbed.RowsText(t, db, "SELECT kind, n, total FROM `"+sinkDB+"`.by_kind ORDER BY 1")
+	}
+	waitEqual := func(what string) {
+		testbed.Eventually(t, 90*time.Second, func() (bool, string) {
+			w, g := expected(), actual()
+			return w == g, fmt.Sprintf("%s: read tables differ from the source's GROUP BY over the joins: %s", what, testbed.FirstDifference(g, w))
+		})
+	}
+	rng := rand.New(rand.NewPCG(rand.Uint64(), 7))
+	acctLinks := []any{1, 2, 3, 4, 5, int64(3_000_000_000), int64(-3_000_000_000), nil}
+	shopLinks := []any{1, 2, 3, 4, -7, nil}
+	write := func(ops int) {
+		for range ops {
+			var q string
+			var args []any
+			switch k := rng.IntN(10); {
+			case k < 6:
+				q, args = "INSERT INTO "+tbl("sale")+" VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE acct_id = VALUES(acct_id), shop_id = VALUES(shop_id), amt = VALUES(amt)",
+					[]any{1 + rng.IntN(60), acctLinks[rng.IntN(len(acctLinks))], shopLinks[rng.IntN(len(shopLinks))], rng.IntN(100)}
+			case k < 7:
+				q, args = "DELETE FROM "+tbl("sale")+" WHERE id = ?", []any{1 + rng.IntN(60)}
+			case k < 8:
+				q, args = "INSERT INTO "+tbl("acct")+" VALUES (?, ?) ON DUPLICATE KEY UPDATE region = VALUES(region)", []any{1 + rng.IntN(5), 10 * rng.IntN(4)}
+			case k < 9:
+				q, args = "INSERT INTO "+tbl("shop")+" VALUES (?, ?) ON DUPLICATE KEY UPDATE kind = VALUES(kind)", []any{1 + rng.IntN(4), 100 * rng.IntN(3)}
+			default:
+				q, args = "DELETE FROM "+tbl([]string{"acct", "shop"}[rng.IntN(2)])+" WHERE id = ?", []any{1 + rng.IntN(5)}
+			}
+			if _, err := db.ExecContext(ctx, q, args...); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	stop := start()
+	write(300)
+	waitEqual("after the first load")
+	stop()
+	write(200)
+	stop = start()
+	defer stop()
+	waitEqual("after more load and a restart")
+	var far int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+tbl("sale")+" WHERE acct_id > 2147483647 OR acct_id < -2147483648 OR shop_id < 0").Scan(&far); err != nil {
+		t.Fatal(err)
+	}
+	if far == 0 {
+		t.Fatal("the workload left no link beyond its key's range: the test shows nothing")
+	}
+	t.Logf("equal to the source's GROUP BY, %d sales linked beyond their key's range", far)
 }

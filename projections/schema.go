@@ -20,6 +20,10 @@ type Types struct {
 	// JoinKey maps, per join (Projection.Joins order), each parent key
 	// column to its definition, for the join's state table.
 	JoinKey []map[string]string
+	// KeptLink maps, per join, each parent key column a root join's link
+	// names to the type an aggregate's contributions keep the link in
+	// (keptLinkType); where it has none, the key's JoinKey type.
+	KeptLink []map[string]string
 	// Contribution maps, for an aggregate projection, each aggregate to
 	// the definition of its column in the contributions table (Read has
 	// the aggregates' read columns, and each avg's hidden running sum
@@ -32,6 +36,20 @@ type Types struct {
 	// (Aggregation.Joined) to its read table definition, NOT NULL: Read
 	// has the NULL-able one of the join state.
 	GroupRead map[string]string
+}
+
+// KeptLinkType is the definition of the contributions table's column of
+// join i's link to parent key column parent (KeptLink, else JoinKey).
+func (t Types) KeptLinkType(i int, parent string) string {
+	if i < len(t.KeptLink) {
+		if def, ok := t.KeptLink[i][parent]; ok {
+			return def
+		}
+	}
+	if i < len(t.JoinKey) {
+		return t.JoinKey[i][parent]
+	}
+	return ""
 }
 
 // sourceTable is one source table's columns as information_schema has them.
@@ -255,8 +273,9 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 	errs = append(errs, cerrs...)
 	parents := map[*Join]*sourceTable{}
 	for _, j := range p.Joins {
-		keyTypes := map[string]string{}
+		keyTypes, keptLinks := map[string]string{}, map[string]string{}
 		out.JoinKey = append(out.JoinKey, keyTypes)
+		out.KeptLink = append(out.KeptLink, keptLinks)
 		key := fmt.Sprintf("projections.%s.join[%d]", p.Name, j.N-1)
 		parent, err := readTable(j.ParentDB, j.ParentTbl)
 		if err != nil {
@@ -284,6 +303,9 @@ func (p *Projection) SourceColumns(ctx context.Context, db *sql.DB) (Types, erro
 				continue // no link table, or not the parent's key: refused below
 			}
 			if link, ok := below.types[o.Child]; ok {
+				if j.Via == nil {
+					keptLinks[o.Parent] = keptLinkType(link, parent.types[o.Parent])
+				}
 				if err := linkTypeError(key+".on."+o.Parent, belowName, o.Child, link, j.ParentDB+"."+j.ParentTbl, o.Parent, parent.types[o.Parent], linkUseOf(p)); err != nil {
 					errs = append(errs, err)
 				}

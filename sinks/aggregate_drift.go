@@ -74,7 +74,7 @@ func plannedContributionColumns(p *projections.Projection, types projections.Typ
 			continue
 		}
 		for _, o := range j.On {
-			col := parseDef(o.Read, nullable(types.JoinKey[i][o.Parent]))
+			col := parseDef(o.Read, nullable(types.KeptLinkType(i, o.Parent)))
 			col.Comment = fmt.Sprintf("readside: the row's %s, its link to %s.%s", o.Child, j.ParentDB, j.ParentTbl)
 			t.columns = append(t.columns, col)
 		}

@@ -518,7 +518,7 @@ func joinedAggDDL(p *projections.Projection, types projections.Types) (defs, idx
 		}
 		var cols []string
 		for _, o := range j.On {
-			defs = append(defs, q(o.Read)+" "+nullable(types.JoinKey[i][o.Parent])+" COMMENT "+sqlquote.Literal(fmt.Sprintf("readside: the row's %s, its link to %s.%s", o.Child, j.ParentDB, j.ParentTbl)))
+			defs = append(defs, q(o.Read)+" "+nullable(types.KeptLinkType(i, o.Parent))+" COMMENT "+sqlquote.Literal(fmt.Sprintf("readside: the row's %s, its link to %s.%s", o.Child, j.ParentDB, j.ParentTbl)))
 			cols = append(cols, q(o.Read))
 		}
 		idx = append(idx, fmt.Sprintf("KEY `_rs_link%d` (%s)", j.N, strings.Join(cols, ", ")))
