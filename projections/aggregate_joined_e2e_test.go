@@ -243,17 +243,7 @@ func TestAggregateJoinedGroups(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	s.seed(t)
-	start := func() func() {
-		var stops []func()
-		for _, p := range s.ps {
-			stops = append(stops, startProjector(t, p, s.sink, s.cfg.Kafka.Brokers))
-		}
-		return func() {
-			for _, stop := range stops {
-				stop()
-			}
-		}
-	}
+	start := func() func() { return startProjectors(t, s.ps, s.sink, s.cfg.Kafka.Brokers) }
 	stop := start()
 	s.write(t, seed, 600)
 	s.waitEqual(t, "after the first load")

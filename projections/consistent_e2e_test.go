@@ -430,15 +430,7 @@ func TestConsistentSinkShowsOnlySourceStates(t *testing.T) {
 				if mode.Transactional() {
 					return startApplier(t, cfg, sink, ps)
 				}
-				var stops []func()
-				for _, p := range ps {
-					stops = append(stops, startProjector(t, p, sink, cfg.Kafka.Brokers))
-				}
-				return func() {
-					for _, s := range stops {
-						s()
-					}
-				}
+				return startProjectors(t, ps, sink, cfg.Kafka.Brokers)
 			}
 			seed := rand.Uint64()
 			t.Logf("seed %d", seed)

@@ -183,15 +183,7 @@ func (s *regionShop) converge(t *testing.T, step string, want ...string) {
 // projectors runs a worker for each projection until the returned stop.
 func (s *regionShop) projectors(t *testing.T) (stop func()) {
 	t.Helper()
-	var stops []func()
-	for _, p := range s.ps {
-		stops = append(stops, startProjector(t, p, s.sink, s.cfg.Kafka.Brokers))
-	}
-	return func() {
-		for _, stop := range stops {
-			stop()
-		}
-	}
+	return startProjectors(t, s.ps, s.sink, s.cfg.Kafka.Brokers)
 }
 
 // TestJoinViaSteps: each thing a join through a parent's parent must do,

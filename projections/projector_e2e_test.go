@@ -203,6 +203,20 @@ func startProjector(t *testing.T, p *projections.Projection, sink projections.Si
 	return startProjectorWith(t, p, sink, projector.Options{Brokers: brokers})
 }
 
+// startProjectors runs a projector for each of ps until stop.
+func startProjectors(t *testing.T, ps []*projections.Projection, sink projections.Sink, brokers []string) (stop func()) {
+	t.Helper()
+	var stops []func()
+	for _, p := range ps {
+		stops = append(stops, startProjector(t, p, sink, brokers))
+	}
+	return func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
+}
+
 // startProjectorWith is startProjector with options (o.Log: logger()).
 func startProjectorWith(t *testing.T, p *projections.Projection, sink projections.Sink, o projector.Options) (stop func()) {
 	t.Helper()
