@@ -35,7 +35,7 @@ func FromEventType(raw []byte, t Type) (Datum, error) {
 		}
 		return Datum{Kind: KindInt, I: i}, nil
 	case KindUint:
-		u, err := strconv.ParseUint(string(raw), 10, 64)
+		u, err := strconv.ParseUint(unsignedText(raw), 10, 64)
 		if err != nil {
 			return Null, fmt.Errorf("value %s of a %s column: %w", raw, t.Column, err)
 		}
@@ -54,6 +54,16 @@ func FromEventType(raw []byte, t Type) (Datum, error) {
 			return Null, fmt.Errorf("value %s of a %s column: %w", raw, t.Column, err)
 		}
 		return Datum{Kind: KindDouble, F: f}, nil
+	}
+	if t.Kind == KindDecimal && len(raw) > 0 && raw[0] != '"' {
+		// Debezium's decimal.handling.mode double writes a DECIMAL as a
+		// double (its precision lost there): at the column's scale, as
+		// the source has it when the double still holds its digits.
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil {
+			return Null, fmt.Errorf("value %s of a %s column: %w", raw, t.Column, err)
+		}
+		return Datum{Kind: KindDecimal, S: strconv.FormatFloat(f, 'f', int(t.Frac), 64), Frac: t.Frac}, nil
 	}
 	s, err := jsonString(raw)
 	if err != nil {
@@ -77,6 +87,18 @@ func FromEventType(raw []byte, t Type) (Datum, error) {
 		return Datum{Kind: KindJSON, S: s}, nil
 	}
 	return Datum{Kind: t.Kind, S: s, Frac: t.Frac}, nil // DATE, DATETIME, TIMESTAMP, TIME
+}
+
+// unsignedText is an unsigned column's value as digits: a JSON number, or
+// the JSON string of one — Debezium's bigint.unsigned.handling.mode
+// precise writes a BIGINT UNSIGNED as a Decimal of scale 0, which the
+// Debezium decoders read as a DECIMAL's text ("18446744073709551615"):
+// its schema cannot tell it from a DECIMAL(20,0)'s.
+func unsignedText(raw []byte) string {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		return string(raw[1 : len(raw)-1])
+	}
+	return string(raw)
 }
 
 // jsonString decodes a JSON string, without a copy's detour through

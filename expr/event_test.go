@@ -9,9 +9,12 @@ func TestFromEvent(t *testing.T) {
 		{`null`, "int(11)", "NULL", "JSON null is SQL NULL"},
 		{`-2147483648`, "int(11)", "-2147483648", "a signed integer"},
 		{`18446744073709551615`, "bigint(20) unsigned", "18446744073709551615", "beyond int64, exact"},
+		{`"18446744073709551615"`, "bigint(20) unsigned", "18446744073709551615", "Debezium's precise BIGINT UNSIGNED, read as a DECIMAL's text"},
 		{`0`, "year(4)", "0000", "a YEAR shows four digits as text"},
 		{`18446744073709551615`, "bit(64)", "18446744073709551615", "BIT as an unsigned number"},
 		{`"-0.50"`, "decimal(5,2)", "-0.50", "DECIMAL keeps its scale"},
+		{`-0.5`, "decimal(5,2)", "-0.50", "Debezium's decimal.handling.mode double: a DECIMAL as a double, at the column's scale"},
+		{`1.0E-5`, "decimal(10,6)", "0.000010", "a double in Java's exponent form"},
 		{`0.1`, "float", "0.10000000149011612", "FLOAT widens to the double MySQL computes with"},
 		{`1.7976931348623157e+308`, "double", "1.7976931348623157e308", "DOUBLE's extreme (as text inside an expression)"},
 		{`"0000-00-00"`, "date", "0000-00-00", "a zero date as written"},
@@ -33,7 +36,7 @@ func TestFromEvent(t *testing.T) {
 			t.Errorf("%s %s (%s): got %q, want %q", c.raw, c.def, c.why, got, c.want)
 		}
 	}
-	for _, bad := range []struct{ raw, def string }{{`"1"`, "int(11)"}, {`1.5`, "decimal(5,2)"}, {`"!"`, "blob"}, {`1`, "inet6"}} {
+	for _, bad := range []struct{ raw, def string }{{`"1"`, "int(11)"}, {`"-1"`, "int(10) unsigned"}, {`1.5.1`, "decimal(5,2)"}, {`"!"`, "blob"}, {`1`, "inet6"}} {
 		if _, err := FromEvent([]byte(bad.raw), bad.def); err == nil {
 			t.Errorf("%s as %s: no error", bad.raw, bad.def)
 		}
