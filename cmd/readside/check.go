@@ -10,6 +10,7 @@ import (
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/preflight"
+	"github.com/readside/readside/projections"
 	"github.com/readside/readside/sinks"
 )
 
@@ -52,6 +53,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	findings = append(findings, addedTableFindings(ctx, cfg)...)
 	findings = append(findings, preflight.Sinks(ctx, cfg.Sinks)...)
 	findings = append(findings, projectionFindings(ctx, cfg, true)...)
+	findings = append(findings, inputTopicFindings(ctx, cfg)...)
 	return printFindings(stdout, findings, *quiet, "")
 }
 
@@ -170,4 +172,29 @@ func orNone(def string) string {
 		return "none"
 	}
 	return def
+}
+
+// inputTopicFindings are the Debezium connector's topics the projections
+// read that the broker does not have (inputtopics.go): an error when the
+// broker has the table's topic under another prefix, a warning when it
+// has none (the connector may not have written the table yet). A broker
+// out of reach is preflight's finding already.
+func inputTopicFindings(ctx context.Context, cfg config.Config) []preflight.Finding {
+	ps, err := projections.Compile(cfg)
+	if err != nil {
+		return nil // the projections' findings say why
+	}
+	missing, err := missingInputTopics(ctx, cfg, ps)
+	if err != nil {
+		return nil
+	}
+	var out []preflight.Finding
+	for _, m := range missing {
+		sev := "warning"
+		if len(m.elsewhere) > 0 {
+			sev = "error"
+		}
+		out = append(out, preflight.Finding{Area: "input", Finding: cdc.Finding{Severity: sev, What: m.what(cfg.Input.TopicPrefix), Fix: m.fix()}})
+	}
+	return out
 }

@@ -93,6 +93,10 @@ type progressLog struct {
 	poll        time.Duration // how often catching up is checked
 	// reads are the source tables (db.table) each projection reads.
 	reads map[string][]string
+	// topicsWait reports a projection reading a topic the broker does
+	// not have yet (a Debezium connector's, inputtopics.go): its
+	// caught-up line waits. nil: never.
+	topicsWait func(name string) bool
 	// load is the initial load (known false: not known yet, so a
 	// projection's caught-up line waits); nil: not asked.
 	load func(ctx context.Context) (s *cdc.InitialSnapshot, known bool)
@@ -150,7 +154,7 @@ func (p *progressLog) run(ctx context.Context) error {
 				if loading == nil {
 					loading = p.loading(ctx)
 				}
-				if p.waitsForLoad(name, loading) {
+				if p.waitsForLoad(name, loading) || (p.topicsWait != nil && p.topicsWait(name)) {
 					continue
 				}
 				projUp[name] = true

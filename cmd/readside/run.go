@@ -179,6 +179,15 @@ func (d *daemonRun) startProjectors() (starter *projectorStarter, code int, ok b
 	}
 	d.progress.projections = sortedNames(planned)
 	d.progress.reads = readTables(d.cfg, planned)
+	if d.cfg.Input.Kind == config.InputDebezium {
+		var ps []*projections.Projection
+		for _, pp := range planned {
+			ps = append(ps, pp.p)
+		}
+		w := &topicWatch{}
+		d.progress.topicsWait = w.waits
+		d.g.Go(func() error { w.run(d.gctx, d.cfg, ps, 30*time.Second, d.log); return nil })
+	}
 	if d.progress.load == nil {
 		d.progress.load = storedLoad(d.cfg)
 	}
