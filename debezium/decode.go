@@ -35,6 +35,11 @@ var ErrNoSchema = errors.New("Debezium record without a schema block: readside r
 	"Fix: set input.debezium.schemas.enable: false with the connector's modes (input.debezium.decimal.handling.mode, time.precision.mode, bigint.unsigned.handling.mode) " +
 	"to read the types from the source's live schema, or set key.converter.schemas.enable=true and value.converter.schemas.enable=true on the connector (the JSON converter's default)")
 
+// ErrAvroNotJSON is a record value in the Confluent Avro wire format read
+// as JSON.
+var ErrAvroNotJSON = errors.New("record value in the Confluent Avro wire format (magic byte 0, a 4-byte schema id), not the JSON converter's: " +
+	"every record of the topic is. Fix: set input.format: avro and input.schema_registry.url to the connector's registry (do not dead-letter them)")
+
 // conv is how one column's Debezium value becomes readside's.
 type conv uint8
 
@@ -105,6 +110,9 @@ type payload struct {
 func (d *Decoder) Decode(b []byte) (event.Event, error) {
 	var e event.Event
 	var rec record
+	if len(b) >= 5 && b[0] == 0 {
+		return e, ErrAvroNotJSON
+	}
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return e, fmt.Errorf("decoding Debezium record: %w", err)
 	}

@@ -245,6 +245,7 @@ func TestDecodeRefused(t *testing.T) {
 	}{
 		{"a bare payload names the converter setting that fixes it", string(encodeOne(t, "int", noSchema, 'c', `1`, streamed)), "schemas.enable=true"},
 		{"not JSON", `{"schema":`, "decoding Debezium record"},
+		{"an AvroConverter's record names input.format", "\x00\x00\x00\x00\x02\x02\x0a", "set input.format: avro"},
 		{"an op readside does not know", strings.Replace(string(encodeOne(t, "int", config.Default().Kafka.Debezium, 'c', `1`, streamed)), `"op":"c"`, `"op":"m"`, 1), `op "m"`},
 		{"a binlog file without a number cannot be versioned", strings.Replace(string(encodeOne(t, "int", config.Default().Kafka.Debezium, 'c', `1`, streamed)), "mariadb-bin.000003", "mariadb-bin", 1), "no binlog file number"},
 		{"a Debezium type readside has no encoding for names the column and the fix", strings.Replace(string(encodeOne(t, "int", config.Default().Kafka.Debezium, 'c', `1`, streamed)), `"type":"int32","optional":true,"field":"c"`, `"type":"struct","optional":true,"name":"io.debezium.data.geometry.Geometry","field":"c"`, 1), "column.exclude.list"},

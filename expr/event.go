@@ -36,6 +36,10 @@ func FromEventType(raw []byte, t Type) (Datum, error) {
 		return Datum{Kind: KindInt, I: i}, nil
 	case KindUint:
 		u, err := strconv.ParseUint(unsignedText(raw), 10, 64)
+		if err != nil && len(raw) > 0 && raw[0] == '-' {
+			return Null, fmt.Errorf("value %s of a %s column: a negative number, as Debezium's bigint.unsigned.handling.mode long writes a BIGINT UNSIGNED of 2^63 and above; "+
+				"fix: bigint.unsigned.handling.mode=precise on the connector (and input.debezium.bigint.unsigned.handling.mode: precise without the schema block)", raw, t.Column)
+		}
 		if err != nil {
 			return Null, fmt.Errorf("value %s of a %s column: %w", raw, t.Column, err)
 		}

@@ -1,6 +1,9 @@
 package expr
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestFromEvent: each value form of docs/events.md "Values" becomes the
 // Datum expressions compute with.
@@ -35,6 +38,9 @@ func TestFromEvent(t *testing.T) {
 		if got := render(d); got != c.want {
 			t.Errorf("%s %s (%s): got %q, want %q", c.raw, c.def, c.why, got, c.want)
 		}
+	}
+	if _, err := FromEvent([]byte(`-1`), "bigint(20) unsigned"); err == nil || !strings.Contains(err.Error(), "bigint.unsigned.handling.mode=precise") {
+		t.Errorf("a negative BIGINT UNSIGNED (Debezium's long mode wrapped it): %v, want the mode named", err)
 	}
 	for _, bad := range []struct{ raw, def string }{{`"1"`, "int(11)"}, {`"-1"`, "int(10) unsigned"}, {`1.5.1`, "decimal(5,2)"}, {`"!"`, "blob"}, {`1`, "inet6"}} {
 		if _, err := FromEvent([]byte(bad.raw), bad.def); err == nil {

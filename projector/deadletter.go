@@ -2,11 +2,13 @@ package projector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/readside/readside/debezium"
 	"github.com/readside/readside/projections"
 )
 
@@ -22,6 +24,12 @@ func (pr *Projector) unmapped(ctx context.Context, bad []projections.Rejected) e
 		// Not bad data but a DDL: every later row lacks the column too.
 		if err := pr.p.DroppedColumn(r.Record.Topic, r.Reason); err != nil {
 			return err
+		}
+		// Not bad data but a topic in another format than the config
+		// says: every record of it would be dead-lettered.
+		if wrongFormat(r.Reason) {
+			return &projections.StopError{Projection: pr.p.Name, Reason: fmt.Errorf("record %s/%d@%d: %w", r.Record.Topic, r.Record.Partition, r.Record.Offset, r.Reason),
+				Fix: "set input.format (and input.schema_registry.url or input.debezium.schemas.enable) as the error says, then send SIGHUP or restart readside"}
 		}
 	}
 	if pr.dlq == nil {
@@ -53,4 +61,11 @@ func (pr *Projector) deadLetter(ctx context.Context, rs []projections.Rejected) 
 	}
 	pr.o.Metrics.deadLettered(pr.p, len(out))
 	return nil
+}
+
+// wrongFormat reports a record the decoder refused for its envelope's
+// format (JSON against Avro, a bare payload where the schema block is
+// expected), which the config decides for the whole topic.
+func wrongFormat(err error) bool {
+	return errors.Is(err, debezium.ErrAvroNotJSON) || errors.Is(err, debezium.ErrNotAvro) || errors.Is(err, debezium.ErrNoSchema)
 }

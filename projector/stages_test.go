@@ -3,6 +3,7 @@ package projector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -12,6 +13,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/readside/readside/debezium"
 	"github.com/readside/readside/event"
 	"github.com/readside/readside/projections"
 )
@@ -191,16 +195,30 @@ func TestUnmapped(t *testing.T) {
 		bad  []projections.Rejected
 		want []string // nil: no error
 		stop bool     // a *StopError
+		dlq  bool     // under on_error: dlq
 	}{
 		{why: "nothing unmapped: nothing to do"},
 		{why: "bad data under on_error: stop names the record and the dead-letter setting",
 			bad: []projections.Rejected{{Record: rec, Reason: errors.New("not base64")}}, want: []string{"t/2@7", "not base64", "set on_error: dlq"}},
+		{why: "an Avro record read as JSON is the config's, not the data's: it stops the projection, under dlq too, naming input.format",
+			bad: []projections.Rejected{{Record: rec, Reason: fmt.Errorf("decoding: %w", debezium.ErrAvroNotJSON)}}, want: []string{"t/2@7", "set input.format: avro"}, stop: true, dlq: true},
+		{why: "a JSON record read as Avro names input.format: json",
+			bad: []projections.Rejected{{Record: rec, Reason: debezium.ErrNotAvro}}, want: []string{"set input.format: json"}, stop: true},
 		{why: "a mapped column missing from the event is a DDL, which stops the projection naming the key",
 			bad: []projections.Rejected{{Record: rec, Reason: projections.MissingColumn("id")}}, want: []string{"projections.p.columns.id"}, stop: true},
 	}
 	for _, c := range cases {
 		pr := stageProjector(nil)
 		pr.p = p
+		if c.dlq {
+			// A client of no broker: dead-lettering would fail.
+			cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"), kgo.RetryTimeout(time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			pr.dlq = cl
+		}
 		err := pr.unmapped(t.Context(), c.bad)
 		if (err == nil) != (c.want == nil) {
 			t.Fatalf("%s: %v, want an error with %q", c.why, err, c.want)
