@@ -329,8 +329,8 @@ func (f *field) appendAvro(buf []byte, n *avroNode, raw []byte, m *config.Debezi
 			return nil, f.bad(raw, err)
 		}
 		if !f.micro {
-			if us < 0 || us >= 24*3600*1e6 {
-				return f.avroNull(buf, n) // see appendTime
+			if !timeOfDay(us) {
+				return f.avroNull(buf, n)
 			}
 			return f.avroInt(buf, n, us/1000)
 		}

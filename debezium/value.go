@@ -128,14 +128,19 @@ func (f *field) appendTime(buf []byte, raw []byte) ([]byte, error) {
 		return nil, f.bad(raw, err)
 	}
 	if !f.micro {
-		if us < 0 || us >= 24*3600*1e6 {
-			// Kafka Connect's Time is a time of day: Debezium writes
-			// null for a TIME outside 00:00:00-23:59:59.999999.
+		if !timeOfDay(us) {
 			return append(buf, "null"...), nil
 		}
 		return strconv.AppendInt(buf, us/1000, 10), nil
 	}
 	return strconv.AppendInt(buf, us, 10), nil
+}
+
+// timeOfDay reports a TIME of us microseconds that Kafka Connect's Time
+// (a time of day) holds as Debezium writes it: 00:00:00 to 24:00:00
+// (86,400,000 ms); Debezium writes null for the others.
+func timeOfDay(us int64) bool {
+	return us >= 0 && us <= 24*3600*1e6
 }
 
 // appendBinary: bytes under binary.handling.mode.

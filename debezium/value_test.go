@@ -72,6 +72,8 @@ func valueCases() []valueCase {
 		{"TIME just below zero", "time(6)", def, `"-00:00:01.000001"`, `-1000001`, false},
 		{"connect mode: TIME is milliseconds of the day", "time(3)", connect, `"23:59:59.999"`, `86399999`, false},
 		{"connect mode: a TIME past 24 hours is no time of day: null, as Debezium writes it", "time(3)", connect, `"25:00:00.500"`, `null`, false},
+		{"connect mode: 24:00:00 itself is kept, as Debezium keeps it", "time", connect, `"24:00:00"`, `86400000`, false},
+		{"connect mode: a microsecond past 24:00:00 is null", "time(6)", connect, `"24:00:00.000001"`, `null`, false},
 		{"connect mode: a negative TIME is null", "time(6)", connect, `"-00:00:01.000001"`, `null`, false},
 		{"binary bytes: the JSON converter's base64, BINARY padding included", "binary(4)", def, `"AQIAAA=="`, `"AQIAAA=="`, false},
 		{"binary.handling.mode=hex", "varbinary", hex, `"/wA="`, `"ff00"`, false},
