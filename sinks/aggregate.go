@@ -218,9 +218,15 @@ func (a *applier) storedContributions(kept []projections.Contribution) (map[stri
 		}
 	}
 	a.guess.guessed = len(read) < len(kept)
+	if err := a.shareTruncation(a.p.Name); err != nil {
+		return nil, err
+	}
 	if len(read) == 0 {
 		if err := a.readContributions(st.floor, []any{a.p.Name}, stored); err != nil {
 			return nil, fmt.Errorf("reading the truncation floor of %s: %w", a.p.Name, err)
+		}
+		if afterFloorRead != nil {
+			afterFloorRead()
 		}
 		return stored, nil
 	}
@@ -239,6 +245,9 @@ func (a *applier) storedContributions(kept []projections.Contribution) (map[stri
 		}
 	}
 	a.noteStoredFirst(kept, stored)
+	if afterFloorRead != nil {
+		afterFloorRead()
+	}
 	return stored, nil
 }
 

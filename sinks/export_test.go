@@ -56,3 +56,7 @@ func SetMaxDeferredLinks(n int) (was int) {
 	was, maxDeferredLinks = maxDeferredLinks, n
 	return was
 }
+
+// SetAfterFloorRead sets a function every batch runs once it has read its
+// truncation floor, before it writes its rows (nil: none), for tests.
+func SetAfterFloorRead(f func()) { afterFloorRead = f }

@@ -362,6 +362,9 @@ func newerThanTruncation[W any](a *applier, name string, ws []W, version func(W)
 // none).
 func (a *applier) truncatedAt(name string) (uint64, error) {
 	var floor uint64
+	if err := a.shareTruncation(name); err != nil {
+		return 0, err
+	}
 	rows, err := a.query(a.st.truncatedAt, name)
 	if err != nil {
 		return 0, err

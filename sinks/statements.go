@@ -91,6 +91,9 @@ type statements struct {
 	truncation   string // records a truncation's version (read table or a join's parent)
 	truncateRows string
 	truncatedAt  string
+	// shareTruncation takes a shared lock on a truncation row before its
+	// floor is read (shareTruncation in tombstone.go).
+	shareTruncation string
 
 	offsets, watermarks multiRow // offsets.go
 
@@ -126,7 +129,7 @@ func newStatements(p *projections.Projection, d dialect) *statements {
 	st.lenientUpsert = st.upsert
 	st.lenientUpsert.head = lenientPrefix + st.upsert.head
 	st.tombstones, st.tombstoneLookup, st.firstLookup, st.deleteRows = tombstoneStatements(p, d)
-	st.truncation, st.truncateRows, st.truncatedAt = truncationStatements(p, d)
+	st.truncation, st.truncateRows, st.truncatedAt, st.shareTruncation = truncationStatements(p, d)
 	st.offsets, st.watermarks = offsetStatement(d), watermarkStatement(d)
 	st.routing = routingStatement(d)
 	for _, j := range p.Joins {

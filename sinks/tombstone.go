@@ -77,13 +77,31 @@ func tombstoneStatements(p *projections.Projection, d dialect) (record, lookup, 
 
 // truncationStatements are p's statements that record a truncation's
 // version (of the read table, or of a join's parent), delete the read
-// rows below it, and read it back.
-func truncationStatements(p *projections.Projection, d dialect) (record, deleteRows, floor string) {
+// rows below it, read it back, and share-lock it (shareTruncation).
+func truncationStatements(p *projections.Projection, d dialect) (record, deleteRows, floor, share string) {
 	record = "INSERT INTO `_readside_truncations` (projection, version) VALUES (?, ?)" +
 		d.onDuplicate() + "version = GREATEST(version, " + d.newRow("version") + ")"
 	deleteRows = "DELETE FROM " + q(p.Table) + " WHERE _rs_version < ?"
 	floor = "SELECT version FROM `_readside_truncations` WHERE projection = ?"
-	return record, deleteRows, floor
+	// A duplicate key takes a shared lock on the existing row; an absent
+	// row is created at version 0 (a floor of none), so that there is a
+	// row to lock even before the first truncation.
+	share = "INSERT IGNORE INTO `_readside_truncations` (projection, version) VALUES (?, 0)"
+	return record, deleteRows, floor, share
+}
+
+// shareTruncation takes a shared lock on truncation row name before the
+// batch reads its floor and writes below it. A truncation reaches one
+// partition of a Debezium connector's topic (readside's tailer writes
+// one into every partition), while the batch of another partition, in a
+// concurrent transaction, writes rows from before it: without the lock
+// the truncating transaction records its floor and deletes the rows
+// below it, passing over the other's uncommitted rows, which commit
+// afterwards below the floor for good. With it, whichever comes second
+// waits for the other's commit: the truncation then deletes the rows,
+// or the batch reads the new floor and drops them.
+func (a *applier) shareTruncation(name string) error {
+	return a.exec(a.st.shareTruncation, name)
 }
 
 // lookupChunk is the most keys per tombstone lookup: the server sorts an
@@ -91,11 +109,19 @@ func truncationStatements(p *projections.Projection, d dialect) (record, deleteR
 // in one round trip.
 const lookupChunk = 5000
 
+// afterFloorRead, when set (tests only), runs once a batch has read its
+// truncation floor and before it writes its rows: the moment another
+// transaction's truncation must not pass.
+var afterFloorRead func()
+
 // dropShadowed removes upserts a newer (or equal) delete or truncate
 // already covers: a late or replayed upsert never resurrects a row. The
 // truncation floor comes with the first tombstone lookup (one round trip
 // less per batch).
 func (a *applier) dropShadowed(ups []projections.Write) ([]projections.Write, error) {
+	if err := a.shareTruncation(a.p.Name); err != nil {
+		return nil, err
+	}
 	var floor uint64
 	tomb := map[string]uint64{}
 	for _, sp := range cut(len(ups), lookupChunk, func(i int) int { return len(ups[i].Key) + 9 }, a.limit) {
@@ -130,6 +156,9 @@ func (a *applier) dropShadowed(ups []projections.Write) ([]projections.Write, er
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
+	}
+	if afterFloorRead != nil {
+		afterFloorRead()
 	}
 	kept := make([]projections.Write, 0, len(ups))
 	for _, w := range ups {
