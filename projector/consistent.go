@@ -59,7 +59,12 @@ type ApplierOptions struct {
 	// key, sinks.RetryAtOnce). nil: none.
 	AtOnce  func(error) bool
 	Metrics *ConsistentMetrics // nil: not exported
-	Log     *slog.Logger
+	// Lag keeps readside_projection_lag_seconds of the sink's
+	// projections (nil: not kept): from a commit's start, its cut's
+	// source time waits until a commit lands at or past it, so a sink
+	// whose commits fail or stall shows its projections falling behind.
+	Lag *Metrics
+	Log *slog.Logger
 }
 
 // defaultCommitRecords: a backlog is applied in commits of about this many
@@ -143,6 +148,9 @@ func NewApplier(sink string, ps []*projections.Projection, to projections.Consis
 // again from the frontiers stored in the sink.
 func (a *Applier) Run(ctx context.Context) error {
 	a.o.Metrics.started(a.sink)
+	for _, p := range a.ps {
+		a.o.Lag.started(p)
+	}
 	backoff := 100 * time.Millisecond
 	atOnce := 0 // sessions started again at once since the last commit
 	for {
@@ -436,6 +444,13 @@ type landing struct {
 func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client, target cutAt, landed func() error) (*landing, error) {
 	start := time.Now()
 	phases := commitPhases{cutAge: cutAge(target.cut.WrittenAt, start)}
+	waitsFrom := target.cut.SourceTS
+	if waitsFrom <= 0 {
+		waitsFrom = start.Unix()
+	}
+	for _, p := range a.ps {
+		a.o.Lag.waiting(p, waitsFrom, start)
+	}
 	progress := beginProgress(a.sink, target.cut.Position.GTID, s.records(target))
 	begin := func() (projections.SinkCommit, error) {
 		waitFrom := time.Now()
@@ -495,6 +510,9 @@ func (a *Applier) commit(ctx context.Context, s *applySession, data *kgo.Client,
 		}
 		phases.finish = time.Since(finishFrom)
 		a.o.Metrics.committed(a.sink, f, prev, rows, time.Since(start), phases)
+		for _, p := range a.ps {
+			a.o.Lag.doneThrough(p, waitsFrom)
+		}
 		if prev.Checkpoint < 0 {
 			a.log.Info("first consistent commit", "gtid", f.GTID, "rows", rows, "took", time.Since(start))
 		}

@@ -1,6 +1,7 @@
 package projector
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -64,6 +65,14 @@ func (c *lagCollector) push(projection string, ts int64) {
 	defer c.mu.Unlock()
 	st := c.get(projection)
 	st.waiting = append(st.waiting, ts)
+}
+
+// popThrough takes out every waiting entry at or below ts.
+func (c *lagCollector) popThrough(projection string, ts int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.get(projection)
+	st.waiting = slices.DeleteFunc(st.waiting, func(w int64) bool { return w <= ts })
 }
 
 func (c *lagCollector) pop(projection string) {
@@ -160,6 +169,15 @@ func (m *Metrics) waiting(p *projections.Projection, oldest int64, start time.Ti
 	}
 	m.lag.push(p.Name, oldest)
 	return true
+}
+
+// doneThrough takes out of the lag every wait a consistent commit ended:
+// those of its cut (source time ts) and of the commits before it that
+// were rolled back and redone by it (consistent.go).
+func (m *Metrics) doneThrough(p *projections.Projection, ts int64) {
+	if m != nil {
+		m.lag.popThrough(p.Name, ts)
+	}
 }
 
 // done takes a committed job out of the lag.

@@ -54,3 +54,24 @@ func TestLagCollectorJobs(t *testing.T) {
 		t.Fatalf("after a new membership: lag %v, want 0", lag)
 	}
 }
+
+// TestConsistentLag: a consistent commit's cut waits in the projection's
+// lag from the commit's start until a commit lands at or past it — one
+// rolled back and redone by a later commit too — so the lag of a sink
+// whose commits fail grows from the oldest cut it could not apply.
+func TestConsistentLag(t *testing.T) {
+	m := NewMetrics(nil)
+	p := &projections.Projection{Name: "p"}
+	m.started(p)
+	now := time.Now()
+	lag := func() float64 { l, _ := m.lag.seconds("p", now); return l }
+	m.waiting(p, now.Unix()-100, now) // a commit that is rolled back
+	m.waiting(p, now.Unix()-40, now)  // its redo, to a later cut
+	if l := lag(); l < 99 || l > 101 {
+		t.Fatalf("lag %v while a rolled-back commit's cut waits, want ~100 s", l)
+	}
+	m.doneThrough(p, now.Unix()-40) // the redo lands
+	if l := lag(); l != 0 {
+		t.Fatalf("lag %v once a commit landed past every cut waiting, want 0", l)
+	}
+}

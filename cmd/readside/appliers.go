@@ -70,7 +70,7 @@ func (s *projectorStarter) startApplier(ctx context.Context, sink string, pps []
 	}
 	a, err := projector.NewApplier(sink, ps, sh, projector.ApplierOptions{Brokers: s.cfg.Kafka.Brokers, InstanceID: instance,
 		CheckpointTopic: event.CheckpointTopic(prefix), TailerID: s.cfg.TransactionalID(), Group: event.SinkGroup(prefix, sink),
-		Retryable: sinks.Retryable, AtOnce: sinks.RetryAtOnce, Metrics: s.consistentMetrics, Log: s.log})
+		Retryable: sinks.Retryable, AtOnce: sinks.RetryAtOnce, Metrics: s.consistentMetrics, Lag: s.metrics, Log: s.log})
 	if err != nil {
 		return exitUsage, err
 	}
