@@ -174,7 +174,10 @@ func (a *Applier) Run(ctx context.Context) error {
 			// every key, so this happens at most once per projection
 			// before a commit; beyond that the backoff applies.
 			atOnce++
-			a.log.Debug("consistent commit started again at once", "err", err)
+			// Said at INFO: a large commit rolled back is minutes of a
+			// frontier standing still, which an operator must be able
+			// to tell from a stuck applier.
+			a.log.Info("consistent commit rolled back and started again at once: a contribution guessed new was stored (a key reused after a delete or a truncation); the projection now reads every key", "err", err)
 			continue
 		}
 		if err != nil && !a.o.Retryable(err) && !errors.Is(err, errMembershipLost) && !errors.Is(err, errTopicsMissing) && !errors.Is(err, errSchemaFollowed) {

@@ -58,6 +58,7 @@ func (a *applier) contributions(cs []projections.Contribution) error {
 		if err := a.truncateAggregate(truncateAt); err != nil {
 			return err
 		}
+		a.readEveryKeyAfterTruncation()
 	}
 	if len(live) == 0 {
 		return nil

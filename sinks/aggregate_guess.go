@@ -73,6 +73,20 @@ func (a *applier) unreadFirst(c projections.Contribution) bool {
 	return c.First && !a.guess.readAll
 }
 
+// readEveryKeyAfterTruncation: a truncated table's keys come back as
+// inserts (ids counted from 1 again), and each one's withdrawn
+// contribution is still stored, so the guess would be wrong for them —
+// a rolled-back attempt of the batch, or of a consistent commit of
+// millions of rows. The batch and the projection's later ones (the later
+// chunks of the same commit too) read every key instead, until a commit
+// finds no First contribution stored.
+func (a *applier) readEveryKeyAfterTruncation() {
+	a.guess.readAll = true
+	if a.guessMark != nil {
+		a.guessMark.wrong.Store(true)
+	}
+}
+
 // noteStoredFirst records, for a batch that read every key, whether a
 // First contribution was stored after all.
 func (a *applier) noteStoredFirst(kept []projections.Contribution, stored map[string]storedContribution) {

@@ -157,8 +157,10 @@ type applier struct {
 	// it read as never seen (aggregate.go); a duplicate key is contention.
 	firstContributions bool
 	// guess is what the batch did with the guess that the First
-	// contributions are new (aggregate_guess.go).
-	guess guessOutcome
+	// contributions are new (aggregate_guess.go); guessMark is the
+	// projection's mark on the sink.
+	guess     guessOutcome
+	guessMark *firstGuess
 	// regroupKeys are the source keys of the contributions the batch
 	// wrote without their joined group columns; regroupAll: a parent
 	// was truncated, every contribution is regrouped (aggregate_joined.go).

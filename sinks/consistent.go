@@ -210,7 +210,7 @@ func (c *ShardCommit) applier(p *projections.Projection) (*applier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &applier{ctx: c.ctx, run: c.run, p: p, st: st, limit: c.s.stmtLimit()}, nil
+	return &applier{ctx: c.ctx, run: c.run, p: p, st: st, limit: c.s.stmtLimit(), guessMark: c.s.guessFor(p)}, nil
 }
 
 // deferredFor is p's summed group deltas in the transaction (nil when p

@@ -139,7 +139,7 @@ func (s *MySQL) beginApplier(ctx context.Context, p *projections.Projection) (*a
 	if err != nil {
 		return nil, err
 	}
-	return &applier{ctx: ctx, run: run, p: p, st: st, limit: s.stmtLimit(), guess: s.readAll(ctx, p)}, nil
+	return &applier{ctx: ctx, run: run, p: p, st: st, limit: s.stmtLimit(), guess: s.readAll(ctx, p), guessMark: s.guessFor(p)}, nil
 }
 
 // rollbackOnError rolls a's transaction back if *err, the caller's named
