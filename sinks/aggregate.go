@@ -226,9 +226,7 @@ func (a *applier) storedContributions(kept []projections.Contribution) (map[stri
 		if err := a.readContributions(st.floor, []any{a.p.Name}, stored); err != nil {
 			return nil, fmt.Errorf("reading the truncation floor of %s: %w", a.p.Name, err)
 		}
-		if afterFloorRead != nil {
-			afterFloorRead()
-		}
+		floorRead()
 		return stored, nil
 	}
 	for i, sp := range cut(len(read), chunk, func(i int) int { return len(read[i].SourceKey) + 9 }, a.limit) {
@@ -246,9 +244,7 @@ func (a *applier) storedContributions(kept []projections.Contribution) (map[stri
 		}
 	}
 	a.noteStoredFirst(kept, stored)
-	if afterFloorRead != nil {
-		afterFloorRead()
-	}
+	floorRead()
 	return stored, nil
 }
 

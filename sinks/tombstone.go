@@ -114,6 +114,13 @@ const lookupChunk = 5000
 // transaction's truncation must not pass.
 var afterFloorRead func()
 
+// floorRead is where a batch has read its truncation floor (afterFloorRead).
+func floorRead() {
+	if afterFloorRead != nil {
+		afterFloorRead()
+	}
+}
+
 // dropShadowed removes upserts a newer (or equal) delete or truncate
 // already covers: a late or replayed upsert never resurrects a row. The
 // truncation floor comes with the first tombstone lookup (one round trip
@@ -157,9 +164,7 @@ func (a *applier) dropShadowed(ups []projections.Write) ([]projections.Write, er
 			return nil, err
 		}
 	}
-	if afterFloorRead != nil {
-		afterFloorRead()
-	}
+	floorRead()
 	kept := make([]projections.Write, 0, len(ups))
 	for _, w := range ups {
 		if w.Version <= floor || w.Version <= tomb[w.Key] {
