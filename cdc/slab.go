@@ -62,8 +62,8 @@ func (s *slab) newChunk() []byte {
 	return c[:0]
 }
 
-// maxTakenChunks bounds the chunks a slab tracks between two seals (32
-// MiB, the producer's buffer): a commit of kafka.commit_every (20,000)
+// maxTakenChunks bounds the chunks a slab tracks between two seals (the
+// producer's buffer, 16 MiB): a commit of kafka.commit_every (20,000)
 // narrow records takes ~190, and a snapshot's commit, deferred up to twice
 // that (commit_schedule.go), ~360; chunks dropped from tracking are lost
 // to the pool and allocated (and cleared) again for the next commit.
@@ -71,8 +71,9 @@ func (s *slab) newChunk() []byte {
 // no seal until its end; tracking all of its chunks would keep them alive
 // (memory growing with the transaction), so only the newest are: those
 // are the records still in the producer's buffer anyway, and the older
-// ones are left to the collector once acknowledged.
-const maxTakenChunks = 512
+// ones are left to the collector once acknowledged. Tracking more than the
+// buffer holds would only keep acknowledged records' bytes alive.
+const maxTakenChunks = producerBuffer / slabChunk
 
 // keepNewest appends p to list, first dropping the older half when list
 // holds max already (cleared, so nothing keeps them alive).
