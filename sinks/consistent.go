@@ -148,6 +148,13 @@ func (s *MySQL) BeginCommit(ctx context.Context, sink string, from int64) (*Shar
 	at, err := c.lockFrontier()
 	if err != nil {
 		run.rollback()
+		if lockWaitTimeout(err) {
+			if endErr := s.endFrozenOwner(ctx, sink); endErr != nil {
+				// Still retried: the wait times out again until the
+				// operator acts.
+				err = fmt.Errorf("%w; %w", err, endErr)
+			}
+		}
 		return nil, err
 	}
 	if at != from {
@@ -157,8 +164,13 @@ func (s *MySQL) BeginCommit(ctx context.Context, sink string, from int64) (*Shar
 	return c, nil
 }
 
+// lockFrontier locks the frontier row and takes the owner mark with it
+// (frontier_owner.go). A mark another connection holds while this one
+// holds the row is one a commit kept past its end; this commit goes on
+// without it.
 func (c *ShardCommit) lockFrontier() (int64, error) {
-	rows, err := c.run.query(c.ctx, "SELECT checkpoint_offset FROM `_readside_frontier` WHERE sink = ? FOR UPDATE", []any{c.sink})
+	c.run.endReleasesLocks()
+	rows, err := c.run.query(c.ctx, "SELECT checkpoint_offset, GET_LOCK("+ownerMark+", 0) FROM `_readside_frontier` WHERE sink = ? FOR UPDATE", []any{c.sink, c.sink})
 	if err != nil {
 		return 0, fmt.Errorf("locking the frontier of sink %s: %w", c.sink, err)
 	}
@@ -170,7 +182,8 @@ func (c *ShardCommit) lockFrontier() (int64, error) {
 		return 0, fmt.Errorf("the frontier row of sink %s is gone", c.sink)
 	}
 	var at int64
-	if err := rows.Scan(&at); err != nil {
+	var marked sql.NullInt64
+	if err := rows.Scan(&at, &marked); err != nil {
 		return 0, err
 	}
 	return at, rows.Close()

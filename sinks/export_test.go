@@ -60,3 +60,7 @@ func SetMaxDeferredLinks(n int) (was int) {
 // SetAfterFloorRead sets a function every batch runs once it has read its
 // truncation floor, before it writes its rows (nil: none), for tests.
 func SetAfterFloorRead(f func()) { afterFloorRead = f }
+
+// OwnerMark is the SQL expression naming a sink's frontier owner mark
+// (frontier_owner.go), for tests.
+const OwnerMark = ownerMark

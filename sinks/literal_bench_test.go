@@ -30,6 +30,7 @@ func (t *textOnly) check(ctx context.Context, query string, args []any, _ func(*
 }
 func (t *textOnly) commit(context.Context) error { return nil }
 func (t *textOnly) rollback()                    {}
+func (t *textOnly) endReleasesLocks()            {}
 
 // textDirect also takes statements written whole (textStmts), as the
 // pipeline does.

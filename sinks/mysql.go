@@ -115,7 +115,7 @@ func (s *MySQL) begin(ctx context.Context) (stmts, error) {
 		if err != nil {
 			return nil, err
 		}
-		return txStmts{tx}, nil
+		return &txStmts{tx: tx}, nil
 	}
 	conn, err := s.pipe.Conn(ctx)
 	if err != nil {

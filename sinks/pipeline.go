@@ -26,24 +26,38 @@ type stmts interface {
 	// rollback ends a transaction that failed; the connection goes back
 	// to the pool only when it is known to be outside a transaction.
 	rollback()
+	// endReleasesLocks has the transaction's end (commit or rollback)
+	// release every named lock its connection holds (GET_LOCK), before
+	// the connection goes back to the pool.
+	endReleasesLocks()
 }
+
+// releaseLocks releases a connection's named locks: readside takes none on
+// sink connections but the frontier's owner mark (frontier_owner.go).
+const releaseLocks = "DO RELEASE_ALL_LOCKS()"
 
 // txStmts is one statement per round trip in a database/sql transaction:
 // the fallback for a sink whose connection charset rules out the
 // driver writing the parameters into the statement text (interpolationSafe),
 // without which statements cannot be sent together.
-type txStmts struct{ tx *sql.Tx }
+type txStmts struct {
+	tx *sql.Tx
+	// locks: release named locks before the COMMIT or ROLLBACK, which
+	// hand the connection back to the pool (a process frozen between the
+	// two round trips keeps the row without the mark).
+	locks bool
+}
 
-func (t txStmts) exec(ctx context.Context, query string, args []any) error {
+func (t *txStmts) exec(ctx context.Context, query string, args []any) error {
 	_, err := t.tx.ExecContext(ctx, query, args...)
 	return err
 }
 
-func (t txStmts) query(ctx context.Context, query string, args []any) (*sql.Rows, error) {
+func (t *txStmts) query(ctx context.Context, query string, args []any) (*sql.Rows, error) {
 	return t.tx.QueryContext(ctx, query, args...)
 }
 
-func (t txStmts) check(ctx context.Context, query string, args []any, read func(*sql.Rows) error) error {
+func (t *txStmts) check(ctx context.Context, query string, args []any, read func(*sql.Rows) error) error {
 	rows, err := t.tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
@@ -55,8 +69,23 @@ func (t txStmts) check(ctx context.Context, query string, args []any, read func(
 	return rows.Close()
 }
 
-func (t txStmts) commit(context.Context) error { return t.tx.Commit() }
-func (t txStmts) rollback()                    { _ = t.tx.Rollback() }
+func (t *txStmts) commit(ctx context.Context) error {
+	if t.locks {
+		if _, err := t.tx.ExecContext(ctx, releaseLocks); err != nil {
+			return err
+		}
+	}
+	return t.tx.Commit()
+}
+
+func (t *txStmts) rollback() {
+	if t.locks {
+		_, _ = t.tx.Exec(releaseLocks)
+	}
+	_ = t.tx.Rollback()
+}
+
+func (t *txStmts) endReleasesLocks() { t.locks = true }
 
 // pipeline sends a transaction in as few round trips as its reads allow.
 // Statements whose results the batch does not read wait and go out in one
@@ -89,7 +118,11 @@ type pipeline struct {
 	// checking is the reader of a check waiting in text: the next packet
 	// goes out as a query, whose first result set is the check's.
 	checking func(*sql.Rows) error
+	// locks: the COMMIT or ROLLBACK carries releaseLocks in its packet.
+	locks bool
 }
+
+func (p *pipeline) endReleasesLocks() { p.locks = true }
 
 // errTextTooLarge: a statement too long to send as text (see maxText).
 var errTextTooLarge = errors.New("statement too long to send as text")
@@ -259,6 +292,11 @@ func (p *pipeline) commit(ctx context.Context) error {
 	if err := p.add("COMMIT", nil); err != nil {
 		return err
 	}
+	if p.locks {
+		if err := p.add(releaseLocks, nil); err != nil {
+			return err
+		}
+	}
 	if err := p.flush(ctx); err != nil {
 		return err
 	}
@@ -278,7 +316,11 @@ func (p *pipeline) rollback() {
 	// the pool, so one whose ROLLBACK fails is discarded.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := p.conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+	end := "ROLLBACK"
+	if p.locks {
+		end += "; " + releaseLocks
+	}
+	if _, err := p.conn.ExecContext(ctx, end); err != nil {
 		_ = p.conn.Raw(func(any) error { return sqldriver.ErrBadConn })
 	}
 	_ = p.conn.Close()
