@@ -149,10 +149,10 @@ func (s *MySQL) BeginCommit(ctx context.Context, sink string, from int64) (*Shar
 	if err != nil {
 		run.rollback()
 		if lockWaitTimeout(err) {
-			if endErr := s.endFrozenOwner(ctx, sink); endErr != nil {
-				// Still retried: the wait times out again until the
-				// operator acts.
-				err = fmt.Errorf("%w; %w", err, endErr)
+			// Still the lock wait's error, retried: the next attempt takes
+			// the row, or waits again if the mark's holder stays.
+			if did := s.endFrozenOwner(ctx, sink); did != "" {
+				err = fmt.Errorf("%w; %s", err, did)
 			}
 		}
 		return nil, err

@@ -48,24 +48,23 @@ func lockWaitTimeout(err error) bool {
 }
 
 // endFrozenOwner ends the connection holding sink's owner mark, if any,
-// after a commit's frontier lock wait timed out. It returns why that
-// failed; nil when it ended one or no connection holds the mark.
-func (s *MySQL) endFrozenOwner(ctx context.Context, sink string) error {
+// after a commit's frontier lock wait timed out, and says what it did for
+// the retried error (the applier logs it): "" when no connection holds
+// the mark.
+func (s *MySQL) endFrozenOwner(ctx context.Context, sink string) string {
 	var owner sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, "SELECT IS_USED_LOCK("+ownerMark+")", sink).Scan(&owner); err != nil || !owner.Valid {
-		return err
+	if err := s.db.QueryRowContext(ctx, "SELECT IS_USED_LOCK("+ownerMark+")", sink).Scan(&owner); err != nil {
+		return fmt.Sprintf("asking which connection holds the frontier's owner mark: %v", err)
+	}
+	if !owner.Valid {
+		return ""
 	}
 	if _, err := s.db.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", owner.Int64)); err != nil {
 		var me *driver.MySQLError
-		if errors.As(err, &me) && me.Number == 1094 {
-			return nil // ended already, between the two statements
+		if !errors.As(err, &me) || me.Number != 1094 { // 1094: ended already
+			return fmt.Sprintf("the commit in the way (sink connection %d, of an applier that lost the sink: frozen or cut off from Kafka) could not be ended: %v; "+
+				"give the sink user CONNECTION ADMIN (MariaDB) or CONNECTION_ADMIN (MySQL), or stop that process", owner.Int64, err)
 		}
-		return fmt.Errorf("the commit in the way (sink connection %d, of an applier that lost sink %s: frozen or cut off) could not be ended: %w; "+
-			"give the sink user CONNECTION ADMIN (MariaDB) or CONNECTION_ADMIN (MySQL), or stop that process", owner.Int64, sink, err)
 	}
-	if s.Log != nil {
-		s.Log.Warn("ended the commit of an applier that lost the sink and still held its frontier (frozen or cut off from Kafka); committing in its place",
-			"sink", sink, "connection", owner.Int64)
-	}
-	return nil
+	return fmt.Sprintf("ended sink connection %d, the commit of an applier that lost the sink (frozen or cut off from Kafka) and still held its frontier: the next attempt commits in its place", owner.Int64)
 }

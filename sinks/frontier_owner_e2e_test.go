@@ -87,6 +87,9 @@ func TestFrozenCommitEndedByTakeover(t *testing.T) {
 			t.Fatalf("the taking-over commit never got past the frozen one's frontier lock:\n%s", strings.Join(errs, "\n"))
 		}
 	}
+	if !strings.Contains(strings.Join(errs, "\n"), "ended sink connection") {
+		t.Errorf("no retried error says which connection was ended:\n%s", strings.Join(errs, "\n"))
+	}
 	if err := frozen.Commit(projections.Frontier{Checkpoint: 2, Next: event.Offsets{}}); err == nil {
 		t.Fatal("the frozen commit committed after its connection was ended")
 	}
