@@ -46,7 +46,8 @@ type MySQL struct {
 	inFlight sync.Map
 	// guesses: projection name → *firstGuess (aggregate_guess.go).
 	guesses sync.Map
-	// Log, when set, reports retried batches.
+	// Log, when set, reports retried batches (not those retried after a
+	// deadlock or a contention: contended).
 	Log *slog.Logger
 	// namesBinary: the bookkeeping tables' name columns compare byte for
 	// byte (binaryNames), checked once.
@@ -371,6 +372,14 @@ func retryable(err error) bool {
 		errors.Is(err, sql.ErrConnDone) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
+// contended reports a deadlock or a contention: concurrent batches of a
+// projection meet them in normal operation, and a retry settles them, so
+// they are not worth a warning (a sink away, a lock wait timeout are).
+func contended(err error) bool {
+	var me *driver.MySQLError
+	return errors.As(err, new(contention)) || (errors.As(err, &me) && me.Number == 1213)
+}
+
 // contention is an error that says another transaction wrote what this
 // one had read as absent: the batch is retried, as after a deadlock.
 type contention struct{ err error }
@@ -448,7 +457,7 @@ func (s *MySQL) retried(ctx context.Context, p *projections.Projection, b *proje
 			return err
 		}
 		ctx = retryReadingEveryKey(ctx, err)
-		if s.Log != nil {
+		if s.Log != nil && !contended(err) {
 			s.Log.Warn("sink batch failed; retrying", "projection", p.Name, "attempt", attempt, "in", backoff, "err", err)
 		}
 		select {

@@ -140,6 +140,9 @@ func (s *projectorStarter) open(ctx context.Context, name string) (*sinks.Sharde
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: %w", name, err)
 	}
+	for _, sh := range sink.Shards {
+		sh.Log = s.log.With("component", "sink", "sink", name, "shard", sh.Range.Text)
+	}
 	s.opened[name] = sink
 	return sink, nil
 }
