@@ -111,7 +111,7 @@ func aggregateCollation(l, r node, a, b Type, at int) (*collation, error) {
 	}
 	coll, ok := findCollation(name)
 	if !ok {
-		return nil, errAt(at, "collation %s is not offered for comparisons (offered: utf8mb4_bin, utf8mb4_general_ci, utf8mb3_bin, utf8mb3_general_ci, latin1_bin, latin1_swedish_ci)", name)
+		return nil, errAt(at, "collation %s is not offered for comparisons (offered: utf8mb4_bin, utf8mb4_general_ci, utf8mb3_bin, utf8mb3_general_ci, latin1_bin, latin1_swedish_ci): compare CAST(column AS CHAR) instead (the column converted to utf8mb4)", name)
 	}
 	return coll, nil
 }
@@ -164,7 +164,7 @@ func literalConverts(n node, from, to string) error {
 		return nil // compared by another rule, or refused there
 	}
 	if c, lacks := cs.lacks(lit.d.S); lacks {
-		return fmt.Errorf("the literal %q holds %q, which the %s column's character set %s lacks: MySQL refuses the comparison (error 1267, Illegal mix of collations); compare CONVERT(column USING utf8mb4) instead, or a literal the column can hold", lit.d.S, c, to, cs.name)
+		return fmt.Errorf("the literal %q holds %q, which the %s column's character set %s lacks: MySQL refuses the comparison (error 1267, Illegal mix of collations); compare CAST(column AS CHAR) instead (the column converted to utf8mb4), or a literal the column can hold", lit.d.S, c, to, cs.name)
 	}
 	return nil
 }

@@ -261,9 +261,13 @@ func rangeWhere(cols []string, b keyBinder, lo, hi Key) (string, []any) {
 }
 
 // literal renders a value for the WHERE of a snapshot request (plain SQL
-// text the tailer runs): numbers as written, text as a hex literal
-// converted to utf8mb4 (the column's collation wins, so its index is
-// used), bytes as a hex literal.
+// text the tailer runs): numbers as written, text as a hex literal of its
+// UTF-8 bytes under the _utf8mb4 introducer, bytes as a hex literal. An
+// introduced literal is coercible, so the column's character set and
+// collation win: the literal is converted to them and the column's index
+// is used. A CONVERT(… USING utf8mb4) instead ranks with the column: the
+// server then converts a non-Unicode column to utf8mb4 (no index) and
+// refuses a ucs2, utf16 or utf32 one (error 1267, illegal mix).
 func literal(k kind, v string) string {
 	switch k {
 	case kInt, kNumber, kDecimal, kBit:
@@ -276,7 +280,7 @@ func literal(k kind, v string) string {
 	if v == "" {
 		return "''"
 	}
-	return "CONVERT(X'" + hex.EncodeToString([]byte(v)) + "' USING utf8mb4)"
+	return "_utf8mb4 X'" + hex.EncodeToString([]byte(v)) + "'"
 }
 
 // shardValue is the bytes a shard_by cell is routed by
