@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/knadh/koanf/parsers/yaml"
@@ -169,6 +171,7 @@ func decode(k *koanf.Koanf) (Config, error) {
 			ErrorUnused:      true,
 			WeaklyTypedInput: true,
 			DecodeHook: mapstructure.ComposeDecodeHookFunc(
+				bareDurationHook,
 				mapstructure.StringToTimeDurationHookFunc(),
 				mapstructure.StringToSliceHookFunc(","),
 				mapstructure.TextUnmarshallerHookFunc(),
@@ -178,6 +181,24 @@ func decode(k *koanf.Koanf) (Config, error) {
 		},
 	})
 	return cfg, err
+}
+
+// bareDurationHook refuses a number without a unit where a duration goes:
+// YAML hands `heartbeat_period: 5` over as the integer 5, which the
+// decoder would take as 5 nanoseconds (a tailer whose reads all time out,
+// a drain that ends at once). 0 is 0 in any unit.
+func bareDurationHook(from, to reflect.Type, data any) (any, error) {
+	if to != reflect.TypeOf(time.Duration(0)) {
+		return data, nil
+	}
+	switch from.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		if v := reflect.ValueOf(data); !v.IsZero() {
+			return nil, fmt.Errorf("%v has no unit, so it would be %v nanoseconds: write the duration with its unit, e.g. \"%vs\" or \"%vms\"", data, data, data, data)
+		}
+	}
+	return data, nil
 }
 
 // mapKey is how the decoder names a map entry in a key path

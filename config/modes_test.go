@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 // minimalNoBrokers ends inside source:, so a case adds source keys with
@@ -153,5 +154,24 @@ func TestBadValueKeepsItsMapEntry(t *testing.T) {
 	}
 	if p, ok := inv.Config.Projections["p"]; !ok || p.Sink != "reads" {
 		t.Errorf("projection p with a bad on_error: %+v (present %v)", p, ok)
+	}
+}
+
+// TestDurationsNeedUnits: a bare number where a duration goes is refused,
+// naming the key (YAML hands it over as an integer, which would be
+// nanoseconds); 0 and a number with its unit load.
+func TestDurationsNeedUnits(t *testing.T) {
+	expectLoadErrors(t, []loadError{
+		{"a bare number is not taken as nanoseconds",
+			minimalNoBrokers + "  heartbeat_period: 5\nshutdown_timeout: 2.5\n", nil,
+			[]string{`source.heartbeat_period: 5 has no unit, so it would be 5 nanoseconds: write the duration with its unit, e.g. "5s"`,
+				`shutdown_timeout: 2.5 has no unit`}},
+	})
+	cfg, err := Load(writeConfig(t, minimalNoBrokers+"  heartbeat_period: 5s\nlog: {progress_every: 0}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Source.HeartbeatPeriod != 5*time.Second || cfg.Log.ProgressEvery != 0 {
+		t.Errorf("heartbeat_period %v, log.progress_every %v; want 5s and 0", cfg.Source.HeartbeatPeriod, cfg.Log.ProgressEvery)
 	}
 }
