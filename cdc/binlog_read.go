@@ -101,7 +101,7 @@ func (s *stream) classifyStreamError(err error) error {
 				"Fix: raise max_allowed_packet on the source (SET GLOBAL max_allowed_packet=1073741824 and in its config; 1 GiB is the largest), then restart readside; "+
 				"readside's own limit is source.max_event_bytes. An event over 1 GiB cannot be replicated at all: skip it by re-snapshotting the table (docs/operations.md, \"oversized rows\")", s.cp.Position, me.Message)
 		case strings.Contains(msg, "purged") || strings.Contains(msg, "could not find") || strings.Contains(msg, "not find first log"):
-			return fatalf("the source no longer has the binlog at the checkpoint %s (%s): the changes in between are lost to the stream. Recovery: re-snapshot the captured tables (docs/operations.md, \"binlog purged\"); then restart", s.cp.Position, me.Message)
+			return fatalf("the source no longer has the binlog at the checkpoint %s (%s): the changes in between are lost to the stream. Recovery: re-snapshot the captured tables, then readside verify --repair every projection for the rows deleted in between (docs/operations.md, \"binlog purged\")", s.cp.Position, me.Message)
 		}
 		return fatalf("the source refused the binlog stream at %s: %s", s.cp.Position, me.Message)
 	}

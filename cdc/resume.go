@@ -111,7 +111,7 @@ func (t *Tailer) startingPoint(ctx context.Context, env *runEnv) (cp Checkpoint,
 // binlog purged, another flavor, or a file/offset of another server.
 func checkResumable(ctx context.Context, src *sourceDB, cp Checkpoint) error {
 	if err := src.checkNotPurged(ctx, cp.Position); errors.Is(err, ErrPurged) {
-		return fatalf("the source no longer has the binlog after the checkpoint (%v): the changes in between are lost to the stream. Recovery: re-snapshot the captured tables (docs/operations.md, \"binlog purged\"); then restart", err)
+		return fatalf("the source no longer has the binlog after the checkpoint (%v): the changes in between are lost to the stream. Recovery: re-snapshot the captured tables, then readside verify --repair every projection for the rows deleted in between (docs/operations.md, \"binlog purged\")", err)
 	} else if err != nil {
 		return err
 	}

@@ -77,7 +77,9 @@ func newTable(tm *replication.TableMapEvent, topic string, excluded map[string]b
 		colTypes: bytes.Clone(tm.ColumnType), colMeta: slices.Clone(tm.ColumnMeta), colNames: tm.ColumnNameString(), nullBits: bytes.Clone(tm.NullBitmap)}
 	qualified := t.db + "." + t.name
 	if len(t.colNames) != int(tm.ColumnCount) {
-		return nil, fmt.Errorf("table %s: the binlog carries no column names: set binlog_row_metadata=FULL on the source (MySQL >= 8.0.1, MariaDB >= 10.5)", qualified)
+		return nil, fmt.Errorf("table %s: the binlog carries no column names: set binlog_row_metadata=FULL on the source (MySQL >= 8.0.1, MariaDB >= 10.5); "+
+			"events written while it was not FULL stay without names, so if it is FULL already (this event is older), start over from a new checkpoint with a snapshot "+
+			"(docs/operations.md, \"Schema history\", recovery 2)", qualified)
 	}
 	for i, name := range t.colNames {
 		col, err := newColumn(tm, i, name, charsetOf)
