@@ -217,11 +217,17 @@ func (p *progressLog) committed(prev, now progressTotals, families []*dto.Metric
 			}
 		}
 	}
+	// Under "projections": a projection named like one of the line's own
+	// keys (events, since) must not take its place.
 	lags := perProjection(families, "readside_projection_lag_seconds")
+	var applied []any
 	for _, name := range p.projections {
 		if d := now.applied[name] - prev.applied[name]; d > 0 {
-			attrs = append(attrs, slog.Group(name, "rows", int64(d), "lag_seconds", lags[name]))
+			applied = append(applied, slog.Group(name, "rows", int64(d), "lag_seconds", lags[name]))
 		}
+	}
+	if len(applied) > 0 {
+		attrs = append(attrs, slog.Group("projections", applied...))
 	}
 	if len(attrs) == 0 {
 		return nil

@@ -19,7 +19,7 @@ func TestCommittedLine(t *testing.T) {
 	events := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_source_events_total"}, []string{"table", "op"})
 	applied := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "readside_projection_applied_rows_total"}, []string{"projection"})
 	reg.MustRegister(txns, events, applied)
-	p := &progressLog{reg: reg, tailer: &cdc.Tailer{}, projections: []string{"a", "b"}}
+	p := &progressLog{reg: reg, tailer: &cdc.Tailer{}, projections: []string{"a", "b", "events"}}
 	snap := func() progressTotals {
 		fams, err := reg.Gather()
 		if err != nil {
@@ -41,10 +41,17 @@ func TestCommittedLine(t *testing.T) {
 				events.WithLabelValues("d.t", "u").Add(1)
 				applied.WithLabelValues("a").Add(5)
 			},
-			"[since 1m0s source_transactions 3 events 5 a=[rows=5 lag_seconds=0]]"},
+			"[since 1m0s source_transactions 3 events 5 projections=[a=[rows=5 lag_seconds=0]]]"},
 		{"only a projection moved (a replay): the projection alone",
 			func() { applied.WithLabelValues("b").Add(7) },
-			"[since 1m0s b=[rows=7 lag_seconds=0]]"},
+			"[since 1m0s projections=[b=[rows=7 lag_seconds=0]]]"},
+		{"a projection named like the line's own keys stays under projections",
+			func() {
+				txns.Add(1)
+				events.WithLabelValues("d.t", "c").Add(2)
+				applied.WithLabelValues("events").Add(9)
+			},
+			"[since 1m0s source_transactions 1 events 2 projections=[events=[rows=9 lag_seconds=0]]]"},
 	}
 	for _, c := range cases {
 		c.do()
