@@ -168,7 +168,7 @@ func (t *Tailer) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pub, err := newPublisher(t.brokers, t.cfg.TransactionalID(), event.CheckpointTopic(t.cfg.Kafka.TopicPrefix), t.cfg.Kafka.MaxMessageBytes, compression.Option(t.cfg.Kafka.Compression), kafkalog.New(t.log.With("component", "kafka")))
+	pub, err := newPublisher(t.brokers, t.cfg.TransactionalID(), event.CheckpointTopic(t.cfg.Kafka.TopicPrefix), t.cfg.Kafka.MaxMessageBytes, compression.Option(t.cfg.Kafka.Compression), kafkalog.New(t.log))
 	if err != nil {
 		return err
 	}

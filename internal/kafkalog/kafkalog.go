@@ -20,9 +20,12 @@ import (
 	"github.com/readside/readside/internal/librarylog"
 )
 
-// New returns the kgo.Logger for a client logging through log.
+// New returns the kgo.Logger for a client logging through log, its lines
+// under component kafka whichever component owns the client (a
+// projection's keeps its projection key), so one filter finds every
+// Kafka client line.
 func New(log *slog.Logger) kgo.Logger {
-	return kslog.New(slog.New(librarylog.Remap(log.Handler(), map[slog.Level]slog.Level{
+	return kslog.New(slog.New(librarylog.Remap(log.With("component", "kafka").Handler(), map[slog.Level]slog.Level{
 		slog.LevelInfo:  slog.LevelDebug,
 		slog.LevelError: slog.LevelWarn,
 	})))

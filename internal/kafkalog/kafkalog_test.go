@@ -25,7 +25,7 @@ func TestLevels(t *testing.T) {
 	}
 	for _, c := range cases {
 		var buf bytes.Buffer
-		l := New(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: c.level})).With("component", "kafka"))
+		l := New(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: c.level})))
 		if l.Level() >= c.kgo {
 			l.Log(c.kgo, "a client line", "k", "v")
 		}
