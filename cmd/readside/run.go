@@ -42,6 +42,7 @@ func runDaemon(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	log := newLogger(cfg.Log, stderr)
+	c.logsFailures(cfg.Log, log)
 	// Before any connection's DSN is parsed: each takes the driver's
 	// logger then.
 	librarylog.RouteMySQLDriver(log)

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -38,6 +39,18 @@ type command struct {
 	common         commonFlags
 	stdout, stderr io.Writer
 	prefix         string // "readside <verb>"
+	// jsonLog, once the config says log.format: json, is where the verb's
+	// failure goes, as a JSON line like the rest of its stderr (nil:
+	// plain text).
+	jsonLog *slog.Logger
+}
+
+// logsFailures makes the verb's failures lines of log when the config
+// logs JSON.
+func (c *command) logsFailures(cfg config.Log, log *slog.Logger) {
+	if cfg.Format == config.LogJSON {
+		c.jsonLog = log
+	}
 }
 
 // newCommand starts the verb's set-up: a flag set with -c/--config, to
@@ -57,6 +70,10 @@ func (c *command) parse(args []string) (code int, done bool) {
 // failf prints "readside <verb>: " and the message on stderr and returns
 // code.
 func (c *command) failf(code int, format string, a ...any) int {
+	if c.jsonLog != nil {
+		c.jsonLog.Error(c.prefix+": "+fmt.Sprintf(format, a...), "exit_code", code)
+		return code
+	}
 	fmt.Fprintf(c.stderr, c.prefix+": "+format+"\n", a...)
 	return code
 }
@@ -64,6 +81,10 @@ func (c *command) failf(code int, format string, a ...any) int {
 // failLines is failf for an error of several lines (errors.Join's): it
 // starts on the line after "readside <verb>:".
 func (c *command) failLines(code int, err error) int {
+	if c.jsonLog != nil {
+		c.jsonLog.Error(c.prefix+": "+err.Error(), "exit_code", code)
+		return code
+	}
 	fmt.Fprintf(c.stderr, "%s:\n%v\n", c.prefix, err)
 	return code
 }
@@ -78,6 +99,12 @@ func (c *command) load() (config.Config, error) {
 func (c *command) loadOrFail() (cfg config.Config, code int, ok bool) {
 	cfg, err := c.load()
 	if err != nil {
+		// A config that parsed but does not validate still says how to
+		// log.
+		var invalid *config.Invalid
+		if errors.As(err, &invalid) {
+			c.logsFailures(invalid.Config.Log, newLogger(invalid.Config.Log, c.stderr))
+		}
 		return cfg, c.failf(exitUsage, "%v", err), false
 	}
 	return cfg, exitOK, true
@@ -112,6 +139,7 @@ func (c *command) client() (*env, int) {
 	}
 	cfg.Kafka.Brokers = cfg.Kafka.ClientBrokers()
 	e := &env{cfg: cfg, log: newLogger(cfg.Log, c.stderr), stderr: c.stderr}
+	c.logsFailures(cfg.Log, e.log)
 	librarylog.RouteMySQLDriver(e.log)
 	e.ctx, e.stop = signalContext()
 	return e, exitOK
