@@ -21,7 +21,6 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/readside/readside/config"
-	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/projector"
 	"github.com/readside/readside/rebuild"
@@ -159,7 +158,7 @@ func newRebuild(cfg config.Config, p *projections.Projection, sink *sinks.Sharde
 		// every logger of the process (logLevel), including log's.
 		ProjectorLog: func() *slog.Logger { return newLogger(quiet, stderr) },
 		Log:          log,
-		Progress:     progress.Line{Out: stderr, Every: every, TTY: isTerminal(stderr)},
+		Progress:     progressLine(stderr, every, cfg.Log, log),
 		PauseAt:      os.Getenv(rebuildPauseEnv),
 	})
 }

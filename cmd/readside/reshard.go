@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/readside/readside/config"
-	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/projector"
@@ -192,7 +191,7 @@ func reshardRequest(cfg config.Config, p *projections.Projection, f reshardFlags
 				MaxMessageBytes: cfg.Kafka.MaxMessageBytes, Rejected: sinks.Rejected},
 			ProjectorLog: func() *slog.Logger { return projLog },
 			Log:          log,
-			Progress:     progress.Line{Out: stderr, Every: f.progressEvery, TTY: isTerminal(stderr)},
+			Progress:     progressLine(stderr, f.progressEvery, cfg.Log, log),
 			ChunkRows:    f.chunkRows,
 			PauseAt:      os.Getenv(reshardPauseEnv),
 		}}

@@ -15,10 +15,12 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/readside/readside/config"
 	"github.com/readside/readside/internal/librarylog"
 	"github.com/readside/readside/internal/logkeys"
+	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/projections"
 )
 
@@ -191,4 +193,14 @@ func (c *command) projection(cfg config.Config, name string) (*projections.Proje
 		}
 	}
 	return nil, c.failf(exitUsage, "--projection %q is not declared; declared: %s", name, strings.Join(names, ", "))
+}
+
+// progressLine is a long command's progress line on stderr; under
+// log.format json its lines are JSON ones through log (progress.Line).
+func progressLine(stderr io.Writer, every time.Duration, cfg config.Log, log *slog.Logger) progress.Line {
+	l := progress.Line{Out: stderr, Every: every, TTY: isTerminal(stderr)}
+	if cfg.Format == config.LogJSON {
+		l.JSON = log
+	}
+	return l
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/readside/readside/cdc"
 	"github.com/readside/readside/config"
-	"github.com/readside/readside/internal/progress"
 )
 
 // runSnapshot asks the running tailer (the one with this config's
@@ -68,7 +67,7 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "snapshot of %s requested (request %d) from the tailer with server_id %d; following it until it is complete (Ctrl-C stops following, not the snapshot)\n", *table, req.ID, cfg.Source.ServerID)
 	cfg.Kafka.Brokers = cfg.Kafka.ClientBrokers()
-	w := &snapshotWait{cfg: cfg, table: *table, req: req, line: progress.Line{Out: stderr, Every: *every, TTY: isTerminal(stderr)}}
+	w := &snapshotWait{cfg: cfg, table: *table, req: req, line: progressLine(stderr, *every, cfg.Log, newLogger(cfg.Log, stderr))}
 	return w.follow(ctx, stdout, stderr)
 }
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/readside/readside/cdc"
-	"github.com/readside/readside/internal/progress"
 	"github.com/readside/readside/projections"
 	"github.com/readside/readside/projector"
 	"github.com/readside/readside/verify"
@@ -110,7 +109,7 @@ func verifyOne(e *env, f verifyFlags, p *projections.Projection, src *sql.DB, op
 		_ = os.Remove(stateFile)
 	}
 	v := verify.New(p, src, at.Sink, verify.Options{ChunkRows: f.chunk, MaxRowsPerSecond: f.maxRate, MaxSourceLag: f.maxLag,
-		Settle: f.settle, Samples: f.samples, StateFile: stateFile, Progress: progress.Line{Out: e.stderr, Every: f.progressEvery, TTY: isTerminal(e.stderr)}, Ends: projector.Ends(e.cfg.Kafka.Brokers), Log: e.log})
+		Settle: f.settle, Samples: f.samples, StateFile: stateFile, Progress: progressLine(e.stderr, f.progressEvery, e.cfg.Log, e.log), Ends: projector.Ends(e.cfg.Kafka.Brokers), Log: e.log})
 	rep, err := v.Run(e.ctx)
 	if err != nil || !f.repair || rep.Drift() == 0 {
 		return rep, err

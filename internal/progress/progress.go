@@ -9,6 +9,7 @@ package progress
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
 )
@@ -31,7 +32,11 @@ type Line struct {
 	Out   io.Writer
 	Every time.Duration // period of the lines when Out is not a terminal
 	TTY   bool          // Out is a terminal: one line redrawn in place
-	now   func() time.Time
+	// JSON, when set and Out is not a terminal, takes the lines instead
+	// of Out, as INFO lines whose "progress" is the text: under
+	// log.format json every line on stderr is one JSON object.
+	JSON *slog.Logger
+	now  func() time.Time
 
 	last  time.Time // when the last line was written
 	key   string    // what the last line said, less what moves with time alone
@@ -112,6 +117,10 @@ func (l *Line) show(text, key string, final bool) {
 	l.last, l.key = t, key
 	if final {
 		l.last = time.Time{} // what follows a final line is another task: shown at once
+	}
+	if l.JSON != nil {
+		l.JSON.Info("progress", "progress", text, "final", final)
+		return
 	}
 	fmt.Fprintf(l.Out, "%s %s\n", t.Format(time.RFC3339), text)
 }

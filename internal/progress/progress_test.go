@@ -2,6 +2,9 @@ package progress
 
 import (
 	"bytes"
+	"encoding/json"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 )
@@ -99,5 +102,34 @@ func TestRate(t *testing.T) {
 	}
 	if r := Rate(50, time.Millisecond); r != 0 {
 		t.Errorf("Rate over 1ms = %v, want 0 (too short to say)", r)
+	}
+}
+
+// TestJSONLines: with a JSON logger and no terminal the lines are JSON
+// log lines (log.format json keeps stderr one object a line); on a
+// terminal the line is drawn as ever.
+func TestJSONLines(t *testing.T) {
+	var out, logged bytes.Buffer
+	l := Line{Out: &out, JSON: slog.New(slog.NewJSONHandler(&logged, nil))}
+	l.Count("filling t", 5, 10, "offsets", false)
+	l.Show("done", true)
+	if out.Len() != 0 {
+		t.Errorf("wrote %q to Out, want every line through the logger", out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+	for _, ln := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(ln), &m); err != nil || m["msg"] != "progress" {
+			t.Errorf("line %q: not a JSON progress line (%v)", ln, err)
+		}
+	}
+	if len(lines) != 2 || !strings.Contains(lines[0], `"progress":"filling t: 50.0% (5 of 10 offsets)"`) || !strings.Contains(lines[1], `"final":true`) {
+		t.Errorf("logged %q, want the count and the final line", logged.String())
+	}
+	out.Reset()
+	tty := Line{Out: &out, TTY: true, JSON: slog.New(slog.NewJSONHandler(&logged, nil))}
+	tty.Show("drawn", true)
+	if !strings.Contains(out.String(), "drawn") {
+		t.Errorf("on a terminal wrote %q, want the line drawn", out.String())
 	}
 }
