@@ -108,10 +108,16 @@ func readSourceTable(ctx context.Context, db *sql.DB, schema, table string) (*so
 			t.defaults[name] = "DEFAULT " + dflt
 		}
 		def := typ
-		if cs != "" && cs != "binary" {
+		kind, _, _ := strings.Cut(strings.ToLower(typ), "(")
+		hasMembers := kind == "enum" || kind == "set"
+		// A binary string's type says so itself (VARBINARY, BLOB); an
+		// ENUM or SET of the binary set does not, and without it the
+		// read column would compare its members under the sink's
+		// default collation ('a' and 'A' one member, refused).
+		if cs != "" && (cs != "binary" || hasMembers) {
 			def += " CHARACTER SET " + cs + " COLLATE " + coll
 		}
-		if kind, _, ok := strings.Cut(strings.ToLower(typ), "("); ok && (kind == "enum" || kind == "set") {
+		if hasMembers {
 			if members := sourcedb.ParseMembers(typ); sourcedb.MembersMayBeMasked(cs, members) {
 				t.masked = append(t.masked, maskedMembers{column: name, kind: strings.ToUpper(kind), charset: cs, collation: coll, n: len(members)})
 			}

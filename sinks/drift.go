@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/readside/readside/expr"
 	"github.com/readside/readside/internal/sourcedb"
@@ -166,7 +167,9 @@ func (s *MySQL) ReadColumns(ctx context.Context, table string) ([]Column, error)
 		if err := rows.Scan(&c.Name, &c.Type, &c.Charset, &c.Collation, &null, &def, &key); err != nil {
 			return nil, err
 		}
-		if c.Charset == "binary" {
+		if kind, _, _ := strings.Cut(c.Type, "("); c.Charset == "binary" && kind != "enum" && kind != "set" {
+			// A binary string's type says so (VARBINARY, BLOB); an ENUM
+			// or SET of the binary set keeps it (projections' schema.go).
 			c.Charset, c.Collation = "", ""
 		}
 		c.Nullable, c.Key = null == "YES", key == "PRI"
@@ -255,7 +258,7 @@ func compare(p, e Column) (string, bool) {
 	if members {
 		// Members are compared as written: normType's lower-casing
 		// would hide a member whose case changed.
-		pt, et = shownMembers(p.Type), shownMembers(e.Type)
+		pt, et = shownMembers(p.Type, p.Charset), shownMembers(e.Type, e.Charset)
 	}
 	if pt != et {
 		w := kept || !members && widens(et, pt)
@@ -292,17 +295,24 @@ func compare(p, e Column) (string, bool) {
 // resolveMembers) where information_schema (utf8mb3) shows a character
 // outside the Basic Multilingual Plane as '?', and a plan's escapes may
 // differ from the server's, so both sides are compared by their names,
-// masked as the server masks them.
-func shownMembers(t string) string {
+// masked as the server masks them: of the binary set, every byte past
+// ASCII is a '?'.
+func shownMembers(t, charset string) string {
 	kind, _, _ := strings.Cut(strings.TrimSpace(t), "(")
 	names := sourcedb.ParseMembers(t)
 	for i, n := range names {
-		names[i] = strings.Map(func(r rune) rune {
-			if r > 0xFFFF {
-				return '?'
+		var shown strings.Builder
+		for _, r := range n {
+			switch {
+			case charset == "binary" && r > 0x7F:
+				shown.WriteString(strings.Repeat("?", utf8.RuneLen(r)))
+			case r > 0xFFFF:
+				shown.WriteRune('?')
+			default:
+				shown.WriteRune(r)
 			}
-			return r
-		}, n)
+		}
+		names[i] = shown.String()
 	}
 	return sourcedb.MembersType(kind, names)
 }

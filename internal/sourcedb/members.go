@@ -20,8 +20,9 @@ import (
 	"github.com/readside/readside/internal/sqlquote"
 )
 
-// wideCharsets can hold characters outside the Basic Multilingual Plane.
-var wideCharsets = map[string]bool{"utf8mb4": true, "utf16": true, "utf16le": true, "utf32": true, "gb18030": true}
+// wideCharsets can hold characters outside the Basic Multilingual Plane
+// (binary: any bytes, a member's UTF-8 ones among them).
+var wideCharsets = map[string]bool{"utf8mb4": true, "utf16": true, "utf16le": true, "utf32": true, "gb18030": true, "binary": true}
 
 // MembersMayBeMasked says whether names read from COLUMN_TYPE may hold a
 // '?' that stands for a character information_schema cannot show.
