@@ -152,8 +152,13 @@ func (h *Handler) unique(as []slog.Attr) []slog.Attr {
 // encode it: NaN and ±Inf as their names, other values as why they are not
 // logged. Errors that are not json.Marshalers are written as their message
 // by the handler and always encode.
+//
+// A duration is written as its text ("1.5s", as in text mode): slog's
+// JSON handler writes its nanoseconds, a number no reader takes for time.
 func encodable(v slog.Value) slog.Value {
 	switch v.Kind() {
+	case slog.KindDuration:
+		return slog.StringValue(v.Duration().String())
 	case slog.KindFloat64:
 		if f := v.Float64(); math.IsNaN(f) || math.IsInf(f, 0) {
 			return slog.StringValue(v.String())

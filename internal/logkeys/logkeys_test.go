@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 type withFunc struct {
@@ -43,6 +44,9 @@ func TestHandler(t *testing.T) {
 		{"NaN is its name, not an encoding error",
 			func(l *slog.Logger) { l.Info("m", "rate", math.NaN()) },
 			`"level":"INFO","msg":"m","rate":"NaN"}`},
+		{"a duration is its text, as in text mode, not a count of nanoseconds",
+			func(l *slog.Logger) { l.Info("m", "retry_in", 1500*time.Millisecond) },
+			`"level":"INFO","msg":"m","retry_in":"1.5s"}`},
 		{"an error is its message",
 			func(l *slog.Logger) { l.Info("m", "err", errors.New("e")) },
 			`"level":"INFO","msg":"m","err":"e"}`},
