@@ -57,11 +57,13 @@ func Load(path string, environ []string) (Config, error) {
 		}
 	}
 	overrides := map[string]any{}
+	fromEnv := map[string]string{} // key → the variable that set it
 	for name, v := range env {
 		if !strings.HasPrefix(name, EnvPrefix) {
 			continue
 		}
 		key := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, EnvPrefix), "__", "."))
+		fromEnv[key] = name
 		if strings.Contains(v, ",") && listKeys[key] {
 			overrides[key] = strings.Split(v, ",")
 		} else {
@@ -79,7 +81,7 @@ func Load(path string, environ []string) (Config, error) {
 	// entry holding either whole: decoded again without the offending
 	// keys, the entry is there (a bad value at its default), and a
 	// projection naming that sink is not told it does not exist.
-	modeErrs, offending, other := modeErrors(err)
+	modeErrs, offending, other := modeErrors(err, fromEnv)
 	if other {
 		return Config{}, fmt.Errorf("config: %w (see docs/config.md for every key)", err)
 	}
@@ -118,8 +120,22 @@ func (e *Invalid) Unwrap() error { return e.Err }
 // and unknown keys out of err and names each by its key as Validate does
 // ("projections.orders.on_error"), joined; other reports any error that
 // is neither.
-func modeErrors(err error) (modes error, offending []string, other bool) {
+//
+// A key an environment override set says so: the file does not hold it.
+func modeErrors(err error, fromEnv map[string]string) (modes error, offending []string, other bool) {
 	var found []error
+	setBy := func(keys ...string) string {
+		var names []string
+		for _, k := range keys {
+			if name, ok := fromEnv[k]; ok {
+				names = append(names, name)
+			}
+		}
+		if len(names) == 0 {
+			return ""
+		}
+		return " (set by the environment: " + strings.Join(names, ", ") + ")"
+	}
 	var walk func(error)
 	walk = func(e error) {
 		var ce *choiceError
@@ -128,20 +144,22 @@ func modeErrors(err error) (modes error, offending []string, other bool) {
 			key := mapKey.ReplaceAllString(x.Name(), ".$1")
 			switch keys, unknown := strings.CutPrefix(x.Unwrap().Error(), "has invalid keys: "); {
 			case errors.As(x.Unwrap(), &ce):
-				found = append(found, fmt.Errorf("%s %w", key, ce))
+				found = append(found, fmt.Errorf("%s %w%s", key, ce, setBy(key)))
 				offending = append(offending, key)
 			case unknown:
 				if key == "config.Config" { // the decoder's name of the top level
 					key = ""
 				}
-				found = append(found, fmt.Errorf("%s has unknown keys: %s: correct or remove them (docs/config.md lists every key)", cmp.Or(key, "the config"), keys))
+				var full []string
 				for _, u := range strings.Split(keys, ", ") {
-					offending = append(offending, strings.TrimPrefix(key+"."+u, "."))
+					full = append(full, strings.TrimPrefix(key+"."+u, "."))
 				}
+				found = append(found, fmt.Errorf("%s has unknown keys: %s: correct or remove them (docs/config.md lists every key)%s", cmp.Or(key, "the config"), keys, setBy(full...)))
+				offending = append(offending, full...)
 			default:
 				// A value of another shape or type: the decoder went on
 				// with the rest, and leaves this one at its default.
-				found = append(found, fmt.Errorf("%s: %w: give it the form docs/config.md shows", cmp.Or(key, "the config"), x.Unwrap()))
+				found = append(found, fmt.Errorf("%s: %w: give it the form docs/config.md shows%s", cmp.Or(key, "the config"), x.Unwrap(), setBy(key)))
 				if key != "" {
 					offending = append(offending, key)
 				}

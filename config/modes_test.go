@@ -175,3 +175,20 @@ func TestDurationsNeedUnits(t *testing.T) {
 		t.Errorf("heartbeat_period %v, log.progress_every %v; want 5s and 0", cfg.Source.HeartbeatPeriod, cfg.Log.ProgressEvery)
 	}
 }
+
+// TestEnvironmentOverridesSayTheyAreSo: a bad value or an unknown key an
+// environment override brings is named with its variable (the file does
+// not hold it).
+func TestEnvironmentOverridesSayTheyAreSo(t *testing.T) {
+	expectLoadErrors(t, []loadError{
+		{"a value of the wrong type",
+			minimalNoBrokers, []string{"READSIDE_SOURCE__SERVER_ID=abc"},
+			[]string{"source.server_id: ", "(set by the environment: READSIDE_SOURCE__SERVER_ID)"}},
+		{"an unknown key",
+			minimalNoBrokers, []string{"READSIDE_SOURCE__TABELS=x"},
+			[]string{"source has unknown keys: tabels", "(set by the environment: READSIDE_SOURCE__TABELS)"}},
+		{"a bad mode value",
+			minimalNoBrokers, []string{"READSIDE_SOURCE__SNAPSHOT__MODE=sometimes"},
+			[]string{`source.snapshot.mode "sometimes": want initial or never (set by the environment: READSIDE_SOURCE__SNAPSHOT__MODE)`}},
+	})
+}
