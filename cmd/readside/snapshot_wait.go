@@ -89,7 +89,11 @@ func (w *snapshotWait) step(ctx context.Context, cp cdc.Checkpoint, found bool, 
 			// The tailer's own time for the rate from here on.
 			w.began, w.beganRows = time.Now().Add(-took), 0
 			w.line.Show(w.text("done", f.Rows), true)
-			fmt.Fprintf(stdout, "snapshot of %s done: %d rows in %s (%.0f rows/s)\n", f.Table, f.Rows, took.Round(time.Millisecond), progress.Rate(f.Rows, took))
+			rate := "too short to time"
+			if r := progress.Rate(f.Rows, took); r > 0 {
+				rate = fmt.Sprintf("%.0f rows/s", r)
+			}
+			fmt.Fprintf(stdout, "snapshot of %s done: %d rows in %s (%s)\n", f.Table, f.Rows, took.Round(time.Millisecond), rate)
 			return true, exitOK
 		}
 	}
