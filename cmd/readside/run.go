@@ -113,7 +113,7 @@ func (d *daemonRun) run() int {
 		}
 		sort.Strings(declared)
 	}
-	d.log.Info("starting", "role", d.role, "source", cfg.Source.DSN, "brokers", cfg.Kafka.Brokers, "tables", cfg.Source.Tables, "projections", declared)
+	d.log.Info("starting", "role", d.role, "source_dsn", cfg.Source.DSN, "brokers", cfg.Kafka.Brokers, "tables", cfg.Source.Tables, "projections", declared)
 	d.progress = &progressLog{reg: d.reg, every: cfg.Log.ProgressEvery, log: d.log, poll: time.Second}
 	if d.role != "projector" {
 		if err := d.startTailer(); err != nil {
