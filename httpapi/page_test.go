@@ -153,6 +153,10 @@ func TestPageShows(t *testing.T) {
 			r.Source.InitialSnapshot = &cdc.InitialSnapshot{State: "running", First: true, TableCount: 2, TablesDone: 1, Rows: 150,
 				Tables: []cdc.TableSnapshot{{Table: "db.a", State: "done", Rows: 100, RowsEstimate: ptr[int64](100)}, {Table: "db.b", State: "running", Rows: 50, RowsEstimate: ptr[int64](200)}}}
 		}, []string{`id="snapshot"`, "1 of 2 table(s), 150 rows", "width: 25%", "width: 100%"}, nil},
+		{"an empty table's snapshot done: 100%, not 0% of an estimate of 0", func(r *Report) {
+			r.Source.InitialSnapshot = &cdc.InitialSnapshot{State: "done", First: true, TableCount: 1, TablesDone: 1,
+				Tables: []cdc.TableSnapshot{{Table: "db.empty", State: "done", RowsEstimate: ptr[int64](0)}}}
+		}, []string{"width: 100%", "</span> 100%"}, []string{"</span> 0%"}},
 		{"a failed snapshot request: its error and fix", func(r *Report) {
 			r.Source.SnapshotFailures = []cdc.SnapshotFailure{{Request: 4, Table: "db.a", Error: "no such column", Fix: "correct the where", FailedAt: time.Now()}}
 		}, []string{"request 4: db.a", "no such column", "correct the where"}, nil},
