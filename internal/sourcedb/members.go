@@ -48,8 +48,16 @@ func ExactMembers(ctx context.Context, db *sql.DB, scratch, schema, table, colum
 		scratch = schema
 	}
 	fail := func(err error) error {
-		err = fmt.Errorf("reading the %s member names of %s.%s.%s: information_schema shows a character of one as '?', and the exact names need a temporary table (%w); fix: GRANT CREATE TEMPORARY TABLES ON %s.* to readside's user",
-			kind, schema, table, column, err, sqlquote.Ident(scratch))
+		fix := "GRANT CREATE TEMPORARY TABLES ON " + sqlquote.Ident(scratch) + ".* to readside's user"
+		var me *driver.MySQLError
+		if errors.As(err, &me) && (me.Number == 1291 || me.Number == 1097) {
+			// Duplicated value in ENUM/SET: the source took members equal
+			// under the column's collation in a non-strict sql_mode; a
+			// strict session (and so a read table) refuses them.
+			fix = "make the members distinct under the column's collation (the source accepted equal ones in a non-strict sql_mode; a read table cannot hold them)"
+		}
+		err = fmt.Errorf("reading the %s member names of %s.%s.%s: information_schema shows a character of one as '?', and the exact names need a temporary table (%w); fix: %s",
+			kind, schema, table, column, err, fix)
 		if errors.As(err, new(*driver.MySQLError)) {
 			// The server refused (the grant): a problem the message
 			// names, not the source out of reach.
