@@ -374,19 +374,20 @@ func declarationErrors(cfg config.Config, d config.Projection, name, key string)
 	return errs
 }
 
-// newProjection is projection name with its declared settings and their
-// defaults, and its key with the shard key first; its columns are
-// compileColumns' or compileAggregate's.
 // RebuildHow says how to fill p's read table anew from the topics:
 // readside replay --rebuild, or, on a transaction-consistent sink, where
 // one projection rebuilt alone would show another point of the source
 // than the others, the rebuild of the whole sink.
 func (p *Projection) RebuildHow() string {
 	if p.ConsistentSink {
-		return fmt.Sprintf("rebuild sink %s (consistency: transaction): stop readside, drop the sink's read tables and delete its row of _readside_frontier on every shard, then start readside (docs/operations.md, \"Transaction-consistent sinks\")", p.Sink)
+		return fmt.Sprintf("rebuild sink %s (consistency: transaction): stop readside, drop every table of the sink's database on every shard (the read tables with their state tables, _readside_frontier and the other bookkeeping: readside creates its own again), then start readside (docs/operations.md, \"Transaction-consistent sinks\")", p.Sink)
 	}
 	return fmt.Sprintf("readside replay --projection %s --rebuild", p.Name)
 }
+
+// newProjection is projection name with its declared settings and their
+// defaults, and its key with the shard key first; its columns are
+// compileColumns' or compileAggregate's.
 
 func newProjection(cfg config.Config, name string, d config.Projection, db, tbl string, where *Filter) *Projection {
 	p := &Projection{added: new(atomic.Pointer[addedColumns]), Name: name, SourceDB: db, SourceTbl: tbl, Topic: TopicOf(cfg, db, tbl), debezium: cfg.ReadsDebezium(),
