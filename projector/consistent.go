@@ -261,7 +261,9 @@ func (a *Applier) session(ctx context.Context) (committed bool, err error) {
 			if err := landed(); err != nil {
 				return err
 			}
-			a.noteCaughtUp(s.applied)
+			if feed.drained() {
+				a.noteCaughtUp(s.applied)
+			}
 			return nil
 		})
 		if err != nil {

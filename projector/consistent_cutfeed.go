@@ -25,6 +25,20 @@ type cutFeed struct {
 	// when a take made room in a full queue.
 	ready, room chan struct{}
 	done        chan struct{}
+	// behind: the last fetch left checkpoints in the topic past what it
+	// returned (its last stable offset beyond the record after the last
+	// one fetched and its transaction marker). Until a fetch says so, a
+	// feed is taken to be at the end.
+	behind bool
+}
+
+// drained reports that every checkpoint the topic held at the last fetch
+// was taken: no cut due then means the sink is current, not that the
+// feed has not read the backlog yet.
+func (f *cutFeed) drained() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.behind && len(f.queued) == 0
 }
 
 // fedCut is one checkpoint of the tailer, decoded (err: it does not
@@ -65,6 +79,12 @@ func (f *cutFeed) run(ctx context.Context, cl *kgo.Client) {
 			return
 		}
 		var got []fedCut
+		behind := false
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			if n := len(p.Records); n > 0 && p.LastStableOffset-(p.Records[n-1].Offset+1) > 1 {
+				behind = true
+			}
+		})
 		fetches.EachRecord(func(r *kgo.Record) {
 			if string(r.Key) != f.tailerID {
 				return
@@ -72,6 +92,11 @@ func (f *cutFeed) run(ctx context.Context, cl *kgo.Client) {
 			c, err := event.DecodeCut(r.Value)
 			got = append(got, fedCut{offset: r.Offset, topic: r.Topic, cut: c, err: err})
 		})
+		if fetches.NumRecords() > 0 {
+			f.mu.Lock()
+			f.behind = behind
+			f.mu.Unlock()
+		}
 		if len(got) == 0 {
 			if len(fetches.Errors()) > 0 {
 				// Not a retriable fetch error (franz-go retries those

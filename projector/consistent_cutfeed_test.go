@@ -103,5 +103,17 @@ func TestCutFeedReadsAhead(t *testing.T) {
 	if got := f.take(maxQueuedCuts); len(got) != maxQueuedCuts || got[0].cut.Transactions != 0 {
 		t.Fatalf("took %d cuts, the first %d", len(got), got[0].cut.Transactions)
 	}
+	// Its queue empty, the topic still holding cuts past what it fetched:
+	// not drained (no cut due then is no sign the sink is current).
+	if f.drained() {
+		t.Fatal("drained with 100 cuts still in the topic")
+	}
 	queued(100)
+	f.take(100)
+	for ctx.Err() == nil && !f.drained() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !f.drained() {
+		t.Fatal("not drained once every cut was taken")
+	}
 }
