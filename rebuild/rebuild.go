@@ -103,7 +103,9 @@ type Options struct {
 	Progress progress.Line
 	// PauseAt, when set (tests only), makes Run wait until its context
 	// ends: "catching-up" once the shadow is swapped in and that phase
-	// recorded, so a test sees a rebuild under way however fast it fills.
+	// recorded, so a test sees a rebuild under way however fast it fills;
+	// "filling" once the shadow table is created, before anything fills
+	// it.
 	PauseAt string
 }
 
@@ -324,6 +326,23 @@ func (r *Rebuild) fillShadow(ctx context.Context, shadowTable string) error {
 	}
 	if err := r.sink.Create(ctx, shadow, types); err != nil {
 		return fmt.Errorf("creating the shadow table %s: %w", shadowTable, err)
+	}
+	// A shadow an interrupted run created is brought to the source's
+	// schema first (a column widened since); while it fills, its
+	// projector follows the schema as the daemon's do.
+	if sf, ok := r.o.Apply.(projections.SchemaFollower); ok {
+		ran, _, err := sf.FollowSchema(ctx, shadow, types)
+		if err != nil {
+			return fmt.Errorf("bringing the shadow table %s to the source's schema: %w", shadowTable, err)
+		}
+		for _, c := range ran {
+			r.o.Log.Info("rebuild: shadow altered to follow the source's schema", "projection", r.p.Name, "column", c.Column, "statement", c.Alter)
+		}
+	}
+	if r.o.PauseAt == phaseFilling {
+		r.o.Log.Warn("rebuild: paused for a test", "phase", r.o.PauseAt)
+		<-ctx.Done()
+		return ctx.Err()
 	}
 	r.o.Log.Info("rebuild: filling the shadow table from the earliest offsets", "projection", r.p.Name, "shadow", shadowTable)
 	// The topics' end offsets, not the live projector's: they are

@@ -344,5 +344,22 @@ func (r *Reshard) prepare(ctx context.Context) error {
 	if err := r.o.New.Exec(ctx, append(sinks.ReshardDDL(), sinks.DDL(r.p, types)...)); err != nil {
 		return fmt.Errorf("creating the read table of %s on sink %s: %w", r.p.Name, r.o.New.Name, err)
 	}
+	// Tables a run before this one created are brought to the source's
+	// schema now: a column the source widened since then (the live
+	// projector widened OLD's) would refuse the copied rows and state.
+	ran, refused, err := r.o.New.FollowSchema(ctx, r.p, types)
+	if err != nil {
+		return fmt.Errorf("bringing the tables of %s on sink %s to the source's schema: %w", r.p.Name, r.o.New.Name, err)
+	}
+	for _, c := range ran {
+		r.o.Log.Info("reshard: table on the new shards altered to follow the source's schema", "projection", r.p.Name, "column", c.Column, "statement", c.Alter)
+	}
+	if len(refused) > 0 {
+		var whys []string
+		for _, c := range refused {
+			whys = append(whys, fmt.Sprintf("%s: %s (%s)", c.Column, c.Why, c.Alter))
+		}
+		return fmt.Errorf("the tables of %s on sink %s cannot follow the source's schema without losing values: %s", r.p.Name, r.o.New.Name, strings.Join(whys, "; "))
+	}
 	return r.o.New.CheckReadTable(ctx, r.p)
 }

@@ -141,6 +141,11 @@ func newRebuild(cfg config.Config, p *projections.Projection, sink *sinks.Sharde
 	if quiet.Level != config.LogDebug {
 		quiet.Level = config.LogWarn
 	}
+	// The shadow's projector (and the backfill's, the catch-up's) follow
+	// the source's schema as the daemon's projectors do: a column widened
+	// while the shadow fills is widened in the shadow and its state
+	// tables too, which the swap then puts in place.
+	p.SourceTypes = func(ctx context.Context) (projections.Types, error) { return sourceTypes(ctx, cfg, p) }
 	return rebuild.New(p, sinks.NewRebuilder(sink), rebuild.Options{
 		Apply: sink,
 		Backfill: func(p *projections.Projection, cols []string) (projections.Sink, error) {

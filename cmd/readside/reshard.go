@@ -177,6 +177,9 @@ func reshardRun(ctx context.Context, cfg config.Config, p *projections.Projectio
 func reshardRequest(cfg config.Config, p *projections.Projection, f reshardFlags,
 	open func(context.Context, string) (*sinks.Sharded, error), log *slog.Logger, stderr io.Writer) reshard.Request {
 	projLog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// The new shards' projector follows the source's schema as the
+	// daemon's do: a column widened during the fill is widened there too.
+	p.SourceTypes = func(ctx context.Context) (projections.Types, error) { return sourceTypes(ctx, cfg, p) }
 	return reshard.Request{To: f.sink, Fill: f.fill, Cleanup: f.cleanup, Sinks: cfg.Sinks, Open: open,
 		Recorded: func(ctx context.Context) []reshard.Status {
 			rr := newReshardReader(cfg)
