@@ -63,7 +63,7 @@ func (s *slab) newChunk() []byte {
 }
 
 // maxTakenChunks bounds the chunks a slab tracks between two seals (the
-// producer's buffer, 16 MiB): a commit of kafka.commit_every (20,000)
+// producer's buffer, 32 MiB): a commit of kafka.commit_every (20,000)
 // narrow records takes ~190, and a snapshot's commit, deferred up to twice
 // that (commit_schedule.go), ~360; chunks dropped from tracking are lost
 // to the pool and allocated (and cleared) again for the next commit.

@@ -65,8 +65,8 @@ func TestHugeTransaction(t *testing.T) {
 			}
 		}
 	}
-	// Streaming keeps the tailer near 100-110 MiB here (most of it the
-	// producer's 16 MiB buffer, twice over: the collector's headroom);
+	// Streaming keeps the tailer near 130 MiB here (most of it the
+	// producer's 32 MiB buffer, twice over: the collector's headroom);
 	// holding the transaction (as go-mysql's default 10240-event
 	// read-ahead did) took 434 MiB. The bound only tells them apart on a
 	// transaction this big.
