@@ -226,6 +226,9 @@ func (r *Reshard) Run(ctx context.Context, resume *Progress, phase string) (Resu
 			r.pr.Pieces = append(r.pr.Pieces, pp)
 		}
 		r.phase = PhaseFilling
+		if err := r.dropEarlierCopies(ctx); err != nil {
+			return Result{}, err
+		}
 	}
 	if err := r.refuseOldContributions(ctx); err != nil {
 		return Result{}, err
@@ -298,6 +301,23 @@ func (r *Reshard) refuseOldContributions(ctx context.Context) error {
 	return fmt.Errorf("the contributions table %s of projection %s on shard %s of sink %s was made before every shard stored every contribution's group (its comment does not end with%s), "+
 		"so a copy of it would lose the groups of the other shards: run readside replay --rebuild --projection %s first (its new tables store every group), then rerun the reshard (or reshard with --fill topics, which copies nothing)",
 		r.p.ContributionsTable(), r.p.Name, strings.Join(old, ", "), r.o.Old.Name, sinks.EveryGroupMark, r.p.Name)
+}
+
+// dropEarlierCopies removes, as a reshard starts, what an earlier
+// generation left of p on NEW shards that no OLD shard uses (a reshard
+// away from them without --cleanup): nothing there is served, and the
+// copy holds rows the source deleted since, which the fill's upserts
+// would keep and the check would then find differing for good.
+func (r *Reshard) dropEarlierCopies(ctx context.Context) error {
+	for i, sh := range r.o.New.Shards {
+		if !r.newOnly(i) {
+			continue
+		}
+		if err := sh.DropProjection(ctx, r.p); err != nil {
+			return fmt.Errorf("removing an earlier copy of %s from shard %s of sink %s: %w", r.p.Name, sh.Range.Text, r.o.New.Name, err)
+		}
+	}
+	return nil
 }
 
 // adoptPieces checks that the recorded pieces are the ones the config

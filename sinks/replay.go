@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/readside/readside/event"
+	"github.com/readside/readside/keyspace"
 	"github.com/readside/readside/projections"
 )
 
@@ -103,6 +104,21 @@ func readReplays(ctx context.Context, q replayQuerier, p *projections.Projection
 // PendingReplays are the partitions of p with a replay request not yet
 // consumed on some shard.
 func (s *Sharded) PendingReplays(ctx context.Context, p *projections.Projection) (event.Offsets, error) {
+	if s.routed {
+		// Asked between polls, idle or not: a projector whose source is
+		// quiet learns of a reshard's cutover here, not at its next
+		// batch, so a replay requested on the new sink right after the
+		// reshard finds it there.
+		routes, err := s.Routing(ctx, p.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range routes {
+			if r.Generation != s.generation {
+				return nil, &keyspace.RoutingChanged{Projection: p.Name, Want: s.generation, Have: r.Generation}
+			}
+		}
+	}
 	out := event.Offsets{}
 	for _, sh := range s.Shards {
 		var pending event.Offsets
