@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,29 +52,8 @@ projections:
 	logPath := filepath.Join(rb.dir, "readside.log")
 	d := startDaemon(t, logPath, "run", "-c", rb.cfgPath)
 	table := "`" + rb.src + "`.messages"
-	rng := rand.New(rand.NewPCG(seedFromEnv(t), 59))
-	var values []string
-	for id := 1; id <= 300; id++ {
-		values = append(values, fmt.Sprintf("(%d, %d, '2026-01-01 00:%02d:%02d.%06d', 'm%d')", id, rng.IntN(300), rng.IntN(60), rng.IntN(60), rng.IntN(1e6), id))
-	}
-	if err := rb.bed.MySQL.Exec(ctx, "INSERT INTO "+table+" VALUES "+strings.Join(values, ", ")); err != nil {
-		t.Fatal(err)
-	}
-	rows := func(dbs [2]string, servers [2]int, want int) {
-		t.Helper()
-		testbed.Eventually(t, 90*time.Second, func() (bool, string) {
-			n := 0
-			for i := range 2 {
-				var k int
-				if err := rb.servers[servers[i]].DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+dbs[i]+"`.messages_by_sender").Scan(&k); err != nil {
-					return false, err.Error()
-				}
-				n += k
-			}
-			return n == want, fmt.Sprintf("%d rows in %v, want %d; log:\n%s", n, dbs, want, tail(logPath))
-		})
-	}
-	rows([2]string{rb.dbs[0], rb.dbs[1]}, [2]int{0, 1}, 300)
+	rb.insertMessages(300, 59)
+	rb.readRows([]int{0, 1}, []string{rb.dbs[0], rb.dbs[1]}, "TRUE", 300, logPath)
 	reshard := func(sink string) {
 		t.Helper()
 		rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
@@ -90,7 +68,7 @@ projections:
 	if err := rb.bed.MySQL.Exec(ctx, "DELETE FROM "+table+" WHERE id <= 50"); err != nil {
 		t.Fatal(err)
 	}
-	rows(away, [2]int{1, 2}, 250)
+	rb.readRows([]int{1, 2}, away[:], "TRUE", 250, logPath)
 	reshard("reads")
 
 	src, err := verify.OpenSource(config.Source{DSN: config.Secret(rb.bed.MySQL.AdminDSN())})

@@ -162,6 +162,37 @@ func (rb *reshardBed) write(ctx context.Context, rng *rand.Rand, first int) erro
 	return nil
 }
 
+// insertMessages inserts messages 1..n at once (seeded senders and times).
+func (rb *reshardBed) insertMessages(n int, seed uint64) {
+	rb.t.Helper()
+	rng := rand.New(rand.NewPCG(seedFromEnv(rb.t), seed))
+	var values []string
+	for id := 1; id <= n; id++ {
+		values = append(values, fmt.Sprintf("(%d, %d, '2026-01-01 00:%02d:%02d.%06d', 'm%d')", id, rng.IntN(300), rng.IntN(60), rng.IntN(60), rng.IntN(1e6), id))
+	}
+	if err := rb.bed.MySQL.Exec(rb.t.Context(), "INSERT INTO `"+rb.src+"`.messages VALUES "+strings.Join(values, ", ")); err != nil {
+		rb.t.Fatal(err)
+	}
+}
+
+// readRows waits until the read table holds want rows where cond, summed
+// over databases dbs[i] on servers servers[i].
+func (rb *reshardBed) readRows(servers []int, dbs []string, cond string, want int, logPath string) {
+	rb.t.Helper()
+	ctx := rb.t.Context()
+	testbed.Eventually(rb.t, 90*time.Second, func() (bool, string) {
+		n := 0
+		for i, srv := range servers {
+			var k int
+			if err := rb.servers[srv].DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+dbs[i]+"`.messages_by_sender WHERE "+cond).Scan(&k); err != nil {
+				return false, err.Error()
+			}
+			n += k
+		}
+		return n == want, fmt.Sprintf("%d rows where %s in %v, want %d; log:\n%s", n, cond, dbs, want, tail(logPath))
+	})
+}
+
 // reshardRun is one `readside reshard` process.
 type reshardRun struct {
 	cmd  *exec.Cmd

@@ -1,14 +1,9 @@
 package e2e
 
 import (
-	"fmt"
-	"math/rand/v2"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/readside/readside/e2e/testbed"
 )
 
 // TestReshardFollowsAWideningDuringItsFill: the source widens a column
@@ -25,29 +20,9 @@ func TestReshardFollowsAWideningDuringItsFill(t *testing.T) {
 	d := startDaemon(t, logPath, "run", "-c", rb.cfgPath)
 	ctx := t.Context()
 	table := "`" + rb.src + "`.messages"
-	rng := rand.New(rand.NewPCG(seedFromEnv(t), 47))
-	var values []string
-	for id := 1; id <= 600; id++ {
-		values = append(values, fmt.Sprintf("(%d, %d, '2026-01-01 00:%02d:%02d.%06d', 'm%d')", id, rng.IntN(300), rng.IntN(60), rng.IntN(60), rng.IntN(1e6), id))
-	}
-	if err := rb.bed.MySQL.Exec(ctx, "INSERT INTO "+table+" VALUES "+strings.Join(values, ", ")); err != nil {
-		t.Fatal(err)
-	}
-	copied := func(where string, want int) {
-		t.Helper()
-		testbed.Eventually(t, 90*time.Second, func() (bool, string) {
-			n := 0
-			for i := range 2 {
-				var k int
-				if err := rb.servers[i].DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+rb.dbs[i]+"`.messages_by_sender WHERE "+where).Scan(&k); err != nil {
-					return false, err.Error()
-				}
-				n += k
-			}
-			return n == want, fmt.Sprintf("%d rows where %s on the old shards, want %d; log:\n%s", n, where, want, tail(logPath))
-		})
-	}
-	copied("TRUE", 600)
+	rb.insertMessages(600, 47)
+	oldShards := []string{rb.dbs[0], rb.dbs[1]}
+	rb.readRows([]int{0, 1}, oldShards, "TRUE", 600, logPath)
 
 	first := rb.startReshard("filling", "--chunk-rows", "50")
 	rb.killAtPause(first, "filling")
@@ -55,7 +30,7 @@ func TestReshardFollowsAWideningDuringItsFill(t *testing.T) {
 		"UPDATE "+table+" SET body = CONCAT(REPEAT('é', 250), id) WHERE id % 3 = 0"); err != nil {
 		t.Fatal(err)
 	}
-	copied("CHAR_LENGTH(body) > 250", 200)
+	rb.readRows([]int{0, 1}, oldShards, "CHAR_LENGTH(body) > 250", 200, logPath)
 
 	last := rb.startReshard("", "--cleanup")
 	select {

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,25 +22,8 @@ func TestIdleProjectorFollowsAReshard(t *testing.T) {
 	logPath := filepath.Join(rb.dir, "readside.log")
 	d := startDaemon(t, logPath, "run", "-c", rb.cfgPath)
 	ctx := t.Context()
-	rng := rand.New(rand.NewPCG(seedFromEnv(t), 53))
-	var values []string
-	for id := 1; id <= 300; id++ {
-		values = append(values, fmt.Sprintf("(%d, %d, '2026-01-01 00:%02d:%02d.%06d', 'm%d')", id, rng.IntN(300), rng.IntN(60), rng.IntN(60), rng.IntN(1e6), id))
-	}
-	if err := rb.bed.MySQL.Exec(ctx, "INSERT INTO `"+rb.src+"`.messages VALUES "+strings.Join(values, ", ")); err != nil {
-		t.Fatal(err)
-	}
-	testbed.Eventually(t, 90*time.Second, func() (bool, string) {
-		n := 0
-		for i := range 2 {
-			var k int
-			if err := rb.servers[i].DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+rb.dbs[i]+"`.messages_by_sender").Scan(&k); err != nil {
-				return false, err.Error()
-			}
-			n += k
-		}
-		return n == 300, fmt.Sprintf("%d of 300 rows applied", n)
-	})
+	rb.insertMessages(300, 53)
+	rb.readRows([]int{0, 1}, []string{rb.dbs[0], rb.dbs[1]}, "TRUE", 300, logPath)
 
 	// From here on the source takes no write.
 	run := rb.startReshard("", "--cleanup")
