@@ -109,7 +109,13 @@ func (s *Sharded) PendingReplays(ctx context.Context, p *projections.Projection)
 		// quiet learns of a reshard's cutover here, not at its next
 		// batch, so a replay requested on the new sink right after the
 		// reshard finds it there.
-		routes, err := s.Routing(ctx, p.Name)
+		// Retried like the requests below: a sink briefly away stalls
+		// the check, it does not stop the projection.
+		var routes []keyspace.Routing
+		err := retrying(ctx, func() (err error) {
+			routes, err = s.Routing(ctx, p.Name)
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
