@@ -388,7 +388,6 @@ func (p *Projection) RebuildHow() string {
 // newProjection is projection name with its declared settings and their
 // defaults, and its key with the shard key first; its columns are
 // compileColumns' or compileAggregate's.
-
 func newProjection(cfg config.Config, name string, d config.Projection, db, tbl string, where *Filter) *Projection {
 	p := &Projection{added: new(atomic.Pointer[addedColumns]), Name: name, SourceDB: db, SourceTbl: tbl, Topic: TopicOf(cfg, db, tbl), debezium: cfg.ReadsDebezium(),
 		Group: event.Group(cfg.Kafka.TopicPrefix, name), DLQTopic: event.DLQTopic(cfg.Kafka.TopicPrefix, name), prefix: cfg.Kafka.TopicPrefix,

@@ -108,9 +108,9 @@ func (s *Sharded) PendingReplays(ctx context.Context, p *projections.Projection)
 		// Asked between polls, idle or not: a projector whose source is
 		// quiet learns of a reshard's cutover here, not at its next
 		// batch, so a replay requested on the new sink right after the
-		// reshard finds it there.
-		// Retried like the requests below: a sink briefly away stalls
-		// the check, it does not stop the projection.
+		// reshard finds it there. Retried like the requests below: a
+		// sink briefly away stalls the check, it does not stop the
+		// projection.
 		var routes []keyspace.Routing
 		err := retrying(ctx, func() (err error) {
 			routes, err = s.Routing(ctx, p.Name)

@@ -76,8 +76,8 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	if p == nil {
 		return code
 	}
-	if cfg.Sinks[p.Sink].Consistency.Transactional() {
-		return c.failf(exitUsage, "projection %s is on sink %s (consistency: transaction): a replay or rebuild of one projection would show its read table at another point of the source than the others on the sink, so readside replay does not run there. To rebuild the sink, stop readside, drop every table of the sink's database on every shard (the read tables with their state tables, _readside_frontier and the other bookkeeping: readside creates its own again), then start readside: it fills them again from the topics, whole transactions at a time (docs/operations.md, \"Transaction-consistent sinks\")", p.Name, p.Sink)
+	if p.ConsistentSink {
+		return c.failf(exitUsage, "projection %s is on sink %s (consistency: transaction): a replay or rebuild of one projection would show its read table at another point of the source than the others on the sink, so readside replay does not run there. Instead, %s: readside fills the tables again from the topics, whole transactions at a time", p.Name, p.Sink, p.RebuildHow())
 	}
 	if p.Computes() {
 		// Computed columns are evaluated as typed against the source.
